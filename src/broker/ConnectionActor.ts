@@ -56,8 +56,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     // Until it is destroyed, the `received` frames it still sends (or that the transport holds) are applied.
     peer.reader.confirmWhileClosing()
     // Its own parked output stays with it, taken back last, after what its outbox held (it was queued
-    // after that); a registration of its session meanwhile hands it over at once (Output.handOver).
-    router.output.forceParked(peer)
+    // after that); a registration of its session meanwhile hands it over at once (OutputEnd.handOver).
+    router.output.end.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
       router.output.endOutput(peer)
@@ -71,8 +71,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     yield* peer.connection.destroy
     // In order: the unfinished write's rest (unless a rejoin took it), then what was still queued, then
     // what was parked for it.
-    router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
-    router.output.releaseWaiters(peer)
+    router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+    router.output.end.releaseWaiters(peer)
   })
 
 /**

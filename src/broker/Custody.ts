@@ -328,7 +328,7 @@ export class Custody {
       if (custody.size > 0) for (const item of custody.takeBackFor(key)) output.undeliverable(item)
       if (batch !== undefined) for (const item of this.unconfirmedOf(peer, custody, batch, key)) output.undeliverable(item)
     } else if (batch !== undefined) return
-    output.handOver(peer)
+    output.end.handOver(peer)
   }
 
   /**

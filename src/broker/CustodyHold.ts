@@ -11,7 +11,7 @@
  * again to the new instance. What is left unconfirmed comes back at that
  * close (`Router.detach`), to the session's new connection. Mail of the same
  * senders reaching the new connection meanwhile — the old outbox's, handed
- * over at once (`Output.handOver`), and newer mail — would overtake it.
+ * over at once (`OutputEnd.handOver`), and newer mail — would overtake it.
  *
  * So the new connection holds, until the old close, the messages of exactly
  * those senders (per sender: others' mail flows at once): routed mail is
@@ -29,7 +29,7 @@
  * leave it and register as another: its mail then flows). A held sender that
  * leaves while the hold lasts is heard leaving after its held mail: its
  * `session_left` is withheld from the holder until the hold ends
- * (`departures`, Output.holdDepartureBehindCustody), as behind a
+ * (`departures`, `CustodyHolds.holdDepartureBehindCustody`), as behind a
  * recipient's own parked output (WithheldDepartures.ts).
  *
  * The hold ends with the old close, which a takeover always starts and
@@ -40,15 +40,15 @@
  *
  * One hold at a time per connection, and the hold is the session's: a
  * takeover of a connection that still holds carries the hold over to the
- * next one (`Output.takeOverHold`), adding the senders of that intermediate
+ * next one (`CustodyHolds.takeOverHold`), adding the senders of that intermediate
  * connection's own custody, and the hold then ends only when every
  * connection it waits for has closed (`pending`); one closing while another
  * is awaited has its held senders' mail put at the hold's front
- * (`Output.keepReturned`: a sender's custody is older than its mail kept
+ * (`CustodyHolds.keepReturned`: a sender's custody is older than its mail kept
  * meanwhile). If the new connection closes (or leaves the session) first,
  * what the hold keeps (and what the held drainers offer then) stays with
  * it; the session registering anew before the old close takes the hold
- * over on its new connection (`Output.adoptHold`), its mailbox's flush
+ * over on its new connection (`CustodyHolds.adoptHold`), its mailbox's flush
  * held with the rest. The holder's own output that the hold covers (its
  * mailbox's flush, output handed over) is kept, not waited for: that
  * drainer gates the connection's reading. It is kept when its batch ends
@@ -59,8 +59,17 @@
  * the mail sent to the session meanwhile (the mailbox took that at once),
  * so those senders' newer mail goes first there.
  *
- * Ownership: written only by Output (`Peer.custodyHold`, `Peer.releasesHold`).
+ * Here too, Output's side of the holds (split from Output.ts, 2026-12-05):
+ * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,
+ * carried over, adopted, counted down, ended, the departures withheld
+ * behind them) and the per-message test of whether one holds an item
+ * (`custodyHoldOf`). Ownership: `Peer.custodyHold` and `Peer.releasesHold`
+ * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
+ * there by Output as it queues, parks or forces output, and at a close by
+ * `keepReturned`; its `departures` are cleared when its holder's
+ * session leaves (`ParkedDepartures.forgetDepartureHolds`).
  */
+import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
@@ -73,7 +82,7 @@ export class CustodyHold {
   readonly items: Array<OutboundItem> = []
   /**
    * Ids of sessions whose departure the holder withholds until the hold ends
-   * (`Output.holdDepartureBehindCustody`): a held sender that left while its
+   * (`CustodyHolds.holdDepartureBehindCustody`): a held sender that left while its
    * mail waited here or in a custody must not be heard leaving before it.
    */
   readonly departures: Array<string> = []
@@ -111,4 +120,167 @@ export const sendersToHold = (peer: Peer, key: string): Set<string> | undefined 
     for (const item of batch.returnable) if ("mail" in item && item.to === key) senders.add(item.mail.senderKey)
   }
   return senders.size === 0 ? undefined : senders
+}
+
+/**
+ * The hold `peer` keeps `item` back with, when it is a message `peer` holds
+ * until the close of the connection it took its session over from, whose
+ * client left older mail of the same sender unconfirmed (`Peer.custodyHold`,
+ * CustodyHold.ts); else undefined. One field test while no takeover waits so.
+ */
+export const custodyHoldOf = (peer: Peer, item: OutboundItem): CustodyHold | undefined => {
+  const hold = peer.custodyHold
+  return hold !== undefined && isMessage(item) && hold.holds(item) ? hold : undefined
+}
+
+/**
+ * The takeovers' custody holds not ended yet, and Output's side of them:
+ * taking a hold at a takeover (or carrying one over), a new registration
+ * adopting it, each awaited close counting it down, and what comes back and
+ * goes on at its end. Per connection event only (takeover, registration,
+ * close, a leave); the per-message test is `custodyHoldOf`, and what a
+ * hold keeps is put there by Output (`enqueue`, `place`, `parkFor`,
+ * `forceEnqueue`).
+ */
+export class CustodyHolds {
+  /** The holds not ended yet: empty but for a takeover's short while. */
+  private readonly holds = new Set<CustodyHold>()
+  private readonly wake: (peer: Peer) => void
+  private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
+
+  /**
+   * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
+   * @param releaseDeparture a departure withheld from `recipient` behind a hold is released (FeedSource.releaseDeparture).
+   */
+  constructor(wake: (peer: Peer) => void, releaseDeparture: (recipient: Peer, senderId: string) => void) {
+    this.wake = wake
+    this.releaseDeparture = releaseDeparture
+  }
+
+  /**
+   * `fresh` took session `key` over from `old` (P16), before `old`'s mail is
+   * handed over: when `senders` have mail `old` may still give back at its
+   * close (its custody: `sendersToHold`), `fresh` holds their messages
+   * until then (CustodyHold.ts). A hold `old` itself still had for an
+   * earlier takeover is carried over to `fresh` instead — with `senders`
+   * added to it, and `old`'s close to wait for too — and the drainers
+   * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
+   * departures `old` withheld behind it are released there (no session
+   * holds them on `old` now; `fresh`'s feed starts after them).
+   */
+  takeOverHold(old: Peer, fresh: Peer, key: string, senders: Set<string> | undefined): void {
+    const carried = old.custodyHold
+    if (carried !== undefined) {
+      old.custodyHold = undefined
+      this.releaseHeldDepartures(carried)
+      carried.holder = fresh
+      fresh.custodyHold = carried
+      if (senders !== undefined) {
+        for (const sender of senders) carried.senders.add(sender)
+        carried.pending++
+        old.releasesHold = carried
+      }
+      this.wake(old)
+      return
+    }
+    if (senders === undefined) return
+    const hold = new CustodyHold(key, senders, fresh)
+    fresh.custodyHold = hold
+    old.releasesHold = hold
+    this.holds.add(hold)
+  }
+
+  /**
+   * `peer` registered session `key` anew (no takeover) while a hold for it
+   * still waits: its holder closed, or left the session, before the old
+   * connection's close. The hold is the session's: `peer` takes it, so the
+   * held senders' mail to it (the mailbox's flush included) still waits for
+   * that close. Not when `peer` keeps another hold (one per connection). A
+   * scan of the holds, only while one exists.
+   */
+  adoptHold(peer: Peer, key: string): void {
+    if (this.holds.size === 0) return
+    for (const hold of this.holds) {
+      const holder = hold.holder
+      if (hold.key !== key || holder === peer || holder.session?.key === key) continue
+      if (peer.custodyHold !== undefined) return
+      this.releaseHeldDepartures(hold)
+      if (holder.custodyHold === hold) holder.custodyHold = undefined
+      hold.holder = peer
+      peer.custodyHold = hold
+      this.wake(holder)
+      return
+    }
+  }
+
+  /**
+   * `old` is closing (Router.detach): one of the closes the hold its
+   * takeover set waits for, if any. Returned with `pending` counted down:
+   * at 0 the hold is ended before `old`'s custody comes back (which must not
+   * be held), for its kept mail to go back after that custody, then
+   * `heldReleased`; above 0 (a carried hold waits for another close),
+   * `old`'s held senders' mail goes to the hold's front (`keepReturned`).
+   */
+  endHold(old: Peer): CustodyHold | undefined {
+    const hold = old.releasesHold
+    if (hold === undefined) return undefined
+    old.releasesHold = undefined
+    if (--hold.pending > 0) return hold
+    if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
+    this.holds.delete(hold)
+    return hold
+  }
+
+  /**
+   * A connection `hold` waits for closed while it waits for another: of
+   * what came back (`returned`, oldest first) the held senders' messages go
+   * ahead of what the hold keeps — each sender's custody is older than its
+   * mail kept meanwhile — and the rest is returned, to go back now.
+   */
+  keepReturned<A extends OutboundItem>(hold: CustodyHold, returned: ReadonlyArray<A>): ReadonlyArray<A> {
+    const kept: Array<OutboundItem> = []
+    const rest: Array<A> = []
+    for (const item of returned) {
+      if (isMessage(item) && hold.holds(item)) kept.push(item)
+      else rest.push(item)
+    }
+    if (kept.length > 0) hold.items.unshift(...kept)
+    return rest
+  }
+
+  /**
+   * A hold ended and its kept mail went back: the departures its holder
+   * withheld behind it are released (after that mail), and the drainers it
+   * held offer again.
+   */
+  heldReleased(hold: CustodyHold): void {
+    this.releaseHeldDepartures(hold)
+    this.wake(hold.holder)
+  }
+
+  /**
+   * Session `senderId` (`senderKey`) left: the connections whose custody
+   * hold covers its mail withhold its `session_left` until the hold ends
+   * (`heldReleased`), as behind their own parked output — its mail may still
+   * be in the custody or kept in the hold. Returns those that take a new
+   * hold (the caller takes it: WithheldDepartures.withholdDeparture); one
+   * per hold and session. One check while no hold exists.
+   */
+  holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    if (this.holds.size === 0) return []
+    const found: Array<Peer> = []
+    for (const hold of this.holds) {
+      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
+      if (hold.departures.includes(senderId)) continue
+      hold.departures.push(senderId)
+      found.push(hold.holder)
+    }
+    return found
+  }
+
+  /** The departures `hold`'s holder withheld behind it are released, once. */
+  private releaseHeldDepartures(hold: CustodyHold): void {
+    const departures = hold.departures.splice(0)
+    for (const id of departures) this.releaseDeparture(hold.holder, id)
+  }
 }

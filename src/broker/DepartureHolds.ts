@@ -12,8 +12,8 @@
  * departure of the same session while the record still waits (it came
  * back and left again) shares it: the mail it waits for is the same, so
  * one release ends the hold, and a release never ends a hold it did not
- * take. Output drives it: it is the single writer of the parked lists and
- * tells this module when one of their messages is offered (`offered`),
+ * take. Output drives it: it and its close side (OutputEnd.ts) are the only
+ * writers of the parked lists, and tell this module when one of their messages is offered (`offered`),
  * joins them (`requeued`), or is gone with its reader's close (`drop`);
  * WithheldDepartures.ts, when the recipient's session left (`forget`: nothing is
  * released, so no release reaches the connection's next registration).

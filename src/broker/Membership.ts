@@ -65,10 +65,11 @@ export const PACE_MS = 50
 
 /**
  * How the notifier wakes writers (Output): a FEED_TICK in an outbox, then
- * one flush of all it reached; and what the departure holds ask of Output's
- * parked output (`ParkedOutput`, WithheldDepartures.ts).
+ * one flush of all it reached. What the departure holds ask of Output's
+ * parked output is given apart (`ParkedOutput`, WithheldDepartures.ts;
+ * Output's `departureSide`, ParkedDepartures.ts).
  */
-export interface FeedWaker extends ParkedOutput {
+export interface FeedWaker {
   /** Puts a FEED_TICK in `peer`'s outbox; false when the outbox is full (its writer is busy). */
   readonly tick: (peer: Peer) => boolean
   /** Writes what the ticks asked for. */
@@ -89,11 +90,12 @@ export class Membership {
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
    * @param waker puts FEED_TICKs in outboxes and flushes them (Output).
+   * @param parked what the departure holds ask of parked output (Output.departureSide, ParkedDepartures.ts).
    */
-  constructor(feedSignal: Queue.Queue<void>, waker: FeedWaker) {
+  constructor(feedSignal: Queue.Queue<void>, waker: FeedWaker, parked: ParkedOutput) {
     this.feedSignal = feedSignal
     this.waker = waker
-    this.holds = new WithheldDepartures(waker, {
+    this.holds = new WithheldDepartures(parked, {
       left: (session) => {
         session.space.feed.left(session.id)
         this.markDirty(session.space)

@@ -1,6 +1,7 @@
 /**
- * Output and backpressure: the only writer of a `Peer`'s output state
- * (`outbox`, `parked`).
+ * Output and backpressure: the owner of a `Peer`'s output state (`outbox`,
+ * `parked`), written here and, at a connection's end or a takeover, by
+ * its close side (OutputEnd.ts).
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
  * recipient's bounded outbox — bounded in frames and in characters of frame
@@ -51,47 +52,52 @@
  * keeps it while there is none, and is told when the recipient's writer
  * made room (`room`, from `roomMade`).
  *
- * The writer side (`takeForWrite`), a takeover's hand-over of the old
- * connection's mail (`handOver`: its outbox's, then its own parked list's, so
- * a sender's newer mail for the new connection cannot overtake it), its
- * forcing of the answers parked for the old connection itself ahead of its
- * `taken_over` (`forceOwnAnswers`), its hold
- * of the messages of senders with mail in the old connection's custody until
- * that close gives it back (`takeOverHold`, `adoptHold`, `endHold`; the
- * held senders' departures withheld behind it, `holdDepartureBehindCustody`;
- * `Peer.custodyHold`, one field test per message while none is held:
- * CustodyHold.ts) and the
- * close side (`drainOnClose`) are here too, so the actor only moves items
- * between this module and its socket. A sender gone and back since the
- * recipient last collected has its `session_left` and new join written after
- * its older queued mail (`Rejoins`, which this module owns: one instance,
- * empty between writes).
+ * The writer side (`takeForWrite`) is here too. A sender gone and back since
+ * the recipient last collected has its `session_left` and new join written
+ * after its older queued mail (`Rejoins`, which this module owns: one
+ * instance, empty between writes).
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
- * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
+ * (the per-sender counts of the readers with parked output are here; their
+ * look-up, `parkedMailOf`, is ParkedDepartures.ts's; the holds' records and
+ * their counting down are DepartureHolds.ts's; WithheldDepartures.ts
+ * withholds it).
  *
- * Size: about 1,200 lines. Already apart: the write batch (WriteBatch.ts), the
- * placement of a returned sender's departure (Rejoins.ts) and the departures
- * held behind a recipient's own parked output (DepartureHolds.ts). The latest
- * parts are the per-sender `parkedMail` counts new mail waits behind
- * (`behindOwnParked`), a takeover's hand-over of the old connection's
- * parked list (`handOverParked`) and a withheld return's waits and parking
- * (`waitsForReturn`, `parkBehindReturn`). Kept whole because this class is the single
- * writer of a `Peer`'s output fields (outbox, parked output, budgets, the
- * close's drain); split, that ownership would span files. The takeover and
- * close side (`handOver`, `handOverParked`, `forceOwnAnswers`, `forceParked`, `takeOwnParked`,
- * `drainOnClose`) is the natural next split, due at this length. What waits for room
- * without a reader (due replace messages) is ReplaceStaging.ts's; this module
- * only answers `hasRoom` and calls `room` when a writer makes some.
+ * Split by concern (2026-12-05), each part reached through a field of this
+ * class: a connection's end and a takeover's hand-over (`end`,
+ * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
+ * with `custodyHoldOf`, one field test per message while none is held),
+ * what the withheld departures ask of parked output (`departureSide`,
+ * ParkedDepartures.ts) and the tests of what an item is (OutboundItems.ts).
+ * This class keeps the parked lists' bookkeeping and the budgets; the parts
+ * reach what they change of it through closures it hands them once
+ * (`OutputSide`, the wake-ups, the batch's parked list).
+ *
+ * Size: about 840 lines, past the ~400 guideline: what is left is the
+ * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
+ * flushes) and the slow paths that share its state in the same synchronous
+ * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
+ * `parkBehind`, `parkBehindReturn`, `behindOwnParked`, `parkOwn`, also
+ * reached from `place`) and the per-sender counts of a reader's own parked
+ * mail — kept here because `place` and `parkFor`, on the per-frame path,
+ * use them directly and would otherwise call through another object.
+ * Already apart besides the above: the write batch (WriteBatch.ts),
+ * the placement of a returned sender's departure (Rejoins.ts) and the
+ * departures held behind a recipient's own parked output (DepartureHolds.ts).
+ * What waits for room without a reader (due replace messages) is
+ * ReplaceStaging.ts's; this module only answers `hasRoom` and calls `room`
+ * when a writer makes some.
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
-import { CustodyHold } from "./CustodyHold.ts"
+import { custodyHoldOf, CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
+import { belongsTo, charsOf, isMessage, isStranded } from "./OutboundItems.ts"
+import { OutputEnd } from "./OutputEnd.ts"
+import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
@@ -142,36 +148,12 @@ export interface OutboxBudget {
   readonly total: number
 }
 
-/**
- * Characters of frame text an item puts in an outbox (signals: none). An
- * object is a frame in parts, or output taken back if unwritten (it has a `frame`).
- */
-const charsOf = (item: OutboundItem): number =>
-  typeof item === "string" ? item.length : typeof item === "object" ? ("frame" in item ? item.frame : item).length : 0
-
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
 /** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
 const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
-
-/** Does this output still belong on `peer`'s connection (its session is still the one it is for)? */
-const belongsTo = (item: Returnable, peer: Peer): boolean => {
-  const key = peer.session?.key
-  return key !== undefined && ("mail" in item ? item.to === key : item.owedTo === key)
-}
-
-/** Mail or a notice whose session `peer` no longer holds (it was taken over, or unregistered). */
-const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
-  typeof item === "object" && "frame" in item && !belongsTo(item, peer)
-
-/** A frame of the connection's own (an answer): neither mail nor a notice for its session, nor a signal. */
-const isAnswer = (item: OutboundItem): item is OutFrame =>
-  typeof item === "string" || (typeof item === "object" && !("frame" in item))
-
-/** A message (not a notice, a frame or a signal). */
-const isMessage = (item: OutboundItem): item is OutboundMessage => typeof item === "object" && "mail" in item
 
 /** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
 const holdsMailOf = (
@@ -193,17 +175,6 @@ const holdsMailOf = (
  */
 const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
   peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
-
-/**
- * The hold `peer` keeps `item` back with, when it is a message `peer` holds
- * until the close of the connection it took its session over from, whose
- * client left older mail of the same sender unconfirmed (`Peer.custodyHold`,
- * CustodyHold.ts); else undefined. One field test while no takeover waits so.
- */
-const custodyHoldOf = (peer: Peer, item: OutboundItem): CustodyHold | undefined => {
-  const hold = peer.custodyHold
-  return hold !== undefined && isMessage(item) && hold.holds(item) ? hold : undefined
-}
 
 /**
  * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
@@ -234,7 +205,7 @@ const countParkedMail = (peer: Peer, senderKey: string): void => {
   counts.set(senderKey, (counts.get(senderKey) ?? 0) + 1)
 }
 
-/** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
+/** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
   private parked: Array<readonly [Peer, OutboundItem]> = []
@@ -245,8 +216,12 @@ export class Output {
    * its own parked list is offered (`holdBehindParked`).
    */
   private readonly departureHolds: DepartureHolds
-  /** The takeovers' custody holds not ended yet (CustodyHold.ts): empty but for a takeover's short while. */
-  private readonly custodyHolds = new Set<CustodyHold>()
+  /** The takeovers' custody holds (CustodyHold.ts): taken at a takeover, ended at the old connection's close. */
+  readonly holds: CustodyHolds
+  /** The close and takeover side: a connection's output at its end, and a takeover's hand-over (OutputEnd.ts). */
+  readonly end: OutputEnd
+  /** What the withheld departures ask of parked output (ParkedDepartures.ts; WithheldDepartures' `ParkedOutput`). */
+  readonly departureSide: ParkedDepartures
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -298,6 +273,25 @@ export class Output {
     this.log = log
     this.requestFlush = requestFlush
     this.room = room
+    this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseDeparture(recipient, senderId))
+    this.departureSide = new ParkedDepartures(
+      () => this.parked,
+      this.parkedReaders,
+      this.departureHolds,
+      this.holds,
+      (peer) => this.wakeWaiters(peer)
+    )
+    this.end = new OutputEnd({
+      charge: (peer, chars) => this.charge(peer, chars),
+      takeBack,
+      roomMade: (peer) => this.roomMade(peer),
+      forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
+      undeliverable: (item) => this.undeliverable(item),
+      uncountParkedMail: (reader, senderKey) => this.uncountParkedMail(reader, senderKey),
+      unpark: (reader) => this.parkedReaders.delete(reader),
+      parkedOut: (reader) => feed.parkedOut(reader),
+      departureHolds: this.departureHolds
+    })
   }
 
   /** Characters of frame text queued in every outbox together (stats). */
@@ -317,13 +311,13 @@ export class Output {
    * reach it): batches that parked mail for their own reader (a
    * registration's mailbox flush that did not fit), messages parked at the
    * end of a recipient's own list (`parkOwn`), drainer offers that waited
-   * behind it (`offerParked`), and departures held behind it (`holdBehindParked`).
-   * Counted on those slow paths only, never per routed frame.
+   * behind it (`offerParked`); the departures held behind it are counted by
+   * `departureSide` (`ParkedDepartures.departuresHeld`). Counted on those slow
+   * paths only, never per routed frame.
    */
   ownParks = 0
   parkedBehindOwn = 0
   waitsBehindOwn = 0
-  departuresHeld = 0
 
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
@@ -598,16 +592,6 @@ export class Output {
     return false
   }
 
-  /**
-   * Whether output `reader` produced waits for room: parked in the batch
-   * being handled (the reader's own, when it handles its `unregister`) or
-   * held by its drainer. A session leaving meanwhile has its departure held
-   * until that output is in its recipients' outboxes (`FeedSource.parkedOut`).
-   */
-  hasParked(reader: Peer): boolean {
-    return this.parked.length > 0 || reader.parked.length > 0
-  }
-
   /** The reader's oldest parked item, or undefined when all of it fitted. */
   nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
     return reader.parked[0]
@@ -634,64 +618,6 @@ export class Output {
   }
 
   /**
-   * The recipients whose own parked list holds mail of `senderKey`'s for
-   * them (a mailbox flush that did not fit, mail parked behind it), with how
-   * many messages, at a leave: a look-up in each parked reader's per-sender
-   * counts (`Peer.parkedMail`); nothing while no reader parks output.
-   */
-  parkedMailOf(senderKey: string): ReadonlyArray<readonly [Peer, number]> {
-    if (this.parkedReaders.size === 0) return []
-    const found: Array<readonly [Peer, number]> = []
-    for (const reader of this.parkedReaders) {
-      const count = reader.parkedMail?.get(senderKey)
-      if (count !== undefined) found.push([reader, count])
-    }
-    return found
-  }
-
-  /**
-   * The recipients of messages of `senderKey`'s that `reader` produced and
-   * that wait for room (parked in the batch being handled, or in `reader`'s
-   * own list), `reader` itself excepted: a scan, only when a session whose
-   * departure waits for that output registers again (Membership.joined).
-   */
-  parkedRecipientsOf(reader: Peer, senderKey: string): ReadonlyArray<Peer> {
-    const found: Array<Peer> = []
-    for (const list of [this.parked, reader.parked]) {
-      for (let i = 0; i < list.length; i++) {
-        const [to, item] = list[i]!
-        if (to !== reader && isMessage(item) && item.mail.senderKey === senderKey && !found.includes(to)) found.push(to)
-      }
-    }
-    return found
-  }
-
-  /**
-   * `recipient` withholds the departure of session `senderId` (`senderKey`)
-   * until the `count` messages of its in `recipient`'s own parked list are
-   * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
-   * close. True for a new hold (the caller takes it: WithheldDepartures.withholdDeparture);
-   * false when the hold of an earlier departure of the session's still waits
-   * for that mail: it covers this departure too (DepartureHolds.hold).
-   */
-  holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
-    const held = this.departureHolds.hold(recipient, senderKey, senderId, count)
-    if (held) this.departuresHeld++
-    return held
-  }
-
-  /**
-   * `recipient`'s session left while holds behind its own parked list were
-   * taken for it (it unregistered, or closed): they are dropped unreleased
-   * (DepartureHolds.forget), so offering that list releases nothing into a
-   * later registration of the connection.
-   */
-  forgetDepartureHolds(recipient: Peer): void {
-    if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
-    if (recipient.custodyHold !== undefined) recipient.custodyHold.departures.length = 0
-  }
-
-  /**
    * A message of `senderKey`'s for `reader` left `reader`'s own parked list:
    * after the last of that sender's, what waited behind it tries again.
    */
@@ -705,64 +631,12 @@ export class Output {
     this.wakeWaiters(reader)
   }
 
-  /**
-   * A returned sender's departure and join are owed to `peer`, or no longer
-   * withheld (Membership cleared its `returnWaits` entry): its mail that
-   * waited for them tries again.
-   */
-  returned(peer: Peer): void {
-    this.wakeWaiters(peer)
-  }
-
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
   private wakeWaiters(peer: Peer): void {
     const waiters = peer.roomWaiters
     if (waiters === undefined) return
     peer.roomWaiters = undefined
     for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
-  }
-
-  /**
-   * The reader closed while its output was still parked: what was accepted is
-   * delivered anyway, past the recipients' capacity, never dropped. Its own
-   * parked output is not written: it stays in its parked list, with no
-   * drainer, for the close to take back (`takeOwnParked`) after the output
-   * queued before it (its mailbox, flushed when it registered, goes to its
-   * session's next connection or the mailbox in its order; docs/testing.md,
-   * known issue 14) — or for a registration of its session meanwhile to hand
-   * over (`handOver`), ahead of newer mail for the new connection. Its
-   * `parkedMail` count stays until `drainOnClose`: mail for it arriving
-   * meanwhile still waits, and is taken back after that output.
-   */
-  forceParked(reader: Peer): void {
-    const own: Array<readonly [Peer, OutboundItem]> = []
-    // Taken off first: what is forced here must not be parked back behind this reader (`parkBehindReturn`).
-    const entries = reader.parked
-    reader.parked = []
-    this.parkedReaders.delete(reader)
-    for (const entry of entries) {
-      const [recipient, item] = entry
-      if (item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient === reader) own.push(entry)
-      else if (recipient.state === "closed") this.undeliverable(item)
-      else this.forceEnqueue(recipient, item)
-    }
-    reader.parked = own
-    if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
-    this.feed.parkedOut(reader)
-  }
-
-  /**
-   * A closing reader's own parked output (what `forceParked` left, and mail
-   * parked behind it since), taken for the close to give back, in order,
-   * after its outbox (`drainOnClose`).
-   */
-  takeOwnParked(reader: Peer): Array<OutboundItem> {
-    const own = reader.parked
-    reader.parked = []
-    const items: Array<OutboundItem> = []
-    for (let i = 0; i < own.length; i++) items.push(own[i]![1])
-    return items
   }
 
   /**
@@ -857,227 +731,6 @@ export class Output {
     if (!this.departureHolds.isEmpty && returnWaitOf(recipient.returnWaits, item) === undefined) {
       this.departureHolds.requeued(recipient, item)
     }
-  }
-
-  /**
-   * `peer` was taken over (P16; its `session` is already cleared): the mail
-   * and failure notices its outbox still holds for the session, then those
-   * in its own parked list (`handOverParked`), are taken back now, in order,
-   * so they reach the session's new connection ahead of anything queued for
-   * it later — not when the old writer gets to them, which for a client that
-   * stopped reading is after its close's grace, and after newer mail. Frames
-   * of the old connection's own (answers, its `taken_over`) stay. What its
-   * writer already handed the socket is not here: it comes back at close, if
-   * the socket never took it. Also called when a session unregisters
-   * (Custody.handBack): then its mail goes back to the mailbox.
-   */
-  handOver(peer: Peer): void {
-    const items = peer.outbox
-    let kept = 0
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!
-      if (isStranded(item, peer)) {
-        this.charge(peer, -charsOf(item))
-        this.takeBack(item)
-      } else items[kept++] = item
-    }
-    const took = kept < items.length
-    items.length = kept
-    // After the outbox (queued before it): its own parked list's mail and notices for the session.
-    if (peer.parked.length > 0) this.handOverParked(peer)
-    if (took) this.roomMade(peer)
-  }
-
-  /**
-   * The mail and notices for `peer`'s former session in `peer`'s own parked
-   * list (its mailbox flush that did not fit, and mail parked behind it) are
-   * taken back now, in order, as `handOver` takes the outbox's. Left there,
-   * they would come back only when its drainer refuses them, which waits
-   * while the list's first item waits for room at another recipient, or at
-   * its close, which a takeover's `end` holds up to its flush grace —
-   * meanwhile a sender's newer mail, routed to the new connection (whose
-   * `parkedMail` holds none of it), would overtake its older mail here. The
-   * item its drainer waits to offer may be among them: its `offerParked`
-   * then ends without offering it (an item it offered and got accepted left
-   * the list in that step). Frames of the connection's own, and output for others, stay. The counts
-   * go down only once all of it is queued: a count's last one wakes the
-   * senders waiting behind it, and a woken fiber may run at once, inside
-   * this call (Deferred.doneUnsafe).
-   */
-  private handOverParked(peer: Peer): void {
-    const parked = peer.parked
-    const taken: Array<Returnable> = []
-    let kept = 0
-    for (let i = 0; i < parked.length; i++) {
-      const entry = parked[i]!
-      const item = entry[1]
-      if (entry[0] === peer && isStranded(item, peer)) taken.push(item)
-      else parked[kept++] = entry
-    }
-    if (taken.length === 0) return
-    parked.length = kept
-    for (let i = 0; i < taken.length; i++) this.takeBack(taken[i]!)
-    for (const item of taken) {
-      if (!isMessage(item)) continue
-      this.uncountParkedMail(peer, item.mail.senderKey)
-      if (!this.departureHolds.isEmpty) this.departureHolds.offered(peer, item)
-    }
-    if (kept === 0 && this.parkedReaders.delete(peer)) this.feed.parkedOut(peer)
-  }
-
-  /**
-   * `reader`'s session was taken over (P16; `endTakenOver`, after `handOver`
-   * took the session's mail and notices): the answers its own parked list
-   * still holds for it — `delivered` and the other replies to frames the
-   * broker handled, parked behind output that did not fit — are forced into
-   * its outbox now, in order, ahead of its `taken_over`: its client learns
-   * how those frames ended. Left parked, the close would drop them
-   * (`takeOwnParked` gives back only mail). Its messages to others stay
-   * where they are: they keep their place in their recipients' order. A
-   * list left empty no longer holds departures back (`parkedOut`). Not for
-   * a connection already closing: its output ends where its close put it.
-   */
-  forceOwnAnswers(reader: Peer): void {
-    const parked = reader.parked
-    if (parked.length === 0 || reader.isClosing) return
-    const answers: Array<OutboundItem> = []
-    let kept = 0
-    for (let i = 0; i < parked.length; i++) {
-      const entry = parked[i]!
-      if (entry[0] === reader && isAnswer(entry[1])) answers.push(entry[1])
-      else parked[kept++] = entry
-    }
-    if (answers.length === 0) return
-    parked.length = kept
-    for (let i = 0; i < answers.length; i++) this.forceEnqueue(reader, answers[i]!)
-    if (kept === 0 && this.parkedReaders.delete(reader)) this.feed.parkedOut(reader)
-  }
-
-  /**
-   * `fresh` took session `key` over from `old` (P16), before `old`'s mail is
-   * handed over: when `senders` have mail `old` may still give back at its
-   * close (its custody: `sendersToHold`), `fresh` holds their messages
-   * until then (CustodyHold.ts). A hold `old` itself still had for an
-   * earlier takeover is carried over to `fresh` instead — with `senders`
-   * added to it, and `old`'s close to wait for too — and the drainers
-   * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
-   * departures `old` withheld behind it are released there (no session
-   * holds them on `old` now; `fresh`'s feed starts after them).
-   */
-  takeOverHold(old: Peer, fresh: Peer, key: string, senders: Set<string> | undefined): void {
-    const carried = old.custodyHold
-    if (carried !== undefined) {
-      old.custodyHold = undefined
-      this.releaseHeldDepartures(carried)
-      carried.holder = fresh
-      fresh.custodyHold = carried
-      if (senders !== undefined) {
-        for (const sender of senders) carried.senders.add(sender)
-        carried.pending++
-        old.releasesHold = carried
-      }
-      this.wakeWaiters(old)
-      return
-    }
-    if (senders === undefined) return
-    const hold = new CustodyHold(key, senders, fresh)
-    fresh.custodyHold = hold
-    old.releasesHold = hold
-    this.custodyHolds.add(hold)
-  }
-
-  /**
-   * `peer` registered session `key` anew (no takeover) while a hold for it
-   * still waits: its holder closed, or left the session, before the old
-   * connection's close. The hold is the session's: `peer` takes it, so the
-   * held senders' mail to it (the mailbox's flush included) still waits for
-   * that close. Not when `peer` keeps another hold (one per connection). A
-   * scan of the holds, only while one exists.
-   */
-  adoptHold(peer: Peer, key: string): void {
-    if (this.custodyHolds.size === 0) return
-    for (const hold of this.custodyHolds) {
-      const holder = hold.holder
-      if (hold.key !== key || holder === peer || holder.session?.key === key) continue
-      if (peer.custodyHold !== undefined) return
-      this.releaseHeldDepartures(hold)
-      if (holder.custodyHold === hold) holder.custodyHold = undefined
-      hold.holder = peer
-      peer.custodyHold = hold
-      this.wakeWaiters(holder)
-      return
-    }
-  }
-
-  /**
-   * `old` is closing (Router.detach): one of the closes the hold its
-   * takeover set waits for, if any. Returned with `pending` counted down:
-   * at 0 the hold is ended before `old`'s custody comes back (which must not
-   * be held), for its kept mail to go back after that custody, then
-   * `heldReleased`; above 0 (a carried hold waits for another close),
-   * `old`'s held senders' mail goes to the hold's front (`keepReturned`).
-   */
-  endHold(old: Peer): CustodyHold | undefined {
-    const hold = old.releasesHold
-    if (hold === undefined) return undefined
-    old.releasesHold = undefined
-    if (--hold.pending > 0) return hold
-    if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
-    this.custodyHolds.delete(hold)
-    return hold
-  }
-
-  /**
-   * A connection `hold` waits for closed while it waits for another: of
-   * what came back (`returned`, oldest first) the held senders' messages go
-   * ahead of what the hold keeps — each sender's custody is older than its
-   * mail kept meanwhile — and the rest is returned, to go back now.
-   */
-  keepReturned<A extends OutboundItem>(hold: CustodyHold, returned: ReadonlyArray<A>): ReadonlyArray<A> {
-    const kept: Array<OutboundItem> = []
-    const rest: Array<A> = []
-    for (const item of returned) {
-      if (isMessage(item) && hold.holds(item)) kept.push(item)
-      else rest.push(item)
-    }
-    if (kept.length > 0) hold.items.unshift(...kept)
-    return rest
-  }
-
-  /**
-   * A hold ended and its kept mail went back: the departures its holder
-   * withheld behind it are released (after that mail), and the drainers it
-   * held offer again.
-   */
-  heldReleased(hold: CustodyHold): void {
-    this.releaseHeldDepartures(hold)
-    this.wakeWaiters(hold.holder)
-  }
-
-  /**
-   * Session `senderId` (`senderKey`) left: the connections whose custody
-   * hold covers its mail withhold its `session_left` until the hold ends
-   * (`heldReleased`), as behind their own parked output — its mail may still
-   * be in the custody or kept in the hold. Returns those that take a new
-   * hold (the caller takes it: WithheldDepartures.withholdDeparture); one
-   * per hold and session. One check while no hold exists.
-   */
-  holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
-    if (this.custodyHolds.size === 0) return []
-    const found: Array<Peer> = []
-    for (const hold of this.custodyHolds) {
-      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
-      if (hold.departures.includes(senderId)) continue
-      hold.departures.push(senderId)
-      found.push(hold.holder)
-    }
-    return found
-  }
-
-  /** The departures `hold`'s holder withheld behind it are released, once. */
-  private releaseHeldDepartures(hold: CustodyHold): void {
-    const departures = hold.departures.splice(0)
-    for (const id of departures) this.feed.releaseDeparture(hold.holder, id)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
@@ -1177,30 +830,6 @@ export class Output {
     const at = batch.returnableAt
     for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
     return unwritten
-  }
-
-  /**
-   * Takes what is left in an outbox at close and shuts it, so no item can slip
-   * in: later offers are refused (their senders requeue the mail). The caller
-   * detaches the peer, then calls `releaseWaiters`.
-   */
-  drainOnClose(peer: Peer): Array<OutboundItem> {
-    const items = peer.outbox
-    peer.outbox = []
-    peer.outboxShut = true
-    peer.parkedMail = undefined
-    this.charge(peer, -peer.outboxChars)
-    return items
-  }
-
-  /**
-   * After the detach that took back what `drainOnClose` returned: senders
-   * waiting for room here retry, find it shut, and take their items back —
-   * after the older ones (a woken sender may resume at once).
-   */
-  releaseWaiters(peer: Peer): void {
-    peer.leftReturnWaits = undefined
-    this.roomMade(peer)
   }
 
   /** An item that can no longer reach its connection: mail goes back to the mailbox, a notice is owed again. */

@@ -3,11 +3,13 @@
  *
  * Ownership: every mutable field is written by the Router's synchronous
  * concern modules only — the registry fields by `Registration`, the output
- * fields by `Output`, the membership fields by `Membership` and
+ * fields by `Output` (at a close or takeover by its close side,
+ * `OutputEnd`; the custody hold's by `CustodyHolds`), the membership fields by `Membership` and
  * `WithheldDepartures`. The connection
  * actor (ConnectionActor.ts), its reader (PeerReader.ts) and its writer
  * (PeerWriter.ts) never write a `Peer`: they read `isClosing` and call
- * `Output` (take output to write, offer parked output, drain at close).
+ * `Output` (take output to write, offer parked output; drain at close,
+ * through `Output.end`).
  */
 import { Deferred } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -181,7 +183,7 @@ export class Peer {
    * except for output forced past them (Output.ts).
    */
   outbox: Array<OutboundItem> = []
-  /** The outbox was drained at close: it takes nothing more (Output.drainOnClose). */
+  /** The outbox was drained at close: it takes nothing more (OutputEnd.drainOnClose). */
   outboxShut = false
   /** Characters of frame text queued in the outbox, not yet taken by the writer. */
   outboxChars = 0

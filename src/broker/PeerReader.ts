@@ -16,7 +16,7 @@
  * socket's unread frames are (`stop`); a takeover (P16) first answers each
  * held `send` — from its replay record when the broker handled a copy of it
  * (P46), else `E_SENDER_NOT_FOUND` (`refuseHeldSends`) — after the answers
- * parked for the frames it handled (`Output.forceOwnAnswers`), so a sender
+ * parked for the frames it handled (`OutputEnd.forceOwnAnswers`), so a sender
  * still reading its old connection learns how each of its last sends ended. An
  * optional `ReaderObserver` (the simulation's ledger) is told which frames
  * each batch handles, just before it does, and which held frames were
@@ -196,7 +196,7 @@ export class PeerReader implements FrameReceiver {
   /**
    * The connection's session `senderKey` was taken over (P16; `endTakenOver`,
    * after the answers its parked output held for it were forced out:
-   * `Output.forceOwnAnswers`, before its `taken_over` and its `end`): each
+   * `OutputEnd.forceOwnAnswers`, before its `taken_over` and its `end`): each
    * `send` or `supervisor_send` still held behind parked output is answered
    * now, forced past a full outbox as `taken_over` is, so that the graceful
    * end writes it. A held copy of a send the broker already handled (a

@@ -362,7 +362,7 @@ export class Registration {
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
       // session_left. Mail in that outbox, or parked with its reader for it, no longer belongs there (its
-      // session is gone): it goes to the new holder once that is registered, below (Output.handOver); anything queued for the old
+      // session is gone): it goes to the new holder once that is registered, below (OutputEnd.handOver); anything queued for the old
       // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
       // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
@@ -382,11 +382,11 @@ export class Registration {
     // Before the old connection's mail is handed over: another instance's takeover holds its senders' mail
     // behind what the old connection may give back at its close (CustodyHold.ts); a hold it had is carried.
     if (previous !== undefined) {
-      output.takeOverHold(previous.peer, peer, previous.key, rejoin ? undefined : sendersToHold(previous.peer, previous.key))
+      output.holds.takeOverHold(previous.peer, peer, previous.key, rejoin ? undefined : sendersToHold(previous.peer, previous.key))
     } else {
       // Registered anew while a hold for the session still waits (its holder closed or left first): the hold
       // is the session's, so this connection takes it, ahead of the mailbox's flush.
-      output.adoptHold(peer, session.key)
+      output.holds.adoptHold(peer, session.key)
     }
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
@@ -395,7 +395,7 @@ export class Registration {
     // before the mailbox's flush and any newer mail (a sender's order holds across the takeover). At a
     // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
     for (const item of unread) output.undeliverable(item)
-    if (previous !== undefined) output.handOver(previous.peer)
+    if (previous !== undefined) output.end.handOver(previous.peer)
     // Only now: its close may run at once (nothing left to wait for: an idle writer drains synchronously),
     // and what it gives back then (its custody, output queued for it later, what its senders were held back
     // on) must find this connection registered, not go to the mailbox behind the flush (or out of it, past

@@ -268,7 +268,7 @@ export class Router {
         closePeer(peer, "end")
       }
     }
-    const membership = new Membership(signals.feed, output)
+    const membership = new Membership(signals.feed, output, output.departureSide)
     // Late-bound: `abandoned` uses the writer and the custody, which is made below.
     const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
     const asks = new Asks(
@@ -487,11 +487,11 @@ export class Router {
     // A takeover's hold behind this connection's custody (CustodyHold.ts) ends first, so what comes back
     // here is not held; what the hold kept goes back after it, then the senders it held offer again.
     // A carried hold that still waits for another close keeps this one's held senders' mail at its front.
-    const hold = this.output.endHold(peer)
+    const hold = this.output.holds.endHold(peer)
     const back = this.takeBack(peer, unwritten)
-    if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.keepReturned(hold, back))
+    if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.holds.keepReturned(hold, back))
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
-    if (hold !== undefined) this.output.heldReleased(hold)
+    if (hold !== undefined) this.output.holds.heldReleased(hold)
   }
 
   /**
@@ -645,7 +645,7 @@ export class Router {
       ownParks: this.ctx.output.ownParks,
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
-      departuresHeld: this.ctx.output.departuresHeld,
+      departuresHeld: this.ctx.output.departureSide.departuresHeld,
       returnsHeld: this.membership.holds.returnsHeld
     }
   }

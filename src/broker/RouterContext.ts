@@ -92,14 +92,14 @@ export const closePeer = (peer: Peer, mode: CloseMode): void => {
  * drop it), after what the outbox holds; the `end` close flushes it first.
  * Before it, forced the same way and in the order the client sent the
  * frames: the answers its own parked output still held for frames the
- * broker handled (`delivered`…; Output.forceOwnAnswers), then an answer to
+ * broker handled (`delivered`…; OutputEnd.forceOwnAnswers), then an answer to
  * each `send` of session `senderKey`'s its reader still held behind that
  * output (its replay record's, else `E_SENDER_NOT_FOUND`; PeerReader.refuseHeldSends).
  */
 export const endTakenOver = (output: Output, peer: Peer, senderKey: string, id: string, pid: number): void => {
-  // Answers its own parked output held for frames the broker handled go first (Output.forceOwnAnswers),
+  // Answers its own parked output held for frames the broker handled go first (OutputEnd.forceOwnAnswers),
   // then the sends its reader still held behind that output are answered (PeerReader.refuseHeldSends).
-  output.forceOwnAnswers(peer)
+  output.end.forceOwnAnswers(peer)
   peer.reader.refuseHeldSends(senderKey)
   if (peer.features.has(TAKEOVER_V1)) output.forceEnqueue(peer, Encode.takenOverFrame(id, pid))
   closePeer(peer, "end")

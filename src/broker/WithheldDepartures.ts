@@ -65,7 +65,7 @@
  * departed session's mail in a recipient's own parked output (its mailbox
  * flush that did not fit, and mail parked behind it, Output.ts): when the
  * departure goes into the feed (`depart`) each such recipient withholds it
- * until its drainer offered the last of that mail (Output.holdBehindParked).
+ * until its drainer offered the last of that mail (ParkedDepartures.holdBehindParked).
  * Each owner takes one hold per (recipient, session) and releases it once;
  * the recipient's entry counts them (`WithheldDeparture.holds`).
  *
@@ -115,40 +115,40 @@ import type { WithheldDeparture } from "./MembershipFeed.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { type Session, sessionKey } from "./Registry.ts"
 
-/** What the holds ask of Output's parked output, and how they wake the mail that waits for a return (Output). */
+/** What the holds ask of Output's parked output, and how they wake the mail that waits for a return (ParkedDepartures.ts, Output's `departureSide`). */
 export interface ParkedOutput {
-  /** Whether output `reader` produced is parked, waiting for room (Output.hasParked). */
+  /** Whether output `reader` produced is parked, waiting for room (ParkedDepartures.hasParked). */
   readonly hasParked: (reader: Peer) => boolean
   /**
    * The recipients whose own parked output holds mail of `senderKey`'s for
-   * them, with how many such messages (Output.parkedMailOf).
+   * them, with how many such messages (ParkedDepartures.parkedMailOf).
    */
   readonly parkedMailOf: (senderKey: string) => ReadonlyArray<readonly [Peer, number]>
   /**
    * Calls `releaseDeparture` for `recipient` once the `count` messages of
    * `senderKey`'s in its own parked output were offered; true when this is a
    * new hold, false when one from an earlier departure still waits for that
-   * mail (Output.holdBehindParked).
+   * mail (ParkedDepartures.holdBehindParked).
    */
   readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
   /**
    * `recipient`'s connection no longer holds the session its holds behind
    * its own parked output were taken for: they are dropped, unreleased
-   * (Output.forgetDepartureHolds).
+   * (ParkedDepartures.forgetDepartureHolds).
    */
   readonly forgetDepartureHolds: (recipient: Peer) => void
   /**
    * The recipients of `senderKey`'s messages that `reader` produced and
-   * that still wait for room (Output.parkedRecipientsOf).
+   * that still wait for room (ParkedDepartures.parkedRecipientsOf).
    */
   readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
   /**
    * The connections whose takeover custody hold covers `senderKey`'s mail
    * and that take a new hold on session `senderId`'s departure, released
-   * when the custody hold ends (Output.holdDepartureBehindCustody).
+   * when the custody hold ends (CustodyHolds.holdDepartureBehindCustody).
    */
   readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
-  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
+  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (ParkedDepartures.returned). */
   readonly returned: (recipient: Peer) => void
 }
 
@@ -234,7 +234,7 @@ export class WithheldDepartures {
    * release left (the old output is out, forced into `previous`'s own parked
    * flush, say, whose hold is the one left) is owed to `next` at once: what
    * `previous` holds of the old mail is handed to `next` right after this
-   * (Output.handOver), so the pair is placed after it. Holds of other owners
+   * (OutputEnd.handOver), so the pair is placed after it. Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -259,7 +259,7 @@ export class WithheldDepartures {
       if (holds === 0) {
         // The old output is out (no early release of the return's is left): the holds left are other owners',
         // its own parked flush's (which the old output may have been forced into) — handed to `next` right
-        // after this, with the old outbox's mail (Output.handOver), ahead of anything newer. So `next` is owed
+        // after this, with the old outbox's mail (OutputEnd.handOver), ahead of anything newer. So `next` is owed
         // the pair now, and its writer places it after that mail and before the mail from since (Rejoins.ts).
         // Not woken: `registered` and that mail are queued for it in this step. Mail waiting on `previous` for
         // the pair is refused there (its session is gone) and goes to `next`, once `previous` wakes it.
@@ -303,7 +303,7 @@ export class WithheldDepartures {
     peer.owedDepartures = undefined
     peer.owedJoins = undefined
     // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
-    // back the older mail it held (Output.releaseWaiters), and the mail that waited goes back after the
+    // back the older mail it held (OutputEnd.releaseWaiters), and the mail that waited goes back after the
     // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
     // and its refused message reached the mailbox ahead of both. An open connection (unregistered) may
     // register again, so its waits end here; they stay readable for the mail that waited

@@ -32,7 +32,7 @@ const setUpWith = (count: number) => Effect.gen(function*() {
     return peer
   }
   /** `peer`'s connection closes. */
-  const close = (peer: Peer): void => router.detach(peer, router.output.drainOnClose(peer))
+  const close = (peer: Peer): void => router.detach(peer, router.output.end.drainOnClose(peer))
   /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {

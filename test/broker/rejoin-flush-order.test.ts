@@ -6,7 +6,7 @@
  * connection is refused there and requeued to the live session: it must
  * queue behind the parked flush (Output.forceEnqueue → parkBehind), not be
  * forced into the outbox ahead of it — the sender's order holds. Likewise a
- * closing sender's parked mail (`Output.forceParked`) queues behind a
+ * closing sender's parked mail (`OutputEnd.forceParked`) queues behind a
  * recipient's parked flush that holds its older mail; another sender's is
  * forced as before, so it still precedes that sender's `session_left`. A
  * sender that leaves with mail in the recipient's parked flush has its

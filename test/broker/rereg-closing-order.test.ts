@@ -1,11 +1,11 @@
 /**
  * A session registers again while its old connection is closing, between
- * the close's `Output.forceParked` (which takes the connection's parked
+ * the close's `OutputEnd.forceParked` (which takes the connection's parked
  * output) and its `Router.detach` (which gives back what was never written):
  * an await of `finish` (ConnectionActor.ts) — the writer's interruption,
  * the destroy — lies between them, and another connection's batches can
  * run there. The old connection's own parked list (its mailbox flush that
- * did not fit) must still be reachable by the takeover's `Output.handOver`,
+ * did not fit) must still be reachable by the takeover's `OutputEnd.handOver`,
  * or a sender's new message, routed to the new connection, overtakes its
  * older mail that comes back only at the detach. On a Router driven by
  * hand (no fibers), so the registration lands exactly in that gap.
@@ -48,7 +48,7 @@ describe("a session registers again while its old connection's close holds its p
       assert.strictEqual(old.parked.length, 4)
       // Its close begins (a destroy: its client dropped it), as `finish` runs it, up to the await.
       closePeer(old, "destroy")
-      router.output.forceParked(old)
+      router.output.end.forceParked(old)
       // In that await: twin registers again, and the sender sends it a new message.
       // Its writer is stuck too: its first write (in flight for good) and then its outbox hold what it got, in order.
       const fresh = session("twin", true)
@@ -56,8 +56,8 @@ describe("a session registers again while its old connection's close holds its p
       batch(sender, [{ type: "send", to: "twin", message: message("tiny") }])
       // The close goes on: what the old connection still held goes back.
       router.abandonWrites(old)
-      router.detach(old, [...router.output.drainOnClose(old), ...router.output.takeOwnParked(old)])
-      router.output.releaseWaiters(old)
+      router.detach(old, [...router.output.end.drainOnClose(old), ...router.output.end.takeOwnParked(old)])
+      router.output.end.releaseWaiters(old)
       const texts = [...textsOf(fresh.writer.inFlight?.frames ?? []), ...textsOf(router.output.takeForWrite(fresh).frames)]
       assert.deepStrictEqual(texts.filter((text) => text !== "m0"), ["m1", "m2", "m3", "m4", "tiny"])
     }))

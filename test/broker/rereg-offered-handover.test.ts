@@ -1,6 +1,6 @@
 /**
  * A parked item the drainer offered is never both written and still parked.
- * A takeover's `Output.handOver` takes the old connection's own parked list
+ * A takeover's `OutputEnd.handOver` takes the old connection's own parked list
  * back for the new connection (`handOverParked`); an item the drainer's offer
  * got accepted, and the old writer wrote at once, but still first in that
  * list, would be taken back and written to the new connection a second time.

@@ -13,7 +13,7 @@
  * `end` flush grace (its client does not read); at a rejoin, held behind
  * the flush on the old connection until the hand-over of the old outbox
  * made room there, then refused as stranded and taken back to the new
- * connection before the old close ran. `Output.handOver` takes the parked
+ * connection before the old close ran. `OutputEnd.handOver` takes the parked
  * flush back to the new connection at the registration, in order, ahead of
  * anything newer. Also a regression guard (it passes without the hand-over
  * too): a takeover while the old drainer offers the flush's first message

@@ -36,9 +36,9 @@ const setUp = Effect.gen(function*() {
   }
   /** The close as ConnectionActor.finish does it (no grace): parked output forced, then detached. */
   const close = (peer: Peer): void => {
-    router.output.forceParked(peer)
-    router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
-    router.output.releaseWaiters(peer)
+    router.output.end.forceParked(peer)
+    router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+    router.output.end.releaseWaiters(peer)
   }
   /** One try of `reader`'s drainer: true when its oldest parked item left the list. */
   const tryDrain = (reader: Peer): boolean => {

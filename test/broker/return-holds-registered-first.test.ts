@@ -38,9 +38,9 @@ describe("a withheld return's pair owed at a takeover with none of the old mail 
         return peer
       }
       const close = (peer: Peer): void => {
-        router.output.forceParked(peer)
-        router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
-        router.output.releaseWaiters(peer)
+        router.output.end.forceParked(peer)
+        router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+        router.output.end.releaseWaiters(peer)
       }
       const tryDrain = (reader: Peer): boolean => {
         const entry = router.output.nextParked(reader)

@@ -72,7 +72,7 @@ const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number): Readonl
   clock.now += WINDOW_MS
   router.staging.flushDue(clock.now)
   assert.strictEqual(router.staging.waiting, n - 2)
-  router.detach(sender, router.output.drainOnClose(sender))
+  router.detach(sender, router.output.end.drainOnClose(sender))
   // Its connection closed: no batch of its to park them with; they still wait.
   assert.strictEqual(router.staging.waiting, n - 2)
   return ids
@@ -152,7 +152,7 @@ describe("a replace-staged message falling due into a full outbox", () => {
       // The last hold goes while the sender is back, before the recipient's writer wrote its return.
       batch(back, ids.slice(4).map((messageId) => ({ type: "cancel_message", messageId })))
       assert.strictEqual(router.staging.waiting, 0)
-      router.detach(back, router.output.drainOnClose(back))
+      router.detach(back, router.output.end.drainOnClose(back))
       for (let i = 0; i < 3; i++) seen.push(...written(router, recipient))
       assert.deepStrictEqual(seen, [...Array.from({ length: 4 }, (_, i) => `message due ${i}`), "left sender"])
       assert.isUndefined(recipient.withheldDepartures) // settled: nothing left behind
@@ -167,7 +167,7 @@ describe("a replace-staged message falling due into a full outbox", () => {
       // from the feed and owed to the recipient (Membership.compact).
       for (let i = 0; i < 1_100; i++) {
         const peer = session(10 + i, `passer-${i}`, false)
-        router.detach(peer, router.output.drainOnClose(peer))
+        router.detach(peer, router.output.end.drainOnClose(peer))
       }
       router.membership.notify()
       assert.deepStrictEqual(written(router, recipient), ["message due 0", "message due 1"])

@@ -94,10 +94,10 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     /** `peer`'s connection closes, as `finish` closes it. */
     const close = (peer: Peer): void => {
       closePeer(peer, "destroy")
-      router.output.forceParked(peer)
+      router.output.end.forceParked(peer)
       router.abandonWrites(peer)
-      router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
-      router.output.releaseWaiters(peer)
+      router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+      router.output.end.releaseWaiters(peer)
     }
     return { attach, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })

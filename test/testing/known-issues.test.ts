@@ -341,7 +341,7 @@ describe("fixed: mail flushed to a connection that closes before it could take i
   // Seed 55970: C's connection waited for admission behind a storm of connections that did not register,
   // and dropped while it waited; once admitted, its held `register` ran, and the broker flushed C's
   // mailbox (A's queued m1) to it. The outbox was full, so m1 was parked on C's own reader, and when the
-  // reader closed, `Output.forceParked` skipped a reader's own parked output: m1 was dropped, and A had
+  // reader closed, `OutputEnd.forceParked` skipped a reader's own parked output: m1 was dropped, and A had
   // been told it was queued. It is now taken back, to C's next connection or the mailbox. Since a
   // waiting connection's close is seen while it waits (Waiting.ts), C's dead connection is dropped
   // unregistered and this workload no longer reaches `forceParked`; seed 57649's, below, still does.

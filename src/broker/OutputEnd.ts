@@ -1,0 +1,224 @@
+/**
+ * A connection's end and a takeover's hand-over, on the output side: what
+ * happens to the output queued or parked on a connection when it is taken
+ * over (P16), its session unregisters, or it closes. It runs per connection
+ * event, never per frame; the per-frame side (`enqueue`, `place`,
+ * `takeForWrite`, `parkFor`, the flushes) is Output.ts's.
+ *
+ * At a takeover (and when a session unregisters, Custody.handBack) the mail
+ * and failure notices the old connection's outbox still holds for the
+ * session, then those in its own parked list, are taken back at once and in
+ * order (`handOver`, `handOverParked`), so they reach the session's new
+ * connection ahead of anything queued for it later; the answers parked for
+ * the old connection itself are forced into its outbox ahead of its
+ * `taken_over` (`forceOwnAnswers`). At a close, what the reader had parked
+ * for others is forced past the bounds (`forceParked`), its own parked
+ * output is kept for the close to give back after its outbox
+ * (`takeOwnParked`, `drainOnClose`), and senders waiting for room there are
+ * woken to find it shut (`releaseWaiters`).
+ *
+ * Ownership: Output owns a `Peer`'s output fields and the broker-wide
+ * output state (budgets, the readers with parked output, the departure
+ * holds behind them); this module is its close and takeover side, split off
+ * by concern. It writes a peer's `outbox`, `parked`, `outboxShut`,
+ * `parkedMail` and `leftReturnWaits` directly, only at those connection
+ * events (never in the same synchronous step as Output's own writes), and
+ * changes everything else through `OutputSide`: the character budget, the
+ * parked readers, the per-sender counts, the holds. No state of its own.
+ */
+import type { DepartureHolds } from "./DepartureHolds.ts"
+import { charsOf, isAnswer, isMessage, isStranded } from "./OutboundItems.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+
+/** What the close and takeover side asks of Output, the owner of the state it changes. */
+export interface OutputSide {
+  /** Adds `chars` (negative: takes them off) to `peer`'s and every outbox's character count. */
+  readonly charge: (peer: Peer, chars: number) => void
+  /** Takes output that can no longer be written where it was queued (MailDelivery). */
+  readonly takeBack: (item: Returnable) => void
+  /** `peer`'s outbox has room again: what waits for it tries again (Output.roomMade). */
+  readonly roomMade: (peer: Peer) => void
+  /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
+  readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void
+  /** An item that can no longer reach its connection goes back (Output.undeliverable). */
+  readonly undeliverable: (item: OutboundItem) => void
+  /** A message of `senderKey`'s left `reader`'s own parked list: its count goes down (Output's `parkedMail` counts). */
+  readonly uncountParkedMail: (reader: Peer, senderKey: string) => void
+  /** `reader` is no longer among the readers with parked output; true when it was. */
+  readonly unpark: (reader: Peer) => boolean
+  /** All of `reader`'s parked output is out: the departures held behind it go (FeedSource.parkedOut). */
+  readonly parkedOut: (reader: Peer) => void
+  /** The departures held behind recipients' own parked output (Output's). */
+  readonly departureHolds: DepartureHolds
+}
+
+/** The output side of a connection's end and of a takeover's hand-over (see the module header). */
+export class OutputEnd {
+  private readonly side: OutputSide
+
+  /** @param side what this side changes of Output's state, through Output. */
+  constructor(side: OutputSide) {
+    this.side = side
+  }
+
+  /**
+   * The reader closed while its output was still parked: what was accepted is
+   * delivered anyway, past the recipients' capacity, never dropped. Its own
+   * parked output is not written: it stays in its parked list, with no
+   * drainer, for the close to take back (`takeOwnParked`) after the output
+   * queued before it (its mailbox, flushed when it registered, goes to its
+   * session's next connection or the mailbox in its order; docs/testing.md,
+   * known issue 14) — or for a registration of its session meanwhile to hand
+   * over (`handOver`), ahead of newer mail for the new connection. Its
+   * `parkedMail` count stays until `drainOnClose`: mail for it arriving
+   * meanwhile still waits, and is taken back after that output.
+   */
+  forceParked(reader: Peer): void {
+    const own: Array<readonly [Peer, OutboundItem]> = []
+    // Taken off first: what is forced here must not be parked back behind this reader (`parkBehindReturn`).
+    const entries = reader.parked
+    reader.parked = []
+    this.side.unpark(reader)
+    for (const entry of entries) {
+      const [recipient, item] = entry
+      if (item === FEED_TICK || item === END_OF_OUTPUT) continue
+      if (recipient === reader) own.push(entry)
+      else if (recipient.state === "closed") this.side.undeliverable(item)
+      else this.side.forceEnqueue(recipient, item)
+    }
+    reader.parked = own
+    if (!this.side.departureHolds.isEmpty) this.side.departureHolds.drop(reader)
+    this.side.parkedOut(reader)
+  }
+
+  /**
+   * A closing reader's own parked output (what `forceParked` left, and mail
+   * parked behind it since), taken for the close to give back, in order,
+   * after its outbox (`drainOnClose`).
+   */
+  takeOwnParked(reader: Peer): Array<OutboundItem> {
+    const own = reader.parked
+    reader.parked = []
+    const items: Array<OutboundItem> = []
+    for (let i = 0; i < own.length; i++) items.push(own[i]![1])
+    return items
+  }
+
+  /**
+   * `peer` was taken over (P16; its `session` is already cleared): the mail
+   * and failure notices its outbox still holds for the session, then those
+   * in its own parked list (`handOverParked`), are taken back now, in order,
+   * so they reach the session's new connection ahead of anything queued for
+   * it later — not when the old writer gets to them, which for a client that
+   * stopped reading is after its close's grace, and after newer mail. Frames
+   * of the old connection's own (answers, its `taken_over`) stay. What its
+   * writer already handed the socket is not here: it comes back at close, if
+   * the socket never took it. Also called when a session unregisters
+   * (Custody.handBack): then its mail goes back to the mailbox.
+   */
+  handOver(peer: Peer): void {
+    const items = peer.outbox
+    let kept = 0
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (isStranded(item, peer)) {
+        this.side.charge(peer, -charsOf(item))
+        this.side.takeBack(item)
+      } else items[kept++] = item
+    }
+    const took = kept < items.length
+    items.length = kept
+    // After the outbox (queued before it): its own parked list's mail and notices for the session.
+    if (peer.parked.length > 0) this.handOverParked(peer)
+    if (took) this.side.roomMade(peer)
+  }
+
+  /**
+   * The mail and notices for `peer`'s former session in `peer`'s own parked
+   * list (its mailbox flush that did not fit, and mail parked behind it) are
+   * taken back now, in order, as `handOver` takes the outbox's. Left there,
+   * they would come back only when its drainer refuses them, which waits
+   * while the list's first item waits for room at another recipient, or at
+   * its close, which a takeover's `end` holds up to its flush grace —
+   * meanwhile a sender's newer mail, routed to the new connection (whose
+   * `parkedMail` holds none of it), would overtake its older mail here. The
+   * item its drainer waits to offer may be among them: its `offerParked`
+   * then ends without offering it (an item it offered and got accepted left
+   * the list in that step). Frames of the connection's own, and output for others, stay. The counts
+   * go down only once all of it is queued: a count's last one wakes the
+   * senders waiting behind it, and a woken fiber may run at once, inside
+   * this call (Deferred.doneUnsafe).
+   */
+  private handOverParked(peer: Peer): void {
+    const parked = peer.parked
+    const taken: Array<Returnable> = []
+    let kept = 0
+    for (let i = 0; i < parked.length; i++) {
+      const entry = parked[i]!
+      const item = entry[1]
+      if (entry[0] === peer && isStranded(item, peer)) taken.push(item)
+      else parked[kept++] = entry
+    }
+    if (taken.length === 0) return
+    parked.length = kept
+    for (let i = 0; i < taken.length; i++) this.side.takeBack(taken[i]!)
+    for (const item of taken) {
+      if (!isMessage(item)) continue
+      this.side.uncountParkedMail(peer, item.mail.senderKey)
+      if (!this.side.departureHolds.isEmpty) this.side.departureHolds.offered(peer, item)
+    }
+    if (kept === 0 && this.side.unpark(peer)) this.side.parkedOut(peer)
+  }
+
+  /**
+   * `reader`'s session was taken over (P16; `endTakenOver`, after `handOver`
+   * took the session's mail and notices): the answers its own parked list
+   * still holds for it — `delivered` and the other replies to frames the
+   * broker handled, parked behind output that did not fit — are forced into
+   * its outbox now, in order, ahead of its `taken_over`: its client learns
+   * how those frames ended. Left parked, the close would drop them
+   * (`takeOwnParked` gives back only mail). Its messages to others stay
+   * where they are: they keep their place in their recipients' order. A
+   * list left empty no longer holds departures back (`parkedOut`). Not for
+   * a connection already closing: its output ends where its close put it.
+   */
+  forceOwnAnswers(reader: Peer): void {
+    const parked = reader.parked
+    if (parked.length === 0 || reader.isClosing) return
+    const answers: Array<OutboundItem> = []
+    let kept = 0
+    for (let i = 0; i < parked.length; i++) {
+      const entry = parked[i]!
+      if (entry[0] === reader && isAnswer(entry[1])) answers.push(entry[1])
+      else parked[kept++] = entry
+    }
+    if (answers.length === 0) return
+    parked.length = kept
+    for (let i = 0; i < answers.length; i++) this.side.forceEnqueue(reader, answers[i]!)
+    if (kept === 0 && this.side.unpark(reader)) this.side.parkedOut(reader)
+  }
+
+  /**
+   * Takes what is left in an outbox at close and shuts it, so no item can slip
+   * in: later offers are refused (their senders requeue the mail). The caller
+   * detaches the peer, then calls `releaseWaiters`.
+   */
+  drainOnClose(peer: Peer): Array<OutboundItem> {
+    const items = peer.outbox
+    peer.outbox = []
+    peer.outboxShut = true
+    peer.parkedMail = undefined
+    this.side.charge(peer, -peer.outboxChars)
+    return items
+  }
+
+  /**
+   * After the detach that took back what `drainOnClose` returned: senders
+   * waiting for room here retry, find it shut, and take their items back —
+   * after the older ones (a woken sender may resume at once).
+   */
+  releaseWaiters(peer: Peer): void {
+    peer.leftReturnWaits = undefined
+    this.side.roomMade(peer)
+  }
+}
