@@ -14,7 +14,7 @@
  * interrupted if it waits.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
 import { message, registerFrame } from "../support/broker.ts"
@@ -27,27 +27,12 @@ const written = (router: Router, peer: Peer): Array<string> => router.output.tak
 const label = orderLabel
 
 const setUp = Effect.gen(function*() {
-  const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
+  const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 })
   let connections = 0
   const session = (sessionId: string, stuck: boolean): Peer => {
     const peer = attach(fakeConnection(++connections, stuck))
     batch(peer, [registerFrame({ sessionId })])
     return peer
-  }
-  /** The close as ConnectionActor.finish does it (no grace): parked output forced, then detached. */
-  const close = (peer: Peer): void => {
-    router.output.end.forceParked(peer)
-    router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
-    router.output.end.releaseWaiters(peer)
-  }
-  /** One try of `reader`'s drainer: true when its oldest parked item left the list. */
-  const tryDrain = (reader: Peer): boolean => {
-    const entry = router.output.nextParked(reader)
-    if (entry === undefined) return false
-    const fiber = Effect.runFork(router.output.offerParked(reader, entry))
-    const moved = reader.parked[0] !== entry
-    Effect.runSync(Fiber.interrupt(fiber))
-    return moved
   }
   const away = session("recipient", false)
   const sender = session("sender", false)

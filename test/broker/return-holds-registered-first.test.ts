@@ -9,7 +9,7 @@
  * (review revr3, D1).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -30,25 +30,12 @@ describe("a withheld return's pair owed at a takeover with none of the old mail 
   it.effect("the new connection hears `registered`, then the sender's leave and join", () =>
     Effect.gen(function*() {
       let clock = 1_000_000
-      const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 }, () => clock)
+      const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock)
       let connections = 0
       const session = (sessionId: string, connection: Connection = fakeConnection(++connections, false)): Peer => {
         const peer = attach(connection)
         batch(peer, [registerFrame({ sessionId })])
         return peer
-      }
-      const close = (peer: Peer): void => {
-        router.output.end.forceParked(peer)
-        router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
-        router.output.end.releaseWaiters(peer)
-      }
-      const tryDrain = (reader: Peer): boolean => {
-        const entry = router.output.nextParked(reader)
-        if (entry === undefined) return false
-        const fiber = Effect.runFork(router.output.offerParked(reader, entry))
-        const moved = reader.parked[0] !== entry
-        Effect.runSync(Fiber.interrupt(fiber))
-        return moved
       }
       const away = session("recipient")
       const a = session("sender")

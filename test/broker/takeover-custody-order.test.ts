@@ -81,6 +81,16 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     const takeOverAs = (id: number, instanceId: string, written: Array<string>): Peer =>
       register(attach(noting(id, written)), instanceId)
     const takeOver = (): Peer => takeOverAs(3, "b-2", writtenNew)
+    /**
+     * b is taken over, then that connection closes: b is away, the sender's m2 goes to the mailbox, and b
+     * registers anew, getting m2 in its mailbox flush. The new connection and what it writes.
+     */
+    const awayThenAnew = (): { readonly later: Peer; readonly writtenLater: Array<string> } => {
+      close(takeOver())
+      assert.isFalse(send(sender, "m2"), "m2 did not go to the mailbox: the test sets up nothing")
+      const writtenLater: Array<string> = []
+      return { later: takeOverAs(5, "b-3", writtenLater), writtenLater }
+    }
     const closeOld = (): void => close(old)
     const offer = (from: Peer): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -99,7 +109,7 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
       router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
       router.output.end.releaseWaiters(peer)
     }
-    return { attach, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
+    return { attach, awayThenAnew, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })
 
 describe("a takeover of a received-v1 recipient whose old client never confirmed its mail", () => {
@@ -306,13 +316,8 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
 
   it.effect("mail the mailbox took while the session was away, flushed to its next connection, is kept with the hold, not parked for its drainer, and follows the old custody", () =>
     Effect.gen(function*() {
-      const { close, closeOld, flushNew, send, sender, takeOver, takeOverAs } = yield* setUp()
-      const fresh = takeOver()
-      close(fresh)
-      // b is away: m2 goes to the mailbox; b's next connection gets it in its mailbox flush (its own parked list).
-      assert.isFalse(send(sender, "m2"))
-      const writtenLater: Array<string> = []
-      const later = takeOverAs(5, "b-3", writtenLater)
+      const { awayThenAnew, closeOld, flushNew } = yield* setUp()
+      const { later, writtenLater } = awayThenAnew()
       // Kept with the hold when its batch ends (`parkFor`): nothing is left for its drainer to offer.
       assert.strictEqual(later.parked.length, 0, "the mailbox flush was parked, for the connection's own drainer")
       flushNew(later, writtenLater)
@@ -325,12 +330,8 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
 
   it.effect("the old close coming right after the session registered anew: the mailbox's flush of a held sender's mail still follows the old custody", () =>
     Effect.gen(function*() {
-      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
-      const fresh = takeOver()
-      close(fresh)
-      assert.isFalse(send(sender, "m2"), "m2 did not go to the mailbox: the test sets up nothing")
-      const writtenLater: Array<string> = []
-      const later = takeOverAs(5, "b-3", writtenLater)
+      const { awayThenAnew, closeOld, flushNew, offer } = yield* setUp()
+      const { later, writtenLater } = awayThenAnew()
       // The old close before any drainer of later's runs; then whatever later has parked is offered.
       closeOld()
       while (later.parked.length > 0) yield* offer(later)
@@ -341,12 +342,8 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
 
   it.effect("a held sender's newer mail, forced to the hold when its connection closes, stays behind its older mail in the mailbox's flush", () =>
     Effect.gen(function*() {
-      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
-      const fresh = takeOver()
-      close(fresh)
-      assert.isFalse(send(sender, "m2"), "m2 did not go to the mailbox: the test sets up nothing")
-      const writtenLater: Array<string> = []
-      const later = takeOverAs(5, "b-3", writtenLater)
+      const { awayThenAnew, close, closeOld, flushNew, offer, send, sender } = yield* setUp()
+      const { later, writtenLater } = awayThenAnew()
       // d's newer m3 is held (parked with d's batch); d's drainer does not run before d's connection closes.
       assert.isTrue(send(sender, "m3"), "m3 was not held: the test sets up nothing")
       close(sender)

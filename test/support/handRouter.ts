@@ -5,7 +5,7 @@
  * not complete at once stays busy), and a batch is handled as a connection's
  * reader handles one. Connections are `fakeConnection`s or the test's own.
  */
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { type BrokerCoreOptions, resolveCoreOptions } from "../../src/broker/options.ts"
 import { Peer } from "../../src/broker/Peer.ts"
 import { PeerReader } from "../../src/broker/PeerReader.ts"
@@ -24,6 +24,10 @@ export interface HandRouter {
   readonly batch: (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>) => boolean
   /** `connection`'s peer, attached to the Router (not registered: send it a `register` with `batch`). */
   readonly attach: (connection: Connection) => Peer
+  /** `peer`'s connection closes as ConnectionActor.finish closes it, with no grace: parked output forced, then detached. */
+  readonly close: (peer: Peer) => void
+  /** One try of `reader`'s drainer: true when its oldest parked item left the list (the offer did not wait). */
+  readonly tryDrain: (reader: Peer) => boolean
 }
 
 /**
@@ -62,7 +66,20 @@ export const handRouter = (
       router.attach(peer)
       return peer
     }
-    return { router, batch, attach }
+    const close = (peer: Peer): void => {
+      router.output.end.forceParked(peer)
+      router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+      router.output.end.releaseWaiters(peer)
+    }
+    const tryDrain = (reader: Peer): boolean => {
+      const entry = router.output.nextParked(reader)
+      if (entry === undefined) return false
+      const fiber = Effect.runFork(router.output.offerParked(reader, entry))
+      const moved = reader.parked[0] !== entry
+      Effect.runSync(Fiber.interrupt(fiber))
+      return moved
+    }
+    return { router, batch, attach, close, tryDrain }
   })
 
 /**
