@@ -110,12 +110,17 @@ export class SimLink {
   }
 
   /**
-   * A stall, a delay, or an end the broker has not seen yet is holding back
-   * what the broker or the ledger would otherwise agree on: state comparisons
-   * must wait.
+   * A stall, a delay, frames a client wrote that the broker has not read
+   * yet, or an end the broker has not seen yet is holding back what the
+   * broker or the ledger would otherwise agree on: state comparisons must
+   * wait. Unread frames matter when a write runs in a fiber the TestClock
+   * does not wait for (a held return's old connection, simulation/heldReturn.ts):
+   * the ledger counts its `unregister` once handed over, the broker once it
+   * reads it (seed 9629 `--held-return`).
    */
   get settling(): boolean {
-    return !this.brokerDone && (this.stalled || this.delayed || this.delayedWrites > 0 || this.closed)
+    return !this.brokerDone &&
+      (this.stalled || this.delayed || this.delayedWrites > 0 || this.closed || this.inFlight.broker.length > 0)
   }
 
   /** Closed, but the broker has not seen the end yet (its reader is parked, stalled or gone). */

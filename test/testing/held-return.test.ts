@@ -42,6 +42,22 @@ describe("the HeldReturn op", () => {
       assert.strictEqual(report.messages.delivered, report.messages.sent, trace)
     }))
 
+  // Simulation seed 9629, shrunk: the broker is still coming back, so A is away and every message of the op
+  // is refused at once — nothing parks, no link is delayed. The old connection's write runs in a fiber of
+  // its own, which the TestClock does not wait for; the ledger counts its `unregister` as written before the
+  // broker has read it, so the idle check after the 164 ms of the return must wait for the broker's read.
+  it.effect("a held return whose recipient is away: no registry-mismatch while the broker has not read the old connection's unregister", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1 }, [
+        { _tag: "CrashBroker", after: 0, downMs: 5414 },
+        { ...scripted, after: 4315, sender: 2, recipient: 0, count: 5, size: 2908, delayMs: 1490, returnMs: 164, lingerMs: 2147 }
+      ], { heldReturn: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      // The recipient was away: the old connection's messages and the return's were all refused.
+      assert.isAtLeast(report.messages.refused, 5 + 2, trace)
+    }))
+
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {
     const without = generateWorkload(7, 4)
     const withIt = generateWorkload(7, 4, { heldReturn: true })
