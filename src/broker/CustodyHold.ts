@@ -38,8 +38,12 @@
  * held senders' mail for that session would wait with it (their readers held
  * back), as they would behind a recipient that never reads.
  *
- * One hold at a time per connection, and the hold is the session's: a
- * takeover of a connection that still holds carries the hold over to the
+ * The hold is the session's, one per session (`CustodyHolds` keeps them by
+ * session key; `Peer.custodyHolds` only counts a connection's, for the
+ * per-message path's one field test): a connection that left a session
+ * whose hold it holds and registered as another holds the other's hold
+ * apart, and the first stays with it until its own old close. A
+ * takeover of the session's connection carries its hold over to the
  * next one (`CustodyHolds.takeOverHold`), adding the senders of that intermediate
  * connection's own custody, and the hold then ends only when every
  * connection it waits for has closed (`pending`); one closing while another
@@ -63,11 +67,12 @@
  * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,
  * carried over, adopted, counted down, ended, the departures withheld
  * behind them) and the per-message test of whether one holds an item
- * (`custodyHoldOf`). Ownership: `Peer.custodyHold` and `Peer.releasesHold`
+ * (`CustodyHolds.holdOf`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's
- * session leaves (`ParkedDepartures.forgetDepartureHolds`).
+ * session leaves (`ParkedDepartures.forgetDepartureHolds` →
+ * `CustodyHolds.forgetDepartures`).
  */
 import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
@@ -123,28 +128,20 @@ export const sendersToHold = (peer: Peer, key: string): Set<string> | undefined 
 }
 
 /**
- * The hold `peer` keeps `item` back with, when it is a message `peer` holds
- * until the close of the connection it took its session over from, whose
- * client left older mail of the same sender unconfirmed (`Peer.custodyHold`,
- * CustodyHold.ts); else undefined. One field test while no takeover waits so.
- */
-export const custodyHoldOf = (peer: Peer, item: OutboundItem): CustodyHold | undefined => {
-  const hold = peer.custodyHold
-  return hold !== undefined && isMessage(item) && hold.holds(item) ? hold : undefined
-}
-
-/**
  * The takeovers' custody holds not ended yet, and Output's side of them:
  * taking a hold at a takeover (or carrying one over), a new registration
  * adopting it, each awaited close counting it down, and what comes back and
  * goes on at its end. Per connection event only (takeover, registration,
- * close, a leave); the per-message test is `custodyHoldOf`, and what a
+ * close, a leave); the per-message test is `holdOf`, and what a
  * hold keeps is put there by Output (`enqueue`, `place`, `parkFor`,
  * `forceEnqueue`).
  */
 export class CustodyHolds {
-  /** The holds not ended yet: empty but for a takeover's short while. */
-  private readonly holds = new Set<CustodyHold>()
+  /**
+   * The holds not ended yet, by the registry key of the session each holds
+   * for (one per session): empty but for a takeover's short while.
+   */
+  private readonly holds = new Map<string, CustodyHold>()
   private readonly wake: (peer: Peer) => void
   private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
 
@@ -161,33 +158,35 @@ export class CustodyHolds {
    * `fresh` took session `key` over from `old` (P16), before `old`'s mail is
    * handed over: when `senders` have mail `old` may still give back at its
    * close (its custody: `sendersToHold`), `fresh` holds their messages
-   * until then (CustodyHold.ts). A hold `old` itself still had for an
-   * earlier takeover is carried over to `fresh` instead — with `senders`
-   * added to it, and `old`'s close to wait for too — and the drainers
-   * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
-   * departures `old` withheld behind it are released there (no session
-   * holds them on `old` now; `fresh`'s feed starts after them).
+   * until then (CustodyHold.ts). A hold session `key` still has for an
+   * earlier takeover (held by `old`) is carried over to `fresh` instead —
+   * with `senders` added to it, and `old`'s close to wait for too — and the
+   * drainers waiting on its holder try again (their mail now goes to
+   * `fresh`'s hold). The departures withheld behind it are released there
+   * (no session holds them on `old` now; `fresh`'s feed starts after them).
+   * A hold `old` holds for another session, one it left, stays with `old`.
    */
   takeOverHold(old: Peer, fresh: Peer, key: string, senders: Set<string> | undefined): void {
-    const carried = old.custodyHold
+    // The hold is the session's, whichever connection holds it now: one `old` holds for another session
+    // it left (and registered this one since) stays where it is, waiting for its own old close.
+    const carried = this.holds.get(key)
     if (carried !== undefined) {
-      old.custodyHold = undefined
+      const holder = carried.holder
       this.releaseHeldDepartures(carried)
-      carried.holder = fresh
-      fresh.custodyHold = carried
+      this.moveHold(carried, fresh)
       if (senders !== undefined) {
         for (const sender of senders) carried.senders.add(sender)
         carried.pending++
         old.releasesHold = carried
       }
-      this.wake(old)
+      this.wake(holder)
       return
     }
     if (senders === undefined) return
     const hold = new CustodyHold(key, senders, fresh)
-    fresh.custodyHold = hold
+    fresh.custodyHolds++
     old.releasesHold = hold
-    this.holds.add(hold)
+    this.holds.set(key, hold)
   }
 
   /**
@@ -195,22 +194,18 @@ export class CustodyHolds {
    * still waits: its holder closed, or left the session, before the old
    * connection's close. The hold is the session's: `peer` takes it, so the
    * held senders' mail to it (the mailbox's flush included) still waits for
-   * that close. Not when `peer` keeps another hold (one per connection). A
-   * scan of the holds, only while one exists.
+   * that close — whatever other session's hold `peer` holds (each is
+   * apart). A look-up by key, only while a hold exists.
    */
   adoptHold(peer: Peer, key: string): void {
     if (this.holds.size === 0) return
-    for (const hold of this.holds) {
-      const holder = hold.holder
-      if (hold.key !== key || holder === peer || holder.session?.key === key) continue
-      if (peer.custodyHold !== undefined) return
-      this.releaseHeldDepartures(hold)
-      if (holder.custodyHold === hold) holder.custodyHold = undefined
-      hold.holder = peer
-      peer.custodyHold = hold
-      this.wake(holder)
-      return
-    }
+    const hold = this.holds.get(key)
+    if (hold === undefined) return
+    const holder = hold.holder
+    if (holder === peer || holder.session?.key === key) return
+    this.releaseHeldDepartures(hold)
+    this.moveHold(hold, peer)
+    this.wake(holder)
   }
 
   /**
@@ -226,8 +221,8 @@ export class CustodyHolds {
     if (hold === undefined) return undefined
     old.releasesHold = undefined
     if (--hold.pending > 0) return hold
-    if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
-    this.holds.delete(hold)
+    hold.holder.custodyHolds--
+    this.holds.delete(hold.key)
     return hold
   }
 
@@ -269,13 +264,43 @@ export class CustodyHolds {
   holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
     if (this.holds.size === 0) return []
     const found: Array<Peer> = []
-    for (const hold of this.holds) {
+    for (const hold of this.holds.values()) {
       if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
       if (hold.departures.includes(senderId)) continue
       hold.departures.push(senderId)
       found.push(hold.holder)
     }
     return found
+  }
+
+  /**
+   * The hold `peer` keeps `item` back with, when it is a message for a
+   * session whose hold `peer` holds (`Peer.custodyHolds`), from a sender
+   * whose older mail an old connection may still give back at its close;
+   * else undefined. One field test while `peer` holds none (the per-frame
+   * path); a map look-up while it does.
+   */
+  holdOf(peer: Peer, item: OutboundItem): CustodyHold | undefined {
+    if (peer.custodyHolds === 0 || !isMessage(item)) return undefined
+    const hold = this.holds.get(item.to)
+    return hold !== undefined && hold.holder === peer && hold.senders.has(item.mail.senderKey) ? hold : undefined
+  }
+
+  /**
+   * `recipient`'s session left (ParkedDepartures.forgetDepartureHolds): the
+   * departures it withheld behind the holds it holds are dropped unreleased,
+   * as its other withheld departures are. The holds stay with it.
+   */
+  forgetDepartures(recipient: Peer): void {
+    if (recipient.custodyHolds === 0) return
+    for (const hold of this.holds.values()) if (hold.holder === recipient) hold.departures.length = 0
+  }
+
+  /** `hold` is held by `to` from now on (its previous holder's count goes down). */
+  private moveHold(hold: CustodyHold, to: Peer): void {
+    hold.holder.custodyHolds--
+    hold.holder = to
+    to.custodyHolds++
   }
 
   /** The departures `hold`'s holder withheld behind it are released, once. */

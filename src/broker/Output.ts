@@ -67,7 +67,7 @@
  * Split by concern (2026-12-05), each part reached through a field of this
  * class: a connection's end and a takeover's hand-over (`end`,
  * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
- * with `custodyHoldOf`, one field test per message while none is held),
+ * with `CustodyHolds.holdOf`, one field test per message while none is held),
  * what the withheld departures ask of parked output (`departureSide`,
  * ParkedDepartures.ts) and the tests of what an item is (OutboundItems.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
@@ -93,7 +93,7 @@ import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
-import { custodyHoldOf, CustodyHolds } from "./CustodyHold.ts"
+import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { belongsTo, charsOf, isMessage, isStranded } from "./OutboundItems.ts"
 import { OutputEnd } from "./OutputEnd.ts"
@@ -376,7 +376,7 @@ export class Output {
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
       this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
-      custodyHoldOf(peer, item) !== undefined
+      this.holds.holdOf(peer, item) !== undefined
     ) {
       this.parked.push([peer, item])
     } else {
@@ -432,7 +432,7 @@ export class Output {
     // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
     // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
     // to come back after that custody.
-    const hold = custodyHoldOf(recipient, item)
+    const hold = this.holds.holdOf(recipient, item)
     if (hold !== undefined) {
       // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
       // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
@@ -555,14 +555,15 @@ export class Output {
     // it) or a held sender's newer mail (kept with the hold) could come first.
     const parked = this.parked
     this.parked = []
-    const hold = reader.custodyHold
+    const holds = reader.custodyHolds > 0 ? this.holds : undefined
     let own = false
     let kept = 0
     for (let i = 0; i < parked.length; i++) {
       const entry = parked[i]!
       const item = entry[1]
       if (entry[0] === reader && isMessage(item)) {
-        if (hold !== undefined && hold.holds(item)) {
+        const hold = holds?.holdOf(reader, item)
+        if (hold !== undefined) {
           hold.items.push(item)
           continue
         }
@@ -648,7 +649,7 @@ export class Output {
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
-    const hold = custodyHoldOf(recipient, item)
+    const hold = this.holds.holdOf(recipient, item)
     if (hold !== undefined) return void hold.items.push(item)
     if (isShut(recipient)) return this.undeliverable(item)
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from

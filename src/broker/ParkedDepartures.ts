@@ -118,7 +118,7 @@ export class ParkedDepartures implements ParkedOutput {
    */
   forgetDepartureHolds(recipient: Peer): void {
     if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
-    if (recipient.custodyHold !== undefined) recipient.custodyHold.departures.length = 0
+    this.holds.forgetDepartures(recipient)
   }
 
   /**

@@ -231,13 +231,16 @@ export class Peer {
    */
   parkedMail: Map<string, number> | undefined = undefined
   /**
-   * This connection took its session over from one whose client left mail
-   * unconfirmed (`received-v1`): until that connection closes, messages of
-   * the senders of that mail wait (routed: parked with their sender's batch)
-   * or are kept in the hold (forced), so they do not overtake it
-   * (CustodyHold.ts); undefined otherwise, the common case (one field test).
+   * How many takeovers' custody holds this connection holds (CustodyHold.ts;
+   * each a session's, kept by `CustodyHolds` by session key): a session it
+   * took over from one whose client left mail unconfirmed (`received-v1`),
+   * or adopted, and possibly one it held before and left. Until that old
+   * connection closes, messages for the session of the senders of that mail
+   * wait (routed: parked with their sender's batch) or are kept in the hold
+   * (forced), so they do not overtake it. 0 otherwise, the common case: the
+   * per-message path tests only this field then.
    */
-  custodyHold: CustodyHold | undefined = undefined
+  custodyHolds = 0
   /** The hold this connection's close releases (it was taken over with mail unconfirmed; CustodyHold.ts). */
   releasesHold: CustodyHold | undefined = undefined
 

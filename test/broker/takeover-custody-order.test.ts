@@ -353,4 +353,106 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       // With the flush parked until its drainer offered it: ["m0", "m1", "m3", "m2"].
       assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2", "m3"])
     }))
+
+  it.effect("a connection that holds b's hold, registered as c since, taken over as c by another instance: c's unconfirmed mail comes before e's newer mail", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, flushNew, offer, other, takeOver, writtenNew } = yield* setUp()
+      const h = takeOver()
+      // h leaves b (b's hold, waiting for b's old close, stays with h) and registers as c.
+      batch(h, [{ type: "unregister" }])
+      batch(h, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-1" } })])
+      assert.strictEqual(h.session?.id, "c", "h did not register as c: the test sets up nothing")
+      const sendC = (text: string): boolean => batch(other, [{ type: "send", to: "c", message: message(text) }])
+      assert.isFalse(sendC("c0"))
+      flushNew(h)
+      assert.deepStrictEqual(writtenNew, ["c0"], "c0 was not written to h: the test sets up nothing")
+      // Another instance takes c over while h's client never confirmed c0: e's newer c1 waits for h's close.
+      const writtenC2: Array<string> = []
+      const c2 = attach(noting(7, writtenC2))
+      batch(c2, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-2" } })])
+      assert.strictEqual(c2.session?.id, "c", "c2 did not take c over: the test sets up nothing")
+      sendC("c1")
+      flushNew(c2, writtenC2)
+      close(h)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(c2, writtenC2)
+      assert.deepStrictEqual(writtenC2, ["c0", "c1"])
+    }))
+
+  it.effect("control: the same takeover of c from a connection that holds no hold: c's unconfirmed mail comes before e's newer mail", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, flushNew, offer, other } = yield* setUp()
+      const writtenH: Array<string> = []
+      const h = attach(noting(6, writtenH))
+      batch(h, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-1" } })])
+      const sendC = (text: string): boolean => batch(other, [{ type: "send", to: "c", message: message(text) }])
+      assert.isFalse(sendC("c0"))
+      assert.deepStrictEqual(writtenH, ["c0"], "c0 was not written to h: the test sets up nothing")
+      const writtenC2: Array<string> = []
+      const c2 = attach(noting(7, writtenC2))
+      batch(c2, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-2" } })])
+      sendC("c1")
+      flushNew(c2, writtenC2)
+      close(h)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(c2, writtenC2)
+      assert.deepStrictEqual(writtenC2, ["c0", "c1"])
+    }))
+
+  /**
+   * c on a connection `c1` whose client never confirms e's `c0`; another
+   * instance takes c over (c's hold waits for c1's close) and its connection
+   * closes first: c's hold waits for its holder's return. `registerC`
+   * registers c anew on `h`.
+   */
+  const withCHoldAway = Effect.gen(function*() {
+    const setup = yield* setUp()
+    const { attach, batch, close, other } = setup
+    const writtenC1: Array<string> = []
+    const c1 = attach(noting(6, writtenC1))
+    batch(c1, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-1" } })])
+    const sendC = (text: string): boolean => batch(other, [{ type: "send", to: "c", message: message(text) }])
+    assert.isFalse(sendC("c0"))
+    assert.deepStrictEqual(writtenC1, ["c0"], "c0 was not written to c1: the test sets up nothing")
+    const c2 = attach(noting(7, []))
+    batch(c2, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-2" } })])
+    close(c2)
+    const registerC = (h: Peer): void => {
+      batch(h, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-3" } })])
+      assert.strictEqual(h.session?.id, "c", "h did not register as c: the test sets up nothing")
+    }
+    return { ...setup, c1, registerC, sendC }
+  })
+
+  it.effect("a connection still holding b's hold registers c while c's hold waits for its holder's return: it takes c's hold, c's unconfirmed mail comes before e's newer mail", () =>
+    Effect.gen(function*() {
+      const { batch, c1, close, flushNew, offer, other, registerC, sendC, takeOver, writtenNew } = yield* withCHoldAway
+      // h took b over (b's hold, still waiting for b's old close), left b, and registers c.
+      const h = takeOver()
+      batch(h, [{ type: "unregister" }])
+      registerC(h)
+      flushNew(h)
+      writtenNew.length = 0
+      sendC("c1")
+      flushNew(h)
+      close(c1)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(h)
+      assert.deepStrictEqual(writtenNew, ["c0", "c1"])
+    }))
+
+  it.effect("control: a connection holding no hold registers c while c's hold waits for its holder's return: c's unconfirmed mail comes before e's newer mail", () =>
+    Effect.gen(function*() {
+      const { attach, c1, close, flushNew, offer, other, registerC, sendC, writtenNew } = yield* withCHoldAway
+      const h = attach(noting(8, writtenNew))
+      registerC(h)
+      flushNew(h)
+      writtenNew.length = 0
+      sendC("c1")
+      flushNew(h)
+      close(c1)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(h)
+      assert.deepStrictEqual(writtenNew, ["c0", "c1"])
+    }))
 })
