@@ -22,6 +22,26 @@ import { makeMemoryClient, memoryClientOptions, subscribe } from "./support.ts"
 
 const GRACE_MS = 2_000
 
+/**
+ * alpha, dialling through `dial`, reconnecting after 100 ms with the test's
+ * rejoin grace and no liveness probe in the test's span: connected, and its
+ * presence events subscribed.
+ */
+const connectAlpha = (world: Effect.Success<ReturnType<typeof memoryNetwork>>, dial: Dialer) =>
+  Effect.gen(function*() {
+    const alpha = (yield* makeMemoryClient(
+      memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
+        reconnectBaseMs: 100,
+        reconnectMaxMs: 100,
+        rejoinGraceMs: GRACE_MS,
+        livenessIntervalMs: 600_000
+      })
+    )).client
+    yield* settle(alpha.connect, "alpha's connect")
+    const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+    return { alpha, events }
+  })
+
 const idOf = (event: PresenceEvent) => event._tag === "Left" ? event.sessionId : event.session.id
 const summary = (events: ReadonlyArray<PresenceEvent>) =>
   events.map((event) => `${event._tag} ${idOf(event)}${event.resync === true ? " (resync)" : ""}`)
@@ -90,16 +110,7 @@ describe("membership after a reconnect whose list fails", () => {
           }),
           Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
         )
-      const alpha = (yield* makeMemoryClient(
-        memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
-          reconnectBaseMs: 100,
-          reconnectMaxMs: 100,
-          rejoinGraceMs: GRACE_MS,
-          livenessIntervalMs: 600_000
-        })
-      )).client
-      yield* settle(alpha.connect, "alpha's connect")
-      const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+      const { alpha, events } = yield* connectAlpha(world, dial)
       const gamma = yield* makeMemoryClient(memoryClientOptions(world, "gamma", "gamma"))
       yield* settle(gamma.client.connect, "gamma's connect")
       yield* events.next((event) => event._tag === "Joined" && event.session.id === "gamma")
@@ -269,16 +280,7 @@ const gatedAlpha = (world: Effect.Success<ReturnType<typeof memoryNetwork>>) =>
         Effect.andThen(world.dial(address)),
         Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
       )
-    const alpha = (yield* makeMemoryClient(
-      memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
-        reconnectBaseMs: 100,
-        reconnectMaxMs: 100,
-        rejoinGraceMs: GRACE_MS,
-        livenessIntervalMs: 600_000
-      })
-    )).client
-    yield* settle(alpha.connect, "alpha's connect")
-    const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+    const { alpha, events } = yield* connectAlpha(world, dial)
     const away = Effect.gen(function*() {
       yield* gate.close
       const dropped = alphaConnection
