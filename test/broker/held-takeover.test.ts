@@ -73,12 +73,16 @@ const story = (
   Effect.gen(function*() {
     const handled: Array<string> = []
     const dropped: Array<string> = []
+    // Both kinds of report in the order the observer was told them.
+    const told: Array<string> = []
     const readers: ReaderObserverService = {
       handled: (connectionId, frames, from, to) => {
         for (let i = from; i < to; i++) handled.push(`#${connectionId} ${labelOf(frames[i]!)}`)
+        told.push(`handled #${connectionId} ${frames.slice(from, to).map(labelOf).join(", ")}`)
       },
       dropped: (connectionId, frames) => {
         for (const frame of frames) dropped.push(`#${connectionId} ${labelOf(frame)}`)
+        told.push(`dropped #${connectionId} ${frames.map(labelOf).join(", ")}`)
       }
     }
     const { attach, router } = yield* handRouter({ outboxCapacity: 2 }, undefined, { readers })
@@ -101,7 +105,7 @@ const story = (
     // The session registers again on a new connection: a takeover of the old one.
     const fresh = attach(fakeConnection(3, false))
     read(fresh, [registerFrame({ sessionId: "d" })])
-    return { handled, dropped, written, before, old, fresh, recipient, heldId: "held-send", router }
+    return { handled, dropped, told, written, before, old, fresh, recipient, heldId: "held-send", router }
   })
 
 describe("frames held behind parked output when the session is taken over", () => {
@@ -120,6 +124,13 @@ describe("frames held behind parked output when the session is taken over", () =
       assert.isTrue(old.isClosing)
       assert.strictEqual(fresh.state, "registered")
       assert.strictEqual(fresh.session?.id, "d")
+    }))
+
+  it.effect("the observer is told of the new connection's register before the old connection's held frames are dropped by the takeover it causes", () =>
+    Effect.gen(function*() {
+      const { told } = yield* story([])
+      // The register's batch ends the old connection at once; a watcher told after the batch would see the drop first.
+      assert.deepStrictEqual(told.slice(-2), ["handled #3 register", "dropped #2 send held, unregister"])
     }))
 
   it.effect("the answers parked for the handled sends, then the held send's refusal, are written to the old connection in the order sent, before its taken_over", () =>
