@@ -38,7 +38,7 @@ import { buildOnce, isBuilt } from "./ab-tree.ts"
 import { eachArg, helpOrUnknown, runScript } from "./args.ts"
 import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
 import type { Metrics } from "./harness.ts"
-import { higherIsBetter, type Pair, pairedSummary } from "./paired.ts"
+import { higherIsBetter, loadCaution, type Pair, pairedSummary } from "./paired.ts"
 import { median } from "./stats.ts"
 import { installCleanupHandlers, rawSpec, repoRoot, type TargetSpec, treeBrokerSpec } from "./targets.ts"
 import { defaultSizes, quickSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
@@ -252,6 +252,8 @@ const main = async (opts: Options): Promise<number> => {
       table(["workload", "metric", "raw", "base", "cand", "cand ÷ base", "better/worse", "sign p", "base ÷ raw", "cand ÷ raw"], rows)
     }\n`
   )
+  const caution = loadCaution([load[0] ?? 0, os.loadavg()[0] ?? 0], os.cpus().length)
+  if (caution !== undefined) process.stdout.write(`\n${caution}\n`)
   const failed = readings.filter((r) => r.error !== undefined)
   for (const r of failed) process.stdout.write(`  failed: round ${r.round} ${r.workload} ${r.column}: ${r.error ?? ""}\n`)
   fs.mkdirSync(path.dirname(opts.out), { recursive: true })

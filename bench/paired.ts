@@ -81,3 +81,23 @@ const MORE_IS_BETTER: ReadonlySet<string> = new Set(["lastOverFirstQuarter", "se
 
 /** Whether a larger value of a bench metric is better: rates (and `MORE_IS_BETTER`'s) are, times and costs are not. */
 export const higherIsBetter = (metric: string): boolean => /PerSec$/.test(metric) || MORE_IS_BETTER.has(metric)
+
+/**
+ * A caution for an A/B run on a busy machine, or `undefined`: when the
+ * highest 1-minute load average seen (before and after the run) is above
+ * twice the core count. At load 10–15 on the 2-core VM, the same code
+ * against itself reached six rounds of six and p 0.031 in both directions
+ * (docs/performance.md, "Replay block writes, twenty-ninth stop"): there a
+ * sign test's p measures the load's drift between a round's two readings,
+ * not the builds.
+ *
+ * @example
+ * loadCaution([9.8, 12.1], 2) // "caution: the 1-minute load average reached 12.1 on 2 cores …"
+ * loadCaution([1.2, 1.6], 2) // undefined
+ */
+export const loadCaution = (loads: ReadonlyArray<number>, cores: number): string | undefined => {
+  const highest = maxOf(loads)
+  if (!(highest > 2 * cores)) return undefined
+  return `caution: the 1-minute load average reached ${highest.toFixed(1)} on ${cores} cores. At such load the same ` +
+    `tree against itself has shown p 0.031; measure the noise floor (--cand = --base) or repeat on a quieter machine before calling a difference.`
+}

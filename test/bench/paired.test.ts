@@ -2,7 +2,7 @@
  * bench/paired.ts: the A/B tool's paired ratios and its sign test.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { higherIsBetter, pairedSummary, signTestP } from "../../bench/paired.ts"
+import { higherIsBetter, loadCaution, pairedSummary, signTestP } from "../../bench/paired.ts"
 
 describe("signTestP", () => {
   it("is the exact two-sided binomial tail at p = ½", () => {
@@ -62,5 +62,18 @@ describe("higherIsBetter", () => {
       assert.isTrue(higherIsBetter(metric), metric)
     }
     for (const metric of ["rssPerSessionKiB", "stalenessP99Ms", "healthMs", "registerMs"]) assert.isFalse(higherIsBetter(metric), metric)
+  })
+})
+
+describe("loadCaution", () => {
+  it("warns when the highest load seen is above twice the cores, naming it", () => {
+    const text = loadCaution([3.1, 12.14], 2)
+    assert.isDefined(text)
+    assert.include(text, "12.1 on 2 cores")
+  })
+
+  it("says nothing at or below twice the cores", () => {
+    assert.isUndefined(loadCaution([1.2, 4], 2))
+    assert.isUndefined(loadCaution([7.9], 4))
   })
 })
