@@ -55,7 +55,7 @@ import type { OutboundItem, Peer } from "./Peer.ts"
 import type { Rejoins } from "./Rejoins.ts"
 import { type ScopeSpace, type Session, sessionKey } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
-import { type ParkedOutput, WithheldDepartures } from "./WithheldDepartures.ts"
+import { type ParkedOutput, type StagedHolds, WithheldDepartures } from "./WithheldDepartures.ts"
 
 /** Writers woken in one round above which the next round waits PACE_MS. */
 export const PACE_ABOVE = 64
@@ -91,8 +91,9 @@ export class Membership {
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
    * @param waker puts FEED_TICKs in outboxes and flushes them (Output).
    * @param parked what the departure holds ask of parked output (Output.departureSide, ParkedDepartures.ts).
+   * @param staged moves a staged replace message's departure hold to a recipient's new connection at a takeover (ReplaceStaging).
    */
-  constructor(feedSignal: Queue.Queue<void>, waker: FeedWaker, parked: ParkedOutput) {
+  constructor(feedSignal: Queue.Queue<void>, waker: FeedWaker, parked: ParkedOutput, staged: StagedHolds) {
     this.feedSignal = feedSignal
     this.waker = waker
     this.holds = new WithheldDepartures(parked, {
@@ -101,7 +102,7 @@ export class Membership {
         this.markDirty(session.space)
       },
       wakeOwed: (recipient, session) => this.wakeOwed(recipient, session)
-    })
+    }, staged)
   }
 
   /** `session` registered: it sees changes from now on, and the others see it join. */

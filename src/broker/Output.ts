@@ -16,6 +16,10 @@
  * closing reader's parked output) for a recipient whose own parked output
  * (its mailbox flush) holds older mail of the same sender is parked behind
  * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
+ * One forced at a connection that no longer holds its session (taken over,
+ * or unregistered, since it was meant for it: a closing reader's parked
+ * output) is taken back at once, as `place` refuses it, to where the session
+ * is now.
  * A live sender's new message, routed (`enqueue`) or offered by its drainer
  * (`offerParked`), waits while the recipient's own parked list holds older mail of
  * its sender for it (`Peer.parkedMail`, counted by sender here: no scan, since
@@ -642,7 +646,10 @@ export class Output {
 
   /**
    * Queues `item` for `recipient` even past its outbox's capacity, after what
-   * it already holds. A message for a recipient whose own parked output
+   * it already holds. Mail or a notice for a session `recipient` no longer
+   * holds (it was taken over, or unregistered, since the item was meant for
+   * it) is taken back at once instead, to where that session is now. A
+   * message for a recipient whose own parked output
    * (its mailbox, flushed when it registered, waiting for room) holds older
    * mail of the same sender is parked behind that output instead: forced, it
    * would overtake it (`parkBehind`).
@@ -652,6 +659,11 @@ export class Output {
     const hold = this.holds.holdOf(recipient, item)
     if (hold !== undefined) return void hold.items.push(item)
     if (isShut(recipient)) return this.undeliverable(item)
+    // Mail or a notice for a session `recipient` no longer holds (taken over, or unregistered) goes back
+    // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
+    // mailbox. Pushed here, it would wait for the old writer or the old close, after newer mail and the
+    // sender's `session_left` there.
+    if (isStranded(item, recipient)) return this.takeBack(item)
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
     // since the return would wait there for the pair, which waits for that old output, which waits behind it.
     if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return

@@ -63,7 +63,9 @@ export class OutputEnd {
 
   /**
    * The reader closed while its output was still parked: what was accepted is
-   * delivered anyway, past the recipients' capacity, never dropped. Its own
+   * delivered anyway, past the recipients' capacity, never dropped (mail for
+   * a recipient whose session was taken over since goes where the session is
+   * now: Output.forceEnqueue takes it back at once). Its own
    * parked output is not written: it stays in its parked list, with no
    * drainer, for the close to take back (`takeOwnParked`) after the output
    * queued before it (its mailbox, flushed when it registered, goes to its

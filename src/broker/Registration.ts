@@ -362,8 +362,9 @@ export class Registration {
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
       // session_left. Mail in that outbox, or parked with its reader for it, no longer belongs there (its
-      // session is gone): it goes to the new holder once that is registered, below (OutputEnd.handOver); anything queued for the old
-      // connection later is taken back as it is written (Output.takeForWrite).
+      // session is gone): it goes to the new holder once that is registered, below (OutputEnd.handOver); mail forced at the
+      // old connection later is taken back at once (Output.forceEnqueue), anything else queued for it as it is written
+      // (Output.takeForWrite).
       previous.peer.session = undefined
       // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
       // destroyed once this session is registered (below). Another client's takeover ends it then too.

@@ -53,11 +53,13 @@
  * sender's connection closed, so there is no batch to park it with) holds
  * that sender's `session_left` back from its recipient, and from it only,
  * until it is queued or dropped (`DepartureGate`, WithheldDepartures.ts's
- * `withholdDeparture`). Its sender may withdraw a staged message
+ * `withholdDeparture`); a takeover of that recipient moves the hold to
+ * its new connection with the sender's withheld return, where the message
+ * then goes (`moveDepartureHold`). Its sender may withdraw a staged message
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  *
- * Size: about 490 lines (the per-recipient cap, the share of the overall room and the
- * departures held behind due messages, about 130), kept whole because it is
+ * Size: about 510 lines (the per-recipient cap, the share of the overall room and the
+ * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
  * same step as the message they count leaves. Holding a departure in the
@@ -121,7 +123,8 @@ export interface DepartureGate {
 
 /** A departed sender's due messages for one recipient, whose `session_left` waits for them. */
 interface WaitingDeparture {
-  readonly recipient: Peer
+  /** The recipient's connection, where the hold stands (moved to the next one at a takeover: `moveDepartureHold`). */
+  recipient: Peer
   readonly senderId: string
   /** Its due messages still waiting for room there. */
   count: number
@@ -412,6 +415,23 @@ export class ReplaceStaging {
       this.waitingDepartures.set(pair, { recipient: target.peer, senderId: sender.id, count })
       this.departures.withhold(target.peer, sender.id)
     }
+  }
+
+  /**
+   * `next` took session `recipientKey` over from `previous` (P16) while the
+   * departure of session `senderKey` is held back from `previous` for its
+   * due messages (`withholdDepartures`): they go to `next` (`roomFor` finds
+   * the session's current connection), so the hold stands on `next` from now
+   * on and is released there (WithheldDepartures.takenOver, which counts it
+   * on the withheld return it moves there). True when there was one. A look-up,
+   * per takeover of a recipient withholding a return only.
+   */
+  moveDepartureHold(previous: Peer, next: Peer, senderKey: string, recipientKey: string): boolean {
+    if (this.waitingDepartures.size === 0) return false
+    const waiting = this.waitingDepartures.get(`${senderKey}\u0000${recipientKey}`)
+    if (waiting === undefined || waiting.recipient !== previous) return false
+    waiting.recipient = next
+    return true
   }
 
   /** A due message left: the last of a departed sender's for its recipient releases the departure held behind them. */

@@ -268,7 +268,10 @@ export class Router {
         closePeer(peer, "end")
       }
     }
-    const membership = new Membership(signals.feed, output, output.departureSide)
+    // Late-bound: the staging is made below, and a takeover moves its departure holds (WithheldDepartures.takenOver).
+    const membership = new Membership(signals.feed, output, output.departureSide, {
+      moveHold: (previous, next, senderKey, recipientKey) => staging.moveDepartureHold(previous, next, senderKey, recipientKey)
+    })
     // Late-bound: `abandoned` uses the writer and the custody, which is made below.
     const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
     const asks = new Asks(

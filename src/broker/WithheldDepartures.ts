@@ -42,8 +42,9 @@
  * the first is withheld adds no hold or wait (`releaseEarly`); a return
  * after the old connection went on as another session makes that
  * connection's withheld departure a withheld return (`holdReturn`); a
- * recipient taken over hands its return holds to its new connection, or
- * owes it the pair at once when only its own flush's hold is left
+ * recipient taken over hands its return holds to its new connection (with
+ * the hold of a staged replace message waiting for room there, `StagedHolds`),
+ * or owes it the pair at once when only its own flush's hold is left
  * (`takenOver`). So does a session whose
  * connection registers again as another session, whose reader would
  * otherwise hold the departure from every session for as long as one
@@ -100,7 +101,7 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 580 lines, over half of them this header and the JSDoc (the
+ * Size: about 610 lines, over half of them this header and the JSDoc (the
  * code is about 250). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
@@ -152,6 +153,22 @@ export interface ParkedOutput {
   readonly returned: (recipient: Peer) => void
 }
 
+/**
+ * The holds a staged replace message takes on its departed sender's
+ * `session_left` while it waits for room at a recipient (ReplaceStaging.ts,
+ * `DepartureGate`): at a takeover of the recipient they follow its session
+ * to the new connection (`WithheldDepartures.takenOver`).
+ */
+export interface StagedHolds {
+  /**
+   * `next` took session `recipientKey` over from `previous`: the hold taken
+   * on `previous`'s departure of session `senderKey` for a staged message
+   * waiting for room now stands on `next`, and is released there. True
+   * when there was one.
+   */
+  readonly moveHold: (previous: Peer, next: Peer, senderKey: string, recipientKey: string) => boolean
+}
+
 /** What the holds need of the feed's side (Membership). */
 export interface FeedSide {
   /** `session`'s departure goes into its scope's feed, and the scope is marked changed. */
@@ -164,6 +181,7 @@ export interface FeedSide {
 export class WithheldDepartures {
   private readonly output: ParkedOutput
   private readonly feed: FeedSide
+  private readonly staged: StagedHolds
   /**
    * Sessions that unregistered while output of theirs was parked, by session
    * key, in the order they left: their departures are not in the feed until
@@ -191,10 +209,12 @@ export class WithheldDepartures {
   /**
    * @param output what Output tells of its parked output, and wakes the mail that waits for a return (Output).
    * @param feed puts departures into the feed and wakes writers (Membership).
+   * @param staged moves a staged replace message's hold to a recipient's new connection at a takeover (ReplaceStaging).
    */
-  constructor(output: ParkedOutput, feed: FeedSide) {
+  constructor(output: ParkedOutput, feed: FeedSide, staged: StagedHolds) {
     this.output = output
     this.feed = feed
+    this.staged = staged
   }
 
   /**
@@ -234,7 +254,11 @@ export class WithheldDepartures {
    * release left (the old output is out, forced into `previous`'s own parked
    * flush, say, whose hold is the one left) is owed to `next` at once: what
    * `previous` holds of the old mail is handed to `next` right after this
-   * (OutputEnd.handOver), so the pair is placed after it. Holds of other owners
+   * (OutputEnd.handOver), so the pair is placed after it. A hold of a
+   * staged replace message of the session's waiting for room at the
+   * recipient (ReplaceStaging.ts) moves to `next` too (`StagedHolds`): that
+   * message is not handed over, it goes to `next` when `next` has room, and
+   * the pair waits for it there (review revr3, D2). Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -255,9 +279,10 @@ export class WithheldDepartures {
         }
       }
       const key = sessionKey(session.space.key, id)
+      if (this.staged.moveHold(previous, next, key, session.key)) holds++
       const waits = previous.returnWaits
       if (holds === 0) {
-        // The old output is out (no early release of the return's is left): the holds left are other owners',
+        // The old output is out (no early release of the return's is left, no staged message waits): the holds left are other owners',
         // its own parked flush's (which the old output may have been forced into) — handed to `next` right
         // after this, with the old outbox's mail (OutputEnd.handOver), ahead of anything newer. So `next` is owed
         // the pair now, and its writer places it after that mail and before the mail from since (Rejoins.ts).
