@@ -73,9 +73,32 @@
  * `keepReturned`; its `departures` are cleared when its holder's
  * session leaves (`ParkedDepartures.forgetDepartureHolds` →
  * `CustodyHolds.forgetDepartures`).
+ *
+ * Counted (`CustodyHolds.counts`, read into `BrokerStats`): holds taken,
+ * carried over and adopted, messages kept on a hold, drainer offers that
+ * waited for one, and departures withheld behind one — an increment where
+ * a hold is made or used, nothing on the per-message path while none is
+ * held; for the simulation's reach (docs/testing.md, "Takeover custody
+ * hold").
  */
 import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
+
+/** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
+export interface CustodyHoldCounts {
+  /** Holds taken at a takeover (a new one: the session had none). */
+  taken: number
+  /** Holds carried over by a further takeover before the old close. */
+  carried: number
+  /** Holds adopted by a new registration of the session (its holder had closed or left it). */
+  adopted: number
+  /** Messages kept on a hold: forced to its holder, its own parked flush, or an awaited close's custody. */
+  kept: number
+  /** Drainer offers that waited for a hold to end (the held sender slowed). */
+  waits: number
+  /** Departures of held senders withheld from a hold's holder until the hold ends. */
+  departures: number
+}
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
 export class CustodyHold {
@@ -144,6 +167,8 @@ export class CustodyHolds {
   private readonly holds = new Map<string, CustodyHold>()
   private readonly wake: (peer: Peer) => void
   private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
+  /** How often holds were made and used (module header, "Counted"). */
+  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0 }
 
   /**
    * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
@@ -172,6 +197,7 @@ export class CustodyHolds {
     const carried = this.holds.get(key)
     if (carried !== undefined) {
       const holder = carried.holder
+      this.counts.carried++
       this.releaseHeldDepartures(carried)
       this.moveHold(carried, fresh)
       if (senders !== undefined) {
@@ -184,6 +210,7 @@ export class CustodyHolds {
     }
     if (senders === undefined) return
     const hold = new CustodyHold(key, senders, fresh)
+    this.counts.taken++
     fresh.custodyHolds++
     old.releasesHold = hold
     this.holds.set(key, hold)
@@ -203,6 +230,7 @@ export class CustodyHolds {
     if (hold === undefined) return
     const holder = hold.holder
     if (holder === peer || holder.session?.key === key) return
+    this.counts.adopted++
     this.releaseHeldDepartures(hold)
     this.moveHold(hold, peer)
     this.wake(holder)
@@ -239,8 +267,17 @@ export class CustodyHolds {
       if (isMessage(item) && hold.holds(item)) kept.push(item)
       else rest.push(item)
     }
-    if (kept.length > 0) hold.items.unshift(...kept)
+    if (kept.length > 0) {
+      hold.items.unshift(...kept)
+      this.counts.kept += kept.length
+    }
     return rest
+  }
+
+  /** `item`, a message `hold` holds, is kept with it (after what it keeps) until it ends: Output's forced or own parked output. */
+  keep(hold: CustodyHold, item: OutboundItem): void {
+    hold.items.push(item)
+    this.counts.kept++
   }
 
   /**
@@ -268,6 +305,7 @@ export class CustodyHolds {
       if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
       if (hold.departures.includes(senderId)) continue
       hold.departures.push(senderId)
+      this.counts.departures++
       found.push(hold.holder)
     }
     return found

@@ -438,9 +438,10 @@ export class Output {
       // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
       // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
       if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
-        hold.items.push(item)
+        this.holds.keep(hold, item)
         return "parked"
       }
+      this.holds.counts.waits++
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
@@ -564,7 +565,7 @@ export class Output {
       if (entry[0] === reader && isMessage(item)) {
         const hold = holds?.holdOf(reader, item)
         if (hold !== undefined) {
-          hold.items.push(item)
+          this.holds.keep(hold, item)
           continue
         }
         countParkedMail(reader, item.mail.senderKey)
@@ -650,7 +651,7 @@ export class Output {
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
     const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) return void hold.items.push(item)
+    if (hold !== undefined) return this.holds.keep(hold, item)
     if (isShut(recipient)) return this.undeliverable(item)
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
     // since the return would wait there for the pair, which waits for that old output, which waits behind it.
