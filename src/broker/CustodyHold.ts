@@ -312,6 +312,24 @@ export class CustodyHolds {
   }
 
   /**
+   * Session `senderId` (`senderKey`) registers again: the holders that
+   * withhold its departure behind their hold (`holdDepartureBehindCustody`)
+   * and hold its session still. Each withholds the return with it
+   * (WithheldDepartures.joining): the new join must not stand for the
+   * departure. One check while no hold exists; a registration's, never per
+   * message.
+   */
+  returnBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    if (this.holds.size === 0) return []
+    const found: Array<Peer> = []
+    for (const hold of this.holds.values()) {
+      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
+      if (hold.departures.includes(senderId)) found.push(hold.holder)
+    }
+    return found
+  }
+
+  /**
    * The hold `peer` keeps `item` back with, when it is a message for a
    * session whose hold `peer` holds (`Peer.custodyHolds`), from a sender
    * whose older mail an old connection may still give back at its close;

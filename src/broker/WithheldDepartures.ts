@@ -148,6 +148,11 @@ export interface ParkedOutput {
    * when the custody hold ends (CustodyHolds.holdDepartureBehindCustody).
    */
   readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
+  /**
+   * The connections that withhold session `senderId`'s departure behind
+   * their custody hold, as it registers again (CustodyHolds.returnBehindCustody).
+   */
+  readonly returnBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
   /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (ParkedDepartures.returned). */
   readonly returned: (recipient: Peer) => void
 }
@@ -219,6 +224,31 @@ export class WithheldDepartures {
     // Back after its connection went on as another session: the departure that return released is withheld
     // without the join so far; it is a return now, withheld with its join (`holdReturn`).
     if (this.releasedEarly.size > 0) this.holdReturn(session)
+    // Back while a takeover's custody hold withholds its departure (CustodyHold.ts): a return too.
+    for (const holder of this.output.returnBehindCustody(session.key, session.id)) this.holdReturnBehindCustody(holder, session)
+  }
+
+  /**
+   * `session` registers again while `holder` withholds its departure behind
+   * a takeover's custody hold (its mail from before it left still held
+   * there): the entry becomes a withheld return (`WithheldDeparture.rejoined`),
+   * so `holder`'s writer passes over the new join and presence too, and the
+   * hold's end owes the pair (`owePair`), placed after that mail (Rejoins.ts).
+   * Otherwise the new join, written meanwhile, would stand for the departure:
+   * the holder would hear the session join again before its held mail and
+   * never hear it leave (C-ASK-9). No `returnWaits`: the session's mail from
+   * since its return is held by the same hold (its sender key is held), so
+   * it goes after the pair is owed. `behindCustody`: at a takeover of
+   * `holder` the return is not owed to the next connection
+   * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
+   * Called before the join goes into the feed.
+   */
+  private holdReturnBehindCustody(holder: Peer, session: Session): void {
+    const departure = holder.withheldDepartures?.get(session.id)
+    if (departure === undefined || departure.rejoined) return
+    departure.rejoined = true
+    departure.behindCustody = true
+    departure.since = session.space.feed.seq
   }
 
   /**
@@ -243,7 +273,8 @@ export class WithheldDepartures {
     const session = next.session
     if (withheld === undefined || session === undefined || previous === next) return
     for (const [id, departure] of withheld) {
-      if (!departure.rejoined) continue
+      // A return withheld behind a custody hold is the carried hold's (CustodyHolds.takeOverHold drops it).
+      if (!departure.rejoined || departure.behindCustody) continue
       let holds = 0
       for (const early of this.releasedEarly.values()) {
         for (let i = 0; i < early.length; i++) {
@@ -273,6 +304,7 @@ export class WithheldDepartures {
         holds,
         rejoined: true,
         joinPassed: true,
+        behindCustody: false,
         since: departure.since
       })
       const wait = waits?.get(key)
@@ -336,7 +368,7 @@ export class WithheldDepartures {
     const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
     if (departure === undefined) {
-      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, since: 0 })
+      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, behindCustody: false, since: 0 })
     } else departure.holds++
   }
 
