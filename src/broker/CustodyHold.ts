@@ -30,7 +30,11 @@
  * leaves while the hold lasts is heard leaving after its held mail: its
  * `session_left` is withheld from the holder until the hold ends
  * (`departures`, `CustodyHolds.holdDepartureBehindCustody`), as behind a
- * recipient's own parked output (WithheldDepartures.ts).
+ * recipient's own parked output (WithheldDepartures.ts). One that leaves
+ * and registers again meanwhile is a withheld return
+ * (`CustodyHolds.returnBehindCustody`, WithheldDepartures.joining): its new
+ * join waits with the departure, and the holder hears the pair after the
+ * held mail, before the sender's mail from since (held here too).
  *
  * The hold ends with the old close, which a takeover always starts and
  * which is bounded (`endTakenOver` ends the connection; its `finish` waits at

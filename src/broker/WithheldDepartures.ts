@@ -85,7 +85,10 @@
  * writer deletes it when it writes the join, or, finding the session gone
  * again first, writes one `session_left` after the queued output if it had
  * passed a departure (MembershipFeed.collect; Membership.compact does the same when
- * it drops that departure first). A recipient whose session leaves
+ * it drops that departure first). Not so behind a takeover's custody hold
+ * (CustodyHold.ts): there a return is withheld with its join
+ * (`holdReturnBehindCustody`), and the hold's end owes the pair after the
+ * held mail, so the holder hears the session leave (C-ASK-9). A recipient whose session leaves
  * (unregisters, or closes) is owed and withheld nothing any more: `left`
  * drops its entries and owed departures, and the parked-output owner forgets
  * its holds on it unreleased (DepartureHolds.forget), so nothing of the old
@@ -100,8 +103,8 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 580 lines, over half of them this header and the JSDoc (the
- * code is about 250). Kept whole: the departures held for everyone, the
+ * Size: about 620 lines, over half of them this header and the JSDoc (the
+ * code is about 260). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
  * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
