@@ -80,7 +80,7 @@
  *
  * Counted (`CustodyHolds.counts`, read into `BrokerStats`): holds taken,
  * carried over and adopted, messages kept on a hold, drainer offers that
- * waited for one, and departures withheld behind one — an increment where
+ * waited for one, departures withheld behind one and returns withheld so — an increment where
  * a hold is made or used, nothing on the per-message path while none is
  * held; for the simulation's reach (docs/testing.md, "Takeover custody
  * hold").
@@ -102,6 +102,8 @@ export interface CustodyHoldCounts {
   waits: number
   /** Departures of held senders withheld from a hold's holder until the hold ends. */
   departures: number
+  /** Returns of held senders whose departure a holder withheld: withheld with their new join (`returnBehindCustody`). */
+  returns: number
 }
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
@@ -172,7 +174,7 @@ export class CustodyHolds {
   private readonly wake: (peer: Peer) => void
   private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
   /** How often holds were made and used (module header, "Counted"). */
-  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0 }
+  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0, returns: 0 }
 
   /**
    * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
@@ -330,6 +332,7 @@ export class CustodyHolds {
       if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
       if (hold.departures.includes(senderId)) found.push(hold.holder)
     }
+    this.counts.returns += found.length
     return found
   }
 

@@ -126,6 +126,8 @@ export interface RouterStats {
   readonly custodyHeldWaits: number
   /** Departures of held senders withheld from a hold's holder until the hold ended. */
   readonly custodyHeldDepartures: number
+  /** Returns of held senders withheld with their departure behind a custody hold (the pair owed at its end). */
+  readonly custodyHeldReturns: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -665,7 +667,8 @@ export class Router {
       custodyHoldsAdopted: holds.adopted,
       custodyHeldMessages: holds.kept,
       custodyHeldWaits: holds.waits,
-      custodyHeldDepartures: holds.departures
+      custodyHeldDepartures: holds.departures,
+      custodyHeldReturns: holds.returns
     }
   }
 }

@@ -8,7 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router, RouterStats } from "../../src/broker/Router.ts"
+import { registerFrame } from "../support/broker.ts"
 import { setUp } from "../support/custodyHold.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
 
 /** The custody hold counters of `router`'s stats. */
 const holdCounts = (router: Router): Pick<
@@ -19,6 +21,7 @@ const holdCounts = (router: Router): Pick<
   | "custodyHeldMessages"
   | "custodyHeldWaits"
   | "custodyHeldDepartures"
+  | "custodyHeldReturns"
 > => {
   const s = router.stats()
   return {
@@ -27,7 +30,8 @@ const holdCounts = (router: Router): Pick<
     custodyHoldsAdopted: s.custodyHoldsAdopted,
     custodyHeldMessages: s.custodyHeldMessages,
     custodyHeldWaits: s.custodyHeldWaits,
-    custodyHeldDepartures: s.custodyHeldDepartures
+    custodyHeldDepartures: s.custodyHeldDepartures,
+    custodyHeldReturns: s.custodyHeldReturns
   }
 }
 
@@ -37,7 +41,8 @@ const none = {
   custodyHoldsAdopted: 0,
   custodyHeldMessages: 0,
   custodyHeldWaits: 0,
-  custodyHeldDepartures: 0
+  custodyHeldDepartures: 0,
+  custodyHeldReturns: 0
 }
 
 /** One try of `reader`'s drainer on its oldest parked item: a wait is abandoned (interrupted). */
@@ -70,6 +75,16 @@ describe("the custody hold's counters", () => {
         custodyHeldMessages: 1,
         custodyHeldDepartures: 1
       })
+    }))
+
+  it.effect("a held sender that left returns before the hold ends: its return counted as withheld with its departure", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, router, send, sender, takeOver } = yield* setUp()
+      takeOver()
+      assert.isTrue(send(sender, "m2"), "m2 was not held: the test sets up nothing")
+      close(sender)
+      batch(attach(fakeConnection(9, false)), [registerFrame({ sessionId: "d" })])
+      assert.deepStrictEqual(holdCounts(router), { ...none, custodyHoldsTaken: 1, custodyHeldMessages: 1, custodyHeldDepartures: 1, custodyHeldReturns: 1 })
     }))
 
   it.effect("the session registered anew after its holder closed: the hold adopted, the mailbox's flush of a held sender's mail kept on it", () =>

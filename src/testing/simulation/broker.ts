@@ -110,6 +110,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.custodyHeldMessages += stats.custodyHeldMessages
     state.paths.custodyHeldWaits += stats.custodyHeldWaits
     state.paths.custodyHeldDepartures += stats.custodyHeldDepartures
+    state.paths.custodyHeldReturns += stats.custodyHeldReturns
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

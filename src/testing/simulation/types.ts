@@ -234,6 +234,8 @@ export interface PathTally {
   readonly custodyHeldWaits: number
   /** Departures withheld behind a custody hold (`BrokerStats.custodyHeldDepartures`). */
   readonly custodyHeldDepartures: number
+  /** Returns of held senders withheld with their departure behind a custody hold (`BrokerStats.custodyHeldReturns`). */
+  readonly custodyHeldReturns: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
