@@ -175,6 +175,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     unregister: options.unregister === true,
     parkedFlush: options.parkedFlush === true,
     heldReturn: options.heldReturn === true,
+    custodyHold: options.custodyHold === true,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,
     clientTimings: config.clientTimings !== undefined,
