@@ -80,10 +80,10 @@
  *
  * Counted (`CustodyHolds.counts`, read into `BrokerStats`): holds taken,
  * carried over and adopted, messages kept on a hold, drainer offers that
- * waited for one, departures withheld behind one and returns withheld so — an increment where
- * a hold is made or used, nothing on the per-message path while none is
- * held; for the simulation's reach (docs/testing.md, "Takeover custody
- * hold").
+ * waited for one, departures withheld behind one and returns withheld so —
+ * an increment where a hold is made or used, nothing on the per-message
+ * path while none is held; for the simulation's reach (docs/testing.md,
+ * "A takeover's custody hold").
  */
 import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"

@@ -244,7 +244,11 @@ export class WithheldDepartures {
    * it goes after the pair is owed. `behindCustody`: at a takeover of
    * `holder` the return is not owed to the next connection
    * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
-   * Called before the join goes into the feed.
+   * Called before the join goes into the feed. Not covered: another
+   * owner's hold on the same departure (the sender's mail also in
+   * `holder`'s own parked flush) outlasting the custody hold — the mail
+   * from since the return then flows at the hold's end and may reach
+   * `holder` before the pair is owed.
    */
   private holdReturnBehindCustody(holder: Peer, session: Session): void {
     const departure = holder.withheldDepartures?.get(session.id)
