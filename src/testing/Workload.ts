@@ -453,12 +453,10 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     for (const [index, held] of drawHeldReturn(seed, sessions, ops.length, notSender)) ops.splice(index, 0, held)
   }
   if (options.custodyHold === true) {
-    // Never stopped or started by the op: a supervisor, its child (as lifecycle ops) and the ephemeral session.
+    // Never stopped or started by the op, as by the lifecycle ops: the supervisor (a new client of it holds no
+    // capability) and the ephemeral session (its stop ends it).
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
-    const notSession = [
-      ...(groups ? [SUPERVISOR_INDEX, childIndexOf(sessions)] : []),
-      ...(ephemeral === undefined ? [] : [ephemeral])
-    ]
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, held] of drawCustodyHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
   }
   return ops

@@ -28,10 +28,10 @@
  * sends B one more (held), then, unless `leave` is `none`, stops (or is
  * killed), starts again `returnMs` later and sends B `more` messages.
  *
- * A supervisor, its delegated child (lifecycle actions never touch them in a
- * workload with groups) and the ephemeral session (its stop ends it) are
- * never B or D (`notSession`); the op takes the next running sessions that
- * fit, or is skipped. Drawn from a stream of its own
+ * A supervisor (lifecycle actions never touch it in a workload with groups:
+ * a new client of it holds no capability) and the ephemeral session (its
+ * stop ends it) are never B or D (`notSession`); D is in B's group. The op
+ * takes the next running sessions that fit, or is skipped. Drawn from a stream of its own
  * (`Prng.derive(seed, "custody-hold")`) and inserted into the ordinary
  * workload, whose own draws are unchanged.
  */
@@ -67,7 +67,7 @@ export interface CustodyHoldDraw {
   readonly leave: "stop" | "kill" | "none"
   readonly returnMs: number
   readonly more: number
-  /** Sessions the op never stops or starts (a supervisor, its child, the ephemeral one). */
+  /** Sessions the op never stops or starts (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
 }
 
