@@ -30,7 +30,11 @@
  * leaves while the hold lasts is heard leaving after its held mail: its
  * `session_left` is withheld from the holder until the hold ends
  * (`departures`, `CustodyHolds.holdDepartureBehindCustody`), as behind a
- * recipient's own parked output (WithheldDepartures.ts).
+ * recipient's own parked output (WithheldDepartures.ts). One that leaves
+ * and registers again meanwhile is a withheld return
+ * (`CustodyHolds.returnBehindCustody`, WithheldDepartures.joining): its new
+ * join waits with the departure, and the holder hears the pair after the
+ * held mail, before the sender's mail from since (held here too).
  *
  * The hold ends with the old close, which a takeover always starts and
  * which is bounded (`endTakenOver` ends the connection; its `finish` waits at
@@ -73,9 +77,34 @@
  * `keepReturned`; its `departures` are cleared when its holder's
  * session leaves (`ParkedDepartures.forgetDepartureHolds` →
  * `CustodyHolds.forgetDepartures`).
+ *
+ * Counted (`CustodyHolds.counts`, read into `BrokerStats`): holds taken,
+ * carried over and adopted, messages kept on a hold, drainer offers that
+ * waited for one, departures withheld behind one and returns withheld so —
+ * an increment where a hold is made or used, nothing on the per-message
+ * path while none is held; for the simulation's reach (docs/testing.md,
+ * "A takeover's custody hold").
  */
 import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
+
+/** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
+export interface CustodyHoldCounts {
+  /** Holds taken at a takeover (a new one: the session had none). */
+  taken: number
+  /** Holds carried over by a further takeover before the old close. */
+  carried: number
+  /** Holds adopted by a new registration of the session (its holder had closed or left it). */
+  adopted: number
+  /** Messages kept on a hold: forced to its holder, its own parked flush, or an awaited close's custody. */
+  kept: number
+  /** Drainer offers that waited for a hold to end (the held sender slowed). */
+  waits: number
+  /** Departures of held senders withheld from a hold's holder until the hold ends. */
+  departures: number
+  /** Returns of held senders whose departure a holder withheld: withheld with their new join (`returnBehindCustody`). */
+  returns: number
+}
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
 export class CustodyHold {
@@ -144,6 +173,8 @@ export class CustodyHolds {
   private readonly holds = new Map<string, CustodyHold>()
   private readonly wake: (peer: Peer) => void
   private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
+  /** How often holds were made and used (module header, "Counted"). */
+  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0, returns: 0 }
 
   /**
    * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
@@ -172,6 +203,7 @@ export class CustodyHolds {
     const carried = this.holds.get(key)
     if (carried !== undefined) {
       const holder = carried.holder
+      this.counts.carried++
       this.releaseHeldDepartures(carried)
       this.moveHold(carried, fresh)
       if (senders !== undefined) {
@@ -184,6 +216,7 @@ export class CustodyHolds {
     }
     if (senders === undefined) return
     const hold = new CustodyHold(key, senders, fresh)
+    this.counts.taken++
     fresh.custodyHolds++
     old.releasesHold = hold
     this.holds.set(key, hold)
@@ -203,6 +236,7 @@ export class CustodyHolds {
     if (hold === undefined) return
     const holder = hold.holder
     if (holder === peer || holder.session?.key === key) return
+    this.counts.adopted++
     this.releaseHeldDepartures(hold)
     this.moveHold(hold, peer)
     this.wake(holder)
@@ -239,8 +273,17 @@ export class CustodyHolds {
       if (isMessage(item) && hold.holds(item)) kept.push(item)
       else rest.push(item)
     }
-    if (kept.length > 0) hold.items.unshift(...kept)
+    if (kept.length > 0) {
+      hold.items.unshift(...kept)
+      this.counts.kept += kept.length
+    }
     return rest
+  }
+
+  /** `item`, a message `hold` holds, is kept with it (after what it keeps) until it ends: Output's forced or own parked output. */
+  keep(hold: CustodyHold, item: OutboundItem): void {
+    hold.items.push(item)
+    this.counts.kept++
   }
 
   /**
@@ -268,8 +311,28 @@ export class CustodyHolds {
       if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
       if (hold.departures.includes(senderId)) continue
       hold.departures.push(senderId)
+      this.counts.departures++
       found.push(hold.holder)
     }
+    return found
+  }
+
+  /**
+   * Session `senderId` (`senderKey`) registers again: the holders that
+   * withhold its departure behind their hold (`holdDepartureBehindCustody`)
+   * and hold its session still. Each withholds the return with it
+   * (WithheldDepartures.joining): the new join must not stand for the
+   * departure. One check while no hold exists; a registration's, never per
+   * message.
+   */
+  returnBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    if (this.holds.size === 0) return []
+    const found: Array<Peer> = []
+    for (const hold of this.holds.values()) {
+      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
+      if (hold.departures.includes(senderId)) found.push(hold.holder)
+    }
+    this.counts.returns += found.length
     return found
   }
 

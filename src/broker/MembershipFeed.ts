@@ -61,6 +61,12 @@ export interface WithheldDeparture {
   /** `rejoined`: the recipient's writer passed over the session's new join or presence. */
   joinPassed: boolean
   /**
+   * `rejoined` behind a takeover's custody hold (WithheldDepartures.holdReturnBehindCustody),
+   * not behind parked output: the hold's end owes the pair; a takeover of
+   * the recipient does not move it (WithheldDepartures.takenOver).
+   */
+  behindCustody: boolean
+  /**
    * `rejoined`: the `presentSince` of the latest departed incarnation whose
    * output the holds wait for; mail of the session tagged later is from
    * since its return (Membership.collect then lets the pair go before it).

@@ -442,9 +442,10 @@ export class Output {
       // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
       // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
       if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
-        hold.items.push(item)
+        this.holds.keep(hold, item)
         return "parked"
       }
+      this.holds.counts.waits++
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
@@ -568,7 +569,7 @@ export class Output {
       if (entry[0] === reader && isMessage(item)) {
         const hold = holds?.holdOf(reader, item)
         if (hold !== undefined) {
-          hold.items.push(item)
+          this.holds.keep(hold, item)
           continue
         }
         countParkedMail(reader, item.mail.senderKey)
@@ -657,7 +658,7 @@ export class Output {
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
     const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) return void hold.items.push(item)
+    if (hold !== undefined) return this.holds.keep(hold, item)
     if (isShut(recipient)) return this.undeliverable(item)
     // Mail or a notice for a session `recipient` no longer holds (taken over, or unregistered) goes back
     // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the

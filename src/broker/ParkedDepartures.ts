@@ -137,4 +137,12 @@ export class ParkedDepartures implements ParkedOutput {
   holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
     return this.holds.holdDepartureBehindCustody(senderKey, senderId)
   }
+
+  /**
+   * The connections that withhold session `senderId`'s departure behind
+   * their custody hold, for its return (CustodyHolds.returnBehindCustody).
+   */
+  returnBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    return this.holds.returnBehindCustody(senderKey, senderId)
+  }
 }

@@ -114,6 +114,20 @@ export interface RouterStats {
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (WithheldDepartures.ts). */
   readonly returnsHeld: number
+  /** Takeover custody holds taken: a `received-v1` session taken over with mail unconfirmed in the old connection's custody (CustodyHold.ts). */
+  readonly custodyHoldsTaken: number
+  /** Custody holds carried over to the next connection by a further takeover before the old close. */
+  readonly custodyHoldsCarried: number
+  /** Custody holds adopted by a new registration of the session, its holder closed or gone from it. */
+  readonly custodyHoldsAdopted: number
+  /** Messages kept on a custody hold until it ended (forced to the holder, its own parked flush, an awaited close's custody). */
+  readonly custodyHeldMessages: number
+  /** Drainer offers that waited for a custody hold to end (a held sender slowed). */
+  readonly custodyHeldWaits: number
+  /** Departures of held senders withheld from a hold's holder until the hold ended. */
+  readonly custodyHeldDepartures: number
+  /** Returns of held senders withheld with their departure behind a custody hold (the pair owed at its end). */
+  readonly custodyHeldReturns: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -632,6 +646,7 @@ export class Router {
 
   /** For diagnostics and tests. */
   stats(): RouterStats {
+    const holds = this.ctx.output.holds.counts
     return {
       sessions: this.ctx.registry.live,
       unregistered: this.registration.unregisteredCount,
@@ -649,7 +664,14 @@ export class Router {
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
       departuresHeld: this.ctx.output.departureSide.departuresHeld,
-      returnsHeld: this.membership.holds.returnsHeld
+      returnsHeld: this.membership.holds.returnsHeld,
+      custodyHoldsTaken: holds.taken,
+      custodyHoldsCarried: holds.carried,
+      custodyHoldsAdopted: holds.adopted,
+      custodyHeldMessages: holds.kept,
+      custodyHeldWaits: holds.waits,
+      custodyHeldDepartures: holds.departures,
+      custodyHeldReturns: holds.returns
     }
   }
 }

@@ -86,7 +86,10 @@
  * writer deletes it when it writes the join, or, finding the session gone
  * again first, writes one `session_left` after the queued output if it had
  * passed a departure (MembershipFeed.collect; Membership.compact does the same when
- * it drops that departure first). A recipient whose session leaves
+ * it drops that departure first). Not so behind a takeover's custody hold
+ * (CustodyHold.ts): there a return is withheld with its join
+ * (`holdReturnBehindCustody`), and the hold's end owes the pair after the
+ * held mail, so the holder hears the session leave (C-ASK-9). A recipient whose session leaves
  * (unregisters, or closes) is owed and withheld nothing any more: `left`
  * drops its entries and owed departures, and the parked-output owner forgets
  * its holds on it unreleased (DepartureHolds.forget), so nothing of the old
@@ -101,8 +104,8 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 610 lines, over half of them this header and the JSDoc (the
- * code is about 250). Kept whole: the departures held for everyone, the
+ * Size: about 660 lines, over half of them this header and the JSDoc (the
+ * code is about 280). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
  * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
@@ -149,6 +152,11 @@ export interface ParkedOutput {
    * when the custody hold ends (CustodyHolds.holdDepartureBehindCustody).
    */
   readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
+  /**
+   * The connections that withhold session `senderId`'s departure behind
+   * their custody hold, as it registers again (CustodyHolds.returnBehindCustody).
+   */
+  readonly returnBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
   /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (ParkedDepartures.returned). */
   readonly returned: (recipient: Peer) => void
 }
@@ -239,6 +247,35 @@ export class WithheldDepartures {
     // Back after its connection went on as another session: the departure that return released is withheld
     // without the join so far; it is a return now, withheld with its join (`holdReturn`).
     if (this.releasedEarly.size > 0) this.holdReturn(session)
+    // Back while a takeover's custody hold withholds its departure (CustodyHold.ts): a return too.
+    for (const holder of this.output.returnBehindCustody(session.key, session.id)) this.holdReturnBehindCustody(holder, session)
+  }
+
+  /**
+   * `session` registers again while `holder` withholds its departure behind
+   * a takeover's custody hold (its mail from before it left still held
+   * there): the entry becomes a withheld return (`WithheldDeparture.rejoined`),
+   * so `holder`'s writer passes over the new join and presence too, and the
+   * hold's end owes the pair (`owePair`), placed after that mail (Rejoins.ts).
+   * Otherwise the new join, written meanwhile, would stand for the departure:
+   * the holder would hear the session join again before its held mail and
+   * never hear it leave (C-ASK-9). No `returnWaits`: the session's mail from
+   * since its return is held by the same hold (its sender key is held), so
+   * it goes after the pair is owed. `behindCustody`: at a takeover of
+   * `holder` the return is not owed to the next connection
+   * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
+   * Called before the join goes into the feed. Not covered: another
+   * owner's hold on the same departure (the sender's mail also in
+   * `holder`'s own parked flush) outlasting the custody hold — the mail
+   * from since the return then flows at the hold's end and may reach
+   * `holder` before the pair is owed.
+   */
+  private holdReturnBehindCustody(holder: Peer, session: Session): void {
+    const departure = holder.withheldDepartures?.get(session.id)
+    if (departure === undefined || departure.rejoined) return
+    departure.rejoined = true
+    departure.behindCustody = true
+    departure.since = session.space.feed.seq
   }
 
   /**
@@ -267,7 +304,8 @@ export class WithheldDepartures {
     const session = next.session
     if (withheld === undefined || session === undefined || previous === next) return
     for (const [id, departure] of withheld) {
-      if (!departure.rejoined) continue
+      // A return withheld behind a custody hold is the carried hold's (CustodyHolds.takeOverHold drops it).
+      if (!departure.rejoined || departure.behindCustody) continue
       let holds = 0
       for (const early of this.releasedEarly.values()) {
         for (let i = 0; i < early.length; i++) {
@@ -298,6 +336,7 @@ export class WithheldDepartures {
         holds,
         rejoined: true,
         joinPassed: true,
+        behindCustody: false,
         since: departure.since
       })
       const wait = waits?.get(key)
@@ -361,7 +400,7 @@ export class WithheldDepartures {
     const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
     if (departure === undefined) {
-      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, since: 0 })
+      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, behindCustody: false, since: 0 })
     } else departure.holds++
   }
 

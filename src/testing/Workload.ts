@@ -23,6 +23,7 @@ import {
   formatDeliverySend,
   runDeliverySend
 } from "./simulation/delivery.ts"
+import { CustodyHoldFields, drawCustodyHold, formatCustodyHold, runCustodyHold } from "./simulation/custodyHold.ts"
 import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
@@ -78,7 +79,8 @@ export const OpSchema = Schema.Union([
   op("Storm", StormFields),
   op("Flood", FloodFields),
   op("ParkedFlush", ParkedFlushFields),
-  op("HeldReturn", HeldReturnFields)
+  op("HeldReturn", HeldReturnFields),
+  op("CustodyHold", CustodyHoldFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -119,7 +121,9 @@ export const trafficWeights: OpWeights = {
   // Never drawn by weight: `parkedFlush` inserts it from a stream of its own (simulation/parkedFlush.ts).
   ParkedFlush: 0,
   // Never drawn by weight: `heldReturn` inserts it from a stream of its own (simulation/heldReturn.ts).
-  HeldReturn: 0
+  HeldReturn: 0,
+  // Never drawn by weight: `custodyHold` inserts it from a stream of its own (simulation/custodyHold.ts).
+  CustodyHold: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -218,6 +222,14 @@ export interface WorkloadOptions {
    * pressure makes them smaller. Default false.
    */
   readonly heldReturn?: boolean
+  /**
+   * Insert one `CustodyHold` (simulation/custodyHold.ts), drawn from a
+   * stream of its own: a recipient taken over by a new client instance
+   * while its old connection holds a sender's unconfirmed mail, and that
+   * sender sending, leaving and coming back while the new connection holds
+   * its mail (the broker's takeover custody hold). Default false.
+   */
+  readonly custodyHold?: boolean
 }
 
 /** How often a session leaves by `unregister` in a workload with `unregister`. */
@@ -411,6 +423,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Flood":
       case "ParkedFlush":
       case "HeldReturn":
+      case "CustodyHold":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
     }
@@ -438,6 +451,13 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       ...(ephemeral === undefined ? [] : [ephemeral])
     ]
     for (const [index, held] of drawHeldReturn(seed, sessions, ops.length, notSender)) ops.splice(index, 0, held)
+  }
+  if (options.custodyHold === true) {
+    // Never stopped or started by the op, as by the lifecycle ops: the supervisor (a new client of it holds no
+    // capability) and the ephemeral session (its stop ends it).
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, held] of drawCustodyHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
   }
   return ops
 }
@@ -510,6 +530,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatParkedFlush(op, name)}`
     case "HeldReturn":
       return `${when} ${formatHeldReturn(op, name)}`
+    case "CustodyHold":
+      return `${when} ${formatCustodyHold(op, name)}`
   }
 }
 
@@ -658,6 +680,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "HeldReturn":
           yield* runHeldReturn(sim, op, counter)
+          break
+        case "CustodyHold":
+          yield* runCustodyHold(sim, op, counter)
           break
       }
     }

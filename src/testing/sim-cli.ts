@@ -21,6 +21,9 @@
  *   --held-return  one held return per workload: a session leaves with its last messages parked
  *                  behind a slow recipient and registers again on a new connection while they
  *                  wait (simulation/heldReturn.ts)
+ *   --custody-hold one custody hold per workload: a recipient taken over by a new instance while
+ *                  its old connection holds a sender's unconfirmed mail; the sender sends, leaves
+ *                  and comes back while the new connection holds it (simulation/custodyHold.ts)
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,

@@ -31,6 +31,7 @@ export interface SimArgs {
   readonly unregister?: boolean
   readonly parkedFlush?: boolean
   readonly heldReturn?: boolean
+  readonly custodyHold?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
   readonly hostJournal?: boolean
@@ -67,6 +68,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("unregister", args.unregister),
     ...toggle("parked-flush", args.parkedFlush),
     ...toggle("held-return", args.heldReturn),
+    ...toggle("custody-hold", args.custodyHold),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),
     ...toggle("client-timings", args.clientTimings),

@@ -217,6 +217,10 @@ const flags = {
     "held-return",
     "Insert one held return into each workload: a session leaves with its last messages parked behind a slow recipient (sent with its unregister in one write, on a connection that stays open) and registers again on a new connection while they wait, then sends on; outboxes of 4096 characters unless pressure makes them smaller (simulation/heldReturn.ts; docs/testing.md)"
   ),
+  custodyHold: toggle(
+    "custody-hold",
+    "Insert one custody hold into each workload: a recipient taken over by a new client instance while its old connection, not read by the broker, still holds a sender's unconfirmed mail in a slow write; the sender sends on, leaves and comes back while the new connection holds its mail behind that old connection's close (simulation/custodyHold.ts; docs/testing.md)"
+  ),
   workflow: toggle(
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -301,6 +305,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     unregister: input.unregister,
     parkedFlush: input.parkedFlush,
     heldReturn: input.heldReturn,
+    custodyHold: input.custodyHold,
     durability: input.durability,
     connections: input.connections,
     hostJournal: input.hostJournal,
@@ -473,6 +478,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.unregister ? { unregister: true } : {}),
     ...(input.parkedFlush ? { parkedFlush: true } : {}),
     ...(input.heldReturn ? { heldReturn: true } : {}),
+    ...(input.custodyHold ? { custodyHold: true } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {

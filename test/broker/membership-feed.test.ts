@@ -141,7 +141,7 @@ describe("MembershipFeed", () => {
 
 describe("MembershipFeed: a departure withheld with the return", () => {
   const info = (n: number) => JSON.stringify({ id: "x", n })
-  const withheldReturn = (): WithheldDeparture => ({ passed: false, holds: 1, rejoined: true, joinPassed: false, since: 0 })
+  const withheldReturn = (): WithheldDeparture => ({ passed: false, holds: 1, rejoined: true, joinPassed: false, behindCustody: false, since: 0 })
 
   it("passes over the departure, the new join and the presence of a session marked rejoined, then hands the join over as owed", () => {
     const feed = new MembershipFeed()

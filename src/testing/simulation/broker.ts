@@ -104,6 +104,13 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
     state.paths.departuresHeld += stats.departuresHeld
     state.paths.returnsHeld += stats.returnsHeld
+    state.paths.custodyHoldsTaken += stats.custodyHoldsTaken
+    state.paths.custodyHoldsCarried += stats.custodyHoldsCarried
+    state.paths.custodyHoldsAdopted += stats.custodyHoldsAdopted
+    state.paths.custodyHeldMessages += stats.custodyHeldMessages
+    state.paths.custodyHeldWaits += stats.custodyHeldWaits
+    state.paths.custodyHeldDepartures += stats.custodyHeldDepartures
+    state.paths.custodyHeldReturns += stats.custodyHeldReturns
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

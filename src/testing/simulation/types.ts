@@ -222,6 +222,20 @@ export interface PathTally {
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked (`BrokerStats.returnsHeld`, `--held-return`). */
   readonly returnsHeld: number
+  /** Takeovers of a `received-v1` session with mail unconfirmed in the old connection's custody: a custody hold taken (`BrokerStats.custodyHoldsTaken`). */
+  readonly custodyHoldsTaken: number
+  /** Custody holds carried over by a further takeover before the old close (`BrokerStats.custodyHoldsCarried`). */
+  readonly custodyHoldsCarried: number
+  /** Custody holds adopted by a new registration of the session (`BrokerStats.custodyHoldsAdopted`). */
+  readonly custodyHoldsAdopted: number
+  /** Messages kept on a custody hold until it ended (`BrokerStats.custodyHeldMessages`). */
+  readonly custodyHeldMessages: number
+  /** Drainer offers that waited for a custody hold to end (`BrokerStats.custodyHeldWaits`). */
+  readonly custodyHeldWaits: number
+  /** Departures withheld behind a custody hold (`BrokerStats.custodyHeldDepartures`). */
+  readonly custodyHeldDepartures: number
+  /** Returns of held senders withheld with their departure behind a custody hold (`BrokerStats.custodyHeldReturns`). */
+  readonly custodyHeldReturns: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
