@@ -19,7 +19,12 @@
  * as behind a full outbox, so nothing held grows without bound); mail forced
  * to it (handed over, requeued, a due replace message) is kept here, in
  * order — only mail that already existed, so bounded by what the broker
- * holds anyway. At the old close, its custody and untaken write come back
+ * holds anyway. A control frame about a held sender's message to the
+ * session (a cancel, a supersede: ControlFrame.ts) is held the same way, in
+ * its order: routed, it parks with its sender's batch; forced (given back,
+ * handed over), it is kept here — so it never reaches the new connection
+ * ahead of the message it is about, kept here or in the custody (review
+ * revh3). At the old close, its custody and untaken write come back
  * first, then what is kept here, and the waiting drainers are woken: the
  * sender's order holds. No hold is taken when nothing of the old
  * connection's is unconfirmed: a takeover of a client that confirmed all it

@@ -30,7 +30,10 @@
  * holds mail for that reader, when the message is parked at the end of the
  * recipient's list: a guard, so a drainer only waits on one that waits on
  * writers alone, and no ring of drainers can wait for ever (architecture.md,
- * step 7). Only a sender with mail there waits so: another sender's mail
+ * step 7). A control frame about a message (a cancel, a supersede:
+ * ControlFrame.ts) waits, parks and is kept with a hold like its sender's
+ * mail, so it never overtakes the message it is about. Only a sender with
+ * mail there waits so: another sender's mail
  * does not (it would be held back by a flush that itself waits on some
  * other session that does not read), nor do answers, receipts and notices.
  * A returned sender's mail from since its return waits the same way for a
@@ -78,7 +81,7 @@
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
  *
- * Size: about 840 lines, past the ~400 guideline: what is left is the
+ * Size: about 870 lines, past the ~400 guideline: what is left is the
  * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
  * flushes) and the slow paths that share its state in the same synchronous
  * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,

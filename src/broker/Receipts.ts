@@ -5,7 +5,10 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead.
+ * still in the mailbox removes it instead. A control frame is queued as a
+ * ControlFrame, which Output orders behind the message it is about
+ * wherever that message still waits for the receiver (a takeover's custody
+ * hold, its parked mailbox flush).
  *
  * A route is the route part of the message's outbound record
  * (OutboundRecords.ts), beside its replay record: one object per message,
