@@ -51,9 +51,9 @@
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
-import { ControlFrame } from "./ControlFrame.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
+import { ControlFrame } from "./ControlFrame.ts"
 import { DELIVERED, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
@@ -310,7 +310,9 @@ export class MailDelivery {
   takeBack(item: Returnable | ControlFrame): void {
     if (item instanceof ControlFrame) {
       const live = this.ctx.registry.byKey.get(item.to)
-      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) this.ctx.output.forceEnqueue(live.peer, item)
+      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+        this.ctx.output.forceEnqueue(live.peer, item)
+      }
       return
     }
     if ("mail" in item) return this.requeue(item)
