@@ -19,7 +19,12 @@
  * as behind a full outbox, so nothing held grows without bound); mail forced
  * to it (handed over, requeued, a due replace message) is kept here, in
  * order — only mail that already existed, so bounded by what the broker
- * holds anyway. At the old close, its custody and untaken write come back
+ * holds anyway. A control frame about a held sender's message to the
+ * session (a cancel, a supersede: ControlFrame.ts) is held the same way, in
+ * its order: routed, it parks with its sender's batch; forced (given back,
+ * handed over), it is kept here — so it never reaches the new connection
+ * ahead of the message it is about, kept here or in the custody (review
+ * revh3). At the old close, its custody and untaken write come back
  * first, then what is kept here, and the waiting drainers are woken: the
  * sender's order holds. No hold is taken when nothing of the old
  * connection's is unconfirmed: a takeover of a client that confirmed all it
@@ -85,8 +90,8 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  */
-import { isMessage } from "./OutboundItems.ts"
-import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
+import { isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
 export interface CustodyHoldCounts {
@@ -112,7 +117,10 @@ export class CustodyHold {
   readonly key: string
   /** Sender keys with mail in the custody (or write in progress) of a connection this hold waits for. */
   readonly senders: Set<string>
-  /** Messages of those senders forced to the holding connection meanwhile, oldest first. */
+  /**
+   * Messages of those senders forced to the holding connection meanwhile,
+   * and control frames about their messages (ControlFrame.ts), oldest first.
+   */
   readonly items: Array<OutboundItem> = []
   /**
    * Ids of sessions whose departure the holder withholds until the hold ends
@@ -131,9 +139,12 @@ export class CustodyHold {
     this.holder = holder
   }
 
-  /** Whether message `item` is one this hold keeps back: for the session taken over, from a held sender. */
-  holds(item: OutboundMessage): boolean {
-    return item.to === this.key && this.senders.has(item.mail.senderKey)
+  /**
+   * Whether `item` is one this hold keeps back: a message for the session
+   * taken over from a held sender, or a control frame about one.
+   */
+  holds(item: SenderOrdered): boolean {
+    return item.to === this.key && this.senders.has(senderKeyOf(item))
   }
 }
 
@@ -270,7 +281,7 @@ export class CustodyHolds {
     const kept: Array<OutboundItem> = []
     const rest: Array<A> = []
     for (const item of returned) {
-      if (isMessage(item) && hold.holds(item)) kept.push(item)
+      if (isSenderOrdered(item) && hold.holds(item)) kept.push(item)
       else rest.push(item)
     }
     if (kept.length > 0) {
@@ -339,14 +350,17 @@ export class CustodyHolds {
   /**
    * The hold `peer` keeps `item` back with, when it is a message for a
    * session whose hold `peer` holds (`Peer.custodyHolds`), from a sender
-   * whose older mail an old connection may still give back at its close;
-   * else undefined. One field test while `peer` holds none (the per-frame
-   * path); a map look-up while it does.
+   * whose older mail an old connection may still give back at its close —
+   * or a control frame about such a message (ControlFrame.ts: kept in order
+   * behind that sender's kept mail, and its custody put at the front at a
+   * close, so a cancel never overtakes the message it cancels); else
+   * undefined. One field test while `peer` holds none (the per-frame path);
+   * a map look-up while it does.
    */
   holdOf(peer: Peer, item: OutboundItem): CustodyHold | undefined {
-    if (peer.custodyHolds === 0 || !isMessage(item)) return undefined
+    if (peer.custodyHolds === 0 || !isSenderOrdered(item)) return undefined
     const hold = this.holds.get(item.to)
-    return hold !== undefined && hold.holder === peer && hold.senders.has(item.mail.senderKey) ? hold : undefined
+    return hold !== undefined && hold.holder === peer && hold.senders.has(senderKeyOf(item)) ? hold : undefined
   }
 
   /**

@@ -53,6 +53,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
+import { ControlFrame } from "./ControlFrame.ts"
 import { DELIVERED, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
@@ -300,8 +301,20 @@ export class MailDelivery {
     this.takeBack(item)
   }
 
-  /** Output that could not be written where it was queued: mail is requeued, a notice owed again. */
-  takeBack(item: Returnable): void {
+  /**
+   * Output that could not be written where it was queued: mail is requeued,
+   * a notice owed again, a control frame (ControlFrame.ts) goes to its
+   * session's connection now — after the mail given back before it — or,
+   * with that session away, is dropped (a control needs both sides live).
+   */
+  takeBack(item: Returnable | ControlFrame): void {
+    if (item instanceof ControlFrame) {
+      const live = this.ctx.registry.byKey.get(item.to)
+      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+        this.ctx.output.forceEnqueue(live.peer, item)
+      }
+      return
+    }
     if ("mail" in item) return this.requeue(item)
     const sender = this.ctx.registry.byKey.get(item.owedTo)
     if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {

@@ -8,8 +8,13 @@
  * sit on the per-frame path (`Output.enqueue`, `takeForWrite`), so each is a
  * few field tests and allocates nothing. Apart from Output.ts so the modules
  * it was split into test items the same way without reaching into it.
+ *
+ * A control frame (ControlFrame.ts) is a frame of the connection's own to
+ * every test here but `isControl` and the sender-ordered ones
+ * (`isSenderOrdered`, `senderKeyOf`): those put it with its sender's mail.
  */
 import type { OutFrame } from "../protocol/framing.ts"
+import { ControlFrame } from "./ControlFrame.ts"
 import type { OutboundItem, OutboundMessage, Peer, Returnable } from "./Peer.ts"
 
 /**
@@ -35,3 +40,26 @@ export const isAnswer = (item: OutboundItem): item is OutFrame =>
 
 /** A message (not a notice, a frame or a signal). */
 export const isMessage = (item: OutboundItem): item is OutboundMessage => typeof item === "object" && "mail" in item
+
+/** A `message_control` frame about a sender's message to a session (ControlFrame.ts). */
+export const isControl = (item: OutboundItem): item is ControlFrame => item instanceof ControlFrame
+
+/**
+ * What is ordered by its sender towards a session: a message, or a control
+ * frame about one — it must not overtake that sender's older mail there.
+ */
+export type SenderOrdered = OutboundMessage | ControlFrame
+
+/** A message or a control frame (`SenderOrdered`): a field test, then a class test. */
+export const isSenderOrdered = (item: OutboundItem): item is SenderOrdered => isMessage(item) || item instanceof ControlFrame
+
+/** The registry key of the sender `item` is ordered by: the message's, or the controlled message's. */
+export const senderKeyOf = (item: SenderOrdered): string => "mail" in item ? item.mail.senderKey : item.senderKey
+
+/**
+ * A control frame about mail for a session `peer` no longer holds (taken
+ * over, or unregistered): it goes where that mail goes, after it
+ * (OutputEnd.handOver). Per connection event only.
+ */
+export const isStrandedControl = (item: OutboundItem, peer: Peer): item is ControlFrame =>
+  item instanceof ControlFrame && item.to !== peer.session?.key

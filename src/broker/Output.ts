@@ -30,7 +30,10 @@
  * holds mail for that reader, when the message is parked at the end of the
  * recipient's list: a guard, so a drainer only waits on one that waits on
  * writers alone, and no ring of drainers can wait for ever (architecture.md,
- * step 7). Only a sender with mail there waits so: another sender's mail
+ * step 7). A control frame about a message (a cancel, a supersede:
+ * ControlFrame.ts) waits, parks and is kept with a hold like its sender's
+ * mail, so it never overtakes the message it is about. Only a sender with
+ * mail there waits so: another sender's mail
  * does not (it would be held back by a flush that itself waits on some
  * other session that does not read), nor do answers, receipts and notices.
  * A returned sender's mail from since its return waits the same way for a
@@ -78,7 +81,7 @@
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
  *
- * Size: about 840 lines, past the ~400 guideline: what is left is the
+ * Size: about 870 lines, past the ~400 guideline: what is left is the
  * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
  * flushes) and the slow paths that share its state in the same synchronous
  * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
@@ -97,9 +100,10 @@ import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
+import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { belongsTo, charsOf, isMessage, isStranded } from "./OutboundItems.ts"
+import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { Rejoins } from "./Rejoins.ts"
@@ -173,12 +177,13 @@ const holdsMailOf = (
 }
 
 /**
- * Whether `item` is a message whose sender has older mail for `peer` in
- * `peer`'s own parked list (`Peer.parkedMail`): it must wait behind that
- * mail. One field test while none is parked there.
+ * Whether `item` is a message (or a control frame about one: ControlFrame.ts)
+ * whose sender has older mail for `peer` in `peer`'s own parked list
+ * (`Peer.parkedMail`): it must wait behind that mail. One field test while
+ * none is parked there.
  */
 const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
-  peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
+  peer.parkedMail !== undefined && isSenderOrdered(item) && peer.parkedMail.has(senderKeyOf(item))
 
 /**
  * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
@@ -235,7 +240,7 @@ export class Output {
   private touched: Array<Peer | undefined> = []
   private touchedHead = 0
   private touchedCount = 0
-  private readonly takeBack: (item: Returnable) => void
+  private readonly takeBack: (item: Returnable | ControlFrame) => void
   private readonly feed: FeedSource
   private readonly budget: OutboxBudget
   /** Characters of frame text in every outbox together. */
@@ -255,7 +260,7 @@ export class Output {
   private spare: WriteBatch | undefined = undefined
 
   /**
-   * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
+   * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames.
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
@@ -263,7 +268,7 @@ export class Output {
    * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
-    takeBack: (item: Returnable) => void,
+    takeBack: (item: Returnable | ControlFrame) => void,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
@@ -467,7 +472,8 @@ export class Output {
       }
       return "refused"
     }
-    if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
+    // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
+    if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {
       // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
       // after it at the close. An empty list with a count is one with none: this waits for the shut.)
       if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
@@ -566,14 +572,16 @@ export class Output {
     for (let i = 0; i < parked.length; i++) {
       const entry = parked[i]!
       const item = entry[1]
-      if (entry[0] === reader && isMessage(item)) {
+      if (entry[0] === reader && isSenderOrdered(item)) {
         const hold = holds?.holdOf(reader, item)
         if (hold !== undefined) {
           this.holds.keep(hold, item)
           continue
         }
-        countParkedMail(reader, item.mail.senderKey)
-        own = true
+        if (isMessage(item)) {
+          countParkedMail(reader, item.mail.senderKey)
+          own = true
+        }
       }
       parked[kept++] = entry
     }
@@ -668,6 +676,8 @@ export class Output {
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
     // since the return would wait there for the pair, which waits for that old output, which waits behind it.
     if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
+    // A control frame about a message (a hold's, given back at its end) goes behind its sender's parked mail.
+    if (isControl(item) && this.parkBehind(recipient, item)) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
@@ -683,8 +693,8 @@ export class Output {
    * sender's `session_left`). Only reached by forced messages while
    * something is parked, so it costs the hot path nothing.
    */
-  private parkBehind(recipient: Peer, item: OutboundMessage): boolean {
-    const sender = item.mail.senderKey
+  private parkBehind(recipient: Peer, item: SenderOrdered): boolean {
+    const sender = senderKeyOf(item)
     if (this.parked.length > 0 && holdsMailOf(this.parked, recipient, sender)) {
       this.parked.push([recipient, item])
       return true
@@ -717,16 +727,17 @@ export class Output {
   }
 
   /**
-   * Parks message `item` at the end of `recipient`'s own parked output when
-   * that holds older mail of its sender for `recipient` (a mailbox flush that
-   * did not fit): there the recipient's drainer offers it after that mail.
+   * Parks message `item` (or a control frame about one) at the end of
+   * `recipient`'s own parked output when that holds older mail of its sender
+   * for `recipient` (a mailbox flush that did not fit): there the
+   * recipient's drainer offers it after that mail.
    * False for anything else, which is queued as usual. At a closing
    * recipient's, whose list keeps only its own output until the close takes
    * it (`takeOwnParked`), the message is taken back after that output. No
    * scan: the counts of `Peer.parkedMail`.
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
-    if (recipient.parked.length === 0 || !isMessage(item) || !waitsBehindParked(recipient, item)) return false
+    if (recipient.parked.length === 0 || !isSenderOrdered(item) || !waitsBehindParked(recipient, item)) return false
     this.parkOwn(recipient, item)
     return true
   }
@@ -736,8 +747,10 @@ export class Output {
    * holds mail for it (`parkedMail` is set, so its drainer is at work): the
    * drainer offers it after everything parked there before it.
    */
-  private parkOwn(recipient: Peer, item: OutboundMessage): void {
+  private parkOwn(recipient: Peer, item: SenderOrdered): void {
     recipient.parked.push([recipient, item])
+    // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.
+    if (!isMessage(item)) return
     countParkedMail(recipient, item.mail.senderKey)
     this.parkedBehindOwn++
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too —
@@ -846,8 +859,12 @@ export class Output {
     return unwritten
   }
 
-  /** An item that can no longer reach its connection: mail goes back to the mailbox, a notice is owed again. */
+  /**
+   * An item that can no longer reach its connection: mail goes back to the
+   * mailbox, a notice is owed again, a control frame goes where its session
+   * is now (ControlFrame.ts).
+   */
   undeliverable(item: OutboundItem): void {
-    if (typeof item === "object" && "frame" in item) this.takeBack(item)
+    if (typeof item === "object" && ("frame" in item || isControl(item))) this.takeBack(item)
   }
 }

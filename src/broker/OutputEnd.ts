@@ -27,15 +27,16 @@
  * parked readers, the per-sender counts, the holds. No state of its own.
  */
 import type { DepartureHolds } from "./DepartureHolds.ts"
-import { charsOf, isAnswer, isMessage, isStranded } from "./OutboundItems.ts"
+import type { ControlFrame } from "./ControlFrame.ts"
+import { charsOf, isAnswer, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
   /** Adds `chars` (negative: takes them off) to `peer`'s and every outbox's character count. */
   readonly charge: (peer: Peer, chars: number) => void
-  /** Takes output that can no longer be written where it was queued (MailDelivery). */
-  readonly takeBack: (item: Returnable) => void
+  /** Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames. */
+  readonly takeBack: (item: Returnable | ControlFrame) => void
   /** `peer`'s outbox has room again: what waits for it tries again (Output.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
@@ -108,7 +109,8 @@ export class OutputEnd {
 
   /**
    * `peer` was taken over (P16; its `session` is already cleared): the mail
-   * and failure notices its outbox still holds for the session, then those
+   * and failure notices its outbox still holds for the session (and the
+   * control frames about that mail: ControlFrame.ts), then those
    * in its own parked list (`handOverParked`), are taken back now, in order,
    * so they reach the session's new connection ahead of anything queued for
    * it later — not when the old writer gets to them, which for a client that
@@ -123,7 +125,8 @@ export class OutputEnd {
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
-      if (isStranded(item, peer)) {
+      // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
+      if (isStranded(item, peer) || isStrandedControl(item, peer)) {
         this.side.charge(peer, -charsOf(item))
         this.side.takeBack(item)
       } else items[kept++] = item
@@ -153,12 +156,12 @@ export class OutputEnd {
    */
   private handOverParked(peer: Peer): void {
     const parked = peer.parked
-    const taken: Array<Returnable> = []
+    const taken: Array<Returnable | ControlFrame> = []
     let kept = 0
     for (let i = 0; i < parked.length; i++) {
       const entry = parked[i]!
       const item = entry[1]
-      if (entry[0] === peer && isStranded(item, peer)) taken.push(item)
+      if (entry[0] === peer && (isStranded(item, peer) || isStrandedControl(item, peer))) taken.push(item)
       else parked[kept++] = entry
     }
     if (taken.length === 0) return

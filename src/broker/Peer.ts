@@ -232,10 +232,10 @@ export class Peer {
   parkedMail: Map<string, number> | undefined = undefined
   /**
    * How many takeovers' custody holds this connection holds (CustodyHold.ts;
-   * each a session's, kept by `CustodyHolds` by session key): a session it
-   * took over from one whose client left mail unconfirmed (`received-v1`),
-   * or adopted, and possibly one it held before and left. Until that old
-   * connection closes, messages for the session of the senders of that mail
+   * each a session's, kept by `CustodyHolds` by session key), one or more
+   * when any: that of the session it took over from one whose client left
+   * mail unconfirmed (`received-v1`), or adopted, and those of any sessions
+   * it held before and left, each apart. Until that old connection closes, messages for the session of the senders of that mail
    * wait (routed: parked with their sender's batch) or are kept in the hold
    * (forced), so they do not overtake it. 0 otherwise, the common case: the
    * per-message path tests only this field then.

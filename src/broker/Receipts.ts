@@ -5,7 +5,10 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead.
+ * still in the mailbox removes it instead. A control frame is queued as a
+ * ControlFrame, which Output orders behind the message it is about
+ * wherever that message still waits for the receiver (a takeover's custody
+ * hold, its parked mailbox flush).
  *
  * A route is the route part of the message's outbound record
  * (OutboundRecords.ts), beside its replay record: one object per message,
@@ -31,6 +34,7 @@
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { ControlFrame } from "./ControlFrame.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
@@ -105,15 +109,14 @@ export class Receipts {
     beforeDelivery: (attempt, target) => {
       const { message, sender } = attempt
       if (message.supersedes === undefined) return
-      this.ctx.output.enqueue(
-        target.peer,
-        Encode.controlFrame(sender.infoJson, {
-          messageId: message.supersedes,
-          action: "supersede",
-          supersededBy: message.id,
-          timestamp: attempt.now
-        })
-      )
+      // Kept behind the superseded message wherever that still waits for the receiver (ControlFrame.ts).
+      const control = Encode.controlFrame(sender.infoJson, {
+        messageId: message.supersedes,
+        action: "supersede",
+        supersededBy: message.id,
+        timestamp: attempt.now
+      })
+      this.ctx.output.enqueue(target.peer, new ControlFrame(control, target.key, sender.key))
       this.ctx.records.rewrite(sender.key, message.supersedes, {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -231,7 +234,9 @@ export class Receipts {
     const now = this.ctx.now()
     const route = this.liveRoute(session.key, messageId, now)
     if (route !== undefined && route.sender === session) {
-      output.enqueue(route.receiver.peer, Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now }))
+      // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
+      const control = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
+      output.enqueue(route.receiver.peer, new ControlFrame(control, route.receiver.key, session.key))
       this.forget(key)
       records.rewrite(session.key, messageId, {
         ok: false,

@@ -1,0 +1,60 @@
+/**
+ * A `message_control` frame (a sender's cancel or supersede, P72/P73) on
+ * its way to the receiver of the message it is about, knowing which: that
+ * message's sender and the session it was sent to.
+ *
+ * To the writer it is a frame like any other (`FrameParts`: its text,
+ * written as is). To Output it is ordered like that sender's mail for that
+ * session: wherever that mail waits — a takeover's custody hold
+ * (CustodyHold.ts), the recipient's own parked mailbox flush (Output's
+ * `parkedMail` counts) — the control waits behind it, so the receiver never
+ * learns of a cancel or supersede before the message it is about (review
+ * revh3, C-ORD). Without this a control went straight into the recipient's
+ * outbox; its client marked the unknown id replied, then got the message:
+ * a withdrawn ask stayed pending.
+ *
+ * Not mail: it has no `frame` nor `mail` field, so the tests of
+ * OutboundItems.ts take it for a frame of the connection's own everywhere
+ * but where they ask `isControl`. When it cannot be written where it was
+ * queued (its recipient closed while it waited, or a hold it was kept on
+ * ended) it goes where its session is now, as mail does
+ * (MailDelivery.takeBack); with the session away it is dropped, as a
+ * control needs both sides live (a cancelled ask's message is dropped from
+ * the mailbox on its own: `MailDelivery.isStale`).
+ *
+ * One object per cancel or supersede, never per routed message.
+ */
+import type { FrameParts } from "../protocol/framing.ts"
+
+/** A `message_control` frame about `senderKey`'s message to session `to` (see the module header). */
+export class ControlFrame implements FrameParts {
+  /** UTF-16 code units of the frame text. */
+  readonly length: number
+  /** The registry key of the session the message it is about was sent to: its receiver. */
+  readonly to: string
+  /** The registry key of that message's sender (the session cancelling or superseding it). */
+  readonly senderKey: string
+  private readonly body: string
+
+  /**
+   * @param body the frame text (encode.ts `controlFrame`).
+   * @param to the receiver's registry key.
+   * @param senderKey the sender's registry key.
+   */
+  constructor(body: string, to: string, senderKey: string) {
+    this.body = body
+    this.length = body.length
+    this.to = to
+    this.senderKey = senderKey
+  }
+
+  /** Writes the text's UTF-8 bytes into `out` from `offset`; returns how many it wrote. */
+  writeUtf8(out: Buffer, offset: number): number {
+    return out.write(this.body, offset, "utf8")
+  }
+
+  /** The frame text. */
+  text(): string {
+    return this.body
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * Review revh3 (C-ORD): a `message_control` frame — a sender's cancel or
+ * supersede — must not reach the receiver's connection ahead of the message
+ * it is about. The receiving client marks an unknown id replied
+ * (session/Inbound.ts `markReplied`) and then gets the message: a withdrawn
+ * ask stayed pending.
+ *
+ * At a takeover of a `received-v1` recipient `b` by another instance, the
+ * new connection holds sender `d`'s mail behind `d`'s mail unconfirmed in
+ * the old connection's custody (CustodyHold.ts); the control about `d`'s
+ * message is kept on that hold in order (ControlFrame.ts), whether the
+ * message was handed over from the old outbox (kept on the hold) or is in
+ * the old custody (given back at the old close, ahead of what the hold
+ * keeps). Likewise a control about a message still in the recipient's own
+ * parked mailbox flush waits behind it. A base old client (no custody, no
+ * hold): the control follows the message as before.
+ *
+ * On a Router driven by hand (no fibers): writes complete at once, or for
+ * the old connection once made stuck never; its close runs as `finish`
+ * runs it; a drainer offers its parked output when the test says.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import type { Message } from "../../src/protocol/index.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
+const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
+
+/** A frame parsed as far as these tests read it. */
+interface Seen {
+  readonly type: string
+  readonly message?: { readonly id: string; readonly content: { readonly text: string } }
+  readonly control?: { readonly action: string; readonly messageId: string }
+}
+
+/**
+ * Names what a connection was written, in order: a message by its text, a
+ * control by its action and the text of the message it is about.
+ */
+const labeller = () => {
+  const texts = new Map<string, string>()
+  const labels: Array<string> = []
+  return {
+    labels,
+    /** `text`'s message, remembered by id for the controls about it. */
+    message: (text: string, extra: Partial<Message> = {}): Message => {
+      const made = message(text, extra)
+      texts.set(made.id, text)
+      return made
+    },
+    note: (frames: ReadonlyArray<OutFrame>): void => {
+      for (const frame of frames) {
+        const seen: Seen = JSON.parse(frameText(frame))
+        if (seen.type === "message") labels.push(seen.message?.content.text ?? "?")
+        if (seen.type === "message_control") {
+          labels.push(`${seen.control?.action} ${texts.get(seen.control?.messageId ?? "") ?? "?"}`)
+        }
+      }
+    }
+  }
+}
+
+/**
+ * `b` registered by instance b-1 with `oldFeatures` on a connection that
+ * writes at once until `stick()`; sender `d`'s m0 and m1 written there (never
+ * confirmed), then — stuck — m2 taken by the socket and m3 left in the old
+ * outbox. `takeOver` registers `b` from instance b-2 on a connection whose
+ * writes are labelled; `closeOld` runs the old close as `finish` does;
+ * `drain` offers all `d` parked; `flushNew` writes what the new one queued.
+ */
+const takenOver = (oldFeatures: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const seen = labeller()
+    let stuck = false
+    const old = attach({ ...fakeConnection(1, false), write: () => (stuck ? Effect.never : undefined) })
+    batch(old, [registerFrame({ sessionId: "b", frame: { features: oldFeatures, instanceId: "b-1" } })])
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const m = ["m0", "m1", "m2", "m3"].map((text) => seen.message(text))
+    const send = (item: Message): boolean => batch(d, [{ type: "send", to: "b", message: item }])
+    send(m[0]!)
+    send(m[1]!)
+    stuck = true
+    send(m[2]!)
+    send(m[3]!)
+    assert.strictEqual(old.outbox.length, 1, "m3 is not in the old outbox: the test sets up nothing")
+    let fresh: Peer | undefined
+    const takeOver = (): Peer => {
+      fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+      batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
+      return fresh
+    }
+    const closeOld = (): void => {
+      closePeer(old, "destroy")
+      router.abandonWrites(old)
+      close(old)
+    }
+    const drain = (): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        for (let next = router.output.nextParked(d); next !== undefined; next = router.output.nextParked(d)) {
+          yield* router.output.offerParked(d, next)
+        }
+      })
+    const flushNew = (): void => {
+      if (fresh !== undefined) seen.note(router.output.takeForWrite(fresh).frames)
+    }
+    return { batch, closeOld, d, drain, flushNew, labels: seen.labels, m, message: seen.message, send, takeOver }
+  })
+
+describe("a control frame about mail a takeover's custody hold keeps", () => {
+  it.effect("a cancel of the message handed over from the old outbox reaches the new connection after it", () =>
+    Effect.gen(function*() {
+      const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(custodyFeatures)
+      const fresh = takeOver()
+      assert.strictEqual(fresh.custodyHolds, 1, "no custody hold was taken: the test sets up nothing")
+      batch(d, [{ type: "cancel_message", messageId: m[3]!.id }])
+      flushNew()
+      assert.deepStrictEqual(labels, [], "the cancel reached the new connection while its message was held")
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "cancel m3"])
+    }))
+
+  it.effect("a cancel of a message in the old connection's custody reaches the new connection after it", () =>
+    Effect.gen(function*() {
+      const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(custodyFeatures)
+      takeOver()
+      batch(d, [{ type: "cancel_message", messageId: m[0]!.id }])
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "cancel m0"])
+    }))
+
+  it.effect("a supersede of a held message reaches the new connection after it, and before the new message", () =>
+    Effect.gen(function*() {
+      const { closeOld, drain, flushNew, labels, m, message, send, takeOver } = yield* takenOver(custodyFeatures)
+      takeOver()
+      assert.isTrue(send(message("m4", { supersedes: m[3]!.id })), "the superseding message was not held")
+      flushNew()
+      assert.deepStrictEqual(labels, [], "the supersede reached the new connection while its message was held")
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "supersede m3", "m4"])
+    }))
+
+  it.effect("a cancel queued in the old outbox behind its message goes with it to the new connection, after it", () =>
+    Effect.gen(function*() {
+      const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(custodyFeatures)
+      // Before the takeover: the old writer is stuck, so the cancel waits in the old outbox behind m3.
+      batch(d, [{ type: "cancel_message", messageId: m[3]!.id }])
+      takeOver()
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "cancel m3"])
+    }))
+
+  it.effect("control: the old client a base one (no custody, no hold), the cancel follows its message", () =>
+    Effect.gen(function*() {
+      const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(baseFeatures)
+      const fresh = takeOver()
+      assert.strictEqual(fresh.custodyHolds, 0)
+      batch(d, [{ type: "cancel_message", messageId: m[3]!.id }])
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.isBelow(labels.indexOf("m3"), labels.indexOf("cancel m3"), JSON.stringify(labels))
+    }))
+})
+
+describe("a control frame about mail in the recipient's own parked mailbox flush", () => {
+  it.effect("a cancel of a message its flush still parks reaches the recipient after it", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, tryDrain } = yield* handRouter({ outboxCapacity: 2 })
+      const seen = labeller()
+      const d = attach(fakeConnection(2, false))
+      batch(d, [registerFrame({ sessionId: "d" })])
+      const first = attach(fakeConnection(1, false))
+      batch(first, [registerFrame({ sessionId: "b" })])
+      close(first)
+      const m = ["m0", "m1", "m2", "m3"].map((text) => seen.message(text))
+      for (const item of m) batch(d, [{ type: "send", to: "b", message: item }])
+      const b = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+      assert.isTrue(batch(b, [registerFrame({ sessionId: "b" })]), "b's mailbox flush parked nothing: the test sets up nothing")
+      // Its outbox of two frames took its `registered` and m0.
+      assert.deepStrictEqual(seen.labels, ["m0"], "b's flush did not park m1 to m3: the test sets up nothing")
+      batch(d, [{ type: "cancel_message", messageId: m[3]!.id }])
+      // d's drainer first, then b's, then d's: the cancel must wait for m1 to m3 all the same.
+      tryDrain(d)
+      while (tryDrain(b)) b.writer.flush()
+      tryDrain(d)
+      b.writer.flush()
+      assert.deepStrictEqual(seen.labels, ["m0", "m1", "m2", "m3", "cancel m3"])
+    }))
+})
