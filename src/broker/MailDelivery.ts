@@ -50,6 +50,7 @@
  * between them and the live delivery, so it stays in one place.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
@@ -190,7 +191,14 @@ export class MailDelivery {
       const owed = this.owedNotices.delete(session.key)
       if (owed !== undefined) {
         this.owedCount -= owed.length
-        for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
+        // An ask's expiry notice only to a client that knows it (`ask-expiry-v1`): one of the session
+        // that registered again without the extension has no use for it, and is not given a frame it would refuse.
+        const peer = session.peer
+        const expiries = peer.features.has(ASK_EXPIRY_V1)
+        for (const notice of owed) {
+          if (expiries || !notice.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) this.ctx.output.enqueue(peer, notice)
+          else this.forget(notice)
+        }
       }
       this.flush(session, now)
     },

@@ -4,7 +4,7 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  */
-import type { Effect, Stream } from "effect"
+import type { Effect, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
 import type { Published, SavedTopics, SubscribedView, TopicsView } from "./ClientTopics.ts"
@@ -191,6 +191,16 @@ export interface IntercomClientService extends QuestionOperations {
    * broker pushes them (`questions-v1`); each subscriber sees those after it subscribed.
    */
   readonly questionEvents: Stream.Stream<QuestionEvent>
+  /**
+   * Watches for the broker's notice that this session's ask `questionId`
+   * expired unanswered (`ask-expiry-v1`): subscribes now (in the Scope, so
+   * a notice read from now on is seen), and gives the effect that completes
+   * once the notice was read and `caughtUp` after it — so any reply the
+   * broker accepted before the ask expired, which it wrote before the
+   * notice, was routed first. Never completes for a broker without the
+   * extension (`status.features`), which sends no notice.
+   */
+  readonly askExpiry: (questionId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
   /**
    * Inbound messages, one at a time, oldest first (`UnhandledMessages.ts`).
    * A message stays with the client until its consumer is done with it: until

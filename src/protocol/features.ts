@@ -238,6 +238,23 @@ export const RELEASE_GRACE_MS = 2_000
  */
 export const REJOIN_V1 = "rejoin-v1"
 
+/**
+ * Ask expiry notices (extension): the broker is the one clock of an ask. When
+ * the edge of an ask sent by a client granted this closes unanswered at its
+ * deadline (`askTimeoutMs`, from when the broker received the ask), the
+ * broker writes `ask_expired {messageId, expiredAt}` to the asker, on its
+ * FIFO outbox — after any reply it accepted before the deadline, which the
+ * asker therefore reads first. The asker ends its wait on the notice rather
+ * than on a timer of its own that starts later (when it reads the ask's
+ * acknowledgement), so a reply the broker accepts always reaches an asker
+ * still waiting, and a reply is accepted for as long as the asker waits.
+ * An edge withdrawn (`cancel_ask`, `cancel_message`) or answered gets no
+ * notice; nor does a durable question's (`questions-v1`). An asker away
+ * when its edge expires is owed the notice until it registers again, as a
+ * lost-mail notice is (kept a day).
+ */
+export const ASK_EXPIRY_V1 = "ask-expiry-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -262,7 +279,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   TAKEOVER_V1,
   RECLAIM_V1,
   RECLAIM_RELEASED_V1,
-  REJOIN_V1
+  REJOIN_V1,
+  ASK_EXPIRY_V1
 ]
 
 /**

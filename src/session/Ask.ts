@@ -9,11 +9,24 @@
  * `cancel_ask` that tells the broker to forget the ask edge when the wait
  * ends without an answer (timeout, departed peer, generation close,
  * interruption).
+ *
+ * The timeout is the broker's when it grants `ask-expiry-v1` (`awaitAnswer`):
+ * the broker closes the ask's edge at its deadline, counted from when it
+ * received the ask, and writes `ask_expired` to the asker behind any reply
+ * it accepted before. The wait ends on that notice (`ReplyTimeout`, C-ASK-5),
+ * so a reply the broker accepts reaches a wait that still takes it, and the
+ * broker accepts replies for as long as the asker waits. A timer of the
+ * asker's own would start later (when it reads the acknowledgement): a reply
+ * the broker read in between was refused while the asker still waited. The
+ * asker keeps a backstop (`EXPIRY_BACKSTOP` past the timeout) for a notice
+ * that never comes; against a broker without the extension it keeps its own
+ * timer, from the acknowledgement, as before.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
 import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
+import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -77,6 +90,64 @@ export const awaitOutcome = (
   waiter: Waiter
 ): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected> =>
   Effect.raceFirst(Deferred.await(waiter.outcome), generation.client.whenTakenOver)
+
+/**
+ * How long past its timeout a wait that ends on the broker's notice
+ * (`ask-expiry-v1`) waits for that notice before it ends on its own. The
+ * notice normally comes within milliseconds of the deadline; it is later
+ * only when the asker's outbox at the broker is backed up (it queues behind
+ * everything written to the asker before it), or when no broker writes it:
+ * the broker froze (the client's liveness probe, every 30 s with 5 s to
+ * answer, drops it and reconnects), restarted in memory mode (the wait ends
+ * at once on the lost state, `state-epoch-v1`), or the session's id was
+ * taken over (the wait ends then). A minute covers two probe rounds, so the
+ * backstop ends only waits no broker will end, and a reply the broker
+ * accepted before its deadline but wrote late is still taken.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const EXPIRY_BACKSTOP: Duration.Duration = Duration.minutes(1)
+
+/**
+ * Waits for the answer to a sent question — its reply, or how its wait
+ * ended (`awaitOutcome`) — until it times out with `timedOut`. `expiry` is
+ * the client's watch for the broker's notice that the ask expired
+ * (`IntercomClient.askExpiry`, taken before the question was sent): when the
+ * broker that acknowledged the question granted `ask-expiry-v1`, the wait
+ * times out on that notice — unless the answer was routed while the notice
+ * was judged — and its own timer is only a backstop, `EXPIRY_BACKSTOP` past
+ * the timeout; otherwise its own timer, from now, ends it. Used by `ask` and
+ * by a blocking `contact_supervisor`.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const awaitAnswer = <E>(
+  generation: Generation,
+  waiter: Waiter,
+  expiry: Effect.Effect<void>,
+  timeoutMs: number,
+  timedOut: () => E
+): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
+  Effect.gen(function*() {
+    const brokerClock = (yield* generation.client.status).features.includes(ASK_EXPIRY_V1)
+    const outcome = awaitOutcome(generation, waiter)
+    const waited = !brokerClock ? outcome : Effect.raceFirst(
+      outcome,
+      // The notice came behind every reply the broker accepted: one routed meanwhile is the answer.
+      Effect.andThen(
+        expiry,
+        Effect.suspend((): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
+          Deferred.isDoneUnsafe(waiter.outcome) ? outcome : Effect.fail(timedOut())
+        )
+      )
+    )
+    return yield* Effect.timeoutOrElse(waited, {
+      duration: brokerClock ? Duration.sum(Duration.millis(timeoutMs), EXPIRY_BACKSTOP) : Duration.millis(timeoutMs),
+      orElse: () => Effect.fail(timedOut())
+    })
+  })
 
 /**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
@@ -185,7 +256,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
     attachments: ReadonlyArray<Attachment> | undefined,
     timeoutMs: number,
     choice: DeliveryChoice
-  ): Effect.Effect<Replied | Sent, AskFailure> =>
+  ): Effect.Effect<Replied | Sent, AskFailure, Scope.Scope> =>
     Effect.gen(function*() {
       yield* connect
       const target = yield* sending.resolveForSend(request.to)
@@ -194,6 +265,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* generation.client.askExpiry(message.id)
       // C-ASK-9: a departure of the target read from now on is one of the incarnation that gets the question.
       const sentMark = yield* generation.client.presenceMark
       // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
@@ -240,11 +313,13 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           text: sentText("Message", request.to, delivery.delivery)
         } satisfies Sent
       }
-      const answer = yield* awaitOutcome(generation, bound).pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(timeoutMs),
-          orElse: () => Effect.fail(new ReplyTimeout({ target: request.to, timeoutMs }))
-        }),
+      const answer = yield* awaitAnswer(
+        generation,
+        bound,
+        expiry,
+        timeoutMs,
+        () => new ReplyTimeout({ target: request.to, timeoutMs })
+      ).pipe(
         // Timeout, departed peer, takeover, generation close or interruption: the broker forgets the ask edge.
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
@@ -289,7 +364,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         (waiter) =>
           waiter === undefined
             ? Effect.fail(new AlreadyWaiting())
-            : askHolding(waiter, request, attachments, timeoutMs, choice),
+            : Effect.scoped(askHolding(waiter, request, attachments, timeoutMs, choice)),
         (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
       )
     })

@@ -1,6 +1,7 @@
 /**
  * The store's part of the broker's failure notices (issue 13, known issue 5):
- * an `expired` or `superseded` receipt the broker owes a message's sender is
+ * an `expired` or `superseded` receipt the broker owes a message's sender, or
+ * an `ask_expired` notice it owes an asker (`ask-expiry-v1`), is
  * stored in the same commit that drops the message, and deleted once its
  * sender's client confirmed reading it (`received-v1`) or, for a base client,
  * once the write that carried it completed. So a notice outlives a crash
@@ -26,7 +27,7 @@ export interface StoredNotice {
   readonly seq: number
   /** The registry key of the sender it is for. */
   readonly senderKey: string
-  /** The `message_receipt` frame, as it will be written. */
+  /** The `message_receipt` (or `ask_expired`) frame, as it will be written. */
   readonly frame: string
   /** When it was first owed (broker clock, ms): it is kept a day from then. */
   readonly at: number
@@ -53,13 +54,16 @@ export const noNoticeChanges = (change: NoticeChanges): boolean =>
   (change.noticePuts === undefined || change.noticePuts.length === 0) &&
   (change.noticeDeletes === undefined || change.noticeDeletes.length === 0)
 
-const ReceiptFrame = Schema.Struct({
-  type: Schema.Literal("message_receipt"),
-  receipt: Schema.Struct({ messageId: Schema.String, status: Schema.Literals(["expired", "superseded"]) })
-})
+const ReceiptFrame = Schema.Union([
+  Schema.Struct({
+    type: Schema.Literal("message_receipt"),
+    receipt: Schema.Struct({ messageId: Schema.String, status: Schema.Literals(["expired", "superseded"]) })
+  }),
+  Schema.Struct({ type: Schema.Literal("ask_expired"), messageId: Schema.String, expiredAt: Schema.Finite })
+])
 const decodeReceipt = Schema.decodeUnknownResult(ReceiptFrame)
 
-/** Checks a stored notice's frame: a broker's failure receipt, or a `CorruptRow` naming it. */
+/** Checks a stored notice's frame: a broker's failure receipt or ask expiry notice, or a `CorruptRow` naming it. */
 export const checkNotice = (notice: StoredNotice): StoredNotice | CorruptRow => {
   const key = String(notice.seq)
   let json: unknown

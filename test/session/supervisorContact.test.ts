@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
-import { EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
 import { readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
 import { QUESTION_RECHECK, waitDurably } from "../../src/session/DurableQuestion.ts"
@@ -456,5 +456,61 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
       yield* Queue.take(host.inbox)
       const pending = yield* session.intercom({ action: "pending" })
       assert.notInclude(pending.text, "supervisor question")
+    }))
+})
+
+describe("contact_supervisor on the broker's clock (ask-expiry-v1)", () => {
+  it.effect("granted: the broker's notice ends the blocking wait (same text), before the client's own timer", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      // The broker's deadline came before the client's (it received the ask first): its notice ends the wait.
+      yield* TestClock.adjust("119 seconds")
+      yield* unit.client.expireAsk(question.id)
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+
+  it.effect("granted: a reply read before the notice answers; past the timeout only the backstop ends a wait with no notice", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const first = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "first?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      // Past the client's own timeout: the wait goes on, for the broker's word.
+      yield* TestClock.adjust("125 seconds")
+      assert.isUndefined(first.pollUnsafe())
+      // The broker accepted a reply before the deadline and wrote it before its (here needless) notice.
+      yield* unit.client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question.id }))
+      yield* unit.client.expireAsk(question.id)
+      const answered = yield* Fiber.join(first)
+      assert.deepStrictEqual([answered.text, answered.isError], ["Use the stable API.", false])
+      // No notice ever comes (the broker is gone): the backstop ends the wait a minute past the timeout.
+      const second = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "second?" }))
+      yield* settle
+      yield* TestClock.adjust(Duration.sum(Duration.seconds(120), Duration.seconds(59)))
+      assert.isUndefined(second.pollUnsafe())
+      yield* TestClock.adjust(Duration.seconds(1))
+      const timedOut = yield* Fiber.join(second)
+      assert.deepStrictEqual([timedOut.text, timedOut.isError], ['No reply from "planner" within 2 minutes', true])
+    }))
+
+  it.effect("a broker without the extension: the client's own timer ends the wait at the timeout, as before", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // A stray notice (no broker without the extension sends one) does not end the wait.
+      yield* unit.client.expireAsk(lastQuestion(unit.client.supervisorSends).id)
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
     }))
 })

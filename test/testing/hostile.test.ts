@@ -103,7 +103,7 @@ describe("hostile sessions in the simulation", () => {
     Effect.gen(function*() {
       // D's broker-side reader stalls ~10 s just before A asks D with a 10 s timeout: D's reply reaches
       // the broker a few ms after the edge expired (brokerReceivedAt + askTimeoutMs) and is refused, while
-      // A, whose wait counts from the acknowledgement it read later, times out a few ms after that.
+      // A has not yet read the broker's notice of that expiry (ask-expiry-v1), which then ends its wait.
       const ops: ReadonlyArray<Op> = [
         { _tag: "Send", after: 476, from: 2, to: 0 },
         { _tag: "Ask", after: 1150, from: 0, to: 3, timeoutMs: 6000 },
@@ -131,6 +131,63 @@ describe("hostile sessions in the simulation", () => {
       assert.isDefined(ask, report.trace.join("\n"))
       const ended = report.trace.findIndex((line) => line.includes(` ${ask} ended: ReplyTimeout`))
       assert.isTrue(ended > refused, report.trace.join("\n"))
+    }))
+
+  it.effect("a reply the broker accepted before its ask's deadline answers the ask, though its asker read it late (seed 5053)", () =>
+    Effect.gen(function*() {
+      // A's ask3 to D (6 s), with A's client stalled 5.3 s meanwhile: the broker accepts D's reply m8 (D is
+      // told delivered) before the ask's deadline. With the ask's own timer (from the acknowledgement), as
+      // before ask-expiry-v1, ask3 timed out with m8 accepted (answer-after-timeout, found by the sweep of
+      // seeds 4981–5080); now A's wait ends only on the broker's notice, which an answered ask never gets.
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Send", after: 769, from: 3, to: 0 },
+        { _tag: "Send", after: 837, from: 1, to: 0 },
+        { _tag: "CancelAsk", after: 989, session: 3 },
+        { _tag: "Send", after: 10, from: 1, to: 3 },
+        { _tag: "Ask", after: 2, from: 2, to: 3, timeoutMs: 3000 },
+        { _tag: "Ask", after: 303, from: 2, to: 0, timeoutMs: 15000 },
+        { _tag: "Drop", after: 12, session: 3, side: "broker" },
+        { _tag: "Send", after: 14, from: 0, to: 3 },
+        { _tag: "Ask", after: 1546, from: 0, to: 3, timeoutMs: 6000 },
+        { _tag: "Stop", after: 150, session: 1 },
+        { _tag: "Stall", after: 1070, session: 0, side: "client", ms: 5282 },
+        { _tag: "Status", after: 20, session: 2, busy: false },
+        { _tag: "CancelAsk", after: 16, session: 2 },
+        { _tag: "Send", after: 2466, from: 1, to: 3 },
+        { _tag: "Ask", after: 18, from: 0, to: 3, timeoutMs: 18000 },
+        { _tag: "ReplaceGeneration", after: 1154, session: 2 },
+        { _tag: "CrashBroker", after: 1047, downMs: 4891 },
+        { _tag: "Send", after: 1335, from: 2, to: 0 },
+        { _tag: "Ask", after: 2240, from: 3, to: 1, timeoutMs: 20000 },
+        { _tag: "DelayWrites", after: 1040, session: 2, side: "client", delayMs: 195, forMs: 9998 },
+        { _tag: "Stop", after: 17, session: 3 },
+        { _tag: "Send", after: 692, from: 3, to: 0 },
+        { _tag: "Send", after: 658, from: 2, to: 3 },
+        { _tag: "Send", after: 493, from: 1, to: 0 },
+        { _tag: "Ask", after: 385, from: 3, to: 0, timeoutMs: 6000 },
+        { _tag: "Status", after: 1069, session: 3, busy: false },
+        { _tag: "Send", after: 71, from: 2, to: 3 },
+        { _tag: "Send", after: 2466, from: 2, to: 1 },
+        { _tag: "Ask", after: 2, from: 2, to: 3, timeoutMs: 6000 },
+        { _tag: "Send", after: 1314, from: 1, to: 0 },
+        { _tag: "Reply", after: 15, from: 0 },
+        { _tag: "List", after: 1859, from: 0 },
+        { _tag: "Send", after: 12, from: 1, to: 2 },
+        { _tag: "Ask", after: 18, from: 2, to: 1, timeoutMs: 10000 },
+        { _tag: "Send", after: 1244, from: 3, to: 3 },
+        { _tag: "CancelAsk", after: 1343, session: 0 },
+        { _tag: "ReplaceGeneration", after: 17, session: 0 },
+        { _tag: "Send", after: 59, from: 3, to: 2 },
+        { _tag: "Send", after: 360, from: 1, to: 3 },
+        { _tag: "ClockJump", after: 9, ms: 68106 }
+      ]
+      const report = yield* runWorkload(
+        { seed: 5053, tolerate: ["crash-redelivery", "unconfirmed-redelivery", "takeover-late-write"] },
+        ops,
+        { hostile: true }
+      )
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      assert.isTrue(report.trace.some((line) => / A ask3 \(m\d+\) replied by /.test(line)), report.trace.join("\n"))
     }))
 
   // In blocks of SWEEP_BLOCK seeds, each with its own budget (sweep.ts: a loaded machine still ends each in time).

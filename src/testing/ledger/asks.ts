@@ -135,6 +135,30 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
   return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
 }
 
+/**
+ * Asks that ended in a timeout though the broker accepted a reply to them
+ * from the session they asked (`answer-after-timeout`), one line each. Not
+ * a reply its sender was later told was lost (an `expired` receipt: the
+ * broker opened the ask again, and its expiry then ended the wait).
+ */
+export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
+  const timedOut = new Map<string, AskRecord>()
+  for (const ask of state.asks) {
+    if (ask.outcome === "ReplyTimeout" && ask.questionId !== undefined) timedOut.set(ask.questionId, ask)
+  }
+  if (timedOut.size === 0) return []
+  const found: Array<string> = []
+  for (const message of state.messages.values()) {
+    if (message.kind !== "reply" || message.replyTo === undefined || message.outcome !== "acked" || message.expiredNotified) continue
+    const ask = timedOut.get(message.replyTo)
+    if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
+    found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
+      nameOf(state, message.sender)
+    }'s reply to it`)
+  }
+  return found
+}
+
 /** How every ask of the run ended, counted. */
 export const askTally = (state: LedgerState): AskTally => {
   let replied = 0

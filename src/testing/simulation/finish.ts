@@ -152,6 +152,7 @@ export const finish = (
       }
     }
     for (const alias of ledger.unsettledAsks()) ledger.violate("ask-unsettled", `${alias} never settled`)
+    for (const line of ledger.answersAfterTimeout()) ledger.violate("answer-after-timeout", line)
     for (const state of states) {
       const waiting = state.generation === undefined ? false : yield* state.generation.service.waiting
       ledger.check(!waiting, "ask-unsettled", () => `${state.meta.name} still holds its reply-waiter slot`)
