@@ -23,9 +23,12 @@
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
  * until `nextExpiry` (woken through `wake` when such an edge opens with an
  * earlier deadline) and prunes then; the asker is told (`ask_expired`,
- * through `tellAsker`: at once on its FIFO outbox when it is connected,
- * behind any reply accepted before, else owed until it registers again).
- * Withdrawn or answered edges are deleted, not expired: no notice.
+ * through `tellAsker`: on its FIFO outbox, behind any reply accepted before,
+ * when it is connected and granted the extension; an asker that is away is
+ * not owed it). A `list` from such a client prunes first too (Discovery.ts),
+ * so the asker's round trip at its own deadline reads the verdict before the
+ * answer (Ask.ts). Withdrawn or answered edges are deleted, not expired: no
+ * notice.
  *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
@@ -108,13 +111,8 @@ export class Asks {
   private scheduled: number | undefined = undefined
   /** Told of each expired edge: its asker told when it asked for it, its mailbox copy dropped. */
   private readonly expired = (edge: AskEdge, now: number): void => {
-    if (edge.notify === true) {
-      const asker = this.ctx.registry.byKey.get(edge.askerKey)
-      // Not to a client of the session that registered since without the extension (it would not know the frame).
-      if (asker === undefined || asker.peer.features.has(ASK_EXPIRY_V1)) {
-        this.tellAsker(edge.askerKey, Encode.askExpiredFrame(edge.messageId, now))
-      }
-    }
+    // Only to a live connection granted the extension (MailDelivery.tellLive): not owed to an asker that is away.
+    if (edge.notify === true) this.tellAsker(edge.askerKey, Encode.askExpiredFrame(edge.messageId, now))
     this.askClosed(edge.messageKey, now)
   }
   /**
@@ -131,7 +129,7 @@ export class Asks {
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
    * @param askClosed told of an ask withdrawn by `cancel_ask` or whose edge expired (MailDelivery.askClosed).
-   * @param tellAsker writes a notice to an asker, or owes it (MailDelivery.notify).
+   * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
    * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
    */
   constructor(
@@ -306,7 +304,10 @@ export class Asks {
       askerKey: mail.senderKey,
       targetKey: mail.targetKey,
       deadline,
-      openedAt: now
+      openedAt: now,
+      // Whether its asker asked for `ask-expiry-v1` was not stored with the mail: told as if it did, which
+      // reaches only a live asker granted it (`tellLive`); a base asker is never written the frame.
+      notify: true
     })
   }
 

@@ -50,7 +50,6 @@
  * between them and the live delivery, so it stays in one place.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
@@ -191,14 +190,8 @@ export class MailDelivery {
       const owed = this.owedNotices.delete(session.key)
       if (owed !== undefined) {
         this.owedCount -= owed.length
-        // An ask's expiry notice only to a client that knows it (`ask-expiry-v1`): one of the session
-        // that registered again without the extension has no use for it, and is not given a frame it would refuse.
-        const peer = session.peer
-        const expiries = peer.features.has(ASK_EXPIRY_V1)
-        for (const notice of owed) {
-          if (expiries || !notice.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) this.ctx.output.enqueue(peer, notice)
-          else this.forget(notice)
-        }
+        // Base frames only: a notice that needs an extension is never owed (`tellLive`).
+        for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
       }
       this.flush(session, now)
     },
@@ -308,13 +301,39 @@ export class MailDelivery {
     this.takeBack(item)
   }
 
-  /** Output that could not be written where it was queued: mail is requeued, a notice owed again. */
+  /**
+   * Tells a session a notice only a connection granted `feature` knows
+   * (`ask_expired`, `ask-expiry-v1`): on its FIFO outbox, behind everything
+   * queued for it before, when its connection is registered and was granted
+   * `feature`; otherwise it is dropped — not owed, not stored, so it neither
+   * holds a memory broker from its idle exit nor takes the room of the
+   * lost-mail notices. Its asker does not need it to end: an asker that
+   * cannot hear the broker at its own deadline ends then (Ask.ts).
+   */
+  tellLive(sessionKey: string, frame: string, feature: string): void {
+    const session = this.ctx.registry.byKey.get(sessionKey)
+    if (session === undefined || !session.peer.features.has(feature)) return
+    // Nothing to wait for the store: an edge's expiry is not stored (a restart drops an edge past its deadline).
+    this.takeBack({ frame, owedTo: sessionKey, seq: undefined, owedAt: this.ctx.now(), feature })
+  }
+
+  /**
+   * Output that could not be written where it was queued: mail is requeued,
+   * a notice forced to its session's live connection or owed again. A notice
+   * that needs an extension (`OutboundNotice.feature`) goes only to a live
+   * connection granted it — the session's connection may now be another
+   * client's, one that took its id over without the extension — and is
+   * otherwise dropped.
+   */
   takeBack(item: Returnable): void {
     if ("mail" in item) return this.requeue(item)
     const sender = this.ctx.registry.byKey.get(item.owedTo)
-    if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {
-      return this.ctx.output.forceEnqueue(sender.peer, item)
+    const live = sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing
+    if (item.feature !== undefined) {
+      if (live && sender.peer.features.has(item.feature)) this.ctx.output.forceEnqueue(sender.peer, item)
+      return
     }
+    if (live) return this.ctx.output.forceEnqueue(sender.peer, item)
     this.owe(item)
   }
 
@@ -366,7 +385,8 @@ export class MailDelivery {
    */
   restoreNotice(stored: StoredNotice, now: number): void {
     const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
-    if (stored.at < now - DAY) return this.forget(notice)
+    // An `ask_expired` stored by an earlier build, which owed it: no longer owed (`tellLive`).
+    if (stored.at < now - DAY || stored.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) return this.forget(notice)
     this.owe(notice)
   }
 

@@ -40,7 +40,7 @@
  */
 import { Effect, Queue } from "effect"
 import { randomUUID } from "node:crypto"
-import { QUESTIONS_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -278,7 +278,7 @@ export class Router {
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
       (messageKey, at) => mail.askClosed(messageKey, at),
-      (askerKey, frame) => mail.notify(askerKey, frame),
+      (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
       () => signal(signals.asks)
     )
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
@@ -295,7 +295,7 @@ export class Router {
       (messageKey) => asks.cancelled(messageKey, ctx.now()),
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
     )
-    const discovery = new Discovery(ctx, membership)
+    const discovery = new Discovery(ctx, membership, (now) => asks.prune(now))
     const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))
     const groups = new Groups(ctx)
     const topics = new Topics(ctx)

@@ -35,7 +35,7 @@ export const registrationFailedFrame = (reason: string, code?: string): string =
 export const takenOverFrame = (sessionId: string, pid: number): string =>
   `{"type":"taken_over","sessionId":${q(sessionId)},"pid":${q(pid)}}`
 
-/** How every `ask_expired` frame begins (`askExpiredFrame`): what tells one among owed notices (MailDelivery.ts). */
+/** How every `ask_expired` frame begins (`askExpiredFrame`): what tells one an earlier build stored (MailDelivery.restoreNotice). */
 export const ASK_EXPIRED_PREFIX = `{"type":"ask_expired",`
 
 /** `ask_expired` (`ask-expiry-v1`): the edge of the asker's ask `messageId` closed unanswered at `expiredAt`. */

@@ -1,7 +1,6 @@
 /**
  * The store's part of the broker's failure notices (issue 13, known issue 5):
- * an `expired` or `superseded` receipt the broker owes a message's sender, or
- * an `ask_expired` notice it owes an asker (`ask-expiry-v1`), is
+ * an `expired` or `superseded` receipt the broker owes a message's sender is
  * stored in the same commit that drops the message, and deleted once its
  * sender's client confirmed reading it (`received-v1`) or, for a base client,
  * once the write that carried it completed. So a notice outlives a crash
@@ -13,7 +12,10 @@
  * store's map. Kept apart from MailStore.ts so that the mail, record and
  * notice code of a commit stay separate functions. The broker's in-memory
  * owed notices (MailDelivery.ts) are the working set; this is their
- * write-behind copy, read once at startup.
+ * write-behind copy, read once at startup. An `ask_expired` (`ask-expiry-v1`)
+ * is never stored now; one stored by the build that first had the extension
+ * (it owed them) still decodes, and the broker drops it at startup
+ * (MailDelivery.restoreNotice).
  */
 import { Effect, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -27,7 +29,7 @@ export interface StoredNotice {
   readonly seq: number
   /** The registry key of the sender it is for. */
   readonly senderKey: string
-  /** The `message_receipt` (or `ask_expired`) frame, as it will be written. */
+  /** The `message_receipt` frame, as it will be written (or an earlier build's `ask_expired`, dropped at startup). */
   readonly frame: string
   /** When it was first owed (broker clock, ms): it is kept a day from then. */
   readonly at: number
