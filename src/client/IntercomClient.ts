@@ -264,6 +264,15 @@ const make = (
           // The notice came after every reply accepted before it: those are routed before the wait is judged.
           return Effect.andThen(expired, unhandled.caughtUp)
         }),
+      settleRoundTrip: Effect.suspend(() => {
+        const live = lifetime.live()
+        if (live === undefined) return Effect.succeed(false)
+        return live.probe(livenessTimeoutMs).pipe(
+          Effect.andThen(unhandled.caughtUp),
+          Effect.as(true),
+          Effect.catch(() => Effect.succeed(false))
+        )
+      }),
       messages: unhandled.stream,
       handled: (message) =>
         Effect.suspend(() => {

@@ -202,6 +202,17 @@ export interface IntercomClientService extends QuestionOperations {
    */
   readonly askExpiry: (questionId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
   /**
+   * One round trip to the broker on the connection live now, for an asker
+   * at its own deadline (`ask-expiry-v1`, Ask.ts): the liveness probe's
+   * `list`, which such a broker answers only after closing the ask edges
+   * past their deadline — so their `ask_expired`, and any reply it accepted
+   * before, are read first — then `caughtUp`. True once the answer was read
+   * and everything read before it routed; false at once when no connection
+   * is live (it never waits for one), and when the connection drops before
+   * the answer or the broker does not answer within the liveness timeout.
+   */
+  readonly settleRoundTrip: Effect.Effect<boolean>
+  /**
    * Inbound messages, one at a time, oldest first (`UnhandledMessages.ts`).
    * A message stays with the client until its consumer is done with it: until
    * that consumer pulls the next one, or calls `handled`. A consumer

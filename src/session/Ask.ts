@@ -14,13 +14,16 @@
  * the broker closes the ask's edge at its deadline, counted from when it
  * received the ask, and writes `ask_expired` to the asker behind any reply
  * it accepted before. The wait ends on that notice (`ReplyTimeout`, C-ASK-5),
- * so a reply the broker accepts reaches a wait that still takes it, and the
- * broker accepts replies for as long as the asker waits. A timer of the
- * asker's own would start later (when it reads the acknowledgement): a reply
- * the broker read in between was refused while the asker still waited. The
- * asker keeps a backstop (`EXPIRY_BACKSTOP` past the timeout) for a notice
- * that never comes; against a broker without the extension it keeps its own
- * timer, from the acknowledgement, as before.
+ * so a reply the broker accepts reaches a wait that still takes it. A timer
+ * of the asker's own starts later (when it reads the acknowledgement): a
+ * reply the broker read in between used to be refused while the asker still
+ * waited. That timer still bounds the wait for an asker that cannot hear the
+ * broker: at its end the asker gives up at once when it is not connected,
+ * and otherwise makes one round trip that the broker answers behind its
+ * verdict, ending on whatever that round trip brings first. So the user's
+ * timeout is a bound within one round trip (at most the liveness timeout,
+ * 5 s by default, for a broker that does not answer). Against a broker
+ * without the extension the asker keeps its own timer, as before.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
@@ -91,34 +94,34 @@ export const awaitOutcome = (
 ): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected> =>
   Effect.raceFirst(Deferred.await(waiter.outcome), generation.client.whenTakenOver)
 
-/**
- * How long past its timeout a wait that ends on the broker's notice
- * (`ask-expiry-v1`) waits for that notice before it ends on its own. The
- * notice normally comes within milliseconds of the deadline; it is later
- * only when the asker's outbox at the broker is backed up (it queues behind
- * everything written to the asker before it), or when no broker writes it:
- * the broker froze (the client's liveness probe, every 30 s with 5 s to
- * answer, drops it and reconnects), restarted in memory mode (the wait ends
- * at once on the lost state, `state-epoch-v1`), or the session's id was
- * taken over (the wait ends then). A minute covers two probe rounds, so the
- * backstop ends only waits no broker will end, and a reply the broker
- * accepted before its deadline but wrote late is still taken.
- *
- * @category constants
- * @since 0.1.0
- */
-export const EXPIRY_BACKSTOP: Duration.Duration = Duration.minutes(1)
+/** Completes once the clock reads `at` or later (ms): a sleep that wakes early sleeps the rest. */
+const untilTime = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) => now >= at ? Effect.void : Effect.andThen(Effect.sleep(Duration.millis(at - now)), untilTime(at))
+  )
 
 /**
  * Waits for the answer to a sent question — its reply, or how its wait
  * ended (`awaitOutcome`) — until it times out with `timedOut`. `expiry` is
  * the client's watch for the broker's notice that the ask expired
- * (`IntercomClient.askExpiry`, taken before the question was sent): when the
- * broker that acknowledged the question granted `ask-expiry-v1`, the wait
- * times out on that notice — unless the answer was routed while the notice
- * was judged — and its own timer is only a backstop, `EXPIRY_BACKSTOP` past
- * the timeout; otherwise its own timer, from now, ends it. Used by `ask` and
- * by a blocking `contact_supervisor`.
+ * (`IntercomClient.askExpiry`, taken before the question was sent). Used by
+ * `ask` and by a blocking `contact_supervisor`.
+ *
+ * Against a broker that granted `ask-expiry-v1` the broker's clock decides
+ * (its deadline counts from when it received the ask, before this wait
+ * starts): the wait times out on its notice, unless the answer was routed
+ * while the notice was judged. At the wait's own deadline — `timeoutMs`
+ * from now, never earlier than the broker's — it settles the ask itself:
+ * with no connection live then it times out at once (an asker that cannot
+ * hear the broker keeps the user's bound); with one, it makes one round trip
+ * (`settleRoundTrip`), which the broker answers only after closing the edges
+ * past their deadline, so the notice or a reply it accepted is read first —
+ * an answer with neither means the broker no longer knows the ask (lost,
+ * restarted), and the wait times out then, as it does when the connection
+ * drops meanwhile or the broker does not answer within the liveness
+ * timeout. Against a broker without the extension its own timer, from now,
+ * ends it.
  *
  * @category combinators
  * @since 0.1.0
@@ -131,22 +134,20 @@ export const awaitAnswer = <E>(
   timedOut: () => E
 ): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
   Effect.gen(function*() {
-    const brokerClock = (yield* generation.client.status).features.includes(ASK_EXPIRY_V1)
     const outcome = awaitOutcome(generation, waiter)
-    const waited = !brokerClock ? outcome : Effect.raceFirst(
-      outcome,
-      // The notice came behind every reply the broker accepted: one routed meanwhile is the answer.
-      Effect.andThen(
-        expiry,
-        Effect.suspend((): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
-          Deferred.isDoneUnsafe(waiter.outcome) ? outcome : Effect.fail(timedOut())
-        )
-      )
+    if (!(yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) {
+      return yield* Effect.timeoutOrElse(outcome, {
+        duration: Duration.millis(timeoutMs),
+        orElse: () => Effect.fail(timedOut())
+      })
+    }
+    // Everything read before the verdict was routed: an answer routed meanwhile is the answer.
+    const judged = Effect.suspend((): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
+      Deferred.isDoneUnsafe(waiter.outcome) ? outcome : Effect.fail(timedOut())
     )
-    return yield* Effect.timeoutOrElse(waited, {
-      duration: brokerClock ? Duration.sum(Duration.millis(timeoutMs), EXPIRY_BACKSTOP) : Duration.millis(timeoutMs),
-      orElse: () => Effect.fail(timedOut())
-    })
+    const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
+    const settled = untilTime(deadline).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
+    return yield* Effect.raceFirst(outcome, Effect.raceFirst(Effect.andThen(expiry, judged), settled))
   })
 
 /**

@@ -10,11 +10,14 @@
  * - An asker whose acknowledgement came late ends its wait at the broker's
  *   deadline, on the notice — not later, on a timer of its own started at
  *   the acknowledgement, while the broker already refuses replies (I2).
- * - A blocking `contact_supervisor` waits the same way.
+ * - An asker not connected at its own deadline ends then (I3): the user's
+ *   timeout stays a bound when the asker cannot hear the broker.
+ * - A blocking `contact_supervisor` waits the same way (supervisorContact.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import { TestClock } from "effect/testing"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
 import { ReplyTimeout } from "../../src/session/errors.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { memoryWorld, type MemoryWorld } from "../support/memoryWorld.ts"
@@ -115,5 +118,34 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       // And the broker refuses a reply now: the two agree.
       const late = yield* Effect.flip(answerer.session.reply({ message: "too late" }))
       assert.include(late.message, "does not match a pending ask")
+    }))
+
+  it.effect("an asker not connected at its own deadline ends then (its cancel_ask bounded by a second), with ReplyTimeout", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      // A dialer that reaches the broker until `cut`: then the live connection drops and no dial succeeds.
+      let cut = false
+      let live: Connection | undefined
+      const dial = (_socketPath: string) =>
+        cut
+          ? Effect.fail(new IntercomNotConnected({ reason: "the test cut the asker off" }))
+          : Effect.map(world.dial, (connection) => (live = connection))
+      const asker = yield* world.session("asker", { client: { dial } })
+      const answerer = yield* world.session("answerer")
+      assert.include((yield* asker.client.status).features, "ask-expiry-v1")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      cut = true
+      if (live !== undefined) yield* live.destroy
+      yield* TestClock.adjust(TIMEOUT - 1)
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before its timeout")
+      assert.isFalse((yield* asker.client.status).connected)
+      // Its deadline: the wait ends, and its `cancel_ask` waits at most CANCEL_ASK_BOUND (1 s) for a connection.
+      yield* TestClock.adjust(1)
+      yield* TestClock.adjust("1 second")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits past its own deadline, with no connection to hear the broker on")
+      const error = exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      assert.instanceOf(error, ReplyTimeout)
     }))
 })

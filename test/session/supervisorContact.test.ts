@@ -475,29 +475,48 @@ describe("contact_supervisor on the broker's clock (ask-expiry-v1)", () => {
       assert.isFalse(yield* unit.session.waiting)
     }))
 
-  it.effect("granted: a reply read before the notice answers; past the timeout only the backstop ends a wait with no notice", () =>
+  it.effect("granted: at its own deadline the wait makes one round trip, and a reply read before its answer answers", () =>
     Effect.gen(function*() {
       const unit = yield* child(120_000)
       unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
-      const first = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "first?" }))
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "first?" }))
       yield* settle
       const question = lastQuestion(unit.client.supervisorSends)
-      // Past the client's own timeout: the wait goes on, for the broker's word.
-      yield* TestClock.adjust("125 seconds")
-      assert.isUndefined(first.pollUnsafe())
-      // The broker accepted a reply before the deadline and wrote it before its (here needless) notice.
-      yield* unit.client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question.id }))
-      yield* unit.client.expireAsk(question.id)
-      const answered = yield* Fiber.join(first)
+      // The broker accepted a reply before its deadline and wrote it ahead of the round trip's answer.
+      unit.client.onSettle = unit.client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question.id }))
+        .pipe(Effect.andThen(unit.client.service.caughtUp), Effect.as(true))
+      yield* TestClock.adjust("119 seconds")
+      assert.strictEqual(unit.client.settles, 0)
+      yield* TestClock.adjust("1 second")
+      const answered = yield* Fiber.join(fiber)
       assert.deepStrictEqual([answered.text, answered.isError], ["Use the stable API.", false])
-      // No notice ever comes (the broker is gone): the backstop ends the wait a minute past the timeout.
-      const second = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "second?" }))
+      assert.strictEqual(unit.client.settles, 1)
+    }))
+
+  it.effect("granted: at its own deadline the wait ends when the round trip brings neither reply nor notice", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
       yield* settle
-      yield* TestClock.adjust(Duration.sum(Duration.seconds(120), Duration.seconds(59)))
-      assert.isUndefined(second.pollUnsafe())
-      yield* TestClock.adjust(Duration.seconds(1))
-      const timedOut = yield* Fiber.join(second)
-      assert.deepStrictEqual([timedOut.text, timedOut.isError], ['No reply from "planner" within 2 minutes', true])
+      // The broker answers the round trip with nothing before it (it lost the ask, say).
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.strictEqual(unit.client.settles, 1)
+    }))
+
+  it.effect("granted: an asker not connected at its own deadline ends then, with no round trip", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // As the real client answers with no live connection: at once, false.
+      unit.client.onSettle = Effect.succeed(false)
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
     }))
 
   it.effect("a broker without the extension: the client's own timer ends the wait at the timeout, as before", () =>

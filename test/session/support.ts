@@ -109,6 +109,10 @@ export interface FakeClientState {
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
   readonly expireAsk: (questionId: string) => Effect.Effect<void>
+  /** `settleRoundTrip` calls so far. */
+  settles: number
+  /** How `settleRoundTrip` ends; default: `caughtUp`, then whether connected. */
+  onSettle: Effect.Effect<boolean> | undefined
   /** A reconnect, as the real client announces it once the new connection is live (`reconnects`). */
   readonly reconnect: Effect.Effect<void>
   /**
@@ -235,7 +239,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       questionsAsked: [],
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry)),
-      expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId))
+      expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId)),
+      settles: 0,
+      onSettle: undefined
     }
     const connection = Effect.suspend(() => {
       if (fake.connectHangs) return Effect.never
@@ -355,6 +361,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           )
           return Effect.andThen(expired, unhandled.caughtUp)
         }),
+      settleRoundTrip: Effect.suspend(() => {
+        fake.settles++
+        return fake.onSettle ?? Effect.andThen(unhandled.caughtUp, Effect.sync(() => fake.connected))
+      }),
       messages: unhandled.stream,
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
