@@ -152,7 +152,6 @@ export const finish = (
       }
     }
     for (const alias of ledger.unsettledAsks()) ledger.violate("ask-unsettled", `${alias} never settled`)
-    for (const line of ledger.answersAfterTimeout()) ledger.violate("answer-after-timeout", line)
     for (const state of states) {
       const waiting = state.generation === undefined ? false : yield* state.generation.service.waiting
       ledger.check(!waiting, "ask-unsettled", () => `${state.meta.name} still holds its reply-waiter slot`)
@@ -177,6 +176,8 @@ export const finish = (
       )
     }
     const messages = ledger.finish()
+    // After the messages' fates: a reply the broker lost (`silent-loss`) also times its ask out; the loss is the cause.
+    for (const line of ledger.answersAfterTimeout()) ledger.violate("answer-after-timeout", line)
     const asks = ledger.askTally()
     const groups = ledger.groupTally()
     // Close the world; nothing may keep running.
