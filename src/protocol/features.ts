@@ -246,12 +246,14 @@ export const REJOIN_V1 = "rejoin-v1"
  * FIFO outbox — after any reply it accepted before the deadline, which the
  * asker therefore reads first. The asker ends its wait on the notice rather
  * than on a timer of its own that starts later (when it reads the ask's
- * acknowledgement), so a reply the broker accepts always reaches an asker
- * still waiting, and a reply is accepted for as long as the asker waits.
- * An edge withdrawn (`cancel_ask`, `cancel_message`) or answered gets no
- * notice; nor does a durable question's (`questions-v1`). An asker away
- * when its edge expires is owed the notice until it registers again, as a
- * lost-mail notice is (kept a day).
+ * acknowledgement), so a reply the broker accepts reaches an asker still
+ * waiting. An edge withdrawn (`cancel_ask`, `cancel_message`) or answered
+ * gets no notice; nor does a durable question's (`questions-v1`). The
+ * notice goes only to a live connection granted this: an asker away when
+ * its edge expires is not owed it. Such an asker, at its own deadline, ends
+ * its wait when not connected, and otherwise makes one round trip, a
+ * `list`, which the broker answers only after closing the edges past their
+ * deadline (docs/protocol.md).
  */
 export const ASK_EXPIRY_V1 = "ask-expiry-v1"
 
