@@ -41,11 +41,12 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 540 lines, one concept: the fate of mail that is not being
+ * Size: about 580 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
- * `held`, grew it). The mailbox's own bounds are Mailbox.ts's and
+ * `held`, grew it, and the notices only a live connection granted an
+ * extension may get, `tellLive`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
