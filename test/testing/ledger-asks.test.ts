@@ -8,7 +8,8 @@
  * replier's stalled reader held back reaches the broker (hostile seed 4882).
  *
  * And its `answer-after-timeout` check: an ask that ended in a timeout
- * though the broker accepted its target's reply to it.
+ * though the broker accepted its target's reply to it — unless its asker
+ * had no connection then (it ends at its own deadline by design).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -87,7 +88,10 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
  * (`delivered`), and A's ask ends with `outcome`. Returns what
  * `answersAfterTimeout` reports.
  */
-const acceptedReplyThenAskEnded = (outcome: "ReplyTimeout" | "Replied"): ReadonlyArray<string> => {
+const acceptedReplyThenAskEnded = (
+  outcome: "ReplyTimeout" | "Replied",
+  askerDisconnected = false
+): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
@@ -111,6 +115,8 @@ const acceptedReplyThenAskEnded = (outcome: "ReplyTimeout" | "Replied"): Readonl
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
   now = RECEIVED_AT + TIMEOUT_MS + 15
+  // The asker's connection closed before its wait ended (the reply unread in it).
+  if (askerDisconnected) ledger.linkClosed(1)
   if (outcome === "Replied") ledger.askEnded(alias, "Replied", { questionId: question.id, fromId: D, message: reply })
   else ledger.askEnded(alias, "ReplyTimeout")
   return ledger.answersAfterTimeout()
@@ -125,5 +131,9 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask that the accepted reply answered is not", () => {
     expect(acceptedReplyThenAskEnded("Replied")).toEqual([])
+  })
+
+  it("an ask whose asker had no connection when it timed out is not: it ends at its own deadline by design", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", true)).toEqual([])
   })
 })

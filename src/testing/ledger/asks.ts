@@ -97,6 +97,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
+  if (outcome === "ReplyTimeout") record.heardBroker = connectedNow(state, record.asker)
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -135,16 +136,29 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
   return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
 }
 
+/** Does session `owner` have a registered connection to a broker that has not crashed, open on both sides? */
+const connectedNow = (state: LedgerState, owner: string): boolean => {
+  for (const link of state.links.values()) {
+    if (link.owner === owner && link.registered && !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)) {
+      return true
+    }
+  }
+  return false
+}
+
 /**
  * Asks that ended in a timeout though the broker accepted a reply to them
  * from the session they asked (`answer-after-timeout`), one line each. Not
  * a reply its sender was later told was lost (an `expired` receipt: the
- * broker opened the ask again, and its expiry then ended the wait).
+ * broker opened the ask again, and its expiry then ended the wait), nor an
+ * ask whose asker had no connection to a live broker when it timed out
+ * (`AskRecord.heardBroker`): such an asker ends at its own deadline by
+ * design, and a reply it had not read by then reaches its session late.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()
   for (const ask of state.asks) {
-    if (ask.outcome === "ReplyTimeout" && ask.questionId !== undefined) timedOut.set(ask.questionId, ask)
+    if (ask.outcome === "ReplyTimeout" && ask.heardBroker !== false && ask.questionId !== undefined) timedOut.set(ask.questionId, ask)
   }
   if (timedOut.size === 0) return []
   const found: Array<string> = []
