@@ -94,11 +94,26 @@ export const awaitOutcome = (
 ): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected> =>
   Effect.raceFirst(Deferred.await(waiter.outcome), generation.client.whenTakenOver)
 
-/** Completes once the clock reads `at` or later (ms): a sleep that wakes early sleeps the rest. */
-const untilTime = (at: number): Effect.Effect<void> =>
-  Effect.flatMap(
-    Clock.currentTimeMillis,
-    (now) => now >= at ? Effect.void : Effect.andThen(Effect.sleep(Duration.millis(at - now)), untilTime(at))
+/**
+ * How far short of a wait's deadline its clock may read when its sleep ends
+ * for the wait to sleep the rest (ms): a timer may fire a millisecond or so
+ * early against the wall clock the broker reads. A clock stepped back
+ * further is not waited out (the wait would grow by the step).
+ */
+const EARLY_WAKE_MS = 10
+
+/**
+ * Sleeps `ms`, then, if the clock still reads a little before `at` (the
+ * deadline the sleep was for, `EARLY_WAKE_MS` at most), the rest: so the
+ * broker, reading the same clock later, finds every edge of the ask due.
+ */
+const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
+  Effect.andThen(
+    Effect.sleep(Duration.millis(ms)),
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => now < at && at - now <= EARLY_WAKE_MS ? Effect.sleep(Duration.millis(at - now)) : Effect.void
+    )
   )
 
 /**
@@ -146,7 +161,7 @@ export const awaitAnswer = <E>(
       Deferred.isDoneUnsafe(waiter.outcome) ? outcome : Effect.fail(timedOut())
     )
     const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
-    const settled = untilTime(deadline).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
+    const settled = untilDeadline(deadline, timeoutMs).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
     return yield* Effect.raceFirst(outcome, Effect.raceFirst(Effect.andThen(expiry, judged), settled))
   })
 

@@ -7,7 +7,7 @@
  * `progress_update` only sends; an interview reply is parsed into `details`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
 import { ASK_EXPIRY_V1, EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
@@ -504,6 +504,40 @@ describe("contact_supervisor on the broker's clock (ask-expiry-v1)", () => {
       const result = yield* Fiber.join(fiber)
       assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
       assert.strictEqual(unit.client.settles, 1)
+    }))
+
+  it.effect("granted: a timer that fires early does not start the round trip before the deadline the broker reads", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const base = yield* Clock.Clock
+      // A sleep of a second or more ends 2 ms early against the clock (as a timer may against the wall clock).
+      const early: Clock.Clock = {
+        currentTimeMillisUnsafe: () => base.currentTimeMillisUnsafe(),
+        currentTimeMillis: base.currentTimeMillis,
+        currentTimeNanosUnsafe: () => base.currentTimeNanosUnsafe(),
+        currentTimeNanos: base.currentTimeNanos,
+        monotonicTimeNanosUnsafe: () => base.monotonicTimeNanosUnsafe(),
+        monotonicTimeNanos: base.monotonicTimeNanos,
+        sleep: (duration) => {
+          const ms = Duration.toMillis(duration)
+          return base.sleep(Duration.millis(ms >= 1_000 ? ms - 2 : ms))
+        }
+      }
+      const sentAt = yield* Clock.currentTimeMillis
+      let settledAt: number | undefined
+      unit.client.onSettle = Effect.sync(() => {
+        settledAt = base.currentTimeMillisUnsafe()
+        return false
+      })
+      const fiber = yield* Effect.forkChild(
+        contact(unit)({ reason: "need_decision", message: "?" }).pipe(Effect.provideService(Clock.Clock, early))
+      )
+      yield* settle
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.strictEqual(settledAt === undefined ? undefined : settledAt - sentAt, 120_000)
     }))
 
   it.effect("granted: an asker not connected at its own deadline ends then, with no round trip", () =>
