@@ -150,7 +150,8 @@ const connectedNow = (state: LedgerState, owner: string): boolean => {
  * Asks that ended in a timeout though the broker accepted a reply to them
  * from the session they asked (`answer-after-timeout`), one line each. Not
  * a reply its sender was later told was lost (an `expired` receipt: the
- * broker opened the ask again, and its expiry then ended the wait), nor an
+ * broker opened the ask again, and its expiry then ended the wait) or
+ * replaced while staged (`delivery-v1`: never delivered), nor an
  * ask whose asker had no connection to a live broker when it timed out
  * (`AskRecord.heardBroker`): such an asker ends at its own deadline by
  * design, and a reply it had not read by then reaches its session late.
@@ -164,6 +165,8 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
   const found: Array<string> = []
   for (const message of state.messages.values()) {
     if (message.kind !== "reply" || message.replyTo === undefined || message.outcome !== "acked" || message.expiredNotified) continue
+    // A staged replace reply its sender was told was replaced never reached the broker's ask edge.
+    if (message.delivery?.replaced === true) continue
     const ask = timedOut.get(message.replyTo)
     if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
     found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
