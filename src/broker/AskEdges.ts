@@ -4,7 +4,8 @@
  * while the reverse edge is open (counted per pair). Each edge has its own
  * deadline — the broker's ask timeout, or the one its asker announced
  * (`ask-timeout-v1`) — and expires exactly then, in deadline order, through a
- * min-heap; edges outlive disconnects (P61).
+ * min-heap (`nextDeadline` tells the broker's expiry fiber when to prune);
+ * edges outlive disconnects (P61).
  */
 import type { AskEdge } from "../store/records.ts"
 
@@ -90,6 +91,8 @@ export class AskEdges {
   /** Open asks per asker (bounded: MAX_ASKS_PER_SESSION). */
   private readonly openPerAsker = new Map<string, number>()
   private readonly deadlines = new DeadlineHeap()
+  /** Open edges whose asker is told when they expire (`AskEdge.notify`). */
+  private notifying = 0
   private readonly observer: EdgeObserver | undefined
 
   constructor(observer?: EdgeObserver) {
@@ -143,6 +146,7 @@ export class AskEdges {
     const others = this.openPerAsked.get(asked)
     this.openPerAsked.set(asked, others === undefined ? edge : countOf(others) + 1)
     this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
+    if (edge.notify === true) this.notifying++
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -188,15 +192,29 @@ export class AskEdges {
     return typeof asked === "object" ? asked : undefined
   }
 
+  /**
+   * The earliest deadline in the heap, or undefined when it is empty: when
+   * `prune` next has something to do. May be a closed edge's leftover entry
+   * (then `prune` only drops it), never later than the earliest open edge's.
+   */
+  nextDeadline(): number | undefined {
+    return this.deadlines.peek()?.deadline
+  }
+
+  /** How many open edges tell their asker when they expire (`AskEdge.notify`). */
+  get notifyingCount(): number {
+    return this.notifying
+  }
+
   /** Closes every edge whose deadline has passed (`deadline <= now`), telling `expired` of each with `now`. */
-  prune(now: number, expired?: (messageKey: string, now: number) => void): void {
+  prune(now: number, expired?: (edge: AskEdge, now: number) => void): void {
     for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now; next = this.deadlines.peek()) {
       this.deadlines.pop()
       // Only if that entry is still the open edge (it may have been closed or reopened since).
       if (this.edges.get(next.messageKey) === next) {
         this.edges.delete(next.messageKey)
         this.closePair(next)
-        expired?.(next.messageKey, now)
+        expired?.(next, now)
       }
     }
   }
@@ -208,5 +226,6 @@ export class AskEdges {
     if (left <= 0) this.openPerAsked.delete(asked)
     else this.openPerAsked.set(asked, left)
     decrement(this.openPerAsker, edge.askerKey)
+    if (edge.notify === true) this.notifying--
   }
 }

@@ -19,6 +19,17 @@
  * by `cancel_ask`, or expired. The mailbox is told (`askClosed`), and drops
  * that copy rather than ask a question nobody waits for (MailDelivery.ts).
  *
+ * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
+ * pruned on time, not at the next send: the broker's expiry fiber sleeps
+ * until `nextExpiry` (woken through `wake` when such an edge opens with an
+ * earlier deadline) and prunes then; the asker is told (`ask_expired`,
+ * through `tellAsker`: on its FIFO outbox, behind any reply accepted before,
+ * when it is connected and granted the extension; an asker that is away is
+ * not owed it). A `list` from such a client prunes first too (Discovery.ts),
+ * so the asker's round trip at its own deadline reads the verdict before the
+ * answer (Ask.ts). Withdrawn or answered edges are deleted, not expired: no
+ * notice.
+ *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
@@ -26,7 +37,7 @@
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -94,6 +105,16 @@ export class Asks {
 
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   private readonly askClosed: (messageKey: string, now: number) => void
+  private readonly tellAsker: (askerKey: string, frame: string) => void
+  private readonly wake: () => void
+  /** The deadline the expiry fiber sleeps until (`nextExpiry`), undefined while it waits for `wake`. */
+  private scheduled: number | undefined = undefined
+  /** Told of each expired edge: its asker told when it asked for it, its mailbox copy dropped. */
+  private readonly expired = (edge: AskEdge, now: number): void => {
+    // Only to a live connection granted the extension (MailDelivery.tellLive): not owed to an asker that is away.
+    if (edge.notify === true) this.tellAsker(edge.askerKey, Encode.askExpiredFrame(edge.messageId, now))
+    this.askClosed(edge.messageKey, now)
+  }
   /**
    * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
    * when no edge was open — a reply had closed it — by message key (the value
@@ -108,15 +129,21 @@ export class Asks {
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
    * @param askClosed told of an ask withdrawn by `cancel_ask` or whose edge expired (MailDelivery.askClosed).
+   * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
+   * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
    */
   constructor(
     ctx: RouterContext,
     withdrawStaged: (senderKey: string, messageId: string) => boolean,
-    askClosed: (messageKey: string, now: number) => void
+    askClosed: (messageKey: string, now: number) => void,
+    tellAsker: (askerKey: string, frame: string) => void = () => undefined,
+    wake: () => void = () => undefined
   ) {
     this.ctx = ctx
     this.withdrawStaged = withdrawStaged
     this.askClosed = askClosed
+    this.tellAsker = tellAsker
+    this.wake = wake
     const journal = ctx.journal
     this.edges = new AskEdges(
       journal === undefined
@@ -197,13 +224,14 @@ export class Asks {
     },
     delivered: (attempt, mail, target) => {
       if (mail.askTimeoutMs === undefined) return
-      this.edges.open({
+      this.open({
         messageKey: mail.recordKey,
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
         deadline: attempt.now + mail.askTimeoutMs,
-        openedAt: attempt.now
+        openedAt: attempt.now,
+        notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       })
     }
   }
@@ -224,7 +252,7 @@ export class Asks {
     // Its asker withdrew it after the reply had closed it: it stays closed.
     if (this.withdrawn.size > 0 && this.withdrawn.has(edge.messageKey)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
-    this.edges.open({ ...edge })
+    this.open({ ...edge })
   }
 
   /**
@@ -270,14 +298,37 @@ export class Asks {
     if (this.withdrawn.size > 0 && this.withdrawn.has(mail.recordKey)) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     if (deadline <= now) return
-    this.edges.open({
+    this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,
       askerKey: mail.senderKey,
       targetKey: mail.targetKey,
       deadline,
-      openedAt: now
+      openedAt: now,
+      // Whether its asker asked for `ask-expiry-v1` was not stored with the mail: told as if it did, which
+      // reaches only a live asker granted it (`tellLive`); a base asker is never written the frame.
+      notify: true
     })
+  }
+
+  /** Opens `edge`, waking the expiry fiber when its asker is to be told and it is due before the fiber wakes. */
+  private open(edge: AskEdge): void {
+    this.edges.open(edge)
+    if (edge.notify === true && (this.scheduled === undefined || edge.deadline < this.scheduled)) {
+      this.scheduled = edge.deadline
+      this.wake()
+    }
+  }
+
+  /**
+   * When the expiry fiber should next prune (broker clock, ms): the earliest
+   * deadline while an edge whose asker is told is open, else undefined (it
+   * waits for `wake`). Edges nobody is told of expire at the next send, as
+   * they always did.
+   */
+  nextExpiry(): number | undefined {
+    this.scheduled = this.edges.notifyingCount > 0 ? this.edges.nextDeadline() : undefined
+    return this.scheduled
   }
 
   /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
@@ -288,7 +339,7 @@ export class Asks {
 
   /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */
   prune(now: number): void {
-    this.edges.prune(now, this.askClosed)
+    this.edges.prune(now, this.expired)
     if (this.withdrawn.size > 0) this.withdrawn.expire(now - MAX_ASK_TIMEOUT_MS)
   }
 }

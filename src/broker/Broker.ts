@@ -1,7 +1,8 @@
 /**
  * `Broker`: the broker as a service, without a transport. It owns the Router,
  * its service fibers (event logger, membership notifier, registration
- * watcher, idle watcher, the result archive's fiber, and — when a
+ * watcher, idle watcher, the ask expiry fiber (`ask-expiry-v1`), the result
+ * archive's fiber, and — when a
  * `QuestionStore` is provided — the question fiber) and `accept`, which runs
  * one connection's actor.
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both
@@ -225,6 +226,20 @@ const make = (
         if (due === undefined) return Queue.take(signals.staging)
         const now = clock.currentTimeMillisUnsafe()
         return due > now ? Effect.sleep(due - now) : Effect.sync(() => router.staging.flushDue(now))
+      }),
+      { disableYield: true }
+    ))
+
+    // Ask expiry notices (`ask-expiry-v1`): while an ask whose asker is told of its expiry is open,
+    // sleep until the earliest edge deadline (or until such an ask opens due sooner), then prune — the
+    // broker's clock ends the ask, and its asker reads the notice behind any reply accepted before it.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const due = router.nextAskExpiry()
+        if (due === undefined) return Queue.take(signals.asks)
+        const now = clock.currentTimeMillisUnsafe()
+        if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.asks))
+        return Effect.sync(() => router.prune(now))
       }),
       { disableYield: true }
     ))

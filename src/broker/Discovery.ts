@@ -9,10 +9,14 @@
  * pass back in the next `list`, so it can read every live session however
  * many there are. The cursor is the registration order of the last session
  * sent; a page starts there in O(log n) (Registry's `RegistrationOrder`).
+ *
+ * A `list` from a client granted `ask-expiry-v1` first closes the ask edges
+ * past their deadline (a heap peek when none is due): it is the round trip
+ * that settles an ask at its asker's own deadline (Asks.ts, Ask.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { GROUPS_V1, HEALTH_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, GROUPS_V1, HEALTH_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { presenceRefusal } from "../protocol/limits.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
@@ -39,10 +43,16 @@ const cachedInfo = (session: Session): string => session.infoJson
 export class Discovery {
   private readonly ctx: RouterContext
   private readonly membership: Membership
+  private readonly settleAsks: (now: number) => void
 
-  constructor(ctx: RouterContext, membership: Membership) {
+  /**
+   * @param settleAsks closes the ask edges past their deadline (Asks.prune), run before a `list` from a
+   *   client granted `ask-expiry-v1` is answered: see `onList`.
+   */
+  constructor(ctx: RouterContext, membership: Membership, settleAsks: (now: number) => void = () => undefined) {
     this.ctx = ctx
     this.membership = membership
+    this.settleAsks = settleAsks
   }
 
   readonly frames: FrameHandlers = {
@@ -57,6 +67,10 @@ export class Discovery {
     if (session === undefined) {
       return this.ctx.protocolError(peer, "list from a connection that no longer owns its session")
     }
+    // `ask-expiry-v1`: an asker at its own deadline makes this round trip (its liveness probe's `list`,
+    // Ask.ts). Edges past their deadline close first, so their `ask_expired` — and any reply accepted
+    // before — are on its FIFO outbox ahead of this answer; an answer with neither says the ask is over.
+    if (peer.features.has(ASK_EXPIRY_V1)) this.settleAsks(this.ctx.now())
     // C-GRP-5: `group` names another group of the scope to peek at, read-only.
     const space = frame.group !== undefined && peer.features.has(GROUPS_V1)
       ? this.ctx.registry.spaces.get(groupSpaceKey(session.scopeKey, groupOf(frame.group)))

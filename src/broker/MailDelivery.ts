@@ -41,11 +41,12 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 540 lines, one concept: the fate of mail that is not being
+ * Size: about 580 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
- * `held`, grew it). The mailbox's own bounds are Mailbox.ts's and
+ * `held`, grew it, and the notices only a live connection granted an
+ * extension may get, `tellLive`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
@@ -191,6 +192,7 @@ export class MailDelivery {
       const owed = this.owedNotices.delete(session.key)
       if (owed !== undefined) {
         this.owedCount -= owed.length
+        // Base frames only: a notice that needs an extension is never owed (`tellLive`).
         for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
       }
       this.flush(session, now)
@@ -302,8 +304,28 @@ export class MailDelivery {
   }
 
   /**
+   * Tells a session a notice only a connection granted `feature` knows
+   * (`ask_expired`, `ask-expiry-v1`): on its FIFO outbox, behind everything
+   * queued for it before, when its connection is registered and was granted
+   * `feature`; otherwise it is dropped — not owed, not stored, so it neither
+   * holds a memory broker from its idle exit nor takes the room of the
+   * lost-mail notices. Its asker does not need it to end: an asker that
+   * cannot hear the broker at its own deadline ends then (Ask.ts).
+   */
+  tellLive(sessionKey: string, frame: string, feature: string): void {
+    const session = this.ctx.registry.byKey.get(sessionKey)
+    if (session === undefined || !session.peer.features.has(feature)) return
+    // Nothing to wait for the store: an edge's expiry is not stored (a restart drops an edge past its deadline).
+    this.takeBack({ frame, owedTo: sessionKey, seq: undefined, owedAt: this.ctx.now(), feature })
+  }
+
+  /**
    * Output that could not be written where it was queued: mail is requeued,
-   * a notice owed again, a control frame (ControlFrame.ts) goes to its
+   * a notice forced to its session's live connection or owed again. A notice
+   * that needs an extension (`OutboundNotice.feature`) goes only to a live
+   * connection granted it — the session's connection may now be another
+   * client's, one that took its id over without the extension — and is
+   * otherwise dropped. A control frame (ControlFrame.ts) goes to its
    * session's connection now — after the mail given back before it — or,
    * with that session away, is dropped (a control needs both sides live).
    */
@@ -317,9 +339,12 @@ export class MailDelivery {
     }
     if ("mail" in item) return this.requeue(item)
     const sender = this.ctx.registry.byKey.get(item.owedTo)
-    if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {
-      return this.ctx.output.forceEnqueue(sender.peer, item)
+    const live = sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing
+    if (item.feature !== undefined) {
+      if (live && sender.peer.features.has(item.feature)) this.ctx.output.forceEnqueue(sender.peer, item)
+      return
     }
+    if (live) return this.ctx.output.forceEnqueue(sender.peer, item)
     this.owe(item)
   }
 
@@ -371,7 +396,8 @@ export class MailDelivery {
    */
   restoreNotice(stored: StoredNotice, now: number): void {
     const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
-    if (stored.at < now - DAY) return this.forget(notice)
+    // An `ask_expired` stored by an earlier build, which owed it: no longer owed (`tellLive`).
+    if (stored.at < now - DAY || stored.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) return this.forget(notice)
     this.owe(notice)
   }
 

@@ -65,6 +65,14 @@ export interface OutboundNotice {
    * a closing connection hands it back (MailDelivery.takeBack).
    */
   readonly owedAt: number
+  /**
+   * The extension a connection must have been granted to be written this
+   * notice, undefined for a base frame. Such a notice is only for a live
+   * connection granted it: never owed to a session that is away, nor stored
+   * (MailDelivery.tellLive) — today `ask_expired` (`ask-expiry-v1`), whose
+   * asker settles an ask it could not hear of itself (Ask.ts).
+   */
+  readonly feature?: string | undefined
 }
 
 /** Output the broker takes back when it could not be written: mail and failure notices. */

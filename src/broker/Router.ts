@@ -40,7 +40,7 @@
  */
 import { Effect, Queue } from "effect"
 import { randomUUID } from "node:crypto"
-import { QUESTIONS_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -139,6 +139,8 @@ export interface RouterSignals {
   readonly registration: Queue.Queue<void>
   /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
   readonly staging: Queue.Queue<void>
+  /** Wakes the ask expiry fiber: an ask whose asker is told of its expiry opened, due sooner (Asks.ts). */
+  readonly asks: Queue.Queue<void>
   /** Wakes the store writer: the journal has changes to commit (StoreJournal.ts). */
   readonly store: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
@@ -169,6 +171,7 @@ export const makeRouterSignals = Effect.fnUntraced(function*(withQuestions: bool
     idle: yield* Queue.sliding<void>(1),
     registration: yield* Queue.sliding<void>(1),
     staging: yield* Queue.sliding<void>(1),
+    asks: yield* Queue.sliding<void>(1),
     observe: yield* Queue.sliding<void>(1),
     store: yield* Queue.sliding<void>(1),
     events: yield* Queue.unbounded<BrokerEvent>(),
@@ -291,7 +294,9 @@ export class Router {
     const asks = new Asks(
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
-      (messageKey, at) => mail.askClosed(messageKey, at)
+      (messageKey, at) => mail.askClosed(messageKey, at),
+      (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
+      () => signal(signals.asks)
     )
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
@@ -307,7 +312,7 @@ export class Router {
       (messageKey) => asks.cancelled(messageKey, ctx.now()),
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
     )
-    const discovery = new Discovery(ctx, membership)
+    const discovery = new Discovery(ctx, membership, (now) => asks.prune(now))
     const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))
     const groups = new Groups(ctx)
     const topics = new Topics(ctx)
@@ -450,6 +455,15 @@ export class Router {
    */
   recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
     return this.send.recordedAnswer(peer, senderKey, frame)
+  }
+
+  /**
+   * When an ask edge whose asker is told of its expiry (`ask-expiry-v1`) is
+   * next due, or undefined while none is open: the broker's ask expiry fiber
+   * sleeps until then (or `signals.asks`) and calls `prune`.
+   */
+  nextAskExpiry(): number | undefined {
+    return this.asks.nextExpiry()
   }
 
   /** The broker clock, in milliseconds. */

@@ -35,6 +35,13 @@ export const registrationFailedFrame = (reason: string, code?: string): string =
 export const takenOverFrame = (sessionId: string, pid: number): string =>
   `{"type":"taken_over","sessionId":${q(sessionId)},"pid":${q(pid)}}`
 
+/** How every `ask_expired` frame begins (`askExpiredFrame`): what tells one an earlier build stored (MailDelivery.restoreNotice). */
+export const ASK_EXPIRED_PREFIX = `{"type":"ask_expired",`
+
+/** `ask_expired` (`ask-expiry-v1`): the edge of the asker's ask `messageId` closed unanswered at `expiredAt`. */
+export const askExpiredFrame = (messageId: string, expiredAt: number): string =>
+  `${ASK_EXPIRED_PREFIX}"messageId":${q(messageId)},"expiredAt":${q(expiredAt)}}`
+
 /** `supervisor_authorized` (`supervisor-v1`): the capability issued (or restored) for `childName`. */
 export const supervisorAuthorizedFrame = (requestId: string, childName: string, capability: string): string =>
   `{"type":"supervisor_authorized","requestId":${q(requestId)},"childName":${q(childName)},"capability":${q(capability)}}`

@@ -451,6 +451,10 @@ export const openClientConnection = (
         case "question_cancelled":
           sinks.question({ _tag: "Cancelled", questionId: frame.questionId, cancelledAt: frame.cancelledAt })
           return
+        case "ask_expired":
+          // Handed on even while leaving: a copy the broker gives the next connection too finds no wait.
+          sinks.askExpired(frame.messageId)
+          return
         case "taken_over":
           takenOver = { sessionId: frame.sessionId, pid: frame.pid }
           return

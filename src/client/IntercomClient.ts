@@ -42,7 +42,7 @@
  *
  * Size: one concept — the service: the options' timings, the hubs and the
  * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 400 lines, half of them this header and the
+ * operations over them (about 420 lines, half of them this header and the
  * service object, a quarter the class's JSDoc examples). Each concern is its
  * own module: when connections may confirm what they read
  * ConfirmationPolicy.ts, the models models.ts, supervisor grants
@@ -115,6 +115,8 @@ const make = (
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
+    /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
+    const askExpiryHub = yield* PubSub.unbounded<string>()
     /** The connection count of each reconnect, once adopted (`reconnects`). */
     const reconnectHub = yield* PubSub.unbounded<number>()
     /** A reconnect that reached a broker holding another state than the last (`stateLost`, `state-epoch-v1`). */
@@ -144,7 +146,8 @@ const make = (
       presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
-      question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
+      question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
+      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -252,6 +255,24 @@ const make = (
       topicRecords: Stream.fromPubSub(topicHub),
       ...questions.operations(withConnection, sendTimeoutMs),
       questionEvents: Stream.fromPubSub(questionHub),
+      askExpiry: (questionId) =>
+        Effect.map(PubSub.subscribe(askExpiryHub), (subscription) => {
+          const expired: Effect.Effect<void> = Effect.flatMap(
+            PubSub.take(subscription),
+            (id) => id === questionId ? Effect.void : expired
+          )
+          // The notice came after every reply accepted before it: those are routed before the wait is judged.
+          return Effect.andThen(expired, unhandled.caughtUp)
+        }),
+      settleRoundTrip: Effect.suspend(() => {
+        const live = lifetime.live()
+        if (live === undefined) return Effect.succeed(false)
+        return live.probe(livenessTimeoutMs).pipe(
+          Effect.andThen(unhandled.caughtUp),
+          Effect.as(true),
+          Effect.catch(() => Effect.succeed(false))
+        )
+      }),
       messages: unhandled.stream,
       handled: (message) =>
         Effect.suspend(() => {

@@ -94,6 +94,8 @@ export interface ClientSinks {
   readonly topic: (entry: TopicEntry) => void
   /** An answer to, or the cancellation of, this child's durable question (`questions-v1`). */
   readonly question: (event: QuestionEvent) => void
+  /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
+  readonly askExpired: (messageId: string) => void
   /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session

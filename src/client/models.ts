@@ -4,7 +4,7 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  */
-import type { Effect, Stream } from "effect"
+import type { Effect, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
 import type { Published, SavedTopics, SubscribedView, TopicsView } from "./ClientTopics.ts"
@@ -191,6 +191,27 @@ export interface IntercomClientService extends QuestionOperations {
    * broker pushes them (`questions-v1`); each subscriber sees those after it subscribed.
    */
   readonly questionEvents: Stream.Stream<QuestionEvent>
+  /**
+   * Watches for the broker's notice that this session's ask `questionId`
+   * expired unanswered (`ask-expiry-v1`): subscribes now (in the Scope, so
+   * a notice read from now on is seen), and gives the effect that completes
+   * once the notice was read and `caughtUp` after it — so any reply the
+   * broker accepted before the ask expired, which it wrote before the
+   * notice, was routed first. Never completes for a broker without the
+   * extension (`status.features`), which sends no notice.
+   */
+  readonly askExpiry: (questionId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  /**
+   * One round trip to the broker on the connection live now, for an asker
+   * at its own deadline (`ask-expiry-v1`, Ask.ts): the liveness probe's
+   * `list`, which such a broker answers only after closing the ask edges
+   * past their deadline — so their `ask_expired`, and any reply it accepted
+   * before, are read first — then `caughtUp`. True once the answer was read
+   * and everything read before it routed; false at once when no connection
+   * is live (it never waits for one), and when the connection drops before
+   * the answer or the broker does not answer within the liveness timeout.
+   */
+  readonly settleRoundTrip: Effect.Effect<boolean>
   /**
    * Inbound messages, one at a time, oldest first (`UnhandledMessages.ts`).
    * A message stays with the client until its consumer is done with it: until

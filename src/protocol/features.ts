@@ -238,6 +238,25 @@ export const RELEASE_GRACE_MS = 2_000
  */
 export const REJOIN_V1 = "rejoin-v1"
 
+/**
+ * Ask expiry notices (extension): the broker is the one clock of an ask. When
+ * the edge of an ask sent by a client granted this closes unanswered at its
+ * deadline (`askTimeoutMs`, from when the broker received the ask), the
+ * broker writes `ask_expired {messageId, expiredAt}` to the asker, on its
+ * FIFO outbox — after any reply it accepted before the deadline, which the
+ * asker therefore reads first. The asker ends its wait on the notice rather
+ * than on a timer of its own that starts later (when it reads the ask's
+ * acknowledgement), so a reply the broker accepts reaches an asker still
+ * waiting. An edge withdrawn (`cancel_ask`, `cancel_message`) or answered
+ * gets no notice; nor does a durable question's (`questions-v1`). The
+ * notice goes only to a live connection granted this: an asker away when
+ * its edge expires is not owed it. Such an asker, at its own deadline, ends
+ * its wait when not connected, and otherwise makes one round trip, a
+ * `list`, which the broker answers only after closing the edges past their
+ * deadline (docs/protocol.md).
+ */
+export const ASK_EXPIRY_V1 = "ask-expiry-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -262,7 +281,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   TAKEOVER_V1,
   RECLAIM_V1,
   RECLAIM_RELEASED_V1,
-  REJOIN_V1
+  REJOIN_V1,
+  ASK_EXPIRY_V1
 ]
 
 /**

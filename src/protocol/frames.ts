@@ -429,6 +429,20 @@ export const TakenOverFrame = Schema.Struct({
 /** A `taken_over` frame, as decoded. */
 export type TakenOverFrame = typeof TakenOverFrame.Type
 
+/**
+ * `ask_expired`, broker → asker (extension `ask-expiry-v1`): the edge of the
+ * ask `messageId` closed unanswered at `expiredAt` (broker clock, ms), its
+ * deadline; no reply to it will be accepted. Written after every reply the
+ * broker accepted for it before, so the asker that reads this has read them.
+ */
+export const AskExpiredFrame = Schema.Struct({
+  type: Schema.tag("ask_expired"),
+  messageId: Schema.String,
+  expiredAt: Schema.Finite
+})
+/** An `ask_expired` frame, as decoded. */
+export type AskExpiredFrame = typeof AskExpiredFrame.Type
+
 /** `supervisor_authorized`, broker → supervisor (extension `supervisor-v1`): the capability for `childName`. */
 export const SupervisorAuthorizedFrame = Schema.Struct({
   type: Schema.tag("supervisor_authorized"),
@@ -583,6 +597,7 @@ export const BrokerFrame = Schema.Union([
   MessageControlFrame,
   RegistrationFailedFrame,
   TakenOverFrame,
+  AskExpiredFrame,
   SupervisorAuthorizedFrame,
   SupervisorAuthorizationFailedFrame,
   DeliveryQueuedFrame,

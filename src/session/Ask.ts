@@ -9,11 +9,27 @@
  * `cancel_ask` that tells the broker to forget the ask edge when the wait
  * ends without an answer (timeout, departed peer, generation close,
  * interruption).
+ *
+ * The timeout is the broker's when it grants `ask-expiry-v1` (`awaitAnswer`):
+ * the broker closes the ask's edge at its deadline, counted from when it
+ * received the ask, and writes `ask_expired` to the asker behind any reply
+ * it accepted before. The wait ends on that notice (`ReplyTimeout`, C-ASK-5),
+ * so a reply the broker accepts reaches a wait that still takes it. A timer
+ * of the asker's own starts later (when it reads the acknowledgement): a
+ * reply the broker read in between used to be refused while the asker still
+ * waited. That timer still bounds the wait for an asker that cannot hear the
+ * broker: at its end the asker gives up at once when it is not connected,
+ * and otherwise makes one round trip that the broker answers behind its
+ * verdict, ending on whatever that round trip brings first. So the user's
+ * timeout is a bound within one round trip (at most the liveness timeout,
+ * 5 s by default, for a broker that does not answer). Against a broker
+ * without the extension the asker keeps its own timer, as before.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
 import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
+import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -77,6 +93,77 @@ export const awaitOutcome = (
   waiter: Waiter
 ): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected> =>
   Effect.raceFirst(Deferred.await(waiter.outcome), generation.client.whenTakenOver)
+
+/**
+ * How far short of a wait's deadline its clock may read when its sleep ends
+ * for the wait to sleep the rest (ms): a timer may fire a millisecond or so
+ * early against the wall clock the broker reads. A clock stepped back
+ * further is not waited out (the wait would grow by the step).
+ */
+const EARLY_WAKE_MS = 10
+
+/**
+ * Sleeps `ms`, then, if the clock still reads a little before `at` (the
+ * deadline the sleep was for, `EARLY_WAKE_MS` at most), the rest: so the
+ * broker, reading the same clock later, finds every edge of the ask due.
+ */
+const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
+  Effect.andThen(
+    Effect.sleep(Duration.millis(ms)),
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => now < at && at - now <= EARLY_WAKE_MS ? Effect.sleep(Duration.millis(at - now)) : Effect.void
+    )
+  )
+
+/**
+ * Waits for the answer to a sent question — its reply, or how its wait
+ * ended (`awaitOutcome`) — until it times out with `timedOut`. `expiry` is
+ * the client's watch for the broker's notice that the ask expired
+ * (`IntercomClient.askExpiry`, taken before the question was sent). Used by
+ * `ask` and by a blocking `contact_supervisor`.
+ *
+ * Against a broker that granted `ask-expiry-v1` the broker's clock decides
+ * (its deadline counts from when it received the ask, before this wait
+ * starts): the wait times out on its notice, unless the answer was routed
+ * while the notice was judged. At the wait's own deadline — `timeoutMs`
+ * from now, never earlier than the broker's — it settles the ask itself:
+ * with no connection live then it times out at once (an asker that cannot
+ * hear the broker keeps the user's bound); with one, it makes one round trip
+ * (`settleRoundTrip`), which the broker answers only after closing the edges
+ * past their deadline, so the notice or a reply it accepted is read first —
+ * an answer with neither means the broker no longer knows the ask (lost,
+ * restarted), and the wait times out then, as it does when the connection
+ * drops meanwhile or the broker does not answer within the liveness
+ * timeout. Against a broker without the extension its own timer, from now,
+ * ends it.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const awaitAnswer = <E>(
+  generation: Generation,
+  waiter: Waiter,
+  expiry: Effect.Effect<void>,
+  timeoutMs: number,
+  timedOut: () => E
+): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
+  Effect.gen(function*() {
+    const outcome = awaitOutcome(generation, waiter)
+    if (!(yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) {
+      return yield* Effect.timeoutOrElse(outcome, {
+        duration: Duration.millis(timeoutMs),
+        orElse: () => Effect.fail(timedOut())
+      })
+    }
+    // Everything read before the verdict was routed: an answer routed meanwhile is the answer.
+    const judged = Effect.suspend((): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected | E> =>
+      Deferred.isDoneUnsafe(waiter.outcome) ? outcome : Effect.fail(timedOut())
+    )
+    const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
+    const settled = untilDeadline(deadline, timeoutMs).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
+    return yield* Effect.raceFirst(outcome, Effect.raceFirst(Effect.andThen(expiry, judged), settled))
+  })
 
 /**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
@@ -185,7 +272,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
     attachments: ReadonlyArray<Attachment> | undefined,
     timeoutMs: number,
     choice: DeliveryChoice
-  ): Effect.Effect<Replied | Sent, AskFailure> =>
+  ): Effect.Effect<Replied | Sent, AskFailure, Scope.Scope> =>
     Effect.gen(function*() {
       yield* connect
       const target = yield* sending.resolveForSend(request.to)
@@ -194,6 +281,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* generation.client.askExpiry(message.id)
       // C-ASK-9: a departure of the target read from now on is one of the incarnation that gets the question.
       const sentMark = yield* generation.client.presenceMark
       // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
@@ -240,11 +329,13 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           text: sentText("Message", request.to, delivery.delivery)
         } satisfies Sent
       }
-      const answer = yield* awaitOutcome(generation, bound).pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(timeoutMs),
-          orElse: () => Effect.fail(new ReplyTimeout({ target: request.to, timeoutMs }))
-        }),
+      const answer = yield* awaitAnswer(
+        generation,
+        bound,
+        expiry,
+        timeoutMs,
+        () => new ReplyTimeout({ target: request.to, timeoutMs })
+      ).pipe(
         // Timeout, departed peer, takeover, generation close or interruption: the broker forgets the ask edge.
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
@@ -289,7 +380,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         (waiter) =>
           waiter === undefined
             ? Effect.fail(new AlreadyWaiting())
-            : askHolding(waiter, request, attachments, timeoutMs, choice),
+            : Effect.scoped(askHolding(waiter, request, attachments, timeoutMs, choice)),
         (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
       )
     })

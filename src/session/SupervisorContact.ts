@@ -10,8 +10,9 @@
  *   `Already waiting for a reply`. The question goes out as `supervisor_send`
  *   with `expectsReply` to the supervisor the broker bound this child to
  *   (C-SUP-11, C-SUP-12), and the wait ends on the supervisor's threaded reply,
- *   the session's ask timeout, the generation closing or interruption (then
- *   `cancel_ask` goes to the broker, as for `ask`).
+ *   the session's ask timeout (on the broker's clock where it grants
+ *   `ask-expiry-v1`: `awaitAnswer` in Ask.ts), the generation closing or
+ *   interruption (then `cancel_ask` goes to the broker, as for `ask`).
  * - `progress_update` is fire-and-forget (C-SUP-3): no waiter, so it runs even
  *   while an ask waits, and its result confirms broker acceptance only.
  *
@@ -27,11 +28,11 @@
  * broker) they keep the ordinary ask and its timeout (contracts.md open
  * question 2); a timeout is never an approval (C-WKR-15).
  */
-import { Duration, Effect, Exit, Result } from "effect"
+import { Effect, Exit, Result, type Scope } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { awaitOutcome, cancelWait, untilSent } from "./Ask.ts"
+import { awaitAnswer, cancelWait, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -244,7 +245,7 @@ export const makeSupervisorContact = (
     held: { current: Waiter },
     request: ContactSupervisorRequest,
     text: string
-  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError> =>
+  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError, Scope.Scope> =>
     Effect.gen(function*() {
       const timeoutMs = generation.settings.askTimeoutMs
       yield* connect
@@ -255,6 +256,8 @@ export const makeSupervisorContact = (
       }
       const targetId = yield* supervisorId
       const message = yield* newMessage(text, undefined, { expectsReply: true })
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* client.askExpiry(message.id)
       const sentMark = yield* client.presenceMark // C-ASK-9, as for `ask`
       // C-ORD-35, as for `ask`: the generation closed while this call waited (on `connect`, say, through a
       // reconnect): its teardown already failed this wait, so the call ends now and nothing is sent. Checked
@@ -282,11 +285,13 @@ export const makeSupervisorContact = (
           details: { reason: request.reason, messageId: message.id, delivered: false, queued: true }
         }
       }
-      const answer = yield* awaitOutcome(generation, bound).pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(timeoutMs),
-          orElse: () => Effect.fail(new ReplyTimeout({ target: display, timeoutMs }))
-        }),
+      const answer = yield* awaitAnswer(
+        generation,
+        bound,
+        expiry,
+        timeoutMs,
+        () => new ReplyTimeout({ target: display, timeoutMs })
+      ).pipe(
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
       return yield* rendered(request, message.id, answer, false)
@@ -303,7 +308,7 @@ export const makeSupervisorContact = (
         const waiter = slot.reserve()
         return waiter === undefined ? undefined : { current: waiter }
       }),
-      (held) => held === undefined ? Effect.fail(new AlreadyWaiting()) : holding(held, request, text),
+      (held) => held === undefined ? Effect.fail(new AlreadyWaiting()) : Effect.scoped(holding(held, request, text)),
       (held) => Effect.sync(() => held === undefined ? undefined : slot.release(held.current))
     )
 

@@ -12,7 +12,10 @@
  * store's map. Kept apart from MailStore.ts so that the mail, record and
  * notice code of a commit stay separate functions. The broker's in-memory
  * owed notices (MailDelivery.ts) are the working set; this is their
- * write-behind copy, read once at startup.
+ * write-behind copy, read once at startup. An `ask_expired` (`ask-expiry-v1`)
+ * is never stored now; one stored by the build that first had the extension
+ * (it owed them) still decodes, and the broker drops it at startup
+ * (MailDelivery.restoreNotice).
  */
 import { Effect, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -26,7 +29,7 @@ export interface StoredNotice {
   readonly seq: number
   /** The registry key of the sender it is for. */
   readonly senderKey: string
-  /** The `message_receipt` frame, as it will be written. */
+  /** The `message_receipt` frame, as it will be written (or an earlier build's `ask_expired`, dropped at startup). */
   readonly frame: string
   /** When it was first owed (broker clock, ms): it is kept a day from then. */
   readonly at: number
@@ -53,13 +56,16 @@ export const noNoticeChanges = (change: NoticeChanges): boolean =>
   (change.noticePuts === undefined || change.noticePuts.length === 0) &&
   (change.noticeDeletes === undefined || change.noticeDeletes.length === 0)
 
-const ReceiptFrame = Schema.Struct({
-  type: Schema.Literal("message_receipt"),
-  receipt: Schema.Struct({ messageId: Schema.String, status: Schema.Literals(["expired", "superseded"]) })
-})
+const ReceiptFrame = Schema.Union([
+  Schema.Struct({
+    type: Schema.Literal("message_receipt"),
+    receipt: Schema.Struct({ messageId: Schema.String, status: Schema.Literals(["expired", "superseded"]) })
+  }),
+  Schema.Struct({ type: Schema.Literal("ask_expired"), messageId: Schema.String, expiredAt: Schema.Finite })
+])
 const decodeReceipt = Schema.decodeUnknownResult(ReceiptFrame)
 
-/** Checks a stored notice's frame: a broker's failure receipt, or a `CorruptRow` naming it. */
+/** Checks a stored notice's frame: a broker's failure receipt or ask expiry notice, or a `CorruptRow` naming it. */
 export const checkNotice = (notice: StoredNotice): StoredNotice | CorruptRow => {
   const key = String(notice.seq)
   let json: unknown

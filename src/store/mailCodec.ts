@@ -61,7 +61,8 @@ const EdgeSchema = Schema.Struct({
   targetKey: Schema.String,
   deadline: Schema.Number,
   openedAt: Schema.optional(Schema.Number),
-  question: Schema.optional(Schema.Literal(true))
+  question: Schema.optional(Schema.Literal(true)),
+  notify: Schema.optional(Schema.Literal(true))
 })
 
 const MailSchema = Schema.Struct({

@@ -32,6 +32,11 @@ export interface AskEdge {
    * answer, so losing the reply later does not open it again (Asks.answerLost).
    */
   readonly question?: true | undefined
+  /**
+   * Its asker was granted `ask-expiry-v1` when it asked: when the edge
+   * expires unanswered, the asker is told (`ask_expired`, Asks.ts).
+   */
+  readonly notify?: true | undefined
 }
 
 /**

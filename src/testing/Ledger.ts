@@ -15,7 +15,7 @@
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
-import { askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
+import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
@@ -303,6 +303,11 @@ export class Ledger {
   /** Asks that have not settled. */
   unsettledAsks(): ReadonlyArray<string> {
     return unsettledAsks(this.state)
+  }
+
+  /** Asks that timed out though the broker accepted a reply to them (`answer-after-timeout`), one line each. */
+  answersAfterTimeout(): ReadonlyArray<string> {
+    return answersAfterTimeout(this.state)
   }
 
   /** The sessions of the world that are not hostile. */

@@ -123,6 +123,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "scope-leak": true,
   "ask-unsettled": true,
   "ask-wrong-reply": true,
+  "answer-after-timeout": true,
   "registry-mismatch": true,
   "untold-eviction": true,
   "stranded-mail": true,

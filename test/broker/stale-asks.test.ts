@@ -5,6 +5,8 @@
  *   confirmed read with `received-v1`, and the connection dropped) is not
  *   asked again once the ask is over: withdrawn by `cancel_ask`, or expired
  *   — in memory, and across a durable broker's restart.
+ * - A replace-mode ask stored while staged, whose edge opens at a durable
+ *   restart, tells its asker granted `ask-expiry-v1` when it expires.
  * - A reply to an asker that left waits for that asker: P49's sole live
  *   holder of the asker's name and cwd, which never asked, does not get it,
  *   live or when it registers; a reply sent to it by name is told why it
@@ -15,7 +17,7 @@ import { Effect } from "effect"
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
-import { DELIVERY_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -211,6 +213,34 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       const answer = message("yes", { replyTo: question.id })
       assertDelivered(yield* send(back.client, "alice", answer))
       yield* messageFor(alice2.client, answer.id)
+    }))
+})
+
+describe("a staged ask restored at a restart tells its asker when it expires (ask-expiry-v1)", () => {
+  it.effect("durable: a replace-mode ask stored while staged reopens told: its asker, granted ask-expiry-v1, gets ask_expired at the deadline", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const expiring = { frame: { features: [DELIVERY_V1, ASK_TIMEOUT_V1, ASK_EXPIRY_V1] } }
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...expiring })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [DELIVERY_V1] } })
+      const question = message("staged question", { expectsReply: true })
+      yield* alice.client.send({
+        type: "send", to: "bob", message: question, delivery: "queue", queueMode: "replace", threadId: "t", askTimeoutMs: 60_000
+      })
+      const ack = yield* alice.client.next(["delivered", "delivery_failed", "delivery_queued"], (f) => f.messageId === question.id)
+      assert.strictEqual(ack.type, "delivery_queued")
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice", label: "alice2", ...expiring })
+      const back = yield* world.session({ sessionId: "bob", name: "bob", label: "bob2", frame: { features: [DELIVERY_V1] } })
+      yield* messageFor(back.client, question.id)
+      // Unanswered: at its deadline (from when the first broker received it) the asker is told.
+      yield* advance(60_000)
+      assert.strictEqual((yield* alice2.client.next("ask_expired")).messageId, question.id)
     }))
 })
 

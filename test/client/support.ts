@@ -254,6 +254,17 @@ export interface FakeBrokerOptions {
    * client reads while it leaves). Default: nothing.
    */
   readonly onUnregister?: { readonly type: string; readonly [key: string]: unknown }
+  /**
+   * Frames written right after a `send`'s answer, in the same transport
+   * write (so the client reads them in one batch), given the sent message's
+   * id. Default: none.
+   */
+  readonly afterSend?: (messageId: string) => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  /**
+   * Frames written right before a `list`'s answer, in the same transport
+   * write. Default: none.
+   */
+  readonly beforeList?: () => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -299,10 +310,12 @@ export const makeFakeBroker = (
     const id = ++state.accepted
     changed()
     return Effect.gen(function*() {
-      const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
+      const reply = (...batch: ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>) =>
         Effect.andThen(
-          Effect.sync(() => sent.push({ connection: id, frame })),
-          connection.writeAll([JSON.stringify(frame)])
+          Effect.sync(() => {
+            for (const frame of batch) sent.push({ connection: id, frame })
+          }),
+          connection.writeAll(batch.map((frame) => JSON.stringify(frame)))
         )
       /** Send answers held back (`holdSendAnswers`) until the next frame. */
       const held: Array<{ readonly type: string; readonly [key: string]: unknown }> = []
@@ -344,14 +357,20 @@ export const makeFakeBroker = (
               break
             case "list":
               if (options.answerList !== false) {
-                yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
+                yield* reply(
+                  ...(options.beforeList?.() ?? []),
+                  { type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] }
+                )
               }
               break
             case "send": {
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
-              else yield* reply({ type: "delivered", messageId })
+              else {
+                const after = typeof messageId === "string" ? options.afterSend?.(messageId) ?? [] : []
+                yield* reply({ type: "delivered", messageId }, ...after)
+              }
               break
             }
             case "cancel_message":

@@ -7,10 +7,10 @@
  * `progress_update` only sends; an interview reply is parsed into `details`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
-import { EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
 import { readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
 import { QUESTION_RECHECK, waitDurably } from "../../src/session/DurableQuestion.ts"
@@ -456,5 +456,114 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
       yield* Queue.take(host.inbox)
       const pending = yield* session.intercom({ action: "pending" })
       assert.notInclude(pending.text, "supervisor question")
+    }))
+})
+
+describe("contact_supervisor on the broker's clock (ask-expiry-v1)", () => {
+  it.effect("granted: the broker's notice ends the blocking wait (same text), before the client's own timer", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      // The broker's deadline came before the client's (it received the ask first): its notice ends the wait.
+      yield* TestClock.adjust("119 seconds")
+      yield* unit.client.expireAsk(question.id)
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+
+  it.effect("granted: at its own deadline the wait makes one round trip, and a reply read before its answer answers", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "first?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      // The broker accepted a reply before its deadline and wrote it ahead of the round trip's answer.
+      unit.client.onSettle = unit.client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question.id }))
+        .pipe(Effect.andThen(unit.client.service.caughtUp), Effect.as(true))
+      yield* TestClock.adjust("119 seconds")
+      assert.strictEqual(unit.client.settles, 0)
+      yield* TestClock.adjust("1 second")
+      const answered = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([answered.text, answered.isError], ["Use the stable API.", false])
+      assert.strictEqual(unit.client.settles, 1)
+    }))
+
+  it.effect("granted: at its own deadline the wait ends when the round trip brings neither reply nor notice", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // The broker answers the round trip with nothing before it (it lost the ask, say).
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.strictEqual(unit.client.settles, 1)
+    }))
+
+  it.effect("granted: a timer that fires early does not start the round trip before the deadline the broker reads", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const base = yield* Clock.Clock
+      // A sleep of a second or more ends 2 ms early against the clock (as a timer may against the wall clock).
+      const early: Clock.Clock = {
+        currentTimeMillisUnsafe: () => base.currentTimeMillisUnsafe(),
+        currentTimeMillis: base.currentTimeMillis,
+        currentTimeNanosUnsafe: () => base.currentTimeNanosUnsafe(),
+        currentTimeNanos: base.currentTimeNanos,
+        monotonicTimeNanosUnsafe: () => base.monotonicTimeNanosUnsafe(),
+        monotonicTimeNanos: base.monotonicTimeNanos,
+        sleep: (duration) => {
+          const ms = Duration.toMillis(duration)
+          return base.sleep(Duration.millis(ms >= 1_000 ? ms - 2 : ms))
+        }
+      }
+      const sentAt = yield* Clock.currentTimeMillis
+      let settledAt: number | undefined
+      unit.client.onSettle = Effect.sync(() => {
+        settledAt = base.currentTimeMillisUnsafe()
+        return false
+      })
+      const fiber = yield* Effect.forkChild(
+        contact(unit)({ reason: "need_decision", message: "?" }).pipe(Effect.provideService(Clock.Clock, early))
+      )
+      yield* settle
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.strictEqual(settledAt === undefined ? undefined : settledAt - sentAt, 120_000)
+    }))
+
+  it.effect("granted: an asker not connected at its own deadline ends then, with no round trip", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // As the real client answers with no live connection: at once, false.
+      unit.client.onSettle = Effect.succeed(false)
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+    }))
+
+  it.effect("a broker without the extension: the client's own timer ends the wait at the timeout, as before", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // A stray notice (no broker without the extension sends one) does not end the wait.
+      yield* unit.client.expireAsk(lastQuestion(unit.client.supervisorSends).id)
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
     }))
 })

@@ -107,6 +107,12 @@ export interface FakeClientState {
   readonly push: (message: InboundMessage) => Effect.Effect<void>
   readonly presence: (event: PresenceEvent) => Effect.Effect<void>
   readonly control: (event: ControlEvent) => Effect.Effect<void>
+  /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
+  readonly expireAsk: (questionId: string) => Effect.Effect<void>
+  /** `settleRoundTrip` calls so far. */
+  settles: number
+  /** How `settleRoundTrip` ends; default: `caughtUp`, then whether connected. */
+  onSettle: Effect.Effect<boolean> | undefined
   /** A reconnect, as the real client announces it once the new connection is live (`reconnects`). */
   readonly reconnect: Effect.Effect<void>
   /**
@@ -155,6 +161,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
+    const askExpiryHub = yield* PubSub.unbounded<string>()
     const reconnectHub = yield* PubSub.unbounded<number>()
     const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
     const takenOverSignal = yield* Deferred.make<never, IntercomNotConnected>()
@@ -231,7 +238,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onConnect: undefined,
       questionsAsked: [],
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
-      topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
+      topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry)),
+      expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId)),
+      settles: 0,
+      onSettle: undefined
     }
     const connection = Effect.suspend(() => {
       if (fake.connectHangs) return Effect.never
@@ -343,6 +353,18 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       answerQuestion: () => Effect.fail(new QuestionsUnavailable()),
       stopQuestion: () => Effect.fail(new QuestionsUnavailable()),
       questionEvents: Stream.empty,
+      askExpiry: (questionId) =>
+        Effect.map(PubSub.subscribe(askExpiryHub), (subscription) => {
+          const expired: Effect.Effect<void> = Effect.flatMap(
+            PubSub.take(subscription),
+            (id) => id === questionId ? Effect.void : expired
+          )
+          return Effect.andThen(expired, unhandled.caughtUp)
+        }),
+      settleRoundTrip: Effect.suspend(() => {
+        fake.settles++
+        return fake.onSettle ?? Effect.andThen(unhandled.caughtUp, Effect.sync(() => fake.connected))
+      }),
       messages: unhandled.stream,
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),

@@ -3,7 +3,8 @@
  * 0008): SQLite and memory keep the same notices through puts and deletes
  * and load them back in the order they were issued, with their age; a
  * database from before 0008 gets the table and keeps its mail; a stored
- * notice that does not decode fails the load, naming it.
+ * notice that does not decode fails the load, naming it. An ask expiry
+ * notice owed to an away asker (`ask-expiry-v1`) is one that decodes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -18,6 +19,9 @@ import { migration as owedNotices0008 } from "../../src/store/migrations/0008_ow
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
+import { askExpiredFrame, receiptFrame } from "../../src/broker/encode.ts"
+import { CorruptRow } from "../../src/store/mailCodec.ts"
+import { checkNotice } from "../../src/store/OwedNotices.ts"
 
 const sqliteStore = Layer.provideMerge(MailStore.sqlite, Database.layerMemory)
 const bareSqlite = SqliteClient.layer({ filename: ":memory:" })
@@ -105,4 +109,20 @@ describe("MailStore: failure notices owed to senders", () => {
       const error = yield* Effect.flip(makeMemory(disk).load(0))
       assert.include(error.message, "owed notice")
     }))
+})
+
+const stored = (frame: string) => ({ seq: 7, senderKey: "scope\u0000asker", frame, at: 1_000 })
+
+describe("stored owed notices: what decodes", () => {
+  it("an ask_expired notice owed to an away asker reads back as it was stored", () => {
+    const notice = stored(askExpiredFrame("question-1", 1_000))
+    assert.strictEqual(checkNotice(notice), notice)
+  })
+
+  it("an expired receipt reads back; a frame of another type, or a malformed ask_expired, is a corrupt row", () => {
+    const receipt = stored(receiptFrame(`{"id":"b"}`, { messageId: "m", status: "expired", timestamp: 1, detail: "gone" }))
+    assert.strictEqual(checkNotice(receipt), receipt)
+    assert.instanceOf(checkNotice(stored(`{"type":"delivered","messageId":"m"}`)), CorruptRow)
+    assert.instanceOf(checkNotice(stored(`{"type":"ask_expired","messageId":"m"}`)), CorruptRow)
+  })
 })

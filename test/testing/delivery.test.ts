@@ -137,6 +137,18 @@ describe("a seed sweep with delivery modes", () => {
       assert.deepStrictEqual(full.violations, [], full.trace.join("\n"))
     }))
 
+  // Seed 63 (`--delivery`, seeds 1–100): B answered D's 2 s ask with a replace update that a later update of
+  // its thread replaced before delivery (B told so), and D's ask timed out. The ledger's answer-after-timeout
+  // took the replaced update for an accepted reply; one its sender was told was replaced never reached the
+  // ask's edge.
+  it.effect("a replace reply replaced before delivery is no answer-after-timeout when its ask times out (seed 63)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 63, tolerate: KNOWN_ISSUES }, undefined, { delivery: true })
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      assert.isTrue(report.trace.some((line) => line.includes("D ask2 ended: ReplyTimeout")), report.trace.join("\n"))
+      assert.isTrue(report.trace.some((line) => line.includes("B told m11 was replaced")), report.trace.join("\n"))
+    }))
+
   // Seed 3464 (`--client-timings --delivery`, seeds 3,001–4,000): A's replace update m17 was staged, but A's
   // connection was lost before A read `delivery_queued`; the client's same-id re-send was answered from the
   // record as plain `delivered` (queued), so the ledger never knew m17 was staged and took its replacement

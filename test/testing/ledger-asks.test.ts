@@ -6,6 +6,10 @@
  * target read (docs/protocol.md, `ask-timeout-v1`). The asker's own wait counts
  * from the acknowledgement, read later, so it may still wait when a reply the
  * replier's stalled reader held back reaches the broker (hostile seed 4882).
+ *
+ * And its `answer-after-timeout` check: an ask that ended in a timeout
+ * though the broker accepted its target's reply to it — unless its asker
+ * had no connection then (it ends at its own deadline by design).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -76,5 +80,60 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
   it("a reply the broker read at or after the ask's deadline is no violation, though the asker still waits", () => {
     expect(refusedReplyReadAt(RECEIVED_AT + TIMEOUT_MS)).toEqual([])
     expect(refusedReplyReadAt(RECEIVED_AT + TIMEOUT_MS + 5)).toEqual([])
+  })
+})
+
+/**
+ * A asks D, D's reply is read by the broker and acknowledged to D
+ * (`delivered`), and A's ask ends with `outcome`. Returns what
+ * `answersAfterTimeout` reports.
+ */
+const acceptedReplyThenAskEnded = (
+  outcome: "ReplyTimeout" | "Replied",
+  askerDisconnected = false
+): ReadonlyArray<string> => {
+  let now = 0
+  const ledger = new Ledger({ now: () => now })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: D, name: "d", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 1)
+  ledger.linkOpened(2, D, "client-d", 1)
+  for (const [link, id, pid] of [[1, A, 1], [2, D, 4]] as const) {
+    const { id: _, ...session } = info(id, pid)
+    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    ledger.clientRead(link, [JSON.stringify({ type: "registered", sessionId: id })])
+  }
+  now = RECEIVED_AT
+  const alias = ledger.askStarted(A, D)
+  const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
+  ledger.clientWrote(1, [ask])
+  ledger.brokerRead(1, [ask])
+  ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: question.id, delivery: "socket_delivered" })])
+  const answer = JSON.stringify({ type: "send", to: A, message: reply })
+  now = RECEIVED_AT + TIMEOUT_MS - 1
+  ledger.clientWrote(2, [answer])
+  ledger.brokerRead(2, [answer])
+  ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
+  now = RECEIVED_AT + TIMEOUT_MS + 15
+  // The asker's connection closed before its wait ended (the reply unread in it).
+  if (askerDisconnected) ledger.linkClosed(1)
+  if (outcome === "Replied") ledger.askEnded(alias, "Replied", { questionId: question.id, fromId: D, message: reply })
+  else ledger.askEnded(alias, "ReplyTimeout")
+  return ledger.answersAfterTimeout()
+}
+
+describe("Ledger: an ask that timed out with its answer accepted (answer-after-timeout)", () => {
+  it("an ask that ended in a timeout though the broker acknowledged its target's reply is reported", () => {
+    const found = acceptedReplyThenAskEnded("ReplyTimeout")
+    expect(found.length).toBe(1)
+    expect(found[0]).toContain("timed out, though the broker accepted")
+  })
+
+  it("an ask that the accepted reply answered is not", () => {
+    expect(acceptedReplyThenAskEnded("Replied")).toEqual([])
+  })
+
+  it("an ask whose asker had no connection when it timed out is not: it ends at its own deadline by design", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", true)).toEqual([])
   })
 })

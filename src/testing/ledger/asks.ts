@@ -97,6 +97,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
+  if (outcome === "ReplyTimeout") record.heardBroker = connectedNow(state, record.asker)
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -133,6 +134,46 @@ export const askEnded = (
 /** Asks that have not settled. */
 export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
   return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
+}
+
+/** Does session `owner` have a registered connection to a broker that has not crashed, open on both sides? */
+const connectedNow = (state: LedgerState, owner: string): boolean => {
+  for (const link of state.links.values()) {
+    if (link.owner === owner && link.registered && !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)) {
+      return true
+    }
+  }
+  return false
+}
+
+/**
+ * Asks that ended in a timeout though the broker accepted a reply to them
+ * from the session they asked (`answer-after-timeout`), one line each. Not
+ * a reply its sender was later told was lost (an `expired` receipt: the
+ * broker opened the ask again, and its expiry then ended the wait) or
+ * replaced while staged (`delivery-v1`: never delivered), nor an
+ * ask whose asker had no connection to a live broker when it timed out
+ * (`AskRecord.heardBroker`): such an asker ends at its own deadline by
+ * design, and a reply it had not read by then reaches its session late.
+ */
+export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
+  const timedOut = new Map<string, AskRecord>()
+  for (const ask of state.asks) {
+    if (ask.outcome === "ReplyTimeout" && ask.heardBroker !== false && ask.questionId !== undefined) timedOut.set(ask.questionId, ask)
+  }
+  if (timedOut.size === 0) return []
+  const found: Array<string> = []
+  for (const message of state.messages.values()) {
+    if (message.kind !== "reply" || message.replyTo === undefined || message.outcome !== "acked" || message.expiredNotified) continue
+    // A staged replace reply its sender was told was replaced never reached the broker's ask edge.
+    if (message.delivery?.replaced === true) continue
+    const ask = timedOut.get(message.replyTo)
+    if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
+    found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
+      nameOf(state, message.sender)
+    }'s reply to it`)
+  }
+  return found
 }
 
 /** How every ask of the run ended, counted. */

@@ -161,6 +161,13 @@ export interface AskRecord {
   readonly startedAt: number
   questionId: string | undefined
   outcome: AskOutcome | undefined
+  /**
+   * For an ask that ended in a timeout: whether its asker had a registered
+   * connection to a live broker then. One that had none could not hear the
+   * broker at its own deadline, and ends then by design (the user's timeout
+   * is a bound, src/session/Ask.ts): `answer-after-timeout` does not count it.
+   */
+  heardBroker?: boolean
 }
 
 /** The ledger's whole memory of one run. */

@@ -54,6 +54,18 @@ export type ViolationKind =
   | "ask-unsettled"
   /** An ask settled with a reply that does not answer it. */
   | "ask-wrong-reply"
+  /**
+   * An ask ended in a timeout although the broker had accepted a reply to it
+   * from the session it asked (and told that session `delivered`): the asker
+   * gave up on an answer on its way. The asker's own timer, started when it
+   * read the acknowledgement, ran out before it read a reply the broker
+   * accepted before its deadline; with `ask-expiry-v1` the wait ends on the
+   * broker's notice instead, which an answered ask never gets, or on a round
+   * trip the broker answers behind the reply. Not an asker with no
+   * connection to a live broker when it timed out: that one ends at its own
+   * deadline by design (src/session/Ask.ts).
+   */
+  | "answer-after-timeout"
   /** The broker's registry does not match the live, registered connections. */
   | "registry-mismatch"
   /**

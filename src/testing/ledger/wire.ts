@@ -576,9 +576,10 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
  * acknowledges the first only once the asker has read it. Nor when this
  * broker first read the reply at or after the ask's deadline
  * (`brokerReceivedAt + askTimeoutMs`, as its target was told): the edge had
- * expired then (docs/protocol.md, `ask-timeout-v1`), though the asker, whose
- * wait counts from the acknowledgement it read later, may still be waiting
- * (a stalled reader of the replier, hostile seed 4882).
+ * expired then (docs/protocol.md, `ask-timeout-v1`), though the asker may
+ * still be waiting (a stalled reader of the replier, hostile seed 4882): for
+ * the broker's notice (`ask-expiry-v1`), which ends its wait with a timeout,
+ * or, without it, on its own timer from the acknowledgement it read later.
  */
 const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord): void => {
   const questionId = reply.replyTo

@@ -1,0 +1,80 @@
+/**
+ * The real `IntercomClient`'s side of `ask-expiry-v1`, against a scripted
+ * broker on a real socket that writes a reply and the verdict after it in
+ * one write (one read batch for the client): the broker's `ask_expired`
+ * (`askExpiry`), and the asker's round trip at its own deadline
+ * (`settleRoundTrip`), each complete only once the messages read before
+ * them were handled — so a reply the broker accepted before it closed the
+ * ask is routed to the wait before the wait is judged (Ask.ts). Every wait
+ * is on a frame or a round trip, never on a sleep.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
+import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
+import { ASK_EXPIRY_V1, EXACT_SEND_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
+
+const FEATURES = [EXACT_SEND_V1, LIST_PAGE_V1, ASK_EXPIRY_V1]
+
+/** The next inbound message, taken as a session takes one: not pulled past until it is handled. */
+const nextMessage = (client: IntercomClientService) =>
+  Effect.flatMap(Stream.runHead(client.messages), (head) =>
+    head._tag === "Some" ? Effect.succeed(head.value) : Effect.die("the messages stream ended"))
+
+/** A `message` frame from session `peer` answering `questionId`. */
+const replyFrame = (questionId: string, text: string) => ({
+  type: "message",
+  from: { id: "peer", cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+  message: { id: `re-${questionId}`, timestamp: 0, content: { text }, replyTo: questionId }
+})
+
+describe("ask-expiry-v1 in the client: a reply read before the verdict is handled before the verdict counts", () => {
+  it.live("askExpiry completes only once the reply read ahead of the ask_expired was handled", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({
+        features: FEATURES,
+        afterSend: (id) => [replyFrame(id, "in time"), { type: "ask_expired", messageId: id, expiredAt: 1 }]
+      })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0001"))
+      const question = message("well?", { expectsReply: true })
+      const expiry = yield* client.askExpiry(question.id)
+      const waiting = yield* Effect.forkChild(expiry, { startImmediately: true })
+      yield* client.send({ to: "peer", message: question })
+      const reply = yield* nextMessage(client)
+      assert.strictEqual(reply.message.replyTo, question.id)
+      // A round trip: the ask_expired, written before its answer, has been read.
+      yield* client.send({ to: "peer", message: message("barrier") })
+      assert.isUndefined(waiting.pollUnsafe(), "the verdict counted before the reply read ahead of it was handled")
+      yield* client.handled(reply)
+      yield* Fiber.join(waiting)
+    }))
+
+  it.live("settleRoundTrip answers true only once the reply read ahead of the list's answer was handled", () =>
+    Effect.gen(function*() {
+      let replies = 0
+      const fake = yield* fakeBroker({
+        features: FEATURES,
+        beforeList: () => replies++ === 0 ? [replyFrame("q-1", "accepted before the deadline")] : []
+      })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0002"))
+      yield* client.connect
+      const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
+      const reply = yield* nextMessage(client)
+      assert.strictEqual(reply.message.replyTo, "q-1")
+      // A round trip behind the list's answer: that answer has been read.
+      yield* client.send({ to: "peer", message: message("barrier") })
+      assert.isUndefined(settling.pollUnsafe(), "the round trip counted before the reply read ahead of it was handled")
+      yield* client.handled(reply)
+      assert.isTrue(yield* Fiber.join(settling))
+      assert.strictEqual(fake.ofType("list").length, 1)
+    }))
+
+  it.live("settleRoundTrip answers false at once with no live connection, and dials nothing", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: FEATURES })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0003"))
+      assert.isFalse(yield* client.settleRoundTrip)
+      assert.strictEqual(fake.connections(), 0)
+    }))
+})
