@@ -22,7 +22,9 @@
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
  * until `nextExpiry` (woken through `wake` when such an edge opens with an
- * earlier deadline) and prunes then; the asker is told (`ask_expired`,
+ * earlier deadline) and closes the edges due then (`Router.expireAsks`:
+ * this module's `prune` alone, whatever else pruned in that millisecond, so
+ * an edge that opened already past its deadline cannot stay due); the asker is told (`ask_expired`,
  * through `tellAsker`: on its FIFO outbox, behind any reply accepted before,
  * when it is connected and granted the extension; an asker that is away is
  * not owed it). A `list` from such a client prunes first too (Discovery.ts),

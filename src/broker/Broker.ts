@@ -239,7 +239,7 @@ const make = (
         if (due === undefined) return Queue.take(signals.asks)
         const now = clock.currentTimeMillisUnsafe()
         if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.asks))
-        return Effect.sync(() => router.prune(now))
+        return Effect.sync(() => router.expireAsks(now))
       }),
       { disableYield: true }
     ))

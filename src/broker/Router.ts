@@ -460,10 +460,23 @@ export class Router {
   /**
    * When an ask edge whose asker is told of its expiry (`ask-expiry-v1`) is
    * next due, or undefined while none is open: the broker's ask expiry fiber
-   * sleeps until then (or `signals.asks`) and calls `prune`.
+   * sleeps until then (or `signals.asks`) and calls `expireAsks`.
    */
   nextAskExpiry(): number | undefined {
     return this.asks.nextExpiry()
+  }
+
+  /**
+   * Closes the ask edges past their deadline at `now` (their askers told,
+   * `ask-expiry-v1`): the ask expiry fiber's step when `nextAskExpiry` is
+   * due. Not `prune`, which runs at most once per millisecond: an edge that
+   * opened already past its deadline (a staged ask delivered late) in a
+   * millisecond a send had pruned would stay due, and the fiber would spin
+   * until the clock moved.
+   */
+  expireAsks(now: number): void {
+    this.asks.prune(now)
+    this.output.wakeTouched()
   }
 
   /** The broker clock, in milliseconds. */
