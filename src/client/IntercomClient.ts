@@ -108,6 +108,10 @@ const make = (
 
     // Read and not yet handled; a consumer interrupted mid-message leaves it to the next (known issue 15).
     const unhandled = yield* makeUnhandledMessages
+    // An ask's verdict (`ask-expiry-v1`) waits until the replies read before it were routed, but no longer than
+    // the liveness timeout: a consumer that stopped handling (a host journal that never checkpoints) must not hold
+    // the ask past its timeout; a reply still unrouted then is late, as it was before the extension.
+    const settledReads = Effect.asVoid(Effect.timeoutOption(unhandled.caughtUp, livenessTimeoutMs))
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
@@ -262,13 +266,13 @@ const make = (
             (id) => id === questionId ? Effect.void : expired
           )
           // The notice came after every reply accepted before it: those are routed before the wait is judged.
-          return Effect.andThen(expired, unhandled.caughtUp)
+          return Effect.andThen(expired, settledReads)
         }),
       settleRoundTrip: Effect.suspend(() => {
         const live = lifetime.live()
         if (live === undefined) return Effect.succeed(false)
         return live.probe(livenessTimeoutMs).pipe(
-          Effect.andThen(unhandled.caughtUp),
+          Effect.andThen(settledReads),
           Effect.as(true),
           Effect.catch(() => Effect.succeed(false))
         )

@@ -195,9 +195,9 @@ export interface IntercomClientService extends QuestionOperations {
    * Watches for the broker's notice that this session's ask `questionId`
    * expired unanswered (`ask-expiry-v1`): subscribes now (in the Scope, so
    * a notice read from now on is seen), and gives the effect that completes
-   * once the notice was read and `caughtUp` after it — so any reply the
-   * broker accepted before the ask expired, which it wrote before the
-   * notice, was routed first. Never completes for a broker without the
+   * once the notice was read and `caughtUp` after it (for at most the
+   * liveness timeout) — so any reply the broker accepted before the ask
+   * expired, which it wrote before the notice, was routed first. Never completes for a broker without the
    * extension (`status.features`), which sends no notice.
    */
   readonly askExpiry: (questionId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
@@ -206,8 +206,9 @@ export interface IntercomClientService extends QuestionOperations {
    * at its own deadline (`ask-expiry-v1`, Ask.ts): the liveness probe's
    * `list`, which such a broker answers only after closing the ask edges
    * past their deadline — so their `ask_expired`, and any reply it accepted
-   * before, are read first — then `caughtUp`. True once the answer was read
-   * and everything read before it routed; false at once when no connection
+   * before, are read first — then `caughtUp` (for at most the liveness
+   * timeout). True once the answer was read and everything read before it
+   * routed, or that wait ran out; false at once when no connection
    * is live (it never waits for one), and when the connection drops before
    * the answer or the broker does not answer within the liveness timeout.
    */
