@@ -333,17 +333,21 @@ export class CustodyHolds {
    * withhold its departure behind their hold (`holdDepartureBehindCustody`)
    * and hold its session still. Each withholds the return with it
    * (WithheldDepartures.joining): the new join must not stand for the
-   * departure. One check while no hold exists; a registration's, never per
-   * message.
+   * departure. Counts the entries that become returns (`counts.returns`),
+   * not a second return of the same departure. One check while no hold
+   * exists; a registration's, never per message.
    */
   returnBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
     if (this.holds.size === 0) return []
     const found: Array<Peer> = []
     for (const hold of this.holds.values()) {
       if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
-      if (hold.departures.includes(senderId)) found.push(hold.holder)
+      if (!hold.departures.includes(senderId)) continue
+      found.push(hold.holder)
+      // Counted once per withheld departure that becomes a return: a second return while the first is
+      // withheld changes nothing (WithheldDepartures.holdReturnBehindCustody skips it), so it is not counted.
+      if (hold.holder.withheldDepartures?.get(senderId)?.rejoined === false) this.counts.returns++
     }
-    this.counts.returns += found.length
     return found
   }
 

@@ -1,0 +1,116 @@
+/**
+ * The return paths of a takeover's custody hold (CustodyHold.ts) that
+ * review revhs found wrong: a held sender's return whose departure another
+ * owner still withholds when the custody hold ends (a staged replace message
+ * waiting for room at the holder: R1), a held sender that returns twice
+ * (the `custodyHeldReturns` counter: R3), and mail given back while the
+ * session is away and its hold still waits for the old close (R4). On a
+ * Router driven by hand (handRouter.ts), closes run as `finish` runs them.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import type { Router } from "../../src/broker/Router.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import type { OutFrame } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { features, noting } from "../support/custodyHold.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter, orderLabel } from "../support/handRouter.ts"
+
+const WINDOW_MS = 1_500
+
+/** Notes its frames' labels (`orderLabel`) in `labels`; while `stuck()`, a write never completes. */
+const labelling = (id: number, labels: Array<string>, stuck: () => boolean = () => false): Connection => ({
+  ...fakeConnection(id, false),
+  write: (frames: ReadonlyArray<OutFrame>) => {
+    for (const frame of frames) labels.push(...orderLabel(frame))
+    return stuck() ? Effect.never : undefined
+  }
+})
+
+/** `peer`'s connection closes, as `finish` closes it (its writing abandoned). */
+const closeWith = (router: Router) => (peer: Peer): void => {
+  closePeer(peer, "destroy")
+  router.output.end.forceParked(peer)
+  router.abandonWrites(peer)
+  router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+  router.output.end.releaseWaiters(peer)
+}
+
+/**
+ * `b` (`received-v1`) on an old connection that wrote `d`'s `m0`, `m1` and
+ * never confirmed them, taken over by `holder` (labels in `labels`; with
+ * `outboxChars`, its first write never completes, so what `flush` does not
+ * take stays in its outbox); senders `d` (`delivery-v1`) and `e`.
+ */
+const heldSetUp = (options: { readonly outboxChars?: number } = {}) =>
+  Effect.gen(function*() {
+    const clock = { now: 1_000_000 }
+    const { attach, batch, router, tryDrain } = yield* handRouter(
+      { replaceWindow: WINDOW_MS, ...(options.outboxChars === undefined ? {} : { outboxChars: options.outboxChars }) },
+      () => clock.now
+    )
+    const registerB = (peer: Peer, instanceId: string): Peer => {
+      batch(peer, [registerFrame({ sessionId: "b", frame: { features, instanceId } })])
+      return peer
+    }
+    const writtenOld: Array<string> = []
+    const old = registerB(attach(noting(1, writtenOld)), "b-1")
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d", frame: { features: [DELIVERY_V1] } })])
+    const e = attach(fakeConnection(4, false))
+    batch(e, [registerFrame({ sessionId: "e" })])
+    for (const text of ["m0", "m1"]) batch(d, [{ type: "send", to: "b", message: message(text) }])
+    assert.deepStrictEqual(writtenOld, ["m0", "m1"], "the old connection did not write m0 m1: the test sets up nothing")
+    const labels: Array<string> = []
+    const holder = registerB(attach(labelling(3, labels, () => options.outboxChars !== undefined)), "b-2")
+    assert.strictEqual(holder.custodyHolds, 1, "no custody hold: the test sets up nothing")
+    const flush = (): void => {
+      router.membership.notify()
+      for (const frame of router.output.takeForWrite(holder).frames) labels.push(...orderLabel(frame))
+    }
+    const close = closeWith(router)
+    let ids = 10
+    /** `d` registers again on a new connection and sends `text` to `b` from it. */
+    const comeBack = (text: string): Peer => {
+      const back = attach(fakeConnection(++ids, false))
+      batch(back, [registerFrame({ sessionId: "d", frame: { features: [DELIVERY_V1] } })])
+      assert.strictEqual(back.session?.id, "d", "d did not register again: the test sets up nothing")
+      batch(back, [{ type: "send", to: "b", message: message(text) }])
+      return back
+    }
+    /** The readers' drainers offer what they parked, and the holder's writer runs, `rounds` times. */
+    const settle = (rounds: number, ...readers: ReadonlyArray<Peer>): void => {
+      for (let round = 0; round < rounds; round++) {
+        for (const reader of readers) while (tryDrain(reader)) { /* offered */ }
+        flush()
+      }
+    }
+    return { attach, batch, clock, close, comeBack, d, e, flush, holder, labels, old, registerB, router, settle, tryDrain }
+  })
+
+describe("a takeover's custody hold: the return paths", () => {
+  it.effect("a held sender that returns twice before the hold ends counts one withheld return", () =>
+    Effect.gen(function*() {
+      const { close, comeBack, d, flush, labels, old, router, settle } = yield* heldSetUp()
+      flush()
+      labels.length = 0
+      close(d)
+      const back = comeBack("n1")
+      close(back)
+      const again = comeBack("n2")
+      flush()
+      close(old)
+      settle(3, back, again)
+      assert.deepStrictEqual(labels, ["m0", "m1", "n1", "left d", "joined d", "n2"], "the order")
+      const stats = router.stats()
+      assert.deepStrictEqual(
+        { departures: stats.custodyHeldDepartures, returns: stats.custodyHeldReturns },
+        { departures: 1, returns: 1 }
+      )
+    }))
+
+})
