@@ -189,7 +189,7 @@ export class CustodyHolds {
 
   /**
    * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
-   * @param releaseDeparture a departure withheld from `recipient` behind a hold is released (FeedSource.releaseDeparture).
+   * @param releaseDeparture a departure withheld from `recipient` behind a hold is released (FeedSource.releaseBehindCustody).
    */
   constructor(wake: (peer: Peer) => void, releaseDeparture: (recipient: Peer, senderId: string) => void) {
     this.wake = wake

@@ -259,16 +259,16 @@ export class WithheldDepartures {
    * hold's end owes the pair (`owePair`), placed after that mail (Rejoins.ts).
    * Otherwise the new join, written meanwhile, would stand for the departure:
    * the holder would hear the session join again before its held mail and
-   * never hear it leave (C-ASK-9). No `returnWaits`: the session's mail from
-   * since its return is held by the same hold (its sender key is held), so
-   * it goes after the pair is owed. `behindCustody`: at a takeover of
+   * never hear it leave (C-ASK-9). No `returnWaits` while the hold lasts:
+   * the session's mail from since its return is held by the same hold (its
+   * sender key is held), so it goes after the pair is owed. `behindCustody`: at a takeover of
    * `holder` the return is not owed to the next connection
    * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
-   * Called before the join goes into the feed. Not covered: another
-   * owner's hold on the same departure (the sender's mail also in
-   * `holder`'s own parked flush) outlasting the custody hold — the mail
-   * from since the return then flows at the hold's end and may reach
-   * `holder` before the pair is owed.
+   * Called before the join goes into the feed. Another owner's hold on
+   * the same departure (a staged replace message waiting for room at
+   * `holder`, the sender's mail in `holder`'s own parked flush) may outlast
+   * the custody hold: its end then gives the return its wait
+   * (`releaseBehindCustody`), so the mail from since waits for the pair.
    */
   private holdReturnBehindCustody(holder: Peer, session: Session): void {
     const departure = holder.withheldDepartures?.get(session.id)
@@ -434,6 +434,32 @@ export class WithheldDepartures {
     if (!departure.passed || session === undefined || session.peer !== recipient) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     this.feed.wakeOwed(recipient, session)
+  }
+
+  /**
+   * The hold `recipient` took on session `departedId`'s departure behind a
+   * takeover's custody hold is released: that hold ended (its held mail is
+   * back, ahead of anything newer), or moved on to another connection
+   * (CustodyHolds.releaseHeldDepartures). A return withheld behind it
+   * (`holdReturnBehindCustody`) whose departure another owner still holds
+   * — a staged replace message of the session's waiting for room at
+   * `recipient` — becomes an ordinary withheld return: the session's mail
+   * from since its return, which the custody hold held until now, waits for
+   * the pair (`Peer.returnWaits`, with `recipient` as the reader, whose
+   * own drainer never offers that mail) instead of overtaking it and the
+   * staged message (review revhs, R1). Then `releaseDeparture`.
+   */
+  releaseBehindCustody(recipient: Peer, departedId: string): void {
+    const departure = recipient.withheldDepartures?.get(departedId)
+    const session = recipient.session
+    if (departure !== undefined && departure.behindCustody) {
+      departure.behindCustody = false
+      if (departure.holds > 1 && session !== undefined && session.peer === recipient) {
+        const key = sessionKey(session.space.key, departedId)
+        ;(recipient.returnWaits ??= new Map()).set(key, { id: departedId, since: departure.since, reader: recipient })
+      }
+    }
+    this.releaseDeparture(recipient, departedId)
   }
 
   /**

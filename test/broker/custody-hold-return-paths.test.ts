@@ -93,6 +93,28 @@ const heldSetUp = (options: { readonly outboxChars?: number } = {}) =>
   })
 
 describe("a takeover's custody hold: the return paths", () => {
+  it.effect("a staged message's hold on d's departure outlasts the custody hold: d's new mail, which fits, waits for the pair", () =>
+    Effect.gen(function*() {
+      // Outboxes of 4,000 characters: the staged s (3,000) does not fit behind e0 (1,500); d's n1 does.
+      const { batch, clock, close, comeBack, d, e, flush, holder, labels, old, router, settle } = yield* heldSetUp({ outboxChars: 4_000 })
+      flush()
+      labels.length = 0
+      batch(d, [{ type: "send", to: "b", message: message("s" + "y".repeat(2_999)), delivery: "queue", queueMode: "replace", threadId: "t" }])
+      batch(e, [{ type: "send", to: "b", message: message("e0" + "x".repeat(1_498)) }])
+      clock.now += WINDOW_MS
+      router.staging.flushDue(clock.now)
+      assert.strictEqual(router.staging.waiting, 1, "s does not wait for room: the test sets up nothing")
+      close(d)
+      assert.strictEqual(holder.withheldDepartures?.get("d")?.holds, 2, "not two holds on d's departure (custody, staged): the test sets up nothing")
+      const back = comeBack("n1")
+      // The custody hold ends; the staged message's hold on d's departure still stands.
+      close(old)
+      settle(4, back)
+      // d's mail from before it left, then the pair, then its mail from since its return (protocol.md, custody hold).
+      const short = labels.map((label) => label.startsWith("left") || label.startsWith("joined") ? label : label.slice(0, 2))
+      assert.deepStrictEqual(short, ["e0", "m0", "m1", "sy", "left d", "joined d", "n1"])
+    }))
+
   it.effect("a held sender that returns twice before the hold ends counts one withheld return", () =>
     Effect.gen(function*() {
       const { close, comeBack, d, flush, labels, old, router, settle } = yield* heldSetUp()
