@@ -67,10 +67,14 @@
  * drainer gates the connection's reading. It is kept when its batch ends
  * (`Output.parkFor`), not parked for the drainer to bring here: parked, the
  * old close could come first (its custody then forced behind that flush),
- * or a held sender's newer mail kept here ahead of it. What is left: when the old close
- * comes while the session is away, its custody goes to the mailbox after
- * the mail sent to the session meanwhile (the mailbox took that at once),
- * so those senders' newer mail goes first there.
+ * or a held sender's newer mail kept here ahead of it. While the session
+ * is away the hold still waits, and a held sender's message requeued
+ * meanwhile (forced at its sender's close, given back by a closing
+ * connection) is kept here too (`CustodyHolds.keepWhileAway`, from
+ * MailDelivery.requeue), to follow the custody into the mailbox. What is
+ * left: mail *sent* to the session while it is away goes to the mailbox
+ * at once (its bounds, its store), so an old close that comes then puts
+ * the custody behind it.
  *
  * Here too, Output's side of the holds (split from Output.ts, 2026-12-05):
  * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,
@@ -295,6 +299,24 @@ export class CustodyHolds {
   keep(hold: CustodyHold, item: OutboundItem): void {
     hold.items.push(item)
     this.counts.kept++
+  }
+
+  /**
+   * Message `item` comes back (requeued: its connection closed, or it was
+   * forced to one that no longer holds its session) while its session is
+   * away, and the session's hold still waits for an old close and covers
+   * its sender: it is kept with the hold (`keep`), to go back after that
+   * close's custody — to the session's next registration (`adoptHold`) or
+   * the mailbox — rather than reach the mailbox ahead of it (review revhs,
+   * R4). False otherwise (the caller puts it in the mailbox). A look-up by
+   * key, only while a hold exists.
+   */
+  keepWhileAway(item: SenderOrdered): boolean {
+    if (this.holds.size === 0) return false
+    const hold = this.holds.get(item.to)
+    if (hold === undefined || !hold.holds(item)) return false
+    this.keep(hold, item)
+    return true
   }
 
   /**

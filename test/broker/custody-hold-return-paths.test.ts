@@ -135,4 +135,38 @@ describe("a takeover's custody hold: the return paths", () => {
       )
     }))
 
+  it.effect("mail forced while the session is away waits on its hold: the next registration's mailbox flush keeps d's order", () =>
+    Effect.gen(function*() {
+      // Its own set-up: the old connection's writer gets stuck after m0, so m1 stays in its write and m2, m3 in its outbox.
+      const { attach, batch, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 })
+      const close = closeWith(router)
+      let stuck = false
+      const old = attach(labelling(1, [], () => stuck))
+      batch(old, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+      const d = attach(fakeConnection(2, false))
+      batch(d, [registerFrame({ sessionId: "d" })])
+      const send = (...texts: ReadonlyArray<string>): boolean =>
+        batch(d, texts.map((text) => ({ type: "send", to: "b", message: message(text) })))
+      assert.isFalse(send("m0"))
+      stuck = true
+      assert.isFalse(send("m1"))
+      assert.isFalse(send("m2", "m3"))
+      assert.isTrue(send("m4", "m5"), "m4, m5 were not parked with d's batch: the test sets up nothing")
+      const fresh = attach(labelling(3, []))
+      batch(fresh, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-2" } })])
+      assert.strictEqual(fresh.custodyHolds, 1, "no custody hold: the test sets up nothing")
+      // b is away (its new connection closed); d's close forces m4, m5 back; then the old connection closes.
+      close(fresh)
+      close(d)
+      close(old)
+      const log: Array<string> = []
+      const later = attach(labelling(4, log))
+      batch(later, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-3" } })])
+      for (let round = 0; round < 6; round++) {
+        router.membership.notify()
+        for (const frame of router.output.takeForWrite(later).frames) log.push(...orderLabel(frame))
+        while (tryDrain(later)) { /* offered */ }
+      }
+      assert.deepStrictEqual(log.filter((label) => /^m\d$/.test(label)), ["m0", "m1", "m2", "m3", "m4", "m5"])
+    }))
 })
