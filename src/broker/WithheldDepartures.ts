@@ -89,7 +89,10 @@
  * it drops that departure first). Not so behind a takeover's custody hold
  * (CustodyHold.ts): there a return is withheld with its join
  * (`holdReturnBehindCustody`), and the hold's end owes the pair after the
- * held mail, so the holder hears the session leave (C-ASK-9). A recipient whose session leaves
+ * held mail, so the holder hears the session leave (C-ASK-9); a takeover
+ * of the holder moves that return with the carried hold (`takenOver`), and
+ * another owner's hold outlasting the custody hold turns it into an
+ * ordinary withheld return with its wait (`releaseBehindCustody`). A recipient whose session leaves
  * (unregisters, or closes) is owed and withheld nothing any more: `left`
  * drops its entries and owed departures, and the parked-output owner forgets
  * its holds on it unreleased (DepartureHolds.forget), so nothing of the old
@@ -104,8 +107,8 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 660 lines, over half of them this header and the JSDoc (the
- * code is about 280). Kept whole: the departures held for everyone, the
+ * Size: about 690 lines, over half of them this header and the JSDoc (the
+ * code is about 290). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
  * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
@@ -262,8 +265,8 @@ export class WithheldDepartures {
    * never hear it leave (C-ASK-9). No `returnWaits` while the hold lasts:
    * the session's mail from since its return is held by the same hold (its
    * sender key is held), so it goes after the pair is owed. `behindCustody`: at a takeover of
-   * `holder` the return is not owed to the next connection
-   * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
+   * `holder` the return moves to the next connection with the carried
+   * hold (`takenOver`, CustodyHolds.takeOverHold), owed there at its end.
    * Called before the join goes into the feed. Another owner's hold on
    * the same departure (a staged replace message waiting for room at
    * `holder`, the sender's mail in `holder`'s own parked flush) may outlast
@@ -295,7 +298,15 @@ export class WithheldDepartures {
    * staged replace message of the session's waiting for room at the
    * recipient (ReplaceStaging.ts) moves to `next` too (`StagedHolds`): that
    * message is not handed over, it goes to `next` when `next` has room, and
-   * the pair waits for it there (review revr3, D2). Holds of other owners
+   * the pair waits for it there (review revr3, D2). A return withheld
+   * behind a takeover's custody hold (`behindCustody`) moves too, with that
+   * hold's hold on it: the custody hold is the session's and `next` carries
+   * it on (CustodyHolds.takeOverHold, which releases on `previous` only
+   * what did not move), so `next` hears the held mail, then the pair, then
+   * the mail from since — the same view as for any return `previous`
+   * withheld, whether `next` is the client's own rejoin (whose asks
+   * waiting on the departed session must end, C-ASK-9) or another
+   * instance (review revhs). Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -304,9 +315,10 @@ export class WithheldDepartures {
     const session = next.session
     if (withheld === undefined || session === undefined || previous === next) return
     for (const [id, departure] of withheld) {
-      // A return withheld behind a custody hold is the carried hold's (CustodyHolds.takeOverHold drops it).
-      if (!departure.rejoined || departure.behindCustody) continue
-      let holds = 0
+      if (!departure.rejoined) continue
+      // A return withheld behind a custody hold moves with the hold, which `next` carries on
+      // (CustodyHolds.takeOverHold, right after this): its end owes `next` the pair, after the held mail.
+      let holds = departure.behindCustody ? 1 : 0
       for (const early of this.releasedEarly.values()) {
         for (let i = 0; i < early.length; i++) {
           const record = early[i]!
@@ -336,7 +348,7 @@ export class WithheldDepartures {
         holds,
         rejoined: true,
         joinPassed: true,
-        behindCustody: false,
+        behindCustody: departure.behindCustody,
         since: departure.since
       })
       const wait = waits?.get(key)
