@@ -133,4 +133,24 @@ describe("a held sender that leaves and returns before the custody hold ends", (
       // owed at the takeover it would come first (["left d", "joined d", "m0", ...]); dropped, never (review revhs).
       assert.deepStrictEqual(labels, ["m0", "m1", "m2", "left d", "joined d", "n1"])
     }))
+
+  it.effect("the holder is taken over, then the returned sender leaves again before the hold ends: the next connection hears one session_left, last", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, comeBack, drain, labelling, register, router, sender } = yield* heldSenderSetUp
+      close(sender)
+      const back = comeBack()
+      const labels: Array<string> = []
+      const third = register(labelling(5, labels), "b-3")
+      const flushThird = (): void => {
+        for (const frame of router.output.takeForWrite(third).frames) labels.push(...orderLabel(frame))
+      }
+      flushThird()
+      close(back)
+      flushThird()
+      closeOld()
+      flushThird()
+      yield* drain(back)
+      flushThird()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "n1", "left d"])
+    }))
 })
