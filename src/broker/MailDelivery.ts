@@ -353,7 +353,10 @@ export class MailDelivery {
    * session's new connection if it is already back (a takeover: the old
    * connection's leftovers must not sit in the mailbox while the session is
    * live); for a short-lived session that ended by `unregister`, failed
-   * (its sender told); otherwise back to the mailbox for its next registration.
+   * (its sender told); kept with the session's takeover custody hold when
+   * that still waits for an old close and covers the sender (its older mail
+   * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
+   * to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
     // An ask that is over goes no further: its recipient would be asked what nobody waits for.
@@ -365,6 +368,9 @@ export class MailDelivery {
     // A short-lived session that ended by `unregister` will not come back for it.
     const ended = this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
     if (ended !== undefined) return this.lostToEnded(outbound.mail, ended)
+    // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
+    // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
+    if (this.ctx.output.holds.keepWhileAway(outbound)) return
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {

@@ -63,7 +63,7 @@ export interface WithheldDeparture {
   /**
    * `rejoined` behind a takeover's custody hold (WithheldDepartures.holdReturnBehindCustody),
    * not behind parked output: the hold's end owes the pair; a takeover of
-   * the recipient does not move it (WithheldDepartures.takenOver).
+   * the recipient moves it with the hold (WithheldDepartures.takenOver).
    */
   behindCustody: boolean
   /**

@@ -138,6 +138,12 @@ export interface FeedSource {
    * departure withheld from `recipient` is released (WithheldDepartures.releaseDeparture).
    */
   readonly releaseDeparture: (recipient: Peer, senderId: string) => void
+  /**
+   * A takeover's custody hold ended (or moved on): the hold its holder
+   * `recipient` took on session `senderId`'s departure behind it is
+   * released (WithheldDepartures.releaseBehindCustody).
+   */
+  readonly releaseBehindCustody: (recipient: Peer, senderId: string) => void
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -282,7 +288,7 @@ export class Output {
     this.log = log
     this.requestFlush = requestFlush
     this.room = room
-    this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseDeparture(recipient, senderId))
+    this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
     this.departureSide = new ParkedDepartures(
       () => this.parked,
       this.parkedReaders,

@@ -242,7 +242,8 @@ export class Router {
       collect: (peer, items, out, departures, rejoins) => membership.collect(peer, items, out, departures, rejoins),
       taken: (peer) => membership.taken(peer),
       parkedOut: (reader) => membership.holds.parkedOut(reader),
-      releaseDeparture: (recipient, senderId) => membership.holds.releaseDeparture(recipient, senderId)
+      releaseDeparture: (recipient, senderId) => membership.holds.releaseDeparture(recipient, senderId),
+      releaseBehindCustody: (recipient, senderId) => membership.holds.releaseBehindCustody(recipient, senderId)
     }, {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,

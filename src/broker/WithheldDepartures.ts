@@ -89,7 +89,10 @@
  * it drops that departure first). Not so behind a takeover's custody hold
  * (CustodyHold.ts): there a return is withheld with its join
  * (`holdReturnBehindCustody`), and the hold's end owes the pair after the
- * held mail, so the holder hears the session leave (C-ASK-9). A recipient whose session leaves
+ * held mail, so the holder hears the session leave (C-ASK-9); a takeover
+ * of the holder moves that return with the carried hold (`takenOver`), and
+ * another owner's hold outlasting the custody hold turns it into an
+ * ordinary withheld return with its wait (`releaseBehindCustody`). A recipient whose session leaves
  * (unregisters, or closes) is owed and withheld nothing any more: `left`
  * drops its entries and owed departures, and the parked-output owner forgets
  * its holds on it unreleased (DepartureHolds.forget), so nothing of the old
@@ -104,8 +107,8 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 660 lines, over half of them this header and the JSDoc (the
- * code is about 280). Kept whole: the departures held for everyone, the
+ * Size: about 690 lines, over half of them this header and the JSDoc (the
+ * code is about 290). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
  * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
@@ -259,16 +262,16 @@ export class WithheldDepartures {
    * hold's end owes the pair (`owePair`), placed after that mail (Rejoins.ts).
    * Otherwise the new join, written meanwhile, would stand for the departure:
    * the holder would hear the session join again before its held mail and
-   * never hear it leave (C-ASK-9). No `returnWaits`: the session's mail from
-   * since its return is held by the same hold (its sender key is held), so
-   * it goes after the pair is owed. `behindCustody`: at a takeover of
-   * `holder` the return is not owed to the next connection
-   * (`takenOver`); the carried hold drops it (CustodyHolds.takeOverHold).
-   * Called before the join goes into the feed. Not covered: another
-   * owner's hold on the same departure (the sender's mail also in
-   * `holder`'s own parked flush) outlasting the custody hold — the mail
-   * from since the return then flows at the hold's end and may reach
-   * `holder` before the pair is owed.
+   * never hear it leave (C-ASK-9). No `returnWaits` while the hold lasts:
+   * the session's mail from since its return is held by the same hold (its
+   * sender key is held), so it goes after the pair is owed. `behindCustody`: at a takeover of
+   * `holder` the return moves to the next connection with the carried
+   * hold (`takenOver`, CustodyHolds.takeOverHold), owed there at its end.
+   * Called before the join goes into the feed. Another owner's hold on
+   * the same departure (a staged replace message waiting for room at
+   * `holder`, the sender's mail in `holder`'s own parked flush) may outlast
+   * the custody hold: its end then gives the return its wait
+   * (`releaseBehindCustody`), so the mail from since waits for the pair.
    */
   private holdReturnBehindCustody(holder: Peer, session: Session): void {
     const departure = holder.withheldDepartures?.get(session.id)
@@ -295,7 +298,15 @@ export class WithheldDepartures {
    * staged replace message of the session's waiting for room at the
    * recipient (ReplaceStaging.ts) moves to `next` too (`StagedHolds`): that
    * message is not handed over, it goes to `next` when `next` has room, and
-   * the pair waits for it there (review revr3, D2). Holds of other owners
+   * the pair waits for it there (review revr3, D2). A return withheld
+   * behind a takeover's custody hold (`behindCustody`) moves too, with that
+   * hold's hold on it: the custody hold is the session's and `next` carries
+   * it on (CustodyHolds.takeOverHold, which releases on `previous` only
+   * what did not move), so `next` hears the held mail, then the pair, then
+   * the mail from since — the same view as for any return `previous`
+   * withheld, whether `next` is the client's own rejoin (whose asks
+   * waiting on the departed session must end, C-ASK-9) or another
+   * instance (review revhs). Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -304,9 +315,10 @@ export class WithheldDepartures {
     const session = next.session
     if (withheld === undefined || session === undefined || previous === next) return
     for (const [id, departure] of withheld) {
-      // A return withheld behind a custody hold is the carried hold's (CustodyHolds.takeOverHold drops it).
-      if (!departure.rejoined || departure.behindCustody) continue
-      let holds = 0
+      if (!departure.rejoined) continue
+      // A return withheld behind a custody hold moves with the hold, which `next` carries on
+      // (CustodyHolds.takeOverHold, right after this): its end owes `next` the pair, after the held mail.
+      let holds = departure.behindCustody ? 1 : 0
       for (const early of this.releasedEarly.values()) {
         for (let i = 0; i < early.length; i++) {
           const record = early[i]!
@@ -336,7 +348,7 @@ export class WithheldDepartures {
         holds,
         rejoined: true,
         joinPassed: true,
-        behindCustody: false,
+        behindCustody: departure.behindCustody,
         since: departure.since
       })
       const wait = waits?.get(key)
@@ -434,6 +446,32 @@ export class WithheldDepartures {
     if (!departure.passed || session === undefined || session.peer !== recipient) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     this.feed.wakeOwed(recipient, session)
+  }
+
+  /**
+   * The hold `recipient` took on session `departedId`'s departure behind a
+   * takeover's custody hold is released: that hold ended (its held mail is
+   * back, ahead of anything newer), or moved on to another connection
+   * (CustodyHolds.releaseHeldDepartures). A return withheld behind it
+   * (`holdReturnBehindCustody`) whose departure another owner still holds
+   * — a staged replace message of the session's waiting for room at
+   * `recipient` — becomes an ordinary withheld return: the session's mail
+   * from since its return, which the custody hold held until now, waits for
+   * the pair (`Peer.returnWaits`, with `recipient` as the reader, whose
+   * own drainer never offers that mail) instead of overtaking it and the
+   * staged message (review revhs, R1). Then `releaseDeparture`.
+   */
+  releaseBehindCustody(recipient: Peer, departedId: string): void {
+    const departure = recipient.withheldDepartures?.get(departedId)
+    const session = recipient.session
+    if (departure !== undefined && departure.behindCustody) {
+      departure.behindCustody = false
+      if (departure.holds > 1 && session !== undefined && session.peer === recipient) {
+        const key = sessionKey(session.space.key, departedId)
+        ;(recipient.returnWaits ??= new Map()).set(key, { id: departedId, since: departure.since, reader: recipient })
+      }
+    }
+    this.releaseDeparture(recipient, departedId)
   }
 
   /**

@@ -111,7 +111,7 @@ describe("a held sender that leaves and returns before the custody hold ends", (
       assert.deepStrictEqual(labels, ["m0", "m1", "m2", "n1", "left d"])
     }))
 
-  it.effect("the holder is taken over while the return is withheld: the next connection hears nothing of d before the held mail", () =>
+  it.effect("the holder is taken over while the return is withheld: the next connection hears the held mail, then d leave and join again, then its new mail", () =>
     Effect.gen(function*() {
       const { close, closeOld, comeBack, drain, flush, labelling, register, router, sender } = yield* heldSenderSetUp
       close(sender)
@@ -129,7 +129,28 @@ describe("a held sender that leaves and returns before the custody hold ends", (
       yield* drain(back)
       flushThird()
       assert.strictEqual(third.session?.id, "b", "the third connection does not hold b: the test sets up nothing")
-      // With the return owed to it at the takeover: ["left d", "joined d", "m0", "m1", "m2", "n1"].
-      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "n1"])
+      // The return moves with the carried hold (WithheldDepartures.takenOver), as any withheld return does:
+      // owed at the takeover it would come first (["left d", "joined d", "m0", ...]); dropped, never (review revhs).
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "left d", "joined d", "n1"])
+    }))
+
+  it.effect("the holder is taken over, then the returned sender leaves again before the hold ends: the next connection hears one session_left, last", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, comeBack, drain, labelling, register, router, sender } = yield* heldSenderSetUp
+      close(sender)
+      const back = comeBack()
+      const labels: Array<string> = []
+      const third = register(labelling(5, labels), "b-3")
+      const flushThird = (): void => {
+        for (const frame of router.output.takeForWrite(third).frames) labels.push(...orderLabel(frame))
+      }
+      flushThird()
+      close(back)
+      flushThird()
+      closeOld()
+      flushThird()
+      yield* drain(back)
+      flushThird()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "n1", "left d"])
     }))
 })
