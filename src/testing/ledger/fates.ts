@@ -279,7 +279,9 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     withdrawn,
     senderEnded,
     redelivered,
-    resent
+    resent,
+    cancelsAcknowledged: state.controls.cancelAcks.length,
+    controlsRead: state.controls.reads.length
   }
 }
 

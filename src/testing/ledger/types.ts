@@ -276,6 +276,10 @@ export interface MessageTally {
    * is owed it (`untold-eviction` otherwise).
    */
   readonly senderEnded: number
+  /** Cancels of world sessions' messages the broker acknowledged (a bare `delivered`; ledger/controls.ts). */
+  readonly cancelsAcknowledged: number
+  /** `message_control` frames (cancels and supersedes of world sessions' messages) their receivers read. */
+  readonly controlsRead: number
 }
 
 /** How every ask of a run ended. */
