@@ -84,8 +84,15 @@ export const formatControl = (op: ControlDraw, name: string): string =>
 /** The text of a superseding message: op number `counter`, from `from`. */
 export const supersedeText = (counter: number, from: string): string => `supersede ${counter} ${from}`
 
-/** How long an op that builds a hard order waits for the broker's answer to its control before it goes on. */
-const CONTROL_ANSWER_WAIT = "5 seconds"
+/**
+ * How long an op that builds a hard order waits for the broker's answer to
+ * its control before it goes on: long enough for an answer the broker gives
+ * at once to be read before the op's next step (a stop, a kill) would
+ * interrupt the wait, short enough that a held sender's next step still
+ * comes while the hold lasts (a held sender's supersede is answered only
+ * once the hold ends).
+ */
+const CONTROL_ANSWER_WAIT = "300 millis"
 
 /**
  * `session` cancels or supersedes its `back`-th latest acknowledged send

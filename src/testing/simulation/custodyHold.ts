@@ -26,10 +26,13 @@
  * while the old connection's write is still in progress, so its close waits
  * for that write (at most the 2 s end grace): the hold lasts until then. D
  * sends B one more (held), then, unless `leave` is `none`, stops (or is
- * killed), starts again `returnMs` later and sends B `more` messages. Once
- * the held message is sent, D mostly cancels or supersedes one of its
- * messages to B (the held one, or one in the old connection's custody;
- * simulation/controls.ts), whose control the broker must keep behind it.
+ * killed), starts again `returnMs` later and sends B `more` messages.
+ * Between the takeover and the held message, D mostly cancels or supersedes
+ * one of its messages in the old connection's custody
+ * (simulation/controls.ts): not yet slowed, D is read at once, so the
+ * broker routes the control while the hold lasts and must keep it behind
+ * that message, which the old close gives back. (A control after the held
+ * send would wait unread with D until the hold ends.)
  *
  * A supervisor (lifecycle actions never touch it in a workload with groups:
  * a new client of it holds no capability) and the ephemeral session (its
@@ -76,9 +79,9 @@ export interface CustodyHoldDraw {
   /** Sessions the op never stops or starts (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
   /**
-   * What D does, once the held message is sent, about its `controlBack`-th
-   * latest message to B (0 the held one, in the hold; later ones in the old
-   * connection's custody): a cancel, a supersede, or nothing (absent: nothing).
+   * What D does, once B was taken over and before the held message, about
+   * its `controlBack`-th latest message to B (each in the old connection's
+   * custody): a cancel, a supersede, or nothing (absent: nothing).
    */
   readonly control?: ControlAction | "none"
   readonly controlBack?: number
@@ -117,7 +120,7 @@ export const drawCustodyHold = (
     notSession
   } as const
   // Drawn last, so the fields above are what they were before controls.
-  return [[at, { ...drawn, ...drawOpControl(prng, drawn.count) }]]
+  return [[at, { ...drawn, ...drawOpControl(prng, drawn.count - 1) }]]
 }
 
 /** A `CustodyHold`, printed. */
@@ -129,8 +132,8 @@ export const formatCustodyHold = (op: CustodyHoldDraw, name: (index: number) => 
     : `, ${op.leave === "stop" ? "stops" : "is killed"}, starts again ${op.returnMs} ms later and sends ${b} ${op.more} more`
   const control = op.control === undefined || op.control === "none"
     ? ""
-    : `, ${op.control}s its ${op.controlBack === 0 ? "held message" : `${recentSend(op.controlBack ?? 0)} to ${b}`}`
-  return `${b}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${b} for ${op.stallMs} ms; ${d} sends ${b} ${op.count}; ${b} stops and starts again (a takeover); ${d} sends ${b} one more${control}${leave}`
+    : `; ${d} ${op.control}s its ${recentSend(op.controlBack ?? 0)} to ${b}`
+  return `${b}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${b} for ${op.stallMs} ms; ${d} sends ${b} ${op.count}; ${b} stops and starts again (a takeover)${control}; ${d} sends ${b} one more${leave}`
 }
 
 /** The text of message `k` of the op number `counter` from `from` to `to`. */
@@ -164,8 +167,9 @@ export const runCustodyHold = (sim: SimulationService, op: CustodyHoldDraw, coun
     // Its `unregister` and close are not read: the broker still holds the old connection when the new client registers.
     yield* recipient.stop
     yield* recipient.start
-    yield* sender.send(to, custodyHoldText(counter, "held", sender.name, to))
+    // Before the held send: D is not slowed yet, so the broker handles it while the hold lasts.
     if (op.control !== undefined && op.control !== "none") yield* runControl(sender, op.control, op.controlBack ?? 0, counter, to, true)
+    yield* sender.send(to, custodyHoldText(counter, "held", sender.name, to))
     if (op.leave === "none") return
     yield* op.leave === "stop" ? sender.stop : sender.kill
     yield* sim.advance(op.returnMs)

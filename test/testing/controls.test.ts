@@ -1,0 +1,61 @@
+/**
+ * Cancels and supersedes in generated workloads (simulation/controls.ts):
+ * the `CustodyHold` op's control about a message its hold keeps reaches the
+ * receiver after that message, with the ledger's control checks holding;
+ * and the `Control` op is drawn from a stream of its own, after sends only,
+ * leaving the other ops as they were.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { CustodyHoldDraw } from "../../src/testing/simulation/custodyHold.ts"
+import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+
+/** As custody-hold.test.ts's: D sends B two, B is taken over, D cancels its latest, sends one (held), stops, is back 10 ms later. */
+const scripted: CustodyHoldDraw = {
+  _tag: "CustodyHold",
+  after: 100,
+  recipient: 1,
+  sender: 3,
+  count: 2,
+  delayMs: 1500,
+  stallMs: 6000,
+  leave: "stop",
+  returnMs: 10,
+  more: 1,
+  notSession: [],
+  control: "cancel",
+  controlBack: 0
+}
+
+/** A world of four sessions with nothing varied and no pressure. */
+const plain = { vary: false, pressure: false, custodyHold: true } as const
+
+describe("cancels and supersedes in the simulation", () => {
+  for (const control of ["cancel", "supersede"] as const) {
+    for (const controlBack of [0, 1]) {
+      it.effect(`a ${control} of D's ${controlBack === 0 ? "latest" : "first"} message (in the old custody) during a custody hold reaches B after it; the ledger's checks hold`, () =>
+        Effect.gen(function*() {
+          const report = yield* runWorkload({ seed: 1 }, [{ ...scripted, control, controlBack }], plain)
+          const trace = report.trace.join("\n")
+          assert.deepStrictEqual(report.violations, [], trace)
+          assert.strictEqual(report.paths.custodyHoldsTaken, 1, trace)
+          assert.strictEqual(report.messages.controlsRead, 1, trace)
+        }))
+    }
+  }
+
+  it("a Control follows only sends, by their sender, from a stream of its own; without it the ops are those of before", () => {
+    const withIt = generateWorkload(7, 4)
+    const without = generateWorkload(7, 4, { controls: false })
+    assert.isFalse(without.some((op) => op._tag === "Control"))
+    assert.deepStrictEqual(withIt.filter((op) => op._tag !== "Control"), without)
+    const controls = withIt.flatMap((op, index) => op._tag === "Control" ? [index] : [])
+    assert.isAbove(controls.length, 0)
+    for (const index of controls) {
+      const before = withIt[index - 1]
+      const op = withIt[index]
+      assert.strictEqual(before?._tag, "Send")
+      if (before?._tag === "Send" && op?._tag === "Control") assert.strictEqual(op.from, before.from)
+    }
+  })
+})
