@@ -73,6 +73,16 @@ export const controlRead = (state: LedgerState, link: LinkRecord, frame: Message
   } read(s) of it on this connection, ${record.reads.length} in all)`)
 }
 
+/**
+ * Whether `record`'s receiver read a `message_control` supersede about it:
+ * a `superseded` receipt for it then is the receiver's answer (a session
+ * acknowledges a supersede so), not the broker's replacement of a staged
+ * message (`delivery.ts`), which only a message never delivered gets — and
+ * a supersede needs the message delivered.
+ */
+export const supersedeHeard = (state: LedgerState, record: MessageRecord): boolean =>
+  state.controls.reads.some((control) => control.action === "supersede" && control.messageId === record.id && control.from === record.sender)
+
 /** Whether `record` is a message whose cancel the broker acknowledged and no client of its receiver ever read. */
 export const cancelledUnread = (state: LedgerState, record: MessageRecord): boolean =>
   record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.cancelled.has(record.id)

@@ -29,7 +29,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelWritten, controlRead } from "./controls.ts"
+import { cancelAnswered, cancelWritten, controlRead, supersedeHeard } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -555,7 +555,8 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
     case "message_receipt": {
       if (frame.receipt.status === "superseded") {
         const replaced = recordFrom(state, frame.receipt.messageId, link.owner)
-        if (replaced !== undefined) replacedRead(state, replaced, frame.receipt.detail)
+        // A receiver's answer to this sender's supersede of a message it was given, not the broker's replacement.
+        if (replaced !== undefined && !supersedeHeard(state, replaced)) replacedRead(state, replaced, frame.receipt.detail)
         return
       }
       if (frame.receipt.status !== "expired") return
