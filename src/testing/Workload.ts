@@ -6,12 +6,12 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 770 lines — generating and running workloads; the
+ * Size: one concept, about 820 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
  * (the larger ops' draws and runners have modules of their own under
- * simulation/: pressure.ts, delivery.ts, parkedFlush.ts).
+ * simulation/: pressure.ts, delivery.ts, parkedFlush.ts, controls.ts).
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"

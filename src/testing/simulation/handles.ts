@@ -3,7 +3,12 @@
  * is a step of the world — a session action (send, ask, reply, list) runs in
  * the current generation and returns a `Pending`; a lifecycle action or a
  * fault runs as a world step — and every one is written to the trace with
- * its outcome.
+ * its outcome. A cancel or supersede of a recent send (`cancelRecent`,
+ * `supersedeRecent`) goes through the session's client, as an engine calls
+ * it: the session tool has neither.
+ *
+ * Size: about 400 lines, one handle whose actions share the step helpers
+ * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
 import type { IntercomClientService } from "../../client/models.ts"
