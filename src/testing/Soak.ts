@@ -96,6 +96,8 @@ export interface SoakSummary {
     readonly senderEnded: number
     readonly redelivered: number
     readonly resent: number
+    readonly cancelsAcknowledged: number
+    readonly controlsRead: number
   }
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
@@ -122,7 +124,9 @@ const messageKeys = [
   "withdrawn",
   "senderEnded",
   "redelivered",
-  "resent"
+  "resent",
+  "cancelsAcknowledged",
+  "controlsRead"
 ] as const
 
 const groupKeys = [
@@ -222,7 +226,9 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       withdrawn: 0,
       senderEnded: 0,
       redelivered: 0,
-      resent: 0
+      resent: 0,
+      cancelsAcknowledged: 0,
+      controlsRead: 0
     }
     const asks = { started: 0, replied: 0, timedOut: 0, failed: 0 }
     const groups = {
@@ -298,9 +304,10 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
       (summary.simulatedMs / 3_600_000).toFixed(1)
     } h`,
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
-    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
+    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
+    `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`
   ]
   const p = summary.paths

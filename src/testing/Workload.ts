@@ -6,12 +6,12 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 770 lines — generating and running workloads; the
+ * Size: one concept, about 820 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
  * (the larger ops' draws and runners have modules of their own under
- * simulation/: pressure.ts, delivery.ts, parkedFlush.ts).
+ * simulation/: pressure.ts, delivery.ts, parkedFlush.ts, controls.ts).
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
@@ -23,6 +23,7 @@ import {
   formatDeliverySend,
   runDeliverySend
 } from "./simulation/delivery.ts"
+import { ControlFields, formatControl, runControl, withControls } from "./simulation/controls.ts"
 import { CustodyHoldFields, drawCustodyHold, formatCustodyHold, runCustodyHold } from "./simulation/custodyHold.ts"
 import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
@@ -80,7 +81,8 @@ export const OpSchema = Schema.Union([
   op("Flood", FloodFields),
   op("ParkedFlush", ParkedFlushFields),
   op("HeldReturn", HeldReturnFields),
-  op("CustodyHold", CustodyHoldFields)
+  op("CustodyHold", CustodyHoldFields),
+  op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -123,7 +125,9 @@ export const trafficWeights: OpWeights = {
   // Never drawn by weight: `heldReturn` inserts it from a stream of its own (simulation/heldReturn.ts).
   HeldReturn: 0,
   // Never drawn by weight: `custodyHold` inserts it from a stream of its own (simulation/custodyHold.ts).
-  CustodyHold: 0
+  CustodyHold: 0,
+  // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
+  Control: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -230,6 +234,13 @@ export interface WorkloadOptions {
    * its mail (the broker's takeover custody hold). Default false.
    */
   readonly custodyHold?: boolean
+  /**
+   * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
+   * the sender's latest send (`Control`, simulation/controls.ts), drawn from
+   * a stream of its own after every other op is in place. Default true;
+   * false gives the workloads of before.
+   */
+  readonly controls?: boolean
 }
 
 /** How often a session leaves by `unregister` in a workload with `unregister`. */
@@ -424,6 +435,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "ParkedFlush":
       case "HeldReturn":
       case "CustodyHold":
+      case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
     }
@@ -459,7 +471,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, held] of drawCustodyHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
   }
-  return ops
+  return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
 
 const nameAt = (sessions: ReadonlyArray<SimSession>, index: number): SimSession | undefined => sessions[index]
@@ -532,6 +544,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatHeldReturn(op, name)}`
     case "CustodyHold":
       return `${when} ${formatCustodyHold(op, name)}`
+    case "Control":
+      return `${when} ${formatControl(op, name(op.from))}`
   }
 }
 
@@ -684,6 +698,11 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "CustodyHold":
           yield* runCustodyHold(sim, op, counter)
           break
+        case "Control": {
+          const from = nameAt(sessions, op.from)
+          if (from !== undefined) yield* runControl(from, op.action, op.back, counter)
+          break
+        }
       }
     }
     yield* leave(Number.POSITIVE_INFINITY)

@@ -142,7 +142,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "passive-woke-model": true,
   "topic-revision-backwards": true,
   "topic-double-interrupt": true,
-  "membership-view": true
+  "membership-view": true,
+  "control-before-message": true,
+  "cancel-unheard": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

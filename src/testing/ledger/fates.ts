@@ -9,6 +9,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
+import { cancelledUnread, checkControls } from "./controls.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -111,6 +112,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   let redelivered = 0
   let resent = 0
   checkReplaceLatest(state)
+  checkControls(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()
@@ -203,6 +205,11 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
       violate(state, "silent-loss", `${label} was written to ${to}'s open connection #${open.join(", #")} but never read`)
       continue
     }
+    // Its sender cancelled it before any client of its receiver read it: the broker took it out of the mailbox.
+    if (cancelledUnread(state, record)) {
+      withdrawn++
+      continue
+    }
     // Its asker stopped waiting and withdrew it (`cancel_ask`): the broker drops the question, untold.
     if (record.recordSays === "delivered" && withdrawnAsks.has(record)) {
       withdrawn++
@@ -272,7 +279,9 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     withdrawn,
     senderEnded,
     redelivered,
-    resent
+    resent,
+    cancelsAcknowledged: state.controls.cancelAcks.length,
+    controlsRead: state.controls.reads.length
   }
 }
 

@@ -9,6 +9,46 @@ import type { Message } from "../../protocol/frames.ts"
 import type { DeliveryNote } from "./delivery.ts"
 import type { AskOutcome, LedgerOptions, SessionMeta, Violation } from "./types.ts"
 
+/** A `message_control` a client read (ledger/controls.ts). */
+export interface ControlRead {
+  /** The connection that read it; its owner is the receiver. */
+  readonly link: number
+  /** The sender of the message it is about (the session that cancelled or superseded it). */
+  readonly from: string
+  readonly messageId: string
+  readonly action: "cancel" | "supersede"
+  /** Its place among reads (`LedgerState.readSeq`). */
+  readonly seq: number
+}
+
+/** A sender's `cancel_message` the broker answered with a bare `delivered` (ledger/controls.ts). */
+export interface CancelAck {
+  readonly sender: string
+  readonly messageId: string
+  /** The broker incarnation that answered. */
+  readonly epoch: number
+  /** When the sender read the answer, among reads (`LedgerState.readSeq`). */
+  readonly seq: number
+}
+
+/** What the ledger keeps of cancels and controls (ledger/controls.ts). */
+export interface ControlState {
+  /** `sender\0messageId` of each `cancel_message` a world session wrote and the broker has not answered. */
+  readonly cancelsWritten: Set<string>
+  readonly cancelAcks: Array<CancelAck>
+  /** Ids of messages whose cancel the broker acknowledged. */
+  readonly cancelled: Set<string>
+  readonly reads: Array<ControlRead>
+}
+
+/** An empty `ControlState`. */
+export const makeControlState = (): ControlState => ({
+  cancelsWritten: new Set(),
+  cancelAcks: [],
+  cancelled: new Set(),
+  reads: []
+})
+
 /** One in-memory connection as the ledger follows it. */
 export interface LinkRecord {
   readonly id: number
@@ -209,6 +249,8 @@ export interface LedgerState {
   /** The end of the run is making every session register again (see `stranded-mail`). */
   rescuing: boolean
   rescueStartedAt: number
+  /** Cancels and controls on the wire (ledger/controls.ts). */
+  readonly controls: ControlState
   acceptSeq: number
   readSeq: number
   checkCount: number
@@ -242,6 +284,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   takeovers: new Map(),
   rescuing: false,
   rescueStartedAt: 0,
+  controls: makeControlState(),
   acceptSeq: 0,
   readSeq: 0,
   checkCount: 0,

@@ -166,6 +166,22 @@ export type ViolationKind =
    * and group does not, or lacks one it does (simulation/membershipViews.ts).
    */
   | "membership-view"
+  /**
+   * A receiver read a `message_control` (a cancel or supersede) about a
+   * message before that message: on the connection that read the control,
+   * the message came after it, or no copy of it had reached the receiver
+   * before the control did (docs/protocol.md, "Receipts and control": the
+   * control waits behind the message it is about; ledger/controls.ts).
+   */
+  | "control-before-message"
+  /**
+   * The broker acknowledged a sender's `cancel_message` (a bare `delivered`)
+   * for a message its receiver had not read yet, and the receiver read that
+   * message first afterwards with no `message_control` cancel about it
+   * after it: the cancel neither dequeued it nor reached the receiver
+   * (ledger/controls.ts).
+   */
+  | "cancel-unheard"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
@@ -259,7 +275,9 @@ export interface MessageTally {
   /**
    * Asks never handed to their target whose asker had stopped waiting (its
    * ask timed out, was interrupted or failed, and its client sent
-   * `cancel_ask`): the broker drops such a question rather than ask it.
+   * `cancel_ask`): the broker drops such a question rather than ask it;
+   * and messages their sender cancelled (`cancel_message`, acknowledged)
+   * before any client of the receiver read them.
    */
   readonly withdrawn: number
   /**
@@ -270,6 +288,10 @@ export interface MessageTally {
    * is owed it (`untold-eviction` otherwise).
    */
   readonly senderEnded: number
+  /** Cancels of world sessions' messages the broker acknowledged (a bare `delivered`; ledger/controls.ts). */
+  readonly cancelsAcknowledged: number
+  /** `message_control` frames (cancels and supersedes of world sessions' messages) their receivers read. */
+  readonly controlsRead: number
 }
 
 /** How every ask of a run ended. */

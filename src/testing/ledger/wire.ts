@@ -19,7 +19,8 @@
  * The takeover bookkeeping (`heldAtRegister`, for known issue 22) is part of
  * the broker-read tap, so it stays here too, as does what `ask-hijacked`
  * needs of it (when a broker first read a reply, and its ask's deadline as
- * the target read it).
+ * the target read it). Cancels and controls are recorded here and judged
+ * in controls.ts.
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
@@ -28,6 +29,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
+import { cancelAnswered, cancelWritten, controlRead, supersedeHeard } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -85,6 +87,9 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
       if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
         const frame = decodeSendLike(parsed)
         if (frame !== undefined) sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
+      } else if (parsed.type === "cancel_message" && !isHostile(state, link.owner)) {
+        const cancel = decodeClientFrame.cancel_message(parsed)
+        if (!isFrameDecodeError(cancel)) cancelWritten(state, link, cancel.messageId)
       } else if (parsed.type === "unregister") {
         link.registered = false
       } else if (parsed.type === "received") {
@@ -462,7 +467,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
     }
     case "delivery_queued":
     case "delivered": {
-      if (frame.type === "delivered" && frame.delivery === undefined) return // a cancel's bare answer
+      if (frame.type === "delivered" && frame.delivery === undefined) return cancelAnswered(state, link, frame.messageId)
       const record = state.messages.get(frame.messageId)
       if (record === undefined || record.sender !== link.owner) return
       if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt, link.brokerEpoch)
@@ -545,10 +550,13 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       sameScope(state, link, frame.sessionId, "session_left")
       sameGroup(state, link, frame.sessionId, "session_left")
       return
+    case "message_control":
+      return controlRead(state, link, frame)
     case "message_receipt": {
       if (frame.receipt.status === "superseded") {
         const replaced = recordFrom(state, frame.receipt.messageId, link.owner)
-        if (replaced !== undefined) replacedRead(state, replaced, frame.receipt.detail)
+        // A receiver's answer to this sender's supersede of a message it was given, not the broker's replacement.
+        if (replaced !== undefined && !supersedeHeard(state, replaced)) replacedRead(state, replaced, frame.receipt.detail)
         return
       }
       if (frame.receipt.status !== "expired") return

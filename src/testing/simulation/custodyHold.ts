@@ -27,6 +27,12 @@
  * for that write (at most the 2 s end grace): the hold lasts until then. D
  * sends B one more (held), then, unless `leave` is `none`, stops (or is
  * killed), starts again `returnMs` later and sends B `more` messages.
+ * Between the takeover and the held message, D mostly cancels or supersedes
+ * one of its messages in the old connection's custody
+ * (simulation/controls.ts): not yet slowed, D is read at once, so the
+ * broker routes the control while the hold lasts and must keep it behind
+ * that message, which the old close gives back. (A control after the held
+ * send would wait unread with D until the hold ends.)
  *
  * A supervisor (lifecycle actions never touch it in a workload with groups:
  * a new client of it holds no capability) and the ephemeral session (its
@@ -37,6 +43,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
+import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** How the held sender D leaves while the hold lasts: orderly, killed, or not at all. */
@@ -52,7 +59,9 @@ export const CustodyHoldFields = {
   leave: CustodyHoldLeave,
   returnMs: Schema.Int,
   more: Schema.Int,
-  notSession: Schema.Array(Schema.Int)
+  notSession: Schema.Array(Schema.Int),
+  control: Schema.optionalKey(Schema.Literals(["cancel", "supersede", "none"])),
+  controlBack: Schema.optionalKey(Schema.Int)
 }
 
 /** A drawn `CustodyHold`. */
@@ -69,6 +78,13 @@ export interface CustodyHoldDraw {
   readonly more: number
   /** Sessions the op never stops or starts (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
+  /**
+   * What D does, once B was taken over and before the held message, about
+   * its `controlBack`-th latest message to B (each in the old connection's
+   * custody): a cancel, a supersede, or nothing (absent: nothing).
+   */
+  readonly control?: ControlAction | "none"
+  readonly controlBack?: number
 }
 
 /**
@@ -87,7 +103,8 @@ export const drawCustodyHold = (
   const recipient = prng.int(0, sessions - 1)
   const other = prng.int(0, sessions - 2)
   const leave = prng.weighted({ stop: 4, kill: 4, none: 2 })
-  return [[prng.int(0, ops), {
+  const at = prng.int(0, ops)
+  const drawn = {
     _tag: "CustodyHold",
     after: prng.int(0, 2500),
     recipient,
@@ -101,7 +118,9 @@ export const drawCustodyHold = (
     returnMs: prng.chance(0.8) ? prng.int(0, 400) : prng.int(400, 3000),
     more: prng.int(1, 2),
     notSession
-  }]]
+  } as const
+  // Drawn last, so the fields above are what they were before controls.
+  return [[at, { ...drawn, ...drawOpControl(prng, drawn.count - 1) }]]
 }
 
 /** A `CustodyHold`, printed. */
@@ -111,7 +130,10 @@ export const formatCustodyHold = (op: CustodyHoldDraw, name: (index: number) => 
   const leave = op.leave === "none"
     ? ""
     : `, ${op.leave === "stop" ? "stops" : "is killed"}, starts again ${op.returnMs} ms later and sends ${b} ${op.more} more`
-  return `${b}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${b} for ${op.stallMs} ms; ${d} sends ${b} ${op.count}; ${b} stops and starts again (a takeover); ${d} sends ${b} one more${leave}`
+  const control = op.control === undefined || op.control === "none"
+    ? ""
+    : `; ${d} ${op.control}s its ${recentSend(op.controlBack ?? 0)} to ${b}`
+  return `${b}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${b} for ${op.stallMs} ms; ${d} sends ${b} ${op.count}; ${b} stops and starts again (a takeover)${control}; ${d} sends ${b} one more${leave}`
 }
 
 /** The text of message `k` of the op number `counter` from `from` to `to`. */
@@ -145,6 +167,8 @@ export const runCustodyHold = (sim: SimulationService, op: CustodyHoldDraw, coun
     // Its `unregister` and close are not read: the broker still holds the old connection when the new client registers.
     yield* recipient.stop
     yield* recipient.start
+    // Before the held send: D is not slowed yet, so the broker handles it while the hold lasts.
+    if (op.control !== undefined && op.control !== "none") yield* runControl(sender, op.control, op.controlBack ?? 0, counter, to, true)
     yield* sender.send(to, custodyHoldText(counter, "held", sender.name, to))
     if (op.leave === "none") return
     yield* op.leave === "stop" ? sender.stop : sender.kill

@@ -3,9 +3,15 @@
  * is a step of the world — a session action (send, ask, reply, list) runs in
  * the current generation and returns a `Pending`; a lifecycle action or a
  * fault runs as a world step — and every one is written to the trace with
- * its outcome.
+ * its outcome. A cancel or supersede of a recent send (`cancelRecent`,
+ * `supersedeRecent`) goes through the session's client, as an engine calls
+ * it: the session tool has neither.
+ *
+ * Size: about 400 lines, one handle whose actions share the step helpers
+ * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
+import type { IntercomClientService } from "../../client/models.ts"
 import type { IntercomSessionService } from "../../session/IntercomSession.ts"
 import { newMessage } from "../../session/Sending.ts"
 import { Prng } from "../Prng.ts"
@@ -15,6 +21,8 @@ import {
   closeGeneration,
   currentLink,
   lifecycle,
+  RECENT_SENDS,
+  type RecentSend,
   type SlowStart,
   type SessionState,
   startSession,
@@ -71,6 +79,50 @@ const sessionOp = <A, E>(
     return pending(world, fiber)
   })
 
+/**
+ * A cancel or supersede (P71, P72) of the session's `back`-th latest
+ * acknowledged send (to `to`, or to anyone; 0 the latest, past the oldest
+ * remembered the oldest), through its client as an engine calls it;
+ * undefined (noted) when the session is stopped or remembers no such send.
+ */
+const controlOp = <E>(
+  world: World,
+  state: SessionState,
+  to: string | undefined,
+  back: number,
+  verb: string,
+  action: (client: IntercomClientService, recent: RecentSend) => Effect.Effect<string, E>
+): Effect.Effect<Pending<string, E> | undefined> =>
+  Effect.gen(function*() {
+    const name = state.meta.name
+    const client = state.client
+    const generation = state.generation
+    const mine = to === undefined ? state.sent : state.sent.filter((recent) => recent.to === to)
+    const recent = mine[mine.length - 1 - Math.min(back, mine.length - 1)]
+    if (client === undefined || generation === undefined || recent === undefined) {
+      world.ledger.note(`${name} ${verb} a recent send${to === undefined ? "" : ` to ${to}`}: skipped (${recent === undefined ? "none remembered" : "session stopped"})`)
+      return undefined
+    }
+    const label = `${name} ${verb} ${world.ledger.alias(recent.messageId)} (to ${recent.to})`
+    const fiber = yield* step(
+      world,
+      Effect.suspend(() => {
+        world.ledger.note(label)
+        return action(client.service, recent)
+      }).pipe(
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            world.ledger.note(`${label} → ${failureOf(exit, (outcome) => outcome)}`)
+            world.ledger.defectOf(label, exit)
+          })
+        )
+      ),
+      generation.ops,
+      client.key
+    )
+    return pending(world, fiber)
+  })
+
 /** A message text as the trace quotes it: a long one (a `Flood`'s) by its head and length. */
 const quoted = (text: string): string =>
   text.length <= 80 ? `"${text}"` : `"${text.slice(0, 40)}…" (${text.length} characters)`
@@ -92,7 +144,13 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         world,
         state,
         `send ${to} ${quoted(text)}${options.delivery === undefined ? "" : ` (${[options.delivery, options.queueMode, options.threadId].filter((part) => part !== undefined).join(" ")})`}`,
-        (session) => session.send({ to, message: text, ...options }),
+        (session) =>
+          Effect.tap(session.send({ to, message: text, ...options }), (sent) =>
+            Effect.sync(() => {
+              if (sent._tag !== "Sent") return
+              state.sent.push({ to, messageId: sent.messageId })
+              if (state.sent.length > RECENT_SENDS) state.sent.shift()
+            })),
         (exit) =>
           failureOf(exit, (sent) =>
             sent._tag === "Sent" ? `${world.ledger.alias(sent.messageId)} ${sent.delivery}` : "declined")
@@ -186,6 +244,16 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         )
         return pending(world, fiber)
       }),
+    cancelRecent: (back, to) =>
+      controlOp(world, state, to, back, "cancels", (client, recent) =>
+        Effect.map(client.cancel(recent.messageId), (cancelled) => cancelled ? "cancelled" : "not cancelled")),
+    supersedeRecent: (back, text, to) =>
+      controlOp(world, state, to, back, `supersedes with ${quoted(text)}`, (client, recent) =>
+        Effect.gen(function*() {
+          const message = yield* newMessage(text, undefined, {})
+          const delivery = yield* client.send({ to: recent.to, message: { ...message, supersedes: recent.messageId } })
+          return `${world.ledger.alias(message.id)} ${delivery.delivery}`
+        })),
     cancelAsks: worldStep(
       world,
       `${name} cancels its asks`,

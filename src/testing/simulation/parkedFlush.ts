@@ -25,7 +25,10 @@
  * flush fills B's outbox and the rest is parked on B's reader; then, `gapMs`
  * apart, each sender sends `more` messages, then does what `churn` draws for
  * it (nothing, leave and rejoin, die and restart, or unregister), and one
- * that came back sends once more. B's slow writes end after long enough to
+ * that came back sends once more. Once B has started again, one sender
+ * mostly cancels or supersedes one of its messages in B's flush
+ * (simulation/controls.ts), whose control the broker must keep behind it.
+ * B's slow writes end after long enough to
  * write it all; the workload goes on (and `finish` heals and settles).
  *
  * Drawn from a stream of its own (`Prng.derive(seed, "parked-flush")`) and
@@ -33,6 +36,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
+import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What a sender does once it has sent its `more` messages: `rejoin` stops and starts, `kill` dies and starts. */
@@ -50,7 +54,10 @@ export const ParkedFlushFields = {
   delayMs: Schema.Int,
   more: Schema.Int,
   gapMs: Schema.Int,
-  churn: Schema.Array(ParkedFlushChurn)
+  churn: Schema.Array(ParkedFlushChurn),
+  control: Schema.optionalKey(Schema.Literals(["cancel", "supersede", "none"])),
+  controlSender: Schema.optionalKey(Schema.Int),
+  controlBack: Schema.optionalKey(Schema.Int)
 }
 
 /** A drawn `ParkedFlush`. */
@@ -66,6 +73,14 @@ export interface ParkedFlushDraw {
   readonly more: number
   readonly gapMs: number
   readonly churn: ReadonlyArray<ParkedFlushChurn>
+  /**
+   * What the sender at `controlSender` (an index into `senders`) does, once
+   * B started again, about its `controlBack`-th latest message to B (all of
+   * them in B's flush): a cancel, a supersede, or nothing (absent: nothing).
+   */
+  readonly control?: ControlAction | "none"
+  readonly controlSender?: number
+  readonly controlBack?: number
 }
 
 /** The chance of a second `ParkedFlush` in a seed's workload (there is always one with `--parked-flush`). */
@@ -113,7 +128,17 @@ export const drawParkedFlush = (
       churn: senders.map(() => prng.pick<ParkedFlushChurn>(["none", "rejoin", "rejoin", "kill", "unregister", "unregister"]))
     }])
   }
-  return drawn.sort((a, b) => a[0] - b[0])
+  // From a stream of its own, so the draws above are what they were before controls.
+  const controls = Prng.derive(seed, "parked-flush/control")
+  return drawn
+    .map(([index, op]) =>
+      [index, {
+        ...op,
+        controlSender: controls.int(0, op.senders.length - 1),
+        ...drawOpControl(controls, op.count - 1)
+      }] as const
+    )
+    .sort((a, b) => a[0] - b[0])
 }
 
 /** A `ParkedFlush`, printed. */
@@ -122,7 +147,11 @@ export const formatParkedFlush = (op: ParkedFlushDraw, name: (index: number) => 
     .map((sender, i) => [name(sender), op.churn[i] ?? "none"] as const)
     .filter(([, what]) => what !== "none")
     .map(([who, what]) => `${who} ${what === "rejoin" ? "leaves and rejoins" : what === "kill" ? "dies and restarts" : "unregisters"}`)
-  return `${name(op.recipient)} ${op.away === "stop" ? "stops" : "is killed"}; ${op.senders.map(name).join(", ")} each send it ${op.count} messages of ${op.size} characters; it starts again, its broker-side writes taking ${op.delayMs} ms; each sends ${op.more} more, ${op.gapMs} ms apart${
+  const controller = op.senders[op.controlSender ?? 0]
+  const control = op.control === undefined || op.control === "none" || controller === undefined
+    ? ""
+    : `; ${name(controller)} ${op.control}s its ${recentSend(op.controlBack ?? 0)} to it`
+  return `${name(op.recipient)} ${op.away === "stop" ? "stops" : "is killed"}; ${op.senders.map(name).join(", ")} each send it ${op.count} messages of ${op.size} characters; it starts again, its broker-side writes taking ${op.delayMs} ms${control}; each sends ${op.more} more, ${op.gapMs} ms apart${
     churn.length === 0 ? "" : `; ${churn.join(", ")}`
   }`
 }
@@ -171,6 +200,10 @@ export const runParkedFlush = (
     // Long enough to write every message of the flush and of the rest of the op one at a time.
     const messages = senders.length * (op.count + op.more + 1)
     yield* recipient.startSlow(op.delayMs, op.delayMs * (messages + 4))
+    const controller = senders[op.controlSender ?? 0]?.[0]
+    if (op.control !== undefined && op.control !== "none" && controller !== undefined) {
+      yield* runControl(controller, op.control, op.controlBack ?? 0, counter, to, true)
+    }
     for (let k = 1; k <= op.more; k++) {
       for (const [sender] of senders) {
         yield* sim.advance(op.gapMs)

@@ -89,7 +89,22 @@ export interface SessionState {
    * client's first connection take `ms` each from its dial on.
    */
   slowStart: SlowStart | undefined
+  /**
+   * Its latest sends the broker acknowledged, oldest first (at most
+   * RECENT_SENDS): what `SimSession.cancelRecent` and `supersedeRecent` pick
+   * from. Kept across clients, as a cancel is keyed by the session.
+   */
+  readonly sent: Array<RecentSend>
 }
+
+/** A send of a session the broker acknowledged: its id and the target as the sender named it. */
+export interface RecentSend {
+  readonly to: string
+  readonly messageId: string
+}
+
+/** How many acknowledged sends a session remembers for a cancel or supersede. */
+export const RECENT_SENDS = 8
 
 /**
  * A start whose first connection's broker-side writes are slow from its dial
@@ -154,7 +169,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         grant: undefined,
         journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
         ended: false,
-        slowStart: undefined
+        slowStart: undefined,
+        sent: []
       })
     }
     return states

@@ -330,6 +330,20 @@ export interface SimSession {
     text: string,
     options?: { readonly ask?: boolean; readonly timeout?: Duration.Input }
   ) => Effect.Effect<Pending<Delivery, unknown> | undefined>
+  /**
+   * Cancels (`cancel_message`, P71) this session's `back`-th latest
+   * acknowledged send (to `to` when given, else to anyone; 0 the latest,
+   * past the oldest remembered the oldest) through its client; succeeds with
+   * what the broker answered. Undefined when the session is stopped or
+   * remembers no such send.
+   */
+  readonly cancelRecent: (back: number, to?: string) => Effect.Effect<Pending<string, unknown> | undefined>
+  /**
+   * Sends a message `text` that supersedes (P72) this session's `back`-th
+   * latest acknowledged send, picked as `cancelRecent` picks it, to that
+   * send's target.
+   */
+  readonly supersedeRecent: (back: number, text: string, to?: string) => Effect.Effect<Pending<string, unknown> | undefined>
   /** Cancels (interrupts) this session's asks in progress, as a person cancelling the tool call. */
   readonly cancelAsks: Effect.Effect<void>
   /** `reply`: to the asker named `to`, or to the single pending ask. */

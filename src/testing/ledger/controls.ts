@@ -1,0 +1,122 @@
+/**
+ * Cancels and controls on the wire: a sender's `cancel_message` and the
+ * broker's answer, and each `message_control` (cancel, supersede) a
+ * receiver reads, judged at the end of the run against the reads of the
+ * message it is about.
+ *
+ * Why: docs/protocol.md ("Receipts and control", P70–P73) says a
+ * `cancel_message` either dequeues queued mail or sends the receiver a
+ * `message_control` cancel, answered with a bare `delivered` either way;
+ * that a `supersedes` send first sends the receiver a `message_control`
+ * supersede; and that the receiver never gets a `message_control` before
+ * the message it is about — wherever that message still waits (a takeover's
+ * custody hold, a parked mailbox flush, an outbox its session was taken
+ * from), the control waits behind it. Two kinds follow:
+ *
+ * - `control-before-message`: on the connection that read a control, the
+ *   message came after it without having come before it; or no copy of the
+ *   message had reached the receiver before the control and one did later.
+ *   A copy read on an earlier connection counts: a message its client
+ *   confirmed there is not sent again, and the route a control follows
+ *   outlives reconnects.
+ * - `cancel-unheard`: the broker acknowledged a cancel of a message the
+ *   receiver had not read yet, and the receiver read it afterwards (from
+ *   the same broker incarnation) with no control cancel about it after
+ *   that read: the cancel neither dequeued the message nor reached the
+ *   receiver. A read from a later broker incarnation is not judged: routes
+ *   are not stored (docs/protocol.md, "When a receipt is dropped": the
+ *   broker stopped or restarted).
+ *
+ * A cancel the broker acknowledged for a message no client of its receiver
+ * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
+ * (`cancelledUnread`).
+ */
+import type { MessageControlFrame } from "../../protocol/frames.ts"
+import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
+import { check, note } from "./trace.ts"
+
+const keyOf = (sender: string, messageId: string): string => `${sender}\0${messageId}`
+
+/** A world session's client wrote `cancel_message` for `messageId` on `link`. */
+export const cancelWritten = (state: LedgerState, link: LinkRecord, messageId: string): void => {
+  state.controls.cancelsWritten.add(keyOf(link.owner, messageId))
+}
+
+/**
+ * The client of `link` read a bare `delivered` for `messageId`: the answer
+ * to its cancel of that message, if it wrote one (a bare `delivered` answers
+ * nothing else).
+ */
+export const cancelAnswered = (state: LedgerState, link: LinkRecord, messageId: string): void => {
+  const key = keyOf(link.owner, messageId)
+  if (!state.controls.cancelsWritten.delete(key)) return
+  const record = state.messages.get(messageId)
+  if (record === undefined || record.sender !== link.owner) return
+  state.controls.cancelled.add(messageId)
+  state.controls.cancelAcks.push({ sender: link.owner, messageId, epoch: link.brokerEpoch, seq: ++state.readSeq })
+  note(state, `   ${nameOf(state, link.owner)}'s cancel of ${record.alias} acknowledged (${record.reads.length} read(s) of it so far)`)
+}
+
+/** The client of `link` read a `message_control`. */
+export const controlRead = (state: LedgerState, link: LinkRecord, frame: MessageControlFrame): void => {
+  const record = state.messages.get(frame.control.messageId)
+  if (record === undefined || record.sender !== frame.from.id) return
+  state.controls.reads.push({
+    link: link.id,
+    from: frame.from.id,
+    messageId: record.id,
+    action: frame.control.action,
+    seq: ++state.readSeq
+  })
+  note(state, `   ${nameOf(state, link.owner)} told ${record.alias} ${frame.control.action === "cancel" ? "cancelled" : "superseded"} (after ${
+    record.reads.filter((read) => read.link === link.id).length
+  } read(s) of it on this connection, ${record.reads.length} in all)`)
+}
+
+/**
+ * Whether `record`'s receiver read a `message_control` supersede about it:
+ * a `superseded` receipt for it then is the receiver's answer (a session
+ * acknowledges a supersede so), not the broker's replacement of a staged
+ * message (`delivery.ts`), which only a message never delivered gets — and
+ * a supersede needs the message delivered.
+ */
+export const supersedeHeard = (state: LedgerState, record: MessageRecord): boolean =>
+  state.controls.reads.some((control) => control.action === "supersede" && control.messageId === record.id && control.from === record.sender)
+
+/** Whether `record` is a message whose cancel the broker acknowledged and no client of its receiver ever read. */
+export const cancelledUnread = (state: LedgerState, record: MessageRecord): boolean =>
+  record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.cancelled.has(record.id)
+
+/** The end-of-run checks (see the module header). */
+export const checkControls = (state: LedgerState): void => {
+  for (const control of state.controls.reads) {
+    const record = state.messages.get(control.messageId)
+    if (record === undefined) continue
+    const here = record.reads.filter((read) => read.link === control.link)
+    const before = record.reads.some((read) => read.seq < control.seq)
+    const beforeHere = here.some((read) => read.seq < control.seq)
+    const afterHere = here.some((read) => read.seq > control.seq)
+    const after = record.reads.some((read) => read.seq > control.seq)
+    const receiver = nameOf(state, state.links.get(control.link)?.owner ?? "?")
+    check(state, !(afterHere && !beforeHere) && !(after && !before), "control-before-message", () =>
+      `${receiver} read ${nameOf(state, control.from)}'s ${control.action} of ${record.alias} on connection #${control.link} before ${record.alias} itself (${
+        afterHere ? "which came after it on the same connection" : "no copy had reached it before"
+      })`)
+  }
+  for (const ack of state.controls.cancelAcks) {
+    const record = state.messages.get(ack.messageId)
+    if (record === undefined) continue
+    const first = record.reads[0]
+    if (first === undefined || first.seq < ack.seq) continue
+    const firstLink = state.links.get(first.link)
+    if (firstLink === undefined || firstLink.brokerEpoch !== ack.epoch) continue
+    const told = state.controls.reads.some((control) =>
+      control.action === "cancel" && control.messageId === ack.messageId && control.from === ack.sender &&
+      record.reads.some((read) => read.link === control.link && read.seq < control.seq)
+    )
+    check(state, told, "cancel-unheard", () =>
+      `${nameOf(state, ack.sender)}'s cancel of ${record.alias} was acknowledged before ${
+        nameOf(state, firstLink.owner)
+      } first read it (on connection #${first.link}), and no cancel about it followed`)
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Cancels and supersedes in generated workloads (simulation/controls.ts):
+ * the `CustodyHold` op's control about a message its hold keeps reaches the
+ * receiver after that message, with the ledger's control checks holding;
+ * and the `Control` op is drawn from a stream of its own, after sends only,
+ * leaving the other ops as they were.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { CustodyHoldDraw } from "../../src/testing/simulation/custodyHold.ts"
+import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+
+/** As custody-hold.test.ts's: D sends B two, B is taken over, D cancels its latest, sends one (held), stops, is back 10 ms later. */
+const scripted: CustodyHoldDraw = {
+  _tag: "CustodyHold",
+  after: 100,
+  recipient: 1,
+  sender: 3,
+  count: 2,
+  delayMs: 1500,
+  stallMs: 6000,
+  leave: "stop",
+  returnMs: 10,
+  more: 1,
+  notSession: [],
+  control: "cancel",
+  controlBack: 0
+}
+
+/** A world of four sessions with nothing varied and no pressure. */
+const plain = { vary: false, pressure: false, custodyHold: true } as const
+
+describe("cancels and supersedes in the simulation", () => {
+  for (const control of ["cancel", "supersede"] as const) {
+    for (const controlBack of [0, 1]) {
+      it.effect(`a ${control} of D's ${controlBack === 0 ? "latest" : "first"} message (in the old custody) during a custody hold reaches B after it; the ledger's checks hold`, () =>
+        Effect.gen(function*() {
+          const report = yield* runWorkload({ seed: 1 }, [{ ...scripted, control, controlBack }], plain)
+          const trace = report.trace.join("\n")
+          assert.deepStrictEqual(report.violations, [], trace)
+          assert.strictEqual(report.paths.custodyHoldsTaken, 1, trace)
+          assert.strictEqual(report.messages.controlsRead, 1, trace)
+        }))
+    }
+  }
+
+  it("a Control follows only sends, by their sender, from a stream of its own; without it the ops are those of before", () => {
+    const withIt = generateWorkload(7, 4)
+    const without = generateWorkload(7, 4, { controls: false })
+    assert.isFalse(without.some((op) => op._tag === "Control"))
+    assert.deepStrictEqual(withIt.filter((op) => op._tag !== "Control"), without)
+    const controls = withIt.flatMap((op, index) => op._tag === "Control" ? [index] : [])
+    assert.isAbove(controls.length, 0)
+    for (const index of controls) {
+      const before = withIt[index - 1]
+      const op = withIt[index]
+      assert.strictEqual(before?._tag, "Send")
+      if (before?._tag === "Send" && op?._tag === "Control") assert.strictEqual(op.from, before.from)
+    }
+  })
+})
+
+describe("a receiver's answer to a supersede", () => {
+  // Seed 7910 of `--parked-flush --unregister --delivery`: C supersedes m22, a replace-mode message (staged,
+  // then delivered to D); D's session answers the control with a `superseded` receipt, which the ledger took
+  // for the broker's replacement of a staged message and so reported m22 `replace-not-latest`. If the seed
+  // no longer reaches it, the first assertion fails: restate it with a seed that does.
+  it.effect("is not the broker's replacement of a staged message (seed 7910, parked flush, delivery)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 7910 }, undefined, { parkedFlush: true, unregister: true, delivery: true })
+      const trace = report.trace.join("\n")
+      assert.match(trace, /told m\d+ superseded/, "the seed no longer supersedes a message its receiver was given")
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+    }))
+})
+
+describe("finding: a cancel acknowledged during a custody hold whose receiver leaves before it ends", () => {
+  // D cancels m2, in B's old custody, while B's new connection holds D (docs/testing.md, "Cancels and
+  // supersedes"): the broker answers `delivered` and keeps the control behind m2 on the hold. B stops
+  // before the old close ends the hold: the control, with B away, is dropped (ControlFrame.ts), m2 goes to
+  // the mailbox and reaches B when it starts again, and B is never told of the cancel D was told had
+  // worked. docs/protocol.md documents no such exception, so the ledger reports it. When the broker
+  // keeps its word (the message withdrawn, or the control delivered after it), this test fails: turn it
+  // into one that the run holds.
+  it.effect("is reported cancel-unheard: the message reaches the receiver later, the cancel never does", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1 }, [
+        { ...scripted, leave: "none", control: "cancel", controlBack: 0 },
+        { _tag: "Stop", after: 1, session: 1 },
+        { _tag: "Start", after: 5000, session: 1 }
+      ], plain)
+      const trace = report.trace.join("\n")
+      assert.strictEqual(report.messages.cancelsAcknowledged, 1, trace)
+      assert.strictEqual(report.messages.controlsRead, 0, trace)
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["cancel-unheard"], trace)
+    }))
+})

@@ -1,0 +1,123 @@
+/**
+ * The ledger's control checks on their own, fed by hand (ledger/controls.ts):
+ * a `message_control` read before the message it is about, on its
+ * connection or before any copy, is `control-before-message`; one read after
+ * it, or about a copy read and confirmed on an earlier connection, is not. A
+ * cancel the broker acknowledged before the receiver first read the message
+ * is `cancel-unheard` unless a control cancel followed that read; one whose
+ * message nobody read is the fate `withdrawn`, not a loss.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Message } from "../../src/protocol/frames.ts"
+import { Ledger } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
+
+const A = "sim-1-a"
+const B = "sim-2-b"
+const from = { id: A, cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+const one: Message = { id: "m-0001", timestamp: 0, content: { text: "one" } }
+const send = JSON.stringify({ type: "send", to: B, message: one })
+const acked = JSON.stringify({ type: "delivered", messageId: one.id, delivery: "socket_delivered" })
+const cancel = JSON.stringify({ type: "cancel_message", messageId: one.id })
+/** The broker's bare answer to a cancel it carried out. */
+const cancelled = JSON.stringify({ type: "delivered", messageId: one.id })
+const message = JSON.stringify({ type: "message", from, message: one })
+const control = (action: "cancel" | "supersede") =>
+  JSON.stringify({ type: "message_control", from, control: { messageId: one.id, action, timestamp: 0 } })
+const register = JSON.stringify({
+  type: "register",
+  sessionId: B,
+  session: { cwd: "/", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+})
+const registered = JSON.stringify({ type: "registered", sessionId: B })
+
+/** A sends B `one` (acknowledged); B is registered on link #2 and, later, #3. */
+const world = () => {
+  const ledger = new Ledger({ now: () => 0 })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: B, name: "b", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 0)
+  ledger.linkOpened(2, B, "client-b", 0)
+  brokerTook(ledger, 2, [register])
+  ledger.clientRead(2, [registered])
+  ledger.clientWrote(1, [send])
+  brokerTook(ledger, 1, [send])
+  ledger.clientRead(1, [acked])
+  return ledger
+}
+
+/** A's cancel of `one`, acknowledged. */
+const cancelAcknowledged = (ledger: Ledger) => {
+  ledger.clientWrote(1, [cancel])
+  brokerTook(ledger, 1, [cancel])
+  ledger.clientRead(1, [cancelled])
+}
+
+/** The control kinds among the violations found once the ledger finished, and its tally. */
+const finished = (ledger: Ledger) => {
+  const tally = ledger.finish()
+  const kinds = ledger.violations
+    .map((violation) => violation.kind)
+    .filter((kind) => kind === "control-before-message" || kind === "cancel-unheard")
+  return { kinds, tally }
+}
+
+describe("Ledger: controls", () => {
+  it("a control read after its message on the same connection is no violation", () => {
+    const ledger = world()
+    ledger.clientRead(2, [message])
+    cancelAcknowledged(ledger)
+    ledger.clientRead(2, [control("cancel")])
+    const { kinds, tally } = finished(ledger)
+    expect(kinds).toEqual([])
+    expect(tally.cancelsAcknowledged).toBe(1)
+    expect(tally.controlsRead).toBe(1)
+  })
+
+  it("a control read before its message on the same connection is control-before-message", () => {
+    const ledger = world()
+    ledger.clientRead(2, [control("supersede"), message])
+    expect(finished(ledger).kinds).toEqual(["control-before-message"])
+  })
+
+  it("a control on a new connection ahead of the copy re-sent there is control-before-message", () => {
+    const ledger = world()
+    ledger.clientRead(2, [message])
+    ledger.linkOpened(3, B, "client-b2", 0)
+    brokerTook(ledger, 3, [register])
+    ledger.clientRead(3, [registered, control("supersede"), message])
+    expect(finished(ledger).kinds).toEqual(["control-before-message"])
+  })
+
+  it("a control on a new connection about a copy read on an earlier one, not sent again, is no violation", () => {
+    const ledger = world()
+    ledger.clientRead(2, [message])
+    ledger.linkOpened(3, B, "client-b2", 0)
+    brokerTook(ledger, 3, [register])
+    ledger.clientRead(3, [registered, control("supersede")])
+    expect(finished(ledger).kinds).toEqual([])
+  })
+
+  it("a message first read after its cancel was acknowledged, with no control after it, is cancel-unheard", () => {
+    const ledger = world()
+    cancelAcknowledged(ledger)
+    ledger.clientRead(2, [message])
+    expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+  })
+
+  it("a message first read after its cancel was acknowledged, then the control, is no violation", () => {
+    const ledger = world()
+    cancelAcknowledged(ledger)
+    ledger.clientRead(2, [message, control("cancel")])
+    expect(finished(ledger).kinds).toEqual([])
+  })
+
+  it("a cancelled message no client of its receiver read is withdrawn, not lost", () => {
+    const ledger = world()
+    cancelAcknowledged(ledger)
+    const { kinds, tally } = finished(ledger)
+    expect(kinds).toEqual([])
+    expect(ledger.violations.map((violation) => violation.kind)).not.toContain("silent-loss")
+    expect(tally.withdrawn).toBe(1)
+  })
+})
