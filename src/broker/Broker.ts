@@ -238,7 +238,9 @@ const make = (
         const due = router.nextAskExpiry()
         if (due === undefined) return Queue.take(signals.asks)
         const now = clock.currentTimeMillisUnsafe()
-        if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.asks))
+        // Whole milliseconds: a deadline a float's rounding puts a few picoseconds past `now` would make a sleep
+        // that does not move the clock, and the fiber would spin (a TestClock run spun for a minute of CPU so).
+        if (due > now) return Effect.raceFirst(Effect.sleep(Math.ceil(due - now)), Queue.take(signals.asks))
         return Effect.sync(() => router.expireAsks(now))
       }),
       { disableYield: true }
