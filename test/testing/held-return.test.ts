@@ -58,6 +58,27 @@ describe("the HeldReturn op", () => {
       assert.isAtLeast(report.messages.refused, 5 + 2, trace)
     }))
 
+  // Simulation seed 8236 (`--held-return --unregister --delivery`), shrunk: C's passive message to B, sent
+  // while the broker is down, reaches B's connection of its own (a bare `register`, no `delivery-v1`), which
+  // the broker never tells a message's mode. Not a broker fault: `passive-woke-model` judged that base
+  // client's hand-off as if it could have kept the message from a model.
+  it.effect("passive mail read by the op's own connection, a base client, is not passive-woke-model", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 8236 }, [
+        { _tag: "CrashBroker", after: 0, downMs: 3861 },
+        { _tag: "Drop", after: 2021, session: 0, side: "broker" },
+        { _tag: "Send", after: 0, from: 2, to: 3 },
+        { _tag: "DeliverySend", after: 46, from: 2, to: 1, mode: "passive", thread: 0, count: 1, gapMs: 0 },
+        { _tag: "Start", after: 6, session: 2 },
+        { _tag: "DeliverySend", after: 707, from: 3, to: 2, mode: "passive", thread: 0, count: 1, gapMs: 0 },
+        { ...scripted, after: 0, sender: 1, recipient: 3, count: 3, size: 3332, delayMs: 1616, returnMs: 139, lingerMs: 2214, more: 3, notSender: [3] }
+      ], { delivery: true, unregister: true, heldReturn: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      // The case itself: the passive message was handed over by B's own connection.
+      assert.isTrue(trace.includes("from C (own-connection) \"passive 4.0 C→B\""), trace)
+    }))
+
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {
     const without = generateWorkload(7, 4)
     const withIt = generateWorkload(7, 4, { heldReturn: true })

@@ -1,11 +1,13 @@
 /**
  * The ledger's host checks on their own, fed by hand: a message a host's own
  * journal restores to a new generation (`Ledger.hostRestored`) against one a
- * host is handed again (`hostDelivered`). The sweeps run both; these pin each
- * branch of `hostRestored` alone.
+ * host is handed again (`hostDelivered`), and whose hand-off of a passive
+ * message `passive-woke-model` judges. The sweeps run both; these pin each
+ * branch alone.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Ledger } from "../../src/testing/Ledger.ts"
+import { BaseClientIntent } from "../../src/testing/ledger/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
 const A = "sim-1-a"
@@ -55,5 +57,37 @@ describe("Ledger.hostRestored", () => {
     ledger.hostDelivered(B, A, message, "steer")
     ledger.hostRestored(C, A, message, "steer")
     expect(kinds(ledger)).toEqual(["misrouted"])
+  })
+})
+
+describe("Ledger.hostDelivered of a passive message", () => {
+  const passive: Message = { id: "m-0002", timestamp: 0, content: { text: "fyi" } }
+
+  /** A ledger in which A's client has written a passive send of `passive` to B. */
+  const ledgerWithPassive = (): Ledger => {
+    const ledger = ledgerWithSend()
+    ledger.clientWrote(1, [JSON.stringify({ type: "send", to: B, message: passive, delivery: "passive" })])
+    return ledger
+  }
+
+  it("handed to a delivery-v1 host with any intent but passive, it would wake the model", () => {
+    const ledger = ledgerWithPassive()
+    ledger.hostDelivered(B, A, passive, "trigger")
+    expect(kinds(ledger)).toEqual(["passive-woke-model"])
+  })
+
+  it("handed over as passive, it is not", () => {
+    const ledger = ledgerWithPassive()
+    ledger.hostDelivered(B, A, passive, "passive")
+    expect(kinds(ledger)).toEqual([])
+  })
+
+  // Seed 8236 `--held-return --unregister --delivery`: the broker never tells a base client the mode.
+  it("read by a base client's connection (a held return's own, a hostile session's), it is not judged", () => {
+    for (const intent of [BaseClientIntent.ownConnection, BaseClientIntent.hostile]) {
+      const ledger = ledgerWithPassive()
+      ledger.hostDelivered(B, A, passive, intent)
+      expect(kinds(ledger)).toEqual([])
+    }
   })
 })

@@ -4,7 +4,8 @@
  * that follow — "only the latest replace per key is delivered, and exactly
  * once" (`replace-not-latest`; "exactly once" is `duplicate-delivery` and
  * `silent-loss`, which hold for staged messages like any other) and "passive
- * never triggers a model turn" (`passive-woke-model`).
+ * never triggers a model turn" (`passive-woke-model`; a promise to a
+ * recipient granted `delivery-v1`, not to a base client).
  *
  * Owns nothing of its own: it reads and writes the `delivery` note of each
  * `MessageRecord`.
@@ -66,9 +67,25 @@ export const replacedRead = (state: LedgerState, record: MessageRecord, detail: 
   note(state, `   ${nameOf(state, record.sender)} told ${record.alias} was replaced: ${detail ?? ""}`)
 }
 
-/** A passive message reached its host: with any intent but `passive` it would have started or steered a turn. */
+/**
+ * The intents the simulation's bare connections hand their mail over with:
+ * a held return's connection of its own (simulation/heldReturn.ts) and a
+ * hostile session's (simulation/hostile.ts). Both register without
+ * `delivery-v1`, and the broker never tells such a base client a message's
+ * mode (docs/protocol.md, `delivery-v1`: "a `message` frame to such a client
+ * never carries them"), so nothing on its side can keep passive mail from a
+ * model: `passive-woke-model` does not judge these hand-offs.
+ */
+export const BaseClientIntent = { ownConnection: "own-connection", hostile: "hostile" } as const
+
+/**
+ * A passive message reached its host: with any intent but `passive` it would
+ * have started or steered a turn — unless the host is a base client's
+ * (`BaseClientIntent`), which is never told the mode.
+ */
 export const checkPassiveIntent = (state: LedgerState, record: MessageRecord, receiver: string, intent: string): void => {
   if (record.delivery?.mode !== "passive") return
+  if (intent === BaseClientIntent.ownConnection || intent === BaseClientIntent.hostile) return
   check(state, intent === "passive", "passive-woke-model", () =>
     `${record.alias} (passive, ${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) was handed to the host as "${intent}": it would wake the model`)
 }

@@ -29,7 +29,8 @@
  * `size` characters to B and `unregister` in one write, so the messages that
  * do not fit B's outbox are parked on that connection and the `unregister` is
  * in their batch; it stays open (reading what it is sent, mail for X handed to
- * X's host as delivered) until the broker closes it (its registration
+ * X's host as delivered — as a base client's, told no delivery mode:
+ * `BaseClientIntent`) until the broker closes it (its registration
  * timeout) or `lingerMs` passed. `returnMs` later X starts again (a new
  * client, a new connection) and sends B `more` messages, and one to another
  * running session. B's slow writes end; the workload goes on (and `finish`
@@ -50,6 +51,7 @@ import { Deferred, Effect, FiberSet, Schema } from "effect"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../../protocol/decode.ts"
 import { newMessage } from "../../session/Sending.ts"
 import { ownedBy } from "../FiberWatch.ts"
+import { BaseClientIntent } from "../ledger/delivery.ts"
 import { Prng } from "../Prng.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
@@ -141,7 +143,9 @@ export interface OwnConnection {
  * `session`'s own (its client must be stopped), known to the ledger as the
  * session's, registers as it (a bare `register`) and reads what it is sent
  * — mail for the session is handed to its host as delivered, as the process
- * it stands for would — until the broker closes it or `closeAfter`. Returns
+ * it stands for would, with intent `BaseClientIntent.ownConnection` (a base
+ * client is never told a message's mode) — until the broker closes it or
+ * `closeAfter`. Returns
  * once the broker answered the registration (undefined if it did not: no
  * broker, or refused); the connection lives on in a step fiber of the world.
  */
@@ -175,7 +179,7 @@ export const ownConnection = (world: World, session: SimSession): Effect.Effect<
             if (isFrameDecodeError(frame)) continue
             if (frame.type === "registered") yield* Deferred.succeed(ready, handle)
             else if (frame.type === "registration_failed") yield* Deferred.succeed(ready, undefined)
-            else if (frame.type === "message") world.ledger.hostDelivered(session.id, frame.from.id, frame.message, "own-connection")
+            else if (frame.type === "message") world.ledger.hostDelivered(session.id, frame.from.id, frame.message, BaseClientIntent.ownConnection)
           }
         })))
       yield* conn.writeAll([register])

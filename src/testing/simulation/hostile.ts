@@ -26,6 +26,7 @@ import { Effect, Schema } from "effect"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../../protocol/decode.ts"
 import type { Connection } from "../../transport/Connection.ts"
 import { ownedBy } from "../FiberWatch.ts"
+import { BaseClientIntent } from "../ledger/delivery.ts"
 import type { SessionMeta } from "../ledger/types.ts"
 import { Prng } from "../Prng.ts"
 import { step, worldStep } from "./steps.ts"
@@ -82,7 +83,7 @@ const registerText = (state: HostileState, cwdText = "/sim/hostile"): string =>
     state.meta.scopeId === undefined ? "" : `"scopeId":${JSON.stringify(state.meta.scopeId)},`
   }"session":{"cwd":"${cwdText}","model":"hostile","pid":66,"startedAt":1,"lastActivity":1,"name":${JSON.stringify(state.meta.name)}}}`
 
-/** One connection's life: dial, register, read (handing its own mail to the ledger) until it ends. */
+/** One connection's life: dial, register, read (handing its own mail to the ledger, as a base client's: `BaseClientIntent`) until it ends. */
 const connectOnce = (world: World, state: HostileState): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
     const dialed = yield* Effect.result(world.network.dial(SIM_ADDRESS))
@@ -96,7 +97,7 @@ const connectOnce = (world: World, state: HostileState): Effect.Effect<void> =>
       for (const text of frames) {
         const frame = decodeBrokerFrameText(text)
         if (!isFrameDecodeError(frame) && frame.type === "message") {
-          world.ledger.hostDelivered(state.meta.id, frame.from.id, frame.message, "hostile")
+          world.ledger.hostDelivered(state.meta.id, frame.from.id, frame.message, BaseClientIntent.hostile)
         }
       }
     }
