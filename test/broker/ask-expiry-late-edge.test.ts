@@ -12,35 +12,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { recording, type TypedClient, written } from "../support/frameTypes.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const TIMEOUT_MS = 1_000
 const WINDOW_MS = 100
-
-interface Client { readonly peer: Peer; readonly log: Array<string> }
-const typeOf = (frame: OutFrame): string => {
-  const parsed: { type: string } = JSON.parse(frameText(frame))
-  return parsed.type
-}
-const recording = (id: number, log: Array<string>): Connection => ({
-  ...fakeConnection(id, true),
-  write: (frames) => {
-    for (const frame of frames) log.push(typeOf(frame))
-    return Effect.never
-  }
-})
-const written = (router: Router, client: Client): Array<string> => {
-  const seen = [...client.log, ...router.output.takeForWrite(client.peer).frames.map(typeOf)]
-  client.log.length = 0
-  return seen
-}
 
 describe("the ask expiry fiber and an edge that opens past its deadline", () => {
   it.effect("a late staged ask's edge, opened in a millisecond a send already pruned in, is closed by the fiber's step: nothing stays due at now", () =>
@@ -51,7 +29,7 @@ describe("the ask expiry fiber and an edge that opens past its deadline", () => 
         () => clock.now
       )
       let n = 0
-      const session = (sessionId: string, features: ReadonlyArray<string>): Client => {
+      const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
         const log: Array<string> = []
         const peer = attach(recording(++n, log))
         batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])

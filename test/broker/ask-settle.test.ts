@@ -9,53 +9,19 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { recording, type TypedClient, written } from "../support/frameTypes.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const EXPIRY = [ASK_TIMEOUT_V1, ASK_EXPIRY_V1, LIST_PAGE_V1]
 const TIMEOUT_MS = 1_000
 
-/** A connected session: its peer and the frame types its writer took so far. */
-interface Client {
-  readonly peer: Peer
-  readonly log: Array<string>
-}
-
-const typeOf = (frame: OutFrame): string => {
-  const parsed: { type: string } = JSON.parse(frameText(frame))
-  return parsed.type
-}
-
-/**
- * A connection whose writer's first write never completes (so what follows stays in its outbox, for
- * `written` to take), recording the frame types of that write.
- */
-const recording = (id: number, log: Array<string>): Connection => ({
-  ...fakeConnection(id, true),
-  write: (frames) => {
-    for (const frame of frames) log.push(typeOf(frame))
-    return Effect.never
-  }
-})
-
-/** The frame types `client`'s writer has taken and would take now, in order, since the last call. */
-const written = (router: Router, client: Client): Array<string> => {
-  const seen = [...client.log, ...router.output.takeForWrite(client.peer).frames.map(typeOf)]
-  client.log.length = 0
-  return seen
-}
-
 const setUp = Effect.gen(function*() {
   const clock = { now: 1_000_000 }
   const { attach, batch, router, close } = yield* handRouter({}, () => clock.now)
   let connections = 0
-  const session = (sessionId: string, features: ReadonlyArray<string>): Client => {
+  const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
     const log: Array<string> = []
     const peer = attach(recording(++connections, log))
     batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])

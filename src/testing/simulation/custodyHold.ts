@@ -44,6 +44,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
+import { nextRunning } from "./running.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** How the held sender D leaves while the hold lasts: orderly, killed, or not at all. */
@@ -139,16 +140,6 @@ export const formatCustodyHold = (op: CustodyHoldDraw, name: (index: number) => 
 /** The text of message `k` of the op number `counter` from `from` to `to`. */
 export const custodyHoldText = (counter: number, k: string, from: string, to: string): string =>
   `custody ${counter}.${k} ${from}→${to}`
-
-/** The first running session from `index` on (wrapping round) that `accept`s. */
-const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, accept: (session: SimSession) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < sessions.length; i++) {
-      const session = sessions[(index + i) % sessions.length]
-      if (session !== undefined && accept(session) && (yield* session.running)) return session
-    }
-    return undefined
-  })
 
 /** Runs the op with the drawn recipient and sender, or the next running sessions after them that fit. */
 export const runCustodyHold = (sim: SimulationService, op: CustodyHoldDraw, counter: number): Effect.Effect<void> =>

@@ -53,6 +53,7 @@ import { newMessage } from "../../session/Sending.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import { BaseClientIntent } from "../ledger/delivery.ts"
 import { Prng } from "../Prng.ts"
+import { nextRunning } from "./running.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
@@ -189,16 +190,6 @@ export const ownConnection = (world: World, session: SimSession): Effect.Effect<
     })).pipe(Effect.ignore, Effect.ensuring(Deferred.succeed(ready, undefined)))
     yield* FiberSet.run(world.steps, life.pipe(ownedBy(`${session.name}/own`)))
     return yield* Deferred.await(ready)
-  })
-
-/** The first running session from `index` on (wrapping round) that `accept`s. */
-const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, accept: (session: SimSession) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < sessions.length; i++) {
-      const session = sessions[(index + i) % sessions.length]
-      if (session !== undefined && accept(session) && (yield* session.running)) return session
-    }
-    return undefined
   })
 
 /**

@@ -37,6 +37,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
+import { nextRunning } from "./running.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What a sender does once it has sent its `more` messages: `rejoin` stops and starts, `kill` dies and starts. */
@@ -162,16 +163,6 @@ export const parkedFlushText = (counter: number, k: string, from: string, to: st
   return head + "x".repeat(Math.max(0, size - head.length))
 }
 
-/** The first running session from `index` on (wrapping round), other than those in `except`. */
-const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, except: ReadonlyArray<SimSession>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < sessions.length; i++) {
-      const session = sessions[(index + i) % sessions.length]
-      if (session !== undefined && !except.includes(session) && (yield* session.running)) return session
-    }
-    return undefined
-  })
-
 /**
  * Runs the op with the drawn recipient and senders, or the next running
  * sessions after them (a flush to or from a stopped session would build
@@ -184,11 +175,11 @@ export const runParkedFlush = (
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const sessions = sim.sessions
-    const recipient = yield* nextRunning(sessions, op.recipient, [])
+    const recipient = yield* nextRunning(sessions, op.recipient, () => true)
     if (recipient === undefined) return yield* sim.note("parked flush: skipped (no session running)")
     const senders: Array<readonly [SimSession, ParkedFlushChurn]> = []
     for (const [i, index] of op.senders.entries()) {
-      const sender = yield* nextRunning(sessions, index, [recipient, ...senders.map(([session]) => session)])
+      const sender = yield* nextRunning(sessions, index, (session) => session !== recipient && !senders.some(([sender]) => sender === session))
       if (sender !== undefined) senders.push([sender, op.churn[i] ?? "none"])
     }
     if (senders.length === 0) return yield* sim.note("parked flush: skipped (no sender running)")
