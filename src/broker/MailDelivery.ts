@@ -371,6 +371,9 @@ export class MailDelivery {
     // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
     // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
     if (this.ctx.output.holds.keepWhileAway(outbound)) return
+    // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
+    // it): the control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
+    if (this.withdrawnOnTheWay(outbound.mail)) return
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
@@ -465,6 +468,17 @@ export class MailDelivery {
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
+  }
+
+  /**
+   * Whether `mail`'s sender cancelled or superseded it after it was handed
+   * to a connection (its replay record was rewritten so: `cancel_message`,
+   * or a send that `supersedes` it), so it is not queued again.
+   */
+  private withdrawnOnTheWay(mail: Mail): boolean {
+    const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, this.ctx.now())?.outcome
+    return outcome !== undefined && outcome.ok === false &&
+      (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
   }
 
   /** An ask whose own timeout, from when the broker received it, has run out at `now`. */
