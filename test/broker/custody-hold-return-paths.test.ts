@@ -10,8 +10,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
-import { closePeer } from "../../src/broker/RouterContext.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import type { OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -31,15 +29,6 @@ const labelling = (id: number, labels: Array<string>, stuck: () => boolean = () 
   }
 })
 
-/** `peer`'s connection closes, as `finish` closes it (its writing abandoned). */
-const closeWith = (router: Router) => (peer: Peer): void => {
-  closePeer(peer, "destroy")
-  router.output.end.forceParked(peer)
-  router.abandonWrites(peer)
-  router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
-  router.output.end.releaseWaiters(peer)
-}
-
 /**
  * `b` (`received-v1`) on an old connection that wrote `d`'s `m0`, `m1` and
  * never confirmed them, taken over by `holder` (labels in `labels`; with
@@ -49,7 +38,7 @@ const closeWith = (router: Router) => (peer: Peer): void => {
 const heldSetUp = (options: { readonly outboxChars?: number } = {}) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
-    const { attach, batch, router, tryDrain } = yield* handRouter(
+    const { attach, batch, closeAbandoning: close, router, tryDrain } = yield* handRouter(
       { replaceWindow: WINDOW_MS, ...(options.outboxChars === undefined ? {} : { outboxChars: options.outboxChars }) },
       () => clock.now
     )
@@ -72,7 +61,6 @@ const heldSetUp = (options: { readonly outboxChars?: number } = {}) =>
       router.membership.notify()
       for (const frame of router.output.takeForWrite(holder).frames) labels.push(...orderLabel(frame))
     }
-    const close = closeWith(router)
     let ids = 10
     /** `d` registers again on a new connection and sends `text` to `b` from it. */
     const comeBack = (text: string): Peer => {
@@ -138,8 +126,7 @@ describe("a takeover's custody hold: the return paths", () => {
   it.effect("mail forced while the session is away waits on its hold: the next registration's mailbox flush keeps d's order", () =>
     Effect.gen(function*() {
       // Its own set-up: the old connection's writer gets stuck after m0, so m1 stays in its write and m2, m3 in its outbox.
-      const { attach, batch, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 })
-      const close = closeWith(router)
+      const { attach, batch, closeAbandoning: close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 })
       let stuck = false
       const old = attach(labelling(1, [], () => stuck))
       batch(old, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])

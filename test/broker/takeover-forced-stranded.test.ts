@@ -17,7 +17,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import { closePeer } from "../../src/broker/RouterContext.ts"
 import type { OutFrame } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -42,15 +41,7 @@ const noting = (id: number, log: Array<string>, stuck: () => boolean = () => fal
 const ofSender = (log: ReadonlyArray<string>): Array<string> => log.filter((f) => /^m\d$/.test(f) || f.endsWith(" d"))
 
 const setUp = Effect.gen(function*() {
-  const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
-  /** `peer`'s connection closes as `finish` closes it (its writing abandoned). */
-  const close = (peer: Peer): void => {
-    closePeer(peer, "destroy")
-    router.output.end.forceParked(peer)
-    router.abandonWrites(peer)
-    router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
-    router.output.end.releaseWaiters(peer)
-  }
+  const { attach, batch, closeAbandoning: close, router } = yield* handRouter({ outboxCapacity: 2 })
   const send = (from: Peer, ...texts: ReadonlyArray<string>): boolean =>
     batch(from, texts.map((text) => ({ type: "send", to: "b", message: message(text) })))
   return { attach, batch, close, router, send }

@@ -9,7 +9,6 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import { closePeer } from "../../src/broker/RouterContext.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -49,7 +48,7 @@ export const features = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
  */
 export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
   Effect.gen(function*() {
-    const { attach, batch, router } = yield* handRouter({})
+    const { attach, batch, closeAbandoning: close, router } = yield* handRouter({})
     const register = (peer: Peer, instanceId: string): Peer => {
       batch(peer, [registerFrame({ sessionId: "b", frame: { features, instanceId } })])
       return peer
@@ -88,14 +87,6 @@ export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
     const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
       written.push(...textsOf(router.output.takeForWrite(fresh).frames))
-    }
-    /** `peer`'s connection closes, as `finish` closes it. */
-    const close = (peer: Peer): void => {
-      closePeer(peer, "destroy")
-      router.output.end.forceParked(peer)
-      router.abandonWrites(peer)
-      router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
-      router.output.end.releaseWaiters(peer)
     }
     return { attach, awayThenAnew, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })

@@ -11,6 +11,7 @@ import { Peer } from "../../src/broker/Peer.ts"
 import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router, type RouterTelemetry } from "../../src/broker/Router.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 
@@ -26,6 +27,12 @@ export interface HandRouter {
   readonly attach: (connection: Connection) => Peer
   /** `peer`'s connection closes as ConnectionActor.finish closes it, with no grace: parked output forced, then detached. */
   readonly close: (peer: Peer) => void
+  /**
+   * `peer`'s connection closes as `finish` closes it when its writing is
+   * abandoned (a destroyed socket): marked closing, parked output forced,
+   * the unfinished write given back, then detached.
+   */
+  readonly closeAbandoning: (peer: Peer) => void
   /** One try of `reader`'s drainer: true when its oldest parked item left the list (the offer did not wait). */
   readonly tryDrain: (reader: Peer) => boolean
 }
@@ -71,6 +78,13 @@ export const handRouter = (
       router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
       router.output.end.releaseWaiters(peer)
     }
+    const closeAbandoning = (peer: Peer): void => {
+      closePeer(peer, "destroy")
+      router.output.end.forceParked(peer)
+      router.abandonWrites(peer)
+      router.detach(peer, [...router.output.end.drainOnClose(peer), ...router.output.end.takeOwnParked(peer)])
+      router.output.end.releaseWaiters(peer)
+    }
     const tryDrain = (reader: Peer): boolean => {
       const entry = router.output.nextParked(reader)
       if (entry === undefined) return false
@@ -79,7 +93,7 @@ export const handRouter = (
       Effect.runSync(Fiber.interrupt(fiber))
       return moved
     }
-    return { router, batch, attach, close, tryDrain }
+    return { router, batch, attach, close, closeAbandoning, tryDrain }
   })
 
 /**

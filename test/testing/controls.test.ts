@@ -9,23 +9,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CustodyHoldDraw } from "../../src/testing/simulation/custodyHold.ts"
 import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+import { scriptedCustodyHold } from "../support/custodyHoldOp.ts"
 
 /** As custody-hold.test.ts's: D sends B two, B is taken over, D cancels its latest, sends one (held), stops, is back 10 ms later. */
-const scripted: CustodyHoldDraw = {
-  _tag: "CustodyHold",
-  after: 100,
-  recipient: 1,
-  sender: 3,
-  count: 2,
-  delayMs: 1500,
-  stallMs: 6000,
-  leave: "stop",
-  returnMs: 10,
-  more: 1,
-  notSession: [],
-  control: "cancel",
-  controlBack: 0
-}
+const scripted: CustodyHoldDraw = { ...scriptedCustodyHold, control: "cancel", controlBack: 0 }
 
 /** A world of four sessions with nothing varied and no pressure. */
 const plain = { vary: false, pressure: false, custodyHold: true } as const

@@ -12,21 +12,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CustodyHoldDraw, drawCustodyHold } from "../../src/testing/simulation/custodyHold.ts"
 import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+import { scriptedCustodyHold } from "../support/custodyHoldOp.ts"
 
-/** B's writes take 1.5 s and the broker does not read B for 6 s; D sends B two, B is taken over, D sends one, stops and is back 10 ms later. */
-const scripted: CustodyHoldDraw = {
-  _tag: "CustodyHold",
-  after: 100,
-  recipient: 1,
-  sender: 3,
-  count: 2,
-  delayMs: 1500,
-  stallMs: 6000,
-  leave: "stop",
-  returnMs: 10,
-  more: 1,
-  notSession: []
-}
+/** The scripted op (test/support/custodyHoldOp.ts). */
+const scripted: CustodyHoldDraw = scriptedCustodyHold
 
 /** A world of four sessions with nothing varied and no pressure. */
 const plain = { vary: false, pressure: false, custodyHold: true } as const
