@@ -24,6 +24,8 @@
  *   --custody-hold one custody hold per workload: a recipient taken over by a new instance while
  *                  its old connection holds a sender's unconfirmed mail; the sender sends, leaves
  *                  and comes back while the new connection holds it (simulation/custodyHold.ts)
+ *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
+ *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,

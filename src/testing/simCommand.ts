@@ -224,6 +224,10 @@ const flags = {
     "custody-hold",
     "Insert one custody hold into each workload: a recipient taken over by a new client instance while its old connection, not read by the broker, still holds a sender's unconfirmed mail in a slow write; the sender sends on, leaves and comes back while the new connection holds its mail behind that old connection's close (simulation/custodyHold.ts; docs/testing.md)"
   ),
+  noControls: toggle(
+    "no-controls",
+    "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
+  ),
   workflow: toggle(
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -309,6 +313,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     parkedFlush: input.parkedFlush,
     heldReturn: input.heldReturn,
     custodyHold: input.custodyHold,
+    noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
     hostJournal: input.hostJournal,
@@ -482,6 +487,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.parkedFlush ? { parkedFlush: true } : {}),
     ...(input.heldReturn ? { heldReturn: true } : {}),
     ...(input.custodyHold ? { custodyHold: true } : {}),
+    ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {

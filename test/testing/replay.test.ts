@@ -96,7 +96,8 @@ describe("a failing seed's replay command", () => {
           ["--ops", "12", "--sessions", "3", "--scopes", "2", "--no-pressure", "--strict", "--frames"],
           ["--traffic", "--hostile", "--groups", "--delivery", "--topics", "--unregister", "--tolerate", "fifo,silent-loss"],
           ["--host-refusals", "--client-timings", "--withhold-rejoin", "--durability", "memory", "--connections", "accepted"],
-          ["--host-journal", "--tolerate", "crash-redelivery"]
+          ["--host-journal", "--tolerate", "crash-redelivery"],
+          ["--parked-flush", "--held-return", "--custody-hold", "--no-controls"]
         ]
       ) {
         const soakRequest = yield* requestOf(["--seeds", "3", "--from", "9", ...argv])
