@@ -19,7 +19,11 @@
  * through that about eight times per 64 messages (docs/performance.md,
  * "Durable, tenth stop"). Placeholders keep it from shrinking: number keys,
  * which no message id (a string) equals, set first and never deleted, with
- * no entry, which `firsts` skips.
+ * no entry, which `firsts` skips. A floor `f`, a power of two, holds the
+ * capacity still while at most `f` entries are live: V8 grows a table to
+ * `c` only when more than `c / 4` keys are in it, and shrinks it only when
+ * fewer than `c / 4` are, so a table that flaps needs a power of two
+ * strictly between `f` and `f` + the live entries.
  *
  * Owner: whoever holds the table (the Router's synchronous code only).
  */

@@ -68,8 +68,14 @@ export interface TakenBatch {
 
 const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
 
-/** Placeholders in the table of mail (ByMessage.ts): enough for a few windows of 64 sends in flight. */
-const MAIL_TABLE_FLOOR = 128
+/**
+ * Placeholders in the table of mail (ByMessage.ts). A power of two at least
+ * the entries live at once keeps V8 from shrinking and regrowing the table
+ * as they come and go: 256, fan-in's 16 senders × 16 in flight. At 128 (w64's
+ * 64 in flight) fan-in's table went 1,024 ↔ 512 slots (docs/performance.md,
+ * "Durable fan-in, thirty-first stop").
+ */
+const MAIL_TABLE_FLOOR = 256
 
 /** How often stored replay records and ask edges past their time are dropped (ms). */
 const PRUNE_EVERY_MS = 60_000
