@@ -7,10 +7,13 @@
  * (`recordKeyOf(sender, id)`), a string built per message that only durable
  * mode hashed — its first lookup was most of `putMail`'s time
  * (docs/performance.md, "Durable, seventh stop" and "Durable, eighth stop").
- * The message id is the same string object that `OutboundRecords` already
- * looked up, so V8 has its hash cached; the sender's key is compared, not
- * hashed. Ids are per sender: an entry whose id another sender's entry
- * holds already goes into a second map of arrays (rare; empty otherwise).
+ * The message id is a string the message already carries, and V8 keeps a
+ * string's hash on the string once computed, so at most the entry's first
+ * lookup here hashes it (`OutboundRecords` keys its table by an integer hash
+ * of its own, not by the string) and the delete that drops it does not; the
+ * sender's key is compared, not hashed. Ids are per sender: an entry whose
+ * id another sender's entry holds already goes into a second map of arrays
+ * (rare; empty otherwise).
  *
  * A floor (`floor` placeholders): V8 shrinks a `Map`'s table when a delete
  * leaves it under a quarter full, and grows it again as it refills, each a
