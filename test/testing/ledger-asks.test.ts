@@ -9,7 +9,8 @@
  *
  * And its `answer-after-timeout` check: an ask that ended in a timeout
  * though the broker accepted its target's reply to it — unless its asker
- * had no connection then (it ends at its own deadline by design).
+ * had no connection at its own deadline (it gives up then by design, even
+ * when a connection it makes before its wait ends brings the reply).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -90,7 +91,7 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
  */
 const acceptedReplyThenAskEnded = (
   outcome: "ReplyTimeout" | "Replied",
-  askerDisconnected = false
+  asker: "connected" | "disconnected" | "reconnected after its deadline" = "connected"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -114,9 +115,19 @@ const acceptedReplyThenAskEnded = (
   ledger.clientWrote(2, [answer])
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
-  now = RECEIVED_AT + TIMEOUT_MS + 15
+  if (asker === "reconnected after its deadline") {
+    // The asker's connection closed before its deadline (the reply unread in it); a new one registers
+    // after the deadline, while its `cancel_ask` waits for a connection (seed 8569, --delivery).
+    ledger.linkClosed(1)
+    now = RECEIVED_AT + 15 + TIMEOUT_MS + 22
+    ledger.linkOpened(3, A, "client-a", 1)
+    const { id: _, ...session } = info(A, 1)
+    ledger.brokerRead(3, [JSON.stringify({ type: "register", sessionId: A, session })])
+    ledger.clientRead(3, [JSON.stringify({ type: "registered", sessionId: A })])
+  }
+  now = RECEIVED_AT + TIMEOUT_MS + 40
   // The asker's connection closed before its wait ended (the reply unread in it).
-  if (askerDisconnected) ledger.linkClosed(1)
+  if (asker === "disconnected") ledger.linkClosed(1)
   if (outcome === "Replied") ledger.askEnded(alias, "Replied", { questionId: question.id, fromId: D, message: reply })
   else ledger.askEnded(alias, "ReplyTimeout")
   return ledger.answersAfterTimeout()
@@ -134,6 +145,10 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
   })
 
   it("an ask whose asker had no connection when it timed out is not: it ends at its own deadline by design", () => {
-    expect(acceptedReplyThenAskEnded("ReplyTimeout", true)).toEqual([])
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "disconnected")).toEqual([])
+  })
+
+  it("an ask whose asker had no connection at its own deadline is not, though it registered one before its wait ended", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "reconnected after its deadline")).toEqual([])
   })
 })

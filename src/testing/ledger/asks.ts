@@ -97,7 +97,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
-  if (outcome === "ReplyTimeout") record.heardBroker = connectedNow(state, record.asker)
+  if (outcome === "ReplyTimeout") record.heardBroker = connectedSince(state, record.asker, ownDeadline(state, record) ?? state.now())
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -136,14 +136,32 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
   return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
 }
 
-/** Does session `owner` have a registered connection to a broker that has not crashed, open on both sides? */
-const connectedNow = (state: LedgerState, owner: string): boolean => {
+/**
+ * Does session `owner` have a registered connection to a broker that has not
+ * crashed, open on both sides, that its client had registered by `at`? (A
+ * connection only ever goes from live to ended, so one live now that was
+ * registered by then was live all along.)
+ */
+const connectedSince = (state: LedgerState, owner: string, at: number): boolean => {
   for (const link of state.links.values()) {
-    if (link.owner === owner && link.registered && !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)) {
+    if (
+      link.owner === owner && link.registered && link.registeredAt !== undefined && link.registeredAt <= at &&
+      !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)
+    ) {
       return true
     }
   }
   return false
+}
+
+/**
+ * An ask's own deadline, as its asker's timer counts it: from when it read
+ * its question's acknowledgement, `askTimeoutMs` on (AskRecord.heardBroker).
+ * Undefined when either is unknown.
+ */
+const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined => {
+  const ackedAt = record.questionId === undefined ? undefined : state.messages.get(record.questionId)?.ackedAt
+  return ackedAt === undefined || record.timeoutMs === undefined ? undefined : ackedAt + record.timeoutMs
 }
 
 /**
@@ -152,9 +170,10 @@ const connectedNow = (state: LedgerState, owner: string): boolean => {
  * a reply its sender was later told was lost (an `expired` receipt: the
  * broker opened the ask again, and its expiry then ended the wait) or
  * replaced while staged (`delivery-v1`: never delivered), nor an
- * ask whose asker had no connection to a live broker when it timed out
- * (`AskRecord.heardBroker`): such an asker ends at its own deadline by
- * design, and a reply it had not read by then reaches its session late.
+ * ask whose asker had no connection to a live broker at its own deadline
+ * (`AskRecord.heardBroker`), even one it made before its wait ended (its
+ * `cancel_ask` bound): such an asker gives up at its deadline by design,
+ * and a reply it had not read by then reaches its session late.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()

@@ -76,6 +76,8 @@ export interface LinkRecord {
    * when a confirmation was still on its way (or lost with the connection).
    */
   confirmationWritten: number
+  /** When its client last read `registered` on it (simulated ms); undefined until it does. */
+  registeredAt: number | undefined
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
@@ -200,12 +202,20 @@ export interface AskRecord {
   readonly targetId: string | undefined
   readonly startedAt: number
   questionId: string | undefined
+  /** The `askTimeoutMs` its question was written with; undefined until it is (or when it had none). */
+  timeoutMs?: number | undefined
   outcome: AskOutcome | undefined
   /**
-   * For an ask that ended in a timeout: whether its asker had a registered
-   * connection to a live broker then. One that had none could not hear the
-   * broker at its own deadline, and ends then by design (the user's timeout
-   * is a bound, src/session/Ask.ts): `answer-after-timeout` does not count it.
+   * For an ask that ended in a timeout: whether its asker could hear the
+   * broker at its own deadline — a registered connection to a live broker
+   * that it had then and still has when the wait ends. One that had none
+   * gives up at its deadline by design (the user's timeout is a bound,
+   * src/session/Ask.ts), though its wait ends only once its `cancel_ask` is
+   * written on a connection made later, or a second on: `answer-after-timeout`
+   * does not count it. The deadline is taken as its question's acknowledgement
+   * read plus its `askTimeoutMs`; the asker's own timer starts a little later
+   * (after it records the send), so a connection registered in between is
+   * taken as not heard: the check errs on the lenient side there.
    */
   heardBroker?: boolean
 }
