@@ -3,7 +3,7 @@
  * headless host) on the in-memory broker of ./memory.ts, for tests that drive
  * a scenario through the public APIs under TestClock.
  */
-import { Clock, Effect, Queue, References, Scope } from "effect"
+import { type Clock, Effect, Queue, References, Scope } from "effect"
 import type { BrokerCoreOptions, BrokerService } from "../../src/broker/index.ts"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
@@ -57,12 +57,11 @@ export const memoryWorld = (
 ): Effect.Effect<MemoryWorld, never, Scope.Scope> =>
   Effect.gen(function*() {
     const world = yield* memoryNetwork(link.linkCapacity === undefined ? {} : { linkCapacity: link.linkCapacity })
-    const starting = world.startBroker({ idleExit: null, ...options }).pipe(
-      Effect.provideService(References.MinimumLogLevel, "Warn")
-    )
-    const { core: broker } = yield* (link.brokerClock === undefined
-      ? starting
-      : Effect.provideService(starting, Clock.Clock, link.brokerClock))
+    const { core: broker } = yield* world.startBroker({
+      idleExit: null,
+      ...options,
+      ...(link.brokerClock === undefined ? {} : { clock: link.brokerClock })
+    }).pipe(Effect.provideService(References.MinimumLogLevel, "Warn"))
 
     // Each client in a Scope closed on simulated time: an orderly close may wait on the clock.
     const client: MemoryWorld["client"] = (sessionId, clientOptions = {}) =>
