@@ -97,7 +97,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
-  if (outcome === "ReplyTimeout") record.heardBroker = connectedSince(state, record.asker, ownDeadline(state, record) ?? state.now())
+  if (outcome === "ReplyTimeout") record.heardBroker = heardBroker(state, record)
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -137,16 +137,21 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
 }
 
 /**
- * Does session `owner` have a registered connection to a broker that has not
- * crashed, open on both sides, that its client had registered by `at`? (A
- * connection only ever goes from live to ended, so one live now that was
- * registered by then was live all along.)
+ * Whether the asker of an ask that timed out heard the broker about it
+ * (`AskRecord.heardBroker`): it ended before its own deadline, or its client
+ * read, on a connection registered by the deadline and live still (a
+ * connection only ever goes from live to ended), a frame the broker wrote at
+ * or after it. Without a known deadline, whether it has such a connection now.
  */
-const connectedSince = (state: LedgerState, owner: string, at: number): boolean => {
+const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
+  const deadline = ownDeadline(state, record)
+  const now = state.now()
+  if (deadline !== undefined && now < deadline) return true
   for (const link of state.links.values()) {
     if (
-      link.owner === owner && link.registered && link.registeredAt !== undefined && link.registeredAt <= at &&
-      !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)
+      link.owner === record.asker && link.registered && link.registeredAt !== undefined &&
+      !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch) &&
+      (deadline === undefined || (link.registeredAt <= deadline && link.lastReadWrittenAt !== undefined && link.lastReadWrittenAt >= deadline))
     ) {
       return true
     }
@@ -170,10 +175,11 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
  * a reply its sender was later told was lost (an `expired` receipt: the
  * broker opened the ask again, and its expiry then ended the wait) or
  * replaced while staged (`delivery-v1`: never delivered), nor an
- * ask whose asker had no connection to a live broker at its own deadline
- * (`AskRecord.heardBroker`), even one it made before its wait ended (its
- * `cancel_ask` bound): such an asker gives up at its deadline by design,
- * and a reply it had not read by then reaches its session late.
+ * ask whose asker did not hear the broker at its own deadline
+ * (`AskRecord.heardBroker`: no connection then, even if it made one before
+ * its wait ended, or a round trip on it that did not come back in time):
+ * such an asker gives up by design, and a reply it had not read by then
+ * reaches its session late.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()

@@ -78,6 +78,14 @@ export interface LinkRecord {
   confirmationWritten: number
   /** When its client last read `registered` on it (simulated ms); undefined until it does. */
   registeredAt: number | undefined
+  /**
+   * When the broker wrote each frame on it that its client has not read yet,
+   * oldest first (a link carries frames in order): what `lastReadWrittenAt`
+   * is taken from.
+   */
+  readonly unreadWrittenAt: Array<number>
+  /** When the broker wrote the last frame its client read on it; undefined before its first read. */
+  lastReadWrittenAt: number | undefined
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
@@ -206,16 +214,20 @@ export interface AskRecord {
   timeoutMs?: number | undefined
   outcome: AskOutcome | undefined
   /**
-   * For an ask that ended in a timeout: whether its asker could hear the
-   * broker at its own deadline — a registered connection to a live broker
-   * that it had then and still has when the wait ends. One that had none
-   * gives up at its deadline by design (the user's timeout is a bound,
-   * src/session/Ask.ts), though its wait ends only once its `cancel_ask` is
-   * written on a connection made later, or a second on: `answer-after-timeout`
-   * does not count it. The deadline is taken as its question's acknowledgement
-   * read plus its `askTimeoutMs`; the asker's own timer starts a little later
-   * (after it records the send), so a connection registered in between is
-   * taken as not heard: the check errs on the lenient side there.
+   * For an ask that ended in a timeout: whether its asker heard the broker
+   * about it. It did when the wait ended before its own deadline (the
+   * broker's `ask_expired`). At its deadline the asker makes one round trip
+   * on the connection it has then, and gives up when it has none, when that
+   * connection drops, or when the answer does not come within its liveness
+   * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
+   * not reading, or the broker's writes slow. So it heard the broker when
+   * its client read, before the wait ended, a frame the broker wrote at or
+   * after the deadline on a connection registered by then and live still:
+   * having read that, it read whatever the broker wrote there before.
+   * `answer-after-timeout` counts only such asks. The deadline is taken as
+   * its question's acknowledgement read plus its `askTimeoutMs`; the asker's
+   * own timer starts a little later (after it records the send), so around
+   * it the check errs on the lenient side.
    */
   heardBroker?: boolean
 }

@@ -226,6 +226,7 @@ export const brokerWrote = (state: LedgerState, linkId: number, frames: Readonly
   const link = state.links.get(linkId)
   for (const text of frames) {
     state.frameCount++
+    link?.unreadWrittenAt.push(state.now())
     check(state, !oversized(text), "frame-too-large", () =>
       `the broker wrote a ${frameBytes(text)}-byte frame to ${nameOf(state, link?.owner ?? "?")} (${clip(text, 60)})`)
     if (!text.startsWith(`{"type":"message`)) continue
@@ -344,6 +345,7 @@ export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   if (link === undefined) return
   for (const text of frames) {
     link.framesRead++
+    link.lastReadWrittenAt = link.unreadWrittenAt.shift() ?? link.lastReadWrittenAt
     traceFrame(state, link, "←", text)
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
