@@ -103,6 +103,19 @@ export interface BrokerStats extends RouterStats {
  */
 const STALL_CHECK_MS = 2_500
 
+/**
+ * Sleeps `ms` (a deadline less the clock's reading) rounded up to whole
+ * milliseconds: what the timer fibers below sleep toward their deadlines.
+ * Clock readings are floats and a Duration counts nanoseconds, so a deadline
+ * less than half a nanosecond past the reading — a float's rounding, or a
+ * deadline set a fraction of a millisecond after another — asked for a sleep
+ * of no length, which does not move the clock: the fiber woke at once and
+ * spun until something else moved it (under TestClock, a simulation's soak
+ * spun for a minute of CPU so; test/broker/sleep-fraction.test.ts). A wake
+ * up to a millisecond late is the price.
+ */
+const sleepWhole = (ms: number): Effect.Effect<void> => Effect.sleep(Math.ceil(ms))
+
 /** The log line of an idle exit put off because mail for absent sessions is held only in memory. */
 const idleDeferredLine = (held: HeldMail): string =>
   `Idle: no sessions left, but not exiting: ${held.messages} queued message(s) for absent sessions and ` +
@@ -211,7 +224,7 @@ const make = (
         const oldest = router.registration.oldestUnregistered()
         if (oldest === undefined) return Queue.take(signals.registration)
         const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
-        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registration.registrationTimedOut(oldest))
+        return wait > 0 ? sleepWhole(wait) : Effect.sync(() => router.registration.registrationTimedOut(oldest))
       }),
       { disableYield: true }
     ))
@@ -225,7 +238,7 @@ const make = (
         const due = router.staging.nextDeadline()
         if (due === undefined) return Queue.take(signals.staging)
         const now = clock.currentTimeMillisUnsafe()
-        return due > now ? Effect.sleep(due - now) : Effect.sync(() => router.staging.flushDue(now))
+        return due > now ? sleepWhole(due - now) : Effect.sync(() => router.staging.flushDue(now))
       }),
       { disableYield: true }
     ))
@@ -238,9 +251,7 @@ const make = (
         const due = router.nextAskExpiry()
         if (due === undefined) return Queue.take(signals.asks)
         const now = clock.currentTimeMillisUnsafe()
-        // Whole milliseconds: a deadline a float's rounding puts a few picoseconds past `now` would make a sleep
-        // that does not move the clock, and the fiber would spin (a TestClock run spun for a minute of CPU so).
-        if (due > now) return Effect.raceFirst(Effect.sleep(Math.ceil(due - now)), Queue.take(signals.asks))
+        if (due > now) return Effect.raceFirst(sleepWhole(due - now), Queue.take(signals.asks))
         return Effect.sync(() => router.expireAsks(now))
       }),
       { disableYield: true }
@@ -253,7 +264,7 @@ const make = (
         const due = router.observe.nextDue()
         if (due === undefined) return Queue.take(signals.observe)
         const now = clock.currentTimeMillisUnsafe()
-        if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.observe))
+        if (due > now) return Effect.raceFirst(sleepWhole(due - now), Queue.take(signals.observe))
         return Effect.sync(() => {
           router.observe.tick(now)
           router.output.wakeTouched()
@@ -301,7 +312,7 @@ const make = (
             // Until some of it expires, or a session comes and goes (it may have taken the mail).
             return Effect.andThen(
               deferred,
-              Effect.raceFirst(Effect.sleep(Math.max(1, held.until - time)), Queue.take(signals.idle))
+              Effect.raceFirst(sleepWhole(Math.max(1, held.until - time)), Queue.take(signals.idle))
             )
           }
           if (holding) {
@@ -310,7 +321,7 @@ const make = (
           }
           const idleSince = Math.max(router.registration.lastLeftAt ?? startedAt, clearedAt)
           const wait = idleSince + idleExitMs - time
-          return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
+          return wait > 0 ? sleepWhole(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
         }),
         { disableYield: true }
       ))

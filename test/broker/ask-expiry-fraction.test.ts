@@ -6,23 +6,28 @@
  * under TestClock for ever (a simulation's soak burned a minute of CPU per
  * ten seeds so). It sleeps whole milliseconds now. Here a Duration's
  * rounding to the nanosecond would wake it 0.4 ns short of a deadline, and
- * both asks still end at their deadlines. This test does not tell the two
- * sleeps apart (the asker's own round trip ends the spin here); the soak
- * that did is test/testing/bus-workflow-full.test.ts, whose seeds 1–10 took
- * 62.7 s of CPU with the fractional sleep and 2.5 s without.
+ * both asks still end at their deadlines. The asks' ends do not tell the
+ * two sleeps apart (the asker's own round trip ends the spin here); the
+ * sleeps the broker asks of its clock do: with the fractional sleep the
+ * fiber asks for ones of no length, over and over, until that round trip.
+ * (The soak that first showed it is test/testing/bus-workflow-full.test.ts,
+ * whose seeds 1–10 took 62.7 s of CPU with the fractional sleep and 2.5 s
+ * without.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Effect, Exit, Fiber, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import { ReplyTimeout } from "../../src/session/errors.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
+import { recordingClock } from "../support/recordingClock.ts"
 
 const TIMEOUT = 10_000
 
 describe("the ask expiry fiber and a deadline a fraction of a millisecond away", () => {
-  it.effect("two granted asks opened 0.6 ns apart, due at different deadlines, each end with ReplyTimeout at its own deadline", () =>
+  it.effect("two granted asks opened 0.6 ns apart, due at different deadlines, each end with ReplyTimeout at its own deadline, and the broker never sleeps less than a millisecond meanwhile", () =>
     Effect.gen(function*() {
-      const world = yield* memoryWorld()
+      const recorded = recordingClock(yield* Clock.Clock)
+      const world = yield* memoryWorld({}, { brokerClock: recorded.clock })
       const first = yield* world.session("first")
       const second = yield* world.session("second")
       const answerer = yield* world.session("answerer")
@@ -45,5 +50,8 @@ describe("the ask expiry fiber and a deadline a fraction of a millisecond away",
       assert.isDefined(exit, "the first ask still waits at its deadline")
       const error = exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
       assert.instanceOf(error, ReplyTimeout)
+      // A sleep under a millisecond is one a deadline's fraction asked for: the fiber that asks it spins.
+      const short = recorded.sleeps.filter((ms) => ms < 1)
+      assert.strictEqual(short.length, 0, `${short.length} of the broker's ${recorded.sleeps.length} sleeps were under 1 ms`)
     }), 20_000)
 })

@@ -96,7 +96,8 @@ export interface MemoryNetwork {
    * fiber each), or with `adopted` as it takes a Unix socket's (no fiber,
    * each read by the network's pump: transport/ReadPump.ts).
    */
-  readonly startBroker: (options?: BrokerCoreOptions & { readonly adopted?: boolean }) => Effect.Effect<RunningBroker>
+  /** Starts the broker; `clock`, when given, is its Clock (and only its: a recording one, say). */
+  readonly startBroker: (options?: BrokerCoreOptions & { readonly adopted?: boolean; readonly clock?: Clock.Clock }) => Effect.Effect<RunningBroker>
 }
 
 export interface RunningBroker {
@@ -131,13 +132,17 @@ export const memoryNetwork = (
           const registered = yield* register(client, registerOptions)
           return { client, id: registered.sessionId, registered }
         }),
-      startBroker: ({ adopted = false, ...brokerOptions }: BrokerCoreOptions & { readonly adopted?: boolean } = {}) =>
-        Effect.gen(function*() {
+      startBroker: (
+        { adopted = false, clock, ...brokerOptions }: BrokerCoreOptions & { readonly adopted?: boolean; readonly clock?: Clock.Clock } = {}
+      ) => {
+        const starting = Effect.gen(function*() {
           const scope = yield* Scope.fork(outer)
           const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope), Effect.orDie)
           yield* network.listen(address, adopted ? core : core.accept).pipe(Scope.provide(scope), Effect.orDie)
           return { core, crash: settle(Scope.close(scope, Exit.void), "the broker's crash").pipe(Effect.orDie) }
         })
+        return clock === undefined ? starting : Effect.provideService(starting, Clock.Clock, clock)
+      }
     }
   })
 
@@ -148,6 +153,8 @@ export interface MemoryBroker extends MemoryNetwork {
 export interface MemoryBrokerOptions extends BrokerCoreOptions {
   /** Frames each direction of a connection buffers (the kernel socket buffer). Default 256. */
   readonly linkCapacity?: number
+  /** The broker's Clock, when given (and only the broker's: a recording one, say). */
+  readonly brokerClock?: Clock.Clock
 }
 
 /** A network with the broker core listening on it, in the current Scope. */
@@ -155,8 +162,8 @@ export const withMemoryBroker = (
   options: MemoryBrokerOptions = {}
 ): Effect.Effect<MemoryBroker, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { linkCapacity, ...core } = options
+    const { linkCapacity, brokerClock, ...core } = options
     const world = yield* memoryNetwork(linkCapacity === undefined ? {} : { linkCapacity })
-    const { core: broker } = yield* world.startBroker(core)
+    const { core: broker } = yield* world.startBroker(brokerClock === undefined ? core : { ...core, clock: brokerClock })
     return { ...world, broker }
   })

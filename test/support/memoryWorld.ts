@@ -3,7 +3,7 @@
  * headless host) on the in-memory broker of ./memory.ts, for tests that drive
  * a scenario through the public APIs under TestClock.
  */
-import { Effect, Queue, References, Scope } from "effect"
+import { type Clock, Effect, Queue, References, Scope } from "effect"
 import type { BrokerCoreOptions, BrokerService } from "../../src/broker/index.ts"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
@@ -47,18 +47,21 @@ export interface MemorySession {
 /**
  * A broker on the in-memory network and builders for its clients, in the
  * current Scope. `linkCapacity` is the frames each direction of a connection
- * buffers (the kernel socket buffer's part). The broker logs warnings only:
+ * buffers (the kernel socket buffer's part); `brokerClock`, when given, is
+ * the broker's Clock (and only the broker's: a recording one, say). The broker logs warnings only:
  * a join or leave is not worth a line each in the scale tests.
  */
 export const memoryWorld = (
   options: BrokerCoreOptions = {},
-  link: { readonly linkCapacity?: number } = {}
+  link: { readonly linkCapacity?: number; readonly brokerClock?: Clock.Clock } = {}
 ): Effect.Effect<MemoryWorld, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const world = yield* memoryNetwork(link)
-    const { core: broker } = yield* world.startBroker({ idleExit: null, ...options }).pipe(
-      Effect.provideService(References.MinimumLogLevel, "Warn")
-    )
+    const world = yield* memoryNetwork(link.linkCapacity === undefined ? {} : { linkCapacity: link.linkCapacity })
+    const { core: broker } = yield* world.startBroker({
+      idleExit: null,
+      ...options,
+      ...(link.brokerClock === undefined ? {} : { clock: link.brokerClock })
+    }).pipe(Effect.provideService(References.MinimumLogLevel, "Warn"))
 
     // Each client in a Scope closed on simulated time: an orderly close may wait on the clock.
     const client: MemoryWorld["client"] = (sessionId, clientOptions = {}) =>

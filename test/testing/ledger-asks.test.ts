@@ -9,7 +9,9 @@
  *
  * And its `answer-after-timeout` check: an ask that ended in a timeout
  * though the broker accepted its target's reply to it — unless its asker
- * had no connection then (it ends at its own deadline by design).
+ * did not hear the broker at its own deadline: it had no connection then
+ * (even if one it made before its wait ended brings the reply), or its round
+ * trip then was not answered (its client not reading); it gives up by design.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -90,7 +92,7 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
  */
 const acceptedReplyThenAskEnded = (
   outcome: "ReplyTimeout" | "Replied",
-  askerDisconnected = false
+  asker: "heard" | "told before its deadline" | "disconnected" | "reconnected after its deadline" | "not reading" = "heard"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -114,19 +116,58 @@ const acceptedReplyThenAskEnded = (
   ledger.clientWrote(2, [answer])
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
-  now = RECEIVED_AT + TIMEOUT_MS + 15
+  // The broker writes D's reply to A.
+  const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
+  ledger.brokerWrote(1, [replyFrame])
+  // A's deadline: its acknowledgement read at RECEIVED_AT, plus TIMEOUT_MS. Its round trip then (a `list`)
+  // is answered behind the reply; `roundTrip` writes the answer on `link` and has A read it.
+  const deadline = RECEIVED_AT + TIMEOUT_MS
+  const answered = JSON.stringify({ type: "sessions", requestId: "probe", sessions: [] })
+  const roundTrip = (link: number) => {
+    ledger.brokerWrote(link, [answered])
+    ledger.clientRead(link, [answered])
+  }
+  now = deadline + 15
+  // Heard: A's round trip came back on the connection it had at its deadline, behind the reply (which it
+  // read, and refused).
+  if (asker === "heard") {
+    ledger.clientRead(1, [replyFrame])
+    roundTrip(1)
+  }
+  if (asker === "reconnected after its deadline") {
+    // The asker's connection closed before its deadline (the reply unread in it); a new one registers
+    // after the deadline, while its `cancel_ask` waits for a connection (seed 8569, --delivery), and A
+    // reads on it.
+    ledger.linkClosed(1)
+    now = deadline + 22
+    ledger.linkOpened(3, A, "client-a", 1)
+    const { id: _, ...session } = info(A, 1)
+    ledger.brokerRead(3, [JSON.stringify({ type: "register", sessionId: A, session })])
+    const registered = JSON.stringify({ type: "registered", sessionId: A })
+    ledger.brokerWrote(3, [registered])
+    ledger.clientRead(3, [registered])
+    roundTrip(3)
+  }
+  // Not reading: A's connection stays up but its client reads nothing more (seed 9129, --parked-flush
+  // --client-timings): its round trip goes unanswered within its liveness timeout.
+  // Told before its deadline: the wait ended on the broker's `ask_expired`, before its own deadline.
+  now = asker === "told before its deadline" ? deadline - 1 : deadline + 40
   // The asker's connection closed before its wait ended (the reply unread in it).
-  if (askerDisconnected) ledger.linkClosed(1)
+  if (asker === "disconnected") ledger.linkClosed(1)
   if (outcome === "Replied") ledger.askEnded(alias, "Replied", { questionId: question.id, fromId: D, message: reply })
   else ledger.askEnded(alias, "ReplyTimeout")
   return ledger.answersAfterTimeout()
 }
 
 describe("Ledger: an ask that timed out with its answer accepted (answer-after-timeout)", () => {
-  it("an ask that ended in a timeout though the broker acknowledged its target's reply is reported", () => {
-    const found = acceptedReplyThenAskEnded("ReplyTimeout")
+  it("an ask that ended in a timeout though the broker acknowledged its target's reply, its asker's round trip at its deadline answered, is reported", () => {
+    const found = acceptedReplyThenAskEnded("ReplyTimeout", "heard")
     expect(found.length).toBe(1)
     expect(found[0]).toContain("timed out, though the broker accepted")
+  })
+
+  it("an ask that ended in a timeout before its own deadline (told by the broker) though the broker acknowledged its target's reply is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "told before its deadline").length).toBe(1)
   })
 
   it("an ask that the accepted reply answered is not", () => {
@@ -134,6 +175,14 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
   })
 
   it("an ask whose asker had no connection when it timed out is not: it ends at its own deadline by design", () => {
-    expect(acceptedReplyThenAskEnded("ReplyTimeout", true)).toEqual([])
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "disconnected")).toEqual([])
+  })
+
+  it("an ask whose asker had no connection at its own deadline is not, though it registered one before its wait ended", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "reconnected after its deadline")).toEqual([])
+  })
+
+  it("an ask whose asker's round trip at its deadline was not answered (its client not reading) is not, though its connection stayed up", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "not reading")).toEqual([])
   })
 })

@@ -97,7 +97,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
-  if (outcome === "ReplyTimeout") record.heardBroker = connectedNow(state, record.asker)
+  if (outcome === "ReplyTimeout") record.heardBroker = heardBroker(state, record)
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -136,14 +136,37 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
   return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
 }
 
-/** Does session `owner` have a registered connection to a broker that has not crashed, open on both sides? */
-const connectedNow = (state: LedgerState, owner: string): boolean => {
+/**
+ * Whether the asker of an ask that timed out heard the broker about it
+ * (`AskRecord.heardBroker`): it ended before its own deadline, or its client
+ * read, on a connection registered by the deadline and live still (a
+ * connection only ever goes from live to ended), a frame the broker wrote at
+ * or after it. Without a known deadline, whether it has such a connection now.
+ */
+const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
+  const deadline = ownDeadline(state, record)
+  const now = state.now()
+  if (deadline !== undefined && now < deadline) return true
   for (const link of state.links.values()) {
-    if (link.owner === owner && link.registered && !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch)) {
+    if (
+      link.owner === record.asker && link.registered && link.registeredAt !== undefined &&
+      !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch) &&
+      (deadline === undefined || (link.registeredAt <= deadline && link.lastReadWrittenAt !== undefined && link.lastReadWrittenAt >= deadline))
+    ) {
       return true
     }
   }
   return false
+}
+
+/**
+ * An ask's own deadline, as its asker's timer counts it: from when it read
+ * its question's acknowledgement, `askTimeoutMs` on (AskRecord.heardBroker).
+ * Undefined when either is unknown.
+ */
+const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined => {
+  const ackedAt = record.questionId === undefined ? undefined : state.messages.get(record.questionId)?.ackedAt
+  return ackedAt === undefined || record.timeoutMs === undefined ? undefined : ackedAt + record.timeoutMs
 }
 
 /**
@@ -152,9 +175,11 @@ const connectedNow = (state: LedgerState, owner: string): boolean => {
  * a reply its sender was later told was lost (an `expired` receipt: the
  * broker opened the ask again, and its expiry then ended the wait) or
  * replaced while staged (`delivery-v1`: never delivered), nor an
- * ask whose asker had no connection to a live broker when it timed out
- * (`AskRecord.heardBroker`): such an asker ends at its own deadline by
- * design, and a reply it had not read by then reaches its session late.
+ * ask whose asker did not hear the broker at its own deadline
+ * (`AskRecord.heardBroker`: no connection then, even if it made one before
+ * its wait ended, or a round trip on it that did not come back in time):
+ * such an asker gives up by design, and a reply it had not read by then
+ * reaches its session late.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()

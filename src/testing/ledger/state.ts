@@ -76,6 +76,16 @@ export interface LinkRecord {
    * when a confirmation was still on its way (or lost with the connection).
    */
   confirmationWritten: number
+  /** When its client last read `registered` on it (simulated ms); undefined until it does. */
+  registeredAt: number | undefined
+  /**
+   * When the broker wrote each frame on it that its client has not read yet,
+   * oldest first (a link carries frames in order): what `lastReadWrittenAt`
+   * is taken from.
+   */
+  readonly unreadWrittenAt: Array<number>
+  /** When the broker wrote the last frame its client read on it; undefined before its first read. */
+  lastReadWrittenAt: number | undefined
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
@@ -200,12 +210,24 @@ export interface AskRecord {
   readonly targetId: string | undefined
   readonly startedAt: number
   questionId: string | undefined
+  /** The `askTimeoutMs` its question was written with; undefined until it is (or when it had none). */
+  timeoutMs?: number | undefined
   outcome: AskOutcome | undefined
   /**
-   * For an ask that ended in a timeout: whether its asker had a registered
-   * connection to a live broker then. One that had none could not hear the
-   * broker at its own deadline, and ends then by design (the user's timeout
-   * is a bound, src/session/Ask.ts): `answer-after-timeout` does not count it.
+   * For an ask that ended in a timeout: whether its asker heard the broker
+   * about it. It did when the wait ended before its own deadline (the
+   * broker's `ask_expired`). At its deadline the asker makes one round trip
+   * on the connection it has then, and gives up when it has none, when that
+   * connection drops, or when the answer does not come within its liveness
+   * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
+   * not reading, or the broker's writes slow. So it heard the broker when
+   * its client read, before the wait ended, a frame the broker wrote at or
+   * after the deadline on a connection registered by then and live still:
+   * having read that, it read whatever the broker wrote there before.
+   * `answer-after-timeout` counts only such asks. The deadline is taken as
+   * its question's acknowledgement read plus its `askTimeoutMs`; the asker's
+   * own timer starts a little later (after it records the send), so around
+   * it the check errs on the lenient side.
    */
   heardBroker?: boolean
 }

@@ -60,18 +60,26 @@ const decodeSendLike = (
   readonly message: Message
   readonly channel: "supervisor" | undefined
   readonly delivery: DeliveryNote | undefined
+  readonly askTimeoutMs: number | undefined
 } | undefined => {
   if (parsed.type === "send") {
     const frame = decodeClientFrame.send(parsed)
     return isFrameDecodeError(frame)
       ? undefined
-      : { to: frame.to, targetId: frame.targetId, message: frame.message, channel: undefined, delivery: deliveryNoteOf(frame) }
+      : {
+        to: frame.to,
+        targetId: frame.targetId,
+        message: frame.message,
+        channel: undefined,
+        delivery: deliveryNoteOf(frame),
+        askTimeoutMs: frame.askTimeoutMs
+      }
   }
   if (parsed.type === "supervisor_send") {
     const frame = decodeSupervisorSend(parsed)
     return isFrameDecodeError(frame)
       ? undefined
-      : { to: frame.to, targetId: undefined, message: frame.message, channel: "supervisor", delivery: undefined }
+      : { to: frame.to, targetId: undefined, message: frame.message, channel: "supervisor", delivery: undefined, askTimeoutMs: undefined }
   }
   return undefined
 }
@@ -86,7 +94,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     if (!isFrameDecodeError(parsed)) {
       if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
         const frame = decodeSendLike(parsed)
-        if (frame !== undefined) sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
+        if (frame !== undefined) sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery, frame.askTimeoutMs)
       } else if (parsed.type === "cancel_message" && !isHostile(state, link.owner)) {
         const cancel = decodeClientFrame.cancel_message(parsed)
         if (!isFrameDecodeError(cancel)) cancelWritten(state, link, cancel.messageId)
@@ -109,7 +117,8 @@ const sendWritten = (
   targetId: string | undefined,
   message: Message,
   channel: "supervisor" | undefined,
-  delivery: DeliveryNote | undefined
+  delivery: DeliveryNote | undefined,
+  askTimeoutMs: number | undefined
 ): void => {
   if (state.messages.has(message.id)) return // a retry of the same message
   const kind = message.expectsReply === true ? "ask" : message.replyTo !== undefined ? "reply" : "send"
@@ -151,7 +160,10 @@ const sendWritten = (
   // A child's supervisor-channel ask is no ask of its session runtime (its reply-waiter slot is not used).
   if (kind === "ask" && channel === undefined) {
     const ask = state.openAsk.get(sender)
-    if (ask !== undefined && ask.questionId === undefined) ask.questionId = message.id
+    if (ask !== undefined && ask.questionId === undefined) {
+      ask.questionId = message.id
+      ask.timeoutMs = askTimeoutMs
+    }
   }
 }
 
@@ -214,6 +226,7 @@ export const brokerWrote = (state: LedgerState, linkId: number, frames: Readonly
   const link = state.links.get(linkId)
   for (const text of frames) {
     state.frameCount++
+    link?.unreadWrittenAt.push(state.now())
     check(state, !oversized(text), "frame-too-large", () =>
       `the broker wrote a ${frameBytes(text)}-byte frame to ${nameOf(state, link?.owner ?? "?")} (${clip(text, 60)})`)
     if (!text.startsWith(`{"type":"message`)) continue
@@ -332,6 +345,7 @@ export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   if (link === undefined) return
   for (const text of frames) {
     link.framesRead++
+    link.lastReadWrittenAt = link.unreadWrittenAt.shift() ?? link.lastReadWrittenAt
     traceFrame(state, link, "←", text)
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
@@ -463,6 +477,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
         state.takeovers.set(link.owner, times)
       }
       link.registered = true
+      link.registeredAt = state.now()
       return
     }
     case "delivery_queued":
