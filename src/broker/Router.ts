@@ -535,7 +535,11 @@ export class Router {
     const hold = this.output.holds.endHold(peer)
     const back = this.takeBack(peer, unwritten)
     if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.holds.keepReturned(hold, back))
+    // Mail the held senders sent the session while it was away went to its mailbox at once: what comes back
+    // now (with the session still away, requeued there) is older, and goes ahead of it.
+    const sentWhileAway = hold === undefined ? undefined : this.mail.sentWhileHeld(hold.key, hold.senders)
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
+    if (sentWhileAway !== undefined) this.mail.queueBehind(sentWhileAway)
     if (hold !== undefined) this.output.holds.heldReleased(hold)
   }
 
