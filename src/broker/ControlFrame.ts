@@ -19,7 +19,9 @@
  * OutboundItems.ts take it for a frame of the connection's own everywhere
  * but where they ask `isControl`. When it cannot be written where it was
  * queued (its recipient closed while it waited, or a hold it was kept on
- * ended) it goes where its session is now, as mail does
+ * ended), or was written and never confirmed read by a `received-v1` client
+ * (it is held in custody like mail, Custody.ts), or left in the part of a
+ * write its socket never took, it goes where its session is now, as mail does
  * (MailDelivery.takeBack); with the session away it is dropped, as a
  * control needs both sides live (a cancelled ask's message is dropped from
  * the mailbox on its own: `MailDelivery.isStale`).

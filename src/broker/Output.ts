@@ -100,7 +100,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type ReturnWait, type Written } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
@@ -788,9 +788,10 @@ export class Output {
    * session that left and is back since the recipient last collected has its
    * `session_left` and new `session_joined` put among the items, after its
    * mail from before its return and before its mail from since (Rejoins.ts:
-   * a scan of the outbox, only then). Mail and notices for a
+   * a scan of the outbox, only then). Mail, notices and control frames for a
    * session this connection no longer holds (it unregistered, or was taken
-   * over) are taken back instead of written.
+   * over) are taken back instead of written; those written are the batch's
+   * returnable items (custody, an unfinished write's untaken rest).
    */
   takeForWrite(peer: Peer): WriteBatch {
     const items = peer.outbox
@@ -815,6 +816,16 @@ export class Output {
       }
       else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) batch.ending = true
+      else if (isControl(item)) {
+        // Returnable like mail: unwritten, or unconfirmed by a `received-v1` client, it goes again (Custody.ts).
+        if (item.to !== peer.session?.key) this.takeBack(item)
+        else if (!fits(item)) this.oversize(peer, item)
+        else {
+          batch.returnableAt.push(frames.length)
+          returnable.push(item)
+          frames.push(item)
+        }
+      }
       else if (!("frame" in item)) {
         if (fits(item)) frames.push(item)
         else this.oversize(peer, item)
@@ -863,8 +874,8 @@ export class Output {
    * The output of a batch whose write did not complete, from the first frame
    * that was not handed over (`written` frames were).
    */
-  unwrittenOf(batch: WriteBatch, written: number): Array<Returnable> {
-    const unwritten: Array<Returnable> = []
+  unwrittenOf(batch: WriteBatch, written: number): Array<Written> {
+    const unwritten: Array<Written> = []
     const at = batch.returnableAt
     for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
     return unwritten

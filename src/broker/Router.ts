@@ -57,7 +57,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { OutboundItem, Peer, Returnable } from "./Peer.ts"
+import type { OutboundItem, Peer, Written } from "./Peer.ts"
 import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
@@ -517,7 +517,7 @@ export class Router {
    * progress, oldest first — the new connection gets these first
    * (Registration); the close finds them gone.
    */
-  abandoned(peer: Peer): ReadonlyArray<Returnable> {
+  abandoned(peer: Peer): ReadonlyArray<Written> {
     this.abandonWrites(peer)
     return this.takeBack(peer, [])
   }
@@ -547,7 +547,7 @@ export class Router {
    * Mail written and never confirmed read, then the untaken rest of the write in progress, then `after`:
    * oldest first. Each is taken once (a rejoin, then the close, each get what the other has not).
    */
-  private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Returnable | A> {
+  private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Written | A> {
     const unread = this.custody.detached(peer)
     const rest = peer.untakenRest
     peer.untakenRest = undefined
