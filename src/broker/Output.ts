@@ -816,19 +816,19 @@ export class Output {
       }
       else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) batch.ending = true
-      else if (isControl(item)) {
-        // Returnable like mail: unwritten, or unconfirmed by a `received-v1` client, it goes again (Custody.ts).
-        if (item.to !== peer.session?.key) this.takeBack(item)
+      else if (!("frame" in item)) {
+        // A control frame is returnable like mail: unwritten, or unconfirmed by a `received-v1` client, it goes
+        // again (Custody.ts). Tested here, among the frames in parts, so mail pays no class test.
+        if (!isControl(item)) {
+          if (fits(item)) frames.push(item)
+          else this.oversize(peer, item)
+        } else if (item.to !== peer.session?.key) this.takeBack(item)
         else if (!fits(item)) this.oversize(peer, item)
         else {
           batch.returnableAt.push(frames.length)
           returnable.push(item)
           frames.push(item)
         }
-      }
-      else if (!("frame" in item)) {
-        if (fits(item)) frames.push(item)
-        else this.oversize(peer, item)
       }
       else if (!belongsTo(item, peer)) this.takeBack(item)
       else if (!fits(item.frame)) this.oversize(peer, item.frame)
