@@ -7,7 +7,9 @@
  * written as is). To Output it is ordered like that sender's mail for that
  * session: wherever that mail waits — a takeover's custody hold
  * (CustodyHold.ts), the recipient's own parked mailbox flush (Output's
- * `parkedMail` counts) — the control waits behind it, so the receiver never
+ * `parkedMail` counts), a withheld return's old output (`Peer.returnWaits`:
+ * a control from since its sender's return waits for that departure and
+ * join, as the sender's mail from since does) — the control waits behind it, so the receiver never
  * learns of a cancel or supersede before the message it is about (review
  * revh3, C-ORD). Without this a control went straight into the recipient's
  * outbox; its client marked the unknown id replied, then got the message:
@@ -17,7 +19,9 @@
  * OutboundItems.ts take it for a frame of the connection's own everywhere
  * but where they ask `isControl`. When it cannot be written where it was
  * queued (its recipient closed while it waited, or a hold it was kept on
- * ended) it goes where its session is now, as mail does
+ * ended), or was written and never confirmed read by a `received-v1` client
+ * (it is held in custody like mail, Custody.ts), or left in the part of a
+ * write its socket never took, it goes where its session is now, as mail does
  * (MailDelivery.takeBack); with the session away it is dropped, as a
  * control needs both sides live (a cancelled ask's message is dropped from
  * the mailbox on its own: `MailDelivery.isStale`).
@@ -34,18 +38,28 @@ export class ControlFrame implements FrameParts {
   readonly to: string
   /** The registry key of that message's sender (the session cancelling or superseding it). */
   readonly senderKey: string
+  /**
+   * Its sender's incarnation when it was routed (`Session.presentSince`), as
+   * `OutboundMessage.senderSince`: a recipient that withholds that sender's
+   * departure and return (`Peer.returnWaits`) holds a control from since the
+   * return back as it holds the sender's mail from since (Output's
+   * `waitsForReturn`, `parkBehindReturn`).
+   */
+  readonly senderSince: number
   private readonly body: string
 
   /**
    * @param body the frame text (encode.ts `controlFrame`).
    * @param to the receiver's registry key.
    * @param senderKey the sender's registry key.
+   * @param senderSince the sender's `presentSince` as it cancels or supersedes.
    */
-  constructor(body: string, to: string, senderKey: string) {
+  constructor(body: string, to: string, senderKey: string, senderSince: number) {
     this.body = body
     this.length = body.length
     this.to = to
     this.senderKey = senderKey
+    this.senderSince = senderSince
   }
 
   /** Writes the text's UTF-8 bytes into `out` from `offset`; returns how many it wrote. */

@@ -33,6 +33,13 @@
  * so a notice unread when the broker is killed is sent again after the
  * restart.
  *
+ * Control frames (a cancel, a supersede: ControlFrame.ts) are held the same
+ * way, in memory only: one written and never confirmed goes back with the
+ * rest, oldest first, so it follows the message it is about, given back
+ * before it, to the session's next connection (a takeover by another
+ * instance) — without it that instance got a message its sender had been
+ * told it withdrew. With the session away it is dropped (MailDelivery.takeBack).
+ *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
  * connection of (frame count, message) in two parallel arrays, and the
@@ -42,10 +49,14 @@
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
-import type { Mail, Peer, Returnable } from "./Peer.ts"
+import { isControl } from "./OutboundItems.ts"
+import type { Mail, Peer, Written } from "./Peer.ts"
 import type { WriteBatch } from "./WriteBatch.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+
+/** The registry key of the session a written item was meant for. */
+const keyOf = (item: Written): string => "owedTo" in item ? item.owedTo : item.to
 
 /** Slots a FIFO's first hold gives it (a power of two: the arrays are a ring indexed by `& mask`). */
 const FIRST_SLOTS = 64
@@ -73,7 +84,7 @@ const KEEP_SLOTS = 1_024
  */
 export class PeerCustody {
   private ends: Array<number> = []
-  private items: Array<Returnable | undefined> = []
+  private items: Array<Written | undefined> = []
   /** The rings' length less one; -1 while they are empty. */
   private mask = -1
   private head = 0
@@ -92,10 +103,10 @@ export class PeerCustody {
   }
 
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
-  hold(end: number, item: Returnable): void {
+  hold(end: number, item: Written): void {
     if (end <= this.confirmed) {
       if ("mail" in item) this.release(item.mail)
-      else if (item.seq !== undefined) this.releaseNotice(item.seq)
+      else if (!isControl(item) && item.seq !== undefined) this.releaseNotice(item.seq)
       return
     }
     if (this.count > this.mask) this.grow()
@@ -121,7 +132,7 @@ export class PeerCustody {
       count--
       if (item === undefined) continue
       if ("mail" in item) this.release(item.mail)
-      else if (item.seq !== undefined) this.releaseNotice(item.seq)
+      else if (!isControl(item) && item.seq !== undefined) this.releaseNotice(item.seq)
     }
     this.head = head
     this.count = count
@@ -135,8 +146,8 @@ export class PeerCustody {
    * The connection closed with the broker alive: what is still held, oldest
    * first, to go back like unwritten output (it stays in the store meanwhile).
    */
-  takeBack(): ReadonlyArray<Returnable> {
-    const unread: Array<Returnable> = []
+  takeBack(): ReadonlyArray<Written> {
+    const unread: Array<Written> = []
     for (let i = 0; i < this.count; i++) {
       const item = this.items[(this.head + i) & this.mask]
       if (item !== undefined) unread.push(item)
@@ -151,12 +162,12 @@ export class PeerCustody {
    * nothing after its `unregister`). The rest stays held; the slots emptied
    * are skipped, and those at the front let go at once.
    */
-  takeBackFor(key: string): ReadonlyArray<Returnable> {
-    const unread: Array<Returnable> = []
+  takeBackFor(key: string): ReadonlyArray<Written> {
+    const unread: Array<Written> = []
     for (let i = 0; i < this.count; i++) {
       const slot = (this.head + i) & this.mask
       const item = this.items[slot]
-      if (item === undefined || ("mail" in item ? item.to : item.owedTo) !== key) continue
+      if (item === undefined || keyOf(item) !== key) continue
       unread.push(item)
       this.items[slot] = undefined
     }
@@ -194,7 +205,7 @@ export class PeerCustody {
   private grow(): void {
     const slots = Math.max(FIRST_SLOTS, (this.mask + 1) * 2)
     const ends = new Array<number>(slots).fill(0)
-    const items = new Array<Returnable | undefined>(slots).fill(undefined)
+    const items = new Array<Written | undefined>(slots).fill(undefined)
     for (let i = 0; i < this.count; i++) {
       const from = (this.head + i) & this.mask
       ends[i] = this.ends[from]!
@@ -290,7 +301,7 @@ export class Custody {
       if (index >= count) continue
       if (custody !== undefined) custody.hold(first + index + 1, item)
       else if ("mail" in item) journal?.mailGone(item.mail.senderKey, item.mail.message.id)
-      else if (item.seq !== undefined) journal?.noticeGone(item.seq)
+      else if (!isControl(item) && item.seq !== undefined) journal?.noticeGone(item.seq)
     }
   }
 
@@ -337,15 +348,15 @@ export class Custody {
    * returns them in order; the write still carries their frames, but no
    * longer holds them when it completes.
    */
-  private unconfirmedOf(peer: Peer, custody: PeerCustody, batch: WriteBatch, key: string): ReadonlyArray<Returnable> {
-    const taken: Array<Returnable> = []
+  private unconfirmedOf(peer: Peer, custody: PeerCustody, batch: WriteBatch, key: string): ReadonlyArray<Written> {
+    const taken: Array<Written> = []
     const returnable = batch.returnable
     const at = batch.returnableAt
     let kept = 0
     for (let i = 0; i < returnable.length; i++) {
       const item = returnable[i]!
       const index = at[i]!
-      const forKey = ("mail" in item ? item.to : item.owedTo) === key
+      const forKey = keyOf(item) === key
       if (forKey && !custody.confirmedThrough(peer.framesWritten + index + 1)) taken.push(item)
       else {
         returnable[kept] = item
@@ -362,7 +373,7 @@ export class Custody {
    * wrote and its client never confirmed, oldest first, for `Router.detach`
    * to send back ahead of the output it never wrote (see the module header).
    */
-  detached(peer: Peer): ReadonlyArray<Returnable> {
+  detached(peer: Peer): ReadonlyArray<Written> {
     return peer.custody?.takeBack() ?? []
   }
 }

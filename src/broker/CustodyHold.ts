@@ -71,10 +71,12 @@
  * is away the hold still waits, and a held sender's message requeued
  * meanwhile (forced at its sender's close, given back by a closing
  * connection) is kept here too (`CustodyHolds.keepWhileAway`, from
- * MailDelivery.requeue), to follow the custody into the mailbox. What is
- * left: mail *sent* to the session while it is away goes to the mailbox
- * at once (its bounds, its store), so an old close that comes then puts
- * the custody behind it.
+ * MailDelivery.requeue), to follow the custody into the mailbox. Mail
+ * *sent* to the session while it is away goes to the mailbox at once (its
+ * bounds, its store, its flush's receipt routes); an old close that comes
+ * then puts the held senders' mail the mailbox took meanwhile behind what
+ * it gives back (`Router.detach`: `MailDelivery.sentWhileHeld`,
+ * `queueBehind`), so the flush still keeps each sender's order.
  *
  * Here too, Output's side of the holds (split from Output.ts, 2026-12-05):
  * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,

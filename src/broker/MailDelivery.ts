@@ -41,7 +41,7 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 610 lines, one concept: the fate of mail that is not being
+ * Size: about 630 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -379,6 +379,28 @@ export class MailDelivery {
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
       this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
     }
+  }
+
+  /**
+   * The mail `senders` sent the session `key` that the mailbox holds (record
+   * keys, in queue order): at the end of a takeover's custody hold
+   * (CustodyHold.ts), mail they sent it while it was away, which must go
+   * behind what that end gives back (`queueBehind`). Undefined when there
+   * is none (the session is live, or was sent none of theirs).
+   */
+  sentWhileHeld(key: string, senders: ReadonlySet<string>): ReadonlyArray<string> | undefined {
+    if (this.mailbox.size === 0) return undefined
+    const keys = this.mailbox.keysFor(key, (mail) => senders.has(mail.senderKey))
+    return keys.length === 0 ? undefined : keys
+  }
+
+  /**
+   * The mail of `recordKeys` (`sentWhileHeld`) still queued goes behind what
+   * the mailbox took since: a hold's custody and kept mail, older, requeued
+   * at its end, is flushed first — each sender's order kept.
+   */
+  queueBehind(recordKeys: ReadonlyArray<string>): void {
+    this.mailbox.toBack(recordKeys)
   }
 
   /**

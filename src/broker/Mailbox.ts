@@ -56,8 +56,12 @@ const bytesOf = (mail: Mail): number => {
 /** A queued message with its place in the queue and its size. */
 interface Entry {
   readonly mail: Mail
-  /** Queue order (arrival), also among mail queued at the same millisecond. */
-  readonly seq: number
+  /**
+   * Queue order (arrival), also among mail queued at the same millisecond;
+   * renumbered only when mail is put back behind mail that comes back older
+   * (`toBack`).
+   */
+  seq: number
   readonly bytes: number
 }
 
@@ -176,6 +180,31 @@ export class Mailbox {
     const taken = [...found].filter((entry) => accept(entry.mail)).sort((a, b) => a.seq - b.seq)
     for (const entry of taken) this.delete(entry.mail.recordKey)
     return taken.map((entry) => entry.mail)
+  }
+
+  /**
+   * The record keys of the mail queued for the session `targetKey` that
+   * `accept` lets through, in queue order (a look-up by recipient: mail
+   * held behind a takeover's custody, at that hold's end only).
+   */
+  keysFor(targetKey: string, accept: (mail: Mail) => boolean): Array<string> {
+    const entries = this.byTarget.get(targetKey)
+    if (entries === undefined) return []
+    const found: Array<Entry> = []
+    for (const entry of entries) if (accept(entry.mail)) found.push(entry)
+    return found.sort((a, b) => a.seq - b.seq).map((entry) => entry.mail.recordKey)
+  }
+
+  /**
+   * The mail of `recordKeys` still queued goes behind everything queued so
+   * far, in the order given: flushed after it, and evicted after it by the
+   * bounds that evict the oldest first. Its age (for expiry) is kept.
+   */
+  toBack(recordKeys: ReadonlyArray<string>): void {
+    for (const key of recordKeys) {
+      const entry = this.entries.get(key)
+      if (entry !== undefined) entry.seq = ++this.seq
+    }
   }
 
   /** The sender with the most messages queued (`byCount`), else with the most bytes. */

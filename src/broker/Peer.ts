@@ -15,6 +15,7 @@ import { Deferred } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { Mail } from "../store/records.ts"
+import type { ControlFrame } from "./ControlFrame.ts"
 import type { PeerCustody } from "./Custody.ts"
 import type { CustodyHold } from "./CustodyHold.ts"
 import type { WithheldDeparture } from "./MembershipFeed.ts"
@@ -77,6 +78,14 @@ export interface OutboundNotice {
 
 /** Output the broker takes back when it could not be written: mail and failure notices. */
 export type Returnable = OutboundMessage | OutboundNotice
+
+/**
+ * What a write carries that comes back when its socket never took it, or
+ * (`received-v1`) its client never confirmed reading it: mail, notices, and
+ * control frames about mail (ControlFrame.ts), so a cancel goes again with
+ * the message it is about (MailDelivery.takeBack).
+ */
+export type Written = Returnable | ControlFrame
 
 /** A returned sender's mail waits for its withheld departure and join (`Peer.returnWaits`). */
 export interface ReturnWait {
@@ -213,7 +222,7 @@ export class Peer {
    * (`Router.abandonWrites`), oldest first; taken once by whichever comes first, the client's rejoin
    * (`Router.abandoned`) or the close (`Router.detach`). Written and taken only there.
    */
-  untakenRest: Array<Returnable> | undefined = undefined
+  untakenRest: Array<Written> | undefined = undefined
   /**
    * Drainers waiting to offer to this outbox: for room (in frames or
    * characters), or for the last of their sender's older mail in this

@@ -45,7 +45,7 @@ import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import { sendersToHold } from "./CustodyHold.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
-import { featureSet, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { featureSet, type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -129,7 +129,7 @@ export class Registration {
   private readonly attached = new Map<Peer, ReadProgress | undefined>()
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
-  private readonly abandon: (peer: Peer) => ReadonlyArray<Returnable>
+  private readonly abandon: (peer: Peer) => ReadonlyArray<Written>
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -150,7 +150,7 @@ export class Registration {
     ctx: RouterContext,
     membership: Membership,
     signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
-    abandon: (peer: Peer) => ReadonlyArray<Returnable>
+    abandon: (peer: Peer) => ReadonlyArray<Written>
   ) {
     this.ctx = ctx
     this.membership = membership
@@ -358,7 +358,7 @@ export class Registration {
     }
     // The client's own rejoin (`rejoin-v1`): what the old connection was given and its client never
     // confirmed, or never got, goes to the new one first (below), ahead of the old outbox's mail.
-    let unread: ReadonlyArray<Returnable> = []
+    let unread: ReadonlyArray<Written> = []
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
       // session_left. Mail in that outbox, or parked with its reader for it, no longer belongs there (its

@@ -57,7 +57,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { OutboundItem, Peer, Returnable } from "./Peer.ts"
+import type { OutboundItem, Peer, Written } from "./Peer.ts"
 import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
@@ -517,7 +517,7 @@ export class Router {
    * progress, oldest first — the new connection gets these first
    * (Registration); the close finds them gone.
    */
-  abandoned(peer: Peer): ReadonlyArray<Returnable> {
+  abandoned(peer: Peer): ReadonlyArray<Written> {
     this.abandonWrites(peer)
     return this.takeBack(peer, [])
   }
@@ -535,7 +535,11 @@ export class Router {
     const hold = this.output.holds.endHold(peer)
     const back = this.takeBack(peer, unwritten)
     if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.holds.keepReturned(hold, back))
+    // Mail the held senders sent the session while it was away went to its mailbox at once: what comes back
+    // now (with the session still away, requeued there) is older, and goes ahead of it.
+    const sentWhileAway = hold === undefined ? undefined : this.mail.sentWhileHeld(hold.key, hold.senders)
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
+    if (sentWhileAway !== undefined) this.mail.queueBehind(sentWhileAway)
     if (hold !== undefined) this.output.holds.heldReleased(hold)
   }
 
@@ -543,7 +547,7 @@ export class Router {
    * Mail written and never confirmed read, then the untaken rest of the write in progress, then `after`:
    * oldest first. Each is taken once (a rejoin, then the close, each get what the other has not).
    */
-  private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Returnable | A> {
+  private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Written | A> {
     const unread = this.custody.detached(peer)
     const rest = peer.untakenRest
     peer.untakenRest = undefined

@@ -9,7 +9,7 @@
  * and is never reused.
  */
 import type { OutFrame } from "../protocol/framing.ts"
-import type { Returnable } from "./Peer.ts"
+import type { Written } from "./Peer.ts"
 
 /** Frames a write batch may have held and still be reused (`Output.recycle`). */
 const KEEP_BATCH_SLOTS = 1_024
@@ -28,7 +28,7 @@ export class WriteBatch {
   /** Frames to write, in order (texts, or frames in parts). */
   readonly frames: Array<OutFrame> = []
   /** The returnable output among them, in order: taken back if the write does not complete. */
-  readonly returnable: Array<Returnable> = []
+  readonly returnable: Array<Written> = []
   /** The frame index of each `returnable` item (same position): two arrays, no pair per item. */
   readonly returnableAt: Array<number> = []
   /** END_OF_OUTPUT was among the items: end the connection after writing. */

@@ -1,7 +1,8 @@
 /**
  * The mailbox's bounds as a state machine (fast-check): after every `put` the
  * bounds hold, what `put` reports evicted is exactly what left, and a put
- * whose own message goes moves nothing else.
+ * whose own message goes moves nothing else; and `toBack`, which reorders
+ * mail behind what was queued since.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -82,5 +83,23 @@ describe("Mailbox.put", () => {
       }),
       { numRuns: 300 }
     )
+  })
+})
+
+describe("Mailbox.toBack", () => {
+  it("puts the mail named behind what was queued since, in the order named: flushed after it, evicted after it", () => {
+    const mailbox = new Mailbox({ ...LIMITS, capacity: 3 })
+    const sent = mailOf(1, { sender: "s1", target: "t1", chars: 0 })
+    mailbox.put(sent)
+    const keys = mailbox.keysFor("t1", (mail) => mail.senderKey === "s1")
+    assert.deepStrictEqual(keys, ["s1/m1"])
+    // Older mail of the same sender comes back (requeued), after the mail sent meanwhile.
+    mailbox.put(mailOf(2, { sender: "s1", target: "t1", chars: 0 }))
+    mailbox.put(mailOf(3, { sender: "s1", target: "t1", chars: 0 }))
+    mailbox.toBack(keys)
+    // Over the capacity, the oldest in queue order goes: s1/m2 now, not the mail put behind.
+    const evicted = mailbox.put(mailOf(4, { sender: "s1", target: "t1", chars: 0 })).map((eviction) => eviction.mail.recordKey)
+    assert.deepStrictEqual(evicted, ["s1/m2"])
+    assert.deepStrictEqual(mailbox.take("t1", undefined, () => true).map((mail) => mail.recordKey), ["s1/m3", "s1/m1", "s1/m4"])
   })
 })

@@ -9,13 +9,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { PeerCustody } from "../../src/broker/Custody.ts"
-import type { OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
+import type { OutboundNotice, Written } from "../../src/broker/Peer.ts"
 import { message } from "./fixtures/custodyItems.ts"
 
 /** A notice; every third one has no number, as without a store (it is released to no one). */
 const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n, owedAt: 0 })
 
-const keyOf = (item: Returnable): string => "mail" in item ? item.mail.recordKey : item.frame
+const keyOf = (item: Written): string => "mail" in item ? item.mail.recordKey : "frame" in item ? item.frame : item.text()
 
 const ops = fc.array(
   fc.oneof(

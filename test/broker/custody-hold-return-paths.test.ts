@@ -3,8 +3,8 @@
  * review revhs found wrong: a held sender's return whose departure another
  * owner still withholds when the custody hold ends (a staged replace message
  * waiting for room at the holder: R1), a held sender that returns twice
- * (the `custodyHeldReturns` counter: R3), and mail given back while the
- * session is away and its hold still waits for the old close (R4). On a
+ * (the `custodyHeldReturns` counter: R3), and mail given back (R4) or sent
+ * while the session is away and its hold still waits for the old close. On a
  * Router driven by hand (handRouter.ts), closes run as `finish` runs them.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -155,5 +155,22 @@ describe("a takeover's custody hold: the return paths", () => {
         while (tryDrain(later)) { /* offered */ }
       }
       assert.deepStrictEqual(log.filter((label) => /^m\d$/.test(label)), ["m0", "m1", "m2", "m3", "m4", "m5"])
+    }))
+
+  it.effect("mail d sends while the session is away goes behind the custody an old close then gives back: the next registration reads m0 m1 n1", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, d, holder, old, registerB, router, tryDrain } = yield* heldSetUp()
+      // b is away (its new connection closed) while the old connection still holds m0, m1 unconfirmed.
+      close(holder)
+      batch(d, [{ type: "send", to: "b", message: message("n1") }])
+      close(old)
+      const log: Array<string> = []
+      const later = registerB(attach(labelling(20, log)), "b-3")
+      for (let round = 0; round < 3; round++) {
+        router.membership.notify()
+        for (const frame of router.output.takeForWrite(later).frames) log.push(...orderLabel(frame))
+        while (tryDrain(later)) { /* offered */ }
+      }
+      assert.deepStrictEqual(log, ["m0", "m1", "n1"])
     }))
 })

@@ -204,3 +204,29 @@ describe("a control frame about mail in the recipient's own parked mailbox flush
       assert.deepStrictEqual(seen.labels, ["m0", "m1", "m2", "m3", "cancel m3"])
     }))
 })
+
+describe("a control frame the old client was written and never confirmed", () => {
+  it.effect("a cancel written to the old connection after its message, neither confirmed: the new connection gets the message again, then the cancel", () =>
+    Effect.gen(function*() {
+      const { attach, batch, close, router } = yield* handRouter({})
+      const seen = labeller()
+      const written: Array<OutFrame> = []
+      const old = attach({ ...fakeConnection(1, false), write: (frames: ReadonlyArray<OutFrame>) => (written.push(...frames), undefined) })
+      batch(old, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-1" } })])
+      const d = attach(fakeConnection(2, false))
+      batch(d, [registerFrame({ sessionId: "d" })])
+      const m0 = seen.message("m0")
+      batch(d, [{ type: "send", to: "b", message: m0 }])
+      batch(d, [{ type: "cancel_message", messageId: m0.id }])
+      const types = written.map((frame) => (JSON.parse(frameText(frame)) as { type: string }).type)
+      assert.deepStrictEqual(types.slice(-2), ["message", "message_control"], "the old connection was not written m0 and its cancel: the test sets up nothing")
+      const fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+      batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
+      closePeer(old, "destroy")
+      router.abandonWrites(old)
+      close(old)
+      fresh.writer.flush()
+      seen.note(router.output.takeForWrite(fresh).frames)
+      assert.deepStrictEqual(seen.labels, ["m0", "cancel m0"])
+    }))
+})
