@@ -5,7 +5,11 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead. A control frame is queued as a
+ * still in the mailbox removes it instead. A cancel of a message its replay
+ * record says this sender cancelled already is answered `delivered` again
+ * (ours): its first answer may have been lost with a connection or a broker
+ * crash, and a retry must tell the sender the message's fate rather than
+ * "cannot be cancelled". A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -244,6 +248,13 @@ export class Receipts {
         reason: Reason.cancelled,
         retryable: false
       })
+      this.ctx.journal?.mark(peer)
+      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+    }
+    // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
+    // broker that crashed after storing it) is answered as the first was, so the sender learns the fate.
+    const kept = records.get(session.key, messageId, now)
+    if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
       this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }

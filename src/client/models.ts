@@ -135,7 +135,11 @@ export interface IntercomClientService extends QuestionOperations {
    * The client restores every capability it obtained after each reconnect.
    */
   readonly authorizeChild: (childName: string) => Effect.Effect<ChildGrant, SupervisorAuthorizationFailed | ClientError>
-  /** `cancel_message` (P71): true when the broker withdrew or cancelled the message. */
+  /**
+   * `cancel_message` (P71): true when the broker withdrew or cancelled the
+   * message, now or before (a retry after the first answer was lost, e.g.
+   * with `ConnectionLost` when the broker crashed, is true again).
+   */
   readonly cancel: (messageId: string) => Effect.Effect<boolean, ClientError>
   /** `cancel_ask` (P64): drops this session's open ask edge. */
   readonly cancelAsk: (messageId: string) => Effect.Effect<void, ClientError>

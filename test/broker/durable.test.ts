@@ -78,6 +78,32 @@ describe("durable broker: crash and restart", () => {
       yield* messageFor(bob2.client, msg.id)
     }))
 
+  it.effect("a cancel stored before the crash is answered delivered again when its sender repeats it after the restart", () =>
+    Effect.gen(function*() {
+      // Sim seed 9848 (--delivery): the first answer never reached the sender, whose connection died with the broker.
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      const msg = message("never mind")
+      assertDelivered(yield* send(alice.client, "bob", msg), "queued")
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob" })
+      assertFailed(yield* send(alice2.client, "bob", msg), "E_DELIVERY_CANCELLED", "Sender cancelled the queued delivery")
+      yield* settled([alice2.client], [bob2.client])
+      yield* bob2.client.expectNothing(["message", "message_control"])
+    }))
+
   it.effect("a reply to an ask made before the crash is accepted after it (the ask edge was stored)", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()

@@ -86,6 +86,22 @@ describe("P71 cancel_message", () => {
       yield* receiver.client.expectNothing("message")
     }))
 
+  it.live("a cancel of a queued message repeated after it was carried out is answered delivered again", () =>
+    Effect.gen(function*() {
+      const { broker, sender, receiver } = yield* pair
+      yield* receiver.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      const msg = message("never mind, twice")
+      assertDelivered(yield* send(sender.client, "receiver", msg), "queued")
+      for (let i = 0; i < 2; i++) {
+        yield* sender.client.send({ type: "cancel_message", messageId: msg.id })
+        assert.deepStrictEqual({ ...(yield* ackFor(sender.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      }
+      const back = yield* broker.session({ sessionId: "receiver" })
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing(["message", "message_control"])
+    }))
+
   it.live("a queued message is dequeued: it is never flushed", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* pair

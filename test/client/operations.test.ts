@@ -194,6 +194,19 @@ describe("IntercomClient operations", () => {
       assert.deepStrictEqual(answers, [true, true])
     }))
 
+  it.live("cancel retried after it was carried out (its answer lost, say, with a crashed broker) is true again, not false", () =>
+    Effect.gen(function*() {
+      const { a, closeB } = yield* pair()
+      const events = yield* subscribe(a.presenceEvents, "alpha's presence events")
+      yield* closeB
+      yield* events.next((e) => e._tag === "Left" && e.sessionId === B_ID)
+      const sent = message("while beta is away")
+      const queued = yield* a.send({ to: "beta", message: sent })
+      assert.strictEqual(queued.delivery, "queued")
+      assert.isTrue(yield* a.cancel(sent.id))
+      assert.isTrue(yield* a.cancel(sent.id))
+    }))
+
   it.live("cancel: true for a delivered message (the receiver gets a cancel control), false for an unknown one", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()

@@ -5,7 +5,9 @@
  * it, or about a copy read and confirmed on an earlier connection, is not. A
  * cancel the broker acknowledged before the receiver first read the message
  * is `cancel-unheard` unless a control cancel followed that read; one whose
- * message nobody read is the fate `withdrawn`, not a loss.
+ * message nobody read is the fate `withdrawn`, not a loss. So is one whose
+ * answer a broker crash lost, when the next broker's replay record answers a
+ * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -119,5 +121,51 @@ describe("Ledger: controls", () => {
     expect(kinds).toEqual([])
     expect(ledger.violations.map((violation) => violation.kind)).not.toContain("silent-loss")
     expect(tally.withdrawn).toBe(1)
+  })
+
+  describe("a cancel whose answer was lost in a broker crash (durable)", () => {
+    /** A's `one` to B, acknowledged by broker #1 on link #1 while B is away; A then writes `cancel` if asked, and broker #1 crashes. */
+    const crashed = (options: { readonly cancelWritten: boolean }) => {
+      const ledger = new Ledger({ now: () => 0, durable: true })
+      ledger.addSession({ id: A, name: "a", scopeId: undefined })
+      ledger.addSession({ id: B, name: "b", scopeId: undefined })
+      ledger.linkOpened(1, A, "client-a", 1)
+      ledger.clientWrote(1, [send])
+      brokerTook(ledger, 1, [send])
+      ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: one.id, delivery: "queued" })])
+      if (options.cancelWritten) {
+        ledger.clientWrote(1, [cancel])
+        brokerTook(ledger, 1, [cancel])
+      }
+      ledger.brokerCrashed(1)
+      ledger.linkClosed(1)
+      return ledger
+    }
+    const kindsOf = (ledger: Ledger) => ledger.violations.map((violation) => violation.kind)
+
+    it("its message, which the next broker's replay record says was cancelled, is withdrawn, not a crash-loss", () => {
+      const ledger = crashed({ cancelWritten: true })
+      expect(ledger.unexplained().map((left) => left.message.id)).toEqual([one.id])
+      ledger.recordSaid(one.id, "E_DELIVERY_CANCELLED")
+      const tally = ledger.finish()
+      expect(kindsOf(ledger)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+      expect(tally.lostToCrash).toBe(0)
+      expect(tally.cancelsAcknowledged).toBe(0)
+    })
+
+    it("its message, which the next broker's replay record still says was queued, is a crash-loss", () => {
+      const ledger = crashed({ cancelWritten: true })
+      ledger.recordSaid(one.id, "delivered")
+      ledger.finish()
+      expect(kindsOf(ledger)).toEqual(["crash-loss"])
+    })
+
+    it("a message whose record says cancelled with no cancel from its sender on the wire is a crash-loss", () => {
+      const ledger = crashed({ cancelWritten: false })
+      ledger.recordSaid(one.id, "E_DELIVERY_CANCELLED")
+      ledger.finish()
+      expect(kindsOf(ledger)).toEqual(["crash-loss"])
+    })
   })
 })

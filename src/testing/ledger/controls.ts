@@ -29,8 +29,13 @@
  *
  * A cancel the broker acknowledged for a message no client of its receiver
  * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
- * (`cancelledUnread`).
+ * (`cancelledUnread`). So does one whose answer its sender never read when
+ * the broker's replay record says the message was cancelled (a resend of it
+ * is answered `E_DELIVERY_CANCELLED`): the broker applied and stored it, and
+ * only its answer was lost (sim seed 9848 of `--delivery`: the broker
+ * crashed while the sender was not reading).
  */
+import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { MessageControlFrame } from "../../protocol/frames.ts"
 import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
@@ -83,9 +88,20 @@ export const controlRead = (state: LedgerState, link: LinkRecord, frame: Message
 export const supersedeHeard = (state: LedgerState, record: MessageRecord): boolean =>
   state.controls.reads.some((control) => control.action === "supersede" && control.messageId === record.id && control.from === record.sender)
 
-/** Whether `record` is a message whose cancel the broker acknowledged and no client of its receiver ever read. */
+/**
+ * Whether `record` is a message its sender cancelled and no client of its
+ * receiver ever read (nor was it written to one): the broker acknowledged
+ * the cancel, or the sender wrote one whose answer it never read (lost with
+ * its connection, say, when the broker crashed) and the broker's replay
+ * record answers a resend of the message `E_DELIVERY_CANCELLED` — the
+ * broker stores the rewritten record before it answers the cancel
+ * (`StoreJournal.mark`), so that answer shows the cancel applied and kept.
+ */
 export const cancelledUnread = (state: LedgerState, record: MessageRecord): boolean =>
-  record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.cancelled.has(record.id)
+  record.reads.length === 0 && record.writtenTo.length === 0 && (
+    state.controls.cancelled.has(record.id) ||
+    (record.recordSays === DeliveryCode.DeliveryCancelled && state.controls.cancelsWritten.has(keyOf(record.sender, record.id)))
+  )
 
 /** The end-of-run checks (see the module header). */
 export const checkControls = (state: LedgerState): void => {
