@@ -77,7 +77,7 @@ export class Discovery {
       : session.space
     if (space === undefined) {
       const empty = peer.features.has(LIST_PAGE_V1) ? Encode.sessionsPageFrame(frame.requestId, [], 0, undefined) : Encode.sessionsFrame(frame.requestId, [])
-      return this.ctx.output.enqueue(peer, empty)
+      return peer.features.has(ASK_EXPIRY_V1) ? this.ctx.output.enqueueAnswer(peer, empty) : this.ctx.output.enqueue(peer, empty)
     }
     const sessions = space.sessions
     // `health-v1`: rows with the health fields, built per answer (Health.ts).
@@ -106,7 +106,10 @@ export class Discovery {
       last = other
     }
     const nextCursor = more && last !== undefined ? String(last.order) : undefined
-    this.ctx.output.enqueue(peer, Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor))
+    const answer = Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor)
+    // `ask-expiry-v1`: behind a reply to this asker still parked elsewhere (Output.enqueueAnswer).
+    if (peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueAnswer(peer, answer)
+    else this.ctx.output.enqueue(peer, answer)
   }
 
   /** The base protocol's one frame: as many sessions as fit, the cut logged. */
@@ -132,7 +135,9 @@ export class Discovery {
         `list for ${session.id}: ${sessions.size} sessions do not fit one 1 MiB frame; sent the first ${infos.length} (clients with list-page-v1 get them all)`
       )
     }
-    this.ctx.output.enqueue(peer, Encode.sessionsFrame(requestId, infos))
+    const answer = Encode.sessionsFrame(requestId, infos)
+    if (peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueAnswer(peer, answer)
+    else this.ctx.output.enqueue(peer, answer)
   }
 
   private onPresence(peer: Peer, raw: unknown): void {

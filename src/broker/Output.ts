@@ -98,6 +98,7 @@
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
@@ -165,6 +166,9 @@ export interface OutboxBudget {
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
+
+/** A `list` answer (built by encode.ts, so the prefix is exact). */
+const isSessionsAnswer = (frame: string): boolean => frame.startsWith(`{"type":"sessions"`)
 
 /** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
 const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
@@ -334,6 +338,14 @@ export class Output {
   parkedBehindOwn = 0
   waitsBehindOwn = 0
 
+  /**
+   * `ask-expiry-v1` answers held behind a reply to their asker parked
+   * elsewhere (`enqueueAnswer`), and their drainer's offers that waited
+   * (stats, slow paths only).
+   */
+  answersBehindReplies = 0
+  answerWaits = 0
+
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
     return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
@@ -399,6 +411,62 @@ export class Output {
       peer.outbox.push(item)
       this.touch(peer)
     }
+  }
+
+  /**
+   * `ask-expiry-v1`: queues `answer`, the `sessions` answer to a `list` from
+   * `peer` (a client granted the extension), as `enqueue` does — unless a
+   * reply to `peer` that the broker accepted is still parked in another
+   * reader's list (behind that sender's mail to a full outbox): then the
+   * answer is parked with the batch, and `peer`'s drainer offers it only once
+   * no such reply is parked (`answerWaitsForReply`). The asker's round trip at
+   * its own deadline is this `list` (Ask.ts): answered first, it would end the
+   * wait in ReplyTimeout although the reply is on its way. One field test
+   * while no reader has parked output.
+   */
+  enqueueAnswer(peer: Peer, answer: OutFrame): void {
+    if (this.parkedReaders.size > 0 && typeof answer === "string" && this.replyParkedFor(peer)) {
+      this.answersBehindReplies++
+      this.parked.push([peer, answer])
+    } else {
+      this.enqueue(peer, answer)
+    }
+  }
+
+  /**
+   * Whether a reply (a message with `replyTo`) to `asker` is parked in the
+   * list of a reader other than `asker` (slow path: a scan of the parked
+   * lists, run only while some are non-empty). `asker`'s own list is left
+   * out: what of it is ahead of an answer there is offered first anyway.
+   */
+  private replyParkedFor(asker: Peer): boolean {
+    for (const reader of this.parkedReaders) {
+      if (reader === asker) continue
+      const parked = reader.parked
+      for (let i = 0; i < parked.length; i++) {
+        const [to, item] = parked[i]!
+        if (to === asker && isMessage(item) && item.mail.message.replyTo !== undefined) return true
+      }
+    }
+    return false
+  }
+
+  /**
+   * Whether `item`, offered by `reader`'s drainer to `reader` itself, is a
+   * `sessions` answer to a client granted `ask-expiry-v1` that must wait
+   * behind a reply to it still parked elsewhere (`enqueueAnswer`). It does
+   * not wait while anything may wait for `reader`'s own parked output —
+   * mail for it there that its senders' new mail waits behind
+   * (`parkedMail`), a withheld return waiting for its parked output
+   * (`returnWaits`), a takeover's custody hold — as the reply could be
+   * among what waits, and two drainers would wait on each other: then it
+   * goes at once, as before (the asker's wait ends in ReplyTimeout, and the
+   * reply reaches the session as a late one).
+   */
+  private answerWaitsForReply(reader: Peer, item: OutboundItem): boolean {
+    return typeof item === "string" && this.parkedReaders.size > 1 && reader.parkedMail === undefined &&
+      reader.returnWaits === undefined && reader.custodyHolds === 0 && reader.features.has(ASK_EXPIRY_V1) &&
+      isSessionsAnswer(item) && this.replyParkedFor(reader)
   }
 
   /**
@@ -477,6 +545,15 @@ export class Output {
         }
       }
       return "refused"
+    }
+    // `ask-expiry-v1`: a `list` answer waits behind a reply to its asker parked in another reader's list.
+    // Woken when its writer takes its outbox: the reply, offered, is queued there and flushed (or forced
+    // there by its sender's close); refused at the asker's close, the shut answer is refused too.
+    if (reader === recipient && this.answerWaitsForReply(reader, item)) {
+      this.answerWaits++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
     }
     // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
     if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {

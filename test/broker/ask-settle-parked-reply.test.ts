@@ -1,0 +1,115 @@
+/**
+ * `ask-expiry-v1`: a reply the broker accepted (its edge closed) but parked
+ * behind its sender's earlier mail to a session whose outbox is full (C-ORD:
+ * a batch's output keeps its order) must still reach the asker ahead of the
+ * `list` answer the asker's round trip at its own deadline waits for
+ * (Discovery.ts, Ask.ts). Answered at once, that `sessions` frame overtook
+ * the parked reply, and the asker ended in ReplyTimeout although the broker
+ * delivered the reply a moment later (review revag, D2). Driven by hand: no
+ * fiber runs, the clock is the test's, each drainer offer is the test's
+ * (`tryDrain`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { recording, type TypedClient, written } from "../support/frameTypes.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+const EXPIRY = [ASK_TIMEOUT_V1, ASK_EXPIRY_V1, LIST_PAGE_V1]
+const TIMEOUT_MS = 1_000
+
+/** The `message` and `sessions` frames among `types`, in order (membership and receipts left out). */
+const replyAndAnswer = (types: ReadonlyArray<string>) => types.filter((type) => type === "message" || type === "sessions")
+
+/**
+ * `asker` asks `answerer`; `slow` does not read. The answerer's one batch
+ * sends `slow` mail until its outbox is full (the rest parked), then replies:
+ * the reply is accepted and parked behind that mail. The asker's deadline
+ * passes and it sends its `list`.
+ */
+const setUp = Effect.gen(function*() {
+  const clock = { now: 1_000_000 }
+  const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
+  let connections = 0
+  const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
+    const log: Array<string> = []
+    const peer = attach(recording(++connections, log))
+    batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
+    return { peer, log }
+  }
+  const asker = session("asker", EXPIRY)
+  const answerer = session("answerer", [])
+  const slow = session("slow", [])
+  written(router, asker)
+  const question = message("well?", { expectsReply: true })
+  batch(asker.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+  assert.deepStrictEqual(written(router, asker), ["delivered"])
+  const parked = batch(answerer.peer, [
+    ...Array.from({ length: 4 }, (_, i) => ({ type: "send", to: "slow", message: message(`mail ${i}`) })),
+    { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+  ])
+  assert.isTrue(parked, "the answerer's reply is parked behind its mail to the full outbox")
+  clock.now += TIMEOUT_MS
+  batch(asker.peer, [{ type: "list", requestId: "settle", limit: 1 }])
+  return { router, asker, answerer, slow, attach, batch, close, tryDrain }
+})
+
+/** Offers `reader`'s parked output until an offer waits or nothing is left. */
+const drain = (tryDrain: (reader: TypedClient["peer"]) => boolean, reader: TypedClient["peer"]) => {
+  while (tryDrain(reader)) continue
+}
+
+describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbox", () => {
+  it.effect("reaches the asker ahead of the answer to its settling list", () =>
+    Effect.gen(function*() {
+      const { answerer, asker, router, slow, tryDrain } = yield* setUp
+      const seen = written(router, asker)
+      drain(tryDrain, asker.peer)
+      seen.push(...written(router, asker))
+      // Nothing yet: the reply waits for room at `slow`, the answer waits behind the reply.
+      assert.deepStrictEqual(replyAndAnswer(seen), [])
+      // `slow` reads: the answerer's parked mail moves, the reply with it; then the asker's answer.
+      for (let round = 0; round < 10; round++) {
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+        seen.push(...written(router, asker))
+        drain(tryDrain, asker.peer)
+        seen.push(...written(router, asker))
+      }
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+    }))
+
+  it.effect("when the answerer's connection closes, its parked reply is forced to the asker, and the answer follows it", () =>
+    Effect.gen(function*() {
+      const { answerer, asker, close, router, tryDrain } = yield* setUp
+      const seen = written(router, asker)
+      drain(tryDrain, asker.peer)
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen), [])
+      close(answerer.peer)
+      seen.push(...written(router, asker))
+      drain(tryDrain, asker.peer)
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+    }))
+
+  // A regression guard (it passes without the fix too): the held answer's asker goes away meanwhile.
+  it.effect("when the asker's connection closes, the parked reply goes back to the mailbox and reaches the asker when it registers again", () =>
+    Effect.gen(function*() {
+      const { answerer, asker, attach, batch, close, router, slow, tryDrain } = yield* setUp
+      close(asker.peer)
+      // `slow` reads: the answerer's drainer offers the reply to the closed connection, which refuses it.
+      for (let round = 0; round < 10; round++) {
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+      }
+      assert.isUndefined(router.output.nextParked(answerer.peer))
+      const log: Array<string> = []
+      const back = { peer: attach(recording(99, log)), log }
+      batch(back.peer, [registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } })])
+      assert.include(written(router, back), "message")
+    }))
+})
