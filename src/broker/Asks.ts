@@ -29,7 +29,8 @@
  * when it is connected and granted the extension; an asker that is away is
  * not owed it). A `list` from such a client prunes first too (Discovery.ts),
  * so the asker's round trip at its own deadline reads the verdict before the
- * answer (Ask.ts). Withdrawn or answered edges are deleted, not expired: no
+ * answer (Ask.ts) — and a reply accepted but parked behind its sender's mail
+ * to a full outbox, which that answer waits for (Output.enqueueAnswer). Withdrawn or answered edges are deleted, not expired: no
  * notice.
  *
  * A reply along an open edge, addressed to a live session that is not its

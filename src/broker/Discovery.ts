@@ -12,7 +12,10 @@
  *
  * A `list` from a client granted `ask-expiry-v1` first closes the ask edges
  * past their deadline (a heap peek when none is due): it is the round trip
- * that settles an ask at its asker's own deadline (Asks.ts, Ask.ts).
+ * that settles an ask at its asker's own deadline (Asks.ts, Ask.ts). Its
+ * answer waits behind a reply to that client the broker accepted but still
+ * holds parked behind its sender's mail to a full outbox
+ * (`Output.enqueueAnswer`).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -69,7 +72,8 @@ export class Discovery {
     }
     // `ask-expiry-v1`: an asker at its own deadline makes this round trip (its liveness probe's `list`,
     // Ask.ts). Edges past their deadline close first, so their `ask_expired` — and any reply accepted
-    // before — are on its FIFO outbox ahead of this answer; an answer with neither says the ask is over.
+    // before — are on its FIFO outbox ahead of this answer (a reply still parked behind its sender's mail
+    // to a full outbox too: the answer waits for it, `enqueueAnswer`); an answer with neither says the ask is over.
     if (peer.features.has(ASK_EXPIRY_V1)) this.settleAsks(this.ctx.now())
     // C-GRP-5: `group` names another group of the scope to peek at, read-only.
     const space = frame.group !== undefined && peer.features.has(GROUPS_V1)

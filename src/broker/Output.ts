@@ -52,6 +52,13 @@
  * output fiber to flush (`requestFlush`), so nothing queued waits for the
  * next frame to arrive.
  *
+ * An `ask-expiry-v1` client's `list` answer waits behind a reply to it the
+ * broker accepted that is still parked in another reader's list
+ * (`enqueueAnswer`: parked with its batch, and offered by its drainer once
+ * no such reply is parked — ParkedReplies.ts, a scan only while some reader
+ * has parked output), so the asker's round trip at its deadline cannot
+ * overtake it.
+ *
  * Output with no reader to park it with — a replace-staged message falling
  * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
  * reader's batch comes next) nor forced past the bounds (a recipient that
@@ -76,12 +83,13 @@
  * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
  * with `CustodyHolds.holdOf`, one field test per message while none is held),
  * what the withheld departures ask of parked output (`departureSide`,
- * ParkedDepartures.ts) and the tests of what an item is (OutboundItems.ts).
+ * ParkedDepartures.ts), which `list` answers wait behind parked replies
+ * (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
  *
- * Size: about 870 lines, past the ~400 guideline: what is left is the
+ * Size: about 915 lines, past the ~400 guideline: what is left is the
  * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
  * flushes) and the slow paths that share its state in the same synchronous
  * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
@@ -98,7 +106,6 @@
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
@@ -107,6 +114,7 @@ import { DepartureHolds } from "./DepartureHolds.ts"
 import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
+import { ParkedReplies } from "./ParkedReplies.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
@@ -166,9 +174,6 @@ export interface OutboxBudget {
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
-
-/** A `list` answer (built by encode.ts, so the prefix is exact). */
-const isSessionsAnswer = (frame: string): boolean => frame.startsWith(`{"type":"sessions"`)
 
 /** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
 const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
@@ -241,6 +246,8 @@ export class Output {
   readonly end: OutputEnd
   /** What the withheld departures ask of parked output (ParkedDepartures.ts; WithheldDepartures' `ParkedOutput`). */
   readonly departureSide: ParkedDepartures
+  /** Whether a `list` answer waits behind a reply to its asker parked elsewhere (ParkedReplies.ts). */
+  private readonly replies: ParkedReplies
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -300,6 +307,7 @@ export class Output {
       this.holds,
       (peer) => this.wakeWaiters(peer)
     )
+    this.replies = new ParkedReplies(this.parkedReaders)
     this.end = new OutputEnd({
       charge: (peer, chars) => this.charge(peer, chars),
       takeBack,
@@ -337,14 +345,6 @@ export class Output {
   ownParks = 0
   parkedBehindOwn = 0
   waitsBehindOwn = 0
-
-  /**
-   * `ask-expiry-v1` answers held behind a reply to their asker parked
-   * elsewhere (`enqueueAnswer`), and their drainer's offers that waited
-   * (stats, slow paths only).
-   */
-  answersBehindReplies = 0
-  answerWaits = 0
 
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
@@ -419,54 +419,17 @@ export class Output {
    * reply to `peer` that the broker accepted is still parked in another
    * reader's list (behind that sender's mail to a full outbox): then the
    * answer is parked with the batch, and `peer`'s drainer offers it only once
-   * no such reply is parked (`answerWaitsForReply`). The asker's round trip at
+   * no such reply is parked (ParkedReplies.ts). The asker's round trip at
    * its own deadline is this `list` (Ask.ts): answered first, it would end the
    * wait in ReplyTimeout although the reply is on its way. One field test
    * while no reader has parked output.
    */
   enqueueAnswer(peer: Peer, answer: OutFrame): void {
-    if (this.parkedReaders.size > 0 && typeof answer === "string" && this.replyParkedFor(peer)) {
-      this.answersBehindReplies++
+    if (this.replies.parkedFor(peer)) {
       this.parked.push([peer, answer])
     } else {
       this.enqueue(peer, answer)
     }
-  }
-
-  /**
-   * Whether a reply (a message with `replyTo`) to `asker` is parked in the
-   * list of a reader other than `asker` (slow path: a scan of the parked
-   * lists, run only while some are non-empty). `asker`'s own list is left
-   * out: what of it is ahead of an answer there is offered first anyway.
-   */
-  private replyParkedFor(asker: Peer): boolean {
-    for (const reader of this.parkedReaders) {
-      if (reader === asker) continue
-      const parked = reader.parked
-      for (let i = 0; i < parked.length; i++) {
-        const [to, item] = parked[i]!
-        if (to === asker && isMessage(item) && item.mail.message.replyTo !== undefined) return true
-      }
-    }
-    return false
-  }
-
-  /**
-   * Whether `item`, offered by `reader`'s drainer to `reader` itself, is a
-   * `sessions` answer to a client granted `ask-expiry-v1` that must wait
-   * behind a reply to it still parked elsewhere (`enqueueAnswer`). It does
-   * not wait while anything may wait for `reader`'s own parked output —
-   * mail for it there that its senders' new mail waits behind
-   * (`parkedMail`), a withheld return waiting for its parked output
-   * (`returnWaits`), a takeover's custody hold — as the reply could be
-   * among what waits, and two drainers would wait on each other: then it
-   * goes at once, as before (the asker's wait ends in ReplyTimeout, and the
-   * reply reaches the session as a late one).
-   */
-  private answerWaitsForReply(reader: Peer, item: OutboundItem): boolean {
-    return typeof item === "string" && this.parkedReaders.size > 1 && reader.parkedMail === undefined &&
-      reader.returnWaits === undefined && reader.custodyHolds === 0 && reader.features.has(ASK_EXPIRY_V1) &&
-      isSessionsAnswer(item) && this.replyParkedFor(reader)
   }
 
   /**
@@ -549,8 +512,7 @@ export class Output {
     // `ask-expiry-v1`: a `list` answer waits behind a reply to its asker parked in another reader's list.
     // Woken when its writer takes its outbox: the reply, offered, is queued there and flushed (or forced
     // there by its sender's close); refused at the asker's close, the shut answer is refused too.
-    if (reader === recipient && this.answerWaitsForReply(reader, item)) {
-      this.answerWaits++
+    if (reader === recipient && this.replies.answerWaits(reader, item)) {
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
