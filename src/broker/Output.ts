@@ -346,6 +346,14 @@ export class Output {
   parkedBehindOwn = 0
   waitsBehindOwn = 0
 
+  /**
+   * `ask-expiry-v1` `list` answers parked behind a reply to their asker
+   * parked elsewhere (`enqueueAnswer`), and their drainer's offers that
+   * waited for it (stats; the simulation reports them): slow paths only.
+   */
+  answersBehindReplies = 0
+  answerWaits = 0
+
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
     return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
@@ -426,6 +434,7 @@ export class Output {
    */
   enqueueAnswer(peer: Peer, answer: OutFrame): void {
     if (this.replies.parkedFor(peer)) {
+      this.answersBehindReplies++
       this.parked.push([peer, answer])
     } else {
       this.enqueue(peer, answer)
@@ -513,6 +522,7 @@ export class Output {
     // Woken when its writer takes its outbox: the reply, offered, is queued there and flushed (or forced
     // there by its sender's close); refused at the asker's close, the shut answer is refused too.
     if (reader === recipient && this.replies.answerWaits(reader, item)) {
+      this.answerWaits++
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
