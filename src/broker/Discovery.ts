@@ -81,7 +81,7 @@ export class Discovery {
       : session.space
     if (space === undefined) {
       const empty = peer.features.has(LIST_PAGE_V1) ? Encode.sessionsPageFrame(frame.requestId, [], 0, undefined) : Encode.sessionsFrame(frame.requestId, [])
-      return peer.features.has(ASK_EXPIRY_V1) ? this.ctx.output.enqueueAnswer(peer, empty) : this.ctx.output.enqueue(peer, empty)
+      return this.answer(peer, empty)
     }
     const sessions = space.sessions
     // `health-v1`: rows with the health fields, built per answer (Health.ts).
@@ -110,10 +110,17 @@ export class Discovery {
       last = other
     }
     const nextCursor = more && last !== undefined ? String(last.order) : undefined
-    const answer = Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor)
-    // `ask-expiry-v1`: behind a reply to this asker still parked elsewhere (Output.enqueueAnswer).
-    if (peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueAnswer(peer, answer)
-    else this.ctx.output.enqueue(peer, answer)
+    this.answer(peer, Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor))
+  }
+
+  /**
+   * Queues a `sessions` answer for `peer`: for a client granted
+   * `ask-expiry-v1`, behind any reply to it still parked elsewhere
+   * (Output.enqueueAnswer), so its settling round trip cannot overtake it.
+   */
+  private answer(peer: Peer, frame: string): void {
+    if (peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueAnswer(peer, frame)
+    else this.ctx.output.enqueue(peer, frame)
   }
 
   /** The base protocol's one frame: as many sessions as fit, the cut logged. */
@@ -139,9 +146,7 @@ export class Discovery {
         `list for ${session.id}: ${sessions.size} sessions do not fit one 1 MiB frame; sent the first ${infos.length} (clients with list-page-v1 get them all)`
       )
     }
-    const answer = Encode.sessionsFrame(requestId, infos)
-    if (peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueAnswer(peer, answer)
-    else this.ctx.output.enqueue(peer, answer)
+    this.answer(peer, Encode.sessionsFrame(requestId, infos))
   }
 
   private onPresence(peer: Peer, raw: unknown): void {

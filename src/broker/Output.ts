@@ -432,7 +432,7 @@ export class Output {
    * wait in ReplyTimeout although the reply is on its way. One field test
    * while no reader has parked output.
    */
-  enqueueAnswer(peer: Peer, answer: OutFrame): void {
+  enqueueAnswer(peer: Peer, answer: string): void {
     if (this.replies.parkedFor(peer)) {
       this.answersBehindReplies++
       this.parked.push([peer, answer])
