@@ -60,8 +60,10 @@ export class ParkedReplies {
    * custody hold — as the reply could be among what waits, and the two
    * drainers would wait on each other: then it goes at once, as before (the
    * asker's wait ends in ReplyTimeout, and the reply reaches the session as
-   * a late one). None of these can start while the answer waits: its
-   * reader's other frames are held behind it.
+   * a late one). Checked at each offer, so one that starts while the
+   * answer waits lets it go at its next wake; of these only a withheld
+   * return can (the reader's own frames are held behind the answer), and
+   * that one waits on another connection's parked output, not this one's.
    */
   answerWaits(reader: Peer, item: OutboundItem): boolean {
     return typeof item === "string" && this.parkedReaders.size > 1 && reader.parkedMail === undefined &&
