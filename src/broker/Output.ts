@@ -52,12 +52,12 @@
  * output fiber to flush (`requestFlush`), so nothing queued waits for the
  * next frame to arrive.
  *
- * An `ask-expiry-v1` client's `list` answer waits behind a reply to it the
- * broker accepted that is still parked in another reader's list
- * (`enqueueAnswer`: parked with its batch, and offered by its drainer once
- * no such reply is parked — ParkedReplies.ts, a scan only while some reader
- * has parked output), so the asker's round trip at its deadline cannot
- * overtake it.
+ * The answer to an `ask-expiry-v1` client's settling `list` is held while
+ * a reply to it the broker accepted is still parked in another reader's
+ * list (`enqueueSettleAnswer`; the slot and its release are
+ * ParkedReplies.ts's, checked where such a reply leaves a parked list), so
+ * the asker's round trip at its deadline cannot overtake it; the asker's
+ * reader reads on meanwhile.
  *
  * Output with no reader to park it with — a replace-staged message falling
  * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
@@ -83,8 +83,8 @@
  * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
  * with `CustodyHolds.holdOf`, one field test per message while none is held),
  * what the withheld departures ask of parked output (`departureSide`,
- * ParkedDepartures.ts), which `list` answers wait behind parked replies
- * (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
+ * ParkedDepartures.ts), the settling `list` answers held behind parked
+ * replies (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
@@ -246,8 +246,8 @@ export class Output {
   readonly end: OutputEnd
   /** What the withheld departures ask of parked output (ParkedDepartures.ts; WithheldDepartures' `ParkedOutput`). */
   readonly departureSide: ParkedDepartures
-  /** Whether a `list` answer waits behind a reply to its asker parked elsewhere (ParkedReplies.ts). */
-  private readonly replies: ParkedReplies
+  /** The settling `list` answers held behind a reply to their asker parked elsewhere (ParkedReplies.ts). */
+  readonly replies: ParkedReplies
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -307,7 +307,10 @@ export class Output {
       this.holds,
       (peer) => this.wakeWaiters(peer)
     )
-    this.replies = new ParkedReplies(this.parkedReaders)
+    this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
+      forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
+      parkLast: (asker, answer) => void asker.parked.push([asker, answer])
+    })
     this.end = new OutputEnd({
       charge: (peer, chars) => this.charge(peer, chars),
       takeBack,
@@ -317,7 +320,8 @@ export class Output {
       uncountParkedMail: (reader, senderKey) => this.uncountParkedMail(reader, senderKey),
       unpark: (reader) => this.parkedReaders.delete(reader),
       parkedOut: (reader) => feed.parkedOut(reader),
-      departureHolds: this.departureHolds
+      departureHolds: this.departureHolds,
+      replies: this.replies
     })
   }
 
@@ -345,14 +349,6 @@ export class Output {
   ownParks = 0
   parkedBehindOwn = 0
   waitsBehindOwn = 0
-
-  /**
-   * `ask-expiry-v1` `list` answers parked behind a reply to their asker
-   * parked elsewhere (`enqueueAnswer`), and their drainer's offers that
-   * waited for it (stats; the simulation reports them): slow paths only.
-   */
-  answersBehindReplies = 0
-  answerWaits = 0
 
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
@@ -422,23 +418,17 @@ export class Output {
   }
 
   /**
-   * `ask-expiry-v1`: queues `answer`, the `sessions` answer to a `list` from
-   * `peer` (a client granted the extension), as `enqueue` does — unless a
-   * reply to `peer` that the broker accepted is still parked in another
-   * reader's list (behind that sender's mail to a full outbox): then the
-   * answer is parked with the batch, and `peer`'s drainer offers it only once
-   * no such reply is parked (ParkedReplies.ts). The asker's round trip at
-   * its own deadline is this `list` (Ask.ts): answered first, it would end the
-   * wait in ReplyTimeout although the reply is on its way. One field test
-   * while no reader has parked output.
+   * `ask-expiry-v1`: queues `answer`, the `sessions` answer to a settling
+   * `list` from `peer` (a client granted the extension, `settle: true`), as
+   * `enqueue` does — unless a reply to `peer` that the broker accepted is
+   * still parked in another reader's list (behind that sender's mail to a
+   * full outbox): then the answer alone is held, and queued once no such
+   * reply is parked (ParkedReplies.ts). The asker's
+   * round trip at its own deadline is this `list` (Ask.ts): answered first,
+   * it would end the wait in ReplyTimeout although the reply is on its way.
    */
-  enqueueAnswer(peer: Peer, answer: string): void {
-    if (this.replies.parkedFor(peer)) {
-      this.answersBehindReplies++
-      this.parked.push([peer, answer])
-    } else {
-      this.enqueue(peer, answer)
-    }
+  enqueueSettleAnswer(peer: Peer, answer: string): void {
+    if (!this.replies.hold(peer, answer)) this.enqueue(peer, answer)
   }
 
   /**
@@ -517,15 +507,6 @@ export class Output {
         }
       }
       return "refused"
-    }
-    // `ask-expiry-v1`: a `list` answer waits behind a reply to its asker parked in another reader's list.
-    // Woken when its writer takes its outbox: the reply, offered, is queued there and flushed (or forced
-    // there by its sender's close); refused at the asker's close, the shut answer is refused too.
-    if (reader === recipient && this.replies.answerWaits(reader, item)) {
-      this.answerWaits++
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
     }
     // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
     if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {
@@ -681,6 +662,8 @@ export class Output {
       this.parkedReaders.delete(reader)
       this.feed.parkedOut(reader)
     }
+    // `ask-expiry-v1`: the last reply to an asker with a held settling answer left: the answer follows it.
+    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[0])
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
     if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)

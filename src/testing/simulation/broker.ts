@@ -103,7 +103,6 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.parkedBehindOwn += stats.parkedBehindOwn
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
     state.paths.answersBehindReplies += stats.answersBehindReplies
-    state.paths.answerWaits += stats.answerWaits
     state.paths.departuresHeld += stats.departuresHeld
     state.paths.returnsHeld += stats.returnsHeld
     state.paths.custodyHoldsTaken += stats.custodyHoldsTaken
