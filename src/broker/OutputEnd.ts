@@ -15,7 +15,9 @@
  * for others is forced past the bounds (`forceParked`), its own parked
  * output is kept for the close to give back after its outbox
  * (`takeOwnParked`, `drainOnClose`), and senders waiting for room there are
- * woken to find it shut (`releaseWaiters`).
+ * woken to find it shut (`releaseWaiters`). An `ask-expiry-v1` settling
+ * answer held behind a reply this close forced follows that reply, and one
+ * held for the closing connection itself is dropped (ParkedReplies.ts).
  *
  * Ownership: Output owns a `Peer`'s output fields and the broker-wide
  * output state (budgets, the readers with parked output, the departure
