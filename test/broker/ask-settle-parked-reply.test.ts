@@ -15,6 +15,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { MAX_HELD } from "../../src/broker/ParkedReplies.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
@@ -133,6 +134,23 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       read(asker.peer, [{ type: "send", to: "bystander", message: message("meanwhile") }])
       assert.include(written(router, bystander), "message")
       assert.deepStrictEqual(replyAndAnswer(written(router, asker)), [])
+    }))
+
+  it.effect("past MAX_HELD held answers a further settling list is answered at once; the held ones follow the reply in order", () =>
+    Effect.gen(function*() {
+      const { answerer, asker, router, slow, tryDrain } = yield* setUp()
+      const more = Array.from({ length: MAX_HELD }, (_, i) => `settle-${i + 1}`)
+      for (const requestId of more) read(asker.peer, [{ type: "list", requestId, limit: 1, settle: true }])
+      // One held by setUp, MAX_HELD - 1 more; the last goes at once.
+      assert.deepStrictEqual(answeredLists(router, asker.peer), [more[MAX_HELD - 1]])
+      const answered: Array<string> = []
+      for (let round = 0; round < 10; round++) {
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+        answered.push(...answeredLists(router, asker.peer))
+      }
+      assert.deepStrictEqual(answered, ["settle", ...more.slice(0, MAX_HELD - 1)])
     }))
 
   it.effect("a settling list from an asker not granted ask-expiry-v1 is answered at once, ahead of the parked reply", () =>
