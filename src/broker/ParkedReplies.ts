@@ -14,6 +14,9 @@
  * reply to it leaves the other connections' parked lists, whichever way it
  * leaves: offered by its drainer (`Output.parkedOffered` calls `offered`),
  * forced at its sender's close (`OutputEnd.forceParked` calls `recheck`).
+ * A reply already in the asker's own parked list (forced behind its
+ * mailbox flush there, which its drainer is offering) needs no slot: the
+ * answer is parked after it in that list.
  * At the asker's close the slot is dropped (`drop`, OutputEnd.drainOnClose):
  * the reply is refused there and goes to the mailbox, and the client's
  * settle ends in ConnectionLost (ReplyTimeout for its ask). An answer held
@@ -83,17 +86,24 @@ export class ParkedReplies {
   /**
    * Holds `answer`, the `sessions` answer to `asker`'s settling `list`, when
    * a reply to `asker` is parked in another connection's list (`parkedFor`)
-   * or an earlier answer is held for it (they go in order); false when it
-   * may be queued at once — also when the slot is full (`MAX_HELD`).
+   * or an earlier answer is held for it (they go in order); parks it at the
+   * end of `asker`'s own parked list when only that list holds such a reply
+   * (behind `asker`'s mailbox flush, with its drainer at work); false when
+   * it may be queued at once — also when the slot is full (`MAX_HELD`).
    */
   hold(asker: Peer, answer: string): boolean {
     const answers = this.held.get(asker)
     if (answers !== undefined) {
       if (answers.length >= MAX_HELD) return false
       answers.push(answer)
-    } else {
-      if (!this.parkedFor(asker)) return false
+    } else if (this.parkedFor(asker)) {
       this.held.set(asker, [answer])
+    } else if (this.parkedReaders.has(asker) && holdsReplyFor(asker.parked, asker)) {
+      // The reply waits in `asker`'s own list (forced behind its sender's mail there, its mailbox flush):
+      // the answer is parked after it there, where its drainer offers it next.
+      this.queue.parkLast(asker, answer)
+    } else {
+      return false
     }
     this.answersHeld++
     return true

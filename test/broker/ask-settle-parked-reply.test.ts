@@ -136,6 +136,52 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       assert.deepStrictEqual(replyAndAnswer(written(router, asker)), [])
     }))
 
+  it.effect("a reply forced into the asker's own parked list, behind its mailbox flush, still comes before the settling answer", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
+      let connections = 0
+      const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
+        const log: Array<string> = []
+        const peer = attach(recording(++connections, log))
+        batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
+        return { peer, log }
+      }
+      const away = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      const question = message("well?", { expectsReply: true })
+      batch(away.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      close(away.peer)
+      // Mail for the absent asker waits in the mailbox; back, its flush does not fit its outbox: parked.
+      batch(answerer.peer, Array.from({ length: 4 }, (_, i) => ({ type: "send", to: "asker", message: message(`mail ${i}`) })))
+      const asker = session("asker", EXPIRY)
+      assert.isDefined(router.output.nextParked(asker.peer), "the asker's mailbox flush is parked on its own reader")
+      // The reply waits behind that mail (sender order); its sender's close forces it behind the flush.
+      batch(answerer.peer, [{ type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }])
+      close(answerer.peer)
+      const kinds: Array<string> = []
+      const take = () => {
+        for (const frame of router.output.takeForWrite(asker.peer).frames) {
+          const parsed = parseFrameText(frameText(frame))
+          if (isFrameDecodeError(parsed)) continue
+          const inner = parsed.message
+          if (parsed.type === "sessions") kinds.push("answer")
+          else if (parsed.type === "message" && typeof inner === "object" && inner !== null && "replyTo" in inner) {
+            kinds.push("reply")
+          }
+        }
+      }
+      take()
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      for (let round = 0; round < 10; round++) {
+        take()
+        drain(tryDrain, asker.peer)
+      }
+      take()
+      assert.deepStrictEqual(kinds, ["reply", "answer"])
+    }))
+
   it.effect("past MAX_HELD held answers a further settling list is answered at once; the held ones follow the reply in order", () =>
     Effect.gen(function*() {
       const { answerer, asker, router, slow, tryDrain } = yield* setUp()
