@@ -29,8 +29,10 @@
  * when it is connected and granted the extension; an asker that is away is
  * not owed it). A `list` from such a client prunes first too (Discovery.ts),
  * so the asker's round trip at its own deadline reads the verdict before the
- * answer (Ask.ts). Withdrawn or answered edges are deleted, not expired: no
- * notice.
+ * answer (Ask.ts) — and a reply accepted but parked behind its sender's mail
+ * to a full outbox, which the answer to that round trip (marked `settle`)
+ * is held for (Output.enqueueSettleAnswer, ParkedReplies.ts). Withdrawn or
+ * answered edges are deleted, not expired: no notice.
  *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is

@@ -12,7 +12,11 @@
  *
  * A `list` from a client granted `ask-expiry-v1` first closes the ask edges
  * past their deadline (a heap peek when none is due): it is the round trip
- * that settles an ask at its asker's own deadline (Asks.ts, Ask.ts).
+ * that settles an ask at its asker's own deadline (Asks.ts, Ask.ts). When
+ * that round trip is marked (`settle: true`), its answer is held while a
+ * reply to that client the broker accepted is still parked behind its
+ * sender's mail to a full outbox (`Output.enqueueSettleAnswer`); any other
+ * `list` — the liveness probe, the user's — is answered at once.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -69,7 +73,9 @@ export class Discovery {
     }
     // `ask-expiry-v1`: an asker at its own deadline makes this round trip (its liveness probe's `list`,
     // Ask.ts). Edges past their deadline close first, so their `ask_expired` — and any reply accepted
-    // before — are on its FIFO outbox ahead of this answer; an answer with neither says the ask is over.
+    // before — are on its FIFO outbox ahead of this answer (a reply still parked behind its sender's mail
+    // to a full outbox too, when the list is marked `settle`: the answer is held for it, `enqueueSettleAnswer`);
+    // an answer with neither says the ask is over.
     if (peer.features.has(ASK_EXPIRY_V1)) this.settleAsks(this.ctx.now())
     // C-GRP-5: `group` names another group of the scope to peek at, read-only.
     const space = frame.group !== undefined && peer.features.has(GROUPS_V1)
@@ -77,12 +83,12 @@ export class Discovery {
       : session.space
     if (space === undefined) {
       const empty = peer.features.has(LIST_PAGE_V1) ? Encode.sessionsPageFrame(frame.requestId, [], 0, undefined) : Encode.sessionsFrame(frame.requestId, [])
-      return this.ctx.output.enqueue(peer, empty)
+      return this.answer(peer, empty, frame.settle)
     }
     const sessions = space.sessions
     // `health-v1`: rows with the health fields, built per answer (Health.ts).
     const infoOf = peer.features.has(HEALTH_V1) ? infoJsonWithHealth : cachedInfo
-    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, space, frame.requestId, infoOf)
+    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, space, frame.requestId, infoOf, frame.settle)
     const after = frame.cursor === undefined ? 0 : parseCursor(frame.cursor)
     if (after === undefined) return this.ctx.protocolError(peer, `list cursor "${frame.cursor}" is not one this broker sent`)
     const limit = frame.limit ?? Number.POSITIVE_INFINITY
@@ -106,7 +112,19 @@ export class Discovery {
       last = other
     }
     const nextCursor = more && last !== undefined ? String(last.order) : undefined
-    this.ctx.output.enqueue(peer, Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor))
+    this.answer(peer, Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor), frame.settle)
+  }
+
+  /**
+   * Queues a `sessions` answer for `peer`: the answer to a settling `list`
+   * (`settle: true`, honoured only from a client granted `ask-expiry-v1`)
+   * behind any reply to it still parked elsewhere
+   * (Output.enqueueSettleAnswer), so that round trip cannot overtake it;
+   * any other at once.
+   */
+  private answer(peer: Peer, frame: string, settle: boolean | undefined): void {
+    if (settle === true && peer.features.has(ASK_EXPIRY_V1)) this.ctx.output.enqueueSettleAnswer(peer, frame)
+    else this.ctx.output.enqueue(peer, frame)
   }
 
   /** The base protocol's one frame: as many sessions as fit, the cut logged. */
@@ -115,7 +133,8 @@ export class Discovery {
     session: Session,
     space: ScopeSpace,
     requestId: string,
-    infoOf: (session: Session) => string
+    infoOf: (session: Session) => string,
+    settle: boolean | undefined
   ): void {
     const sessions = space.sessions
     let budget = MAX_FRAME_BYTES - Encode.sessionsFrameOverhead(requestId)
@@ -132,7 +151,7 @@ export class Discovery {
         `list for ${session.id}: ${sessions.size} sessions do not fit one 1 MiB frame; sent the first ${infos.length} (clients with list-page-v1 get them all)`
       )
     }
-    this.ctx.output.enqueue(peer, Encode.sessionsFrame(requestId, infos))
+    this.answer(peer, Encode.sessionsFrame(requestId, infos), settle)
   }
 
   private onPresence(peer: Peer, raw: unknown): void {

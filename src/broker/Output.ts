@@ -53,6 +53,13 @@
  * output fiber to flush (`requestFlush`), so nothing queued waits for the
  * next frame to arrive.
  *
+ * The answer to an `ask-expiry-v1` client's settling `list` is held while
+ * a reply to it the broker accepted is still parked in another reader's
+ * list (`enqueueSettleAnswer`; the slot and its release are
+ * ParkedReplies.ts's, checked where such a reply leaves a parked list), so
+ * the asker's round trip at its deadline cannot overtake it; the asker's
+ * reader reads on meanwhile.
+ *
  * Output with no reader to park it with — a replace-staged message falling
  * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
  * reader's batch comes next) nor forced past the bounds (a recipient that
@@ -77,12 +84,13 @@
  * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
  * with `CustodyHolds.holdOf`, one field test per message while none is held),
  * what the withheld departures ask of parked output (`departureSide`,
- * ParkedDepartures.ts) and the tests of what an item is (OutboundItems.ts).
+ * ParkedDepartures.ts), the settling `list` answers held behind parked
+ * replies (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
  *
- * Size: about 890 lines, past the ~400 guideline: what is left is the
+ * Size: about 930 lines, past the ~400 guideline: what is left is the
  * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
  * flushes) and the slow paths that share its state in the same synchronous
  * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
@@ -107,6 +115,7 @@ import { DepartureHolds } from "./DepartureHolds.ts"
 import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
+import { ParkedReplies } from "./ParkedReplies.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
@@ -241,6 +250,8 @@ export class Output {
   readonly end: OutputEnd
   /** What the withheld departures ask of parked output (ParkedDepartures.ts; WithheldDepartures' `ParkedOutput`). */
   readonly departureSide: ParkedDepartures
+  /** The settling `list` answers held behind a reply to their asker parked elsewhere (ParkedReplies.ts). */
+  readonly replies: ParkedReplies
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -300,6 +311,10 @@ export class Output {
       this.holds,
       (peer) => this.wakeWaiters(peer)
     )
+    this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
+      forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
+      parkLast: (asker, answer) => void asker.parked.push([asker, answer])
+    })
     this.end = new OutputEnd({
       charge: (peer, chars) => this.charge(peer, chars),
       takeBack,
@@ -309,7 +324,8 @@ export class Output {
       uncountParkedMail: (reader, senderKey) => this.uncountParkedMail(reader, senderKey),
       unpark: (reader) => this.parkedReaders.delete(reader),
       parkedOut: (reader) => feed.parkedOut(reader),
-      departureHolds: this.departureHolds
+      departureHolds: this.departureHolds,
+      replies: this.replies
     })
   }
 
@@ -403,6 +419,20 @@ export class Output {
       peer.outbox.push(item)
       this.touch(peer)
     }
+  }
+
+  /**
+   * `ask-expiry-v1`: queues `answer`, the `sessions` answer to a settling
+   * `list` from `peer` (a client granted the extension, `settle: true`), as
+   * `enqueue` does — unless a reply to `peer` that the broker accepted is
+   * still parked in another reader's list (behind that sender's mail to a
+   * full outbox): then the answer alone is held, and queued once no such
+   * reply is parked (ParkedReplies.ts). The asker's
+   * round trip at its own deadline is this `list` (Ask.ts): answered first,
+   * it would end the wait in ReplyTimeout although the reply is on its way.
+   */
+  enqueueSettleAnswer(peer: Peer, answer: string): void {
+    if (!this.replies.hold(peer, answer)) this.enqueue(peer, answer)
   }
 
   /**
@@ -636,6 +666,8 @@ export class Output {
       this.parkedReaders.delete(reader)
       this.feed.parkedOut(reader)
     }
+    // `ask-expiry-v1`: the last reply to an asker with a held settling answer left: the answer follows it.
+    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[0])
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
     if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)

@@ -15,7 +15,9 @@
  * for others is forced past the bounds (`forceParked`), its own parked
  * output is kept for the close to give back after its outbox
  * (`takeOwnParked`, `drainOnClose`), and senders waiting for room there are
- * woken to find it shut (`releaseWaiters`).
+ * woken to find it shut (`releaseWaiters`). An `ask-expiry-v1` settling
+ * answer held behind a reply this close forced follows that reply, and one
+ * held for the closing connection itself is dropped (ParkedReplies.ts).
  *
  * Ownership: Output owns a `Peer`'s output fields and the broker-wide
  * output state (budgets, the readers with parked output, the departure
@@ -28,6 +30,7 @@
  */
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import type { ParkedReplies } from "./ParkedReplies.ts"
 import { charsOf, isAnswer, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
@@ -51,6 +54,8 @@ export interface OutputSide {
   readonly parkedOut: (reader: Peer) => void
   /** The departures held behind recipients' own parked output (Output's). */
   readonly departureHolds: DepartureHolds
+  /** The settling `list` answers held behind parked replies to their askers (Output's, ParkedReplies.ts). */
+  readonly replies: ParkedReplies
 }
 
 /** The output side of a connection's end and of a takeover's hand-over (see the module header). */
@@ -92,6 +97,8 @@ export class OutputEnd {
     reader.parked = own
     if (!this.side.departureHolds.isEmpty) this.side.departureHolds.drop(reader)
     this.side.parkedOut(reader)
+    // `ask-expiry-v1`: a settling answer held behind a reply forced just now follows it (ParkedReplies.ts).
+    if (this.side.replies.holding) this.side.replies.recheck()
   }
 
   /**
@@ -214,6 +221,8 @@ export class OutputEnd {
     peer.outboxShut = true
     peer.parkedMail = undefined
     this.side.charge(peer, -peer.outboxChars)
+    // Its held settling answers go with it (ParkedReplies.ts): the replies they waited for are refused here.
+    if (this.side.replies.holding) this.side.replies.drop(peer)
     return items
   }
 

@@ -110,6 +110,8 @@ export interface RouterStats {
   readonly parkedBehindOwn: number
   /** Drainer offers that waited behind older mail of their sender in the recipient's own parked list (Output.ts). */
   readonly waitsBehindOwn: number
+  /** `ask-expiry-v1` settling `list` answers held behind a reply to their asker still parked elsewhere (Output.enqueueSettleAnswer, ParkedReplies.ts). */
+  readonly answersBehindReplies: number
   /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (WithheldDepartures.ts). */
@@ -695,6 +697,7 @@ export class Router {
       ownParks: this.ctx.output.ownParks,
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
+      answersBehindReplies: this.ctx.output.replies.answersHeld,
       departuresHeld: this.ctx.output.departureSide.departuresHeld,
       returnsHeld: this.membership.holds.returnsHeld,
       custodyHoldsTaken: holds.taken,

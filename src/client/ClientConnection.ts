@@ -26,6 +26,7 @@ import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
+  ASK_EXPIRY_V1,
   EXTENSION_FEATURES,
   LIST_PAGE_V1,
   OBSERVE_V1,
@@ -151,6 +152,14 @@ export interface ClientConnection {
    * broker the square of the sessions. A base broker answers its whole list.
    */
   readonly probe: (timeoutMs: number) => Effect.Effect<void, RequestTimeout | ConnectionLost>
+  /**
+   * The asker's settling round trip at its own deadline (`ask-expiry-v1`,
+   * Ask.ts): the probe's `list`, marked `settle: true` when the broker
+   * granted `ask-expiry-v1` (never sent to one that did not), so its answer
+   * comes after any reply to this session the broker accepted and still
+   * holds parked. Answered within `timeoutMs`, or it fails as the probe does.
+   */
+  readonly settle: (timeoutMs: number) => Effect.Effect<void, RequestTimeout | ConnectionLost>
   /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
   readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
   /**
@@ -540,9 +549,16 @@ export const openClientConnection = (
 
     /**
      * One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`, of at
-     * most `limit` sessions (sent only to a broker that granted `list-page-v1`).
+     * most `limit` sessions (sent only to a broker that granted `list-page-v1`); `settle` marks the
+     * asker's settling round trip (sent only to a broker that granted `ask-expiry-v1`).
      */
-    const listPage = (timeoutMs: number, cursor: string | undefined, group: string | undefined, limit?: number) =>
+    const listPage = (
+      timeoutMs: number,
+      cursor: string | undefined,
+      group: string | undefined,
+      limit?: number,
+      settle = false
+    ) =>
       Effect.suspend(() => {
         const requestId = randomUUID()
         const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
@@ -552,7 +568,8 @@ export const openClientConnection = (
           requestId,
           ...(cursor === undefined ? {} : { cursor }),
           ...(group === undefined ? {} : { group }),
-          ...(limit === undefined || !granted.has(LIST_PAGE_V1) ? {} : { limit })
+          ...(limit === undefined || !granted.has(LIST_PAGE_V1) ? {} : { limit }),
+          ...(settle && granted.has(ASK_EXPIRY_V1) ? { settle: true } : {})
         }
         return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
@@ -578,6 +595,8 @@ export const openClientConnection = (
       })
 
     const probe: ClientConnection["probe"] = (timeoutMs) => Effect.asVoid(listPage(timeoutMs, undefined, undefined, 1))
+    const settle: ClientConnection["settle"] = (timeoutMs) =>
+      Effect.asVoid(listPage(timeoutMs, undefined, undefined, 1, true))
 
     const send: ClientConnection["send"] = (request, timeoutMs, frameType = "send") =>
       Effect.suspend(() => {
@@ -705,6 +724,7 @@ export const openClientConnection = (
       takenOver: () => takenOver,
       list,
       probe,
+      settle,
       send,
       unanswered: () => sends.unanswered(),
       resend,

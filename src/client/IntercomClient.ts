@@ -271,7 +271,7 @@ const make = (
       settleRoundTrip: Effect.suspend(() => {
         const live = lifetime.live()
         if (live === undefined) return Effect.succeed(false)
-        return live.probe(livenessTimeoutMs).pipe(
+        return live.settle(livenessTimeoutMs).pipe(
           Effect.andThen(settledReads),
           Effect.as(true),
           Effect.catch(() => Effect.succeed(false))

@@ -208,9 +208,11 @@ export interface IntercomClientService extends QuestionOperations {
   /**
    * One round trip to the broker on the connection live now, for an asker
    * at its own deadline (`ask-expiry-v1`, Ask.ts): the liveness probe's
-   * `list`, which such a broker answers only after closing the ask edges
-   * past their deadline — so their `ask_expired`, and any reply it accepted
-   * before, are read first — then `caughtUp` (for at most the liveness
+   * `list`, marked `settle: true` for a broker that granted the extension,
+   * which such a broker answers only after closing the ask edges past their
+   * deadline and once no reply to this session it accepted is still parked
+   * behind its sender's other mail — so their `ask_expired`, and any reply
+   * it accepted before, are read first — then `caughtUp` (for at most the liveness
    * timeout). True once the answer was read and everything read before it
    * routed, or that wait ran out; false at once when no connection
    * is live (it never waits for one), and when the connection drops before

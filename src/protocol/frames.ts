@@ -225,7 +225,13 @@ export const ListFrame = Schema.Struct({
   /** Extension `list-page-v1`: at most this many sessions in the page. */
   limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
   /** Extension `groups-v1`: list this group of the scope instead of the own one (a read-only peek). */
-  group: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
+  group: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  /**
+   * Extension `ask-expiry-v1`: true on the asker's settling round trip at
+   * its own deadline; its answer comes after any reply to it the broker
+   * accepted and still holds parked (docs/protocol.md).
+   */
+  settle: Schema.optionalKey(Schema.Boolean)
 })
 /** A `list` frame (P31), as decoded. */
 export type ListFrame = typeof ListFrame.Type

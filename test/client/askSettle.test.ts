@@ -70,6 +70,21 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       assert.strictEqual(fake.ofType("list").length, 1)
     }))
 
+  it.live("settleRoundTrip marks its list settle: true only for a broker that granted ask-expiry-v1; a user's list is not marked", () =>
+    Effect.gen(function*() {
+      const granted = yield* fakeBroker({ features: FEATURES })
+      const withGrant = yield* makeClient(fakeClientOptions(granted, "asker-0000-0004"))
+      yield* withGrant.client.connect
+      assert.isTrue(yield* withGrant.client.settleRoundTrip)
+      yield* withGrant.client.list
+      assert.deepStrictEqual(granted.ofType("list").map((f) => f.frame.settle), [true, undefined])
+      const base = yield* fakeBroker({ features: [EXACT_SEND_V1, LIST_PAGE_V1] })
+      const withoutGrant = yield* makeClient(fakeClientOptions(base, "asker-0000-0005"))
+      yield* withoutGrant.client.connect
+      assert.isTrue(yield* withoutGrant.client.settleRoundTrip)
+      assert.deepStrictEqual(base.ofType("list").map((f) => f.frame.settle), [undefined])
+    }))
+
   it.live("settleRoundTrip answers false at once with no live connection, and dials nothing", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: FEATURES })

@@ -102,6 +102,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.ownParks += stats.ownParks
     state.paths.parkedBehindOwn += stats.parkedBehindOwn
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
+    state.paths.answersBehindReplies += stats.answersBehindReplies
     state.paths.departuresHeld += stats.departuresHeld
     state.paths.returnsHeld += stats.returnsHeld
     state.paths.custodyHoldsTaken += stats.custodyHoldsTaken

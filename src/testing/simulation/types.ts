@@ -218,6 +218,8 @@ export interface PathTally {
   readonly parkedBehindOwn: number
   /** A sender's drainer waited behind its older mail in a recipient's own parked list (`BrokerStats.waitsBehindOwn`). */
   readonly waitsBehindOwn: number
+  /** `ask-expiry-v1` settling list answers held behind a reply to their asker still parked elsewhere (`BrokerStats.answersBehindReplies`). */
+  readonly answersBehindReplies: number
   /** Departures withheld from a recipient behind the sender's mail in its own parked list (`BrokerStats.departuresHeld`). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked (`BrokerStats.returnsHeld`, `--held-return`). */
