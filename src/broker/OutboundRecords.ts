@@ -31,6 +31,16 @@
  * not be able to choose ones that share a hash. See docs/performance.md,
  * "Replay records at steady state, eighth stop".
  *
+ * The table is sixteen `Map`s, chosen by the hash's low bits (`shardOf`),
+ * not one: once full, one record joins and one leaves per message, each
+ * leaving a deleted slot, and V8 rebuilds a `Map` whose deleted slots fill
+ * it in one step, copying every live entry — for the hour's ~215,000
+ * records a 50–60 ms pause of the whole event loop every ~310,000 messages.
+ * A shard holds a sixteenth of them, so each of its rebuilds is a sixteenth
+ * as long, at other times than the others' (the same work in all;
+ * bench/records-pause.ts, docs/performance.md "The records' table's
+ * pause").
+ *
  * Size: past 400 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
  *
@@ -272,10 +282,16 @@ export class OutboundRecord implements Fingerprint {
   }
 }
 
+/** How many `Map`s the table is split over (a power of two; see the module header). */
+const SHARDS = 16
+
 /** The table of outbound records, with the two age lists; see the module header. */
 export class OutboundRecords {
-  /** The first record of each id hash; the rest of its chain hangs on `sameHash`. */
-  private readonly byHash = new Map<number, OutboundRecord>()
+  /** The first record of each id hash, in the shard of its low bits; the rest of its chain hangs on `sameHash`. */
+  private readonly shards: ReadonlyArray<Map<number, OutboundRecord>> = Array.from(
+    { length: SHARDS },
+    () => new Map<number, OutboundRecord>()
+  )
   private readonly seed: number
   private oldestRecordEntry: OutboundRecord | undefined = undefined
   private newestRecordEntry: OutboundRecord | undefined = undefined
@@ -295,6 +311,11 @@ export class OutboundRecords {
   /** @param seed the ids' hash seed: random unless a test needs it known. */
   constructor(seed: number = randomInt(0x40000000)) {
     this.seed = seed
+  }
+
+  /** The shard that holds id hash `hash`'s chain. */
+  private shardOf(hash: number): Map<number, OutboundRecord> {
+    return this.shards[hash & (SHARDS - 1)]!
   }
 
   /** Replay parts kept. */
@@ -324,7 +345,8 @@ export class OutboundRecords {
 
   /** The first record of message id `id`, whatever its sender; `nextWithId` gives the others. */
   firstWithId(id: string): OutboundRecord | undefined {
-    return this.sameIdFrom(this.byHash.get(idHash(id, this.seed)), id)
+    const hash = idHash(id, this.seed)
+    return this.sameIdFrom(this.shardOf(hash).get(hash), id)
   }
 
   /** The record after `record` (in the table) with its id, whatever its sender. */
@@ -340,7 +362,7 @@ export class OutboundRecords {
   /** `senderKey`'s record of its message `id`, whichever parts it holds. */
   find(senderKey: string, id: string): OutboundRecord | undefined {
     const hash = idHash(id, this.seed)
-    const first = this.byHash.get(hash)
+    const first = this.shardOf(hash).get(hash)
     this.memoId = id
     this.memoHash = hash
     this.memoFirst = first
@@ -363,14 +385,14 @@ export class OutboundRecords {
     const id = record.id
     const memo = id === this.memoId && this.changes === this.memoChanges
     const hash = memo ? this.memoHash : idHash(id, this.seed)
-    const first = memo ? this.memoFirst : this.byHash.get(hash)
+    const first = memo ? this.memoFirst : this.shardOf(hash).get(hash)
     let last: OutboundRecord | undefined
     for (let other = first; other !== undefined; other = other.sameHash) {
       if (other.id === id && other.senderKey === record.senderKey) return other
       last = other
     }
     record.idHash = hash
-    if (last === undefined) this.byHash.set(hash, record)
+    if (last === undefined) this.shardOf(hash).set(hash, record)
     else {
       last.sameHash = record
       record.parts |= CHAINED
@@ -393,13 +415,13 @@ export class OutboundRecords {
     record.sameHash = undefined
     if ((record.parts & CHAINED) === 0) {
       // The hash's first record: its successor, if any, takes the slot.
-      if (next === undefined) this.byHash.delete(record.idHash)
+      if (next === undefined) this.shardOf(record.idHash).delete(record.idHash)
       else {
         next.parts &= ~CHAINED
-        this.byHash.set(record.idHash, next)
+        this.shardOf(record.idHash).set(record.idHash, next)
       }
     } else {
-      for (let before = this.byHash.get(record.idHash); before !== undefined; before = before.sameHash) {
+      for (let before = this.shardOf(record.idHash).get(record.idHash); before !== undefined; before = before.sameHash) {
         if (before.sameHash === record) {
           before.sameHash = next
           break
