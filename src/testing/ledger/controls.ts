@@ -29,7 +29,14 @@
  *
  * A cancel the broker acknowledged for a message no client of its receiver
  * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
- * (`cancelledUnread`).
+ * (`cancelledUnread`). So does a supersede: a send that `supersedes` a
+ * message, acknowledged, is the broker's answer that the supersede was
+ * applied (one it cannot apply is refused, `E_SUPERSEDE_TARGET`), so its
+ * sender knows the old message's fate; the new message's own fate is its
+ * own (delivered, or an `expired` notice when the mailbox drops it). The
+ * broker does not queue again a message superseded on its way to a
+ * receiver that went away (`MailDelivery.requeue`): sim seed 9528 of
+ * `--custody-hold --unregister --delivery` (`supersededUnread`).
  */
 import type { MessageControlFrame } from "../../protocol/frames.ts"
 import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
@@ -82,6 +89,25 @@ export const controlRead = (state: LedgerState, link: LinkRecord, frame: Message
  */
 export const supersedeHeard = (state: LedgerState, record: MessageRecord): boolean =>
   state.controls.reads.some((control) => control.action === "supersede" && control.messageId === record.id && control.from === record.sender)
+
+/**
+ * The broker acknowledged `record`, a send that `supersedes` an earlier
+ * message of its sender: the supersede was applied (see the module header).
+ */
+export const supersedeAnswered = (state: LedgerState, record: MessageRecord): void => {
+  const old = record.message.supersedes
+  if (old === undefined) return
+  state.controls.superseded.add(keyOf(record.sender, old))
+  note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
+}
+
+/**
+ * Whether `record` is a message a later send of its sender superseded, that
+ * send acknowledged, and that no client of its receiver ever read (nor was
+ * it written to one): its sender was answered that it is superseded.
+ */
+export const supersededUnread = (state: LedgerState, record: MessageRecord): boolean =>
+  record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.superseded.has(keyOf(record.sender, record.id))
 
 /** Whether `record` is a message whose cancel the broker acknowledged and no client of its receiver ever read. */
 export const cancelledUnread = (state: LedgerState, record: MessageRecord): boolean =>
