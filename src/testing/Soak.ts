@@ -306,7 +306,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
       (summary.simulatedMs / 3_600_000).toFixed(1)
     } h`,
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
-    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
+    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled or superseded by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}`,

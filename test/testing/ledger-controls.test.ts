@@ -7,7 +7,9 @@
  * is `cancel-unheard` unless a control cancel followed that read; one whose
  * message nobody read is the fate `withdrawn`, not a loss. So is one whose
  * answer a broker crash lost, when the next broker's replay record answers a
- * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`).
+ * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`),
+ * and a message a later send superseded, that send acknowledged, that nobody
+ * read.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -53,6 +55,25 @@ const cancelAcknowledged = (ledger: Ledger) => {
   ledger.clientWrote(1, [cancel])
   brokerTook(ledger, 1, [cancel])
   ledger.clientRead(1, [cancelled])
+}
+
+/** A's send of `two`, which supersedes `one`. */
+const two: Message = { id: "m-0002", timestamp: 0, content: { text: "two" }, supersedes: one.id }
+const sendTwo = JSON.stringify({ type: "send", to: B, message: two })
+
+/**
+ * A supersedes `one` with `two`, and the broker gives `answer` to it;
+ * `two` is then dropped from B's mailbox, and A told so (sim seed 9528).
+ */
+const superseded = (ledger: Ledger, answer: string) => {
+  ledger.clientWrote(1, [sendTwo])
+  brokerTook(ledger, 1, [sendTwo])
+  ledger.clientRead(1, [answer])
+  ledger.clientRead(1, [JSON.stringify({
+    type: "message_receipt",
+    from: { ...from, id: B },
+    receipt: { messageId: two.id, status: "expired", timestamp: 0, detail: "Mailbox capacity evicted the delivery" }
+  })])
 }
 
 /** The control kinds among the violations found once the ledger finished, and its tally. */
@@ -167,5 +188,26 @@ describe("Ledger: controls", () => {
       ledger.finish()
       expect(kindsOf(ledger)).toEqual(["crash-loss"])
     })
+  })
+
+  it("a message superseded by an acknowledged send, which no client of its receiver read, is withdrawn, not lost", () => {
+    const ledger = world()
+    superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+    const tally = ledger.finish()
+    expect(ledger.violations.map((violation) => violation.message)).toEqual([])
+    expect(tally.withdrawn).toBe(1)
+    expect(tally.failedNotified).toBe(1)
+  })
+
+  it("a message whose superseding send was refused, and which no client of its receiver read, is still a silent-loss", () => {
+    const ledger = world()
+    superseded(ledger, JSON.stringify({
+      type: "delivery_failed",
+      messageId: two.id,
+      reason: "Supersede target is not connected",
+      code: "E_SUPERSEDE_TARGET"
+    }))
+    ledger.finish()
+    expect(ledger.violations.map((violation) => violation.kind)).toEqual(["silent-loss"])
   })
 })

@@ -33,7 +33,14 @@
  * the broker's replay record says the message was cancelled (a resend of it
  * is answered `E_DELIVERY_CANCELLED`): the broker applied and stored it, and
  * only its answer was lost (sim seed 9848 of `--delivery`: the broker
- * crashed while the sender was not reading).
+ * crashed while the sender was not reading). So does a supersede: a send that `supersedes` a
+ * message, acknowledged, is the broker's answer that the supersede was
+ * applied (one it cannot apply is refused, `E_SUPERSEDE_TARGET`), so its
+ * sender knows the old message's fate; the new message's own fate is its
+ * own (delivered, or an `expired` notice when the mailbox drops it). The
+ * broker does not queue again a message superseded on its way to a
+ * receiver that went away (`MailDelivery.requeue`): sim seed 9528 of
+ * `--custody-hold --unregister --delivery` (`supersededUnread`).
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { MessageControlFrame } from "../../protocol/frames.ts"
@@ -87,6 +94,25 @@ export const controlRead = (state: LedgerState, link: LinkRecord, frame: Message
  */
 export const supersedeHeard = (state: LedgerState, record: MessageRecord): boolean =>
   state.controls.reads.some((control) => control.action === "supersede" && control.messageId === record.id && control.from === record.sender)
+
+/**
+ * The broker acknowledged `record`, a send that `supersedes` an earlier
+ * message of its sender: the supersede was applied (see the module header).
+ */
+export const supersedeAnswered = (state: LedgerState, record: MessageRecord): void => {
+  const old = record.message.supersedes
+  if (old === undefined) return
+  state.controls.superseded.add(keyOf(record.sender, old))
+  note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
+}
+
+/**
+ * Whether `record` is a message a later send of its sender superseded, that
+ * send acknowledged, and that no client of its receiver ever read (nor was
+ * it written to one): its sender was answered that it is superseded.
+ */
+export const supersededUnread = (state: LedgerState, record: MessageRecord): boolean =>
+  record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.superseded.has(keyOf(record.sender, record.id))
 
 /**
  * Whether `record` is a message its sender cancelled and no client of its

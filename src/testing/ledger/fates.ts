@@ -9,7 +9,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
-import { cancelledUnread, checkControls } from "./controls.ts"
+import { cancelledUnread, checkControls, supersededUnread } from "./controls.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -207,6 +207,11 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     }
     // Its sender cancelled it before any client of its receiver read it: the broker took it out of the mailbox.
     if (cancelledUnread(state, record)) {
+      withdrawn++
+      continue
+    }
+    // Its sender superseded it (the superseding send acknowledged) before any client of its receiver read it.
+    if (supersededUnread(state, record)) {
       withdrawn++
       continue
     }

@@ -38,6 +38,8 @@ export interface ControlState {
   readonly cancelAcks: Array<CancelAck>
   /** Ids of messages whose cancel the broker acknowledged. */
   readonly cancelled: Set<string>
+  /** `sender\0messageId` of each message a later send of its sender `supersedes`, that send acknowledged. */
+  readonly superseded: Set<string>
   readonly reads: Array<ControlRead>
 }
 
@@ -46,6 +48,7 @@ export const makeControlState = (): ControlState => ({
   cancelsWritten: new Set(),
   cancelAcks: [],
   cancelled: new Set(),
+  superseded: new Set(),
   reads: []
 })
 

@@ -277,7 +277,8 @@ export interface MessageTally {
    * ask timed out, was interrupted or failed, and its client sent
    * `cancel_ask`): the broker drops such a question rather than ask it;
    * and messages their sender cancelled (`cancel_message`, acknowledged)
-   * before any client of the receiver read them.
+   * or superseded (a send that `supersedes` them, acknowledged) before any
+   * client of the receiver read them.
    */
   readonly withdrawn: number
   /**

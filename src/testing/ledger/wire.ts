@@ -29,7 +29,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelWritten, controlRead, supersedeHeard } from "./controls.ts"
+import { cancelAnswered, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -492,6 +492,8 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
         record.ackedAt = state.now()
         record.ackMark = state.acceptSeq
         if (frame.type === "delivered" && frame.delivery === "socket_delivered") record.queuedTo = queuedTo(state, record, link)
+        // Not a staged send (`delivery_queued`): its supersede is applied, if at all, when its window closes, unanswered.
+        if (frame.type === "delivered" && record.message.supersedes !== undefined) supersedeAnswered(state, record)
         const target = record.target
         if (target !== undefined && crossesGroup(state, record.sender, target)) {
           check(state, mayCross(state, record, target), "cross-group-accepted", () =>
