@@ -13,8 +13,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { recording, type TypedClient, written } from "../support/frameTypes.ts"
+import { message } from "../support/broker.ts"
+import { typedSessions, written } from "../support/frameTypes.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const TIMEOUT_MS = 1_000
@@ -28,13 +28,7 @@ describe("the ask expiry fiber and an edge that opens past its deadline", () => 
         { outboxCapacity: 2, replaceWindow: `${WINDOW_MS} millis` },
         () => clock.now
       )
-      let n = 0
-      const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
-        const log: Array<string> = []
-        const peer = attach(recording(++n, log))
-        batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-        return { peer, log }
-      }
+      const session = typedSessions({ attach, batch })
       const asker = session("asker", [ASK_TIMEOUT_V1, ASK_EXPIRY_V1, LIST_PAGE_V1, DELIVERY_V1])
       const answerer = session("answerer", [DELIVERY_V1])
       const filler = session("filler", [])

@@ -22,7 +22,7 @@ import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { recording, type TypedClient, written } from "../support/frameTypes.ts"
+import { recording, type TypedClient, typedSessions, written } from "../support/frameTypes.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const EXPIRY = [ASK_TIMEOUT_V1, ASK_EXPIRY_V1, LIST_PAGE_V1]
@@ -54,13 +54,7 @@ const answeredLists = (router: Router, peer: Peer): Array<string> =>
 const setUp = (features: ReadonlyArray<string> = EXPIRY) => Effect.gen(function*() {
   const clock = { now: 1_000_000 }
   const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
-  let connections = 0
-  const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
-    const log: Array<string> = []
-    const peer = attach(recording(++connections, log))
-    batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-    return { peer, log }
-  }
+  const session = typedSessions({ attach, batch })
   const asker = session("asker", features)
   const answerer = session("answerer", [])
   const slow = session("slow", [])
@@ -140,13 +134,7 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
       const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
-      let connections = 0
-      const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
-        const log: Array<string> = []
-        const peer = attach(recording(++connections, log))
-        batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-        return { peer, log }
-      }
+      const session = typedSessions({ attach, batch })
       const away = session("asker", EXPIRY)
       const answerer = session("answerer", [])
       const question = message("well?", { expectsReply: true })

@@ -10,8 +10,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { recording, type TypedClient, written } from "../support/frameTypes.ts"
+import { message } from "../support/broker.ts"
+import { typedSessions, written } from "../support/frameTypes.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const EXPIRY = [ASK_TIMEOUT_V1, ASK_EXPIRY_V1, LIST_PAGE_V1]
@@ -20,13 +20,7 @@ const TIMEOUT_MS = 1_000
 const setUp = Effect.gen(function*() {
   const clock = { now: 1_000_000 }
   const { attach, batch, router, close } = yield* handRouter({}, () => clock.now)
-  let connections = 0
-  const session = (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
-    const log: Array<string> = []
-    const peer = attach(recording(++connections, log))
-    batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-    return { peer, log }
-  }
+  const session = typedSessions({ attach, batch })
   const asker = session("asker", EXPIRY)
   session("answerer", [])
   written(router, asker)

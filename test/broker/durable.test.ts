@@ -19,16 +19,22 @@ import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { durableBroker, gatedStore } from "../support/durable.ts"
 import { advance, memoryNetwork, step } from "../support/memory.ts"
 
+/** A durable broker over a memory disk, with alice registered and bob gone (his client destroyed). */
+const bobAway = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  const disk = makeMemoryMailState()
+  const first = yield* durableBroker(world, disk)
+  const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+  const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+  yield* bob.client.destroy
+  yield* settled([alice.client])
+  return { world, disk, first, alice }
+})
+
 describe("durable broker: crash and restart", () => {
   it.effect("mail queued for an absent session survives a crash and reaches it when it registers", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
-      yield* bob.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bobAway
       const msg = message("while you were out")
       assertDelivered(yield* send(alice.client, "bob", msg), "queued")
       yield* first.crash
@@ -81,13 +87,7 @@ describe("durable broker: crash and restart", () => {
   it.effect("a cancel stored before the crash is answered delivered again when its sender repeats it after the restart", () =>
     Effect.gen(function*() {
       // Sim seed 9848 (--delivery): the first answer never reached the sender, whose connection died with the broker.
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
-      yield* bob.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bobAway
       const msg = message("never mind")
       assertDelivered(yield* send(alice.client, "bob", msg), "queued")
       yield* alice.client.send({ type: "cancel_message", messageId: msg.id })

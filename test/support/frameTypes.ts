@@ -4,14 +4,17 @@
  * outbox), recording that write's frame types, and `written`, which takes
  * what the writer took and would take now. Used where a test reads only
  * which frames a session was written, in order (ask-settle,
- * ask-expiry-late-edge).
+ * ask-settle-parked-reply, ask-expiry-late-edge); `typedSessions` registers
+ * such clients on a hand-driven Router.
  */
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
+import { registerFrame } from "./broker.ts"
 import { fakeConnection } from "./fakeConnection.ts"
+import type { HandRouter } from "./handRouter.ts"
 
 /** A connected session: its peer and the frame types its writer took so far. */
 export interface TypedClient {
@@ -42,4 +45,19 @@ export const written = (router: Router, client: TypedClient): Array<string> => {
   const seen = [...client.log, ...router.output.takeForWrite(client.peer).frames.map(typeOf)]
   client.log.length = 0
   return seen
+}
+
+/**
+ * `session(sessionId, features)`: a `recording` connection attached to a
+ * hand-driven Router (numbered from 1 in the order of the calls) and
+ * registered as `sessionId`, asking for `features`.
+ */
+export const typedSessions = (router: Pick<HandRouter, "attach" | "batch">) => {
+  let connections = 0
+  return (sessionId: string, features: ReadonlyArray<string>): TypedClient => {
+    const log: Array<string> = []
+    const peer = router.attach(recording(++connections, log))
+    router.batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
+    return { peer, log }
+  }
 }
