@@ -361,7 +361,7 @@ export class MailDelivery {
    * to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
-    this.forwarded(outbound)
+    this.requeueForwarded(outbound)
   }
 
   /**
@@ -388,12 +388,12 @@ export class MailDelivery {
       if (isControl(item)) {
         if (forwarded !== undefined && forwarded.has(item.messageKey)) this.takeBack(item)
       } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
-      else if (this.forwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
+      else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
     }
   }
 
   /** `requeue`: true when the message went to its session's live connection. */
-  private forwarded(outbound: OutboundMessage): boolean {
+  private requeueForwarded(outbound: OutboundMessage): boolean {
     // An ask that is over goes no further: its recipient would be asked what nobody waits for.
     if (this.isStale(outbound.mail, this.ctx.now())) {
       this.dropStale(outbound.mail)
