@@ -22,7 +22,9 @@
  * ended), or was written and never confirmed read by a `received-v1` client
  * (it is held in custody like mail, Custody.ts), or left in the part of a
  * write its socket never took, it goes where its session is now, as mail does
- * (MailDelivery.takeBack); with the session away it is dropped, as a
+ * (MailDelivery.takeBack) — from a closed connection to another instance
+ * only with the message it is about, given back in the same close
+ * (`messageKey`, MailDelivery.giveBack); with the session away it is dropped, as a
  * control needs both sides live (a cancelled ask's message is dropped from
  * the mailbox on its own: `MailDelivery.isStale`).
  *
@@ -46,6 +48,12 @@ export class ControlFrame implements FrameParts {
    * `waitsForReturn`, `parkBehindReturn`).
    */
   readonly senderSince: number
+  /**
+   * The record key of the message it is about (`recordKeyOf(senderKey, messageId)`, as `Mail.recordKey`):
+   * given back from a closing connection to another instance, it goes only with that message
+   * (MailDelivery.giveBack).
+   */
+  readonly messageKey: string
   private readonly body: string
 
   /**
@@ -53,13 +61,15 @@ export class ControlFrame implements FrameParts {
    * @param to the receiver's registry key.
    * @param senderKey the sender's registry key.
    * @param senderSince the sender's `presentSince` as it cancels or supersedes.
+   * @param messageKey the record key of the message it is about.
    */
-  constructor(body: string, to: string, senderKey: string, senderSince: number) {
+  constructor(body: string, to: string, senderKey: string, senderSince: number, messageKey: string) {
     this.body = body
     this.length = body.length
     this.to = to
     this.senderKey = senderKey
     this.senderSince = senderSince
+    this.messageKey = messageKey
   }
 
   /** Writes the text's UTF-8 bytes into `out` from `offset`; returns how many it wrote. */

@@ -1,5 +1,6 @@
 /**
- * Custody of written mail (extension `received-v1`, issue 13). A durable
+ * Custody of written mail, failure notices and control frames (extension
+ * `received-v1`, issue 13). A durable
  * broker keeps the mail it wrote to a connection in its store until that
  * connection's client says, with `received {frames}`, that it has read the
  * frame carrying it — not merely until the socket took it.
@@ -35,10 +36,15 @@
  *
  * Control frames (a cancel, a supersede: ControlFrame.ts) are held the same
  * way, in memory only: one written and never confirmed goes back with the
- * rest, oldest first, so it follows the message it is about, given back
- * before it, to the session's next connection (a takeover by another
- * instance) — without it that instance got a message its sender had been
- * told it withdrew. With the session away it is dropped (MailDelivery.takeBack).
+ * rest, oldest first. At the client's own rejoin it goes to the new
+ * connection as it is (that client may have read it: it drops the copy,
+ * RecentControls.ts). At the close, to a takeover by another instance, it
+ * follows the message it is about only when that message is given back
+ * before it in the same close — without it that instance got a message its
+ * sender had been told it withdrew; without the message (its old client
+ * confirmed it, or it is an ask that is over) the control is dropped, as
+ * that instance cannot act on it (MailDelivery.giveBack). With the session
+ * away it is dropped (MailDelivery.takeBack).
  *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
@@ -65,7 +71,7 @@ const FIRST_SLOTS = 64
 const KEEP_SLOTS = 1_024
 
 /**
- * One connection's mail and notices written but not yet confirmed read; see the module
+ * One connection's mail, notices and control frames written but not yet confirmed read; see the module
  * header. The entries in use are the `count` slots from `head` of two parallel rings
  * (their length a power of two, indexes wrapped by `mask`): released slots are reused
  * in place, so a connection that is confirmed as fast as it is written allocates nothing
@@ -191,7 +197,7 @@ export class PeerCustody {
     return end <= this.confirmed
   }
 
-  /** Mail and notices held, not yet confirmed (with the slots `takeBackFor` emptied that a confirmation has not passed). */
+  /** Mail, notices and control frames held, not yet confirmed (with the slots `takeBackFor` emptied that a confirmation has not passed). */
   get size(): number {
     return this.count
   }
@@ -284,8 +290,8 @@ export class Custody {
 
   /**
    * `peer`'s writer handed the first `count` frames of `batch` to its socket
-   * (all of it, or the start of an unfinished write): the mail and notices
-   * they carried go into custody; for a client without it, the mail and
+   * (all of it, or the start of an unfinished write): the mail, notices and
+   * control frames they carried go into custody; for a client without it, the mail and
    * notices go out of the store.
    */
   written(peer: Peer, batch: WriteBatch, count: number): void {
@@ -369,8 +375,8 @@ export class Custody {
   }
 
   /**
-   * The connection closed with the broker alive: the mail and notices it
-   * wrote and its client never confirmed, oldest first, for `Router.detach`
+   * The connection closed with the broker alive: the mail, notices and
+   * control frames it wrote and its client never confirmed, oldest first, for `Router.detach`
    * to send back ahead of the output it never wrote (see the module header).
    */
   detached(peer: Peer): ReadonlyArray<Written> {

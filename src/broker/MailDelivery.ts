@@ -41,12 +41,13 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 630 lines, one concept: the fate of mail that is not being
+ * Size: about 680 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
- * extension may get, `tellLive`). The mailbox's own bounds are Mailbox.ts's and
+ * extension may get, `tellLive`, and what a closed connection gives back,
+ * a control only with its message, `giveBack`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
@@ -59,7 +60,8 @@ import { DELIVERED, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.
 import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
-import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "./Peer.ts"
+import { isControl, isMessage } from "./OutboundItems.ts"
+import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -359,26 +361,67 @@ export class MailDelivery {
    * to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
+    this.requeueForwarded(outbound)
+  }
+
+  /**
+   * What a connection that closed gives back (`Router.detach`: what its
+   * client never confirmed, the untaken rest of its last write, its outbox,
+   * and what a takeover's hold kept behind it), oldest first, as
+   * `Output.undeliverable` takes each — except that a control frame goes on
+   * only when the message it is about went to the session's connection in
+   * this same give-back. Such a connection is another instance's (the
+   * client's own rejoin took what it had, with every control, at its
+   * `register`: `Router.abandoned`): one that never got the message from
+   * here cannot act on a cancel or supersede of it, and its client would
+   * mark the unknown id replied and answer its sender (ControlFrame.ts,
+   * docs/protocol.md). Dropped so: a control whose message its old client
+   * confirmed reading, and one whose message is not forwarded — an ask that
+   * is over (`isStale`), mail requeued for a session that is away. A close
+   * path only: the set of forwarded keys is made at the first message
+   * forwarded.
+   */
+  giveBack(items: ReadonlyArray<OutboundItem>): void {
+    let forwarded: Set<string> | undefined
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (isControl(item)) {
+        if (forwarded !== undefined && forwarded.has(item.messageKey)) this.takeBack(item)
+      } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
+      else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
+    }
+  }
+
+  /** `requeue`: true when the message went to its session's live connection. */
+  private requeueForwarded(outbound: OutboundMessage): boolean {
     // An ask that is over goes no further: its recipient would be asked what nobody waits for.
-    if (this.isStale(outbound.mail, this.ctx.now())) return this.dropStale(outbound.mail)
+    if (this.isStale(outbound.mail, this.ctx.now())) {
+      this.dropStale(outbound.mail)
+      return false
+    }
     const live = this.ctx.registry.byKey.get(outbound.to)
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
-      return this.ctx.output.forceEnqueue(live.peer, outbound)
+      this.ctx.output.forceEnqueue(live.peer, outbound)
+      return true
     }
     // A short-lived session that ended by `unregister` will not come back for it.
     const ended = this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
-    if (ended !== undefined) return this.lostToEnded(outbound.mail, ended)
+    if (ended !== undefined) {
+      this.lostToEnded(outbound.mail, ended)
+      return false
+    }
     // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
     // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
-    if (this.ctx.output.holds.keepWhileAway(outbound)) return
+    if (this.ctx.output.holds.keepWhileAway(outbound)) return false
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): the control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
-    if (this.withdrawnOnTheWay(outbound.mail)) return
+    if (this.withdrawnOnTheWay(outbound.mail)) return false
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
       this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
     }
+    return false
   }
 
   /**

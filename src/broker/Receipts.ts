@@ -120,7 +120,8 @@ export class Receipts {
         supersededBy: message.id,
         timestamp: attempt.now
       })
-      this.ctx.output.enqueue(target.peer, new ControlFrame(control, target.key, sender.key, sender.presentSince))
+      const messageKey = recordKeyOf(sender.key, message.supersedes)
+      this.ctx.output.enqueue(target.peer, new ControlFrame(control, target.key, sender.key, sender.presentSince, messageKey))
       this.ctx.records.rewrite(sender.key, message.supersedes, {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -240,7 +241,7 @@ export class Receipts {
     if (route !== undefined && route.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const control = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
-      output.enqueue(route.receiver.peer, new ControlFrame(control, route.receiver.key, session.key, session.presentSince))
+      output.enqueue(route.receiver.peer, new ControlFrame(control, route.receiver.key, session.key, session.presentSince, key))
       this.forget(key)
       records.rewrite(session.key, messageId, {
         ok: false,

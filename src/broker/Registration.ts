@@ -130,6 +130,7 @@ export class Registration {
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
   private readonly abandon: (peer: Peer) => ReadonlyArray<Written>
+  private readonly giveBack: (items: ReadonlyArray<OutboundItem>) => void
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -145,18 +146,22 @@ export class Registration {
    * @param abandon a connection whose client rejoined on another (`rejoin-v1`) will not be written
    *   again: its writing stops, and what its client was given and never confirmed or never got is
    *   returned, oldest first (Router.abandoned).
+   * @param giveBack what a closed connection gives back goes where its session is now, a control
+   *   only with its message (MailDelivery.giveBack).
    */
   constructor(
     ctx: RouterContext,
     membership: Membership,
     signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
-    abandon: (peer: Peer) => ReadonlyArray<Written>
+    abandon: (peer: Peer) => ReadonlyArray<Written>,
+    giveBack: (items: ReadonlyArray<OutboundItem>) => void
   ) {
     this.ctx = ctx
     this.membership = membership
     this.registrationSignal = signals.registration
     this.idleSignal = signals.idle
     this.abandon = abandon
+    this.giveBack = giveBack
   }
 
   /** Adds a concern's reaction to sessions coming and going (called in order of observation). */
@@ -192,7 +197,8 @@ export class Registration {
     peer.state = "closed"
     peer.session = undefined
     if (session !== undefined) this.leave(session, false)
-    for (const item of unwritten) this.ctx.output.undeliverable(item)
+    // To another instance, if any (its own rejoin took this connection's at its register): a control only with its message.
+    this.giveBack(unwritten)
   }
 
   /**

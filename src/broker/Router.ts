@@ -293,7 +293,7 @@ export class Router {
       moveHold: (previous, next, senderKey, recipientKey) => staging.moveDepartureHold(previous, next, senderKey, recipientKey)
     })
     // Late-bound: `abandoned` uses the writer and the custody, which is made below.
-    const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
+    const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer), (items) => mail.giveBack(items))
     const asks = new Asks(
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,

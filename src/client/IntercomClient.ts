@@ -74,6 +74,7 @@ import { presenceFrame } from "./health.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 import type { IntercomClientService } from "./models.ts"
 import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
+import { RecentControls } from "./RecentControls.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { type BrokerStateLost, StateEpochs } from "./StateEpochs.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
@@ -118,6 +119,9 @@ const make = (
     // A durable broker killed between writing a message and forgetting it delivers it again after its restart,
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
+    // A cancel or supersede the broker wrote and this client never confirmed comes again with the next
+    // connection, as mail does: it is passed on once (RecentControls.ts).
+    const recentControls = new RecentControls()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
     const askExpiryHub = yield* PubSub.unbounded<string>()
@@ -148,7 +152,10 @@ const make = (
         unhandled.offer(membership.isDeparted(message.from.id) ? { ...message, senderLeft: true } : message)
       },
       presence: (event: PresenceEvent) => membership.read(event),
-      control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
+      control: (event: ControlEvent) => {
+        if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control)) return
+        PubSub.publishUnsafe(controlHub, event)
+      },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
       askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId)

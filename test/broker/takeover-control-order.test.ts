@@ -15,6 +15,13 @@
  * parked mailbox flush waits behind it. A base old client (no custody, no
  * hold): the control follows the message as before.
  *
+ * A control written to a `received-v1` client and never confirmed goes
+ * back with the old connection's custody (review revcu): to the client's own
+ * rejoin as it is (that client read the message, or gets it again too), to
+ * another instance only right after its message given back in the same
+ * close — not when the old client confirmed the message, nor for an ask
+ * that is over, which is not given again.
+ *
  * On a Router driven by hand (no fibers): writes complete at once, or for
  * the old connection once made stuck never; its close runs as `finish`
  * runs it; a drainer offers its parked output when the test says.
@@ -205,28 +212,108 @@ describe("a control frame about mail in the recipient's own parked mailbox flush
     }))
 })
 
+/**
+ * `b` registered by instance b-1 (`received-v1`) on a connection that writes
+ * at once; sender `d`'s m0 (an ask when `ask`) then its cancel written there
+ * — or, `supersede`, the supersede of m0 and m1 that supersedes it.
+ * `confirmM0` has b-1 confirm reading the frame that carried m0 (not the
+ * cancel); `register(instanceId)` registers `b` on a new connection — b-1's
+ * own rejoin, or a takeover by another instance — and `closeOld` runs the old
+ * close as `finish` does; `flushNew` labels what the new connection was given.
+ */
+const writtenThenCancelled = (ask: boolean, supersede = false) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const seen = labeller()
+    const written: Array<OutFrame> = []
+    const old = attach({ ...fakeConnection(1, false), write: (frames: ReadonlyArray<OutFrame>) => (written.push(...frames), undefined) })
+    batch(old, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-1" } })])
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const m0 = seen.message("m0", ask ? { expectsReply: true } : {})
+    batch(d, [{ type: "send", to: "b", message: m0 }])
+    const m0End = old.framesWritten
+    if (supersede) batch(d, [{ type: "send", to: "b", message: seen.message("m1", { supersedes: m0.id }) }])
+    else batch(d, [{ type: "cancel_message", messageId: m0.id }])
+    const types = written.map((frame) => (JSON.parse(frameText(frame)) as { type: string }).type)
+    const expected = supersede ? ["message", "message_control", "message"] : ["message", "message_control"]
+    assert.deepStrictEqual(types.slice(-expected.length), expected, "the old connection was not written m0 and its control: the test sets up nothing")
+    let fresh: Peer | undefined
+    return {
+      labels: seen.labels,
+      confirmM0: (): void => void batch(old, [{ type: "received", frames: m0End }]),
+      register: (instanceId: string): void => {
+        fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+        batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId } })])
+      },
+      closeOld: (): void => {
+        closePeer(old, "destroy")
+        router.abandonWrites(old)
+        close(old)
+      },
+      flushNew: (): void => {
+        if (fresh === undefined) return
+        fresh.writer.flush()
+        seen.note(router.output.takeForWrite(fresh).frames)
+      }
+    }
+  })
+
 describe("a control frame the old client was written and never confirmed", () => {
   it.effect("a cancel written to the old connection after its message, neither confirmed: the new connection gets the message again, then the cancel", () =>
     Effect.gen(function*() {
-      const { attach, batch, close, router } = yield* handRouter({})
-      const seen = labeller()
-      const written: Array<OutFrame> = []
-      const old = attach({ ...fakeConnection(1, false), write: (frames: ReadonlyArray<OutFrame>) => (written.push(...frames), undefined) })
-      batch(old, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-1" } })])
-      const d = attach(fakeConnection(2, false))
-      batch(d, [registerFrame({ sessionId: "d" })])
-      const m0 = seen.message("m0")
-      batch(d, [{ type: "send", to: "b", message: m0 }])
-      batch(d, [{ type: "cancel_message", messageId: m0.id }])
-      const types = written.map((frame) => (JSON.parse(frameText(frame)) as { type: string }).type)
-      assert.deepStrictEqual(types.slice(-2), ["message", "message_control"], "the old connection was not written m0 and its cancel: the test sets up nothing")
-      const fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
-      batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
-      closePeer(old, "destroy")
-      router.abandonWrites(old)
-      close(old)
-      fresh.writer.flush()
-      seen.note(router.output.takeForWrite(fresh).frames)
-      assert.deepStrictEqual(seen.labels, ["m0", "cancel m0"])
+      const { closeOld, flushNew, labels, register } = yield* writtenThenCancelled(false)
+      register("b-2")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "cancel m0"])
+    }))
+
+  it.effect("takeover: the old client confirmed the message, not the cancel: another instance, never given the message, is not given the cancel", () =>
+    Effect.gen(function*() {
+      const { closeOld, confirmM0, flushNew, labels, register } = yield* writtenThenCancelled(false)
+      confirmM0()
+      register("b-2")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, [])
+    }))
+
+  it.effect("takeover: the old client confirmed the message, not its supersede: another instance is given the new message, not the supersede", () =>
+    Effect.gen(function*() {
+      const { closeOld, confirmM0, flushNew, labels, register } = yield* writtenThenCancelled(false, true)
+      confirmM0()
+      register("b-2")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m1"])
+    }))
+
+  it.effect("takeover: an ask and its cancel, neither confirmed: the ask is over and not given again, nor is the cancel", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, labels, register } = yield* writtenThenCancelled(true)
+      register("b-2")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, [])
+    }))
+
+  it.effect("own rejoin: the client confirmed the message, not the cancel: the same instance, which read the message, is given the cancel again", () =>
+    Effect.gen(function*() {
+      const { closeOld, confirmM0, flushNew, labels, register } = yield* writtenThenCancelled(false)
+      confirmM0()
+      register("b-1")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["cancel m0"])
+    }))
+
+  it.effect("own rejoin: an ask and its cancel, neither confirmed: the same instance is given the cancel again, not the ask that is over", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, labels, register } = yield* writtenThenCancelled(true)
+      register("b-1")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["cancel m0"])
     }))
 })
