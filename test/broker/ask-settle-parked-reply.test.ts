@@ -18,7 +18,7 @@ import { Effect } from "effect"
 import { MAX_HELD } from "../../src/broker/ParkedReplies.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
-import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
@@ -315,6 +315,37 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
         written(router, answerer)
         drain(tryDrain, answerer.peer)
       }
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+    }))
+
+  it.effect("a reply parked for the connection the asker's session was taken over from comes before the settling answer on the new one", () =>
+    Effect.gen(function*() {
+      const { batch, clock, close, router, session, tryDrain } = yield* world
+      const features = [...EXPIRY, TAKEOVER_V1]
+      const before = session("asker", features)
+      const answerer = session("answerer", [])
+      const slow = session("slow", [])
+      const question = message("well?", { expectsReply: true })
+      batch(before.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      assert.isTrue(batch(answerer.peer, [
+        ...sendsTo("slow", 4, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ]))
+      written(router, before)
+      // A new connection takes the session over while the reply is parked for the old one.
+      const asker = session("asker", features)
+      const seen = written(router, asker)
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        written(router, before)
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+      }
+      close(before.peer)
       seen.push(...written(router, asker))
       assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
     }))
