@@ -313,7 +313,7 @@ export class Output {
     )
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
-      parkLast: (asker, answer) => void asker.parked.push([asker, answer])
+      parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
     })
     this.end = new OutputEnd({
       charge: (peer, chars) => this.charge(peer, chars),
@@ -666,8 +666,8 @@ export class Output {
       this.parkedReaders.delete(reader)
       this.feed.parkedOut(reader)
     }
-    // `ask-expiry-v1`: the last reply to an asker with a held settling answer left: the answer follows it.
-    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[0])
+    // `ask-expiry-v1`: the last reply to a held asker's session left (queued, parked or refused and taken back): its answer follows it.
+    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
     if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)

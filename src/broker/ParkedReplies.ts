@@ -16,7 +16,15 @@
  * forced at its sender's close (`OutputEnd.forceParked` calls `recheck`).
  * A reply already in the asker's own parked list (forced behind its
  * mailbox flush there, which its drainer is offering) needs no slot: the
- * answer is parked after it in that list.
+ * answer is parked right after the last such reply in that list — never at
+ * its end, behind the asker's own sends to a session that may not read
+ * (review revd2, D1); likewise a released answer. Replies are matched by
+ * the asker's session, not its connection: one queued for the session's
+ * previous connection (a reconnect, a takeover) is refused there and taken
+ * back to the asker, and the answer waits for it (D2). The batch being
+ * handled (the asker's own, whose settling `list` this is) does not make
+ * the answer held: `enqueue` parks it behind that batch's output anyway,
+ * in order (D3).
  * At the asker's close the slot is dropped (`drop`, OutputEnd.drainOnClose):
  * the reply is refused there and goes to the mailbox, and the client's
  * settle ends in ConnectionLost (ReplyTimeout for its ask). An answer held
@@ -31,8 +39,11 @@
  * batch's (which Output and OutputEnd write), and queues a released answer
  * through Output (`AnswerQueue`). Runs per settling `list` while some reader has
  * parked output, and — while a slot holds an answer (a size test otherwise)
- * — when a parked item addressed to a held asker leaves a parked list:
- * never per routed frame. Split from Output.ts (2026-12-06).
+ * — when a parked reply to a held asker's session leaves a parked list:
+ * never per routed frame, nor per other parked item. Such a reply's
+ * check rescans the parked lists (O(parked) per reply, while an answer is
+ * held; a count of parked replies per session would need every place a
+ * parked list is written to keep it, which was not worth it). Split from Output.ts (2026-12-06).
  */
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { isMessage } from "./OutboundItems.ts"
@@ -41,8 +52,8 @@ import { isMessage } from "./OutboundItems.ts"
 export interface AnswerQueue {
   /** Queues `answer` in `asker`'s outbox, past its bounds (Output.forceEnqueue). */
   readonly forceEnqueue: (asker: Peer, answer: string) => void
-  /** Parks `answer` at the end of `asker`'s own parked list, which its drainer is offering. */
-  readonly parkLast: (asker: Peer, answer: string) => void
+  /** Parks `answer` at `index` of `asker`'s own parked list, which its drainer is offering. */
+  readonly parkAt: (asker: Peer, index: number, answer: string) => void
 }
 
 /**
@@ -85,38 +96,53 @@ export class ParkedReplies {
 
   /**
    * Holds `answer`, the `sessions` answer to `asker`'s settling `list`, when
-   * a reply to `asker` is parked in another connection's list (`parkedFor`)
-   * or an earlier answer is held for it (they go in order); parks it at the
-   * end of `asker`'s own parked list when only that list holds such a reply
-   * (behind `asker`'s mailbox flush, with its drainer at work); false when
-   * it may be queued at once — also when the slot is full (`MAX_HELD`).
+   * a reply to `asker`'s session is parked in another connection's list
+   * (`parkedFor`; the batch being handled — `asker`'s own — is left out:
+   * `enqueue` parks the answer behind its output anyway) or an earlier
+   * answer is held for it (they go in order); parks it right behind the
+   * last such reply in `asker`'s own parked list when only that list holds
+   * one (behind `asker`'s mailbox flush, with its drainer at work); false
+   * when it may be queued at once — also when the slot is full (`MAX_HELD`).
    */
   hold(asker: Peer, answer: string): boolean {
     const answers = this.held.get(asker)
     if (answers !== undefined) {
       if (answers.length >= MAX_HELD) return false
       answers.push(answer)
-    } else if (this.parkedFor(asker)) {
-      this.held.set(asker, [answer])
-    } else if (this.parkedReaders.has(asker) && holdsReplyFor(asker.parked, asker)) {
-      // The reply waits in `asker`'s own list (forced behind its sender's mail there, its mailbox flush):
-      // the answer is parked after it there, where its drainer offers it next.
-      this.queue.parkLast(asker, answer)
     } else {
-      return false
+      const key = asker.session?.key
+      if (key === undefined) return false
+      if (this.parkedFor(asker, key, false)) {
+        this.held.set(asker, [answer])
+      } else {
+        // The reply waits in `asker`'s own list (forced behind its sender's mail there, its mailbox flush):
+        // the answer is parked right after it there, ahead of `asker`'s own mail to others.
+        const last = this.parkedReaders.has(asker) ? lastReplyIn(asker.parked, key) : -1
+        if (last < 0) return false
+        this.queue.parkAt(asker, last + 1, answer)
+      }
     }
     this.answersHeld++
     return true
   }
 
   /**
-   * A parked item addressed to `recipient` left a parked list (offered by a
-   * drainer: queued, parked at the end of `recipient`'s own list, or
-   * refused). When answers are held for `recipient` and no reply to it is
-   * parked elsewhere any more, they are released now, after it.
+   * `item` left a parked list (offered by a drainer: queued, parked in its
+   * recipient's own list, or refused and taken back to its session's
+   * current connection). When it is a reply to the session of an asker with
+   * held answers, and no reply to that session is parked elsewhere any
+   * more, they are released now, after it. Matched by session, not
+   * connection: the reply may have been queued for the asker's previous
+   * one (a reconnect or a takeover). A scan of the parked lists only for
+   * such a reply, never per other item.
    */
-  offered(recipient: Peer): void {
-    if (this.held.has(recipient) && !this.parkedFor(recipient)) this.releaseFor(recipient)
+  offered(item: OutboundItem): void {
+    if (!isMessage(item) || item.mail.message.replyTo === undefined) return
+    for (const asker of this.held.keys()) {
+      if (asker.session?.key !== item.to) continue
+      if (!this.parkedFor(asker, item.to, true)) this.releaseFor(asker)
+      return
+    }
   }
 
   /**
@@ -125,7 +151,10 @@ export class ParkedReplies {
    */
   recheck(): void {
     if (this.held.size === 0) return
-    for (const asker of [...this.held.keys()]) if (!this.parkedFor(asker)) this.releaseFor(asker)
+    for (const asker of [...this.held.keys()]) {
+      const key = asker.session?.key
+      if (key === undefined || !this.parkedFor(asker, key, true)) this.releaseFor(asker)
+    }
   }
 
   /** `asker`'s connection closes: its held answers are dropped (it reads nothing more). */
@@ -134,46 +163,50 @@ export class ParkedReplies {
   }
 
   /**
-   * `asker`'s held answers go, in order: after what its own parked list
-   * holds while its drainer is at work (the reply may have been parked
-   * there, behind its sender's older mail), else into its outbox, past the
-   * bounds (at most `MAX_HELD` frames). Dropped for a connection that is
-   * closing: it reads nothing more.
+   * `asker`'s held answers go, in order: right behind the last reply to its
+   * session in its own parked list while its drainer is at work (the reply
+   * may have been parked there, behind its sender's older mail) — never
+   * behind `asker`'s own mail to others, which may wait on a session that
+   * does not read — else into its outbox, past the bounds (at most
+   * `MAX_HELD` frames). Dropped for a connection that is closing: it reads
+   * nothing more.
    */
   private releaseFor(asker: Peer): void {
     const answers = this.held.get(asker)
     if (answers === undefined) return
     this.held.delete(asker)
     if (asker.outboxShut || asker.state === "closed" || asker.isClosing) return
-    const behindOwn = asker.parked.length > 0 && this.parkedReaders.has(asker)
+    const key = asker.session?.key
+    const last = key !== undefined && this.parkedReaders.has(asker) ? lastReplyIn(asker.parked, key) : -1
     for (let i = 0; i < answers.length; i++) {
-      if (behindOwn) this.queue.parkLast(asker, answers[i]!)
+      if (last >= 0) this.queue.parkAt(asker, last + 1 + i, answers[i]!)
       else this.queue.forceEnqueue(asker, answers[i]!)
     }
   }
 
   /**
-   * Whether a reply (a message with `replyTo`) to `asker` is parked in the
-   * list of a reader other than `asker`, or in the batch being handled (a
-   * scan of those lists; one field test while none holds output). `asker`'s
-   * own list is left out: what of it is ahead of an answer released there
-   * is offered first anyway (`releaseFor`).
+   * Whether a reply (a message with `replyTo`) to session `key` (`asker`'s)
+   * is parked in the list of a reader other than `asker` — whichever
+   * connection of that session it was queued for — or, when `withBatch`, in
+   * the batch being handled (a scan of those lists; one field test while
+   * none holds output). `asker`'s own list is left out: what of it is ahead
+   * of an answer released there is offered first anyway (`releaseFor`).
    */
-  private parkedFor(asker: Peer): boolean {
-    if (holdsReplyFor(this.batchParked(), asker)) return true
+  private parkedFor(asker: Peer, key: string, withBatch: boolean): boolean {
+    if (withBatch && lastReplyIn(this.batchParked(), key) >= 0) return true
     if (this.parkedReaders.size === 0) return false
     for (const reader of this.parkedReaders) {
-      if (reader !== asker && holdsReplyFor(reader.parked, asker)) return true
+      if (reader !== asker && lastReplyIn(reader.parked, key) >= 0) return true
     }
     return false
   }
 }
 
-/** Whether `parked` holds a reply addressed to `asker` (a scan). */
-const holdsReplyFor = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, asker: Peer): boolean => {
-  for (let i = 0; i < parked.length; i++) {
-    const [to, item] = parked[i]!
-    if (to === asker && isMessage(item) && item.mail.message.replyTo !== undefined) return true
+/** The index of the last reply to session `key` in `parked`, or -1 (a scan from the end). */
+const lastReplyIn = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, key: string): number => {
+  for (let i = parked.length - 1; i >= 0; i--) {
+    const item = parked[i]![1]
+    if (isMessage(item) && item.to === key && item.mail.message.replyTo !== undefined) return i
   }
-  return false
+  return -1
 }

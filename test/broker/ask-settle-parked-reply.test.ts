@@ -18,7 +18,7 @@ import { Effect } from "effect"
 import { MAX_HELD } from "../../src/broker/ParkedReplies.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
-import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, LIST_PAGE_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
@@ -210,5 +210,173 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       const back = { peer: attach(recording(99, log)), log }
       batch(back.peer, [registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } })])
       assert.include(written(router, back), "message")
+    }))
+})
+
+/**
+ * Review revd2's cases: the asker's own parked sends to a session that does
+ * not read (D1), a reply queued for the asker's previous connection (D2), and
+ * a settling list read in one batch with the registration whose parked
+ * mailbox flush holds the reply (D3).
+ */
+describe("ask-expiry-v1: where a held settling answer goes", () => {
+  /** Clients on a hand-driven Router with outboxes of two frames; the clock is the test's. */
+  const world = Effect.gen(function*() {
+    const clock = { now: 1_000_000 }
+    const hand = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
+    return { ...hand, clock, session: typedSessions(hand) }
+  })
+  const sendsTo = (to: string, count: number, text: string) =>
+    Array.from({ length: count }, (_, i) => ({ type: "send", to, message: message(`${text} ${i}`) }))
+
+  it.effect("released after the reply, it is queued ahead of the asker's own sends parked behind a session that does not read, and a later probe is answered", () =>
+    Effect.gen(function*() {
+      const { batch, clock, router, session, tryDrain } = yield* world
+      const asker = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      const slow = session("slow", [])
+      session("stuck", [])
+      written(router, asker)
+      const question = message("well?", { expectsReply: true })
+      batch(asker.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      assert.isTrue(batch(answerer.peer, [
+        ...sendsTo("slow", 4, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ]))
+      // The asker's sends to `stuck`, which never reads, park on the asker's own reader.
+      read(asker.peer, sendsTo("stuck", 4, "m"))
+      assert.isDefined(router.output.nextParked(asker.peer))
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      const seen: Array<string> = []
+      for (let round = 0; round < 10; round++) {
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+        seen.push(...written(router, asker))
+      }
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+      read(asker.peer, [{ type: "list", requestId: "probe", limit: 1 }])
+      assert.deepStrictEqual(answeredLists(router, asker.peer), ["probe"])
+    }))
+
+  it.effect("held behind a reply in the asker's own parked list, it is parked right after that reply, ahead of the asker's sends to a session that does not read", () =>
+    Effect.gen(function*() {
+      const { attach, batch, clock, close, router, session, tryDrain } = yield* world
+      const away = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      session("stuck", [])
+      const question = message("well?", { expectsReply: true })
+      batch(away.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      close(away.peer)
+      batch(answerer.peer, [
+        ...sendsTo("asker", 3, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ])
+      // Back, its flush (with the reply) is parked, and its sends to `stuck` behind it, in one batch.
+      const log: Array<string> = []
+      const asker: TypedClient = { peer: attach(recording(50, log)), log }
+      assert.isTrue(batch(asker.peer, [
+        registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } }),
+        ...sendsTo("stuck", 4, "m")
+      ]))
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      const seen: Array<string> = []
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        drain(tryDrain, asker.peer)
+      }
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen).slice(-2), ["message", "sessions"])
+    }))
+
+  it.effect("a reply parked for the asker's previous connection comes before the settling answer on its new one", () =>
+    Effect.gen(function*() {
+      const { batch, clock, close, router, session, tryDrain } = yield* world
+      const before = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      const slow = session("slow", [])
+      const question = message("well?", { expectsReply: true })
+      batch(before.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      assert.isTrue(batch(answerer.peer, [
+        ...sendsTo("slow", 4, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ]))
+      // The asker's connection drops; its client reconnects, the ask still waiting there.
+      close(before.peer)
+      const asker = session("asker", EXPIRY)
+      const seen = written(router, asker)
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+      }
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+    }))
+
+  it.effect("a reply parked for the connection the asker's session was taken over from comes before the settling answer on the new one", () =>
+    Effect.gen(function*() {
+      const { batch, clock, close, router, session, tryDrain } = yield* world
+      const features = [...EXPIRY, TAKEOVER_V1]
+      const before = session("asker", features)
+      const answerer = session("answerer", [])
+      const slow = session("slow", [])
+      const question = message("well?", { expectsReply: true })
+      batch(before.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      assert.isTrue(batch(answerer.peer, [
+        ...sendsTo("slow", 4, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ]))
+      written(router, before)
+      // A new connection takes the session over while the reply is parked for the old one.
+      const asker = session("asker", features)
+      const seen = written(router, asker)
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        written(router, before)
+        written(router, slow)
+        written(router, answerer)
+        drain(tryDrain, answerer.peer)
+      }
+      close(before.peer)
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen), ["message", "sessions"])
+    }))
+
+  it.effect("a settling list read in one batch with the registration whose parked mailbox flush holds the reply is answered after it, and a later one is not held", () =>
+    Effect.gen(function*() {
+      const { attach, batch, clock, close, router, session, tryDrain } = yield* world
+      const away = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      const question = message("well?", { expectsReply: true })
+      batch(away.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      close(away.peer)
+      batch(answerer.peer, [
+        ...sendsTo("asker", 4, "mail"),
+        { type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }
+      ])
+      clock.now += TIMEOUT_MS
+      const asker: TypedClient = { peer: attach(recording(50, [])), log: [] }
+      assert.isTrue(batch(asker.peer, [
+        registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } }),
+        { type: "list", requestId: "settle", limit: 1, settle: true }
+      ]), "the mailbox flush (with the reply) is parked on the asker's own reader")
+      const seen: Array<string> = []
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        drain(tryDrain, asker.peer)
+      }
+      seen.push(...written(router, asker))
+      assert.isUndefined(router.output.nextParked(asker.peer), "the flush is all out")
+      assert.deepStrictEqual(replyAndAnswer(seen).slice(-2), ["message", "sessions"])
+      read(asker.peer, [{ type: "list", requestId: "again", limit: 1, settle: true }])
+      assert.deepStrictEqual(answeredLists(router, asker.peer), ["again"])
     }))
 })
