@@ -9,7 +9,11 @@
  * and failure notices the old connection's outbox still holds for the
  * session, then those in its own parked list, are taken back at once and in
  * order (`handOver`, `handOverParked`), so they reach the session's new
- * connection ahead of anything queued for it later; the answers parked for
+ * connection ahead of anything queued for it later — a control frame about
+ * such mail with it, and, at a takeover by another instance, only right
+ * after its message (handed over with it, or kept on a custody hold for the
+ * old close): that instance cannot act on a control of a message it never
+ * got from here. The answers parked for
  * the old connection itself are forced into its outbox ahead of its
  * `taken_over` (`forceOwnAnswers`). At a close, what the reader had parked
  * for others is forced past the bounds (`forceParked`), its own parked
