@@ -27,7 +27,7 @@
  * output state (budgets, the readers with parked output, the departure
  * holds behind them); this module is its close and takeover side, split off
  * by concern. It writes a peer's `outbox`, `parked`, `outboxShut`,
- * `parkedMail` and `leftReturnWaits` directly, only at those connection
+ * `parkedMail`, `leftReturnWaits` and `controlsAtClose` directly, only at those connection
  * events (never in the same synchronous step as Output's own writes), and
  * changes everything else through `OutputSide`: the character budget, the
  * parked readers, the per-sender counts, the holds. No state of its own.
@@ -38,6 +38,17 @@ import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+
+/** Whether `peer`'s write in progress carries the message of record key `messageKey` (a scan: at a takeover only). */
+const inWrite = (peer: Peer, messageKey: string): boolean => {
+  const returnable = peer.writer.inFlight?.returnable
+  if (returnable === undefined) return false
+  for (let i = 0; i < returnable.length; i++) {
+    const item = returnable[i]!
+    if ("mail" in item && item.mail.recordKey === messageKey) return true
+  }
+  return false
+}
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
@@ -143,12 +154,14 @@ export class OutputEnd {
    * one taken back before it in this hand-over that went to `instance`, or
    * one the old connection may still give back at its close (in its custody
    * unconfirmed, or in its write in progress) — then a custody hold on
-   * `instance` covers its sender (CustodyHold.ts) and keeps the control, and
-   * the close gives it on only right after that message
-   * (MailDelivery.giveBack). Any other is dropped: its message was confirmed
-   * by the old client, or is an ask that is over (dropped here), so the new
-   * instance never got it from here and cannot act on a cancel or supersede
-   * of it (ControlFrame.ts, review ctlho).
+   * `instance` covers its sender (CustodyHold.ts) and keeps the control, or,
+   * for a base client's write in progress (no custody, no hold), the control
+   * waits for the close on the old connection (`Peer.controlsAtClose`); the
+   * close gives it on only right after that message (MailDelivery.giveBack).
+   * Any other is dropped: its message was confirmed by the old client (or,
+   * a base one's, written to it), or is an ask that is over (dropped here),
+   * so the new instance never got it from here and cannot act on a cancel
+   * or supersede of it (ControlFrame.ts, review ctlho).
    */
   handOver(peer: Peer, instance?: Peer): void {
     const items = peer.outbox
@@ -160,7 +173,7 @@ export class OutputEnd {
       // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
       if (isStranded(item, peer) || isStrandedControl(item, peer)) {
         this.side.charge(peer, -charsOf(item))
-        this.handOne(item, instance, forwarded)
+        this.handOne(peer, item, instance, forwarded)
       } else items[kept++] = item
     }
     const took = kept < items.length
@@ -171,20 +184,31 @@ export class OutputEnd {
   }
 
   /**
-   * One item `handOver` takes back: to where its session is now, except a
-   * control for another `instance` whose message neither went there before
-   * it in this hand-over (`forwarded`) nor is covered by a hold there.
+   * One item `handOver` takes back from `peer`: to where its session is
+   * now, except a control for another `instance` whose message neither went
+   * there before it in this hand-over (`forwarded`) nor is covered by a hold
+   * there. Such a control whose message is in `peer`'s write in progress
+   * (a base client's: no custody, so no hold) waits for the close
+   * (`Peer.controlsAtClose`): the new instance gets that message only if
+   * the socket never takes it. Any other is dropped.
    */
-  private handOne(item: Returnable | ControlFrame, instance: Peer | undefined, forwarded: Set<string> | undefined): void {
+  private handOne(
+    peer: Peer,
+    item: Returnable | ControlFrame,
+    instance: Peer | undefined,
+    forwarded: Set<string> | undefined
+  ): void {
     if (instance === undefined || forwarded === undefined) {
       this.side.takeBack(item)
       return
     }
-    if (isControl(item)) {
-      if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) this.side.takeBack(item)
+    if (!isControl(item)) {
+      if (this.side.takeBack(item) && isMessage(item)) forwarded.add(item.mail.recordKey)
       return
     }
-    if (this.side.takeBack(item) && isMessage(item)) forwarded.add(item.mail.recordKey)
+    if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) {
+      this.side.takeBack(item)
+    } else if (inWrite(peer, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
   }
 
   /**
@@ -216,7 +240,7 @@ export class OutputEnd {
     }
     if (taken.length === 0) return
     parked.length = kept
-    for (let i = 0; i < taken.length; i++) this.handOne(taken[i]!, instance, forwarded)
+    for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded)
     for (const item of taken) {
       if (!isMessage(item)) continue
       this.side.uncountParkedMail(peer, item.mail.senderKey)

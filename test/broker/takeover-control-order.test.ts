@@ -22,6 +22,13 @@
  * close — not when the old client confirmed the message, nor for an ask
  * that is over, which is not given again.
  *
+ * A control the old connection had not written yet at a takeover by
+ * another instance (review ctlho): it goes to the new connection only
+ * right after its message — handed over from the old outbox with it, or
+ * given back at the old close (kept meanwhile on a custody hold, or, the
+ * message in a base client's write in progress, on the old connection) —
+ * and is dropped when the new instance never gets that message.
+ *
  * On a Router driven by hand (no fibers): writes complete at once, or for
  * the old connection once made stuck never; its close runs as `finish`
  * runs it; a drainer offers its parked output when the test says.
@@ -419,5 +426,52 @@ describe("a control frame still in the old outbox at a takeover by another insta
       closeOld()
       flushNew()
       assert.deepStrictEqual(labels, ["m0", "cancel m0", "e0"])
+    }))
+})
+
+/**
+ * `b` registered by base instance b-1 (no `received-v1`: no custody, so no
+ * hold) on a connection whose writer gets stuck on sender `d`'s m0, with
+ * `d`'s cancel of m0 queued behind it; b-2 takes the session over, then the
+ * old close finds that its socket took `taken` frames of that write.
+ */
+const baseStuckOnM0 = (taken: number | undefined) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const seen = labeller()
+    let stuck = false
+    const old = attach({ ...fakeConnection(1, false), write: () => (stuck ? Effect.never : undefined), unfinishedWrite: () => taken })
+    batch(old, [registerFrame({ sessionId: "b", frame: { features: baseFeatures, instanceId: "b-1" } })])
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const m0 = seen.message("m0")
+    stuck = true
+    batch(d, [{ type: "send", to: "b", message: m0 }])
+    batch(d, [{ type: "cancel_message", messageId: m0.id }])
+    assert.strictEqual(old.outbox.length, 1, "the cancel is not in the old outbox behind m0's write: the test sets up nothing")
+    const fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+    batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
+    const flushNew = (): void => {
+      fresh.writer.flush()
+      seen.note(router.output.takeForWrite(fresh).frames)
+    }
+    flushNew()
+    assert.deepStrictEqual(seen.labels, [], "the new instance was given the cancel before its message came back")
+    closePeer(old, "destroy")
+    router.abandonWrites(old)
+    close(old)
+    flushNew()
+    return seen.labels
+  })
+
+describe("a control frame about a message in a base old client's write in progress at a takeover", () => {
+  it.effect("the socket never took the message: the old close gives it back to the new instance, then the cancel", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* baseStuckOnM0(0), ["m0", "cancel m0"])
+    }))
+
+  it.effect("the socket took the message (delivered to the old client): the new instance is given neither", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* baseStuckOnM0(undefined), [])
     }))
 })
