@@ -24,7 +24,10 @@
  * write its socket never took, it goes where its session is now, as mail does
  * (MailDelivery.takeBack) — from a closed connection to another instance
  * only with the message it is about, given back in the same close
- * (`messageKey`, MailDelivery.giveBack); with the session away it is dropped, as a
+ * (`messageKey`, MailDelivery.giveBack), and from the old outbox at a
+ * takeover by another instance only right after that message, handed over
+ * with it or kept on a custody hold for the close (OutputEnd.handOver);
+ * with the session away it is dropped, as a
  * control needs both sides live (a cancelled ask's message is dropped from
  * the mailbox on its own: `MailDelivery.isStale`).
  *
@@ -50,8 +53,8 @@ export class ControlFrame implements FrameParts {
   readonly senderSince: number
   /**
    * The record key of the message it is about (`recordKeyOf(senderKey, messageId)`, as `Mail.recordKey`):
-   * given back from a closing connection to another instance, it goes only with that message
-   * (MailDelivery.giveBack).
+   * given back from a closing connection to another instance, or handed over to one at a takeover, it
+   * goes only with that message (MailDelivery.giveBack, OutputEnd.handOver).
    */
   readonly messageKey: string
   private readonly body: string

@@ -330,24 +330,31 @@ export class MailDelivery {
    * otherwise dropped. A control frame (ControlFrame.ts) goes to its
    * session's connection now — after the mail given back before it — or,
    * with that session away, is dropped (a control needs both sides live).
+   * True when it went to its session's live connection (kept with a
+   * takeover's hold there included): a takeover's hand-over passes a
+   * control on only after its message went so (OutputEnd.handOver).
    */
-  takeBack(item: Returnable | ControlFrame): void {
+  takeBack(item: Returnable | ControlFrame): boolean {
     if (item instanceof ControlFrame) {
       const live = this.ctx.registry.byKey.get(item.to)
-      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
-        this.ctx.output.forceEnqueue(live.peer, item)
-      }
-      return
+      if (live === undefined || live.peer.state !== "registered" || live.peer.isClosing) return false
+      this.ctx.output.forceEnqueue(live.peer, item)
+      return true
     }
     if ("mail" in item) return this.requeue(item)
     const sender = this.ctx.registry.byKey.get(item.owedTo)
     const live = sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing
     if (item.feature !== undefined) {
-      if (live && sender.peer.features.has(item.feature)) this.ctx.output.forceEnqueue(sender.peer, item)
-      return
+      if (!live || !sender.peer.features.has(item.feature)) return false
+      this.ctx.output.forceEnqueue(sender.peer, item)
+      return true
     }
-    if (live) return this.ctx.output.forceEnqueue(sender.peer, item)
+    if (live) {
+      this.ctx.output.forceEnqueue(sender.peer, item)
+      return true
+    }
     this.owe(item)
+    return false
   }
 
   /**
@@ -358,10 +365,11 @@ export class MailDelivery {
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
-   * to the mailbox for its next registration.
+   * to the mailbox for its next registration. True when it went to the
+   * session's live connection (`requeueForwarded`).
    */
-  requeue(outbound: OutboundMessage): void {
-    this.requeueForwarded(outbound)
+  requeue(outbound: OutboundMessage): boolean {
+    return this.requeueForwarded(outbound)
   }
 
   /**

@@ -261,7 +261,7 @@ export class Output {
   private touched: Array<Peer | undefined> = []
   private touchedHead = 0
   private touchedCount = 0
-  private readonly takeBack: (item: Returnable | ControlFrame) => void
+  private readonly takeBack: (item: Returnable | ControlFrame) => boolean
   private readonly feed: FeedSource
   private readonly budget: OutboxBudget
   /** Characters of frame text in every outbox together. */
@@ -281,7 +281,8 @@ export class Output {
   private spare: WriteBatch | undefined = undefined
 
   /**
-   * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames.
+   * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
+   *   true when it went to its session's live connection.
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
@@ -289,7 +290,7 @@ export class Output {
    * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
-    takeBack: (item: Returnable | ControlFrame) => void,
+    takeBack: (item: Returnable | ControlFrame) => boolean,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
@@ -325,6 +326,7 @@ export class Output {
       unpark: (reader) => this.parkedReaders.delete(reader),
       parkedOut: (reader) => feed.parkedOut(reader),
       departureHolds: this.departureHolds,
+      holds: this.holds,
       replies: this.replies
     })
   }
@@ -714,7 +716,10 @@ export class Output {
     // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
     // mailbox. Pushed here, it would wait for the old writer or the old close, after newer mail and the
     // sender's `session_left` there.
-    if (isStranded(item, recipient)) return this.takeBack(item)
+    if (isStranded(item, recipient)) {
+      this.takeBack(item)
+      return
+    }
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
     // since the return would wait there for the pair, which waits for that old output, which waits behind it.
     if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return

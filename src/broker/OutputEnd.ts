@@ -9,7 +9,11 @@
  * and failure notices the old connection's outbox still holds for the
  * session, then those in its own parked list, are taken back at once and in
  * order (`handOver`, `handOverParked`), so they reach the session's new
- * connection ahead of anything queued for it later; the answers parked for
+ * connection ahead of anything queued for it later — a control frame about
+ * such mail with it, and, at a takeover by another instance, only right
+ * after its message (handed over with it, or kept on a custody hold for the
+ * old close): that instance cannot act on a control of a message it never
+ * got from here. The answers parked for
  * the old connection itself are forced into its outbox ahead of its
  * `taken_over` (`forceOwnAnswers`). At a close, what the reader had parked
  * for others is forced past the bounds (`forceParked`), its own parked
@@ -23,23 +27,38 @@
  * output state (budgets, the readers with parked output, the departure
  * holds behind them); this module is its close and takeover side, split off
  * by concern. It writes a peer's `outbox`, `parked`, `outboxShut`,
- * `parkedMail` and `leftReturnWaits` directly, only at those connection
+ * `parkedMail`, `leftReturnWaits` and `controlsAtClose` directly, only at those connection
  * events (never in the same synchronous step as Output's own writes), and
  * changes everything else through `OutputSide`: the character budget, the
  * parked readers, the per-sender counts, the holds. No state of its own.
  */
+import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
-import { charsOf, isAnswer, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
+import { charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+
+/** Whether `peer`'s write in progress carries the message of record key `messageKey` (a scan: at a takeover only). */
+const inWrite = (peer: Peer, messageKey: string): boolean => {
+  const returnable = peer.writer.inFlight?.returnable
+  if (returnable === undefined) return false
+  for (let i = 0; i < returnable.length; i++) {
+    const item = returnable[i]!
+    if ("mail" in item && item.mail.recordKey === messageKey) return true
+  }
+  return false
+}
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
   /** Adds `chars` (negative: takes them off) to `peer`'s and every outbox's character count. */
   readonly charge: (peer: Peer, chars: number) => void
-  /** Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames. */
-  readonly takeBack: (item: Returnable | ControlFrame) => void
+  /**
+   * Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control
+   * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
+   */
+  readonly takeBack: (item: Returnable | ControlFrame) => boolean
   /** `peer`'s outbox has room again: what waits for it tries again (Output.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
@@ -54,6 +73,8 @@ export interface OutputSide {
   readonly parkedOut: (reader: Peer) => void
   /** The departures held behind recipients' own parked output (Output's). */
   readonly departureHolds: DepartureHolds
+  /** The takeovers' custody holds (Output's, CustodyHold.ts): whether one keeps a control handed over. */
+  readonly holds: CustodyHolds
   /** The settling `list` answers held behind parked replies to their askers (Output's, ParkedReplies.ts). */
   readonly replies: ParkedReplies
 }
@@ -126,29 +147,75 @@ export class OutputEnd {
    * writer already handed the socket is not here: it comes back at close, if
    * the socket never took it. Also called when a session unregisters
    * (Custody.handBack): then its mail goes back to the mailbox.
+   *
+   * `instance`: the session's new connection, when another client instance
+   * took it over (not the client's own rejoin, which gets every control: it
+   * may hold the message). A control goes to it only after its message:
+   * one taken back before it in this hand-over that went to `instance`, or
+   * one the old connection may still give back at its close (in its custody
+   * unconfirmed, or in its write in progress) — then a custody hold on
+   * `instance` covers its sender (CustodyHold.ts) and keeps the control, or,
+   * for a base client's write in progress (no custody, no hold), the control
+   * waits for the close on the old connection (`Peer.controlsAtClose`); the
+   * close gives it on only right after that message (MailDelivery.giveBack).
+   * Any other is dropped: its message was confirmed by the old client (or,
+   * a base one's, written to it), or is an ask that is over (dropped here),
+   * so the new instance never got it from here and cannot act on a cancel
+   * or supersede of it (ControlFrame.ts, review ctlho).
    */
-  handOver(peer: Peer): void {
+  handOver(peer: Peer, instance?: Peer): void {
     const items = peer.outbox
+    // The record keys of the messages that went on to `instance` in this hand-over: one set per takeover.
+    const forwarded = instance === undefined ? undefined : new Set<string>()
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
       // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
       if (isStranded(item, peer) || isStrandedControl(item, peer)) {
         this.side.charge(peer, -charsOf(item))
-        this.side.takeBack(item)
+        this.handOne(peer, item, instance, forwarded)
       } else items[kept++] = item
     }
     const took = kept < items.length
     items.length = kept
     // After the outbox (queued before it): its own parked list's mail and notices for the session.
-    if (peer.parked.length > 0) this.handOverParked(peer)
+    if (peer.parked.length > 0) this.handOverParked(peer, instance, forwarded)
     if (took) this.side.roomMade(peer)
+  }
+
+  /**
+   * One item `handOver` takes back from `peer`: to where its session is
+   * now, except a control for another `instance` whose message neither went
+   * there before it in this hand-over (`forwarded`) nor is covered by a hold
+   * there. Such a control whose message is in `peer`'s write in progress
+   * (a base client's: no custody, so no hold) waits for the close
+   * (`Peer.controlsAtClose`): the new instance gets that message only if
+   * the socket never takes it. Any other is dropped.
+   */
+  private handOne(
+    peer: Peer,
+    item: Returnable | ControlFrame,
+    instance: Peer | undefined,
+    forwarded: Set<string> | undefined
+  ): void {
+    if (instance === undefined || forwarded === undefined) {
+      this.side.takeBack(item)
+      return
+    }
+    if (!isControl(item)) {
+      if (this.side.takeBack(item) && isMessage(item)) forwarded.add(item.mail.recordKey)
+      return
+    }
+    if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) {
+      this.side.takeBack(item)
+    } else if (inWrite(peer, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
   }
 
   /**
    * The mail and notices for `peer`'s former session in `peer`'s own parked
    * list (its mailbox flush that did not fit, and mail parked behind it) are
-   * taken back now, in order, as `handOver` takes the outbox's. Left there,
+   * taken back now, in order, as `handOver` takes the outbox's (the controls
+   * among them as it says: `instance`, `forwarded`). Left there,
    * they would come back only when its drainer refuses them, which waits
    * while the list's first item waits for room at another recipient, or at
    * its close, which a takeover's `end` holds up to its flush grace —
@@ -161,7 +228,7 @@ export class OutputEnd {
    * senders waiting behind it, and a woken fiber may run at once, inside
    * this call (Deferred.doneUnsafe).
    */
-  private handOverParked(peer: Peer): void {
+  private handOverParked(peer: Peer, instance: Peer | undefined, forwarded: Set<string> | undefined): void {
     const parked = peer.parked
     const taken: Array<Returnable | ControlFrame> = []
     let kept = 0
@@ -173,7 +240,7 @@ export class OutputEnd {
     }
     if (taken.length === 0) return
     parked.length = kept
-    for (let i = 0; i < taken.length; i++) this.side.takeBack(taken[i]!)
+    for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded)
     for (const item of taken) {
       if (!isMessage(item)) continue
       this.side.uncountParkedMail(peer, item.mail.senderKey)

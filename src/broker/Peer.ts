@@ -224,6 +224,14 @@ export class Peer {
    */
   untakenRest: Array<Written> | undefined = undefined
   /**
+   * Control frames handed over at a takeover by another instance whose message is in this base
+   * connection's write in progress (OutputEnd.handOver): whether the new instance gets that message
+   * depends on what the socket takes, so they wait for the close, to go back right after the untaken
+   * rest — and on only right after their message (MailDelivery.giveBack). Written there, taken at the
+   * close (`Router.detach`).
+   */
+  controlsAtClose: Array<ControlFrame> | undefined = undefined
+  /**
    * Drainers waiting to offer to this outbox: for room (in frames or
    * characters), or for the last of their sender's older mail in this
    * connection's own parked list to be offered (`parkedMail`); woken when

@@ -402,7 +402,8 @@ export class Registration {
     // before the mailbox's flush and any newer mail (a sender's order holds across the takeover). At a
     // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
     for (const item of unread) output.undeliverable(item)
-    if (previous !== undefined) output.end.handOver(previous.peer)
+    // A control about a message this other instance never got from here stays behind (OutputEnd.handOver).
+    if (previous !== undefined) output.end.handOver(previous.peer, rejoin ? undefined : peer)
     // Only now: its close may run at once (nothing left to wait for: an idle writer drains synchronously),
     // and what it gives back then (its custody, output queued for it later, what its senders were held back
     // on) must find this connection registered, not go to the mailbox behind the flush (or out of it, past

@@ -546,15 +546,18 @@ export class Router {
   }
 
   /**
-   * Mail written and never confirmed read, then the untaken rest of the write in progress, then `after`:
+   * Mail written and never confirmed read, then the untaken rest of the write in progress, then the
+   * control frames a takeover left waiting for that write (`Peer.controlsAtClose`), then `after`:
    * oldest first. Each is taken once (a rejoin, then the close, each get what the other has not).
    */
   private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Written | A> {
     const unread = this.custody.detached(peer)
     const rest = peer.untakenRest
     peer.untakenRest = undefined
-    if (rest === undefined) return unread.length === 0 ? after : [...unread, ...after]
-    return [...unread, ...rest, ...after]
+    const controls = peer.controlsAtClose
+    peer.controlsAtClose = undefined
+    if (rest === undefined && controls === undefined) return unread.length === 0 ? after : [...unread, ...after]
+    return [...unread, ...(rest ?? []), ...(controls ?? []), ...after]
   }
 
   /**

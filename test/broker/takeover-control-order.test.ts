@@ -22,6 +22,13 @@
  * close — not when the old client confirmed the message, nor for an ask
  * that is over, which is not given again.
  *
+ * A control the old connection had not written yet at a takeover by
+ * another instance (review ctlho): it goes to the new connection only
+ * right after its message — handed over from the old outbox with it, or
+ * given back at the old close (kept meanwhile on a custody hold, or, the
+ * message in a base client's write in progress, on the old connection) —
+ * and is dropped when the new instance never gets that message.
+ *
  * On a Router driven by hand (no fibers): writes complete at once, or for
  * the old connection once made stuck never; its close runs as `finish`
  * runs it; a drainer offers its parked output when the test says.
@@ -173,6 +180,20 @@ describe("a control frame about mail a takeover's custody hold keeps", () => {
       assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "cancel m3"])
     }))
 
+  it.effect("a cancel queued in the old outbox of a message in the old custody goes to the new connection after it", () =>
+    Effect.gen(function*() {
+      const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(custodyFeatures)
+      // Before the takeover: m0 is in the old custody, unconfirmed; the cancel waits in the old outbox behind m3.
+      batch(d, [{ type: "cancel_message", messageId: m[0]!.id }])
+      takeOver()
+      flushNew()
+      assert.deepStrictEqual(labels, [], "the cancel reached the new connection while its message was held")
+      closeOld()
+      yield* drain()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "m3", "cancel m0"])
+    }))
+
   it.effect("control: the old client a base one (no custody, no hold), the cancel follows its message", () =>
     Effect.gen(function*() {
       const { batch, closeOld, d, drain, flushNew, labels, m, takeOver } = yield* takenOver(baseFeatures)
@@ -315,5 +336,142 @@ describe("a control frame the old client was written and never confirmed", () =>
       closeOld()
       flushNew()
       assert.deepStrictEqual(labels, ["cancel m0"])
+    }))
+})
+
+/**
+ * `b` registered by instance b-1 (`received-v1`) on a connection that writes
+ * at once until stuck; sender `d`'s m0 (an ask when `ask`) written there and
+ * — `confirmM0` — confirmed by b-1; then the writer gets stuck on sender
+ * `e`'s e0 (so the takeover's custody hold covers `e`, not `d`), and `queue`
+ * puts `d`'s next frames in the old outbox behind it. `takeOver` registers
+ * `b` from instance b-2; `closeOld` runs the old close; `flushNew` labels
+ * what b-2 was given.
+ */
+const stuckOnAnother = (options: { readonly ask?: boolean; readonly confirmM0: boolean }) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const seen = labeller()
+    let stuck = false
+    const old = attach({ ...fakeConnection(1, false), write: () => (stuck ? Effect.never : undefined) })
+    batch(old, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-1" } })])
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const e = attach(fakeConnection(4, false))
+    batch(e, [registerFrame({ sessionId: "e" })])
+    const m0 = seen.message("m0", options.ask === true ? { expectsReply: true } : {})
+    if (options.confirmM0) {
+      batch(d, [{ type: "send", to: "b", message: m0 }])
+      batch(old, [{ type: "received", frames: old.framesWritten }])
+      assert.strictEqual(old.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+    }
+    stuck = true
+    batch(e, [{ type: "send", to: "b", message: seen.message("e0") }])
+    assert.strictEqual(old.outbox.length, 0, "e0 is not in the old write in progress: the test sets up nothing")
+    let fresh: Peer | undefined
+    return {
+      labels: seen.labels,
+      m0,
+      queue: (frames: ReadonlyArray<Record<string, unknown>>): void => {
+        batch(d, frames)
+        assert.isAbove(old.outbox.length, 0, "d's frames are not in the old outbox: the test sets up nothing")
+      },
+      takeOver: (): Peer => {
+        fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+        batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
+        return fresh
+      },
+      closeOld: (): void => {
+        closePeer(old, "destroy")
+        router.abandonWrites(old)
+        close(old)
+      },
+      flushNew: (): void => {
+        if (fresh === undefined) return
+        fresh.writer.flush()
+        seen.note(router.output.takeForWrite(fresh).frames)
+      }
+    }
+  })
+
+describe("a control frame still in the old outbox at a takeover by another instance", () => {
+  it.effect("its message confirmed by the old client, no hold on its sender: the new instance is not given the cancel", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, labels, m0, queue, takeOver } = yield* stuckOnAnother({ confirmM0: true })
+      queue([{ type: "cancel_message", messageId: m0.id }])
+      const fresh = takeOver()
+      assert.strictEqual(fresh.custodyHolds, 1, "no custody hold was taken for e: the test sets up nothing")
+      flushNew()
+      assert.deepStrictEqual(labels, [], "the new instance was given a cancel of a message it never got")
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["e0"])
+    }))
+
+  it.effect("its message, an ask, dropped at the hand-over as over: the new instance is given neither", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, labels, m0, queue, takeOver } = yield* stuckOnAnother({ ask: true, confirmM0: false })
+      queue([{ type: "send", to: "b", message: m0 }, { type: "cancel_message", messageId: m0.id }])
+      takeOver()
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["e0"])
+    }))
+
+  it.effect("its message queued ahead of it in the old outbox: the new instance is given both, the message first", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, labels, m0, queue, takeOver } = yield* stuckOnAnother({ confirmM0: false })
+      queue([{ type: "send", to: "b", message: m0 }, { type: "cancel_message", messageId: m0.id }])
+      takeOver()
+      closeOld()
+      flushNew()
+      assert.deepStrictEqual(labels, ["m0", "cancel m0", "e0"])
+    }))
+})
+
+/**
+ * `b` registered by base instance b-1 (no `received-v1`: no custody, so no
+ * hold) on a connection whose writer gets stuck on sender `d`'s m0, with
+ * `d`'s cancel of m0 queued behind it; b-2 takes the session over, then the
+ * old close finds that its socket took `taken` frames of that write.
+ */
+const baseStuckOnM0 = (taken: number | undefined) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const seen = labeller()
+    let stuck = false
+    const old = attach({ ...fakeConnection(1, false), write: () => (stuck ? Effect.never : undefined), unfinishedWrite: () => taken })
+    batch(old, [registerFrame({ sessionId: "b", frame: { features: baseFeatures, instanceId: "b-1" } })])
+    const d = attach(fakeConnection(2, false))
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const m0 = seen.message("m0")
+    stuck = true
+    batch(d, [{ type: "send", to: "b", message: m0 }])
+    batch(d, [{ type: "cancel_message", messageId: m0.id }])
+    assert.strictEqual(old.outbox.length, 1, "the cancel is not in the old outbox behind m0's write: the test sets up nothing")
+    const fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+    batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
+    const flushNew = (): void => {
+      fresh.writer.flush()
+      seen.note(router.output.takeForWrite(fresh).frames)
+    }
+    flushNew()
+    assert.deepStrictEqual(seen.labels, [], "the new instance was given the cancel before its message came back")
+    closePeer(old, "destroy")
+    router.abandonWrites(old)
+    close(old)
+    flushNew()
+    return seen.labels
+  })
+
+describe("a control frame about a message in a base old client's write in progress at a takeover", () => {
+  it.effect("the socket never took the message: the old close gives it back to the new instance, then the cancel", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* baseStuckOnM0(0), ["m0", "cancel m0"])
+    }))
+
+  it.effect("the socket took the message (delivered to the old client): the new instance is given neither", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* baseStuckOnM0(undefined), [])
     }))
 })
