@@ -89,6 +89,12 @@ export interface LinkRecord {
   readonly unreadWrittenAt: Array<number>
   /** When the broker wrote the last frame its client read on it; undefined before its first read. */
   lastReadWrittenAt: number | undefined
+  /**
+   * Frames of the broker's writes begun on it (`Ledger.brokerWriteStarted`)
+   * not handed to the transport yet: a slow write on its way. Only exact
+   * while the connection is live (a write cut at its close leaves some).
+   */
+  writesUnsent: number
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
@@ -223,11 +229,13 @@ export interface AskRecord {
    * on the connection it has then, and gives up when it has none, when that
    * connection drops, or when the answer does not come within its liveness
    * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
-   * not reading, or the broker's writes slow. So it heard the broker when
-   * its client read, before the wait ended, a frame the broker wrote at or
-   * after the deadline on a connection registered by then and live still:
-   * having read that, it read whatever the broker wrote there before.
-   * `answer-after-timeout` counts only such asks. The deadline is taken as
+   * not reading, or the broker's writes slow. So it heard the broker (or
+   * could have) when, on a connection registered by the deadline and live
+   * still, its client read before the wait ended a frame the broker wrote at
+   * or after the deadline (having read that, it read whatever the broker
+   * wrote there before), or read everything the broker wrote there with no
+   * write still on its way: then the broker was silent, which excuses
+   * nothing (review revled). `answer-after-timeout` counts only such asks. The deadline is taken as
    * its question's acknowledgement read plus its `askTimeoutMs`; the asker's
    * own timer starts a little later (after it records the send), so around
    * it the check errs on the lenient side.

@@ -221,9 +221,16 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
 /** Whether `text` is over the frame limit in UTF-8 bytes (cheaply, when it obviously is not). */
 const oversized = (text: string): boolean => text.length * 3 > MAX_FRAME_BYTES && frameBytes(text) > MAX_FRAME_BYTES
 
+/** The broker began a write of `frames` toward the client on `linkId`: they are unsent until handed over. */
+export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link !== undefined) link.writesUnsent += frames.length
+}
+
 /** The broker wrote frames toward a client. */
 export const brokerWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
+  if (link !== undefined) link.writesUnsent = Math.max(0, link.writesUnsent - frames.length)
   for (const text of frames) {
     state.frameCount++
     link?.unreadWrittenAt.push(state.now())
