@@ -33,22 +33,29 @@ export interface CancelAck {
 
 /** What the ledger keeps of cancels and controls (ledger/controls.ts). */
 export interface ControlState {
-  /** `sender\0messageId` of each `cancel_message` a world session wrote and the broker has not answered. */
-  readonly cancelsWritten: Set<string>
+  /**
+   * `sender\0messageId` of each `cancel_message` a world session wrote and
+   * the broker has not answered (neither acknowledged nor refused), with the
+   * connection it was written on.
+   */
+  readonly cancelsWritten: Map<string, number>
   readonly cancelAcks: Array<CancelAck>
-  /** Ids of messages whose cancel the broker acknowledged. */
-  readonly cancelled: Set<string>
-  /** `sender\0messageId` of each message a later send of its sender `supersedes`, that send acknowledged. */
-  readonly superseded: Set<string>
+  /** Ids of messages whose cancel the broker acknowledged, with when the sender read that (simulated ms). */
+  readonly cancelled: Map<string, number>
+  /**
+   * `sender\0messageId` of each message a later send of its sender
+   * `supersedes`, that send acknowledged, with when the sender read that.
+   */
+  readonly superseded: Map<string, number>
   readonly reads: Array<ControlRead>
 }
 
 /** An empty `ControlState`. */
 export const makeControlState = (): ControlState => ({
-  cancelsWritten: new Set(),
+  cancelsWritten: new Map(),
   cancelAcks: [],
-  cancelled: new Set(),
-  superseded: new Set(),
+  cancelled: new Map(),
+  superseded: new Map(),
   reads: []
 })
 

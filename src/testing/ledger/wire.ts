@@ -29,7 +29,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
+import { cancelAnswered, cancelRefused, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -513,7 +513,9 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
     }
     case "delivery_failed": {
       const record = state.messages.get(frame.messageId)
-      if (record === undefined || record.sender !== link.owner || frame.code === undefined) return
+      // A bare one (no code) refuses a cancel ("cannot be cancelled"): the cancel stays unapplied, answered.
+      if (frame.code === undefined) return cancelRefused(state, link, frame.messageId)
+      if (record === undefined || record.sender !== link.owner) return
       if (record.outcome !== "acked") {
         record.outcome = "refused"
         record.failureCode = frame.code
