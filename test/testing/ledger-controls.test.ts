@@ -228,7 +228,7 @@ describe("Ledger: controls", () => {
 
   it("a message superseded by a staged send (`delivery_queued`), never written, is a silent-loss though its receiver's connection ended", () => {
     const ledger = world()
-    superseded(ledger, JSON.stringify({ type: "delivery_queued", messageId: two.id, deliverAt: 1_000 }))
+    superseded(ledger, JSON.stringify({ type: "delivery_queued", messageId: two.id, threadId: "t-1", deliverAt: 1_000 }))
     ledger.linkClosed(2)
     ledger.brokerEnded(2)
     const tally = ledger.finish()
