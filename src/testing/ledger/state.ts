@@ -89,13 +89,11 @@ export interface LinkRecord {
   /** When its client last read `registered` on it (simulated ms); undefined until it does. */
   registeredAt: number | undefined
   /**
-   * When the broker wrote each frame on it that its client has not read yet,
-   * oldest first (a link carries frames in order): what `lastReadWrittenAt`
-   * is taken from.
+   * Frames the broker wrote on it that its client has not read yet (a link
+   * carries frames in order): an asker that gave up with some unread did
+   * not hear the broker (`AskRecord.heardBroker`).
    */
-  readonly unreadWrittenAt: Array<number>
-  /** When the broker wrote the last frame its client read on it; undefined before its first read. */
-  lastReadWrittenAt: number | undefined
+  framesUnread: number
   /**
    * Frames of the broker's writes begun on it (`Ledger.brokerWriteStarted`)
    * not handed to the transport yet: a slow write on its way. Only exact
@@ -238,11 +236,11 @@ export interface AskRecord {
    * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
    * not reading, or the broker's writes slow. So it heard the broker (or
    * could have) when, on a connection registered by the deadline and live
-   * still, its client read before the wait ended a frame the broker wrote at
-   * or after the deadline (having read that, it read whatever the broker
-   * wrote there before), or read everything the broker wrote there with no
-   * write still on its way: then the broker was silent, which excuses
-   * nothing (review revled). `answer-after-timeout` counts only such asks. The deadline is taken as
+   * still, its client had read everything the broker wrote before the wait
+   * ended, with no write still on its way there (`LinkRecord.framesUnread`,
+   * `writesUnsent`): the broker had nothing more for it, and a reply it kept
+   * back is a violation (review revled). `answer-after-timeout` counts only
+   * such asks. The deadline is taken as
    * its question's acknowledgement read plus its `askTimeoutMs`; the asker's
    * own timer starts a little later (after it records the send), so around
    * it the check errs on the lenient side.

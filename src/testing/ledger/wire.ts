@@ -230,10 +230,12 @@ export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: R
 /** The broker wrote frames toward a client. */
 export const brokerWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
-  if (link !== undefined) link.writesUnsent = Math.max(0, link.writesUnsent - frames.length)
+  if (link !== undefined) {
+    link.writesUnsent = Math.max(0, link.writesUnsent - frames.length)
+    link.framesUnread += frames.length
+  }
   for (const text of frames) {
     state.frameCount++
-    link?.unreadWrittenAt.push(state.now())
     check(state, !oversized(text), "frame-too-large", () =>
       `the broker wrote a ${frameBytes(text)}-byte frame to ${nameOf(state, link?.owner ?? "?")} (${clip(text, 60)})`)
     if (!text.startsWith(`{"type":"message`)) continue
@@ -352,7 +354,7 @@ export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   if (link === undefined) return
   for (const text of frames) {
     link.framesRead++
-    link.lastReadWrittenAt = link.unreadWrittenAt.shift() ?? link.lastReadWrittenAt
+    link.framesUnread = Math.max(0, link.framesUnread - 1)
     traceFrame(state, link, "←", text)
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
