@@ -103,7 +103,8 @@ const acceptedReplyThenAskEnded = (
     | "broker silent"
     | "broker silent, reply after the wait"
     | "other frame read, reply never"
-    | "slow write" = "heard"
+    | "slow write"
+    | "other frame read, reply unread behind it" = "heard"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -130,7 +131,8 @@ const acceptedReplyThenAskEnded = (
   // The broker writes D's reply to A — unless it is silent: it keeps the reply (and, behind it, the answer to
   // A's round trip at its deadline) while A's client reads on (review revled).
   const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
-  const silent = asker === "broker silent" || asker === "broker silent, reply after the wait" || asker === "other frame read, reply never"
+  const silent = asker === "broker silent" || asker === "broker silent, reply after the wait" || asker === "other frame read, reply never" ||
+    asker === "other frame read, reply unread behind it"
   if (!silent && asker !== "slow write") ledger.brokerWrote(1, [replyFrame])
   // A slow write: the broker began writing the reply, the transport has not taken it when A's wait ends.
   if (asker === "slow write") ledger.brokerWriteStarted(1, [replyFrame])
@@ -163,12 +165,15 @@ const acceptedReplyThenAskEnded = (
     ledger.clientRead(3, [registered])
     roundTrip(3)
   }
-  if (asker === "other frame read, reply never") {
+  if (asker === "other frame read, reply never" || asker === "other frame read, reply unread behind it") {
     // A presence frame written after the deadline, which A reads; the reply and the round trip's answer never.
     const joined = JSON.stringify({ type: "session_joined", session: info(D, 4) })
     ledger.brokerWrote(1, [joined])
     ledger.clientRead(1, [joined])
   }
+  // The reply comes after that frame (held-return seed 10414: queued behind others, slow writes); A has not
+  // read it when its wait ends.
+  if (asker === "other frame read, reply unread behind it") ledger.brokerWrote(1, [replyFrame])
   // Not reading: A's connection stays up but its client reads nothing more (seed 9129, --parked-flush
   // --client-timings): its round trip goes unanswered within its liveness timeout.
   // Told before its deadline: the wait ended on the broker's `ask_expired`, before its own deadline.
@@ -223,6 +228,10 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask whose reply was in a slow broker write still on its way when the wait ended is not: its asker gives up by design", () => {
     expect(acceptedReplyThenAskEnded("ReplyTimeout", "slow write")).toEqual([])
+  })
+
+  it("an ask whose asker read a frame the broker wrote after its deadline, the reply written behind it unread when the wait ended, is not", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "other frame read, reply unread behind it")).toEqual([])
   })
 
   it("an ask whose asker read a frame the broker wrote after its deadline, but never the reply, is reported", () => {
