@@ -7,9 +7,14 @@
  * is `cancel-unheard` unless a control cancel followed that read; one whose
  * message nobody read is the fate `withdrawn`, not a loss. So is one whose
  * answer a broker crash lost, when the next broker's replay record answers a
- * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`),
- * and a message a later send superseded, that send acknowledged, that nobody
- * read.
+ * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`)
+ * — not when the broker refused that cancel, nor when its connection stayed
+ * up — and a message a later send superseded, that send acknowledged, never
+ * written, no control about it read, after which a connection of its
+ * receiver ended (seed 9528). Review revled's cases: one superseded but lost
+ * from a live outbox is a `silent-loss` (with `control-before-message` when
+ * its control was read); and under `--strict` one written to a connection
+ * that died unread, cancelled or superseded before that close, is withdrawn.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"

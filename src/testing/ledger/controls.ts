@@ -29,18 +29,23 @@
  *
  * A cancel the broker acknowledged for a message no client of its receiver
  * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
- * (`cancelledUnread`). So does one whose answer its sender never read when
- * the broker's replay record says the message was cancelled (a resend of it
- * is answered `E_DELIVERY_CANCELLED`): the broker applied and stored it, and
- * only its answer was lost (sim seed 9848 of `--delivery`: the broker
- * crashed while the sender was not reading). So does a supersede: a send that `supersedes` a
+ * (`cancelledUnread`). So does one the broker never answered (neither
+ * acknowledged nor refused), written on a connection that ended or whose
+ * broker crashed, when the broker's replay record says the message was
+ * cancelled (a resend of it is answered `E_DELIVERY_CANCELLED`): the broker
+ * applied and stored it, and only its answer was lost (sim seed 9848 of
+ * `--delivery`: the broker crashed while the sender was not reading). So
+ * does a supersede: a send that `supersedes` a
  * message, acknowledged, is the broker's answer that the supersede was
  * applied (one it cannot apply is refused, `E_SUPERSEDE_TARGET`), so its
  * sender knows the old message's fate; the new message's own fate is its
  * own (delivered, or an `expired` notice when the mailbox drops it). The
- * broker does not queue again a message superseded on its way to a
- * receiver that went away (`MailDelivery.requeue`): sim seed 9528 of
- * `--custody-hold --unregister --delivery` (`supersededUnread`).
+ * broker does not queue again a message superseded or cancelled on its way
+ * to a receiver whose connection ended (`MailDelivery.requeue`): sim seed
+ * 9528 of `--custody-hold --unregister --delivery` (`supersededUnread`,
+ * `withdrawnOnTheWay`). A message with a control about it read is never
+ * withdrawn so, and a control read about a message that never reached its
+ * receiver is `control-before-message` (review revled).
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { MessageControlFrame } from "../../protocol/frames.ts"
@@ -167,8 +172,9 @@ export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): bo
 /**
  * Whether `record` is a message its sender cancelled and no client of its
  * receiver ever read (nor was it written to one): the broker acknowledged
- * the cancel, or the sender wrote one whose answer it never read (lost with
- * its connection, say, when the broker crashed) and the broker's replay
+ * the cancel, or the sender wrote one the broker never answered (a refusal
+ * answers it, `cancelRefused`) on a connection that ended or whose broker
+ * crashed (`answerLost`), and the broker's replay
  * record answers a resend of the message `E_DELIVERY_CANCELLED` — the
  * broker stores the rewritten record before it answers the cancel
  * (`StoreJournal.mark`), so that answer shows the cancel applied and kept.
