@@ -32,7 +32,7 @@ import type {
   ViolationKind
 } from "./ledger/types.ts"
 import { TopicLedger } from "./ledger/topics.ts"
-import { brokerRead, brokerUnwrote, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped } from "./ledger/wire.ts"
+import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
@@ -147,7 +147,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, unreadWrittenAt: [], lastReadWrittenAt: undefined, registerReadAt: undefined, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, heldAtRegister: undefined })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, heldAtRegister: undefined })
   }
 
   /** The broker's side of link `id` saw it end. */
@@ -207,6 +207,7 @@ export class Ledger {
 
   /** The broker began a write toward the client on link `linkId` (one `Output.takeForWrite`; ledger/departure.ts). */
   brokerWriteStarted(linkId: number, frames: ReadonlyArray<string>): void {
+    brokerWriteStarted(this.state, linkId, frames)
     this.departures.writeStarted(this.state, linkId, frames)
   }
 

@@ -11,7 +11,9 @@
  * though the broker accepted its target's reply to it — unless its asker
  * did not hear the broker at its own deadline: it had no connection then
  * (even if one it made before its wait ended brings the reply), or its round
- * trip then was not answered (its client not reading); it gives up by design.
+ * trip then was not answered because its client did not read what the broker
+ * wrote; it gives up by design. A broker that wrote nothing more to a reading
+ * asker is not excused.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -92,7 +94,17 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
  */
 const acceptedReplyThenAskEnded = (
   outcome: "ReplyTimeout" | "Replied",
-  asker: "heard" | "told before its deadline" | "disconnected" | "reconnected after its deadline" | "not reading" = "heard"
+  asker:
+    | "heard"
+    | "told before its deadline"
+    | "disconnected"
+    | "reconnected after its deadline"
+    | "not reading"
+    | "broker silent"
+    | "broker silent, reply after the wait"
+    | "other frame read, reply never"
+    | "slow write"
+    | "other frame read, reply unread behind it" = "heard"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -116,9 +128,14 @@ const acceptedReplyThenAskEnded = (
   ledger.clientWrote(2, [answer])
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
-  // The broker writes D's reply to A.
+  // The broker writes D's reply to A — unless it is silent: it keeps the reply (and, behind it, the answer to
+  // A's round trip at its deadline) while A's client reads on (review revled).
   const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
-  ledger.brokerWrote(1, [replyFrame])
+  const silent = asker === "broker silent" || asker === "broker silent, reply after the wait" || asker === "other frame read, reply never" ||
+    asker === "other frame read, reply unread behind it"
+  if (!silent && asker !== "slow write") ledger.brokerWrote(1, [replyFrame])
+  // A slow write: the broker began writing the reply, the transport has not taken it when A's wait ends.
+  if (asker === "slow write") ledger.brokerWriteStarted(1, [replyFrame])
   // A's deadline: its acknowledgement read at RECEIVED_AT, plus TIMEOUT_MS. Its round trip then (a `list`)
   // is answered behind the reply; `roundTrip` writes the answer on `link` and has A read it.
   const deadline = RECEIVED_AT + TIMEOUT_MS
@@ -148,6 +165,15 @@ const acceptedReplyThenAskEnded = (
     ledger.clientRead(3, [registered])
     roundTrip(3)
   }
+  if (asker === "other frame read, reply never" || asker === "other frame read, reply unread behind it") {
+    // A presence frame written after the deadline, which A reads; the reply and the round trip's answer never.
+    const joined = JSON.stringify({ type: "session_joined", session: info(D, 4) })
+    ledger.brokerWrote(1, [joined])
+    ledger.clientRead(1, [joined])
+  }
+  // The reply comes after that frame (held-return seed 10414: queued behind others, slow writes); A has not
+  // read it when its wait ends.
+  if (asker === "other frame read, reply unread behind it") ledger.brokerWrote(1, [replyFrame])
   // Not reading: A's connection stays up but its client reads nothing more (seed 9129, --parked-flush
   // --client-timings): its round trip goes unanswered within its liveness timeout.
   // Told before its deadline: the wait ended on the broker's `ask_expired`, before its own deadline.
@@ -156,6 +182,12 @@ const acceptedReplyThenAskEnded = (
   if (asker === "disconnected") ledger.linkClosed(1)
   if (outcome === "Replied") ledger.askEnded(alias, "Replied", { questionId: question.id, fromId: D, message: reply })
   else ledger.askEnded(alias, "ReplyTimeout")
+  if (asker === "broker silent, reply after the wait") {
+    // Only now does the broker let the reply out: A's session gets it late.
+    now += 500
+    ledger.brokerWrote(1, [replyFrame])
+    ledger.clientRead(1, [replyFrame])
+  }
   return ledger.answersAfterTimeout()
 }
 
@@ -184,5 +216,25 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask whose asker's round trip at its deadline was not answered (its client not reading) is not, though its connection stayed up", () => {
     expect(acceptedReplyThenAskEnded("ReplyTimeout", "not reading")).toEqual([])
+  })
+
+  it("an ask whose asker read everything the broker wrote on its live connection, the broker writing neither the reply nor its round trip's answer, is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "broker silent").length).toBe(1)
+  })
+
+  it("an ask whose broker was silent until after the wait ended, then wrote the reply, is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "broker silent, reply after the wait").length).toBe(1)
+  })
+
+  it("an ask whose reply was in a slow broker write still on its way when the wait ended is not: its asker gives up by design", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "slow write")).toEqual([])
+  })
+
+  it("an ask whose asker read a frame the broker wrote after its deadline, the reply written behind it unread when the wait ended, is not", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "other frame read, reply unread behind it")).toEqual([])
+  })
+
+  it("an ask whose asker read a frame the broker wrote after its deadline, but never the reply, is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "other frame read, reply never").length).toBe(1)
   })
 })

@@ -7,9 +7,14 @@
  * is `cancel-unheard` unless a control cancel followed that read; one whose
  * message nobody read is the fate `withdrawn`, not a loss. So is one whose
  * answer a broker crash lost, when the next broker's replay record answers a
- * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`),
- * and a message a later send superseded, that send acknowledged, that nobody
- * read.
+ * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`)
+ * — not when the broker refused that cancel, nor when its connection stayed
+ * up — and a message a later send superseded, that send acknowledged, never
+ * written, no control about it read, after which a connection of its
+ * receiver ended (seed 9528). Review revled's cases: one superseded but lost
+ * from a live outbox is a `silent-loss` (with `control-before-message` when
+ * its control was read); and under `--strict` one written to a connection
+ * that died unread, cancelled or superseded before that close, is withdrawn.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -146,7 +151,7 @@ describe("Ledger: controls", () => {
 
   describe("a cancel whose answer was lost in a broker crash (durable)", () => {
     /** A's `one` to B, acknowledged by broker #1 on link #1 while B is away; A then writes `cancel` if asked, and broker #1 crashes. */
-    const crashed = (options: { readonly cancelWritten: boolean }) => {
+    const crashed = (options: { readonly cancelWritten: boolean; readonly refused?: boolean }) => {
       const ledger = new Ledger({ now: () => 0, durable: true })
       ledger.addSession({ id: A, name: "a", scopeId: undefined })
       ledger.addSession({ id: B, name: "b", scopeId: undefined })
@@ -157,6 +162,10 @@ describe("Ledger: controls", () => {
       if (options.cancelWritten) {
         ledger.clientWrote(1, [cancel])
         brokerTook(ledger, 1, [cancel])
+      }
+      // The broker refused the cancel (a bare `delivery_failed`): A read that answer before the crash.
+      if (options.refused === true) {
+        ledger.clientRead(1, [JSON.stringify({ type: "delivery_failed", messageId: one.id, reason: "Message cannot be cancelled by this session" })])
       }
       ledger.brokerCrashed(1)
       ledger.linkClosed(1)
@@ -182,6 +191,14 @@ describe("Ledger: controls", () => {
       expect(kindsOf(ledger)).toEqual(["crash-loss"])
     })
 
+    it("its message, whose cancel the broker refused before it crashed, is a crash-loss though the record says cancelled", () => {
+      const ledger = crashed({ cancelWritten: true, refused: true })
+      ledger.recordSaid(one.id, "E_DELIVERY_CANCELLED")
+      const tally = ledger.finish()
+      expect(kindsOf(ledger)).toEqual(["crash-loss"])
+      expect(tally.withdrawn).toBe(0)
+    })
+
     it("a message whose record says cancelled with no cancel from its sender on the wire is a crash-loss", () => {
       const ledger = crashed({ cancelWritten: false })
       ledger.recordSaid(one.id, "E_DELIVERY_CANCELLED")
@@ -190,9 +207,12 @@ describe("Ledger: controls", () => {
     })
   })
 
-  it("a message superseded by an acknowledged send, which no client of its receiver read, is withdrawn, not lost", () => {
+  it("a message superseded by an acknowledged send, never written, no control about it read, after which its receiver's connection ended, is withdrawn, not lost", () => {
     const ledger = world()
     superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+    // B's connection ends: `one` goes back from its outbox, superseded, and is not queued again (seed 9528).
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
     const tally = ledger.finish()
     expect(ledger.violations.map((violation) => violation.message)).toEqual([])
     expect(tally.withdrawn).toBe(1)
@@ -209,5 +229,101 @@ describe("Ledger: controls", () => {
     }))
     ledger.finish()
     expect(ledger.violations.map((violation) => violation.kind)).toEqual(["silent-loss"])
+  })
+
+  it("a message superseded by a staged send (`delivery_queued`), never written, is a silent-loss though its receiver's connection ended", () => {
+    const ledger = world()
+    superseded(ledger, JSON.stringify({ type: "delivery_queued", messageId: two.id, threadId: "t-1", deliverAt: 1_000 }))
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    const tally = ledger.finish()
+    expect(ledger.violations.map((violation) => violation.kind)).toEqual(["silent-loss"])
+    expect(tally.withdrawn).toBe(0)
+  })
+
+  it("a message superseded by an acknowledged send, never written, whose receiver's connection stays live, is a silent-loss", () => {
+    const ledger = world()
+    superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+    const tally = ledger.finish()
+    expect(ledger.violations.map((violation) => violation.kind)).toEqual(["silent-loss"])
+    expect(tally.withdrawn).toBe(0)
+  })
+
+  it("a message superseded by an acknowledged send whose supersede control its live receiver read, the message never, is a silent-loss and control-before-message", () => {
+    const ledger = world()
+    superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+    ledger.clientRead(2, [control("supersede")])
+    // B's connection ends later: the control shows `one` was not withdrawn on its way.
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    const tally = ledger.finish()
+    expect(ledger.violations.map((violation) => violation.kind).sort()).toEqual(["control-before-message", "silent-loss"])
+    expect(tally.withdrawn).toBe(0)
+  })
+
+  describe("a message written to its receiver's connection, which died with it unread (--strict)", () => {
+    let now = 0
+    const strictWorld = () => {
+      now = 0
+      const ledger = new Ledger({ now: () => now, strictInFlight: true })
+      ledger.addSession({ id: A, name: "a", scopeId: undefined })
+      ledger.addSession({ id: B, name: "b", scopeId: undefined })
+      ledger.linkOpened(1, A, "client-a", 0)
+      ledger.linkOpened(2, B, "client-b", 0)
+      brokerTook(ledger, 2, [register])
+      ledger.clientRead(2, [registered])
+      ledger.clientWrote(1, [send])
+      brokerTook(ledger, 1, [send])
+      ledger.clientRead(1, [acked])
+      ledger.brokerWrote(2, [message])
+      return ledger
+    }
+    const diedUnread = (ledger: Ledger) => {
+      ledger.linkClosed(2)
+      ledger.brokerEnded(2)
+    }
+
+    it("superseded (acknowledged) before that connection ended, not queued again: withdrawn, not lost-in-flight", () => {
+      const ledger = strictWorld()
+      superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+      diedUnread(ledger)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled (acknowledged) before that connection ended, not queued again: withdrawn, not lost-in-flight", () => {
+      const ledger = strictWorld()
+      cancelAcknowledged(ledger)
+      diedUnread(ledger)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled only after that connection ended: lost-in-flight", () => {
+      const ledger = strictWorld()
+      diedUnread(ledger)
+      now = 5
+      cancelAcknowledged(ledger)
+      ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
+    })
+  })
+
+  it("a message whose sender's cancel is unanswered on a connection that stays up, the record saying cancelled, no crash, is a silent-loss", () => {
+    const ledger = new Ledger({ now: () => 0 })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: one.id, delivery: "queued" })])
+    ledger.clientWrote(1, [cancel])
+    brokerTook(ledger, 1, [cancel])
+    ledger.recordSaid(one.id, "E_DELIVERY_CANCELLED")
+    const tally = ledger.finish()
+    expect(ledger.violations.map((violation) => violation.kind)).toEqual(["silent-loss"])
+    expect(tally.withdrawn).toBe(0)
   })
 })

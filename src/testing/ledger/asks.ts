@@ -137,11 +137,17 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
 }
 
 /**
- * Whether the asker of an ask that timed out heard the broker about it
- * (`AskRecord.heardBroker`): it ended before its own deadline, or its client
- * read, on a connection registered by the deadline and live still (a
- * connection only ever goes from live to ended), a frame the broker wrote at
- * or after it. Without a known deadline, whether it has such a connection now.
+ * Whether the asker of an ask that timed out heard the broker about it, or
+ * could have (`AskRecord.heardBroker`): it ended before its own deadline, or
+ * it has a connection registered by the deadline and live still (a
+ * connection only ever goes from live to ended) on which its client had read
+ * everything the broker wrote, with no broker write still on its way there:
+ * the broker had nothing more for it, so a reply it accepted was kept back
+ * (review revled: a broker that writes neither the reply nor the settling
+ * answer is caught). Frames written there that the client had not read when
+ * its wait ended, or a slow write still on its way, excuse it: the reply or
+ * the settling answer may be among them. Without a known deadline, whether
+ * it has such a connection now.
  */
 const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
   const deadline = ownDeadline(state, record)
@@ -151,7 +157,7 @@ const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
     if (
       link.owner === record.asker && link.registered && link.registeredAt !== undefined &&
       !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch) &&
-      (deadline === undefined || (link.registeredAt <= deadline && link.lastReadWrittenAt !== undefined && link.lastReadWrittenAt >= deadline))
+      (deadline === undefined || (link.registeredAt <= deadline && link.framesUnread === 0 && link.writesUnsent === 0))
     ) {
       return true
     }

@@ -29,18 +29,23 @@
  *
  * A cancel the broker acknowledged for a message no client of its receiver
  * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
- * (`cancelledUnread`). So does one whose answer its sender never read when
- * the broker's replay record says the message was cancelled (a resend of it
- * is answered `E_DELIVERY_CANCELLED`): the broker applied and stored it, and
- * only its answer was lost (sim seed 9848 of `--delivery`: the broker
- * crashed while the sender was not reading). So does a supersede: a send that `supersedes` a
+ * (`cancelledUnread`). So does one the broker never answered (neither
+ * acknowledged nor refused), written on a connection that ended or whose
+ * broker crashed, when the broker's replay record says the message was
+ * cancelled (a resend of it is answered `E_DELIVERY_CANCELLED`): the broker
+ * applied and stored it, and only its answer was lost (sim seed 9848 of
+ * `--delivery`: the broker crashed while the sender was not reading). So
+ * does a supersede: a send that `supersedes` a
  * message, acknowledged, is the broker's answer that the supersede was
  * applied (one it cannot apply is refused, `E_SUPERSEDE_TARGET`), so its
  * sender knows the old message's fate; the new message's own fate is its
  * own (delivered, or an `expired` notice when the mailbox drops it). The
- * broker does not queue again a message superseded on its way to a
- * receiver that went away (`MailDelivery.requeue`): sim seed 9528 of
- * `--custody-hold --unregister --delivery` (`supersededUnread`).
+ * broker does not queue again a message superseded or cancelled on its way
+ * to a receiver whose connection ended (`MailDelivery.requeue`): sim seed
+ * 9528 of `--custody-hold --unregister --delivery` (`supersededUnread`,
+ * `withdrawnOnTheWay`). A message with a control about it read is never
+ * withdrawn so, and a control read about a message that never reached its
+ * receiver is `control-before-message` (review revled).
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { MessageControlFrame } from "../../protocol/frames.ts"
@@ -51,7 +56,17 @@ const keyOf = (sender: string, messageId: string): string => `${sender}\0${messa
 
 /** A world session's client wrote `cancel_message` for `messageId` on `link`. */
 export const cancelWritten = (state: LedgerState, link: LinkRecord, messageId: string): void => {
-  state.controls.cancelsWritten.add(keyOf(link.owner, messageId))
+  state.controls.cancelsWritten.set(keyOf(link.owner, messageId), link.id)
+}
+
+/**
+ * The client of `link` read a bare `delivery_failed` for `messageId`: the
+ * broker refused its cancel of that message ("cannot be cancelled"), if it
+ * wrote one. Its sender knows the cancel did nothing: it is no longer a
+ * cancel whose answer was lost (`cancelledUnread`).
+ */
+export const cancelRefused = (state: LedgerState, link: LinkRecord, messageId: string): void => {
+  state.controls.cancelsWritten.delete(keyOf(link.owner, messageId))
 }
 
 /**
@@ -64,7 +79,7 @@ export const cancelAnswered = (state: LedgerState, link: LinkRecord, messageId: 
   if (!state.controls.cancelsWritten.delete(key)) return
   const record = state.messages.get(messageId)
   if (record === undefined || record.sender !== link.owner) return
-  state.controls.cancelled.add(messageId)
+  state.controls.cancelled.set(messageId, state.now())
   state.controls.cancelAcks.push({ sender: link.owner, messageId, epoch: link.brokerEpoch, seq: ++state.readSeq })
   note(state, `   ${nameOf(state, link.owner)}'s cancel of ${record.alias} acknowledged (${record.reads.length} read(s) of it so far)`)
 }
@@ -102,23 +117,64 @@ export const supersedeHeard = (state: LedgerState, record: MessageRecord): boole
 export const supersedeAnswered = (state: LedgerState, record: MessageRecord): void => {
   const old = record.message.supersedes
   if (old === undefined) return
-  state.controls.superseded.add(keyOf(record.sender, old))
+  state.controls.superseded.set(keyOf(record.sender, old), state.now())
   note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
+}
+
+/** Whether `record`'s receiver read a `message_control` (cancel or supersede) about it. */
+const controlHeard = (state: LedgerState, record: MessageRecord): boolean =>
+  state.controls.reads.some((control) => control.messageId === record.id && control.from === record.sender)
+
+/** Whether a connection of `record`'s receiver ended, as the broker saw it, at or after `since`. */
+const receiverEndedSince = (state: LedgerState, record: MessageRecord, since: number): boolean => {
+  for (const link of state.links.values()) {
+    if (link.owner === record.target && link.brokerEnded && link.endedAt !== undefined && link.endedAt >= since) return true
+  }
+  return false
 }
 
 /**
  * Whether `record` is a message a later send of its sender superseded, that
- * send acknowledged, and that no client of its receiver ever read (nor was
- * it written to one): its sender was answered that it is superseded.
+ * send acknowledged, that no client of its receiver ever read (`finish`
+ * asks only about one never written), and that the broker withdrew on its way: no control about
+ * it reached the receiver, and a connection of the receiver ended after the
+ * supersede was acknowledged — the message went back from that connection's
+ * outbox and was not queued again (`MailDelivery.withdrawnOnTheWay`; sim
+ * seed 9528). One lost from a live connection's outbox is not withdrawn
+ * (review revled): the broker either writes it there or withdraws it when
+ * that connection ends.
  */
-export const supersededUnread = (state: LedgerState, record: MessageRecord): boolean =>
-  record.reads.length === 0 && record.writtenTo.length === 0 && state.controls.superseded.has(keyOf(record.sender, record.id))
+export const supersededUnread = (state: LedgerState, record: MessageRecord): boolean => {
+  // Not one written to a connection: `finish` judges those first (`withdrawnOnTheWay`, or lost in flight).
+  if (record.reads.length !== 0) return false
+  const at = state.controls.superseded.get(keyOf(record.sender, record.id))
+  return at !== undefined && !controlHeard(state, record) && receiverEndedSince(state, record, at)
+}
+
+/**
+ * Whether `record`, written only to connections of its receiver that ended
+ * with it unread, was cancelled or superseded by its sender (acknowledged)
+ * before the last of them ended, with no control about it read: the broker
+ * took it back at that close and did not queue it again
+ * (`MailDelivery.withdrawnOnTheWay`), so it is withdrawn, not lost in
+ * flight.
+ */
+export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): boolean => {
+  if (record.reads.length !== 0 || record.writtenTo.length === 0 || controlHeard(state, record)) return false
+  const at = state.controls.cancelled.get(record.id) ?? state.controls.superseded.get(keyOf(record.sender, record.id))
+  if (at === undefined) return false
+  return record.writtenTo.some((id) => {
+    const link = state.links.get(id)
+    return link !== undefined && link.endedAt !== undefined && link.endedAt >= at
+  })
+}
 
 /**
  * Whether `record` is a message its sender cancelled and no client of its
  * receiver ever read (nor was it written to one): the broker acknowledged
- * the cancel, or the sender wrote one whose answer it never read (lost with
- * its connection, say, when the broker crashed) and the broker's replay
+ * the cancel, or the sender wrote one the broker never answered (a refusal
+ * answers it, `cancelRefused`) on a connection that ended or whose broker
+ * crashed (`answerLost`), and the broker's replay
  * record answers a resend of the message `E_DELIVERY_CANCELLED` — the
  * broker stores the rewritten record before it answers the cancel
  * (`StoreJournal.mark`), so that answer shows the cancel applied and kept.
@@ -126,8 +182,18 @@ export const supersededUnread = (state: LedgerState, record: MessageRecord): boo
 export const cancelledUnread = (state: LedgerState, record: MessageRecord): boolean =>
   record.reads.length === 0 && record.writtenTo.length === 0 && (
     state.controls.cancelled.has(record.id) ||
-    (record.recordSays === DeliveryCode.DeliveryCancelled && state.controls.cancelsWritten.has(keyOf(record.sender, record.id)))
+    (record.recordSays === DeliveryCode.DeliveryCancelled && answerLost(state, state.controls.cancelsWritten.get(keyOf(record.sender, record.id))))
   )
+
+/**
+ * Whether the answer to a cancel written on connection `linkId` (undefined:
+ * none unanswered) can have been lost: that connection ended, or its broker
+ * crashed. A cancel the broker refused is answered (`cancelRefused`).
+ */
+const answerLost = (state: LedgerState, linkId: number | undefined): boolean => {
+  const link = linkId === undefined ? undefined : state.links.get(linkId)
+  return link !== undefined && (link.closed || link.brokerEnded || state.crashedEpochs.has(link.brokerEpoch))
+}
 
 /** The end-of-run checks (see the module header). */
 export const checkControls = (state: LedgerState): void => {
@@ -140,9 +206,12 @@ export const checkControls = (state: LedgerState): void => {
     const afterHere = here.some((read) => read.seq > control.seq)
     const after = record.reads.some((read) => read.seq > control.seq)
     const receiver = nameOf(state, state.links.get(control.link)?.owner ?? "?")
-    check(state, !(afterHere && !beforeHere) && !(after && !before), "control-before-message", () =>
+    // A control about a message no copy of which ever reached the receiver: it came ahead of a message that
+    // never followed (the message itself is judged by its fate).
+    const never = record.reads.length === 0
+    check(state, !(afterHere && !beforeHere) && !(after && !before) && !never, "control-before-message", () =>
       `${receiver} read ${nameOf(state, control.from)}'s ${control.action} of ${record.alias} on connection #${control.link} before ${record.alias} itself (${
-        afterHere ? "which came after it on the same connection" : "no copy had reached it before"
+        afterHere ? "which came after it on the same connection" : never ? "which never reached it" : "no copy had reached it before"
       })`)
   }
   for (const ack of state.controls.cancelAcks) {

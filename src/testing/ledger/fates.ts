@@ -9,7 +9,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
-import { cancelledUnread, checkControls, supersededUnread } from "./controls.ts"
+import { cancelledUnread, checkControls, supersededUnread, withdrawnOnTheWay } from "./controls.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -194,7 +194,8 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     if (record.writtenTo.length > 0) {
       const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
       if (open.length === 0) {
-        if (withdrawnAsks.has(record)) {
+        // Or its sender cancelled or superseded it before that connection ended: not queued again by design.
+        if (withdrawnAsks.has(record) || withdrawnOnTheWay(state, record)) {
           withdrawn++
           continue
         }
@@ -210,7 +211,8 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
       withdrawn++
       continue
     }
-    // Its sender superseded it (the superseding send acknowledged) before any client of its receiver read it.
+    // Its sender superseded it (the superseding send acknowledged) on its way to a connection of its receiver
+    // that then ended, and the broker did not queue it again.
     if (supersededUnread(state, record)) {
       withdrawn++
       continue

@@ -33,22 +33,29 @@ export interface CancelAck {
 
 /** What the ledger keeps of cancels and controls (ledger/controls.ts). */
 export interface ControlState {
-  /** `sender\0messageId` of each `cancel_message` a world session wrote and the broker has not answered. */
-  readonly cancelsWritten: Set<string>
+  /**
+   * `sender\0messageId` of each `cancel_message` a world session wrote and
+   * the broker has not answered (neither acknowledged nor refused), with the
+   * connection it was written on.
+   */
+  readonly cancelsWritten: Map<string, number>
   readonly cancelAcks: Array<CancelAck>
-  /** Ids of messages whose cancel the broker acknowledged. */
-  readonly cancelled: Set<string>
-  /** `sender\0messageId` of each message a later send of its sender `supersedes`, that send acknowledged. */
-  readonly superseded: Set<string>
+  /** Ids of messages whose cancel the broker acknowledged, with when the sender read that (simulated ms). */
+  readonly cancelled: Map<string, number>
+  /**
+   * `sender\0messageId` of each message a later send of its sender
+   * `supersedes`, that send acknowledged, with when the sender read that.
+   */
+  readonly superseded: Map<string, number>
   readonly reads: Array<ControlRead>
 }
 
 /** An empty `ControlState`. */
 export const makeControlState = (): ControlState => ({
-  cancelsWritten: new Set(),
+  cancelsWritten: new Map(),
   cancelAcks: [],
-  cancelled: new Set(),
-  superseded: new Set(),
+  cancelled: new Map(),
+  superseded: new Map(),
   reads: []
 })
 
@@ -82,13 +89,17 @@ export interface LinkRecord {
   /** When its client last read `registered` on it (simulated ms); undefined until it does. */
   registeredAt: number | undefined
   /**
-   * When the broker wrote each frame on it that its client has not read yet,
-   * oldest first (a link carries frames in order): what `lastReadWrittenAt`
-   * is taken from.
+   * Frames the broker wrote on it that its client has not read yet (a link
+   * carries frames in order): an asker that gave up with some unread did
+   * not hear the broker (`AskRecord.heardBroker`).
    */
-  readonly unreadWrittenAt: Array<number>
-  /** When the broker wrote the last frame its client read on it; undefined before its first read. */
-  lastReadWrittenAt: number | undefined
+  framesUnread: number
+  /**
+   * Frames of the broker's writes begun on it (`Ledger.brokerWriteStarted`)
+   * not handed to the transport yet: a slow write on its way. Only exact
+   * while the connection is live (a write cut at its close leaves some).
+   */
+  writesUnsent: number
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
@@ -223,11 +234,13 @@ export interface AskRecord {
    * on the connection it has then, and gives up when it has none, when that
    * connection drops, or when the answer does not come within its liveness
    * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
-   * not reading, or the broker's writes slow. So it heard the broker when
-   * its client read, before the wait ended, a frame the broker wrote at or
-   * after the deadline on a connection registered by then and live still:
-   * having read that, it read whatever the broker wrote there before.
-   * `answer-after-timeout` counts only such asks. The deadline is taken as
+   * not reading, or the broker's writes slow. So it heard the broker (or
+   * could have) when, on a connection registered by the deadline and live
+   * still, its client had read everything the broker wrote before the wait
+   * ended, with no write still on its way there (`LinkRecord.framesUnread`,
+   * `writesUnsent`): the broker had nothing more for it, and a reply it kept
+   * back is a violation (review revled). `answer-after-timeout` counts only
+   * such asks. The deadline is taken as
    * its question's acknowledgement read plus its `askTimeoutMs`; the asker's
    * own timer starts a little later (after it records the send), so around
    * it the check errs on the lenient side.

@@ -29,7 +29,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
+import { cancelAnswered, cancelRefused, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -221,12 +221,21 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
 /** Whether `text` is over the frame limit in UTF-8 bytes (cheaply, when it obviously is not). */
 const oversized = (text: string): boolean => text.length * 3 > MAX_FRAME_BYTES && frameBytes(text) > MAX_FRAME_BYTES
 
+/** The broker began a write of `frames` toward the client on `linkId`: they are unsent until handed over. */
+export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link !== undefined) link.writesUnsent += frames.length
+}
+
 /** The broker wrote frames toward a client. */
 export const brokerWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
+  if (link !== undefined) {
+    link.writesUnsent = Math.max(0, link.writesUnsent - frames.length)
+    link.framesUnread += frames.length
+  }
   for (const text of frames) {
     state.frameCount++
-    link?.unreadWrittenAt.push(state.now())
     check(state, !oversized(text), "frame-too-large", () =>
       `the broker wrote a ${frameBytes(text)}-byte frame to ${nameOf(state, link?.owner ?? "?")} (${clip(text, 60)})`)
     if (!text.startsWith(`{"type":"message`)) continue
@@ -345,7 +354,7 @@ export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   if (link === undefined) return
   for (const text of frames) {
     link.framesRead++
-    link.lastReadWrittenAt = link.unreadWrittenAt.shift() ?? link.lastReadWrittenAt
+    link.framesUnread = Math.max(0, link.framesUnread - 1)
     traceFrame(state, link, "←", text)
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
@@ -506,7 +515,9 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
     }
     case "delivery_failed": {
       const record = state.messages.get(frame.messageId)
-      if (record === undefined || record.sender !== link.owner || frame.code === undefined) return
+      // A bare one (no code) refuses a cancel ("cannot be cancelled"): the cancel stays unapplied, answered.
+      if (frame.code === undefined) return cancelRefused(state, link, frame.messageId)
+      if (record === undefined || record.sender !== link.owner) return
       if (record.outcome !== "acked") {
         record.outcome = "refused"
         record.failureCode = frame.code
