@@ -92,7 +92,14 @@ describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", ()
  */
 const acceptedReplyThenAskEnded = (
   outcome: "ReplyTimeout" | "Replied",
-  asker: "heard" | "told before its deadline" | "disconnected" | "reconnected after its deadline" | "not reading" = "heard"
+  asker:
+    | "heard"
+    | "told before its deadline"
+    | "disconnected"
+    | "reconnected after its deadline"
+    | "not reading"
+    | "settle held"
+    | "settle answered" = "heard"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -116,9 +123,10 @@ const acceptedReplyThenAskEnded = (
   ledger.clientWrote(2, [answer])
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
-  // The broker writes D's reply to A.
+  // The broker writes D's reply to A — unless it is still parked behind D's mail to a slow reader.
   const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
-  ledger.brokerWrote(1, [replyFrame])
+  const parked = asker === "settle held" || asker === "settle answered"
+  if (!parked) ledger.brokerWrote(1, [replyFrame])
   // A's deadline: its acknowledgement read at RECEIVED_AT, plus TIMEOUT_MS. Its round trip then (a `list`)
   // is answered behind the reply; `roundTrip` writes the answer on `link` and has A read it.
   const deadline = RECEIVED_AT + TIMEOUT_MS
@@ -147,6 +155,20 @@ const acceptedReplyThenAskEnded = (
     ledger.brokerWrote(3, [registered])
     ledger.clientRead(3, [registered])
     roundTrip(3)
+  }
+  // A's settling `list` (ask-expiry-v1) at its deadline. Held: the broker holds its answer while the reply
+  // is parked (ParkedReplies.ts), and answers A's liveness probe, written after it, at once (seed 10003,
+  // --settle-hold --client-timings): A reads that, not the settle's answer, and gives up at its liveness
+  // timeout. Answered: A reads the settle's answer, the reply not come — what a broker that did not hold it
+  // would do.
+  if (parked) {
+    ledger.clientWrote(1, [JSON.stringify({ type: "list", requestId: "settle", limit: 1, settle: true })])
+    if (asker === "settle answered") {
+      const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
+      ledger.brokerWrote(1, [settled])
+      ledger.clientRead(1, [settled])
+    }
+    roundTrip(1)
   }
   // Not reading: A's connection stays up but its client reads nothing more (seed 9129, --parked-flush
   // --client-timings): its round trip goes unanswered within its liveness timeout.
@@ -184,5 +206,13 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask whose asker's round trip at its deadline was not answered (its client not reading) is not, though its connection stayed up", () => {
     expect(acceptedReplyThenAskEnded("ReplyTimeout", "not reading")).toEqual([])
+  })
+
+  it("an ask whose asker's settling list was not answered (held behind the parked reply) is not, though it read its probe's answer written later", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "settle held")).toEqual([])
+  })
+
+  it("an ask whose asker read the answer to its settling list, the reply not come, is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "settle answered").length).toBe(1)
   })
 })

@@ -142,6 +142,12 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
  * read, on a connection registered by the deadline and live still (a
  * connection only ever goes from live to ended), a frame the broker wrote at
  * or after it. Without a known deadline, whether it has such a connection now.
+ * Not on a connection where its client wrote a settling `list` it has not
+ * read the answer to (`LinkRecord.settlesUnanswered`): the broker holds that
+ * answer while a reply to the asker is parked, and frames written after it
+ * (the liveness probe's answer) overtake it, so reading them says nothing of
+ * the round trip; the asker gave up on it at its liveness timeout, by design
+ * (src/broker/ParkedReplies.ts), and the reply reaches its session late.
  */
 const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
   const deadline = ownDeadline(state, record)
@@ -149,7 +155,7 @@ const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
   if (deadline !== undefined && now < deadline) return true
   for (const link of state.links.values()) {
     if (
-      link.owner === record.asker && link.registered && link.registeredAt !== undefined &&
+      link.owner === record.asker && link.registered && link.registeredAt !== undefined && link.settlesUnanswered.size === 0 &&
       !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch) &&
       (deadline === undefined || (link.registeredAt <= deadline && link.lastReadWrittenAt !== undefined && link.lastReadWrittenAt >= deadline))
     ) {
