@@ -18,24 +18,27 @@
  * and the reply's fate: no loss, per-sender order), and the counter says
  * the broker got there.
  *
- * The op, in order: B sends C `count` messages of `size` characters — each send looks C up
- * first (a `list`), whose answer the broker writes B `lookupMs` late, each
- * a write of its own — and
- * the broker stops reading B for `stallMs`, so B's sends wait on B's link;
- * A asks B with a timeout of `stallMs + leadMs`; B replies (or its agent
- * did), after its sends; just before, C's broker-side writes take `delayMs`
- * each for a while (its first write of the op is slow, then it reads at
- * full speed again). When the broker reads B
- * again it reads all of that in one batch: what of B's mail does not fit C's
- * outbox is parked on B's reader, and the reply behind it (a batch's output
- * keeps its order). A's deadline comes `leadMs` after that; its settling
- * answer is held. `eventMs` after the deadline, `release` happens: `read`
- * (nothing: C's slow write ends by itself, `delayMs` after it began),
- * `slow-stop`/`slow-kill` (C closes: its mail is refused to its mailbox
- * and the reply is offered), `answerer-stop`/`answerer-kill` (B closes: its
- * parked output is forced), `asker-drop` (A's connection drops: the held
- * answer is dropped, A's settle ends ConnectionLost and the reply goes to
- * its mailbox). A session that stopped starts again `returnMs` later.
+ * The op, in order: B sends C `count` messages of `size` characters (each
+ * send looks C up first, a `list`, whose answers the broker writes B
+ * `lookupMs` late, one write each) and the broker stops reading B for
+ * `stallMs`, so B's sends wait on B's link; A asks B with a timeout of
+ * `stallMs + leadMs`; once B's agent has the question (polled), C's
+ * broker-side writes take `delayMs` for a while (only C's first write of
+ * the op is slow: then "C reads again") and B replies, after its sends (or
+ * its agent did). When the broker reads B again it reads all of that in one
+ * batch: C's writer takes the first message, the second fills C's outbox,
+ * the rest are parked on B's reader, and the reply behind them (a batch's
+ * output keeps its order). A's deadline comes `leadMs` after that; its
+ * settling answer is held. `eventMs` after the deadline, `release`
+ * happens: `read` (nothing: C's slow write ends by itself, `delayMs` after
+ * it began), `slow-stop`/`slow-kill` (C closes: its mail is refused to its
+ * mailbox and the reply is offered), `answerer-stop`/`answerer-kill` (B
+ * closes: its parked output is forced), `asker-drop` (A's connection
+ * drops: the held answer is dropped, A's settle ends ConnectionLost and the
+ * reply goes to its mailbox). A session that stopped starts again
+ * `returnMs` later. A world whose link buffer is smaller than what B writes
+ * meanwhile (`linkCapacity` 1, 2, often 8) splits the batch: the reply is
+ * read later and nothing is held.
  *
  * A, B and C are three distinct running sessions of one group and one pi
  * scope (an ask to a session the asker cannot see fails at once) — or, with
