@@ -181,6 +181,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     parkedFlush: options.parkedFlush === true,
     heldReturn: options.heldReturn === true,
     custodyHold: options.custodyHold === true,
+    settleHold: options.settleHold === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

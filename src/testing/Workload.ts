@@ -26,6 +26,7 @@ import {
 import { ControlFields, formatControl, runControl, withControls } from "./simulation/controls.ts"
 import { CustodyHoldFields, drawCustodyHold, formatCustodyHold, runCustodyHold } from "./simulation/custodyHold.ts"
 import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
+import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
   drawParkedFlush,
@@ -82,6 +83,7 @@ export const OpSchema = Schema.Union([
   op("ParkedFlush", ParkedFlushFields),
   op("HeldReturn", HeldReturnFields),
   op("CustodyHold", CustodyHoldFields),
+  op("SettleHold", SettleHoldFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -126,6 +128,8 @@ export const trafficWeights: OpWeights = {
   HeldReturn: 0,
   // Never drawn by weight: `custodyHold` inserts it from a stream of its own (simulation/custodyHold.ts).
   CustodyHold: 0,
+  // Never drawn by weight: `settleHold` inserts it from a stream of its own (simulation/settleHold.ts).
+  SettleHold: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -234,6 +238,16 @@ export interface WorkloadOptions {
    * its mail (the broker's takeover custody hold). Default false.
    */
   readonly custodyHold?: boolean
+  /**
+   * Insert one `SettleHold` (simulation/settleHold.ts), drawn from a stream
+   * of its own: an asker's deadline comes while the reply to its ask is
+   * parked behind the answerer's mail to a slow reader, so the broker holds
+   * its settling answer (`ask-expiry-v1`); then the reply is released,
+   * forced or taken back. The world's outboxes take
+   * PARKED_FLUSH_OUTBOX_CHARS characters unless pressure makes them smaller.
+   * Default false.
+   */
+  readonly settleHold?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -435,6 +449,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "ParkedFlush":
       case "HeldReturn":
       case "CustodyHold":
+      case "SettleHold":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -470,6 +485,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, held] of drawCustodyHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
+  }
+  if (options.settleHold === true) {
+    // As for the custody hold: the op stops and starts sessions, and needs three of one group.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, held] of drawSettleHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -544,6 +565,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatHeldReturn(op, name)}`
     case "CustodyHold":
       return `${when} ${formatCustodyHold(op, name)}`
+    case "SettleHold":
+      return `${when} ${formatSettleHold(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -698,6 +721,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "CustodyHold":
           yield* runCustodyHold(sim, op, counter)
           break
+        case "SettleHold":
+          yield* runSettleHold(sim, op, counter)
+          break
         case "Control": {
           const from = nameAt(sessions, op.from)
           if (from !== undefined) yield* runControl(from, op.action, op.back, counter)
@@ -762,7 +788,9 @@ export const variedConfig = (config: SimulationConfig): SimulationConfig => {
  * The config a generated workload runs in: `count` sessions unless the config
  * names them (with `groups`, over two groups with a supervisor and its child:
  * `groupSpecs`; with `unregister`, the session at `ephemeralIndexOf`
- * ephemeral), varied by seed.
+ * ephemeral), varied by seed. `parkedFlush` and `heldReturn` (also given
+ * for `settleHold`) make outboxes of PARKED_FLUSH_OUTBOX_CHARS characters
+ * unless pressure made them smaller.
  */
 export const workloadConfig = (
   config: SimulationConfig,
@@ -807,7 +835,8 @@ export const runWorkload = (
     options.pressure !== false,
     options.unregister === true,
     options.parkedFlush === true,
-    options.heldReturn === true
+    // A settle hold needs the same small outboxes as a held return: B's mail to C must not fit C's.
+    options.heldReturn === true || options.settleHold === true
   )
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,

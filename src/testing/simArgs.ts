@@ -32,6 +32,7 @@ export interface SimArgs {
   readonly parkedFlush?: boolean
   readonly heldReturn?: boolean
   readonly custodyHold?: boolean
+  readonly settleHold?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -70,6 +71,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("parked-flush", args.parkedFlush),
     ...toggle("held-return", args.heldReturn),
     ...toggle("custody-hold", args.custodyHold),
+    ...toggle("settle-hold", args.settleHold),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

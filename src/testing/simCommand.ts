@@ -224,6 +224,10 @@ const flags = {
     "custody-hold",
     "Insert one custody hold into each workload: a recipient taken over by a new client instance while its old connection, not read by the broker, still holds a sender's unconfirmed mail in a slow write; the sender sends on, leaves and comes back while the new connection holds its mail behind that old connection's close (simulation/custodyHold.ts; docs/testing.md)"
   ),
+  settleHold: toggle(
+    "settle-hold",
+    "Insert one settle hold into each workload: an asker's deadline comes while the reply to its ask is parked behind the answerer's mail to a slow reader, so the broker holds its settling list's answer (ask-expiry-v1); then the reader reads again, it or the answerer closes, or the asker's connection drops; outboxes of 4096 characters unless pressure makes them smaller (simulation/settleHold.ts; docs/testing.md)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -313,6 +317,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     parkedFlush: input.parkedFlush,
     heldReturn: input.heldReturn,
     custodyHold: input.custodyHold,
+    settleHold: input.settleHold,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -487,6 +492,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.parkedFlush ? { parkedFlush: true } : {}),
     ...(input.heldReturn ? { heldReturn: true } : {}),
     ...(input.custodyHold ? { custodyHold: true } : {}),
+    ...(input.settleHold ? { settleHold: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

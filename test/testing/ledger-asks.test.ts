@@ -104,7 +104,9 @@ const acceptedReplyThenAskEnded = (
     | "broker silent, reply after the wait"
     | "other frame read, reply never"
     | "slow write"
-    | "other frame read, reply unread behind it" = "heard"
+    | "other frame read, reply unread behind it"
+    | "settle held"
+    | "settle answered" = "heard"
 ): ReadonlyArray<string> => {
   let now = 0
   const ledger = new Ledger({ now: () => now })
@@ -128,10 +130,11 @@ const acceptedReplyThenAskEnded = (
   ledger.clientWrote(2, [answer])
   ledger.brokerRead(2, [answer])
   ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
-  // The broker writes D's reply to A — unless it is silent: it keeps the reply (and, behind it, the answer to
-  // A's round trip at its deadline) while A's client reads on (review revled).
+  // The broker writes D's reply to A — unless it is silent (it keeps the reply (and, behind it, the answer to
+  // A's round trip at its deadline) while A's client reads on, review revled) or the reply is still parked behind D's mail to a slow reader.
   const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
-  const silent = asker === "broker silent" || asker === "broker silent, reply after the wait" || asker === "other frame read, reply never" ||
+  const parked = asker === "settle held" || asker === "settle answered"
+  const silent = parked || asker === "broker silent" || asker === "broker silent, reply after the wait" || asker === "other frame read, reply never" ||
     asker === "other frame read, reply unread behind it"
   if (!silent && asker !== "slow write") ledger.brokerWrote(1, [replyFrame])
   // A slow write: the broker began writing the reply, the transport has not taken it when A's wait ends.
@@ -174,6 +177,20 @@ const acceptedReplyThenAskEnded = (
   // The reply comes after that frame (held-return seed 10414: queued behind others, slow writes); A has not
   // read it when its wait ends.
   if (asker === "other frame read, reply unread behind it") ledger.brokerWrote(1, [replyFrame])
+  // A's settling `list` (ask-expiry-v1) at its deadline. Held: the broker holds its answer while the reply
+  // is parked (ParkedReplies.ts), and answers A's liveness probe, written after it, at once (seed 10003,
+  // --settle-hold --client-timings): A reads that, not the settle's answer, and gives up at its liveness
+  // timeout. Answered: A reads the settle's answer, the reply not come — what a broker that did not hold it
+  // would do.
+  if (parked) {
+    ledger.clientWrote(1, [JSON.stringify({ type: "list", requestId: "settle", limit: 1, settle: true })])
+    if (asker === "settle answered") {
+      const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
+      ledger.brokerWrote(1, [settled])
+      ledger.clientRead(1, [settled])
+    }
+    roundTrip(1)
+  }
   // Not reading: A's connection stays up but its client reads nothing more (seed 9129, --parked-flush
   // --client-timings): its round trip goes unanswered within its liveness timeout.
   // Told before its deadline: the wait ended on the broker's `ask_expired`, before its own deadline.
@@ -236,5 +253,13 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask whose asker read a frame the broker wrote after its deadline, but never the reply, is reported", () => {
     expect(acceptedReplyThenAskEnded("ReplyTimeout", "other frame read, reply never").length).toBe(1)
+  })
+
+  it("an ask whose asker's settling list was not answered (held behind the parked reply) is not, though it read its probe's answer written later", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "settle held")).toEqual([])
+  })
+
+  it("an ask whose asker read the answer to its settling list, the reply not come, is reported", () => {
+    expect(acceptedReplyThenAskEnded("ReplyTimeout", "settle answered").length).toBe(1)
   })
 })

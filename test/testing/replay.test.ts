@@ -97,7 +97,7 @@ describe("a failing seed's replay command", () => {
           ["--traffic", "--hostile", "--groups", "--delivery", "--topics", "--unregister", "--tolerate", "fifo,silent-loss"],
           ["--host-refusals", "--client-timings", "--withhold-rejoin", "--durability", "memory", "--connections", "accepted"],
           ["--host-journal", "--tolerate", "crash-redelivery"],
-          ["--parked-flush", "--held-return", "--custody-hold", "--no-controls"]
+          ["--parked-flush", "--held-return", "--custody-hold", "--settle-hold", "--no-controls"]
         ]
       ) {
         const soakRequest = yield* requestOf(["--seeds", "3", "--from", "9", ...argv])

@@ -148,6 +148,13 @@ export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
  * its wait ended, or a slow write still on its way, excuse it: the reply or
  * the settling answer may be among them. Without a known deadline, whether
  * it has such a connection now.
+ * Not on a connection where its client wrote a settling `list` it has not
+ * read the answer to (`LinkRecord.settlesUnanswered`): the broker holds that
+ * answer, unwritten, while a reply to the asker is parked (so nothing is
+ * unread or on its way), and frames written after it (the liveness probe's
+ * answer) overtake it; the asker gave up on it at its liveness timeout, by
+ * design (src/broker/ParkedReplies.ts), and the reply reaches its session
+ * late (sim seed 10003 of `--settle-hold --client-timings`).
  */
 const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
   const deadline = ownDeadline(state, record)
@@ -155,7 +162,7 @@ const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
   if (deadline !== undefined && now < deadline) return true
   for (const link of state.links.values()) {
     if (
-      link.owner === record.asker && link.registered && link.registeredAt !== undefined &&
+      link.owner === record.asker && link.registered && link.registeredAt !== undefined && link.settlesUnanswered.size === 0 &&
       !link.closed && link.endedAt === undefined && !state.crashedEpochs.has(link.brokerEpoch) &&
       (deadline === undefined || (link.registeredAt <= deadline && link.framesUnread === 0 && link.writesUnsent === 0))
     ) {

@@ -124,6 +124,14 @@ export interface LinkRecord {
    * client reads `registered`. Undefined until the broker reads a `register`.
    */
   heldAtRegister: ReadonlyArray<number> | undefined
+  /**
+   * The `requestId`s of the settling `list`s (`settle: true`, ask-expiry-v1:
+   * an asker's round trip at its own deadline) its client wrote on it and has
+   * not read the `sessions` answer to: the broker holds that answer while a
+   * reply to the asker is parked (src/broker/ParkedReplies.ts), so frames
+   * written after it may be read first (`AskRecord.heardBroker`).
+   */
+  readonly settlesUnanswered: Set<string>
 }
 
 /** One time a client read a message from the broker. */

@@ -98,6 +98,8 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
       } else if (parsed.type === "cancel_message" && !isHostile(state, link.owner)) {
         const cancel = decodeClientFrame.cancel_message(parsed)
         if (!isFrameDecodeError(cancel)) cancelWritten(state, link, cancel.messageId)
+      } else if (parsed.type === "list") {
+        if (parsed["settle"] === true && typeof parsed["requestId"] === "string") link.settlesUnanswered.add(parsed["requestId"])
       } else if (parsed.type === "unregister") {
         link.registered = false
       } else if (parsed.type === "received") {
@@ -564,6 +566,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       return
     }
     case "sessions":
+      if (frame.requestId !== undefined) link.settlesUnanswered.delete(frame.requestId)
       for (const session of frame.sessions) {
         sameScope(state, link, session.id, "a list entry")
         sameGroup(state, link, session.id, "a list entry")
