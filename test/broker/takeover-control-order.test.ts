@@ -42,7 +42,7 @@ import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Message } from "../../src/protocol/index.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { type HandRouter, handRouter } from "../support/handRouter.ts"
 
 const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
 const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
@@ -234,6 +234,39 @@ describe("a control frame about mail in the recipient's own parked mailbox flush
 })
 
 /**
+ * The next connection of `b` after `old`: `register(instanceId)` attaches
+ * it (writing at once, labelled by `seen`) and registers `b` from that
+ * instance — `old`'s own rejoin or a takeover by another; `closeOld` runs
+ * the old close as `finish` does when its writing is abandoned; `flushNew`
+ * labels what the new connection was given.
+ */
+const successor = (
+  hand: Pick<HandRouter, "attach" | "batch" | "close" | "router">,
+  old: Peer,
+  seen: ReturnType<typeof labeller>
+) => {
+  let fresh: Peer | undefined
+  return {
+    register: (instanceId: string): Peer => {
+      const peer = hand.attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
+      fresh = peer
+      hand.batch(peer, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId } })])
+      return peer
+    },
+    closeOld: (): void => {
+      closePeer(old, "destroy")
+      hand.router.abandonWrites(old)
+      hand.close(old)
+    },
+    flushNew: (): void => {
+      if (fresh === undefined) return
+      fresh.writer.flush()
+      seen.note(hand.router.output.takeForWrite(fresh).frames)
+    }
+  }
+}
+
+/**
  * `b` registered by instance b-1 (`received-v1`) on a connection that writes
  * at once; sender `d`'s m0 (an ask when `ask`) then its cancel written there
  * — or, `supersede`, the supersede of m0 and m1 that supersedes it.
@@ -259,24 +292,13 @@ const writtenThenCancelled = (ask: boolean, supersede = false) =>
     const types = written.map((frame) => (JSON.parse(frameText(frame)) as { type: string }).type)
     const expected = supersede ? ["message", "message_control", "message"] : ["message", "message_control"]
     assert.deepStrictEqual(types.slice(-expected.length), expected, "the old connection was not written m0 and its control: the test sets up nothing")
-    let fresh: Peer | undefined
+    const next = successor({ attach, batch, close, router }, old, seen)
     return {
       labels: seen.labels,
       confirmM0: (): void => void batch(old, [{ type: "received", frames: m0End }]),
-      register: (instanceId: string): void => {
-        fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
-        batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId } })])
-      },
-      closeOld: (): void => {
-        closePeer(old, "destroy")
-        router.abandonWrites(old)
-        close(old)
-      },
-      flushNew: (): void => {
-        if (fresh === undefined) return
-        fresh.writer.flush()
-        seen.note(router.output.takeForWrite(fresh).frames)
-      }
+      register: (instanceId: string): void => void next.register(instanceId),
+      closeOld: next.closeOld,
+      flushNew: next.flushNew
     }
   })
 
@@ -368,7 +390,7 @@ const stuckOnAnother = (options: { readonly ask?: boolean; readonly confirmM0: b
     stuck = true
     batch(e, [{ type: "send", to: "b", message: seen.message("e0") }])
     assert.strictEqual(old.outbox.length, 0, "e0 is not in the old write in progress: the test sets up nothing")
-    let fresh: Peer | undefined
+    const next = successor({ attach, batch, close, router }, old, seen)
     return {
       labels: seen.labels,
       m0,
@@ -376,21 +398,9 @@ const stuckOnAnother = (options: { readonly ask?: boolean; readonly confirmM0: b
         batch(d, frames)
         assert.isAbove(old.outbox.length, 0, "d's frames are not in the old outbox: the test sets up nothing")
       },
-      takeOver: (): Peer => {
-        fresh = attach({ ...fakeConnection(3, false), write: (frames: ReadonlyArray<OutFrame>) => (seen.note(frames), undefined) })
-        batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
-        return fresh
-      },
-      closeOld: (): void => {
-        closePeer(old, "destroy")
-        router.abandonWrites(old)
-        close(old)
-      },
-      flushNew: (): void => {
-        if (fresh === undefined) return
-        fresh.writer.flush()
-        seen.note(router.output.takeForWrite(fresh).frames)
-      }
+      takeOver: (): Peer => next.register("b-2"),
+      closeOld: next.closeOld,
+      flushNew: next.flushNew
     }
   })
 
