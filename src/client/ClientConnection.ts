@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 730 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving, and the one-session liveness `probe` added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 730 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, and the one-session liveness `probe` added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -228,7 +228,10 @@ export interface ClientConnection {
   readonly close: Effect.Effect<void>
   /**
    * Drops the socket at once, without `unregister` (a failed liveness probe,
-   * P96). Does nothing once `close` has begun: the close ends the socket
+   * P96). Under `received-v1`, a message the reader took from the socket
+   * before the drop and dispatches after it is not handed on, nor confirmed:
+   * the broker keeps it (requeued, or withdrawn if cancelled). Does nothing
+   * once `close` has begun: the close ends the socket
    * itself, within its 2 s (C-BRK-30), and a drop before then would lose the
    * confirmations it is still writing for what the session read.
    */
@@ -334,6 +337,13 @@ export const openClientConnection = (
      * nothing more is confirmed — the broker sends it to the session's next connection (known issue 8).
      */
     let leaving = false
+    /**
+     * The client dropped the socket itself (`destroy`: a failed liveness probe). Frames its reader had
+     * already taken from the socket may still come through after; under `received-v1` they are the
+     * broker's (unconfirmed: it requeues them, or withdraws what their sender cancelled meanwhile), so
+     * they are not handed on, and nothing is confirmed on the dead link.
+     */
+    let dropped = false
 
     const dispatch = (frame: BrokerFrame): void => {
       switch (frame.type) {
@@ -389,10 +399,11 @@ export const openClientConnection = (
           return
         }
         case "message": {
-          // Read while leaving, unconfirmed: the broker gives it to the session's next connection (`received-v1`),
-          // so it is not handed on here too — two consumers would get it. Without the extension the broker
-          // counts it delivered: handed on, or it is lost.
-          if (leaving && confirmsReceipt) return
+          // Read while leaving, or dispatched after the client dropped the socket, unconfirmed: the broker gives it
+          // to the session's next connection, or withdraws it if its sender cancelled it (`received-v1`), so it is
+          // not handed on here too — two consumers would get it, or one a message its sender was told is cancelled.
+          // Without the extension the broker counts it delivered: handed on, or it is lost.
+          if ((leaving || dropped) && confirmsReceipt) return
           const message: InboundMessage = {
             from: frame.from,
             message: frame.message,
@@ -509,7 +520,7 @@ export const openClientConnection = (
           }
         })
         framesRead += texts.length
-        if (!messages || !confirmsReceipt || leaving) return Effect.void
+        if (!messages || !confirmsReceipt || leaving || dropped) return Effect.void
         // While no session takes messages (its generation retired) they wait in this process, where a close
         // would lose them, so they stay the broker's until a session takes them again (known issue 9); under
         // `confirmWhenHandled`, so do the oldest unhandled message and everything after it (known issue 21).
@@ -744,9 +755,13 @@ export const openClientConnection = (
           : Effect.fail(new QuestionsUnavailable()),
       post: (frame) => write(frame, "post"),
       postLater: (frame) => open && outbox.post([JSON.stringify(frame)]),
-      confirmRead: Effect.suspend(() => unconfirmed && !leaving ? confirm : Effect.void),
+      confirmRead: Effect.suspend(() => unconfirmed && !leaving && !dropped ? confirm : Effect.void),
       close,
       // A probe that times out while the close waits for the broker must not cut that wait short.
-      destroy: Effect.suspend(() => leaving ? Effect.void : connection.destroy)
+      destroy: Effect.suspend(() => {
+        if (leaving) return Effect.void
+        dropped = true
+        return connection.destroy
+      })
     } satisfies ClientConnection
   })

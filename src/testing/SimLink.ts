@@ -61,6 +61,11 @@ export class SimLink {
   private readonly gates: Record<Side, Latch.Latch> = { client: Latch.makeUnsafe(true), broker: Latch.makeUnsafe(true) }
   private readonly delays: Record<Side, number> = { client: 0, broker: 0 }
   private severedSide: Side | undefined = undefined
+  /**
+   * The sides that destroyed their endpoint themselves (a client's failed liveness probe, say): the
+   * ledger counted what was on its way to that side lost with it then.
+   */
+  private readonly destroyed: Record<Side, boolean> = { client: false, broker: false }
   private closedFlag = false
   /** The broker's side has seen the connection end (its read failed, or it destroyed it). */
   private brokerDone = false
@@ -166,6 +171,11 @@ export class SimLink {
       Effect.flatMap((frames) => {
         // Frames this side had not taken when it was severed were lost with it.
         if (this.severedSide === side) return Effect.fail(dead())
+        // Taken from the transport before this side destroyed its endpoint, returned after (its reader was
+        // stalled): the ledger counted them lost with the destroy. The program still gets them, as a process
+        // gets what its `read` took before the close; what it does with them is its own (a client granted
+        // `received-v1` does not hand them on: the broker requeues them, or withdraws what was cancelled).
+        if (this.destroyed[side]) return Effect.succeed(frames)
         removeDelivered(this.inFlight[side], frames)
         const taken = inputFault === undefined ? frames : inputFault(this.id, frames)
         if (side === "client") this.ledger.clientRead(this.id, taken)
@@ -292,6 +302,7 @@ export class SimLink {
         endpoint.destroy,
         Effect.sync(() => {
           // As a socket: what this side had not read yet is gone with it.
+          this.destroyed[side] = true
           if (this.severedSide === undefined) this.ledger.discarded(this.id, side, this.inFlight[side].splice(0))
           if (side === "broker") this.markBrokerDone()
           this.markClosed()
