@@ -14,7 +14,9 @@
  * receiver ended (seed 9528). Review revled's cases: one superseded but lost
  * from a live outbox is a `silent-loss` (with `control-before-message` when
  * its control was read); and under `--strict` one written to a connection
- * that died unread, cancelled or superseded before that close, is withdrawn.
+ * that died unread, cancelled or superseded before that close, is withdrawn,
+ * as is one read by a client that closed before its session took it, cancelled
+ * before that client's connection ended (seed 10658, `--host-journal --strict`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -308,6 +310,49 @@ describe("Ledger: controls", () => {
       cancelAcknowledged(ledger)
       ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
+    })
+  })
+
+  describe("a message read by its receiver's client, which closed before its session took it (--strict)", () => {
+    let now = 0
+    /** A's `one` written to B's link #2 and read there; `cancel` has A cancel it (acknowledged) first; then #2 ends. */
+    const readThenClosed = (cancel: "before the close" | "after the close" | "none") => {
+      now = 0
+      const ledger = new Ledger({ now: () => now, strictInFlight: true })
+      ledger.addSession({ id: A, name: "a", scopeId: undefined })
+      ledger.addSession({ id: B, name: "b", scopeId: undefined })
+      ledger.linkOpened(1, A, "client-a", 0)
+      ledger.linkOpened(2, B, "client-b", 0)
+      brokerTook(ledger, 2, [register])
+      ledger.clientRead(2, [registered])
+      ledger.clientWrote(1, [send])
+      brokerTook(ledger, 1, [send])
+      ledger.clientRead(1, [acked])
+      ledger.brokerWrote(2, [message])
+      ledger.clientRead(2, [message])
+      if (cancel === "before the close") cancelAcknowledged(ledger)
+      now = 5
+      ledger.clientClosed("client-b")
+      ledger.linkClosed(2)
+      ledger.brokerEnded(2)
+      now = 10
+      if (cancel === "after the close") cancelAcknowledged(ledger)
+      const tally = ledger.finish()
+      return { kinds: ledger.violations.map((violation) => violation.kind), tally }
+    }
+
+    it("cancelled (acknowledged) before that connection ended: withdrawn, not lost-in-flight (seed 10658)", () => {
+      const { kinds, tally } = readThenClosed("before the close")
+      expect(kinds).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled only after that connection ended: lost-in-flight", () => {
+      expect(readThenClosed("after the close").kinds).toEqual(["lost-in-flight"])
+    })
+
+    it("not cancelled: lost-in-flight", () => {
+      expect(readThenClosed("none").kinds).toEqual(["lost-in-flight"])
     })
   })
 

@@ -170,6 +170,24 @@ export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): bo
 }
 
 /**
+ * Whether `record`, last read by a client of its receiver that closed before
+ * its session took it, was cancelled or superseded by its sender
+ * (acknowledged) before that client's connection ended: its sender withdrew
+ * it and was told so, so it is withdrawn, not lost in flight (sim seed 10658
+ * of `--host-journal --strict`: C read m5, A's cancel was acknowledged and C
+ * read the control, then C's generation closed with m5's checkpoint
+ * interrupted).
+ */
+export const withdrawnAfterRead = (state: LedgerState, record: MessageRecord): boolean => {
+  const lastRead = record.reads[record.reads.length - 1]
+  if (lastRead === undefined) return false
+  const at = state.controls.cancelled.get(record.id) ?? state.controls.superseded.get(keyOf(record.sender, record.id))
+  if (at === undefined) return false
+  const endedAt = state.links.get(lastRead.link)?.endedAt
+  return endedAt === undefined || endedAt >= at
+}
+
+/**
  * Whether `record` is a message its sender cancelled and no client of its
  * receiver ever read (nor was it written to one): the broker acknowledged
  * the cancel, or the sender wrote one the broker never answered (a refusal

@@ -9,7 +9,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
-import { cancelledUnread, checkControls, supersededUnread, withdrawnOnTheWay } from "./controls.ts"
+import { cancelledUnread, checkControls, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -179,8 +179,9 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     const lastRead = record.reads[record.reads.length - 1]
     if (lastRead !== undefined) {
       if (state.closedClients.has(lastRead.client)) {
-        // Not asked again on the receiver's next connection: its asker had withdrawn it (see below).
-        if (withdrawnAsks.has(record)) {
+        // Not asked again on the receiver's next connection: its asker had withdrawn it (see below); or its
+        // sender cancelled or superseded it, acknowledged, before that client's connection ended.
+        if (withdrawnAsks.has(record) || withdrawnAfterRead(state, record)) {
           withdrawn++
           continue
         }
