@@ -57,6 +57,22 @@ const world = () => {
   return ledger
 }
 
+/** `world` under `--strict` (`strictInFlight`) on the clock `now`, with `one` written to B's link #2. */
+const strictWritten = (now: () => number) => {
+  const ledger = new Ledger({ now, strictInFlight: true })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: B, name: "b", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 0)
+  ledger.linkOpened(2, B, "client-b", 0)
+  brokerTook(ledger, 2, [register])
+  ledger.clientRead(2, [registered])
+  ledger.clientWrote(1, [send])
+  brokerTook(ledger, 1, [send])
+  ledger.clientRead(1, [acked])
+  ledger.brokerWrote(2, [message])
+  return ledger
+}
+
 /** A's cancel of `one`, acknowledged. */
 const cancelAcknowledged = (ledger: Ledger) => {
   ledger.clientWrote(1, [cancel])
@@ -267,18 +283,7 @@ describe("Ledger: controls", () => {
     let now = 0
     const strictWorld = () => {
       now = 0
-      const ledger = new Ledger({ now: () => now, strictInFlight: true })
-      ledger.addSession({ id: A, name: "a", scopeId: undefined })
-      ledger.addSession({ id: B, name: "b", scopeId: undefined })
-      ledger.linkOpened(1, A, "client-a", 0)
-      ledger.linkOpened(2, B, "client-b", 0)
-      brokerTook(ledger, 2, [register])
-      ledger.clientRead(2, [registered])
-      ledger.clientWrote(1, [send])
-      brokerTook(ledger, 1, [send])
-      ledger.clientRead(1, [acked])
-      ledger.brokerWrote(2, [message])
-      return ledger
+      return strictWritten(() => now)
     }
     const diedUnread = (ledger: Ledger) => {
       ledger.linkClosed(2)
@@ -318,17 +323,7 @@ describe("Ledger: controls", () => {
     /** A's `one` written to B's link #2 and read there; `cancel` has A cancel it (acknowledged) first; then #2 ends. */
     const readThenClosed = (cancel: "before the close" | "after the close" | "none") => {
       now = 0
-      const ledger = new Ledger({ now: () => now, strictInFlight: true })
-      ledger.addSession({ id: A, name: "a", scopeId: undefined })
-      ledger.addSession({ id: B, name: "b", scopeId: undefined })
-      ledger.linkOpened(1, A, "client-a", 0)
-      ledger.linkOpened(2, B, "client-b", 0)
-      brokerTook(ledger, 2, [register])
-      ledger.clientRead(2, [registered])
-      ledger.clientWrote(1, [send])
-      brokerTook(ledger, 1, [send])
-      ledger.clientRead(1, [acked])
-      ledger.brokerWrote(2, [message])
+      const ledger = strictWritten(() => now)
       ledger.clientRead(2, [message])
       if (cancel === "before the close") cancelAcknowledged(ledger)
       now = 5
