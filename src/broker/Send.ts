@@ -254,18 +254,24 @@ export class Send {
 
     // Extension `reply-error-v1`: read only when present (the plain send path pays one property read).
     const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
-    // P46: a retry of a recorded send gets the recorded answer, once the target is known. The record
-    // made for the comparison is the one kept if the send is recorded (one object per message).
+    // P46: a retry of a recorded send gets the recorded answer, once the target is known (or, when it is
+    // not, below). The record made for the comparison is the one kept if the send is recorded (one object
+    // per message).
     const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const replay = fingerprint === undefined
       ? undefined
       : this.replayed(peer, fingerprint, now, frame.to)
     if (replay !== undefined) return replay
-    if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
-      const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
-      for (let i = 0; i < stages.length; i++) {
-        const better = stages[i]!.unresolved?.(sender, to)
-        if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+    if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
+      // A target this broker does not know (yet): a durable broker that restarted, say, before it came back.
+      const stored = fingerprint === undefined ? this.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
+      if (stored !== undefined) return stored
+      if (route === undefined) {
+        const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
+        for (let i = 0; i < stages.length; i++) {
+          const better = stages[i]!.unresolved?.(sender, to)
+          if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+        }
       }
     }
     if ("refused" in resolution) {
@@ -533,6 +539,34 @@ export class Send {
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     this.answer(peer, messageId, record.outcome)
+    return "replayed"
+  }
+
+  /**
+   * P46 for a send whose target does not resolve: a retry of a recorded
+   * send, its answer lost, whose target this broker does not know now — a
+   * durable broker restarted from its store knows no session until it
+   * registers again. Its record answers it as `replayed` would when the
+   * message matches it against the record's own target (as
+   * `recordedAnswer` does): `to` cannot be compared, since nothing names
+   * the record's target now, so the id and the content decide (P46's key
+   * is the sender and the id). Undefined — the send is judged afresh, and
+   * refused — when no record is kept, the content differs, or the record's
+   * outcome is retryable. Only on the refused path: a plain send pays
+   * nothing for it.
+   */
+  private replayedUnresolved(
+    peer: Peer,
+    senderKey: string,
+    message: Message,
+    replyError: string | undefined,
+    now: number
+  ): RouteOutcome | undefined {
+    const record = this.ctx.records.get(senderKey, message.id, now)
+    if (record === undefined) return undefined
+    if (!record.outcome.ok && record.outcome.retryable) return undefined
+    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) return undefined
+    this.answer(peer, message.id, record.outcome)
     return "replayed"
   }
 
