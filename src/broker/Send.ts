@@ -36,7 +36,7 @@ import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
-import { DELIVERED, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -384,7 +384,8 @@ export class Send {
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.set(recorded, DELIVERED, now)
+    // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
+    this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
     if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
@@ -461,7 +462,7 @@ export class Send {
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
     this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })
+    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }
