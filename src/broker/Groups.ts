@@ -39,8 +39,8 @@ export class Groups {
 
   /**
    * The live session holding `id` in the scope of `scopeKey`, in whichever
-   * group (a registration takes the id over across groups, so there is one,
-   * but for the moment a takeover is under way).
+   * group: a registration takes the id over across groups, so there is at
+   * most one, but for the moment a takeover is under way (then the newest).
    */
   liveHolder(scopeKey: string, id: string): Session | undefined {
     const live = this.byScopedId.get(scopedIdOf(scopeKey, id))

@@ -13,7 +13,8 @@
  * but no routes (they are not stored): a cancel of a message its record
  * says was delivered goes to the live session of the id delivered it, its
  * target's or the one its outcome names (`recordedRoute`), as it went
- * before the restart. A control frame is queued as a
+ * before the restart (so does a cancel of a message whose route the bound
+ * pushed out while its record is kept). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
