@@ -10,6 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { GROUPS_V1 } from "../../src/protocol/features.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -134,6 +135,16 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
       assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
       assertDelivered(yield* send(alice.client, "bob", msg))
+    }))
+
+  it.effect("reaches the receiver's id registered again in another group of the scope (one session per id in a scope)", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("wherever you are")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "elsewhere" } })
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
     }))
 
   it.effect("delivered to P49's other holder of its target's name reaches that holder, not a session of the target's id", () =>
