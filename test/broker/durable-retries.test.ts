@@ -114,7 +114,7 @@ describe("durable broker restarted: a resend to a target it does not know yet", 
 })
 
 describe("durable broker restarted: a cancel of a message delivered before the crash", () => {
-  it.effect("with both sides back, reaches the receiver as message_control and is answered delivered", () =>
+  it.effect("with both sides back, reaches the receiver as message_control and is answered delivered; a resend then hears E_DELIVERY_CANCELLED", () =>
     Effect.gen(function*() {
       const { world, msg } = yield* deliveredThenCrash("take it back")
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
@@ -128,7 +128,7 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       assertFailed(yield* send(alice.client, "bob", msg), "E_DELIVERY_CANCELLED", "Sender cancelled the delivery")
     }))
 
-  it.effect("while the receiver is away, cannot be cancelled, as before the restart", () =>
+  it.effect("while the receiver is away, cannot be cancelled, as before the restart, and a resend still hears delivered", () =>
     Effect.gen(function*() {
       const { world, msg } = yield* deliveredThenCrash("too late")
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
