@@ -20,6 +20,14 @@ export type { Fingerprint, Outcome } from "../store/records.ts"
 /** The answer to a send delivered to a live session's connection. */
 export const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
 
+/**
+ * The outcome of a message delivered to the session `receiverId`, addressed
+ * to `targetId`: `DELIVERED` itself when they are one session, else naming
+ * the receiver (P49's other holder; `Outcome.receiverId`).
+ */
+export const deliveredTo = (receiverId: string, targetId: string): Outcome =>
+  receiverId === targetId ? DELIVERED : { ok: true, delivery: "socket_delivered", receiverId }
+
 /** The answer to a send queued in the mailbox. */
 export const QUEUED: Outcome = { ok: true, delivery: "queued" }
 
@@ -63,7 +71,7 @@ export interface ReplayLimits {
 /** Estimated memory of one record: its strings (UTF-16) and the object and table slot around them. */
 const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
   2 * (record.senderKey.length + record.id.length + record.targetId.length + (record.replyTo?.length ?? 0) +
-      (record.supersedes?.length ?? 0) + (record.retryOf?.length ?? 0) + (outcome.ok ? 0 : outcome.reason.length)) +
+      (record.supersedes?.length ?? 0) + (record.retryOf?.length ?? 0) + (outcome.ok ? outcome.receiverId?.length ?? 0 : outcome.reason.length)) +
   240
 
 /**

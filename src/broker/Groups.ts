@@ -37,6 +37,19 @@ export class Groups {
     this.ctx = ctx
   }
 
+  /**
+   * The live session holding `id` in the scope of `scopeKey`, in whichever
+   * group: a registration takes the id over across groups, so there is at
+   * most one, but for the moment a takeover is under way (then the newest).
+   */
+  liveHolder(scopeKey: string, id: string): Session | undefined {
+    const live = this.byScopedId.get(scopedIdOf(scopeKey, id))
+    if (live === undefined) return undefined
+    let holder: Session | undefined
+    for (const session of live) holder = session
+    return holder
+  }
+
   readonly hooks: RegistrationHooks = {
     liveElsewhere: (scopeKey, spaceKey, id) => {
       const live = this.byScopedId.get(scopedIdOf(scopeKey, id))

@@ -56,7 +56,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DELIVERED, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
@@ -598,7 +598,7 @@ export class MailDelivery {
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
       this.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
   }
 

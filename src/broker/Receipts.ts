@@ -9,7 +9,12 @@
  * record says this sender cancelled already is answered `delivered` again
  * (ours): its first answer may have been lost with a connection or a broker
  * crash, and a retry must tell the sender the message's fate rather than
- * "cannot be cancelled". A control frame is queued as a
+ * "cannot be cancelled". A durable broker that restarted has replay records
+ * but no routes (they are not stored): a cancel of a message its record
+ * says was delivered goes to the live session of the id delivered it, its
+ * target's or the one its outcome names (`recordedRoute`), as it went
+ * before the restart (so does a cancel of a message whose route the bound
+ * pushed out while its record is kept). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -61,6 +66,7 @@ export class Receipts {
   private readonly mail: MailDelivery
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   private readonly forget: (messageKey: string) => void
+  private readonly liveHolder: (scopeKey: string, id: string) => Session | undefined
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
   /** Receipts along a route whose sender was away, until it registers again. */
@@ -69,17 +75,20 @@ export class Receipts {
   /**
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
    * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
+   * @param liveHolder the live session holding an id in a scope, in whichever group (Groups.liveHolder).
    */
   constructor(
     ctx: RouterContext,
     mail: MailDelivery,
     forget: (messageKey: string) => void,
-    withdrawStaged: (senderKey: string, messageId: string) => boolean
+    withdrawStaged: (senderKey: string, messageId: string) => boolean,
+    liveHolder: (scopeKey: string, id: string) => Session | undefined
   ) {
     this.ctx = ctx
     this.mail = mail
     this.forget = forget
     this.withdrawStaged = withdrawStaged
+    this.liveHolder = liveHolder
     this.routes = ctx.records.table
   }
 
@@ -188,6 +197,31 @@ export class Receipts {
     return { sender, receiver }
   }
 
+  /**
+   * For a message whose route this broker does not have — a durable broker
+   * restarted from its store, which keeps replay records but not routes —
+   * the route its replay record implies: the message was delivered
+   * (`socket_delivered`), to the session its outcome names (P49's other
+   * holder) or else to its target, and that session is live now, in the
+   * sender's scope (ids are one session per scope, whatever its group). So a
+   * cancel after a restart is carried out as it was before it; while the
+   * receiver is away it cannot be, as before. A message whose route is kept
+   * is judged by that route alone.
+   */
+  private recordedRoute(
+    sender: Session,
+    messageId: string,
+    now: number
+  ): { readonly sender: Session; readonly receiver: Session } | undefined {
+    if (this.routeOf(sender.key, messageId) !== undefined) return undefined
+    const record = this.ctx.records.get(sender.key, messageId, now)
+    const outcome = record?.outcome
+    if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
+    const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
+    if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
+    return { sender, receiver }
+  }
+
   private onReceipt(peer: Peer, raw: unknown): void {
     const frame = decodeClientFrame.message_receipt(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
@@ -237,7 +271,7 @@ export class Receipts {
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const now = this.ctx.now()
-    const route = this.liveRoute(session.key, messageId, now)
+    const route = this.liveRoute(session.key, messageId, now) ?? this.recordedRoute(session, messageId, now)
     if (route !== undefined && route.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const control = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })

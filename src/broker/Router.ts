@@ -313,7 +313,8 @@ export class Router {
       ctx,
       mail,
       (messageKey) => asks.cancelled(messageKey, ctx.now()),
-      (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
+      (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined,
+      (scopeKey, id) => groups.liveHolder(scopeKey, id)
     )
     const discovery = new Discovery(ctx, membership, (now) => asks.prune(now))
     const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))

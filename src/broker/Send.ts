@@ -36,7 +36,7 @@ import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
-import { DELIVERED, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -254,18 +254,24 @@ export class Send {
 
     // Extension `reply-error-v1`: read only when present (the plain send path pays one property read).
     const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
-    // P46: a retry of a recorded send gets the recorded answer, once the target is known. The record
-    // made for the comparison is the one kept if the send is recorded (one object per message).
+    // P46: a retry of a recorded send gets the recorded answer, once the target is known (or, when it is
+    // not, below). The record made for the comparison is the one kept if the send is recorded (one object
+    // per message).
     const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const replay = fingerprint === undefined
       ? undefined
       : this.replayed(peer, fingerprint, now, frame.to)
     if (replay !== undefined) return replay
-    if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
-      const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
-      for (let i = 0; i < stages.length; i++) {
-        const better = stages[i]!.unresolved?.(sender, to)
-        if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+    if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
+      // A target this broker does not know (yet): a durable broker that restarted, say, before it came back.
+      const stored = fingerprint === undefined ? this.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
+      if (stored !== undefined) return stored
+      if (route === undefined) {
+        const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
+        for (let i = 0; i < stages.length; i++) {
+          const better = stages[i]!.unresolved?.(sender, to)
+          if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+        }
       }
     }
     if ("refused" in resolution) {
@@ -378,7 +384,8 @@ export class Send {
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.set(recorded, DELIVERED, now)
+    // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
+    this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
     if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
@@ -455,7 +462,7 @@ export class Send {
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
     this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })
+    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }
@@ -533,6 +540,34 @@ export class Send {
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     this.answer(peer, messageId, record.outcome)
+    return "replayed"
+  }
+
+  /**
+   * P46 for a send whose target does not resolve: a retry of a recorded
+   * send, its answer lost, whose target this broker does not know now — a
+   * durable broker restarted from its store knows no session until it
+   * registers again. Its record answers it as `replayed` would when the
+   * message matches it against the record's own target (as
+   * `recordedAnswer` does): `to` cannot be compared, since nothing names
+   * the record's target now, so the id and the content decide (P46's key
+   * is the sender and the id). Undefined — the send is judged afresh, and
+   * refused — when no record is kept, the content differs, or the record's
+   * outcome is retryable. Only on the refused path: a plain send pays
+   * nothing for it.
+   */
+  private replayedUnresolved(
+    peer: Peer,
+    senderKey: string,
+    message: Message,
+    replyError: string | undefined,
+    now: number
+  ): RouteOutcome | undefined {
+    const record = this.ctx.records.get(senderKey, message.id, now)
+    if (record === undefined) return undefined
+    if (!record.outcome.ok && record.outcome.retryable) return undefined
+    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) return undefined
+    this.answer(peer, message.id, record.outcome)
     return "replayed"
   }
 

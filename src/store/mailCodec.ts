@@ -30,7 +30,11 @@ export interface StoredRecord {
 const Code = Schema.Literals(Object.values(DeliveryCode))
 
 const OutcomeSchema = Schema.Union([
-  Schema.Struct({ ok: Schema.Literal(true), delivery: Schema.Literals(["socket_delivered", "queued"]) }),
+  Schema.Struct({
+    ok: Schema.Literal(true),
+    delivery: Schema.Literals(["socket_delivered", "queued"]),
+    receiverId: Schema.optional(Schema.String)
+  }),
   Schema.Struct({ ok: Schema.Literal(false), code: Code, reason: Schema.String, retryable: Schema.Boolean })
 ])
 
@@ -112,9 +116,18 @@ export const encodeFingerprint = (f: Fingerprint): string => {
 const DELIVERED_TEXT = JSON.stringify({ ok: true, delivery: "socket_delivered" })
 const QUEUED_TEXT = JSON.stringify({ ok: true, delivery: "queued" })
 
-/** JSON text of an outcome (the two successes, which nearly every record has, as constant text). */
+/**
+ * JSON text of an outcome (the two successes, which nearly every record has, as constant text; a
+ * delivery to another session than the target's names it, `receiverId`).
+ */
 export const encodeOutcome = (outcome: Outcome): string =>
-  outcome.ok ? (outcome.delivery === "socket_delivered" ? DELIVERED_TEXT : QUEUED_TEXT) : JSON.stringify(outcome)
+  outcome.ok
+    ? outcome.receiverId !== undefined
+      ? JSON.stringify({ ok: true, delivery: outcome.delivery, receiverId: outcome.receiverId })
+      : outcome.delivery === "socket_delivered"
+      ? DELIVERED_TEXT
+      : QUEUED_TEXT
+    : JSON.stringify(outcome)
 
 /** JSON text of mail, message included. */
 export const encodeMail = (mail: Mail): string =>

@@ -116,6 +116,14 @@ export type Outcome =
      * `queued`, so after a restart a retry is answered `delivered`, queued.
      */
     readonly staged?: { readonly threadId: string; readonly deliverAt: number } | undefined
+    /**
+     * Delivered (`socket_delivered`) to another session than the one its
+     * fingerprint's `targetId` names — P49's other live holder of a departed
+     * target's name — that session's id: who was delivered it, where the
+     * receipt route (not stored) is gone, as after a restart, and a cancel
+     * must reach the receiver that has it (Receipts.ts). Stored.
+     */
+    readonly receiverId?: string | undefined
   }
   | { readonly ok: false; readonly code: DeliveryCode; readonly reason: string; readonly retryable: boolean }
 

@@ -24,6 +24,8 @@
  *           | x                    written out; always so in the first record
  *   opt     = "-" | str            bool = "-" | "0" | "1"
  *   outcome = "d" (socket_delivered) | "q" (queued)
+ *           | "r" str(receiverId)   socket_delivered to another session than
+ *                                   the target's (P49's other holder)
  *           | "f" str(code) str(reason) ("0" | "1")   a refusal, retryable or not
  *
  * Records are in the order they were committed, and the reader applies them
@@ -53,7 +55,7 @@ const opt = (s: string | undefined): string => s === undefined ? "-" : str(s)
 
 const encodeOutcome = (outcome: Outcome): string =>
   outcome.ok
-    ? (outcome.delivery === "socket_delivered" ? "d" : "q")
+    ? (outcome.delivery === "queued" ? "q" : outcome.receiverId === undefined ? "d" : `r${str(outcome.receiverId)}`)
     : `f${str(outcome.code)}${str(outcome.reason)}${outcome.retryable ? "1" : "0"}`
 
 /** A key given without its id: as the id alone when it is `recordKeyOf(sender, id)`, else whole. */
@@ -220,6 +222,7 @@ const readOutcome = (reader: Reader): Outcome => {
   const tag = reader.char()
   if (tag === "d") return { ok: true, delivery: "socket_delivered" }
   if (tag === "q") return { ok: true, delivery: "queued" }
+  if (tag === "r") return { ok: true, delivery: "socket_delivered", receiverId: reader.string() }
   if (tag !== "f") return reader.fail(`${JSON.stringify(tag)} is not an outcome`)
   const code = reader.string()
   if (!isCode(code)) return reader.fail(`${JSON.stringify(code)} is not a delivery code`)

@@ -20,7 +20,7 @@ import { encodeFrames } from "../../src/protocol/index.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
-import { gatedStore } from "../support/durable.ts"
+import { durableBroker, gatedStore } from "../support/durable.ts"
 import { advance, type MemoryNetwork, memoryNetwork, now, settle, step } from "../support/memory.ts"
 import { makeMemoryClient, memoryClientOptions, recordingWrites } from "./support.ts"
 
@@ -189,6 +189,44 @@ describe("a caller's retry after its connection was lost", () => {
 
       const outcome = yield* outcomeRightAfterReconnect(recording, sending, lostAt, stored.id)
       assert.strictEqual((yield* outcome).delivery, "queued")
+      const r3Back = yield* world.session({ sessionId: "r3" })
+      assert.strictEqual((yield* r3Back.client.next("message")).message.id, stored.id)
+      yield* r3Back.client.roundTrip
+      yield* r3Back.client.expectNothing("message")
+    }))
+
+  it.effect("a send a durable broker stored, answer lost, then the broker restarted: the re-send to a target it does not know yet is answered queued", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const { gate, store } = yield* gatedStore(disk)
+      const first = yield* world.startBroker({ idleExit: null, store })
+      const r3 = yield* world.session({ sessionId: "r3" })
+      yield* r3.client.destroy
+      const recording = recordingDialer(world)
+      const { client: a } = yield* makeMemoryClient(
+        memoryClientOptions({ address: world.address, dial: recording.dial }, A_ID, "alpha", { reconnectBaseMs: 200 })
+      )
+      yield* settle(a.connect)
+
+      const stored = message("for when you are back")
+      const sending = yield* step(a.send({ to: "r3", message: stored }))
+      assert.isUndefined(sending.pollUnsafe(), "test setup: the send was answered before its commit")
+      // The connection dies with the answer held for the commit; the commit stores the send; the broker
+      // restarts before the client reconnects, and r3 has not registered with the new one.
+      yield* step(recording.connections[0]!.link.destroy)
+      yield* step(Deferred.succeed(gate, undefined))
+      yield* first.crash
+      yield* durableBroker(world, disk, { idleExit: null })
+
+      yield* advance("1 second")
+      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
+      const outcome = sending.pollUnsafe()
+      assert.isDefined(outcome, "the send still waited a second after the reconnect")
+      if (outcome === undefined) return
+      assert.isTrue(Exit.isSuccess(outcome), `the re-send was refused: ${Exit.isFailure(outcome) ? Cause.pretty(outcome.cause) : ""}`)
+      if (Exit.isSuccess(outcome)) assert.strictEqual(outcome.value.delivery, "queued")
+      assert.strictEqual(sendsOn(recording, 1, stored.id), 1, "the message id was written more than once on the new connection")
       const r3Back = yield* world.session({ sessionId: "r3" })
       assert.strictEqual((yield* r3Back.client.next("message")).message.id, stored.id)
       yield* r3Back.client.roundTrip

@@ -52,6 +52,7 @@ describe("mailCodec", () => {
       DELIVERED,
       QUEUED,
       { ok: true, delivery: "socket_delivered" },
+      { ok: true, delivery: "socket_delivered", receiverId: "bob-2" },
       { ok: false, code: "E_DELIVERY_EXPIRED", reason: "expired \"now\"", retryable: false }
     ]
     for (const outcome of outcomes) assert.strictEqual(encodeOutcome(outcome), JSON.stringify(outcome))

@@ -23,6 +23,7 @@ const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.doubl
 const outcomeArb = fc.oneof(
   fc.constant({ ok: true, delivery: "socket_delivered" } as const),
   fc.constant({ ok: true, delivery: "queued" } as const),
+  fc.record({ ok: fc.constant(true as const), delivery: fc.constant("socket_delivered" as const), receiverId: text }),
   fc.record({
     ok: fc.constant(false as const),
     code: fc.constantFrom(...Object.values(DeliveryCode)),
@@ -116,7 +117,9 @@ const grammarText = (records: ReadonlyArray<StoredRecord>): string => {
     text += p?.fingerprint.targetId === f.targetId ? "^" : str(f.targetId)
     text += `${f.textLength},${f.textHash},${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},`
     text += `${opt(f.replyTo)}${f.expectsReply === undefined ? "-" : f.expectsReply ? "1" : "0"}${opt(f.supersedes)}${opt(f.retryOf)}`
-    text += o.ok ? (o.delivery === "socket_delivered" ? "d" : "q") : `f${str(o.code)}${str(o.reason)}${o.retryable ? "1" : "0"}`
+    text += o.ok
+      ? (o.delivery === "queued" ? "q" : o.receiverId === undefined ? "d" : `r${str(o.receiverId)}`)
+      : `f${str(o.code)}${str(o.reason)}${o.retryable ? "1" : "0"}`
   })
   return text
 }

@@ -1,0 +1,216 @@
+/**
+ * A durable broker that restarted answers a sender's retry from what it
+ * stored (P46's replay records), before the sessions it routed to come
+ * back: a resend whose target the new broker does not know yet gets the
+ * message's stored fate, not `E_TARGET_NOT_FOUND`; a cancel of a message
+ * delivered before the restart, whose receipt route was not stored, is
+ * carried out as it would have been before it. Over the in-memory network,
+ * with a memory store playing the disk (../support/durable.ts).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect } from "effect"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { GROUPS_V1 } from "../../src/protocol/features.ts"
+import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { ackFor, message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+
+/**
+ * A durable broker over a memory disk with alice and bob registered, alice's
+ * message to bob delivered, read and its mail's delete committed: after a
+ * crash only its replay record is left of it.
+ */
+const deliveredThenCrash = (text: string) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    const disk = makeMemoryMailState()
+    const first = yield* durableBroker(world, disk)
+    const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+    const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+    const msg = message(text)
+    assertDelivered(yield* send(alice.client, "bob", msg))
+    yield* messageFor(bob.client, msg.id)
+    yield* advance(LAZY_FLUSH)
+    yield* first.crash
+    yield* durableBroker(world, disk)
+    return { world, disk, msg }
+  })
+
+/** A durable broker over a memory disk with alice registered and bob gone (his client destroyed). */
+const bobAway = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  const disk = makeMemoryMailState()
+  const first = yield* durableBroker(world, disk)
+  const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+  const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+  yield* bob.client.destroy
+  yield* settled([alice.client])
+  return { world, disk, first, alice }
+})
+
+/** The bare refusal of a cancel (P71). */
+const cannotCancel = (messageId: string): { readonly type: "delivery_failed"; readonly messageId: string; readonly reason: string } => ({
+  type: "delivery_failed",
+  messageId,
+  reason: "Message cannot be cancelled by this session"
+})
+
+describe("durable broker restarted: a resend to a target it does not know yet", () => {
+  it.effect("of a message delivered and read before the crash is answered delivered, and not delivered again", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("exactly once")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* settled([alice.client], [bob.client])
+      yield* bob.client.expectNothing("message")
+    }))
+
+  it.effect("of a message queued before the crash is answered queued, and bob gets it once", () =>
+    Effect.gen(function*() {
+      const { world, disk, first, alice } = yield* bobAway
+      const msg = message("while you were out")
+      assertDelivered(yield* send(alice.client, "bob", msg), "queued")
+      yield* first.crash
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      assertDelivered(yield* send(alice2.client, "bob", msg), "queued")
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* messageFor(bob.client, msg.id)
+      yield* settled([alice2.client], [bob.client])
+      yield* bob.client.expectNothing("message")
+    }))
+
+  it.effect("of a message cancelled before the crash is answered E_DELIVERY_CANCELLED", () =>
+    Effect.gen(function*() {
+      const { world, disk, first, alice } = yield* bobAway
+      const msg = message("never mind")
+      assertDelivered(yield* send(alice.client, "bob", msg), "queued")
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* first.crash
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      assertFailed(yield* send(alice2.client, "bob", msg), "E_DELIVERY_CANCELLED", "Sender cancelled the queued delivery")
+    }))
+
+  it.effect("is matched by id and content against the record's own target: another `to` cannot be told apart", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("to bob")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      // Neither name resolves now: the record's target (bob) cannot be compared with `to`.
+      assertDelivered(yield* send(alice.client, "carol", msg))
+    }))
+
+  it.effect("under a kept id with other content is judged afresh: E_TARGET_NOT_FOUND", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("the first text")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      assertFailed(yield* send(alice.client, "bob", { ...msg, content: { text: "another text" } }), "E_TARGET_NOT_FOUND")
+    }))
+})
+
+describe("durable broker restarted: a cancel of a message delivered before the crash", () => {
+  it.effect("with both sides back, reaches the receiver as message_control and is answered delivered; a resend then hears E_DELIVERY_CANCELLED", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("take it back")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      const control = yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      assert.strictEqual(control.control.action, "cancel")
+      assert.strictEqual(control.from.id, "alice")
+      // Its replay record now says so.
+      assertFailed(yield* send(alice.client, "bob", msg), "E_DELIVERY_CANCELLED", "Sender cancelled the delivery")
+    }))
+
+  it.effect("while the receiver is away, cannot be cancelled, as before the restart, and a resend still hears delivered", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("too late")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
+      assertDelivered(yield* send(alice.client, "bob", msg))
+    }))
+
+  it.effect("reaches the receiver's id registered again in another group of the scope (one session per id in a scope)", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("wherever you are")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "elsewhere" } })
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+    }))
+
+  it.effect("delivered to P49's other holder of its target's name reaches that holder, not a session of the target's id", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      yield* bob1.client.destroy
+      yield* settled([alice.client])
+      const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      // Addressed to the departed bob-1; the only other live holder of its name and directory takes it (P49).
+      const msg = message("for whichever bob")
+      assertDelivered(yield* send(alice.client, "bob-1", msg))
+      yield* messageFor(bob2.client, msg.id)
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
+      yield* bob1Back.client.expectNothing("message_control")
+    }))
+
+  it.effect("handled but not committed before the crash, when retried after it, is carried out again and answered delivered", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const memory = makeMemory(disk)
+      const gate = yield* Deferred.make<void>()
+      let stalled = false
+      // From `stalled` on, commits wait for `gate`, opened only once the disk is down: the cancel's record is
+      // not stored when the broker dies.
+      const store: MailStoreService = {
+        ...memory,
+        commit: (batch) =>
+          stalled ? Effect.andThen(Deferred.await(gate), Effect.suspend(() => memory.commit(batch))) : memory.commit(batch)
+      }
+      const first = yield* world.startBroker({ store })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const msg = message("withdrawn twice")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* advance(LAZY_FLUSH)
+      stalled = true
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      // The control goes to bob at once; alice's answer waits for the commit that never comes.
+      yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      disk.down = true
+      yield* Deferred.succeed(gate, undefined)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      const control = yield* bob2.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      assert.strictEqual(control.control.action, "cancel")
+    }))
+})
