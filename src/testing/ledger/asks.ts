@@ -1,7 +1,8 @@
 /**
  * Hosts and asks: what each simulated host was handed (checked for
- * duplicates, routing and order), and how each ask settled — exactly once,
- * by a reply that answers it, from the session it asked.
+ * duplicates, routing and order, and against what its client took after its
+ * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
+ * a reply that answers it, from the session it asked.
  */
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
