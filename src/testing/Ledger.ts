@@ -9,12 +9,14 @@
  * driver call into it between two yields, like the broker's Router. This
  * class is the ledger's face; its memory is `ledger/state.ts`, and each
  * concern is a module of `ledger/`: the trace, the wire taps, order, hosts
- * and asks, departures (ledger/departure.ts), and the fates at the end of a
+ * and asks, departures (ledger/departure.ts), frames a client took after
+ * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
+import { takenAfterDrop } from "./ledger/dropped.ts"
 import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
@@ -147,7 +149,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, heldAtRegister: undefined, settlesUnanswered: new Set() })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, settlesUnanswered: new Set() })
   }
 
   /** The broker's side of link `id` saw it end. */
@@ -251,6 +253,15 @@ export class Ledger {
     this.departures.clientRead(this.state, linkId, frames)
     const owner = this.state.links.get(linkId)?.owner
     if (owner !== undefined) this.topics.read(this.state, linkId, owner, frames)
+  }
+
+  /**
+   * The client of link `linkId` got `frames` from its reader after it had
+   * dropped that connection itself: not read, but remembered, so a session
+   * handed one of their messages is caught (`handed-after-drop`, ledger/dropped.ts).
+   */
+  clientTookAfterDrop(linkId: number, frames: ReadonlyArray<string>): void {
+    takenAfterDrop(this.state, linkId, frames)
   }
 
   // -------------------------------------------------------------------------

@@ -175,7 +175,11 @@ export class SimLink {
         // stalled): the ledger counted them lost with the destroy. The program still gets them, as a process
         // gets what its `read` took before the close; what it does with them is its own (a client granted
         // `received-v1` does not hand them on: the broker requeues them, or withdraws what was cancelled).
-        if (this.destroyed[side]) return Effect.succeed(frames)
+        // The ledger remembers a client's, to judge what its session is handed (`handed-after-drop`).
+        if (this.destroyed[side]) {
+          if (side === "client") this.ledger.clientTookAfterDrop(this.id, frames)
+          return Effect.succeed(frames)
+        }
         removeDelivered(this.inFlight[side], frames)
         const taken = inputFault === undefined ? frames : inputFault(this.id, frames)
         if (side === "client") this.ledger.clientRead(this.id, taken)

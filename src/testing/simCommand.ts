@@ -144,7 +144,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "topic-double-interrupt": true,
   "membership-view": true,
   "control-before-message": true,
-  "cancel-unheard": true
+  "cancel-unheard": true,
+  "handed-after-drop": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

@@ -10,10 +10,8 @@
  * milliseconds now (`sleepWhole`). Here the broker's clock records every
  * sleep asked of it, and none may be under a millisecond: the replace
  * staging fiber (`delivery-v1`), the live view's (`observe-v1`) and the
- * registration timeout's (P15). The ask expiry fiber's own test is
- * ask-expiry-fraction.test.ts. The idle watcher's sleeps (P92) are rounded
- * the same way but not tested here: no case was built that wakes it a
- * fraction short of its deadline.
+ * registration timeout's (P15), and the idle watcher's (P92). The ask expiry
+ * fiber's own test is ask-expiry-fraction.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Queue, Stream } from "effect"
@@ -104,6 +102,23 @@ describe("the broker's timer fibers and deadlines a fraction of a millisecond ap
       yield* TestClock.setTime(start + FRACTION)
       yield* broker.connect("second")
       yield* advance(timeout + 1)
+      noShortSleeps(recorded.sleeps)
+    }))
+
+  it.effect("idle exit: a session that registered and left 0.4 ns after startup, and the broker never sleeps less than a millisecond", () =>
+    Effect.gen(function*() {
+      const recorded = recordingClock(yield* Clock.Clock)
+      const idle = 1_000
+      const broker = yield* withMemoryBroker({ idleExit: idle, brokerClock: recorded.clock })
+      const exit = yield* Effect.forkChild(broker.broker.idleExit, { startImmediately: true })
+      const start = yield* Clock.currentTimeMillis
+      // The watcher sleeps toward startup + idle; the leave 0.4 ns later moves the idle period's start,
+      // so, woken at the first deadline, it has 0.4 ns to sleep.
+      yield* TestClock.setTime(start + FRACTION)
+      const a = yield* broker.session(modern("a"))
+      yield* a.client.destroy
+      yield* advance(idle + 1)
+      assert.isDefined(exit.pollUnsafe(), "the broker did not exit within a millisecond of its idle deadline")
       noShortSleeps(recorded.sleeps)
     }))
 })

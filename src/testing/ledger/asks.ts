@@ -1,10 +1,12 @@
 /**
  * Hosts and asks: what each simulated host was handed (checked for
- * duplicates, routing and order), and how each ask settled — exactly once,
- * by a reply that answers it, from the session it asked.
+ * duplicates, routing and order, and against what its client took after its
+ * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
+ * a reply that answers it, from the session it asked.
  */
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
+import { checkHandedAfterDrop } from "./dropped.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
 import { type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
@@ -34,6 +36,7 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
   const record = recordFrom(state, message.id, fromId)
   note(state, `${nameOf(state, receiver)} ← ${alias(state, message.id)} from ${nameOf(state, fromId)} (${intent}) "${clip(message.content.text)}"`)
   if (record === undefined) return
+  checkHandedAfterDrop(state, record, receiver, `${nameOf(state, receiver)}'s host`)
   record.hostDeliveries++
   if (record.hostDeliveries === 1 && rescuedNow(state, record)) record.rescued = true
   const clients = new Set(record.reads.map((read) => read.client))
@@ -121,6 +124,7 @@ export const askEnded = (
   }
   const message = state.messages.get(reply.message.id)
   if (message === undefined) return
+  checkHandedAfterDrop(state, message, record.asker, `${nameOf(state, record.asker)}'s ${askAlias}`)
   message.hostDeliveries++
   if (message.hostDeliveries === 1 && rescuedNow(state, message)) message.rescued = true
   check(state, message.hostDeliveries === 1, "duplicate-delivery", () =>

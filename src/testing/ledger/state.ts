@@ -7,6 +7,7 @@
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
 import type { Message } from "../../protocol/frames.ts"
 import type { DeliveryNote } from "./delivery.ts"
+import type { TakenAfterDrop } from "./dropped.ts"
 import type { AskOutcome, LedgerOptions, SessionMeta, Violation } from "./types.ts"
 
 /** A `message_control` a client read (ledger/controls.ts). */
@@ -117,6 +118,8 @@ export interface LinkRecord {
   replacedWithoutRejoin: boolean | undefined
   /** Whether its `register`, as the broker read it, asked for `rejoin-v1`; undefined until the broker reads one. */
   rejoin: boolean | undefined
+  /** Whether the broker granted it `received-v1` (in `registered`, as its client read it); false until then. */
+  receivedV1: boolean
   /**
    * The other registered connections of its session the broker had not seen
    * end when it read this connection's `register`: the ones a takeover by it
@@ -297,6 +300,12 @@ export interface LedgerState {
   rescueStartedAt: number
   /** Cancels and controls on the wire (ledger/controls.ts). */
   readonly controls: ControlState
+  /**
+   * Message frames (by message id) a `received-v1` client took off a
+   * connection after it had dropped that connection itself: not read
+   * (ledger/dropped.ts).
+   */
+  readonly takenAfterDrop: Map<string, Array<TakenAfterDrop>>
   acceptSeq: number
   readSeq: number
   checkCount: number
@@ -331,6 +340,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   rescuing: false,
   rescueStartedAt: 0,
   controls: makeControlState(),
+  takenAfterDrop: new Map(),
   acceptSeq: 0,
   readSeq: 0,
   checkCount: 0,

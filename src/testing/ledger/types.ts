@@ -182,6 +182,16 @@ export type ViolationKind =
    * (ledger/controls.ts).
    */
   | "cancel-unheard"
+  /**
+   * A session (its host, or an ask waiting for a reply) was handed a message
+   * no client of it had read on a connection it held: the only copies its
+   * clients took came off a connection after they had dropped it themselves
+   * (a failed liveness probe). Under `received-v1` such a message is the
+   * broker's — it goes to the session's next connection, or is withdrawn
+   * when its sender cancelled it — so the client must not hand it on
+   * (ledger/dropped.ts; seed 10425).
+   */
+  | "handed-after-drop"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {

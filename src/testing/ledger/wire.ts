@@ -25,7 +25,7 @@
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import { REJOIN_V1 } from "../../protocol/features.ts"
+import { RECEIVED_V1, REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
@@ -489,6 +489,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       }
       link.registered = true
       link.registeredAt = state.now()
+      link.receivedV1 = frame.features?.includes(RECEIVED_V1) === true
       return
     }
     case "delivery_queued":
