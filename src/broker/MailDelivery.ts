@@ -373,7 +373,10 @@ export class MailDelivery {
    * A message that was on its way to a connection that closed: to the
    * session's new connection if it is already back (a takeover: the old
    * connection's leftovers must not sit in the mailbox while the session is
-   * live); for a short-lived session that ended by `unregister`, failed
+   * live) — but one its sender cancelled or superseded on its way only when
+   * that connection's client instance was given it (its route says so,
+   * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
+   * nor to the mailbox; for a short-lived session that ended by `unregister`, failed
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back

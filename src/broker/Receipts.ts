@@ -9,7 +9,8 @@
  * record says this sender cancelled already is answered `delivered` again
  * (ours): its first answer may have been lost with a connection or a broker
  * crash, and a retry must tell the sender the message's fate rather than
- * "cannot be cancelled". A control frame is queued as a
+ * "cannot be cancelled" — and the receiver, told once, is not sent the
+ * control again. A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -35,6 +36,19 @@
  * a takeover (P16) — so whoever registers it is that session here too. A
  * receipt for a sender that is away is held for its return (HeldReceipts.ts);
  * a cancel or supersede needs both sides live, as it is answered at once.
+ *
+ * A route also records the client instance given its message
+ * (`OutboundRecord.receiverInstance`, `Session.instance`): a takeover by
+ * another client is a new instance, which never got the messages routed to
+ * the old one, and cannot act on a cancel or supersede of them (review
+ * ctl2). A cancel or supersede goes to the session's connection only when
+ * it may hold the message (`reaches`): the instance given it — the route
+ * moves on when the message is handed on there (`handedOn`) — or one a
+ * takeover's custody hold keeps the control for, behind the message the old
+ * close may give back. Otherwise a cancel is answered "cannot be cancelled"
+ * (the message was delivered, to an instance that is gone), and a
+ * supersede delivers its new message alone. A withdrawn message goes back
+ * only to the instance its route names (`given`, MailDelivery.requeue).
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
