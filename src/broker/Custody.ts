@@ -43,8 +43,10 @@
  * before it in the same close — without it that instance got a message its
  * sender had been told it withdrew; without the message (its old client
  * confirmed it, or it is an ask that is over) the control is dropped, as
- * that instance cannot act on it (MailDelivery.giveBack). With the session
- * away it is dropped (MailDelivery.takeBack).
+ * that instance cannot act on it (MailDelivery.giveBack). A message its
+ * sender withdrew is given back to no new instance (its route names the
+ * old one: MailDelivery.requeue), so its control, in the same custody, is
+ * dropped with it. With the session away it is dropped (MailDelivery.takeBack).
  *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per

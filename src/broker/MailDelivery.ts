@@ -122,6 +122,14 @@ export interface MailAsks {
   readonly openStaged: (mail: Mail, now: number) => void
 }
 
+/** What the mailbox needs of the receipt routes (Receipts.ts): which client instance was given a message. */
+export interface MailRoutes {
+  /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
+  readonly given: (mail: Mail, receiver: Session) => boolean
+  /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
+  readonly handedOn: (mail: Mail, receiver: Session) => void
+}
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
@@ -142,17 +150,20 @@ export class MailDelivery {
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
   /**
    * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
+   * @param routes the receipt routes' record of which client instance was given a message (Receipts.ts).
    */
   constructor(
     ctx: RouterContext,
     flushed: (mail: Mail, receiver: Session, now: number) => void,
-    asks: MailAsks
+    asks: MailAsks,
+    routes: MailRoutes
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -163,6 +174,7 @@ export class MailDelivery {
     })
     this.flushed = flushed
     this.asks = asks
+    this.routes = routes
   }
 
   /** Messages held for absent sessions. */
@@ -361,7 +373,10 @@ export class MailDelivery {
    * A message that was on its way to a connection that closed: to the
    * session's new connection if it is already back (a takeover: the old
    * connection's leftovers must not sit in the mailbox while the session is
-   * live); for a short-lived session that ended by `unregister`, failed
+   * live) — but one its sender cancelled or superseded on its way only when
+   * that connection's client instance was given it (its route says so,
+   * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
+   * nor to the mailbox; for a short-lived session that ended by `unregister`, failed
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
@@ -407,9 +422,16 @@ export class MailDelivery {
       this.dropStale(outbound.mail)
       return false
     }
+    // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
+    // it): not queued again, and not given to a client instance it was not given before the withdrawal.
+    const withdrawn = this.withdrawnOnTheWay(outbound.mail)
     const live = this.ctx.registry.byKey.get(outbound.to)
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+      // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
+      // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
+      if (withdrawn && !this.routes.given(outbound.mail, live)) return false
       this.ctx.output.forceEnqueue(live.peer, outbound)
+      this.routes.handedOn(outbound.mail, live)
       return true
     }
     // A short-lived session that ended by `unregister` will not come back for it.
@@ -421,9 +443,8 @@ export class MailDelivery {
     // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
     // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
     if (this.ctx.output.holds.keepWhileAway(outbound)) return false
-    // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
-    // it): the control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
-    if (this.withdrawnOnTheWay(outbound.mail)) return false
+    // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
+    if (withdrawn) return false
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {

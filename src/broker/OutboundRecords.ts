@@ -51,6 +51,7 @@ import { randomInt } from "node:crypto"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+import type { SessionInstance } from "./Registry.ts"
 import { highOf, joined, lowOf } from "./SplitNumber.ts"
 
 /** The outcome field of a record whose replay part is not kept: never answered to anyone. */
@@ -156,6 +157,11 @@ export class OutboundRecord implements Fingerprint {
   // --- The receipt route (P70) ----------------------------------------------------
   /** The registry key of the session it was delivered to (the sender's is `senderKey`). */
   receiverKey = ""
+  /**
+   * The client instance of that session it was given to (`Session.instance`): where it was routed, or
+   * handed on to since (a takeover's hand-over, a closed connection's give-back). A small integer.
+   */
+  receiverInstance: SessionInstance = 0
   private routedAtHigh = 0
   private routedAtLow = 0
   olderRoute: OutboundRecord | undefined = undefined
@@ -460,14 +466,16 @@ export class OutboundRecords {
 
   /**
    * Keeps the route part (P70) of `record` (claimed: the table's record of
-   * its sender and id) to the session of `receiverKey` as the newest route;
-   * a kept one moves to the back.
+   * its sender and id) to the session of `receiverKey`, given to its client
+   * instance `receiverInstance`, as the newest route; a kept one moves to
+   * the back.
    */
-  keepRoute(record: OutboundRecord, receiverKey: string, at: number): void {
+  keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number): void {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
     record.parts |= ROUTED
     record.receiverKey = receiverKey
+    record.receiverInstance = receiverInstance
     record.routedAt = at
     record.olderRoute = this.newestRouteEntry
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record

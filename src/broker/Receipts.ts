@@ -9,12 +9,15 @@
  * record says this sender cancelled already is answered `delivered` again
  * (ours): its first answer may have been lost with a connection or a broker
  * crash, and a retry must tell the sender the message's fate rather than
- * "cannot be cancelled". A durable broker that restarted has replay records
- * but no routes (they are not stored): a cancel of a message its record
- * says was delivered goes to the live session of the id delivered it, its
- * target's or the one its outcome names (`recordedRoute`), as it went
- * before the restart (so does a cancel of a message whose route the bound
- * pushed out while its record is kept). A control frame is queued as a
+ * "cannot be cancelled" — and the receiver, told once, is not sent the
+ * control again. A durable broker that restarted has replay records but no
+ * routes (they are not stored): a cancel of a message its record says was
+ * delivered goes to the live session of the id delivered it, its target's
+ * or the one its outcome names (`recordedRoute`), as it went before the
+ * restart (so does a cancel of a message whose route the bound pushed out
+ * while its record is kept) — unless that session was taken over by another
+ * client instance since this broker started, which cannot hold the message
+ * (`UNKNOWN_INSTANCE`). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -40,6 +43,19 @@
  * a takeover (P16) — so whoever registers it is that session here too. A
  * receipt for a sender that is away is held for its return (HeldReceipts.ts);
  * a cancel or supersede needs both sides live, as it is answered at once.
+ *
+ * A route also records the client instance given its message
+ * (`OutboundRecord.receiverInstance`, `Session.instance`): a takeover by
+ * another client is a new instance, which never got the messages routed to
+ * the old one, and cannot act on a cancel or supersede of them (review
+ * ctl2). A cancel or supersede goes to the session's connection only when
+ * it may hold the message (`reaches`): the instance given it — the route
+ * moves on when the message is handed on there (`handedOn`) — or one a
+ * takeover's custody hold keeps the control for, behind the message the old
+ * close may give back. Otherwise a cancel is answered "cannot be cancelled"
+ * (the message was delivered, to an instance that is gone), and a
+ * supersede delivers its new message alone. A withdrawn message goes back
+ * only to the instance its route names (`given`, MailDelivery.requeue).
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -51,7 +67,7 @@ import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import { mayHold, type Session, UNKNOWN_INSTANCE } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
@@ -122,15 +138,19 @@ export class Receipts {
     beforeDelivery: (attempt, target) => {
       const { message, sender } = attempt
       if (message.supersedes === undefined) return
+      // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
+      // gets the new message alone, and the old one never: MailDelivery.requeue).
+      const route = this.routeOf(sender.key, message.supersedes)
       // Kept behind the superseded message wherever that still waits for the receiver (ControlFrame.ts).
-      const control = Encode.controlFrame(sender.infoJson, {
+      const text = Encode.controlFrame(sender.infoJson, {
         messageId: message.supersedes,
         action: "supersede",
         supersededBy: message.id,
         timestamp: attempt.now
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
-      this.ctx.output.enqueue(target.peer, new ControlFrame(control, target.key, sender.key, sender.presentSince, messageKey))
+      const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey)
+      if (route !== undefined && this.reaches(route, target, control)) this.ctx.output.enqueue(target.peer, control)
       this.ctx.records.rewrite(sender.key, message.supersedes, {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -149,7 +169,7 @@ export class Receipts {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
-    routes.keepRoute(claimed, receiver.key, now)
+    routes.keepRoute(claimed, receiver.key, receiver.instance, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
@@ -158,12 +178,57 @@ export class Receipts {
     }
   }
 
+  /**
+   * `mail`, routed to an earlier connection of `receiver`'s session, was
+   * handed on to `receiver`'s connection (a takeover's hand-over, a closed
+   * connection's give-back: MailDelivery.requeue): its route records that
+   * client instance as the one given it, so its sender's cancel or
+   * supersede reaches it there. A look-up, on those paths only.
+   */
+  handedOn(mail: Mail, receiver: Session): void {
+    const route = this.routeOf(mail.senderKey, mail.message.id)
+    if (route !== undefined && route.receiverKey === receiver.key) route.receiverInstance = receiver.instance
+  }
+
+  /**
+   * Whether `receiver`'s client instance was given `mail` (its route says
+   * so): a message its sender cancelled or superseded on its way goes back
+   * only to that instance, never to a new one (MailDelivery.requeue). False
+   * when the route is gone.
+   */
+  given(mail: Mail, receiver: Session): boolean {
+    const route = this.routeOf(mail.senderKey, mail.message.id)
+    return route !== undefined && route.receiverKey === receiver.key && mayHold(route.receiverInstance, receiver.instance)
+  }
+
   prune(now: number): void {
     const cutoff = now - HOUR - 1
     for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
       this.routes.dropRoute(oldest)
     }
     this.held.expire(now)
+  }
+
+  /**
+   * Whether a control about `route`'s message (`control`) may go to the
+   * `receiver` now registered under its key — the rule OutputEnd.handOver
+   * keeps for controls in the old outbox at a takeover. Yes when that client
+   * instance was given the message (`OutboundRecord.receiverInstance`:
+   * routed there, or handed on there since, `handedOn`), or when a
+   * takeover's custody hold on its connection covers the message's sender
+   * (CustodyHold.ts): the old connection may still give the message back at
+   * its close, and the control waits behind the hold. The route then names
+   * this instance, so the message, given back, goes on to it (withdrawn, it
+   * goes only to an instance its route names: MailDelivery.requeue), with
+   * the control after it. Otherwise the message went to an instance that is
+   * gone: a takeover's new one never got it from here and cannot act on a
+   * cancel or supersede of it.
+   */
+  private reaches(route: OutboundRecord, receiver: Session, control: ControlFrame): boolean {
+    if (mayHold(route.receiverInstance, receiver.instance)) return true
+    if (this.ctx.output.holds.holdOf(receiver.peer, control) === undefined) return false
+    route.receiverInstance = receiver.instance
+    return true
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
@@ -219,6 +284,8 @@ export class Receipts {
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
+    // Taken over by another client instance since this broker started: not the one given the message.
+    if (receiver.instance !== UNKNOWN_INSTANCE) return undefined
     return { sender, receiver }
   }
 
@@ -271,11 +338,26 @@ export class Receipts {
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const now = this.ctx.now()
-    const route = this.liveRoute(session.key, messageId, now) ?? this.recordedRoute(session, messageId, now)
-    if (route !== undefined && route.sender === session) {
+    // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
+    // broker that crashed after storing it) is answered as the first was, so the sender learns the fate —
+    // and the receiver, told once, is not sent the control again.
+    const kept = records.get(session.key, messageId, now)
+    if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
+      this.ctx.journal?.mark(peer)
+      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+    }
+    const route = this.routeOf(session.key, messageId)
+    const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
+    if (live !== undefined && live.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
-      const control = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
-      output.enqueue(route.receiver.peer, new ControlFrame(control, route.receiver.key, session.key, session.presentSince, key))
+      const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
+      const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key)
+      // Given to a client instance that is gone (the session taken over since): the new one cannot act on
+      // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
+      if (route !== undefined && !this.reaches(route, live.receiver, control)) {
+        return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+      }
+      output.enqueue(live.receiver.peer, control)
       this.forget(key)
       records.rewrite(session.key, messageId, {
         ok: false,
@@ -283,13 +365,6 @@ export class Receipts {
         reason: Reason.cancelled,
         retryable: false
       })
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
-    }
-    // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
-    // broker that crashed after storing it) is answered as the first was, so the sender learns the fate.
-    const kept = records.get(session.key, messageId, now)
-    if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
       this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }

@@ -56,7 +56,8 @@ import {
   DEFAULT_GROUP,
   groupOf,
   groupSpaceKey,
-  spaceKeyOf
+  spaceKeyOf,
+  UNKNOWN_INSTANCE
 } from "./Registry.ts"
 import { closePeer, endTakenOver, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
@@ -135,6 +136,8 @@ export class Registration {
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
   private observers = 0
+  /** Takeovers by another client instance so far: the last `Session.instance` one was given. */
+  private instances = 0
   /**
    * Sessions taken over from another group (still live until their connection closes): their
    * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`) — that is
@@ -351,6 +354,8 @@ export class Registration {
       endpointEpoch,
       presentSince: 0, // Membership.joined sets it
       order: previous?.order ?? registry.nextOrder(),
+      // The client's own rejoin is its holder's instance; a takeover by another client, a new one.
+      instance: previous === undefined ? UNKNOWN_INSTANCE : rejoin ? previous.instance : ++this.instances,
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
       realCwd,

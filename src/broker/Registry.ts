@@ -31,6 +31,27 @@ export interface SessionFields {
   contextWindow: number | undefined
 }
 
+/**
+ * Which client instance holds a session, as a number: a new one at a
+ * takeover of a live session (P16) by another client, the holder's at the
+ * client's own rejoin (`rejoin-v1`, the same `instanceId`), and
+ * `UNKNOWN_INSTANCE` at a registration with no session live under its id —
+ * the broker cannot tell that client from the one it had: its reconnect
+ * after a drop, or a new process of it that restores what the last one
+ * accepted (a host journal), so it takes it for any earlier one.
+ */
+export type SessionInstance = number
+
+/** The `SessionInstance` of a registration that took over no live session. */
+export const UNKNOWN_INSTANCE = 0
+
+/**
+ * Whether `receiver`, the client instance holding a session now, may be the
+ * one that was given a message its route records as given to `given`.
+ */
+export const mayHold = (given: SessionInstance, receiver: SessionInstance): boolean =>
+  given === receiver || receiver === UNKNOWN_INSTANCE
+
 /** A live registered session: identity, fields, its connection, and what is cached for the hot path. */
 export interface Session {
   readonly key: string
@@ -52,6 +73,13 @@ export interface Session {
   presentSince: number
   /** Broker registration order; a takeover inherits it (P16). */
   readonly order: number
+  /**
+   * The client instance that holds it (`SessionInstance`): a receipt route
+   * records the one its message was given to (Receipts.ts), and a cancel or
+   * supersede goes to a takeover's new instance only about a message it
+   * was given.
+   */
+  readonly instance: SessionInstance
   readonly fields: SessionFields
   infoJson: string
   /** `path.resolve` + `realpath` of cwd, for the mailbox identity (P49). */

@@ -308,6 +308,9 @@ export class Router {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
       openStaged: (staged, at) => asks.openStaged(staged, at)
+    }, {
+      given: (given, receiver) => receipts.given(given, receiver),
+      handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     })
     const receipts = new Receipts(
       ctx,

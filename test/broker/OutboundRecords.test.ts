@@ -115,7 +115,7 @@ describe("OutboundRecords", () => {
           case "route": {
             now += step.dt
             const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, IDS[step.id]!, undefined))
-            table.keepRoute(claimed, "receiver", now)
+            table.keepRoute(claimed, "receiver", 1, now)
             routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
             routes.push({ key: keyOf(step.sender, step.id), at: now })
             break
@@ -196,7 +196,7 @@ describe("OutboundRecords", () => {
   it("a record leaving an id other senders share leaves theirs in the table", () => {
     const table = new OutboundRecords()
     const records = ["a", "b", "c"].map((sender) => table.claim(OutboundRecord.of(sender, "t", messageOf("1"), undefined)))
-    for (const record of records) table.keepRoute(record, "receiver", 1)
+    for (const record of records) table.keepRoute(record, "receiver", 1, 1)
     table.dropRoute(records[2]!)
     expect(table.find("a", "1")).toBe(records[0])
     expect(table.find("b", "1")).toBe(records[1])
@@ -215,7 +215,7 @@ describe("OutboundRecords", () => {
       const table = new OutboundRecords(SEED)
       const records = [first, second].map((id) => table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined)))
       const shared = table.claim(OutboundRecord.of("b", "t", messageOf(second), undefined))
-      for (const record of [...records, shared]) table.keepRoute(record, "receiver", 1)
+      for (const record of [...records, shared]) table.keepRoute(record, "receiver", 1, 1)
       expect(table.find("a", first)).toBe(records[0])
       expect(table.find("a", second)).toBe(records[1])
       expect(withId(table, second)).toEqual([records[1], shared])

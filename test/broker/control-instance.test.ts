@@ -1,0 +1,242 @@
+/**
+ * Review ctl2: a sender's cancel or supersede (`message_control`) reaches
+ * only the client instance that was given the message it is about.
+ *
+ * A receipt route names the receiver by session, and once named it by
+ * session only: a cancel after another instance took the session over
+ * (P16, a new `instanceId`) was written to that instance, which never got
+ * the message — its client would take the cancel of an unknown id for a
+ * message and answer the sender. Now the route records the instance given
+ * the message (`OutboundRecord.receiverInstance`; moved on when the message
+ * is handed on to the new connection), and a cancel the new instance cannot
+ * act on is answered "cannot be cancelled" (the message was delivered to an
+ * instance that is gone) — while the client's own rejoin, or a registration
+ * with no session live (its reconnect, which the broker cannot tell from
+ * another client), still gets it. A cancel repeated on a message
+ * cancelled already is answered as the first was without a second control,
+ * and a message whose sender withdrew it never goes to a new instance.
+ *
+ * On a Router driven by hand (no fibers): writes complete at once (or, for
+ * a stuck connection, never), and each connection's frames are recorded.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { Reason } from "../../src/protocol/delivery.ts"
+import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
+const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
+
+/** A frame as far as these tests read it. */
+interface Seen {
+  readonly type: string
+  readonly messageId?: string
+  readonly reason?: string
+  readonly message?: { readonly id: string }
+  readonly control?: { readonly action: string; readonly messageId: string }
+}
+
+/**
+ * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
+ * `features`); every connection's written frames are kept, parsed.
+ * `stick()` makes b-1's writes never complete from then on (its socket
+ * takes none of them).
+ */
+const world = (features: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({})
+    const written = new Map<Peer, Array<Seen>>()
+    let stuck = false
+    const connect = (id: number, stuckable = false): Peer => {
+      const frames: Array<Seen> = []
+      const peer = attach({
+        ...fakeConnection(id, false),
+        // A stuck write's socket took none of it: the close gives it back.
+        unfinishedWrite: () => (stuckable && stuck ? 0 : undefined),
+        write: (out: ReadonlyArray<OutFrame>) => {
+          if (stuckable && stuck) return Effect.never
+          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
+          return undefined
+        }
+      })
+      written.set(peer, frames)
+      return peer
+    }
+    const b1 = connect(1, true)
+    batch(b1, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+    const d = connect(2)
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
+      peer.writer.flush()
+      return written.get(peer) ?? []
+    }
+    return {
+      b1,
+      d,
+      batch,
+      router,
+      framesOf,
+      stick: (): void => {
+        stuck = true
+      },
+      /** Registers `b` on a new connection from client instance `instanceId`. */
+      registerB: (instanceId: string, with_: ReadonlyArray<string> = custodyFeatures): Peer => {
+        const peer = connect(3)
+        batch(peer, [registerFrame({ sessionId: "b", frame: { features: with_, instanceId } })])
+        return peer
+      },
+      /** Closes `peer` as `finish` does once its writing is abandoned. */
+      closeAbandoned: (peer: Peer): void => {
+        closePeer(peer, "destroy")
+        router.abandonWrites(peer)
+        close(peer)
+      },
+      /** The controls `peer` was written, as `action id`. */
+      controlsOf: (peer: Peer): ReadonlyArray<string> =>
+        framesOf(peer).flatMap((frame) =>
+          frame.type === "message_control" ? [`${frame.control?.action} ${frame.control?.messageId}`] : []
+        ),
+      /** The ids of the messages `peer` was written. */
+      messagesOf: (peer: Peer): ReadonlyArray<string> =>
+        framesOf(peer).flatMap((frame) => frame.type === "message" ? [frame.message?.id ?? "?"] : []),
+      /** `d`'s bare answers about `messageId` (to its sends and cancels), in order. */
+      answersOf: (messageId: string): ReadonlyArray<string> =>
+        framesOf(d).flatMap((frame) =>
+          (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === messageId
+            ? [frame.type === "delivered" ? "delivered" : `failed: ${frame.reason}`]
+            : []
+        )
+    }
+  })
+
+describe("a cancel after another instance took the receiver's session over", () => {
+  it.effect("the old instance confirmed the message: the new one is not sent the cancel, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new instance was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", `failed: ${Reason.cannotCancel}`])
+    }))
+
+  it.effect("a base old client's write of the message still in progress: the cancel is refused, and the message the close gives back reaches the new instance alone", () =>
+    Effect.gen(function*() {
+      const w = yield* world(baseFeatures)
+      const m0 = message("m0")
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      const b2 = w.registerB("b-2")
+      assert.strictEqual(b2.custodyHolds, 0, "a hold was taken for a base client: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      // The socket never took the write: the close gives m0 back, to the session's connection now.
+      w.closeAbandoned(w.b1)
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new instance was sent a cancel of a message it was not given")
+      assert.deepStrictEqual(w.messagesOf(b2), [m0.id])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", `failed: ${Reason.cannotCancel}`])
+    }))
+
+  it.effect("the message handed on to the new instance at the close: a cancel after that reaches it", () =>
+    Effect.gen(function*() {
+      const w = yield* world(baseFeatures)
+      const m0 = message("m0")
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      assert.deepStrictEqual(w.messagesOf(b2), [m0.id], "m0 was not given back to b-2: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("a supersede: the new instance gets the new message, not the supersede of one it never got", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      assert.deepStrictEqual(w.controlsOf(b2), [])
+      assert.deepStrictEqual(w.messagesOf(b2), [m1.id])
+    }))
+})
+
+describe("a cancel reaches the instance given the message on its next connection", () => {
+  it.effect("its own rejoin (the same instanceId): the cancel goes to the new connection", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("its reconnect after its connection closed (no session live: not told from the instance given the message): the cancel goes to it", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      w.closeAbandoned(w.b1)
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`])
+    }))
+})
+
+describe("a cancel repeated on a message cancelled already", () => {
+  it.effect("is answered delivered again, and the receiver is sent the control once", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(w.b1), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered", "delivered"])
+    }))
+})
+
+describe("a message withdrawn on its way, given back after a takeover by another instance", () => {
+  it.effect("cancelled while in the old custody (the cancel written there too): neither reaches the new instance", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      assert.deepStrictEqual(w.messagesOf(b2), [], "the new instance was given a message its sender withdrew")
+      assert.deepStrictEqual(w.controlsOf(b2), [])
+    }))
+
+  it.effect("superseded while in the old custody: the new instance gets only the message that replaced it", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      assert.deepStrictEqual(w.messagesOf(b2), [m1.id])
+      assert.deepStrictEqual(w.controlsOf(b2), [])
+    }))
+})
