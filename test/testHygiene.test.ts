@@ -6,6 +6,11 @@
  * Effect, so the test passes whatever its body says — a test that cannot
  * fail. `it.effect.skipIf`, `it.live.skipIf` (and `runIf`) run it; so does
  * a plain body inside `describe.skipIf`.
+ *
+ * A test that makes a directory with `mkdtempSync` must remove it: hundreds
+ * of `ei-handled-*` dirs piled up in /tmp from tests that did not. The check
+ * is by file (a file that calls `mkdtempSync` also calls `rmSync`); the
+ * scoped `tempDir` of test/support/broker.ts does both.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -48,5 +53,14 @@ describe("test hygiene", () => {
       `  it.runIf(y)("d", () => Effect.void)`
     ].join("\n")
     assert.deepStrictEqual(plainConditionalsIn("f.test.ts", text), ["f.test.ts:3", "f.test.ts:4"])
+  })
+
+  it("every test file that calls mkdtempSync also calls rmSync (or uses tempDir, which does both)", () => {
+    const others = testFiles(testRoot).filter((file) => path.join(testRoot, file) !== thisFile)
+    const leaking = others.filter((file) => {
+      const text = fs.readFileSync(path.join(testRoot, file), "utf8")
+      return text.includes("mkdtempSync(") && !text.includes("rmSync(")
+    })
+    assert.deepStrictEqual(leaking, [], "remove what the test made, or use tempDir (test/support/broker.ts), which removes it with the Scope")
   })
 })

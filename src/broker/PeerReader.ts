@@ -52,6 +52,7 @@
 import { Effect, type Fiber } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
+import { SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { ConnectionError, FrameReceiver } from "../transport/Connection.ts"
 import type { ReadControl } from "../transport/receive.ts"
 import type { Permit } from "./AdmissionGate.ts"
@@ -83,6 +84,9 @@ const frameType = (text: string): string | undefined => {
   const frame = parseFrameText(text)
   return isFrameDecodeError(frame) ? undefined : frame.type
 }
+
+/** The answer to a held `supervisor_send` from a connection not granted `supervisor-v1` (`refuseHeldSends`). */
+const NO_SUPERVISOR_V1 = Reason.withoutExtension("supervisor_send", SUPERVISOR_V1, "to send to a supervisor")
 
 /** A held frame, parsed, when it is a `send` or `supervisor_send`; otherwise undefined. */
 const heldSend = (text: string): { readonly type: string; readonly [key: string]: unknown } | undefined => {
@@ -203,7 +207,10 @@ export class PeerReader implements FrameReceiver {
    * retry) gets what its replay record says, as Send.ts answers a replay
    * (P46; `Router.recordedAnswer`); any other is answered as a send from a
    * connection that holds no session: `delivery_failed` with
-   * `E_SENDER_NOT_FOUND`. Not handled for the session: the new holder may
+   * `E_SENDER_NOT_FOUND`. A `supervisor_send` from a connection not granted
+   * `supervisor-v1` (which, handled, would have been a protocol error) is
+   * answered `E_INVALID_MESSAGE` naming the extension to ask for, rather
+   * than as if the session were the problem. Not handled for the session: the new holder may
    * be another process, and frames of the old connection cannot affect the
    * new session (P16); not dropped unanswered: a client that does not send
    * it again would lose it with no word (docs/protocol.md, "Deliberate
@@ -221,8 +228,10 @@ export class PeerReader implements FrameReceiver {
       if (id === undefined) continue
       router.output.forceEnqueue(
         this.peer,
-        router.recordedAnswer(this.peer, senderKey, frame) ??
-          Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
+        frame.type === "supervisor_send" && !this.peer.features.has(SUPERVISOR_V1)
+          ? Encode.deliveryFailedFrame(id, DeliveryCode.InvalidMessage, NO_SUPERVISOR_V1, isRetryable(DeliveryCode.InvalidMessage))
+          : router.recordedAnswer(this.peer, senderKey, frame) ??
+            Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
       )
     }
   }

@@ -4,6 +4,7 @@
  * it is.
  */
 import { Data } from "effect"
+import { causeText } from "../protocol/causeText.ts"
 
 /**
  * Why a broker could not start; `message` says what to do about it.
@@ -24,15 +25,15 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
       case "AlreadyRunning":
         return `An intercom broker is already running (${this.detail}) on ${this.path}. Use it, or stop it with \`intercom broker stop\`.`
       case "DirectoryUnusable":
-        return `Cannot use the intercom directory ${this.path}: ${this.detail}. Check that it is writable by this user, or pass another one with --dir.`
+        return `Cannot use the intercom directory ${this.path}: ${causeText(this.detail)}. Check that it is writable by this user, or pass another one with --dir.`
       case "NotADirectory":
-        return `Cannot use the intercom directory ${this.path}: ${this.detail}. Move that file out of the way, or pass another agent dir with --dir.`
+        return `Cannot use the intercom directory ${this.path}: ${causeText(this.detail)}. Move that file out of the way, or pass another agent dir with --dir.`
       case "ListenFailed":
-        return `Cannot listen on ${this.path}: ${this.detail}.`
+        return `Cannot listen on ${this.path}: ${causeText(this.detail)}.`
       case "StoreUnusable":
-        return `The broker did not start: ${this.detail} (docs/store.md, "Faults"; \`intercom broker --durability memory\` runs without the database).`
+        return `The broker did not start: ${causeText(this.detail)} (docs/store.md, "Faults"; \`intercom broker --durability memory\` runs without the database).`
       case "StoreUnreadable":
-        return `The broker did not start: its saved mail in ${this.path} cannot be read: ${this.detail}. ` +
+        return `The broker did not start: its saved mail in ${this.path} cannot be read: ${causeText(this.detail)}. ` +
           `Nothing stored in it was dropped (opening it may have migrated its schema and copied a leftover -wal into it). ` +
           `To start with an empty database, move the file aside with any -wal and -shm ` +
           `files beside it (the undelivered mail, questions and results in it are then not used), or run ` +

@@ -14,6 +14,7 @@ import { STATS_V1 } from "../protocol/features.ts"
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { dialUnix } from "../transport/UnixSocket.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** Why no statistics could be read from the broker, in words for the person who asked. */
 export class BrokerStatsFailed extends Data.TaggedError("BrokerStatsFailed")<{
@@ -21,7 +22,7 @@ export class BrokerStatsFailed extends Data.TaggedError("BrokerStatsFailed")<{
   readonly reason: string
 }> {
   override get message(): string {
-    return `Could not read the broker's statistics on ${this.socketPath}: ${this.reason}`
+    return `Could not read the broker's statistics on ${this.socketPath}: ${causeText(this.reason)}`
   }
 }
 

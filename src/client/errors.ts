@@ -12,6 +12,7 @@
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /**
  * What the broker said when another connection registered this client's
@@ -55,7 +56,7 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
   readonly releasedRecently?: boolean | undefined
 }> {
   override get message(): string {
-    return `Intercom not connected: ${this.reason}`
+    return `Intercom not connected: ${causeText(this.reason)}`
   }
 }
 

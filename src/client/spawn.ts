@@ -28,13 +28,14 @@ import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { SILENT_BROKER_CAUSES, silentBrokerName, silentBrokerRemedy } from "./errors.ts"
 import { acquireSpawnLock, releaseSpawnLock } from "./spawnLock.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** No broker answers, and none could be started: `detail` says why (with the broker's stderr when it ran). */
 export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
   readonly detail: string
 }> {
   override get message(): string {
-    return `Broker failed to start: ${this.detail}`
+    return `Broker failed to start: ${causeText(this.detail)}`
   }
 }
 

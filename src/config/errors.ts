@@ -12,6 +12,7 @@
  */
 import * as Data from "effect/Data"
 import type { SocketPathError } from "./socketPath.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** One known key of `config.json` with a value of the wrong type. */
 export interface InvalidField {
@@ -43,9 +44,9 @@ export class IntercomConfigFileError extends Data.TaggedError("IntercomConfigFil
     const prefix = `Ignoring intercom config ${this.path}; every setting uses its default.`
     switch (this.problem) {
       case "Unreadable":
-        return `${prefix} The file cannot be read: ${this.detail}.`
+        return `${prefix} The file cannot be read: ${causeText(this.detail)}.`
       case "InvalidJson":
-        return `${prefix} It is not valid JSON: ${this.detail}.`
+        return `${prefix} It is not valid JSON: ${causeText(this.detail)}.`
       case "NotAnObject":
         return `${prefix} It must be a JSON object, but it is ${this.detail}.`
       case "InvalidFields":

@@ -27,6 +27,7 @@ import {
   type ObserveEvent
 } from "../protocol/observe.ts"
 import type { Connection } from "../transport/Connection.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** Where to find the broker, and how long to wait for its answers. */
 export interface ObserveOptions {
@@ -66,13 +67,13 @@ export class ObserveError extends Data.TaggedError("ObserveError")<{
       case "Unsupported":
         return `The intercom broker on ${this.socketPath} does not offer its live view (observe-v1): it is older than this intercom. Restart it with this version (\`intercom broker stop\`, then \`intercom broker\`).`
       case "Refused":
-        return `The intercom broker on ${this.socketPath} refused the observer: ${this.detail}`
+        return `The intercom broker on ${this.socketPath} refused the observer: ${causeText(this.detail)}`
       case "Closed":
         return `The intercom broker on ${this.socketPath} closed the connection (${this.detail}); it may have stopped.`
       case "Timeout":
         return `The intercom broker on ${this.socketPath} did not answer within ${this.detail}.`
       case "Protocol":
-        return `Unexpected answer from the intercom broker on ${this.socketPath}: ${this.detail}`
+        return `Unexpected answer from the intercom broker on ${this.socketPath}: ${causeText(this.detail)}`
       case "BadOptions":
         return this.detail
     }

@@ -127,6 +127,15 @@ export const Reason = {
     `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,
   tooManyAsksOverall: "The broker holds as many open asks as it can; try again when some are answered",
   crossGroup: "Target session is in a different intercom group",
+  /**
+   * Ours: the answer (`E_INVALID_MESSAGE`) to an extension's send frame from
+   * a connection not granted the extension, where the broker answers it
+   * rather than closing the connection (a `supervisor_send` held behind
+   * parked output when its session is taken over, PeerReader.ts) — which
+   * extension to ask for, and where.
+   */
+  withoutExtension: (frameType: string, extension: string, purpose: string) =>
+    `"${frameType}" frame without the ${extension} extension: register with "${extension}" in features ${purpose}`,
   invalidChannel: "Invalid channel",
   /**
    * Ours (C-TOOL-6): a send whose `message.content.text` holds a control

@@ -7,6 +7,7 @@
  * one the answer's result prints the exact call to recover by hand.
  */
 import { Context, Data, type Effect } from "effect"
+import { causeText } from "../protocol/causeText.ts"
 
 /**
  * What a launcher needs to revive a child with its saved answer.
@@ -33,7 +34,7 @@ export interface Revival {
  */
 export class RevivalFailed extends Data.TaggedError("RevivalFailed")<{ readonly runId: string; readonly detail: string }> {
   override get message(): string {
-    return `Revival ${this.runId} did not start: ${this.detail}`
+    return `Revival ${this.runId} did not start: ${causeText(this.detail)}`
   }
 }
 

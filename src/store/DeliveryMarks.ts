@@ -12,11 +12,12 @@
  */
 import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { causeText } from "../protocol/causeText.ts"
 
 /** Reading or writing a mark failed. */
 export class DeliveryMarksFailed extends Data.TaggedError("DeliveryMarksFailed")<{ readonly detail: string }> {
   override get message(): string {
-    return `The delivery marks failed: ${this.detail}`
+    return `The delivery marks failed: ${causeText(this.detail)}`
   }
 }
 

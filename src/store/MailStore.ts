@@ -74,6 +74,7 @@ import {
   type WithdrawalChanges,
   withdrawalSteps
 } from "./WithdrawnAsks.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
 export type { StoredNotice } from "./OwedNotices.ts"
@@ -90,8 +91,8 @@ export class MailStoreError extends Data.TaggedError("MailStoreError")<{
 }> {
   override get message(): string {
     return this.operation === "load"
-      ? `The broker's saved mail cannot be read: ${this.detail}`
-      : `The broker could not save its mail: ${this.detail}`
+      ? `The broker's saved mail cannot be read: ${causeText(this.detail)}`
+      : `The broker could not save its mail: ${causeText(this.detail)}`
   }
 }
 

@@ -15,6 +15,7 @@
 import { Clock, Context, Data, Effect, Layer, Random, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeHexColumns } from "./nulText.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** What a delivery that gave up hands over. */
 export interface UndeliveredInput {
@@ -45,7 +46,7 @@ export interface UndeliveredEntry extends UndeliveredInput {
 /** The store could not keep or read an entry. */
 export class UndeliveredStoreFailed extends Data.TaggedError("UndeliveredStoreFailed")<{ readonly detail: string }> {
   override get message(): string {
-    return `The undelivered area failed: ${this.detail}`
+    return `The undelivered area failed: ${causeText(this.detail)}`
   }
 }
 

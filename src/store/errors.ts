@@ -14,6 +14,7 @@
  */
 import { Data } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { causeText } from "../protocol/causeText.ts"
 
 /** `node:sqlite` cannot be loaded: this Node.js is too old (or started without it). */
 export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
@@ -67,7 +68,7 @@ export class DatabaseUnreadable extends Data.TaggedError("DatabaseUnreadable")<{
   readonly detail: string
 }> {
   override get message(): string {
-    return `Cannot open ${this.file}: ${this.detail}. The broker must be able to read and write the file and its ` +
+    return `Cannot open ${this.file}: ${causeText(this.detail)}. The broker must be able to read and write the file and its ` +
       `directory: check their owner and modes (the file is expected to be 0600 and owned by you).`
   }
 }
@@ -149,7 +150,7 @@ export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
   readonly detail: string
 }> {
   override get message(): string {
-    return `Cannot open the intercom database ${this.file}: ${this.detail}. It was not treated as empty.`
+    return `Cannot open the intercom database ${this.file}: ${causeText(this.detail)}. It was not treated as empty.`
   }
 }
 

@@ -14,6 +14,7 @@
  */
 import { Data } from "effect"
 import { shownValue } from "../protocol/shownValue.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /**
  * The states of a question (C-DQ-2).
@@ -303,7 +304,7 @@ export class QuestionIdTaken extends Data.TaggedError("QuestionIdTaken")<{ reado
  */
 export class InvalidQuestionPage extends Data.TaggedError("InvalidQuestionPage")<{ readonly detail: string }> {
   override get message(): string {
-    return `Invalid question listing: ${this.detail}`
+    return `Invalid question listing: ${causeText(this.detail)}`
   }
 }
 
@@ -315,7 +316,7 @@ export class InvalidQuestionPage extends Data.TaggedError("InvalidQuestionPage")
  */
 export class QuestionStoreFailure extends Data.TaggedError("QuestionStoreFailure")<{ readonly detail: string }> {
   override get message(): string {
-    return `The question store failed: ${this.detail}. Nothing was saved; check the broker's database and try again`
+    return `The question store failed: ${causeText(this.detail)}. Nothing was saved; check the broker's database and try again`
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { Data, type Effect } from "effect"
 import type { ResultAuthor, ResultSummary } from "../protocol/results.ts"
+import { causeText } from "../protocol/causeText.ts"
 
 /** The archive's ceilings. */
 export interface ResultArchiveSettings {
@@ -84,14 +85,14 @@ export class ResultNotFound extends Data.TaggedError("ResultNotFound")<{ readonl
 /** A request with a bad address, offset or limit; nothing was read or stored. */
 export class ResultRequestInvalid extends Data.TaggedError("ResultRequestInvalid")<{ readonly detail: string }> {
   override get message(): string {
-    return `Invalid result request: ${this.detail}`
+    return `Invalid result request: ${causeText(this.detail)}`
   }
 }
 
 /** The archive's storage failed; nothing was stored (a store is never acknowledged then). */
 export class ResultArchiveFailed extends Data.TaggedError("ResultArchiveFailed")<{ readonly detail: string }> {
   override get message(): string {
-    return `The result archive failed: ${this.detail}. Nothing was stored; check the broker's log and its database file`
+    return `The result archive failed: ${causeText(this.detail)}. Nothing was stored; check the broker's log and its database file`
   }
 }
 

@@ -19,14 +19,16 @@
  *   answered `delivery_failed` (`E_SENDER_NOT_FOUND`, the answer to a send
  *   from a connection that holds no session), before its `taken_over` — or,
  *   for a held retry of a send the broker handled, what its replay record
- *   says (P46).
+ *   says (P46). A base client's held `supervisor_send` (a protocol error, had
+ *   it been handled) is answered `E_INVALID_MESSAGE` naming `supervisor-v1`
+ *   instead: the client lacks the extension, its session is not the problem.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { ReaderObserverService } from "../../src/broker/ReaderObserver.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { SUPERVISOR_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
@@ -52,11 +54,22 @@ const sendOf = (id: string, text: string = id): Record<string, unknown> => ({
   message: { ...message(text), id }
 })
 
-/** A connection whose writes complete at once, noting each frame it writes in `written`. */
-const noting = (id: number, written: Array<string>): Connection => ({
+/** A `delivery_failed` frame as written: its message id and reason. */
+interface Refusal {
+  readonly messageId: string
+  readonly reason: string
+}
+
+/** A connection whose writes complete at once, noting each frame it writes in `written` (and each refusal in `answers`). */
+const noting = (id: number, written: Array<string>, answers: Array<Refusal> = []): Connection => ({
   ...fakeConnection(id, false),
   write: (frames: ReadonlyArray<OutFrame>) => {
-    for (const frame of frames) written.push(labelOf(frameText(frame)))
+    for (const frame of frames) {
+      const text = frameText(frame)
+      written.push(labelOf(text))
+      const parsed: { type: string; messageId?: string; reason?: string } = JSON.parse(text)
+      if (parsed.type === "delivery_failed") answers.push({ messageId: parsed.messageId ?? "", reason: parsed.reason ?? "" })
+    }
     return undefined
   }
 })
@@ -92,7 +105,8 @@ const story = (
     const recipient = attach(fakeConnection(1, true))
     read(recipient, [registerFrame({ sessionId: "a" })])
     const written: Array<string> = []
-    const old = attach(noting(2, written))
+    const answers: Array<Refusal> = []
+    const old = attach(noting(2, written, answers))
     read(old, [registerFrame({ sessionId: "d", frame: { features } })])
     read(old, [0, 1, 2, 3].map((i) => sendOf(`m${i}`)))
     assert.isDefined(old.reader.drainer, "no output was parked: the test sets up nothing")
@@ -105,7 +119,7 @@ const story = (
     // The session registers again on a new connection: a takeover of the old one.
     const fresh = attach(fakeConnection(3, false))
     read(fresh, [registerFrame({ sessionId: "d" })])
-    return { handled, dropped, told, written, before, old, fresh, recipient, heldId: "held-send", router }
+    return { handled, dropped, told, written, answers, before, old, fresh, recipient, heldId: "held-send", router }
   })
 
 describe("frames held behind parked output when the session is taken over", () => {
@@ -174,6 +188,30 @@ describe("frames held behind parked output when the session is taken over", () =
         `delivery_failed ${heldId} E_SENDER_NOT_FOUND`,
         "taken_over"
       ])
+    }))
+
+  it.effect("a base client's held supervisor_send is refused naming the extension it must ask for, not as a send from no session", () =>
+    Effect.gen(function*() {
+      const supervisorSend = { ...sendOf("held-sup", "to my supervisor"), type: "supervisor_send" }
+      const { written, answers } = yield* story([], [supervisorSend, sendOf("held-send", "held"), { type: "unregister" }])
+      assert.deepStrictEqual(written, [
+        "delivered m1",
+        "delivered m2",
+        "delivered m3",
+        "delivery_failed held-sup E_INVALID_MESSAGE",
+        "delivery_failed held-send E_SENDER_NOT_FOUND"
+      ])
+      assert.strictEqual(
+        answers.find((answer) => answer.messageId === "held-sup")?.reason,
+        `"supervisor_send" frame without the ${SUPERVISOR_V1} extension: register with "${SUPERVISOR_V1}" in features to send to a supervisor`
+      )
+    }))
+
+  it.effect("a supervisor-v1 child's held supervisor_send is answered as a held send is (E_SENDER_NOT_FOUND)", () =>
+    Effect.gen(function*() {
+      const supervisorSend = { ...sendOf("held-sup", "to my supervisor"), type: "supervisor_send" }
+      const { written } = yield* story([TAKEOVER_V1, SUPERVISOR_V1], [supervisorSend, { type: "unregister" }])
+      assert.deepStrictEqual(written, ["delivered m1", "delivered m2", "delivered m3", "delivery_failed held-sup E_SENDER_NOT_FOUND", "taken_over"])
     }))
 
   it.effect("a held send reusing a handled send's id for another message is answered E_MESSAGE_ID_REUSE", () =>

@@ -144,7 +144,7 @@ describe("intercom send / ask failures", () => {
       fs.writeFileSync(config, JSON.stringify({ brokerCommand: "/bin/false" }))
       const notConnected = yield* runCli(agent, ["list"])
       assert.strictEqual(notConnected.code, 1)
-      assert.match(notConnected.stderr, /^Intercom not connected: Broker failed to start: the broker exited/m)
+      assert.match(notConnected.stderr, /^Intercom not connected: broker failed to start: the broker exited/m)
 
       fs.writeFileSync(config, JSON.stringify({ enabled: false }))
       const disabled = yield* runCli(agent, ["send", "--json", "x", "y"])

@@ -1,9 +1,9 @@
 /**
- * The pure parts of the client commands: `--timeout` values, names and their
+ * The pure parts of the client commands: `--timeout` and `--rejoin-grace` values, names and their
  * stable session ids, the watch's reply lines, exit codes of tool results.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { parseTimeout } from "../../src/cli/client/duration.ts"
+import { parseRejoinGrace, parseTimeout, rejoinGraceProblem } from "../../src/cli/client/duration.ts"
 import { nameKey, nameProblem, watchSessionId } from "../../src/cli/client/identity.ts"
 import { exitCodeOf, presenceOutput } from "../../src/cli/client/output.ts"
 import { cliReplyCall } from "../../src/cli/client/session.ts"
@@ -26,6 +26,31 @@ describe("--timeout", () => {
   it("refuses zero, negatives, unknown units and junk", () => {
     for (const text of ["0", "0s", "-5", "5 fortnights", "soon", "", "1e3", "0.0001ms"]) {
       assert.isUndefined(parseTimeout(text), text)
+    }
+  })
+})
+
+describe("--rejoin-grace", () => {
+  it("takes 0 to 10 minutes, as milliseconds or a duration with a unit", () => {
+    assert.strictEqual(parseRejoinGrace("0"), 0)
+    assert.strictEqual(parseRejoinGrace("0s"), 0)
+    assert.strictEqual(parseRejoinGrace("3000"), 3_000)
+    assert.strictEqual(parseRejoinGrace("500ms"), 500)
+    assert.strictEqual(parseRejoinGrace(" 30s "), 30_000)
+    assert.strictEqual(parseRejoinGrace("10m"), 600_000)
+  })
+
+  it("refuses junk with what it takes, and more than 10 minutes with the bound", () => {
+    for (const text of ["-5", "soon", "", "5 fortnights", "1e3"]) {
+      assert.isUndefined(parseRejoinGrace(text), text)
+      assert.strictEqual(
+        rejoinGraceProblem(text),
+        `--rejoin-grace must be a duration such as 3s, 500ms or 0 (milliseconds when no unit is given), got ${JSON.stringify(text)}`
+      )
+    }
+    for (const text of ["600001", "11m", "1h"]) {
+      assert.isUndefined(parseRejoinGrace(text), text)
+      assert.strictEqual(rejoinGraceProblem(text), `--rejoin-grace must be at most 10m (600000 ms), got ${JSON.stringify(text)}`)
     }
   })
 })

@@ -97,7 +97,7 @@ describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", (
       if (isRoot) fs.chmodSync(agentDir, 0o755) // nobody may enter, not write
       const list = yield* runDenied(cli, agentDir, ["list", "--dir", agentDir], 0o555)
       assert.strictEqual(list.code, 1, list.stderr)
-      assert.include(list.stderr, `Broker failed to start: cannot create ${path.join(agentDir, "intercom")} (EACCES`)
+      assert.include(list.stderr, `Intercom not connected: broker failed to start: cannot create ${path.join(agentDir, "intercom")} (EACCES`)
       assert.include(list.stderr, `check that this user may write to ${agentDir}, or use an agent dir of your own`)
       const watch = yield* runDenied(cli, agentDir, ["watch", "--no-stdin", "--dir", agentDir], 0o555)
       assert.strictEqual(watch.code, 1, watch.stderr)

@@ -129,7 +129,7 @@ describe("lazy connection", () => {
       })
       const error = yield* Effect.flip(client.list)
       assert.strictEqual(error._tag, "IntercomNotConnected")
-      assert.include(error.message, `No broker is listening on ${socketPath}`)
+      assert.include(error.message, `Intercom not connected: no broker is listening on ${socketPath}`)
       assert.strictEqual((yield* client.status).lastError, error._tag === "IntercomNotConnected" ? error.reason : "")
       yield* runBroker({ intercomDir, socketPath, idleExit: null })
       const sessions = yield* client.list

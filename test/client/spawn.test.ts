@@ -70,7 +70,7 @@ describe("auto-spawn", () => {
       assert.strictEqual(error._tag, "IntercomNotConnected")
       assert.strictEqual(
         error.message,
-        "Intercom not connected: Broker failed to start: the broker exited (exit code 3); broker stderr:\nno broker today\n" +
+        "Intercom not connected: broker failed to start: the broker exited (exit code 3); broker stderr:\nno broker today\n" +
           `It was started by brokerCommand ${JSON.stringify(process.execPath)} with brokerArgs ` +
           `["-e","console.error('no broker today'); process.exit(3)"] in config.json: fix that command there, or remove ` +
           "brokerCommand and brokerArgs to start the bundled broker."
@@ -120,7 +120,7 @@ describe("auto-spawn", () => {
       const error = yield* Effect.flip(client.list)
       assert.strictEqual(
         error.message,
-        "Intercom not connected: Broker failed to start: the broker exited (launch error: spawn /nonexistent/broker-bin ENOENT)\n" +
+        "Intercom not connected: broker failed to start: the broker exited (launch error: spawn /nonexistent/broker-bin ENOENT)\n" +
           `It was started by brokerCommand "/nonexistent/broker-bin" in ${configFile}: fix that command there, or remove ` +
           "brokerCommand and brokerArgs to start the bundled broker."
       )
@@ -171,7 +171,7 @@ describe("a file where the intercom dir must be", () => {
       const otherDir = "(--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)"
       assert.strictEqual(
         error.message,
-        `Intercom not connected: Broker failed to start: Cannot use the intercom directory ${dir.intercomDir}: it is not a directory. ` +
+        `Intercom not connected: broker failed to start: cannot use the intercom directory ${dir.intercomDir}: it is not a directory. ` +
           `Move that file out of the way, or pass another agent dir ${otherDir}.`
       )
       // A file above it: that file is named.
@@ -187,7 +187,7 @@ describe("a file where the intercom dir must be", () => {
       const aboveError = yield* Effect.flip(other.client.list)
       assert.strictEqual(
         aboveError.message,
-        `Intercom not connected: Broker failed to start: Cannot use the intercom directory ${below}: ${file}, a file above it, is in the way. ` +
+        `Intercom not connected: broker failed to start: cannot use the intercom directory ${below}: ${file}, a file above it, is in the way. ` +
           `Move that file out of the way, or pass another agent dir ${otherDir}.`
       )
     }))

@@ -8,9 +8,9 @@ import { Effect } from "effect"
 import fc from "fast-check"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { isProcessAlive, parsePid, readPidFile } from "../../src/config/pidFile.ts"
+import { tempDir } from "../support/broker.ts"
 
 const firstLine = (text: string): string => text.split("\n", 1)[0] ?? ""
 
@@ -48,15 +48,14 @@ describe("parsePid", () => {
 })
 
 describe("readPidFile", () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "intercom-pidfile-"))
-  const write = (name: string, content: string): string => {
-    const file = path.join(dir, name)
-    fs.writeFileSync(file, content)
-    return file
-  }
-
   it.effect("reads a valid file, and gives undefined for a missing, unparsable or unreadable one", () =>
     Effect.gen(function*() {
+      const dir = yield* tempDir("intercom-pidfile-")
+      const write = (name: string, content: string): string => {
+        const file = path.join(dir, name)
+        fs.writeFileSync(file, content)
+        return file
+      }
       assert.strictEqual(yield* readPidFile(write("good.pid", "41230")), 41230)
       assert.isUndefined(yield* readPidFile(path.join(dir, "missing.pid")))
       assert.isUndefined(yield* readPidFile(write("bad.pid", "12a")))

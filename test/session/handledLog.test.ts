@@ -8,7 +8,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Queue } from "effect"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
@@ -17,7 +16,7 @@ import { Host, type HostService } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { message, messageFor, send } from "../support/broker.ts"
+import { message, messageFor, send, tempDir } from "../support/broker.ts"
 import { memoryNetwork, settle } from "../support/memory.ts"
 import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
 import { makeRecordingHost } from "./support.ts"
@@ -25,16 +24,15 @@ import { makeRecordingHost } from "./support.ts"
 const A_ID = "aaaaaaaa-7777-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-7777-4000-8000-00000000000b"
 
-/** A fresh file path in a directory that does not exist yet. */
-const freshFile = (): string =>
-  path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ei-handled-")), "watch", "bob.handled.jsonl")
+/** A fresh file path in a directory that does not exist yet, under a temp dir removed with the test's Scope. */
+const freshFile = Effect.map(tempDir("ei-handled-"), (dir) => path.join(dir, "watch", "bob.handled.jsonl"))
 
 const modeOf = (file: string): number => fs.statSync(file).mode & 0o777
 
 describe("HandledLog: the file", () => {
   it.effect("what one log records, the next one over the file lists, oldest first, with its times; file 0600, directory 0700", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       assert.deepStrictEqual(yield* HandledLog.make(file).handled, [], "no file yet: nothing")
       const first = HandledLog.make(file)
       yield* first.record("alice", "m-1", 10)
@@ -49,7 +47,7 @@ describe("HandledLog: the file", () => {
 
   it.effect("a torn last line and a line that is no entry are skipped; the next log's first record is not joined to the torn line", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       yield* HandledLog.make(file).record("alice", "m-1", 10)
       fs.appendFileSync(file, "[1,2]\n{\"f\":\"alice\"}\n{\"f\":\"alice\",\"m\":\"m-2\"}\n{\"f\":\"al")
       assert.deepStrictEqual(yield* HandledLog.make(file).handled, [
@@ -64,7 +62,7 @@ describe("HandledLog: the file", () => {
 
   it.effect("a directory that exists with a looser mode is made 0700 by a log's first record", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       fs.mkdirSync(path.dirname(file), { mode: 0o755 })
       fs.chmodSync(path.dirname(file), 0o755)
       yield* HandledLog.make(file).record("alice", "m-1", 10)
@@ -73,7 +71,7 @@ describe("HandledLog: the file", () => {
 
   it.effect("kept to the newest `capacity`: at twice that the file is rewritten with the newest", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       const log = HandledLog.make(file, { capacity: 3 })
       for (let i = 1; i <= 5; i++) yield* log.record("alice", `m-${i}`, i)
       assert.strictEqual(fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").length, 5)
@@ -88,7 +86,7 @@ describe("HandledLog: the file", () => {
 
   it.effect("a log that cannot be read is an error naming the file; a record that cannot be written is logged, not fatal", () =>
     Effect.gen(function*() {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ei-handled-"))
+      const dir = yield* tempDir("ei-handled-")
       // A directory where the file should be: reading and appending both fail.
       const log = HandledLog.make(dir)
       const read = yield* Effect.exit(log.handled)
@@ -104,7 +102,7 @@ describe("HandledLog: the file", () => {
 describe("HandledLog.withHandledLog: the host", () => {
   it.effect("a message is recorded once the host took it; one the host refused is not", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       const recording = yield* makeRecordingHost({ name: "bob", cwd: "/work", model: "m" })
       let refuse = true
       const host = HandledLog.withHandledLog({
@@ -127,7 +125,7 @@ describe("HandledLog.withHandledLog: the host", () => {
 
   it.effect("a journal the host has keeps its checkpoint and restore; `handled` is the log's", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       yield* HandledLog.make(file).record("alice", "m-1", 1)
       const recording = yield* makeRecordingHost({ name: "bob", cwd: "/work", model: "m" })
       const checkpointed: Array<string> = []
@@ -146,7 +144,7 @@ describe("HandledLog.withHandledLog: the host", () => {
 
   it.effect("a restarted process over the same log drops the broker's copy of a message it showed, and logs what it shows next", () =>
     Effect.gen(function*() {
-      const file = freshFile()
+      const file = yield* freshFile
       const world = yield* memoryNetwork()
       yield* world.startBroker({ idleExit: null })
       const alice = yield* world.session({ sessionId: A_ID, name: "alice" })

@@ -11,13 +11,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Queue, Scope } from "effect"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as HandledLog from "../../src/session/HandledLog.ts"
 import { Host, HostOutputGone, type HostService, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { message } from "../support/broker.ts"
+import { message, tempDir } from "../support/broker.ts"
 import { memoryNetwork, settle } from "../support/memory.ts"
 import { settleWithin } from "../support/steps.ts"
 import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
@@ -97,7 +95,7 @@ describe("a message the journal could not checkpoint is confirmed only once the 
   // line its stdout could not take (`watch | head -1`) must come to the next watch of the name.
   it.effect("a host with only a handled log saves nothing: what it did not take because its output was gone reaches the next client", () =>
     Effect.gen(function*() {
-      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ei-unsaved-")), "bob.handled.jsonl")
+      const file = path.join(yield* tempDir("ei-unsaved-"), "bob.handled.jsonl")
       const recording = yield* makeRecordingHost(identity)
       const attempts: Array<string> = []
       const host = HandledLog.withHandledLog({

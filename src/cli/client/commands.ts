@@ -7,7 +7,7 @@
  *   intercom reply   <message...> [--to <target>] [--reply-to <message id>] [--delivery …] [--queue-mode …] [--thread <id>]
  *   intercom pending
  *   intercom status
- *   intercom watch   [--no-stdin]
+ *   intercom watch   [--no-stdin] [--rejoin-grace <duration|ms>]
  *   intercom publish <topic> <text...> [--event e] [--resource r] [--ownership o]
  *   intercom subscribe <topic> [--await-release]    (through a running watch)
  *   intercom unsubscribe <topic>
@@ -48,7 +48,7 @@ import type { IntercomToolParams } from "../../session/IntercomSession.ts"
 import { checkListLimit, checkListOffset, checkPageLimit, checkPageOffset } from "../../protocol/results.ts"
 import { checkPage, InvalidQuestionPage } from "../../store/questionModel.ts"
 import { sendToolParams } from "../clientArgv.ts"
-import { parseTimeout } from "./duration.ts"
+import { parseRejoinGrace, parseTimeout, rejoinGraceProblem } from "./duration.ts"
 import { nameProblem } from "./identity.ts"
 import { resultTarget, stopTarget } from "./workerArgs.ts"
 import type { CommonInput } from "./session.ts"
@@ -275,6 +275,13 @@ const watch = Command.make(
     stdin: Flag.Boolean("stdin").pipe(
       Flag.withDescription("Read replies from stdin and leave when it ends (default). --no-stdin: ignore stdin, run until Ctrl-C/SIGTERM."),
       Flag.withDefault(true)
+    ),
+    rejoinGrace: Flag.String("rejoin-grace").pipe(
+      Flag.withDescription(
+        "After a reconnect, how long a session may take to come back before it is shown as [left] (while disconnected): 0 to 10m, milliseconds (3000) or a duration (3s, 500ms). Default: 10s."
+      ),
+      Flag.filterMap((text) => Option.fromUndefinedOr(parseRejoinGrace(text)), rejoinGraceProblem),
+      Flag.optional
     )
   },
   (input) => Effect.flatMap(Effect.promise(() => import("./watch.ts")), (watch) => watch.runWatch(input))

@@ -149,6 +149,12 @@ export interface OpenSessionOptions {
   readonly ephemeral: boolean
   /** After a takeover (`takeover-v1`): how to take the session back, the end of the client's error text. */
   readonly takenOverHint?: string | undefined
+  /**
+   * The client's `rejoinGraceMs` (`intercom watch --rejoin-grace`): how long
+   * after a reconnect a session may take to come back before the membership
+   * view reports it as left. Absent: the client's default (10 s).
+   */
+  readonly rejoinGraceMs?: number | undefined
 }
 
 /** An open CLI session: the session runtime, and the client under it (for `status` and membership events). */
@@ -182,6 +188,7 @@ export const openSession = (
       group: context.group,
       ephemeral: options.ephemeral,
       ...(options.takenOverHint === undefined ? {} : { takenOverHint: options.takenOverHint }),
+      ...(options.rejoinGraceMs === undefined ? {} : { rejoinGraceMs: options.rejoinGraceMs }),
       registration: sessionRegistration({
         sessionId: options.sessionId,
         identity: options.host.identity,

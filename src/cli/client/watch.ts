@@ -40,13 +40,36 @@ import { terminalJson, terminalText } from "../terminalText.ts"
 import { ControlPathTooLong, serveControl } from "./control.ts"
 import { watchSessionId } from "./identity.ts"
 import { actionJson, actionText, errorResult, inboundJson, inboundText, presenceOutput, sessionLabel } from "./output.ts"
-import { type CommonInput, openSession, resolveContext } from "./session.ts"
+import { type CommonInput, openSession, type OpenSessionOptions, resolveContext } from "./session.ts"
 
 /** The flags of `intercom watch`. */
 export interface WatchInput extends CommonInput {
   /** Read replies from stdin (and leave at its end); `--no-stdin` runs until a signal. */
   readonly stdin: boolean
+  /**
+   * `--rejoin-grace`: the client's `rejoinGraceMs` (how long after a reconnect
+   * a session may take to come back before the watch shows it as left); `None`
+   * for the client's default, 10 s.
+   */
+  readonly rejoinGrace: Option.Option<number>
 }
+
+/**
+ * How a watch's session is opened, beyond its id and host: it never starts a
+ * model turn, it is not ephemeral (people address it by name), its client
+ * waits `--rejoin-grace` after a reconnect before it reconciles membership
+ * (the client's default without the flag), and a takeover says how to take
+ * the session back.
+ */
+export const watchSessionOptions = (
+  input: Pick<WatchInput, "rejoinGrace">,
+  name: string
+): Omit<OpenSessionOptions, "sessionId" | "host"> => ({
+  inboundTrigger: "never",
+  ephemeral: false,
+  rejoinGraceMs: Option.getOrUndefined(input.rejoinGrace),
+  takenOverHint: `Run "intercom watch --name ${name}" again to take it back.`
+})
 
 /** Lines of stdin until it ends. `terminal: false`: Ctrl-C stays a signal, not a readline event. */
 const stdinLines: Stream.Stream<string> = Stream.callback<string>((queue) =>
@@ -192,13 +215,7 @@ const watchSession = (input: WatchInput): Effect.Effect<void, ExitCode, FileSyst
         )),
       shown
     )
-    const { client, session } = yield* openSession(context, {
-      sessionId,
-      host,
-      inboundTrigger: "never",
-      ephemeral: false,
-      takenOverHint: `Run "intercom watch --name ${context.name}" again to take it back.`
-    })
+    const { client, session } = yield* openSession(context, { sessionId, host, ...watchSessionOptions(input, context.name) })
 
     const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>
       Effect.tap(session.intercom(params), (result) => {
