@@ -137,6 +137,19 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       assertDelivered(yield* send(alice.client, "bob", msg))
     }))
 
+  it.effect("after another client instance took the receiver's session over since the restart, cannot be cancelled, and the new instance gets no control", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("not yours")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { instanceId: "bob-1" } })
+      // Another client registers bob while bob-1 holds it: a takeover, a new instance that never got msg.
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob", frame: { instanceId: "bob-2" } })
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
+      yield* settled([alice.client], [bob2.client])
+      yield* bob2.client.expectNothing("message_control")
+    }))
+
   it.effect("reaches the receiver's id registered again in another group of the scope (one session per id in a scope)", () =>
     Effect.gen(function*() {
       const { world, msg } = yield* deliveredThenCrash("wherever you are")
