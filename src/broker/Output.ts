@@ -85,7 +85,8 @@
  * with `CustodyHolds.holdOf`, one field test per message while none is held),
  * what the withheld departures ask of parked output (`departureSide`,
  * ParkedDepartures.ts), the settling `list` answers held behind parked
- * replies (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
+ * replies (`replies`, ParkedReplies.ts), the tests of what an item is (OutboundItems.ts)
+ * and (2026-12-06) the outbox budgets (`budgets`, OutboxBudgets.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
@@ -113,6 +114,7 @@ import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { ParkedReplies } from "./ParkedReplies.ts"
@@ -162,22 +164,9 @@ const KEEP_TOUCHED_SLOTS = 1_024
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
 const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
-/** How many characters of frame text outboxes hold before senders are slowed. */
-export interface OutboxBudget {
-  /** Frames one outbox holds (`outboxCapacity`; forced output may go past it). */
-  readonly frames: number
-  /** One outbox (a frame always fits an empty one). */
-  readonly perOutbox: number
-  /** All outboxes together. */
-  readonly total: number
-}
-
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
-
-/** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
-const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
 
 /** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
 const holdsMailOf = (
@@ -263,11 +252,8 @@ export class Output {
   private touchedCount = 0
   private readonly takeBack: (item: Returnable | ControlFrame) => boolean
   private readonly feed: FeedSource
-  private readonly budget: OutboxBudget
-  /** Characters of frame text in every outbox together. */
-  private totalChars = 0
-  /** Senders waiting for room because all outboxes together were full. */
-  private totalWaiters: Array<Deferred.Deferred<void>> = []
+  /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
+  private readonly budgets: OutboxBudgets
   private readonly log: (level: "info" | "warning", message: string) => void
   private readonly requestFlush: () => void
   private readonly room: (peer: Peer) => void
@@ -300,7 +286,7 @@ export class Output {
     this.takeBack = takeBack
     this.feed = feed
     this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
-    this.budget = budget
+    this.budgets = new OutboxBudgets(budget)
     this.log = log
     this.requestFlush = requestFlush
     this.room = room
@@ -317,7 +303,7 @@ export class Output {
       parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
     })
     this.end = new OutputEnd({
-      charge: (peer, chars) => this.charge(peer, chars),
+      charge: (peer, chars) => this.budgets.charge(peer, chars),
       takeBack,
       roomMade: (peer) => this.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
@@ -333,7 +319,7 @@ export class Output {
 
   /** Characters of frame text queued in every outbox together (stats). */
   get queuedChars(): number {
-    return this.totalChars
+    return this.budgets.queuedChars
   }
 
   /**
@@ -356,32 +342,12 @@ export class Output {
   parkedBehindOwn = 0
   waitsBehindOwn = 0
 
-  /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
-  private overOwnBudget(peer: Peer, chars: number): boolean {
-    return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
-  }
-
-  /** Whether `item` would take all outboxes together past their budget (an empty outbox takes one frame). */
-  private overTotalBudget(peer: Peer, chars: number): boolean {
-    return peer.outboxChars > 0 && this.totalChars + chars > this.budget.total
-  }
-
-  private charge(peer: Peer, chars: number): void {
-    peer.outboxChars += chars
-    this.totalChars += chars
-  }
-
   /** `peer`'s outbox got output: its writer is asked to flush at the end of the batch (or soon, outside one). */
   private touch(peer: Peer): void {
     if (peer.touched) return
     if (this.touchedCount === this.touchedHead && !this.batching) this.requestFlush()
     peer.touched = true
     this.touched[this.touchedCount++] = peer
-  }
-
-  /** Whether `peer`'s outbox holds as many frames as it may (one frame always fits an empty one). */
-  private full(peer: Peer): boolean {
-    return peer.outbox.length >= this.budget.frames
   }
 
   /** Whether a reader's batch is being handled now: output queued into a full outbox is parked with it. */
@@ -396,9 +362,7 @@ export class Output {
    * `forceEnqueue` without going past any bound.
    */
   hasRoom(peer: Peer, item: OutboundItem): boolean {
-    if (isShut(peer) || this.full(peer)) return false
-    const chars = charsOf(item)
-    return !this.overOwnBudget(peer, chars) && !this.overTotalBudget(peer, chars)
+    return this.budgets.hasRoom(peer, item)
   }
 
   /**
@@ -410,14 +374,15 @@ export class Output {
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
+    const budgets = this.budgets
     if (
-      this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
+      this.parked.length > 0 || budgets.full(peer) || budgets.overOwn(peer, chars) ||
+      budgets.overTotal(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
       this.holds.holdOf(peer, item) !== undefined
     ) {
       this.parked.push([peer, item])
     } else {
-      this.charge(peer, chars)
+      budgets.charge(peer, chars)
       peer.outbox.push(item)
       this.touch(peer)
     }
@@ -442,7 +407,7 @@ export class Output {
    * (false: its writer is busy, and collects the feed before writing anyway).
    */
   tick(peer: Peer): boolean {
-    if (isShut(peer) || this.full(peer)) return false
+    if (isShut(peer) || this.budgets.full(peer)) return false
     peer.outbox.push(FEED_TICK)
     this.touch(peer)
     return true
@@ -535,17 +500,14 @@ export class Output {
       return turn
     }
     const chars = charsOf(item)
-    if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
+    const budgets = this.budgets
+    if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
       const room = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(room)
       return room
     }
-    if (this.overTotalBudget(recipient, chars)) {
-      const room = Deferred.makeUnsafe<void>()
-      this.totalWaiters.push(room)
-      return room
-    }
-    this.charge(recipient, chars)
+    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
+    budgets.charge(recipient, chars)
     recipient.outbox.push(item)
     return "queued"
   }
@@ -556,11 +518,7 @@ export class Output {
     this.room(peer)
     this.wakeWaiters(peer)
     // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
-    if (this.totalWaiters.length > 0 && (this.totalChars < this.budget.total || peer.outboxChars === 0)) {
-      const all = this.totalWaiters
-      this.totalWaiters = []
-      for (const waiter of all) Deferred.doneUnsafe(waiter, Exit.void)
-    }
+    this.budgets.roomMade(peer)
   }
 
   /** A reader starts handling a batch: the outboxes it touches are flushed at its end, not before. */
@@ -726,7 +684,7 @@ export class Output {
     // A control frame about a message (a hold's, given back at its end) goes behind its sender's parked mail,
     // and one from since its sender's withheld return behind that return's old output, as the mail does.
     if (isControl(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
-    this.charge(recipient, charsOf(item))
+    this.budgets.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
   }
@@ -839,6 +797,7 @@ export class Output {
     const returnable = batch.returnable
     const departures = this.departures
     const rejoins = this.rejoins
+    const budgets = this.budgets
     this.feed.collect(peer, items, frames, departures, rejoins)
     // Where the next pair of a returned session goes (-1: none, the common case).
     let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
@@ -846,7 +805,7 @@ export class Output {
     for (let i = 0; i < items.length; i++) {
       if (i === rejoinAt) rejoinAt = rejoins.emit(i, frames)
       const item = items[i]!
-      this.charge(peer, -charsOf(item))
+      budgets.charge(peer, -charsOf(item))
       if (typeof item === "string") {
         if (fits(item)) frames.push(item)
         else this.oversize(peer, item)
