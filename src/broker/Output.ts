@@ -86,7 +86,9 @@
  * what the withheld departures ask of parked output (`departureSide`,
  * ParkedDepartures.ts), the settling `list` answers held behind parked
  * replies (`replies`, ParkedReplies.ts), the tests of what an item is (OutboundItems.ts)
- * and (2026-12-06) the outbox budgets (`budgets`, OutboxBudgets.ts).
+ * and (2026-12-06) the outbox budgets (`budgets`, OutboxBudgets.ts) and the
+ * per-sender counts of a reader's own parked mail with the tests of what
+ * waits behind it (ParkedOrder.ts, plain functions).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
@@ -106,7 +108,7 @@
  * ReplaceStaging.ts's; this module only answers `hasRoom` and calls `room`
  * when a writer makes some.
  */
-import { Deferred, Effect, Exit } from "effect"
+import { Deferred, Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type ReturnWait, type Written } from "./Peer.ts"
@@ -117,6 +119,7 @@ import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, 
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
+import { countParkedMail, returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
 import { ParkedReplies } from "./ParkedReplies.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
@@ -179,47 +182,6 @@ const holdsMailOf = (
     if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
   }
   return false
-}
-
-/**
- * Whether `item` is a message (or a control frame about one: ControlFrame.ts)
- * whose sender has older mail for `peer` in `peer`'s own parked list
- * (`Peer.parkedMail`): it must wait behind that mail. One field test while
- * none is parked there.
- */
-const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
-  peer.parkedMail !== undefined && isSenderOrdered(item) && peer.parkedMail.has(senderKeyOf(item))
-
-/**
- * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
- * session left, `leftReturnWaits`) that message `item` (or a control frame
- * about one: ControlFrame.ts) is from since — its sender's return, which the
- * recipient withholds — or undefined.
- */
-const returnWaitOf = (waits: ReadonlyMap<string, ReturnWait> | undefined, item: SenderOrdered): ReturnWait | undefined => {
-  const wait = waits?.get(senderKeyOf(item))
-  return wait !== undefined && item.senderSince > wait.since ? wait : undefined
-}
-
-/**
- * Whether `item` is a message of a returned sender's, from since its
- * return, for `peer`, which withholds that sender's departure and join
- * (`Peer.returnWaits`), or a control frame the sender sent since (about
- * such a message, or one still parked behind the old output): it waits
- * until they are owed — unless `offeredBy` is the connection whose parked
- * output they wait for (its item comes after that output anyway). One
- * field test while nothing is withheld so.
- */
-const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
-  if (peer.returnWaits === undefined || !isSenderOrdered(item)) return false
-  const wait = returnWaitOf(peer.returnWaits, item)
-  return wait !== undefined && wait.reader !== offeredBy
-}
-
-/** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
-const countParkedMail = (peer: Peer, senderKey: string): void => {
-  const counts = (peer.parkedMail ??= new Map())
-  counts.set(senderKey, (counts.get(senderKey) ?? 0) + 1)
 }
 
 /** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
@@ -290,13 +252,13 @@ export class Output {
     this.log = log
     this.requestFlush = requestFlush
     this.room = room
-    this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
+    this.holds = new CustodyHolds(wakeWaiters, (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
     this.departureSide = new ParkedDepartures(
       () => this.parked,
       this.parkedReaders,
       this.departureHolds,
       this.holds,
-      (peer) => this.wakeWaiters(peer)
+      wakeWaiters
     )
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
@@ -308,7 +270,6 @@ export class Output {
       roomMade: (peer) => this.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
       undeliverable: (item) => this.undeliverable(item),
-      uncountParkedMail: (reader, senderKey) => this.uncountParkedMail(reader, senderKey),
       unpark: (reader) => this.parkedReaders.delete(reader),
       parkedOut: (reader) => feed.parkedOut(reader),
       departureHolds: this.departureHolds,
@@ -516,7 +477,7 @@ export class Output {
   private roomMade(peer: Peer): void {
     // First what waits with no reader (replace-staged messages due), then the drainers, which offer later.
     this.room(peer)
-    this.wakeWaiters(peer)
+    wakeWaiters(peer)
     // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
     this.budgets.roomMade(peer)
   }
@@ -630,29 +591,7 @@ export class Output {
     if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
-    if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)
-  }
-
-  /**
-   * A message of `senderKey`'s for `reader` left `reader`'s own parked list:
-   * after the last of that sender's, what waited behind it tries again.
-   */
-  private uncountParkedMail(reader: Peer, senderKey: string): void {
-    const counts = reader.parkedMail
-    const left = counts?.get(senderKey)
-    if (counts === undefined || left === undefined) return
-    if (left > 1) return void counts.set(senderKey, left - 1)
-    counts.delete(senderKey)
-    if (counts.size === 0) reader.parkedMail = undefined
-    this.wakeWaiters(reader)
-  }
-
-  /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
-  private wakeWaiters(peer: Peer): void {
-    const waiters = peer.roomWaiters
-    if (waiters === undefined) return
-    peer.roomWaiters = undefined
-    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
+    if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
   }
 
   /**

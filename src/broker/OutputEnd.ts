@@ -30,13 +30,15 @@
  * `parkedMail`, `leftReturnWaits` and `controlsAtClose` directly, only at those connection
  * events (never in the same synchronous step as Output's own writes), and
  * changes everything else through `OutputSide`: the character budget, the
- * parked readers, the per-sender counts, the holds. No state of its own.
+ * parked readers, the holds; the per-sender counts through ParkedOrder.ts
+ * (`uncountParkedMail`). No state of its own.
  */
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
+import { uncountParkedMail } from "./ParkedOrder.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** Whether `peer`'s write in progress carries the message of record key `messageKey` (a scan: at a takeover only). */
@@ -65,8 +67,6 @@ export interface OutputSide {
   readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void
   /** An item that can no longer reach its connection goes back (Output.undeliverable). */
   readonly undeliverable: (item: OutboundItem) => void
-  /** A message of `senderKey`'s left `reader`'s own parked list: its count goes down (Output's `parkedMail` counts). */
-  readonly uncountParkedMail: (reader: Peer, senderKey: string) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** All of `reader`'s parked output is out: the departures held behind it go (FeedSource.parkedOut). */
@@ -243,7 +243,7 @@ export class OutputEnd {
     for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded)
     for (const item of taken) {
       if (!isMessage(item)) continue
-      this.side.uncountParkedMail(peer, item.mail.senderKey)
+      uncountParkedMail(peer, item.mail.senderKey)
       if (!this.side.departureHolds.isEmpty) this.side.departureHolds.offered(peer, item)
     }
     if (kept === 0 && this.side.unpark(peer)) this.side.parkedOut(peer)
