@@ -88,7 +88,9 @@
  * replies (`replies`, ParkedReplies.ts), the tests of what an item is (OutboundItems.ts)
  * and (2026-12-06) the outbox budgets (`budgets`, OutboxBudgets.ts) and the
  * per-sender counts of a reader's own parked mail with the tests of what
- * waits behind it (ParkedOrder.ts, plain functions).
+ * waits behind it (ParkedOrder.ts, plain functions), forced output and its
+ * parking behind older mail of its sender (`forced`, ForcedOutput.ts;
+ * `forceEnqueue` hands on to it).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
@@ -111,12 +113,13 @@
 import { Deferred, Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type ReturnWait, type Written } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type Written } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
+import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { countParkedMail, returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
@@ -171,19 +174,6 @@ const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES |
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
-/** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
-const holdsMailOf = (
-  parked: ReadonlyArray<readonly [Peer, OutboundItem]>,
-  recipient: Peer,
-  senderKey: string
-): boolean => {
-  for (let i = 0; i < parked.length; i++) {
-    const [to, item] = parked[i]!
-    if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
-  }
-  return false
-}
-
 /** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
@@ -203,6 +193,8 @@ export class Output {
   readonly departureSide: ParkedDepartures
   /** The settling `list` answers held behind a reply to their asker parked elsewhere (ParkedReplies.ts). */
   readonly replies: ParkedReplies
+  /** Output forced past the outbox bounds, kept behind its sender's older parked mail (ForcedOutput.ts). */
+  private readonly forced: ForcedOutput
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -260,6 +252,16 @@ export class Output {
       this.holds,
       wakeWaiters
     )
+    this.forced = new ForcedOutput({
+      takeBack,
+      undeliverable: (item) => this.undeliverable(item),
+      touch: (peer) => this.touch(peer),
+      batchParked: () => this.parked,
+      parkedReaders: this.parkedReaders,
+      budgets: this.budgets,
+      holds: this.holds,
+      departureHolds: this.departureHolds
+    })
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
       parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
@@ -300,8 +302,12 @@ export class Output {
    * paths only, never per routed frame.
    */
   ownParks = 0
-  parkedBehindOwn = 0
   waitsBehindOwn = 0
+
+  /** Messages parked at the end of a recipient's own list (ForcedOutput.parkOwn; stats, slow path only). */
+  get parkedBehindOwn(): number {
+    return this.forced.parkedBehindOwn
+  }
 
   /** `peer`'s outbox got output: its writer is asked to flush at the end of the batch (or soon, outside one). */
   private touch(peer: Peer): void {
@@ -434,7 +440,7 @@ export class Output {
       // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
       if (isSenderOrdered(item)) {
         const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
-        if (wait !== undefined && wait.reader !== reader && this.parkBehindReturn(recipient, item, wait)) {
+        if (wait !== undefined && wait.reader !== reader && this.forced.parkBehindReturn(recipient, item, wait)) {
           return "parked"
         }
       }
@@ -445,7 +451,7 @@ export class Output {
       // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
       // after it at the close. An empty list with a count is one with none: this waits for the shut.)
       if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
-        this.parkOwn(recipient, item)
+        this.forced.parkOwn(recipient, item)
         return "parked"
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
@@ -596,113 +602,12 @@ export class Output {
 
   /**
    * Queues `item` for `recipient` even past its outbox's capacity, after what
-   * it already holds. Mail or a notice for a session `recipient` no longer
-   * holds (it was taken over, or unregistered, since the item was meant for
-   * it) is taken back at once instead, to where that session is now. A
-   * message for a recipient whose own parked output
-   * (its mailbox, flushed when it registered, waiting for room) holds older
-   * mail of the same sender is parked behind that output instead: forced, it
-   * would overtake it (`parkBehind`).
+   * it already holds, keeping it behind older mail of its sender parked
+   * elsewhere, or taking it back when `recipient` no longer holds its
+   * session (ForcedOutput.ts).
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
-    // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
-    const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) return this.holds.keep(hold, item)
-    if (isShut(recipient)) return this.undeliverable(item)
-    // Mail or a notice for a session `recipient` no longer holds (taken over, or unregistered) goes back
-    // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
-    // mailbox. Pushed here, it would wait for the old writer or the old close, after newer mail and the
-    // sender's `session_left` there.
-    if (isStranded(item, recipient)) {
-      this.takeBack(item)
-      return
-    }
-    // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
-    // since the return would wait there for the pair, which waits for that old output, which waits behind it.
-    if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
-    // A control frame about a message (a hold's, given back at its end) goes behind its sender's parked mail,
-    // and one from since its sender's withheld return behind that return's old output, as the mail does.
-    if (isControl(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
-    this.budgets.charge(recipient, charsOf(item))
-    recipient.outbox.push(item)
-    this.touch(recipient)
-  }
-
-  /**
-   * Parks message `item` behind mail of its sender's parked for `recipient`
-   * in the batch being handled, or else in the recipient's own reader's
-   * parked list (where its registration parks the mail its mailbox flush
-   * could not fit): the drainer that offers that output offers this after it.
-   * False when neither holds such mail (then it is forced as usual: only the
-   * sender's order binds it, and forced it is queued before a departing
-   * sender's `session_left`). Only reached by forced messages while
-   * something is parked, so it costs the hot path nothing.
-   */
-  private parkBehind(recipient: Peer, item: SenderOrdered): boolean {
-    const sender = senderKeyOf(item)
-    if (this.parked.length > 0 && holdsMailOf(this.parked, recipient, sender)) {
-      this.parked.push([recipient, item])
-      return true
-    }
-    return this.behindOwnParked(recipient, item)
-  }
-
-  /**
-   * Parks message `item` (or a control frame about one), forced (its connection closed, or it comes back
-   * from a connection taken over), at the end of the parked output of the
-   * connection whose parked output `recipient` withholds the sender's
-   * return for (`waitsForReturn`, `ReturnWait.reader`), when it is mail
-   * from since that return: that drainer offers it after the old output,
-   * so it neither overtakes the old output nor owes the pair early
-   * (WithheldDepartures.unwithholdBeforeNewMail, which would put the old output
-   * after the `session_left`). False when that output is no longer parked
-   * with a drainer (then forced as before). One field test while nothing is
-   * withheld so.
-   */
-  private parkBehindReturn(
-    recipient: Peer,
-    item: SenderOrdered,
-    wait: ReturnWait | undefined = returnWaitOf(recipient.returnWaits, item)
-  ): boolean {
-    if (wait === undefined) return false
-    const reader = wait.reader
-    if (reader === recipient || reader.parked.length === 0 || !this.parkedReaders.has(reader)) return false
-    reader.parked.push([recipient, item])
-    return true
-  }
-
-  /**
-   * Parks message `item` (or a control frame about one) at the end of
-   * `recipient`'s own parked output when that holds older mail of its sender
-   * for `recipient` (a mailbox flush that did not fit): there the
-   * recipient's drainer offers it after that mail.
-   * False for anything else, which is queued as usual. At a closing
-   * recipient's, whose list keeps only its own output until the close takes
-   * it (`takeOwnParked`), the message is taken back after that output. No
-   * scan: the counts of `Peer.parkedMail`.
-   */
-  private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
-    if (recipient.parked.length === 0 || !isSenderOrdered(item) || !waitsBehindParked(recipient, item)) return false
-    this.parkOwn(recipient, item)
-    return true
-  }
-
-  /**
-   * Parks message `item` at the end of `recipient`'s own parked list, which
-   * holds mail for it (`parkedMail` is set, so its drainer is at work): the
-   * drainer offers it after everything parked there before it.
-   */
-  private parkOwn(recipient: Peer, item: SenderOrdered): void {
-    recipient.parked.push([recipient, item])
-    // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.
-    if (!isMessage(item)) return
-    countParkedMail(recipient, item.mail.senderKey)
-    this.parkedBehindOwn++
-    // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too —
-    // not for mail from since a return the recipient withholds (it waits for that departure to be owed).
-    if (!this.departureHolds.isEmpty && returnWaitOf(recipient.returnWaits, item) === undefined) {
-      this.departureHolds.requeued(recipient, item)
-    }
+    this.forced.enqueue(recipient, item)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
