@@ -67,10 +67,8 @@
  * keeps it while there is none, and is told when the recipient's writer
  * made room (`room`, from `roomMade`).
  *
- * The writer side (`takeForWrite`) is here too. A sender gone and back since
- * the recipient last collected has its `session_left` and new join written
- * after its older queued mail (`Rejoins`, which this module owns: one
- * instance, empty between writes).
+ * The writer side (`takeForWrite`, the room a write makes) is
+ * OutputWrites.ts's, reached as `writes`.
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
@@ -90,7 +88,8 @@
  * per-sender counts of a reader's own parked mail with the tests of what
  * waits behind it (ParkedOrder.ts, plain functions), forced output and its
  * parking behind older mail of its sender (`forced`, ForcedOutput.ts;
- * `forceEnqueue` hands on to it).
+ * `forceEnqueue` hands on to it) and the writer's side (`writes`,
+ * OutputWrites.ts).
  * This class keeps the parked lists' bookkeeping and the budgets; the parts
  * reach what they change of it through closures it hands them once
  * (`OutputSide`, the wake-ups, the batch's parked list).
@@ -111,64 +110,21 @@
  * when a writer makes some.
  */
 import { Deferred, Effect } from "effect"
-import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type Written } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import { charsOf, isControl, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { countParkedMail, returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
 import { ParkedReplies } from "./ParkedReplies.ts"
-import { Rejoins } from "./Rejoins.ts"
-import { WriteBatch } from "./WriteBatch.ts"
-
-/** Where a writer gets membership frames from (Membership.ts; `parkedOut` and `releaseDeparture`, WithheldDepartures.ts). */
-export interface FeedSource {
-  /**
-   * Appends the membership frames `peer` has not seen: joins and presence to
-   * `out`, written first; departures to `departures`, written after the
-   * output already queued; the departure and new join of a session that is
-   * back to `rejoins`, written after its older mail (MembershipFeed.collect).
-   */
-  readonly collect: (
-    peer: Peer,
-    items: ReadonlyArray<OutboundItem>,
-    out: Array<OutFrame>,
-    departures: Array<OutFrame>,
-    rejoins: Rejoins
-  ) => void
-  /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
-  readonly taken: (peer: Peer) => void
-  /**
-   * All of `reader`'s parked output reached its recipients' outboxes (or
-   * could not: they closed): the departures held behind it go into the feed
-   * (WithheldDepartures.left, `parkedOut`).
-   */
-  readonly parkedOut: (reader: Peer) => void
-  /**
-   * The mail of session `senderId`'s that `recipient`'s own parked output
-   * held when that session left is all offered: the hold it took on the
-   * departure withheld from `recipient` is released (WithheldDepartures.releaseDeparture).
-   */
-  readonly releaseDeparture: (recipient: Peer, senderId: string) => void
-  /**
-   * A takeover's custody hold ended (or moved on): the hold its holder
-   * `recipient` took on session `senderId`'s departure behind it is
-   * released (WithheldDepartures.releaseBehindCustody).
-   */
-  readonly releaseBehindCustody: (recipient: Peer, senderId: string) => void
-}
+import { type FeedSource, OutputWrites } from "./OutputWrites.ts"
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
-
-/** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
-const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
@@ -195,6 +151,8 @@ export class Output {
   readonly replies: ParkedReplies
   /** Output forced past the outbox bounds, kept behind its sender's older parked mail (ForcedOutput.ts). */
   private readonly forced: ForcedOutput
+  /** The writer's side: a write taken from an outbox, and the room it makes (OutputWrites.ts). */
+  readonly writes: OutputWrites
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -208,17 +166,9 @@ export class Output {
   private readonly feed: FeedSource
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
-  private readonly log: (level: "info" | "warning", message: string) => void
   private readonly requestFlush: () => void
-  private readonly room: (peer: Peer) => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
-  /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
-  private readonly departures: Array<OutFrame> = []
-  /** Sessions gone and back that `takeForWrite` met, whose pairs wait for their older mail; empty between calls. */
-  private readonly rejoins = new Rejoins()
-  /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
-  private spare: WriteBatch | undefined = undefined
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
@@ -241,9 +191,7 @@ export class Output {
     this.feed = feed
     this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
     this.budgets = new OutboxBudgets(budget)
-    this.log = log
     this.requestFlush = requestFlush
-    this.room = room
     this.holds = new CustodyHolds(wakeWaiters, (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
     this.departureSide = new ParkedDepartures(
       () => this.parked,
@@ -252,6 +200,7 @@ export class Output {
       this.holds,
       wakeWaiters
     )
+    this.writes = new OutputWrites({ feed, budgets: this.budgets, takeBack, log, room })
     this.forced = new ForcedOutput({
       takeBack,
       undeliverable: (item) => this.undeliverable(item),
@@ -269,7 +218,7 @@ export class Output {
     this.end = new OutputEnd({
       charge: (peer, chars) => this.budgets.charge(peer, chars),
       takeBack,
-      roomMade: (peer) => this.roomMade(peer),
+      roomMade: (peer) => this.writes.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
       undeliverable: (item) => this.undeliverable(item),
       unpark: (reader) => this.parkedReaders.delete(reader),
@@ -479,15 +428,6 @@ export class Output {
     return "queued"
   }
 
-  /** The writer took items: senders waiting for room in this outbox, or in all of them, may try again. */
-  private roomMade(peer: Peer): void {
-    // First what waits with no reader (replace-staged messages due), then the drainers, which offer later.
-    this.room(peer)
-    wakeWaiters(peer)
-    // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
-    this.budgets.roomMade(peer)
-  }
-
   /** A reader starts handling a batch: the outboxes it touches are flushed at its end, not before. */
   startBatch(): void {
     this.batching = true
@@ -613,112 +553,6 @@ export class Output {
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
   endOutput(peer: Peer): void {
     peer.outbox.push(END_OF_OUTPUT)
-  }
-
-  /** Whether `peer`'s outbox holds anything for its writer. */
-  hasOutput(peer: Peer): boolean {
-    return peer.outbox.length > 0
-  }
-
-  /**
-   * Takes everything in `peer`'s outbox as one write: the joins and presence
-   * changes it has not seen first, then the items in order, then the
-   * departures (a session's last messages precede its `session_left`). A
-   * session that left and is back since the recipient last collected has its
-   * `session_left` and new `session_joined` put among the items, after its
-   * mail from before its return and before its mail from since (Rejoins.ts:
-   * a scan of the outbox, only then). Mail, notices and control frames for a
-   * session this connection no longer holds (it unregistered, or was taken
-   * over) are taken back instead of written; those written are the batch's
-   * returnable items (custody, an unfinished write's untaken rest).
-   */
-  takeForWrite(peer: Peer): WriteBatch {
-    const items = peer.outbox
-    peer.outbox = []
-    const batch = this.spare ?? new WriteBatch()
-    this.spare = undefined
-    const frames = batch.frames
-    const returnable = batch.returnable
-    const departures = this.departures
-    const rejoins = this.rejoins
-    const budgets = this.budgets
-    this.feed.collect(peer, items, frames, departures, rejoins)
-    // Where the next pair of a returned session goes (-1: none, the common case).
-    let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
-    // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
-    for (let i = 0; i < items.length; i++) {
-      if (i === rejoinAt) rejoinAt = rejoins.emit(i, frames)
-      const item = items[i]!
-      budgets.charge(peer, -charsOf(item))
-      if (typeof item === "string") {
-        if (fits(item)) frames.push(item)
-        else this.oversize(peer, item)
-      }
-      else if (item === FEED_TICK) this.feed.taken(peer)
-      else if (item === END_OF_OUTPUT) batch.ending = true
-      else if (!("frame" in item)) {
-        // A control frame is returnable like mail: unwritten, or unconfirmed by a `received-v1` client, it goes
-        // again (Custody.ts). Tested here, among the frames in parts, so mail pays no class test.
-        if (!isControl(item)) {
-          if (fits(item)) frames.push(item)
-          else this.oversize(peer, item)
-        } else if (item.to !== peer.session?.key) this.takeBack(item)
-        else if (!fits(item)) this.oversize(peer, item)
-        else {
-          batch.returnableAt.push(frames.length)
-          returnable.push(item)
-          frames.push(item)
-        }
-      }
-      else if (!belongsTo(item, peer)) this.takeBack(item)
-      else if (!fits(item.frame)) this.oversize(peer, item.frame)
-      else {
-        batch.returnableAt.push(frames.length)
-        returnable.push(item)
-        frames.push(item.frame)
-      }
-    }
-    if (rejoinAt !== -1) rejoins.emit(items.length, frames)
-    if (rejoins.count > 0) rejoins.clear()
-    // After what was queued before them: a session's last messages precede its `session_left`.
-    if (departures.length > 0) {
-      for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)
-      departures.length = 0
-    }
-    this.roomMade(peer)
-    return batch
-  }
-
-  /**
-   * A batch whose write completed and was recorded (`Router.written`): no
-   * one holds it any more, and the next `takeForWrite` fills it again. A
-   * batch whose write went on in the background is never handed back.
-   */
-  recycle(batch: WriteBatch): void {
-    if (batch.empty()) this.spare = batch
-  }
-
-  /**
-   * Last line of defence: a frame over 1 MiB is never written (a strict
-   * client would drop the connection). Limits on the way in and size checks
-   * where frames are built make this unreachable; if it is reached, say so.
-   */
-  private oversize(peer: Peer, frame: OutFrame): void {
-    this.log(
-      "warning",
-      `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frameText(frame).slice(0, 80)}`
-    )
-  }
-
-  /**
-   * The output of a batch whose write did not complete, from the first frame
-   * that was not handed over (`written` frames were).
-   */
-  unwrittenOf(batch: WriteBatch, written: number): Array<Written> {
-    const unwritten: Array<Written> = []
-    const at = batch.returnableAt
-    for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
-    return unwritten
   }
 
   /**

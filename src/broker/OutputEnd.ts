@@ -61,7 +61,7 @@ export interface OutputSide {
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
    */
   readonly takeBack: (item: Returnable | ControlFrame) => boolean
-  /** `peer`'s outbox has room again: what waits for it tries again (Output.roomMade). */
+  /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
   readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void

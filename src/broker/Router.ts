@@ -506,7 +506,7 @@ export class Router {
     if (batch === undefined) return
     const written = peer.connection.unfinishedWrite() ?? batch.frames.length
     this.written(peer, batch, written)
-    const rest = this.output.unwrittenOf(batch, written)
+    const rest = this.output.writes.unwrittenOf(batch, written)
     if (rest.length > 0) peer.untakenRest = rest
   }
 

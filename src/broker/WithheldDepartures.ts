@@ -21,7 +21,7 @@
  * messages its session sent before leaving (C-BRK-33: a client fails the
  * asks waiting on a session when it hears it leave). The writer puts the
  * departures it collects after the output queued for the recipient
- * (Output.takeForWrite); output of the session's still parked behind a full
+ * (OutputWrites.takeForWrite); output of the session's still parked behind a full
  * outbox is not queued yet, so a session that unregisters with output
  * parked (in the batch that unregisters, or by its drainer) has its
  * departure held here (`held`) until that output is in its recipients'

@@ -37,7 +37,7 @@ const read = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): void 
 
 /** The `requestId`s of the `sessions` answers `peer`'s writer takes now, in order. */
 const answeredLists = (router: Router, peer: Peer): Array<string> =>
-  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+  router.output.writes.takeForWrite(peer).frames.flatMap((frame) => {
     const parsed = parseFrameText(frameText(frame))
     return !isFrameDecodeError(parsed) && parsed.type === "sessions" && typeof parsed.requestId === "string"
       ? [parsed.requestId]
@@ -149,7 +149,7 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       close(answerer.peer)
       const kinds: Array<string> = []
       const take = () => {
-        for (const frame of router.output.takeForWrite(asker.peer).frames) {
+        for (const frame of router.output.writes.takeForWrite(asker.peer).frames) {
           const parsed = parseFrameText(frameText(frame))
           if (isFrameDecodeError(parsed)) continue
           const inner = parsed.message

@@ -82,7 +82,7 @@ const setUp = Effect.gen(function*() {
   const settle = (fresh: Peer): void => {
     for (let round = 0; round < 3; round++) {
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
     }
   }
   return { closeA, log, old, router, settle, takeOver }

@@ -124,7 +124,7 @@ const takenOver = (oldFeatures: ReadonlyArray<string>) =>
         }
       })
     const flushNew = (): void => {
-      if (fresh !== undefined) seen.note(router.output.takeForWrite(fresh).frames)
+      if (fresh !== undefined) seen.note(router.output.writes.takeForWrite(fresh).frames)
     }
     return { batch, closeOld, d, drain, flushNew, labels: seen.labels, m, message: seen.message, send, takeOver }
   })
@@ -261,7 +261,7 @@ const successor = (
     flushNew: (): void => {
       if (fresh === undefined) return
       fresh.writer.flush()
-      seen.note(hand.router.output.takeForWrite(fresh).frames)
+      seen.note(hand.router.output.writes.takeForWrite(fresh).frames)
     }
   }
 }
@@ -463,7 +463,7 @@ const baseStuckOnM0 = (taken: number | undefined) =>
     batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
     const flushNew = (): void => {
       fresh.writer.flush()
-      seen.note(router.output.takeForWrite(fresh).frames)
+      seen.note(router.output.writes.takeForWrite(fresh).frames)
     }
     flushNew()
     assert.deepStrictEqual(seen.labels, [], "the new instance was given the cancel before its message came back")

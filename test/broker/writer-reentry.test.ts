@@ -1,5 +1,5 @@
 /**
- * A writer's synchronous flush takes its outbox (`Output.takeForWrite`),
+ * A writer's synchronous flush takes its outbox (`OutputWrites.takeForWrite`),
  * which makes room and wakes a drainer waiting for it; the woken fiber runs
  * at once, inside that call (`Deferred.doneUnsafe` resumes it inline), queues
  * its offer in the same outbox and calls the same writer's `flush` — while

@@ -86,7 +86,7 @@ export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
       })
     /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
     const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
-      written.push(...textsOf(router.output.takeForWrite(fresh).frames))
+      written.push(...textsOf(router.output.writes.takeForWrite(fresh).frames))
     }
     return { attach, awayThenAnew, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })
