@@ -81,7 +81,7 @@ export class DepartureHolds {
 
   /**
    * `item` joined the end of `recipient`'s own parked list behind its
-   * sender's older mail (Output.parkOwn: requeued mail, `behindOwnParked`,
+   * sender's older mail (ForcedOutput.parkOwn: requeued mail, `behindOwnParked`,
    * or a drainer's message parked there by `offer`'s guard): a hold on that
    * sender's departure waits for it too.
    */

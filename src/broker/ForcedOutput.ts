@@ -11,9 +11,9 @@
  * one from since a returned sender's return, for a recipient that withholds
  * the return, is parked behind the old output it waits for
  * (`parkBehindReturn`). One forced at a connection that no longer holds its
- * session is taken back at once, as `Output.place` refuses it, to where the
+ * session is taken back at once, as `ParkedDrain.place` refuses it, to where the
  * session is now; one a takeover's custody hold covers is kept with the
- * hold (CustodyHold.ts). Output's drainer step (`Output.place`) parks
+ * hold (CustodyHold.ts). A drainer's offer (`ParkedDrain.place`) parks
  * through `parkOwn` and `parkBehindReturn` too, on its slow branches.
  *
  * Ownership: no state of its own but the `parkedBehindOwn` count. It

@@ -14,7 +14,7 @@
  * output (ForcedOutput.ts) and its close side (OutputEnd.ts) call in the
  * same synchronous step as they push to or take from an outbox. The limits
  * are copied flat onto the instance, so a test on the per-frame path
- * (`Output.enqueue`, `Output.place`) loads as many fields as when they were
+ * (`Output.enqueue`, `ParkedDrain.place`) loads as many fields as when they were
  * Output's own (`this.budget.frames` then, `budgets.frames` now): no
  * allocation, no scan. Split from Output.ts (2026-12-06).
  */

@@ -1,134 +1,87 @@
 /**
- * Output and backpressure: the owner of a `Peer`'s output state (`outbox`,
- * `parked`), written here and, at a connection's end or a takeover, by
- * its close side (OutputEnd.ts).
+ * Output and backpressure: the front of the output concern. Routing never
+ * writes to a socket; it queues. `enqueue` offers to the recipient's
+ * bounded outbox (a plain array; its budgets in frames and characters,
+ * each outbox and all together, are OutboxBudgets.ts's) and, once any
+ * offer of the current batch finds an outbox full, parks that and every
+ * later item of the batch (order is kept). After the batch, the calling
+ * connection actor moves the parked items to its own list (`parkFor`) and
+ * its drainer offers them one by one, waiting for room, before it reads its
+ * socket again (ParkedDrain.ts): a fast sender is slowed, nothing accepted
+ * is dropped.
  *
- * Routing never writes to a socket; it queues. `enqueue` offers to the
- * recipient's bounded outbox — bounded in frames and in characters of frame
- * text, each outbox and all of them together (an empty outbox always takes
- * one frame), so sessions that never read cannot make the broker hold
- * gigabytes —
- * and, once any offer of the current batch finds an outbox full, parks that
- * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
- * (`parkFor`) and offers them one by one, waiting for room, before it reads
- * its socket again: a fast sender is slowed, nothing accepted is dropped.
- * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
- * closing reader's parked output) for a recipient whose own parked output
- * (its mailbox flush) holds older mail of the same sender is parked behind
- * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
- * One forced at a connection that no longer holds its session (taken over,
- * or unregistered, since it was meant for it: a closing reader's parked
- * output) is taken back at once, as `place` refuses it, to where the session
- * is now.
- * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offerParked`), waits while the recipient's own parked list holds older mail of
- * its sender for it (`Peer.parkedMail`, counted by sender here: no scan, since
- * that list also holds what the recipient's own sends parked for anyone):
- * routed, it is parked with the
- * batch as at a full outbox (the sender is slowed as usual); offered, the
- * drainer waits until that mail is offered — unless its own reader's list
- * holds mail for that reader, when the message is parked at the end of the
- * recipient's list: a guard, so a drainer only waits on one that waits on
- * writers alone, and no ring of drainers can wait for ever (architecture.md,
- * step 7). A control frame about a message (a cancel, a supersede:
- * ControlFrame.ts) waits, parks and is kept with a hold like its sender's
- * mail, so it never overtakes the message it is about. Only a sender with
- * mail there waits so: another sender's mail
- * does not (it would be held back by a flush that itself waits on some
- * other session that does not read), nor do answers, receipts and notices.
- * A returned sender's mail from since its return (and a control frame it
- * sent since, by `ControlFrame.senderSince`) waits the same way for a
- * recipient that withholds its departure and return until its old parked
- * output is out (`Peer.returnWaits`, WithheldDepartures.ts's; `waitsForReturn`);
- * forced (its connection closed, or taken back from one taken over), or
- * refused by a recipient whose connection closed, or whose session
- * unregistered, while it waited (`returnWaits`, or `leftReturnWaits` when
- * the leave ended them), it is parked behind that old output, in the old
- * connection's parked list (`parkBehindReturn`).
+ * A live sender's new message (or a control frame about one:
+ * ControlFrame.ts) is parked with the batch, as at a full outbox, while
+ * the recipient's own parked list holds older mail of its sender for it
+ * (`Peer.parkedMail`), while the recipient withholds that sender's return
+ * and the message is from since (`Peer.returnWaits`), or while a
+ * takeover's custody hold covers it (CustodyHold.ts): the tests are
+ * ParkedOrder.ts's, one field test each while nothing is parked or
+ * withheld. Another sender's mail does not wait so, nor do answers,
+ * receipts and notices. Output forced past the bounds keeps the same
+ * order (`forceEnqueue`, ForcedOutput.ts).
  *
- * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
- * item: the outboxes a batch of routing touched are flushed once, when the
- * batch ends (`endBatch`, `wakeTouched`); output queued outside a reader's
- * batch (timers, the membership notifier, a drainer's offer) asks the broker's
- * output fiber to flush (`requestFlush`), so nothing queued waits for the
- * next frame to arrive.
- *
- * The answer to an `ask-expiry-v1` client's settling `list` is held while
- * a reply to it the broker accepted is still parked in another reader's
- * list (`enqueueSettleAnswer`; the slot and its release are
- * ParkedReplies.ts's, checked where such a reply leaves a parked list), so
- * the asker's round trip at its deadline cannot overtake it; the asker's
- * reader reads on meanwhile.
- *
+ * Writers are not woken per item: the outboxes a batch of routing touched
+ * are flushed once, when the batch ends (`endBatch`, `wakeTouched`); output
+ * queued outside a reader's batch (timers, the membership notifier, a
+ * drainer's offer) asks the broker's output fiber to flush
+ * (`requestFlush`), so nothing queued waits for the next frame to arrive.
  * Output with no reader to park it with — a replace-staged message falling
- * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
- * reader's batch comes next) nor forced past the bounds (a recipient that
- * never reads would grow without limit): its owner asks `hasRoom` first and
- * keeps it while there is none, and is told when the recipient's writer
- * made room (`room`, from `roomMade`).
+ * due (ReplaceStaging.ts) — asks `hasRoom` first and is told when a writer
+ * made room (`room`, from `OutputWrites.roomMade`). The answer to an
+ * `ask-expiry-v1` client's settling `list` may be held behind a reply
+ * parked elsewhere (`enqueueSettleAnswer`, ParkedReplies.ts).
  *
- * The writer side (`takeForWrite`, the room a write makes) is
- * OutputWrites.ts's, reached as `writes`.
+ * Split by concern (2026-12-05, 2026-12-06); each part is reached through
+ * a field of this class or is plain functions:
+ * - `budgets` (OutboxBudgets.ts): the outbox budgets, the total character
+ *   count and the drainers waiting on it; the one writer of `outboxChars`.
+ * - ParkedOrder.ts: the per-sender counts of a reader's own parked mail
+ *   and the tests of what waits behind it or behind a withheld return.
+ * - `forced` (ForcedOutput.ts): output forced past the bounds, parked
+ *   behind its sender's older parked mail or a withheld return's old output.
+ * - `writes` (OutputWrites.ts): the writer's side — a write taken from an
+ *   outbox (`takeForWrite`, with the membership feed and Rejoins.ts), its
+ *   batch reused (WriteBatch.ts), the room it makes.
+ * - `drain` (ParkedDrain.ts): the drainers' offers of a reader's parked list.
+ * - `end` (OutputEnd.ts): a connection's end and a takeover's hand-over.
+ * - `holds` (CustodyHold.ts), `departureSide` (ParkedDepartures.ts, with
+ *   DepartureHolds.ts), `replies` (ParkedReplies.ts), and the tests of
+ *   what an item is (OutboundItems.ts).
  *
- * A departed sender's mail in a recipient's own parked list holds its
- * `session_left` from that recipient until the last of it is offered
- * (the per-sender counts of the readers with parked output are here; their
- * look-up, `parkedMailOf`, is ParkedDepartures.ts's; the holds' records and
- * their counting down are DepartureHolds.ts's; WithheldDepartures.ts
- * withholds it).
+ * Ownership: this class owns the batch being handled (its parked list,
+ * `batching`) and the outboxes it touched (`touched`, `Peer.touched`); it
+ * is the one writer of the set of readers with parked output (added in
+ * `parkFor`; taken off through the `unpark` closures it hands ParkedDrain.ts
+ * and OutputEnd.ts). A `Peer`'s `outbox` and `parked` are pushed to here and
+ * by the parts above, each in its caller's synchronous step; which part
+ * writes what is said in its header. The parts reach Output's state only
+ * through what it hands them once at construction (closures, the shared
+ * set, the budgets); none holds Output itself.
  *
- * Split by concern (2026-12-05), each part reached through a field of this
- * class: a connection's end and a takeover's hand-over (`end`,
- * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
- * with `CustodyHolds.holdOf`, one field test per message while none is held),
- * what the withheld departures ask of parked output (`departureSide`,
- * ParkedDepartures.ts), the settling `list` answers held behind parked
- * replies (`replies`, ParkedReplies.ts), the tests of what an item is (OutboundItems.ts)
- * and (2026-12-06) the outbox budgets (`budgets`, OutboxBudgets.ts) and the
- * per-sender counts of a reader's own parked mail with the tests of what
- * waits behind it (ParkedOrder.ts, plain functions), forced output and its
- * parking behind older mail of its sender (`forced`, ForcedOutput.ts;
- * `forceEnqueue` hands on to it) and the writer's side (`writes`,
- * OutputWrites.ts).
- * This class keeps the parked lists' bookkeeping and the budgets; the parts
- * reach what they change of it through closures it hands them once
- * (`OutputSide`, the wake-ups, the batch's parked list).
- *
- * Size: about 930 lines, past the ~400 guideline: what is left is the
- * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
- * flushes) and the slow paths that share its state in the same synchronous
- * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
- * `parkBehind`, `parkBehindReturn`, `behindOwnParked`, `parkOwn`, also
- * reached from `place`) and the per-sender counts of a reader's own parked
- * mail — kept here because `place` and `parkFor`, on the per-frame path,
- * use them directly and would otherwise call through another object.
- * Already apart besides the above: the write batch (WriteBatch.ts),
- * the placement of a returned sender's departure (Rejoins.ts) and the
- * departures held behind a recipient's own parked output (DepartureHolds.ts).
- * What waits for room without a reader (due replace messages) is
- * ReplaceStaging.ts's; this module only answers `hasRoom` and calls `room`
- * when a writer makes some.
+ * Per-frame path: `enqueue`, `ParkedDrain.place` and
+ * `OutputWrites.takeForWrite` load what they loaded before the split (the
+ * parts copy their inputs flat; the order tests are direct calls), but for
+ * one field per write or per drain (`output.writes`, `output.drain`), and
+ * allocate nothing new (docs/performance.md, "Output split, thirty-second
+ * stop").
  */
-import { Deferred, Effect } from "effect"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { charsOf, isControl, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import { charsOf, isControl, isMessage, isSenderOrdered } from "./OutboundItems.ts"
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
-import { countParkedMail, returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
+import { ParkedDrain } from "./ParkedDrain.ts"
+import { countParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
 import { ParkedReplies } from "./ParkedReplies.ts"
 import { type FeedSource, OutputWrites } from "./OutputWrites.ts"
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
-
-/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
-const isReadOnlyAnswer = (frame: string): boolean =>
-  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
 /** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
 export class Output {
@@ -153,6 +106,8 @@ export class Output {
   private readonly forced: ForcedOutput
   /** The writer's side: a write taken from an outbox, and the room it makes (OutputWrites.ts). */
   readonly writes: OutputWrites
+  /** The drain of the readers' own parked lists: their drainers' offers (ParkedDrain.ts). */
+  readonly drain: ParkedDrain
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -163,7 +118,6 @@ export class Output {
   private touchedHead = 0
   private touchedCount = 0
   private readonly takeBack: (item: Returnable | ControlFrame) => boolean
-  private readonly feed: FeedSource
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
   private readonly requestFlush: () => void
@@ -188,7 +142,6 @@ export class Output {
     room: (peer: Peer) => void
   ) {
     this.takeBack = takeBack
-    this.feed = feed
     this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
     this.budgets = new OutboxBudgets(budget)
     this.requestFlush = requestFlush
@@ -214,6 +167,16 @@ export class Output {
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
       parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
+    })
+    this.drain = new ParkedDrain({
+      holds: this.holds,
+      budgets: this.budgets,
+      forced: this.forced,
+      departureHolds: this.departureHolds,
+      replies: this.replies,
+      feed,
+      undeliverable: (item) => this.undeliverable(item),
+      unpark: (reader) => this.parkedReaders.delete(reader)
     })
     this.end = new OutputEnd({
       charge: (peer, chars) => this.budgets.charge(peer, chars),
@@ -245,13 +208,18 @@ export class Output {
    * broker started (stats; the simulation counts them to show its workloads
    * reach it): batches that parked mail for their own reader (a
    * registration's mailbox flush that did not fit), messages parked at the
-   * end of a recipient's own list (`parkOwn`), drainer offers that waited
-   * behind it (`offerParked`); the departures held behind it are counted by
-   * `departureSide` (`ParkedDepartures.departuresHeld`). Counted on those slow
-   * paths only, never per routed frame.
+   * end of a recipient's own list (`parkedBehindOwn`, ForcedOutput.ts's),
+   * drainer offers that waited behind it (`waitsBehindOwn`, ParkedDrain.ts's);
+   * the departures held behind it are counted by `departureSide`
+   * (`ParkedDepartures.departuresHeld`). Counted on those slow paths only,
+   * never per routed frame. This one: batches that parked mail for their own reader.
    */
   ownParks = 0
-  waitsBehindOwn = 0
+
+  /** Drainer offers that waited behind their sender's mail in a recipient's own list (ParkedDrain.place; stats, slow path only). */
+  get waitsBehindOwn(): number {
+    return this.drain.waitsBehindOwn
+  }
 
   /** Messages parked at the end of a recipient's own list (ForcedOutput.parkOwn; stats, slow path only). */
   get parkedBehindOwn(): number {
@@ -329,105 +297,6 @@ export class Output {
     return true
   }
 
-  /**
-   * Offers `entry`, the oldest item `reader` parked (`nextParked`), to its
-   * recipient, waiting for room in frames and in characters. The item leaves
-   * the parked list in the same synchronous step that accepts it (or refuses
-   * it: its recipient closed, or no longer holds its session), before the
-   * recipient's writer is told to flush, so nothing ever sees it both queued
-   * and still parked — a takeover's `handOver` takes parked items back, and
-   * would send one the old socket already wrote a second time. Done at once
-   * when `entry` is no longer the oldest (a hand-over took it back while this
-   * waited). The caller is a drainer fiber, outside any batch. A message for
-   * another recipient whose own parked list holds older mail of its sender
-   * for it (`Peer.parkedMail`) waits until that is offered — or, when
-   * `reader`'s own list holds mail for `reader` too, is parked at the end of
-   * the recipient's list (accepted), so two drainers never wait on each other.
-   */
-  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (reader.parked[0] !== entry) return Effect.void
-      const recipient = entry[0]
-      const placed = this.place(reader, recipient, entry[1])
-      if (typeof placed !== "string") return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
-      this.parkedOffered(reader, entry, placed !== "refused")
-      if (placed === "queued") recipient.writer.flush()
-      return Effect.void
-    })
-  }
-
-  /**
-   * One try of `offerParked`: the item queued in the recipient's outbox,
-   * parked at the end of its own list, refused, or a wait to retry after.
-   */
-  private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
-    // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
-    // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
-    // to come back after that custody.
-    const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) {
-      // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
-      // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
-      // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
-      if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
-        this.holds.keep(hold, item)
-        return "parked"
-      }
-      this.holds.counts.waits++
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    // Mail for a session the recipient no longer holds (taken over while this waited) is refused
-    // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
-    if (isShut(recipient) || isStranded(item, recipient)) {
-      // A returned sender's mail from since its return, for a recipient that closed while it withheld
-      // the return: parked behind the old output it waited for, it is refused after that output, so
-      // it reaches the mailbox after it (its closed connection kept the waits, WithheldDepartures.left).
-      // Likewise for a recipient whose session unregistered while it withheld the return: woken by its
-      // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
-      // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
-      if (isSenderOrdered(item)) {
-        const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
-        if (wait !== undefined && wait.reader !== reader && this.forced.parkBehindReturn(recipient, item, wait)) {
-          return "parked"
-        }
-      }
-      return "refused"
-    }
-    // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
-    if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {
-      // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
-      // after it at the close. An empty list with a count is one with none: this waits for the shut.)
-      if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
-        this.forced.parkOwn(recipient, item)
-        return "parked"
-      }
-      // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
-      this.waitsBehindOwn++
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    if (waitsForReturn(recipient, item, reader)) {
-      // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    const chars = charsOf(item)
-    const budgets = this.budgets
-    if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
-      const room = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(room)
-      return room
-    }
-    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
-    budgets.charge(recipient, chars)
-    recipient.outbox.push(item)
-    return "queued"
-  }
-
   /** A reader starts handling a batch: the outboxes it touches are flushed at its end, not before. */
   startBatch(): void {
     this.batching = true
@@ -499,45 +368,6 @@ export class Output {
     this.parkedReaders.add(reader)
     this.backpressureWaits++
     return true
-  }
-
-  /**
-   * Whether an answer to a read-only request (`health_ok`, `sessions`) is
-   * among `reader`'s own parked output (slow path: a scan). While one is, no
-   * later such answer may overtake it.
-   */
-  parksAnswerFor(reader: Peer): boolean {
-    for (const [to, item] of reader.parked) {
-      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
-    }
-    return false
-  }
-
-  /** The reader's oldest parked item, or undefined when all of it fitted. */
-  nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
-    return reader.parked[0]
-  }
-
-  /**
-   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
-   * or refused because its recipient closed meanwhile. Nothing when `entry`
-   * is no longer the oldest.
-   */
-  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
-    if (reader.parked[0] !== entry) return
-    const first = reader.parked.shift()
-    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
-    if (own !== undefined && !this.departureHolds.isEmpty) this.departureHolds.offered(reader, own)
-    if (first !== undefined && !accepted) this.undeliverable(first[1])
-    if (reader.parked.length === 0) {
-      this.parkedReaders.delete(reader)
-      this.feed.parkedOut(reader)
-    }
-    // `ask-expiry-v1`: the last reply to a held asker's session left (queued, parked or refused and taken back): its answer follows it.
-    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])
-    // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
-    // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
-    if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
   }
 
   /**

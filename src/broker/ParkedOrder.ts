@@ -8,7 +8,7 @@
  * has older mail for a recipient in that recipient's own parked list — its
  * mailbox flush that did not fit, mail parked behind it — must not overtake
  * it: routed, it is parked with its batch (`Output.enqueue`); offered, its
- * drainer waits (`Output.place`); forced, it is parked behind it
+ * drainer waits (`ParkedDrain.place`); forced, it is parked behind it
  * (ForcedOutput.ts). The counts answer that with a look-up, never a scan,
  * since that list also holds what the recipient's own sends parked for
  * others. A returned sender's mail from since its return waits likewise

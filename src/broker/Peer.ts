@@ -171,7 +171,7 @@ export class Peer {
    * (WithheldDepartures.left), kept for the mail that waited on them: woken at the
    * leave, such a message is refused (its session is gone) and goes back
    * to the mailbox — parked first behind the old output it waited for
-   * (Output.place, `parkBehindReturn`), so the mailbox gets that output
+   * (ParkedDrain.place, `parkBehindReturn`), so the mailbox gets that output
    * first. Read only for mail stranded here, so a later session of the
    * connection never waits on them; replaced at its next leave, dropped at
    * its close.

@@ -287,7 +287,7 @@ export class WithheldDepartures {
    * withholds (`WithheldDeparture.rejoined`) move to `next` with the
    * return's holds (the early releases' records now name `next`) and its
    * waits (`Peer.returnWaits`), so the session's new mail, taken back to
-   * `next`, still waits behind the old output (Output.parkBehindReturn) and
+   * `next`, still waits behind the old output (ForcedOutput.parkBehindReturn) and
    * `next` is owed the pair once that output is out. `next`'s feed starts
    * after both frames, so they count as passed: the session's client heard
    * the old incarnation present and nothing since. A return with no early
@@ -380,7 +380,7 @@ export class WithheldDepartures {
     peer.owedJoins = undefined
     // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
     // back the older mail it held (OutputEnd.releaseWaiters), and the mail that waited goes back after the
-    // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
+    // old output it waited for (ParkedDrain.place, `parkBehindReturn`). Woken here, a drainer runs at once
     // and its refused message reached the mailbox ahead of both. An open connection (unregistered) may
     // register again, so its waits end here; they stay readable for the mail that waited
     // (`leftReturnWaits`), which then goes back behind that old output too rather than racing its drainer.
@@ -578,7 +578,7 @@ export class WithheldDepartures {
           withheldReturn = true
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
-          // The session's mail from since its return waits for the pair (Output.waitsForReturn).
+          // The session's mail from since its return waits for the pair (ParkedOrder.waitsForReturn).
           ;(recipient.returnWaits ??= new Map()).set(session.key, { id: session.id, since: departure.since, reader })
         }
       }
@@ -665,7 +665,7 @@ export class WithheldDepartures {
    * `items` (`peer`'s outbox): `unwithhold`. One scan of the outbox, only
    * while a return is withheld with its waits (`Peer.returnWaits`, keyed by
    * sender key: no key is built here). Rare since forced mail parks behind
-   * the old output (Output.parkBehindReturn): what reaches the outbox
+   * the old output (ForcedOutput.parkBehindReturn): what reaches the outbox
    * anyway is forced while that output is not parked with a drainer.
    * Called by Membership.collect, before it takes what `peer` is owed.
    */

@@ -56,8 +56,8 @@ const heldSenderSetUp = Effect.gen(function*() {
   const drain = (...readers: ReadonlyArray<Peer>): Effect.Effect<void> =>
     Effect.gen(function*() {
       for (const reader of readers) {
-        for (let next = router.output.nextParked(reader); next !== undefined; next = router.output.nextParked(reader)) {
-          yield* router.output.offerParked(reader, next)
+        for (let next = router.output.drain.nextParked(reader); next !== undefined; next = router.output.drain.nextParked(reader)) {
+          yield* router.output.drain.offerParked(reader, next)
         }
       }
     })

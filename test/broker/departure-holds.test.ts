@@ -36,7 +36,7 @@ const setUpWith = (count: number) => Effect.gen(function*() {
   /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {
-      Effect.runSync(router.output.offerParked(reader, router.output.nextParked(reader)!))
+      Effect.runSync(router.output.drain.offerParked(reader, router.output.drain.nextParked(reader)!))
     }
   }
   const away = session("recipient", false)

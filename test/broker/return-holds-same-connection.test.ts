@@ -44,9 +44,9 @@ describe("a return on the same connection, in the unregister batch", () => {
         { type: "send", to: "watcher", message: message("x2") }
       ]))
       const tryDrain = (): void => {
-        const entry = router.output.nextParked(a)
+        const entry = router.output.drain.nextParked(a)
         if (entry === undefined) return
-        const fiber = Effect.runFork(router.output.offerParked(a, entry))
+        const fiber = Effect.runFork(router.output.drain.offerParked(a, entry))
         Effect.runSync(Fiber.interrupt(fiber))
       }
       router.output.writes.takeForWrite(watcher) // room for one write's worth: x1 fits, x2 will not

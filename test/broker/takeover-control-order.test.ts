@@ -119,8 +119,8 @@ const takenOver = (oldFeatures: ReadonlyArray<string>) =>
     }
     const drain = (): Effect.Effect<void> =>
       Effect.gen(function*() {
-        for (let next = router.output.nextParked(d); next !== undefined; next = router.output.nextParked(d)) {
-          yield* router.output.offerParked(d, next)
+        for (let next = router.output.drain.nextParked(d); next !== undefined; next = router.output.drain.nextParked(d)) {
+          yield* router.output.drain.offerParked(d, next)
         }
       })
     const flushNew = (): void => {

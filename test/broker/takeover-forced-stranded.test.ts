@@ -5,7 +5,7 @@
  * (OutputEnd.forceParked → Output.forceEnqueue). It belongs to the session,
  * not to the old connection: it must go where the session is now, in its
  * sender's order and before that sender's `session_left` — as a drainer's
- * offer of it would (Output.place refuses it there, and its sender takes it
+ * offer of it would (ParkedDrain.place refuses it there, and its sender takes it
  * back to the new connection) — not wait in the old outbox for the old
  * writer or the old close, after the departure (review revr3, D3). With a
  * takeover's custody hold (CustodyHold.ts) on that sender, it is kept with
