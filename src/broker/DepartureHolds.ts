@@ -2,7 +2,7 @@
  * Departures held behind a recipient's own parked output: the bookkeeping
  * of which departed senders' mail still waits in a recipient's own parked
  * list (its mailbox flush that did not fit, and mail parked behind it:
- * Output.ts), and how many of their messages, so that the last of them
+ * Output.ts, ForcedOutput.ts), and how many of their messages, so that the last of them
  * being offered releases the hold WithheldDepartures.ts took on that sender's
  * `session_left` for that recipient (C-BRK-33; docs/architecture.md,
  * "Membership frames").

@@ -61,7 +61,7 @@
  *
  * Per-frame path: `enqueue`, `ParkedDrain.place` and
  * `OutputWrites.takeForWrite` load what they loaded before the split (the
- * parts copy their inputs flat; the order tests are direct calls), but for
+ * parts copy what every item uses flat; the order tests are direct calls), but for
  * one field per write or per drain (`output.writes`, `output.drain`), and
  * allocate nothing new (docs/performance.md, "Output split, thirty-second
  * stop").

@@ -3,7 +3,8 @@
  * happens to the output queued or parked on a connection when it is taken
  * over (P16), its session unregisters, or it closes. It runs per connection
  * event, never per frame; the per-frame side (`enqueue`, `place`,
- * `takeForWrite`, `parkFor`, the flushes) is Output.ts's.
+ * `takeForWrite`, `parkFor`, the flushes) is Output.ts's and its parts'
+ * (ParkedDrain.ts, OutputWrites.ts).
  *
  * At a takeover (and when a session unregisters, Custody.handBack) the mail
  * and failure notices the old connection's outbox still holds for the
@@ -23,9 +24,9 @@
  * answer held behind a reply this close forced follows that reply, and one
  * held for the closing connection itself is dropped (ParkedReplies.ts).
  *
- * Ownership: Output owns a `Peer`'s output fields and the broker-wide
- * output state (budgets, the readers with parked output, the departure
- * holds behind them); this module is its close and takeover side, split off
+ * Ownership: Output and its parts own a `Peer`'s output fields and the
+ * broker-wide output state (the budgets, OutboxBudgets.ts; the readers with
+ * parked output, Output's; the departure holds behind them); this module is its close and takeover side, split off
  * by concern. It writes a peer's `outbox`, `parked`, `outboxShut`,
  * `parkedMail`, `leftReturnWaits` and `controlsAtClose` directly, only at those connection
  * events (never in the same synchronous step as Output's own writes), and

@@ -94,11 +94,11 @@ export interface WriteSide {
 
 /** The writer's side of the outboxes (see the module header). */
 export class OutputWrites {
-  // The side's fields, copied flat: `takeForWrite` loads them as it did as Output's own.
+  private readonly side: WriteSide
+  // What every write uses, copied flat from `side`: `takeForWrite` loads them as it did as Output's own.
   private readonly feed: FeedSource
   private readonly budgets: OutboxBudgets
   private readonly takeBack: (item: Returnable | ControlFrame) => boolean
-  private readonly log: (level: "info" | "warning", message: string) => void
   private readonly room: (peer: Peer) => void
   /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
   private readonly departures: Array<OutFrame> = []
@@ -109,10 +109,10 @@ export class OutputWrites {
 
   /** @param side what the writer's side uses of Output's and the broker's. */
   constructor(side: WriteSide) {
+    this.side = side
     this.feed = side.feed
     this.budgets = side.budgets
     this.takeBack = side.takeBack
-    this.log = side.log
     this.room = side.room
   }
 
@@ -135,6 +135,7 @@ export class OutputWrites {
    */
   takeForWrite(peer: Peer): WriteBatch {
     const items = peer.outbox
+    const budgets = this.budgets
     peer.outbox = []
     const batch = this.spare ?? new WriteBatch()
     this.spare = undefined
@@ -142,7 +143,6 @@ export class OutputWrites {
     const returnable = batch.returnable
     const departures = this.departures
     const rejoins = this.rejoins
-    const budgets = this.budgets
     this.feed.collect(peer, items, frames, departures, rejoins)
     // Where the next pair of a returned session goes (-1: none, the common case).
     let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
@@ -205,7 +205,7 @@ export class OutputWrites {
    * where frames are built make this unreachable; if it is reached, say so.
    */
   private oversize(peer: Peer, frame: OutFrame): void {
-    this.log(
+    this.side.log(
       "warning",
       `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frameText(frame).slice(0, 80)}`
     )

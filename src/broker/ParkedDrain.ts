@@ -31,8 +31,8 @@
  * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
  * it takes an emptied reader off Output's set of readers with parked output
  * through `unpark`. `place` runs once per offered item, on the per-frame
- * path of a slowed sender: its inputs are copied flat onto this instance,
- * so it loads what it did as Output's own, and it allocates only the
+ * path of a slowed sender: what every offer uses is copied flat onto this
+ * instance, so it loads what it did as Output's own, and it allocates only the
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
  */
@@ -73,15 +73,11 @@ export interface DrainSide {
 
 /** The drain of the readers' own parked lists (see the module header). */
 export class ParkedDrain {
-  // The side's fields, copied flat: `place` loads them as it did as Output's own.
+  private readonly side: DrainSide
+  // What every offer uses, copied flat from `side`: `place` and `parkedOffered` load them as they did as Output's own.
   private readonly holds: CustodyHolds
   private readonly budgets: OutboxBudgets
-  private readonly forced: ForcedOutput
-  private readonly departureHolds: DepartureHolds
   private readonly replies: ParkedReplies
-  private readonly feed: FeedSource
-  private readonly undeliverable: (item: OutboundItem) => void
-  private readonly unpark: (reader: Peer) => boolean
 
   /**
    * Drainer offers that waited behind older mail of their sender in the
@@ -92,14 +88,10 @@ export class ParkedDrain {
 
   /** @param side what the drain uses of Output's and its parts'. */
   constructor(side: DrainSide) {
+    this.side = side
     this.holds = side.holds
     this.budgets = side.budgets
-    this.forced = side.forced
-    this.departureHolds = side.departureHolds
     this.replies = side.replies
-    this.feed = side.feed
-    this.undeliverable = side.undeliverable
-    this.unpark = side.unpark
   }
 
   /**
@@ -162,7 +154,7 @@ export class ParkedDrain {
       // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
       if (isSenderOrdered(item)) {
         const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
-        if (wait !== undefined && wait.reader !== reader && this.forced.parkBehindReturn(recipient, item, wait)) {
+        if (wait !== undefined && wait.reader !== reader && this.side.forced.parkBehindReturn(recipient, item, wait)) {
           return "parked"
         }
       }
@@ -173,7 +165,7 @@ export class ParkedDrain {
       // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
       // after it at the close. An empty list with a count is one with none: this waits for the shut.)
       if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
-        this.forced.parkOwn(recipient, item)
+        this.side.forced.parkOwn(recipient, item)
         return "parked"
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
@@ -227,11 +219,11 @@ export class ParkedDrain {
     if (reader.parked[0] !== entry) return
     const first = reader.parked.shift()
     const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
-    if (own !== undefined && !this.departureHolds.isEmpty) this.departureHolds.offered(reader, own)
-    if (first !== undefined && !accepted) this.undeliverable(first[1])
+    if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
+    if (first !== undefined && !accepted) this.side.undeliverable(first[1])
     if (reader.parked.length === 0) {
-      this.unpark(reader)
-      this.feed.parkedOut(reader)
+      this.side.unpark(reader)
+      this.side.feed.parkedOut(reader)
     }
     // `ask-expiry-v1`: the last reply to a held asker's session left (queued, parked or refused and taken back): its answer follows it.
     if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])

@@ -34,7 +34,7 @@
  * (`MAX_HELD`), so it costs at most that many frames per connection.
  *
  * Ownership: the slots are this module's (one map, keyed by `Peer`),
- * written only in Output's and OutputEnd's synchronous steps. It reads
+ * written only in Output's, ParkedDrain's and OutputEnd's synchronous steps. It reads
  * Output's readers with parked output, their `parked` lists and the current
  * batch's (which Output and OutputEnd write), and queues a released answer
  * through Output (`AnswerQueue`). Runs per settling `list` while some reader has

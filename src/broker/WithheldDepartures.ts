@@ -64,7 +64,7 @@
  * recipient that does not read so holds the departure back from itself
  * only, and no outbox goes past its bounds. The same hold covers a
  * departed session's mail in a recipient's own parked output (its mailbox
- * flush that did not fit, and mail parked behind it, Output.ts): when the
+ * flush that did not fit, and mail parked behind it, ForcedOutput.ts): when the
  * departure goes into the feed (`depart`) each such recipient withholds it
  * until its drainer offered the last of that mail (ParkedDepartures.holdBehindParked).
  * Each owner takes one hold per (recipient, session) and releases it once;
@@ -626,7 +626,7 @@ export class WithheldDepartures {
   /**
    * `session`'s departure goes into the feed. A recipient whose own parked
    * output holds mail of its (a mailbox flush that did not fit, and mail
-   * parked behind it: Output.ts) withholds it until that mail is offered —
+   * parked behind it: ForcedOutput.ts) withholds it until that mail is offered —
    * also when the session is back already (a held departure released by its
    * return): that recipient passes over the departure the return superseded.
    * One check while no reader parks output.
