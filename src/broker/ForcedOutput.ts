@@ -102,7 +102,7 @@ export class ForcedOutput {
     if (hold !== undefined) return this.side.holds.keep(hold, item)
     if (isShut(recipient)) return this.side.undeliverable(item)
     // Mail or a notice for a session `recipient` no longer holds (taken over, or unregistered) goes back
-    // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
+    // now, as `ParkedDrain.place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
     // mailbox. Pushed here, it would wait for the old writer or the old close, after newer mail and the
     // sender's `session_left` there.
     if (isStranded(item, recipient)) {

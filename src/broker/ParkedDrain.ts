@@ -133,7 +133,7 @@ export class ParkedDrain {
     if (hold !== undefined) {
       // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
       // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
-      // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
+      // (`Output.parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
       if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
         this.holds.keep(hold, item)
         return "parked"
