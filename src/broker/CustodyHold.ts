@@ -199,7 +199,7 @@ export class CustodyHolds {
   readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0, returns: 0 }
 
   /**
-   * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (Output's room waiters).
+   * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (ParkedOrder.wakeWaiters).
    * @param releaseDeparture a departure withheld from `recipient` behind a hold is released (FeedSource.releaseBehindCustody).
    */
   constructor(wake: (peer: Peer) => void, releaseDeparture: (recipient: Peer, senderId: string) => void) {

@@ -2,7 +2,7 @@
  * Departures held behind a recipient's own parked output: the bookkeeping
  * of which departed senders' mail still waits in a recipient's own parked
  * list (its mailbox flush that did not fit, and mail parked behind it:
- * Output.ts), and how many of their messages, so that the last of them
+ * Output.ts, ForcedOutput.ts), and how many of their messages, so that the last of them
  * being offered releases the hold WithheldDepartures.ts took on that sender's
  * `session_left` for that recipient (C-BRK-33; docs/architecture.md,
  * "Membership frames").
@@ -81,7 +81,7 @@ export class DepartureHolds {
 
   /**
    * `item` joined the end of `recipient`'s own parked list behind its
-   * sender's older mail (Output.parkOwn: requeued mail, `behindOwnParked`,
+   * sender's older mail (ForcedOutput.parkOwn: requeued mail, `behindOwnParked`,
    * or a drainer's message parked there by `offer`'s guard): a hold on that
    * sender's departure waits for it too.
    */

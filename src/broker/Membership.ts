@@ -25,7 +25,7 @@
  * wakes each writer once per pause with every join since, not once per join
  * (issue 16: 1,000 joins into one scope were 500,000 writer wake-ups and
  * writes). Order is unaffected: a writer collects the feed before anything
- * else it writes (Output.takeForWrite), so no frame overtakes a join or
+ * else it writes (OutputWrites.takeForWrite), so no frame overtakes a join or
  * presence change made before it, and writes departures after what was
  * queued (a session's last messages precede its `session_left`); only the
  * moment an otherwise idle session hears of a change moves, by at most
@@ -34,7 +34,7 @@
  * Departures: a `session_left` must not reach a recipient before the
  * messages its session sent before leaving (C-BRK-33). The writer puts the
  * departures it collects after the output queued for the recipient
- * (Output.takeForWrite); a departure whose session's output is not queued
+ * (OutputWrites.takeForWrite); a departure whose session's output is not queued
  * yet is held, or withheld from some recipients, by WithheldDepartures.ts,
  * which puts it into the feed here (`FeedSide.left`) and wakes the writers
  * it is owed to (`FeedSide.wakeOwed`).

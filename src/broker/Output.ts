@@ -1,237 +1,87 @@
 /**
- * Output and backpressure: the owner of a `Peer`'s output state (`outbox`,
- * `parked`), written here and, at a connection's end or a takeover, by
- * its close side (OutputEnd.ts).
+ * Output and backpressure: the front of the output concern. Routing never
+ * writes to a socket; it queues. `enqueue` offers to the recipient's
+ * bounded outbox (a plain array; its budgets in frames and characters,
+ * each outbox and all together, are OutboxBudgets.ts's) and, once any
+ * offer of the current batch finds an outbox full, parks that and every
+ * later item of the batch (order is kept). After the batch, the calling
+ * connection actor moves the parked items to its own list (`parkFor`) and
+ * its drainer offers them one by one, waiting for room, before it reads its
+ * socket again (ParkedDrain.ts): a fast sender is slowed, nothing accepted
+ * is dropped.
  *
- * Routing never writes to a socket; it queues. `enqueue` offers to the
- * recipient's bounded outbox — bounded in frames and in characters of frame
- * text, each outbox and all of them together (an empty outbox always takes
- * one frame), so sessions that never read cannot make the broker hold
- * gigabytes —
- * and, once any offer of the current batch finds an outbox full, parks that
- * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
- * (`parkFor`) and offers them one by one, waiting for room, before it reads
- * its socket again: a fast sender is slowed, nothing accepted is dropped.
- * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
- * closing reader's parked output) for a recipient whose own parked output
- * (its mailbox flush) holds older mail of the same sender is parked behind
- * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
- * One forced at a connection that no longer holds its session (taken over,
- * or unregistered, since it was meant for it: a closing reader's parked
- * output) is taken back at once, as `place` refuses it, to where the session
- * is now.
- * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offerParked`), waits while the recipient's own parked list holds older mail of
- * its sender for it (`Peer.parkedMail`, counted by sender here: no scan, since
- * that list also holds what the recipient's own sends parked for anyone):
- * routed, it is parked with the
- * batch as at a full outbox (the sender is slowed as usual); offered, the
- * drainer waits until that mail is offered — unless its own reader's list
- * holds mail for that reader, when the message is parked at the end of the
- * recipient's list: a guard, so a drainer only waits on one that waits on
- * writers alone, and no ring of drainers can wait for ever (architecture.md,
- * step 7). A control frame about a message (a cancel, a supersede:
- * ControlFrame.ts) waits, parks and is kept with a hold like its sender's
- * mail, so it never overtakes the message it is about. Only a sender with
- * mail there waits so: another sender's mail
- * does not (it would be held back by a flush that itself waits on some
- * other session that does not read), nor do answers, receipts and notices.
- * A returned sender's mail from since its return (and a control frame it
- * sent since, by `ControlFrame.senderSince`) waits the same way for a
- * recipient that withholds its departure and return until its old parked
- * output is out (`Peer.returnWaits`, WithheldDepartures.ts's; `waitsForReturn`);
- * forced (its connection closed, or taken back from one taken over), or
- * refused by a recipient whose connection closed, or whose session
- * unregistered, while it waited (`returnWaits`, or `leftReturnWaits` when
- * the leave ended them), it is parked behind that old output, in the old
- * connection's parked list (`parkBehindReturn`).
+ * A live sender's new message (or a control frame about one:
+ * ControlFrame.ts) is parked with the batch, as at a full outbox, while
+ * the recipient's own parked list holds older mail of its sender for it
+ * (`Peer.parkedMail`), while the recipient withholds that sender's return
+ * and the message is from since (`Peer.returnWaits`), or while a
+ * takeover's custody hold covers it (CustodyHold.ts): the tests are
+ * ParkedOrder.ts's, one field test each while nothing is parked or
+ * withheld. Another sender's mail does not wait so, nor do answers,
+ * receipts and notices. Output forced past the bounds keeps the same
+ * order (`forceEnqueue`, ForcedOutput.ts).
  *
- * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
- * item: the outboxes a batch of routing touched are flushed once, when the
- * batch ends (`endBatch`, `wakeTouched`); output queued outside a reader's
- * batch (timers, the membership notifier, a drainer's offer) asks the broker's
- * output fiber to flush (`requestFlush`), so nothing queued waits for the
- * next frame to arrive.
- *
- * The answer to an `ask-expiry-v1` client's settling `list` is held while
- * a reply to it the broker accepted is still parked in another reader's
- * list (`enqueueSettleAnswer`; the slot and its release are
- * ParkedReplies.ts's, checked where such a reply leaves a parked list), so
- * the asker's round trip at its deadline cannot overtake it; the asker's
- * reader reads on meanwhile.
- *
+ * Writers are not woken per item: the outboxes a batch of routing touched
+ * are flushed once, when the batch ends (`endBatch`, `wakeTouched`); output
+ * queued outside a reader's batch (timers, the membership notifier, a
+ * drainer's offer) asks the broker's output fiber to flush
+ * (`requestFlush`), so nothing queued waits for the next frame to arrive.
  * Output with no reader to park it with — a replace-staged message falling
- * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
- * reader's batch comes next) nor forced past the bounds (a recipient that
- * never reads would grow without limit): its owner asks `hasRoom` first and
- * keeps it while there is none, and is told when the recipient's writer
- * made room (`room`, from `roomMade`).
+ * due (ReplaceStaging.ts) — asks `hasRoom` first and is told when a writer
+ * made room (`room`, from `OutputWrites.roomMade`). The answer to an
+ * `ask-expiry-v1` client's settling `list` may be held behind a reply
+ * parked elsewhere (`enqueueSettleAnswer`, ParkedReplies.ts).
  *
- * The writer side (`takeForWrite`) is here too. A sender gone and back since
- * the recipient last collected has its `session_left` and new join written
- * after its older queued mail (`Rejoins`, which this module owns: one
- * instance, empty between writes).
+ * Split by concern (2026-12-05, 2026-12-06); each part is reached through
+ * a field of this class or is plain functions:
+ * - `budgets` (OutboxBudgets.ts): the outbox budgets, the total character
+ *   count and the drainers waiting on it; the one writer of `outboxChars`.
+ * - ParkedOrder.ts: the per-sender counts of a reader's own parked mail
+ *   and the tests of what waits behind it or behind a withheld return.
+ * - `forced` (ForcedOutput.ts): output forced past the bounds, parked
+ *   behind its sender's older parked mail or a withheld return's old output.
+ * - `writes` (OutputWrites.ts): the writer's side — a write taken from an
+ *   outbox (`takeForWrite`, with the membership feed and Rejoins.ts), its
+ *   batch reused (WriteBatch.ts), the room it makes.
+ * - `drain` (ParkedDrain.ts): the drainers' offers of a reader's parked list.
+ * - `end` (OutputEnd.ts): a connection's end and a takeover's hand-over.
+ * - `holds` (CustodyHold.ts), `departureSide` (ParkedDepartures.ts, with
+ *   DepartureHolds.ts), `replies` (ParkedReplies.ts), and the tests of
+ *   what an item is (OutboundItems.ts).
  *
- * A departed sender's mail in a recipient's own parked list holds its
- * `session_left` from that recipient until the last of it is offered
- * (the per-sender counts of the readers with parked output are here; their
- * look-up, `parkedMailOf`, is ParkedDepartures.ts's; the holds' records and
- * their counting down are DepartureHolds.ts's; WithheldDepartures.ts
- * withholds it).
+ * Ownership: this class owns the batch being handled (its parked list,
+ * `batching`) and the outboxes it touched (`touched`, `Peer.touched`); it
+ * is the one writer of the set of readers with parked output (added in
+ * `parkFor`; taken off through the `unpark` closures it hands ParkedDrain.ts
+ * and OutputEnd.ts). A `Peer`'s `outbox` and `parked` are pushed to here and
+ * by the parts above, each in its caller's synchronous step; which part
+ * writes what is said in its header. The parts reach Output's state only
+ * through what it hands them once at construction (closures, the shared
+ * set, the budgets); none holds Output itself.
  *
- * Split by concern (2026-12-05), each part reached through a field of this
- * class: a connection's end and a takeover's hand-over (`end`,
- * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
- * with `CustodyHolds.holdOf`, one field test per message while none is held),
- * what the withheld departures ask of parked output (`departureSide`,
- * ParkedDepartures.ts), the settling `list` answers held behind parked
- * replies (`replies`, ParkedReplies.ts) and the tests of what an item is (OutboundItems.ts).
- * This class keeps the parked lists' bookkeeping and the budgets; the parts
- * reach what they change of it through closures it hands them once
- * (`OutputSide`, the wake-ups, the batch's parked list).
- *
- * Size: about 930 lines, past the ~400 guideline: what is left is the
- * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
- * flushes) and the slow paths that share its state in the same synchronous
- * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
- * `parkBehind`, `parkBehindReturn`, `behindOwnParked`, `parkOwn`, also
- * reached from `place`) and the per-sender counts of a reader's own parked
- * mail — kept here because `place` and `parkFor`, on the per-frame path,
- * use them directly and would otherwise call through another object.
- * Already apart besides the above: the write batch (WriteBatch.ts),
- * the placement of a returned sender's departure (Rejoins.ts) and the
- * departures held behind a recipient's own parked output (DepartureHolds.ts).
- * What waits for room without a reader (due replace messages) is
- * ReplaceStaging.ts's; this module only answers `hasRoom` and calls `room`
- * when a writer makes some.
+ * Per-frame path: `enqueue`, `ParkedDrain.place` and
+ * `OutputWrites.takeForWrite` load what they loaded before the split (the
+ * parts copy what every item uses flat; the order tests are direct calls), but for
+ * one field per write or per drain (`output.writes`, `output.drain`), and
+ * allocate nothing new (docs/performance.md, "Output split, thirty-second
+ * stop").
  */
-import { Deferred, Effect, Exit } from "effect"
-import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type ReturnWait, type Written } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { belongsTo, charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import { charsOf, isControl, isMessage, isSenderOrdered } from "./OutboundItems.ts"
+import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
+import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
 import { ParkedDepartures } from "./ParkedDepartures.ts"
+import { ParkedDrain } from "./ParkedDrain.ts"
+import { countParkedMail, waitsBehindParked, waitsForReturn, wakeWaiters } from "./ParkedOrder.ts"
 import { ParkedReplies } from "./ParkedReplies.ts"
-import { Rejoins } from "./Rejoins.ts"
-import { WriteBatch } from "./WriteBatch.ts"
-
-/** Where a writer gets membership frames from (Membership.ts; `parkedOut` and `releaseDeparture`, WithheldDepartures.ts). */
-export interface FeedSource {
-  /**
-   * Appends the membership frames `peer` has not seen: joins and presence to
-   * `out`, written first; departures to `departures`, written after the
-   * output already queued; the departure and new join of a session that is
-   * back to `rejoins`, written after its older mail (MembershipFeed.collect).
-   */
-  readonly collect: (
-    peer: Peer,
-    items: ReadonlyArray<OutboundItem>,
-    out: Array<OutFrame>,
-    departures: Array<OutFrame>,
-    rejoins: Rejoins
-  ) => void
-  /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
-  readonly taken: (peer: Peer) => void
-  /**
-   * All of `reader`'s parked output reached its recipients' outboxes (or
-   * could not: they closed): the departures held behind it go into the feed
-   * (WithheldDepartures.left, `parkedOut`).
-   */
-  readonly parkedOut: (reader: Peer) => void
-  /**
-   * The mail of session `senderId`'s that `recipient`'s own parked output
-   * held when that session left is all offered: the hold it took on the
-   * departure withheld from `recipient` is released (WithheldDepartures.releaseDeparture).
-   */
-  readonly releaseDeparture: (recipient: Peer, senderId: string) => void
-  /**
-   * A takeover's custody hold ended (or moved on): the hold its holder
-   * `recipient` took on session `senderId`'s departure behind it is
-   * released (WithheldDepartures.releaseBehindCustody).
-   */
-  readonly releaseBehindCustody: (recipient: Peer, senderId: string) => void
-}
+import { type FeedSource, OutputWrites } from "./OutputWrites.ts"
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
-
-/** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
-const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
-
-/** How many characters of frame text outboxes hold before senders are slowed. */
-export interface OutboxBudget {
-  /** Frames one outbox holds (`outboxCapacity`; forced output may go past it). */
-  readonly frames: number
-  /** One outbox (a frame always fits an empty one). */
-  readonly perOutbox: number
-  /** All outboxes together. */
-  readonly total: number
-}
-
-/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
-const isReadOnlyAnswer = (frame: string): boolean =>
-  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
-
-/** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
-const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
-
-/** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
-const holdsMailOf = (
-  parked: ReadonlyArray<readonly [Peer, OutboundItem]>,
-  recipient: Peer,
-  senderKey: string
-): boolean => {
-  for (let i = 0; i < parked.length; i++) {
-    const [to, item] = parked[i]!
-    if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
-  }
-  return false
-}
-
-/**
- * Whether `item` is a message (or a control frame about one: ControlFrame.ts)
- * whose sender has older mail for `peer` in `peer`'s own parked list
- * (`Peer.parkedMail`): it must wait behind that mail. One field test while
- * none is parked there.
- */
-const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
-  peer.parkedMail !== undefined && isSenderOrdered(item) && peer.parkedMail.has(senderKeyOf(item))
-
-/**
- * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
- * session left, `leftReturnWaits`) that message `item` (or a control frame
- * about one: ControlFrame.ts) is from since — its sender's return, which the
- * recipient withholds — or undefined.
- */
-const returnWaitOf = (waits: ReadonlyMap<string, ReturnWait> | undefined, item: SenderOrdered): ReturnWait | undefined => {
-  const wait = waits?.get(senderKeyOf(item))
-  return wait !== undefined && item.senderSince > wait.since ? wait : undefined
-}
-
-/**
- * Whether `item` is a message of a returned sender's, from since its
- * return, for `peer`, which withholds that sender's departure and join
- * (`Peer.returnWaits`), or a control frame the sender sent since (about
- * such a message, or one still parked behind the old output): it waits
- * until they are owed — unless `offeredBy` is the connection whose parked
- * output they wait for (its item comes after that output anyway). One
- * field test while nothing is withheld so.
- */
-const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
-  if (peer.returnWaits === undefined || !isSenderOrdered(item)) return false
-  const wait = returnWaitOf(peer.returnWaits, item)
-  return wait !== undefined && wait.reader !== offeredBy
-}
-
-/** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
-const countParkedMail = (peer: Peer, senderKey: string): void => {
-  const counts = (peer.parkedMail ??= new Map())
-  counts.set(senderKey, (counts.get(senderKey) ?? 0) + 1)
-}
 
 /** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
 export class Output {
@@ -252,6 +102,12 @@ export class Output {
   readonly departureSide: ParkedDepartures
   /** The settling `list` answers held behind a reply to their asker parked elsewhere (ParkedReplies.ts). */
   readonly replies: ParkedReplies
+  /** Output forced past the outbox bounds, kept behind its sender's older parked mail (ForcedOutput.ts). */
+  private readonly forced: ForcedOutput
+  /** The writer's side: a write taken from an outbox, and the room it makes (OutputWrites.ts). */
+  readonly writes: OutputWrites
+  /** The drain of the readers' own parked lists: their drainers' offers (ParkedDrain.ts). */
+  readonly drain: ParkedDrain
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -262,23 +118,11 @@ export class Output {
   private touchedHead = 0
   private touchedCount = 0
   private readonly takeBack: (item: Returnable | ControlFrame) => boolean
-  private readonly feed: FeedSource
-  private readonly budget: OutboxBudget
-  /** Characters of frame text in every outbox together. */
-  private totalChars = 0
-  /** Senders waiting for room because all outboxes together were full. */
-  private totalWaiters: Array<Deferred.Deferred<void>> = []
-  private readonly log: (level: "info" | "warning", message: string) => void
+  /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
+  private readonly budgets: OutboxBudgets
   private readonly requestFlush: () => void
-  private readonly room: (peer: Peer) => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
-  /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
-  private readonly departures: Array<OutFrame> = []
-  /** Sessions gone and back that `takeForWrite` met, whose pairs wait for their older mail; empty between calls. */
-  private readonly rejoins = new Rejoins()
-  /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
-  private spare: WriteBatch | undefined = undefined
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
@@ -298,31 +142,48 @@ export class Output {
     room: (peer: Peer) => void
   ) {
     this.takeBack = takeBack
-    this.feed = feed
     this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
-    this.budget = budget
-    this.log = log
+    this.budgets = new OutboxBudgets(budget)
     this.requestFlush = requestFlush
-    this.room = room
-    this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
+    this.holds = new CustodyHolds(wakeWaiters, (recipient, senderId) => feed.releaseBehindCustody(recipient, senderId))
     this.departureSide = new ParkedDepartures(
       () => this.parked,
       this.parkedReaders,
       this.departureHolds,
       this.holds,
-      (peer) => this.wakeWaiters(peer)
+      wakeWaiters
     )
+    this.writes = new OutputWrites({ feed, budgets: this.budgets, takeBack, log, room })
+    this.forced = new ForcedOutput({
+      takeBack,
+      undeliverable: (item) => this.undeliverable(item),
+      touch: (peer) => this.touch(peer),
+      batchParked: () => this.parked,
+      parkedReaders: this.parkedReaders,
+      budgets: this.budgets,
+      holds: this.holds,
+      departureHolds: this.departureHolds
+    })
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
       parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
     })
+    this.drain = new ParkedDrain({
+      holds: this.holds,
+      budgets: this.budgets,
+      forced: this.forced,
+      departureHolds: this.departureHolds,
+      replies: this.replies,
+      feed,
+      undeliverable: (item) => this.undeliverable(item),
+      unpark: (reader) => this.parkedReaders.delete(reader)
+    })
     this.end = new OutputEnd({
-      charge: (peer, chars) => this.charge(peer, chars),
+      charge: (peer, chars) => this.budgets.charge(peer, chars),
       takeBack,
-      roomMade: (peer) => this.roomMade(peer),
+      roomMade: (peer) => this.writes.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
       undeliverable: (item) => this.undeliverable(item),
-      uncountParkedMail: (reader, senderKey) => this.uncountParkedMail(reader, senderKey),
       unpark: (reader) => this.parkedReaders.delete(reader),
       parkedOut: (reader) => feed.parkedOut(reader),
       departureHolds: this.departureHolds,
@@ -333,7 +194,7 @@ export class Output {
 
   /** Characters of frame text queued in every outbox together (stats). */
   get queuedChars(): number {
-    return this.totalChars
+    return this.budgets.queuedChars
   }
 
   /**
@@ -347,28 +208,22 @@ export class Output {
    * broker started (stats; the simulation counts them to show its workloads
    * reach it): batches that parked mail for their own reader (a
    * registration's mailbox flush that did not fit), messages parked at the
-   * end of a recipient's own list (`parkOwn`), drainer offers that waited
-   * behind it (`offerParked`); the departures held behind it are counted by
-   * `departureSide` (`ParkedDepartures.departuresHeld`). Counted on those slow
-   * paths only, never per routed frame.
+   * end of a recipient's own list (`parkedBehindOwn`, ForcedOutput.ts's),
+   * drainer offers that waited behind it (`waitsBehindOwn`, ParkedDrain.ts's);
+   * the departures held behind it are counted by `departureSide`
+   * (`ParkedDepartures.departuresHeld`). Counted on those slow paths only,
+   * never per routed frame. This one: batches that parked mail for their own reader.
    */
   ownParks = 0
-  parkedBehindOwn = 0
-  waitsBehindOwn = 0
 
-  /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
-  private overOwnBudget(peer: Peer, chars: number): boolean {
-    return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
+  /** Drainer offers that waited behind their sender's mail in a recipient's own list (ParkedDrain.place; stats, slow path only). */
+  get waitsBehindOwn(): number {
+    return this.drain.waitsBehindOwn
   }
 
-  /** Whether `item` would take all outboxes together past their budget (an empty outbox takes one frame). */
-  private overTotalBudget(peer: Peer, chars: number): boolean {
-    return peer.outboxChars > 0 && this.totalChars + chars > this.budget.total
-  }
-
-  private charge(peer: Peer, chars: number): void {
-    peer.outboxChars += chars
-    this.totalChars += chars
+  /** Messages parked at the end of a recipient's own list (ForcedOutput.parkOwn; stats, slow path only). */
+  get parkedBehindOwn(): number {
+    return this.forced.parkedBehindOwn
   }
 
   /** `peer`'s outbox got output: its writer is asked to flush at the end of the batch (or soon, outside one). */
@@ -377,11 +232,6 @@ export class Output {
     if (this.touchedCount === this.touchedHead && !this.batching) this.requestFlush()
     peer.touched = true
     this.touched[this.touchedCount++] = peer
-  }
-
-  /** Whether `peer`'s outbox holds as many frames as it may (one frame always fits an empty one). */
-  private full(peer: Peer): boolean {
-    return peer.outbox.length >= this.budget.frames
   }
 
   /** Whether a reader's batch is being handled now: output queued into a full outbox is parked with it. */
@@ -396,9 +246,7 @@ export class Output {
    * `forceEnqueue` without going past any bound.
    */
   hasRoom(peer: Peer, item: OutboundItem): boolean {
-    if (isShut(peer) || this.full(peer)) return false
-    const chars = charsOf(item)
-    return !this.overOwnBudget(peer, chars) && !this.overTotalBudget(peer, chars)
+    return this.budgets.hasRoom(peer, item)
   }
 
   /**
@@ -410,14 +258,15 @@ export class Output {
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
+    const budgets = this.budgets
     if (
-      this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
+      this.parked.length > 0 || budgets.full(peer) || budgets.overOwn(peer, chars) ||
+      budgets.overTotal(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
       this.holds.holdOf(peer, item) !== undefined
     ) {
       this.parked.push([peer, item])
     } else {
-      this.charge(peer, chars)
+      budgets.charge(peer, chars)
       peer.outbox.push(item)
       this.touch(peer)
     }
@@ -442,125 +291,10 @@ export class Output {
    * (false: its writer is busy, and collects the feed before writing anyway).
    */
   tick(peer: Peer): boolean {
-    if (isShut(peer) || this.full(peer)) return false
+    if (isShut(peer) || this.budgets.full(peer)) return false
     peer.outbox.push(FEED_TICK)
     this.touch(peer)
     return true
-  }
-
-  /**
-   * Offers `entry`, the oldest item `reader` parked (`nextParked`), to its
-   * recipient, waiting for room in frames and in characters. The item leaves
-   * the parked list in the same synchronous step that accepts it (or refuses
-   * it: its recipient closed, or no longer holds its session), before the
-   * recipient's writer is told to flush, so nothing ever sees it both queued
-   * and still parked — a takeover's `handOver` takes parked items back, and
-   * would send one the old socket already wrote a second time. Done at once
-   * when `entry` is no longer the oldest (a hand-over took it back while this
-   * waited). The caller is a drainer fiber, outside any batch. A message for
-   * another recipient whose own parked list holds older mail of its sender
-   * for it (`Peer.parkedMail`) waits until that is offered — or, when
-   * `reader`'s own list holds mail for `reader` too, is parked at the end of
-   * the recipient's list (accepted), so two drainers never wait on each other.
-   */
-  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (reader.parked[0] !== entry) return Effect.void
-      const recipient = entry[0]
-      const placed = this.place(reader, recipient, entry[1])
-      if (typeof placed !== "string") return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
-      this.parkedOffered(reader, entry, placed !== "refused")
-      if (placed === "queued") recipient.writer.flush()
-      return Effect.void
-    })
-  }
-
-  /**
-   * One try of `offerParked`: the item queued in the recipient's outbox,
-   * parked at the end of its own list, refused, or a wait to retry after.
-   */
-  private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
-    // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
-    // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
-    // to come back after that custody.
-    const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) {
-      // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
-      // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
-      // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
-      if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
-        this.holds.keep(hold, item)
-        return "parked"
-      }
-      this.holds.counts.waits++
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    // Mail for a session the recipient no longer holds (taken over while this waited) is refused
-    // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
-    if (isShut(recipient) || isStranded(item, recipient)) {
-      // A returned sender's mail from since its return, for a recipient that closed while it withheld
-      // the return: parked behind the old output it waited for, it is refused after that output, so
-      // it reaches the mailbox after it (its closed connection kept the waits, WithheldDepartures.left).
-      // Likewise for a recipient whose session unregistered while it withheld the return: woken by its
-      // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
-      // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
-      if (isSenderOrdered(item)) {
-        const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
-        if (wait !== undefined && wait.reader !== reader && this.parkBehindReturn(recipient, item, wait)) {
-          return "parked"
-        }
-      }
-      return "refused"
-    }
-    // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
-    if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {
-      // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
-      // after it at the close. An empty list with a count is one with none: this waits for the shut.)
-      if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
-        this.parkOwn(recipient, item)
-        return "parked"
-      }
-      // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
-      this.waitsBehindOwn++
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    if (waitsForReturn(recipient, item, reader)) {
-      // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
-      const turn = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(turn)
-      return turn
-    }
-    const chars = charsOf(item)
-    if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
-      const room = Deferred.makeUnsafe<void>()
-      ;(recipient.roomWaiters ??= []).push(room)
-      return room
-    }
-    if (this.overTotalBudget(recipient, chars)) {
-      const room = Deferred.makeUnsafe<void>()
-      this.totalWaiters.push(room)
-      return room
-    }
-    this.charge(recipient, chars)
-    recipient.outbox.push(item)
-    return "queued"
-  }
-
-  /** The writer took items: senders waiting for room in this outbox, or in all of them, may try again. */
-  private roomMade(peer: Peer): void {
-    // First what waits with no reader (replace-staged messages due), then the drainers, which offer later.
-    this.room(peer)
-    this.wakeWaiters(peer)
-    // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
-    if (this.totalWaiters.length > 0 && (this.totalChars < this.budget.total || peer.outboxChars === 0)) {
-      const all = this.totalWaiters
-      this.totalWaiters = []
-      for (const waiter of all) Deferred.doneUnsafe(waiter, Exit.void)
-    }
   }
 
   /** A reader starts handling a batch: the outboxes it touches are flushed at its end, not before. */
@@ -637,285 +371,18 @@ export class Output {
   }
 
   /**
-   * Whether an answer to a read-only request (`health_ok`, `sessions`) is
-   * among `reader`'s own parked output (slow path: a scan). While one is, no
-   * later such answer may overtake it.
-   */
-  parksAnswerFor(reader: Peer): boolean {
-    for (const [to, item] of reader.parked) {
-      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
-    }
-    return false
-  }
-
-  /** The reader's oldest parked item, or undefined when all of it fitted. */
-  nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
-    return reader.parked[0]
-  }
-
-  /**
-   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
-   * or refused because its recipient closed meanwhile. Nothing when `entry`
-   * is no longer the oldest.
-   */
-  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
-    if (reader.parked[0] !== entry) return
-    const first = reader.parked.shift()
-    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
-    if (own !== undefined && !this.departureHolds.isEmpty) this.departureHolds.offered(reader, own)
-    if (first !== undefined && !accepted) this.undeliverable(first[1])
-    if (reader.parked.length === 0) {
-      this.parkedReaders.delete(reader)
-      this.feed.parkedOut(reader)
-    }
-    // `ask-expiry-v1`: the last reply to a held asker's session left (queued, parked or refused and taken back): its answer follows it.
-    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])
-    // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
-    // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
-    if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)
-  }
-
-  /**
-   * A message of `senderKey`'s for `reader` left `reader`'s own parked list:
-   * after the last of that sender's, what waited behind it tries again.
-   */
-  private uncountParkedMail(reader: Peer, senderKey: string): void {
-    const counts = reader.parkedMail
-    const left = counts?.get(senderKey)
-    if (counts === undefined || left === undefined) return
-    if (left > 1) return void counts.set(senderKey, left - 1)
-    counts.delete(senderKey)
-    if (counts.size === 0) reader.parkedMail = undefined
-    this.wakeWaiters(reader)
-  }
-
-  /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
-  private wakeWaiters(peer: Peer): void {
-    const waiters = peer.roomWaiters
-    if (waiters === undefined) return
-    peer.roomWaiters = undefined
-    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
-  }
-
-  /**
    * Queues `item` for `recipient` even past its outbox's capacity, after what
-   * it already holds. Mail or a notice for a session `recipient` no longer
-   * holds (it was taken over, or unregistered, since the item was meant for
-   * it) is taken back at once instead, to where that session is now. A
-   * message for a recipient whose own parked output
-   * (its mailbox, flushed when it registered, waiting for room) holds older
-   * mail of the same sender is parked behind that output instead: forced, it
-   * would overtake it (`parkBehind`).
+   * it already holds, keeping it behind older mail of its sender parked
+   * elsewhere, or taking it back when `recipient` no longer holds its
+   * session (ForcedOutput.ts).
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
-    // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
-    const hold = this.holds.holdOf(recipient, item)
-    if (hold !== undefined) return this.holds.keep(hold, item)
-    if (isShut(recipient)) return this.undeliverable(item)
-    // Mail or a notice for a session `recipient` no longer holds (taken over, or unregistered) goes back
-    // now, as `place` refuses it: to where the session is (its hold, its parked flush, its outbox), or the
-    // mailbox. Pushed here, it would wait for the old writer or the old close, after newer mail and the
-    // sender's `session_left` there.
-    if (isStranded(item, recipient)) {
-      this.takeBack(item)
-      return
-    }
-    // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
-    // since the return would wait there for the pair, which waits for that old output, which waits behind it.
-    if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
-    // A control frame about a message (a hold's, given back at its end) goes behind its sender's parked mail,
-    // and one from since its sender's withheld return behind that return's old output, as the mail does.
-    if (isControl(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
-    this.charge(recipient, charsOf(item))
-    recipient.outbox.push(item)
-    this.touch(recipient)
-  }
-
-  /**
-   * Parks message `item` behind mail of its sender's parked for `recipient`
-   * in the batch being handled, or else in the recipient's own reader's
-   * parked list (where its registration parks the mail its mailbox flush
-   * could not fit): the drainer that offers that output offers this after it.
-   * False when neither holds such mail (then it is forced as usual: only the
-   * sender's order binds it, and forced it is queued before a departing
-   * sender's `session_left`). Only reached by forced messages while
-   * something is parked, so it costs the hot path nothing.
-   */
-  private parkBehind(recipient: Peer, item: SenderOrdered): boolean {
-    const sender = senderKeyOf(item)
-    if (this.parked.length > 0 && holdsMailOf(this.parked, recipient, sender)) {
-      this.parked.push([recipient, item])
-      return true
-    }
-    return this.behindOwnParked(recipient, item)
-  }
-
-  /**
-   * Parks message `item` (or a control frame about one), forced (its connection closed, or it comes back
-   * from a connection taken over), at the end of the parked output of the
-   * connection whose parked output `recipient` withholds the sender's
-   * return for (`waitsForReturn`, `ReturnWait.reader`), when it is mail
-   * from since that return: that drainer offers it after the old output,
-   * so it neither overtakes the old output nor owes the pair early
-   * (WithheldDepartures.unwithholdBeforeNewMail, which would put the old output
-   * after the `session_left`). False when that output is no longer parked
-   * with a drainer (then forced as before). One field test while nothing is
-   * withheld so.
-   */
-  private parkBehindReturn(
-    recipient: Peer,
-    item: SenderOrdered,
-    wait: ReturnWait | undefined = returnWaitOf(recipient.returnWaits, item)
-  ): boolean {
-    if (wait === undefined) return false
-    const reader = wait.reader
-    if (reader === recipient || reader.parked.length === 0 || !this.parkedReaders.has(reader)) return false
-    reader.parked.push([recipient, item])
-    return true
-  }
-
-  /**
-   * Parks message `item` (or a control frame about one) at the end of
-   * `recipient`'s own parked output when that holds older mail of its sender
-   * for `recipient` (a mailbox flush that did not fit): there the
-   * recipient's drainer offers it after that mail.
-   * False for anything else, which is queued as usual. At a closing
-   * recipient's, whose list keeps only its own output until the close takes
-   * it (`takeOwnParked`), the message is taken back after that output. No
-   * scan: the counts of `Peer.parkedMail`.
-   */
-  private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
-    if (recipient.parked.length === 0 || !isSenderOrdered(item) || !waitsBehindParked(recipient, item)) return false
-    this.parkOwn(recipient, item)
-    return true
-  }
-
-  /**
-   * Parks message `item` at the end of `recipient`'s own parked list, which
-   * holds mail for it (`parkedMail` is set, so its drainer is at work): the
-   * drainer offers it after everything parked there before it.
-   */
-  private parkOwn(recipient: Peer, item: SenderOrdered): void {
-    recipient.parked.push([recipient, item])
-    // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.
-    if (!isMessage(item)) return
-    countParkedMail(recipient, item.mail.senderKey)
-    this.parkedBehindOwn++
-    // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too —
-    // not for mail from since a return the recipient withholds (it waits for that departure to be owed).
-    if (!this.departureHolds.isEmpty && returnWaitOf(recipient.returnWaits, item) === undefined) {
-      this.departureHolds.requeued(recipient, item)
-    }
+    this.forced.enqueue(recipient, item)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
   endOutput(peer: Peer): void {
     peer.outbox.push(END_OF_OUTPUT)
-  }
-
-  /** Whether `peer`'s outbox holds anything for its writer. */
-  hasOutput(peer: Peer): boolean {
-    return peer.outbox.length > 0
-  }
-
-  /**
-   * Takes everything in `peer`'s outbox as one write: the joins and presence
-   * changes it has not seen first, then the items in order, then the
-   * departures (a session's last messages precede its `session_left`). A
-   * session that left and is back since the recipient last collected has its
-   * `session_left` and new `session_joined` put among the items, after its
-   * mail from before its return and before its mail from since (Rejoins.ts:
-   * a scan of the outbox, only then). Mail, notices and control frames for a
-   * session this connection no longer holds (it unregistered, or was taken
-   * over) are taken back instead of written; those written are the batch's
-   * returnable items (custody, an unfinished write's untaken rest).
-   */
-  takeForWrite(peer: Peer): WriteBatch {
-    const items = peer.outbox
-    peer.outbox = []
-    const batch = this.spare ?? new WriteBatch()
-    this.spare = undefined
-    const frames = batch.frames
-    const returnable = batch.returnable
-    const departures = this.departures
-    const rejoins = this.rejoins
-    this.feed.collect(peer, items, frames, departures, rejoins)
-    // Where the next pair of a returned session goes (-1: none, the common case).
-    let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
-    // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
-    for (let i = 0; i < items.length; i++) {
-      if (i === rejoinAt) rejoinAt = rejoins.emit(i, frames)
-      const item = items[i]!
-      this.charge(peer, -charsOf(item))
-      if (typeof item === "string") {
-        if (fits(item)) frames.push(item)
-        else this.oversize(peer, item)
-      }
-      else if (item === FEED_TICK) this.feed.taken(peer)
-      else if (item === END_OF_OUTPUT) batch.ending = true
-      else if (!("frame" in item)) {
-        // A control frame is returnable like mail: unwritten, or unconfirmed by a `received-v1` client, it goes
-        // again (Custody.ts). Tested here, among the frames in parts, so mail pays no class test.
-        if (!isControl(item)) {
-          if (fits(item)) frames.push(item)
-          else this.oversize(peer, item)
-        } else if (item.to !== peer.session?.key) this.takeBack(item)
-        else if (!fits(item)) this.oversize(peer, item)
-        else {
-          batch.returnableAt.push(frames.length)
-          returnable.push(item)
-          frames.push(item)
-        }
-      }
-      else if (!belongsTo(item, peer)) this.takeBack(item)
-      else if (!fits(item.frame)) this.oversize(peer, item.frame)
-      else {
-        batch.returnableAt.push(frames.length)
-        returnable.push(item)
-        frames.push(item.frame)
-      }
-    }
-    if (rejoinAt !== -1) rejoins.emit(items.length, frames)
-    if (rejoins.count > 0) rejoins.clear()
-    // After what was queued before them: a session's last messages precede its `session_left`.
-    if (departures.length > 0) {
-      for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)
-      departures.length = 0
-    }
-    this.roomMade(peer)
-    return batch
-  }
-
-  /**
-   * A batch whose write completed and was recorded (`Router.written`): no
-   * one holds it any more, and the next `takeForWrite` fills it again. A
-   * batch whose write went on in the background is never handed back.
-   */
-  recycle(batch: WriteBatch): void {
-    if (batch.empty()) this.spare = batch
-  }
-
-  /**
-   * Last line of defence: a frame over 1 MiB is never written (a strict
-   * client would drop the connection). Limits on the way in and size checks
-   * where frames are built make this unreachable; if it is reached, say so.
-   */
-  private oversize(peer: Peer, frame: OutFrame): void {
-    this.log(
-      "warning",
-      `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frameText(frame).slice(0, 80)}`
-    )
-  }
-
-  /**
-   * The output of a batch whose write did not complete, from the first frame
-   * that was not handed over (`written` frames were).
-   */
-  unwrittenOf(batch: WriteBatch, written: number): Array<Written> {
-    const unwritten: Array<Written> = []
-    const at = batch.returnableAt
-    for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
-    return unwritten
   }
 
   /**

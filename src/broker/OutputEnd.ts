@@ -3,7 +3,8 @@
  * happens to the output queued or parked on a connection when it is taken
  * over (P16), its session unregisters, or it closes. It runs per connection
  * event, never per frame; the per-frame side (`enqueue`, `place`,
- * `takeForWrite`, `parkFor`, the flushes) is Output.ts's.
+ * `takeForWrite`, `parkFor`, the flushes) is Output.ts's and its parts'
+ * (ParkedDrain.ts, OutputWrites.ts).
  *
  * At a takeover (and when a session unregisters, Custody.handBack) the mail
  * and failure notices the old connection's outbox still holds for the
@@ -23,20 +24,22 @@
  * answer held behind a reply this close forced follows that reply, and one
  * held for the closing connection itself is dropped (ParkedReplies.ts).
  *
- * Ownership: Output owns a `Peer`'s output fields and the broker-wide
- * output state (budgets, the readers with parked output, the departure
- * holds behind them); this module is its close and takeover side, split off
+ * Ownership: Output and its parts own a `Peer`'s output fields and the
+ * broker-wide output state (the budgets, OutboxBudgets.ts; the readers with
+ * parked output, Output's; the departure holds behind them); this module is its close and takeover side, split off
  * by concern. It writes a peer's `outbox`, `parked`, `outboxShut`,
  * `parkedMail`, `leftReturnWaits` and `controlsAtClose` directly, only at those connection
  * events (never in the same synchronous step as Output's own writes), and
  * changes everything else through `OutputSide`: the character budget, the
- * parked readers, the per-sender counts, the holds. No state of its own.
+ * parked readers, the holds; the per-sender counts through ParkedOrder.ts
+ * (`uncountParkedMail`). No state of its own.
  */
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
+import { uncountParkedMail } from "./ParkedOrder.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** Whether `peer`'s write in progress carries the message of record key `messageKey` (a scan: at a takeover only). */
@@ -59,14 +62,12 @@ export interface OutputSide {
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
    */
   readonly takeBack: (item: Returnable | ControlFrame) => boolean
-  /** `peer`'s outbox has room again: what waits for it tries again (Output.roomMade). */
+  /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
   readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void
   /** An item that can no longer reach its connection goes back (Output.undeliverable). */
   readonly undeliverable: (item: OutboundItem) => void
-  /** A message of `senderKey`'s left `reader`'s own parked list: its count goes down (Output's `parkedMail` counts). */
-  readonly uncountParkedMail: (reader: Peer, senderKey: string) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** All of `reader`'s parked output is out: the departures held behind it go (FeedSource.parkedOut). */
@@ -243,7 +244,7 @@ export class OutputEnd {
     for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded)
     for (const item of taken) {
       if (!isMessage(item)) continue
-      this.side.uncountParkedMail(peer, item.mail.senderKey)
+      uncountParkedMail(peer, item.mail.senderKey)
       if (!this.side.departureHolds.isEmpty) this.side.departureHolds.offered(peer, item)
     }
     if (kept === 0 && this.side.unpark(peer)) this.side.parkedOut(peer)

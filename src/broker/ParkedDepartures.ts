@@ -37,7 +37,7 @@ export class ParkedDepartures implements ParkedOutput {
    * @param parkedReaders the readers whose own parked list may hold output (Output's).
    * @param departureHolds the departures held behind recipients' own parked output (Output's).
    * @param holds the takeovers' custody holds (Output's).
-   * @param wake the senders waiting on `peer`'s outbox or parked mail try again (Output's room waiters).
+   * @param wake the senders waiting on `peer`'s outbox or parked mail try again (ParkedOrder.wakeWaiters).
    */
   constructor(
     batchParked: () => ReadonlyArray<readonly [Peer, OutboundItem]>,

@@ -12,7 +12,7 @@
  * reads on (its sends, its liveness probe, its other `list`s: answered at
  * once). The answer is queued into the asker's outbox right after the last
  * reply to it leaves the other connections' parked lists, whichever way it
- * leaves: offered by its drainer (`Output.parkedOffered` calls `offered`),
+ * leaves: offered by its drainer (`ParkedDrain.parkedOffered` calls `offered`),
  * forced at its sender's close (`OutputEnd.forceParked` calls `recheck`).
  * A reply already in the asker's own parked list (forced behind its
  * mailbox flush there, which its drainer is offering) needs no slot: the
@@ -34,7 +34,7 @@
  * (`MAX_HELD`), so it costs at most that many frames per connection.
  *
  * Ownership: the slots are this module's (one map, keyed by `Peer`),
- * written only in Output's and OutputEnd's synchronous steps. It reads
+ * written only in Output's, ParkedDrain's and OutputEnd's synchronous steps. It reads
  * Output's readers with parked output, their `parked` lists and the current
  * batch's (which Output and OutputEnd write), and queues a released answer
  * through Output (`AnswerQueue`). Runs per settling `list` while some reader has

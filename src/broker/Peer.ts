@@ -171,7 +171,7 @@ export class Peer {
    * (WithheldDepartures.left), kept for the mail that waited on them: woken at the
    * leave, such a message is refused (its session is gone) and goes back
    * to the mailbox — parked first behind the old output it waited for
-   * (Output.place, `parkBehindReturn`), so the mailbox gets that output
+   * (ParkedDrain.place, `parkBehindReturn`), so the mailbox gets that output
    * first. Read only for mail stranded here, so a later session of the
    * connection never waits on them; replaced at its next leave, dropped at
    * its close.
@@ -197,7 +197,7 @@ export class Peer {
   /**
    * Output queued for this connection, oldest first, not yet taken by its
    * writer: bounded by `outboxCapacity` frames and the character budgets,
-   * except for output forced past them (Output.ts).
+   * except for output forced past them (Output.ts, ForcedOutput.ts).
    */
   outbox: Array<OutboundItem> = []
   /** The outbox was drained at close: it takes nothing more (OutputEnd.drainOnClose). */
@@ -236,7 +236,7 @@ export class Peer {
    * characters), or for the last of their sender's older mail in this
    * connection's own parked list to be offered (`parkedMail`); woken when
    * the writer takes, and when such a sender's last parked message is
-   * offered (Output.ts).
+   * offered (ParkedDrain.ts pushes them, ParkedOrder.wakeWaiters wakes them).
    */
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**
@@ -250,7 +250,7 @@ export class Peer {
    * to it (its mailbox flush that did not fit, mail parked behind that), by
    * sender key; undefined while none are. While a sender has some there, its
    * new mail for this connection waits behind them instead of entering the
-   * outbox (Output.ts); other senders' mail does not wait. Held from the
+   * outbox (Output.enqueue, ParkedDrain.place; the counts are ParkedOrder.ts's); other senders' mail does not wait. Held from the
    * close's `forceParked` to its `drainOnClose`, so mail arriving meanwhile
    * follows the flush back.
    */

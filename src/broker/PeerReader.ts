@@ -56,7 +56,7 @@ import { SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { ConnectionError, FrameReceiver } from "../transport/Connection.ts"
 import type { ReadControl } from "../transport/receive.ts"
 import type { Permit } from "./AdmissionGate.ts"
-import type { Output } from "./Output.ts"
+import type { ParkedDrain } from "./ParkedDrain.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -101,10 +101,10 @@ const messageIdOf = (frame: { readonly [key: string]: unknown }): string | undef
 }
 
 /** Offers the reader's parked output in order, each waiting for room. */
-const drainParked = (output: Output, peer: Peer) =>
+const drainParked = (drain: ParkedDrain, peer: Peer) =>
   Effect.gen(function*() {
-    for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
-      yield* output.offerParked(peer, next)
+    for (let next = drain.nextParked(peer); next !== undefined; next = drain.nextParked(peer)) {
+      yield* drain.offerParked(peer, next)
     }
   })
 
@@ -344,7 +344,7 @@ export class PeerReader implements FrameReceiver {
     const output = router.output
     const peer = this.peer
     const held = this.held ??= []
-    let ownParked = output.parksAnswerFor(peer)
+    let ownParked = output.drain.parksAnswerFor(peer)
     output.startBatch()
     try {
       for (const text of frames) {
@@ -393,7 +393,7 @@ export class PeerReader implements FrameReceiver {
   private startDrainer(): void {
     const output = this.router.output
     this.drainer = this.fork(
-      drainParked(output, this.peer).pipe(
+      drainParked(output.drain, this.peer).pipe(
         Effect.andThen(Effect.yieldNow),
         Effect.andThen(Effect.sync(() => this.drained()))
       )

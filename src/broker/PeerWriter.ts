@@ -4,7 +4,7 @@
  *
  * `Output` calls `flush` once per batch of routing that queued output here
  * (and the broker's output fiber for output queued outside a batch): the
- * outbox is taken as one write (`Output.takeForWrite`) and handed to the
+ * outbox is taken as one write (`OutputWrites.takeForWrite`) and handed to the
  * socket at once. Only while there is something to wait for does the writer
  * run a fiber, until the outbox is empty again:
  *
@@ -148,12 +148,12 @@ export class PeerWriter {
    */
   private step(): Step {
     const peer = this.peer
-    const output = this.router.output
-    if (this.done || peer.state === "closed" || !output.hasOutput(peer)) return EMPTY
+    const writes = this.router.output.writes
+    if (this.done || peer.state === "closed" || !writes.hasOutput(peer)) return EMPTY
     const journal = this.router.journal
     // Durable: nothing leaves before the changes that preceded it are stored (StoreJournal.ts).
     if (journal !== undefined && !journal.mayWrite(peer)) return GATED
-    const batch = output.takeForWrite(peer)
+    const batch = writes.takeForWrite(peer)
     if (batch.frames.length > 0) {
       const rest = peer.connection.write(batch.frames)
       if (rest !== undefined) {
@@ -164,7 +164,7 @@ export class PeerWriter {
     }
     const ending = batch.ending
     // Written at once and recorded: nothing holds the batch now, the next write reuses it.
-    output.recycle(batch)
+    writes.recycle(batch)
     return ending ? ENDING : WROTE
   }
 

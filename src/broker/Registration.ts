@@ -375,7 +375,7 @@ export class Registration {
       // session_left. Mail in that outbox, or parked with its reader for it, no longer belongs there (its
       // session is gone): it goes to the new holder once that is registered, below (OutputEnd.handOver); mail forced at the
       // old connection later is taken back at once (Output.forceEnqueue), anything else queued for it as it is written
-      // (Output.takeForWrite).
+      // (OutputWrites.takeForWrite).
       previous.peer.session = undefined
       // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
       // destroyed once this session is registered (below). Another client's takeover ends it then too.

@@ -6,7 +6,7 @@
  * X's old mail still queued in the recipient's outbox (routed live before X
  * left) would come after that `session_left`, and the client fails the asks
  * waiting on X when it reads it (C-ASK-9), so a reply from X among that mail
- * would be lost. Here they wait in the write (`Output.takeForWrite`) until
+ * would be lost. Here they wait in the write (`OutputWrites.takeForWrite`) until
  * after the last of X's mail from before its return — and no later than the
  * first of X's mail from since (no message precedes its sender's join).
  *
@@ -17,7 +17,7 @@
  * carries 0: it was sent before the recipient registered, by an incarnation
  * before any the recipient can see return.
  *
- * Owned by `Output`, one instance reused by every write and empty between
+ * Owned by `OutputWrites`, one instance reused by every write and empty between
  * writes; only filled when a collect meets such a session, so the common
  * write pays one length test. Plain synchronous state.
  */

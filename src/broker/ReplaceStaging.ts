@@ -37,7 +37,7 @@
  * staging for such a recipient is refused, not remembered), still replaced
  * by a later message of its key, dropped like any staged message when its
  * recipient leaves. Its recipient's writer taking its outbox makes room
- * (`roomFor`, from Output.roomMade): the due messages for that recipient
+ * (`roomFor`, from OutputWrites.roomMade): the due messages for that recipient
  * go then, in the order they fell due, as many as fit — one lookup per
  * write when none wait.
  *
@@ -297,7 +297,7 @@ export class ReplaceStaging {
   }
 
   /**
-   * `peer`'s writer took its outbox (Output.roomMade): the due messages for
+   * `peer`'s writer took its outbox (OutputWrites.roomMade): the due messages for
    * its session go, in the order they fell due, until one does not fit. One
    * lookup when none wait for it.
    */
@@ -343,7 +343,7 @@ export class ReplaceStaging {
    * leaves, its staged asks, and is told (C-DLV-9). The rest a sender that
    * leaves had staged is delivered at once, as at its window's close: no
    * later message of its can replace it now, and delivered now it reaches
-   * its recipient before the sender's `session_left` (Output.takeForWrite),
+   * its recipient before the sender's `session_left` (OutputWrites.takeForWrite),
    * which a client takes as the end of its asks waiting on that sender
    * (C-BRK-33) — a staged reply behind it would be lost. One that must wait
    * for room (no batch of its sender's to park it with: its connection

@@ -106,9 +106,9 @@ export interface RouterStats {
   readonly topicPublished: number
   /** Batches that parked mail for their own reader, since the start: a registration's mailbox flush that did not fit (Output.ts). */
   readonly ownParks: number
-  /** Messages parked at the end of a recipient's own parked list, behind older mail of their sender there (Output.ts). */
+  /** Messages parked at the end of a recipient's own parked list, behind older mail of their sender there (ForcedOutput.ts). */
   readonly parkedBehindOwn: number
-  /** Drainer offers that waited behind older mail of their sender in the recipient's own parked list (Output.ts). */
+  /** Drainer offers that waited behind older mail of their sender in the recipient's own parked list (ParkedDrain.ts). */
   readonly waitsBehindOwn: number
   /** `ask-expiry-v1` settling `list` answers held behind a reply to their asker still parked elsewhere (Output.enqueueSettleAnswer, ParkedReplies.ts). */
   readonly answersBehindReplies: number
@@ -510,7 +510,7 @@ export class Router {
     if (batch === undefined) return
     const written = peer.connection.unfinishedWrite() ?? batch.frames.length
     this.written(peer, batch, written)
-    const rest = this.output.unwrittenOf(batch, written)
+    const rest = this.output.writes.unwrittenOf(batch, written)
     if (rest.length > 0) peer.untakenRest = rest
   }
 

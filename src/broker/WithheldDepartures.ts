@@ -21,7 +21,7 @@
  * messages its session sent before leaving (C-BRK-33: a client fails the
  * asks waiting on a session when it hears it leave). The writer puts the
  * departures it collects after the output queued for the recipient
- * (Output.takeForWrite); output of the session's still parked behind a full
+ * (OutputWrites.takeForWrite); output of the session's still parked behind a full
  * outbox is not queued yet, so a session that unregisters with output
  * parked (in the batch that unregisters, or by its drainer) has its
  * departure held here (`held`) until that output is in its recipients'
@@ -64,7 +64,7 @@
  * recipient that does not read so holds the departure back from itself
  * only, and no outbox goes past its bounds. The same hold covers a
  * departed session's mail in a recipient's own parked output (its mailbox
- * flush that did not fit, and mail parked behind it, Output.ts): when the
+ * flush that did not fit, and mail parked behind it, ForcedOutput.ts): when the
  * departure goes into the feed (`depart`) each such recipient withholds it
  * until its drainer offered the last of that mail (ParkedDepartures.holdBehindParked).
  * Each owner takes one hold per (recipient, session) and releases it once;
@@ -287,7 +287,7 @@ export class WithheldDepartures {
    * withholds (`WithheldDeparture.rejoined`) move to `next` with the
    * return's holds (the early releases' records now name `next`) and its
    * waits (`Peer.returnWaits`), so the session's new mail, taken back to
-   * `next`, still waits behind the old output (Output.parkBehindReturn) and
+   * `next`, still waits behind the old output (ForcedOutput.parkBehindReturn) and
    * `next` is owed the pair once that output is out. `next`'s feed starts
    * after both frames, so they count as passed: the session's client heard
    * the old incarnation present and nothing since. A return with no early
@@ -380,7 +380,7 @@ export class WithheldDepartures {
     peer.owedJoins = undefined
     // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
     // back the older mail it held (OutputEnd.releaseWaiters), and the mail that waited goes back after the
-    // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
+    // old output it waited for (ParkedDrain.place, `parkBehindReturn`). Woken here, a drainer runs at once
     // and its refused message reached the mailbox ahead of both. An open connection (unregistered) may
     // register again, so its waits end here; they stay readable for the mail that waited
     // (`leftReturnWaits`), which then goes back behind that old output too rather than racing its drainer.
@@ -578,7 +578,7 @@ export class WithheldDepartures {
           withheldReturn = true
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
-          // The session's mail from since its return waits for the pair (Output.waitsForReturn).
+          // The session's mail from since its return waits for the pair (ParkedOrder.waitsForReturn).
           ;(recipient.returnWaits ??= new Map()).set(session.key, { id: session.id, since: departure.since, reader })
         }
       }
@@ -626,7 +626,7 @@ export class WithheldDepartures {
   /**
    * `session`'s departure goes into the feed. A recipient whose own parked
    * output holds mail of its (a mailbox flush that did not fit, and mail
-   * parked behind it: Output.ts) withholds it until that mail is offered —
+   * parked behind it: ForcedOutput.ts) withholds it until that mail is offered —
    * also when the session is back already (a held departure released by its
    * return): that recipient passes over the departure the return superseded.
    * One check while no reader parks output.
@@ -665,7 +665,7 @@ export class WithheldDepartures {
    * `items` (`peer`'s outbox): `unwithhold`. One scan of the outbox, only
    * while a return is withheld with its waits (`Peer.returnWaits`, keyed by
    * sender key: no key is built here). Rare since forced mail parks behind
-   * the old output (Output.parkBehindReturn): what reaches the outbox
+   * the old output (ForcedOutput.parkBehindReturn): what reaches the outbox
    * anyway is forced while that output is not parked with a drainer.
    * Called by Membership.collect, before it takes what `peer` is owed.
    */

@@ -1,9 +1,9 @@
 /**
- * One write taken from a connection's outbox (`Output.takeForWrite`): the
+ * One write taken from a connection's outbox (`OutputWrites.takeForWrite`): the
  * frames, the output among them that goes back if the write does not
  * complete, and whether the connection ends after it. Owned by `Output`,
  * which fills it and, once its write completed at once, empties it for the
- * next write (`Output.recycle`): a write allocates no batch and no arrays of
+ * next write (`OutputWrites.recycle`): a write allocates no batch and no arrays of
  * its own (docs/performance.md, "Garbage, fifth stop"). A batch whose write
  * goes on in the background belongs to its writer (`PeerWriter.inFlight`)
  * and is never reused.
@@ -11,7 +11,7 @@
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Written } from "./Peer.ts"
 
-/** Frames a write batch may have held and still be reused (`Output.recycle`). */
+/** Frames a write batch may have held and still be reused (`OutputWrites.recycle`). */
 const KEEP_BATCH_SLOTS = 1_024
 
 /**

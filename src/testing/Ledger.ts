@@ -207,7 +207,7 @@ export class Ledger {
     heldDropped(this.state, linkId, frames)
   }
 
-  /** The broker began a write toward the client on link `linkId` (one `Output.takeForWrite`; ledger/departure.ts). */
+  /** The broker began a write toward the client on link `linkId` (one `OutputWrites.takeForWrite`; ledger/departure.ts). */
   brokerWriteStarted(linkId: number, frames: ReadonlyArray<string>): void {
     brokerWriteStarted(this.state, linkId, frames)
     this.departures.writeStarted(this.state, linkId, frames)

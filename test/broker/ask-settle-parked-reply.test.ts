@@ -37,7 +37,7 @@ const read = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): void 
 
 /** The `requestId`s of the `sessions` answers `peer`'s writer takes now, in order. */
 const answeredLists = (router: Router, peer: Peer): Array<string> =>
-  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+  router.output.writes.takeForWrite(peer).frames.flatMap((frame) => {
     const parsed = parseFrameText(frameText(frame))
     return !isFrameDecodeError(parsed) && parsed.type === "sessions" && typeof parsed.requestId === "string"
       ? [parsed.requestId]
@@ -143,13 +143,13 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       // Mail for the absent asker waits in the mailbox; back, its flush does not fit its outbox: parked.
       batch(answerer.peer, Array.from({ length: 4 }, (_, i) => ({ type: "send", to: "asker", message: message(`mail ${i}`) })))
       const asker = session("asker", EXPIRY)
-      assert.isDefined(router.output.nextParked(asker.peer), "the asker's mailbox flush is parked on its own reader")
+      assert.isDefined(router.output.drain.nextParked(asker.peer), "the asker's mailbox flush is parked on its own reader")
       // The reply waits behind that mail (sender order); its sender's close forces it behind the flush.
       batch(answerer.peer, [{ type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }])
       close(answerer.peer)
       const kinds: Array<string> = []
       const take = () => {
-        for (const frame of router.output.takeForWrite(asker.peer).frames) {
+        for (const frame of router.output.writes.takeForWrite(asker.peer).frames) {
           const parsed = parseFrameText(frameText(frame))
           if (isFrameDecodeError(parsed)) continue
           const inner = parsed.message
@@ -205,7 +205,7 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
         written(router, answerer)
         drain(tryDrain, answerer.peer)
       }
-      assert.isUndefined(router.output.nextParked(answerer.peer))
+      assert.isUndefined(router.output.drain.nextParked(answerer.peer))
       const log: Array<string> = []
       const back = { peer: attach(recording(99, log)), log }
       batch(back.peer, [registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } })])
@@ -245,7 +245,7 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
       ]))
       // The asker's sends to `stuck`, which never reads, park on the asker's own reader.
       read(asker.peer, sendsTo("stuck", 4, "m"))
-      assert.isDefined(router.output.nextParked(asker.peer))
+      assert.isDefined(router.output.drain.nextParked(asker.peer))
       clock.now += TIMEOUT_MS
       read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
       const seen: Array<string> = []
@@ -374,7 +374,7 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
         drain(tryDrain, asker.peer)
       }
       seen.push(...written(router, asker))
-      assert.isUndefined(router.output.nextParked(asker.peer), "the flush is all out")
+      assert.isUndefined(router.output.drain.nextParked(asker.peer), "the flush is all out")
       assert.deepStrictEqual(replyAndAnswer(seen).slice(-2), ["message", "sessions"])
       read(asker.peer, [{ type: "list", requestId: "again", limit: 1, settle: true }])
       assert.deepStrictEqual(answeredLists(router, asker.peer), ["again"])

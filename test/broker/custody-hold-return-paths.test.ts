@@ -59,7 +59,7 @@ const heldSetUp = (options: { readonly outboxChars?: number } = {}) =>
     assert.strictEqual(holder.custodyHolds, 1, "no custody hold: the test sets up nothing")
     const flush = (): void => {
       router.membership.notify()
-      for (const frame of router.output.takeForWrite(holder).frames) labels.push(...orderLabel(frame))
+      for (const frame of router.output.writes.takeForWrite(holder).frames) labels.push(...orderLabel(frame))
     }
     let ids = 10
     /** `d` registers again on a new connection and sends `text` to `b` from it. */
@@ -151,7 +151,7 @@ describe("a takeover's custody hold: the return paths", () => {
       batch(later, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-3" } })])
       for (let round = 0; round < 6; round++) {
         router.membership.notify()
-        for (const frame of router.output.takeForWrite(later).frames) log.push(...orderLabel(frame))
+        for (const frame of router.output.writes.takeForWrite(later).frames) log.push(...orderLabel(frame))
         while (tryDrain(later)) { /* offered */ }
       }
       assert.deepStrictEqual(log.filter((label) => /^m\d$/.test(label)), ["m0", "m1", "m2", "m3", "m4", "m5"])
@@ -168,7 +168,7 @@ describe("a takeover's custody hold: the return paths", () => {
       const later = registerB(attach(labelling(20, log)), "b-3")
       for (let round = 0; round < 3; round++) {
         router.membership.notify()
-        for (const frame of router.output.takeForWrite(later).frames) log.push(...orderLabel(frame))
+        for (const frame of router.output.writes.takeForWrite(later).frames) log.push(...orderLabel(frame))
         while (tryDrain(later)) { /* offered */ }
       }
       assert.deepStrictEqual(log, ["m0", "m1", "n1"])

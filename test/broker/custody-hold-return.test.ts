@@ -42,7 +42,7 @@ const heldSenderSetUp = Effect.gen(function*() {
   const labels: Array<string> = []
   const holder = register(attach(labellingConnection(3, labels)), "b-2")
   const flush = (peer: Peer = holder): void => {
-    for (const frame of router.output.takeForWrite(peer).frames) labels.push(...orderLabel(frame))
+    for (const frame of router.output.writes.takeForWrite(peer).frames) labels.push(...orderLabel(frame))
   }
   flush()
   assert.isTrue(send(sender, "m2"), "m2 was not held: the test sets up nothing")
@@ -56,8 +56,8 @@ const heldSenderSetUp = Effect.gen(function*() {
   const drain = (...readers: ReadonlyArray<Peer>): Effect.Effect<void> =>
     Effect.gen(function*() {
       for (const reader of readers) {
-        for (let next = router.output.nextParked(reader); next !== undefined; next = router.output.nextParked(reader)) {
-          yield* router.output.offerParked(reader, next)
+        for (let next = router.output.drain.nextParked(reader); next !== undefined; next = router.output.drain.nextParked(reader)) {
+          yield* router.output.drain.offerParked(reader, next)
         }
       }
     })
@@ -121,7 +121,7 @@ describe("a held sender that leaves and returns before the custody hold ends", (
       const labels: Array<string> = []
       const third = register(labelling(5, labels), "b-3")
       const flushThird = (): void => {
-        for (const frame of router.output.takeForWrite(third).frames) labels.push(...orderLabel(frame))
+        for (const frame of router.output.writes.takeForWrite(third).frames) labels.push(...orderLabel(frame))
       }
       flushThird()
       closeOld()
@@ -142,7 +142,7 @@ describe("a held sender that leaves and returns before the custody hold ends", (
       const labels: Array<string> = []
       const third = register(labelling(5, labels), "b-3")
       const flushThird = (): void => {
-        for (const frame of router.output.takeForWrite(third).frames) labels.push(...orderLabel(frame))
+        for (const frame of router.output.writes.takeForWrite(third).frames) labels.push(...orderLabel(frame))
       }
       flushThird()
       close(back)

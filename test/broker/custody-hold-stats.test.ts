@@ -47,9 +47,9 @@ const none = {
 
 /** One try of `reader`'s drainer on its oldest parked item: a wait is abandoned (interrupted). */
 const offerOnce = (router: Router, reader: Peer): void => {
-  const entry = router.output.nextParked(reader)
+  const entry = router.output.drain.nextParked(reader)
   if (entry === undefined) return
-  Effect.runSync(Fiber.interrupt(Effect.runFork(router.output.offerParked(reader, entry))))
+  Effect.runSync(Fiber.interrupt(Effect.runFork(router.output.drain.offerParked(reader, entry))))
 }
 
 describe("the custody hold's counters", () => {

@@ -36,14 +36,14 @@ const setUpWith = (count: number) => Effect.gen(function*() {
   /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {
-      Effect.runSync(router.output.offerParked(reader, router.output.nextParked(reader)!))
+      Effect.runSync(router.output.drain.offerParked(reader, router.output.drain.nextParked(reader)!))
     }
   }
   const away = session("recipient", false)
   const sender = session("sender", false)
   batch(away, [{ type: "unregister" }])
   for (let i = 0; i < count; i++) {
-    router.output.takeForWrite(sender) // its own answers: its writer keeps up
+    router.output.writes.takeForWrite(sender) // its own answers: its writer keeps up
     assert.isFalse(batch(sender, [{ type: "send", to: "recipient", message: message(`m${i}`) }]))
   }
   const recipient = session("recipient", true)
@@ -55,7 +55,7 @@ const setUp = setUpWith(4)
 
 /** What a write of `peer`'s holds, in order: `m<i>` (a message), `left <id>`, `joined <id>`. */
 const written = (router: Router, peer: Peer): Array<string> =>
-  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+  router.output.writes.takeForWrite(peer).frames.flatMap((frame) => {
     const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
       JSON.parse(frameText(frame))
     if (parsed.type === "message") return [`${parsed.message?.content.text}`]
@@ -210,7 +210,7 @@ describe("a recipient whose session leaves while a departure is withheld from it
       batch(away, [{ type: "unregister" }])
       const other = session("sender", false, "other-scope")
       for (let i = 0; i < 3; i++) {
-        router.output.takeForWrite(other)
+        router.output.writes.takeForWrite(other)
         assert.isFalse(batch(other, [{ type: "send", to: "elsewhere", message: message(`n${i}`) }]))
       }
       reregister(batch, recipient, "elsewhere", "other-scope")

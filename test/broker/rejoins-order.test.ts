@@ -2,7 +2,7 @@
  * Departure order across returns (C-BRK-33; Rejoins.ts), as a state machine
  * (fast-check): sessions join, are taken over, send to one recipient, leave
  * and join again in random order; the recipient's writer collects the feed
- * and writes its outbox at random moments, as Output.takeForWrite does (the
+ * and writes its outbox at random moments, as OutputWrites.takeForWrite does (the
  * feed's joins and presence first, each returned session's `session_left`
  * and new join placed among the queued mail by `Rejoins`, departures last),
  * with departures dropped by compaction owed as Membership keeps them.
@@ -85,7 +85,7 @@ const check = (ops: ReadonlyArray<Op>, maxDeparted: number): void => {
         if (cursor < departed.seq && departed.presentSince <= cursor) owed.add(departed.id)
       })
     } else {
-      // As Membership.collect and Output.takeForWrite.
+      // As Membership.collect and OutputWrites.takeForWrite.
       const frames: Array<OutFrame> = []
       const after: Array<string> = []
       for (const id of owed) {

@@ -40,7 +40,7 @@ describe("a session registers again while its old connection's close holds its p
       const sender = session("sender", false)
       batch(away, [{ type: "unregister" }])
       for (let i = 0; i < 5; i++) {
-        router.output.takeForWrite(sender)
+        router.output.writes.takeForWrite(sender)
         batch(sender, [{ type: "send", to: "twin", message: message(`m${i}`) }])
       }
       // twin back on a connection whose writer is stuck: its first write took `registered` and m0, m1… are parked.
@@ -52,13 +52,13 @@ describe("a session registers again while its old connection's close holds its p
       // In that await: twin registers again, and the sender sends it a new message.
       // Its writer is stuck too: its first write (in flight for good) and then its outbox hold what it got, in order.
       const fresh = session("twin", true)
-      router.output.takeForWrite(sender)
+      router.output.writes.takeForWrite(sender)
       batch(sender, [{ type: "send", to: "twin", message: message("tiny") }])
       // The close goes on: what the old connection still held goes back.
       router.abandonWrites(old)
       router.detach(old, [...router.output.end.drainOnClose(old), ...router.output.end.takeOwnParked(old)])
       router.output.end.releaseWaiters(old)
-      const texts = [...textsOf(fresh.writer.inFlight?.frames ?? []), ...textsOf(router.output.takeForWrite(fresh).frames)]
+      const texts = [...textsOf(fresh.writer.inFlight?.frames ?? []), ...textsOf(router.output.writes.takeForWrite(fresh).frames)]
       assert.deepStrictEqual(texts.filter((text) => text !== "m0"), ["m1", "m2", "m3", "m4", "tiny"])
     }))
 })

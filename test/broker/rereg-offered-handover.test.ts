@@ -4,7 +4,7 @@
  * back for the new connection (`handOverParked`); an item the drainer's offer
  * got accepted, and the old writer wrote at once, but still first in that
  * list, would be taken back and written to the new connection a second time.
- * `Output.offerParked` takes the item off the list in the same synchronous
+ * `ParkedDrain.offerParked` takes the item off the list in the same synchronous
  * step that queues it, before telling the writer to flush. On a Router driven
  * by hand (no fibers): the recipient's writes complete at once, and each one
  * checks, as it happens, whether a message it carries is still parked.
@@ -56,8 +56,8 @@ describe("a drainer's accepted offer of its own parked mail", () => {
       recipient = attach(connection, "recipient")
       assert.isAbove(recipient.parked.length, 0, "the mailbox flush did not park: the test sets up nothing")
       // The drainer's offers, one by one (each accepted: the writer empties the outbox as it writes).
-      for (let next = router.output.nextParked(recipient); next !== undefined; next = router.output.nextParked(recipient)) {
-        Effect.runSync(router.output.offerParked(recipient, next))
+      for (let next = router.output.drain.nextParked(recipient); next !== undefined; next = router.output.drain.nextParked(recipient)) {
+        Effect.runSync(router.output.drain.offerParked(recipient, next))
       }
       assert.deepStrictEqual(written, ["m0", "m1", "m2", "m3"])
       assert.deepStrictEqual(writtenWhileParked, [], "a message was written while it was still parked")

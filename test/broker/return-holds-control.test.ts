@@ -43,7 +43,7 @@ const returnWithheld = () =>
     batch(b, [registerFrame({ sessionId: "b" })])
     const flush = (): void => {
       router.membership.notify()
-      for (const frame of router.output.takeForWrite(b).frames) labels.push(...label(frame))
+      for (const frame of router.output.writes.takeForWrite(b).frames) labels.push(...label(frame))
     }
     const e = attach(fakeConnection(2, false))
     batch(e, [registerFrame({ sessionId: "e" })])

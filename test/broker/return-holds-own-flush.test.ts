@@ -21,7 +21,7 @@ import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
 import { handRouter, orderLabel } from "../support/handRouter.ts"
 
-const written = (router: Router, peer: Peer): Array<string> => router.output.takeForWrite(peer).frames.flatMap(orderLabel)
+const written = (router: Router, peer: Peer): Array<string> => router.output.writes.takeForWrite(peer).frames.flatMap(orderLabel)
 
 /** Frames written to a recording connection, decoded as `written` does. */
 const label = orderLabel
@@ -38,7 +38,7 @@ const setUp = Effect.gen(function*() {
   const sender = session("sender", false)
   batch(away, [{ type: "unregister" }])
   for (let i = 0; i < 4; i++) {
-    router.output.takeForWrite(sender)
+    router.output.writes.takeForWrite(sender)
     assert.isFalse(batch(sender, [{ type: "send", to: "recipient", message: message(`m${i}`) }]))
   }
   const recipient = session("recipient", true)
@@ -114,7 +114,7 @@ describe("forced new mail of a withheld return, and the recipient's own parked f
       for (let round = 0; round < 5; round++) {
         tryDrain(c)
         tryDrain(recipient)
-        router.output.takeForWrite(recipient)
+        router.output.writes.takeForWrite(recipient)
         router.membership.notify()
       }
       const mine = log.filter((f) => /^m\d$/.test(f) || f === "old" || f === "new" || f.endsWith(" sender"))
@@ -139,7 +139,7 @@ describe("forced new mail of a withheld return, and the recipient's own parked f
       assert.strictEqual(recipient.withheldDepartures?.get("sender")?.holds, 1)
       const log: Array<string> = []
       recorded("recipient", log) // the takeover's own batch hands that list over and writes it
-      router.output.takeForWrite(recipient)
+      router.output.writes.takeForWrite(recipient)
       router.membership.notify()
       const mine = log.filter((f) => /^m\d$/.test(f) || f === "old" || f === "new" || f.endsWith(" sender"))
       const old = mine.filter((f) => /^m\d$/.test(f))

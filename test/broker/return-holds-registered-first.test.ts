@@ -42,7 +42,7 @@ describe("a withheld return's pair owed at a takeover with none of the old mail 
       const y = session("other")
       batch(away, [{ type: "unregister" }])
       for (let i = 0; i < 4; i++) {
-        router.output.takeForWrite(a)
+        router.output.writes.takeForWrite(a)
         batch(a, [{ type: "send", to: "recipient", message: message(`m${i}`) }])
       }
       // The recipient's connection writes at once until `stuck` is set.
@@ -50,7 +50,7 @@ describe("a withheld return's pair owed at a takeover with none of the old mail 
       const recipient = session("recipient", { ...fakeConnection(++connections, false), write: () => (stuck ? Effect.never : undefined) })
       assert.strictEqual(recipient.parked.length, 3)
       // A's old ask waits behind the recipient's flush; A unregisters; the sender returns on C.
-      router.output.takeForWrite(a)
+      router.output.writes.takeForWrite(a)
       assert.isTrue(batch(a, [{ type: "send", to: "recipient", message: message("old", { expectsReply: true }) }, { type: "unregister" }]))
       session("sender")
       // A's registration timeout forces the old ask into the recipient's own list: the flush's hold is the one left.
@@ -59,7 +59,7 @@ describe("a withheld return's pair owed at a takeover with none of the old mail 
       for (let i = 0; i < 3; i++) assert.isTrue(tryDrain(recipient))
       stuck = true
       for (let i = 0; i < 3; i++) {
-        router.output.takeForWrite(y)
+        router.output.writes.takeForWrite(y)
         batch(y, [{ type: "send", to: "recipient", message: message(`y${i}`) }])
       }
       assert.isFalse(tryDrain(recipient)) // the old ask waits for room

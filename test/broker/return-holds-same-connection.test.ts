@@ -30,7 +30,7 @@ describe("a return on the same connection, in the unregister batch", () => {
       batch(a, [registerFrame({ sessionId: "replier" })])
       router.membership.notify() // the asker hears the replier join (the notifier's round)
       assert.include(got, "joined replier")
-      router.output.takeForWrite(watcher)
+      router.output.writes.takeForWrite(watcher)
       // The watcher's outbox full (its writer stuck), then the replier's batch parks from its first send on.
       batch(a, [{ type: "send", to: "watcher", message: message("w0") }, { type: "send", to: "watcher", message: message("w1") }])
       assert.strictEqual(watcher.outbox.length, 2)
@@ -44,12 +44,12 @@ describe("a return on the same connection, in the unregister batch", () => {
         { type: "send", to: "watcher", message: message("x2") }
       ]))
       const tryDrain = (): void => {
-        const entry = router.output.nextParked(a)
+        const entry = router.output.drain.nextParked(a)
         if (entry === undefined) return
-        const fiber = Effect.runFork(router.output.offerParked(a, entry))
+        const fiber = Effect.runFork(router.output.drain.offerParked(a, entry))
         Effect.runSync(Fiber.interrupt(fiber))
       }
-      router.output.takeForWrite(watcher) // room for one write's worth: x1 fits, x2 will not
+      router.output.writes.takeForWrite(watcher) // room for one write's worth: x1 fits, x2 will not
       for (let i = 0; i < 6; i++) tryDrain()
       assert.isAbove(a.parked.length, 0, "the drainer still holds the watcher's x2")
       assert.deepStrictEqual(got.filter((f) => f === "old" || f === "new" || f.endsWith(" replier")), [

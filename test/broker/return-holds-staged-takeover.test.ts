@@ -82,7 +82,7 @@ const setUp = Effect.gen(function*() {
   const settle = (fresh: Peer): void => {
     for (let round = 0; round < 3; round++) {
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
     }
   }
   return { closeA, log, old, router, settle, takeOver }
@@ -114,7 +114,7 @@ describe("a withheld return's recipient taken over while a staged message of the
       assert.deepStrictEqual(ofSender(log), [], "x's mail or departure reached the new connection before its old output")
       closeA()
       settle(fresh)
-      // The staged message went behind `old`, parked with A's drainer (Output.parkBehindReturn). Without the
+      // The staged message went behind `old`, parked with A's drainer (ForcedOutput.parkBehindReturn). Without the
       // forced path's check for a taken-over recipient (Output.forceEnqueue, review revr3 D3): ["staged",
       // "left x"], `old` left in the old outbox.
       assert.deepStrictEqual(

@@ -43,7 +43,7 @@ const setUp = Effect.gen(function*() {
 
 /** What a write holds, in order: `message <text>`, `left <id>`, `joined <id>`. */
 const written = (router: Router, peer: Peer): Array<string> =>
-  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+  router.output.writes.takeForWrite(peer).frames.flatMap((frame) => {
     const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
       JSON.parse(frameText(frame))
     if (parsed.type === "message") return [`message ${parsed.message?.content.text}`]
@@ -62,7 +62,7 @@ const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number): Readonl
   assert.deepStrictEqual(written(router, recipient), ["joined sender", "message one", "message two"])
   const ids: Array<string> = []
   for (let i = 0; i < n; i++) {
-    router.output.takeForWrite(sender) // its own answers: its writer keeps up
+    router.output.writes.takeForWrite(sender) // its own answers: its writer keeps up
     const staged = message(`due ${i}`)
     ids.push(staged.id)
     assert.isFalse(batch(sender, [
@@ -103,7 +103,7 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assert.strictEqual(recipient.parked.length + sender.parked.length, 0, "the due message was parked")
 
       // The recipient's writer takes its outbox: the due message is queued in the room it made.
-      router.output.takeForWrite(recipient)
+      router.output.writes.takeForWrite(recipient)
       assert.strictEqual(router.staging.size, 0)
       assert.strictEqual(recipient.outbox.length, 1)
       const queued = recipient.outbox[0]
@@ -148,7 +148,7 @@ describe("a replace-staged message falling due into a full outbox", () => {
       const seen = written(router, recipient) // passes over the departure; two of the four still wait
       assert.strictEqual(router.staging.waiting, 2)
       const back = session(3, "sender", false, [DELIVERY_V1])
-      router.output.takeForWrite(back)
+      router.output.writes.takeForWrite(back)
       // The last hold goes while the sender is back, before the recipient's writer wrote its return.
       batch(back, ids.slice(4).map((messageId) => ({ type: "cancel_message", messageId })))
       assert.strictEqual(router.staging.waiting, 0)

@@ -126,12 +126,12 @@ const takenOver = (oldFeatures: ReadonlyArray<string>) =>
     }
     const drain = (): Effect.Effect<void> =>
       Effect.gen(function*() {
-        for (let next = router.output.nextParked(d); next !== undefined; next = router.output.nextParked(d)) {
-          yield* router.output.offerParked(d, next)
+        for (let next = router.output.drain.nextParked(d); next !== undefined; next = router.output.drain.nextParked(d)) {
+          yield* router.output.drain.offerParked(d, next)
         }
       })
     const flushNew = (): void => {
-      if (fresh !== undefined) seen.note(router.output.takeForWrite(fresh).frames)
+      if (fresh !== undefined) seen.note(router.output.writes.takeForWrite(fresh).frames)
     }
     return { batch, closeOld, d, drain, flushNew, labels: seen.labels, m, message: seen.message, send, takeOver }
   })
@@ -268,7 +268,7 @@ const successor = (
     flushNew: (): void => {
       if (fresh === undefined) return
       fresh.writer.flush()
-      seen.note(hand.router.output.takeForWrite(fresh).frames)
+      seen.note(hand.router.output.writes.takeForWrite(fresh).frames)
     }
   }
 }
@@ -479,7 +479,7 @@ const baseStuckOnM0 = (taken: number | undefined) =>
     batch(fresh, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-2" } })])
     const flushNew = (): void => {
       fresh.writer.flush()
-      seen.note(router.output.takeForWrite(fresh).frames)
+      seen.note(router.output.writes.takeForWrite(fresh).frames)
     }
     flushNew()
     assert.deepStrictEqual(seen.labels, [], "the new instance was given the cancel before its message came back")

@@ -163,9 +163,9 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       assert.isTrue(send(sender, "m2"), "m2 was not held")
       // The sender's client goes away while m2 is held: m2 is kept with the hold, d's departure withheld.
       close(sender)
-      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      for (const frame of router.output.writes.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
       closeOld()
-      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      for (const frame of router.output.writes.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
       assert.strictEqual(fresh.state, "registered")
       // Without the departure's hold: ["left d", "m0", "m1", "m2"].
       assert.deepStrictEqual(labels, ["m0", "m1", "m2", "left d"])

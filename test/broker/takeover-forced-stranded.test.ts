@@ -5,7 +5,7 @@
  * (OutputEnd.forceParked → Output.forceEnqueue). It belongs to the session,
  * not to the old connection: it must go where the session is now, in its
  * sender's order and before that sender's `session_left` — as a drainer's
- * offer of it would (Output.place refuses it there, and its sender takes it
+ * offer of it would (ParkedDrain.place refuses it there, and its sender takes it
  * back to the new connection) — not wait in the old outbox for the old
  * writer or the old close, after the departure (review revr3, D3). With a
  * takeover's custody hold (CustodyHold.ts) on that sender, it is kept with
@@ -66,7 +66,7 @@ describe("mail forced at a recipient taken over while it was on its way", () => 
       // d's connection closes before its drainer offered m2 and m3: they are forced through, and d leaves.
       close(d)
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
       // Without the fix: ["m0", "m1", "left d"] here, m2 and m3 still in the old outbox.
       assert.deepStrictEqual(
         { written: ofSender(log), oldOutbox: old.outbox.length },
@@ -75,7 +75,7 @@ describe("mail forced at a recipient taken over while it was on its way", () => 
       // The old connection's close gives nothing back a second time.
       close(old)
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
       assert.deepStrictEqual(ofSender(log), ["m0", "m1", "m2", "m3", "left d"])
     }))
 
@@ -104,11 +104,11 @@ describe("mail forced at a recipient taken over while it was on its way", () => 
       assert.strictEqual(fresh.custodyHolds, 1, "no custody hold was taken: the test sets up nothing")
       close(d)
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
       assert.deepStrictEqual(ofSender(log), [], "d's mail or departure overtook the custody")
       close(old)
       router.membership.notify()
-      router.output.takeForWrite(fresh)
+      router.output.writes.takeForWrite(fresh)
       // Without the fix: m4 and m5 come back from the old outbox with the custody, ahead of the held m2 and m3.
       assert.deepStrictEqual(ofSender(log), ["m0", "m1", "m2", "m3", "m4", "m5", "left d"])
     }))

@@ -1,5 +1,5 @@
 /**
- * A writer's synchronous flush takes its outbox (`Output.takeForWrite`),
+ * A writer's synchronous flush takes its outbox (`OutputWrites.takeForWrite`),
  * which makes room and wakes a drainer waiting for it; the woken fiber runs
  * at once, inside that call (`Deferred.doneUnsafe` resumes it inline), queues
  * its offer in the same outbox and calls the same writer's `flush` — while
@@ -42,10 +42,10 @@ describe("a drainer woken inside its recipient's flush", () => {
       output.startBatch()
       router.handleBatch(sender, [0, 1, 2].map((i) => JSON.stringify({ type: "send", to: "recipient", message: message(`m${i}`) })))
       assert.isTrue(output.parkFor(sender), "nothing was parked: the test sets up nothing")
-      const next = output.nextParked(sender)
+      const next = output.drain.nextParked(sender)
       if (next === undefined) return assert.fail("no parked item")
       // The sender's drainer offers m2 to the full outbox and waits for room.
-      const drainer = yield* Effect.forkChild(output.offerParked(sender, next))
+      const drainer = yield* Effect.forkChild(output.drain.offerParked(sender, next))
       yield* Effect.yieldNow
       assert.strictEqual(recipient.roomWaiters?.length, 1, "the drainer is not waiting for room")
       // The batch ends: the recipient's idle writer flushes, and its take wakes the drainer.

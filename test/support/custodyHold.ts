@@ -81,12 +81,12 @@ export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     const closeOld = (): void => close(old)
     const offer = (from: Peer): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const next = router.output.nextParked(from)
-        return next === undefined ? Effect.void : router.output.offerParked(from, next)
+        const next = router.output.drain.nextParked(from)
+        return next === undefined ? Effect.void : router.output.drain.offerParked(from, next)
       })
     /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
     const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
-      written.push(...textsOf(router.output.takeForWrite(fresh).frames))
+      written.push(...textsOf(router.output.writes.takeForWrite(fresh).frames))
     }
     return { attach, awayThenAnew, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })

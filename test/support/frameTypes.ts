@@ -42,7 +42,7 @@ export const recording = (id: number, log: Array<string>): Connection => ({
 
 /** The frame types `client`'s writer has taken and would take now, in order, since the last call. */
 export const written = (router: Router, client: TypedClient): Array<string> => {
-  const seen = [...client.log, ...router.output.takeForWrite(client.peer).frames.map(typeOf)]
+  const seen = [...client.log, ...router.output.writes.takeForWrite(client.peer).frames.map(typeOf)]
   client.log.length = 0
   return seen
 }

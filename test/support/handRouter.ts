@@ -86,9 +86,9 @@ export const handRouter = (
       router.output.end.releaseWaiters(peer)
     }
     const tryDrain = (reader: Peer): boolean => {
-      const entry = router.output.nextParked(reader)
+      const entry = router.output.drain.nextParked(reader)
       if (entry === undefined) return false
-      const fiber = Effect.runFork(router.output.offerParked(reader, entry))
+      const fiber = Effect.runFork(router.output.drain.offerParked(reader, entry))
       const moved = reader.parked[0] !== entry
       Effect.runSync(Fiber.interrupt(fiber))
       return moved

@@ -37,7 +37,7 @@
  * same id, on any connection) before the message arrived, which the broker
  * had routed to the recipient's live connection, and whether the message
  * came in a later write than the `session_left` (each broker write is one
- * `Output.takeForWrite`, `writeStarted`): not queued for the recipient yet
+ * `OutputWrites.takeForWrite`, `writeStarted`): not queued for the recipient yet
  * when its writer collected the departure — X's output parked behind
  * backpressure when X came back, which the broker covers (Membership.ts
  * withholds X's departure and return from that output's recipients until
@@ -230,7 +230,7 @@ export class DepartureLedger {
   }
 
   /**
-   * The broker began a write of `frames` on link `linkId` (one `Output.takeForWrite`): later frames are in
+   * The broker began a write of `frames` on link `linkId` (one `OutputWrites.takeForWrite`): later frames are in
    * the next write. Notes the departures each `session_left` among them announces, as of now.
    */
   writeStarted(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {

@@ -1,0 +1,234 @@
+/**
+ * The drain of a reader's own parked list: after a batch parked output
+ * (`Output.parkFor`), the reader's drainer (PeerReader.drainParked) offers
+ * it item by item (`nextParked`, `offerParked`), waiting for room, before
+ * its reader reads its socket again — a fast sender is slowed, nothing
+ * accepted is dropped.
+ *
+ * One offer (`place`) queues the item in its recipient's outbox, parks it
+ * at the end of the recipient's own list, refuses it (its recipient closed
+ * or no longer holds its session) or returns a wait to retry after: for
+ * room in that outbox or in all outboxes together (OutboxBudgets.ts); for
+ * older mail of its sender in the recipient's own parked list to be offered
+ * (ParkedOrder.ts) — unless the reader's own list holds mail for the reader
+ * too, when the item is parked at the end of the recipient's list instead,
+ * so no ring of drainers waits for ever (architecture.md, step 7); for its
+ * sender's withheld return to be owed; or for the custody of the connection
+ * the recipient took its session over from (CustodyHold.ts). The item
+ * leaves the parked list in the same synchronous step that accepts or
+ * refuses it (`parkedOffered`), before the recipient's writer is told to
+ * flush, so nothing ever sees it both queued and still parked — a
+ * takeover's hand-over takes parked items back, and would send one the old
+ * socket already wrote a second time. That step also counts down the
+ * departure holds and the per-sender counts behind it, tells the withheld
+ * departures when the list is empty (`FeedSource.parkedOut`), and releases
+ * a settling answer held behind a reply (ParkedReplies.ts).
+ *
+ * Ownership: no state of its own but the `waitsBehindOwn` count. It takes
+ * items off the head of a reader's `parked` list (Output's, which
+ * `Output.parkFor` fills and ForcedOutput.ts and OutputEnd.ts also append
+ * to or take), pushes waits onto a recipient's `roomWaiters` (emptied by
+ * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
+ * it takes an emptied reader off Output's set of readers with parked output
+ * through `unpark`. `place` runs once per offered item, on the per-frame
+ * path of a slowed sender: what every offer uses is copied flat onto this
+ * instance, so it loads what it did as Output's own, and it allocates only the
+ * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
+ * (2026-12-06).
+ */
+import { Deferred, Effect } from "effect"
+import type { CustodyHolds } from "./CustodyHold.ts"
+import type { DepartureHolds } from "./DepartureHolds.ts"
+import type { ForcedOutput } from "./ForcedOutput.ts"
+import { charsOf, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
+import type { FeedSource } from "./OutputWrites.ts"
+import type { ParkedReplies } from "./ParkedReplies.ts"
+import { returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn } from "./ParkedOrder.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
+
+/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
+const isReadOnlyAnswer = (frame: string): boolean =>
+  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
+
+/** What the drain uses of Output's and its parts' (see the module header). */
+export interface DrainSide {
+  /** The takeovers' custody holds (CustodyHold.ts): an offer they cover waits for the old close, or is kept. */
+  readonly holds: CustodyHolds
+  /** The outbox budgets (OutboxBudgets.ts). */
+  readonly budgets: OutboxBudgets
+  /** Forced output's parking (ForcedOutput.ts): behind a recipient's own parked mail, or a withheld return's old output. */
+  readonly forced: ForcedOutput
+  /** The departures held behind recipients' own parked output (DepartureHolds.ts), counted down as that mail is offered. */
+  readonly departureHolds: DepartureHolds
+  /** The settling answers held behind parked replies (ParkedReplies.ts), released as the last such reply leaves. */
+  readonly replies: ParkedReplies
+  /** The membership feed: `parkedOut` when a reader's parked list is empty (WithheldDepartures.left). */
+  readonly feed: FeedSource
+  /** An item that can no longer reach its connection goes back (Output.undeliverable). */
+  readonly undeliverable: (item: OutboundItem) => void
+  /** `reader` is no longer among Output's readers with parked output; true when it was. */
+  readonly unpark: (reader: Peer) => boolean
+}
+
+/** The drain of the readers' own parked lists (see the module header). */
+export class ParkedDrain {
+  private readonly side: DrainSide
+  // What every offer uses, copied flat from `side`: `place` and `parkedOffered` load them as they did as Output's own.
+  private readonly holds: CustodyHolds
+  private readonly budgets: OutboxBudgets
+  private readonly replies: ParkedReplies
+
+  /**
+   * Drainer offers that waited behind older mail of their sender in the
+   * recipient's own parked list since the broker started (stats:
+   * `BrokerStats.waitsBehindOwn`; slow path only).
+   */
+  waitsBehindOwn = 0
+
+  /** @param side what the drain uses of Output's and its parts'. */
+  constructor(side: DrainSide) {
+    this.side = side
+    this.holds = side.holds
+    this.budgets = side.budgets
+    this.replies = side.replies
+  }
+
+  /**
+   * Offers `entry`, the oldest item `reader` parked (`nextParked`), to its
+   * recipient, waiting for room in frames and in characters. The item leaves
+   * the parked list in the same synchronous step that accepts it (or refuses
+   * it: its recipient closed, or no longer holds its session), before the
+   * recipient's writer is told to flush, so nothing ever sees it both queued
+   * and still parked — a takeover's `handOver` takes parked items back, and
+   * would send one the old socket already wrote a second time. Done at once
+   * when `entry` is no longer the oldest (a hand-over took it back while this
+   * waited). The caller is a drainer fiber, outside any batch. A message for
+   * another recipient whose own parked list holds older mail of its sender
+   * for it (`Peer.parkedMail`) waits until that is offered — or, when
+   * `reader`'s own list holds mail for `reader` too, is parked at the end of
+   * the recipient's list (accepted), so two drainers never wait on each other.
+   */
+  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (reader.parked[0] !== entry) return Effect.void
+      const recipient = entry[0]
+      const placed = this.place(reader, recipient, entry[1])
+      if (typeof placed !== "string") return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+      this.parkedOffered(reader, entry, placed !== "refused")
+      if (placed === "queued") recipient.writer.flush()
+      return Effect.void
+    })
+  }
+
+  /**
+   * One try of `offerParked`: the item queued in the recipient's outbox,
+   * parked at the end of its own list, refused, or a wait to retry after.
+   */
+  private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
+    // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
+    // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
+    // to come back after that custody.
+    const hold = this.holds.holdOf(recipient, item)
+    if (hold !== undefined) {
+      // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
+      // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
+      // (`Output.parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
+      if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
+        this.holds.keep(hold, item)
+        return "parked"
+      }
+      this.holds.counts.waits++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    // Mail for a session the recipient no longer holds (taken over while this waited) is refused
+    // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
+    if (isShut(recipient) || isStranded(item, recipient)) {
+      // A returned sender's mail from since its return, for a recipient that closed while it withheld
+      // the return: parked behind the old output it waited for, it is refused after that output, so
+      // it reaches the mailbox after it (its closed connection kept the waits, WithheldDepartures.left).
+      // Likewise for a recipient whose session unregistered while it withheld the return: woken by its
+      // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
+      // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
+      if (isSenderOrdered(item)) {
+        const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
+        if (wait !== undefined && wait.reader !== reader && this.side.forced.parkBehindReturn(recipient, item, wait)) {
+          return "parked"
+        }
+      }
+      return "refused"
+    }
+    // A control frame about a message waits behind its sender's mail there the same way (ControlFrame.ts).
+    if (recipient !== reader && waitsBehindParked(recipient, item) && isSenderOrdered(item)) {
+      // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
+      // after it at the close. An empty list with a count is one with none: this waits for the shut.)
+      if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
+        this.side.forced.parkOwn(recipient, item)
+        return "parked"
+      }
+      // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
+      this.waitsBehindOwn++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    if (waitsForReturn(recipient, item, reader)) {
+      // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    const chars = charsOf(item)
+    const budgets = this.budgets
+    if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
+      const room = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(room)
+      return room
+    }
+    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
+    budgets.charge(recipient, chars)
+    recipient.outbox.push(item)
+    return "queued"
+  }
+
+  /**
+   * Whether an answer to a read-only request (`health_ok`, `sessions`) is
+   * among `reader`'s own parked output (slow path: a scan). While one is, no
+   * later such answer may overtake it.
+   */
+  parksAnswerFor(reader: Peer): boolean {
+    for (const [to, item] of reader.parked) {
+      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
+    }
+    return false
+  }
+
+  /** The reader's oldest parked item, or undefined when all of it fitted. */
+  nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
+    return reader.parked[0]
+  }
+
+  /**
+   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
+   * or refused because its recipient closed meanwhile. Nothing when `entry`
+   * is no longer the oldest.
+   */
+  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
+    if (reader.parked[0] !== entry) return
+    const first = reader.parked.shift()
+    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
+    if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
+    if (first !== undefined && !accepted) this.side.undeliverable(first[1])
+    if (reader.parked.length === 0) {
+      this.side.unpark(reader)
+      this.side.feed.parkedOut(reader)
+    }
+    // `ask-expiry-v1`: the last reply to a held asker's session left (queued, parked or refused and taken back): its answer follows it.
+    if (first !== undefined && this.replies.holding && first[0] !== reader) this.replies.offered(first[1])
+    // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
+    // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
+    if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
+  }
+}
