@@ -13,8 +13,9 @@
  * but no routes (they are not stored): a cancel of a message its record
  * says was delivered goes to the live session of the id delivered it, its
  * target's or the one its outcome names (`recordedRoute`), as it went
- * before the restart (so does a cancel of a message whose route the bound
- * pushed out while its record is kept). A control frame is queued as a
+ * before the restart, and a `supersedes` send may name it to that session
+ * (so for a message whose route the bound pushed out while its record is
+ * kept). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -104,7 +105,7 @@ export class Receipts {
     }
   }
 
-  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver. */
+  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver, by its route or its record (`recordedRoute`). */
   readonly supersedes: SendStage = {
     check: (attempt) => {
       const supersedes = attempt.message.supersedes
@@ -112,7 +113,8 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now)
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
+        this.recordedRoute(attempt.sender, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
@@ -204,7 +206,7 @@ export class Receipts {
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
    * sender's scope (ids are one session per scope, whatever its group). So a
-   * cancel after a restart is carried out as it was before it; while the
+   * cancel or supersede after a restart is carried out as before it; while the
    * receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
    */
