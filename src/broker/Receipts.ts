@@ -15,7 +15,8 @@
  * target's or the one its outcome names (`recordedRoute`), as it went
  * before the restart, and a `supersedes` send may name it to that session
  * (so for a message whose route the bound pushed out while its record is
- * kept). A control frame is queued as a
+ * kept). A cancel's control reveals the cancel as the sender's answer does,
+ * so on a durable broker both wait for its commit (StoreJournal.ts). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -285,6 +286,9 @@ export class Receipts {
         reason: Reason.cancelled,
         retryable: false
       })
+      // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
+      // promise), so a receiver never drops a message whose record a crash leaves delivered.
+      this.ctx.journal?.mark(route.receiver.peer)
       this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }

@@ -175,19 +175,25 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* bob1Back.client.expectNothing("message_control")
     }))
 
-  it.effect("handled but not committed before the crash, when retried after it, is carried out again and answered delivered", () =>
+  it.effect("handled but not committed before the crash, reaches neither side; retried after it, is carried out and answered delivered", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const memory = makeMemory(disk)
       const gate = yield* Deferred.make<void>()
+      const waiting = yield* Deferred.make<void>()
       let stalled = false
       // From `stalled` on, commits wait for `gate`, opened only once the disk is down: the cancel's record is
-      // not stored when the broker dies.
+      // not stored when the broker dies. `waiting` says a commit began waiting: the broker handled the cancel.
       const store: MailStoreService = {
         ...memory,
         commit: (batch) =>
-          stalled ? Effect.andThen(Deferred.await(gate), Effect.suspend(() => memory.commit(batch))) : memory.commit(batch)
+          stalled
+            ? Deferred.succeed(waiting, undefined).pipe(
+              Effect.andThen(Deferred.await(gate)),
+              Effect.andThen(Effect.suspend(() => memory.commit(batch)))
+            )
+            : memory.commit(batch)
       }
       const first = yield* world.startBroker({ store })
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
@@ -198,12 +204,15 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* advance(LAZY_FLUSH)
       stalled = true
       yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
-      // The control goes to bob at once; alice's answer waits for the commit that never comes.
-      yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
-      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* Deferred.await(waiting)
       disk.down = true
       yield* Deferred.succeed(gate, undefined)
       yield* first.crash
+      // Neither bob's control nor alice's answer was written before the commit that never came: bob never
+      // hears of a cancel whose record died with the broker (StoreJournal's promise). Read on close: exact.
+      yield* Effect.all([alice.client.waitClosed(), bob.client.waitClosed()])
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* bob.client.expectNothing("message_control")
 
       yield* durableBroker(world, disk)
       const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
