@@ -14,10 +14,12 @@
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
- * restart (so does a cancel of a message whose route the bound pushed out
- * while its record is kept) — unless that session was taken over by another
- * client instance since this broker started, which cannot hold the message
- * (`UNKNOWN_INSTANCE`). A control frame is queued as a
+ * restart, and a `supersedes` send may name it to that session (so for a
+ * message whose route the bound pushed out while its record is kept) —
+ * unless that session was taken over by another client instance since this
+ * broker started, which cannot hold the message (`UNKNOWN_INSTANCE`). A
+ * cancel's control reveals the cancel as the sender's answer does, so on a
+ * durable broker both wait for its commit (StoreJournal.ts). A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -120,7 +122,7 @@ export class Receipts {
     }
   }
 
-  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver. */
+  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver, by its route or its record (`recordedRoute`). */
   readonly supersedes: SendStage = {
     check: (attempt) => {
       const supersedes = attempt.message.supersedes
@@ -128,7 +130,8 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now)
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
+        this.recordedRoute(attempt.sender, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
@@ -140,7 +143,10 @@ export class Receipts {
       if (message.supersedes === undefined) return
       // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
       // gets the new message alone, and the old one never: MailDelivery.requeue).
+      // With no route (a durable broker restarted), the one its replay record implies (`recordedRoute`,
+      // which the check above passed).
       const route = this.routeOf(sender.key, message.supersedes)
+      const recorded = route === undefined ? this.recordedRoute(sender, message.supersedes, attempt.now) : undefined
       // Kept behind the superseded message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(sender.infoJson, {
         messageId: message.supersedes,
@@ -150,7 +156,9 @@ export class Receipts {
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey)
-      if (route !== undefined && this.reaches(route, target, control)) this.ctx.output.enqueue(target.peer, control)
+      if (route !== undefined ? this.reaches(route, target, control) : recorded?.receiver === target) {
+        this.ctx.output.enqueue(target.peer, control)
+      }
       this.ctx.records.rewrite(sender.key, message.supersedes, {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -269,7 +277,7 @@ export class Receipts {
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
    * sender's scope (ids are one session per scope, whatever its group). So a
-   * cancel after a restart is carried out as it was before it; while the
+   * cancel or supersede after a restart is carried out as before it; while the
    * receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
    */
@@ -365,6 +373,9 @@ export class Receipts {
         reason: Reason.cancelled,
         retryable: false
       })
+      // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
+      // promise), so a receiver never drops a message whose record a crash leaves delivered.
+      this.ctx.journal?.mark(live.receiver.peer)
       this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }

@@ -12,7 +12,7 @@
  * order they were made, the later winning in the store.
  *
  * The promise it keeps ("acknowledged is a promise", design.md): no output
- * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
+ * that reveals a change — an acknowledgement, a delivery, a cancel's answer or its control to the receiver,
  * a lost-mail notice — is written to a socket before the changes that
  * preceded it are stored, with one exception that keeps the promise by
  * other means: between clients granted `received-v1`, an acknowledgement may

@@ -2,9 +2,9 @@
  * A durable broker that restarted answers a sender's retry from what it
  * stored (P46's replay records), before the sessions it routed to come
  * back: a resend whose target the new broker does not know yet gets the
- * message's stored fate, not `E_TARGET_NOT_FOUND`; a cancel of a message
- * delivered before the restart, whose receipt route was not stored, is
- * carried out as it would have been before it. Over the in-memory network,
+ * message's stored fate, not `E_TARGET_NOT_FOUND`; a cancel or a
+ * supersede of a message delivered before the restart, whose receipt route
+ * was not stored, is carried out as it would have been before it. Over the in-memory network,
  * with a memory store playing the disk (../support/durable.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -188,19 +188,25 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* bob1Back.client.expectNothing("message_control")
     }))
 
-  it.effect("handled but not committed before the crash, when retried after it, is carried out again and answered delivered", () =>
+  it.effect("handled but not committed before the crash, reaches neither side; retried after it, is carried out and answered delivered", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const memory = makeMemory(disk)
       const gate = yield* Deferred.make<void>()
+      const waiting = yield* Deferred.make<void>()
       let stalled = false
       // From `stalled` on, commits wait for `gate`, opened only once the disk is down: the cancel's record is
-      // not stored when the broker dies.
+      // not stored when the broker dies. `waiting` says a commit began waiting: the broker handled the cancel.
       const store: MailStoreService = {
         ...memory,
         commit: (batch) =>
-          stalled ? Effect.andThen(Deferred.await(gate), Effect.suspend(() => memory.commit(batch))) : memory.commit(batch)
+          stalled
+            ? Deferred.succeed(waiting, undefined).pipe(
+              Effect.andThen(Deferred.await(gate)),
+              Effect.andThen(Effect.suspend(() => memory.commit(batch)))
+            )
+            : memory.commit(batch)
       }
       const first = yield* world.startBroker({ store })
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
@@ -211,12 +217,15 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* advance(LAZY_FLUSH)
       stalled = true
       yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
-      // The control goes to bob at once; alice's answer waits for the commit that never comes.
-      yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
-      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* Deferred.await(waiting)
       disk.down = true
       yield* Deferred.succeed(gate, undefined)
       yield* first.crash
+      // Neither bob's control nor alice's answer was written before the commit that never came: bob never
+      // hears of a cancel whose record died with the broker (StoreJournal's promise). Read on close: exact.
+      yield* Effect.all([alice.client.waitClosed(), bob.client.waitClosed()])
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* bob.client.expectNothing("message_control")
 
       yield* durableBroker(world, disk)
       const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
@@ -225,5 +234,56 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
       const control = yield* bob2.client.next("message_control", (frame) => frame.control.messageId === msg.id)
       assert.strictEqual(control.control.action, "cancel")
+    }))
+})
+
+describe("durable broker restarted: a supersede of a message delivered before the crash", () => {
+  it.effect("with both sides back, tells the receiver before the new message, as before the restart; the old id then replays as superseded", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("the draft")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const second = message("the final", { supersedes: msg.id })
+      assertDelivered(yield* send(alice.client, "bob", second))
+      const control = yield* bob.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      assert.strictEqual(control.control.action, "supersede")
+      assert.strictEqual(control.control.supersededBy, second.id)
+      yield* messageFor(bob.client, second.id)
+      assertFailed(yield* send(alice.client, "bob", msg), "E_DELIVERY_SUPERSEDED", `Superseded by ${second.id}`)
+    }))
+
+  it.effect("delivered to P49's other holder, addressed to the target's id now back, is E_SUPERSEDE_TARGET and tells no one", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      yield* bob1.client.destroy
+      yield* settled([alice.client])
+      const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      const msg = message("for whichever bob")
+      assertDelivered(yield* send(alice.client, "bob-1", msg))
+      yield* messageFor(bob2.client, msg.id)
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      assertFailed(
+        yield* send(alice2.client, "bob-1", message("not yours", { supersedes: msg.id })),
+        "E_SUPERSEDE_TARGET",
+        "Supersede target does not match a previous message from this sender to this receiver"
+      )
+      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
+      yield* bob1Back.client.expectNothing(["message_control", "message"])
+      yield* bob2Back.client.expectNothing("message_control")
+      // The session that did get it is superseded in it as before the restart.
+      const second = message("yours", { supersedes: msg.id })
+      assertDelivered(yield* send(alice2.client, "bob-2", second))
+      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      yield* messageFor(bob2Back.client, second.id)
     }))
 })

@@ -44,7 +44,7 @@ describe("a send while its target rejoins a restarted broker", () => {
     yield* advance(1_000)
     assert.strictEqual((yield* sender.status).connections, 2)
     assert.isFalse((yield* target.status).connected)
-    return { sender, target }
+    return { broker, sender, target }
   })
 
   it.effect("announces the reconnect once the new connection is live (`reconnects`), with the rejoin grace", () =>
@@ -90,6 +90,30 @@ describe("a send while its target rejoins a restarted broker", () => {
       const error = yield* Effect.flip(Fiber.join(sending))
       assert.strictEqual(error._tag, "TargetNotFound")
     }))
+  it.effect("retries a not-found send on the clock, backing off to 4 a second, and stops when the grace ends", () =>
+    Effect.gen(function*() {
+      const { broker, sender } = yield* setup
+      const refusals = Effect.map(broker.core.metrics, (metrics) => metrics.routed.refusedByCode["E_TARGET_NOT_FOUND"] ?? 0)
+      const sending = yield* Effect.forkChild(
+        sender.send({ to: "nobody-ever", message: { id: randomUUID(), timestamp: 0, content: { text: "?" } } }),
+        { startImmediately: true }
+      )
+      // Tried once, then after 25, 50, 100, 200 and 250 ms (the first second: 7 tries), then every 250 ms.
+      yield* advance(0)
+      assert.strictEqual(yield* refusals, 1, "no retry before the clock moves")
+      yield* advance(1_000)
+      assert.strictEqual(yield* refusals, 7)
+      yield* advance(2_000)
+      assert.strictEqual(yield* refusals, 15)
+      // The grace is 10 s from the reconnect, about 1 s before the send: once it is over the failure stands.
+      yield* advance(7_000)
+      const error = yield* Effect.flip(Fiber.join(sending))
+      assert.strictEqual(error._tag, "TargetNotFound")
+      const tries = yield* refusals
+      yield* advance(5_000)
+      assert.strictEqual(yield* refusals, tries, "no retry after the grace")
+    }))
+
   it.effect("a reply whose ask the restarted broker has not seen again is retried until the asker asks again", () =>
     Effect.gen(function*() {
       const { sender, target } = yield* setup
