@@ -122,6 +122,22 @@ export interface MailAsks {
   readonly openStaged: (mail: Mail, now: number) => void
 }
 
+/**
+ * What the mailbox tells the receipt routes (Receipts.ts): a route is kept
+ * for mail it flushes to its receiver, and dropped for mail it drops.
+ */
+export interface MailRoutes {
+  /** A message flushed from the mailbox to a live session: its route (Receipts.addRoute). */
+  readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  /**
+   * A message dropped without reaching its receiver (expired, evicted, or
+   * for a short-lived session that ended): its route, if one is left from
+   * a write its receiver never confirmed, goes (Receipts.dropRoute), so no
+   * control follows it to a receiver that never got it.
+   */
+  readonly lost: (senderKey: string, messageId: string) => void
+}
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
@@ -141,17 +157,17 @@ export class MailDelivery {
    * module header). Forgotten when a session registers under the key again.
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
-  private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
   /**
-   * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
+   * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
    */
   constructor(
     ctx: RouterContext,
-    flushed: (mail: Mail, receiver: Session, now: number) => void,
+    routes: MailRoutes,
     asks: MailAsks
   ) {
     this.ctx = ctx
@@ -161,7 +177,7 @@ export class MailDelivery {
       maxBytesPerTarget: ctx.options.mailboxBytesPerTarget,
       retentionMs: ctx.options.mailboxRetentionMs
     })
-    this.flushed = flushed
+    this.routes = routes
     this.asks = asks
   }
 
@@ -597,7 +613,7 @@ export class MailDelivery {
       }
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-      this.flushed(mail, session, now)
+      this.routes.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
   }
@@ -608,11 +624,17 @@ export class MailDelivery {
    * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
    * a session the broker no longer lists) rather than left to assume. A
    * reply among it leaves its ask unanswered: the ask's edge opens again
-   * (until its deadline), so sending the reply again is accepted.
+   * (until its deadline), so sending the reply again is accepted. Mail
+   * written to a connection that closed before its client confirmed it, and
+   * given back, still has the route of that write: it goes, so its sender's
+   * cancel or supersede is answered as for any mail the mailbox dropped and
+   * sends its receiver no control (found by the simulation,
+   * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     if (mail.answers !== undefined) this.asks.answerLost(mail.answers, now)
     const space = registry.spaces.get(mail.spaceKey)

@@ -158,6 +158,18 @@ export class Receipts {
     }
   }
 
+  /**
+   * Drops `senderKey`'s route for its message `messageId`, if it has one:
+   * the mailbox dropped that message (expired, evicted) after a write its
+   * receiver never confirmed gave it back, so the receiver never got it and
+   * its fate is settled; a cancel or supersede of it must not reach the
+   * receiver (MailDelivery.lost).
+   */
+  dropRoute(senderKey: string, messageId: string): void {
+    const route = this.routeOf(senderKey, messageId)
+    if (route !== undefined) this.routes.dropRoute(route)
+  }
+
   prune(now: number): void {
     const cutoff = now - HOUR - 1
     for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {

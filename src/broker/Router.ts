@@ -301,9 +301,12 @@ export class Router {
       (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
       () => signal(signals.asks)
     )
-    const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
-      const sender = registry.byKey.get(queued.senderKey)
-      if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
+    const mail: MailDelivery = new MailDelivery(ctx, {
+      flushed: (queued, receiver, at) => {
+        const sender = registry.byKey.get(queued.senderKey)
+        if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
+      },
+      lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId)
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
