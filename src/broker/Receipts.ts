@@ -14,7 +14,13 @@
  * says was delivered goes to the live session of the id delivered it, its
  * target's or the one its outcome names (`recordedRoute`), as it went
  * before the restart (so does a cancel of a message whose route the bound
- * pushed out while its record is kept). A control frame is queued as a
+ * pushed out while its record is kept). A message written to a receiver
+ * whose connection closed before confirming it, given back and then dropped
+ * by the mailbox (evicted, expired), loses its route (`dropRoute`, called
+ * from MailDelivery.lost): its receiver never got it and its sender was told
+ * it expired, so a cancel of it is answered as for mail the mailbox dropped
+ * ("cannot be cancelled") and sends the receiver no control, and a supersede
+ * naming it is refused. A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
