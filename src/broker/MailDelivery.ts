@@ -130,10 +130,11 @@ export interface MailRoutes {
   /** A message flushed from the mailbox to a live session: its route (Receipts.addRoute). */
   readonly flushed: (mail: Mail, receiver: Session, now: number) => void
   /**
-   * A message dropped without reaching its receiver (expired, evicted, or
-   * for a short-lived session that ended): its route, if one is left from
-   * a write its receiver never confirmed, goes (Receipts.dropRoute), so no
-   * control follows it to a receiver that never got it.
+   * A message dropped without reaching its receiver (expired, evicted, for
+   * a short-lived session that ended, or given back after its sender
+   * withdrew it on its way): its route, if one is left from a write its
+   * receiver never confirmed, goes (Receipts.dropRoute), so no control
+   * follows it to a receiver that never got it.
    */
   readonly lost: (senderKey: string, messageId: string) => void
 }
@@ -439,7 +440,11 @@ export class MailDelivery {
     if (this.ctx.output.holds.keepWhileAway(outbound)) return false
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): the control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
-    if (this.withdrawnOnTheWay(outbound.mail)) return false
+    // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
+    if (this.withdrawnOnTheWay(outbound.mail)) {
+      this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      return false
+    }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {

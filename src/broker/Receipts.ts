@@ -17,10 +17,12 @@
  * pushed out while its record is kept). A message written to a receiver
  * whose connection closed before confirming it, given back and then dropped
  * by the mailbox (evicted, expired), loses its route (`dropRoute`, called
- * from MailDelivery.lost): its receiver never got it and its sender was told
+ * from MailDelivery): its receiver never got it and its sender was told
  * it expired, so a cancel of it is answered as for mail the mailbox dropped
  * ("cannot be cancelled") and sends the receiver no control, and a supersede
- * naming it is refused. A control frame is queued as a
+ * naming it is refused. So does one its sender cancelled or superseded on
+ * its way and that came back so (not queued again): a cancel again is
+ * answered from its record, with no control. A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -166,10 +168,10 @@ export class Receipts {
 
   /**
    * Drops `senderKey`'s route for its message `messageId`, if it has one:
-   * the mailbox dropped that message (expired, evicted) after a write its
-   * receiver never confirmed gave it back, so the receiver never got it and
-   * its fate is settled; a cancel or supersede of it must not reach the
-   * receiver (MailDelivery.lost).
+   * the mailbox dropped that message (expired, evicted, or withdrawn by its
+   * sender on its way) after a write its receiver never confirmed gave it
+   * back, so the receiver never got it and its fate is settled; a cancel or
+   * supersede of it must not reach the receiver (MailRoutes.lost).
    */
   dropRoute(senderKey: string, messageId: string): void {
     const route = this.routeOf(senderKey, messageId)

@@ -79,3 +79,26 @@ describe("a message evicted after it was written, never confirmed: no control fo
       assert.deepStrictEqual([control.control.messageId, control.control.action], [kept.id, "cancel"])
     }))
 })
+
+describe("a message cancelled on its way, written and never confirmed: a cancel again sends no control", () => {
+  it.effect("its receiver, back after the close, reads neither the message nor a message_control; the cancel again is answered delivered", () =>
+    Effect.gen(function*() {
+      const world = yield* withMemoryBroker({})
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const msg = message("written, cancelled, never confirmed")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.strictEqual((yield* ackFor(alice.client, msg.id)).type, "delivered")
+      yield* bob.client.next("message_control")
+      yield* bob.client.destroy
+      yield* alice.client.next("session_left", (f) => f.sessionId === "bob")
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* settled([back.client, alice.client])
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.strictEqual((yield* ackFor(alice.client, msg.id)).type, "delivered")
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing(["message", "message_control"])
+    }))
+})
