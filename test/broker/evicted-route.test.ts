@@ -6,6 +6,8 @@
  * cancel or supersede of it sends the receiver no `message_control` for a
  * message it never got, and is answered as for mail evicted from the
  * mailbox (found by the simulation, `--settle-hold --client-timings` seed 11641).
+ * So does one its sender cancelled on its way, given back unconfirmed and so
+ * not queued again: a cancel again is answered from its record, no control.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
