@@ -122,8 +122,22 @@ export interface MailAsks {
   readonly openStaged: (mail: Mail, now: number) => void
 }
 
-/** What the mailbox needs of the receipt routes (Receipts.ts): which client instance was given a message. */
+/**
+ * What the mailbox tells and asks the receipt routes (Receipts.ts): a route
+ * is kept for mail it flushes to its receiver and dropped for mail it
+ * drops, and it records which client instance was given a message.
+ */
 export interface MailRoutes {
+  /** A message flushed from the mailbox to a live session: its route (Receipts.addRoute). */
+  readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  /**
+   * A message dropped without reaching its receiver (expired, evicted, for
+   * a short-lived session that ended, or given back after its sender
+   * withdrew it on its way): its route, if one is left from a write its
+   * receiver never confirmed, goes (Receipts.dropRoute), so no control
+   * follows it to a receiver that never got it.
+   */
+  readonly lost: (senderKey: string, messageId: string) => void
   /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
   readonly given: (mail: Mail, receiver: Session) => boolean
   /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
@@ -149,21 +163,18 @@ export class MailDelivery {
    * module header). Forgotten when a session registers under the key again.
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
-  private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
   /**
-   * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
+   * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
-   * @param routes the receipt routes' record of which client instance was given a message (Receipts.ts).
    */
   constructor(
     ctx: RouterContext,
-    flushed: (mail: Mail, receiver: Session, now: number) => void,
-    asks: MailAsks,
-    routes: MailRoutes
+    routes: MailRoutes,
+    asks: MailAsks
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -172,9 +183,8 @@ export class MailDelivery {
       maxBytesPerTarget: ctx.options.mailboxBytesPerTarget,
       retentionMs: ctx.options.mailboxRetentionMs
     })
-    this.flushed = flushed
-    this.asks = asks
     this.routes = routes
+    this.asks = asks
   }
 
   /** Messages held for absent sessions. */
@@ -429,7 +439,10 @@ export class MailDelivery {
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
       // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
       // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
-      if (withdrawn && !this.routes.given(outbound.mail, live)) return false
+      if (withdrawn && !this.routes.given(outbound.mail, live)) {
+        this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+        return false
+      }
       this.ctx.output.forceEnqueue(live.peer, outbound)
       this.routes.handedOn(outbound.mail, live)
       return true
@@ -444,7 +457,11 @@ export class MailDelivery {
     // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
     if (this.ctx.output.holds.keepWhileAway(outbound)) return false
     // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
-    if (withdrawn) return false
+    // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
+    if (withdrawn) {
+      this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      return false
+    }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
@@ -618,7 +635,7 @@ export class MailDelivery {
       }
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-      this.flushed(mail, session, now)
+      this.routes.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
   }
@@ -629,11 +646,17 @@ export class MailDelivery {
    * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
    * a session the broker no longer lists) rather than left to assume. A
    * reply among it leaves its ask unanswered: the ask's edge opens again
-   * (until its deadline), so sending the reply again is accepted.
+   * (until its deadline), so sending the reply again is accepted. Mail
+   * written to a connection that closed before its client confirmed it, and
+   * given back, still has the route of that write: it goes, so its sender's
+   * cancel or supersede is answered as for any mail the mailbox dropped and
+   * sends its receiver no control (found by the simulation,
+   * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     if (mail.answers !== undefined) this.asks.answerLost(mail.answers, now)
     const space = registry.spaces.get(mail.spaceKey)

@@ -19,7 +19,15 @@
  * unless that session was taken over by another client instance since this
  * broker started, which cannot hold the message (`UNKNOWN_INSTANCE`). A
  * cancel's control reveals the cancel as the sender's answer does, so on a
- * durable broker both wait for its commit (StoreJournal.ts). A control frame is queued as a
+ * durable broker both wait for its commit (StoreJournal.ts). A message
+ * written to a receiver whose connection closed before confirming it, given
+ * back and then dropped by the mailbox (evicted, expired), loses its route
+ * (`dropRoute`, called from MailDelivery): its receiver never got it and its
+ * sender was told it expired, so a cancel of it is answered as for mail the
+ * mailbox dropped ("cannot be cancelled") and sends the receiver no control,
+ * and a supersede naming it is refused. So does one its sender cancelled or
+ * superseded on its way and that came back so (not queued again): a cancel
+ * again is answered from its record, with no control. A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -207,6 +215,18 @@ export class Receipts {
   given(mail: Mail, receiver: Session): boolean {
     const route = this.routeOf(mail.senderKey, mail.message.id)
     return route !== undefined && route.receiverKey === receiver.key && mayHold(route.receiverInstance, receiver.instance)
+  }
+
+  /**
+   * Drops `senderKey`'s route for its message `messageId`, if it has one:
+   * the mailbox dropped that message (expired, evicted, or withdrawn by its
+   * sender on its way) after a write its receiver never confirmed gave it
+   * back, so the receiver never got it and its fate is settled; a cancel or
+   * supersede of it must not reach the receiver (MailRoutes.lost).
+   */
+  dropRoute(senderKey: string, messageId: string): void {
+    const route = this.routeOf(senderKey, messageId)
+    if (route !== undefined) this.routes.dropRoute(route)
   }
 
   prune(now: number): void {

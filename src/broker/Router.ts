@@ -301,16 +301,18 @@ export class Router {
       (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
       () => signal(signals.asks)
     )
-    const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
-      const sender = registry.byKey.get(queued.senderKey)
-      if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
+    const mail: MailDelivery = new MailDelivery(ctx, {
+      flushed: (queued, receiver, at) => {
+        const sender = registry.byKey.get(queued.senderKey)
+        if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
+      },
+      lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId),
+      given: (given, receiver) => receipts.given(given, receiver),
+      handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
       openStaged: (staged, at) => asks.openStaged(staged, at)
-    }, {
-      given: (given, receiver) => receipts.given(given, receiver),
-      handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     })
     const receipts = new Receipts(
       ctx,
