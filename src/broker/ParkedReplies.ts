@@ -44,6 +44,11 @@
  * check rescans the parked lists (O(parked) per reply, while an answer is
  * held; a count of parked replies per session would need every place a
  * parked list is written to keep it, which was not worth it). Split from Output.ts (2026-12-06).
+ * Stats: answers held (`answersHeld`), and how held ones left the slot:
+ * released after an offered reply (`answersOffered`), released at a close
+ * that forced parked lists (`answersForced`), or dropped with the asker's
+ * connection (`answersDropped`). An answer parked at once in the asker's
+ * own list (`hold`) is held but takes no slot, so none of the three counts it.
  */
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { isMessage } from "./OutboundItems.ts"
@@ -73,6 +78,12 @@ export class ParkedReplies {
   private readonly held = new Map<Peer, Array<string>>()
   /** Settling answers held since the broker started (stats). */
   answersHeld = 0
+  /** Held answers released after their last reply was offered by its drainer (`offered`; stats). */
+  answersOffered = 0
+  /** Held answers released when parked lists were forced or taken back at a close (`recheck`; stats). */
+  answersForced = 0
+  /** Held answers dropped with their asker's connection, at its close or while it closed (stats). */
+  answersDropped = 0
 
   /**
    * @param parkedReaders the readers whose own parked list may hold output (Output's).
@@ -140,7 +151,7 @@ export class ParkedReplies {
     if (!isMessage(item) || item.mail.message.replyTo === undefined) return
     for (const asker of this.held.keys()) {
       if (asker.session?.key !== item.to) continue
-      if (!this.parkedFor(asker, item.to, true)) this.releaseFor(asker)
+      if (!this.parkedFor(asker, item.to, true)) this.answersOffered += this.releaseFor(asker)
       return
     }
   }
@@ -153,13 +164,16 @@ export class ParkedReplies {
     if (this.held.size === 0) return
     for (const asker of [...this.held.keys()]) {
       const key = asker.session?.key
-      if (key === undefined || !this.parkedFor(asker, key, true)) this.releaseFor(asker)
+      if (key === undefined || !this.parkedFor(asker, key, true)) this.answersForced += this.releaseFor(asker)
     }
   }
 
   /** `asker`'s connection closes: its held answers are dropped (it reads nothing more). */
   drop(asker: Peer): void {
+    const answers = this.held.get(asker)
+    if (answers === undefined) return
     this.held.delete(asker)
+    this.answersDropped += answers.length
   }
 
   /**
@@ -169,19 +183,23 @@ export class ParkedReplies {
    * behind `asker`'s own mail to others, which may wait on a session that
    * does not read — else into its outbox, past the bounds (at most
    * `MAX_HELD` frames). Dropped for a connection that is closing: it reads
-   * nothing more.
+   * nothing more (counted in `answersDropped`). Returns how many went.
    */
-  private releaseFor(asker: Peer): void {
+  private releaseFor(asker: Peer): number {
     const answers = this.held.get(asker)
-    if (answers === undefined) return
+    if (answers === undefined) return 0
     this.held.delete(asker)
-    if (asker.outboxShut || asker.state === "closed" || asker.isClosing) return
+    if (asker.outboxShut || asker.state === "closed" || asker.isClosing) {
+      this.answersDropped += answers.length
+      return 0
+    }
     const key = asker.session?.key
     const last = key !== undefined && this.parkedReaders.has(asker) ? lastReplyIn(asker.parked, key) : -1
     for (let i = 0; i < answers.length; i++) {
       if (last >= 0) this.queue.parkAt(asker, last + 1 + i, answers[i]!)
       else this.queue.forceEnqueue(asker, answers[i]!)
     }
+    return answers.length
   }
 
   /**

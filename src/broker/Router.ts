@@ -112,6 +112,12 @@ export interface RouterStats {
   readonly waitsBehindOwn: number
   /** `ask-expiry-v1` settling `list` answers held behind a reply to their asker still parked elsewhere (Output.enqueueSettleAnswer, ParkedReplies.ts). */
   readonly answersBehindReplies: number
+  /** Of those, answers released once their last parked reply was offered by its drainer (ParkedReplies.offered). */
+  readonly answersReleasedOffered: number
+  /** Of those, answers released when a close forced or took back the parked lists that held the reply (ParkedReplies.recheck). */
+  readonly answersReleasedForced: number
+  /** Of those, answers dropped with their asker's connection (ParkedReplies.drop, or released to a closing connection). */
+  readonly answersDropped: number
   /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (WithheldDepartures.ts). */
@@ -707,6 +713,9 @@ export class Router {
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
       answersBehindReplies: this.ctx.output.replies.answersHeld,
+      answersReleasedOffered: this.ctx.output.replies.answersOffered,
+      answersReleasedForced: this.ctx.output.replies.answersForced,
+      answersDropped: this.ctx.output.replies.answersDropped,
       departuresHeld: this.ctx.output.departureSide.departuresHeld,
       returnsHeld: this.membership.holds.returnsHeld,
       custodyHoldsTaken: holds.taken,

@@ -211,6 +211,32 @@ describe("ask-expiry-v1: a reply parked behind its sender's mail to a full outbo
       batch(back.peer, [registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } })])
       assert.include(written(router, back), "message")
     }))
+
+  it.effect("counts how each held answer left its slot: released after the offered reply, released at the answerer's close, dropped at the asker's", () =>
+    Effect.gen(function*() {
+      const counts = (router: Router) => {
+        const { answersBehindReplies, answersDropped, answersReleasedForced, answersReleasedOffered } = router.stats()
+        return { answersBehindReplies, answersReleasedOffered, answersReleasedForced, answersDropped }
+      }
+      // `slow` reads: the reply is offered by the answerer's drainer, then the answer goes.
+      const offered = yield* setUp()
+      for (let round = 0; round < 10; round++) {
+        written(offered.router, offered.slow)
+        written(offered.router, offered.answerer)
+        drain(offered.tryDrain, offered.answerer.peer)
+      }
+      assert.isFalse(offered.router.output.replies.holding)
+      assert.deepStrictEqual(counts(offered.router), { answersBehindReplies: 1, answersReleasedOffered: 1, answersReleasedForced: 0, answersDropped: 0 })
+      // The answerer closes: its parked reply is forced, then the answer goes.
+      const forced = yield* setUp()
+      forced.close(forced.answerer.peer)
+      assert.isFalse(forced.router.output.replies.holding)
+      assert.deepStrictEqual(counts(forced.router), { answersBehindReplies: 1, answersReleasedOffered: 0, answersReleasedForced: 1, answersDropped: 0 })
+      // The asker closes: its held answer is dropped.
+      const dropped = yield* setUp()
+      dropped.close(dropped.asker.peer)
+      assert.deepStrictEqual(counts(dropped.router), { answersBehindReplies: 1, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 1 })
+    }))
 })
 
 /**

@@ -45,25 +45,29 @@ describe("the SettleHold op", () => {
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
+      // Released once the reply was offered by the answerer's drainer (C read again).
+      assert.isAtLeast(report.paths.answersReleasedOffered, 1, trace)
       // A's one ask ended with B's reply, released once C's slow write ended, not in a timeout.
       assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
     }))
 
-  it.effect("the answerer killed while the answer is held: its parked reply is forced out, the ledger's checks hold", () =>
+  it.effect("the answerer killed while the answer is held: its parked reply is forced out and the answer released with it, the ledger's checks hold", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 1, tolerate: [] }, [{ ...scripted, release: "answerer-kill", eventMs: 200 }], plain)
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
+      assert.isAtLeast(report.paths.answersReleasedForced, 1, trace)
       assert.strictEqual(report.asks.started, 1, trace)
     }))
 
-  it.effect("the asker's connection dropped while the answer is held: the ledger's checks hold", () =>
+  it.effect("the asker's connection dropped while the answer is held: the answer is dropped, the ledger's checks hold", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 1, tolerate: [] }, [{ ...scripted, release: "asker-drop", eventMs: 200 }], plain)
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
+      assert.isAtLeast(report.paths.answersDropped, 1, trace)
       assert.strictEqual(report.asks.started, 1, trace)
     }))
 

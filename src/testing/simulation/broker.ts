@@ -103,6 +103,9 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.parkedBehindOwn += stats.parkedBehindOwn
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
     state.paths.answersBehindReplies += stats.answersBehindReplies
+    state.paths.answersReleasedOffered += stats.answersReleasedOffered
+    state.paths.answersReleasedForced += stats.answersReleasedForced
+    state.paths.answersDropped += stats.answersDropped
     state.paths.departuresHeld += stats.departuresHeld
     state.paths.returnsHeld += stats.returnsHeld
     state.paths.custodyHoldsTaken += stats.custodyHoldsTaken

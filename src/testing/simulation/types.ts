@@ -220,6 +220,12 @@ export interface PathTally {
   readonly waitsBehindOwn: number
   /** `ask-expiry-v1` settling list answers held behind a reply to their asker still parked elsewhere (`BrokerStats.answersBehindReplies`). */
   readonly answersBehindReplies: number
+  /** Held settling answers released after their last parked reply was offered (`BrokerStats.answersReleasedOffered`). */
+  readonly answersReleasedOffered: number
+  /** Held settling answers released when a close forced the parked lists (`BrokerStats.answersReleasedForced`). */
+  readonly answersReleasedForced: number
+  /** Held settling answers dropped with their asker's connection (`BrokerStats.answersDropped`). */
+  readonly answersDropped: number
   /** Departures withheld from a recipient behind the sender's mail in its own parked list (`BrokerStats.departuresHeld`). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked (`BrokerStats.returnsHeld`, `--held-return`). */
