@@ -145,6 +145,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "membership-view": true,
   "control-before-message": true,
   "cancel-unheard": true,
+  "supersede-unheard": true,
   "handed-after-drop": true
 }
 

@@ -26,6 +26,18 @@
  *   receiver. A read from a later broker incarnation is not judged: routes
  *   are not stored (docs/protocol.md, "When a receipt is dropped": the
  *   broker stopped or restarted).
+ * - `supersede-unheard`: the broker acknowledged a send superseding M
+ *   (`delivered`: it applied the supersede) after a client of M's receiver
+ *   had read M on a connection that, at the end of the run, was still
+ *   registered, live to both sides, not taken over, from the same broker
+ *   incarnation, with everything the broker wrote it read — and no control
+ *   supersede of M was read on that connection. The broker enqueues the
+ *   control before it answers the send (Receipts' supersede stage), to the
+ *   client instance given M, so that connection had it to read. Not judged:
+ *   a receiver whose connection closed, ended or was taken over (a
+ *   takeover's new instance gets no control for a message it never got), M
+ *   first read after the answer (`control-before-message` judges the
+ *   order), or a supersede answered otherwise (refused, staged).
  *
  * A cancel the broker acknowledged for a message no client of its receiver
  * ever read withdrew it from the mailbox: `fates.ts` counts it `withdrawn`
@@ -118,6 +130,7 @@ export const supersedeAnswered = (state: LedgerState, record: MessageRecord): vo
   const old = record.message.supersedes
   if (old === undefined) return
   state.controls.superseded.set(keyOf(record.sender, old), state.now())
+  state.controls.supersedeAcks.push({ sender: record.sender, messageId: old, epoch: record.ackEpoch ?? 0, seq: ++state.readSeq })
   note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
 }
 
@@ -249,3 +262,36 @@ export const checkControls = (state: LedgerState): void => {
       } first read it (on connection #${first.link}), and no cancel about it followed`)
   }
 }
+
+/**
+ * `supersede-unheard` (see the module header): run at the end, with the
+ * world settled and every session listed once.
+ */
+export const checkSupersedesHeard = (state: LedgerState): void => {
+  for (const ack of state.controls.supersedeAcks) {
+    const record = state.messages.get(ack.messageId)
+    if (record === undefined || record.sender !== ack.sender) continue
+    for (const read of record.reads) {
+      if (read.seq > ack.seq) continue
+      const link = state.links.get(read.link)
+      if (link === undefined || link.owner !== record.target || !liveToTheEnd(link, ack.epoch)) continue
+      const told = state.controls.reads.some((control) =>
+        control.link === link.id && control.action === "supersede" && control.messageId === record.id &&
+        control.from === record.sender
+      )
+      check(state, told, "supersede-unheard", () =>
+        `${nameOf(state, ack.sender)}'s supersede of ${record.alias} was acknowledged after ${
+          nameOf(state, link.owner)
+        } read it on connection #${link.id}, which stayed live and read everything the broker wrote it, yet no control supersede of ${record.alias} reached it`)
+    }
+  }
+}
+
+/**
+ * Whether `link` is, at the end of the run, registered and live to both
+ * sides, never taken over, served by broker incarnation `epoch`, with
+ * nothing the broker wrote it unread or on its way.
+ */
+const liveToTheEnd = (link: LinkRecord, epoch: number): boolean =>
+  link.registered && !link.closed && !link.brokerEnded && link.endedAt === undefined && link.replacedAt === undefined &&
+  link.brokerEpoch === epoch && link.framesUnread === 0 && link.writesUnsent === 0

@@ -9,7 +9,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
-import { cancelledUnread, checkControls, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
+import { cancelledUnread, checkControls, checkSupersedesHeard, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -113,6 +113,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   let resent = 0
   checkReplaceLatest(state)
   checkControls(state)
+  checkSupersedesHeard(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()

@@ -32,6 +32,17 @@ export interface CancelAck {
   readonly seq: number
 }
 
+/** A send that `supersedes` an earlier message, acknowledged `delivered` (ledger/controls.ts). */
+export interface SupersedeAck {
+  readonly sender: string
+  /** The message it superseded. */
+  readonly messageId: string
+  /** The broker incarnation that acknowledged it (and applied the supersede). */
+  readonly epoch: number
+  /** When the sender read the acknowledgement, among reads (`LedgerState.readSeq`). */
+  readonly seq: number
+}
+
 /** What the ledger keeps of cancels and controls (ledger/controls.ts). */
 export interface ControlState {
   /**
@@ -48,6 +59,8 @@ export interface ControlState {
    * `supersedes`, that send acknowledged, with when the sender read that.
    */
   readonly superseded: Map<string, number>
+  /** Each acknowledged supersede, in the order its sender read the answer (`supersede-unheard`). */
+  readonly supersedeAcks: Array<SupersedeAck>
   readonly reads: Array<ControlRead>
 }
 
@@ -57,6 +70,7 @@ export const makeControlState = (): ControlState => ({
   cancelAcks: [],
   cancelled: new Map(),
   superseded: new Map(),
+  supersedeAcks: [],
   reads: []
 })
 

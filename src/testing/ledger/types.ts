@@ -183,6 +183,14 @@ export type ViolationKind =
    */
   | "cancel-unheard"
   /**
+   * A send that `supersedes` M was acknowledged `delivered` after a client of
+   * M's receiver read M on a connection that stayed registered and live to
+   * the end of the run (the same broker incarnation), whose client read
+   * everything the broker wrote it, and no `message_control` supersede of M
+   * was read there (ledger/controls.ts).
+   */
+  | "supersede-unheard"
+  /**
    * A session (its host, or an ask waiting for a reply) was handed a message
    * no client of it had read on a connection it held: the only copies its
    * clients took came off a connection after they had dropped it themselves
