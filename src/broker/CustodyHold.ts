@@ -96,12 +96,12 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 430 lines, past the ~400 guideline, over half of them this
+ * Size: about 455 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts.
  */
-import { isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import { isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
@@ -327,6 +327,24 @@ export class CustodyHolds {
     if (hold === undefined || !hold.holds(item)) return false
     this.keep(hold, item)
     return true
+  }
+
+  /**
+   * Whether the hold on session `key` keeps a reply to it (a message with
+   * `replyTo`, forced to its holder meanwhile): the broker accepted it, and
+   * an `ask-expiry-v1` settling answer for that session waits for it
+   * (ParkedReplies.ts). A size test while no hold exists; else a look-up
+   * and a scan of what that hold keeps — per settling `list`, and per
+   * release check while an answer is held, never per message.
+   */
+  keepsReply(key: string): boolean {
+    if (this.holds.size === 0) return false
+    const hold = this.holds.get(key)
+    if (hold === undefined) return false
+    for (const item of hold.items) {
+      if (isMessage(item) && item.to === key && item.mail.message.replyTo !== undefined) return true
+    }
+    return false
   }
 
   /**

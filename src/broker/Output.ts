@@ -164,7 +164,7 @@ export class Output {
       holds: this.holds,
       departureHolds: this.departureHolds
     })
-    this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, {
+    this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, (key) => this.holds.keepsReply(key), {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
       parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
     })

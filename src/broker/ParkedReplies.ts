@@ -14,6 +14,13 @@
  * reply to it leaves the other connections' parked lists, whichever way it
  * leaves: offered by its drainer (`ParkedDrain.parkedOffered` calls `offered`),
  * forced at its sender's close (`OutputEnd.forceParked` calls `recheck`).
+ * A reply a takeover's custody hold keeps (CustodyHold.ts: forced to the
+ * session's new connection while the old one's custody may still give its
+ * sender's older mail back) is not parked, but the broker accepted it: it
+ * counts like a parked one (`CustodyHolds.keepsReply`), and the answer goes
+ * when the hold ends (`custodyEnded`, from Router.detach after the kept
+ * mail went back) — or is dropped with the asker's connection, should that
+ * close first (the hold then keeps the reply for the session's next one).
  * A reply already in the asker's own parked list (forced behind its
  * mailbox flush there, which its drainer is offering) needs no slot: the
  * answer is parked right after the last such reply in that list — never at
@@ -33,10 +40,41 @@
  * goes once the reply does, or with the connection; the slot is bounded
  * (`MAX_HELD`), so it costs at most that many frames per connection.
  *
+ * Not covered (test/broker/ask-settle-parked-reply.test.ts, `it.fails`): a
+ * reply forced into the asker's own parked list behind the asker's own
+ * sends to a session that does not read — its sender's older mail is in
+ * the asker's mailbox flush there, so `ForcedOutput.parkOwn` puts it at the
+ * list's end. The drainer offers only the head, which waits for room; the
+ * reply, the answer parked right behind it, and later `list`s (held behind
+ * a parked answer, `PeerReader.whileHeldBack`) wait with it, until that
+ * session reads or the asker's connection closes (its liveness probe drops
+ * it). Offering the items addressed to the asker itself ahead of a head
+ * that waits (settle3, 2026-12-06, by reading) keeps every per-pair order:
+ * they keep their order among themselves and all go to one outbox, and the
+ * asker's sends to others keep theirs; a departure hold counts down per
+ * offered message, not per position (`DepartureHolds.offered`), so a
+ * departure still follows its sender's mail; a return wait and a custody
+ * hold are tested in `ParkedDrain.place` for the asker's own items too; a
+ * control frame is in its message's pair. Not built: (1) the drainer
+ * sleeps on the head's room, and an own item joining the list later (the
+ * forced reply itself, the answer parked behind it, an early `list`
+ * answer — appended inside a batch or a close) must wake it; a woken
+ * drainer runs at once (`Deferred.doneUnsafe`), so that wake must wait for
+ * the batch's end (`Output.wakeTouched`, the per-batch path: an A/B run)
+ * or a scheduled flush, and a hand-driven test cannot show it (its
+ * drainer is retried by hand): it needs a test with running fibers. (2)
+ * The asker's own items there include the `delivered` acks of the very
+ * sends parked at the head: offered ahead, a send is acknowledged before
+ * it is queued (still accepted, never dropped) and its sender slowed
+ * less; leaving acks in place and offering the rest (messages, control
+ * frames, read-only answers) is the likelier choice — read-only answers
+ * already go ahead of parked acks (`PeerReader.whileHeldBack`).
+ *
  * Ownership: the slots are this module's (one map, keyed by `Peer`),
- * written only in Output's, ParkedDrain's and OutputEnd's synchronous steps. It reads
+ * written only in Output's, ParkedDrain's, OutputEnd's and Router.detach's synchronous steps. It reads
  * Output's readers with parked output, their `parked` lists and the current
- * batch's (which Output and OutputEnd write), and queues a released answer
+ * batch's (which Output and OutputEnd write), what the custody holds keep
+ * (through `keepsReply`), and queues a released answer
  * through Output (`AnswerQueue`). Runs per settling `list` while some reader has
  * parked output, and — while a slot holds an answer (a size test otherwise)
  * — when a parked reply to a held asker's session leaves a parked list:
@@ -46,9 +84,11 @@
  * parked list is written to keep it, which was not worth it). Split from Output.ts (2026-12-06).
  * Stats: answers held (`answersHeld`), and how held ones left the slot:
  * released after an offered reply (`answersOffered`), released at a close
- * that forced parked lists (`answersForced`), or dropped with the asker's
- * connection (`answersDropped`). An answer parked at once in the asker's
- * own list (`hold`) is held but takes no slot, so none of the three counts it.
+ * that forced parked lists (`answersForced`), dropped with the asker's
+ * connection (`answersDropped`), or released at the end of the custody
+ * hold that kept the reply (`answersCustody`). An answer parked at once in
+ * the asker's own list (`hold`) is held but takes no slot, so none of the
+ * four counts it.
  */
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { isMessage } from "./OutboundItems.ts"
@@ -73,6 +113,7 @@ export const MAX_HELD = 8
 export class ParkedReplies {
   private readonly parkedReaders: ReadonlySet<Peer>
   private readonly batchParked: () => ReadonlyArray<readonly [Peer, OutboundItem]>
+  private readonly keptReply: (key: string) => boolean
   private readonly queue: AnswerQueue
   /** Each asker's held answers, oldest first; an asker with none has no entry. */
   private readonly held = new Map<Peer, Array<string>>()
@@ -84,19 +125,24 @@ export class ParkedReplies {
   answersForced = 0
   /** Held answers dropped with their asker's connection, at its close or while it closed (stats). */
   answersDropped = 0
+  /** Held answers released when the takeover custody hold that kept their reply ended (`custodyEnded`; stats). */
+  answersCustody = 0
 
   /**
    * @param parkedReaders the readers whose own parked list may hold output (Output's).
    * @param batchParked the output of the batch being handled that did not fit yet (Output's).
+   * @param keptReply whether a takeover's custody hold on session `key` keeps a reply to it (`CustodyHolds.keepsReply`).
    * @param queue queues a released answer (Output's).
    */
   constructor(
     parkedReaders: ReadonlySet<Peer>,
     batchParked: () => ReadonlyArray<readonly [Peer, OutboundItem]>,
+    keptReply: (key: string) => boolean,
     queue: AnswerQueue
   ) {
     this.parkedReaders = parkedReaders
     this.batchParked = batchParked
+    this.keptReply = keptReply
     this.queue = queue
   }
 
@@ -168,6 +214,20 @@ export class ParkedReplies {
     }
   }
 
+  /**
+   * A takeover's custody hold ended (Router.detach, at the last old close it
+   * waited for) and what it kept went back — to the session's connection, or
+   * the mailbox when it is away: each held asker with no reply parked or kept
+   * any more gets its answers, after that mail.
+   */
+  custodyEnded(): void {
+    if (this.held.size === 0) return
+    for (const asker of [...this.held.keys()]) {
+      const key = asker.session?.key
+      if (key === undefined || !this.parkedFor(asker, key, true)) this.answersCustody += this.releaseFor(asker)
+    }
+  }
+
   /** `asker`'s connection closes: its held answers are dropped (it reads nothing more). */
   drop(asker: Peer): void {
     const answers = this.held.get(asker)
@@ -207,11 +267,15 @@ export class ParkedReplies {
    * is parked in the list of a reader other than `asker` — whichever
    * connection of that session it was queued for — or, when `withBatch`, in
    * the batch being handled (a scan of those lists; one field test while
-   * none holds output). `asker`'s own list is left out: what of it is ahead
-   * of an answer released there is offered first anyway (`releaseFor`).
+   * none holds output) — or kept by a takeover's custody hold on that
+   * session (forced to it meanwhile: a size test while no hold exists, else
+   * a look-up by key and a scan of what that hold keeps). `asker`'s own
+   * list is left out: what of it is ahead of an answer released there is
+   * offered first anyway (`releaseFor`).
    */
   private parkedFor(asker: Peer, key: string, withBatch: boolean): boolean {
     if (withBatch && lastReplyIn(this.batchParked(), key) >= 0) return true
+    if (this.keptReply(key)) return true
     if (this.parkedReaders.size === 0) return false
     for (const reader of this.parkedReaders) {
       if (reader !== asker && lastReplyIn(reader.parked, key) >= 0) return true

@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 715 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 735 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -118,6 +118,8 @@ export interface RouterStats {
   readonly answersReleasedForced: number
   /** Of those, answers dropped with their asker's connection (ParkedReplies.drop, or released to a closing connection). */
   readonly answersDropped: number
+  /** Of those, answers released when the takeover custody hold that kept their reply ended (ParkedReplies.custodyEnded). */
+  readonly answersReleasedCustody: number
   /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (WithheldDepartures.ts). */
@@ -554,7 +556,10 @@ export class Router {
     const sentWhileAway = hold === undefined ? undefined : this.mail.sentWhileHeld(hold.key, hold.senders)
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
     if (sentWhileAway !== undefined) this.mail.queueBehind(sentWhileAway)
-    if (hold !== undefined) this.output.holds.heldReleased(hold)
+    if (hold === undefined) return
+    this.output.holds.heldReleased(hold)
+    // `ask-expiry-v1`: a settling answer held behind a reply the hold kept follows it now (ParkedReplies.ts).
+    if (this.output.replies.holding) this.output.replies.custodyEnded()
   }
 
   /**
@@ -716,6 +721,7 @@ export class Router {
       answersReleasedOffered: this.ctx.output.replies.answersOffered,
       answersReleasedForced: this.ctx.output.replies.answersForced,
       answersDropped: this.ctx.output.replies.answersDropped,
+      answersReleasedCustody: this.ctx.output.replies.answersCustody,
       departuresHeld: this.ctx.output.departureSide.departuresHeld,
       returnsHeld: this.membership.holds.returnsHeld,
       custodyHoldsTaken: holds.taken,

@@ -406,3 +406,55 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
       assert.deepStrictEqual(answeredLists(router, asker.peer), ["again"])
     }))
 })
+
+/**
+ * Not covered yet (ParkedReplies.ts, "Not covered"; docs/protocol.md): a
+ * reply forced into the asker's own parked list lands at its end, behind
+ * the asker's own sends to a session that does not read (its sender's
+ * older mail is in the asker's mailbox flush there, ForcedOutput.parkOwn).
+ * The drainer offers only the head, which waits for room that never comes;
+ * the reply, the settling answer parked behind it and the probe's answer
+ * (held behind a parked answer, PeerReader.whileHeldBack) all wait with it.
+ * `it.fails` until the drainer offers the asker's own items ahead of such a
+ * head: this test then passes, and vitest reports the `fails` wrong.
+ */
+describe("ask-expiry-v1: a reply forced behind the asker's own sends to a session that does not read", () => {
+  it.effect.fails("reaches the asker, and the settling answer follows it; a later probe is answered", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
+      const session = typedSessions({ attach, batch })
+      const away = session("asker", EXPIRY)
+      const answerer = session("answerer", [])
+      session("stuck", [])
+      const question = message("well?", { expectsReply: true })
+      batch(away.peer, [{ type: "send", to: "answerer", message: question, askTimeoutMs: TIMEOUT_MS }])
+      close(away.peer)
+      batch(answerer.peer, Array.from({ length: 4 }, (_, i) => ({ type: "send", to: "asker", message: message(`mail ${i}`) })))
+      // Back, its mailbox flush is parked, and its sends to `stuck` (which never reads) behind it, in one batch.
+      const log: Array<string> = []
+      const asker: TypedClient = { peer: attach(recording(50, log)), log }
+      assert.isTrue(batch(asker.peer, [
+        registerFrame({ sessionId: "asker", frame: { features: [...EXPIRY] } }),
+        ...Array.from({ length: 4 }, (_, i) => ({ type: "send", to: "stuck", message: message(`m ${i}`) }))
+      ]))
+      // The reply waits behind the answerer's older mail in that flush; the answerer's close forces it to the list's end.
+      batch(answerer.peer, [{ type: "send", to: "asker", message: message("the answer", { replyTo: question.id }) }])
+      close(answerer.peer)
+      const seen: Array<string> = []
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        drain(tryDrain, asker.peer)
+      }
+      clock.now += TIMEOUT_MS
+      read(asker.peer, [{ type: "list", requestId: "settle", limit: 1, settle: true }])
+      for (let round = 0; round < 10; round++) {
+        seen.push(...written(router, asker))
+        drain(tryDrain, asker.peer)
+      }
+      seen.push(...written(router, asker))
+      assert.deepStrictEqual(replyAndAnswer(seen).slice(-2), ["message", "sessions"])
+      read(asker.peer, [{ type: "list", requestId: "probe", limit: 1 }])
+      assert.deepStrictEqual(answeredLists(router, asker.peer), ["probe"])
+    }))
+})

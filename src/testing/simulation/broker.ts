@@ -106,6 +106,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.answersReleasedOffered += stats.answersReleasedOffered
     state.paths.answersReleasedForced += stats.answersReleasedForced
     state.paths.answersDropped += stats.answersDropped
+    state.paths.answersReleasedCustody += stats.answersReleasedCustody
     state.paths.departuresHeld += stats.departuresHeld
     state.paths.returnsHeld += stats.returnsHeld
     state.paths.custodyHoldsTaken += stats.custodyHoldsTaken

@@ -226,6 +226,8 @@ export interface PathTally {
   readonly answersReleasedForced: number
   /** Held settling answers dropped with their asker's connection (`BrokerStats.answersDropped`). */
   readonly answersDropped: number
+  /** Held settling answers released when the takeover custody hold that kept their reply ended (`BrokerStats.answersReleasedCustody`). */
+  readonly answersReleasedCustody: number
   /** Departures withheld from a recipient behind the sender's mail in its own parked list (`BrokerStats.departuresHeld`). */
   readonly departuresHeld: number
   /** Returns while a departure was held: a session back while its old connection's output was parked (`BrokerStats.returnsHeld`, `--held-return`). */
