@@ -19,7 +19,15 @@
  * unless that session was taken over by another client instance since this
  * broker started, which cannot hold the message (`UNKNOWN_INSTANCE`). A
  * cancel's control reveals the cancel as the sender's answer does, so on a
- * durable broker both wait for its commit (StoreJournal.ts). A message
+ * durable broker both wait for its commit (StoreJournal.ts). A supersede's
+ * control does not wait for a `received-v1` receiver: its new message goes
+ * at once right behind it (StoreJournal.markDelivery), and the control must
+ * come first; a crash before the commit leaves the old message's record
+ * saying delivered while the receiver dropped it, which hides no loss — it
+ * was delivered, the new message that replaces it was written with the
+ * control, and its sender's retry of the new one follows the record to the
+ * receiver again (docs/protocol.md). A base receiver's waits with its new
+ * message (its outbox is held for the commit). A message
  * written to a receiver whose connection closed before confirming it, given
  * back and then dropped by the mailbox (evicted, expired), loses its route
  * (`dropRoute`, called from MailDelivery): its receiver never got it and its
