@@ -26,11 +26,12 @@
  * again, a new instance that takes the session over — a custody hold on D;
  * the new instance asks D with a timeout of `timeoutMs`; once D's agent has
  * the question (polled) D replies — held behind the hold — and `closeMs`
- * later D stops or is killed (`close`): its held reply is forced to A's new
- * connection and kept by the hold. A's deadline comes meanwhile (before or
- * after D's close), its settling answer held; the old connection's close,
- * read when the stall ends, ends the hold and the reply then the answer
- * reach A. D starts again `returnMs` after its close.
+ * after the ask D stops or is killed (`close`): its held reply is forced to
+ * A's new connection and kept by the hold. A's deadline comes meanwhile
+ * (before or after D's close), its settling answer held. The takeover ends
+ * the old connection, whose close waits for its slow write in progress (at
+ * most the 2 s end grace): that close ends the hold, and the reply then the
+ * answer reach A. D starts again `returnMs` after its close.
  *
  * A and D are distinct running sessions of one group and one pi scope (an
  * ask to a session the asker cannot see fails at once); a supervisor (a new
