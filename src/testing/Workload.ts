@@ -26,6 +26,7 @@ import {
 import { ControlFields, formatControl, runControl, withControls } from "./simulation/controls.ts"
 import { CustodyHoldFields, drawCustodyHold, formatCustodyHold, runCustodyHold } from "./simulation/custodyHold.ts"
 import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
+import { drawSettleCustody, formatSettleCustody, runSettleCustody, SettleCustodyFields } from "./simulation/settleCustody.ts"
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
@@ -84,6 +85,7 @@ export const OpSchema = Schema.Union([
   op("HeldReturn", HeldReturnFields),
   op("CustodyHold", CustodyHoldFields),
   op("SettleHold", SettleHoldFields),
+  op("SettleCustody", SettleCustodyFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -130,6 +132,8 @@ export const trafficWeights: OpWeights = {
   CustodyHold: 0,
   // Never drawn by weight: `settleHold` inserts it from a stream of its own (simulation/settleHold.ts).
   SettleHold: 0,
+  // Never drawn by weight: `settleHold` inserts it too, from a stream of its own (simulation/settleCustody.ts).
+  SettleCustody: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -243,9 +247,11 @@ export interface WorkloadOptions {
    * of its own: an asker's deadline comes while the reply to its ask is
    * parked behind the answerer's mail to a slow reader, so the broker holds
    * its settling answer (`ask-expiry-v1`); then the reply is released,
-   * forced or taken back. The world's outboxes take
-   * PARKED_FLUSH_OUTBOX_CHARS characters unless pressure makes them smaller.
-   * Default false.
+   * forced or taken back. Also one `SettleCustody`
+   * (simulation/settleCustody.ts), from a stream of its own: the reply kept
+   * by a takeover's custody hold on the asker's session instead. The
+   * world's outboxes take PARKED_FLUSH_OUTBOX_CHARS characters unless
+   * pressure makes them smaller. Default false.
    */
   readonly settleHold?: boolean
   /**
@@ -450,6 +456,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "HeldReturn":
       case "CustodyHold":
       case "SettleHold":
+      case "SettleCustody":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -491,6 +498,8 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, held] of drawSettleHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
+    // Its custody-hold shape (a reply kept by a takeover's hold), from a stream of its own: the draws above are unchanged.
+    for (const [index, held] of drawSettleCustody(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -567,6 +576,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatCustodyHold(op, name)}`
     case "SettleHold":
       return `${when} ${formatSettleHold(op, name)}`
+    case "SettleCustody":
+      return `${when} ${formatSettleCustody(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -723,6 +734,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "SettleHold":
           yield* runSettleHold(sim, op, counter)
+          break
+        case "SettleCustody":
+          yield* runSettleCustody(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

@@ -26,7 +26,8 @@
  *                  and comes back while the new connection holds it (simulation/custodyHold.ts)
  *   --settle-hold  one settle hold per workload: an asker's deadline comes while the reply to its
  *                  ask is parked behind the answerer's mail to a slow reader (the broker holds its
- *                  settling answer), then it is released, forced or taken back (simulation/settleHold.ts)
+ *                  settling answer), then it is released, forced or taken back (simulation/settleHold.ts);
+ *                  and one whose reply a takeover's custody hold on the asker keeps (settleCustody.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
