@@ -29,7 +29,10 @@
  *   or dropped). So this check also passes over the other holds of such mail
  *   (X's own output parked behind backpressure, a custody hold), where the
  *   pair is owed, and judges only rejoins with none of X's mail to the
- *   recipient outstanding.
+ *   recipient outstanding. Less than it seems: the pair is written after
+ *   the held mail, so a recipient reading it has read that mail and is
+ *   judged; what goes unseen is a join without its departure written there
+ *   ahead of the mail.
  * A connection's view starts afresh at each `registered` it reads.
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
