@@ -9,7 +9,8 @@
  * driver call into it between two yields, like the broker's Router. This
  * class is the ledger's face; its memory is `ledger/state.ts`, and each
  * concern is a module of `ledger/`: the trace, the wire taps, order, hosts
- * and asks, departures (ledger/departure.ts), frames a client took after
+ * and asks, departures (ledger/departure.ts), a join with no departure
+ * before it (ledger/joins.ts), frames a client took after
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  */
@@ -17,6 +18,7 @@ import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
+import { JoinLedger } from "./ledger/joins.ts"
 import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
@@ -54,6 +56,7 @@ export class Ledger {
   private readonly state: LedgerState
   private readonly topics = new TopicLedger()
   private readonly departures = new DepartureLedger()
+  private readonly joins = new JoinLedger()
 
   constructor(options: LedgerOptions) {
     this.state = makeLedgerState(options)
@@ -211,6 +214,7 @@ export class Ledger {
   brokerWriteStarted(linkId: number, frames: ReadonlyArray<string>): void {
     brokerWriteStarted(this.state, linkId, frames)
     this.departures.writeStarted(this.state, linkId, frames)
+    this.joins.writeStarted(this.state, this.departures, linkId, frames)
   }
 
   /** The broker wrote frames toward a client. */
@@ -251,6 +255,7 @@ export class Ledger {
   clientRead(linkId: number, frames: ReadonlyArray<string>): void {
     clientRead(this.state, linkId, frames)
     this.departures.clientRead(this.state, linkId, frames)
+    this.joins.clientRead(this.state, this.departures, linkId, frames)
     const owner = this.state.links.get(linkId)?.owner
     if (owner !== undefined) this.topics.read(this.state, linkId, owner, frames)
   }

@@ -146,7 +146,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "control-before-message": true,
   "cancel-unheard": true,
   "supersede-unheard": true,
-  "handed-after-drop": true
+  "handed-after-drop": true,
+  "missing-left": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

@@ -7,6 +7,9 @@
  * exact point. The recipient's writer is stuck: it writes only when the test
  * takes its outbox (`written`); its drainer offers only when the test says
  * (`drain`). The same over the in-memory network: rejoin-flush-order.test.ts.
+ * Last, the two holds side by side: behind the sender's own output parked
+ * behind backpressure a return gets the recipient the pair, behind its mail
+ * in the recipient's parked flush the new join alone (docs/protocol.md).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -226,5 +229,52 @@ describe("a recipient whose session leaves while a departure is withheld from it
       drain(recipient, 1)
       seen.push(...written(router, recipient), ...written(router, recipient))
       assert.deepStrictEqual(seen, ["n0", "n1", "n2", "left sender"])
+    }))
+})
+
+describe("which hold a recipient had decides whether a return stands for the departure (docs/protocol.md, Discovery and presence)", () => {
+  it.effect("the sender's own output parked behind the recipient's full outbox, the sender back on a new connection: the recipient gets the session_left and the new join together, after that output", () =>
+    Effect.gen(function*() {
+      const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
+      let connections = 0
+      // The recipient's writer is stuck: it writes only when the test takes its outbox (`written`).
+      const session = (sessionId: string, stuck: boolean): Peer => {
+        const peer = attach(fakeConnection(++connections, stuck))
+        batch(peer, [registerFrame({ sessionId })])
+        return peer
+      }
+      const recipient = session("recipient", true)
+      const sender = session("sender", false)
+      assert.deepStrictEqual(written(router, recipient), ["joined sender"])
+      router.output.writes.takeForWrite(sender)
+      // Two fit the recipient's outbox; the third parks the sender's batch, and its unregister with it.
+      assert.isTrue(batch(sender, [
+        { type: "send", to: "recipient", message: message("m0") },
+        { type: "send", to: "recipient", message: message("m1") },
+        { type: "send", to: "recipient", message: message("m2") },
+        { type: "unregister" }
+      ]))
+      assert.strictEqual(sender.state, "unregistered")
+      const back = session("sender", false)
+      assert.deepStrictEqual(written(router, recipient), ["m0", "m1"])
+      while (router.output.drain.nextParked(sender) !== undefined) {
+        Effect.runSync(router.output.drain.offerParked(sender, router.output.drain.nextParked(sender)!))
+      }
+      router.membership.notify()
+      assert.deepStrictEqual(written(router, recipient), ["m2", "left sender", "joined sender"])
+      batch(back, [{ type: "send", to: "recipient", message: message("n0") }])
+      assert.deepStrictEqual(written(router, recipient), ["n0"])
+    }))
+
+  it.effect("the sender's mail in the recipient's own parked flush, the sender back before the last of it is out: the new join stands for the departure, no session_left", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      session("sender", false)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["joined sender", "m2", "m3"])
+      assert.deepStrictEqual(written(router, recipient), [])
     }))
 })

@@ -56,9 +56,10 @@
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  *
- * Size: about 435 lines, one concept — the departure-order check; over a
+ * Size: about 450 lines, one concept — the departure-order check; over a
  * third of it is this header and the JSDoc of the counting rules (a write's
- * departures, a return withheld, a takeover's hand-on).
+ * departures, a return withheld, a takeover's hand-on). Its departure
+ * counts are read by ledger/joins.ts (`departuresBeforeJoin`, `endedBy`).
  */
 import { decodeBrokerFrameText, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { EPHEMERAL_V1 } from "../../protocol/features.ts"
@@ -367,6 +368,22 @@ export class DepartureLedger {
           : ""
       }`
     )
+  }
+
+  /**
+   * How many departures of `session` (broker incarnation `epoch`) came before the registration a
+   * `session_joined` showing `startedAt` and `pid` stands for, as of now: the last such registration the
+   * broker read (a client registers each connection with the same `startedAt`, so this is right only at
+   * the moment the broker's writer chose the frame, ledger/joins.ts). Undefined for one it never read.
+   */
+  departuresBeforeJoin(epoch: number, session: string, startedAt: unknown, pid: unknown): number | undefined {
+    return (this.registrations.get(`${epoch}\u0000${session}`) ?? [])
+      .findLast((r) => r.startedAt === startedAt && r.pid === pid)?.departuresBefore
+  }
+
+  /** The departure (its broker incarnation and its number there) that ended the registration message `id` counts in, if one did. */
+  endedBy(id: string): { readonly epoch: number; readonly index: number } | undefined {
+    return this.endOf.get(id)
   }
 
   /** The broker read a `register` of `session` on `linkId`: a takeover of its other registrations, or a return after a departure. */

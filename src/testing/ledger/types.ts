@@ -200,6 +200,16 @@ export type ViolationKind =
    * (ledger/dropped.ts; seed 10425).
    */
   | "handed-after-drop"
+  /**
+   * A connection read a session's `session_joined`, then another of it with
+   * no `session_left` of it between, though the session departed in between
+   * (an `unregister` the broker handled, or a connection it saw end; not a
+   * takeover or a `rejoin-v1` rejoin) and none of its mail from before that
+   * departure, addressed to the reader, was still on its way there — the
+   * only case in which a recipient's held departure may be stood for by the
+   * new join (ledger/joins.ts).
+   */
+  | "missing-left"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
