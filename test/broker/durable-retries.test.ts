@@ -10,7 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { GROUPS_V1 } from "../../src/protocol/features.ts"
+import { GROUPS_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -148,6 +148,40 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
       yield* settled([alice.client], [bob2.client])
       yield* bob2.client.expectNothing("message_control")
+    }))
+
+  it.effect("after another client instance took the receiver's session over from another group since the restart, cannot be cancelled, and the new instance gets no control", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("not yours either")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
+      // Another client registers bob in another group while bob-1 holds it: a takeover across groups.
+      const bob2 = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-2" }
+      })
+      yield* settled([alice.client], [bob2.client])
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
+      yield* settled([alice.client], [bob2.client])
+      yield* bob2.client.expectNothing("message_control")
+    }))
+
+  it.effect("after the receiver's own client instance moved its session to another group since the restart, reaches it there", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("still yours")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
+      const moved = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-1" }
+      })
+      yield* settled([alice.client], [moved.client])
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* moved.client.next("message_control", (frame) => frame.control.messageId === msg.id)
     }))
 
   it.effect("reaches the receiver's id registered again in another group of the scope (one session per id in a scope)", () =>
