@@ -82,7 +82,11 @@
  * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,
  * carried over, adopted, counted down, ended, the departures withheld
  * behind them) and the per-message test of whether one holds an item
- * (`CustodyHolds.holdOf`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
+ * (`CustodyHolds.holdOf`), and whether a connection the hold waits for
+ * (`CustodyHold.awaited`) may still give back the very message a cancel or
+ * supersede is about (`CustodyHolds.mayGiveBack`, asked by Receipts.reaches:
+ * a hold kept for the sender's other mail does not bring a message its old
+ * client confirmed to the new one). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's
@@ -96,7 +100,7 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 430 lines, past the ~400 guideline, over half of them this
+ * Size: about 480 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts.
