@@ -194,6 +194,15 @@ export class PeerCustody {
     }
   }
 
+  /** Whether the message of record key `messageKey` is held, not yet confirmed (a scan: for a cancel during a takeover's hold only). */
+  holdsMessage(messageKey: string): boolean {
+    for (let i = 0; i < this.count; i++) {
+      const item = this.items[(this.head + i) & this.mask]
+      if (item !== undefined && "mail" in item && item.mail.recordKey === messageKey) return true
+    }
+    return false
+  }
+
   /** Whether the client confirmed reading the connection's frame number `end` (1-based). */
   confirmedThrough(end: number): boolean {
     return end <= this.confirmed

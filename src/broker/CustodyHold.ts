@@ -82,7 +82,11 @@
  * the holds not ended yet and their lifecycle (`CustodyHolds`: taken,
  * carried over, adopted, counted down, ended, the departures withheld
  * behind them) and the per-message test of whether one holds an item
- * (`CustodyHolds.holdOf`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
+ * (`CustodyHolds.holdOf`), and whether a connection the hold waits for
+ * (`CustodyHold.awaited`) may still give back the very message a cancel or
+ * supersede is about (`CustodyHolds.mayGiveBack`, asked by Receipts.reaches:
+ * a hold kept for the sender's other mail does not bring a message its old
+ * client confirmed to the new one). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's
@@ -96,11 +100,12 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 455 lines, past the ~400 guideline, over half of them this
+ * Size: about 500 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts.
  */
+import type { ControlFrame } from "./ControlFrame.ts"
 import { isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 
@@ -141,6 +146,11 @@ export class CustodyHold {
   readonly departures: Array<string> = []
   /** The closes still to come before the hold ends: one per connection taken over with mail unconfirmed. */
   pending = 1
+  /**
+   * The connections whose close the hold waits for (`pending` of them):
+   * what they may still give back is asked of them by `mayGiveBack`.
+   */
+  readonly awaited: Array<Peer> = []
   /** The connection that holds (the session's current one). */
   holder: Peer
 
@@ -157,6 +167,23 @@ export class CustodyHold {
   holds(item: SenderOrdered): boolean {
     return item.to === this.key && this.senders.has(senderKeyOf(item))
   }
+}
+
+/**
+ * Whether `peer` may still give back, at its close, the message of record
+ * key `messageKey`: it is in its custody (written, not confirmed) or in its
+ * write in progress. A scan, only for a cancel or supersede while a hold
+ * waits for `peer` (`CustodyHolds.mayGiveBack`).
+ */
+const mayStillGiveBack = (peer: Peer, messageKey: string): boolean => {
+  if (peer.custody?.holdsMessage(messageKey) === true) return true
+  const returnable = peer.writer.inFlight?.returnable
+  if (returnable === undefined) return false
+  for (let i = 0; i < returnable.length; i++) {
+    const item = returnable[i]!
+    if ("mail" in item && item.mail.recordKey === messageKey) return true
+  }
+  return false
 }
 
 /**
@@ -234,6 +261,7 @@ export class CustodyHolds {
       if (senders !== undefined) {
         for (const sender of senders) carried.senders.add(sender)
         carried.pending++
+        carried.awaited.push(old)
         old.releasesHold = carried
       }
       this.wake(holder)
@@ -243,6 +271,7 @@ export class CustodyHolds {
     const hold = new CustodyHold(key, senders, fresh)
     this.counts.taken++
     fresh.custodyHolds++
+    hold.awaited.push(old)
     old.releasesHold = hold
     this.holds.set(key, hold)
   }
@@ -279,6 +308,8 @@ export class CustodyHolds {
     const hold = old.releasesHold
     if (hold === undefined) return undefined
     old.releasesHold = undefined
+    const at = hold.awaited.indexOf(old)
+    if (at >= 0) hold.awaited.splice(at, 1)
     if (--hold.pending > 0) return hold
     hold.holder.custodyHolds--
     this.holds.delete(hold.key)
@@ -415,6 +446,22 @@ export class CustodyHolds {
     if (peer.custodyHolds === 0 || !isSenderOrdered(item)) return undefined
     const hold = this.holds.get(item.to)
     return hold !== undefined && hold.holder === peer && hold.senders.has(senderKeyOf(item)) ? hold : undefined
+  }
+
+  /**
+   * Whether the hold `holder` keeps `control` back with (`holdOf`) waits for
+   * a connection that may still give back the message `control` is about
+   * (in its custody or its write in progress): only then can that message
+   * reach `holder` at the close, with the control behind it. A hold that
+   * covers the control's sender for another message does not make the
+   * control's own message reach `holder` (review revrc P2).
+   * Receipts.reaches asks, for a cancel or supersede during a hold only.
+   */
+  mayGiveBack(holder: Peer, control: ControlFrame): boolean {
+    const hold = this.holdOf(holder, control)
+    if (hold === undefined) return false
+    for (const old of hold.awaited) if (mayStillGiveBack(old, control.messageKey)) return true
+    return false
   }
 
   /**

@@ -76,8 +76,8 @@
  * ctl2). A cancel or supersede goes to the session's connection only when
  * it may hold the message (`reaches`): the instance given it — the route
  * moves on when the message is handed on there (`handedOn`) — or one a
- * takeover's custody hold keeps the control for, behind the message the old
- * close may give back. Otherwise a cancel is answered "cannot be cancelled"
+ * takeover's custody hold keeps the control for, behind this message, which
+ * the old close may still give back. Otherwise a cancel is answered "cannot be cancelled"
  * (the message was delivered, to an instance that is gone), and a
  * supersede delivers its new message alone. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
@@ -287,8 +287,11 @@ export class Receipts {
    * instance was given the message (`OutboundRecord.receiverInstance`:
    * routed there, or handed on there since, `handedOn`), or when a
    * takeover's custody hold on its connection covers the message's sender
-   * (CustodyHold.ts): the old connection may still give the message back at
-   * its close, and the control waits behind the hold. The route then names
+   * (CustodyHold.ts) and a connection the hold waits for may still give
+   * this message back at its close (in its custody or write in progress:
+   * `CustodyHolds.mayGiveBack`), the control waiting behind the hold. A
+   * message the old instance confirmed never reaches the new one, so a hold
+   * kept for the sender's other mail does not make the control reach it. The route then names
    * this instance, so the message, given back, goes on to it (withdrawn, it
    * goes only to an instance its route names: MailDelivery.requeue), with
    * the control after it. Otherwise the message went to an instance that is
@@ -297,7 +300,7 @@ export class Receipts {
    */
   private reaches(route: OutboundRecord, receiver: Session, control: ControlFrame): boolean {
     if (mayHold(route.receiverInstance, receiver.instance)) return true
-    if (this.ctx.output.holds.holdOf(receiver.peer, control) === undefined) return false
+    if (!this.ctx.output.holds.mayGiveBack(receiver.peer, control)) return false
     route.receiverInstance = receiver.instance
     return true
   }

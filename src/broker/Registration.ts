@@ -354,8 +354,13 @@ export class Registration {
       endpointEpoch,
       presentSince: 0, // Membership.joined sets it
       order: previous?.order ?? registry.nextOrder(),
-      // The client's own rejoin is its holder's instance; a takeover by another client, a new one.
-      instance: previous === undefined ? UNKNOWN_INSTANCE : rejoin ? previous.instance : ++this.instances,
+      // The client's own rejoin (or its move to another group: the same instanceId) is its holder's
+      // instance; a takeover by another client, in this group or another (`displaced`), a new one.
+      instance: displaced === undefined
+        ? UNKNOWN_INSTANCE
+        : instanceId !== undefined && displaced.peer.instanceId === instanceId
+        ? displaced.instance
+        : ++this.instances,
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
       realCwd,

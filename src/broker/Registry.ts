@@ -33,9 +33,11 @@ export interface SessionFields {
 
 /**
  * Which client instance holds a session, as a number: a new one at a
- * takeover of a live session (P16) by another client, the holder's at the
- * client's own rejoin (`rejoin-v1`, the same `instanceId`), and
- * `UNKNOWN_INSTANCE` at a registration with no session live under its id —
+ * takeover of a live session (P16) by another client, in its group or
+ * another of the scope, the holder's at the client's own rejoin
+ * (`rejoin-v1`, the same `instanceId`, also into another group), and
+ * `UNKNOWN_INSTANCE` at a registration with no session live under its id
+ * in the scope —
  * the broker cannot tell that client from the one it had: its reconnect
  * after a drop, or a new process of it that restores what the last one
  * accepted (a host journal), so it takes it for any earlier one.

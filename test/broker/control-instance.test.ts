@@ -50,7 +50,7 @@ interface Seen {
  */
 const world = (features: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const { attach, batch, close, router } = yield* handRouter({})
+    const { attach, batch, close, router, tryDrain } = yield* handRouter({})
     const written = new Map<Peer, Array<Seen>>()
     let stuck = false
     const connect = (id: number, stuckable = false): Peer => {
@@ -81,6 +81,8 @@ const world = (features: ReadonlyArray<string>) =>
       d,
       batch,
       router,
+      /** Lets `reader`'s drainer offer one item its batches parked (handRouter.tryDrain). */
+      tryDrain,
       framesOf,
       stick: (): void => {
         stuck = true
@@ -172,6 +174,70 @@ describe("a cancel after another instance took the receiver's session over", () 
       w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
       assert.deepStrictEqual(w.controlsOf(b2), [])
       assert.deepStrictEqual(w.messagesOf(b2), [m1.id])
+    }))
+})
+
+describe("a cancel or supersede while a takeover's custody hold covers the sender for another message", () => {
+  /** d's m0 confirmed by b-1, then m5 left in b-1's custody; b-2 takes b over and holds d's mail behind that custody. */
+  const confirmedThenHeld = Effect.gen(function*() {
+    const w = yield* world(custodyFeatures)
+    const m0 = message("m0")
+    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+    w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+    const m5 = message("m5")
+    w.batch(w.d, [{ type: "send", to: "b", message: m5 }])
+    assert.strictEqual(w.b1.custody?.size, 1, "m5 is not in b-1's custody: the test sets up nothing")
+    const b2 = w.registerB("b-2")
+    assert.ok(b2.custodyHolds > 0, "no hold was taken: the test sets up nothing")
+    return { w, m0, m5, b2 }
+  })
+
+  /** Closes b-1 and lets d's drainer offer what its batches parked behind the hold. */
+  const closeOld = (w: {
+    readonly b1: Peer
+    readonly d: Peer
+    readonly closeAbandoned: (peer: Peer) => void
+    readonly tryDrain: (peer: Peer) => boolean
+  }): void => {
+    w.closeAbandoned(w.b1)
+    for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+      // each step offers one parked item
+    }
+  }
+
+  it.effect("a cancel of the message the old instance confirmed: the new one is not sent it, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0, m5, b2 } = yield* confirmedThenHeld
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      closeOld(w)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
+        { controls: [], messages: [m5.id], answers: ["delivered", `failed: ${Reason.cannotCancel}`] }
+      )
+    }))
+
+  it.effect("a supersede of the message the old instance confirmed: the new one gets the messages alone", () =>
+    Effect.gen(function*() {
+      const { w, m0, m5, b2 } = yield* confirmedThenHeld
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      closeOld(w)
+      assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, {
+        controls: [],
+        messages: [m5.id, m1.id]
+      })
+    }))
+
+  it.effect("a cancel of the message still in the old custody: the new one gets it given back, then the cancel", () =>
+    Effect.gen(function*() {
+      const { w, m5, b2 } = yield* confirmedThenHeld
+      w.batch(w.d, [{ type: "cancel_message", messageId: m5.id }])
+      closeOld(w)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m5.id) },
+        { controls: [`cancel ${m5.id}`], messages: [m5.id], answers: ["delivered", "delivered"] }
+      )
     }))
 })
 

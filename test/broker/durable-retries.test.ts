@@ -9,8 +9,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
+import { DEFAULT_REPLACE_WINDOW_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { GROUPS_V1 } from "../../src/protocol/features.ts"
+import { DELIVERY_V1, GROUPS_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -150,6 +151,40 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* bob2.client.expectNothing("message_control")
     }))
 
+  it.effect("after another client instance took the receiver's session over from another group since the restart, cannot be cancelled, and the new instance gets no control", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("not yours either")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
+      // Another client registers bob in another group while bob-1 holds it: a takeover across groups.
+      const bob2 = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-2" }
+      })
+      yield* settled([alice.client], [bob2.client])
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
+      yield* settled([alice.client], [bob2.client])
+      yield* bob2.client.expectNothing("message_control")
+    }))
+
+  it.effect("after the receiver's own client instance moved its session to another group since the restart, reaches it there", () =>
+    Effect.gen(function*() {
+      const { world, msg } = yield* deliveredThenCrash("still yours")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
+      const moved = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-1" }
+      })
+      yield* settled([alice.client], [moved.client])
+      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* moved.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+    }))
+
   it.effect("reaches the receiver's id registered again in another group of the scope (one session per id in a scope)", () =>
     Effect.gen(function*() {
       const { world, msg } = yield* deliveredThenCrash("wherever you are")
@@ -173,6 +208,64 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       // Addressed to the departed bob-1; the only other live holder of its name and directory takes it (P49).
       const msg = message("for whichever bob")
       assertDelivered(yield* send(alice.client, "bob-1", msg))
+      yield* messageFor(bob2.client, msg.id)
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
+      yield* bob1Back.client.expectNothing("message_control")
+    }))
+
+  it.effect("delivered from the mailbox to P49's other holder when it registered, reaches that holder, not a session of the target's id", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      yield* bob1.client.destroy
+      yield* settled([alice.client])
+      // No holder of bob-1's name is live: queued, then flushed to the first that registers (P49).
+      const msg = message("for the next bob")
+      assertDelivered(yield* send(alice.client, "bob-1", msg), "queued")
+      const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      yield* messageFor(bob2.client, msg.id)
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
+      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
+      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
+      yield* bob1Back.client.expectNothing("message_control")
+    }))
+
+  it.effect("delivered to P49's other holder at a replace window's close, reaches that holder, not a session of the target's id", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", frame: { features: [DELIVERY_V1] } })
+      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+      yield* bob1.client.destroy
+      yield* settled([alice.client])
+      const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      // Staged for bob-1's name's sole live holder, and delivered to it when the window closes (C-DLV-5, P49).
+      const msg = message("an update for whichever bob")
+      yield* alice.client.send({ type: "send", to: "bob-1", message: msg, delivery: "queue", queueMode: "replace", threadId: "t" })
+      yield* alice.client.next("delivery_queued", (frame) => frame.messageId === msg.id)
+      yield* advance(DEFAULT_REPLACE_WINDOW_MS)
       yield* messageFor(bob2.client, msg.id)
       yield* advance(LAZY_FLUSH)
       yield* first.crash

@@ -18,6 +18,8 @@
  * - `0008_owed_notices` failure notices owed to senders (`MailStore`, OwedNotices.ts)
  * - `0009_withdrawn_asks` asks withdrawn after their reply closed them (`MailStore`, WithdrawnAsks.ts)
  * - `0010_state_epoch` the broker's state epoch, kept across restarts (`MailStore`, `state-epoch-v1`)
+ * - `0011_replay_receiver` a marker, no schema: replay blocks may hold the outcome `r` (`MailStore`,
+ *   replayBlock.ts), so an older build refuses the file as newer rather than failing its load as corrupt
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -47,6 +49,7 @@ import { migration as replayBlocks } from "./0007_replay_blocks.ts"
 import { migration as owedNotices } from "./0008_owed_notices.ts"
 import { migration as withdrawnAsks } from "./0009_withdrawn_asks.ts"
 import { migration as stateEpoch } from "./0010_state_epoch.ts"
+import { migration as replayReceiver } from "./0011_replay_receiver.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -62,5 +65,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0007_replay_blocks": replayBlocks,
   "0008_owed_notices": owedNotices,
   "0009_withdrawn_asks": withdrawnAsks,
-  "0010_state_epoch": stateEpoch
+  "0010_state_epoch": stateEpoch,
+  "0011_replay_receiver": replayReceiver
 }

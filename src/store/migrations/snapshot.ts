@@ -121,7 +121,7 @@ const statements: ReadonlyArray<string> = [
 ]
 
 /** This build's snapshot: the schema of migrations 0001–0010. */
-export const snapshot: SchemaSnapshot = { through: 10, statements }
+export const snapshot: SchemaSnapshot = { through: 11, statements }
 
 /** The Migrator's table as the Migrator makes it (SQLite keeps the text without `IF NOT EXISTS`). */
 export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "${TABLE}" (
