@@ -18,9 +18,6 @@
  * closed before it confirmed reading it) is over when its edge is: withdrawn
  * by `cancel_ask`, or expired. The mailbox is told (`askClosed`), and drops
  * that copy rather than ask a question nobody waits for (MailDelivery.ts).
- * One withdrawn before anyone answered it is remembered so (`unanswered`):
- * such a copy, dropped, was maybe never read, and its receipt route then
- * names no client instance (Receipts.unread); an answered one was read.
  *
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
@@ -61,7 +58,7 @@ export const MAX_ASKS_PER_SESSION = 1024
 /** Open asks the broker keeps at once, overall. */
 export const MAX_ASKS = 262_144
 
-/** Asks withdrawn that `Asks` remembers, of each kind (`withdrawn`, `unanswered`); past it the oldest go. */
+/** Asks withdrawn after their edge had closed that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
 
 
@@ -132,17 +129,6 @@ export class Asks {
    * a reply restored after a restart and lost then does not reopen its ask.
    */
   private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
-  /**
-   * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
-   * while their edge was open — nobody had answered them — by message key,
-   * for as long as an ask can last (bounded: MAX_WITHDRAWN). A copy of such
-   * an ask that comes back unconfirmed was maybe never read, and is dropped
-   * unread (`withdrawnUnanswered`, MailDelivery.dropStale); one a reply
-   * answered was read. Not stored: a restarted broker has no receipt routes
-   * for it to mark. Past the bound the oldest go, and a copy of theirs that
-   * comes back later keeps its route, as before.
-   */
-  private readonly unanswered = new AgedMap<string, string>(MAX_WITHDRAWN)
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
@@ -179,7 +165,7 @@ export class Asks {
         if (session === undefined) return
         const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
-        if (edge !== undefined && edge.askerKey === session.key) this.withdrawOpen(key, this.ctx.now())
+        if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
@@ -279,23 +265,8 @@ export class Asks {
    * as withdrawn (see `withdrawn`).
    */
   cancelled(messageKey: string, now: number): void {
-    if (this.edges.get(messageKey) !== undefined) this.withdrawOpen(messageKey, now)
+    if (this.edges.get(messageKey) !== undefined) this.edges.delete(messageKey)
     else this.withdraw(messageKey, now)
-  }
-
-  /**
-   * Whether the ask `messageKey` was withdrawn while its edge was open, no
-   * reply having answered it (see `unanswered`): its receiver may never have
-   * read it.
-   */
-  withdrawnUnanswered(messageKey: string): boolean {
-    return this.unanswered.size > 0 && this.unanswered.has(messageKey)
-  }
-
-  /** Closes the open edge of the ask `messageKey`, withdrawn by its asker unanswered (see `unanswered`). */
-  private withdrawOpen(messageKey: string, now: number): void {
-    this.edges.delete(messageKey)
-    this.unanswered.set(messageKey, messageKey, now)
   }
 
   /** Remembers the ask `messageKey` as withdrawn at `now` (see `withdrawn`), in the store too when there is one. */
@@ -370,10 +341,9 @@ export class Asks {
     return edge !== undefined && edge.deadline > now
   }
 
-  /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive (both kinds). */
+  /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */
   prune(now: number): void {
     this.edges.prune(now, this.expired)
     if (this.withdrawn.size > 0) this.withdrawn.expire(now - MAX_ASK_TIMEOUT_MS)
-    if (this.unanswered.size > 0) this.unanswered.expire(now - MAX_ASK_TIMEOUT_MS)
   }
 }

@@ -120,8 +120,6 @@ export interface MailAsks {
   readonly isOpen: (messageKey: string, now: number) => boolean
   /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */
   readonly openStaged: (mail: Mail, now: number) => void
-  /** Was the ask `messageKey` withdrawn by its asker before anyone answered it (Asks.withdrawnUnanswered)? */
-  readonly withdrawnUnanswered: (messageKey: string) => boolean
 }
 
 /**
@@ -140,13 +138,6 @@ export interface MailRoutes {
    * follows it to a receiver that never got it.
    */
   readonly lost: (senderKey: string, messageId: string) => void
-  /**
-   * An ask its asker withdrew before anyone answered it, whose copy came
-   * back unconfirmed and was dropped unasked (`dropStale`): its receiver
-   * maybe never read it, so its route, kept, names no client instance
-   * (Receipts.unread) — a cancel or supersede of it reaches nobody.
-   */
-  readonly unread: (senderKey: string, messageId: string) => void
   /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
   readonly given: (mail: Mail, receiver: Session) => boolean
   /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
@@ -579,13 +570,6 @@ export class MailDelivery {
    * `E_DELIVERY_EXPIRED`. One withdrawn or answered goes silently; a replay
    * record that says it is queued goes back to what its sender was told,
    * delivered (one `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
-   * One withdrawn before anyone answered it was maybe never read (no count
-   * covered this copy): its route names no instance any more
-   * (`MailRoutes.unread`), so a later cancel or supersede of it sends its
-   * receiver no control. The record cannot say so (a retry is answered
-   * `delivered`, what its sender was told), and a route merely dropped would
-   * be found again from it (Receipts.recordedRoute). One answered was read:
-   * its route stays.
    */
   private dropStale(mail: Mail): void {
     const now = this.ctx.now()
@@ -595,7 +579,6 @@ export class MailDelivery {
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
-    if (this.asks.withdrawnUnanswered(mail.recordKey)) this.routes.unread(mail.senderKey, mail.message.id)
   }
 
   /**

@@ -35,14 +35,7 @@
  * mailbox dropped ("cannot be cancelled") and sends the receiver no control,
  * and a supersede naming it is refused. So does one its sender cancelled or
  * superseded on its way and that came back so (not queued again): a cancel
- * again is answered from its record, with no control. An ask its asker
- * withdrew (`cancel_ask`) before anyone answered it, whose copy came back so
- * and was dropped unasked, keeps its route naming no instance (`unread`):
- * its replay record still says delivered (what its sender was told), from
- * which a dropped route would be found again; a cancel of it is answered
- * `delivered` as one of mail the mailbox held (the record then cancelled),
- * with no control, and a supersede naming it is refused. An answered one
- * was read: its route stays. A control frame is queued as a
+ * again is answered from its record, with no control. A control frame is queued as a
  * ControlFrame, which Output orders behind the message it is about
  * wherever that message still waits for the receiver (a takeover's custody
  * hold, its parked mailbox flush).
@@ -81,23 +74,18 @@
  * (the message was delivered, to an instance that is gone), and a
  * supersede delivers its new message alone. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
- *
- * Size: past 400 lines, one concept: the route and the three things that
- * travel along it (a receipt, a cancel, a supersede), which all read the
- * same rules of who may hold the message (`reaches`, `recordedRoute`,
- * `unread`); split, each part would reach into the others' route checks.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import { mayHold, NO_INSTANCE, type Session, UNKNOWN_INSTANCE } from "./Registry.ts"
+import { mayHold, type Session, UNKNOWN_INSTANCE } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
@@ -105,9 +93,6 @@ const HOUR = 3_600_000
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
-
-/** The replay outcome of a message its sender cancelled (`cancel_message`). */
-const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelled, retryable: false }
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
@@ -161,12 +146,7 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const kept = this.routeOf(attempt.sender.key, supersedes)
-      // An ask withdrawn unanswered and dropped unread (`unread`): no receiver holds it to supersede.
-      if (kept !== undefined && kept.receiverInstance === NO_INSTANCE) {
-        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
-      }
-      const route = (kept === undefined ? undefined : this.sessionsOf(kept, attempt.now)) ??
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
         this.recordedRoute(attempt.sender, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
@@ -257,21 +237,6 @@ export class Receipts {
     if (route !== undefined) this.routes.dropRoute(route)
   }
 
-  /**
-   * `senderKey`'s ask `messageId`, withdrawn before anyone answered it, came
-   * back unconfirmed and was dropped unasked (MailDelivery.dropStale,
-   * `MailRoutes.unread`): its receiver maybe never read it. Its route is kept
-   * but names no client instance (`NO_INSTANCE`), so no cancel or supersede
-   * of it reaches the receiver — dropped, the route would be found again from
-   * the replay record, which still says delivered (`recordedRoute`). A cancel
-   * of it is then answered as one of mail the mailbox held; a supersede
-   * naming it is refused.
-   */
-  unread(senderKey: string, messageId: string): void {
-    const route = this.routeOf(senderKey, messageId)
-    if (route !== undefined) route.receiverInstance = NO_INSTANCE
-  }
-
   prune(now: number): void {
     const cutoff = now - HOUR - 1
     for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
@@ -309,6 +274,19 @@ export class Receipts {
   private routeOf(senderKey: string, messageId: string): OutboundRecord | undefined {
     const record = this.routes.find(senderKey, messageId)
     return record !== undefined && record.routed ? record : undefined
+  }
+
+  /**
+   * The two live sessions of `senderKey`'s route for `messageId`, if it is
+   * under an hour old and both sides are registered now.
+   */
+  private liveRoute(
+    senderKey: string,
+    messageId: string,
+    now: number
+  ): { readonly sender: Session; readonly receiver: Session } | undefined {
+    const route = this.routeOf(senderKey, messageId)
+    return route === undefined ? undefined : this.sessionsOf(route, now)
   }
 
   /** The sessions now registered under `route`'s two keys, if it is under an hour old and both are. */
@@ -408,14 +386,6 @@ export class Receipts {
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const route = this.routeOf(session.key, messageId)
-    // An ask withdrawn unanswered whose copy was dropped unread (`unread`): nobody holds it, so it is
-    // cancelled as mail the mailbox held is, with no control to a receiver that maybe never read it.
-    if (route !== undefined && route.receiverInstance === NO_INSTANCE) {
-      this.forget(key)
-      records.rewrite(session.key, messageId, CANCELLED)
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
-    }
     const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
     if (live !== undefined && live.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
@@ -428,7 +398,12 @@ export class Receipts {
       }
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
-      records.rewrite(session.key, messageId, CANCELLED)
+      records.rewrite(session.key, messageId, {
+        ok: false,
+        code: DeliveryCode.DeliveryCancelled,
+        reason: Reason.cancelled,
+        retryable: false
+      })
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)

@@ -48,20 +48,11 @@ export type SessionInstance = number
 export const UNKNOWN_INSTANCE = 0
 
 /**
- * The `SessionInstance` a receipt route records for a message no client
- * instance holds: an ask withdrawn before anyone answered it, whose copy
- * came back unconfirmed and was dropped unasked (Receipts.unread). No
- * registration has it, and `mayHold` holds for none.
- */
-export const NO_INSTANCE = -1
-
-/**
  * Whether `receiver`, the client instance holding a session now, may be the
- * one that was given a message its route records as given to `given`:
- * never when that is `NO_INSTANCE`.
+ * one that was given a message its route records as given to `given`.
  */
 export const mayHold = (given: SessionInstance, receiver: SessionInstance): boolean =>
-  given === receiver || (receiver === UNKNOWN_INSTANCE && given !== NO_INSTANCE)
+  given === receiver || receiver === UNKNOWN_INSTANCE
 
 /** A live registered session: identity, fields, its connection, and what is cached for the hot path. */
 export interface Session {

@@ -315,14 +315,12 @@ export class Router {
         if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
       },
       lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId),
-      unread: (senderKey, messageId) => receipts.unread(senderKey, messageId),
       given: (given, receiver) => receipts.given(given, receiver),
       handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
-      openStaged: (staged, at) => asks.openStaged(staged, at),
-      withdrawnUnanswered: (messageKey) => asks.withdrawnUnanswered(messageKey)
+      openStaged: (staged, at) => asks.openStaged(staged, at)
     })
     const receipts = new Receipts(
       ctx,

@@ -306,3 +306,20 @@ describe("a message withdrawn on its way, given back after a takeover by another
       assert.deepStrictEqual(w.controlsOf(b2), [])
     }))
 })
+
+describe("an ask withdrawn unanswered, its copy given back, then the client's own rejoin", () => {
+  it.effect("a cancel of it reaches the same instance's new connection, which may still show it", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("still need this?", { expectsReply: true })
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      assert.strictEqual(w.b1.custody?.size, 1, "the ask is not in b-1's custody: the test sets up nothing")
+      // b-1's client read the question (it may show it) and has not confirmed it yet; d withdraws the ask.
+      w.batch(w.d, [{ type: "cancel_ask", messageId: m0.id }])
+      // b-1's own rejoin (the same instanceId) gives the stale copy back, dropped as an ask that is over.
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "answered delivered, but the instance that may show the ask was not told")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})
