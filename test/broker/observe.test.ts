@@ -12,6 +12,7 @@ import { OBSERVE_V1 } from "../../src/protocol/features.ts"
 import { ObserveClient } from "../../src/observe/ObserveClient.ts"
 import { type BrokerSnapshot, type ObserveEvent } from "../../src/observe/Snapshot.ts"
 import { assertDelivered } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
 import { list, message, send, withBroker } from "../support/broker.ts"
 
 const observerRegister = { type: "register", session: { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 } }
@@ -127,7 +128,7 @@ describe("observe-v1", () => {
       yield* observer.send({ ...observerRegister, sessionId: "watcher", features: [OBSERVE_V1], observer: true })
       const registered = yield* observer.next("registered")
       assert.include(registered.features ?? [], OBSERVE_V1)
-      yield* observer.roundTrip
+      yield* settled([observer], [a.client])
       yield* a.client.expectNothing("session_joined")
       assert.deepStrictEqual((yield* list(a.client)).map((session) => session.id), ["a"])
       const snapshot = yield* ObserveClient.snapshot({ socketPath: broker.socketPath })
