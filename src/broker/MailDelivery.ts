@@ -41,7 +41,7 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 680 lines, one concept: the fate of mail that is not being
+ * Size: about 725 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,

@@ -74,6 +74,11 @@
  * (the message was delivered, to an instance that is gone), and a
  * supersede delivers its new message alone. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
+ *
+ * Size: about 415 lines, one concept — what a message's route lets its
+ * sender and receiver do after delivery (receipts, cancel, supersede); the
+ * route checks (`reaches`, `recordedRoute`, `given`) are shared by all three,
+ * and the held receipts are HeldReceipts.ts already.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
