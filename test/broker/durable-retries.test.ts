@@ -12,12 +12,12 @@ import { Deferred, Effect } from "effect"
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { DELIVERY_V1, GROUPS_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
-import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { type MailStoreService, makeMemory, makeMemoryMailState, type MemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, message, messageFor, send } from "../support/broker.ts"
+import { ackFor, message, messageFor, send, type Session } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { advance, type MemoryNetwork, memoryNetwork, type RunningBroker } from "../support/memory.ts"
 
 /**
  * A durable broker over a memory disk with alice and bob registered, alice's
@@ -51,6 +51,45 @@ const bobAway = Effect.gen(function*() {
   yield* settled([alice.client])
   return { world, disk, first, alice }
 })
+
+/**
+ * A durable broker over a memory disk with alice (asking for `aliceFeatures`)
+ * registered and bob-1 (name "bob", in /tmp) gone: a message to bob-1 goes
+ * to P49's other holder of that name and directory, once one registers.
+ */
+const bob1Gone = (aliceFeatures: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    const disk = makeMemoryMailState()
+    const first = yield* durableBroker(world, disk)
+    const alice = yield* world.session({ sessionId: "alice", name: "alice", frame: { features: aliceFeatures } })
+    const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+    yield* bob1.client.destroy
+    yield* settled([alice.client])
+    return { world, disk, first, alice }
+  })
+
+/** `first`'s changes committed, then a crash and a restart over `disk`: alice, bob-1 and bob-2 register again. */
+const restartedWithBobs = (world: MemoryNetwork, disk: MemoryMailState, first: RunningBroker) =>
+  Effect.gen(function*() {
+    yield* advance(LAZY_FLUSH)
+    yield* first.crash
+    yield* durableBroker(world, disk)
+    const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+    const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
+    const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+    return { alice2, bob1Back, bob2Back }
+  })
+
+/** `sender` cancels `messageId`: answered delivered, the control reaches `holder` and not `other`. */
+const cancelReachesOnly = (sender: Session, holder: Session, other: Session, messageId: string) =>
+  Effect.gen(function*() {
+    yield* sender.client.send({ type: "cancel_message", messageId })
+    assert.deepStrictEqual({ ...(yield* ackFor(sender.client, messageId)) }, { type: "delivered", messageId })
+    yield* holder.client.next("message_control", (frame) => frame.control.messageId === messageId)
+    yield* settled([sender.client], [other.client, holder.client])
+    yield* other.client.expectNothing("message_control")
+  })
 
 /** The bare refusal of a cancel (P71). */
 const cannotCancel = (messageId: string): { readonly type: "delivery_failed"; readonly messageId: string; readonly reason: string } => ({
@@ -197,69 +236,31 @@ describe("durable broker restarted: a cancel of a message delivered before the c
 
   it.effect("delivered to P49's other holder of its target's name reaches that holder, not a session of the target's id", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      yield* bob1.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bob1Gone()
       const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
       // Addressed to the departed bob-1; the only other live holder of its name and directory takes it (P49).
       const msg = message("for whichever bob")
       assertDelivered(yield* send(alice.client, "bob-1", msg))
       yield* messageFor(bob2.client, msg.id)
-      yield* advance(LAZY_FLUSH)
-      yield* first.crash
-
-      yield* durableBroker(world, disk)
-      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
-      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
-      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
-      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
-      yield* bob1Back.client.expectNothing("message_control")
+      const { alice2, bob1Back, bob2Back } = yield* restartedWithBobs(world, disk, first)
+      yield* cancelReachesOnly(alice2, bob2Back, bob1Back, msg.id)
     }))
 
   it.effect("delivered from the mailbox to P49's other holder when it registered, reaches that holder, not a session of the target's id", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      yield* bob1.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bob1Gone()
       // No holder of bob-1's name is live: queued, then flushed to the first that registers (P49).
       const msg = message("for the next bob")
       assertDelivered(yield* send(alice.client, "bob-1", msg), "queued")
       const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
       yield* messageFor(bob2.client, msg.id)
-      yield* advance(LAZY_FLUSH)
-      yield* first.crash
-
-      yield* durableBroker(world, disk)
-      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
-      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
-      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
-      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
-      yield* bob1Back.client.expectNothing("message_control")
+      const { alice2, bob1Back, bob2Back } = yield* restartedWithBobs(world, disk, first)
+      yield* cancelReachesOnly(alice2, bob2Back, bob1Back, msg.id)
     }))
 
   it.effect("delivered to P49's other holder at a replace window's close, reaches that holder, not a session of the target's id", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice", frame: { features: [DELIVERY_V1] } })
-      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      yield* bob1.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bob1Gone([DELIVERY_V1])
       const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
       // Staged for bob-1's name's sole live holder, and delivered to it when the window closes (C-DLV-5, P49).
       const msg = message("an update for whichever bob")
@@ -267,18 +268,8 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* alice.client.next("delivery_queued", (frame) => frame.messageId === msg.id)
       yield* advance(DEFAULT_REPLACE_WINDOW_MS)
       yield* messageFor(bob2.client, msg.id)
-      yield* advance(LAZY_FLUSH)
-      yield* first.crash
-
-      yield* durableBroker(world, disk)
-      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
-      yield* alice2.client.send({ type: "cancel_message", messageId: msg.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(alice2.client, msg.id)) }, { type: "delivered", messageId: msg.id })
-      yield* bob2Back.client.next("message_control", (frame) => frame.control.messageId === msg.id)
-      yield* settled([alice2.client], [bob1Back.client, bob2Back.client])
-      yield* bob1Back.client.expectNothing("message_control")
+      const { alice2, bob1Back, bob2Back } = yield* restartedWithBobs(world, disk, first)
+      yield* cancelReachesOnly(alice2, bob2Back, bob1Back, msg.id)
     }))
 
   it.effect("handled but not committed before the crash, reaches neither side; retried after it, is carried out and answered delivered", () =>
@@ -347,24 +338,12 @@ describe("durable broker restarted: a supersede of a message delivered before th
 
   it.effect("delivered to P49's other holder, addressed to the target's id now back, is E_SUPERSEDE_TARGET and tells no one", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1 = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      yield* bob1.client.destroy
-      yield* settled([alice.client])
+      const { world, disk, first, alice } = yield* bob1Gone()
       const bob2 = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
       const msg = message("for whichever bob")
       assertDelivered(yield* send(alice.client, "bob-1", msg))
       yield* messageFor(bob2.client, msg.id)
-      yield* advance(LAZY_FLUSH)
-      yield* first.crash
-
-      yield* durableBroker(world, disk)
-      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob1Back = yield* world.session({ sessionId: "bob-1", name: "bob", cwd: "/tmp" })
-      const bob2Back = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp" })
+      const { alice2, bob1Back, bob2Back } = yield* restartedWithBobs(world, disk, first)
       assertFailed(
         yield* send(alice2.client, "bob-1", message("not yours", { supersedes: msg.id })),
         "E_SUPERSEDE_TARGET",
