@@ -84,7 +84,9 @@
  * behind them) and the per-message test of whether one holds an item
  * (`CustodyHolds.holdOf`), and whether a connection the hold waits for
  * (`CustodyHold.awaited`) may still give back the very message a cancel or
- * supersede is about (`CustodyHolds.mayGiveBack`, asked by Receipts.reaches:
+ * supersede is about (`CustodyHolds.mayGiveBack`, asked by Receipts.reaches —
+ * its custody, its write in progress, or that write's untaken rest once its
+ * close abandoned it:
  * a hold kept for the sender's other mail does not bring a message its old
  * client confirmed to the new one). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
@@ -107,7 +109,7 @@
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
-import type { OutboundItem, Peer } from "./Peer.ts"
+import type { OutboundItem, Peer, Written } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
 export interface CustodyHoldCounts {
@@ -171,16 +173,22 @@ export class CustodyHold {
 
 /**
  * Whether `peer` may still give back, at its close, the message of record
- * key `messageKey`: it is in its custody (written, not confirmed) or in its
- * write in progress. A scan, only for a cancel or supersede while a hold
+ * key `messageKey`: it is in its custody (written, not confirmed), in its
+ * write in progress, or in the untaken rest of a write its close abandoned
+ * already (`Peer.untakenRest`, kept from `Router.abandonWrites` until
+ * `Router.detach`). A scan, only for a cancel or supersede while a hold
  * waits for `peer` (`CustodyHolds.mayGiveBack`).
  */
 const mayStillGiveBack = (peer: Peer, messageKey: string): boolean => {
   if (peer.custody?.holdsMessage(messageKey) === true) return true
-  const returnable = peer.writer.inFlight?.returnable
-  if (returnable === undefined) return false
-  for (let i = 0; i < returnable.length; i++) {
-    const item = returnable[i]!
+  return holdsMail(peer.writer.inFlight?.returnable, messageKey) || holdsMail(peer.untakenRest, messageKey)
+}
+
+/** Whether `items` (a write's returnable output, or its untaken rest) hold the message of record key `messageKey`. */
+const holdsMail = (items: ReadonlyArray<Written> | undefined, messageKey: string): boolean => {
+  if (items === undefined) return false
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
     if ("mail" in item && item.mail.recordKey === messageKey) return true
   }
   return false

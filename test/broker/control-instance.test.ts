@@ -323,3 +323,28 @@ describe("an ask withdrawn unanswered, its copy given back, then the client's ow
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
     }))
 })
+
+describe("a cancel while the message waits in the old connection's untaken write, its close begun", () => {
+  it.effect("the cancel reaches the new instance right behind the message the close gives back", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      const b2 = w.registerB("b-2")
+      assert.ok(b2.custodyHolds > 0, "no hold was taken: the test sets up nothing")
+      // `finish`: the close begun, the write abandoned (its untaken rest kept on b-1), the destroy still running.
+      closePeer(w.b1, "destroy")
+      w.router.abandonWrites(w.b1)
+      assert.ok(w.b1.untakenRest !== undefined, "m0 is not in b-1's untaken rest: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(w.b1)
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
+        { controls: [`cancel ${m0.id}`], messages: [m0.id], answers: ["delivered", "delivered"] }
+      )
+    }))
+})
