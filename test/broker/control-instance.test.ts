@@ -324,6 +324,59 @@ describe("an ask withdrawn unanswered, its copy given back, then the client's ow
     }))
 })
 
+describe("a cancel or supersede of a message still in the old custody, which the old client confirms as it closes", () => {
+  /** d's m0 written to b-1, unconfirmed; b-2 takes b over, so d's mail waits on a custody hold behind b-1's close. */
+  const heldBehindCustody = Effect.gen(function*() {
+    const w = yield* world(custodyFeatures)
+    const m0 = message("m0")
+    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+    assert.strictEqual(w.b1.custody?.size, 1, "m0 is not in b-1's custody: the test sets up nothing")
+    const b2 = w.registerB("b-2")
+    assert.ok(b2.custodyHolds > 0, "no hold was taken: the test sets up nothing")
+    return { w, m0, b2 }
+  })
+
+  /** b-1's client confirms all it read as its connection closes (PeerReader.confirmWhileClosing), then the close. */
+  const confirmAndClose = (w: {
+    readonly b1: Peer
+    readonly d: Peer
+    readonly closeAbandoned: (peer: Peer) => void
+    readonly tryDrain: (peer: Peer) => boolean
+  }): void => {
+    w.b1.reader.frames([JSON.stringify({ type: "received", frames: w.b1.framesWritten })])
+    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+    w.closeAbandoned(w.b1)
+    for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+      // each step offers one parked item
+    }
+  }
+
+  // Review revb D1, not fixed yet: the cancel is answered `delivered` at once (the hold may still give m0
+  // back), and its control parks behind the hold; the late confirm means the close gives nothing back, yet the
+  // parked control is offered to b-2 afterwards. Needs the hold-way control made conditional on the close.
+  it.effect.fails("a cancel: the new instance is not sent the cancel of a message it never got, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      confirmAndClose(w)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
+        { controls: [], messages: [], answers: ["delivered", `failed: ${Reason.cannotCancel}`] }
+      )
+    }))
+
+  // Review revb D1 (supersede), not fixed yet: the supersede control parks behind the hold and reaches b-2
+  // ahead of m1 although b-2 never got m0.
+  it.effect.fails("a supersede: the new instance gets the new message alone", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      confirmAndClose(w)
+      assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+})
+
 describe("a cancel while the message waits in the old connection's untaken write, its close begun", () => {
   it.effect("the cancel reaches the new instance right behind the message the close gives back", () =>
     Effect.gen(function*() {
