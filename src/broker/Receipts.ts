@@ -67,12 +67,23 @@
  * another client is a new instance, which never got the messages routed to
  * the old one, and cannot act on a cancel or supersede of them (review
  * ctl2). A cancel or supersede goes to the session's connection only when
- * it may hold the message (`reaches`): the instance given it — the route
- * moves on when the message is handed on there (`handedOn`) — or one a
- * takeover's custody hold keeps the control for, behind this message, which
- * the old close may still give back. Otherwise a cancel is answered "cannot be cancelled"
- * (the message was delivered, to an instance that is gone), and a
- * supersede delivers its new message alone. A withdrawn message goes back
+ * that instance was given the message — the route moves on when the
+ * message is handed on there (`handedOn`). Otherwise a cancel is answered
+ * "cannot be cancelled" (the message was delivered, to an instance that is
+ * gone), and a supersede delivers its new message alone. One exception, a
+ * cancel of a message still in the custody (or write) of an old connection
+ * a takeover's custody hold waits for: that client may yet confirm it as it
+ * closes, or not, and only the close tells whether the new instance gets it
+ * (review revb D1). So the cancel is put off until the hold ends
+ * (`CustodyHolds.deferCancel`) and then handled anew (`cancelAgain`):
+ * its answer, control, record rewrite and commit all wait; given back to
+ * the new connection, the message is followed by the cancel (answered
+ * `delivered`); confirmed by the old client, the cancel is answered "cannot
+ * be cancelled"; given back to the mailbox (the session away), it is
+ * cancelled there. A supersede does not wait (its new message goes now): it
+ * is recorded and its new message delivered alone, and the old message,
+ * given back at that close, is withdrawn on its way — so the new instance
+ * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -172,7 +183,10 @@ export class Receipts {
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey)
-      if (route !== undefined ? this.reaches(route, target, control) : recorded?.receiver === target) {
+      // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
+      // message is known only at the old close, while the new message goes now. Not sent, the old one given
+      // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
+      if (route !== undefined ? mayHold(route.receiverInstance, target.instance) : recorded?.receiver === target) {
         this.ctx.output.enqueue(target.peer, control)
       }
       this.ctx.records.rewrite(sender.key, message.supersedes, {
@@ -243,31 +257,6 @@ export class Receipts {
       this.routes.dropRoute(oldest)
     }
     this.held.expire(now)
-  }
-
-  /**
-   * Whether a control about `route`'s message (`control`) may go to the
-   * `receiver` now registered under its key — the rule OutputEnd.handOver
-   * keeps for controls in the old outbox at a takeover. Yes when that client
-   * instance was given the message (`OutboundRecord.receiverInstance`:
-   * routed there, or handed on there since, `handedOn`), or when a
-   * takeover's custody hold on its connection covers the message's sender
-   * (CustodyHold.ts) and a connection the hold waits for may still give
-   * this message back at its close (in its custody or write in progress:
-   * `CustodyHolds.mayGiveBack`), the control waiting behind the hold. A
-   * message the old instance confirmed never reaches the new one, so a hold
-   * kept for the sender's other mail does not make the control reach it. The route then names
-   * this instance, so the message, given back, goes on to it (withdrawn, it
-   * goes only to an instance its route names: MailDelivery.requeue), with
-   * the control after it. Otherwise the message went to an instance that is
-   * gone: a takeover's new one never got it from here and cannot act on a
-   * cancel or supersede of it.
-   */
-  private reaches(route: OutboundRecord, receiver: Session, control: ControlFrame): boolean {
-    if (mayHold(route.receiverInstance, receiver.instance)) return true
-    if (!this.ctx.output.holds.mayGiveBack(receiver.peer, control)) return false
-    route.receiverInstance = receiver.instance
-    return true
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
@@ -361,9 +350,23 @@ export class Receipts {
   private onCancel(peer: Peer, raw: unknown): void {
     const frame = decodeClientFrame.cancel_message(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    this.cancel(peer, frame.messageId)
+  }
+
+  /**
+   * A cancel put off behind a takeover's custody hold (`CustodyHolds.deferCancel`)
+   * is handled anew now that the hold ended — if `sender` still holds its
+   * session on its connection; else it is dropped unanswered, as an answer to
+   * a connection that is gone would be.
+   */
+  private cancelAgain(sender: Session, messageId: string): void {
+    if (this.ctx.registry.byKey.get(sender.key) !== sender || sender.peer.session !== sender) return
+    this.cancel(sender.peer, messageId)
+  }
+
+  private cancel(peer: Peer, messageId: string): void {
     const { output, records } = this.ctx
     const session = peer.session
-    const messageId = frame.messageId
     if (session === undefined) return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
@@ -391,9 +394,13 @@ export class Receipts {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
       const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key)
-      // Given to a client instance that is gone (the session taken over since): the new one cannot act on
-      // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
-      if (route !== undefined && !this.reaches(route, live.receiver, control)) {
+      if (route !== undefined && !mayHold(route.receiverInstance, live.receiver.instance)) {
+        // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
+        // client may yet confirm it as it closes, so whether the new instance gets it is known only then
+        // (review revb D1). Handled again when the hold ends: the answer, the control, the record all wait.
+        if (output.holds.deferCancel(live.receiver.peer, control, () => this.cancelAgain(session, messageId))) return
+        // Given to a client instance that is gone (the session taken over since): the new one cannot act on
+        // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
         return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
       }
       output.enqueue(live.receiver.peer, control)

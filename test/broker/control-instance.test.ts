@@ -351,13 +351,13 @@ describe("a cancel or supersede of a message still in the old custody, which the
     }
   }
 
-  // Review revb D1, not fixed yet: the cancel is answered `delivered` at once (the hold may still give m0
-  // back), and its control parks behind the hold; the late confirm means the close gives nothing back, yet the
-  // parked control is offered to b-2 afterwards. Needs the hold-way control made conditional on the close.
-  it.effect.fails("a cancel: the new instance is not sent the cancel of a message it never got, and the sender is told it cannot be cancelled", () =>
+  // Review revb D1: the cancel was answered `delivered` at once and its control parked behind the hold; the
+  // late confirm left the close nothing to give back, yet that control then reached b-2.
+  it.effect("a cancel: the new instance is not sent the cancel of a message it never got, and the sender is told it cannot be cancelled", () =>
     Effect.gen(function*() {
       const { w, m0, b2 } = yield* heldBehindCustody
       w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered"], "the cancel was answered before the old close")
       confirmAndClose(w)
       assert.deepStrictEqual(
         { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
@@ -365,15 +365,43 @@ describe("a cancel or supersede of a message still in the old custody, which the
       )
     }))
 
-  // Review revb D1 (supersede), not fixed yet: the supersede control parks behind the hold and reaches b-2
-  // ahead of m1 although b-2 never got m0.
-  it.effect.fails("a supersede: the new instance gets the new message alone", () =>
+  // Review revb D1 (supersede): its control parked behind the hold and reached b-2 ahead of m1, though b-2
+  // never got m0.
+  it.effect("a supersede: the new instance gets the new message alone", () =>
     Effect.gen(function*() {
       const { w, m0, b2 } = yield* heldBehindCustody
       const m1 = message("m1", { supersedes: m0.id })
       w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
       confirmAndClose(w)
       assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+
+  it.effect("a supersede, the old client confirming nothing: the old close gives the superseded message to no new instance", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      w.closeAbandoned(w.b1)
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+
+  it.effect("a cancel, the session away at the old close: the message given back to the mailbox is cancelled there", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(b2)
+      w.closeAbandoned(w.b1)
+      const b3 = w.registerB("b-3")
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b3), messages: w.messagesOf(b3), answers: w.answersOf(m0.id) },
+        { controls: [], messages: [], answers: ["delivered", "delivered"] }
+      )
     }))
 })
 
