@@ -350,34 +350,47 @@ export class Receipts {
   private onCancel(peer: Peer, raw: unknown): void {
     const frame = decodeClientFrame.cancel_message(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
-    this.cancel(peer, frame.messageId)
+    const session = peer.session
+    if (session === undefined) return this.answer(peer, frame.messageId, false)
+    this.cancel(session, frame.messageId, peer)
   }
 
   /**
    * A cancel put off behind a takeover's custody hold (`CustodyHolds.deferCancel`)
-   * is handled anew now that the hold ended — if `sender` still holds its
-   * session on its connection; else it is dropped unanswered, as an answer to
-   * a connection that is gone would be.
+   * is handled anew now that the hold ended, for whichever registration
+   * holds `sender`'s session now (the sender asked for it, and the broker
+   * took the frame): answered only on the connection that sent it, if that
+   * still holds the session — an answer to a connection that is gone is lost
+   * as any is, and a retry is answered from the record. With the sender's
+   * session away it is dropped, as a cancel from an away sender would be
+   * refused (it needs both sides registered): the message stays delivered.
    */
   private cancelAgain(sender: Session, messageId: string): void {
-    if (this.ctx.registry.byKey.get(sender.key) !== sender || sender.peer.session !== sender) return
-    this.cancel(sender.peer, messageId)
+    const current = this.ctx.registry.byKey.get(sender.key)
+    if (current === undefined) return
+    this.cancel(current, messageId, current === sender && sender.peer.session === sender ? sender.peer : undefined)
   }
 
-  private cancel(peer: Peer, messageId: string): void {
+  /** Answers a cancel on `to`, the connection that sent it, if there is one to answer (`cancelAgain`). */
+  private answer(to: Peer | undefined, messageId: string, delivered: boolean): void {
+    if (to === undefined) return
+    const { output } = this.ctx
+    output.enqueue(to, delivered ? Encode.bareDeliveredFrame(messageId) : Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+  }
+
+  /** `session`'s cancel of its message `messageId`, answered on `answerTo` (undefined: `cancelAgain` answers no one). */
+  private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
     const { output, records } = this.ctx
-    const session = peer.session
-    if (session === undefined) return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
     }
     // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes.
     if (this.withdrawStaged(session.key, messageId)) {
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
     }
     const now = this.ctx.now()
     // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
@@ -385,8 +398,8 @@ export class Receipts {
     // and the receiver, told once, is not sent the control again.
     const kept = records.get(session.key, messageId, now)
     if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
     }
     const route = this.routeOf(session.key, messageId)
     const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
@@ -401,7 +414,7 @@ export class Receipts {
         if (output.holds.deferCancel(live.receiver.peer, control, () => this.cancelAgain(session, messageId))) return
         // Given to a client instance that is gone (the session taken over since): the new one cannot act on
         // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
-        return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+        return this.answer(answerTo, messageId, false)
       }
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
@@ -414,9 +427,9 @@ export class Receipts {
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)
-      this.ctx.journal?.mark(peer)
-      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
     }
-    output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+    this.answer(answerTo, messageId, false)
   }
 }

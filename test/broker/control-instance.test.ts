@@ -93,6 +93,12 @@ const world = (features: ReadonlyArray<string>) =>
         batch(peer, [registerFrame({ sessionId: "b", frame: { features: with_, instanceId } })])
         return peer
       },
+      /** Registers `d` again on a new connection. */
+      registerD: (): Peer => {
+        const peer = connect(4)
+        batch(peer, [registerFrame({ sessionId: "d" })])
+        return peer
+      },
       /** Closes `peer` as `finish` does once its writing is abandoned. */
       closeAbandoned: (peer: Peer): void => {
         closePeer(peer, "destroy")
@@ -386,6 +392,20 @@ describe("a cancel or supersede of a message still in the old custody, which the
         // each step offers one parked item
       }
       assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+
+  it.effect("a cancel whose sender reconnected before the old close: carried out then, the new connection not answered", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(w.d)
+      const d2 = w.registerD()
+      w.closeAbandoned(w.b1)
+      const answers = w.framesOf(d2).filter((frame) => frame.messageId === m0.id)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers },
+        { controls: [`cancel ${m0.id}`], messages: [m0.id], answers: [] }
+      )
     }))
 
   it.effect("a cancel, the session away at the old close: the message given back to the mailbox is cancelled there", () =>
