@@ -83,10 +83,15 @@
  * carried over, adopted, counted down, ended, the departures withheld
  * behind them) and the per-message test of whether one holds an item
  * (`CustodyHolds.holdOf`), and whether a connection the hold waits for
- * (`CustodyHold.awaited`) may still give back the very message a cancel or
- * supersede is about (`CustodyHolds.mayGiveBack`, asked by Receipts.reaches:
- * a hold kept for the sender's other mail does not bring a message its old
- * client confirmed to the new one). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
+ * (`CustodyHold.awaited`) may still give back the very message a cancel is
+ * about — its custody, its write in progress, or that write's untaken rest
+ * once its close abandoned it — in which case the cancel is put off until
+ * the hold ends (`CustodyHolds.deferCancel`, asked by Receipts: the old
+ * client may yet confirm that message as it closes, and only the close
+ * tells whether the new instance gets it; a hold kept for the sender's
+ * other mail does not bring a message its old client confirmed to the new
+ * one). A supersede never waits so: its new message is delivered at once
+ * (Receipts.supersedes). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's
@@ -100,14 +105,14 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 500 lines, past the ~400 guideline, over half of them this
+ * Size: about 530 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
-import type { OutboundItem, Peer } from "./Peer.ts"
+import type { OutboundItem, Peer, Written } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
 export interface CustodyHoldCounts {
@@ -148,11 +153,17 @@ export class CustodyHold {
   pending = 1
   /**
    * The connections whose close the hold waits for (`pending` of them):
-   * what they may still give back is asked of them by `mayGiveBack`.
+   * what they may still give back is asked of them by `deferCancel`.
    */
   readonly awaited: Array<Peer> = []
   /** The connection that holds (the session's current one). */
   holder: Peer
+  /**
+   * Cancels this hold put off until it ends (`CustodyHolds.deferCancel`):
+   * each is handled again after the last awaited close gave back what it
+   * gives back (Router.detach), oldest first.
+   */
+  readonly cancels: Array<() => void> = []
 
   constructor(key: string, senders: Set<string>, holder: Peer) {
     this.key = key
@@ -171,16 +182,22 @@ export class CustodyHold {
 
 /**
  * Whether `peer` may still give back, at its close, the message of record
- * key `messageKey`: it is in its custody (written, not confirmed) or in its
- * write in progress. A scan, only for a cancel or supersede while a hold
- * waits for `peer` (`CustodyHolds.mayGiveBack`).
+ * key `messageKey`: it is in its custody (written, not confirmed), in its
+ * write in progress, or in the untaken rest of a write its close abandoned
+ * already (`Peer.untakenRest`, kept from `Router.abandonWrites` until
+ * `Router.detach`). A scan, only for a cancel or supersede while a hold
+ * waits for `peer` (`CustodyHolds.deferCancel`).
  */
 const mayStillGiveBack = (peer: Peer, messageKey: string): boolean => {
   if (peer.custody?.holdsMessage(messageKey) === true) return true
-  const returnable = peer.writer.inFlight?.returnable
-  if (returnable === undefined) return false
-  for (let i = 0; i < returnable.length; i++) {
-    const item = returnable[i]!
+  return holdsMail(peer.writer.inFlight?.returnable, messageKey) || holdsMail(peer.untakenRest, messageKey)
+}
+
+/** Whether `items` (a write's returnable output, or its untaken rest) hold the message of record key `messageKey`. */
+const holdsMail = (items: ReadonlyArray<Written> | undefined, messageKey: string): boolean => {
+  if (items === undefined) return false
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
     if ("mail" in item && item.mail.recordKey === messageKey) return true
   }
   return false
@@ -301,7 +318,7 @@ export class CustodyHolds {
    * takeover set waits for, if any. Returned with `pending` counted down:
    * at 0 the hold is ended before `old`'s custody comes back (which must not
    * be held), for its kept mail to go back after that custody, then
-   * `heldReleased`; above 0 (a carried hold waits for another close),
+   * `heldReleased` and the cancels it put off (`cancels`); above 0 (a carried hold waits for another close),
    * `old`'s held senders' mail goes to the hold's front (`keepReturned`).
    */
   endHold(old: Peer): CustodyHold | undefined {
@@ -449,18 +466,27 @@ export class CustodyHolds {
   }
 
   /**
-   * Whether the hold `holder` keeps `control` back with (`holdOf`) waits for
-   * a connection that may still give back the message `control` is about
-   * (in its custody or its write in progress): only then can that message
-   * reach `holder` at the close, with the control behind it. A hold that
-   * covers the control's sender for another message does not make the
-   * control's own message reach `holder` (review revrc P2).
-   * Receipts.reaches asks, for a cancel or supersede during a hold only.
+   * A cancel about a message the hold `holder` keeps `control` back with
+   * (`holdOf`) may not be answered yet when that hold waits for a
+   * connection that may still give back the very message (in its custody,
+   * its write in progress or that write's untaken rest): its client may
+   * yet confirm it while closing (`PeerReader.confirmWhileClosing`), and
+   * then the new instance never gets it, and a cancel it were sent would be
+   * of a message it does not know. So `again` (the cancel handled anew) is
+   * put off until the hold ends (`cancels`), when whether the message went
+   * to the session's connection is known; true when it was put off. A hold
+   * that covers the control's sender for another message changes nothing
+   * (review revrc P2): false. Receipts asks, for a cancel during a hold only.
    */
-  mayGiveBack(holder: Peer, control: ControlFrame): boolean {
+  deferCancel(holder: Peer, control: ControlFrame, again: () => void): boolean {
     const hold = this.holdOf(holder, control)
     if (hold === undefined) return false
-    for (const old of hold.awaited) if (mayStillGiveBack(old, control.messageKey)) return true
+    for (const old of hold.awaited) {
+      if (mayStillGiveBack(old, control.messageKey)) {
+        hold.cancels.push(again)
+        return true
+      }
+    }
     return false
   }
 

@@ -560,6 +560,8 @@ export class Router {
     this.output.holds.heldReleased(hold)
     // `ask-expiry-v1`: a settling answer held behind a reply the hold kept follows it now (ParkedReplies.ts).
     if (this.output.replies.holding) this.output.replies.custodyEnded()
+    // Cancels put off until now (CustodyHolds.deferCancel): what went to the session's connection is known.
+    for (const again of hold.cancels) again()
   }
 
   /**

@@ -93,6 +93,12 @@ const world = (features: ReadonlyArray<string>) =>
         batch(peer, [registerFrame({ sessionId: "b", frame: { features: with_, instanceId } })])
         return peer
       },
+      /** Registers `d` again on a new connection. */
+      registerD: (): Peer => {
+        const peer = connect(4)
+        batch(peer, [registerFrame({ sessionId: "d" })])
+        return peer
+      },
       /** Closes `peer` as `finish` does once its writing is abandoned. */
       closeAbandoned: (peer: Peer): void => {
         closePeer(peer, "destroy")
@@ -321,5 +327,125 @@ describe("an ask withdrawn unanswered, its copy given back, then the client's ow
       w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
       assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "answered delivered, but the instance that may show the ask was not told")
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})
+
+describe("a cancel or supersede of a message still in the old custody, which the old client confirms as it closes", () => {
+  /** d's m0 written to b-1, unconfirmed; b-2 takes b over, so d's mail waits on a custody hold behind b-1's close. */
+  const heldBehindCustody = Effect.gen(function*() {
+    const w = yield* world(custodyFeatures)
+    const m0 = message("m0")
+    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+    assert.strictEqual(w.b1.custody?.size, 1, "m0 is not in b-1's custody: the test sets up nothing")
+    const b2 = w.registerB("b-2")
+    assert.ok(b2.custodyHolds > 0, "no hold was taken: the test sets up nothing")
+    return { w, m0, b2 }
+  })
+
+  /** b-1's client confirms all it read as its connection closes (PeerReader.confirmWhileClosing), then the close. */
+  const confirmAndClose = (w: {
+    readonly b1: Peer
+    readonly d: Peer
+    readonly closeAbandoned: (peer: Peer) => void
+    readonly tryDrain: (peer: Peer) => boolean
+  }): void => {
+    w.b1.reader.frames([JSON.stringify({ type: "received", frames: w.b1.framesWritten })])
+    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+    w.closeAbandoned(w.b1)
+    for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+      // each step offers one parked item
+    }
+  }
+
+  // Review revb D1: the cancel was answered `delivered` at once and its control parked behind the hold; the
+  // late confirm left the close nothing to give back, yet that control then reached b-2.
+  it.effect("a cancel: the new instance is not sent the cancel of a message it never got, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered"], "the cancel was answered before the old close")
+      confirmAndClose(w)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
+        { controls: [], messages: [], answers: ["delivered", `failed: ${Reason.cannotCancel}`] }
+      )
+    }))
+
+  // Review revb D1 (supersede): its control parked behind the hold and reached b-2 ahead of m1, though b-2
+  // never got m0.
+  it.effect("a supersede: the new instance gets the new message alone", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      confirmAndClose(w)
+      assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+
+  it.effect("a supersede, the old client confirming nothing: the old close gives the superseded message to no new instance", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      w.closeAbandoned(w.b1)
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual({ controls: w.controlsOf(b2), messages: w.messagesOf(b2) }, { controls: [], messages: [m1.id] })
+    }))
+
+  it.effect("a cancel whose sender reconnected before the old close: carried out then, the new connection not answered", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(w.d)
+      const d2 = w.registerD()
+      w.closeAbandoned(w.b1)
+      const answers = w.framesOf(d2).filter((frame) => frame.messageId === m0.id)
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers },
+        { controls: [`cancel ${m0.id}`], messages: [m0.id], answers: [] }
+      )
+    }))
+
+  it.effect("a cancel, the session away at the old close: the message given back to the mailbox is cancelled there", () =>
+    Effect.gen(function*() {
+      const { w, m0, b2 } = yield* heldBehindCustody
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(b2)
+      w.closeAbandoned(w.b1)
+      const b3 = w.registerB("b-3")
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b3), messages: w.messagesOf(b3), answers: w.answersOf(m0.id) },
+        { controls: [], messages: [], answers: ["delivered", "delivered"] }
+      )
+    }))
+})
+
+describe("a cancel while the message waits in the old connection's untaken write, its close begun", () => {
+  it.effect("the cancel reaches the new instance right behind the message the close gives back", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      const b2 = w.registerB("b-2")
+      assert.ok(b2.custodyHolds > 0, "no hold was taken: the test sets up nothing")
+      // `finish`: the close begun, the write abandoned (its untaken rest kept on b-1), the destroy still running.
+      closePeer(w.b1, "destroy")
+      w.router.abandonWrites(w.b1)
+      assert.ok(w.b1.untakenRest !== undefined, "m0 is not in b-1's untaken rest: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.closeAbandoned(w.b1)
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.deepStrictEqual(
+        { controls: w.controlsOf(b2), messages: w.messagesOf(b2), answers: w.answersOf(m0.id) },
+        { controls: [`cancel ${m0.id}`], messages: [m0.id], answers: ["delivered", "delivered"] }
+      )
     }))
 })
