@@ -111,8 +111,8 @@
  * and writes the same map of holds and the holders' counts.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
-import { isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
-import type { OutboundItem, Peer, Written } from "./Peer.ts"
+import { carriesMessage, isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
 export interface CustodyHoldCounts {
@@ -190,17 +190,7 @@ export class CustodyHold {
  */
 const mayStillGiveBack = (peer: Peer, messageKey: string): boolean => {
   if (peer.custody?.holdsMessage(messageKey) === true) return true
-  return holdsMail(peer.writer.inFlight?.returnable, messageKey) || holdsMail(peer.untakenRest, messageKey)
-}
-
-/** Whether `items` (a write's returnable output, or its untaken rest) hold the message of record key `messageKey`. */
-const holdsMail = (items: ReadonlyArray<Written> | undefined, messageKey: string): boolean => {
-  if (items === undefined) return false
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!
-    if ("mail" in item && item.mail.recordKey === messageKey) return true
-  }
-  return false
+  return carriesMessage(peer.writer.inFlight?.returnable, messageKey) || carriesMessage(peer.untakenRest, messageKey)
 }
 
 /**

@@ -15,7 +15,7 @@
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import type { OutboundItem, OutboundMessage, Peer, Returnable } from "./Peer.ts"
+import type { OutboundItem, OutboundMessage, Peer, Returnable, Written } from "./Peer.ts"
 
 /**
  * Characters of frame text an item puts in an outbox (signals: none). An
@@ -63,3 +63,17 @@ export const senderKeyOf = (item: SenderOrdered): string => "mail" in item ? ite
  */
 export const isStrandedControl = (item: OutboundItem, peer: Peer): item is ControlFrame =>
   item instanceof ControlFrame && item.to !== peer.session?.key
+
+/**
+ * Whether `items` (a write's returnable output, or a closing connection's
+ * untaken rest) carry the message of record key `messageKey`. A scan: at a
+ * takeover, or for a cancel while a custody hold waits, only.
+ */
+export const carriesMessage = (items: ReadonlyArray<Written> | undefined, messageKey: string): boolean => {
+  if (items === undefined) return false
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    if ("mail" in item && item.mail.recordKey === messageKey) return true
+  }
+  return false
+}

@@ -38,20 +38,9 @@ import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
-import { charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
+import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { uncountParkedMail } from "./ParkedOrder.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
-
-/** Whether `peer`'s write in progress carries the message of record key `messageKey` (a scan: at a takeover only). */
-const inWrite = (peer: Peer, messageKey: string): boolean => {
-  const returnable = peer.writer.inFlight?.returnable
-  if (returnable === undefined) return false
-  for (let i = 0; i < returnable.length; i++) {
-    const item = returnable[i]!
-    if ("mail" in item && item.mail.recordKey === messageKey) return true
-  }
-  return false
-}
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
@@ -209,7 +198,7 @@ export class OutputEnd {
     }
     if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) {
       this.side.takeBack(item)
-    } else if (inWrite(peer, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
+    } else if (carriesMessage(peer.writer.inFlight?.returnable, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
   }
 
   /**
