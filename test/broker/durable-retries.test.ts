@@ -153,6 +153,35 @@ describe("durable broker restarted: a resend to a target it does not know yet", 
     }))
 })
 
+/**
+ * `deliveredThenCrash`'s world after the restart: alice back, bob-1's client
+ * (`rejoin-v1`) back, then bob registered in group "elsewhere" by client
+ * instance `instanceId` — a takeover across groups by another client, or
+ * bob-1 moving its own session.
+ */
+const bobElsewhereAfterRestart = (text: string, instanceId: string) =>
+  Effect.gen(function*() {
+    const { world, msg } = yield* deliveredThenCrash(text)
+    const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+    yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
+    const bob = yield* world.session({
+      sessionId: "bob",
+      name: "bob",
+      frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId }
+    })
+    yield* settled([alice.client], [bob.client])
+    return { alice, msg, bob }
+  })
+
+/** `sender` cancels `messageId`: "cannot be cancelled", and `receiver` is sent no control. */
+const refusedUnheard = (sender: Session, receiver: Session, messageId: string) =>
+  Effect.gen(function*() {
+    yield* sender.client.send({ type: "cancel_message", messageId })
+    assert.deepStrictEqual({ ...(yield* ackFor(sender.client, messageId)) }, cannotCancel(messageId))
+    yield* settled([sender.client], [receiver.client])
+    yield* receiver.client.expectNothing("message_control")
+  })
+
 describe("durable broker restarted: a cancel of a message delivered before the crash", () => {
   it.effect("with both sides back, reaches the receiver as message_control and is answered delivered; a resend then hears E_DELIVERY_CANCELLED", () =>
     Effect.gen(function*() {
@@ -184,41 +213,19 @@ describe("durable broker restarted: a cancel of a message delivered before the c
       yield* world.session({ sessionId: "bob", name: "bob", frame: { instanceId: "bob-1" } })
       // Another client registers bob while bob-1 holds it: a takeover, a new instance that never got msg.
       const bob2 = yield* world.session({ sessionId: "bob", name: "bob", frame: { instanceId: "bob-2" } })
-      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
-      yield* settled([alice.client], [bob2.client])
-      yield* bob2.client.expectNothing("message_control")
+      yield* refusedUnheard(alice, bob2, msg.id)
     }))
 
   it.effect("after another client instance took the receiver's session over from another group since the restart, cannot be cancelled, and the new instance gets no control", () =>
     Effect.gen(function*() {
-      const { world, msg } = yield* deliveredThenCrash("not yours either")
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
       // Another client registers bob in another group while bob-1 holds it: a takeover across groups.
-      const bob2 = yield* world.session({
-        sessionId: "bob",
-        name: "bob",
-        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-2" }
-      })
-      yield* settled([alice.client], [bob2.client])
-      yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, cannotCancel(msg.id))
-      yield* settled([alice.client], [bob2.client])
-      yield* bob2.client.expectNothing("message_control")
+      const { alice, msg, bob: bob2 } = yield* bobElsewhereAfterRestart("not yours either", "bob-2")
+      yield* refusedUnheard(alice, bob2, msg.id)
     }))
 
   it.effect("after the receiver's own client instance moved its session to another group since the restart, reaches it there", () =>
     Effect.gen(function*() {
-      const { world, msg } = yield* deliveredThenCrash("still yours")
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      yield* world.session({ sessionId: "bob", name: "bob", frame: { features: [REJOIN_V1], instanceId: "bob-1" } })
-      const moved = yield* world.session({
-        sessionId: "bob",
-        name: "bob",
-        frame: { features: [GROUPS_V1, REJOIN_V1], group: "elsewhere", instanceId: "bob-1" }
-      })
-      yield* settled([alice.client], [moved.client])
+      const { alice, msg, bob: moved } = yield* bobElsewhereAfterRestart("still yours", "bob-1")
       yield* alice.client.send({ type: "cancel_message", messageId: msg.id })
       assert.deepStrictEqual({ ...(yield* ackFor(alice.client, msg.id)) }, { type: "delivered", messageId: msg.id })
       yield* moved.client.next("message_control", (frame) => frame.control.messageId === msg.id)
