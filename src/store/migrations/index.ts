@@ -28,6 +28,12 @@
  * above the highest one registered here was written by a newer build and is
  * refused (`DatabaseTooNew`).
  *
+ * A change to what a row's body holds (a new mail or fingerprint field, a
+ * new replay outcome tag) is a migration too, a marker with no schema change
+ * like 0011: a build without it would drop the field silently or call the
+ * block corrupt, and the marker makes it refuse the file as newer instead.
+ * test/store/formatHistory.test.ts fails until such a change names its marker.
+ *
  * A new, empty file is not migrated: it gets `snapshot.ts`, the schema these
  * migrations leave, in one step. So a new migration also updates the
  * snapshot (its `through` and statements); test/store/snapshot.test.ts fails
