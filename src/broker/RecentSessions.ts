@@ -11,8 +11,10 @@
  * The last instance is kept in the session's record, not a table of its
  * own, so it is bounded with the records and counted in their bytes (an
  * `instanceId` is at most 256 characters): at most one per departed
- * session, forgotten when the id registers again (its instance lives on
- * the new `Session`) or when the record goes. 50,000 sessions churning
+ * session, forgotten with its record — when the id registers again in its
+ * group (its instance lives on the new `Session`), or by the bounds; a
+ * registration in another group is told from it while it is the id's last
+ * departure in the scope (`lastDeparture`). 50,000 sessions churning
  * hold at most their 50,000 records, as before, each a number and a string
  * larger. A record forgotten early costs only the distinction: the next
  * registration of its id is an unknown instance again (`UNKNOWN_INSTANCE`),
