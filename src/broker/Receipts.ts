@@ -16,8 +16,9 @@
  * or the one its outcome names (`recordedRoute`), as it went before the
  * restart, and a `supersedes` send may name it to that session (so for a
  * message whose route the bound pushed out while its record is kept) —
- * unless that session was taken over by another client instance since this
- * broker started, which cannot hold the message (`UNKNOWN_INSTANCE`). A
+ * unless another client instance took that session over, or registered it
+ * after its holder left, since this broker started: that one cannot hold
+ * the message (its instance is not `UNKNOWN_INSTANCE`). A
  * cancel's control reveals the cancel as the sender's answer does, so on a
  * durable broker both wait for its commit (StoreJournal.ts). A supersede's
  * control does not wait for a `received-v1` receiver: its new message goes
@@ -66,8 +67,10 @@
  * (`OutboundRecord.receiverInstance`, `Session.instance`): a takeover by
  * another client is a new instance, which never got the messages routed to
  * the old one, and cannot act on a cancel or supersede of them (review
- * ctl2). A cancel or supersede goes to the session's connection only when
- * that instance was given the message — the route moves on when the
+ * ctl2), and so is another client registering the id after its holder
+ * left (the holder's `instanceId` is kept with its departure:
+ * RecentSessions.ts, review revrc P4). A cancel or supersede goes to the
+ * session's connection only when that instance was given the message — the route moves on when the
  * message is handed on there (`handedOn`). Otherwise a cancel is answered
  * "cannot be cancelled" (the message was delivered, to an instance that is
  * gone), and a supersede delivers its new message alone. One exception, a
@@ -86,7 +89,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 445 lines, past the ~400 guideline, near half of them this
+ * Size: about 450 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -317,7 +320,8 @@ export class Receipts {
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
-    // Taken over by another client instance since this broker started: not the one given the message.
+    // Taken over, or registered after its holder left, by another client instance since this broker started:
+    // not the one given the message.
     if (receiver.instance !== UNKNOWN_INSTANCE) return undefined
     return { sender, receiver }
   }

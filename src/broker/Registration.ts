@@ -11,13 +11,15 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 485 lines, one concept — a session's coming and going. The
+ * Size: about 510 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
  * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
  * takeover is the same question; settling the old connection's writing is
- * the Router's (`Router.abandoned`), passed in.
+ * the Router's (`Router.abandoned`), passed in. Whether a departed id's
+ * `register` is its last holder's return (`returningInstance`) is the same
+ * question again.
  */
 import { SessionHealth } from "./Health.ts"
 import { SessionTraffic } from "./Traffic.ts"
@@ -52,6 +54,7 @@ import {
   identityOf,
   normaliseCwd,
   type Session,
+  type SessionInstance,
   sessionKey,
   DEFAULT_GROUP,
   groupOf,
@@ -136,7 +139,7 @@ export class Registration {
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
   private observers = 0
-  /** Takeovers by another client instance so far: the last `Session.instance` one was given. */
+  /** New client instances so far (takeovers, returns by another client): the last `Session.instance` one was given. */
   private instances = 0
   /**
    * Sessions taken over from another group (still live until their connection closes): their
@@ -355,9 +358,10 @@ export class Registration {
       presentSince: 0, // Membership.joined sets it
       order: previous?.order ?? registry.nextOrder(),
       // The client's own rejoin (or its move to another group: the same instanceId) is its holder's
-      // instance; a takeover by another client, in this group or another (`displaced`), a new one.
+      // instance; a takeover by another client, in this group or another (`displaced`), a new one; with
+      // nobody live, the departed holder's return or another client, where it is known (`returningInstance`).
       instance: displaced === undefined
-        ? UNKNOWN_INSTANCE
+        ? this.returningInstance(scopeKey, id, instanceId)
         : instanceId !== undefined && displaced.peer.instanceId === instanceId
         ? displaced.instance
         : ++this.instances,
@@ -429,6 +433,22 @@ export class Registration {
   }
 
   /**
+   * The client instance of a registration of the id `id` with no session of
+   * it live in the scope `scopeKey`: the departed holder's own, continued,
+   * when that registered with the same `instanceId` (the client's reconnect,
+   * or its register after its own `unregister`); a new one when the
+   * departed holder had an `instanceId` and this registration another or
+   * none (another client, which was given none of its messages); and
+   * `UNKNOWN_INSTANCE` when nothing is known of the departed holder's client
+   * (it had no `instanceId`, or its record is gone: RecentSessions.ts).
+   */
+  private returningInstance(scopeKey: string, id: string, instanceId: string | undefined): SessionInstance {
+    const departed = this.ctx.registry.recent.lastDeparture(scopeKey, id)?.recent
+    if (departed?.instanceId === undefined) return UNKNOWN_INSTANCE
+    return departed.instanceId === instanceId ? departed.instance : ++this.instances
+  }
+
+  /**
    * An observer (`observe-v1`): registered, but not as a session — nothing
    * is added to the registry, nobody is told, and only the frames of the live
    * view are accepted from it (Router.ts). At most MAX_OBSERVERS at once.
@@ -470,7 +490,10 @@ export class Registration {
         name: session.fields.name,
         infoJson: session.infoJson,
         identity: session.identity,
-        released: unregistered
+        released: unregistered,
+        // Its client instance, so that client's return is told from another client (`returningInstance`).
+        instanceId: session.peer.instanceId,
+        instance: session.instance
       }, now, !this.takenOverElsewhere.has(session))
     }
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)

@@ -35,12 +35,17 @@ export interface SessionFields {
  * Which client instance holds a session, as a number: a new one at a
  * takeover of a live session (P16) by another client, in its group or
  * another of the scope, the holder's at the client's own rejoin
- * (`rejoin-v1`, the same `instanceId`, also into another group), and
- * `UNKNOWN_INSTANCE` at a registration with no session live under its id
- * in the scope —
- * the broker cannot tell that client from the one it had: its reconnect
- * after a drop, or a new process of it that restores what the last one
- * accepted (a host journal), so it takes it for any earlier one.
+ * (`rejoin-v1`, the same `instanceId`, also into another group). At a
+ * registration with no session live under its id in the scope: the
+ * departed holder's, continued, when its record (RecentSessions.ts) names
+ * the same `instanceId` (the client's reconnect, or its register after its
+ * own `unregister`); a new one when that record names an `instanceId` and
+ * this registration has another or none (another client — also a new
+ * process of the same client, which makes a new `instanceId`); and
+ * `UNKNOWN_INSTANCE` when no record names one (the departed holder had no
+ * `instanceId`, its record is gone, or the broker restarted since): the
+ * broker cannot tell that client from the one it had, so it takes it for
+ * any earlier one.
  */
 export type SessionInstance = number
 

@@ -1,0 +1,123 @@
+/**
+ * Review revrc P4 and helper ctl3: the broker remembers the client instance
+ * that last held a departed session (its `instanceId` and `Session.instance`,
+ * in the session's P34 record), so a registration of a departed id by the
+ * same client — its reconnect, or its register after its own `unregister` —
+ * continues that instance, and one by another client is a new instance.
+ *
+ * Before, any registration with no session live under its id was "an
+ * unknown instance", taken for any earlier one: a cancel of a message the
+ * departed holder had confirmed reading was written to a new client that
+ * never got it, and its sender was answered `delivered`. So was a cancel of
+ * an ask withdrawn unanswered whose copy came back at the holder's close
+ * (ctl3's case), while the same client's return must still get it (review
+ * D3: it may show the ask).
+ *
+ * On a Router driven by hand (control-instance.test.ts's world): writes
+ * complete at once, and each connection's frames are recorded.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Reason } from "../../src/protocol/delivery.ts"
+import { RECEIVED_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+
+const cannotCancel = `failed: ${Reason.cannotCancel}`
+
+/** A world in which b-1 was sent m0 by d and confirmed reading it. */
+const confirmed = Effect.gen(function*() {
+  const w = yield* world(custodyFeatures)
+  const m0 = message("m0")
+  w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+  w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+  assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m0: the test sets up nothing")
+  return { w, m0 }
+})
+
+describe("another client registers the id of a session that left", () => {
+  it.effect("after its holder unregistered: the new client is not sent the cancel of a message the holder confirmed, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.batch(w.b1, [{ type: "unregister" }])
+      const b2 = w.registerB("b-2")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new client was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("after its holder's connection closed: the new client is not sent the cancel, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.closeAbandoned(w.b1)
+      const b2 = w.registerB("b-2")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new client was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("with no instanceId at all (rejoin-v1 not asked for): it is another client, not sent the cancel", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.closeAbandoned(w.b1)
+      const b2 = w.registerB("b-2", [RECEIVED_V1, TAKEOVER_V1])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("a supersede of the message the holder confirmed: the new client gets the new message without the supersede", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.batch(w.b1, [{ type: "unregister" }])
+      const b2 = w.registerB("b-2")
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      assert.deepStrictEqual(w.messagesOf(b2), [m1.id])
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new client was sent a supersede of a message it never got")
+    }))
+})
+
+describe("the same client registers its id again after it left", () => {
+  it.effect("after its own unregister, on a new connection: the cancel goes to it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.batch(w.b1, [{ type: "unregister" }])
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})
+
+describe("an ask withdrawn unanswered, its unconfirmed copy given back by the holder's close (ctl3)", () => {
+  /** d's ask m0 in b-1's custody, withdrawn by d; b-1's connection closes, and the stale copy is dropped. */
+  const withdrawnThenClosed = Effect.gen(function*() {
+    const w = yield* world(custodyFeatures)
+    const m0 = message("still need this?", { expectsReply: true })
+    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+    assert.strictEqual(w.b1.custody?.size, 1, "the ask is not in b-1's custody: the test sets up nothing")
+    w.batch(w.d, [{ type: "cancel_ask", messageId: m0.id }])
+    w.closeAbandoned(w.b1)
+    return { w, m0 }
+  })
+
+  it.effect("another client then registers the id: it is not sent a cancel of the ask it never got, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* withdrawnThenClosed
+      const b2 = w.registerB("b-2")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.messagesOf(b2), [], "the new client was given the withdrawn ask")
+      assert.deepStrictEqual(w.controlsOf(b2), [], "the new client was sent a cancel of an ask it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("the same client reconnects: the cancel reaches it, which may still show the ask (review D3)", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* withdrawnThenClosed
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "answered delivered, but the client that may show the ask was not told")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})

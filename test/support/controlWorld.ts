@@ -1,0 +1,109 @@
+/**
+ * The hand-driven world of the control tests (control-instance.test.ts,
+ * departed-instance.test.ts): a sender `d`, a receiver `b` registered by
+ * client instance b-1, and helpers to register `b` from other instances,
+ * close connections, and read what each connection was written.
+ */
+import { Effect } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { registerFrame } from "./broker.ts"
+import { fakeConnection } from "./fakeConnection.ts"
+import { handRouter } from "./handRouter.ts"
+
+/** A receiver with `received-v1` custody, `rejoin-v1` and `takeover-v1`. */
+export const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
+/** A receiver with `rejoin-v1` and `takeover-v1`, no custody. */
+export const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
+
+/** A frame as far as these tests read it. */
+export interface Seen {
+  readonly type: string
+  readonly messageId?: string
+  readonly reason?: string
+  readonly message?: { readonly id: string }
+  readonly control?: { readonly action: string; readonly messageId: string }
+}
+
+/**
+ * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
+ * `features`); every connection's written frames are kept, parsed.
+ * `stick()` makes b-1's writes never complete from then on (its socket
+ * takes none of them).
+ */
+export const controlWorld = (features: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router, tryDrain } = yield* handRouter({})
+    const written = new Map<Peer, Array<Seen>>()
+    let stuck = false
+    const connect = (id: number, stuckable = false): Peer => {
+      const frames: Array<Seen> = []
+      const peer = attach({
+        ...fakeConnection(id, false),
+        // A stuck write's socket took none of it: the close gives it back.
+        unfinishedWrite: () => (stuckable && stuck ? 0 : undefined),
+        write: (out: ReadonlyArray<OutFrame>) => {
+          if (stuckable && stuck) return Effect.never
+          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
+          return undefined
+        }
+      })
+      written.set(peer, frames)
+      return peer
+    }
+    const b1 = connect(1, true)
+    batch(b1, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+    const d = connect(2)
+    batch(d, [registerFrame({ sessionId: "d" })])
+    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
+      peer.writer.flush()
+      return written.get(peer) ?? []
+    }
+    return {
+      b1,
+      d,
+      batch,
+      router,
+      /** Lets `reader`'s drainer offer one item its batches parked (handRouter.tryDrain). */
+      tryDrain,
+      framesOf,
+      stick: (): void => {
+        stuck = true
+      },
+      /** Registers `b` on a new connection from client instance `instanceId`. */
+      registerB: (instanceId: string, with_: ReadonlyArray<string> = custodyFeatures): Peer => {
+        const peer = connect(3)
+        batch(peer, [registerFrame({ sessionId: "b", frame: { features: with_, instanceId } })])
+        return peer
+      },
+      /** Registers `d` again on a new connection. */
+      registerD: (): Peer => {
+        const peer = connect(4)
+        batch(peer, [registerFrame({ sessionId: "d" })])
+        return peer
+      },
+      /** Closes `peer` as `finish` does once its writing is abandoned. */
+      closeAbandoned: (peer: Peer): void => {
+        closePeer(peer, "destroy")
+        router.abandonWrites(peer)
+        close(peer)
+      },
+      /** The controls `peer` was written, as `action id`. */
+      controlsOf: (peer: Peer): ReadonlyArray<string> =>
+        framesOf(peer).flatMap((frame) =>
+          frame.type === "message_control" ? [`${frame.control?.action} ${frame.control?.messageId}`] : []
+        ),
+      /** The ids of the messages `peer` was written. */
+      messagesOf: (peer: Peer): ReadonlyArray<string> =>
+        framesOf(peer).flatMap((frame) => frame.type === "message" ? [frame.message?.id ?? "?"] : []),
+      /** `d`'s bare answers about `messageId` (to its sends and cancels), in order. */
+      answersOf: (messageId: string): ReadonlyArray<string> =>
+        framesOf(d).flatMap((frame) =>
+          (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === messageId
+            ? [frame.type === "delivered" ? "delivered" : `failed: ${frame.reason}`]
+            : []
+        )
+    }
+  })
