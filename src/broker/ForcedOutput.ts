@@ -46,6 +46,8 @@ export interface ForcedSide {
   readonly undeliverable: (item: OutboundItem) => void
   /** `peer`'s outbox got output: its writer is flushed at the batch's end, or soon (Output's touched list). */
   readonly touch: (peer: Peer) => void
+  /** An item that may go ahead of a waiting head joined `reader`'s own parked list (Output.ownJoined: marked, its drainer woken). */
+  readonly ownJoined: (reader: Peer) => void
   /** The output of the batch being handled that did not fit its outbox yet (Output's; appended to here). */
   readonly batchParked: () => Array<readonly [Peer, OutboundItem]>
   /** The readers whose own parked list may hold output, with a drainer at work (Output's). */
@@ -187,6 +189,8 @@ export class ForcedOutput {
    */
   parkOwn(recipient: Peer, item: SenderOrdered): void {
     recipient.parked.push([recipient, item])
+    // Its drainer may offer it ahead of a head that waits for another's room (ParkedDrain.offerOwnAhead).
+    this.side.ownJoined(recipient)
     // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.
     if (!isMessage(item)) return
     countParkedMail(recipient, item.mail.senderKey)

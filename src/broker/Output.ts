@@ -70,7 +70,8 @@ import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable
 import type { ControlFrame } from "./ControlFrame.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
-import { charsOf, isControl, isMessage, isSenderOrdered } from "./OutboundItems.ts"
+import { Deferred, Exit } from "effect"
+import { charsOf, isControl, isMessage, isReadOnlyAnswer, isSenderOrdered } from "./OutboundItems.ts"
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
@@ -117,6 +118,12 @@ export class Output {
   private touched: Array<Peer | undefined> = []
   private touchedHead = 0
   private touchedCount = 0
+  /**
+   * Readers whose drainer waits on its head while an item that may go ahead
+   * of it joined their list (`ownJoined`): woken at the batch's end, after
+   * the touched writers (`wakeTouched`), since a woken drainer runs at once.
+   */
+  private drainWakes: Array<Peer> = []
   private readonly takeBack: (item: Returnable | ControlFrame) => boolean
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
@@ -158,6 +165,7 @@ export class Output {
       takeBack,
       undeliverable: (item) => this.undeliverable(item),
       touch: (peer) => this.touch(peer),
+      ownJoined: (reader) => this.ownJoined(reader),
       batchParked: () => this.parked,
       parkedReaders: this.parkedReaders,
       budgets: this.budgets,
@@ -166,7 +174,10 @@ export class Output {
     })
     this.replies = new ParkedReplies(this.parkedReaders, () => this.parked, (key) => this.holds.keepsReply(key), {
       forceEnqueue: (asker, answer) => this.forceEnqueue(asker, answer),
-      parkAt: (asker, index, answer) => void asker.parked.splice(index, 0, [asker, answer])
+      parkAt: (asker, index, answer) => {
+        asker.parked.splice(index, 0, [asker, answer])
+        this.ownJoined(asker)
+      }
     })
     this.drain = new ParkedDrain({
       holds: this.holds,
@@ -326,6 +337,34 @@ export class Output {
     this.touchedHead = this.touchedCount = 0
     // A wake of thousands (the membership notifier) does not keep its slots.
     if (touched.length > KEEP_TOUCHED_SLOTS) this.touched = []
+    if (this.drainWakes.length > 0) this.wakeDrainers()
+  }
+
+  /**
+   * An item for `reader` itself that may go ahead of a head that waits
+   * (ParkedDrain.offerOwnAhead) joined `reader`'s own parked list: marks it
+   * (`Peer.ownAhead`) and, when its drainer waits on the head
+   * (`Peer.drainWait`), wakes it at the batch's end (or soon, outside one:
+   * `requestFlush`), never inside the step that parked the item. Slow path:
+   * parked output only.
+   */
+  private ownJoined(reader: Peer): void {
+    reader.ownAhead = true
+    if (reader.drainWait === undefined) return
+    if (this.drainWakes.length === 0 && !this.batching) this.requestFlush()
+    this.drainWakes.push(reader)
+  }
+
+  /** The drainers `ownJoined` marked try their head again, and offer what may go ahead of it. */
+  private wakeDrainers(): void {
+    const readers = this.drainWakes
+    this.drainWakes = []
+    for (const reader of readers) {
+      const wait = reader.drainWait
+      if (wait === undefined) continue
+      reader.drainWait = undefined
+      Deferred.doneUnsafe(wait, Exit.void)
+    }
   }
 
   /**
@@ -344,6 +383,7 @@ export class Output {
     this.parked = []
     const holds = reader.custodyHolds > 0 ? this.holds : undefined
     let own = false
+    let ahead = false
     let kept = 0
     for (let i = 0; i < parked.length; i++) {
       const entry = parked[i]!
@@ -358,6 +398,9 @@ export class Output {
           countParkedMail(reader, item.mail.senderKey)
           own = true
         }
+        ahead = true
+      } else if (entry[0] === reader && !ahead && isReadOnlyAnswer(item)) {
+        ahead = true
       }
       parked[kept++] = entry
     }
@@ -365,6 +408,7 @@ export class Output {
     if (kept === 0) return false
     if (own) this.ownParks++
     reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
+    if (ahead) this.ownJoined(reader)
     this.parkedReaders.add(reader)
     this.backpressureWaits++
     return true

@@ -419,7 +419,7 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
  * head: this test then passes, and vitest reports the `fails` wrong.
  */
 describe("ask-expiry-v1: a reply forced behind the asker's own sends to a session that does not read", () => {
-  it.effect.fails("reaches the asker, and the settling answer follows it; a later probe is answered", () =>
+  it.effect("reaches the asker, and the settling answer follows it; a later probe is answered", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
       const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
