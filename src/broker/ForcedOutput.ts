@@ -20,7 +20,9 @@
  * appends to parked lists Output owns — the batch's (`batchParked`), a
  * recipient's own `Peer.parked`, a withheld return's reader's — and queues
  * into an outbox, charging the budget (OutboxBudgets.ts) and marking it
- * touched through Output (`touch`), all in the caller's synchronous step;
+ * touched through Output (`touch`) — or, parked in a recipient's own list,
+ * marking that list and waking its drainer at the batch's end through
+ * Output (`ownJoined`) — all in the caller's synchronous step;
  * it counts the mail it parks (ParkedOrder.ts) and tells the departure
  * holds (DepartureHolds.ts). Forced output is never on the per-frame
  * routing path (`Output.enqueue` does not force): it runs for requeued,

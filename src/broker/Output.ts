@@ -26,6 +26,10 @@
  * queued outside a reader's batch (timers, the membership notifier, a
  * drainer's offer) asks the broker's output fiber to flush
  * (`requestFlush`), so nothing queued waits for the next frame to arrive.
+ * Likewise a drainer that waits on its head is woken at the batch's end
+ * (after the writers) when an item that may go ahead of that head joins
+ * its reader's list (`ownJoined`, ParkedDrain.offerOwnAhead): a woken
+ * drainer runs at once, so never inside the step that parked the item.
  * Output with no reader to park it with — a replace-staged message falling
  * due (ReplaceStaging.ts) — asks `hasRoom` first and is told when a writer
  * made room (`room`, from `OutputWrites.roomMade`). The answer to an
@@ -50,7 +54,8 @@
  *   what an item is (OutboundItems.ts).
  *
  * Ownership: this class owns the batch being handled (its parked list,
- * `batching`) and the outboxes it touched (`touched`, `Peer.touched`); it
+ * `batching`), the outboxes it touched (`touched`, `Peer.touched`) and the
+ * drainers to wake at its end (`drainWakes`; it sets `Peer.ownAhead`); it
  * is the one writer of the set of readers with parked output (added in
  * `parkFor`; taken off through the `unpark` closures it hands ParkedDrain.ts
  * and OutputEnd.ts). A `Peer`'s `outbox` and `parked` are pushed to here and
@@ -58,6 +63,11 @@
  * writes what is said in its header. The parts reach Output's state only
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
+ *
+ * Size: about 450 lines, past the guideline: one concept — the batch
+ * being handled, its parking and its end-of-batch wake of writers and
+ * drainers — with the wiring of the parts split from it; over a third of
+ * it is this header and JSDoc.
  *
  * Per-frame path: `enqueue`, `ParkedDrain.place` and
  * `OutputWrites.takeForWrite` load what they loaded before the split (the

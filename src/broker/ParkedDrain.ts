@@ -24,8 +24,21 @@
  * departures when the list is empty (`FeedSource.parkedOut`), and releases
  * a settling answer held behind a reply (ParkedReplies.ts).
  *
- * Ownership: no state of its own but the `waitsBehindOwn` count. It takes
- * items off the head of a reader's `parked` list (Output's, which
+ * While the head, for another connection, waits, the items behind it
+ * addressed to the reader itself — messages, control frames about one,
+ * `health`/`list` answers; not the acks of its own sends, which stay behind
+ * them — are offered ahead of it, in their order, up to the first that
+ * waits too (`offerOwnAhead`): what the broker holds for a session never
+ * waits for another session's room (a reply forced behind the session's
+ * sends to one that does not read, the settling answer behind it:
+ * ParkedReplies.ts). Only while `Peer.ownAhead` says such an item may be
+ * there; one that joins while the drainer waits wakes it at the batch's
+ * end (`Peer.drainWait`, Output.ownJoined).
+ *
+ * Ownership: no state of its own but the `waitsBehindOwn` and
+ * `offeredAhead` counts. It takes items off the head of a reader's
+ * `parked` list (and, `offerOwnAhead`, the reader's own items after it),
+ * writes its `drainWait` and clears its `ownAhead` (Output's, which
  * `Output.parkFor` fills and ForcedOutput.ts and OutputEnd.ts also append
  * to or take), pushes waits onto a recipient's `roomWaiters` (emptied by
  * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
