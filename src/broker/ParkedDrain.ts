@@ -132,7 +132,7 @@ export class ParkedDrain {
       const placed = this.place(reader, recipient, entry[1], undefined)
       if (typeof placed !== "string") {
         // The head waits: what after it is for the reader itself may go ahead (`offerOwnAhead`), and an item
-        // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.wakeDrainer).
+        // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.ownJoined).
         if (reader.ownAhead && recipient !== reader) this.offerOwnAhead(reader, placed)
         reader.drainWait = placed
         return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
