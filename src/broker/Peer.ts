@@ -267,7 +267,7 @@ export class Peer {
   /**
    * What this connection's drainer awaits while its head waits (ParkedDrain.offerParked), else
    * undefined: completed at a batch's end when an item that may go ahead joins the list
-   * (Output.wakeDrainer), so the drainer offers it without waiting for the head's room.
+   * (Output.ownJoined), so the drainer offers it without waiting for the head's room.
    */
   drainWait: Deferred.Deferred<void> | undefined = undefined
   /**
