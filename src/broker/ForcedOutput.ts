@@ -20,7 +20,9 @@
  * appends to parked lists Output owns — the batch's (`batchParked`), a
  * recipient's own `Peer.parked`, a withheld return's reader's — and queues
  * into an outbox, charging the budget (OutboxBudgets.ts) and marking it
- * touched through Output (`touch`), all in the caller's synchronous step;
+ * touched through Output (`touch`) — or, parked in a recipient's own list,
+ * marking that list and waking its drainer at the batch's end through
+ * Output (`ownJoined`) — all in the caller's synchronous step;
  * it counts the mail it parks (ParkedOrder.ts) and tells the departure
  * holds (DepartureHolds.ts). Forced output is never on the per-frame
  * routing path (`Output.enqueue` does not force): it runs for requeued,
@@ -46,6 +48,8 @@ export interface ForcedSide {
   readonly undeliverable: (item: OutboundItem) => void
   /** `peer`'s outbox got output: its writer is flushed at the batch's end, or soon (Output's touched list). */
   readonly touch: (peer: Peer) => void
+  /** An item that may go ahead of a waiting head joined `reader`'s own parked list (Output.ownJoined: marked, its drainer woken). */
+  readonly ownJoined: (reader: Peer) => void
   /** The output of the batch being handled that did not fit its outbox yet (Output's; appended to here). */
   readonly batchParked: () => Array<readonly [Peer, OutboundItem]>
   /** The readers whose own parked list may hold output, with a drainer at work (Output's). */
@@ -187,6 +191,8 @@ export class ForcedOutput {
    */
   parkOwn(recipient: Peer, item: SenderOrdered): void {
     recipient.parked.push([recipient, item])
+    // Its drainer may offer it ahead of a head that waits for another's room (ParkedDrain.offerOwnAhead).
+    this.side.ownJoined(recipient)
     // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.
     if (!isMessage(item)) return
     countParkedMail(recipient, item.mail.senderKey)

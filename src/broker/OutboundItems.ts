@@ -77,3 +77,15 @@ export const carriesMessage = (items: ReadonlyArray<Written> | undefined, messag
   }
   return false
 }
+
+/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact): it reads no state a send changes. */
+export const isReadOnlyAnswer = (item: OutboundItem): boolean =>
+  typeof item === "string" && (item.startsWith(`{"type":"health_ok"`) || item.startsWith(`{"type":"sessions"`))
+
+/**
+ * An item a reader's own parked list holds for the reader itself that may go
+ * ahead of a head that waits (ParkedDrain.offerOwnAhead): a message, a control
+ * frame about one, a read-only answer. The other answers — the `delivered`
+ * acks of the reader's own sends parked at the head among them — stay in place.
+ */
+export const goesAhead = (item: OutboundItem): boolean => isSenderOrdered(item) || isReadOnlyAnswer(item)

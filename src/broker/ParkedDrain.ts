@@ -24,8 +24,21 @@
  * departures when the list is empty (`FeedSource.parkedOut`), and releases
  * a settling answer held behind a reply (ParkedReplies.ts).
  *
- * Ownership: no state of its own but the `waitsBehindOwn` count. It takes
- * items off the head of a reader's `parked` list (Output's, which
+ * While the head, for another connection, waits, the items behind it
+ * addressed to the reader itself — messages, control frames about one,
+ * `health`/`list` answers; not the acks of its own sends, which stay behind
+ * them — are offered ahead of it, in their order, up to the first that
+ * waits too (`offerOwnAhead`): what the broker holds for a session never
+ * waits for another session's room (a reply forced behind the session's
+ * sends to one that does not read, the settling answer behind it:
+ * ParkedReplies.ts). Only while `Peer.ownAhead` says such an item may be
+ * there; one that joins while the drainer waits wakes it at the batch's
+ * end (`Peer.drainWait`, Output.ownJoined).
+ *
+ * Ownership: no state of its own but the `waitsBehindOwn` and
+ * `offeredAhead` counts. It takes items off the head of a reader's
+ * `parked` list (and, `offerOwnAhead`, the reader's own items after it),
+ * writes its `drainWait` and clears its `ownAhead` (Output's, which
  * `Output.parkFor` fills and ForcedOutput.ts and OutputEnd.ts also append
  * to or take), pushes waits onto a recipient's `roomWaiters` (emptied by
  * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
@@ -40,16 +53,12 @@ import { Deferred, Effect } from "effect"
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
-import { charsOf, isMessage, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import { charsOf, goesAhead, isMessage, isReadOnlyAnswer, isSenderOrdered, isStranded } from "./OutboundItems.ts"
 import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
 import type { FeedSource } from "./OutputWrites.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn } from "./ParkedOrder.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
-
-/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
-const isReadOnlyAnswer = (frame: string): boolean =>
-  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
 /** What the drain uses of Output's and its parts' (see the module header). */
 export interface DrainSide {
@@ -86,6 +95,12 @@ export class ParkedDrain {
    */
   waitsBehindOwn = 0
 
+  /**
+   * Items for a reader itself offered ahead of the head of its parked list,
+   * which waited (`offerOwnAhead`), since the broker started (stats; slow path only).
+   */
+  offeredAhead = 0
+
   /** @param side what the drain uses of Output's and its parts'. */
   constructor(side: DrainSide) {
     this.side = side
@@ -112,9 +127,16 @@ export class ParkedDrain {
   offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
     return Effect.suspend(() => {
       if (reader.parked[0] !== entry) return Effect.void
+      reader.drainWait = undefined
       const recipient = entry[0]
-      const placed = this.place(reader, recipient, entry[1])
-      if (typeof placed !== "string") return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+      const placed = this.place(reader, recipient, entry[1], undefined)
+      if (typeof placed !== "string") {
+        // The head waits: what after it is for the reader itself may go ahead (`offerOwnAhead`), and an item
+        // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.ownJoined).
+        if (reader.ownAhead && recipient !== reader) this.offerOwnAhead(reader, placed)
+        reader.drainWait = placed
+        return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+      }
       this.parkedOffered(reader, entry, placed !== "refused")
       if (placed === "queued") recipient.writer.flush()
       return Effect.void
@@ -123,9 +145,16 @@ export class ParkedDrain {
 
   /**
    * One try of `offerParked`: the item queued in the recipient's outbox,
-   * parked at the end of its own list, refused, or a wait to retry after.
+   * parked at the end of its own list, refused, or a wait to retry after —
+   * `wait` when given (the head's, which an item offered ahead of it shares,
+   * `offerOwnAhead`), else a new one.
    */
-  private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
+  private place(
+    reader: Peer,
+    recipient: Peer,
+    item: OutboundItem,
+    wait: Deferred.Deferred<void> | undefined
+  ): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
     // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
     // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
     // to come back after that custody.
@@ -139,7 +168,7 @@ export class ParkedDrain {
         return "parked"
       }
       this.holds.counts.waits++
-      const turn = Deferred.makeUnsafe<void>()
+      const turn = wait ?? Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
@@ -170,27 +199,67 @@ export class ParkedDrain {
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
       this.waitsBehindOwn++
-      const turn = Deferred.makeUnsafe<void>()
+      const turn = wait ?? Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     if (waitsForReturn(recipient, item, reader)) {
       // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
-      const turn = Deferred.makeUnsafe<void>()
+      const turn = wait ?? Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     const chars = charsOf(item)
     const budgets = this.budgets
     if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
-      const room = Deferred.makeUnsafe<void>()
+      const room = wait ?? Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(room)
       return room
     }
-    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
+    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal(wait)
     budgets.charge(recipient, chars)
     recipient.outbox.push(item)
     return "queued"
+  }
+
+  /**
+   * The head of `reader`'s parked list, for another connection, waits on
+   * `wait`: the items after it addressed to `reader` itself that may go
+   * ahead (`goesAhead`: messages, control frames about one, read-only
+   * answers; the acks of its own sends stay in place) are offered now, in
+   * their order, up to the first that waits too — on `wait`, so room in
+   * either outbox wakes the drainer. Each leaves the list in the step that
+   * accepts or refuses it, with `parkedOffered`'s bookkeeping. Every per-pair
+   * order holds: they keep their order among themselves and all go to one
+   * outbox, the reader's sends to others keep theirs, and a departure hold
+   * counts down per offered message (DepartureHolds.offered), not per
+   * position. Clears `Peer.ownAhead` when none is left that may go. Slow
+   * path: a scan of the list, only while `ownAhead` is set and the head waits.
+   */
+  private offerOwnAhead(reader: Peer, wait: Deferred.Deferred<void>): void {
+    const parked = reader.parked
+    let queued = false
+    let waits = false
+    for (let i = 1; i < parked.length; i++) {
+      const entry = parked[i]!
+      const item = entry[1]
+      if (entry[0] !== reader || !goesAhead(item)) continue
+      const placed = this.place(reader, reader, item, wait)
+      if (typeof placed !== "string") {
+        waits = true
+        break
+      }
+      parked.splice(i--, 1)
+      this.offeredAhead++
+      if (placed === "queued") queued = true
+      const own = isMessage(item) ? item : undefined
+      if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
+      if (placed === "refused") this.side.undeliverable(item)
+      // Last, as in `parkedOffered`: a woken drainer runs at once.
+      if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
+    }
+    if (!waits) reader.ownAhead = false
+    if (queued) reader.writer.flush()
   }
 
   /**
@@ -200,7 +269,7 @@ export class ParkedDrain {
    */
   parksAnswerFor(reader: Peer): boolean {
     for (const [to, item] of reader.parked) {
-      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
+      if (to === reader && isReadOnlyAnswer(item)) return true
     }
     return false
   }

@@ -40,35 +40,32 @@
  * goes once the reply does, or with the connection; the slot is bounded
  * (`MAX_HELD`), so it costs at most that many frames per connection.
  *
- * Not covered (test/broker/ask-settle-parked-reply.test.ts, `it.fails`): a
- * reply forced into the asker's own parked list behind the asker's own
- * sends to a session that does not read — its sender's older mail is in
- * the asker's mailbox flush there, so `ForcedOutput.parkOwn` puts it at the
- * list's end. The drainer offers only the head, which waits for room; the
- * reply, the answer parked right behind it, and later `list`s (held behind
- * a parked answer, `PeerReader.whileHeldBack`) wait with it, until that
- * session reads or the asker's connection closes (its liveness probe drops
- * it). Offering the items addressed to the asker itself ahead of a head
- * that waits (settle3, 2026-12-06, by reading) keeps every per-pair order:
- * they keep their order among themselves and all go to one outbox, and the
- * asker's sends to others keep theirs; a departure hold counts down per
- * offered message, not per position (`DepartureHolds.offered`), so a
- * departure still follows its sender's mail; a return wait and a custody
- * hold are tested in `ParkedDrain.place` for the asker's own items too; a
- * control frame is in its message's pair. Not built: (1) the drainer
- * sleeps on the head's room, and an own item joining the list later (the
- * forced reply itself, the answer parked behind it, an early `list`
- * answer — appended inside a batch or a close) must wake it; a woken
- * drainer runs at once (`Deferred.doneUnsafe`), so that wake must wait for
- * the batch's end (`Output.wakeTouched`, the per-batch path: an A/B run)
- * or a scheduled flush, and a hand-driven test cannot show it (its
- * drainer is retried by hand): it needs a test with running fibers. (2)
- * The asker's own items there include the `delivered` acks of the very
- * sends parked at the head: offered ahead, a send is acknowledged before
- * it is queued (still accepted, never dropped) and its sender slowed
- * less; leaving acks in place and offering the rest (messages, control
- * frames, read-only answers) is the likelier choice — read-only answers
- * already go ahead of parked acks (`PeerReader.whileHeldBack`).
+ * A reply forced into the asker's own parked list behind the asker's own
+ * sends to a session that does not read (its sender's older mail is in the
+ * asker's mailbox flush there, so `ForcedOutput.parkOwn` puts it at the
+ * list's end) does not wait for that session: while the head of the list,
+ * for another connection, waits, the drainer offers the items addressed to
+ * the asker itself ahead of it (`ParkedDrain.offerOwnAhead`) — the reply,
+ * the answer parked right behind it, a `list` answer parked behind the
+ * sends (whose parked answer held later `list`s back,
+ * `PeerReader.whileHeldBack`). Every per-pair order holds: those items keep
+ * their order among themselves and all go to one outbox, and the asker's
+ * sends to others keep theirs; a departure hold counts down per offered
+ * message, not per position (`DepartureHolds.offered`), so a departure
+ * still follows its sender's mail; a return wait and a custody hold are
+ * tested in `ParkedDrain.place` for the asker's own items too; a control
+ * frame is in its message's pair. The `delivered` acks of the sends parked
+ * at the head stay in place, behind their sends (a send is never
+ * acknowledged before it is queued); messages, control frames and
+ * read-only answers go ahead. An item that joins the list while the
+ * drainer waits on the head (the forced reply, the answer parked behind
+ * it, an early `list` answer — appended inside a batch or a close) marks
+ * the list (`Peer.ownAhead`) and wakes the drainer at the batch's end
+ * (`Output.ownJoined`, `wakeTouched`; outside a batch, the output fiber's
+ * flush), never inside the step that parked it: a woken drainer runs at
+ * once (`Deferred.doneUnsafe`). Tests: test/broker/ask-settle-parked-reply.test.ts
+ * (by hand), own-ahead.test.ts (running fibers), own-ahead-order.test.ts
+ * (the per-pair orders).
  *
  * Ownership: the slots are this module's (one map, keyed by `Peer`),
  * written only in Output's, ParkedDrain's, OutputEnd's and Router.detach's synchronous steps. It reads

@@ -256,6 +256,21 @@ export class Peer {
    */
   parkedMail: Map<string, number> | undefined = undefined
   /**
+   * This connection's own `parked` list may hold items addressed to it that
+   * go ahead of a head that waits (ParkedDrain.offerOwnAhead: messages,
+   * control frames, read-only answers). Set where such an item joins the list
+   * (Output.parkFor, ForcedOutput.parkOwn, a parked settling answer), cleared
+   * by the drainer when a look finds none that may go: while false, a head
+   * that waits costs no scan.
+   */
+  ownAhead = false
+  /**
+   * What this connection's drainer awaits while its head waits (ParkedDrain.offerParked), else
+   * undefined: completed at a batch's end when an item that may go ahead joins the list
+   * (Output.ownJoined), so the drainer offers it without waiting for the head's room.
+   */
+  drainWait: Deferred.Deferred<void> | undefined = undefined
+  /**
    * How many takeovers' custody holds this connection holds (CustodyHold.ts;
    * each a session's, kept by `CustodyHolds` by session key), one or more
    * when any: that of the session it took over from one whose client left

@@ -110,6 +110,8 @@ export interface RouterStats {
   readonly parkedBehindOwn: number
   /** Drainer offers that waited behind older mail of their sender in the recipient's own parked list (ParkedDrain.ts). */
   readonly waitsBehindOwn: number
+  /** Items for a reader itself offered ahead of the head of its parked list, which waited (ParkedDrain.offerOwnAhead). */
+  readonly offeredAhead: number
   /** `ask-expiry-v1` settling `list` answers held behind a reply to their asker still parked elsewhere (Output.enqueueSettleAnswer, ParkedReplies.ts). */
   readonly answersBehindReplies: number
   /** Of those, answers released once their last parked reply was offered by its drainer (ParkedReplies.offered). */
@@ -719,6 +721,7 @@ export class Router {
       ownParks: this.ctx.output.ownParks,
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
+      offeredAhead: this.ctx.output.drain.offeredAhead,
       answersBehindReplies: this.ctx.output.replies.answersHeld,
       answersReleasedOffered: this.ctx.output.replies.answersOffered,
       answersReleasedForced: this.ctx.output.replies.answersForced,

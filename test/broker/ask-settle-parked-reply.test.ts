@@ -408,18 +408,17 @@ describe("ask-expiry-v1: where a held settling answer goes", () => {
 })
 
 /**
- * Not covered yet (ParkedReplies.ts, "Not covered"; docs/protocol.md): a
- * reply forced into the asker's own parked list lands at its end, behind
+ * A reply forced into the asker's own parked list lands at its end, behind
  * the asker's own sends to a session that does not read (its sender's
  * older mail is in the asker's mailbox flush there, ForcedOutput.parkOwn).
- * The drainer offers only the head, which waits for room that never comes;
- * the reply, the settling answer parked behind it and the probe's answer
- * (held behind a parked answer, PeerReader.whileHeldBack) all wait with it.
- * `it.fails` until the drainer offers the asker's own items ahead of such a
- * head: this test then passes, and vitest reports the `fails` wrong.
+ * The head waits for room that never comes; the drainer offers the asker's
+ * own items ahead of it (ParkedDrain.offerOwnAhead): the reply, the settling
+ * answer parked behind it, and then the probe's answer (no parked answer
+ * holds it back, PeerReader.whileHeldBack). Before, all three waited with
+ * the head. With running fibers: own-ahead.test.ts.
  */
 describe("ask-expiry-v1: a reply forced behind the asker's own sends to a session that does not read", () => {
-  it.effect.fails("reaches the asker, and the settling answer follows it; a later probe is answered", () =>
+  it.effect("reaches the asker, and the settling answer follows it; a later probe is answered", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
       const { attach, batch, close, router, tryDrain } = yield* handRouter({ outboxCapacity: 2 }, () => clock.now)
