@@ -15,7 +15,7 @@ import { Effect, Exit } from "effect"
 import { type HostileAttack, Simulation, type SimReport } from "../../src/testing/Simulation.ts"
 import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
 import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
-import { BLOCK_BUDGET_MS, blocksOf } from "./sweep.ts"
+import { blockBudget, blocksOf } from "./sweep.ts"
 
 const manual = { mode: "manual" } as const
 
@@ -202,7 +202,7 @@ describe("hostile sessions in the simulation", () => {
       assert.isTrue(report.trace.findIndex((line) => line.includes("A ← m8 from D")) > ended, report.trace.join("\n"))
     }))
 
-  // In blocks of SWEEP_BLOCK seeds, each with its own budget (sweep.ts: a loaded machine still ends each in time).
+  // In blocks of SWEEP_BLOCK seeds, each with a limit proportional to its seeds (sweep.ts: a loaded machine still ends each in time).
   for (const [first, count] of blocksOf(1, 100)) {
     it.effect(`random workloads with hostile sessions, seeds ${first}–${first + count - 1}: no violation`, () =>
       Effect.gen(function*() {
@@ -215,6 +215,6 @@ describe("hostile sessions in the simulation", () => {
           }
         }
         assert.deepStrictEqual(unexpected, [])
-      }), BLOCK_BUDGET_MS)
+      }), blockBudget(count))
   }
 })
