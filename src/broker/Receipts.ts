@@ -10,7 +10,13 @@
  * (ours): its first answer may have been lost with a connection or a broker
  * crash, and a retry must tell the sender the message's fate rather than
  * "cannot be cancelled" — and the receiver, told once, is not sent the
- * control again. A durable broker that restarted has replay records but no
+ * control again. Nor is a message its sender superseded cancelled as well
+ * (`withdrawnBy`, ours): its receiver was told it is superseded, so the
+ * cancel is answered "cannot be cancelled", with no control and the record
+ * left superseded; and a `supersedes` naming a message its sender
+ * cancelled or superseded already is refused (`E_SUPERSEDE_TARGET`, the
+ * reason saying which), though its route, which outlives both, still
+ * matches. A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -89,7 +95,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 450 lines, past the ~400 guideline, near half of them this
+ * Size: about 480 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -97,7 +103,7 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { recordKeyOf } from "./DeliveryRecords.ts"
+import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
@@ -157,7 +163,11 @@ export class Receipts {
     }
   }
 
-  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver, by its route or its record (`recordedRoute`). */
+  /**
+   * P72: a `supersedes` must name this sender's earlier message to this
+   * (live) receiver, by its route or its record (`recordedRoute`), that its
+   * sender has not cancelled or superseded already (`withdrawnBy`).
+   */
   readonly supersedes: SendStage = {
     check: (attempt) => {
       const supersedes = attempt.message.supersedes
@@ -169,6 +179,15 @@ export class Receipts {
         this.recordedRoute(attempt.sender, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
+      }
+      // Its fate settled already by this sender (a route outlives a cancel or supersede): its receiver was told
+      // once, and a second control or a rewritten record would tell it, and a retry, another fate.
+      const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
+      if (settled !== undefined && !settled.ok) {
+        const reason = settled.code === DeliveryCode.DeliveryCancelled
+          ? Reason.supersedeCancelled
+          : Reason.supersedeSuperseded(settled.reason)
+        return { code: DeliveryCode.SupersedeTarget, reason }
       }
       return undefined
     },
@@ -326,6 +345,20 @@ export class Receipts {
     return { sender, receiver }
   }
 
+  /**
+   * How `sender` settled its message `messageId` already, if it did: its
+   * replay record's outcome when that says it cancelled it
+   * (`DeliveryCancelled`) or superseded it (`DeliverySuperseded`, the reason
+   * naming the new message). Read on the cancel and supersede paths only.
+   */
+  private withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
+    const outcome = this.ctx.records.get(sender.key, messageId, now)?.outcome
+    return outcome !== undefined && !outcome.ok &&
+        (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+      ? outcome
+      : undefined
+  }
+
   private onReceipt(peer: Peer, raw: unknown): void {
     const frame = decodeClientFrame.message_receipt(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
@@ -405,10 +438,13 @@ export class Receipts {
     // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
     // broker that crashed after storing it) is answered as the first was, so the sender learns the fate —
     // and the receiver, told once, is not sent the control again.
-    const kept = records.get(session.key, messageId, now)
-    if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
+    // Superseded already, by this sender: its receiver was told so, and its record says so; it cannot be
+    // cancelled as well (no control, no rewrite: a resend still hears superseded), as mail whose fate the
+    // mailbox settled cannot. The answer reveals the supersede, so it waits for its commit too.
+    const settled = this.withdrawnBy(session, messageId, now)
+    if (settled !== undefined) {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, true)
+      return this.answer(answerTo, messageId, !settled.ok && settled.code === DeliveryCode.DeliveryCancelled)
     }
     const route = this.routeOf(session.key, messageId)
     const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
