@@ -24,7 +24,13 @@
  * message whose route the bound pushed out while its record is kept) —
  * unless another client instance took that session over, or registered it
  * after its holder left, since this broker started: that one cannot hold
- * the message (its instance is not `UNKNOWN_INSTANCE`). A
+ * the message (its instance is not `UNKNOWN_INSTANCE`). Nor for an ask
+ * that is over (withdrawn, answered or expired; helper ctlsup): its record
+ * says delivered as its sender was told, also when its copy came back
+ * unread and was dropped as stale (MailDelivery.ts), so it does not say the
+ * session back has it, and no route says which client instance was given
+ * it — a cancel of it is answered "cannot be cancelled", with no control,
+ * and a supersede naming it is refused. A
  * cancel's control reveals the cancel as the sender's answer does, so on a
  * durable broker both wait for its commit (StoreJournal.ts). A supersede's
  * control does not wait for a `received-v1` receiver: its new message goes
@@ -95,7 +101,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 480 lines, past the ~400 guideline, near half of them this
+ * Size: about 500 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -126,6 +132,7 @@ export class Receipts {
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   private readonly forget: (messageKey: string) => void
   private readonly liveHolder: (scopeKey: string, id: string) => Session | undefined
+  private readonly askOpen: (messageKey: string, now: number) => boolean
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
   /** Receipts along a route whose sender was away, until it registers again. */
@@ -135,19 +142,22 @@ export class Receipts {
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
    * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
    * @param liveHolder the live session holding an id in a scope, in whichever group (Groups.liveHolder).
+   * @param askOpen whether the ask of a record key is still open at a time (Asks.isOpen).
    */
   constructor(
     ctx: RouterContext,
     mail: MailDelivery,
     forget: (messageKey: string) => void,
     withdrawStaged: (senderKey: string, messageId: string) => boolean,
-    liveHolder: (scopeKey: string, id: string) => Session | undefined
+    liveHolder: (scopeKey: string, id: string) => Session | undefined,
+    askOpen: (messageKey: string, now: number) => boolean
   ) {
     this.ctx = ctx
     this.mail = mail
     this.forget = forget
     this.withdrawStaged = withdrawStaged
     this.liveHolder = liveHolder
+    this.askOpen = askOpen
     this.routes = ctx.records.table
   }
 
@@ -323,7 +333,9 @@ export class Receipts {
    * the route its replay record implies: the message was delivered
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
-   * sender's scope (ids are one session per scope, whatever its group). So a
+   * sender's scope (ids are one session per scope, whatever its group) —
+   * unless it is an ask that is over (`askOpen` false): the record of one
+   * whose copy came back unread and was dropped still says delivered. So a
    * cancel or supersede after a restart is carried out as before it; while the
    * receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
@@ -337,6 +349,12 @@ export class Receipts {
     const record = this.ctx.records.get(sender.key, messageId, now)
     const outcome = record?.outcome
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
+    // An ask that is over (withdrawn, answered, expired; not one that is also a reply, whose copy is kept): its
+    // record says delivered as its sender was told, also when its copy came back unread and was dropped
+    // (MailDelivery.dropStale), so it does not say the receiver has it.
+    if (record.expectsReply === true && record.replyTo === undefined && !this.askOpen(recordKeyOf(sender.key, messageId), now)) {
+      return undefined
+    }
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
     // Taken over, or registered after its holder left, by another client instance since this broker started:
