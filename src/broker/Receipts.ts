@@ -336,8 +336,9 @@ export class Receipts {
    * sender's scope (ids are one session per scope, whatever its group) —
    * unless it is an ask that is over (`askOpen` false): the record of one
    * whose copy came back unread and was dropped still says delivered. So a
-   * cancel or supersede after a restart is carried out as before it; while the
-   * receiver is away it cannot be, as before. A message whose route is kept
+   * cancel or supersede after a restart is carried out as before it (but for
+   * such an ask, which only a route could tie to the client given it); while
+   * the receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
    */
   private recordedRoute(
