@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { DELIVERY_V1, GROUPS_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
+import { DELIVERY_V1, GROUPS_V1, RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState, type MemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -375,6 +375,37 @@ describe("durable broker restarted: a cancel of an ask delivered before the cras
       )
       yield* settled([alice2.client], [bob2.client])
       yield* bob2.client.expectNothing(["message_control", "message"])
+    }))
+
+  it.effect("withdrawn unanswered while unconfirmed, its copy dropped when it came back: another client registering the id after the restart is given neither it nor a control", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob1 = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [RECEIVED_V1, REJOIN_V1], instanceId: "bob-1" }
+      })
+      const ask = message("still need this?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      // Read, never confirmed: the ask stays in bob-1's custody, and comes back when its connection goes.
+      yield* messageFor(bob1.client, ask.id)
+      yield* alice.client.send({ type: "cancel_ask", messageId: ask.id })
+      yield* settled([alice.client])
+      yield* bob1.client.destroy
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob2 = yield* world.session({
+        sessionId: "bob",
+        name: "bob",
+        frame: { features: [RECEIVED_V1, REJOIN_V1], instanceId: "bob-2" }
+      })
+      yield* refusedUnheard(alice2, bob2, ask.id)
+      yield* bob2.client.expectNothing("message")
     }))
 
   it.effect("still open, reaches the receiver back as message_control and is answered delivered", () =>
