@@ -10,7 +10,13 @@
  * (ours): its first answer may have been lost with a connection or a broker
  * crash, and a retry must tell the sender the message's fate rather than
  * "cannot be cancelled" — and the receiver, told once, is not sent the
- * control again. A durable broker that restarted has replay records but no
+ * control again. Nor is a message its sender superseded cancelled as well
+ * (`withdrawnBy`, ours): its receiver was told it is superseded, so the
+ * cancel is answered "cannot be cancelled", with no control and the record
+ * left superseded; and a `supersedes` naming a message its sender
+ * cancelled or superseded already is refused (`E_SUPERSEDE_TARGET`, the
+ * reason saying which), though its route, which outlives both, still
+ * matches. A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -18,7 +24,13 @@
  * message whose route the bound pushed out while its record is kept) —
  * unless another client instance took that session over, or registered it
  * after its holder left, since this broker started: that one cannot hold
- * the message (its instance is not `UNKNOWN_INSTANCE`). A
+ * the message (its instance is not `UNKNOWN_INSTANCE`). Nor for an ask
+ * that is over (withdrawn, answered or expired; helper ctlsup): its record
+ * says delivered as its sender was told, also when its copy came back
+ * unread and was dropped as stale (MailDelivery.ts), so it does not say the
+ * session back has it, and no route says which client instance was given
+ * it — a cancel of it is answered "cannot be cancelled", with no control,
+ * and a supersede naming it is refused. A
  * cancel's control reveals the cancel as the sender's answer does, so on a
  * durable broker both wait for its commit (StoreJournal.ts). A supersede's
  * control does not wait for a `received-v1` receiver: its new message goes
@@ -89,7 +101,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 450 lines, past the ~400 guideline, near half of them this
+ * Size: about 500 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -97,7 +109,7 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { recordKeyOf } from "./DeliveryRecords.ts"
+import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
@@ -120,6 +132,7 @@ export class Receipts {
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   private readonly forget: (messageKey: string) => void
   private readonly liveHolder: (scopeKey: string, id: string) => Session | undefined
+  private readonly askOpen: (messageKey: string, now: number) => boolean
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
   /** Receipts along a route whose sender was away, until it registers again. */
@@ -129,19 +142,22 @@ export class Receipts {
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
    * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
    * @param liveHolder the live session holding an id in a scope, in whichever group (Groups.liveHolder).
+   * @param askOpen whether the ask of a record key is still open at a time (Asks.isOpen).
    */
   constructor(
     ctx: RouterContext,
     mail: MailDelivery,
     forget: (messageKey: string) => void,
     withdrawStaged: (senderKey: string, messageId: string) => boolean,
-    liveHolder: (scopeKey: string, id: string) => Session | undefined
+    liveHolder: (scopeKey: string, id: string) => Session | undefined,
+    askOpen: (messageKey: string, now: number) => boolean
   ) {
     this.ctx = ctx
     this.mail = mail
     this.forget = forget
     this.withdrawStaged = withdrawStaged
     this.liveHolder = liveHolder
+    this.askOpen = askOpen
     this.routes = ctx.records.table
   }
 
@@ -157,7 +173,11 @@ export class Receipts {
     }
   }
 
-  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver, by its route or its record (`recordedRoute`). */
+  /**
+   * P72: a `supersedes` must name this sender's earlier message to this
+   * (live) receiver, by its route or its record (`recordedRoute`), that its
+   * sender has not cancelled or superseded already (`withdrawnBy`).
+   */
   readonly supersedes: SendStage = {
     check: (attempt) => {
       const supersedes = attempt.message.supersedes
@@ -169,6 +189,15 @@ export class Receipts {
         this.recordedRoute(attempt.sender, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
+      }
+      // Its fate settled already by this sender (a route outlives a cancel or supersede): its receiver was told
+      // once, and a second control or a rewritten record would tell it, and a retry, another fate.
+      const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
+      if (settled !== undefined && !settled.ok) {
+        const reason = settled.code === DeliveryCode.DeliveryCancelled
+          ? Reason.supersedeCancelled
+          : Reason.supersedeSuperseded(settled.reason)
+        return { code: DeliveryCode.SupersedeTarget, reason }
       }
       return undefined
     },
@@ -304,9 +333,12 @@ export class Receipts {
    * the route its replay record implies: the message was delivered
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
-   * sender's scope (ids are one session per scope, whatever its group). So a
-   * cancel or supersede after a restart is carried out as before it; while the
-   * receiver is away it cannot be, as before. A message whose route is kept
+   * sender's scope (ids are one session per scope, whatever its group) —
+   * unless it is an ask that is over (`askOpen` false): the record of one
+   * whose copy came back unread and was dropped still says delivered. So a
+   * cancel or supersede after a restart is carried out as before it (but for
+   * such an ask, which only a route could tie to the client given it); while
+   * the receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
    */
   private recordedRoute(
@@ -318,12 +350,32 @@ export class Receipts {
     const record = this.ctx.records.get(sender.key, messageId, now)
     const outcome = record?.outcome
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
+    // An ask that is over (withdrawn, answered, expired; not one that is also a reply, whose copy is kept): its
+    // record says delivered as its sender was told, also when its copy came back unread and was dropped
+    // (MailDelivery.dropStale), so it does not say the receiver has it.
+    if (record.expectsReply === true && record.replyTo === undefined && !this.askOpen(recordKeyOf(sender.key, messageId), now)) {
+      return undefined
+    }
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
     // Taken over, or registered after its holder left, by another client instance since this broker started:
     // not the one given the message.
     if (receiver.instance !== UNKNOWN_INSTANCE) return undefined
     return { sender, receiver }
+  }
+
+  /**
+   * How `sender` settled its message `messageId` already, if it did: its
+   * replay record's outcome when that says it cancelled it
+   * (`DeliveryCancelled`) or superseded it (`DeliverySuperseded`, the reason
+   * naming the new message). Read on the cancel and supersede paths only.
+   */
+  private withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
+    const outcome = this.ctx.records.get(sender.key, messageId, now)?.outcome
+    return outcome !== undefined && !outcome.ok &&
+        (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+      ? outcome
+      : undefined
   }
 
   private onReceipt(peer: Peer, raw: unknown): void {
@@ -405,10 +457,13 @@ export class Receipts {
     // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
     // broker that crashed after storing it) is answered as the first was, so the sender learns the fate —
     // and the receiver, told once, is not sent the control again.
-    const kept = records.get(session.key, messageId, now)
-    if (kept !== undefined && !kept.outcome.ok && kept.outcome.code === DeliveryCode.DeliveryCancelled) {
+    // Superseded already, by this sender: its receiver was told so, and its record says so; it cannot be
+    // cancelled as well (no control, no rewrite: a resend still hears superseded), as mail whose fate the
+    // mailbox settled cannot. The answer reveals the supersede, so it waits for its commit too.
+    const settled = this.withdrawnBy(session, messageId, now)
+    if (settled !== undefined) {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, true)
+      return this.answer(answerTo, messageId, !settled.ok && settled.code === DeliveryCode.DeliveryCancelled)
     }
     const route = this.routeOf(session.key, messageId)
     const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)

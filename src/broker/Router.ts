@@ -329,7 +329,8 @@ export class Router {
       mail,
       (messageKey) => asks.cancelled(messageKey, ctx.now()),
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined,
-      (scopeKey, id) => groups.liveHolder(scopeKey, id)
+      (scopeKey, id) => groups.liveHolder(scopeKey, id),
+      (messageKey, at) => asks.isOpen(messageKey, at)
     )
     const discovery = new Discovery(ctx, membership, (now) => asks.prune(now))
     const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))

@@ -71,6 +71,19 @@ export const Reason = {
     "Reply target does not match the pending ask: the session that asked it has left, and another session now answers to that name. Reply to the asker's session id instead: the answer waits for it in the mailbox",
   supersedeNoRoute: "Supersede target does not match a previous message from this sender to this receiver",
   supersedeDisconnected: "Supersede target is not connected",
+  /**
+   * Ours: a `supersedes` naming a message its sender cancelled already (its
+   * receiver was told so). Starts as `supersedeNoRoute` does.
+   */
+  supersedeCancelled:
+    "Supersede target does not match a previous message from this sender to this receiver: that message was cancelled already, and its receiver told so. Send the new message without supersedes",
+  /**
+   * Ours: a `supersedes` naming a message its sender superseded already by
+   * another (`superseded`, the old message's record reason, names it). Starts
+   * as `supersedeNoRoute` does.
+   */
+  supersedeSuperseded: (superseded: string) =>
+    `Supersede target does not match a previous message from this sender to this receiver: that message was superseded already (${superseded}), and its receiver told so. Supersede the message that replaced it instead`,
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
   messageIdReuse: "Message id was reused with different authored content",

@@ -55,6 +55,13 @@ describe("P45 reason strings, verbatim", () => {
     )
   })
 
+  it("a supersede of a message settled already is refused with a reason that starts as the base one does", () => {
+    assert.isTrue(Reason.supersedeCancelled.startsWith(`${Reason.supersedeNoRoute}: `))
+    const superseded = Reason.supersedeSuperseded(Reason.superseded("m-2"))
+    assert.isTrue(superseded.startsWith(`${Reason.supersedeNoRoute}: `))
+    assert.include(superseded, "Superseded by m-2")
+  })
+
   it("the too-large reason names both sizes", () => {
     const reason = Reason.tooLarge(MAX_FRAME_BYTES + 17, MAX_FRAME_BYTES)
     assert.include(reason, String(MAX_FRAME_BYTES + 17))
