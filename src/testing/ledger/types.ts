@@ -210,6 +210,15 @@ export type ViolationKind =
    * new join (ledger/joins.ts).
    */
   | "missing-left"
+  /**
+   * A client read a `message_control` (cancel or supersede) about a message
+   * no connection of that client ever read, on a connection of a client
+   * instance a takeover made: the broker sends a control only to the
+   * instance given the message. Not a registration that took over no live
+   * session (the broker takes it for any earlier instance), nor a cancel of
+   * an ask given to that client unread (ledger/instances.ts).
+   */
+  | "control-to-other-instance"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
