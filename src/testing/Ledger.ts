@@ -378,6 +378,7 @@ export class Ledger {
   finish(): MessageTally {
     const tally = finish(this.state, (record) => this.departures.endedOneShot(this.state, record))
     checkControlInstances(this.state, this.instances)
+    this.joins.finish(this.state, this.departures)
     return tally
   }
 

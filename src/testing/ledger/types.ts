@@ -219,6 +219,16 @@ export type ViolationKind =
    * an ask given to that client unread (ledger/instances.ts).
    */
   | "control-to-other-instance"
+  /**
+   * At the end of the run, a connection live to the end, that read
+   * everything the broker wrote it, still shows a session by its join of an
+   * earlier registration than the one the broker holds now, with departures
+   * of it between: it was told neither the `session_left` nor the new
+   * `session_joined` (a missing departure-and-return pair, which the
+   * end-of-run view cannot see: the session is present either way;
+   * ledger/joins.ts).
+   */
+  | "missing-pair"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
