@@ -35,6 +35,12 @@
  *   ahead of the mail.
  * A connection's view starts afresh at each `registered` it reads.
  *
+ * And the pair missing altogether (`missing-pair`, `finish`): at the end
+ * of the run, a connection live to the end that read everything still
+ * shows X by the join of a registration X left since, X back — it was told
+ * neither the `session_left` nor the new join, which `missing-left` (it
+ * needs a second join) and the end-of-run view (X is present) miss.
+ *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  */
 import { decodeBrokerFrameText, isFrameDecodeError } from "../../protocol/decode.ts"
@@ -56,7 +62,7 @@ interface Present {
   readonly at: number
 }
 
-/** The missing-departure side of one ledger. */
+/** The missing-departure side of one ledger (`missing-left`, `missing-pair`). */
 export class JoinLedger {
   /** Joins in broker writes begun on each link and not read yet, in order. */
   private readonly written = new Map<number, Array<WrittenJoin>>()
