@@ -8,7 +8,9 @@
  * restoring a journal; also after the broker handled the last one's
  * `unregister`), the client that read the message itself, and a
  * cancel of an ask given to the same client instance unread, at its rejoin
- * (commit 3dd5f19).
+ * (commit 3dd5f19). And the path count beside it (ledger/controls.ts,
+ * `heldCancelsRefused`): a cancel written after a takeover, refused once
+ * the old connection confirmed the message and ended (review revb D1).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -146,5 +148,58 @@ describe("Ledger: control-to-other-instance", () => {
     registers(ledger, 4, "client-b3", "client-b3")
     ledger.clientRead(4, [control(ask, "cancel")])
     expect(found(ledger)).toEqual(["control-to-other-instance"])
+  })
+})
+
+describe("Ledger: the count of cancels a custody hold put off and the old client's confirmation refused (D1)", () => {
+  /**
+   * B's client-b read `one` on link #2; client-b2 takes the session over on #3 at `takeoverAt`; A writes a
+   * cancel of `one` at `cancelAt`; the broker reads #2's confirmation when `confirmed`, then sees #2 end;
+   * A reads the refusal ("cannot be cancelled"). Returns the tally's count.
+   */
+  const count = (options: { readonly takeoverAt: number; readonly cancelAt: number; readonly confirmed: boolean }) => {
+    let now = 0
+    const one = messageOf(false)
+    const ledger = new Ledger({ now: () => now })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.linkOpened(2, B, "client-b", 0)
+    brokerTook(ledger, 2, [register()])
+    ledger.clientRead(2, [registered])
+    const send = JSON.stringify({ type: "send", to: B, message: one })
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: one.id, delivery: "socket_delivered" })])
+    ledger.brokerWriteStarted(2, [delivered(one)])
+    ledger.brokerWrote(2, [delivered(one)])
+    ledger.clientRead(2, [delivered(one)])
+    const cancel = JSON.stringify({ type: "cancel_message", messageId: one.id })
+    const steps: Array<readonly [number, () => void]> = [
+      [options.takeoverAt, () => registers(ledger, 3, "client-b2")],
+      [options.cancelAt, () => {
+        ledger.clientWrote(1, [cancel])
+        brokerTook(ledger, 1, [cancel])
+      }]
+    ]
+    for (const [at, step] of steps.sort((x, y) => x[0] - y[0])) {
+      now = at
+      step()
+    }
+    now = 100
+    if (options.confirmed) brokerTook(ledger, 2, [JSON.stringify({ type: "received", frames: 2 })])
+    ledger.brokerEnded(2)
+    ledger.linkClosed(2)
+    ledger.clientRead(1, [JSON.stringify({ type: "delivery_failed", messageId: one.id, reason: "Message cannot be cancelled by this session" })])
+    return ledger.finish().heldCancelsRefused
+  }
+
+  it("a cancel written after the takeover, refused once the old connection confirmed the message and ended, is counted", () => {
+    expect(count({ takeoverAt: 10, cancelAt: 20, confirmed: true })).toBe(1)
+  })
+
+  it("not one written before the takeover, nor one whose message the old connection never confirmed", () => {
+    expect(count({ takeoverAt: 20, cancelAt: 10, confirmed: true })).toBe(0)
+    expect(count({ takeoverAt: 10, cancelAt: 20, confirmed: false })).toBe(0)
   })
 })

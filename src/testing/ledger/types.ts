@@ -340,6 +340,11 @@ export interface MessageTally {
   readonly cancelsAcknowledged: number
   /** `message_control` frames (cancels and supersedes of world sessions' messages) their receivers read. */
   readonly controlsRead: number
+  /**
+   * Cancels a takeover's custody hold put off and the broker then refused, the old client having
+   * confirmed the message as it closed (review revb D1; `ControlState.heldThenRefused`): a path count.
+   */
+  readonly heldCancelsRefused: number
 }
 
 /** How every ask of a run ended. */
