@@ -42,7 +42,9 @@
  * judged too (it is `control-before-message` as well): given to an old
  * instance that never read it, it must not reach a new one.
  *
- * Plain synchronous code over the ledger's state, run once at the end.
+ * Plain synchronous code owned by one `Ledger`: `InstanceLedger` is fed as
+ * the broker handles each batch (`Ledger.brokerHandled`); the check runs
+ * once at the end (`Ledger.finish`).
  */
 import { isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { REJOIN_V1 } from "../../protocol/features.ts"
