@@ -10,7 +10,8 @@
  * class is the ledger's face; its memory is `ledger/state.ts`, and each
  * concern is a module of `ledger/`: the trace, the wire taps, order, hosts
  * and asks, departures (ledger/departure.ts), a join with no departure
- * before it (ledger/joins.ts), frames a client took after
+ * before it (ledger/joins.ts), a control read by a client instance that
+ * never got its message (ledger/instances.ts), frames a client took after
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  */
@@ -18,6 +19,7 @@ import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
+import { checkControlInstances, InstanceLedger } from "./ledger/instances.ts"
 import { JoinLedger } from "./ledger/joins.ts"
 import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
@@ -57,6 +59,7 @@ export class Ledger {
   private readonly topics = new TopicLedger()
   private readonly departures = new DepartureLedger()
   private readonly joins = new JoinLedger()
+  private readonly instances = new InstanceLedger()
 
   constructor(options: LedgerOptions) {
     this.state = makeLedgerState(options)
@@ -203,6 +206,7 @@ export class Ledger {
    */
   brokerHandled(linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
     this.departures.brokerHandled(this.state, linkId, frames, from, to)
+    this.instances.handled(this.state, linkId, frames, from, to)
   }
 
   /** The broker's reader of link `linkId` dropped frames it held behind parked output: its connection closed first. */
@@ -372,7 +376,10 @@ export class Ledger {
    * with every session connected again) and records silent losses.
    */
   finish(): MessageTally {
-    return finish(this.state, (record) => this.departures.endedOneShot(this.state, record))
+    const tally = finish(this.state, (record) => this.departures.endedOneShot(this.state, record))
+    checkControlInstances(this.state, this.instances)
+    this.joins.finish(this.state, this.departures)
+    return tally
   }
 
   /** How every ask of the run ended, counted. */

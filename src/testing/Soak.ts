@@ -98,6 +98,9 @@ export interface SoakSummary {
     readonly resent: number
     readonly cancelsAcknowledged: number
     readonly controlsRead: number
+    readonly heldCancelsRefused: number
+    /** Runs with at least one `heldCancelsRefused`: seeds that reach review revb's D1. */
+    readonly heldCancelsRefusedRuns: number
   }
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
@@ -126,7 +129,8 @@ const messageKeys = [
   "redelivered",
   "resent",
   "cancelsAcknowledged",
-  "controlsRead"
+  "controlsRead",
+  "heldCancelsRefused"
 ] as const
 
 const groupKeys = [
@@ -235,7 +239,9 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       redelivered: 0,
       resent: 0,
       cancelsAcknowledged: 0,
-      controlsRead: 0
+      controlsRead: 0,
+      heldCancelsRefused: 0,
+      heldCancelsRefusedRuns: 0
     }
     const asks = { started: 0, replied: 0, timedOut: 0, failed: 0 }
     const groups = {
@@ -265,6 +271,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       checks += report.checks
       simulatedMs += report.simulatedMs
       for (const key of messageKeys) messages[key] += report.messages[key]
+      if (report.messages.heldCancelsRefused > 0) messages.heldCancelsRefusedRuns++
       asks.started += report.asks.started
       asks.replied += report.asks.replied
       asks.timedOut += report.asks.timedOut
@@ -314,7 +321,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled or superseded by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
-    `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}`,
+    `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}; cancels a custody hold put off, refused as the old client confirmed the message at its close (D1): ${m.heldCancelsRefused} (in ${m.heldCancelsRefusedRuns} runs)`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`
   ]
   const p = summary.paths

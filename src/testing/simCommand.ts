@@ -147,7 +147,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "cancel-unheard": true,
   "supersede-unheard": true,
   "handed-after-drop": true,
-  "missing-left": true
+  "missing-left": true,
+  "control-to-other-instance": true,
+  "missing-pair": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

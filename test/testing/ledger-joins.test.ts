@@ -4,7 +4,10 @@
  * `session_left` of A between, though A departed in between, is reported;
  * a takeover, a `session_left` read between, mail of A's still on its way
  * to the reader (a departure it may have held back), and the reader's own
- * new registration are not.
+ * new registration are not. And `missing-pair`, at the end of the run: a
+ * live connection that still shows A by the join of a registration A left
+ * since, A back, told neither the `session_left` nor the new join; not the
+ * pair read, a takeover, A not back, or a connection closed by the end.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -104,5 +107,71 @@ describe("Ledger: a join with no session_left before it (missing-left)", () => {
 
   it("B's link registered again between the joins: its view starts afresh, no violation", () => {
     expect(run({ ends: "close", between: ["registered"] })).toEqual([])
+  })
+})
+
+interface PairStory {
+  /** How A's first registration ends: an `unregister`, its connection ending, or a takeover by a new connection. */
+  readonly ends: "unregister" | "close" | "takeover"
+  /** Whether A registers again after that. */
+  readonly back: boolean
+  /** What B's link #2 reads after A's registration ended, each in a write of its own. */
+  readonly reads: ReadonlyArray<"left" | "joined">
+  /** B's link #2 is closed at the end of the run. */
+  readonly readerClosed?: boolean
+}
+
+/** B reads A join; A's registration ends as the story says (and A comes back); B reads what it says; the run ends. */
+const pair = (story: PairStory): ReadonlyArray<string> => {
+  const ledger = new Ledger({ now: () => 0 })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: B, name: "b", scopeId: undefined })
+  ledger.linkOpened(2, B, "client-b", 0)
+  brokerTook(ledger, 2, [registerOf(B, 2)])
+  ledger.clientRead(2, [registeredOf(B)])
+  ledger.linkOpened(1, A, "client-a", 0)
+  brokerTook(ledger, 1, [registerOf(A, 1)])
+  ledger.clientRead(1, [registeredOf(A)])
+  toB(ledger, [joined])
+  if (story.ends === "unregister") brokerTook(ledger, 1, [JSON.stringify({ type: "unregister" })])
+  if (story.ends === "close") {
+    ledger.brokerEnded(1)
+    ledger.linkClosed(1)
+  }
+  if (story.back) {
+    ledger.linkOpened(3, A, "client-a", 0)
+    brokerTook(ledger, 3, [registerOf(A, 1)])
+    ledger.clientRead(3, [registeredOf(A)])
+  }
+  for (const frame of story.reads) toB(ledger, [frame === "left" ? left : joined])
+  if (story.readerClosed === true) {
+    ledger.brokerEnded(2)
+    ledger.linkClosed(2)
+  }
+  ledger.finish()
+  return ledger.violations.map((violation) => violation.kind).filter((kind) => kind === "missing-pair")
+}
+
+describe("Ledger: a departure and return neither of which reached a connection (missing-pair)", () => {
+  it("A departed (unregister, or its connection ended) and came back, and B's live connection read neither session_left nor the new join: missing-pair", () => {
+    expect(pair({ ends: "unregister", back: true, reads: [] })).toEqual(["missing-pair"])
+    expect(pair({ ends: "close", back: true, reads: [] })).toEqual(["missing-pair"])
+  })
+
+  it("B read the pair (session_left, then the new join): no violation", () => {
+    expect(pair({ ends: "unregister", back: true, reads: ["left", "joined"] })).toEqual([])
+    expect(pair({ ends: "close", back: true, reads: ["left", "joined"] })).toEqual([])
+  })
+
+  it("A taken over by its new connection (no departure, P16), B told nothing: no violation", () => {
+    expect(pair({ ends: "takeover", back: true, reads: [] })).toEqual([])
+  })
+
+  it("A departed and is not back: not this check's (the end-of-run view judges a missing session_left)", () => {
+    expect(pair({ ends: "close", back: false, reads: [] })).toEqual([])
+  })
+
+  it("B's connection closed by the end: not judged", () => {
+    expect(pair({ ends: "close", back: true, reads: [], readerClosed: true })).toEqual([])
   })
 })

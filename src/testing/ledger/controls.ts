@@ -69,6 +69,7 @@ const keyOf = (sender: string, messageId: string): string => `${sender}\0${messa
 /** A world session's client wrote `cancel_message` for `messageId` on `link`. */
 export const cancelWritten = (state: LedgerState, link: LinkRecord, messageId: string): void => {
   state.controls.cancelsWritten.set(keyOf(link.owner, messageId), link.id)
+  state.controls.cancelsWrittenAt.set(keyOf(link.owner, messageId), state.now())
 }
 
 /**
@@ -78,7 +79,30 @@ export const cancelWritten = (state: LedgerState, link: LinkRecord, messageId: s
  * cancel whose answer was lost (`cancelledUnread`).
  */
 export const cancelRefused = (state: LedgerState, link: LinkRecord, messageId: string): void => {
-  state.controls.cancelsWritten.delete(keyOf(link.owner, messageId))
+  const key = keyOf(link.owner, messageId)
+  const writtenAt = state.controls.cancelsWrittenAt.get(key)
+  if (state.controls.cancelsWritten.delete(key) && writtenAt !== undefined) heldThenRefused(state, link.owner, messageId, writtenAt)
+  state.controls.cancelsWrittenAt.delete(key)
+}
+
+/**
+ * Counts (`ControlState.heldThenRefused`) a refused cancel of `sender`'s `messageId`, written at
+ * `writtenAt`, when a client of the receiver read the message on a connection that a takeover replaced
+ * before the cancel was written, whose confirmation of it the broker read, and which ended after the
+ * cancel was written: the custody hold's put-off cancel that the old client's confirmation at its close
+ * answered "cannot be cancelled" (review revb D1).
+ */
+const heldThenRefused = (state: LedgerState, sender: string, messageId: string, writtenAt: number): void => {
+  const record = state.messages.get(messageId)
+  if (record === undefined || record.sender !== sender) return
+  const reached = record.reads.some((read) => {
+    const old = state.links.get(read.link)
+    return old !== undefined && old.owner === record.target && old.replacedAt !== undefined && old.replacedAt <= writtenAt &&
+      old.confirmed >= read.frame && old.endedAt !== undefined && old.endedAt >= writtenAt
+  })
+  if (!reached) return
+  state.controls.heldThenRefused++
+  note(state, `   ${nameOf(state, sender)}'s cancel of ${record.alias}, put off by a custody hold, refused: the old client confirmed it as it closed (D1)`)
 }
 
 /**
@@ -88,6 +112,7 @@ export const cancelRefused = (state: LedgerState, link: LinkRecord, messageId: s
  */
 export const cancelAnswered = (state: LedgerState, link: LinkRecord, messageId: string): void => {
   const key = keyOf(link.owner, messageId)
+  state.controls.cancelsWrittenAt.delete(key)
   if (!state.controls.cancelsWritten.delete(key)) return
   const record = state.messages.get(messageId)
   if (record === undefined || record.sender !== link.owner) return

@@ -381,6 +381,19 @@ export class DepartureLedger {
       .findLast((r) => r.startedAt === startedAt && r.pid === pid)?.departuresBefore
   }
 
+  /**
+   * How many departures of `session` broker incarnation `epoch` has seen, when the broker holds a
+   * registration of it now (that registration came after all of them: a session is held on one connection
+   * at a time); undefined when it holds none (ledger/joins.ts, `missing-pair`).
+   */
+  departuresOfHeld(state: LedgerState, epoch: number, session: string): number | undefined {
+    for (const [linkId, registration] of this.held) {
+      if (registration.session !== session) continue
+      if (state.links.get(linkId)?.brokerEpoch === epoch) return this.count.get(`${epoch}\u0000${session}`) ?? 0
+    }
+    return undefined
+  }
+
   /** The departure (its broker incarnation and its number there) that ended the registration message `id` counts in, if one did. */
   endedBy(id: string): { readonly epoch: number; readonly index: number } | undefined {
     return this.endOf.get(id)

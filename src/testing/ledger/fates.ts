@@ -290,6 +290,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     redelivered,
     resent,
     cancelsAcknowledged: state.controls.cancelAcks.length,
+    heldCancelsRefused: state.controls.heldThenRefused,
     controlsRead: state.controls.reads.length
   }
 }

@@ -35,11 +35,17 @@
  *   ahead of the mail.
  * A connection's view starts afresh at each `registered` it reads.
  *
+ * And the pair missing altogether (`missing-pair`, `finish`): at the end
+ * of the run, a connection live to the end that read everything still
+ * shows X by the join of a registration X left since, X back — it was told
+ * neither the `session_left` nor the new join, which `missing-left` (it
+ * needs a second join) and the end-of-run view (X is present) miss.
+ *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  */
 import { decodeBrokerFrameText, isFrameDecodeError } from "../../protocol/decode.ts"
 import type { DepartureLedger } from "./departure.ts"
-import { isHostile, type LedgerState, nameOf } from "./state.ts"
+import { isHostile, type LedgerState, type LinkRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
 /** A `session_joined` written toward a connection: the session, its `startedAt`, and the departures before the registration it shows. */
@@ -56,7 +62,7 @@ interface Present {
   readonly at: number
 }
 
-/** The missing-departure side of one ledger. */
+/** The missing-departure side of one ledger (`missing-left`, `missing-pair`). */
 export class JoinLedger {
   /** Joins in broker writes begun on each link and not read yet, in order. */
   private readonly written = new Map<number, Array<WrittenJoin>>()
@@ -122,6 +128,29 @@ export class JoinLedger {
   }
 
   /**
+   * `missing-pair`, at the end of the run with the world settled: a connection live to the end (registered,
+   * open to both sides, nothing the broker wrote it unread or on its way) whose view still shows X by a
+   * join of an earlier registration of X than the one the broker holds now, with departures of X between
+   * (this broker incarnation): it was told neither the `session_left` nor the new `session_joined`.
+   */
+  finish(state: LedgerState, departures: DepartureLedger): void {
+    for (const [linkId, view] of this.present) {
+      const link = state.links.get(linkId)
+      if (link === undefined || isHostile(state, link.owner) || !settledToTheEnd(link)) continue
+      for (const [session, seen] of view) {
+        const before = seen.before
+        if (before === undefined || isHostile(state, session)) continue
+        const now = departures.departuresOfHeld(state, link.brokerEpoch, session)
+        if (now === undefined) continue
+        check(state, now <= before, "missing-pair", () =>
+          `${nameOf(state, link.owner)} on link #${linkId} last read ${nameOf(state, session)} join at ${seen.at} ms, and ${nameOf(state, session)} departed ${
+            now - before
+          } time(s) since and is back (broker #${link.brokerEpoch}), yet no session_left nor session_joined of it reached that connection`)
+      }
+    }
+  }
+
+  /**
    * The alias of a message `sender` sent in a registration that ended by one of its first `upTo`
    * departures (broker incarnation `epoch`), addressed to `receiver`, that no connection of the receiver
    * has read yet: a hold of the receiver's may have been waiting for it.
@@ -144,3 +173,8 @@ export class JoinLedger {
     return undefined
   }
 }
+
+/** Whether `link` is registered and live to both sides at the end, with nothing the broker wrote it unread or on its way. */
+const settledToTheEnd = (link: LinkRecord): boolean =>
+  link.registered && !link.closed && !link.brokerEnded && link.endedAt === undefined && link.framesUnread === 0 &&
+  link.writesUnsent === 0

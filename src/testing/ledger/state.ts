@@ -54,6 +54,15 @@ export interface ControlState {
    * connection it was written on.
    */
   readonly cancelsWritten: Map<string, number>
+  /** When each of `cancelsWritten` was written (simulated ms), by the same key. */
+  readonly cancelsWrittenAt: Map<string, number>
+  /**
+   * Cancels the broker refused ("cannot be cancelled") after a takeover's old connection closed, for a
+   * message that connection's client had read and confirmed, the takeover before the cancel was written:
+   * the cancel a custody hold put off, answered once the old client confirmed the message as it closed
+   * (review revb D1; `cancelRefused`). A count of the path, not a check.
+   */
+  heldThenRefused: number
   readonly cancelAcks: Array<CancelAck>
   /** Ids of messages whose cancel the broker acknowledged, with when the sender read that (simulated ms). */
   readonly cancelled: Map<string, number>
@@ -70,6 +79,8 @@ export interface ControlState {
 /** An empty `ControlState`. */
 export const makeControlState = (): ControlState => ({
   cancelsWritten: new Map(),
+  cancelsWrittenAt: new Map(),
+  heldThenRefused: 0,
   cancelAcks: [],
   cancelled: new Map(),
   superseded: new Map(),

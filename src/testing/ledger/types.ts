@@ -210,6 +210,25 @@ export type ViolationKind =
    * new join (ledger/joins.ts).
    */
   | "missing-left"
+  /**
+   * A client read a `message_control` (cancel or supersede) about a message
+   * no connection of that client ever read, on a connection of a client
+   * instance a takeover made: the broker sends a control only to the
+   * instance given the message. Not a registration that took over no live
+   * session (the broker takes it for any earlier instance), nor a cancel of
+   * an ask given to that client unread (ledger/instances.ts).
+   */
+  | "control-to-other-instance"
+  /**
+   * At the end of the run, a connection live to the end, that read
+   * everything the broker wrote it, still shows a session by its join of an
+   * earlier registration than the one the broker holds now, with departures
+   * of it between: it was told neither the `session_left` nor the new
+   * `session_joined` (a missing departure-and-return pair, which the
+   * end-of-run view cannot see: the session is present either way;
+   * ledger/joins.ts).
+   */
+  | "missing-pair"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
@@ -321,6 +340,11 @@ export interface MessageTally {
   readonly cancelsAcknowledged: number
   /** `message_control` frames (cancels and supersedes of world sessions' messages) their receivers read. */
   readonly controlsRead: number
+  /**
+   * Cancels a takeover's custody hold put off and the broker then refused, the old client having
+   * confirmed the message as it closed (review revb D1; `ControlState.heldThenRefused`): a path count.
+   */
+  readonly heldCancelsRefused: number
 }
 
 /** How every ask of a run ended. */
