@@ -14,7 +14,10 @@
  *
  * Usage: `node scripts/typecheck.ts [tsc arguments]`; with none, `-p
  * tsconfig.lint.json`. `--noEmit` is always added. Exits with the compiler's
- * status.
+ * status. On a platform whose compiler package-lock.json does not carry (it
+ * carries linux-x64's alone), a run with no arguments type-checks with the
+ * `typescript` package's own `tsc` instead, without the Effect rules, and
+ * says so; on linux-x64, or with arguments, a missing compiler fails (exit 2).
  */
 import { spawnSync } from "node:child_process"
 import { createRequire } from "node:module"
@@ -36,8 +39,27 @@ const compiler = (): { readonly exe: string } | { readonly problem: string } => 
     : { problem: (asked.stderr + asked.stdout).trim() || `effect-tsgo get-exe-path exited with ${asked.status}` }
 }
 
+/**
+ * The one platform package-lock.json carries @effect/tsgo's compiler for
+ * (docs/testing.md, "Effects that never run"). On it a missing compiler is an
+ * error; elsewhere the type check runs without the Effect rules, and says so.
+ */
+const LOCKED_PLATFORM = "linux-x64"
+
 const found = compiler()
 if ("problem" in found) {
+  const platform = `${process.platform}-${process.arch}`
+  if (platform !== LOCKED_PLATFORM && process.argv.length <= 2) {
+    console.error(
+      `scripts/typecheck.ts: no @effect/tsgo compiler for ${platform} (${found.problem});\n` +
+        `  package-lock.json carries only its ${LOCKED_PLATFORM} build. Type-checking with the \`typescript\`\n` +
+        "  package's tsc WITHOUT the check for Effects that never run; `npm install @effect/tsgo` here adds\n" +
+        "  this platform's build (and its lock entry) to get the check too."
+    )
+    const tsc = path.join(path.dirname(createRequire(import.meta.url).resolve("typescript/package.json")), "bin", "tsc")
+    const plain = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json", "--noEmit"], { stdio: "inherit" })
+    process.exit(plain.status ?? 1)
+  }
   console.error(
     `scripts/typecheck.ts: cannot find @effect/tsgo's compiler: ${found.problem}\n` +
       "  Run `npm install` (it is a devDependency). If the installed `typescript` is newer than the\n" +

@@ -6,7 +6,9 @@
  * compiler pass; this test runs that same script and configuration on two
  * fixtures: test/lint/fixtures/floating.ts, whose every line marked
  * `// floats: RULE` must be reported by that rule, and runs.ts, whose
- * yielded, returned, assigned and run Effects must not be.
+ * yielded, returned, assigned and run Effects must not be. It runs where
+ * package-lock.json carries the compiler (linux-x64, as CI): elsewhere the
+ * script type-checks without the rules and says so, and this test is skipped.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -32,8 +34,11 @@ const reported = (output: string): Array<string> =>
     return match === null ? [] : [`${match[1]}:${match[2]} ${match[3]}`]
   })
 
+/** The platform whose @effect/tsgo compiler package-lock.json carries (scripts/typecheck.ts). */
+const lockedPlatform = process.platform === "linux" && process.arch === "x64"
+
 describe("the check for Effects that never run", () => {
-  it.live("reports every floating Effect of floating.ts by its rule, and nothing in runs.ts", () =>
+  it.live.runIf(lockedPlatform)("reports every floating Effect of floating.ts by its rule, and nothing in runs.ts", () =>
     Effect.scoped(Effect.gen(function*() {
       const expected = marked("floating.ts")
       assert.isAbove(expected.length, 5, "the fixture marks its floating Effects")
