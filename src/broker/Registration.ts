@@ -143,7 +143,7 @@ export class Registration {
   private instances = 0
   /**
    * Sessions taken over from another group (still live until their connection closes): their
-   * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`) — that is
+   * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`, `clientInstances`) — that is
    * the taker's, which may come first (it unregisters before this one's close is seen).
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
