@@ -18,8 +18,9 @@
  * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
  * takeover is the same question; settling the old connection's writing is
  * the Router's (`Router.abandoned`), passed in. Whether a departed id's
- * `register` is its last holder's return (`returningInstance`) is the same
- * question again.
+ * `register` is the return of a client instance that held it
+ * (`returningInstance`) is the same question again; what is known of those
+ * instances is ClientInstances.ts's, owned here.
  */
 import { SessionHealth } from "./Health.ts"
 import { SessionTraffic } from "./Traffic.ts"
