@@ -80,8 +80,8 @@
  * another client is a new instance, which never got the messages routed to
  * the old one, and cannot act on a cancel or supersede of them (review
  * ctl2), and so is another client registering the id after its holder
- * left (the holder's `instanceId` is kept with its departure:
- * RecentSessions.ts, review revrc P4). A cancel or supersede goes to the
+ * left (the client instances that held an id are kept:
+ * ClientInstances.ts, reviews revrc P4, revc L1, L2). A cancel or supersede goes to the
  * session's connection only when that instance was given the message — the route moves on when the
  * message is handed on there (`handedOn`). Otherwise a cancel is answered
  * "cannot be cancelled" (the message was delivered, to an instance that is

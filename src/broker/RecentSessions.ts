@@ -1,36 +1,16 @@
 /**
  * The memory of recently disconnected sessions (P34): who may still receive
- * mail (P49) and be named in a receipt, by scope, and the client instance
- * that held each last (`RecentSession.instanceId`, `instance`), so that a
- * registration of a departed id can be told to be that client's return or
- * another client (Registration.ts, `Session.instance`). One store for all scopes,
+ * mail (P49) and be named in a receipt, by scope. (Which client instance
+ * held an id is ClientInstances.ts's.) One store for all scopes,
  * bounded overall — kept a day, at most MAX_RECENT records and about
  * MAX_RECENT_BYTES, the oldest forgotten first — and indexed per scope by
  * name and by id prefix, so resolving a target never scans the records.
- *
- * The last instance is kept in the session's record, not a table of its
- * own, so it is bounded with the records and counted in their bytes (an
- * `instanceId` is at most 256 characters): at most one per departed
- * session, forgotten with its record — when the id registers again in its
- * group (its instance lives on the new `Session`), or by the bounds; a
- * registration in another group is told from it while it is the id's last
- * departure in the scope (`lastDeparture`). 50,000 sessions churning
- * hold at most their 50,000 records, as before, each a number and a string
- * larger. A record forgotten early costs only the distinction: the next
- * registration of its id is an unknown instance again (`UNKNOWN_INSTANCE`),
- * as before this was kept. A short-lived session (`ephemeral-v1`) leaves no
- * record, so neither is its instance kept. Memory only, also on a durable
- * broker (decided, not overlooked): the receipt routes that record which
- * instance was given a message are not stored either, and a restarted
- * broker takes the first registration of each id for an unknown instance,
- * whoever held it before (Receipts.recordedRoute).
  *
  * Owned by the Registry; only `Registration` (a session leaves, or registers
  * again) and its own expiry change it.
  */
 import { AgedMap } from "./AgedMap.ts"
 import { SetIndex, SortedIds } from "./Indexes.ts"
-import type { SessionInstance } from "./Registry.ts"
 
 /** What is remembered of a session after it left (P34), for mailbox routing. */
 export interface RecentSession {
@@ -48,13 +28,6 @@ export interface RecentSession {
    * closing: a register with `ifReleased` (`reclaim-released-v1`) takes only such an id.
    */
   readonly released: boolean
-  /**
-   * The `instanceId` (`rejoin-v1`) of the client instance that held it when it left, if that client
-   * registered with one: a registration of its id by the same `instanceId` is that client's return.
-   */
-  readonly instanceId: string | undefined
-  /** That instance's number (`Session.instance`), which such a return continues. */
-  readonly instance: SessionInstance
 }
 
 /** Records kept at most, over all scopes. */
@@ -86,7 +59,7 @@ const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
 
 const bytesOf = (recent: RecentSession): number =>
   2 * (recent.key.length + recent.id.length + recent.scopeKey.length + recent.infoJson.length + (recent.name?.length ?? 0) +
-    (recent.identity?.length ?? 0) + (recent.instanceId?.length ?? 0)) + 256
+    (recent.identity?.length ?? 0)) + 256
 
 /**
  * The departed sessions of every scope, with their indexes: remembered on

@@ -18,8 +18,9 @@
  * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
  * takeover is the same question; settling the old connection's writing is
  * the Router's (`Router.abandoned`), passed in. Whether a departed id's
- * `register` is its last holder's return (`returningInstance`) is the same
- * question again.
+ * `register` is the return of a client instance that held it
+ * (`returningInstance`) is the same question again; what is known of those
+ * instances is ClientInstances.ts's, owned here.
  */
 import { SessionHealth } from "./Health.ts"
 import { SessionTraffic } from "./Traffic.ts"
@@ -46,6 +47,7 @@ import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import { sendersToHold } from "./CustodyHold.ts"
+import { ClientInstances } from "./ClientInstances.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
 import { featureSet, type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
@@ -59,8 +61,7 @@ import {
   DEFAULT_GROUP,
   groupOf,
   groupSpaceKey,
-  spaceKeyOf,
-  UNKNOWN_INSTANCE
+  spaceKeyOf
 } from "./Registry.ts"
 import { closePeer, endTakenOver, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
@@ -143,10 +144,12 @@ export class Registration {
   private instances = 0
   /**
    * Sessions taken over from another group (still live until their connection closes): their
-   * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`) — that is
+   * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`, `clientInstances`) — that is
    * the taker's, which may come first (it unregisters before this one's close is seen).
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
+  /** The client instances that held each id since this broker started (`returningInstance`). */
+  private readonly clientInstances = new ClientInstances()
 
   /**
    * @param abandon a connection whose client rejoined on another (`rejoin-v1`) will not be written
@@ -393,6 +396,7 @@ export class Registration {
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
     registry.add(session, previous)
+    this.clientInstances.noted(scopeKey, id, { instanceId, instance: session.instance })
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
@@ -433,19 +437,15 @@ export class Registration {
   }
 
   /**
-   * The client instance of a registration of the id `id` with no session of
-   * it live in the scope `scopeKey`: the departed holder's own, continued,
-   * when that registered with the same `instanceId` (the client's reconnect,
-   * or its register after its own `unregister`); a new one when the
-   * departed holder had an `instanceId` and this registration another or
-   * none (another client, which was given none of its messages); and
-   * `UNKNOWN_INSTANCE` when nothing is known of the departed holder's client
-   * (it had no `instanceId`, or its record is gone: RecentSessions.ts).
+   * The client instance of a registration of the id `id` by `instanceId` with no session of it live
+   * in the scope `scopeKey`: one that held the id since this broker started, continued, when it
+   * registered with the same `instanceId` (the client's reconnect, or its register after its own
+   * `unregister`, in any group); `UNKNOWN_INSTANCE` when nothing is known of the id, or its last
+   * holder was that and gave no `instanceId`; otherwise a new one (another client, which was given
+   * none of their messages). See ClientInstances.ts.
    */
   private returningInstance(scopeKey: string, id: string, instanceId: string | undefined): SessionInstance {
-    const departed = this.ctx.registry.recent.lastDeparture(scopeKey, id)?.recent
-    if (departed?.instanceId === undefined) return UNKNOWN_INSTANCE
-    return departed.instanceId === instanceId ? departed.instance : ++this.instances
+    return this.clientInstances.returning(scopeKey, id, instanceId) ?? ++this.instances
   }
 
   /**
@@ -480,6 +480,11 @@ export class Registration {
     if (!this.ctx.registry.remove(session)) return
     const now = this.ctx.now()
     const space = session.space
+    // Its id's last holder, short-lived or not: a registration after it is told from it (`returningInstance`).
+    // Not one taken over from another group: its taker, which may have left first, held the id last.
+    if (!this.takenOverElsewhere.has(session)) {
+      this.clientInstances.noted(session.scopeKey, session.id, { instanceId: session.peer.instanceId, instance: session.instance })
+    }
     // P34, except for a short-lived session (`ephemeral-v1`): nobody can send to it once it ended.
     if (!session.ephemeral) {
       this.ctx.registry.recent.remember({
@@ -490,10 +495,7 @@ export class Registration {
         name: session.fields.name,
         infoJson: session.infoJson,
         identity: session.identity,
-        released: unregistered,
-        // Its client instance, so that client's return is told from another client (`returningInstance`).
-        instanceId: session.peer.instanceId,
-        instance: session.instance
+        released: unregistered
       }, now, !this.takenOverElsewhere.has(session))
     }
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)

@@ -37,15 +37,15 @@ export interface SessionFields {
  * another of the scope, the holder's at the client's own rejoin
  * (`rejoin-v1`, the same `instanceId`, also into another group). At a
  * registration with no session live under its id in the scope: the
- * departed holder's, continued, when its record (RecentSessions.ts) names
- * the same `instanceId` (the client's reconnect, or its register after its
- * own `unregister`); a new one when that record names an `instanceId` and
- * this registration has another or none (another client — also a new
- * process of the same client, which makes a new `instanceId`); and
- * `UNKNOWN_INSTANCE` when no record names one (the departed holder had no
- * `instanceId`, its record is gone, or the broker restarted since): the
+ * instance of a client that held the id since the broker started (any
+ * group, the last few per id: ClientInstances.ts), continued, when that
+ * registered with the same `instanceId` (the client's reconnect, or its
+ * register after its own `unregister`); `UNKNOWN_INSTANCE` when nothing is
+ * known of the id (never registered since the broker started, or forgotten
+ * by the bounds) or its last holder was that with no `instanceId`: the
  * broker cannot tell that client from the one it had, so it takes it for
- * any earlier one.
+ * any earlier one; otherwise a new one (another client — also a new
+ * process of the same client, which makes a new `instanceId`).
  */
 export type SessionInstance = number
 

@@ -19,7 +19,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Reason } from "../../src/protocol/delivery.ts"
-import { RECEIVED_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, RECEIVED_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
@@ -118,6 +118,61 @@ describe("an ask withdrawn unanswered, its unconfirmed copy given back by the ho
       const again = w.registerB("b-1")
       w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
       assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "answered delivered, but the client that may show the ask was not told")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})
+
+describe("a client that leaves no instance of its own between the holder and another client (review revc L1)", () => {
+  /** b-1 confirmed m0 and unregistered; a middle client registered `b` with `features` and `extra`, and unregistered. */
+  const middleLeft = (instanceId: string | undefined, features: ReadonlyArray<string>, extra: Readonly<Record<string, unknown>> = {}) =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.batch(w.b1, [{ type: "unregister" }])
+      const middle = w.registerB(instanceId, features, extra)
+      assert.strictEqual(middle.session?.id, "b", "the middle client did not register: the test sets up nothing")
+      w.batch(middle, [{ type: "unregister" }])
+      return { w, m0 }
+    })
+
+  it.effect("a middle client without an instanceId: a third client is not sent the cancel of the holder's message, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* middleLeft(undefined, [RECEIVED_V1, TAKEOVER_V1])
+      const b3 = w.registerB("b-3")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b3), [], "the third client was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("a short-lived middle client: a third client is not sent the cancel of the holder's message, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* middleLeft("b-2", [...custodyFeatures, EPHEMERAL_V1], { ephemeral: true })
+      const b3 = w.registerB("b-3")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b3), [], "the third client was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+
+  it.effect("the holder itself comes back after a middle client without an instanceId: the cancel goes to it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* middleLeft(undefined, [RECEIVED_V1, TAKEOVER_V1])
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})
+
+describe("the holder's return to its group after another client used the id in another group (review revc L2)", () => {
+  it.effect("the cancel of a message the holder confirmed goes to it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.batch(w.b1, [{ type: "unregister" }])
+      const elsewhere = w.registerB("b-2", [...custodyFeatures, GROUPS_V1], { group: "g2" })
+      assert.strictEqual(elsewhere.session?.group, "g2", "b-2 did not register in g2: the test sets up nothing")
+      w.batch(elsewhere, [{ type: "unregister" }])
+      const again = w.registerB("b-1", [...custodyFeatures, GROUPS_V1])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "the holder's own return was not sent the cancel")
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
     }))
 })

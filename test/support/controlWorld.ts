@@ -53,6 +53,8 @@ export const controlWorld = (features: ReadonlyArray<string>) =>
       written.set(peer, frames)
       return peer
     }
+    // Connection ids of `registerB`'s connections: 3, then 5 on (`registerD`'s is 4).
+    let nextB = 3
     const b1 = connect(1, true)
     batch(b1, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
     const d = connect(2)
@@ -72,10 +74,18 @@ export const controlWorld = (features: ReadonlyArray<string>) =>
       stick: (): void => {
         stuck = true
       },
-      /** Registers `b` on a new connection from client instance `instanceId`. */
-      registerB: (instanceId: string, with_: ReadonlyArray<string> = custodyFeatures): Peer => {
-        const peer = connect(3)
-        batch(peer, [registerFrame({ sessionId: "b", frame: { features: with_, instanceId } })])
+      /**
+       * Registers `b` on a new connection from client instance `instanceId` (none: undefined), with
+       * `extra` register fields (a `group`, `ephemeral`).
+       */
+      registerB: (
+        instanceId: string | undefined,
+        with_: ReadonlyArray<string> = custodyFeatures,
+        extra: Readonly<Record<string, unknown>> = {}
+      ): Peer => {
+        const peer = connect(nextB)
+        nextB = nextB === 3 ? 5 : nextB + 1
+        batch(peer, [registerFrame({ sessionId: "b", frame: { ...extra, features: with_, ...(instanceId === undefined ? {} : { instanceId }) } })])
         return peer
       },
       /** Registers `d` again on a new connection. */

@@ -1,0 +1,121 @@
+/**
+ * The client instances that held each session id since this broker started
+ * (review revc L1, L2): so that a registration of an id nobody holds live
+ * is told to be one of them returning (the same `rejoin-v1` `instanceId`:
+ * its `Session.instance` continues), another client (a new instance), or —
+ * only when nothing is known of the id — the unknown instance
+ * (`UNKNOWN_INSTANCE`), which a receipt route made before a restart names.
+ *
+ * Why its own table, not the departed session's P34 record
+ * (RecentSessions.ts): that record is forgotten when the id registers again
+ * in its group, and a short-lived session (`ephemeral-v1`) leaves none, so
+ * a client between the holder and a third one erased what was known and the
+ * third was taken for the unknown instance, which was given the holder's
+ * messages (L1); and a record is per group, so a client that used the id in
+ * another group hid the holder's own return (L2). Here every registration
+ * is noted (`noted`, at register and again as it leaves), whatever its
+ * group and however short-lived, per scope and id, most recent first.
+ *
+ * Bounded: at most INSTANCES_PER_ID instances per id (an older one pushed
+ * out returns as a new instance: told "cannot be cancelled" of its
+ * messages, never given another's), at most MAX_IDS ids and about MAX_BYTES
+ * over all scopes, the id noted least recently forgotten first. No age
+ * limit: forgetting an id makes its next registration the unknown instance
+ * again (as before any of this was kept), so it happens only under churn
+ * past the bounds — 65,536 short-lived sessions with fresh ids, for
+ * example, keep their 65,536 entries (about 200 bytes each with UUIDs) and
+ * no more. An id that leaves is noted again then, so a live session's
+ * entry forgotten meanwhile is back with its last holder as it departs.
+ * Memory only, also on a durable broker: a restarted broker knows nothing,
+ * and takes the first registration of each id for the unknown instance.
+ *
+ * Owned by `Registration`, its only reader and writer.
+ */
+import { AgedMap } from "./AgedMap.ts"
+import { type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
+
+/** One client instance that held an id: its `instanceId` (`rejoin-v1`), if it gave one, and its number. */
+export interface KnownInstance {
+  readonly instanceId: string | undefined
+  readonly instance: SessionInstance
+}
+
+/** Instances kept per id, the most recent first. */
+export const INSTANCES_PER_ID = 4
+/** Ids kept at most, over all scopes. */
+export const MAX_IDS = 65_536
+/** About this many bytes of entries are kept at most, over all scopes. */
+export const MAX_BYTES = 16 * 1024 * 1024
+
+interface Entry {
+  readonly instances: ReadonlyArray<KnownInstance>
+  readonly bytes: number
+}
+
+const keyOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
+
+const bytesOf = (key: string, instances: ReadonlyArray<KnownInstance>): number => {
+  let bytes = 2 * key.length + 128
+  for (const known of instances) bytes += 2 * (known.instanceId?.length ?? 0) + 48
+  return bytes
+}
+
+/** The client instances of each id of each scope, most recent first, bounded: see the module header. */
+export class ClientInstances {
+  private readonly entries = new AgedMap<string, Entry>()
+  private bytes = 0
+  private order = 0
+
+  /** Ids with an entry, over all scopes. */
+  get size(): number {
+    return this.entries.size
+  }
+
+  /** The instances known to have held `id` in the scope `scopeKey`, most recent first; empty if none is. */
+  of(scopeKey: string, id: string): ReadonlyArray<KnownInstance> {
+    return this.entries.get(keyOf(scopeKey, id))?.instances ?? []
+  }
+
+  /**
+   * Notes that the client instance `known` holds (registered) or held (left) `id` in the scope
+   * `scopeKey`: it becomes the id's most recent, and the id the most recently noted.
+   */
+  noted(scopeKey: string, id: string, known: KnownInstance): void {
+    const key = keyOf(scopeKey, id)
+    const before = this.entries.delete(key)
+    const instances: Array<KnownInstance> = [known]
+    if (before !== undefined) {
+      this.bytes -= before.bytes
+      for (const other of before.instances) {
+        if (instances.length === INSTANCES_PER_ID) break
+        if (other.instance !== known.instance) instances.push(other)
+      }
+    }
+    const bytes = bytesOf(key, instances)
+    this.bytes += bytes
+    // An insertion counter, not the clock: the least recently noted goes first whatever the clock does.
+    this.entries.set(key, { instances, bytes }, ++this.order)
+    while (this.entries.size > MAX_IDS || this.bytes > MAX_BYTES) {
+      const oldest = this.entries.expireOldest(Number.POSITIVE_INFINITY)
+      if (oldest === undefined) break
+      this.bytes -= oldest.bytes
+    }
+  }
+
+  /**
+   * The instance of a registration of `id` by `instanceId` (undefined: the client gave none) with no
+   * session of it live in the scope: a known instance with that `instanceId`, continued; the unknown
+   * instance when nothing is known of the id, or its last holder was the unknown instance and gave no
+   * `instanceId` (a base client's reconnect cannot be told from another client); otherwise undefined —
+   * another client, a new instance.
+   */
+  returning(scopeKey: string, id: string, instanceId: string | undefined): SessionInstance | undefined {
+    const known = this.of(scopeKey, id)
+    const last = known[0]
+    if (last === undefined) return UNKNOWN_INSTANCE
+    if (instanceId !== undefined) {
+      for (const one of known) if (one.instanceId === instanceId) return one.instance
+    }
+    return last.instanceId === undefined && last.instance === UNKNOWN_INSTANCE ? UNKNOWN_INSTANCE : undefined
+  }
+}
