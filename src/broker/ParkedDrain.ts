@@ -53,7 +53,16 @@ import { Deferred, Effect } from "effect"
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
-import { charsOf, goesAhead, isMessage, isReadOnlyAnswer, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import {
+  charsOf,
+  goesAhead,
+  isAnswer,
+  isMessage,
+  isReadOnlyAnswer,
+  isSendAck,
+  isSenderOrdered,
+  isStranded
+} from "./OutboundItems.ts"
 import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
 import type { FeedSource } from "./OutputWrites.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
@@ -124,22 +133,30 @@ export class ParkedDrain {
    * `reader`'s own list holds mail for `reader` too, is parked at the end of
    * the recipient's list (accepted), so two drainers never wait on each other.
    */
-  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
+  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<boolean> {
     return Effect.suspend(() => {
-      if (reader.parked[0] !== entry) return Effect.void
+      if (reader.parked[0] !== entry) return Effect.succeed(false)
       reader.drainWait = undefined
       const recipient = entry[0]
       const placed = this.place(reader, recipient, entry[1], undefined)
       if (typeof placed !== "string") {
         // The head waits: what after it is for the reader itself may go ahead (`offerOwnAhead`), and an item
         // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.ownJoined).
-        if (reader.ownAhead && recipient !== reader) this.offerOwnAhead(reader, placed)
+        // While an own item offered ahead still waits (`Peer.ownWait`), a look would find the same: none is taken.
+        let own = reader.ownWait
+        if (own !== undefined && Deferred.isDoneUnsafe(own)) own = reader.ownWait = undefined
+        if (own === undefined && reader.ownAhead && recipient !== reader) {
+          // The last parked read-only answer went ahead: back to the reader, which may answer its held reads.
+          if (this.offerOwnAhead(reader)) return Effect.succeed(true)
+          own = reader.ownWait
+        }
         reader.drainWait = placed
-        return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+        const woken = own === undefined
+          ? Deferred.await(placed)
+          : Effect.raceFirst(Deferred.await(placed), Deferred.await(own))
+        return Effect.andThen(woken, this.offerParked(reader, entry))
       }
-      this.parkedOffered(reader, entry, placed !== "refused")
-      if (placed === "queued") recipient.writer.flush()
-      return Effect.void
+      return Effect.succeed(this.parkedOffered(reader, entry, placed !== "refused", placed === "queued"))
     })
   }
 
@@ -223,29 +240,46 @@ export class ParkedDrain {
   }
 
   /**
-   * The head of `reader`'s parked list, for another connection, waits on
-   * `wait`: the items after it addressed to `reader` itself that may go
-   * ahead (`goesAhead`: messages, control frames about one, read-only
-   * answers; the acks of its own sends stay in place) are offered now, in
-   * their order, up to the first that waits too — on `wait`, so room in
-   * either outbox wakes the drainer. Each leaves the list in the step that
-   * accepts or refuses it, with `parkedOffered`'s bookkeeping. Every per-pair
-   * order holds: they keep their order among themselves and all go to one
-   * outbox, the reader's sends to others keep theirs, and a departure hold
-   * counts down per offered message (DepartureHolds.offered), not per
-   * position. Clears `Peer.ownAhead` when none is left that may go. Slow
-   * path: a scan of the list, only while `ownAhead` is set and the head waits.
+   * The head of `reader`'s parked list, for another connection, waits: the
+   * items after it addressed to `reader` itself that may go ahead
+   * (`goesAhead`: messages, control frames about one, read-only answers) are
+   * offered now, in their order, up to the first that waits too — on a wait
+   * of its own, kept as `Peer.ownWait` (pushed once onto the waits of what it
+   * waits for, the reader's own room mostly), which the drainer awaits with
+   * the head's until it completes, so it is neither pushed again nor looked
+   * for again on each retry of the head. They pass only the acks of the
+   * reader's own sends (`isSendAck`), which stay in place, and mail notices;
+   * the scan stops at any other answer of its own (`registered`,
+   * `registration_failed`, an error…): what follows such an answer may
+   * depend on it — mail for a session registered in the batch follows its
+   * `registered`. Each leaves the list in the step that accepts or refuses
+   * it, with `parkedOffered`'s bookkeeping. Every per-pair order holds: they
+   * keep their order among themselves and all go to one outbox, the reader's
+   * sends to others keep theirs, and a departure hold counts down per offered
+   * message (DepartureHolds.offered), not per position. Clears
+   * `Peer.ownAhead` when none is left that may go before such an answer
+   * (`parkedOffered` sets it again when that answer leaves as the head).
+   * True when the last parked read-only answer went ahead: the reader may
+   * answer the `health`/`list` frames it holds at their front. Slow path: a
+   * scan of the list, only while `ownAhead` is set, the head waits and no own
+   * item waits.
    */
-  private offerOwnAhead(reader: Peer, wait: Deferred.Deferred<void>): void {
+  private offerOwnAhead(reader: Peer): boolean {
     const parked = reader.parked
     let queued = false
     let waits = false
+    let readAnswered = false
     for (let i = 1; i < parked.length; i++) {
       const entry = parked[i]!
       const item = entry[1]
-      if (entry[0] !== reader || !goesAhead(item)) continue
-      const placed = this.place(reader, reader, item, wait)
+      if (entry[0] !== reader) continue
+      if (!goesAhead(item)) {
+        if (isAnswer(item) && !isSendAck(item)) break
+        continue
+      }
+      const placed = this.place(reader, reader, item, undefined)
       if (typeof placed !== "string") {
+        reader.ownWait = placed
         waits = true
         break
       }
@@ -253,6 +287,7 @@ export class ParkedDrain {
       this.offeredAhead++
       if (placed === "queued") queued = true
       const own = isMessage(item) ? item : undefined
+      if (own === undefined && isReadOnlyAnswer(item)) readAnswered = true
       if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
       if (placed === "refused") this.side.undeliverable(item)
       // Last, as in `parkedOffered`: a woken drainer runs at once.
@@ -260,6 +295,7 @@ export class ParkedDrain {
     }
     if (!waits) reader.ownAhead = false
     if (queued) reader.writer.flush()
+    return readAnswered && !this.parksAnswerFor(reader)
   }
 
   /**
@@ -280,17 +316,27 @@ export class ParkedDrain {
   }
 
   /**
-   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
-   * or refused because its recipient closed meanwhile. Nothing when `entry`
-   * is no longer the oldest.
+   * The oldest parked item, `entry`, was offered (`offerParked`): accepted
+   * (queued: `queued`), or refused because its recipient closed meanwhile;
+   * its recipient's writer is told to flush when queued. Nothing when
+   * `entry` is no longer the oldest. True when it was the last parked answer
+   * to a read-only request of the reader's (see `offerOwnAhead`).
    */
-  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
-    if (reader.parked[0] !== entry) return
+  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean, queued: boolean): boolean {
+    if (reader.parked[0] !== entry) return false
     const first = reader.parked.shift()
-    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
+    const toReader = first !== undefined && first[0] === reader
+    const own = toReader && isMessage(first[1]) ? first[1] : undefined
     if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
     if (first !== undefined && !accepted) this.side.undeliverable(first[1])
+    let readAnswered = false
+    if (toReader && own === undefined) {
+      // An answer of its own that the scan ahead stops at left: what is behind it may go ahead again.
+      if (isAnswer(first[1]) && !goesAhead(first[1]) && !isSendAck(first[1])) reader.ownAhead = true
+      else if (isReadOnlyAnswer(first[1])) readAnswered = !this.parksAnswerFor(reader)
+    }
     if (reader.parked.length === 0) {
+      reader.ownWait = undefined
       this.side.unpark(reader)
       this.side.feed.parkedOut(reader)
     }
@@ -299,5 +345,7 @@ export class ParkedDrain {
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
     if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
+    if (queued) entry[0].writer.flush()
+    return readAnswered
   }
 }

@@ -271,6 +271,14 @@ export class Peer {
    */
   drainWait: Deferred.Deferred<void> | undefined = undefined
   /**
+   * The wait of the first item for this connection itself that its drainer
+   * offered ahead of a head that waits and that waits too (ParkedDrain.offerOwnAhead),
+   * pushed once onto what it waits for (its own `roomWaiters` mostly); the
+   * drainer awaits it with the head's wait and looks ahead again only once
+   * it completed. Written by ParkedDrain only; cleared when the list empties.
+   */
+  ownWait: Deferred.Deferred<void> | undefined = undefined
+  /**
    * How many takeovers' custody holds this connection holds (CustodyHold.ts;
    * each a session's, kept by `CustodyHolds` by session key), one or more
    * when any: that of the session it took over from one whose client left

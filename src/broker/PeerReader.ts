@@ -100,11 +100,18 @@ const messageIdOf = (frame: { readonly [key: string]: unknown }): string | undef
   return typeof message === "object" && message !== null && "id" in message && typeof message.id === "string" ? message.id : undefined
 }
 
-/** Offers the reader's parked output in order, each waiting for room. */
-const drainParked = (drain: ParkedDrain, peer: Peer) =>
+/**
+ * Offers the reader's parked output in order, each waiting for room; when
+ * the last parked answer to a read-only request leaves, `readsFree` runs on
+ * a stack of its own (after a yield), before the next offer.
+ */
+const drainParked = (drain: ParkedDrain, peer: Peer, readsFree: () => void) =>
   Effect.gen(function*() {
     for (let next = drain.nextParked(peer); next !== undefined; next = drain.nextParked(peer)) {
-      yield* drain.offerParked(peer, next)
+      if (yield* drain.offerParked(peer, next)) {
+        yield* Effect.yieldNow
+        readsFree()
+      }
     }
   })
 
@@ -389,11 +396,54 @@ export class PeerReader implements FrameReceiver {
     }
   }
 
+  /**
+   * The last parked answer to a read-only request left while other output
+   * stays parked (the drainer, on a stack of its own): the `health` and
+   * `list` frames at the front of the held frames are answered now, as
+   * `whileHeldBack` would have answered them had that answer not been
+   * parked — no held frame is before them, so none that changes membership.
+   * An answer that meets the full outbox is parked, and the rest waits
+   * behind it again. The liveness probe (a `list`) held behind an earlier
+   * probe's answer is thus answered once that answer went ahead of sends to a
+   * session that does not read (ParkedDrain.offerOwnAhead), not once that
+   * session reads.
+   */
+  private answerHeldReads(): void {
+    const held = this.held
+    const peer = this.peer
+    if (held === undefined || held.length === 0 || this.stopping || peer.isClosing) return
+    const router = this.router
+    const output = router.output
+    let taken = 0
+    this.depth++
+    output.startBatch()
+    try {
+      while (taken < held.length) {
+        const text = held[taken]!
+        const type = frameType(text)
+        if (type !== "health" && type !== "list") break
+        taken++
+        this.heldText -= text.length
+        router.seen(peer) // C-HLT-4: a frame answered early is seen too
+        router.handleFrame(peer, text)
+        if (output.parkFor(peer) || peer.isClosing) break
+      }
+    } finally {
+      held.splice(0, taken)
+      output.endBatch()
+      this.batchOver()
+    }
+    if (this.readPaused && !this.stopping && this.heldText < router.heldBack.limit) {
+      this.readPaused = false
+      this.control?.resume()
+    }
+  }
+
   /** Offers the parked output in a fiber; once it all fits, `drained` goes on, on a stack of its own. */
   private startDrainer(): void {
     const output = this.router.output
     this.drainer = this.fork(
-      drainParked(output.drain, this.peer).pipe(
+      drainParked(output.drain, this.peer, () => this.answerHeldReads()).pipe(
         Effect.andThen(Effect.yieldNow),
         Effect.andThen(Effect.sync(() => this.drained()))
       )
