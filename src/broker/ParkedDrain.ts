@@ -28,17 +28,24 @@
  * addressed to the reader itself — messages, control frames about one,
  * `health`/`list` answers; not the acks of its own sends, which stay behind
  * them — are offered ahead of it, in their order, up to the first that
- * waits too (`offerOwnAhead`): what the broker holds for a session never
- * waits for another session's room (a reply forced behind the session's
- * sends to one that does not read, the settling answer behind it:
- * ParkedReplies.ts). Only while `Peer.ownAhead` says such an item may be
- * there; one that joins while the drainer waits wakes it at the batch's
- * end (`Peer.drainWait`, Output.ownJoined).
+ * waits too or the first other answer of its own, such as a `registered`
+ * that mail behind it depends on (`offerOwnAhead`): what the broker holds
+ * for a session never waits for another session's room (a reply forced
+ * behind the session's sends to one that does not read, the settling answer
+ * behind it: ParkedReplies.ts). Only while `Peer.ownAhead` says such an item
+ * may be there; one that joins while the drainer waits wakes it at the
+ * batch's end (`Peer.drainWait`, Output.ownJoined). The wait of an own item
+ * that waits is kept (`Peer.ownWait`) and awaited with the head's: until it
+ * completes, a retry of the head neither looks ahead nor pushes it again.
+ * When the last parked answer to a read-only request leaves (ahead, or as the
+ * head), `offerParked` says so, and the reader answers the `health`/`list`
+ * frames it held behind it (PeerReader.answerHeldReads).
  *
  * Ownership: no state of its own but the `waitsBehindOwn` and
  * `offeredAhead` counts. It takes items off the head of a reader's
  * `parked` list (and, `offerOwnAhead`, the reader's own items after it),
- * writes its `drainWait` and clears its `ownAhead` (Output's, which
+ * writes its `drainWait` and `ownWait`, and clears its `ownAhead` or sets it
+ * again when an answer the look ahead stops at leaves (Output's, which
  * `Output.parkFor` fills and ForcedOutput.ts and OutputEnd.ts also append
  * to or take), pushes waits onto a recipient's `roomWaiters` (emptied by
  * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
@@ -132,13 +139,17 @@ export class ParkedDrain {
    * for it (`Peer.parkedMail`) waits until that is offered — or, when
    * `reader`'s own list holds mail for `reader` too, is parked at the end of
    * the recipient's list (accepted), so two drainers never wait on each other.
+   * True when the last parked answer to a read-only request of `reader`'s
+   * left (as `entry`, or ahead of it while it waits: then it returns with
+   * `entry` still parked, to be offered again after the reader answered
+   * what it held behind that answer, PeerReader.answerHeldReads).
    */
   offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       if (reader.parked[0] !== entry) return Effect.succeed(false)
       reader.drainWait = undefined
       const recipient = entry[0]
-      const placed = this.place(reader, recipient, entry[1], undefined)
+      const placed = this.place(reader, recipient, entry[1])
       if (typeof placed !== "string") {
         // The head waits: what after it is for the reader itself may go ahead (`offerOwnAhead`), and an item
         // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.ownJoined).
@@ -161,16 +172,15 @@ export class ParkedDrain {
   }
 
   /**
-   * One try of `offerParked`: the item queued in the recipient's outbox,
-   * parked at the end of its own list, refused, or a wait to retry after —
-   * `wait` when given (the head's, which an item offered ahead of it shares,
-   * `offerOwnAhead`), else a new one.
+   * One try of `offerParked` (or of an item offered ahead of the head,
+   * `offerOwnAhead`): the item queued in the recipient's outbox, parked at
+   * the end of its own list, refused, or a new wait to retry after, pushed
+   * once onto what it waits for.
    */
   private place(
     reader: Peer,
     recipient: Peer,
-    item: OutboundItem,
-    wait: Deferred.Deferred<void> | undefined
+    item: OutboundItem
   ): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
     // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
     // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
@@ -185,7 +195,7 @@ export class ParkedDrain {
         return "parked"
       }
       this.holds.counts.waits++
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
@@ -216,24 +226,24 @@ export class ParkedDrain {
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
       this.waitsBehindOwn++
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     if (waitsForReturn(recipient, item, reader)) {
       // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     const chars = charsOf(item)
     const budgets = this.budgets
     if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
-      const room = wait ?? Deferred.makeUnsafe<void>()
+      const room = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(room)
       return room
     }
-    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal(wait)
+    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
     budgets.charge(recipient, chars)
     recipient.outbox.push(item)
     return "queued"
@@ -277,7 +287,7 @@ export class ParkedDrain {
         if (isAnswer(item) && !isSendAck(item)) break
         continue
       }
-      const placed = this.place(reader, reader, item, undefined)
+      const placed = this.place(reader, reader, item)
       if (typeof placed !== "string") {
         reader.ownWait = placed
         waits = true

@@ -260,8 +260,9 @@ export class Peer {
    * go ahead of a head that waits (ParkedDrain.offerOwnAhead: messages,
    * control frames, read-only answers). Set where such an item joins the list
    * (Output.parkFor, ForcedOutput.parkOwn, a parked settling answer), cleared
-   * by the drainer when a look finds none that may go: while false, a head
-   * that waits costs no scan.
+   * by the drainer when a look finds none that may go before an answer it
+   * stops at, set again when such an answer leaves the list as its head
+   * (ParkedDrain.parkedOffered): while false, a head that waits costs no scan.
    */
   ownAhead = false
   /**

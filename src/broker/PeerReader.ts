@@ -7,7 +7,9 @@
  * Backpressure: when a batch's output does not fit its recipients' outboxes,
  * a drainer fiber offers it (waiting for room) while the reader holds the
  * connection's further frames — answering only `health`, `list` and
- * `received` at once — until it fits; past the held limit (`heldLimit`,
+ * `received` at once (`health` and `list` held too while an earlier answer
+ * to one is parked, and answered from the front of the held frames once it
+ * left: `answerHeldReads`) — until it fits; past the held limit (`heldLimit`,
  * 1 MiB by default) of held text the connection is not read at all. The drainer hands the held frames back on a
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
@@ -45,7 +47,7 @@
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
  *
- * Size: about 420 lines, one concept — one connection's reading, with its
+ * Size: about 480 lines, one concept — one connection's reading, with its
  * held frames from the read to their hand-back, refusal or drop; over a
  * third of it is this header and the JSDoc of those paths.
  */
@@ -343,7 +345,8 @@ export class PeerReader implements FrameReceiver {
    * A batch that came while parked output waits: `health`, `list` (when no
    * held frame changes membership) and `received` are handled at once, the
    * rest held in order. Answered early, ahead of parked messages and acks,
-   * but never ahead of an earlier such answer. Once the connection begins to
+   * but never ahead of an earlier such answer: while one is parked they are
+   * held, until it leaves (`answerHeldReads`). Once the connection begins to
    * close, only its `received` frames are still taken (known issue 17).
    */
   private whileHeldBack(frames: ReadonlyArray<string>): void {
