@@ -270,7 +270,7 @@ export class ParkedDrain {
    * `Peer.ownAhead` when none is left that may go before such an answer
    * (`parkedOffered` sets it again when that answer leaves as the head).
    * True when the last parked read-only answer went ahead: the reader may
-   * answer the `health`/`list` frames it holds at their front. Slow path: a
+   * answer the `health`/`list` frames it holds (PeerReader.answerHeldReads). Slow path: a
    * scan of the list, only while `ownAhead` is set, the head waits and no own
    * item waits.
    */

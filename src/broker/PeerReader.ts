@@ -8,7 +8,7 @@
  * a drainer fiber offers it (waiting for room) while the reader holds the
  * connection's further frames — answering only `health`, `list` and
  * `received` at once (`health` and `list` held too while an earlier answer
- * to one is parked, and answered from the front of the held frames once it
+ * to one is parked, and taken from the held frames and answered once it
  * left: `answerHeldReads`) — until it fits; past the held limit (`heldLimit`,
  * 1 MiB by default) of held text the connection is not read at all. The drainer hands the held frames back on a
  * stack of its own (after a yield), so their batch never runs inside the
@@ -401,15 +401,16 @@ export class PeerReader implements FrameReceiver {
 
   /**
    * The last parked answer to a read-only request left while other output
-   * stays parked (the drainer, on a stack of its own): the `health` and
-   * `list` frames at the front of the held frames are answered now, as
-   * `whileHeldBack` would have answered them had that answer not been
-   * parked — no held frame is before them, so none that changes membership.
-   * An answer that meets the full outbox is parked, and the rest waits
-   * behind it again. The liveness probe (a `list`) held behind an earlier
-   * probe's answer is thus answered once that answer went ahead of sends to a
-   * session that does not read (ParkedDrain.offerOwnAhead), not once that
-   * session reads.
+   * stays parked (the drainer, on a stack of its own): the held `health`
+   * frames, and `list` frames, up to the first held frame that changes
+   * membership (`register`, `unregister`, `presence`), are answered now and
+   * leave the held frames — what `whileHeldBack` would have done with them
+   * had that answer not been parked; the other held frames keep their
+   * order. An answer that meets the full outbox is parked, and the rest
+   * waits behind it again. The liveness probe (a `list`) held behind an
+   * earlier probe's answer is thus answered once that answer went ahead of,
+   * or before, sends to a session that does not read (ParkedDrain.offerParked),
+   * not once that session reads. Slow path: a parse of the held frames.
    */
   private answerHeldReads(): void {
     const held = this.held
@@ -417,22 +418,30 @@ export class PeerReader implements FrameReceiver {
     if (held === undefined || held.length === 0 || this.stopping || peer.isClosing) return
     const router = this.router
     const output = router.output
-    let taken = 0
+    let kept = 0
+    let i = 0
     this.depth++
     output.startBatch()
     try {
-      while (taken < held.length) {
-        const text = held[taken]!
+      for (; i < held.length; i++) {
+        const text = held[i]!
         const type = frameType(text)
-        if (type !== "health" && type !== "list") break
-        taken++
+        if (type === "register" || type === "unregister" || type === "presence") break
+        if (type !== "health" && type !== "list") {
+          held[kept++] = text
+          continue
+        }
         this.heldText -= text.length
         router.seen(peer) // C-HLT-4: a frame answered early is seen too
         router.handleFrame(peer, text)
-        if (output.parkFor(peer) || peer.isClosing) break
+        if (output.parkFor(peer) || peer.isClosing) {
+          i++
+          break
+        }
       }
     } finally {
-      held.splice(0, taken)
+      // The frames answered leave; the rest, from `i` on untouched, closes up behind those kept.
+      held.splice(kept, i - kept)
       output.endBatch()
       this.batchOver()
     }
