@@ -15,6 +15,7 @@
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import { ControlFrame } from "./ControlFrame.ts"
+import { DeliveredFrameParts } from "./frameParts.ts"
 import type { OutboundItem, OutboundMessage, Peer, Returnable, Written } from "./Peer.ts"
 
 /**
@@ -83,9 +84,23 @@ export const isReadOnlyAnswer = (item: OutboundItem): boolean =>
   typeof item === "string" && (item.startsWith(`{"type":"health_ok"`) || item.startsWith(`{"type":"sessions"`))
 
 /**
+ * An ack of one of the connection's own sends or cancels — `delivered`,
+ * `delivery_failed`, `delivery_queued` (frames built by encode.ts, so the
+ * prefix is exact). Items going ahead of a head that waits may pass it
+ * (ParkedDrain.offerOwnAhead): what a send changed is not what mail for the
+ * connection depends on. Slow path only.
+ */
+export const isSendAck = (item: OutboundItem): boolean =>
+  item instanceof DeliveredFrameParts ||
+  (typeof item === "string" &&
+    (item.startsWith(`{"type":"delivered"`) || item.startsWith(`{"type":"delivery_failed"`) ||
+      item.startsWith(`{"type":"delivery_queued"`)))
+
+/**
  * An item a reader's own parked list holds for the reader itself that may go
  * ahead of a head that waits (ParkedDrain.offerOwnAhead): a message, a control
- * frame about one, a read-only answer. The other answers — the `delivered`
- * acks of the reader's own sends parked at the head among them — stay in place.
+ * frame about one, a read-only answer. The other answers stay in place: the
+ * `delivered` acks of the reader's own sends parked at the head among them
+ * (passed), and any other answer (where the items going ahead stop).
  */
 export const goesAhead = (item: OutboundItem): boolean => isSenderOrdered(item) || isReadOnlyAnswer(item)

@@ -92,11 +92,9 @@ export class OutboxBudgets {
     return !this.overOwn(peer, chars) && !this.overTotal(peer, chars)
   }
 
-  /**
-   * A wait for room in all outboxes together (`overTotal` said no), done at a `roomMade` that makes some:
-   * `room` when given (a drainer's wait that covers more than this offer, ParkedDrain.offerOwnAhead), else a new one.
-   */
-  waitForTotal(room: Deferred.Deferred<void> = Deferred.makeUnsafe<void>()): Deferred.Deferred<void> {
+  /** A wait for room in all outboxes together (`overTotal` said no), done at a `roomMade` that makes some. */
+  waitForTotal(): Deferred.Deferred<void> {
+    const room = Deferred.makeUnsafe<void>()
     this.totalWaiters.push(room)
     return room
   }

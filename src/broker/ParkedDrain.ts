@@ -28,17 +28,24 @@
  * addressed to the reader itself — messages, control frames about one,
  * `health`/`list` answers; not the acks of its own sends, which stay behind
  * them — are offered ahead of it, in their order, up to the first that
- * waits too (`offerOwnAhead`): what the broker holds for a session never
- * waits for another session's room (a reply forced behind the session's
- * sends to one that does not read, the settling answer behind it:
- * ParkedReplies.ts). Only while `Peer.ownAhead` says such an item may be
- * there; one that joins while the drainer waits wakes it at the batch's
- * end (`Peer.drainWait`, Output.ownJoined).
+ * waits too or the first other answer of its own, such as a `registered`
+ * that mail behind it depends on (`offerOwnAhead`): what the broker holds
+ * for a session never waits for another session's room (a reply forced
+ * behind the session's sends to one that does not read, the settling answer
+ * behind it: ParkedReplies.ts). Only while `Peer.ownAhead` says such an item
+ * may be there; one that joins while the drainer waits wakes it at the
+ * batch's end (`Peer.drainWait`, Output.ownJoined). The wait of an own item
+ * that waits is kept (`Peer.ownWait`) and awaited with the head's: until it
+ * completes, a retry of the head neither looks ahead nor pushes it again.
+ * When the last parked answer to a read-only request leaves (ahead, or as the
+ * head), `offerParked` says so, and the reader answers the `health`/`list`
+ * frames it held behind it (PeerReader.answerHeldReads).
  *
  * Ownership: no state of its own but the `waitsBehindOwn` and
  * `offeredAhead` counts. It takes items off the head of a reader's
  * `parked` list (and, `offerOwnAhead`, the reader's own items after it),
- * writes its `drainWait` and clears its `ownAhead` (Output's, which
+ * writes its `drainWait` and `ownWait`, and clears its `ownAhead` or sets it
+ * again when an answer the look ahead stops at leaves (Output's, which
  * `Output.parkFor` fills and ForcedOutput.ts and OutputEnd.ts also append
  * to or take), pushes waits onto a recipient's `roomWaiters` (emptied by
  * ParkedOrder.wakeWaiters) and queues into its outbox, charging the budget;
@@ -53,7 +60,16 @@ import { Deferred, Effect } from "effect"
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
-import { charsOf, goesAhead, isMessage, isReadOnlyAnswer, isSenderOrdered, isStranded } from "./OutboundItems.ts"
+import {
+  charsOf,
+  goesAhead,
+  isAnswer,
+  isMessage,
+  isReadOnlyAnswer,
+  isSendAck,
+  isSenderOrdered,
+  isStranded
+} from "./OutboundItems.ts"
 import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
 import type { FeedSource } from "./OutputWrites.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
@@ -123,37 +139,48 @@ export class ParkedDrain {
    * for it (`Peer.parkedMail`) waits until that is offered — or, when
    * `reader`'s own list holds mail for `reader` too, is parked at the end of
    * the recipient's list (accepted), so two drainers never wait on each other.
+   * True when the last parked answer to a read-only request of `reader`'s
+   * left (as `entry`, or ahead of it while it waits: then it returns with
+   * `entry` still parked, to be offered again after the reader answered
+   * what it held behind that answer, PeerReader.answerHeldReads).
    */
-  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
+  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<boolean> {
     return Effect.suspend(() => {
-      if (reader.parked[0] !== entry) return Effect.void
+      if (reader.parked[0] !== entry) return Effect.succeed(false)
       reader.drainWait = undefined
       const recipient = entry[0]
-      const placed = this.place(reader, recipient, entry[1], undefined)
+      const placed = this.place(reader, recipient, entry[1])
       if (typeof placed !== "string") {
         // The head waits: what after it is for the reader itself may go ahead (`offerOwnAhead`), and an item
         // that may go joining the list later wakes this wait at the batch's end (`drainWait`, Output.ownJoined).
-        if (reader.ownAhead && recipient !== reader) this.offerOwnAhead(reader, placed)
+        // While an own item offered ahead still waits (`Peer.ownWait`), a look would find the same: none is taken.
+        let own = reader.ownWait
+        if (own !== undefined && Deferred.isDoneUnsafe(own)) own = reader.ownWait = undefined
+        if (own === undefined && reader.ownAhead && recipient !== reader) {
+          // The last parked read-only answer went ahead: back to the reader, which may answer its held reads.
+          if (this.offerOwnAhead(reader)) return Effect.succeed(true)
+          own = reader.ownWait
+        }
         reader.drainWait = placed
-        return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+        const woken = own === undefined
+          ? Deferred.await(placed)
+          : Effect.raceFirst(Deferred.await(placed), Deferred.await(own))
+        return Effect.andThen(woken, this.offerParked(reader, entry))
       }
-      this.parkedOffered(reader, entry, placed !== "refused")
-      if (placed === "queued") recipient.writer.flush()
-      return Effect.void
+      return Effect.succeed(this.parkedOffered(reader, entry, placed !== "refused", placed === "queued"))
     })
   }
 
   /**
-   * One try of `offerParked`: the item queued in the recipient's outbox,
-   * parked at the end of its own list, refused, or a wait to retry after —
-   * `wait` when given (the head's, which an item offered ahead of it shares,
-   * `offerOwnAhead`), else a new one.
+   * One try of `offerParked` (or of an item offered ahead of the head,
+   * `offerOwnAhead`): the item queued in the recipient's outbox, parked at
+   * the end of its own list, refused, or a new wait to retry after, pushed
+   * once onto what it waits for.
    */
   private place(
     reader: Peer,
     recipient: Peer,
-    item: OutboundItem,
-    wait: Deferred.Deferred<void> | undefined
+    item: OutboundItem
   ): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
     // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
     // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
@@ -168,7 +195,7 @@ export class ParkedDrain {
         return "parked"
       }
       this.holds.counts.waits++
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
@@ -199,53 +226,70 @@ export class ParkedDrain {
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
       this.waitsBehindOwn++
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     if (waitsForReturn(recipient, item, reader)) {
       // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
-      const turn = wait ?? Deferred.makeUnsafe<void>()
+      const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
     }
     const chars = charsOf(item)
     const budgets = this.budgets
     if (budgets.full(recipient) || budgets.overOwn(recipient, chars)) {
-      const room = wait ?? Deferred.makeUnsafe<void>()
+      const room = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(room)
       return room
     }
-    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal(wait)
+    if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
     budgets.charge(recipient, chars)
     recipient.outbox.push(item)
     return "queued"
   }
 
   /**
-   * The head of `reader`'s parked list, for another connection, waits on
-   * `wait`: the items after it addressed to `reader` itself that may go
-   * ahead (`goesAhead`: messages, control frames about one, read-only
-   * answers; the acks of its own sends stay in place) are offered now, in
-   * their order, up to the first that waits too — on `wait`, so room in
-   * either outbox wakes the drainer. Each leaves the list in the step that
-   * accepts or refuses it, with `parkedOffered`'s bookkeeping. Every per-pair
-   * order holds: they keep their order among themselves and all go to one
-   * outbox, the reader's sends to others keep theirs, and a departure hold
-   * counts down per offered message (DepartureHolds.offered), not per
-   * position. Clears `Peer.ownAhead` when none is left that may go. Slow
-   * path: a scan of the list, only while `ownAhead` is set and the head waits.
+   * The head of `reader`'s parked list, for another connection, waits: the
+   * items after it addressed to `reader` itself that may go ahead
+   * (`goesAhead`: messages, control frames about one, read-only answers) are
+   * offered now, in their order, up to the first that waits too — on a wait
+   * of its own, kept as `Peer.ownWait` (pushed once onto the waits of what it
+   * waits for, the reader's own room mostly), which the drainer awaits with
+   * the head's until it completes, so it is neither pushed again nor looked
+   * for again on each retry of the head. They pass only the acks of the
+   * reader's own sends (`isSendAck`), which stay in place, and mail notices;
+   * the scan stops at any other answer of its own (`registered`,
+   * `registration_failed`, an error…): what follows such an answer may
+   * depend on it — mail for a session registered in the batch follows its
+   * `registered`. Each leaves the list in the step that accepts or refuses
+   * it, with `parkedOffered`'s bookkeeping. Every per-pair order holds: they
+   * keep their order among themselves and all go to one outbox, the reader's
+   * sends to others keep theirs, and a departure hold counts down per offered
+   * message (DepartureHolds.offered), not per position. Clears
+   * `Peer.ownAhead` when none is left that may go before such an answer
+   * (`parkedOffered` sets it again when that answer leaves as the head).
+   * True when the last parked read-only answer went ahead: the reader may
+   * answer the `health`/`list` frames it holds (PeerReader.answerHeldReads). Slow path: a
+   * scan of the list, only while `ownAhead` is set, the head waits and no own
+   * item waits.
    */
-  private offerOwnAhead(reader: Peer, wait: Deferred.Deferred<void>): void {
+  private offerOwnAhead(reader: Peer): boolean {
     const parked = reader.parked
     let queued = false
     let waits = false
+    let readAnswered = false
     for (let i = 1; i < parked.length; i++) {
       const entry = parked[i]!
       const item = entry[1]
-      if (entry[0] !== reader || !goesAhead(item)) continue
-      const placed = this.place(reader, reader, item, wait)
+      if (entry[0] !== reader) continue
+      if (!goesAhead(item)) {
+        if (isAnswer(item) && !isSendAck(item)) break
+        continue
+      }
+      const placed = this.place(reader, reader, item)
       if (typeof placed !== "string") {
+        reader.ownWait = placed
         waits = true
         break
       }
@@ -253,6 +297,7 @@ export class ParkedDrain {
       this.offeredAhead++
       if (placed === "queued") queued = true
       const own = isMessage(item) ? item : undefined
+      if (own === undefined && isReadOnlyAnswer(item)) readAnswered = true
       if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
       if (placed === "refused") this.side.undeliverable(item)
       // Last, as in `parkedOffered`: a woken drainer runs at once.
@@ -260,6 +305,7 @@ export class ParkedDrain {
     }
     if (!waits) reader.ownAhead = false
     if (queued) reader.writer.flush()
+    return readAnswered && !this.parksAnswerFor(reader)
   }
 
   /**
@@ -280,17 +326,27 @@ export class ParkedDrain {
   }
 
   /**
-   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
-   * or refused because its recipient closed meanwhile. Nothing when `entry`
-   * is no longer the oldest.
+   * The oldest parked item, `entry`, was offered (`offerParked`): accepted
+   * (queued: `queued`), or refused because its recipient closed meanwhile;
+   * its recipient's writer is told to flush when queued. Nothing when
+   * `entry` is no longer the oldest. True when it was the last parked answer
+   * to a read-only request of the reader's (see `offerOwnAhead`).
    */
-  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
-    if (reader.parked[0] !== entry) return
+  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean, queued: boolean): boolean {
+    if (reader.parked[0] !== entry) return false
     const first = reader.parked.shift()
-    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
+    const toReader = first !== undefined && first[0] === reader
+    const own = toReader && isMessage(first[1]) ? first[1] : undefined
     if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
     if (first !== undefined && !accepted) this.side.undeliverable(first[1])
+    let readAnswered = false
+    if (toReader && own === undefined) {
+      // An answer of its own that the scan ahead stops at left: what is behind it may go ahead again.
+      if (isAnswer(first[1]) && !goesAhead(first[1]) && !isSendAck(first[1])) reader.ownAhead = true
+      else if (isReadOnlyAnswer(first[1])) readAnswered = !this.parksAnswerFor(reader)
+    }
     if (reader.parked.length === 0) {
+      reader.ownWait = undefined
       this.side.unpark(reader)
       this.side.feed.parkedOut(reader)
     }
@@ -299,5 +355,7 @@ export class ParkedDrain {
     // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
     // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
     if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
+    if (queued) entry[0].writer.flush()
+    return readAnswered
   }
 }

@@ -260,8 +260,9 @@ export class Peer {
    * go ahead of a head that waits (ParkedDrain.offerOwnAhead: messages,
    * control frames, read-only answers). Set where such an item joins the list
    * (Output.parkFor, ForcedOutput.parkOwn, a parked settling answer), cleared
-   * by the drainer when a look finds none that may go: while false, a head
-   * that waits costs no scan.
+   * by the drainer when a look finds none that may go before an answer it
+   * stops at, set again when such an answer leaves the list as its head
+   * (ParkedDrain.parkedOffered): while false, a head that waits costs no scan.
    */
   ownAhead = false
   /**
@@ -270,6 +271,14 @@ export class Peer {
    * (Output.ownJoined), so the drainer offers it without waiting for the head's room.
    */
   drainWait: Deferred.Deferred<void> | undefined = undefined
+  /**
+   * The wait of the first item for this connection itself that its drainer
+   * offered ahead of a head that waits and that waits too (ParkedDrain.offerOwnAhead),
+   * pushed once onto what it waits for (its own `roomWaiters` mostly); the
+   * drainer awaits it with the head's wait and looks ahead again only once
+   * it completed. Written by ParkedDrain only; cleared when the list empties.
+   */
+  ownWait: Deferred.Deferred<void> | undefined = undefined
   /**
    * How many takeovers' custody holds this connection holds (CustodyHold.ts;
    * each a session's, kept by `CustodyHolds` by session key), one or more

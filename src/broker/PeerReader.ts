@@ -7,7 +7,9 @@
  * Backpressure: when a batch's output does not fit its recipients' outboxes,
  * a drainer fiber offers it (waiting for room) while the reader holds the
  * connection's further frames — answering only `health`, `list` and
- * `received` at once — until it fits; past the held limit (`heldLimit`,
+ * `received` at once (`health` and `list` held too while an earlier answer
+ * to one is parked, and taken from the held frames and answered once it
+ * left: `answerHeldReads`) — until it fits; past the held limit (`heldLimit`,
  * 1 MiB by default) of held text the connection is not read at all. The drainer hands the held frames back on a
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
@@ -45,7 +47,7 @@
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
  *
- * Size: about 420 lines, one concept — one connection's reading, with its
+ * Size: about 480 lines, one concept — one connection's reading, with its
  * held frames from the read to their hand-back, refusal or drop; over a
  * third of it is this header and the JSDoc of those paths.
  */
@@ -100,11 +102,18 @@ const messageIdOf = (frame: { readonly [key: string]: unknown }): string | undef
   return typeof message === "object" && message !== null && "id" in message && typeof message.id === "string" ? message.id : undefined
 }
 
-/** Offers the reader's parked output in order, each waiting for room. */
-const drainParked = (drain: ParkedDrain, peer: Peer) =>
+/**
+ * Offers the reader's parked output in order, each waiting for room; when
+ * the last parked answer to a read-only request leaves, `readsFree` runs on
+ * a stack of its own (after a yield), before the next offer.
+ */
+const drainParked = (drain: ParkedDrain, peer: Peer, readsFree: () => void) =>
   Effect.gen(function*() {
     for (let next = drain.nextParked(peer); next !== undefined; next = drain.nextParked(peer)) {
-      yield* drain.offerParked(peer, next)
+      if (yield* drain.offerParked(peer, next)) {
+        yield* Effect.yieldNow
+        readsFree()
+      }
     }
   })
 
@@ -336,7 +345,8 @@ export class PeerReader implements FrameReceiver {
    * A batch that came while parked output waits: `health`, `list` (when no
    * held frame changes membership) and `received` are handled at once, the
    * rest held in order. Answered early, ahead of parked messages and acks,
-   * but never ahead of an earlier such answer. Once the connection begins to
+   * but never ahead of an earlier such answer: while one is parked they are
+   * held, until it leaves (`answerHeldReads`). Once the connection begins to
    * close, only its `received` frames are still taken (known issue 17).
    */
   private whileHeldBack(frames: ReadonlyArray<string>): void {
@@ -389,11 +399,63 @@ export class PeerReader implements FrameReceiver {
     }
   }
 
+  /**
+   * The last parked answer to a read-only request left while other output
+   * stays parked (the drainer, on a stack of its own): the held `health`
+   * frames, and `list` frames, up to the first held frame that changes
+   * membership (`register`, `unregister`, `presence`), are answered now and
+   * leave the held frames — what `whileHeldBack` would have done with them
+   * had that answer not been parked; the other held frames keep their
+   * order. An answer that meets the full outbox is parked, and the rest
+   * waits behind it again. The liveness probe (a `list`) held behind an
+   * earlier probe's answer is thus answered once that answer went ahead of,
+   * or before, sends to a session that does not read (ParkedDrain.offerParked),
+   * not once that session reads. Slow path: a parse of the held frames.
+   */
+  private answerHeldReads(): void {
+    const held = this.held
+    const peer = this.peer
+    if (held === undefined || held.length === 0 || this.stopping || peer.isClosing) return
+    const router = this.router
+    const output = router.output
+    let kept = 0
+    let i = 0
+    this.depth++
+    output.startBatch()
+    try {
+      for (; i < held.length; i++) {
+        const text = held[i]!
+        const type = frameType(text)
+        if (type === "register" || type === "unregister" || type === "presence") break
+        if (type !== "health" && type !== "list") {
+          held[kept++] = text
+          continue
+        }
+        this.heldText -= text.length
+        router.seen(peer) // C-HLT-4: a frame answered early is seen too
+        router.handleFrame(peer, text)
+        if (output.parkFor(peer) || peer.isClosing) {
+          i++
+          break
+        }
+      }
+    } finally {
+      // The frames answered leave; the rest, from `i` on untouched, closes up behind those kept.
+      held.splice(kept, i - kept)
+      output.endBatch()
+      this.batchOver()
+    }
+    if (this.readPaused && !this.stopping && this.heldText < router.heldBack.limit) {
+      this.readPaused = false
+      this.control?.resume()
+    }
+  }
+
   /** Offers the parked output in a fiber; once it all fits, `drained` goes on, on a stack of its own. */
   private startDrainer(): void {
     const output = this.router.output
     this.drainer = this.fork(
-      drainParked(output.drain, this.peer).pipe(
+      drainParked(output.drain, this.peer, () => this.answerHeldReads()).pipe(
         Effect.andThen(Effect.yieldNow),
         Effect.andThen(Effect.sync(() => this.drained()))
       )

@@ -82,7 +82,7 @@ export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     const offer = (from: Peer): Effect.Effect<void> =>
       Effect.suspend(() => {
         const next = router.output.drain.nextParked(from)
-        return next === undefined ? Effect.void : router.output.drain.offerParked(from, next)
+        return next === undefined ? Effect.void : Effect.asVoid(router.output.drain.offerParked(from, next))
       })
     /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
     const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
