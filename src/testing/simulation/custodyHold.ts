@@ -34,6 +34,13 @@
  * that message, which the old close gives back. (A control after the held
  * send would wait unread with D until the hold ends.)
  *
+ * In half the seeds (a stream of its own, `custody-hold/confirmed`) the op
+ * is its confirmed variant instead (`CustodyHoldDraw.confirmed`,
+ * `runConfirmed`): B confirms D's first messages behind the stall and D's
+ * cancel of one meets the hold, which the old client's confirmation, read
+ * as its connection closes, answers "cannot be cancelled" (review revb's
+ * D1; the soak summary's D1 count).
+ *
  * A supervisor (lifecycle actions never touch it in a workload with groups:
  * a new client of it holds no capability) and the ephemeral session (its
  * stop ends it) are never B or D (`notSession`); D is in B's group. The op
