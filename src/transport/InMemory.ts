@@ -94,6 +94,25 @@ const endpoint = (
 }
 
 /**
+ * Two connected endpoints, each owned by whoever holds it: nothing destroys
+ * either but its holder. A dialler's end goes with the dialler's Scope and
+ * the accepted end with its acceptor (InMemoryNetwork.ts), as the two
+ * sockets of a connection do: one side closing leaves what it wrote
+ * readable by the other, then the end.
+ */
+export const makeInMemoryEndpoints = (
+  options: InMemoryPairOptions = {}
+): Effect.Effect<readonly [Connection, Connection]> =>
+  Effect.gen(function*() {
+    const capacity = options.capacity ?? 256
+    const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES
+    const aToB: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
+    const bToA: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
+    const [idA, idB] = options.ids ?? [1, 2]
+    return [endpoint(idA, bToA, aToB, maxFrameBytes), endpoint(idB, aToB, bToA, maxFrameBytes)] as const
+  })
+
+/**
  * Two connected endpoints: what one writes, the other reads. Closing the
  * Scope destroys both.
  */
@@ -101,13 +120,7 @@ export const makeInMemoryPair = (
   options: InMemoryPairOptions = {}
 ): Effect.Effect<readonly [Connection, Connection], never, Scope.Scope> =>
   Effect.gen(function*() {
-    const capacity = options.capacity ?? 256
-    const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES
-    const aToB: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
-    const bToA: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
-    const [idA, idB] = options.ids ?? [1, 2]
-    const a = endpoint(idA, bToA, aToB, maxFrameBytes)
-    const b = endpoint(idB, aToB, bToA, maxFrameBytes)
+    const [a, b] = yield* makeInMemoryEndpoints(options)
     yield* Effect.addFinalizer(() => Effect.andThen(a.destroy, b.destroy))
     return [a, b] as const
   })

@@ -12,7 +12,7 @@
  */
 import { Data, Effect, Exit, FiberSet, Queue, type Scope } from "effect"
 import type { Adopter, Connection } from "./Connection.ts"
-import { type InMemoryPairOptions, makeInMemoryPair } from "./InMemory.ts"
+import { type InMemoryPairOptions, makeInMemoryEndpoints } from "./InMemory.ts"
 import { withReadPump } from "./ReadPump.ts"
 
 /** Nothing listens on the address (the in-memory ECONNREFUSED / ENOENT). */
@@ -70,7 +70,11 @@ export interface InMemoryNetwork {
    * destroys those its adopter has not destroyed yet.
    */
   readonly listen: (address: string, handle: Accept | Adopter) => Effect.Effect<void, AddressInUse, Scope.Scope>
-  /** Connects to `address`; the connection lives in the current Scope (closing it destroys both ends). */
+  /**
+   * Connects to `address`; the connection lives in the current Scope: closing
+   * it destroys the dialled end, and the listener's end reads what it wrote
+   * before, then the end (as with a socket).
+   */
   readonly dial: (address: string) => Effect.Effect<Connection, ConnectionRefused, Scope.Scope>
   /** Whether something listens on `address` now. */
   readonly isListening: (address: string) => boolean
@@ -164,11 +168,15 @@ export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effec
         if (listener === undefined) return yield* new ConnectionRefused({ address })
         const id = nextId
         nextId += 2
-        const [client, server] = yield* makeInMemoryPair({
+        const [client, server] = yield* makeInMemoryEndpoints({
           ...(options.capacity === undefined ? {} : { capacity: options.capacity }),
           ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
           ids: [id, id + 1]
         })
+        // The dialler's Scope closes its own end only, as a process closes its socket: what it wrote stays
+        // readable by the accepted end, then the end. The accepted end is the listener's (`listen`): its
+        // handler, its adopter or the listener's close destroys it.
+        yield* Effect.addFinalizer(() => client.destroy)
         const linked = options.link === undefined ? { client, server } : options.link({ address, id, client, server })
         if (!Queue.offerUnsafe(listener.incoming, linked.server)) {
           yield* linked.client.destroy

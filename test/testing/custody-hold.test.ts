@@ -45,6 +45,29 @@ describe("the CustodyHold op", () => {
       assert.strictEqual(report.paths.custodyHoldsTaken, 0, trace)
     }))
 
+  // Review revb's D1 path, which no mode reached: the old client's confirmation, written behind a stalled
+  // broker side before it closed, is read once the stall ends while its connection closes, so the cancel the
+  // hold put off is refused ("cannot be cancelled") and the message is not handed to the new instance. Before,
+  // the in-memory network destroyed the broker's end with the client's Scope (its frames lost with the link:
+  // `unconfirmed-redelivery`), and the ledger took B's written, unread `unregister` for a leave (no takeover).
+  it.effect("confirmed variant: the old client's confirmation read at its close refuses the put-off cancel (D1)", () =>
+    Effect.gen(function*() {
+      const op: CustodyHoldDraw = {
+        ...scripted,
+        count: 1,
+        leave: "none",
+        control: "cancel",
+        controlBack: 1,
+        confirmed: { slowMs: 3200, stallEndMs: 2800 }
+      }
+      const report = yield* runWorkload({ seed: 1 }, [op], plain)
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      assert.strictEqual(report.messages.heldCancelsRefused, 1, trace)
+      assert.strictEqual(report.messages.resent, 0, trace)
+      assert.strictEqual(report.paths.custodyHoldsTaken, 1, trace)
+    }))
+
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {
     const without = generateWorkload(7, 4)
     const withIt = generateWorkload(7, 4, { custodyHold: true })

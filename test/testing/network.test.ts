@@ -57,6 +57,27 @@ describe("in-memory network", () => {
       assert.strictEqual(error._tag, "ConnectionClosed")
     }))
 
+  // As with a socket: a process that writes and closes leaves what it wrote to the other side, which reads
+  // it, then the end. The dialler's Scope used to destroy the listener's end too, dropping what it had not
+  // read yet: a simulated client's last `received` and `unregister`, behind a stalled broker side.
+  it.effect("closing the dialler's Scope leaves what it wrote readable by the listener's end, then the end", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const accepted = yield* Deferred.make<Connection>()
+      const closed = yield* Deferred.make<void>()
+      // The listener's handler reads only once the dialler has closed.
+      yield* network.listen("sim://late", (connection) =>
+        Effect.andThen(Deferred.succeed(accepted, connection), Deferred.await(closed)))
+      const dialler = yield* Scope.make()
+      const client = yield* network.dial("sim://late").pipe(Scope.provide(dialler))
+      yield* client.writeAll(["confirmation", "goodbye"])
+      const server = yield* Deferred.await(accepted)
+      yield* Scope.close(dialler, Exit.void)
+      assert.deepStrictEqual(yield* server.read, ["confirmation", "goodbye"])
+      assert.strictEqual((yield* Effect.flip(server.read))._tag, "ConnectionClosed")
+      yield* Deferred.succeed(closed, undefined)
+    }))
+
   it.effect("connection ids are unique per network: client end odd, server end the next", () =>
     Effect.gen(function*() {
       const network = yield* makeInMemoryNetwork()

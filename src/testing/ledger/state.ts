@@ -132,6 +132,12 @@ export interface LinkRecord {
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
+   * Its registered client wrote `unregister` and the broker has not read it
+   * yet: `registered` is false, yet the broker still holds the session by it
+   * (a registration meanwhile is a takeover of it: `heldBy`).
+   */
+  unregisterUnread: boolean
+  /**
    * When a registration of its session took it over while the broker still
    * held it (a takeover, P16): the time the broker read that registration.
    */

@@ -101,6 +101,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
       } else if (parsed.type === "list") {
         if (parsed["settle"] === true && typeof parsed["requestId"] === "string") link.settlesUnanswered.add(parsed["requestId"])
       } else if (parsed.type === "unregister") {
+        if (link.registered) link.unregisterUnread = true
         link.registered = false
       } else if (parsed.type === "received") {
         const confirmed = decodeClientFrame.received(parsed)
@@ -173,7 +174,10 @@ const sendWritten = (
 const heldBy = (state: LedgerState, link: LinkRecord): ReadonlyArray<number> => {
   const out: Array<number> = []
   for (const other of state.links.values()) {
-    if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) out.push(other.id)
+    // A connection whose `unregister` the broker has not read is still the session's, to the broker.
+    if (other !== link && other.owner === link.owner && (other.registered || other.unregisterUnread) && !other.brokerEnded) {
+      out.push(other.id)
+    }
   }
   return out
 }
@@ -191,6 +195,7 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   const link = state.links.get(linkId)
   for (const text of frames) {
     const parsed = parseFrameText(text)
+    if (!isFrameDecodeError(parsed) && parsed.type === "unregister" && link !== undefined) link.unregisterUnread = false
     // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`).
     if (!isFrameDecodeError(parsed) && parsed.type === "register" && link !== undefined) {
       if (link.registerReadAt === undefined) {

@@ -34,6 +34,13 @@
  * that message, which the old close gives back. (A control after the held
  * send would wait unread with D until the hold ends.)
  *
+ * In half the seeds (a stream of its own, `custody-hold/confirmed`) the op
+ * is its confirmed variant instead (`CustodyHoldDraw.confirmed`,
+ * `runConfirmed`): B confirms D's first messages behind the stall and D's
+ * cancel of one meets the hold, which the old client's confirmation, read
+ * as its connection closes, answers "cannot be cancelled" (review revb's
+ * D1; the soak summary's D1 count).
+ *
  * A supervisor (lifecycle actions never touch it in a workload with groups:
  * a new client of it holds no capability) and the ephemeral session (its
  * stop ends it) are never B or D (`notSession`); D is in B's group. The op
@@ -46,6 +53,9 @@ import { Prng } from "../Prng.ts"
 import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
 import type { SimSession, SimulationService } from "./types.ts"
+
+/** The confirmed variant: time B's client is given to read D's first messages and write its confirmation (behind the stall). */
+const CONFIRM_MS = 50
 
 /** How the held sender D leaves while the hold lasts: orderly, killed, or not at all. */
 const CustodyHoldLeave = Schema.Literals(["stop", "kill", "none"])
@@ -62,7 +72,8 @@ export const CustodyHoldFields = {
   more: Schema.Int,
   notSession: Schema.Array(Schema.Int),
   control: Schema.optionalKey(Schema.Literals(["cancel", "supersede", "none"])),
-  controlBack: Schema.optionalKey(Schema.Int)
+  controlBack: Schema.optionalKey(Schema.Int),
+  confirmed: Schema.optionalKey(Schema.Struct({ slowMs: Schema.Int, stallEndMs: Schema.Int }))
 }
 
 /** A drawn `CustodyHold`. */
@@ -86,6 +97,15 @@ export interface CustodyHoldDraw {
    */
   readonly control?: ControlAction | "none"
   readonly controlBack?: number
+  /**
+   * The confirmed variant (review revb's D1; absent: the op as above): B
+   * reads and confirms D's messages while the broker does not read B, and
+   * only then are B's broker-side writes slowed (`slowMs` each), for D's
+   * last message before B stops; the stall ends `stallEndMs` after that
+   * message was sent, past B's stop and return and D's control, before the
+   * slow write ends. D's control then is a cancel of its first message.
+   */
+  readonly confirmed?: { readonly slowMs: number; readonly stallEndMs: number }
 }
 
 /**
@@ -121,7 +141,12 @@ export const drawCustodyHold = (
     notSession
   } as const
   // Drawn last, so the fields above are what they were before controls.
-  return [[at, { ...drawn, ...drawOpControl(prng, drawn.count - 1) }]]
+  const withControl = { ...drawn, ...drawOpControl(prng, drawn.count - 1) }
+  // The confirmed variant from a stream of its own, so the op's other fields are those of before.
+  const variant = Prng.derive(seed, "custody-hold/confirmed")
+  if (!variant.chance(0.5)) return [[at, withControl]]
+  const slowMs = variant.int(2600, 3600)
+  return [[at, { ...withControl, control: "cancel", confirmed: { slowMs, stallEndMs: variant.int(2300, slowMs - 200) } }]]
 }
 
 /** A `CustodyHold`, printed. */
@@ -134,6 +159,9 @@ export const formatCustodyHold = (op: CustodyHoldDraw, name: (index: number) => 
   const control = op.control === undefined || op.control === "none"
     ? ""
     : `; ${d} ${op.control}s its ${recentSend(op.controlBack ?? 0)} to ${b}`
+  if (op.confirmed !== undefined) {
+    return `the broker stops reading ${b} for ${CONFIRM_MS + op.confirmed.stallEndMs} ms; ${d} sends ${b} ${op.count}, which ${b} reads and confirms; ${b}'s broker-side writes take ${op.confirmed.slowMs} ms; ${d} sends ${b} one more; ${b} stops and starts again (a takeover); ${d} cancels its first to ${b}; ${d} sends ${b} one more`
+  }
   return `${b}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${b} for ${op.stallMs} ms; ${d} sends ${b} ${op.count}; ${b} stops and starts again (a takeover)${control}; ${d} sends ${b} one more${leave}`
 }
 
@@ -151,6 +179,7 @@ export const runCustodyHold = (sim: SimulationService, op: CustodyHoldDraw, coun
     const sender = yield* nextRunning(sessions, op.sender, (session) => session !== recipient && session.group === recipient.group && fits(session))
     if (sender === undefined) return yield* sim.note("custody hold: skipped (no sender running)")
     const to = recipient.name
+    if (op.confirmed !== undefined) return yield* runConfirmed(sim, op, op.confirmed, counter, recipient, sender)
     // Long enough to keep a write in progress past the takeover.
     yield* recipient.delayWrites("broker", op.delayMs, op.delayMs * (op.count + op.more + 4))
     yield* recipient.stall("broker", op.stallMs)
@@ -166,4 +195,40 @@ export const runCustodyHold = (sim: SimulationService, op: CustodyHoldDraw, coun
     yield* sim.advance(op.returnMs)
     yield* sender.start
     for (let k = 1; k <= op.more; k++) yield* sender.send(to, custodyHoldText(counter, `back${k}`, sender.name, to))
+  })
+
+/**
+ * The confirmed variant (`CustodyHoldDraw.confirmed`, review revb's D1): B's
+ * client reads and confirms D's first messages while the broker does not
+ * read B; a write of D's next is in progress, slowed, when B stops (its
+ * `unregister` unread too) and a new client instance takes B over, so the
+ * old connection's `end` close waits for that write. D's cancel of its first
+ * message meets the custody hold and is put off; the stall ends before the
+ * slow write, so the broker reads the old client's confirmation while the
+ * connection closes (`PeerReader.confirmWhileClosing`), and the put-off
+ * cancel is answered "cannot be cancelled" at the close. `leave`, `returnMs`
+ * and `more` are not used.
+ */
+const runConfirmed = (
+  sim: SimulationService,
+  op: CustodyHoldDraw,
+  confirmed: { readonly slowMs: number; readonly stallEndMs: number },
+  counter: number,
+  recipient: SimSession,
+  sender: SimSession
+) =>
+  Effect.gen(function*() {
+    const to = recipient.name
+    yield* recipient.stall("broker", CONFIRM_MS + confirmed.stallEndMs)
+    for (let k = 1; k <= op.count; k++) yield* sender.send(to, custodyHoldText(counter, `${k}`, sender.name, to))
+    yield* sim.advance(CONFIRM_MS)
+    yield* recipient.delayWrites("broker", confirmed.slowMs, confirmed.slowMs * 2)
+    yield* sender.send(to, custodyHoldText(counter, "slow", sender.name, to))
+    yield* recipient.stop
+    yield* recipient.start
+    // D's first message to B: behind "slow" and the others.
+    yield* runControl(sender, "cancel", op.count, counter, to, true)
+    yield* sender.send(to, custodyHoldText(counter, "held", sender.name, to))
+    // Past the stall's end and the old close (the slow write, at most the 2 s end grace): the hold is over.
+    yield* sim.advance(confirmed.slowMs)
   })
