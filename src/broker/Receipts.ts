@@ -191,9 +191,10 @@ export class Receipts {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
       // Its fate settled already by this sender (a route outlives a cancel or supersede): its receiver was told
-      // once, and a second control or a rewritten record would tell it, and a retry, another fate.
+      // once, and a second control or a rewritten record would tell it, and a retry, another fate. A staged
+      // message checked again as its window closes was accepted before that: it goes alone (`beforeDelivery`).
       const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
-      if (settled !== undefined && !settled.ok) {
+      if (settled !== undefined && !settled.ok && !attempt.staged) {
         const reason = settled.code === DeliveryCode.DeliveryCancelled
           ? Reason.supersedeCancelled
           : Reason.supersedeSuperseded(settled.reason)
@@ -205,6 +206,9 @@ export class Receipts {
     beforeDelivery: (attempt, target) => {
       const { message, sender } = attempt
       if (message.supersedes === undefined) return
+      // Settled already (a `replace`-staged message whose sender cancelled or superseded its target while it
+      // waited: the check let it through): the new message goes alone — no control, the record left as it is.
+      if (this.withdrawnBy(sender, message.supersedes, attempt.now) !== undefined) return
       // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
       // gets the new message alone, and the old one never: MailDelivery.requeue).
       // With no route (a durable broker restarted), the one its replay record implies (`recordedRoute`,
