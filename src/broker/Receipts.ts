@@ -236,6 +236,9 @@ export class Receipts {
         reason: Reason.superseded(message.id),
         retryable: false
       })
+      // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
+      // ask back; a reply to it is refused as to any ask that is over).
+      if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
     },
     delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now, attempt.record)
   }
