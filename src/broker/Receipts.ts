@@ -122,6 +122,17 @@ import type { SendStage } from "./SendStage.ts"
 
 const HOUR = 3_600_000
 
+/** The outcome of a delivered message its sender cancelled (`cancel_message`). */
+const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelled, retryable: false }
+
+/** The outcome of a message its sender cancelled while the mailbox held it (MailDelivery.cancel writes its record). */
+const CANCELLED_QUEUED: Outcome = {
+  ok: false,
+  code: DeliveryCode.DeliveryCancelled,
+  reason: Reason.cancelledQueued,
+  retryable: false
+}
+
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
 
@@ -230,12 +241,15 @@ export class Receipts {
       if (route !== undefined ? mayHold(route.receiverInstance, target.instance) : recorded?.receiver === target) {
         this.ctx.output.enqueue(target.peer, control)
       }
-      this.ctx.records.rewrite(sender.key, message.supersedes, {
+      const superseded: Outcome = {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
         reason: Reason.superseded(message.id),
         retryable: false
-      })
+      }
+      this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
+      // Kept with the route too, which may outlive the record (`withdrawnBy`).
+      if (route !== undefined) route.withdrawal = superseded
       // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
       // ask back; a reply to it is refused as to any ask that is over).
       if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
@@ -372,17 +386,15 @@ export class Receipts {
   }
 
   /**
-   * How `sender` settled its message `messageId` already, if it did: its
-   * replay record's outcome when that says it cancelled it
-   * (`DeliveryCancelled`) or superseded it (`DeliverySuperseded`, the reason
-   * naming the new message). Read on the cancel and supersede paths only.
+   * How `sender` settled its message `messageId` already, if it did: the
+   * outcome that says it cancelled it (`DeliveryCancelled`) or superseded it
+   * (`DeliverySuperseded`, the reason naming the new message), as its route
+   * keeps it (`OutboundRecord.withdrawal`: the route can outlive the replay
+   * record) or else its replay record (DeliveryRecords.withdrawal). Read on
+   * the cancel and supersede paths only.
    */
   private withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
-    const outcome = this.ctx.records.get(sender.key, messageId, now)?.outcome
-    return outcome !== undefined && !outcome.ok &&
-        (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
-      ? outcome
-      : undefined
+    return this.ctx.records.withdrawal(sender.key, messageId, now)
   }
 
   private onReceipt(peer: Peer, raw: unknown): void {
@@ -452,6 +464,9 @@ export class Receipts {
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
+      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`).
+      const route = this.routeOf(session.key, messageId)
+      if (route !== undefined) route.withdrawal = CANCELLED_QUEUED
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -489,12 +504,9 @@ export class Receipts {
       }
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
-      records.rewrite(session.key, messageId, {
-        ok: false,
-        code: DeliveryCode.DeliveryCancelled,
-        reason: Reason.cancelled,
-        retryable: false
-      })
+      records.rewrite(session.key, messageId, CANCELLED)
+      // Kept with the route too, which may outlive the record (`withdrawnBy`).
+      if (route !== undefined) route.withdrawal = CANCELLED
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)
