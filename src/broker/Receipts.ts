@@ -196,20 +196,23 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
-        this.recordedRoute(attempt.sender, supersedes, attempt.now)
-      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
-        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
-      }
-      // Its fate settled already by this sender (a route outlives a cancel or supersede): its receiver was told
-      // once, and a second control or a rewritten record would tell it, and a retry, another fate. A staged
-      // message checked again as its window closes was accepted before that: it goes alone (`beforeDelivery`).
+      // Its fate settled already by this sender (a route outlives a cancel or supersede): a second control or a
+      // rewritten record would tell its receiver, and a retry, another fate. Judged before the route, which a
+      // restart or the routes' bound may have taken (`recordedRoute` turns a settled record away), so the
+      // refusal says which. A staged message checked again as its window closes was accepted before that: it
+      // goes alone (`beforeDelivery`).
       const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
-      if (settled !== undefined && !settled.ok && !attempt.staged) {
+      if (settled !== undefined && !settled.ok) {
+        if (attempt.staged) return undefined
         const reason = settled.code === DeliveryCode.DeliveryCancelled
           ? Reason.supersedeCancelled
           : Reason.supersedeSuperseded(settled.reason)
         return { code: DeliveryCode.SupersedeTarget, reason }
+      }
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
+        this.recordedRoute(attempt.sender, supersedes, attempt.now)
+      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
+        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
       return undefined
     },
