@@ -5,18 +5,30 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead. A cancel of a message its replay
- * record says this sender cancelled already is answered `delivered` again
- * (ours): its first answer may have been lost with a connection or a broker
- * crash, and a retry must tell the sender the message's fate rather than
- * "cannot be cancelled" — and the receiver, told once, is not sent the
- * control again. Nor is a message its sender superseded cancelled as well
- * (`withdrawnBy`, ours): its receiver was told it is superseded, so the
- * cancel is answered "cannot be cancelled", with no control and the record
- * left superseded; and a `supersedes` naming a message its sender
- * cancelled or superseded already is refused (`E_SUPERSEDE_TARGET`, the
- * reason saying which), though its route, which outlives both, still
- * matches. A durable broker that restarted has replay records but no
+ * still in the mailbox removes it instead. A cancel of a message this
+ * sender cancelled already is answered `delivered` again (ours): its first
+ * answer may have been lost with a connection or a broker crash, and a
+ * retry must tell the sender the message's fate rather than "cannot be
+ * cancelled" — and the receiver, told once, is not sent the control again.
+ * Nor is a message its sender superseded cancelled as well (`withdrawnBy`,
+ * ours): its fate is settled, so the cancel is answered "cannot be
+ * cancelled", with no control and the record left superseded; and a
+ * `supersedes` naming a message its sender cancelled or superseded already
+ * is refused (`E_SUPERSEDE_TARGET`, the reason saying which), though its
+ * route, which outlives both, still matches — judged before the route, so a
+ * restart that took the route still gets that reason (review revd D4).
+ * That fate is kept on the route too (`OutboundRecord.withdrawal`, the
+ * outcome object the record was rewritten to, so no allocation), not only
+ * in the replay record, which the route can outlive: the records' bounds
+ * push a flooding sender's oldest out, and a record ages from the send, a
+ * route from the delivery (review revd D1; DeliveryRecords.withdrawal, also
+ * read where a closing connection gives a message back:
+ * MailDelivery.withdrawnOnTheWay). A `replace`-staged message whose target
+ * its sender cancelled or superseded while it waited (C-DLV-6 acknowledged
+ * it queued) is not refused when its window closes but delivered alone: no
+ * control, the record left as it is (review revd D3). A supersede of an
+ * ask withdraws it as a cancel does (`forget`: its edge closes; review
+ * revd D5). A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -101,7 +113,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 500 lines, past the ~400 guideline, near half of them this
+ * Size: about 530 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
