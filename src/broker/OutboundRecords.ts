@@ -164,7 +164,7 @@ export class OutboundRecord implements Fingerprint {
   receiverInstance: SessionInstance = 0
   /**
    * How its sender withdrew it, if it did: the cancelled or superseded outcome its replay record was
-   * rewritten to (Receipts.ts), the shared object, so no allocation. Kept with the route because the route
+   * rewritten to (Receipts.ts), that same object, so it allocates nothing. Kept with the route because the route
    * can outlive that record (the records' bounds push a flooding sender's oldest out; a record ages from
    * the send, a route from the delivery): a later cancel or supersede still finds the fate settled
    * (DeliveryRecords.withdrawal). Cleared with the route.
