@@ -10,6 +10,7 @@
  * every record is younger, the sender holding the most records loses its
  * oldest — one flooding sender never costs the others their window.
  */
+import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
@@ -124,6 +125,25 @@ export class DeliveryRecords {
     const found = this.table.find(sender, id)
     if (found === undefined || !found.recorded || now - found.recordedAt > this.limits.retentionMs) return undefined
     return found
+  }
+
+  /**
+   * How `sender` withdrew its message `id`, if it did — cancelled it
+   * (`DeliveryCancelled`) or superseded it by another (`DeliverySuperseded`,
+   * the reason naming that one): as its route part says while the route is
+   * kept (`OutboundRecord.withdrawal`, which outlives a replay record the
+   * bounds or its age took), else as its replay record's outcome says. Read
+   * on the cancel, supersede and give-back paths only.
+   */
+  withdrawal(sender: string, id: string, now: number): Outcome | undefined {
+    const found = this.table.find(sender, id)
+    if (found === undefined) return undefined
+    if (found.withdrawal !== undefined) return found.withdrawal
+    if (!found.recorded || now - found.recordedAt > this.limits.retentionMs) return undefined
+    const outcome = found.outcome
+    return !outcome.ok && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+      ? outcome
+      : undefined
   }
 
   /**

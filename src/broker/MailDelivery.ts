@@ -583,13 +583,12 @@ export class MailDelivery {
 
   /**
    * Whether `mail`'s sender cancelled or superseded it after it was handed
-   * to a connection (its replay record was rewritten so: `cancel_message`,
-   * or a send that `supersedes` it), so it is not queued again.
+   * to a connection (its route or its replay record says so:
+   * `cancel_message`, or a send that `supersedes` it;
+   * DeliveryRecords.withdrawal), so it is not queued again.
    */
   private withdrawnOnTheWay(mail: Mail): boolean {
-    const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, this.ctx.now())?.outcome
-    return outcome !== undefined && outcome.ok === false &&
-      (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+    return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
   }
 
   /** An ask whose own timeout, from when the broker received it, has run out at `now`. */

@@ -162,6 +162,14 @@ export class OutboundRecord implements Fingerprint {
    * handed on to since (a takeover's hand-over, a closed connection's give-back). A small integer.
    */
   receiverInstance: SessionInstance = 0
+  /**
+   * How its sender withdrew it, if it did: the cancelled or superseded outcome its replay record was
+   * rewritten to (Receipts.ts), that same object, so it allocates nothing. Kept with the route because the route
+   * can outlive that record (the records' bounds push a flooding sender's oldest out; a record ages from
+   * the send, a route from the delivery): a later cancel or supersede still finds the fate settled
+   * (DeliveryRecords.withdrawal). Cleared with the route.
+   */
+  withdrawal: Outcome | undefined = undefined
   private routedAtHigh = 0
   private routedAtLow = 0
   olderRoute: OutboundRecord | undefined = undefined
@@ -488,6 +496,7 @@ export class OutboundRecords {
     if (!record.routed) return
     this.unlinkRoute(record)
     record.parts &= ~ROUTED
+    record.withdrawal = undefined
     this.routeTotal--
     this.release(record)
   }

@@ -5,18 +5,30 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead. A cancel of a message its replay
- * record says this sender cancelled already is answered `delivered` again
- * (ours): its first answer may have been lost with a connection or a broker
- * crash, and a retry must tell the sender the message's fate rather than
- * "cannot be cancelled" — and the receiver, told once, is not sent the
- * control again. Nor is a message its sender superseded cancelled as well
- * (`withdrawnBy`, ours): its receiver was told it is superseded, so the
- * cancel is answered "cannot be cancelled", with no control and the record
- * left superseded; and a `supersedes` naming a message its sender
- * cancelled or superseded already is refused (`E_SUPERSEDE_TARGET`, the
- * reason saying which), though its route, which outlives both, still
- * matches. A durable broker that restarted has replay records but no
+ * still in the mailbox removes it instead. A cancel of a message this
+ * sender cancelled already is answered `delivered` again (ours): its first
+ * answer may have been lost with a connection or a broker crash, and a
+ * retry must tell the sender the message's fate rather than "cannot be
+ * cancelled" — and the receiver, told once, is not sent the control again.
+ * Nor is a message its sender superseded cancelled as well (`withdrawnBy`,
+ * ours): its fate is settled, so the cancel is answered "cannot be
+ * cancelled", with no control and the record left superseded; and a
+ * `supersedes` naming a message its sender cancelled or superseded already
+ * is refused (`E_SUPERSEDE_TARGET`, the reason saying which), though its
+ * route, which outlives both, still matches — judged before the route, so a
+ * restart that took the route still gets that reason (review revd D4).
+ * That fate is kept on the route too (`OutboundRecord.withdrawal`, the
+ * outcome object the record was rewritten to, so no allocation), not only
+ * in the replay record, which the route can outlive: the records' bounds
+ * push a flooding sender's oldest out, and a record ages from the send, a
+ * route from the delivery (review revd D1; DeliveryRecords.withdrawal, also
+ * read where a closing connection gives a message back:
+ * MailDelivery.withdrawnOnTheWay). A `replace`-staged message whose target
+ * its sender cancelled or superseded while it waited (C-DLV-6 acknowledged
+ * it queued) is not refused when its window closes but delivered alone: no
+ * control, the record left as it is (review revd D3). A supersede of an
+ * ask withdraws it as a cancel does (`forget`: its edge closes; review
+ * revd D5). A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -101,7 +113,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 500 lines, past the ~400 guideline, near half of them this
+ * Size: about 530 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -121,6 +133,17 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
 const HOUR = 3_600_000
+
+/** The outcome of a delivered message its sender cancelled (`cancel_message`). */
+const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelled, retryable: false }
+
+/** The outcome of a message its sender cancelled while the mailbox held it (MailDelivery.cancel writes its record). */
+const CANCELLED_QUEUED: Outcome = {
+  ok: false,
+  code: DeliveryCode.DeliveryCancelled,
+  reason: Reason.cancelledQueued,
+  retryable: false
+}
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
@@ -185,19 +208,23 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
-        this.recordedRoute(attempt.sender, supersedes, attempt.now)
-      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
-        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
-      }
-      // Its fate settled already by this sender (a route outlives a cancel or supersede): its receiver was told
-      // once, and a second control or a rewritten record would tell it, and a retry, another fate.
+      // Its fate settled already by this sender (a route outlives a cancel or supersede): a second control or a
+      // rewritten record would tell its receiver, and a retry, another fate. Judged before the route, which a
+      // restart or the routes' bound may have taken (`recordedRoute` turns a settled record away), so the
+      // refusal says which. A staged message checked again as its window closes was accepted before that: it
+      // goes alone (`beforeDelivery`).
       const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
       if (settled !== undefined && !settled.ok) {
+        if (attempt.staged) return undefined
         const reason = settled.code === DeliveryCode.DeliveryCancelled
           ? Reason.supersedeCancelled
           : Reason.supersedeSuperseded(settled.reason)
         return { code: DeliveryCode.SupersedeTarget, reason }
+      }
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
+        this.recordedRoute(attempt.sender, supersedes, attempt.now)
+      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
+        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
       return undefined
     },
@@ -205,6 +232,9 @@ export class Receipts {
     beforeDelivery: (attempt, target) => {
       const { message, sender } = attempt
       if (message.supersedes === undefined) return
+      // Settled already (a `replace`-staged message whose sender cancelled or superseded its target while it
+      // waited: the check let it through): the new message goes alone — no control, the record left as it is.
+      if (this.withdrawnBy(sender, message.supersedes, attempt.now) !== undefined) return
       // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
       // gets the new message alone, and the old one never: MailDelivery.requeue).
       // With no route (a durable broker restarted), the one its replay record implies (`recordedRoute`,
@@ -226,12 +256,18 @@ export class Receipts {
       if (route !== undefined ? mayHold(route.receiverInstance, target.instance) : recorded?.receiver === target) {
         this.ctx.output.enqueue(target.peer, control)
       }
-      this.ctx.records.rewrite(sender.key, message.supersedes, {
+      const superseded: Outcome = {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
         reason: Reason.superseded(message.id),
         retryable: false
-      })
+      }
+      this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
+      // Kept with the route too, which may outlive the record (`withdrawnBy`).
+      if (route !== undefined) route.withdrawal = superseded
+      // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
+      // ask back; a reply to it is refused as to any ask that is over).
+      if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
     },
     delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now, attempt.record)
   }
@@ -365,17 +401,15 @@ export class Receipts {
   }
 
   /**
-   * How `sender` settled its message `messageId` already, if it did: its
-   * replay record's outcome when that says it cancelled it
-   * (`DeliveryCancelled`) or superseded it (`DeliverySuperseded`, the reason
-   * naming the new message). Read on the cancel and supersede paths only.
+   * How `sender` settled its message `messageId` already, if it did: the
+   * outcome that says it cancelled it (`DeliveryCancelled`) or superseded it
+   * (`DeliverySuperseded`, the reason naming the new message), as its route
+   * keeps it (`OutboundRecord.withdrawal`: the route can outlive the replay
+   * record) or else its replay record (DeliveryRecords.withdrawal). Read on
+   * the cancel and supersede paths only.
    */
   private withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
-    const outcome = this.ctx.records.get(sender.key, messageId, now)?.outcome
-    return outcome !== undefined && !outcome.ok &&
-        (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
-      ? outcome
-      : undefined
+    return this.ctx.records.withdrawal(sender.key, messageId, now)
   }
 
   private onReceipt(peer: Peer, raw: unknown): void {
@@ -445,6 +479,9 @@ export class Receipts {
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
+      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`).
+      const route = this.routeOf(session.key, messageId)
+      if (route !== undefined) route.withdrawal = CANCELLED_QUEUED
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -482,12 +519,9 @@ export class Receipts {
       }
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
-      records.rewrite(session.key, messageId, {
-        ok: false,
-        code: DeliveryCode.DeliveryCancelled,
-        reason: Reason.cancelled,
-        retryable: false
-      })
+      records.rewrite(session.key, messageId, CANCELLED)
+      // Kept with the route too, which may outlive the record (`withdrawnBy`).
+      if (route !== undefined) route.withdrawal = CANCELLED
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)

@@ -302,7 +302,8 @@ export class Send {
       replyKey: message.replyTo === undefined ? undefined : recordKeyOf(targetKey, message.replyTo),
       record: recorded,
       frame,
-      now
+      now,
+      staged: false
     }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
@@ -443,7 +444,7 @@ export class Send {
     const now = this.ctx.now()
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
-    const attempt: SendAttempt = { ...staged.attempt, target, now }
+    const attempt: SendAttempt = { ...staged.attempt, target, now, staged: true }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) {
       this.staging?.refuseDue(staged, target.infoJson, refusal)

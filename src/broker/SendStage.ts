@@ -39,6 +39,14 @@ export interface SendAttempt {
   /** The raw `send` frame, for extension fields a stage reads. */
   readonly frame: { readonly [key: string]: unknown }
   readonly now: number
+  /**
+   * A staged `replace` message checked again as its window closes
+   * (Send.deliverStaged): accepted already (`delivery_queued`), so a stage
+   * refuses it only for what makes its delivery wrong now, not for what
+   * only its sender's later steps changed (a supersede's target cancelled
+   * meanwhile: Receipts.ts).
+   */
+  readonly staged: boolean
 }
 
 /** A concern's part in the pipeline; every member is optional. */

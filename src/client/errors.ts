@@ -281,7 +281,10 @@ export class TargetRebound extends Data.TaggedError("TargetRebound")<DeliveryFie
 export class AmbiguousTarget extends Data.TaggedError("AmbiguousTarget")<DeliveryFields> {}
 /** `E_REPLY_TARGET`: `replyTo` names no open ask, or an ask that the target did not put to this session (P62). */
 export class ReplyTargetMismatch extends Data.TaggedError("ReplyTargetMismatch")<DeliveryFields> {}
-/** `E_SUPERSEDE_TARGET`: `supersedes` names no message this session delivered to the target, or the target is disconnected (P72). */
+/**
+ * `E_SUPERSEDE_TARGET`: `supersedes` names no message this session delivered to the target, or one this session
+ * cancelled or superseded already (the reason says which), or the target is disconnected (P72).
+ */
 export class SupersedeTargetMismatch extends Data.TaggedError("SupersedeTargetMismatch")<DeliveryFields> {}
 /** `E_MUTUAL_ASK`: an ask to a session that is itself waiting for this session's reply (P63). */
 export class MutualAsk extends Data.TaggedError("MutualAsk")<DeliveryFields> {}

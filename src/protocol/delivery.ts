@@ -72,18 +72,22 @@ export const Reason = {
   supersedeNoRoute: "Supersede target does not match a previous message from this sender to this receiver",
   supersedeDisconnected: "Supersede target is not connected",
   /**
-   * Ours: a `supersedes` naming a message its sender cancelled already (its
-   * receiver was told so). Starts as `supersedeNoRoute` does.
+   * Ours: a `supersedes` naming a message its sender cancelled already.
+   * Starts as `supersedeNoRoute` does. It does not say the receiver was told:
+   * a message cancelled in the mailbox, or given to an instance a takeover
+   * replaced, was cancelled with no control.
    */
   supersedeCancelled:
-    "Supersede target does not match a previous message from this sender to this receiver: that message was cancelled already, and its receiver told so. Send the new message without supersedes",
+    "Supersede target does not match a previous message from this sender to this receiver: that message was cancelled already. Send the new message without supersedes",
   /**
    * Ours: a `supersedes` naming a message its sender superseded already by
    * another (`superseded`, the old message's record reason, names it). Starts
-   * as `supersedeNoRoute` does.
+   * as `supersedeNoRoute` does. It does not say the receiver was told: a
+   * supersede of a message given to an instance a takeover replaced writes
+   * no control.
    */
   supersedeSuperseded: (superseded: string) =>
-    `Supersede target does not match a previous message from this sender to this receiver: that message was superseded already (${superseded}), and its receiver told so. Supersede the message that replaced it instead`,
+    `Supersede target does not match a previous message from this sender to this receiver: that message was superseded already (${superseded}). Supersede the message that replaced it instead`,
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
   messageIdReuse: "Message id was reused with different authored content",

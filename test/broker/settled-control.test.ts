@@ -88,3 +88,22 @@ describe("a supersede naming a message whose fate its sender settled already", (
       assert.deepStrictEqual(w.controlsOf(w.b1).length, 1)
     }))
 })
+
+describe("a message superseded after another instance took its session over (no control written)", () => {
+  it.effect("a second supersede of it is refused naming the first, with no claim that its receiver was told", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      const m2 = message("m2", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m2 }])
+      assert.deepStrictEqual([...w.controlsOf(w.b1), ...w.controlsOf(b2)], [], "a supersede control was written: the test sets up nothing")
+      assert.deepStrictEqual(w.answersOf(m2.id), [`failed: ${Reason.supersedeSuperseded(Reason.superseded(m1.id))}`])
+      assert.notInclude(w.answersOf(m2.id).join(""), "told", "the sender was told the receiver was told, though no control was written")
+    }))
+})

@@ -5,6 +5,7 @@
  * close connections, and read what each connection was written.
  */
 import { Effect } from "effect"
+import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
@@ -31,11 +32,11 @@ export interface Seen {
  * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
  * `features`); every connection's written frames are kept, parsed.
  * `stick()` makes b-1's writes never complete from then on (its socket
- * takes none of them).
+ * takes none of them). `options`: the broker's, defaults otherwise.
  */
-export const controlWorld = (features: ReadonlyArray<string>) =>
+export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCoreOptions = {}) =>
   Effect.gen(function*() {
-    const { attach, batch, close, router, tryDrain } = yield* handRouter({})
+    const { attach, batch, close, router, tryDrain } = yield* handRouter(options)
     const written = new Map<Peer, Array<Seen>>()
     let stuck = false
     const connect = (id: number, stuckable = false): Peer => {
