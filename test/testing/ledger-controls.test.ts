@@ -11,7 +11,10 @@
  * — not when the broker refused that cancel, nor when its connection stayed
  * up — and a message a later send superseded, that send acknowledged, never
  * written, no control about it read, after which a connection of its
- * receiver ended (seed 9528). Review revled's cases: one superseded but lost
+ * receiver ended (seed 9528); so is one whose superseding send went
+ * unanswered on a connection that ended, when the replay record says
+ * `E_DELIVERY_SUPERSEDED` (seed 16929) — not when the record says delivered,
+ * nor when that connection stayed up. Review revled's cases: one superseded but lost
  * from a live outbox is a `silent-loss` (with `control-before-message` when
  * its control was read); and under `--strict` one written to a connection
  * that died unread, cancelled or superseded before that close, is withdrawn,
@@ -348,6 +351,45 @@ describe("Ledger: controls", () => {
 
     it("not cancelled: lost-in-flight", () => {
       expect(readThenClosed("none").kinds).toEqual(["lost-in-flight"])
+    })
+  })
+
+  describe("a supersede whose answer was lost (sim seed 16929, `--custody-hold --delivery`)", () => {
+    /**
+     * `world`, then A writes `two` (superseding `one`) on link #1 and the broker reads it; A never reads
+     * an answer. A's link #1 closes if `senderLeft` (A stopped), then B's link #2 ends (`one` goes back
+     * from its outbox, superseded, and is not queued again), and the replay record answers a resend of
+     * `one` with `recordSays`.
+     */
+    const unanswered = (options: { readonly senderLeft: boolean; readonly recordSays: string }) => {
+      const ledger = world()
+      ledger.clientWrote(1, [sendTwo])
+      brokerTook(ledger, 1, [sendTwo])
+      if (options.senderLeft) ledger.linkClosed(1)
+      ledger.linkClosed(2)
+      ledger.brokerEnded(2)
+      expect(ledger.unexplained().map((left) => left.message.id)).toEqual([one.id])
+      ledger.recordSaid(one.id, options.recordSays)
+      const tally = ledger.finish()
+      return { kinds: ledger.violations.map((violation) => violation.kind), tally }
+    }
+
+    it("its message, which the record says was superseded, is withdrawn, not a silent-loss", () => {
+      const { kinds, tally } = unanswered({ senderLeft: true, recordSays: "E_DELIVERY_SUPERSEDED" })
+      expect(kinds).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("its message, which the record still says was delivered, is a silent-loss", () => {
+      const { kinds, tally } = unanswered({ senderLeft: true, recordSays: "delivered" })
+      expect(kinds).toEqual(["silent-loss"])
+      expect(tally.withdrawn).toBe(0)
+    })
+
+    it("its message, the supersede unanswered on a connection that stays up, is a silent-loss though the record says superseded", () => {
+      const { kinds, tally } = unanswered({ senderLeft: false, recordSays: "E_DELIVERY_SUPERSEDED" })
+      expect(kinds).toEqual(["silent-loss"])
+      expect(tally.withdrawn).toBe(0)
     })
   })
 

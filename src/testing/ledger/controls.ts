@@ -55,12 +55,20 @@
  * broker does not queue again a message superseded or cancelled on its way
  * to a receiver whose connection ended (`MailDelivery.requeue`): sim seed
  * 9528 of `--custody-hold --unregister --delivery` (`supersededUnread`,
- * `withdrawnOnTheWay`). A message with a control about it read is never
+ * `withdrawnOnTheWay`). Like the cancel above, a supersede counts as applied
+ * when its send went unanswered (neither acknowledged nor refused) on a
+ * connection that ended or whose broker crashed, the broker read it, and the
+ * replay record answers a resend of the old message `E_DELIVERY_SUPERSEDED`
+ * (`supersedeAppliedUnanswered`; sim seed 16929 of `--custody-hold
+ * --delivery`: the sender stopped before the answer came). The superseding
+ * message reaching the receiver does not show it on its own: a supersede of
+ * a message only a replaced instance got delivers the new message without it.
+ * A message with a control about it read is never
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import type { MessageControlFrame } from "../../protocol/frames.ts"
+import type { Message, MessageControlFrame } from "../../protocol/frames.ts"
 import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
@@ -159,6 +167,42 @@ export const supersedeAnswered = (state: LedgerState, record: MessageRecord): vo
   note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
 }
 
+/**
+ * A world session's client wrote, on `link`, a send of `message`; if it
+ * `supersedes` an earlier message, the ledger keeps which send and where
+ * (its latest attempt), to judge at the end whether its answer was lost
+ * (`supersedeAppliedUnanswered`).
+ */
+export const supersedeWritten = (state: LedgerState, link: LinkRecord, message: Message): void => {
+  const old = message.supersedes
+  if (old === undefined) return
+  state.controls.supersedesWritten.set(keyOf(link.owner, old), { messageId: message.id, link: link.id })
+}
+
+/**
+ * When the broker applied a supersede of `record` whose answer its sender
+ * never read: a send of its sender that `supersedes` it went unanswered
+ * (neither acknowledged nor refused) on a connection that ended or whose
+ * broker crashed (`answerLost`), the broker read it, and the broker's replay
+ * record answers a resend of `record` `E_DELIVERY_SUPERSEDED` — the broker
+ * marks the record superseded only when it applies a supersede, so only the
+ * answer was lost (sim seed 16929 of `--custody-hold --delivery`: the sender
+ * stopped while its supersede's answer was on its way). The time is when the
+ * broker first read that send (its Router applies a supersede as it reads
+ * it); undefined when any of that does not hold. The superseding message
+ * reaching the receiver is not enough on its own: a supersede of a message
+ * given only to an instance a takeover replaced delivers the new message
+ * without it (docs/protocol.md, "Receipts and control").
+ */
+const supersedeAppliedUnanswered = (state: LedgerState, record: MessageRecord): number | undefined => {
+  if (record.recordSays !== DeliveryCode.DeliverySuperseded) return undefined
+  const written = state.controls.supersedesWritten.get(keyOf(record.sender, record.id))
+  if (written === undefined || !answerLost(state, written.link)) return undefined
+  const superseding = state.messages.get(written.messageId)
+  if (superseding === undefined || superseding.outcome === "acked" || superseding.outcome === "refused") return undefined
+  return superseding.brokerFirstRead?.at
+}
+
 /** Whether `record`'s receiver read a `message_control` (cancel or supersede) about it. */
 const controlHeard = (state: LedgerState, record: MessageRecord): boolean =>
   state.controls.reads.some((control) => control.messageId === record.id && control.from === record.sender)
@@ -173,7 +217,7 @@ const receiverEndedSince = (state: LedgerState, record: MessageRecord, since: nu
 
 /**
  * Whether `record` is a message a later send of its sender superseded, that
- * send acknowledged, that no client of its receiver ever read (`finish`
+ * send acknowledged (or its answer lost, `supersedeAppliedUnanswered`), that no client of its receiver ever read (`finish`
  * asks only about one never written), and that the broker withdrew on its way: no control about
  * it reached the receiver, and a connection of the receiver ended after the
  * supersede was acknowledged — the message went back from that connection's
@@ -185,7 +229,7 @@ const receiverEndedSince = (state: LedgerState, record: MessageRecord, since: nu
 export const supersededUnread = (state: LedgerState, record: MessageRecord): boolean => {
   // Not one written to a connection: `finish` judges those first (`withdrawnOnTheWay`, or lost in flight).
   if (record.reads.length !== 0) return false
-  const at = state.controls.superseded.get(keyOf(record.sender, record.id))
+  const at = state.controls.superseded.get(keyOf(record.sender, record.id)) ?? supersedeAppliedUnanswered(state, record)
   return at !== undefined && !controlHeard(state, record) && receiverEndedSince(state, record, at)
 }
 

@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 415 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 450 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
@@ -46,6 +46,14 @@ export interface SupersedeAck {
   readonly seq: number
 }
 
+/** A send that `supersedes` an earlier message, as its sender's client wrote it (ledger/controls.ts). */
+export interface SupersedeWritten {
+  /** The superseding send's message id. */
+  readonly messageId: string
+  /** The connection its latest attempt was written on. */
+  readonly link: number
+}
+
 /** What the ledger keeps of cancels and controls (ledger/controls.ts). */
 export interface ControlState {
   /**
@@ -71,6 +79,13 @@ export interface ControlState {
    * `supersedes`, that send acknowledged, with when the sender read that.
    */
   readonly superseded: Map<string, number>
+  /**
+   * `sender\0messageId` of each message a send of its sender `supersedes`,
+   * with that send's id and the connection its latest attempt was written
+   * on: whether that send went unanswered, its answer lost, is judged at the
+   * end (`supersededUnread`, sim seed 16929).
+   */
+  readonly supersedesWritten: Map<string, SupersedeWritten>
   /** Each acknowledged supersede, in the order its sender read the answer (`supersede-unheard`). */
   readonly supersedeAcks: Array<SupersedeAck>
   readonly reads: Array<ControlRead>
@@ -84,6 +99,7 @@ export const makeControlState = (): ControlState => ({
   cancelAcks: [],
   cancelled: new Map(),
   superseded: new Map(),
+  supersedesWritten: new Map(),
   supersedeAcks: [],
   reads: []
 })

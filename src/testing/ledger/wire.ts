@@ -29,7 +29,7 @@ import { RECEIVED_V1, REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelRefused, cancelWritten, controlRead, supersedeAnswered, supersedeHeard } from "./controls.ts"
+import { cancelAnswered, cancelRefused, cancelWritten, controlRead, supersedeAnswered, supersedeHeard, supersedeWritten } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -94,7 +94,10 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     if (!isFrameDecodeError(parsed)) {
       if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
         const frame = decodeSendLike(parsed)
-        if (frame !== undefined) sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery, frame.askTimeoutMs)
+        if (frame !== undefined) {
+          sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery, frame.askTimeoutMs)
+          supersedeWritten(state, link, frame.message)
+        }
       } else if (parsed.type === "cancel_message" && !isHostile(state, link.owner)) {
         const cancel = decodeClientFrame.cancel_message(parsed)
         if (!isFrameDecodeError(cancel)) cancelWritten(state, link, cancel.messageId)
