@@ -47,7 +47,7 @@
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
  *
- * Size: about 480 lines, one concept — one connection's reading, with its
+ * Size: about 510 lines, one concept — one connection's reading, with its
  * held frames from the read to their hand-back, refusal or drop; over a
  * third of it is this header and the JSDoc of those paths.
  */
