@@ -15,7 +15,6 @@
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DeliveredFrameParts } from "./frameParts.ts"
 import type { OutboundItem, OutboundMessage, Peer, Returnable, Written } from "./Peer.ts"
 
 /**
@@ -84,23 +83,33 @@ export const isReadOnlyAnswer = (item: OutboundItem): boolean =>
   typeof item === "string" && (item.startsWith(`{"type":"health_ok"`) || item.startsWith(`{"type":"sessions"`))
 
 /**
- * An ack of one of the connection's own sends or cancels — `delivered`,
- * `delivery_failed`, `delivery_queued` (frames built by encode.ts, so the
- * prefix is exact). Items going ahead of a head that waits may pass it
- * (ParkedDrain.offerOwnAhead): what a send changed is not what mail for the
- * connection depends on. Slow path only.
+ * An answer that changes which session the connection holds, or ends it
+ * holding none (frames built by encode.ts, so the prefix is exact): items
+ * going ahead of a head that waits stop there (ParkedDrain.offerOwnAhead),
+ * since what is behind it may be for the session it names, or was never
+ * meant to be read before it.
+ * - `registered`: the connection holds the session it names from here on;
+ *   mail for a session registered in a batch follows its `registered`.
+ * - `registration_failed`: a registration refused; the connection ends.
+ * - `taken_over`: another connection took the session; the connection ends.
+ * - `error`: a refused connection or registration (`Router.refuse`, the
+ *   session cap); the connection ends.
+ * Every other answer (a send's ack, a topic, results, questions, stats or
+ * supervisor answer, a receipt…) answers a request by its id, or is a push
+ * no mail depends on: what goes ahead passes it, and it stays in place.
+ * Slow path only.
  */
-export const isSendAck = (item: OutboundItem): boolean =>
-  item instanceof DeliveredFrameParts ||
-  (typeof item === "string" &&
-    (item.startsWith(`{"type":"delivered"`) || item.startsWith(`{"type":"delivery_failed"`) ||
-      item.startsWith(`{"type":"delivery_queued"`)))
+export const changesSession = (item: OutboundItem): boolean =>
+  typeof item === "string" &&
+  (item.startsWith(`{"type":"registered"`) || item.startsWith(`{"type":"registration_failed"`) ||
+    item.startsWith(`{"type":"taken_over"`) || item.startsWith(`{"type":"error"`))
 
 /**
  * An item a reader's own parked list holds for the reader itself that may go
  * ahead of a head that waits (ParkedDrain.offerOwnAhead): a message, a control
- * frame about one, a read-only answer. The other answers stay in place: the
- * `delivered` acks of the reader's own sends parked at the head among them
- * (passed), and any other answer (where the items going ahead stop).
+ * frame about one, a read-only answer. The other answers stay in place:
+ * passed (the acks of the reader's own sends parked at the head among them),
+ * but for those that change the session (`changesSession`), where the items
+ * going ahead stop.
  */
 export const goesAhead = (item: OutboundItem): boolean => isSenderOrdered(item) || isReadOnlyAnswer(item)

@@ -26,10 +26,11 @@
  *
  * While the head, for another connection, waits, the items behind it
  * addressed to the reader itself — messages, control frames about one,
- * `health`/`list` answers; not the acks of its own sends, which stay behind
- * them — are offered ahead of it, in their order, up to the first that
- * waits too or the first other answer of its own, such as a `registered`
- * that mail behind it depends on (`offerOwnAhead`): what the broker holds
+ * `health`/`list` answers; not its other answers (the acks of its own sends
+ * among them), which stay in place — are offered ahead of it, in their
+ * order, up to the first that waits too or the first answer that changes
+ * which session the connection holds, such as a `registered` that mail
+ * behind it depends on (`offerOwnAhead`, OutboundItems.changesSession): what the broker holds
  * for a session never waits for another session's room (a reply forced
  * behind the session's sends to one that does not read, the settling answer
  * behind it: ParkedReplies.ts). Only while `Peer.ownAhead` says such an item
@@ -61,12 +62,11 @@ import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
 import {
+  changesSession,
   charsOf,
   goesAhead,
-  isAnswer,
   isMessage,
   isReadOnlyAnswer,
-  isSendAck,
   isSenderOrdered,
   isStranded
 } from "./OutboundItems.ts"
@@ -257,12 +257,14 @@ export class ParkedDrain {
    * of its own, kept as `Peer.ownWait` (pushed once onto the waits of what it
    * waits for, the reader's own room mostly), which the drainer awaits with
    * the head's until it completes, so it is neither pushed again nor looked
-   * for again on each retry of the head. They pass only the acks of the
-   * reader's own sends (`isSendAck`), which stay in place, and mail notices;
-   * the scan stops at any other answer of its own (`registered`,
-   * `registration_failed`, an error…): what follows such an answer may
-   * depend on it — mail for a session registered in the batch follows its
-   * `registered`. Each leaves the list in the step that accepts or refuses
+   * for again on each retry of the head. They pass the reader's other own
+   * items, which stay in place — the acks of its own sends, mail notices,
+   * answers to its requests by id (topics, results, questions, stats,
+   * supervisor) — and the scan stops at an answer that changes which session
+   * the connection holds or ends it (`changesSession`: `registered`,
+   * `registration_failed`, `taken_over`, `error`): what follows such an
+   * answer may depend on it — mail for a session registered in the batch
+   * follows its `registered`. Each leaves the list in the step that accepts or refuses
    * it, with `parkedOffered`'s bookkeeping. Every per-pair order holds: they
    * keep their order among themselves and all go to one outbox, the reader's
    * sends to others keep theirs, and a departure hold counts down per offered
@@ -284,7 +286,7 @@ export class ParkedDrain {
       const item = entry[1]
       if (entry[0] !== reader) continue
       if (!goesAhead(item)) {
-        if (isAnswer(item) && !isSendAck(item)) break
+        if (changesSession(item)) break
         continue
       }
       const placed = this.place(reader, reader, item)
@@ -342,7 +344,7 @@ export class ParkedDrain {
     let readAnswered = false
     if (toReader && own === undefined) {
       // An answer of its own that the scan ahead stops at left: what is behind it may go ahead again.
-      if (isAnswer(first[1]) && !goesAhead(first[1]) && !isSendAck(first[1])) reader.ownAhead = true
+      if (changesSession(first[1])) reader.ownAhead = true
       else if (isReadOnlyAnswer(first[1])) readAnswered = !this.parksAnswerFor(reader)
     }
     if (reader.parked.length === 0) {

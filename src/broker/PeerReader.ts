@@ -8,8 +8,8 @@
  * a drainer fiber offers it (waiting for room) while the reader holds the
  * connection's further frames — answering only `health`, `list` and
  * `received` at once (`health` and `list` held too while an earlier answer
- * to one is parked, and taken from the held frames and answered once it
- * left: `answerHeldReads`) — until it fits; past the held limit (`heldLimit`,
+ * to one is parked or an earlier one is held, and taken from the held
+ * frames and answered once that answer left: `answerHeldReads`) — until it fits; past the held limit (`heldLimit`,
  * 1 MiB by default) of held text the connection is not read at all. The drainer hands the held frames back on a
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
@@ -47,7 +47,7 @@
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
  *
- * Size: about 480 lines, one concept — one connection's reading, with its
+ * Size: about 510 lines, one concept — one connection's reading, with its
  * held frames from the read to their hand-back, refusal or drop; over a
  * third of it is this header and the JSDoc of those paths.
  */
@@ -129,6 +129,11 @@ export class PeerReader implements FrameReceiver {
   private held: Array<string> | undefined = undefined
   private heldText = 0
   private heldChangesMembership = false
+  /**
+   * How many `health`/`list` frames the held frames hold: while any is held,
+   * a later one is held too, never answered ahead of it (`whileHeldBack`).
+   */
+  private heldReads = 0
   /** Reading is paused: the held limit of text is held (`Router.heldBack`). */
   private readPaused = false
   /** The fiber offering this connection's parked output, while there is some. */
@@ -201,6 +206,7 @@ export class PeerReader implements FrameReceiver {
       this.held = undefined
       this.heldText = 0
       this.heldChangesMembership = false
+      this.heldReads = 0
       if (held.length > 0) this.router.readerObserver?.dropped(this.peer.connection.id, held)
     }
     if (this.depth === 0) this.tellStopped()
@@ -345,16 +351,21 @@ export class PeerReader implements FrameReceiver {
    * A batch that came while parked output waits: `health`, `list` (when no
    * held frame changes membership) and `received` are handled at once, the
    * rest held in order. Answered early, ahead of parked messages and acks,
-   * but never ahead of an earlier such answer: while one is parked they are
-   * held, until it leaves (`answerHeldReads`). Once the connection begins to
-   * close, only its `received` frames are still taken (known issue 17).
+   * but never ahead of an earlier such answer: while one is parked, or an
+   * earlier `health`/`list` is held (`heldReads`, a count: no scan per
+   * frame), they are held, until it leaves or is answered
+   * (`answerHeldReads`) — also in the window between the last parked such
+   * answer's leaving and that call, which the drainer makes after a yield.
+   * Once the connection begins to close, only its `received` frames are
+   * still taken (known issue 17).
    */
   private whileHeldBack(frames: ReadonlyArray<string>): void {
     const router = this.router
     const output = router.output
     const peer = this.peer
     const held = this.held ??= []
-    let ownParked = output.drain.parksAnswerFor(peer)
+    // (No scan while a read is held: every read is held behind it anyway.)
+    let ownParked = this.heldReads === 0 && output.drain.parksAnswerFor(peer)
     output.startBatch()
     try {
       for (const text of frames) {
@@ -367,7 +378,8 @@ export class PeerReader implements FrameReceiver {
           continue
         }
         if (peer.isClosing) continue
-        if (!ownParked && (type === "health" || (type === "list" && !this.heldChangesMembership))) {
+        const read = type === "health" || type === "list"
+        if (read && !ownParked && this.heldReads === 0 && (type === "health" || !this.heldChangesMembership)) {
           router.seen(peer) // C-HLT-4: a frame answered early is seen too
           router.handleFrame(peer, text)
           // An answer that met this connection's own full outbox was parked: the rest waits behind it.
@@ -375,7 +387,8 @@ export class PeerReader implements FrameReceiver {
         } else {
           held.push(text)
           this.heldText += text.length
-          if (type === "register" || type === "unregister" || type === "presence") this.heldChangesMembership = true
+          if (read) this.heldReads++
+          else if (type === "register" || type === "unregister" || type === "presence") this.heldChangesMembership = true
         }
       }
     } finally {
@@ -406,8 +419,9 @@ export class PeerReader implements FrameReceiver {
    * membership (`register`, `unregister`, `presence`), are answered now and
    * leave the held frames — what `whileHeldBack` would have done with them
    * had that answer not been parked; the other held frames keep their
-   * order. An answer that meets the full outbox is parked, and the rest
-   * waits behind it again. The liveness probe (a `list`) held behind an
+   * order; those behind a held membership change stay held, and so hold
+   * later ones (`heldReads`), until the output fits. An answer that meets
+   * the full outbox is parked, and the rest waits behind it again. The liveness probe (a `list`) held behind an
    * earlier probe's answer is thus answered once that answer went ahead of,
    * or before, sends to a session that does not read (ParkedDrain.offerParked),
    * not once that session reads. Slow path: a parse of the held frames.
@@ -432,6 +446,7 @@ export class PeerReader implements FrameReceiver {
           continue
         }
         this.heldText -= text.length
+        this.heldReads--
         router.seen(peer) // C-HLT-4: a frame answered early is seen too
         router.handleFrame(peer, text)
         if (output.parkFor(peer) || peer.isClosing) {
@@ -476,6 +491,7 @@ export class PeerReader implements FrameReceiver {
           this.held = undefined
           this.heldText = 0
           this.heldChangesMembership = false
+          this.heldReads = 0
           this.handle(held)
         }
       }
