@@ -17,9 +17,12 @@
  * a client between the holder and a third one erased what was known and the
  * third was taken for the holder (L1); and a record is per group, so a
  * client that used the id in another group hid the holder's own return
- * (L2). Here every registration is noted (`noted`, at register and again
- * as it leaves), whatever its group and however short-lived, per scope and
- * id, most recent first.
+ * (L2). Here every instance that stops holding an id is noted (`noted`: as
+ * its session leaves, or as another client takes it over), whatever its
+ * group and however short-lived, per scope and id, most recent first. A
+ * live session is not noted until then — nobody asks about an id held live
+ * (a takeover or rejoin is judged from the live session) — so the bounds
+ * count departed holders' ids only, not the live sessions'.
  *
  * Bounded: at most INSTANCES_PER_ID instances per id (an older one pushed
  * out returns as a new instance: told "cannot be cancelled" of its

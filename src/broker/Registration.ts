@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 510 lines, one concept — a session's coming and going. The
+ * Size: about 535 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -65,7 +65,7 @@ import {
 } from "./Registry.ts"
 import { closePeer, endTakenOver, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
-/** What ClientInstances notes of `session`'s client instance (`noted`). */
+/** What ClientInstances notes of `session`'s client instance as it stops holding its id (`noted`). */
 const knownOf = (session: Session): KnownInstance => ({
   instanceId: session.peer.instanceId,
   instance: session.instance,
@@ -400,10 +400,14 @@ export class Registration {
       // destroyed once this session is registered (below). Another client's takeover ends it then too.
       if (rejoin) unread = this.abandon(previous.peer)
     }
+    // Another client took the id over: its holder, in this group or another, stopped holding it
+    // (`returningInstance`; a live session is noted only so). Not one taken over already in another group,
+    // marked below: its taker held the id since (and is noted here, or was as it left).
+    if (previous !== undefined) this.takenOverBy(previous, session)
+    for (const other of elsewhere) this.takenOverBy(other, session)
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
     registry.add(session, previous)
-    this.clientInstances.noted(scopeKey, id, knownOf(session))
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
@@ -459,6 +463,12 @@ export class Registration {
     const known = this.clientInstances.returning(scopeKey, id, instanceId)
     if (known === NOTHING_KNOWN) return { instance: ++this.instances, mayBeBeforeStart: true }
     return known ?? { instance: ++this.instances, mayBeBeforeStart: false }
+  }
+
+  /** Notes `holder`'s client instance as it stops holding its id, taken over by `taker` (not its own rejoin). */
+  private takenOverBy(holder: Session, taker: Session): void {
+    if (holder.instance === taker.instance || this.takenOverElsewhere.has(holder)) return
+    this.clientInstances.noted(holder.scopeKey, holder.id, knownOf(holder))
   }
 
   /**

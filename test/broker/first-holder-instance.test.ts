@@ -13,12 +13,17 @@
  * R2: the holder was a base client (no `instanceId`); a client that gives
  * an `instanceId` cannot be it, yet it was taken for it and sent the cancel.
  *
+ * And the table's bound counts departed holders' ids only: live sessions
+ * of other ids, however many, do not push out a departed holder's, so its
+ * own return still continues its instance.
+ *
  * On a Router driven by hand: writes complete at once, and the frames of
  * the connections that keep them are recorded.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_IDS } from "../../src/broker/ClientInstances.ts"
+import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { EPHEMERAL_V1, RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
@@ -38,9 +43,9 @@ interface Seen {
 }
 
 /** A hand-driven router whose first holder of `b` registers with `holderInstanceId` and confirms d's m0, then unregisters. */
-const world = (holderInstanceId: string | undefined) =>
+const world = (holderInstanceId: string | undefined, options: BrokerCoreOptions = {}) =>
   Effect.gen(function*() {
-    const { attach, batch } = yield* handRouter({})
+    const { attach, batch } = yield* handRouter(options)
     const written = new Map<Peer, Array<Seen>>()
     let next = 1
     const connect = (keep: boolean): Peer => {
@@ -124,4 +129,17 @@ describe("the first holder since the start was a base client, no instanceId (rev
       assert.deepStrictEqual(w.controlsOf(b2), [], "the new client was sent a cancel of a message it never got")
       assert.deepStrictEqual(w.answersOf(w.m0.id), ["delivered", cannotCancel])
     }))
+})
+
+describe("ClientInstances' bound counts departed holders' ids, not live sessions'", () => {
+  it.effect(`the holder returns after ${MAX_IDS} sessions of other ids registered and stayed: the cancel goes to it, answered delivered`, () =>
+    Effect.gen(function*() {
+      const w = yield* world("b-1", { maxSessions: MAX_IDS + 8 })
+      // Each on its own connection (no frames kept: not read), and live to the end.
+      for (let i = 0; i < MAX_IDS; i++) w.batch(w.connect(false), [registerFrame({ sessionId: `live-${i}` })])
+      const b1 = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b1), [`cancel ${w.m0.id}`], "the holder's return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(w.m0.id), ["delivered", "delivered"])
+    }), 120_000)
 })
