@@ -1,44 +1,61 @@
 /**
  * The client instances that held each session id since this broker started
- * (review revc L1, L2): so that a registration of an id nobody holds live
- * is told to be one of them returning (the same `rejoin-v1` `instanceId`:
- * its `Session.instance` continues), another client (a new instance), or —
- * only when nothing is known of the id — the unknown instance
- * (`UNKNOWN_INSTANCE`), which a receipt route made before a restart names.
+ * (review revc L1, L2; reve R1, R2): so that a registration of an id nobody
+ * holds live is told to be one of them returning (the same `rejoin-v1`
+ * `instanceId`: its `Session.instance` continues), another client (a new
+ * instance), or — only when nothing is known of the id — a new instance
+ * that may also be the client that held the id before this broker started
+ * (`mayBeBeforeStart`: what a replay record with no route says was
+ * delivered, Receipts.recordedRoute). Every registration is a fresh
+ * instance unless it continues a known one, so a route made here names
+ * exactly the instance given its message, and a client forgotten by the
+ * bounds is never taken for another (R1).
  *
  * Why its own table, not the departed session's P34 record
  * (RecentSessions.ts): that record is forgotten when the id registers again
  * in its group, and a short-lived session (`ephemeral-v1`) leaves none, so
  * a client between the holder and a third one erased what was known and the
- * third was taken for the unknown instance, which was given the holder's
- * messages (L1); and a record is per group, so a client that used the id in
- * another group hid the holder's own return (L2). Here every registration
- * is noted (`noted`, at register and again as it leaves), whatever its
- * group and however short-lived, per scope and id, most recent first.
+ * third was taken for the holder (L1); and a record is per group, so a
+ * client that used the id in another group hid the holder's own return
+ * (L2). Here every instance that stops holding an id is noted (`noted`: as
+ * its session leaves, or as another client takes it over), whatever its
+ * group and however short-lived, per scope and id, most recent first. A
+ * live session is not noted until then — nobody asks about an id held live
+ * (a takeover or rejoin is judged from the live session) — so the bounds
+ * count departed holders' ids only, not the live sessions'.
  *
  * Bounded: at most INSTANCES_PER_ID instances per id (an older one pushed
  * out returns as a new instance: told "cannot be cancelled" of its
- * messages, never given another's), at most MAX_IDS ids and about MAX_BYTES
- * over all scopes, the id noted least recently forgotten first. No age
- * limit: forgetting an id makes its next registration the unknown instance
- * again (as before any of this was kept), so it happens only under churn
- * past the bounds — 65,536 short-lived sessions with fresh ids, for
- * example, keep their 65,536 entries (about 200 bytes each with UUIDs) and
- * no more. An id that leaves is noted again then, so a live session's
- * entry forgotten meanwhile is back with its last holder as it departs.
+ * messages), at most MAX_IDS ids and about MAX_BYTES over all scopes, the
+ * id noted least recently forgotten first. No age limit: forgetting an id
+ * makes its next registration a new instance that may be the one from
+ * before the start again (as before any of this was kept), so it happens
+ * only under churn past the bounds — 65,536 short-lived sessions with fresh
+ * ids, for example, keep their 65,536 entries (about 200 bytes each with
+ * UUIDs) and no more. A client forgotten so is never given another's
+ * messages: its return is a new instance, which no route made here names.
  * Memory only, also on a durable broker: a restarted broker knows nothing,
- * and takes the first registration of each id for the unknown instance.
+ * and takes the first registration of each id for one that may be the
+ * client from before the restart.
  *
  * Owned by `Registration`, its only reader and writer.
  */
 import { AgedMap } from "./AgedMap.ts"
-import { type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
+import type { SessionInstance } from "./Registry.ts"
 
-/** One client instance that held an id: its `instanceId` (`rejoin-v1`), if it gave one, and its number. */
+/**
+ * One client instance that held an id: its `instanceId` (`rejoin-v1`), if it gave one, its number, and
+ * whether it registered with nothing known of the id (or continues one that did), so that it may be the
+ * client that held the id before this broker started (`Session.mayBeBeforeStart`).
+ */
 export interface KnownInstance {
   readonly instanceId: string | undefined
   readonly instance: SessionInstance
+  readonly mayBeBeforeStart: boolean
 }
+
+/** `ClientInstances.returning`'s answer when nothing is known of the id: a new instance that may be the one from before the start. */
+export const NOTHING_KNOWN = "nothing-known"
 
 /** Instances kept per id, the most recent first. */
 export const INSTANCES_PER_ID = 4
@@ -104,18 +121,20 @@ export class ClientInstances {
 
   /**
    * The instance of a registration of `id` by `instanceId` (undefined: the client gave none) with no
-   * session of it live in the scope: a known instance with that `instanceId`, continued; the unknown
-   * instance when nothing is known of the id, or its last holder was the unknown instance and gave no
-   * `instanceId` (a base client's reconnect cannot be told from another client); otherwise undefined —
-   * another client, a new instance.
+   * session of it live in the scope: a known instance with that `instanceId`, continued; a base client's
+   * registration after a last holder that was a base client with nothing known of the id (a reconnect
+   * cannot be told from another client, so it stays the one that may be from before the start),
+   * continued; `NOTHING_KNOWN` when nothing is known of the id; otherwise undefined — another client, a
+   * new instance (also any `instanceId` that matches none kept: it is not a base client that held it).
    */
-  returning(scopeKey: string, id: string, instanceId: string | undefined): SessionInstance | undefined {
+  returning(scopeKey: string, id: string, instanceId: string | undefined): KnownInstance | typeof NOTHING_KNOWN | undefined {
     const known = this.of(scopeKey, id)
     const last = known[0]
-    if (last === undefined) return UNKNOWN_INSTANCE
+    if (last === undefined) return NOTHING_KNOWN
     if (instanceId !== undefined) {
-      for (const one of known) if (one.instanceId === instanceId) return one.instance
+      for (const one of known) if (one.instanceId === instanceId) return one
+      return undefined
     }
-    return last.instanceId === undefined && last.instance === UNKNOWN_INSTANCE ? UNKNOWN_INSTANCE : undefined
+    return last.instanceId === undefined && last.mayBeBeforeStart ? last : undefined
   }
 }

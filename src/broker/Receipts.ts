@@ -36,7 +36,9 @@
  * message whose route the bound pushed out while its record is kept) —
  * unless another client instance took that session over, or registered it
  * after its holder left, since this broker started: that one cannot hold
- * the message (its instance is not `UNKNOWN_INSTANCE`). Nor for an ask
+ * the message: only a session registered with nothing known of its id
+ * (`Session.mayBeBeforeStart`) may be the client given it before the
+ * restart (`mayHold(UNKNOWN_INSTANCE, ...)`). Nor for an ask
  * that is over (withdrawn, answered or expired; helper ctlsup): its record
  * says delivered as its sender was told, also when its copy came back
  * unread and was dropped as stale (MailDelivery.ts), so it does not say the
@@ -253,7 +255,7 @@ export class Receipts {
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
-      if (route !== undefined ? mayHold(route.receiverInstance, target.instance) : recorded?.receiver === target) {
+      if (route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target) {
         this.ctx.output.enqueue(target.peer, control)
       }
       const superseded: Outcome = {
@@ -309,7 +311,7 @@ export class Receipts {
    */
   given(mail: Mail, receiver: Session): boolean {
     const route = this.routeOf(mail.senderKey, mail.message.id)
-    return route !== undefined && route.receiverKey === receiver.key && mayHold(route.receiverInstance, receiver.instance)
+    return route !== undefined && route.receiverKey === receiver.key && mayHold(route.receiverInstance, receiver)
   }
 
   /**
@@ -395,8 +397,8 @@ export class Receipts {
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
     // Taken over, or registered after its holder left, by another client instance since this broker started:
-    // not the one given the message.
-    if (receiver.instance !== UNKNOWN_INSTANCE) return undefined
+    // not the one given the message. Only one registered with nothing known of the id may be that client.
+    if (!mayHold(UNKNOWN_INSTANCE, receiver)) return undefined
     return { sender, receiver }
   }
 
@@ -508,7 +510,7 @@ export class Receipts {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
       const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key)
-      if (route !== undefined && !mayHold(route.receiverInstance, live.receiver.instance)) {
+      if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
         // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
         // client may yet confirm it as it closes, so whether the new instance gets it is known only then
         // (review revb D1). Handled again when the hold ends: the answer, the control, the record all wait.

@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 510 lines, one concept — a session's coming and going. The
+ * Size: about 535 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -47,7 +47,7 @@ import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import { sendersToHold } from "./CustodyHold.ts"
-import { ClientInstances } from "./ClientInstances.ts"
+import { ClientInstances, type KnownInstance, NOTHING_KNOWN } from "./ClientInstances.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
 import { featureSet, type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
@@ -64,6 +64,13 @@ import {
   spaceKeyOf
 } from "./Registry.ts"
 import { closePeer, endTakenOver, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
+
+/** What ClientInstances notes of `session`'s client instance as it stops holding its id (`noted`). */
+const knownOf = (session: Session): KnownInstance => ({
+  instanceId: session.peer.instanceId,
+  instance: session.instance,
+  mayBeBeforeStart: session.mayBeBeforeStart
+})
 
 /**
  * A concern's verdict on a registration before it is accepted: refused (the
@@ -363,11 +370,11 @@ export class Registration {
       // The client's own rejoin (or its move to another group: the same instanceId) is its holder's
       // instance; a takeover by another client, in this group or another (`displaced`), a new one; with
       // nobody live, the departed holder's return or another client, where it is known (`returningInstance`).
-      instance: displaced === undefined
+      ...(displaced === undefined
         ? this.returningInstance(scopeKey, id, instanceId)
         : instanceId !== undefined && displaced.peer.instanceId === instanceId
-        ? displaced.instance
-        : ++this.instances,
+        ? { instance: displaced.instance, mayBeBeforeStart: displaced.mayBeBeforeStart }
+        : { instance: ++this.instances, mayBeBeforeStart: false }),
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
       realCwd,
@@ -393,10 +400,14 @@ export class Registration {
       // destroyed once this session is registered (below). Another client's takeover ends it then too.
       if (rejoin) unread = this.abandon(previous.peer)
     }
+    // Another client took the id over: its holder, in this group or another, stopped holding it
+    // (`returningInstance`; a live session is noted only so). Not one taken over already in another group,
+    // marked below: its taker held the id since (and is noted here, or was as it left).
+    if (previous !== undefined) this.takenOverBy(previous, session)
+    for (const other of elsewhere) this.takenOverBy(other, session)
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
     registry.add(session, previous)
-    this.clientInstances.noted(scopeKey, id, { instanceId, instance: session.instance })
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
@@ -440,12 +451,24 @@ export class Registration {
    * The client instance of a registration of the id `id` by `instanceId` with no session of it live
    * in the scope `scopeKey`: one that held the id since this broker started, continued, when it
    * registered with the same `instanceId` (the client's reconnect, or its register after its own
-   * `unregister`, in any group); `UNKNOWN_INSTANCE` when nothing is known of the id, or its last
-   * holder was that and gave no `instanceId`; otherwise a new one (another client, which was given
-   * none of their messages). See ClientInstances.ts.
+   * `unregister`, in any group), or when both gave none and that one registered with nothing known;
+   * otherwise a new one (another client, which was given none of their messages) — one that may be
+   * the client from before the start when nothing is known of the id. See ClientInstances.ts.
    */
-  private returningInstance(scopeKey: string, id: string, instanceId: string | undefined): SessionInstance {
-    return this.clientInstances.returning(scopeKey, id, instanceId) ?? ++this.instances
+  private returningInstance(
+    scopeKey: string,
+    id: string,
+    instanceId: string | undefined
+  ): { readonly instance: SessionInstance; readonly mayBeBeforeStart: boolean } {
+    const known = this.clientInstances.returning(scopeKey, id, instanceId)
+    if (known === NOTHING_KNOWN) return { instance: ++this.instances, mayBeBeforeStart: true }
+    return known ?? { instance: ++this.instances, mayBeBeforeStart: false }
+  }
+
+  /** Notes `holder`'s client instance as it stops holding its id, taken over by `taker` (not its own rejoin). */
+  private takenOverBy(holder: Session, taker: Session): void {
+    if (holder.instance === taker.instance || this.takenOverElsewhere.has(holder)) return
+    this.clientInstances.noted(holder.scopeKey, holder.id, knownOf(holder))
   }
 
   /**
@@ -483,7 +506,7 @@ export class Registration {
     // Its id's last holder, short-lived or not: a registration after it is told from it (`returningInstance`).
     // Not one taken over from another group: its taker, which may have left first, held the id last.
     if (!this.takenOverElsewhere.has(session)) {
-      this.clientInstances.noted(session.scopeKey, session.id, { instanceId: session.peer.instanceId, instance: session.instance })
+      this.clientInstances.noted(session.scopeKey, session.id, knownOf(session))
     }
     // P34, except for a short-lived session (`ephemeral-v1`): nobody can send to it once it ended.
     if (!session.ephemeral) {

@@ -40,24 +40,31 @@ export interface SessionFields {
  * instance of a client that held the id since the broker started (any
  * group, the last few per id: ClientInstances.ts), continued, when that
  * registered with the same `instanceId` (the client's reconnect, or its
- * register after its own `unregister`); `UNKNOWN_INSTANCE` when nothing is
- * known of the id (never registered since the broker started, or forgotten
- * by the bounds) or its last holder was that with no `instanceId`: the
- * broker cannot tell that client from the one it had, so it takes it for
- * any earlier one; otherwise a new one (another client — also a new
- * process of the same client, which makes a new `instanceId`).
+ * register after its own `unregister`), or when both gave none and that
+ * one registered with nothing known of the id; otherwise a new one
+ * (another client — also a new process of the same client, which makes a
+ * new `instanceId`). A live session's is never `UNKNOWN_INSTANCE`: one
+ * registered with nothing known of its id (never registered since the
+ * broker started, or forgotten by the bounds) is a new instance that may
+ * also be the one from before the start (`Session.mayBeBeforeStart`).
  */
 export type SessionInstance = number
 
-/** The `SessionInstance` of a registration that took over no live session. */
+/**
+ * The client instance that held a session before this broker started: what
+ * a replay record with no route (a durable broker restarted: routes are not
+ * stored) implies was given its message (Receipts.recordedRoute). No live
+ * session is given it; `mayHold` matches it to one that may be that client.
+ */
 export const UNKNOWN_INSTANCE = 0
 
 /**
- * Whether `receiver`, the client instance holding a session now, may be the
- * one that was given a message its route records as given to `given`.
+ * Whether `receiver`, the session live now, may be the client instance that
+ * was given a message its route (or, with no route, its replay record:
+ * `UNKNOWN_INSTANCE`) records as given to `given`.
  */
-export const mayHold = (given: SessionInstance, receiver: SessionInstance): boolean =>
-  given === receiver || receiver === UNKNOWN_INSTANCE
+export const mayHold = (given: SessionInstance, receiver: Session): boolean =>
+  given === receiver.instance || (given === UNKNOWN_INSTANCE && receiver.mayBeBeforeStart)
 
 /** A live registered session: identity, fields, its connection, and what is cached for the hot path. */
 export interface Session {
@@ -87,6 +94,13 @@ export interface Session {
    * was given.
    */
   readonly instance: SessionInstance
+  /**
+   * Registered with nothing known of its id since this broker started (or
+   * continues an instance that was): it may be the client that held the id
+   * before the start, so it may hold a message a replay record with no route
+   * says was delivered to the id (`mayHold(UNKNOWN_INSTANCE, ...)`).
+   */
+  readonly mayBeBeforeStart: boolean
   readonly fields: SessionFields
   infoJson: string
   /** `path.resolve` + `realpath` of cwd, for the mailbox identity (P49). */

@@ -176,3 +176,32 @@ describe("the holder's return to its group after another client used the id in a
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
     }))
 })
+
+describe("the holder's return after another client took the id over from it and left (its holder noted at the takeover)", () => {
+  it.effect("in its group: the cancel of a message the holder confirmed goes to it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      const taker = w.registerB("b-2")
+      assert.strictEqual(w.b1.session, undefined, "b-2 did not take b over: the test sets up nothing")
+      w.batch(taker, [{ type: "unregister" }])
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "the holder's own return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("from another group: the cancel of a message the holder confirmed goes to it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      const taker = w.registerB("b-2", [...custodyFeatures, GROUPS_V1], { group: "g2" })
+      assert.strictEqual(taker.session?.group, "g2", "b-2 did not register in g2: the test sets up nothing")
+      // The holder's connection ends (Groups.ts ends it): its session leaves after its taker took the id.
+      w.closeAbandoned(w.b1)
+      assert.strictEqual(w.b1.session, undefined, "b-1's session did not leave: the test sets up nothing")
+      w.batch(taker, [{ type: "unregister" }])
+      const again = w.registerB("b-1", [...custodyFeatures, GROUPS_V1])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "the holder's own return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+})

@@ -19,12 +19,14 @@
  *
  * - the connection's registration took over no live session of its id (or
  *   is a `rejoin-v1` rejoin, down a chain, of one that took over none): the
- *   broker gives it the "any" instance (`UNKNOWN_INSTANCE`), since it cannot
- *   tell a reconnect, or a new process restoring what the last one accepted
- *   (a host journal: a client that lost its memory), from another client
- *   (docs/protocol.md, "Receipts and control"; src/broker/Registry.ts). Such
- *   a client may be sent a control about a message an earlier client of its
- *   session read; it drops a control for an id it does not hold.
+ *   ledger takes it for "any" instance. That is more lenient than the
+ *   broker, which tells a departed holder's return from another client by
+ *   the client instances it keeps (src/broker/ClientInstances.ts: the same
+ *   `instanceId`, or a base client after a base first holder, continues;
+ *   anything else is a new instance), so this check misses a control the
+ *   broker wrongly sends there (those cases have their own tests:
+ *   test/broker/departed-instance.test.ts, first-holder-instance.test.ts).
+ *   A client drops a control for an id it does not hold.
  * - a cancel of an ask whose copy was written to a connection of K (the
  *   broker gave it to this instance) and never read there: an ask withdrawn
  *   unanswered is not asked again, so at K's return (its rejoin) the
@@ -51,7 +53,7 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type LedgerState, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
-/** The instance the broker cannot tell from any earlier one (`UNKNOWN_INSTANCE` in src/broker/Registry.ts). */
+/** The instance the ledger takes for any earlier one: a registration that took over no live session (see the module header). */
 const ANY_INSTANCE = 0
 
 /** What a `register` the broker handled asked for: `rejoin-v1`, and the client's `instanceId`. */
