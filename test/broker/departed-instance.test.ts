@@ -1,9 +1,11 @@
 /**
- * Review revrc P4 and helper ctl3: the broker remembers the client instance
- * that last held a departed session (its `instanceId` and `Session.instance`,
- * in the session's P34 record), so a registration of a departed id by the
- * same client — its reconnect, or its register after its own `unregister` —
- * continues that instance, and one by another client is a new instance.
+ * Review revrc P4 and helper ctl3: the broker remembers the client instances
+ * that held each session id since it started (their `instanceId` and
+ * `Session.instance`, in ClientInstances, noted as each stops holding the
+ * id), so a registration of a departed id by one of those clients — its
+ * reconnect, or its register after its own `unregister`, in any group, after
+ * others used the id meanwhile (review revc L1, L2) — continues that
+ * instance, and one by another client is a new instance.
  *
  * Before, any registration with no session live under its id was "an
  * unknown instance", taken for any earlier one: a cancel of a message the
