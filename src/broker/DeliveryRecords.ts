@@ -165,6 +165,9 @@ export class DeliveryRecords {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
     if (record !== candidate) record.fingerprintFrom(candidate)
+    // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
+    // cancel or supersede is not this one's (review revf R1).
+    record.withdrawal = undefined
     this.table.keepRecord(record, outcome, now, recordBytes(record, outcome))
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
