@@ -11,6 +11,13 @@
  * withdrawn on its way, given back by a closing connection, was queued
  * again (MailDelivery.withdrawnOnTheWay).
  *
+ * The fate belongs to the message, not its id (review revf R1): an id used
+ * again after its record was pushed out, its route kept, is handed the same
+ * record object (`claim`), and the earlier message's cancel stayed on it — the
+ * new message read as cancelled (its cancel answered with no control, its
+ * supersede refused, and given back by a closing connection, dropped).
+ * `DeliveryRecords.keep` clears it for a new send.
+ *
  * On a Router driven by hand; each connection's frames are recorded as
  * written.
  */
@@ -193,5 +200,54 @@ describe("a message cancelled on its way, its record pushed out, then given back
       w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
       assert.deepStrictEqual(w.controlsOf(b2), [], "the receiver was sent a cancel of a message the mailbox dropped")
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered", "delivered"])
+    }))
+})
+
+describe("an id used again after its cancelled message's replay record was pushed out", () => {
+  it.effect("a cancel of the new message reaches its receiver", () =>
+    Effect.gen(function*() {
+      const w = yield* evicting
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(w.b), [`cancel ${m0.id}`])
+      w.flood(4)
+      // The same id, another text: no record is kept, so it is a new message (not E_MESSAGE_ID_REUSE).
+      const again = { ...message("m0 again"), id: m0.id }
+      w.batch(w.d, [{ type: "send", to: "b", message: again }])
+      assert.deepStrictEqual(w.messagesOf(w.b).filter((id) => id === m0.id).length, 2, "the new message was not delivered: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(w.b), [`cancel ${m0.id}`, `cancel ${m0.id}`], "the new message's cancel was answered without reaching its receiver")
+    }))
+
+  it.effect("the new message can be superseded", () =>
+    Effect.gen(function*() {
+      const w = yield* evicting
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      w.flood(4)
+      const again = { ...message("m0 again"), id: m0.id }
+      w.batch(w.d, [{ type: "send", to: "b", message: again }])
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      assert.deepStrictEqual(w.answersOf(w.d, m1.id), ["delivered"])
+    }))
+
+  it.effect("the new message, given back by the receiver's closing connection, is queued again, not dropped", () =>
+    Effect.gen(function*() {
+      const w = yield* controlWorld(baseFeatures, { replayRecords: 3 })
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      for (let i = 0; i < 4; i++) w.batch(w.d, [{ type: "send", to: "b", message: message(`filler ${i}`) }])
+      // b-1's socket takes no write from now on: the new message is given back at its close.
+      w.stick()
+      const again = { ...message("m0 again"), id: m0.id }
+      w.batch(w.d, [{ type: "send", to: "b", message: again }])
+      assert.deepStrictEqual(w.answersOf(m0.id).slice(-1), ["delivered"], "the new message was not accepted: the test sets up nothing")
+      w.closeAbandoned(w.b1)
+      const b2 = w.registerB("b-1")
+      assert.include(w.messagesOf(b2), m0.id, "the new message was dropped as if cancelled on its way: lost")
     }))
 })
