@@ -11,35 +11,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { message } from "../support/broker.ts"
 import { patientClock, withMemoryBroker } from "../support/memory.ts"
-
-const small = { outboxCapacity: 2, linkCapacity: 4 } as const
-
-const sendsTo = (to: string, count: number, text: string) =>
-  Array.from({ length: count }, (_, i) => JSON.stringify({ type: "send", to, message: message(`${text} ${i}`) }))
+import { listParkedBehind, sendsTo, small } from "../support/ownAhead.ts"
 
 describe("a list held behind a parked list answer", () => {
   it.effect("is answered once that answer went ahead of sends to a session that does not read, while those sends still wait", () =>
     patientClock(Effect.gen(function*() {
-      const broker = yield* withMemoryBroker(small)
-      const stuck = yield* broker.session({ sessionId: "stuck" })
-      yield* stuck.client.pause
-      const bystander = yield* broker.session({ sessionId: "bystander" })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      yield* asker.client.sendRaw(encodeFrames(sendsTo("stuck", 12, "m")))
-      yield* asker.client.pause
-      for (const text of sendsTo("asker", 10, "mail")) yield* bystander.client.sendText(text)
-      // Its first list's answer meets its full outbox: parked behind the sends to `stuck`.
-      yield* asker.client.send({ type: "list", requestId: "probe", limit: 1 })
+      // Its first list's answer meets its full outbox: parked behind its sends to `stuck`.
+      const asker = yield* listParkedBehind(sendsTo("stuck", 12, "m"))
       // A second list (the next liveness probe) comes while that answer is parked: held.
-      yield* asker.client.send({ type: "list", requestId: "probe2", limit: 1 })
-      yield* asker.client.resume
-      yield* asker.client.next("sessions", (frame) => frame.requestId === "probe")
-      assert.isBelow(asker.client.count("delivered"), 12, "the sends to `stuck` still wait for it")
+      yield* asker.send({ type: "list", requestId: "probe2", limit: 1 })
+      yield* asker.resume
+      yield* asker.next("sessions", (frame) => frame.requestId === "probe")
+      assert.isBelow(asker.count("delivered"), 12, "the sends to `stuck` still wait for it")
       // The first answer went ahead of the sends; the second list should be answered too.
-      yield* asker.client.next("sessions", (frame) => frame.requestId === "probe2")
-      assert.isBelow(asker.client.count("delivered"), 12, "the sends to `stuck` still wait for it")
+      yield* asker.next("sessions", (frame) => frame.requestId === "probe2")
+      assert.isBelow(asker.count("delivered"), 12, "the sends to `stuck` still wait for it")
     })))
 
   it.effect("is answered once that answer, parked at the head of the list, was written, while sends behind it still wait", () =>
