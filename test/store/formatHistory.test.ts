@@ -12,8 +12,8 @@
  * for each change, the fields and tags the store holds from then on and the
  * marker migration that came with it. The field lists are checked against
  * the types at compile time (`satisfies Record<keyof T, true>`: a new field
- * is a type error here until it is listed) and against the block reader's
- * accepted tags at run time. A change therefore needs a new `FORMATS` entry,
+ * is a type error here until it is listed), and against the block reader's
+ * accepted tags and the owed notices a load accepts at run time. A change therefore needs a new `FORMATS` entry,
  * and the entry a new migration (src/store/migrations/index.ts; see
  * 0011_replay_receiver.ts for a marker with no schema change).
  *
@@ -22,10 +22,11 @@
  * marker and which only review catches.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Message } from "../../src/protocol/frames.ts"
+import { Message, ReceiptStatus } from "../../src/protocol/frames.ts"
 import type { DeliveryChoice } from "../../src/protocol/deliveryModes.ts"
 import { CorruptRow, decodeMail, encodeMail } from "../../src/store/mailCodec.ts"
 import { migrations } from "../../src/store/migrations/index.ts"
+import { checkNotice } from "../../src/store/OwedNotices.ts"
 import type { AskEdge, Fingerprint, Mail, Outcome } from "../../src/store/records.ts"
 import { decodeBlock, encodeBlock } from "../../src/store/replayBlock.ts"
 
@@ -42,6 +43,8 @@ interface StoredShape {
   readonly refused: ReadonlyArray<string>
   /** The replay block's outcome tags (replayBlock.ts's grammar). */
   readonly outcomeTags: string
+  /** The owed notices a load accepts (OwedNotices.checkNotice): `ask_expired`, `message_receipt:<status>`. */
+  readonly notices: ReadonlyArray<string>
 }
 
 // Each list names every key of its type, and nothing else: a new field is a compile error until listed.
@@ -171,7 +174,8 @@ const FORMATS: ReadonlyArray<StoredShape> = [
     ],
     accepted: ["ok", "delivery", "staged", "receiverId"],
     refused: ["ok", "code", "reason", "retryable"],
-    outcomeTags: "dfqr"
+    outcomeTags: "dfqr",
+    notices: ["ask_expired", "message_receipt:expired", "message_receipt:superseded"]
   }
 ]
 
@@ -210,6 +214,23 @@ const acceptedTags = (): string => {
   return tags
 }
 
+/**
+ * The owed notices a load accepts, among an `ask_expired` and a
+ * `message_receipt` of every receipt status the protocol has (a new status
+ * is probed as soon as it exists; a new frame type for notices is not).
+ */
+const acceptedNotices = (): ReadonlyArray<string> => {
+  const candidates: Array<readonly [string, unknown]> = [
+    ["ask_expired", { type: "ask_expired", messageId: "m1", expiredAt: 5 }],
+    ...ReceiptStatus.literals.map((status) =>
+      [`message_receipt:${status}`, { type: "message_receipt", receipt: { messageId: "m1", status, timestamp: 5 } }] as const
+    )
+  ]
+  return candidates.flatMap(([name, frame]) =>
+    checkNotice({ seq: 1, senderKey: "scope\u0000alice", frame: JSON.stringify(frame), at: 5 }) instanceof CorruptRow ? [] : [name]
+  )
+}
+
 describe("the stored formats' history", () => {
   it("this build's mail, message, delivery, ask edge, fingerprint and outcome fields are the last entry's", () => {
     const last = FORMATS[FORMATS.length - 1]!
@@ -229,6 +250,16 @@ describe("the stored formats' history", () => {
       acceptedTags(),
       last.outcomeTags,
       `the replay block's outcome tags changed since ${last.through}: an older build would call the store ` +
+        `corrupt. Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it.`
+    )
+  })
+
+  it("an owed notice's load accepts exactly the last entry's notice kinds", () => {
+    const last = FORMATS[FORMATS.length - 1]!
+    assert.deepStrictEqual(
+      sorted(acceptedNotices()),
+      sorted(last.notices),
+      `the owed notices a load accepts changed since ${last.through}: an older build would call the store ` +
         `corrupt. Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it.`
     )
   })
