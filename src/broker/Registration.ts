@@ -368,13 +368,14 @@ export class Registration {
       presentSince: 0, // Membership.joined sets it
       order: previous?.order ?? registry.nextOrder(),
       // The client's own rejoin (or its move to another group: the same instanceId) is its holder's
-      // instance; a takeover by another client, in this group or another (`displaced`), a new one; with
-      // nobody live, the departed holder's return or another client, where it is known (`returningInstance`).
+      // instance; a takeover by another client, in this group or another (`displaced`), a new one — unless
+      // the taker is a client that held the id before and takes it back (`takenBack`); with nobody live,
+      // the departed holder's return or another client, where it is known (`returningInstance`).
       ...(displaced === undefined
         ? this.returningInstance(scopeKey, id, instanceId)
         : instanceId !== undefined && displaced.peer.instanceId === instanceId
         ? { instance: displaced.instance, mayBeBeforeStart: displaced.mayBeBeforeStart }
-        : { instance: ++this.instances, mayBeBeforeStart: false }),
+        : this.takenBack(scopeKey, id, instanceId) ?? { instance: ++this.instances, mayBeBeforeStart: false }),
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
       realCwd,
@@ -463,6 +464,17 @@ export class Registration {
     const known = this.clientInstances.returning(scopeKey, id, instanceId)
     if (known === NOTHING_KNOWN) return { instance: ++this.instances, mayBeBeforeStart: true }
     return known ?? { instance: ++this.instances, mayBeBeforeStart: false }
+  }
+
+  /**
+   * The client instance of a takeover of `id` by `instanceId` from another client: one that held the
+   * id before (ClientInstances) and takes it back, continued — it holds the messages it was given
+   * then (review revg G2); undefined for any other taker (a new instance).
+   */
+  private takenBack(scopeKey: string, id: string, instanceId: string | undefined): KnownInstance | undefined {
+    if (instanceId === undefined) return undefined
+    const known = this.clientInstances.returning(scopeKey, id, instanceId)
+    return known === NOTHING_KNOWN ? undefined : known
   }
 
   /** Notes `holder`'s client instance as it stops holding its id, taken over by `taker` (not its own rejoin). */

@@ -34,7 +34,9 @@ export interface SessionFields {
 /**
  * Which client instance holds a session, as a number: a new one at a
  * takeover of a live session (P16) by another client, in its group or
- * another of the scope, the holder's at the client's own rejoin
+ * another of the scope (unless that client held the id before and takes it
+ * back: its own again, `Registration.takenBack`), the holder's at the
+ * client's own rejoin
  * (`rejoin-v1`, the same `instanceId`, also into another group). At a
  * registration with no session live under its id in the scope: the
  * instance of a client that held the id since the broker started (any

@@ -207,3 +207,42 @@ describe("the holder's return after another client took the id over from it and 
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
     }))
 })
+
+describe("the holder takes its id back from another client that registered it while the holder was away (review revg G2)", () => {
+  it.effect("in its group: the cancel of m0, which the holder confirmed, reaches it, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.closeAbandoned(w.b1)
+      const b2 = w.registerB("b-2")
+      assert.strictEqual(b2.session?.id, "b", "b-2 did not register b: the test sets up nothing")
+      const again = w.registerB("b-1")
+      assert.strictEqual(b2.session, undefined, "b-1 did not take b over: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "the holder's own return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("from another group: the cancel of m0 reaches the holder back in its group, answered delivered", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      const taker = w.registerB("b-2", [...custodyFeatures, GROUPS_V1], { group: "g2" })
+      assert.strictEqual(taker.session?.group, "g2", "b-2 did not register in g2: the test sets up nothing")
+      w.closeAbandoned(w.b1)
+      const again = w.registerB("b-1", [...custodyFeatures, GROUPS_V1])
+      assert.strictEqual(again.session?.id, "b", "b-1 did not register b: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${m0.id}`], "the holder's own return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("a taker that never held the id is a new instance: the cancel of m0 is not written to it", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* confirmed
+      w.closeAbandoned(w.b1)
+      w.registerB("b-2")
+      const b3 = w.registerB("b-3")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b3), [], "a client that never held m0 was sent its cancel")
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", cannotCancel])
+    }))
+})
