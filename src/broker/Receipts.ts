@@ -148,7 +148,7 @@ const CANCELLED_QUEUED: Outcome = {
 }
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
-const MAX_ROUTES = 65_536
+export const MAX_ROUTES = 65_536
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
@@ -385,6 +385,10 @@ export class Receipts {
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
     if (this.routeOf(sender.key, messageId) !== undefined) return undefined
+    // Only a record from before the restart: one kept in this run had a route naming the client instance
+    // given it, and with that route gone (its hour, the routes' bound) no session live now is known to be that
+    // instance — answered as for a route whose instance is gone ("cannot be cancelled").
+    if (this.routes.find(sender.key, messageId)?.restored !== true) return undefined
     const record = this.ctx.records.get(sender.key, messageId, now)
     const outcome = record?.outcome
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
