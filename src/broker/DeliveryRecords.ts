@@ -178,11 +178,21 @@ export class DeliveryRecords {
     if (this.overBound()) this.makeRoom(now)
   }
 
-  /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
+  /**
+   * Later events rewrite an outcome (supersede, cancel, expiry, eviction,
+   * mailbox flush). A kept record's byte estimate follows its new outcome (a
+   * supersede's reason names the new message), so the byte bound counts what
+   * is kept; the next record kept makes room if that is now over it.
+   */
   rewrite(sender: string, id: string, outcome: Outcome): void {
     const found = this.table.find(sender, id)
     const kept = found !== undefined && found.recorded ? found : undefined
-    if (kept !== undefined) kept.outcome = outcome
+    if (kept !== undefined) {
+      kept.outcome = outcome
+      this.bytes -= kept.bytes
+      kept.bytes = recordBytes(kept, outcome)
+      this.bytes += kept.bytes
+    }
     this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt })
   }
 
