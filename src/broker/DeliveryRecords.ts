@@ -156,29 +156,43 @@ export class DeliveryRecords {
     this.keep(record, outcome, now)
   }
 
-  /** A record found stored at startup: kept again, not stored again. */
+  /**
+   * A record found stored at startup: kept again, not stored again, and
+   * marked restored (`OutboundRecord.restored`: its route, never stored, is
+   * the one Receipts.recordedRoute implies) until a send in this run keeps it.
+   */
   restore(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number): void {
-    this.keep(new OutboundRecord(sender, idOfKey(sender, key), fingerprint), outcome, at)
+    this.keep(new OutboundRecord(sender, idOfKey(sender, key), fingerprint), outcome, at, true)
   }
 
-  private keep(candidate: OutboundRecord, outcome: Outcome, now: number): void {
+  private keep(candidate: OutboundRecord, outcome: Outcome, now: number, restored = false): void {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
     if (record !== candidate) record.fingerprintFrom(candidate)
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
     // cancel or supersede is not this one's (review revf R1).
     record.withdrawal = undefined
-    this.table.keepRecord(record, outcome, now, recordBytes(record, outcome))
+    this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
     if (this.overBound()) this.makeRoom(now)
   }
 
-  /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
+  /**
+   * Later events rewrite an outcome (supersede, cancel, expiry, eviction,
+   * mailbox flush). A kept record's byte estimate follows its new outcome (a
+   * supersede's reason names the new message), so the byte bound counts what
+   * is kept; the next record kept makes room if that is now over it.
+   */
   rewrite(sender: string, id: string, outcome: Outcome): void {
     const found = this.table.find(sender, id)
     const kept = found !== undefined && found.recorded ? found : undefined
-    if (kept !== undefined) kept.outcome = outcome
+    if (kept !== undefined) {
+      kept.outcome = outcome
+      this.bytes -= kept.bytes
+      kept.bytes = recordBytes(kept, outcome)
+      this.bytes += kept.bytes
+    }
     this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt })
   }
 

@@ -107,6 +107,8 @@ const ROUTED = 2
 const IN_TABLE = 4
 /** In the table behind another record of its hash (in its chain, not the table's slot). */
 const CHAINED = 8
+/** Its replay part was restored from the store at startup and not kept again since (`restored`). */
+const RESTORED = 16
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -147,7 +149,7 @@ export class OutboundRecord implements Fingerprint {
   bytes = 0
   olderRecord: OutboundRecord | undefined = undefined
   newerRecord: OutboundRecord | undefined = undefined
-  /** Which parts are kept, and whether (and how) it is in the table (RECORDED, ROUTED, IN_TABLE, CHAINED). */
+  /** Which parts are kept, whether (and how) it is in the table, whether restored (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED). */
   parts = 0
   /** Its id's hash in the table (while in it). */
   idHash = 0
@@ -219,6 +221,16 @@ export class OutboundRecord implements Fingerprint {
   /** The route part is kept (on the route list). */
   get routed(): boolean {
     return (this.parts & ROUTED) !== 0
+  }
+
+  /**
+   * Its replay part was found stored at startup (DeliveryRecords.restore) and
+   * neither kept again nor routed in this run: a message delivered before the
+   * restart, whose route was not stored (Receipts.recordedRoute). A record
+   * kept or routed in this run is not, even once its route is gone.
+   */
+  get restored(): boolean {
+    return (this.parts & RESTORED) !== 0
   }
 
   /** It is the table's record of its (sender, id): `claim` needs no lookup. */
@@ -448,11 +460,13 @@ export class OutboundRecords {
   /**
    * Keeps the replay part of `record` (claimed: the table's record of its
    * sender and id) as the newest record; a kept one moves to the back.
+   * `restored`: found stored at startup (`OutboundRecord.restored`); a record
+   * kept again in this run is not.
    */
-  keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number): void {
+  keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number, restored = false): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
-    record.parts |= RECORDED
+    record.parts = restored ? record.parts | RECORDED | RESTORED : (record.parts | RECORDED) & ~RESTORED
     record.outcome = outcome
     record.recordedAt = at
     record.bytes = bytes
@@ -466,7 +480,7 @@ export class OutboundRecords {
   dropRecord(record: OutboundRecord): void {
     if (!record.recorded) return
     this.unlinkRecord(record)
-    record.parts &= ~RECORDED
+    record.parts &= ~(RECORDED | RESTORED)
     record.outcome = NOT_RECORDED
     this.recordCount--
     this.release(record)
@@ -481,7 +495,8 @@ export class OutboundRecords {
   keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number): void {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
-    record.parts |= ROUTED
+    // A route made in this run names the instance given the message: with it gone, no record implies one.
+    record.parts = (record.parts | ROUTED) & ~RESTORED
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
     record.routedAt = at

@@ -32,9 +32,17 @@
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
- * restart, and a `supersedes` send may name it to that session (so for a
- * message whose route the bound pushed out while its record is kept) —
- * unless another client instance took that session over, or registered it
+ * restart, and a `supersedes` send may name it to that session. Only a
+ * record restored at startup, not kept or routed again since
+ * (`OutboundRecord.restored`, a bit of its `parts`): a message delivered in
+ * this run had a route naming the client instance given it, and with that
+ * route gone (its hour, or MAX_ROUTES newer routes pushed it out while its
+ * record is kept) no live session is known to be that instance — a cancel
+ * is answered "cannot be cancelled", as for a route whose instance is gone,
+ * and a supersede naming it is refused (helper rrec: otherwise another
+ * client registering the id once ClientInstances' bound forgot its holder
+ * was sent the cancel). And not
+ * if another client instance took that session over, or registered it
  * after its holder left, since this broker started: that one cannot hold
  * the message: only a session registered with nothing known of its id
  * (`Session.mayBeBeforeStart`) may be the client given it before the
@@ -148,7 +156,7 @@ const CANCELLED_QUEUED: Outcome = {
 }
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
-const MAX_ROUTES = 65_536
+export const MAX_ROUTES = 65_536
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
@@ -366,9 +374,11 @@ export class Receipts {
   }
 
   /**
-   * For a message whose route this broker does not have — a durable broker
-   * restarted from its store, which keeps replay records but not routes —
-   * the route its replay record implies: the message was delivered
+   * For a message whose route this broker never had — a durable broker
+   * restarted from its store, which keeps replay records but not routes; its
+   * record restored at startup (`OutboundRecord.restored`), not one made or
+   * routed in this run, whose lost route named an instance no session live
+   * now is known to be — the route its replay record implies: the message was delivered
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
    * sender's scope (ids are one session per scope, whatever its group) —
@@ -385,6 +395,10 @@ export class Receipts {
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
     if (this.routeOf(sender.key, messageId) !== undefined) return undefined
+    // Only a record from before the restart: one kept in this run had a route naming the client instance
+    // given it, and with that route gone (its hour, the routes' bound) no session live now is known to be that
+    // instance — answered as for a route whose instance is gone ("cannot be cancelled").
+    if (this.routes.find(sender.key, messageId)?.restored !== true) return undefined
     const record = this.ctx.records.get(sender.key, messageId, now)
     const outcome = record?.outcome
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined

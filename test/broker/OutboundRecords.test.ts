@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import { DELIVERED, DeliveryRecords, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
 import { idHash, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
@@ -268,6 +268,29 @@ type RecordOp =
 
 describe("DeliveryRecords on the outbound records", () => {
   const limits = { windowMs: 10, retentionMs: 40, maxRecords: 8, maxBytes: Number.POSITIVE_INFINITY }
+
+  it("a record is restored (Receipts.recordedRoute may follow it) from its restore until it is kept or routed again in this run", () => {
+    const records = new DeliveryRecords(limits)
+    const restore = (id: string) =>
+      records.restore("a", recordKeyOf("a", id), OutboundRecord.of("a", "t", messageOf(id), undefined), DELIVERED, 1)
+    const restored = (id: string) => records.table.find("a", id)?.restored
+    restore("1")
+    restore("2")
+    restore("3")
+    expect([restored("1"), restored("2"), restored("3")]).toEqual([true, true, true])
+    // Routed in this run (restored mail flushed): its route names the instance given it.
+    const routed = records.table.find("a", "1")!
+    records.table.keepRoute(routed, "b", 7, 2)
+    expect(restored("1")).toBe(false)
+    records.table.dropRoute(routed)
+    expect(restored("1")).toBe(false)
+    // Kept again by a send in this run.
+    records.set(OutboundRecord.of("a", "t", messageOf("2"), undefined), DELIVERED, 2)
+    expect(restored("2")).toBe(false)
+    // A rewrite keeps it restored: the message is the one from before the restart.
+    records.rewrite("a", "3", DELIVERED)
+    expect(restored("3")).toBe(true)
+  })
 
   it("expires and evicts in the documented order: past retention; over the bound, past the window oldest first, then the heaviest sender's oldest", () => {
     const recordOps = fc.array(

@@ -13,6 +13,12 @@
  * R2: the holder was a base client (no `instanceId`); a client that gives
  * an `instanceId` cannot be it, yet it was taken for it and sent the cancel.
  *
+ * Helper rrec: the same, with m0's receipt route pushed out by the routes'
+ * bound (MAX_ROUTES newer routes) as well: its replay record, made in this
+ * run, says delivered, but only a record restored at startup may be
+ * followed to a live session without a route (Receipts.recordedRoute), so
+ * the new client is not sent the cancel.
+ *
  * And the table's bound counts departed holders' ids only: live sessions
  * of other ids, however many, do not push out a departed holder's, so its
  * own return still continues its instance.
@@ -23,6 +29,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_IDS } from "../../src/broker/ClientInstances.ts"
+import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
@@ -112,6 +119,36 @@ describe("the first holder's id pushed out of ClientInstances by churn of other 
           registerFrame({ sessionId: `e-${i}`, frame: { features: [EPHEMERAL_V1], ephemeral: true } }),
           { type: "unregister" }
         ])
+      }
+      const b3 = w.registerB("b-3")
+      w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b3), [], "the new client was sent a cancel of a message it never got")
+      assert.deepStrictEqual(w.answersOf(w.m0.id), ["delivered", cannotCancel])
+    }), 120_000)
+})
+
+describe("m0's route pushed out by the routes' bound and the holder's id by churn (helper rrec)", () => {
+  it.effect("another client registering the id is not sent the cancel of m0, whose record was made in this run, and the sender is told it cannot be cancelled", () =>
+    Effect.gen(function*() {
+      const w = yield* world("b-1")
+      const churn = w.connect(false)
+      for (let i = 0; i < MAX_IDS; i++) {
+        w.batch(churn, [
+          registerFrame({ sessionId: `e-${i}`, frame: { features: [EPHEMERAL_V1], ephemeral: true } }),
+          { type: "unregister" }
+        ])
+      }
+      // MAX_ROUTES newer routes, from another sender to a sink (neither's frames kept: not read).
+      const sender = w.connect(false)
+      w.batch(sender, [registerFrame({ sessionId: "s" })])
+      const sink = w.connect(false)
+      w.batch(sink, [registerFrame({ sessionId: "sink" })])
+      for (let i = 0; i < MAX_ROUTES; i += 256) {
+        const sends: Array<Record<string, unknown>> = []
+        for (let j = i; j < i + 256; j++) sends.push({ type: "send", to: "sink", message: message(`r${j}`) })
+        w.batch(sender, sends)
+        sink.writer.flush()
+        sender.writer.flush()
       }
       const b3 = w.registerB("b-3")
       w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])

@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
@@ -94,6 +95,16 @@ describe("DeliveryRecords bounds", () => {
     assert.isDefined(records.get("light", "1", 0))
     assert.isDefined(records.get("heavy", "29", 0))
     assert.isUndefined(records.get("heavy", "0", 0))
+  })
+
+  it("a rewritten outcome's longer reason counts against the byte bound (review revd)", () => {
+    // Each record here is estimated at 246 bytes: four fit in 1,000.
+    const records = new DeliveryRecords({ ...limits, maxRecords: 1_000, maxBytes: 1_000 })
+    for (let i = 0; i < 3; i++) records.set(record("s", `${i}`), ok, 0)
+    records.rewrite("s", "0", { ok: false, code: DeliveryCode.DeliverySuperseded, reason: `Superseded by ${"n".repeat(300)}`, retryable: false })
+    records.set(record("s", "3"), ok, 5_000)
+    assert.isUndefined(records.get("s", "0", 5_000), "the rewritten record's reason was not counted")
+    assert.strictEqual(records.size, 3)
   })
 
   it("is bounded in bytes too", () => {
