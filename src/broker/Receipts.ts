@@ -32,16 +32,18 @@
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
- * restart, and a `supersedes` send may name it to that session. Only a
- * record restored at startup, not kept or routed again since
- * (`OutboundRecord.restored`, a bit of its `parts`): a message delivered in
- * this run had a route naming the client instance given it, and with that
- * route gone (its hour, or MAX_ROUTES newer routes pushed it out while its
- * record is kept) no live session is known to be that instance — a cancel
- * is answered "cannot be cancelled", as for a route whose instance is gone,
+ * restart, and a `supersedes` send may name it to that session. A record
+ * restored at startup (`OutboundRecord.restored`, a bit of its `parts`)
+ * names no instance; a message delivered in this run had a route naming the
+ * client instance given it, which its record keeps when the route goes (its
+ * hour, or MAX_ROUTES newer routes pushed it out while its record is kept):
+ * followed only to that instance (review revg G3), never to a session
+ * registered since with nothing known of its id — for any other a cancel is
+ * answered "cannot be cancelled", as for a route whose instance is gone,
  * and a supersede naming it is refused (helper rrec: otherwise another
  * client registering the id once ClientInstances' bound forgot its holder
- * was sent the cancel). And not
+ * was sent the cancel). A route dropped because its receiver never got the
+ * message (`dropRoute`) names no instance. And not
  * if another client instance took that session over, or registered it
  * after its holder left, since this broker started: that one cannot hold
  * the message: only a session registered with nothing known of its id
@@ -331,7 +333,10 @@ export class Receipts {
    */
   dropRoute(senderKey: string, messageId: string): void {
     const route = this.routeOf(senderKey, messageId)
-    if (route !== undefined) this.routes.dropRoute(route)
+    if (route === undefined) return
+    // Its receiver never got it: no instance was given it, so `recordedRoute` does not follow the record.
+    route.receiverInstance = UNKNOWN_INSTANCE
+    this.routes.dropRoute(route)
   }
 
   prune(now: number): void {
@@ -374,11 +379,11 @@ export class Receipts {
   }
 
   /**
-   * For a message whose route this broker never had — a durable broker
-   * restarted from its store, which keeps replay records but not routes; its
-   * record restored at startup (`OutboundRecord.restored`), not one made or
-   * routed in this run, whose lost route named an instance no session live
-   * now is known to be — the route its replay record implies: the message was delivered
+   * For a message whose route is gone — a durable broker restarted from its
+   * store, which keeps replay records but not routes (its record restored at
+   * startup, `OutboundRecord.restored`), or a route of this run that aged or
+   * was pushed out, whose record keeps the instance it named — the route its
+   * replay record implies: the message was delivered
    * (`socket_delivered`), to the session its outcome names (P49's other
    * holder) or else to its target, and that session is live now, in the
    * sender's scope (ids are one session per scope, whatever its group) —
@@ -395,10 +400,11 @@ export class Receipts {
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
     if (this.routeOf(sender.key, messageId) !== undefined) return undefined
-    // Only a record from before the restart: one kept in this run had a route naming the client instance
-    // given it, and with that route gone (its hour, the routes' bound) no session live now is known to be that
-    // instance — answered as for a route whose instance is gone ("cannot be cancelled").
-    if (this.routes.find(sender.key, messageId)?.restored !== true) return undefined
+    // A record from before the restart names no instance; one kept in this run had a route naming the
+    // client instance given it, which the record keeps when the route goes (its hour, the routes' bound):
+    // followed only to that instance (review revg G3), never to one registered since with nothing known.
+    const found = this.routes.find(sender.key, messageId)
+    if (found === undefined || (!found.restored && found.receiverInstance === UNKNOWN_INSTANCE)) return undefined
     const record = this.ctx.records.get(sender.key, messageId, now)
     const outcome = record?.outcome
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
@@ -411,8 +417,9 @@ export class Receipts {
     const receiver = this.liveHolder(sender.scopeKey, outcome.receiverId ?? record.targetId)
     if (receiver === undefined || receiver === sender || this.ctx.registry.byKey.get(receiver.key) !== receiver) return undefined
     // Taken over, or registered after its holder left, by another client instance since this broker started:
-    // not the one given the message. Only one registered with nothing known of the id may be that client.
-    if (!mayHold(UNKNOWN_INSTANCE, receiver)) return undefined
+    // not the one given the message. Of a restored record only one registered with nothing known of the id
+    // may be that client; of this run's, only the instance its route named.
+    if (found.restored ? !mayHold(UNKNOWN_INSTANCE, receiver) : receiver.instance !== found.receiverInstance) return undefined
     return { sender, receiver }
   }
 

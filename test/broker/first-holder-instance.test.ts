@@ -127,6 +127,21 @@ describe("the first holder's id pushed out of ClientInstances by churn of other 
     }), 120_000)
 })
 
+/** MAX_ROUTES newer routes, from another sender to a sink (neither's frames kept: not read): m0's route goes, its record stays. */
+const pushRoutesOut = (w: Effect.Success<ReturnType<typeof world>>): void => {
+  const sender = w.connect(false)
+  w.batch(sender, [registerFrame({ sessionId: "s" })])
+  const sink = w.connect(false)
+  w.batch(sink, [registerFrame({ sessionId: "sink" })])
+  for (let i = 0; i < MAX_ROUTES; i += 256) {
+    const sends: Array<Record<string, unknown>> = []
+    for (let j = i; j < i + 256; j++) sends.push({ type: "send", to: "sink", message: message(`r${j}`) })
+    w.batch(sender, sends)
+    sink.writer.flush()
+    sender.writer.flush()
+  }
+}
+
 describe("m0's route pushed out by the routes' bound and the holder's id by churn (helper rrec)", () => {
   it.effect("another client registering the id is not sent the cancel of m0, whose record was made in this run, and the sender is told it cannot be cancelled", () =>
     Effect.gen(function*() {
@@ -138,18 +153,7 @@ describe("m0's route pushed out by the routes' bound and the holder's id by chur
           { type: "unregister" }
         ])
       }
-      // MAX_ROUTES newer routes, from another sender to a sink (neither's frames kept: not read).
-      const sender = w.connect(false)
-      w.batch(sender, [registerFrame({ sessionId: "s" })])
-      const sink = w.connect(false)
-      w.batch(sink, [registerFrame({ sessionId: "sink" })])
-      for (let i = 0; i < MAX_ROUTES; i += 256) {
-        const sends: Array<Record<string, unknown>> = []
-        for (let j = i; j < i + 256; j++) sends.push({ type: "send", to: "sink", message: message(`r${j}`) })
-        w.batch(sender, sends)
-        sink.writer.flush()
-        sender.writer.flush()
-      }
+      pushRoutesOut(w)
       const b3 = w.registerB("b-3")
       w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
       assert.deepStrictEqual(w.controlsOf(b3), [], "the new client was sent a cancel of a message it never got")
@@ -177,6 +181,18 @@ describe("ClientInstances' bound counts departed holders' ids, not live sessions
       const b1 = w.registerB("b-1")
       w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
       assert.deepStrictEqual(w.controlsOf(b1), [`cancel ${w.m0.id}`], "the holder's return was not sent the cancel")
+      assert.deepStrictEqual(w.answersOf(w.m0.id), ["delivered", "delivered"])
+    }), 120_000)
+})
+
+describe("m0's route pushed out by the routes' bound, its holder back (review revg G3)", () => {
+  it.effect("the cancel of m0 follows its record, made in this run, to the instance its route named: the holder's return gets it, answered delivered", () =>
+    Effect.gen(function*() {
+      const w = yield* world("b-1")
+      pushRoutesOut(w)
+      const again = w.registerB("b-1")
+      w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
+      assert.deepStrictEqual(w.controlsOf(again), [`cancel ${w.m0.id}`], "the holder of m0 was not sent its cancel")
       assert.deepStrictEqual(w.answersOf(w.m0.id), ["delivered", "delivered"])
     }), 120_000)
 })
