@@ -182,6 +182,20 @@ describe("Ledger: control-to-other-instance", () => {
     expect(found(ledger)).toEqual([])
   })
 
+  it("a connection that registers again after its own unregister holds the session again: a control to another client that took it over is a violation", () => {
+    const one = messageOf(false)
+    const ledger = world(one, { read: true })
+    const unregister = JSON.stringify({ type: "unregister" })
+    ledger.clientWrote(2, [unregister])
+    brokerTook(ledger, 2, [unregister])
+    ledger.clientWrote(2, [register()])
+    brokerTook(ledger, 2, [register()])
+    ledger.clientRead(2, [registered])
+    registers(ledger, 3, "client-b2")
+    ledger.clientRead(3, [control(one, "cancel")])
+    expect(found(ledger)).toEqual(["control-to-other-instance"])
+  })
+
   it("a cancel of an ask given unread to another instance, read by a client that took the session over, is a violation", () => {
     const ask = messageOf(true)
     // The ask was given to client-b2's instance on #3; client-b3 then takes over and is sent its cancel.

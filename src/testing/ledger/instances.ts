@@ -42,7 +42,8 @@
  * broker's (`InstanceLedger`), taken as the broker handles each `register`:
  * the other connections of the session registered (their clients read
  * `registered`), with no `unregister` handled and no end seen by the
- * broker, are the live session it takes over or rejoins.
+ * broker, are the live session it takes over or rejoins; a connection that
+ * registers again after its own `unregister` is live again.
  * A control about a message no client of the receiver read at all is
  * judged too (it is `control-before-message` as well): given to an old
  * instance that never read it, it must not reach a new one.
@@ -68,7 +69,7 @@ interface Registration {
 }
 
 /**
- * The client instance a registration was taken for: its number (the link whose registration began it),
+ * The client instance a registration was taken for: its number (numbered in the order they began),
  * and whether it may be any earlier instance (the broker's `Session.mayBeBeforeStart`: it registered with
  * nothing known of its id since the broker started, or continues one that did).
  */
@@ -86,6 +87,8 @@ export class InstanceLedger {
   private readonly registrations = new Map<number, Registration & Taken>()
   /** Links whose `unregister` the broker handled: no longer a live session to the broker. */
   private readonly departed = new Set<number>()
+  /** The last new instance's number. */
+  private lastInstance = 0
 
   /** The broker handled `frames[from]` up to `frames[to]` read on link `linkId`. */
   handled(state: LedgerState, linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
@@ -98,7 +101,8 @@ export class InstanceLedger {
         this.departed.add(linkId)
         continue
       }
-      if (!text.startsWith(`{"type":"register"`) || this.registrations.has(linkId)) continue
+      // A register after the connection's own `unregister` registers it again; one on a live registration is refused.
+      if (!text.startsWith(`{"type":"register"`) || (this.registrations.has(linkId) && !this.departed.has(linkId))) continue
       const parsed = parseFrameText(text)
       if (isFrameDecodeError(parsed) || parsed.type !== "register") continue
       const features = parsed["features"]
@@ -110,12 +114,16 @@ export class InstanceLedger {
         rejoin,
         instanceId: rejoin && typeof instanceId === "string" ? instanceId : undefined
       }
-      this.registrations.set(linkId, { ...asked, ...this.instanceAt(state, linkId, asked) })
+      const taken = this.instanceAt(state, asked)
+      // Live again, and the most recent registration.
+      this.departed.delete(linkId)
+      this.registrations.delete(linkId)
+      this.registrations.set(linkId, { ...asked, ...taken })
     }
   }
 
   /**
-   * The instance a registration `asked` on link `linkId` is taken for, as the broker's `Registration`
+   * The instance a registration `asked` is taken for, as the broker's `Registration`
    * does. With another connection of its session live to the broker (registered — its client read
    * `registered` — with no `unregister` handled and no end seen): the live one's own at a rejoin (both
    * asked `rejoin-v1` with the same `instanceId`), otherwise a new one. With none live, the client
@@ -125,15 +133,16 @@ export class InstanceLedger {
    * be any — that one; otherwise a new one. The broker also forgets ids past 65,536 of them, which no
    * simulated world reaches.
    */
-  private instanceAt(state: LedgerState, linkId: number, asked: Registration): Taken {
-    const fresh: Taken = { instance: linkId, any: false }
+  private instanceAt(state: LedgerState, asked: Registration): Taken {
+    const fresh: Taken = { instance: ++this.lastInstance, any: false }
     let live: (Registration & Taken) | undefined
     // The instances that stopped holding the id, by when they last began to (a session holds it until
     // the next one registers: one at a time), most recent first.
     const known: Array<Registration & Taken> = []
     for (const [id, registration] of this.registrations) {
       const other = state.links.get(id)
-      if (id === linkId || registration.owner !== asked.owner || other === undefined) continue
+      // Link `linkId`'s own earlier registration, if any, is one it left (`unregister`): known, not live.
+      if (registration.owner !== asked.owner || other === undefined) continue
       if (registration.brokerEpoch !== asked.brokerEpoch || other.registeredAt === undefined) continue
       if (!other.brokerEnded && !this.departed.has(id)) {
         live = registration
@@ -149,16 +158,16 @@ export class InstanceLedger {
         : fresh
     }
     const last = known[0]
-    if (last === undefined) return { instance: linkId, any: true }
+    if (last === undefined) return { instance: ++this.lastInstance, any: true }
     if (asked.instanceId !== undefined) {
       return known.slice(0, INSTANCES_PER_ID).find((one) => one.instanceId === asked.instanceId) ?? fresh
     }
     return last.instanceId === undefined && last.any ? last : fresh
   }
 
-  /** The instance link `linkId`'s registration was taken for (its own link id if the broker handled none). */
+  /** The instance link `linkId`'s registration was taken for (one of its own, below every other, if the broker handled none). */
   instanceOf(linkId: number): number {
-    return this.registrations.get(linkId)?.instance ?? linkId
+    return this.registrations.get(linkId)?.instance ?? -linkId
   }
 
   /** Whether link `linkId`'s registration may be any earlier instance (see `instanceAt`; also when the broker handled none). */
