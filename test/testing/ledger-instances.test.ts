@@ -2,11 +2,13 @@
  * The ledger's `control-to-other-instance` check on its own, fed by hand
  * (ledger/instances.ts): a control read by a client that took its session
  * over from the client that read the message is a violation (also while the
- * broker has not handled the old client's `unregister`); the nearby
+ * broker has not handled the old client's `unregister`), and so is one read
+ * by another client registered after the holder departed; the nearby
  * legitimate cases are not — a client that registered with no live session
- * of its id (the broker's "any" instance: a reconnect, or a new process
- * restoring a journal; also after the broker handled the last one's
- * `unregister`), the client that read the message itself, and a
+ * of its id and may be any earlier instance (nothing known of its id since
+ * the broker started, or a base client after a base holder that may be any),
+ * a client among the id's last four instances returning with its
+ * `instanceId`, the client that read the message itself, and a
  * cancel of an ask given to the same client instance unread, at its rejoin
  * (commit 3dd5f19). And the path count beside it (ledger/controls.ts,
  * `heldCancelsRefused`): a cancel written after a takeover, refused once
@@ -136,6 +138,62 @@ describe("Ledger: control-to-other-instance", () => {
     registers(ledger, 4, "client-b2", "client-b2")
     ledger.clientRead(4, [control(ask, "cancel")])
     expect(found(ledger)).toEqual([])
+  })
+
+  /** The world with B's client registered with `rejoin-v1` as `client-b`, then its connection ended to the broker. */
+  const departedWorld = (message: Message) => {
+    const ledger = world(message, { read: true, rejoin: true })
+    ledger.brokerEnded(2)
+    ledger.linkClosed(2)
+    return ledger
+  }
+
+  it("a control read by another client that registered after the holder departed (an instance the broker knows of its id) is a violation", () => {
+    const one = messageOf(false)
+    for (const rejoinAs of ["client-b2", undefined]) {
+      const ledger = departedWorld(one)
+      registers(ledger, 3, "client-b2", rejoinAs)
+      ledger.clientRead(3, [control(one, "cancel")])
+      expect(found(ledger)).toEqual(["control-to-other-instance"])
+    }
+  })
+
+  it("a control read after the holder departed by a client the broker knows among its id's last four instances, returning with its instanceId, is no violation", () => {
+    const one = messageOf(false)
+    const ledger = departedWorld(one)
+    // Three other clients hold the id in turn and leave: client-b is still among the last four.
+    for (const [link, client] of [[3, "client-c"], [4, "client-d"], [5, "client-e"]] as const) {
+      registers(ledger, link, client, client)
+      ledger.brokerEnded(link)
+      ledger.linkClosed(link)
+    }
+    registers(ledger, 6, "client-b", "client-b")
+    ledger.clientRead(6, [control(one, "cancel")])
+    expect(found(ledger)).toEqual([])
+  })
+
+  it("a control read by another client that registered after a broker restart (nothing known of its id since: any instance) is no violation", () => {
+    const one = messageOf(false)
+    const ledger = departedWorld(one)
+    ledger.linkOpened(3, B, "client-b2", 1)
+    brokerTook(ledger, 3, [register("client-b2")])
+    ledger.clientRead(3, [registered])
+    ledger.clientRead(3, [control(one, "cancel")])
+    expect(found(ledger)).toEqual([])
+  })
+
+  it("a connection that registers again after its own unregister holds the session again: a control to another client that took it over is a violation", () => {
+    const one = messageOf(false)
+    const ledger = world(one, { read: true })
+    const unregister = JSON.stringify({ type: "unregister" })
+    ledger.clientWrote(2, [unregister])
+    brokerTook(ledger, 2, [unregister])
+    ledger.clientWrote(2, [register()])
+    brokerTook(ledger, 2, [register()])
+    ledger.clientRead(2, [registered])
+    registers(ledger, 3, "client-b2")
+    ledger.clientRead(3, [control(one, "cancel")])
+    expect(found(ledger)).toEqual(["control-to-other-instance"])
   })
 
   it("a cancel of an ask given unread to another instance, read by a client that took the session over, is a violation", () => {

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { renumberInterruptingRecords, swapTopicRecords } from "../../src/testing/BrokenBuilds.ts"
-import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
@@ -70,6 +70,17 @@ describe("topics in the simulation", () => {
       assert.isTrue(report.ok, report.trace.join("\n"))
       assert.isTrue(report.trace.some((line) => line.includes("D ← m2 from A (trigger) \"state 4\"")))
     }))
+
+  // ParkedDrain.offerOwnAhead (`BrokerStats.offeredAhead`): the soak sums it over the runs and prints it.
+  it.effect("seed 6: a reader's own items are offered ahead of its waiting head, and the soak summary prints how often and in how many runs", () =>
+    Effect.gen(function*() {
+      const summary = yield* soak({ from: 6, seeds: 1, topics: true, maxFailures: 1, shrink: false, config: { tolerate: KNOWN_ISSUES } })
+      const printed = formatSummary(summary, 0)
+      assert.strictEqual(summary.failures.length, 0, printed)
+      assert.isAtLeast(summary.paths.total.offeredAhead, 1, printed)
+      assert.strictEqual(summary.paths.runs.offeredAhead, 1, printed)
+      assert.include(printed, `${summary.paths.total.offeredAhead} of a reader's own items offered ahead of its waiting head (1 runs)`)
+    }), 60_000)
 
   it.effect("random workloads with topic traffic and faults: no violation over 8 seeds", () =>
     Effect.gen(function*() {

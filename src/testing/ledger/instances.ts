@@ -17,16 +17,19 @@
  * connection of K ever read is a violation, except what the broker
  * documents as intended:
  *
- * - the connection's registration took over no live session of its id (or
- *   is a `rejoin-v1` rejoin, down a chain, of one that took over none): the
- *   ledger takes it for "any" instance. That is more lenient than the
- *   broker, which tells a departed holder's return from another client by
- *   the client instances it keeps (src/broker/ClientInstances.ts: the same
- *   `instanceId`, or a base client after a base first holder, continues;
- *   anything else is a new instance), so this check misses a control the
- *   broker wrongly sends there (those cases have their own tests:
- *   test/broker/departed-instance.test.ts, first-holder-instance.test.ts).
- *   A client drops a control for an id it does not hold.
+ * - the connection's registration may be any earlier instance: it took
+ *   over no live session of its id, and no client instance of its id held
+ *   it since the current broker started (a restart empties what the broker
+ *   knows), or it continues one that did (a `rejoin-v1` rejoin or return
+ *   with the same `instanceId`, or a base client after a base last holder
+ *   that may be any). This mirrors the broker's `Session.mayBeBeforeStart`
+ *   (src/broker/ClientInstances.ts, Registration's `returningInstance`):
+ *   the last INSTANCES_PER_ID instances per id, noted as each stops holding
+ *   it, whatever its group or lifetime; the broker's bound of 65,536 ids is
+ *   never reached by a simulated world, so the ledger keeps every id. Any
+ *   other registration with no live session is a new instance, unless it
+ *   continues a known one. A client drops a control for an id it does not
+ *   hold.
  * - a cancel of an ask whose copy was written to a connection of K (the
  *   broker gave it to this instance) and never read there: an ask withdrawn
  *   unanswered is not asked again, so at K's return (its rejoin) the
@@ -39,7 +42,8 @@
  * broker's (`InstanceLedger`), taken as the broker handles each `register`:
  * the other connections of the session registered (their clients read
  * `registered`), with no `unregister` handled and no end seen by the
- * broker, are the live session it takes over or rejoins.
+ * broker, are the live session it takes over or rejoins; a connection that
+ * registers again after its own `unregister` is live again.
  * A control about a message no client of the receiver read at all is
  * judged too (it is `control-before-message` as well): given to an old
  * instance that never read it, it must not reach a new one.
@@ -53,14 +57,25 @@ import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type LedgerState, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
-/** The instance the ledger takes for any earlier one: a registration that took over no live session (see the module header). */
-const ANY_INSTANCE = 0
+/** Client instances the broker keeps per id (src/broker/ClientInstances.ts `INSTANCES_PER_ID`). */
+const INSTANCES_PER_ID = 4
 
 /** What a `register` the broker handled asked for: `rejoin-v1`, and the client's `instanceId`. */
 interface Registration {
   readonly owner: string
+  readonly brokerEpoch: number
   readonly rejoin: boolean
   readonly instanceId: string | undefined
+}
+
+/**
+ * The client instance a registration was taken for: its number (numbered in the order they began),
+ * and whether it may be any earlier instance (the broker's `Session.mayBeBeforeStart`: it registered with
+ * nothing known of its id since the broker started, or continues one that did).
+ */
+interface Taken {
+  readonly instance: number
+  readonly any: boolean
 }
 
 /**
@@ -68,10 +83,12 @@ interface Registration {
  * `unregister` (`Ledger.brokerHandled`). Owned by one `Ledger`.
  */
 export class InstanceLedger {
-  /** Per link whose `register` the broker handled: what it asked, and the instance it was taken for. */
-  private readonly registrations = new Map<number, Registration & { readonly instance: number }>()
+  /** Per link whose `register` the broker handled, in the order it did: what it asked, and the instance it was taken for. */
+  private readonly registrations = new Map<number, Registration & Taken>()
   /** Links whose `unregister` the broker handled: no longer a live session to the broker. */
   private readonly departed = new Set<number>()
+  /** The last new instance's number. */
+  private lastInstance = 0
 
   /** The broker handled `frames[from]` up to `frames[to]` read on link `linkId`. */
   handled(state: LedgerState, linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
@@ -84,7 +101,8 @@ export class InstanceLedger {
         this.departed.add(linkId)
         continue
       }
-      if (!text.startsWith(`{"type":"register"`) || this.registrations.has(linkId)) continue
+      // A register after the connection's own `unregister` registers it again; one on a live registration is refused.
+      if (!text.startsWith(`{"type":"register"`) || (this.registrations.has(linkId) && !this.departed.has(linkId))) continue
       const parsed = parseFrameText(text)
       if (isFrameDecodeError(parsed) || parsed.type !== "register") continue
       const features = parsed["features"]
@@ -92,36 +110,69 @@ export class InstanceLedger {
       const rejoin = Array.isArray(features) && features.includes(REJOIN_V1)
       const asked: Registration = {
         owner: link.owner,
+        brokerEpoch: link.brokerEpoch,
         rejoin,
         instanceId: rejoin && typeof instanceId === "string" ? instanceId : undefined
       }
-      this.registrations.set(linkId, { ...asked, instance: this.instanceAt(state, linkId, asked) })
+      const taken = this.instanceAt(state, asked)
+      // Live again, and the most recent registration.
+      this.departed.delete(linkId)
+      this.registrations.delete(linkId)
+      this.registrations.set(linkId, { ...asked, ...taken })
     }
   }
 
   /**
-   * The instance a registration `asked` on link `linkId` is taken for: `ANY_INSTANCE` when no other
-   * connection of its session was live to the broker (registered — its client read `registered` — with
-   * no `unregister` handled and no end seen); the live one's own at a rejoin (both asked `rejoin-v1` with
-   * the same `instanceId`); otherwise a new one, named by `linkId`.
+   * The instance a registration `asked` is taken for, as the broker's `Registration`
+   * does. With another connection of its session live to the broker (registered — its client read
+   * `registered` — with no `unregister` handled and no end seen): the live one's own at a rejoin (both
+   * asked `rejoin-v1` with the same `instanceId`), otherwise a new one. With none live, the client
+   * instances of its id that held it since the current broker started, most recent first, the last
+   * `INSTANCES_PER_ID` (ClientInstances.returning): none — a new one that may be any earlier one; one
+   * with the same `instanceId` — that one, continued; a base client after a base last holder that may
+   * be any — that one; otherwise a new one. The broker also forgets ids past 65,536 of them, which no
+   * simulated world reaches.
    */
-  private instanceAt(state: LedgerState, linkId: number, asked: Registration): number {
-    let live: (Registration & { readonly instance: number }) | undefined
+  private instanceAt(state: LedgerState, asked: Registration): Taken {
+    const fresh: Taken = { instance: ++this.lastInstance, any: false }
+    let live: (Registration & Taken) | undefined
+    // The instances that stopped holding the id, by when they last began to (a session holds it until
+    // the next one registers: one at a time), most recent first.
+    const known: Array<Registration & Taken> = []
     for (const [id, registration] of this.registrations) {
       const other = state.links.get(id)
-      if (id === linkId || registration.owner !== asked.owner || other === undefined) continue
-      if (other.registeredAt === undefined || other.brokerEnded || this.departed.has(id)) continue
-      live = registration
+      // Link `linkId`'s own earlier registration, if any, is one it left (`unregister`): known, not live.
+      if (registration.owner !== asked.owner || other === undefined) continue
+      if (registration.brokerEpoch !== asked.brokerEpoch || other.registeredAt === undefined) continue
+      if (!other.brokerEnded && !this.departed.has(id)) {
+        live = registration
+        continue
+      }
+      const before = known.findIndex((one) => one.instance === registration.instance)
+      if (before >= 0) known.splice(before, 1)
+      known.unshift(registration)
     }
-    if (live === undefined) return ANY_INSTANCE
-    return asked.rejoin && live.rejoin && asked.instanceId !== undefined && asked.instanceId === live.instanceId
-      ? live.instance
-      : linkId
+    if (live !== undefined) {
+      return asked.rejoin && live.rejoin && asked.instanceId !== undefined && asked.instanceId === live.instanceId
+        ? live
+        : fresh
+    }
+    const last = known[0]
+    if (last === undefined) return { instance: ++this.lastInstance, any: true }
+    if (asked.instanceId !== undefined) {
+      return known.slice(0, INSTANCES_PER_ID).find((one) => one.instanceId === asked.instanceId) ?? fresh
+    }
+    return last.instanceId === undefined && last.any ? last : fresh
   }
 
-  /** The instance link `linkId`'s registration was taken for (`ANY_INSTANCE` if the broker handled none). */
+  /** The instance link `linkId`'s registration was taken for (one of its own, below every other, if the broker handled none). */
   instanceOf(linkId: number): number {
-    return this.registrations.get(linkId)?.instance ?? ANY_INSTANCE
+    return this.registrations.get(linkId)?.instance ?? -linkId
+  }
+
+  /** Whether link `linkId`'s registration may be any earlier instance (see `instanceAt`; also when the broker handled none). */
+  mayBeAny(linkId: number): boolean {
+    return this.registrations.get(linkId)?.any ?? true
   }
 }
 
@@ -134,8 +185,8 @@ export const checkControlInstances = (state: LedgerState, instances: InstanceLed
     // What this client received: a copy its client read, on any connection.
     const received = record.reads.some((read) => read.client === link.client)
     const instance = instances.instanceOf(link.id)
-    if (!received && instance === ANY_INSTANCE) {
-      note(state, `   ${nameOf(state, link.owner)}'s client ${link.client} read a ${control.action} of ${record.alias} it never read, on connection #${link.id}, which took over no live session (any instance)`)
+    if (!received && instances.mayBeAny(link.id)) {
+      note(state, `   ${nameOf(state, link.owner)}'s client ${link.client} read a ${control.action} of ${record.alias} it never read, on connection #${link.id}, registered with no instance of its id known since the broker started (any instance)`)
       continue
     }
     // An ask given to this very instance unread, cancelled: at its return the control comes alone (3dd5f19).
@@ -143,7 +194,7 @@ export const checkControlInstances = (state: LedgerState, instances: InstanceLed
       record.writtenTo.some((id) => state.links.get(id)?.client === link.client && instances.instanceOf(id) === instance)
     const readers = [...new Set(record.reads.map((read) => read.client))]
     check(state, received || givenUnread, "control-to-other-instance", () =>
-      `${nameOf(state, link.owner)}'s client ${link.client} read ${nameOf(state, control.from)}'s ${control.action} of ${record.alias} on connection #${link.id}, an instance a takeover made, though it never received ${record.alias} (${
+      `${nameOf(state, link.owner)}'s client ${link.client} read ${nameOf(state, control.from)}'s ${control.action} of ${record.alias} on connection #${link.id}, an instance that never got it (a takeover's or another client's), though it never received ${record.alias} (${
         readers.length === 0 ? "no client read it" : `read by ${readers.join(", ")}`
       })`)
   }

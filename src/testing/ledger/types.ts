@@ -213,10 +213,12 @@ export type ViolationKind =
   /**
    * A client read a `message_control` (cancel or supersede) about a message
    * no connection of that client ever read, on a connection of a client
-   * instance a takeover made: the broker sends a control only to the
-   * instance given the message. Not a registration that took over no live
-   * session (the broker takes it for any earlier instance), nor a cancel of
-   * an ask given to that client unread (ledger/instances.ts).
+   * instance the broker did not give it (a takeover's, or another client's
+   * after the holder left): the broker sends a control only to the instance
+   * given the message. Not a registration with no instance of its id known
+   * since the broker started (the broker's `mayBeBeforeStart`: it may be
+   * any earlier instance), nor a cancel of an ask given to that client
+   * unread (ledger/instances.ts).
    */
   | "control-to-other-instance"
   /**

@@ -102,6 +102,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.ownParks += stats.ownParks
     state.paths.parkedBehindOwn += stats.parkedBehindOwn
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
+    state.paths.offeredAhead += stats.offeredAhead
     state.paths.answersBehindReplies += stats.answersBehindReplies
     state.paths.answersReleasedOffered += stats.answersReleasedOffered
     state.paths.answersReleasedForced += stats.answersReleasedForced

@@ -218,6 +218,8 @@ export interface PathTally {
   readonly parkedBehindOwn: number
   /** A sender's drainer waited behind its older mail in a recipient's own parked list (`BrokerStats.waitsBehindOwn`). */
   readonly waitsBehindOwn: number
+  /** Items for a reader itself offered ahead of the head of its parked list, which waited: the drain path own items take (`BrokerStats.offeredAhead`, ParkedDrain.offerOwnAhead). */
+  readonly offeredAhead: number
   /** `ask-expiry-v1` settling list answers held behind a reply to their asker still parked elsewhere (`BrokerStats.answersBehindReplies`). */
   readonly answersBehindReplies: number
   /** Held settling answers released after their last parked reply was offered (`BrokerStats.answersReleasedOffered`). */
