@@ -108,18 +108,22 @@ const world = (holderInstanceId: string | undefined, options: BrokerCoreOptions 
     }
   })
 
+/** MAX_IDS short-lived sessions with fresh ids come and go on one connection (no frames kept: not read): ClientInstances forgets the holder's id. */
+const churnIds = (w: Effect.Success<ReturnType<typeof world>>): void => {
+  const churn = w.connect(false)
+  for (let i = 0; i < MAX_IDS; i++) {
+    w.batch(churn, [
+      registerFrame({ sessionId: `e-${i}`, frame: { features: [EPHEMERAL_V1], ephemeral: true } }),
+      { type: "unregister" }
+    ])
+  }
+}
+
 describe("the first holder's id pushed out of ClientInstances by churn of other ids (review reve R1)", () => {
   it.effect("another client registering the id is not sent the cancel of the holder's message, and the sender is told it cannot be cancelled", () =>
     Effect.gen(function*() {
       const w = yield* world("b-1")
-      // Short-lived sessions with fresh ids come and go on one connection (no frames kept: not read).
-      const churn = w.connect(false)
-      for (let i = 0; i < MAX_IDS; i++) {
-        w.batch(churn, [
-          registerFrame({ sessionId: `e-${i}`, frame: { features: [EPHEMERAL_V1], ephemeral: true } }),
-          { type: "unregister" }
-        ])
-      }
+      churnIds(w)
       const b3 = w.registerB("b-3")
       w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
       assert.deepStrictEqual(w.controlsOf(b3), [], "the new client was sent a cancel of a message it never got")
@@ -146,13 +150,7 @@ describe("m0's route pushed out by the routes' bound and the holder's id by chur
   it.effect("another client registering the id is not sent the cancel of m0, whose record was made in this run, and the sender is told it cannot be cancelled", () =>
     Effect.gen(function*() {
       const w = yield* world("b-1")
-      const churn = w.connect(false)
-      for (let i = 0; i < MAX_IDS; i++) {
-        w.batch(churn, [
-          registerFrame({ sessionId: `e-${i}`, frame: { features: [EPHEMERAL_V1], ephemeral: true } }),
-          { type: "unregister" }
-        ])
-      }
+      churnIds(w)
       pushRoutesOut(w)
       const b3 = w.registerB("b-3")
       w.batch(w.d, [{ type: "cancel_message", messageId: w.m0.id }])
