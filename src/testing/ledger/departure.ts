@@ -56,7 +56,7 @@
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  *
- * Size: about 450 lines, one concept — the departure-order check; over a
+ * Size: about 465 lines, one concept — the departure-order check; over a
  * third of it is this header and the JSDoc of the counting rules (a write's
  * departures, a return withheld, a takeover's hand-on). Its departure
  * counts are read by ledger/joins.ts (`departuresBeforeJoin`, `endedBy`).
