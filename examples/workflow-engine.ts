@@ -211,7 +211,7 @@ export const runWorkflowEngine: Effect.Effect<ReadonlyArray<string>, unknown> = 
         child: { ids: [worker.id], names: [worker.name] },
         notice: `worker-${index} completed`
       })
-      if (outcome._tag !== "Admitted") yield* Effect.die(`worker-${index}'s terminal was not admitted`)
+      if (outcome._tag !== "Admitted") return yield* Effect.die(`worker-${index}'s terminal was not admitted`)
     })
 
   // ---- The script ----

@@ -169,7 +169,7 @@ export const foldMembership = (client: IntercomClientService, fold: MembershipFo
       fold.seed(listed, client.sessionId, yield* now)
     })
     yield* initial.pipe(Effect.retry({ schedule: Schedule.spaced(Duration.millis(FOLD_POLL_MS)) }), Effect.ignore)
-    yield* Effect.never
+    return yield* Effect.never
   })
 
 /**
