@@ -203,6 +203,15 @@ export class PeerCustody {
     return false
   }
 
+  /** Whether a reply to session `key` is held, not yet confirmed (a scan: for a settling answer during a takeover's hold only). */
+  holdsReplyTo(key: string): boolean {
+    for (let i = 0; i < this.count; i++) {
+      const item = this.items[(this.head + i) & this.mask]
+      if (item !== undefined && "mail" in item && item.to === key && item.mail.message.replyTo !== undefined) return true
+    }
+    return false
+  }
+
   /** Whether the client confirmed reading the connection's frame number `end` (1-based). */
   confirmedThrough(end: number): boolean {
     return end <= this.confirmed

@@ -105,10 +105,12 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 520 lines, past the ~400 guideline, over half of them this
+ * Size: about 545 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
- * and writes the same map of holds and the holders' counts.
+ * and writes the same map of holds and the holders' counts; what a hold
+ * keeps or may be given back of a reply (`keepsReply`, for a settling
+ * answer) reads the same holds and the closes they wait for.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { carriesMessage, isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
@@ -192,6 +194,26 @@ const mayStillGiveBack = (peer: Peer, messageKey: string): boolean => {
   if (peer.custody?.holdsMessage(messageKey) === true) return true
   return carriesMessage(peer.writer.inFlight?.returnable, messageKey) || carriesMessage(peer.untakenRest, messageKey)
 }
+
+/** The index of the last reply (a message with `replyTo`) to session `key` among `items`, or -1 (a scan). */
+const lastReplyTo = (items: ReadonlyArray<OutboundItem> | undefined, key: string): number => {
+  if (items === undefined) return -1
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!
+    if (isMessage(item) && item.to === key && item.mail.message.replyTo !== undefined) return i
+  }
+  return -1
+}
+
+/**
+ * Whether `peer` (a connection a takeover's hold waits for) may still give
+ * back, at its close, a reply to session `key`: one in its custody (written,
+ * not confirmed), its write in progress, or that write's untaken rest. A
+ * scan, only for a settling answer while a hold waits (`CustodyHolds.keepsReply`).
+ */
+const mayGiveBackReply = (peer: Peer, key: string): boolean =>
+  peer.custody?.holdsReplyTo(key) === true || lastReplyTo(peer.writer.inFlight?.returnable, key) >= 0 ||
+  lastReplyTo(peer.untakenRest, key) >= 0
 
 /**
  * The senders of the messages for session `key` that `peer` (taken over,
@@ -369,19 +391,26 @@ export class CustodyHolds {
 
   /**
    * Whether the hold on session `key` keeps a reply to it (a message with
-   * `replyTo`, forced to its holder meanwhile): the broker accepted it, and
-   * an `ask-expiry-v1` settling answer for that session waits for it
-   * (ParkedReplies.ts). A size test while no hold exists; else a look-up
-   * and a scan of what that hold keeps — per settling `list`, and per
-   * release check while an answer is held, never per message.
+   * `replyTo`), or may still be given one back at an old close it waits
+   * for: forced to its holder meanwhile (`items`), or written to a
+   * connection it waits for and not confirmed read there — in its custody,
+   * its write in progress or that write's untaken rest (`mayGiveBackReply`),
+   * which that close gives back to the session's connection ahead of what
+   * the hold keeps. Either way the broker accepted it, and an
+   * `ask-expiry-v1` settling answer for that session waits for it
+   * (ParkedReplies.ts) until the hold ends (`ParkedReplies.custodyEnded`) —
+   * also when the old client confirms it as it closes after all: then no
+   * reply follows, and the answer goes at that close. A size test while no
+   * hold exists; else a look-up and a scan of what that hold keeps and of
+   * what the connections it waits for may give back — per settling `list`,
+   * and per release check while an answer is held, never per message.
    */
   keepsReply(key: string): boolean {
     if (this.holds.size === 0) return false
     const hold = this.holds.get(key)
     if (hold === undefined) return false
-    for (const item of hold.items) {
-      if (isMessage(item) && item.to === key && item.mail.message.replyTo !== undefined) return true
-    }
+    if (lastReplyTo(hold.items, key) >= 0) return true
+    for (const old of hold.awaited) if (mayGiveBackReply(old, key)) return true
     return false
   }
 

@@ -21,6 +21,18 @@
  * when the hold ends (`custodyEnded`, from Router.detach after the kept
  * mail went back) — or is dropped with the asker's connection, should that
  * close first (the hold then keeps the reply for the session's next one).
+ * So does a reply the old connection the hold waits for was written and
+ * never confirmed (its custody, its write in progress or that write's
+ * untaken rest): its close gives it back to the session's connection, ahead
+ * of what the hold keeps — the asker's client may be the old instance that
+ * took its session back before that close (review settle4); if the old
+ * client confirms it as it closes, no reply follows and the answer goes at
+ * that close. A reply written to the asker's own previous connection and
+ * never confirmed needs no slot: the client's own rejoin (`rejoin-v1`)
+ * takes it back at its `register`, ahead of anything read on the new
+ * connection (`Router.abandoned`), and a close that comes first gives it
+ * to the mailbox, whose flush at the next `register` comes first too
+ * (test/broker/ask-settle-written-reply.test.ts).
  * A reply already in the asker's own parked list (forced behind its
  * mailbox flush there, which its drainer is offering) needs no slot: the
  * answer is parked right after the last such reply in that list — never at
@@ -128,7 +140,7 @@ export class ParkedReplies {
   /**
    * @param parkedReaders the readers whose own parked list may hold output (Output's).
    * @param batchParked the output of the batch being handled that did not fit yet (Output's).
-   * @param keptReply whether a takeover's custody hold on session `key` keeps a reply to it (`CustodyHolds.keepsReply`).
+   * @param keptReply whether a takeover's custody hold on session `key` keeps a reply to it, or may be given one back at an old close (`CustodyHolds.keepsReply`).
    * @param queue queues a released answer (Output's).
    */
   constructor(
