@@ -26,10 +26,15 @@
  * and another when the limit made the client confirm them anyway
  * (statusLine.ts decides what the footer and the warnings say).
  *
- * Size: one concept — one generation's life, about 490 lines: building its
+ * The client registers as the instance the session file's journal names,
+ * unless a live generation holds it (instance.ts: the lock is held in this
+ * runtime's Scope, taken before the client is built, so let go after it left).
+ *
+ * Size: one concept — one generation's life, about 520 lines: building its
  * runtime and layers, feeding pi's events to it, and closing it. What could
  * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
- * the status line's text and warnings, statusLine.ts; the pi host, host.ts);
+ * the status line's text and warnings, statusLine.ts; the pi host, host.ts;
+ * the client instance, instance.ts);
  * the rest shares the generation's `PiAccess` and its close, so a split
  * would pass those between modules.
  */
@@ -66,7 +71,8 @@ import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
 import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
-import { checkpointsDurable } from "./journal.ts"
+import { claimInstance } from "./instance.ts"
+import { checkpointsDurable, inheritedInstance } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
 import { statusText, TAKE_BACK_HINT, takenOverNotice, unsavedText, UnsavedWarnings } from "./statusLine.ts"
@@ -236,6 +242,14 @@ export const startGeneration = (input: {
     if (startup !== undefined) return yield* Effect.fail(startup)
     if (!settings.enabled) return yield* Effect.fail(disabled(settings))
     const startedAt = yield* Clock.currentTimeMillis
+    // The client instance the journal names, unless a live generation holds it (instance.ts); held until this
+    // runtime is disposed, after the client it is built before has left the bus. In memory nothing inherits it.
+    const instance = seed.sessionFile === undefined ? undefined : yield* claimInstance({
+      intercomDir: settings.paths.intercomDir,
+      inherited: yield* access.touch((_pi, c) => inheritedInstance(sessionId, c.sessionManager.getEntries())).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+    })
     const client = IntercomClient.layer({
       agentDir: settings.paths.agentDir,
       intercomDir: settings.paths.intercomDir,
@@ -252,6 +266,7 @@ export const startGeneration = (input: {
       livenessTimeoutMs: settings.liveness.timeoutMs,
       supervisorGrant: child?.grant,
       ownerToken,
+      ...(instance === undefined ? {} : { instanceId: instance.instanceId }),
       // The session runtime consumes it: confirm what it checkpointed, from the first mail on (known issue 21).
       confirmWhenHandled: true,
       // A checkpoint lives in pi's memory until pi writes the session file: confirm nothing before
@@ -267,7 +282,14 @@ export const startGeneration = (input: {
       // a broker, in the moments before `orphanWatch` sees it and closes the generation.
       shouldReconnect: sessionLive.pipe(Effect.as(true), Effect.orElseSucceed(() => false))
     })
-    const piHost = makePiHost({ access, sessionId, identity, hasUI, interactive })
+    const piHost = makePiHost({
+      access,
+      sessionId,
+      identity,
+      hasUI,
+      interactive,
+      checkpointInstance: instance?.forCheckpoint ?? Effect.succeed(undefined)
+    })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
     const host = Host.layer({ ...piHost, deliver: (inbound) => Effect.tap(piHost.deliver(inbound), Queue.offer(delivered, true)) })
     const session = IntercomSession.layer({

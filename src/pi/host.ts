@@ -5,7 +5,8 @@
  * custom messages (idle → a triggered turn, busy → steered after the current
  * tool calls, or a follow-up after the run for a sender's `queue`, passive →
  * stored without a turn); history records and the
- * inbound journal as session entries (`journal.ts`); lazy exposure through
+ * inbound journal as session entries (`journal.ts`), each checkpoint naming
+ * the client instance that received it (`instance.ts`); lazy exposure through
  * `pi.setActiveTools`.
  *
  * Every call goes through `PiAccess.touch`, which refuses once the generation
@@ -113,6 +114,8 @@ export const makePiHost = (input: {
   readonly hasUI: boolean
   /** pi runs in the TUI or over RPC (it stays up between prompts). */
   readonly interactive: boolean
+  /** The client instance each checkpoint names (`PiInstance.forCheckpoint`, instance.ts); undefined: none. */
+  readonly checkpointInstance: Effect.Effect<string | undefined>
 }): HostService => {
   const { access, sessionId } = input
   return {
@@ -138,7 +141,11 @@ export const makePiHost = (input: {
       access.touch((pi) => pi.appendEntry(entry._tag === "intercom_sent" ? SENT_ENTRY : RECEIVED_ENTRY, historyData(entry)))
         .pipe(Effect.ignore),
     journal: {
-      checkpoint: (record) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record))),
+      checkpoint: (record) =>
+        Effect.flatMap(
+          input.checkpointInstance,
+          (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
+        ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries())),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },

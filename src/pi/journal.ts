@@ -3,8 +3,10 @@
  * C-DLV-16), and the session-entry shapes the extension writes.
  *
  * - An accepted inbound message is saved as an `intercom_received` custom
- *   entry carrying `inbound` (the recipient session id and the message as it
- *   arrived) before it goes to pi's queue.
+ *   entry carrying `inbound` (the recipient session id, the client instance
+ *   that received it, and the message as it arrived) before it goes to pi's
+ *   queue. A process that restores them continues the instance the latest
+ *   names (`inheritedInstance`, instance.ts).
  * - It reaches the model as an `intercom_message` custom message whose
  *   `details` name the sender and message id; once such an entry exists
  *   anywhere in the session file, the message is in history (compaction only
@@ -47,8 +49,15 @@ export const MessageDetails = Schema.Struct({
 /** `details` of an `intercom_message` custom message. */
 export type MessageDetails = typeof MessageDetails.Type
 
-/** The checkpoint part of an `intercom_received` entry: the record, and the session it was accepted for. */
-const Checkpoint = Schema.Struct({ recipient: Schema.String, ...JournalRecordSchema.fields })
+/**
+ * The checkpoint part of an `intercom_received` entry: the record, the session it was accepted for, and the
+ * client instance that received it (`instance`, instance.ts; none in checkpoints saved before it was kept).
+ */
+const Checkpoint = Schema.Struct({
+  recipient: Schema.String,
+  instance: Schema.optionalKey(Schema.String),
+  ...JournalRecordSchema.fields
+})
 
 /** `data` of an `intercom_received` / `intercom_sent` entry. */
 export const HistoryData = Schema.Struct({
@@ -103,9 +112,11 @@ const answeredBy = (entry: EntryView): HandledMessage | undefined => {
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 /**
- * The `intercom_received` entry that checkpoints an accepted message for `recipient`.
+ * The `intercom_received` entry that checkpoints an accepted message for
+ * `recipient`, received by the client instance `instance` (instance.ts; none
+ * when the generation could not hold its instance).
  */
-export const checkpointEntry = (recipient: string, record: JournalRecord): HistoryData => ({
+export const checkpointEntry = (recipient: string, record: JournalRecord, instance?: string): HistoryData => ({
   from: record.from.name?.trim() || record.from.id,
   message: {
     text: record.message.content.text,
@@ -115,6 +126,7 @@ export const checkpointEntry = (recipient: string, record: JournalRecord): Histo
   timestamp: record.message.timestamp,
   inbound: {
     recipient,
+    ...(instance === undefined ? {} : { instance }),
     from: record.from,
     message: record.message,
     receivedAt: record.receivedAt,
@@ -168,6 +180,24 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
     })
   }
   return { inHistory, saved }
+}
+
+/**
+ * The client instance the latest checkpoint of `recipient` in `entries`
+ * names (instance.ts): the one a process that restores them continues.
+ * Undefined when the latest names none (saved before instances were kept,
+ * or by a generation that could not hold its instance) or there is none — a
+ * fork's copies of its parent's checkpoints are another recipient's.
+ */
+export const inheritedInstance = (recipient: string, entries: ReadonlyArray<EntryView>): string | undefined => {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i]
+    if (entry === undefined || entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
+    const decoded = decodeCheckpointData(entry.data)
+    if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
+    return decoded.value.inbound.instance
+  }
+  return undefined
 }
 
 /**

@@ -9,7 +9,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "vitest"
-import { checkpointEntry, checkpointsDurable, handledIn, type MessageDetails, undeliveredIn } from "../../src/pi/journal.ts"
+import {
+  checkpointEntry,
+  checkpointsDurable,
+  handledIn,
+  inheritedInstance,
+  type MessageDetails,
+  undeliveredIn
+} from "../../src/pi/journal.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
 import { message } from "../support/broker.ts"
@@ -76,6 +83,25 @@ describe("pi inbound journal", () => {
       { fromId: "boss", messageId: "r-2", receivedAt: 51 }
     ])
     assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-3"])
+  })
+
+  it("inheritedInstance: the instance the latest checkpoint of this session names; none when it names none, nor from another session's (a fork's copies)", () => {
+    const record = (id: string): JournalRecord => ({ from, message: message(id, { id }), receivedAt: 1 })
+    const saved = (recipient: string, id: string, instance?: string) => ({
+      type: "custom",
+      customType: "intercom_received",
+      data: checkpointEntry(recipient, record(id), instance)
+    })
+    const first = "11111111-1111-4111-8111-111111111111"
+    const second = "22222222-2222-4222-8222-222222222222"
+    assert.strictEqual(inheritedInstance("me", []), undefined)
+    assert.strictEqual(inheritedInstance("me", [saved("me", "m-1", first), saved("me", "m-2", second)]), second)
+    assert.strictEqual(inheritedInstance("me", [saved("me", "m-1", first), saved("parent", "m-2", second)]), first)
+    assert.strictEqual(inheritedInstance("fork", [saved("parent", "m-1", first)]), undefined)
+    // A checkpoint saved before instances were kept, or by a generation that held none, names none: not an older one's.
+    assert.strictEqual(inheritedInstance("me", [saved("me", "m-1", first), saved("me", "m-2")]), undefined)
+    // The instance does not change what is restored.
+    assert.deepStrictEqual(undeliveredIn("me", [saved("me", "m-1", first), saved("me", "m-2")]).map((r) => r.message.id), ["m-1", "m-2"])
   })
 
   it("checkpoints are durable once pi's session file exists, or when there is none (in memory): nothing to wait for", () => {
