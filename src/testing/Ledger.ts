@@ -38,7 +38,7 @@ import type {
   ViolationKind
 } from "./ledger/types.ts"
 import { TopicLedger } from "./ledger/topics.ts"
-import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped } from "./ledger/wire.ts"
+import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped, registrationsHandled } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
@@ -155,7 +155,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, unregisterUnread: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, settlesUnanswered: new Set() })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, settlesUnanswered: new Set() })
   }
 
   /** The broker's side of link `id` saw it end. */
@@ -207,6 +207,7 @@ export class Ledger {
   brokerHandled(linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
     this.departures.brokerHandled(this.state, linkId, frames, from, to)
     this.instances.handled(this.state, linkId, frames, from, to)
+    registrationsHandled(this.state, linkId, frames, from, to)
   }
 
   /** The broker's reader of link `linkId` dropped frames it held behind parked output: its connection closed first. */

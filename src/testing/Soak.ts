@@ -191,6 +191,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     heldReturn: options.heldReturn === true,
     custodyHold: options.custodyHold === true,
     settleHold: options.settleHold === true,
+    instanceControl: options.instanceControl === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

@@ -6,7 +6,7 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 860 lines — generating and running workloads; the
+ * Size: one concept, about 880 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
@@ -27,6 +27,7 @@ import { ControlFields, formatControl, runControl, withControls } from "./simula
 import { CustodyHoldFields, drawCustodyHold, formatCustodyHold, runCustodyHold } from "./simulation/custodyHold.ts"
 import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
 import { drawSettleCustody, formatSettleCustody, runSettleCustody, SettleCustodyFields } from "./simulation/settleCustody.ts"
+import { drawInstanceControl, formatInstanceControl, InstanceControlFields, runInstanceControl } from "./simulation/instanceControl.ts"
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
@@ -86,6 +87,7 @@ export const OpSchema = Schema.Union([
   op("CustodyHold", CustodyHoldFields),
   op("SettleHold", SettleHoldFields),
   op("SettleCustody", SettleCustodyFields),
+  op("InstanceControl", InstanceControlFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -134,6 +136,8 @@ export const trafficWeights: OpWeights = {
   SettleHold: 0,
   // Never drawn by weight: `settleHold` inserts it too, from a stream of its own (simulation/settleCustody.ts).
   SettleCustody: 0,
+  // Never drawn by weight: `instanceControl` inserts it from a stream of its own (simulation/instanceControl.ts).
+  InstanceControl: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -254,6 +258,14 @@ export interface WorkloadOptions {
    * pressure makes them smaller. Default false.
    */
   readonly settleHold?: boolean
+  /**
+   * Insert one `InstanceControl` (simulation/instanceControl.ts), drawn
+   * from a stream of its own: a receiver reads a message, leaves and comes
+   * back as a new client instance, and the sender then cancels or
+   * supersedes that message, which must not reach the new instance
+   * (`control-to-other-instance`). Default false.
+   */
+  readonly instanceControl?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -457,6 +469,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "CustodyHold":
       case "SettleHold":
       case "SettleCustody":
+      case "InstanceControl":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -500,6 +513,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     for (const [index, held] of drawSettleHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
     // Its custody-hold shape (a reply kept by a takeover's hold), from a stream of its own: the draws above are unchanged.
     for (const [index, held] of drawSettleCustody(seed, sessions, ops.length, notSession)) ops.splice(index, 0, held)
+  }
+  if (options.instanceControl === true) {
+    // As for the custody hold: the op stops and starts its receiver.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, op] of drawInstanceControl(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -578,6 +597,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatSettleHold(op, name)}`
     case "SettleCustody":
       return `${when} ${formatSettleCustody(op, name)}`
+    case "InstanceControl":
+      return `${when} ${formatInstanceControl(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -737,6 +758,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "SettleCustody":
           yield* runSettleCustody(sim, op, counter)
+          break
+        case "InstanceControl":
+          yield* runInstanceControl(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

@@ -28,6 +28,9 @@
  *                  ask is parked behind the answerer's mail to a slow reader (the broker holds its
  *                  settling answer), then it is released, forced or taken back (simulation/settleHold.ts);
  *                  and one whose reply a takeover's custody hold on the asker keeps (settleCustody.ts)
+ *   --instance-control  one instance control per workload: a receiver reads a message, leaves and
+ *                  starts again (a new client instance), then its sender cancels or supersedes it
+ *                  (simulation/instanceControl.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead

@@ -33,6 +33,7 @@ export interface SimArgs {
   readonly heldReturn?: boolean
   readonly custodyHold?: boolean
   readonly settleHold?: boolean
+  readonly instanceControl?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -72,6 +73,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("held-return", args.heldReturn),
     ...toggle("custody-hold", args.custodyHold),
     ...toggle("settle-hold", args.settleHold),
+    ...toggle("instance-control", args.instanceControl),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

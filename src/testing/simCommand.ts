@@ -233,6 +233,10 @@ const flags = {
     "settle-hold",
     "Insert one settle hold into each workload: an asker's deadline comes while the reply to its ask is parked behind the answerer's mail to a slow reader, so the broker holds its settling list's answer (ask-expiry-v1); then the reader reads again, it or the answerer closes, or the asker's connection drops; and one whose reply is kept by a takeover's custody hold on the asker's session (simulation/settleCustody.ts); outboxes of 4096 characters unless pressure makes them smaller (simulation/settleHold.ts; docs/testing.md)"
   ),
+  instanceControl: toggle(
+    "instance-control",
+    "Insert one instance control into each workload: a receiver reads a message, stops or is killed and starts again (a new client instance), then the sender cancels or supersedes that message, which the broker must not send to the new instance (control-to-other-instance; simulation/instanceControl.ts; docs/testing.md)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -323,6 +327,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     heldReturn: input.heldReturn,
     custodyHold: input.custodyHold,
     settleHold: input.settleHold,
+    instanceControl: input.instanceControl,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -498,6 +503,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.heldReturn ? { heldReturn: true } : {}),
     ...(input.custodyHold ? { custodyHold: true } : {}),
     ...(input.settleHold ? { settleHold: true } : {}),
+    ...(input.instanceControl ? { instanceControl: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

@@ -99,6 +99,57 @@ describe("Ledger: control-to-other-instance", () => {
     expect(found(ledger)).toEqual(["control-to-other-instance"])
   })
 
+  /**
+   * B's client-b registers with `rejoin-v1` on link #2 and is written A's `one` there, but reads nothing
+   * (`registered` included) before client-b2 takes the session over on #3 and reads a cancel of `one`;
+   * with `unregistering`, client-b wrote `unregister` first, which the broker has not handled.
+   */
+  const takenOverUnread = (unregistering: boolean) => {
+    const one = messageOf(false)
+    const ledger = new Ledger({ now: () => 0 })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.linkOpened(2, B, "client-b", 0)
+    brokerTook(ledger, 2, [register("client-b")])
+    const send = JSON.stringify({ type: "send", to: B, message: one })
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    ledger.brokerWriteStarted(2, [registered, delivered(one)])
+    ledger.brokerWrote(2, [registered, delivered(one)])
+    if (unregistering) ledger.clientWrote(2, [JSON.stringify({ type: "unregister" })])
+    registers(ledger, 3, "client-b2", "client-b2")
+    ledger.clientRead(3, [control(one, "cancel")])
+    return found(ledger)
+  }
+
+  it("a client that took the session over before the old client read `registered` is a new instance: a control of mail given to the old one is a violation", () => {
+    expect(takenOverUnread(false)).toEqual(["control-to-other-instance"])
+  })
+
+  it("so is one that took it over after the old client wrote `unregister`, before it read `registered`, the broker not having handled it", () => {
+    expect(takenOverUnread(true)).toEqual(["control-to-other-instance"])
+  })
+
+  it("a registration the broker refused never held the session: a client registering next with nothing known of its id may be any instance", () => {
+    const one = messageOf(false)
+    const ledger = new Ledger({ now: () => 0 })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.linkOpened(2, B, "client-b", 0)
+    brokerTook(ledger, 2, [register("client-b")])
+    const refusal = JSON.stringify({ type: "registration_failed", reason: "refused" })
+    ledger.brokerWriteStarted(2, [refusal])
+    ledger.brokerWrote(2, [refusal])
+    const send = JSON.stringify({ type: "send", to: B, message: one })
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    registers(ledger, 3, "client-b2", "client-b2")
+    ledger.clientRead(3, [control(one, "cancel")])
+    expect(found(ledger)).toEqual([])
+  })
+
   it("a control read by a client that registered after the broker handled the last one's unregister (any instance) is no violation", () => {
     const one = messageOf(false)
     const ledger = world(one, { read: true })

@@ -5,7 +5,10 @@
  * `takeover-late-write` (known issue 22, the broker's documented trade-off)
  * when the old connection's or the new one's `register` went without
  * `rejoin-v1`; with it on both sides, and the same reorder without that
- * cause, it is `fifo`.
+ * cause, it is `fifo`. The old connection holds the session from the
+ * broker's handling of its `register`, not from its client's read of
+ * `registered`: a takeover before that read (or after an `unregister` its
+ * client wrote before it, unhandled) is one too.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -42,14 +45,22 @@ const registered = JSON.stringify({ type: "registered", sessionId: B })
 const run = (
   cutWriteAt: number | undefined,
   oldEnds?: "beforeRegister" | "afterRegister",
-  rejoin: { readonly old: boolean; readonly new: boolean } = { old: false, new: false }
-): ReadonlyArray<string> => violationsOf(cutWriteAt, oldEnds, rejoin).map((violation) => violation.kind)
+  rejoin: { readonly old: boolean; readonly new: boolean } = { old: false, new: false },
+  oldClient: OldClient = "readRegistered"
+): ReadonlyArray<string> => violationsOf(cutWriteAt, oldEnds, rejoin, oldClient).map((violation) => violation.kind)
+
+/**
+ * What the old connection's client did before the takeover: read `registered`; read nothing yet; or
+ * wrote `unregister` before it read `registered` (the broker has not handled it).
+ */
+type OldClient = "readRegistered" | "readNothing" | "unregisteredUnread"
 
 /** `run`'s violations, with their messages. */
 const violationsOf = (
   cutWriteAt: number | undefined,
   oldEnds: "beforeRegister" | "afterRegister" | undefined,
-  rejoin: { readonly old: boolean; readonly new: boolean }
+  rejoin: { readonly old: boolean; readonly new: boolean },
+  oldClient: OldClient = "readRegistered"
 ) => {
   const time = { now: 0 }
   const ledger = new Ledger({ now: () => time.now })
@@ -59,7 +70,8 @@ const violationsOf = (
   ledger.linkOpened(2, B, "client-b", 0)
   ledger.linkOpened(3, B, "client-b", 0)
   brokerTook(ledger, 2, [rejoin.old ? registerWithRejoin : register])
-  ledger.clientRead(2, [registered])
+  if (oldClient === "readRegistered") ledger.clientRead(2, [registered])
+  if (oldClient === "unregisteredUnread") ledger.clientWrote(2, [JSON.stringify({ type: "unregister" })])
   ledger.clientWrote(1, [sendOf(first), sendOf(second)])
   brokerTook(ledger, 1, [sendOf(first), sendOf(second)])
   if (cutWriteAt !== undefined) ledger.brokerWriteCut(2, [delivered(first)], cutWriteAt)
@@ -99,6 +111,14 @@ describe("Ledger: order across a takeover", () => {
     const violations = violationsOf(2, undefined, { old: true, new: true })
     expect(violations.map((violation) => violation.kind)).toEqual(["fifo"])
     expect(violations[0]?.message).toContain("although both registrations had rejoin-v1")
+  })
+
+  it("a takeover before the old connection's client read `registered` is one too: takeover-late-write", () => {
+    expect(run(2, undefined, undefined, "readNothing")).toEqual(["takeover-late-write"])
+  })
+
+  it("so is one after that client wrote `unregister`, before it read `registered`, which the broker has not handled", () => {
+    expect(run(2, undefined, undefined, "unregisteredUnread")).toEqual(["takeover-late-write"])
   })
 
   it("with rejoin-v1 in only one of the two registrations it is takeover-late-write (either side without it)", () => {

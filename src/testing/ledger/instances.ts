@@ -40,10 +40,12 @@
  *
  * Which instance each registration is, is the ledger's view of the
  * broker's (`InstanceLedger`), taken as the broker handles each `register`:
- * the other connections of the session registered (their clients read
- * `registered`), with no `unregister` handled and no end seen by the
- * broker, are the live session it takes over or rejoins; a connection that
- * registers again after its own `unregister` is live again.
+ * the other connections of the session whose `register` it handled and did
+ * not refuse, with no `unregister` handled and no end seen by the broker,
+ * are the live session it takes over or rejoins — from the broker's handling
+ * of their `register`, whether or not their clients have read `registered`
+ * yet; a connection that registers again after its own `unregister` is live
+ * again.
  * A control about a message no client of the receiver read at all is
  * judged too (it is `control-before-message` as well): given to an old
  * instance that never read it, it must not reach a new one.
@@ -124,8 +126,8 @@ export class InstanceLedger {
 
   /**
    * The instance a registration `asked` is taken for, as the broker's `Registration`
-   * does. With another connection of its session live to the broker (registered — its client read
-   * `registered` — with no `unregister` handled and no end seen): the live one's own at a rejoin (both
+   * does. With another connection of its session live to the broker (its `register` handled and not
+   * refused — whatever its client has read — with no `unregister` handled and no end seen): the live one's own at a rejoin (both
    * asked `rejoin-v1` with the same `instanceId`), otherwise a new one. With none live, the client
    * instances of its id that held it since the current broker started, most recent first, the last
    * `INSTANCES_PER_ID` (ClientInstances.returning): none — a new one that may be any earlier one; one
@@ -143,7 +145,8 @@ export class InstanceLedger {
       const other = state.links.get(id)
       // Link `linkId`'s own earlier registration, if any, is one it left (`unregister`): known, not live.
       if (registration.owner !== asked.owner || other === undefined) continue
-      if (registration.brokerEpoch !== asked.brokerEpoch || other.registeredAt === undefined) continue
+      // A registration the broker refused never held the id; one whose client has not read `registered` yet does.
+      if (registration.brokerEpoch !== asked.brokerEpoch || other.refused) continue
       if (!other.brokerEnded && !this.departed.has(id)) {
         live = registration
         continue

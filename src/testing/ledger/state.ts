@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 450 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 460 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
@@ -148,11 +148,21 @@ export interface LinkRecord {
   /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
   registerReadAt: number | undefined
   /**
-   * Its registered client wrote `unregister` and the broker has not read it
-   * yet: `registered` is false, yet the broker still holds the session by it
-   * (a registration meanwhile is a takeover of it: `heldBy`).
+   * The broker's view, whatever its client has read: the broker handled its
+   * `register` (it may hold the session by it from then on: `registered` is
+   * on its way) and since handled neither its `unregister` nor another
+   * registration of its session (a takeover), nor refused it (`refused`); a
+   * registration meanwhile is a takeover of it (`heldBy`), also before its
+   * client read `registered` and after it wrote `unregister` the broker has
+   * not handled yet. The broker's end of it (`brokerEnded`) ends it too.
    */
-  unregisterUnread: boolean
+  brokerHolds: boolean
+  /**
+   * The broker answered a `register` on it with a refusal
+   * (`registration_failed`, or an `error` before its client read
+   * `registered`): it never held the session by it.
+   */
+  refused: boolean
   /**
    * When a registration of its session took it over while the broker still
    * held it (a takeover, P16): the time the broker read that registration.

@@ -5,7 +5,7 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 660 lines, one concept — reading the wire for the ledger,
+ * Size: about 700 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
@@ -16,8 +16,9 @@
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
  * their own modules already (order.ts, delivery.ts, asks.ts, topics.ts).
- * The takeover bookkeeping (`heldAtRegister`, for known issue 22) is part of
- * the broker-read tap, so it stays here too, as does what `ask-hijacked`
+ * The takeover bookkeeping (`heldAtRegister`, for known issue 22, and which
+ * connections hold their session to the broker, `registrationsHandled`) is
+ * part of the broker's taps, so it stays here too, as does what `ask-hijacked`
  * needs of it (when a broker first read a reply, and its ask's deadline as
  * the target read it). Cancels and controls are recorded here and judged
  * in controls.ts.
@@ -104,7 +105,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
       } else if (parsed.type === "list") {
         if (parsed["settle"] === true && typeof parsed["requestId"] === "string") link.settlesUnanswered.add(parsed["requestId"])
       } else if (parsed.type === "unregister") {
-        if (link.registered) link.unregisterUnread = true
+        // The client's view; the broker may hold the session by it until it handles this (`brokerHolds`).
         link.registered = false
       } else if (parsed.type === "received") {
         const confirmed = decodeClientFrame.received(parsed)
@@ -173,16 +174,51 @@ const sendWritten = (
   }
 }
 
-/** The other registered connections of `link`'s session the broker has not seen end (a takeover by `link` replaces them). */
+/**
+ * The other connections of `link`'s session the broker may hold it by (`LinkRecord.brokerHolds`) and has
+ * not seen end: a takeover by `link` replaces them. The broker's view, not their clients': one whose
+ * client has not read `registered` yet, or wrote an `unregister` the broker has not handled, is held.
+ */
 const heldBy = (state: LedgerState, link: LinkRecord): ReadonlyArray<number> => {
   const out: Array<number> = []
   for (const other of state.links.values()) {
-    // A connection whose `unregister` the broker has not read is still the session's, to the broker.
-    if (other !== link && other.owner === link.owner && (other.registered || other.unregisterUnread) && !other.brokerEnded) {
-      out.push(other.id)
-    }
+    if (other !== link && other.owner === link.owner && other.brokerHolds && !other.brokerEnded) out.push(other.id)
   }
   return out
+}
+
+/**
+ * The broker handles `frames[from]` up to `frames[to]` read on link `linkId` (`Ledger.brokerHandled`):
+ * a `register` on a connection that holds no registration makes it hold its session
+ * (`LinkRecord.brokerHolds`), taking over the others that did (`heldAtRegister`, noted at the first),
+ * from that moment, not from its client's read of `registered`; an `unregister` ends its hold.
+ */
+export const registrationsHandled = (
+  state: LedgerState,
+  linkId: number,
+  frames: ReadonlyArray<string>,
+  from: number,
+  to: number
+): void => {
+  const link = state.links.get(linkId)
+  if (link === undefined || isHostile(state, link.owner)) return
+  for (let i = from; i < to; i++) {
+    const text = frames[i]
+    if (text === undefined) continue
+    if (text.startsWith(`{"type":"unregister"`)) {
+      link.brokerHolds = false
+      continue
+    }
+    // A register on a connection that holds its registration is refused; the hold stays.
+    if (!text.startsWith(`{"type":"register"`) || link.brokerHolds) continue
+    const held = heldBy(state, link)
+    link.heldAtRegister ??= held
+    for (const id of held) {
+      const other = state.links.get(id)
+      if (other !== undefined) other.brokerHolds = false
+    }
+    link.brokerHolds = !link.brokerEnded
+  }
 }
 
 /** Whether a `register` frame asks for `rejoin-v1` (in its `features`). */
@@ -198,12 +234,11 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   const link = state.links.get(linkId)
   for (const text of frames) {
     const parsed = parseFrameText(text)
-    if (!isFrameDecodeError(parsed) && parsed.type === "unregister" && link !== undefined) link.unregisterUnread = false
-    // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`).
+    // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`; which connections
+    // it took over, `heldAtRegister`, as the broker handles it: `registrationsHandled`).
     if (!isFrameDecodeError(parsed) && parsed.type === "register" && link !== undefined) {
       if (link.registerReadAt === undefined) {
         link.registerReadAt = state.now()
-        link.heldAtRegister = heldBy(state, link)
         link.rejoin = asksRejoin(parsed)
       }
       continue
@@ -234,7 +269,17 @@ const oversized = (text: string): boolean => text.length * 3 > MAX_FRAME_BYTES &
 /** The broker began a write of `frames` toward the client on `linkId`: they are unsent until handed over. */
 export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
-  if (link !== undefined) link.writesUnsent += frames.length
+  if (link === undefined) return
+  link.writesUnsent += frames.length
+  // A refused registration: the broker never held the session by this connection (`LinkRecord.refused`).
+  for (const text of frames) {
+    const refusal = text.startsWith(`{"type":"registration_failed"`) ||
+      (text.startsWith(`{"type":"error"`) && link.registeredAt === undefined)
+    if (refusal && !isHostile(state, link.owner)) {
+      link.refused = true
+      link.brokerHolds = false
+    }
+  }
 }
 
 /** The broker wrote frames toward a client. */
