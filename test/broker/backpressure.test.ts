@@ -277,7 +277,8 @@ describe("membership feed seen by a slow receiver", () => {
       yield* takeMessages(watcher.client, "filler", fill.length)
       const view = membershipView(watcher.client.received())
       assert.deepStrictEqual([...view.keys()].sort(), ["filler"], "the watcher's view kept a session that had left")
-    }))
+      // The 3,000-frame churn is one step: past TestClock's one second of waiting on a loaded machine.
+    }).pipe(patientClock), 60_000)
 })
 
 /** The messages from `fromId` and the departures `client` got, in order. */
@@ -483,7 +484,8 @@ describe("a departure behind a slow recipient comes after the session's last mes
       yield* drainUntilReplierLeft(asker.client, fill)
       yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
       assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
-    }))
+      // The 3,000-frame churn is one step: past TestClock's one second of waiting on a loaded machine.
+    }).pipe(patientClock), 60_000)
 
   it.effect("a parked reply whose sender unregisters, registers again and unregisters again comes before one session_left, and no return", () =>
     Effect.gen(function*() {
