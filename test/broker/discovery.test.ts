@@ -206,15 +206,21 @@ describe("membership feed ordering", () => {
       const flashes = []
       for (let i = 0; i < 15; i++) {
         const client = yield* broker.connect(`flash-${i}`)
+        // The health probe rides in the same write as the leave: the broker closes a connection
+        // left unregistered for 1 s (P15), so a round trip sent later races that close.
         yield* client.sendRaw(encodeFrames([
           JSON.stringify(registerFrame({ sessionId: `flash-${i}` })),
-          JSON.stringify({ type: "unregister" })
+          JSON.stringify({ type: "unregister" }),
+          JSON.stringify({ type: "health", requestId: `after-leave-${i}` })
         ]))
         flashes.push(client)
       }
       const stayer = yield* broker.session({ sessionId: "stayer" })
       yield* watcher.client.next("session_joined", (f) => f.session.id === "stayer")
-      yield* settled(flashes, [watcher.client])
+      // Each flash's answer was queued right after its leave, before any close: the broker has
+      // handled every join and leave once they are in. Then the watcher's round trip.
+      for (const [i, flash] of flashes.entries()) yield* flash.next("health_ok", (f) => f.requestId === `after-leave-${i}`)
+      yield* settled([], [watcher.client])
       const view = new Set<string>()
       for (const frame of watcher.client.received()) {
         if (frame.type === "session_joined") view.add(frame.session.id)

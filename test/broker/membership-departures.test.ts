@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { STATS_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { settled } from "../support/barrier.ts"
+import { settled, writeThenRoundTrip } from "../support/barrier.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { list, membershipView, message, messageFor, registerFrame, send, withBroker } from "../support/broker.ts"
 import type { WireClient } from "../support/wire.ts"
@@ -50,11 +50,8 @@ describe("membership departures", () => {
       yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
       // Takeover (P16) and leave in one batch: the watcher collects both at once.
       const successor = yield* broker.connect("flapper-again")
-      yield* successor.sendRaw(encodeFrames([
-        JSON.stringify(registerFrame({ sessionId: "flapper" })),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      yield* settled([successor], [watcher.client])
+      yield* writeThenRoundTrip(successor, [registerFrame({ sessionId: "flapper" }), { type: "unregister" }])
+      yield* settled([], [watcher.client])
       assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()], [])
       assert.deepStrictEqual((yield* list(watcher.client)).map((s) => s.id), ["watcher"])
     }))
@@ -67,12 +64,8 @@ describe("membership departures", () => {
       yield* flapper.sendRaw(encodeFrames([JSON.stringify(registerFrame({ sessionId: "flapper" }))]))
       yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
       // Leave, join again and leave again in one batch: the watcher collects all three at once.
-      yield* flapper.sendRaw(encodeFrames([
-        JSON.stringify({ type: "unregister" }),
-        JSON.stringify(registerFrame({ sessionId: "flapper" })),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      yield* settled([flapper], [watcher.client])
+      yield* writeThenRoundTrip(flapper, [{ type: "unregister" }, registerFrame({ sessionId: "flapper" }), { type: "unregister" }])
+      yield* settled([], [watcher.client])
       assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()], [])
       // The flapper registered twice on one connection: both registrations were taken.
       assert.strictEqual(flapper.received().filter((f) => f.type === "registered").length, 2)

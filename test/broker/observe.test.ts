@@ -12,7 +12,7 @@ import { OBSERVE_V1 } from "../../src/protocol/features.ts"
 import { ObserveClient } from "../../src/observe/ObserveClient.ts"
 import { type BrokerSnapshot, type ObserveEvent } from "../../src/observe/Snapshot.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { settled } from "../support/barrier.ts"
+import { settled, writeThenRoundTrip } from "../support/barrier.ts"
 import { list, message, send, withBroker } from "../support/broker.ts"
 
 const observerRegister = { type: "register", session: { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 } }
@@ -52,8 +52,7 @@ describe("observe-v1", () => {
       const b = yield* broker.session({ sessionId: "b", name: "bob" })
       assertDelivered(yield* send(b.client, "a", message("q", { id: "q1", expectsReply: true })))
       assertDelivered(yield* send(a.client, "b", message("answer", { id: "r1", replyTo: "q1" })))
-      yield* b.client.send({ type: "unregister" })
-      yield* b.client.roundTrip
+      yield* writeThenRoundTrip(b.client, [{ type: "unregister" }])
       yield* send(a.client, "bob", message("later", { id: "m3" }))
       const snapshot = yield* ObserveClient.snapshot({ socketPath: broker.socketPath })
       assert.deepStrictEqual(
@@ -109,8 +108,7 @@ describe("observe-v1", () => {
       for (let i = 0; i < 5; i++) assertDelivered(yield* send(a.client, "b", message(`m${i}`, { id: `m${i}` })))
       // The watch's sample now holds alice's 5.
       yield* Deferred.await(counted)
-      yield* a.client.send({ type: "unregister" })
-      yield* a.client.roundTrip
+      yield* writeThenRoundTrip(a.client, [{ type: "unregister" }])
       const again = yield* broker.session({ sessionId: "a", name: "alice" })
       for (let i = 0; i < 2; i++) assertDelivered(yield* send(again.client, "b", message(`n${i}`, { id: `n${i}` })))
       const events = yield* Fiber.join(watching).pipe(Effect.timeout(Duration.seconds(20)))

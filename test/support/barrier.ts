@@ -10,8 +10,12 @@
  *
  * What a connection's *close* causes is not ordered behind any request: wait
  * for a positive sign of it (the observer's `session_left`, `waitClosed`).
+ * An actor that unregisters takes its round trip in the same write
+ * (`writeThenRoundTrip`).
  */
 import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import type { WireClient, WireError } from "./wire.ts"
 
 /**
@@ -26,3 +30,23 @@ export const settled = (
     Effect.forEach(actors, (client) => client.roundTrip, { discard: true }),
     Effect.forEach(observers, (client) => client.roundTrip, { discard: true })
   )
+
+/**
+ * Writes `frames` and a `health` in one write, then waits for its answer: the
+ * round trip of an actor whose frames unregister it. The broker closes a
+ * connection left unregistered for 1 s (P15), so a `health` written after
+ * the `unregister` was read races that close on a loaded machine; one read
+ * with it is answered first.
+ */
+export const writeThenRoundTrip = (
+  client: WireClient,
+  frames: ReadonlyArray<object>
+): Effect.Effect<void, WireError> =>
+  Effect.suspend(() => {
+    const requestId = `round-trip-${randomUUID()}`
+    const texts = [...frames, { type: "health", requestId }].map((frame) => JSON.stringify(frame))
+    return Effect.andThen(
+      client.sendRaw(encodeFrames(texts)),
+      client.next("health_ok", (frame) => frame.requestId === requestId)
+    )
+  })
