@@ -45,9 +45,11 @@
  * mailbox, that its sender then cancels stays there for that client
  * instance's return, which gets it again with the cancel behind it; it
  * goes to no other, and silently when it expires or is evicted
- * (WithdrawnCopies.ts, review revd, helper mbctl).
+ * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
+ * cancelled on its way, its client written it, given back with its session
+ * away (`keepCancelled`).
  *
- * Size: about 780 lines, one concept: the fate of mail that is not being
+ * Size: about 815 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -411,7 +413,8 @@ export class MailDelivery {
    * live) — but one its sender cancelled or superseded on its way only when
    * that connection's client instance was given it (its route says so,
    * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
-   * nor to the mailbox; for a short-lived session that ended by `unregister`, failed
+   * nor to the mailbox (but as a cancelled copy kept for the client instance
+   * written it, `keepCancelled`); for a short-lived session that ended by `unregister`, failed
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
@@ -483,8 +486,9 @@ export class MailDelivery {
     if (this.ctx.output.holds.keepWhileAway(outbound)) return false
     // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
+    // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
-      this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      if (!this.keepCancelled(outbound)) this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
       return false
     }
     const copy: Mail = { ...outbound.mail, queuedAt: this.ctx.now() }
@@ -505,6 +509,33 @@ export class MailDelivery {
    */
   unconfirmed(items: ReadonlyArray<Written>): void {
     if (items.length > 0) this.withdrawn.unconfirmed(items)
+  }
+
+  /**
+   * `outbound`, cancelled by its sender on its way and given back with its
+   * recipient away, went back to the mailbox as a cancelled copy for the
+   * client instance given it (WithdrawnCopies.ts) when that client was
+   * written it and never confirmed it (`unconfirmed`): it may show it, and
+   * the cancel written behind it may not have reached it. Its control is
+   * made again (the one given back with it is dropped with the recipient
+   * away), from the sender as the message names it. False when it is not
+   * so kept: never written, superseded (the new message tells its client),
+   * no instance known, or pushed out of the mailbox at once.
+   */
+  private keepCancelled(outbound: OutboundMessage): boolean {
+    const { mail } = outbound
+    if (!this.withdrawn.wasWritten(outbound)) return false
+    const now = this.ctx.now()
+    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
+    if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
+    const given = this.routes.givenTo(mail.senderKey, mail.message.id)
+    if (given === undefined) return false
+    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
+    const control = new ControlFrame(text, given.receiverKey, mail.senderKey, 0, mail.recordKey)
+    // Noted before the put, so that a copy the bounds push out at once goes silently (`evicted`).
+    this.withdrawn.keep(mail.recordKey, { control, receiverKey: given.receiverKey, instance: given.receiverInstance })
+    this.put({ ...mail, queuedAt: now })
+    return this.mailbox.get(mail.recordKey) !== undefined
   }
 
   /**

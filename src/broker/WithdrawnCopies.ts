@@ -15,7 +15,12 @@
  * control — when it was written to that client, which custody tells
  * (`unconfirmed`: what a `received-v1` client never confirmed reading, given
  * back). A copy never written (the socket took none of it, or it waited in
- * the outbox) is taken out as before: nobody read it. When its session registers, the mailbox flush gives that instance
+ * the outbox) is taken out as before: nobody read it. A message cancelled
+ * on its way and given back so with its session away is kept the same way
+ * (MailDelivery.keepCancelled), with a cancel made again: its client may
+ * have read the message and not the cancel.
+ *
+ * When its session registers, the mailbox flush gives that instance
  * (`mayHold`: its rejoin or reconnect) the message again — its client drops
  * it if it read it already (RecentMessages.ts) — and the cancel right
  * behind it, as a cancel of a message still on its way reaches that
@@ -69,6 +74,11 @@ export class WithdrawnCopies {
   /** `outbound`, given back, went into the mailbox as `copy`: a read one stays marked read. */
   requeued(outbound: OutboundMessage, copy: Mail): void {
     if (this.readItems.has(outbound)) this.readCopies.add(copy)
+  }
+
+  /** Whether `outbound`, given back, was written to its client, which never confirmed reading it. */
+  wasWritten(outbound: OutboundMessage): boolean {
+    return this.readItems.has(outbound)
   }
 
   /** Whether the mailbox copy `mail` was written to a client that never confirmed reading it. */

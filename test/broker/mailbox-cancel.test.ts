@@ -191,3 +191,44 @@ describe("a cancelled copy while another session holds its receiver's mailbox id
       assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m0.id}`, `cancel ${m0.id}`])
     }))
 })
+
+describe("a cancel of a message on its way, its client dropping before it confirmed either, with no session back yet", () => {
+  /** d's m0 written to b-1, then d's cancel written behind it, neither confirmed; b-1's connection drops. */
+  const cancelledThenDropped = Effect.gen(function*() {
+    const w = yield* world(custodyFeatures)
+    const m0 = message("m0")
+    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+    w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+    assert.deepStrictEqual(w.controlsOf(w.b1), [`cancel ${m0.id}`], "the cancel was not written to b-1: the test sets up nothing")
+    assert.strictEqual(w.b1.custody?.size, 2, "m0 and its cancel are not in b-1's custody: the test sets up nothing")
+    w.closeAbandoned(w.b1)
+    return { w, m0 }
+  })
+
+  it.effect("the same instance's return gets the message and the cancel again", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* cancelledThenDropped
+      const again = w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m0.id}`, `cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("a new instance gets neither", () =>
+    Effect.gen(function*() {
+      const { w } = yield* cancelledThenDropped
+      const b2 = w.registerB("b-2")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(b2)), [])
+    }))
+
+  it.effect("superseded instead: the same instance's return gets the new message alone, which names the old one", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures)
+      const m0 = message("m0")
+      const m1 = message("m1", { supersedes: m0.id })
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      w.closeAbandoned(w.b1)
+      const again = w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m1.id}`])
+    }))
+})
