@@ -47,6 +47,9 @@
  * sender withdrew is given back to no new instance (its route names the
  * old one: MailDelivery.requeue), so its control, in the same custody, is
  * dropped with it. With the session away it is dropped (MailDelivery.takeBack).
+ * What custody gives back is told to the mailbox concern first
+ * (`unconfirmed`): a copy of such a message back in the mailbox was read,
+ * so a cancel of it there is kept for that client (WithdrawnCopies.ts).
  *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
@@ -54,6 +57,9 @@
  * highest count its client confirmed: a confirmation may overtake the
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
+ *
+ * Size: about 415 lines, just past the ~400 guideline: one concept, the
+ * per-connection FIFO (`PeerCustody`) and the Router's part around it.
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
@@ -260,9 +266,15 @@ export class PeerCustody {
  */
 export class Custody {
   private readonly ctx: RouterContext
+  private readonly unconfirmed: (items: ReadonlyArray<Written>) => void
 
-  constructor(ctx: RouterContext) {
+  /**
+   * @param unconfirmed told of what custody gives back, written and never confirmed read, before it goes
+   *   back (MailDelivery.unconfirmed: a copy its sender cancels in the mailbox is kept for that client).
+   */
+  constructor(ctx: RouterContext, unconfirmed: (items: ReadonlyArray<Written>) => void) {
     this.ctx = ctx
+    this.unconfirmed = unconfirmed
   }
 
   /**
@@ -284,7 +296,9 @@ export class Custody {
         const held = peer.custody
         if (held === undefined) return
         peer.custody = undefined
-        for (const item of held.takeBack()) this.ctx.output.undeliverable(item)
+        const unread = held.takeBack()
+        this.unconfirmed(unread)
+        for (const item of unread) this.ctx.output.undeliverable(item)
         return
       }
       if (peer.custody !== undefined) return
@@ -362,7 +376,11 @@ export class Custody {
     const output = this.ctx.output
     const batch = peer.writer.inFlight
     if (custody !== undefined) {
-      if (custody.size > 0) for (const item of custody.takeBackFor(key)) output.undeliverable(item)
+      if (custody.size > 0) {
+        const unread = custody.takeBackFor(key)
+        this.unconfirmed(unread)
+        for (const item of unread) output.undeliverable(item)
+      }
       if (batch !== undefined) for (const item of this.unconfirmedOf(peer, custody, batch, key)) output.undeliverable(item)
     } else if (batch !== undefined) return
     output.end.handOver(peer)
@@ -400,6 +418,8 @@ export class Custody {
    * to send back ahead of the output it never wrote (see the module header).
    */
   detached(peer: Peer): ReadonlyArray<Written> {
-    return peer.custody?.takeBack() ?? []
+    const unread = peer.custody?.takeBack() ?? []
+    this.unconfirmed(unread)
+    return unread
   }
 }

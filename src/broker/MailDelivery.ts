@@ -41,13 +41,22 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 725 lines, one concept: the fate of mail that is not being
+ * A copy of a message its client read and never confirmed, back in the
+ * mailbox, that its sender then cancels stays there for that client
+ * instance's return, which gets it again with the cancel behind it; it
+ * goes to no other, and silently when it expires or is evicted
+ * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
+ * cancelled on its way, its client written it, given back with its session
+ * away (`keepCancelled`).
+ *
+ * Size: about 815 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
- * a control only with its message, `giveBack`). The mailbox's own bounds are Mailbox.ts's and
+ * a control only with its message, `giveBack`, and the cancelled copies
+ * kept for the client that read them, `giveWithdrawn`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
@@ -61,11 +70,12 @@ import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
-import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable } from "./Peer.ts"
+import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
+import { goesTo, type WithdrawnCopy, WithdrawnCopies } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -142,6 +152,11 @@ export interface MailRoutes {
   readonly given: (mail: Mail, receiver: Session) => boolean
   /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
   readonly handedOn: (mail: Mail, receiver: Session) => void
+  /** The session key and client instance a write gave a message to, if one was (Receipts.givenTo). */
+  readonly givenTo: (
+    senderKey: string,
+    messageId: string
+  ) => { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined
 }
 
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
@@ -163,6 +178,8 @@ export class MailDelivery {
    * module header). Forgotten when a session registers under the key again.
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
+  /** Mailbox copies their sender cancelled after a client read them, kept for that client (WithdrawnCopies.ts). */
+  private readonly withdrawn = new WithdrawnCopies()
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -280,11 +297,20 @@ export class MailDelivery {
     return refused ?? QUEUED
   }
 
-  /** The sender withdraws queued mail (P71); true when it was still queued. A withdrawn reply reopens its ask. */
-  cancel(sender: Session, messageKey: string): boolean {
+  /**
+   * The sender withdraws queued mail (P71); true when it was still queued
+   * (not cancelled already). A withdrawn reply reopens its ask. A copy a
+   * write gave a client instance before it came back (its route names one)
+   * stays, noted as cancelled with `control(receiverKey)`, the cancel's
+   * `message_control` to that session, for that instance's return (WithdrawnCopies.ts);
+   * any other leaves the mailbox.
+   */
+  cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || queued.senderKey !== sender.key) return false
-    this.mailbox.delete(messageKey)
+    if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
+    const given = this.withdrawn.wasRead(queued) ? this.routes.givenTo(queued.senderKey, queued.message.id) : undefined
+    if (given === undefined) this.mailbox.delete(messageKey)
+    else this.withdrawn.keep(messageKey, { control: control(given.receiverKey), receiverKey: given.receiverKey, instance: given.receiverInstance })
     if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
@@ -308,6 +334,7 @@ export class MailDelivery {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== senderKey) return false
     this.mailbox.delete(messageKey)
+    this.withdrawn.take(messageKey)
     if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
     this.ctx.records.rewrite(senderKey, messageId, refusal)
@@ -386,7 +413,8 @@ export class MailDelivery {
    * live) — but one its sender cancelled or superseded on its way only when
    * that connection's client instance was given it (its route says so,
    * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
-   * nor to the mailbox; for a short-lived session that ended by `unregister`, failed
+   * nor to the mailbox (but as a cancelled copy kept for the client instance
+   * written it, `keepCancelled`); for a short-lived session that ended by `unregister`, failed
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
@@ -458,16 +486,56 @@ export class MailDelivery {
     if (this.ctx.output.holds.keepWhileAway(outbound)) return false
     // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
+    // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
-      this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      if (!this.keepCancelled(outbound)) this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
       return false
     }
-    this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
+    const copy: Mail = { ...outbound.mail, queuedAt: this.ctx.now() }
+    this.put(copy)
+    this.withdrawn.requeued(outbound, copy)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
       this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
     }
     return false
+  }
+
+  /**
+   * `items`, given back by custody (Custody.ts), were written to their
+   * client, which never confirmed reading them: a copy of one that goes
+   * back to the mailbox is kept, if its sender cancels it there, for that
+   * client (WithdrawnCopies.ts). A close path only.
+   */
+  unconfirmed(items: ReadonlyArray<Written>): void {
+    if (items.length > 0) this.withdrawn.unconfirmed(items)
+  }
+
+  /**
+   * `outbound`, cancelled by its sender on its way and given back with its
+   * recipient away, went back to the mailbox as a cancelled copy for the
+   * client instance given it (WithdrawnCopies.ts) when that client was
+   * written it and never confirmed it (`unconfirmed`): it may show it, and
+   * the cancel written behind it may not have reached it. Its control is
+   * made again (the one given back with it is dropped with the recipient
+   * away), from the sender as the message names it. False when it is not
+   * so kept: never written, superseded (the new message tells its client),
+   * no instance known, or pushed out of the mailbox at once.
+   */
+  private keepCancelled(outbound: OutboundMessage): boolean {
+    const { mail } = outbound
+    if (!this.withdrawn.wasWritten(outbound)) return false
+    const now = this.ctx.now()
+    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
+    if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
+    const given = this.routes.givenTo(mail.senderKey, mail.message.id)
+    if (given === undefined) return false
+    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
+    const control = new ControlFrame(text, given.receiverKey, mail.senderKey, 0, mail.recordKey)
+    // Noted before the put, so that a copy the bounds push out at once goes silently (`evicted`).
+    this.withdrawn.keep(mail.recordKey, { control, receiverKey: given.receiverKey, instance: given.receiverInstance })
+    this.put({ ...mail, queuedAt: now })
+    return this.mailbox.get(mail.recordKey) !== undefined
   }
 
   /**
@@ -534,7 +602,8 @@ export class MailDelivery {
       }
     }
     for (const mail of this.mailbox.expire(now)) {
-      if (this.isStale(mail, now)) this.dropStale(mail)
+      if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
+      else if (this.isStale(mail, now)) this.dropStale(mail)
       else this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
     }
   }
@@ -547,7 +616,8 @@ export class MailDelivery {
   askClosed(messageKey: string, now: number): void {
     if (this.mailbox.size === 0) return
     const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || !this.isStale(queued, now)) return
+    // A cancelled copy (its ask withdrawn with it) stays for the instance that read it (WithdrawnCopies.ts).
+    if (queued === undefined || this.withdrawn.has(messageKey) || !this.isStale(queued, now)) return
     this.mailbox.delete(messageKey)
     this.dropStale(queued)
   }
@@ -603,6 +673,10 @@ export class MailDelivery {
 
   /** Mail the mailbox's bounds pushed out: its sender's receipt names the bound and the message's size. */
   private evicted(eviction: Eviction): void {
+    // A cancelled copy goes silently: its sender was answered already.
+    if (this.withdrawn.take(eviction.mail.recordKey) !== undefined) {
+      return this.routes.lost(eviction.mail.senderKey, eviction.mail.message.id)
+    }
     this.lost(
       eviction.mail,
       DeliveryCode.DeliveryEvicted,
@@ -625,9 +699,14 @@ export class MailDelivery {
       (mail) =>
         mail.spaceKey === space.key &&
         (mail.targetKey === session.key ||
-          (mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
+          (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     for (const mail of mails) {
+      const copy = this.withdrawn.take(mail.recordKey)
+      if (copy !== undefined) {
+        this.giveWithdrawn(mail, copy, session, now)
+        continue
+      }
       if (this.isStale(mail, now)) {
         this.dropStale(mail)
         continue
@@ -637,6 +716,20 @@ export class MailDelivery {
       this.routes.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
+  }
+
+  /**
+   * A cancelled copy taken from the mailbox for `session` (WithdrawnCopies.ts):
+   * to the client instance given it, the message again and its cancel right
+   * behind it (the record stays cancelled; the route moves on to this
+   * connection); to any other, nothing, and its route goes, so a cancel
+   * again sends no control.
+   */
+  private giveWithdrawn(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
+    if (!goesTo(copy, session)) return this.routes.lost(mail.senderKey, mail.message.id)
+    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+    this.routes.handedOn(mail, session)
+    this.ctx.output.enqueue(session.peer, copy.control)
   }
 
   /**

@@ -5,7 +5,10 @@
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
  * `supersedes` send first tells the receiver the old message is superseded
  * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead. A cancel of a message this
+ * still in the mailbox removes it instead — unless a client read it before
+ * it came back there (written, never confirmed): then the copy stays for
+ * that client instance's return, with the cancel's control behind it
+ * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
  * sender cancelled already is answered `delivered` again (ours): its first
  * answer may have been lost with a connection or a broker crash, and a
  * retry must tell the sender the message's fate rather than "cannot be
@@ -125,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 555 lines, past the ~400 guideline, near half of them this
+ * Size: about 580 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -140,7 +143,7 @@ import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import { mayHold, type Session, UNKNOWN_INSTANCE } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
@@ -325,6 +328,19 @@ export class Receipts {
   }
 
   /**
+   * The session key and client instance a write gave `senderKey`'s message
+   * `messageId` to, as its route names them — or, once the route aged or was
+   * pushed out, its record (review revg G3). Undefined when no instance was
+   * given it: never written, its route dropped as never got (`dropRoute`),
+   * or its record restored from the store. Read on the cancel path only
+   * (MailDelivery.cancel, WithdrawnCopies.ts).
+   */
+  givenTo(senderKey: string, messageId: string): { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined {
+    const found = this.routes.find(senderKey, messageId)
+    return found === undefined || found.receiverInstance === UNKNOWN_INSTANCE ? undefined : found
+  }
+
+  /**
    * Drops `senderKey`'s route for its message `messageId`, if it has one:
    * the mailbox dropped that message (expired, evicted, or withdrawn by its
    * sender on its way) after a write its receiver never confirmed gave it
@@ -500,7 +516,16 @@ export class Receipts {
   private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
     const { output, records } = this.ctx
     const key = recordKeyOf(session.key, messageId)
-    if (this.mail.cancel(session, key)) {
+    // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
+    const control = (receiverKey: string) =>
+      new ControlFrame(
+        Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: this.ctx.now() }),
+        receiverKey,
+        session.key,
+        session.presentSince,
+        key
+      )
+    if (this.mail.cancel(session, key, control)) {
       this.forget(key)
       // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`).
       const route = this.routeOf(session.key, messageId)

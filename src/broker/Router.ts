@@ -318,6 +318,7 @@ export class Router {
       },
       lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId),
       given: (given, receiver) => receipts.given(given, receiver),
+      givenTo: (senderKey, messageId) => receipts.givenTo(senderKey, messageId),
       handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
@@ -381,7 +382,7 @@ export class Router {
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
-    const custody = new Custody(ctx)
+    const custody = new Custody(ctx, (items) => mail.unconfirmed(items))
     registration.observe(custody.hooks)
     if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
     const statistics = new Stats(ctx, {

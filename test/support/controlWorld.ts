@@ -32,11 +32,18 @@ export interface Seen {
  * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
  * `features`); every connection's written frames are kept, parsed.
  * `stick()` makes b-1's writes never complete from then on (its socket
- * takes none of them). `options`: the broker's, defaults otherwise.
+ * takes none of them). `options`: the broker's, defaults otherwise;
+ * `clock`: the broker's clock, which the test may move; `bSession`: fields
+ * of b-1's `session` (a `name`, say) over the defaults.
  */
-export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCoreOptions = {}) =>
+export const controlWorld = (
+  features: ReadonlyArray<string>,
+  options: BrokerCoreOptions = {},
+  clock: { now: number } = { now: 1_000_000 },
+  bSession: Readonly<Record<string, unknown>> = {}
+) =>
   Effect.gen(function*() {
-    const { attach, batch, close, router, tryDrain } = yield* handRouter(options)
+    const { attach, batch, close, router, tryDrain } = yield* handRouter(options, () => clock.now)
     const written = new Map<Peer, Array<Seen>>()
     let stuck = false
     const connect = (id: number, stuckable = false): Peer => {
@@ -56,8 +63,9 @@ export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCor
     }
     // Connection ids of `registerB`'s connections: 3, then 5 on (`registerD`'s is 4).
     let nextB = 3
+    let nextOther = 9
     const b1 = connect(1, true)
-    batch(b1, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+    batch(b1, [registerFrame({ sessionId: "b", session: bSession, frame: { features, instanceId: "b-1" } })])
     const d = connect(2)
     batch(d, [registerFrame({ sessionId: "d" })])
     const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
@@ -87,6 +95,12 @@ export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCor
         const peer = connect(nextB)
         nextB = nextB === 3 ? 5 : nextB + 1
         batch(peer, [registerFrame({ sessionId: "b", frame: { ...extra, features: with_, ...(instanceId === undefined ? {} : { instanceId }) } })])
+        return peer
+      },
+      /** Registers session `sessionId` on a new connection (id 9 on), with `session` fields over the defaults. */
+      registerOther: (sessionId: string, session: Readonly<Record<string, unknown>> = {}): Peer => {
+        const peer = connect(nextOther++)
+        batch(peer, [registerFrame({ sessionId, session })])
         return peer
       },
       /** Registers `d` again on a new connection. */

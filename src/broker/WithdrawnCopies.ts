@@ -1,0 +1,111 @@
+/**
+ * Mailbox copies their sender cancelled after a client read them: which
+ * client instance each is kept for, and the `message_control` cancel that
+ * goes with it.
+ *
+ * Why: a message written to a `received-v1` client whose connection closed
+ * before it confirmed reading it goes back to the mailbox (MailDelivery's
+ * `requeue`). Its client may have read it and shown it (pi's journal keeps
+ * it). A `cancel_message` of it then used to take the copy out of the
+ * mailbox, answer its sender `delivered`, and send nobody a control: the
+ * same client coming back kept acting on a message its sender was told was
+ * withdrawn (review revd, helper mbctl). Now the copy stays in the mailbox,
+ * its replay record saying cancelled, and is noted here with the instance
+ * its route named (`OutboundRecord.receiverInstance`) and the cancel's
+ * control — when it was written to that client, which custody tells
+ * (`unconfirmed`: what a `received-v1` client never confirmed reading, given
+ * back). A copy never written (the socket took none of it, or it waited in
+ * the outbox) is taken out as before: nobody read it. A message cancelled
+ * on its way and given back so with its session away is kept the same way
+ * (MailDelivery.keepCancelled), with a cancel made again: its client may
+ * have read the message and not the cancel.
+ *
+ * When its session registers, the mailbox flush gives that instance
+ * (`mayHold`: its rejoin or reconnect) the message again — its client drops
+ * it if it read it already (RecentMessages.ts) — and the cancel right
+ * behind it, as a cancel of a message still on its way reaches that
+ * instance's rejoin; any other registration (another client, a new process)
+ * never got it, and gets neither. A copy that expires or is evicted from
+ * the mailbox goes silently: its sender was answered already.
+ *
+ * Memory only: the cancel's record rewrite drops the copy's stored row, as
+ * before, so a durable broker that restarts keeps nothing of it (see
+ * docs/protocol.md). Bounded by the mailbox, which holds each copy.
+ *
+ * What was read is marked on the objects themselves, in weak sets: the
+ * given-back item (`OutboundMessage`), then the mail object the mailbox
+ * holds for it (`Mail`), so nothing is kept once they are gone.
+ *
+ * Owner: MailDelivery, in the Router's synchronous code. Only the close,
+ * cancel and registration paths touch it, and the mailbox's drops when it
+ * is not empty: nothing on the ordinary send path.
+ */
+import type { ControlFrame } from "./ControlFrame.ts"
+import type { Mail, OutboundMessage, Written } from "./Peer.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+
+/** A cancelled mailbox copy: who was given the message, and the control that withdraws it. */
+export interface WithdrawnCopy {
+  /** The `message_control` cancel, written right behind the message. */
+  readonly control: ControlFrame
+  /** The registry key of the session its route named. */
+  readonly receiverKey: string
+  /** The client instance of that session given the message (its route's `receiverInstance`). */
+  readonly instance: SessionInstance
+}
+
+/** Whether `copy` goes to `receiver`: the session and client instance it was given to. */
+export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
+  copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
+
+/** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`), and which copies were read. */
+export class WithdrawnCopies {
+  private readonly copies = new Map<string, WithdrawnCopy>()
+  /** Messages given back that their client was written and never confirmed reading. */
+  private readonly readItems = new WeakSet<OutboundMessage>()
+  /** Mailbox copies of such messages. */
+  private readonly readCopies = new WeakSet<Mail>()
+
+  /** `items`, given back by custody, were written to their client and never confirmed read (Custody.ts). */
+  unconfirmed(items: ReadonlyArray<Written>): void {
+    for (const item of items) if ("mail" in item) this.readItems.add(item)
+  }
+
+  /** `outbound`, given back, went into the mailbox as `copy`: a read one stays marked read. */
+  requeued(outbound: OutboundMessage, copy: Mail): void {
+    if (this.readItems.has(outbound)) this.readCopies.add(copy)
+  }
+
+  /** Whether `outbound`, given back, was written to its client, which never confirmed reading it. */
+  wasWritten(outbound: OutboundMessage): boolean {
+    return this.readItems.has(outbound)
+  }
+
+  /** Whether the mailbox copy `mail` was written to a client that never confirmed reading it. */
+  wasRead(mail: Mail): boolean {
+    return this.readCopies.has(mail)
+  }
+
+  /** How many are kept. */
+  get size(): number {
+    return this.copies.size
+  }
+
+  /** Notes the mailbox copy `recordKey` as cancelled, for the instance `copy` names. */
+  keep(recordKey: string, copy: WithdrawnCopy): void {
+    this.copies.set(recordKey, copy)
+  }
+
+  /** Whether the mailbox copy `recordKey` is a cancelled one. */
+  has(recordKey: string): boolean {
+    return this.copies.size > 0 && this.copies.has(recordKey)
+  }
+
+  /** Forgets the copy `recordKey` (it left the mailbox) and returns it, if it was a cancelled one. */
+  take(recordKey: string): WithdrawnCopy | undefined {
+    if (this.copies.size === 0) return undefined
+    const copy = this.copies.get(recordKey)
+    if (copy !== undefined) this.copies.delete(recordKey)
+    return copy
+  }
+}
