@@ -115,6 +115,11 @@ export interface ConnectionLifetime {
   ) => Effect.Effect<A, E | IntercomNotConnected>
   /** The live connection, if any. */
   readonly live: () => ClientConnection | undefined
+  /**
+   * While `connection` is the live one, what completes once the client has retired it after its
+   * close (`live` cleared, the reconnect begun); otherwise undefined.
+   */
+  readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
   /** Whether `disconnect` ran. */
   readonly stopped: () => boolean
   /** How many connections were adopted. */
@@ -192,9 +197,10 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
    */
   let liveRetired: Deferred.Deferred<void> | undefined
   /** Sends lost with a connection, and sends refused just after a reconnect, sent again (Resending.ts). */
+  const retirementOf = (connection: ClientConnection) => connection === live ? liveRetired : undefined
   const resend = new Resending({
     withConnection: (use) => withConnection(use),
-    retirementOf: (connection) => connection === live ? liveRetired : undefined,
+    retirementOf,
     ended: () => stopped || takeover.error !== undefined,
     rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
   }, epochs, sendTimeoutMs)
@@ -465,6 +471,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   return {
     withConnection,
     live: () => live,
+    retirementOf,
     stopped: () => stopped,
     connections: () => connections,
     lastError: () => lastError,

@@ -54,7 +54,8 @@
  * broker's state epoch StateEpochs.ts; the per-connection tables are
  * ClientConnection.ts's, the unanswered sends PendingSends.ts's, the
  * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
- * connection KeptReceipts.ts's.
+ * connection KeptReceipts.ts's, an asker's settling round trip
+ * SettleRoundTrip.ts's.
  */
 import { Clock, Context, Effect, Layer, PubSub, Scope, Stream } from "effect"
 import * as path from "node:path"
@@ -76,6 +77,7 @@ import type { IntercomClientService } from "./models.ts"
 import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
 import { RecentControls } from "./RecentControls.ts"
 import { RecentMessages } from "./RecentMessages.ts"
+import { settleRoundTrip } from "./SettleRoundTrip.ts"
 import { type BrokerStateLost, StateEpochs } from "./StateEpochs.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { tracedSend } from "./tracing.ts"
@@ -275,15 +277,7 @@ const make = (
           // The notice came after every reply accepted before it: those are routed before the wait is judged.
           return Effect.andThen(expired, settledReads)
         }),
-      settleRoundTrip: Effect.suspend(() => {
-        const live = lifetime.live()
-        if (live === undefined) return Effect.succeed(false)
-        return live.settle(livenessTimeoutMs).pipe(
-          Effect.andThen(settledReads),
-          Effect.as(true),
-          Effect.catch(() => Effect.succeed(false))
-        )
-      }),
+      settleRoundTrip: settleRoundTrip({ lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads }),
       messages: unhandled.stream,
       handled: (message) =>
         Effect.suspend(() => {

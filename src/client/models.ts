@@ -213,10 +213,15 @@ export interface IntercomClientService extends QuestionOperations {
    * deadline and once no reply to this session it accepted is still parked
    * behind its sender's other mail — so their `ask_expired`, and any reply
    * it accepted before, are read first — then `caughtUp` (for at most the liveness
-   * timeout). True once the answer was read and everything read before it
-   * routed, or that wait ran out; false at once when no connection
-   * is live (it never waits for one), and when the connection drops before
-   * the answer or the broker does not answer within the liveness timeout.
+   * timeout). When that connection drops before the answer, or none is live
+   * while the client reconnects, the round trip is made again on the next
+   * connection, if one is live within `rejoinGraceMs` of the drop (or of
+   * the call): the broker gives back first there what the dropped one never
+   * confirmed, a reply among it. True once an answer was read and everything
+   * read before it routed, or that wait ran out; false when no connection
+   * comes within that grace, at once when none will (never connected,
+   * closed, taken over, reconnecting declined: it dials nothing itself), and
+   * when the broker does not answer within the liveness timeout.
    */
   readonly settleRoundTrip: Effect.Effect<boolean>
   /**

@@ -250,10 +250,11 @@ export const REJOIN_V1 = "rejoin-v1"
  * waiting. An edge withdrawn (`cancel_ask`, `cancel_message`) or answered
  * gets no notice; nor does a durable question's (`questions-v1`). The
  * notice goes only to a live connection granted this: an asker away when
- * its edge expires is not owed it. Such an asker, at its own deadline, ends
- * its wait when not connected, and otherwise makes one round trip, a
- * `list`, which the broker answers only after closing the edges past their
- * deadline (docs/protocol.md).
+ * its edge expires is not owed it. Such an asker, at its own deadline,
+ * makes one round trip, a `list`, which the broker answers only after
+ * closing the edges past their deadline — on the next connection, within
+ * its rejoin grace, when it has none or that one drops first — and ends its
+ * wait when no connection comes (docs/protocol.md).
  */
 export const ASK_EXPIRY_V1 = "ask-expiry-v1"
 

@@ -18,12 +18,16 @@
  * of the asker's own starts later (when it reads the acknowledgement): a
  * reply the broker read in between used to be refused while the asker still
  * waited. That timer still bounds the wait for an asker that cannot hear the
- * broker: at its end the asker gives up at once when it is not connected,
- * and otherwise makes one round trip that the broker answers behind its
- * verdict, ending on whatever that round trip brings first. So the user's
+ * broker: at its end the asker makes one round trip that the broker answers
+ * behind its verdict, ending on whatever that round trip brings first — on
+ * the next connection when the live one drops first or none is live (the
+ * client reconnecting), within the client's rejoin grace, since a reply the
+ * dropped connection lost unread is given back there first. So the user's
  * timeout is a bound within one round trip (at most the liveness timeout,
- * 5 s by default, for a broker that does not answer). Against a broker
- * without the extension the asker keeps its own timer, as before.
+ * 5 s by default, for a broker that does not answer), plus the rejoin grace
+ * and a second round trip when the connection drops at the deadline.
+ * Against a broker without the extension the asker keeps its own timer, as
+ * before.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
@@ -127,14 +131,16 @@ const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
  * (its deadline counts from when it received the ask, before this wait
  * starts): the wait times out on its notice, unless the answer was routed
  * while the notice was judged. At the wait's own deadline — `timeoutMs`
- * from now, never earlier than the broker's — it settles the ask itself:
- * with no connection live then it times out at once (an asker that cannot
- * hear the broker keeps the user's bound); with one, it makes one round trip
- * (`settleRoundTrip`), which the broker answers only after closing the edges
- * past their deadline, so the notice or a reply it accepted is read first —
- * an answer with neither means the broker no longer knows the ask (lost,
- * restarted), and the wait times out then, as it does when the connection
- * drops meanwhile or the broker does not answer within the liveness
+ * from now, never earlier than the broker's — it settles the ask itself
+ * with one round trip (`settleRoundTrip`), which the broker answers only
+ * after closing the edges past their deadline, so the notice or a reply it
+ * accepted is read first — an answer with neither means the broker no
+ * longer knows the ask (lost, restarted), and the wait times out then. A
+ * connection that drops before the answer, or none live while the client
+ * reconnects, moves the round trip to the next connection (behind what the
+ * broker gives back there), if one comes within the client's rejoin grace;
+ * the wait times out when none does (an asker that cannot hear the broker
+ * keeps a bound), or when the broker does not answer within the liveness
  * timeout. Against a broker without the extension its own timer, from now,
  * ends it.
  *

@@ -5,8 +5,10 @@
  * (`askExpiry`), and the asker's round trip at its own deadline
  * (`settleRoundTrip`), each complete only once the messages read before
  * them were handled — so a reply the broker accepted before it closed the
- * ask is routed to the wait before the wait is judged (Ask.ts). Every wait
- * is on a frame or a round trip, never on a sleep.
+ * ask is routed to the wait before the wait is judged (Ask.ts). A round
+ * trip whose connection drops before its answer is made again on the next
+ * connection, behind what the broker gives back there. Every wait is on a
+ * frame or a round trip, never on a sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
@@ -83,6 +85,49 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       yield* withoutGrant.client.connect
       assert.isTrue(yield* withoutGrant.client.settleRoundTrip)
       assert.deepStrictEqual(base.ofType("list").map((f) => f.frame.settle), [undefined])
+    }))
+
+  it.live("settleRoundTrip whose connection drops before the answer settles again on the next one, after the reply given back there", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({
+        features: FEATURES,
+        dropOnSettle: (connection) => connection === 1,
+        // The rejoin: the broker gives back what the dropped connection never confirmed, first thing.
+        afterRegistered: (connection) => connection === 2 ? [replyFrame("q-1", "accepted before the deadline")] : []
+      })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0006", { reconnectBaseMs: 10 }))
+      yield* client.connect
+      const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
+      const reply = yield* nextMessage(client)
+      assert.strictEqual(reply.message.replyTo, "q-1")
+      yield* fake.until("the settling list on the new connection", () =>
+        fake.ofType("list").some((f) => f.connection === 2 && f.frame.settle === true))
+      // A round trip behind that list's answer on the same connection: the answer has been read.
+      yield* client.send({ to: "peer", message: message("barrier") })
+      assert.isUndefined(settling.pollUnsafe(), "the round trip counted before the reply given back was handled")
+      yield* client.handled(reply)
+      assert.isTrue(yield* Fiber.join(settling))
+      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+    }))
+
+  it.live("settleRoundTrip whose connection drops answers true on the next connection's answer when nothing is given back (a broker that lost the ask)", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: FEATURES, dropOnSettle: (connection) => connection === 1 })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0007", { reconnectBaseMs: 10 }))
+      yield* client.connect
+      assert.isTrue(yield* client.settleRoundTrip)
+      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+    }))
+
+  it.live("settleRoundTrip whose connection drops answers false at once when its owner says not to reconnect", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: FEATURES, dropOnSettle: () => true })
+      const { client } = yield* makeClient(
+        fakeClientOptions(fake, "asker-0000-0008", { reconnectBaseMs: 10, shouldReconnect: Effect.succeed(false) })
+      )
+      yield* client.connect
+      assert.isFalse(yield* client.settleRoundTrip)
+      assert.strictEqual(fake.connections(), 1)
     }))
 
   it.live("settleRoundTrip answers false at once with no live connection, and dials nothing", () =>

@@ -265,6 +265,17 @@ export interface FakeBrokerOptions {
    * write. Default: none.
    */
   readonly beforeList?: () => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  /**
+   * Whether a `list` marked `settle: true` (`ask-expiry-v1`) on this
+   * connection ends the connection instead of being answered. Default: never.
+   */
+  readonly dropOnSettle?: (connection: number) => boolean
+  /**
+   * Frames written right after `registered`, in the same transport write,
+   * given the connection's number: output a broker gives back at a rejoin.
+   * Default: none.
+   */
+  readonly afterRegistered?: (connection: number) => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -343,7 +354,7 @@ export const makeFakeBroker = (
                 type: "registered",
                 sessionId,
                 ...(features === undefined ? {} : { features })
-              })
+              }, ...(options.afterRegistered?.(id) ?? []))
               if (options.hangAfterRegister === true) return yield* Effect.never
               if (options.takeOverFirst !== undefined && id === 1) {
                 yield* reply({ type: "taken_over", sessionId, pid: options.takeOverFirst })
@@ -356,6 +367,7 @@ export const makeFakeBroker = (
               if (options.onUnregister !== undefined) yield* reply(options.onUnregister)
               break
             case "list":
+              if (parsed.settle === true && options.dropOnSettle?.(id) === true) return yield* connection.end
               if (options.answerList !== false) {
                 yield* reply(
                   ...(options.beforeList?.() ?? []),

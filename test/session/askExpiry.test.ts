@@ -10,8 +10,10 @@
  * - An asker whose acknowledgement came late ends its wait at the broker's
  *   deadline, on the notice — not later, on a timer of its own started at
  *   the acknowledgement, while the broker already refuses replies (I2).
- * - An asker not connected at its own deadline ends then (I3): the user's
- *   timeout stays a bound when the asker cannot hear the broker.
+ * - An asker not connected at its own deadline, its reconnect failing, ends
+ *   once the client's rejoin grace is over (I3): the user's timeout plus
+ *   that grace stays a bound when the asker cannot hear the broker (a
+ *   connection back within it settles there: askSettleReconnect.test.ts).
  * - A blocking `contact_supervisor` waits the same way (supervisorContact.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -120,7 +122,7 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       assert.include(late.message, "does not match a pending ask")
     }))
 
-  it.effect("an asker not connected at its own deadline ends then (its cancel_ask bounded by a second), with ReplyTimeout", () =>
+  it.effect("an asker not connected at its own deadline, its reconnect failing, ends once the rejoin grace is over (its cancel_ask bounded by a second), with ReplyTimeout", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       // A dialer that reaches the broker until `cut`: then the live connection drops and no dial succeeds.
@@ -137,14 +139,16 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       yield* Queue.take(answerer.inbound)
       cut = true
       if (live !== undefined) yield* live.destroy
-      yield* TestClock.adjust(TIMEOUT - 1)
-      assert.isUndefined(asking.pollUnsafe(), "the ask ended before its timeout")
+      yield* TestClock.adjust(TIMEOUT)
       assert.isFalse((yield* asker.client.status).connected)
-      // Its deadline: the wait ends, and its `cancel_ask` waits at most CANCEL_ASK_BOUND (1 s) for a connection.
+      // Its deadline: the client is reconnecting, and a connection back within the rejoin grace would settle there.
+      yield* TestClock.adjust(asker.client.rejoinGraceMs - 1)
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before the rejoin grace was over")
+      // The grace is over: the wait ends, and its `cancel_ask` waits at most CANCEL_ASK_BOUND (1 s) for a connection.
       yield* TestClock.adjust(1)
       yield* TestClock.adjust("1 second")
       const exit = asking.pollUnsafe()
-      assert.isDefined(exit, "the ask still waits past its own deadline, with no connection to hear the broker on")
+      assert.isDefined(exit, "the ask still waits past the rejoin grace, with no connection to hear the broker on")
       const error = exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
       assert.instanceOf(error, ReplyTimeout)
     }))

@@ -540,13 +540,13 @@ describe("contact_supervisor on the broker's clock (ask-expiry-v1)", () => {
       assert.strictEqual(settledAt === undefined ? undefined : settledAt - sentAt, 120_000)
     }))
 
-  it.effect("granted: an asker not connected at its own deadline ends then, with no round trip", () =>
+  it.effect("granted: an asker whose round trip finds no connection, and none coming back, ends at its deadline", () =>
     Effect.gen(function*() {
       const unit = yield* child(120_000)
       unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
       const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
       yield* settle
-      // As the real client answers with no live connection: at once, false.
+      // As the real client answers when no connection is live and none will come (or none came within its rejoin grace).
       unit.client.onSettle = Effect.succeed(false)
       yield* TestClock.adjust("120 seconds")
       const result = yield* Fiber.join(fiber)

@@ -302,8 +302,9 @@ export interface AskRecord {
    * For an ask that ended in a timeout: whether its asker heard the broker
    * about it. It did when the wait ended before its own deadline (the
    * broker's `ask_expired`). At its deadline the asker makes one round trip
-   * on the connection it has then, and gives up when it has none, when that
-   * connection drops, or when the answer does not come within its liveness
+   * on the connection it has then (or, when it has none or that one drops,
+   * on the next within its rejoin grace), and gives up when no connection
+   * comes, or when the answer does not come within its liveness
    * timeout (src/session/Ask.ts: the user's timeout is a bound) — its client
    * not reading, or the broker's writes slow. So it heard the broker (or
    * could have) when, on a connection registered by the deadline and live

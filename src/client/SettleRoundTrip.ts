@@ -1,0 +1,95 @@
+/**
+ * An asker's settling round trip at its own deadline (`ask-expiry-v1`,
+ * `awaitAnswer` in src/session/Ask.ts; `IntercomClientService.settleRoundTrip`).
+ *
+ * Owns no state: it reads the connection's lifetime (ConnectionLifetime.ts).
+ * The round trip is the liveness probe's `list`, marked `settle: true`,
+ * which such a broker answers only after closing the ask edges past their
+ * deadline, behind any reply it accepted; then the messages read before the
+ * answer are routed (`settledReads`). A connection that drops before the
+ * answer may have taken unconfirmed output with it — a reply the broker
+ * accepted among it — which the broker gives back first thing on the next
+ * connection (a rejoin, or the mailbox's flush): so the round trip is made
+ * again there, if a connection is live within `rejoinGraceMs` of the drop.
+ * The same holds when no connection is live when it is asked for while the
+ * client reconnects. The rejoin grace is the time the client already gives
+ * a session to come back after a drop (ClientMembership.ts): longer than
+ * the first reconnect's back-off, and a bound the user's timeout grows by
+ * only when the connection is lost at the deadline.
+ */
+import { Clock, Deferred, Effect } from "effect"
+import type { ClientConnection } from "./ClientConnection.ts"
+import type { ConnectionLifetime } from "./ConnectionLifetime.ts"
+
+/**
+ * What the settling round trip reads: the connection's lifetime, the
+ * client's timings, and the wait for the messages read to be routed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SettleConfig {
+  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "withConnection">
+  /** How long the broker has to answer each round trip. */
+  readonly livenessTimeoutMs: number
+  /** How long, from a drop (or from the call, with none live), a next connection is waited for. */
+  readonly rejoinGraceMs: number
+  /** Completes once the messages read so far were routed (for at most the liveness timeout). */
+  readonly settledReads: Effect.Effect<void>
+}
+
+/**
+ * The settling round trip (see the module header): true once an answer was
+ * read and what was read before it routed; false when the broker did not
+ * answer in time, when no connection came back within the rejoin grace, and
+ * at once when none will (never connected, closed, taken over, reconnecting
+ * declined). It never dials a first connection itself.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const settleRoundTrip = (config: SettleConfig): Effect.Effect<boolean> => {
+  const { lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads } = config
+
+  /** The round trip on `connection`; after a drop, again on the next, by `until` (set at the first drop). */
+  const settleOn = (connection: ClientConnection, until?: number): Effect.Effect<boolean> =>
+    connection.settle(livenessTimeoutMs).pipe(
+      Effect.andThen(settledReads),
+      Effect.as(true),
+      Effect.catchTag("ConnectionLost", () =>
+        Effect.flatMap(
+          until === undefined ? Effect.map(Clock.currentTimeMillis, (now) => now + rejoinGraceMs) : Effect.succeed(until),
+          (deadline) => Effect.andThen(untilRetired(connection, deadline), settleNext(deadline))
+        )),
+      Effect.catch(() => Effect.succeed(false))
+    )
+
+  /** Waits, until `deadline` at most, for the client to retire `connection` after its close. */
+  const untilRetired = (connection: ClientConnection, deadline: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const retired = lifetime.retirementOf(connection)
+      return retired === undefined
+        ? Effect.void
+        : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.asVoid(Effect.timeoutOption(Deferred.await(retired), Math.max(0, deadline - now))))
+    })
+
+  /** The round trip on the next live connection, once the client has one by `deadline`. */
+  const settleNext = (deadline: number): Effect.Effect<boolean> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      now >= deadline || lifetime.stopped()
+        ? Effect.succeed(false)
+        : lifetime.withConnection((c) => Effect.succeed(c)).pipe(
+          Effect.timeoutOption(deadline - now),
+          Effect.flatMap((next) => next._tag === "Some" ? settleOn(next.value, deadline) : Effect.succeed(false)),
+          Effect.catch(() => Effect.succeed(false))
+        ))
+
+  return Effect.suspend(() => {
+    const live = lifetime.live()
+    if (live !== undefined) return settleOn(live)
+    // Never connected, or closed: no connection is coming that could hold a reply for this client.
+    if (lifetime.connections() === 0 || lifetime.stopped()) return Effect.succeed(false)
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => settleNext(now + rejoinGraceMs))
+  })
+}

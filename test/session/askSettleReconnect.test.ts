@@ -1,0 +1,236 @@
+/**
+ * The asker's settling round trip at its own deadline (`ask-expiry-v1`,
+ * `awaitAnswer` in Ask.ts) when its connection drops before the answer:
+ * full sessions on the in-memory broker under TestClock, the asker's inbound
+ * frames held back at will and its connection cut at will (the frames held
+ * then are lost with it, never confirmed to the broker).
+ *
+ * - A reply the broker accepted (its sender told `delivered`), unread when
+ *   the connection drops during the settle, is given back on the rejoin and
+ *   answers the ask: the client settles again on the new connection.
+ * - With no reply, the wait ends with `ReplyTimeout` once the new connection
+ *   is live (the notice given back, or that connection's settle).
+ * - A broker restarted without the ask (memory mode) gives nothing back:
+ *   the wait ends once the new connection is live (its state epoch).
+ * - A connection that does not come back within the rejoin grace ends the
+ *   wait with `ReplyTimeout` then.
+ * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, type Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { BrokerStateLost, ReplyTimeout } from "../../src/session/errors.ts"
+import { ConnectionClosed, type Connection } from "../../src/transport/Connection.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { readChildBridge } from "../../src/session/supervisorBridge.ts"
+import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
+import { layeredMember } from "../support/layeredMember.ts"
+import { settle, step, withMemoryBroker } from "../support/memory.ts"
+import { memoryWorld } from "../support/memoryWorld.ts"
+
+const TIMEOUT = 10_000
+
+/**
+ * A dialer over `world` whose connections hand on what they read only while
+ * the gate is open (`hold`), and which the test can `cut`: the live
+ * connection is destroyed and the batch it holds is lost with it. `settled`
+ * completes once a `list` marked `settle: true` was written; `refuse` makes
+ * every later dial fail.
+ */
+const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never, Scope.Scope> }) => {
+  let gate: Deferred.Deferred<void> | undefined
+  let refusing = false
+  let cutLive: Effect.Effect<void> = Effect.void
+  const settled = Deferred.makeUnsafe<void>()
+  const watch = (frames: ReadonlyArray<OutFrame>) => {
+    if (frames.some((frame) => frameText(frame).includes(`"settle":true`))) Deferred.doneUnsafe(settled, Exit.void)
+  }
+  const dial = (_socketPath: string) =>
+    refusing
+      ? Effect.fail(new IntercomNotConnected({ reason: "the test refuses connections" }))
+      : Effect.map(world.dial, (connection): Connection => {
+        let dead = false
+        cutLive = Effect.suspend(() => {
+          dead = true
+          const held = gate
+          gate = undefined
+          return Effect.andThen(connection.destroy, held === undefined ? Effect.void : Deferred.succeed(held, undefined))
+        })
+        const handOn = (frames: ReadonlyArray<string>) =>
+          Effect.suspend(() => dead ? Effect.fail(new ConnectionClosed({ clean: false })) : Effect.succeed(frames))
+        return {
+          id: connection.id,
+          trustedLocal: connection.trustedLocal,
+          read: Effect.flatMap(connection.read, (frames) => {
+            const held = gate
+            return held === undefined ? handOn(frames) : Effect.andThen(Deferred.await(held), handOn(frames))
+          }),
+          writeAll: (frames) => Effect.andThen(Effect.sync(() => watch(frames)), connection.writeAll(frames)),
+          write: (frames) => {
+            watch(frames)
+            return connection.write(frames)
+          },
+          unfinishedWrite: () => connection.unfinishedWrite(),
+          readProgress: () => connection.readProgress(),
+          readPending: () => connection.readPending(),
+          end: connection.end,
+          destroy: connection.destroy
+        }
+      })
+  return {
+    dial,
+    settled: Deferred.await(settled),
+    hold: Effect.sync(() => {
+      gate = Deferred.makeUnsafe<void>()
+    }),
+    cut: Effect.suspend(() => cutLive),
+    refuse: Effect.sync(() => {
+      refusing = true
+    })
+  }
+}
+
+/** The error an ended fiber failed with, if it failed. */
+const failureOf = <A, E>(exit: Exit.Exit<A, E> | undefined) =>
+  exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+
+describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
+  it.effect("a reply the broker accepted, lost unread with the connection during the settle, answers the ask after the rejoin", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      assert.include((yield* asker.client.status).features, "ask-expiry-v1")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      // The asker's outbox at the broker backs up: nothing more reaches it for now.
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT - 1_000)
+      const replied = yield* answerer.session.reply({ message: "just in time" })
+      assert.strictEqual(replied.delivery, "socket_delivered")
+      // The asker's deadline: its settling list goes out; the connection drops before the answer is read.
+      yield* TestClock.adjust(1_000)
+      yield* cuttable.settled
+      yield* cuttable.cut
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended when its settling round trip lost its connection")
+      // The client reconnects (its first retry after a second) and the broker gives back the unread reply.
+      yield* TestClock.adjust("2 seconds")
+      const answer = yield* Fiber.join(asking)
+      assert.strictEqual(answer._tag, "Replied")
+      assert.include(answer.text, "just in time")
+    }))
+
+  it.effect("with no reply, the wait ends with ReplyTimeout once the new connection is live, not at the rejoin grace", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT)
+      yield* cuttable.settled
+      yield* cuttable.cut
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before a connection came back")
+      // The reconnect (its first retry after a second): the notice given back, or the settle's answer, ends it.
+      yield* TestClock.adjust("2 seconds")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits after the new connection settled")
+      assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("a broker restarted without the ask (memory mode) ends the wait once the new connection is live", () =>
+    Effect.gen(function*() {
+      const first = yield* memoryWorld()
+      const second = yield* memoryWorld()
+      // The asker reaches the first broker until it is cut, then the second: a broker restarted in memory mode.
+      let restarted = false
+      const cuttable = cuttableDialer(first)
+      const dial = (socketPath: string) => restarted ? second.dial : cuttable.dial(socketPath)
+      const asker = yield* first.session("asker", { client: { dial } })
+      const answerer = yield* first.session("answerer")
+      // The answerer is on the new broker too, so no reconnect check ends the wait for its absence.
+      yield* second.session("answerer")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT)
+      yield* cuttable.settled
+      restarted = true
+      yield* cuttable.cut
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before a connection came back")
+      yield* TestClock.adjust("2 seconds")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits after the new connection is live")
+      // The new broker holds another state (state-epoch-v1): the wait ends on that at adoption, before any settle.
+      assert.instanceOf(failureOf(exit), BrokerStateLost)
+    }))
+
+  it.effect("a connection that does not come back within the rejoin grace ends the wait then, with ReplyTimeout", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT)
+      yield* cuttable.settled
+      yield* cuttable.refuse
+      yield* cuttable.cut
+      // The rejoin grace (10 s) from the drop: the wait holds until then.
+      yield* TestClock.adjust(asker.client.rejoinGraceMs - 1)
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before the rejoin grace was over")
+      yield* TestClock.adjust(1)
+      // Its `cancel_ask` waits at most a second for a connection.
+      yield* TestClock.adjust("1 second")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits past the rejoin grace with no connection")
+      assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("a blocking contact_supervisor whose settle loses its connection gets the supervisor's reply given back at the rejoin", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const cuttable = cuttableDialer({ dial: broker.network.dial(broker.address).pipe(Effect.orDie) })
+      const supervisor = yield* layeredMember(broker, "5b5b5b5b-0000-4000-8000-000000000001", "planner", {
+        ownerToken: "a-long-random-owner-token"
+      })
+      const launched = yield* settle(
+        authorizeChild({ runId: "Run-7", agent: "Worker", index: 0, supervisorTarget: "planner" }, {})
+          .pipe(Effect.provideService(IntercomClient, supervisor.client))
+      )
+      const bridge = readChildBridge(launched.env)
+      const child = yield* layeredMember(
+        broker,
+        "c1c1c1c1-0000-4000-8000-000000000002",
+        launched.sessionName,
+        { group: "run-7", supervisorGrant: bridge?.grant, dial: cuttable.dial },
+        { childBridge: bridge, askTimeoutMs: TIMEOUT }
+      )
+      yield* settle(child.client.connect)
+      assert.include((yield* child.client.status).features, "ask-expiry-v1")
+      const tool = child.session.contactSupervisor
+      if (tool === undefined) return assert.fail("the child has no contact_supervisor")
+      const waiting = yield* step(tool({ reason: "need_decision", message: "Stable or experimental API?" }))
+      assert.isTrue(Option.isSome(yield* Queue.poll(supervisor.inbox)))
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT - 1_000)
+      const replied = yield* settle(
+        supervisor.session.intercom({ action: "reply", to: launched.sessionName, message: "Stable." })
+      )
+      assert.isFalse(replied.isError)
+      yield* TestClock.adjust(1_000)
+      yield* cuttable.settled
+      yield* cuttable.cut
+      assert.isUndefined(waiting.pollUnsafe(), "the contact ended when its settling round trip lost its connection")
+      yield* TestClock.adjust("2 seconds")
+      const result = yield* Fiber.join(waiting)
+      assert.deepStrictEqual([result.text, result.isError], ["Stable.", false])
+    }))
+})
