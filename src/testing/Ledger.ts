@@ -155,7 +155,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, settlesUnanswered: new Set() })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set() })
   }
 
   /** The broker's side of link `id` saw it end. */

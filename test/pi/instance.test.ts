@@ -1,10 +1,13 @@
 /**
- * pi's client instance across a pi restart (instance.ts): a resumed session
- * file's process continues the client instance its checkpoints name, so the
- * broker's cancel of a message it restored from its journal reaches it; a
- * session of the same id without that journal is another instance; and a
- * second process resuming the file while the first runs takes a fresh one
- * (a takeover, as before), never the live one's.
+ * pi's client instance across a pi restart (instance.ts): a pi session that
+ * resumes a session file continues the client instance its checkpoints name,
+ * so the broker's cancel of a message it restored from its journal reaches
+ * it; a session of the same id without that journal is another instance; and
+ * a second session resuming the file while the first runs takes a fresh one
+ * (a takeover, as before), never the live one's. The pi sessions are pi SDK
+ * sessions in this test's process (the broker is a process of its own): two
+ * processes are kept apart by the same kernel lock (FileLock.ts), which its
+ * own tests run across processes.
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent"
 import { Effect, Exit, Scope } from "effect"
@@ -135,7 +138,7 @@ const pending = (pi: Pi) => act(pi, { action: "pending" })
 
 // Real pi SDK sessions and a broker process: more room than the default on a loaded 2-core machine.
 describe("pi's client instance across a restart", { timeout: 60_000 }, () => {
-  it("a process resuming the session file continues its instance: the cancel of an ask restored from the journal reaches it", async () => {
+  it("a session resuming the session file after the first ended continues its instance: the cancel of an ask restored from the journal reaches it", async () => {
     const sender = await openSender()
     try {
       const { file, sessionId } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-resume"), "m-resume")
@@ -175,7 +178,7 @@ describe("pi's client instance across a restart", { timeout: 60_000 }, () => {
     }
   })
 
-  it("a second process resuming the file while the first runs takes a fresh instance: it takes the id over, the cancel does not reach it; a /reload of the first continues the instance", async () => {
+  it("a second session resuming the file while the first runs (both in this process) takes a fresh instance: it takes the id over, the cancel does not reach it; a /reload of the first continues the instance", async () => {
     const sender = await openSender()
     try {
       const { file } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-twice"), "m-twice")

@@ -188,6 +188,12 @@ export interface LinkRecord {
    */
   heldAtRegister: ReadonlyArray<number> | undefined
   /**
+   * The connections whose hold (`brokerHolds`) its latest `register` ended as
+   * the broker handled it; a refusal of that `register` gives them their hold
+   * back (a refused registration takes nothing over: review revh H1).
+   */
+  endedAtRegister: ReadonlyArray<number>
+  /**
    * The `requestId`s of the settling `list`s (`settle: true`, ask-expiry-v1:
    * an asker's round trip at its own deadline) its client wrote on it and has
    * not read the `sessions` answer to: the broker holds that answer while a

@@ -213,10 +213,15 @@ export const registrationsHandled = (
     if (!text.startsWith(`{"type":"register"`) || link.brokerHolds) continue
     const held = heldBy(state, link)
     link.heldAtRegister ??= held
+    const ended: Array<number> = []
     for (const id of held) {
       const other = state.links.get(id)
-      if (other !== undefined) other.brokerHolds = false
+      if (other !== undefined && other.brokerHolds) {
+        other.brokerHolds = false
+        ended.push(id)
+      }
     }
+    link.endedAtRegister = ended
     link.brokerHolds = !link.brokerEnded
   }
 }
@@ -278,6 +283,12 @@ export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: R
     if (refusal && !isHostile(state, link.owner)) {
       link.refused = true
       link.brokerHolds = false
+      // What the refused register seemed to take over holds still (review revh H1).
+      for (const id of link.endedAtRegister) {
+        const other = state.links.get(id)
+        if (other !== undefined && !other.brokerEnded && !other.refused) other.brokerHolds = true
+      }
+      link.endedAtRegister = []
     }
   }
 }
