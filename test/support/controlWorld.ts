@@ -56,6 +56,7 @@ export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCor
     }
     // Connection ids of `registerB`'s connections: 3, then 5 on (`registerD`'s is 4).
     let nextB = 3
+    let nextOther = 100
     const b1 = connect(1, true)
     batch(b1, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
     const d = connect(2)
@@ -87,6 +88,12 @@ export const controlWorld = (features: ReadonlyArray<string>, options: BrokerCor
         const peer = connect(nextB)
         nextB = nextB === 3 ? 5 : nextB + 1
         batch(peer, [registerFrame({ sessionId: "b", frame: { ...extra, features: with_, ...(instanceId === undefined ? {} : { instanceId }) } })])
+        return peer
+      },
+      /** Registers a base session `sessionId` on a new connection (id 100 on), its writes completing at once. */
+      registerOther: (sessionId: string): Peer => {
+        const peer = connect(nextOther++)
+        batch(peer, [registerFrame({ sessionId })])
         return peer
       },
       /** Registers `d` again on a new connection. */
