@@ -30,9 +30,11 @@
  * id noted least recently forgotten first. No age limit: forgetting an id
  * makes its next registration a new instance that may be the one from
  * before the start again (as before any of this was kept), so it happens
- * only under churn past the bounds — 65,536 short-lived sessions with fresh
- * ids, for example, keep their 65,536 entries (about 200 bytes each with
- * UUIDs) and no more. A client forgotten so is never given another's
+ * only under churn past the bounds — about 61,000 short-lived base sessions
+ * with fresh UUID ids, for example, fill MAX_BYTES (410 bytes each as
+ * counted; about 360 retained), and 6,500 ids with four instances each at
+ * the protocol's longest (test/broker/ClientInstances-heap.test.ts measures
+ * the table at its bounds). A client forgotten so is never given another's
  * messages: its return is a new instance, which no route made here names.
  * Memory only, also on a durable broker: a restarted broker knows nothing,
  * and takes the first registration of each id for one that may be the
@@ -71,16 +73,22 @@ interface Entry {
 
 const keyOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
 
+/** What a key with a scope retains beyond one without: two more rope nodes and the scope id's own string header, rounded up. */
+const SCOPED = 128
+
 /**
  * An entry's retained bytes, estimated at or above what review revg measured
  * with a forced GC (per id: about 325 bytes for a UUID id and one instance
  * without an `instanceId`, 519 with a UUID `instanceId`, 680–715 for short
  * ids with four short `instanceId`s; the earlier 128 + 48 per instance
  * undercounted small entries by 30–80 %): the key and the entry, the map's
- * node and the array, then each instance.
+ * node and the array, then each instance. A key with a scope costs SCOPED
+ * more: it is a rope of the scope key's rope and the id, and the scope id a
+ * string of its own (without it, short ids in scopes retained 7.6 % more
+ * than counted at the bound: test/broker/ClientInstances-heap.test.ts).
  */
-const bytesOf = (key: string, instances: ReadonlyArray<KnownInstance>): number => {
-  let bytes = 2 * key.length + 224
+const bytesOf = (scopeKey: string, key: string, instances: ReadonlyArray<KnownInstance>): number => {
+  let bytes = 2 * key.length + (scopeKey === "" ? 224 : 224 + SCOPED)
   for (const known of instances) bytes += 2 * (known.instanceId?.length ?? 0) + 112
   return bytes
 }
@@ -94,6 +102,11 @@ export class ClientInstances {
   /** Ids with an entry, over all scopes. */
   get size(): number {
     return this.entries.size
+  }
+
+  /** The entries' bytes as counted against MAX_BYTES (each at its estimated retained size). */
+  get countedBytes(): number {
+    return this.bytes
   }
 
   /** The instances known to have held `id` in the scope `scopeKey`, most recent first; empty if none is. */
@@ -118,7 +131,7 @@ export class ClientInstances {
     }
     // Kept at its exact length: an array grown by `push` keeps spare room (about 200 bytes for four).
     const kept = instances.slice()
-    const bytes = bytesOf(key, kept)
+    const bytes = bytesOf(scopeKey, key, kept)
     this.bytes += bytes
     // An insertion counter, not the clock: the least recently noted goes first whatever the clock does.
     this.entries.set(key, { instances: kept, bytes }, ++this.order)

@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 580 lines, past the ~400 guideline, near half of them this
+ * Size: about 585 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -309,11 +309,16 @@ export class Receipts {
    * handed on to `receiver`'s connection (a takeover's hand-over, a closed
    * connection's give-back: MailDelivery.requeue): its route records that
    * client instance as the one given it, so its sender's cancel or
-   * supersede reaches it there. A look-up, on those paths only.
+   * supersede reaches it there. So does its record when newer routes pushed
+   * the route out (MAX_ROUTES): `recordedRoute` follows the record to the
+   * instance it names, and a cancel was refused while the instance now
+   * holding the message was live. Not a record that names none (restored,
+   * or dropped as never received). A look-up, on those paths only.
    */
   handedOn(mail: Mail, receiver: Session): void {
-    const route = this.routeOf(mail.senderKey, mail.message.id)
-    if (route !== undefined && route.receiverKey === receiver.key) route.receiverInstance = receiver.instance
+    const found = this.routes.find(mail.senderKey, mail.message.id)
+    if (found === undefined || found.receiverKey !== receiver.key) return
+    if (found.routed || found.receiverInstance !== UNKNOWN_INSTANCE) found.receiverInstance = receiver.instance
   }
 
   /**

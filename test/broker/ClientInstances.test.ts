@@ -56,10 +56,11 @@ describe("ClientInstances bounds", () => {
 
   it(`keeps at most ${MAX_IDS} ids, the least recently noted forgotten first`, () => {
     const instances = new ClientInstances()
-    for (let i = 0; i <= MAX_IDS; i++) instances.noted("scope:a", `s${i}`, known(`i${i}`, i))
+    // The smallest entries (no scope, no instanceId), so that MAX_IDS binds before MAX_BYTES.
+    for (let i = 0; i <= MAX_IDS; i++) instances.noted("", `s${i}`, known(undefined, i))
     assert.strictEqual(instances.size, MAX_IDS)
-    assert.deepStrictEqual(instances.of("scope:a", "s0"), [])
-    assert.strictEqual(instances.of("scope:a", `s${MAX_IDS}`).length, 1)
+    assert.deepStrictEqual(instances.of("", "s0"), [])
+    assert.strictEqual(instances.of("", `s${MAX_IDS}`).length, 1)
   })
 
   it(`keeps about ${MAX_BYTES} bytes: ids with long instanceIds are fewer`, () => {

@@ -22,6 +22,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { message } from "../support/broker.ts"
@@ -64,6 +65,26 @@ describe("a cancel after another instance took the receiver's session over", () 
       const m0 = message("m0")
       w.stick()
       w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      const b2 = w.registerB("b-2")
+      w.closeAbandoned(w.b1)
+      assert.deepStrictEqual(w.messagesOf(b2), [m0.id], "m0 was not given back to b-2: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      assert.deepStrictEqual(w.controlsOf(b2), [`cancel ${m0.id}`])
+      assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
+    }))
+
+  it.effect("the message handed on to the new instance after newer routes pushed its route out: a cancel after that reaches it", () =>
+    Effect.gen(function*() {
+      const w = yield* world(baseFeatures)
+      const m0 = message("m0")
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      // MAX_ROUTES newer routes: m0's is pushed out; its replay record, which names b-1, is kept.
+      const sink = w.registerOther("sink")
+      for (let sent = 0; sent < MAX_ROUTES; sent += 1_024) {
+        w.batch(w.d, Array.from({ length: 1_024 }, (_, i) => ({ type: "send", to: "sink", message: message(`m${sent + i + 1}`) })))
+      }
+      assert.strictEqual(w.messagesOf(sink).length, MAX_ROUTES, "the newer messages were not all delivered: the test sets up nothing")
       const b2 = w.registerB("b-2")
       w.closeAbandoned(w.b1)
       assert.deepStrictEqual(w.messagesOf(b2), [m0.id], "m0 was not given back to b-2: the test sets up nothing")

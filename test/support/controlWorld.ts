@@ -63,7 +63,7 @@ export const controlWorld = (
     }
     // Connection ids of `registerB`'s connections: 3, then 5 on (`registerD`'s is 4).
     let nextB = 3
-    let nextOther = 9
+    let nextOther = 100
     const b1 = connect(1, true)
     batch(b1, [registerFrame({ sessionId: "b", session: bSession, frame: { features, instanceId: "b-1" } })])
     const d = connect(2)
@@ -97,7 +97,10 @@ export const controlWorld = (
         batch(peer, [registerFrame({ sessionId: "b", frame: { ...extra, features: with_, ...(instanceId === undefined ? {} : { instanceId }) } })])
         return peer
       },
-      /** Registers session `sessionId` on a new connection (id 9 on), with `session` fields over the defaults. */
+      /**
+       * Registers a base session `sessionId` on a new connection (id 100 on, clear of `registerB`'s), with
+       * `session` fields over the defaults, its writes completing at once.
+       */
       registerOther: (sessionId: string, session: Readonly<Record<string, unknown>> = {}): Peer => {
         const peer = connect(nextOther++)
         batch(peer, [registerFrame({ sessionId, session })])
