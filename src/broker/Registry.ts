@@ -264,11 +264,14 @@ export class Registry {
 /** The registry key of a session: its scope and its id. */
 export const sessionKey = (spaceKey: string, id: string): string => `${spaceKey}\u0000${id}`
 
-/** The scope namespace key: `scopeId` trimmed, with empty meaning unscoped (P17). */
 /** The group every session is in unless it says otherwise (C-GRP-1). */
 export const DEFAULT_GROUP = "default"
 
-/** A group name as the broker keeps it: trimmed, blank meaning `default` (C-GRP-1). */
+/**
+ * A group name as the broker keeps it: trimmed, blank meaning `default` (C-GRP-1). Unlike a scope id
+ * (`spaceKeyOf`) it is not copied: the untrimmed name `trim`'s slice keeps alive is one per session,
+ * within the name's length limit, and no table counts group names' bytes against a bound.
+ */
 export const groupOf = (group: string | undefined): string => {
   const trimmed = group?.trim() ?? ""
   return trimmed === "" ? DEFAULT_GROUP : trimmed
@@ -283,7 +286,8 @@ export const groupSpaceKey = (scopeKey: string, group: string): string =>
   group === DEFAULT_GROUP ? scopeKey : `${scopeKey}\u0003group:${group}`
 
 /**
- * A scope's key in the registry: its id, or the shared key for sessions without one.
+ * A scope's key in the registry (P17): its id trimmed, or the shared key `""` for sessions without
+ * one (blank meaning unscoped).
  *
  * A scope id trimmed of anything is copied (`detached`): V8's `trim` returns a slice that keeps the
  * whole scope id it was cut from alive, so every table keeping the key (ClientInstances,
