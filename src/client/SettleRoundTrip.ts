@@ -29,7 +29,7 @@ import type { ConnectionLifetime } from "./ConnectionLifetime.ts"
  * @since 0.1.0
  */
 export interface SettleConfig {
-  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "withConnection">
+  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "nextConnection">
   /** How long the broker has to answer each round trip. */
   readonly livenessTimeoutMs: number
   /** How long, from a drop (or from the call, with none live), a next connection is waited for. */
@@ -74,15 +74,17 @@ export const settleRoundTrip = (config: SettleConfig): Effect.Effect<boolean> =>
           Effect.asVoid(Effect.timeoutOption(Deferred.await(retired), Math.max(0, deadline - now))))
     })
 
-  /** The round trip on the next live connection, once the client has one by `deadline`. */
+  /**
+   * The round trip on the next live connection, once the client has one by `deadline`: waited for until
+   * then (not the client's `connectTimeoutMs`), and no longer once the client is closed.
+   */
   const settleNext = (deadline: number): Effect.Effect<boolean> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      now >= deadline || lifetime.stopped()
+      now >= deadline
         ? Effect.succeed(false)
-        : lifetime.withConnection((c) => Effect.succeed(c)).pipe(
-          Effect.timeoutOption(deadline - now),
-          Effect.flatMap((next) => next._tag === "Some" ? settleOn(next.value, deadline) : Effect.succeed(false)),
-          Effect.catch(() => Effect.succeed(false))
+        : Effect.flatMap(
+          lifetime.nextConnection(deadline - now),
+          (next) => next._tag === "Some" ? settleOn(next.value, deadline) : Effect.succeed(false)
         ))
 
   return Effect.suspend(() => {
