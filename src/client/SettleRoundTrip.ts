@@ -15,7 +15,9 @@
  * client reconnects. The rejoin grace is the time the client already gives
  * a session to come back after a drop (ClientMembership.ts): longer than
  * the first reconnect's back-off, and a bound the user's timeout grows by
- * only when the connection is lost at the deadline.
+ * only when no connection is live at the deadline or it is lost during the
+ * round trip. That wait is bounded by the grace alone, not by the client's
+ * `connectTimeoutMs`, and ends when the client is closed.
  */
 import { Clock, Deferred, Effect } from "effect"
 import type { ClientConnection } from "./ClientConnection.ts"
@@ -41,9 +43,11 @@ export interface SettleConfig {
 /**
  * The settling round trip (see the module header): true once an answer was
  * read and what was read before it routed; false when the broker did not
- * answer in time, when no connection came back within the rejoin grace, and
- * at once when none will (never connected, closed, taken over, reconnecting
- * declined). It never dials a first connection itself.
+ * answer in time, when no connection came back within the rejoin grace, at
+ * once when none will (never connected, taken over, closed — also while it
+ * waits), and at the first reconnect attempt (after `reconnectBaseMs`) when
+ * the owner declines to reconnect there. It never dials a first connection
+ * itself.
  *
  * @category constructors
  * @since 0.1.0
