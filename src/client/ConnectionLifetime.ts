@@ -25,12 +25,12 @@
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
  *
- * Size: about 480 lines, over a third of them comments; one concept (the
+ * Size: about 510 lines, over a third of them comments; one concept (the
  * attempt, adoption and reconnect share every variable above, and split
  * apart each would need the others' state); the concerns restored on each
  * connection are their own modules, this one only calls them in order.
  */
-import { Clock, Deferred, Duration, Effect, Exit, PubSub, Schedule, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Option, PubSub, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampRegistration } from "../protocol/limits.ts"
@@ -113,6 +113,14 @@ export interface ConnectionLifetime {
   readonly withConnection: <A, E>(
     use: (connection: ClientConnection) => Effect.Effect<A, E>
   ) => Effect.Effect<A, E | IntercomNotConnected>
+  /**
+   * The live connection, or the next one the client adopts by itself (a reconnect or a take-back in
+   * progress), waited for at most `ms` — the caller's bound, not `connectTimeoutMs`. None when that
+   * time runs out, when no attempt is in progress or the one in progress fails (taken over,
+   * reconnecting declined), and at once when the client is closed, before or during the wait. It never
+   * starts an attempt.
+   */
+  readonly nextConnection: (ms: number) => Effect.Effect<Option.Option<ClientConnection>>
   /** The live connection, if any. */
   readonly live: () => ClientConnection | undefined
   /**
@@ -182,6 +190,8 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   let connectedAt = 0
   let lastError: string | undefined
   let stopped = false
+  /** Completes when `disconnect` runs: ends the waits of `nextConnection` then. */
+  const whenStopped = Deferred.makeUnsafe<void>()
   /** Whether another connection took this session over, and `whenTakenOver` (ClientTakeover.ts). */
   const takeover = new TakeoverState(
     options.takenOverHint ?? "Connect a new client with this session id to take it back."
@@ -455,9 +465,25 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
       Effect.flatMap(use)
     )
 
+  const nextConnection = (ms: number): Effect.Effect<Option.Option<ClientConnection>> =>
+    Effect.suspend(() => {
+      if (stopped) return Effect.succeedNone
+      if (live !== undefined) return Effect.succeedSome(live)
+      const pending = current
+      if (pending === undefined) return Effect.succeedNone
+      // Ended by the stop signal, not by `disconnect` failing `pending`: that one still joins an
+      // attempt in flight, and closes what it registers (C-BRK-30).
+      const stoppedMeanwhile = Effect.as(Deferred.await(whenStopped), Option.none<ClientConnection>())
+      return Effect.raceFirst(Effect.option(Deferred.await(pending)), stoppedMeanwhile).pipe(
+        Effect.timeoutOption(Duration.millis(Math.max(0, ms))),
+        Effect.map(Option.flatten)
+      )
+    })
+
   const disconnect = Effect.gen(function*() {
     if (stopped) return
     stopped = true
+    yield* Deferred.succeed(whenStopped, undefined)
     const pending = current
     current = undefined
     // C-BRK-30: join an attempt in flight, then unregister and close.
@@ -470,6 +496,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
 
   return {
     withConnection,
+    nextConnection,
     live: () => live,
     retirementOf,
     stopped: () => stopped,

@@ -15,7 +15,9 @@
  * client reconnects. The rejoin grace is the time the client already gives
  * a session to come back after a drop (ClientMembership.ts): longer than
  * the first reconnect's back-off, and a bound the user's timeout grows by
- * only when the connection is lost at the deadline.
+ * only when no connection is live at the deadline or it is lost during the
+ * round trip. That wait is bounded by the grace alone, not by the client's
+ * `connectTimeoutMs`, and ends when the client is closed.
  */
 import { Clock, Deferred, Effect } from "effect"
 import type { ClientConnection } from "./ClientConnection.ts"
@@ -29,7 +31,7 @@ import type { ConnectionLifetime } from "./ConnectionLifetime.ts"
  * @since 0.1.0
  */
 export interface SettleConfig {
-  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "withConnection">
+  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "nextConnection">
   /** How long the broker has to answer each round trip. */
   readonly livenessTimeoutMs: number
   /** How long, from a drop (or from the call, with none live), a next connection is waited for. */
@@ -41,9 +43,11 @@ export interface SettleConfig {
 /**
  * The settling round trip (see the module header): true once an answer was
  * read and what was read before it routed; false when the broker did not
- * answer in time, when no connection came back within the rejoin grace, and
- * at once when none will (never connected, closed, taken over, reconnecting
- * declined). It never dials a first connection itself.
+ * answer in time, when no connection came back within the rejoin grace, at
+ * once when none will (never connected, taken over, closed — also while it
+ * waits), and at the first reconnect attempt (after `reconnectBaseMs`) when
+ * the owner declines to reconnect there. It never dials a first connection
+ * itself.
  *
  * @category constructors
  * @since 0.1.0
@@ -74,15 +78,17 @@ export const settleRoundTrip = (config: SettleConfig): Effect.Effect<boolean> =>
           Effect.asVoid(Effect.timeoutOption(Deferred.await(retired), Math.max(0, deadline - now))))
     })
 
-  /** The round trip on the next live connection, once the client has one by `deadline`. */
+  /**
+   * The round trip on the next live connection, once the client has one by `deadline`: waited for until
+   * then (not the client's `connectTimeoutMs`), and no longer once the client is closed.
+   */
   const settleNext = (deadline: number): Effect.Effect<boolean> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      now >= deadline || lifetime.stopped()
+      now >= deadline
         ? Effect.succeed(false)
-        : lifetime.withConnection((c) => Effect.succeed(c)).pipe(
-          Effect.timeoutOption(deadline - now),
-          Effect.flatMap((next) => next._tag === "Some" ? settleOn(next.value, deadline) : Effect.succeed(false)),
-          Effect.catch(() => Effect.succeed(false))
+        : Effect.flatMap(
+          lifetime.nextConnection(deadline - now),
+          (next) => next._tag === "Some" ? settleOn(next.value, deadline) : Effect.succeed(false)
         ))
 
   return Effect.suspend(() => {

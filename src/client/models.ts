@@ -219,9 +219,12 @@ export interface IntercomClientService extends QuestionOperations {
    * the call): the broker gives back first there what the dropped one never
    * confirmed, a reply among it. True once an answer was read and everything
    * read before it routed, or that wait ran out; false when no connection
-   * comes within that grace, at once when none will (never connected,
-   * closed, taken over, reconnecting declined: it dials nothing itself), and
-   * when the broker does not answer within the liveness timeout.
+   * comes within that grace (the client's `connectTimeoutMs` does not cut
+   * that wait short), at once when none will (never connected, taken over,
+   * closed — also while it waits), at the first reconnect attempt
+   * (`reconnectBaseMs` after the drop) when the owner declines to reconnect
+   * there (`shouldReconnect`), and when the broker does not answer within
+   * the liveness timeout. It dials nothing itself.
    */
   readonly settleRoundTrip: Effect.Effect<boolean>
   /**

@@ -119,7 +119,7 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
     }))
 
-  it.live("settleRoundTrip whose connection drops answers false at once when its owner says not to reconnect", () =>
+  it.live("settleRoundTrip whose connection drops answers false when its owner says not to reconnect, and dials no more", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: FEATURES, dropOnSettle: () => true })
       const { client } = yield* makeClient(

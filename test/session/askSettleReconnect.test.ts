@@ -14,6 +14,11 @@
  *   the wait ends once the new connection is live (its state epoch).
  * - A connection that does not come back within the rejoin grace ends the
  *   wait with `ReplyTimeout` then.
+ * - The wait for the next connection is the rejoin grace's, not the client's
+ *   `connectTimeoutMs`: a reply given back on a connection live later than
+ *   that, within the grace, answers the ask.
+ * - A client closed while its asker's settle waits for the next connection
+ *   ends that wait at once, not at the reconnect's next attempt.
  * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -37,11 +42,12 @@ const TIMEOUT = 10_000
  * the gate is open (`hold`), and which the test can `cut`: the live
  * connection is destroyed and the batch it holds is lost with it. `settled`
  * completes once a `list` marked `settle: true` was written; `refuse` makes
- * every later dial fail.
+ * every later dial fail (`refused` counts them) until `allow`.
  */
 const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never, Scope.Scope> }) => {
   let gate: Deferred.Deferred<void> | undefined
   let refusing = false
+  let refused = 0
   let cutLive: Effect.Effect<void> = Effect.void
   const settled = Deferred.makeUnsafe<void>()
   const watch = (frames: ReadonlyArray<OutFrame>) => {
@@ -49,7 +55,10 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
   }
   const dial = (_socketPath: string) =>
     refusing
-      ? Effect.fail(new IntercomNotConnected({ reason: "the test refuses connections" }))
+      ? Effect.suspend(() => {
+        refused++
+        return Effect.fail(new IntercomNotConnected({ reason: "the test refuses connections" }))
+      })
       : Effect.map(world.dial, (connection): Connection => {
         let dead = false
         cutLive = Effect.suspend(() => {
@@ -88,7 +97,11 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
     cut: Effect.suspend(() => cutLive),
     refuse: Effect.sync(() => {
       refusing = true
-    })
+    }),
+    allow: Effect.sync(() => {
+      refusing = false
+    }),
+    refused: () => refused
   }
 }
 
@@ -191,6 +204,62 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       yield* TestClock.adjust("1 second")
       const exit = asking.pollUnsafe()
       assert.isDefined(exit, "the ask still waits past the rejoin grace with no connection")
+      assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("a reply given back on a connection live after connectTimeoutMs but within the rejoin grace answers the ask", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      // A connect timeout shorter than the rejoin grace: the settle's wait for the next connection is the grace's.
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial, connectTimeoutMs: 1_500 } })
+      const answerer = yield* world.session("answerer")
+      assert.strictEqual(asker.client.rejoinGraceMs, 10_000)
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT - 1_000)
+      const replied = yield* answerer.session.reply({ message: "just in time" })
+      assert.strictEqual(replied.delivery, "socket_delivered")
+      yield* TestClock.adjust(1_000)
+      yield* cuttable.settled
+      yield* cuttable.refuse
+      yield* cuttable.cut
+      // The first reconnect (a second after the drop) is refused; the next, a back-off later, gets through.
+      yield* TestClock.adjust(1_200)
+      assert.strictEqual(cuttable.refused(), 1)
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before a connection came back")
+      yield* cuttable.allow
+      yield* TestClock.adjust("4 seconds")
+      assert.isTrue((yield* asker.client.status).connected, "the client is connected again, within the grace")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits after the new connection settled")
+      assert.isTrue(exit !== undefined && Exit.isSuccess(exit), `the ask ended with ${String(failureOf(exit))}, not the reply`)
+      const answer = yield* Fiber.join(asking)
+      assert.strictEqual(answer._tag, "Replied")
+      assert.include(answer.text, "just in time")
+    }))
+
+  it.effect("a client closed while its asker's settle waits for the next connection ends the ask with ReplyTimeout then, not at the reconnect's next attempt", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      // The first reconnect attempt comes 4 s after the drop.
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial, reconnectBaseMs: 4_000 } })
+      const answerer = yield* world.session("answerer")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* Queue.take(answerer.inbound)
+      yield* cuttable.hold
+      yield* TestClock.adjust(TIMEOUT)
+      yield* cuttable.settled
+      yield* cuttable.cut
+      yield* TestClock.adjust(500)
+      assert.isUndefined(asking.pollUnsafe(), "the ask ended before the client was closed")
+      // disconnect itself joins the reconnect in flight for up to 2 s (C-BRK-30): forked, not waited for.
+      yield* Effect.forkChild(asker.client.disconnect)
+      yield* TestClock.adjust(0)
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits for a connection after its client was closed")
       assert.instanceOf(failureOf(exit), ReplyTimeout)
     }))
 
