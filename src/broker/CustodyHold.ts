@@ -100,12 +100,14 @@
  *
  * Counted (`CustodyHolds.counts`, read into `BrokerStats`): holds taken,
  * carried over and adopted, messages kept on a hold, drainer offers that
- * waited for one, departures withheld behind one and returns withheld so —
+ * waited for one, departures withheld behind one and returns withheld so,
+ * and holds on which a settling answer waited for a reply an awaited close
+ * may give back —
  * an increment where a hold is made or used, nothing on the per-message
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 545 lines, past the ~400 guideline, over half of them this
+ * Size: about 570 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts; what a hold
@@ -132,6 +134,12 @@ export interface CustodyHoldCounts {
   departures: number
   /** Returns of held senders whose departure a holder withheld: withheld with their new join (`returnBehindCustody`). */
   returns: number
+  /**
+   * Holds on which a settling answer waited for a reply written to a
+   * connection the hold waits for and not confirmed there (`keepsReply`,
+   * review settle4), once per hold.
+   */
+  awaitedReplies: number
 }
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
@@ -166,6 +174,12 @@ export class CustodyHold {
    * gives back (Router.detach), oldest first.
    */
   readonly cancels: Array<() => void> = []
+  /**
+   * Whether a settling answer was found waiting on this hold for a reply a
+   * connection it waits for may give back (`CustodyHolds.keepsReply`):
+   * counted once per hold (`CustodyHoldCounts.awaitedReplies`).
+   */
+  awaitedReply = false
 
   constructor(key: string, senders: Set<string>, holder: Peer) {
     this.key = key
@@ -252,7 +266,7 @@ export class CustodyHolds {
   private readonly wake: (peer: Peer) => void
   private readonly releaseDeparture: (recipient: Peer, senderId: string) => void
   /** How often holds were made and used (module header, "Counted"). */
-  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0, returns: 0 }
+  readonly counts: CustodyHoldCounts = { taken: 0, carried: 0, adopted: 0, kept: 0, waits: 0, departures: 0, returns: 0, awaitedReplies: 0 }
 
   /**
    * @param wake the senders waiting on `peer` (its drainers, its held senders') try again (ParkedOrder.wakeWaiters).
@@ -410,7 +424,14 @@ export class CustodyHolds {
     const hold = this.holds.get(key)
     if (hold === undefined) return false
     if (lastReplyTo(hold.items, key) >= 0) return true
-    for (const old of hold.awaited) if (mayGiveBackReply(old, key)) return true
+    for (const old of hold.awaited) {
+      if (!mayGiveBackReply(old, key)) continue
+      if (!hold.awaitedReply) {
+        hold.awaitedReply = true
+        this.counts.awaitedReplies++
+      }
+      return true
+    }
     return false
   }
 

@@ -140,6 +140,11 @@ export interface RouterStats {
   readonly custodyHeldDepartures: number
   /** Returns of held senders withheld with their departure behind a custody hold (the pair owed at its end). */
   readonly custodyHeldReturns: number
+  /**
+   * Custody holds on which an `ask-expiry-v1` settling answer waited for a reply written to a
+   * connection the hold waits for and not confirmed there, which its close gives back (CustodyHolds.keepsReply; once per hold).
+   */
+  readonly custodyAwaitedReplies: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -737,7 +742,8 @@ export class Router {
       custodyHeldMessages: holds.kept,
       custodyHeldWaits: holds.waits,
       custodyHeldDepartures: holds.departures,
-      custodyHeldReturns: holds.returns
+      custodyHeldReturns: holds.returns,
+      custodyAwaitedReplies: holds.awaitedReplies
     }
   }
 }

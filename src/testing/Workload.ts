@@ -253,7 +253,9 @@ export interface WorkloadOptions {
    * its settling answer (`ask-expiry-v1`); then the reply is released,
    * forced or taken back. Also one `SettleCustody`
    * (simulation/settleCustody.ts), from a stream of its own: the reply kept
-   * by a takeover's custody hold on the asker's session instead. The
+   * by a takeover's custody hold on the asker's session instead, or (its
+   * take-back variant) written to the asker's old connection, never
+   * confirmed, while the hold waits for that close. The
    * world's outboxes take PARKED_FLUSH_OUTBOX_CHARS characters unless
    * pressure makes them smaller. Default false.
    */

@@ -27,7 +27,8 @@
  *   --settle-hold  one settle hold per workload: an asker's deadline comes while the reply to its
  *                  ask is parked behind the answerer's mail to a slow reader (the broker holds its
  *                  settling answer), then it is released, forced or taken back (simulation/settleHold.ts);
- *                  and one whose reply a takeover's custody hold on the asker keeps (settleCustody.ts)
+ *                  and one whose reply a takeover's custody hold on the asker keeps, or its old
+ *                  connection gives back at the close the hold waits for (settleCustody.ts)
  *   --instance-control  one instance control per workload: a receiver reads a message, leaves and
  *                  starts again (a new client instance), then its sender cancels or supersedes it
  *                  (simulation/instanceControl.ts)

@@ -231,7 +231,7 @@ const flags = {
   ),
   settleHold: toggle(
     "settle-hold",
-    "Insert one settle hold into each workload: an asker's deadline comes while the reply to its ask is parked behind the answerer's mail to a slow reader, so the broker holds its settling list's answer (ask-expiry-v1); then the reader reads again, it or the answerer closes, or the asker's connection drops; and one whose reply is kept by a takeover's custody hold on the asker's session (simulation/settleCustody.ts); outboxes of 4096 characters unless pressure makes them smaller (simulation/settleHold.ts; docs/testing.md)"
+    "Insert one settle hold into each workload: an asker's deadline comes while the reply to its ask is parked behind the answerer's mail to a slow reader, so the broker holds its settling list's answer (ask-expiry-v1); then the reader reads again, it or the answerer closes, or the asker's connection drops; and one whose reply is kept by a takeover's custody hold on the asker's session, or given back by the asker's old connection at the close that hold waits for (simulation/settleCustody.ts); outboxes of 4096 characters unless pressure makes them smaller (simulation/settleHold.ts; docs/testing.md)"
   ),
   instanceControl: toggle(
     "instance-control",

@@ -94,7 +94,8 @@ const setUpWith = (stuck: boolean) => Effect.gen(function*() {
       offered: s.answersReleasedOffered,
       forced: s.answersReleasedForced,
       custody: s.answersReleasedCustody,
-      dropped: s.answersDropped
+      dropped: s.answersDropped,
+      awaited: s.custodyAwaitedReplies
     }
   }
   return { abandonWrites: (peer: Peer) => router.abandonWrites(peer), close, counts, flush, old, oldSeen, register, router, seen, settle }
@@ -138,7 +139,7 @@ describe("ask-expiry-v1: a reply written to the asker's old connection and never
       flush(fresh)
       assert.deepStrictEqual(replyAndAnswer(seen), ["message:the answer", "sessions:settle"])
       assert.isFalse(router.output.replies.holding)
-      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0 })
+      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0, awaited: 1 })
     }))
 
   it.effect("the asker's client takes its session back from the instance that took it over, before the old close: its settling answer follows the reply given back", () =>
@@ -153,7 +154,7 @@ describe("ask-expiry-v1: a reply written to the asker's old connection and never
       close(old)
       flush(back)
       assert.deepStrictEqual(replyAndAnswer(seen), ["message:the answer", "sessions:settle"])
-      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0 })
+      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0, awaited: 1 })
     }))
 
   it.effect("the old client confirms the reply while its connection closes: the held answer goes at the old close, and no reply follows", () =>
@@ -168,7 +169,7 @@ describe("ask-expiry-v1: a reply written to the asker's old connection and never
       flush(fresh)
       assert.deepStrictEqual(replyAndAnswer(seen), ["sessions:settle"])
       // Nothing is left to give back once the old client confirmed it: the close's recheck releases it.
-      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 1, custody: 0, dropped: 0 })
+      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 1, custody: 0, dropped: 0, awaited: 1 })
     }))
 
   it.effect("another instance takes the session over while the reply is in the old connection's write in progress: the answer waits for the old close", () =>
@@ -182,7 +183,7 @@ describe("ask-expiry-v1: a reply written to the asker's old connection and never
       close(old)
       flush(fresh)
       assert.deepStrictEqual(replyAndAnswer(seen), ["message:the answer", "sessions:settle"])
-      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0 })
+      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0, awaited: 1 })
     }))
 
   it.effect("the old connection's close abandoned its write in progress before the settling list: the answer waits for the rest it gives back", () =>
@@ -198,6 +199,6 @@ describe("ask-expiry-v1: a reply written to the asker's old connection and never
       close(old)
       flush(fresh)
       assert.deepStrictEqual(replyAndAnswer(seen), ["message:the answer", "sessions:settle"])
-      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0 })
+      assert.deepStrictEqual(counts(), { held: 1, offered: 0, forced: 0, custody: 1, dropped: 0, awaited: 1 })
     }))
 })

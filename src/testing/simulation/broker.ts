@@ -117,6 +117,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.custodyHeldWaits += stats.custodyHeldWaits
     state.paths.custodyHeldDepartures += stats.custodyHeldDepartures
     state.paths.custodyHeldReturns += stats.custodyHeldReturns
+    state.paths.custodyAwaitedReplies += stats.custodyAwaitedReplies
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

@@ -141,7 +141,8 @@ export interface OwnConnection {
 
 /**
  * The world step behind `SimulationService.ownConnection`: a connection of
- * `session`'s own (its client must be stopped), known to the ledger as the
+ * `session`'s own (its client stopped, or about to lose its connection and
+ * take the session back: simulation/settleCustody.ts), known to the ledger as the
  * session's, registers as it (a bare `register`) and reads what it is sent
  * — mail for the session is handed to its host as delivered, as the process
  * it stands for would, with intent `BaseClientIntent.ownConnection` (a base

@@ -33,6 +33,14 @@
  * most the 2 s end grace): that close ends the hold, and the reply then the
  * answer reach A. D starts again `returnMs` after its close.
  *
+ * In half the seeds (a stream of its own, `settle-custody/take-back`) the
+ * op is its take-back variant instead (`SettleCustodyDraw.takeBack`,
+ * `runTakeBack`, review settle4): the reply is written to A's old
+ * connection, never confirmed, when another instance takes the session
+ * over, and A's own client — its ask waiting — takes it back before that
+ * old close: its settling answer must wait for the reply the close gives
+ * back (`CustodyHolds.keepsReply`, `BrokerStats.custodyAwaitedReplies`).
+ *
  * A and D are distinct running sessions of one group and one pi scope (an
  * ask to a session the asker cannot see fails at once); a supervisor (a new
  * client of it holds no capability) and the ephemeral session (its stop ends
@@ -49,6 +57,9 @@ import type { SimSession, SimulationService } from "./types.ts"
 /** How D closes once its reply is held: orderly or killed. */
 const SettleCustodyClose = Schema.Literals(["stop", "kill"])
 
+/** Where the take-back variant's reply waits on A's old connection: written and unconfirmed, or in a slow write. */
+const SettleCustodyWritten = Schema.Literals(["custody", "write"])
+
 /** The fields of a `SettleCustody` op (sessions by index; see the module header for the order of events). */
 export const SettleCustodyFields = {
   asker: Schema.Int,
@@ -60,7 +71,8 @@ export const SettleCustodyFields = {
   closeMs: Schema.Int,
   close: SettleCustodyClose,
   returnMs: Schema.Int,
-  notSession: Schema.Array(Schema.Int)
+  notSession: Schema.Array(Schema.Int),
+  takeBack: Schema.optionalKey(Schema.Struct({ written: SettleCustodyWritten, takeoverMs: Schema.Int }))
 }
 
 /** A drawn `SettleCustody`. */
@@ -78,6 +90,16 @@ export interface SettleCustodyDraw {
   readonly returnMs: number
   /** Sessions the op never uses (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
+  /**
+   * The take-back variant (review settle4; absent: the op as above): D's
+   * reply to A's ask waits on A's old connection — written there and never
+   * confirmed (`custody`), or in its slow write in progress (`write`) —
+   * when, `takeoverMs` after the ask, another client instance takes A's
+   * session over and A's own client, its connection dropped, takes it back
+   * before that old connection's close. `count`, `stallMs`, `closeMs`,
+   * `close` and `returnMs` are not used.
+   */
+  readonly takeBack?: { readonly written: "custody" | "write"; readonly takeoverMs: number }
 }
 
 /** How long A's orderly stop may take: its close waits 2 s for an `unregister` answer the broker does not read. */
@@ -105,7 +127,7 @@ export const drawSettleCustody = (
   // D closes before A's deadline (the reply kept when the settling list comes) or after it (the answer held
   // behind the parked reply first, then behind the kept one).
   const closeMs = prng.chance(0.5) ? prng.int(50, timeoutMs - 100) : timeoutMs + prng.int(50, Math.max(100, 1900 - timeoutMs))
-  return [[at, {
+  const drawn = {
     _tag: "SettleCustody",
     after: prng.int(0, 2500),
     asker,
@@ -120,13 +142,27 @@ export const drawSettleCustody = (
     close: prng.weighted({ stop: 1, kill: 1 }),
     returnMs: prng.int(100, 2000),
     notSession
-  }]]
+  } as const
+  // The take-back variant from a stream of its own, so the op's other fields are those of before.
+  const variant = Prng.derive(seed, "settle-custody/take-back")
+  if (!variant.chance(0.5)) return [[at, drawn]]
+  const written = variant.weighted({ custody: 1, write: 1 })
+  const takeoverMs = variant.int(150, 400)
+  // The old close comes at most END_GRACE (2 s) after the takeover; A's own client is back well before
+  // (its reconnect's first delay): its deadline comes between.
+  return [[at, { ...drawn, timeoutMs: takeoverMs + variant.int(900, 1700), takeBack: { written, takeoverMs } }]]
 }
 
 /** A `SettleCustody`, printed. */
 export const formatSettleCustody = (op: SettleCustodyDraw, name: (index: number) => string): string => {
   const a = name(op.asker)
   const d = name(op.answerer)
+  if (op.takeBack !== undefined) {
+    const where = op.takeBack.written === "custody"
+      ? `written to ${a}'s connection (its broker-side writes then take ${op.delayMs} ms)`
+      : `in a write to ${a}'s connection that takes ${op.delayMs} ms`
+    return `${a} asks ${d} (timeout ${op.timeoutMs} ms) and stops reading; ${d} replies, ${where}; ${op.takeBack.takeoverMs} ms after the ask another instance takes ${a} over, and ${a}'s connection drops: its client takes the session back`
+  }
   return `${a}'s broker-side writes take ${op.delayMs} ms and the broker stops reading ${a} for ${op.stallMs} ms; ${d} sends ${a} ${op.count}; ${a} stops and starts again (a takeover) and asks ${d} (timeout ${op.timeoutMs} ms); ${d} replies, and ${op.closeMs} ms after the ask ${
     op.close === "stop" ? "stops" : "is killed"
   } (and starts ${op.returnMs} ms later)`
@@ -157,6 +193,7 @@ export const runSettleCustody = (sim: SimulationService, op: SettleCustodyDraw, 
       (s) => s !== asker && s.group === asker.group && s.scopeId === asker.scopeId && fits(s)
     )
     if (answerer === undefined) return yield* sim.note("settle custody: skipped (no answerer running)")
+    if (op.takeBack !== undefined) return yield* runTakeBack(sim, op, op.takeBack, counter, asker, answerer)
     const to = asker.name
     // Long enough to keep the old connection's write in progress past the takeover.
     yield* asker.delayWrites("broker", op.delayMs, op.stallMs + op.delayMs * (op.count + 2))
@@ -178,4 +215,84 @@ export const runSettleCustody = (sim: SimulationService, op: SettleCustodyDraw, 
     yield* op.close === "stop" ? answerer.stop : answerer.kill
     yield* sim.advance(op.returnMs)
     yield* answerer.start
+  })
+
+/** The take-back variant: time for the ask's commit (the simulated disk's default 5 ms, many times over), which its acknowledgement waits for. */
+const ACK_MS = 50
+
+/** The take-back variant: how often it looks whether A's `list` round trip came back. */
+const PROBE_POLL_MS = 5
+
+/** The take-back variant: how long D's reply is given to reach the broker and A's old connection. */
+const REPLY_MS = 20
+
+/** The take-back variant: how long the op lasts after the takeover, past the old close (at most the 2 s end grace) and A's deadline. */
+const HOLD_MS = 2_200
+
+/** The take-back variant: how long the other instance's connection may stay, should nothing close it first. */
+const OTHER_MS = 10_000
+
+/**
+ * The take-back variant (`SettleCustodyDraw.takeBack`, review settle4): A
+ * asks D; once D's agent has the question (so the broker read the ask),
+ * the ask's commit is over and a `list` round trip of A's came back (so
+ * A's client read the ask's acknowledgement, which its deadline counts
+ * from), A's client stops reading its connection, and D replies: the reply
+ * is written to that connection and never confirmed (`custody`: only then
+ * are A's broker-side writes slowed), or stays in its slow write (`write`).
+ * `takeoverMs` after the ask another instance takes the session over (a
+ * bare `register` on a connection of A's own,
+ * `SimulationService.ownConnection`): a custody hold on the old
+ * connection, whose close waits for its slow write (at most the 2 s end
+ * grace), also once A's connection drops on A's side, next. A's client,
+ * alive, reconnects and registers its own instance again — not a rejoin
+ * (the session's connection is the other instance's), a takeover that
+ * carries the hold. A's deadline comes while the hold waits: its settling
+ * answer must wait for the old close, which gives the reply back ahead of
+ * it (`BrokerStats.custodyAwaitedReplies`); answered at once, A's ask ends
+ * in a timeout and the reply comes after (`answer-after-timeout`).
+ */
+const runTakeBack = (
+  sim: SimulationService,
+  op: SettleCustodyDraw,
+  takeBack: { readonly written: "custody" | "write"; readonly takeoverMs: number },
+  counter: number,
+  asker: SimSession,
+  answerer: SimSession
+) =>
+  Effect.gen(function*() {
+    const question = `settle-custody ${counter} ${asker.name}→${answerer.name}`
+    yield* asker.ask(answerer.name, question, { timeout: op.timeoutMs })
+    let waited = 0
+    while (waited < takeBack.takeoverMs && !(yield* hasQuestion(answerer, question))) {
+      yield* sim.advance(QUESTION_POLL_MS)
+      waited += QUESTION_POLL_MS
+    }
+    // A's client must read the ask's acknowledgement before it stops reading, else it sends the ask again on its
+    // next connection and its deadline counts from that one. The acknowledgement waits for the ask's commit; then
+    // a `list` round trip on A's connection: its answer comes after what was queued before it.
+    yield* sim.advance(ACK_MS)
+    waited += ACK_MS
+    const probe = yield* asker.list
+    while (waited < takeBack.takeoverMs && probe !== undefined && probe.fiber.pollUnsafe() === undefined) {
+      yield* sim.advance(PROBE_POLL_MS)
+      waited += PROBE_POLL_MS
+    }
+    // Until the drop: A's client never reads, nor confirms, the reply.
+    yield* asker.stall("client")
+    const slow = asker.delayWrites("broker", op.delayMs, op.delayMs * 2)
+    if (takeBack.written === "write") yield* slow
+    yield* answerer.reply(`settled ${counter}`, { to: asker.name })
+    yield* sim.advance(REPLY_MS)
+    waited += REPLY_MS
+    // The reply is written: what follows on the old connection (its `taken_over`) is slow, and its `end` waits for it.
+    if (takeBack.written === "custody") yield* slow
+    yield* sim.advance(Math.max(0, takeBack.takeoverMs - waited))
+    const other = yield* sim.ownConnection(asker)
+    if (other === undefined) return yield* sim.note("settle custody: the other instance did not register")
+    // The broker closes it when A's client takes the session back; this only bounds it.
+    yield* other.closeAfter(OTHER_MS)
+    yield* asker.drop("client")
+    // The workload's next op waits until the old close (the hold's end), so it cannot end A's ask first.
+    yield* sim.advance(HOLD_MS)
   })

@@ -248,6 +248,8 @@ export interface PathTally {
   readonly custodyHeldDepartures: number
   /** Returns of held senders withheld with their departure behind a custody hold (`BrokerStats.custodyHeldReturns`). */
   readonly custodyHeldReturns: number
+  /** Custody holds on which a settling answer waited for a reply an old connection the hold waits for may give back (`BrokerStats.custodyAwaitedReplies`, `--settle-hold`). */
+  readonly custodyAwaitedReplies: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
