@@ -24,7 +24,7 @@ import { JoinLedger } from "./ledger/joins.ts"
 import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
-import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
+import { type AskClient, type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
 import { alias, check, note, violate } from "./ledger/trace.ts"
 import type {
   AskOutcome,
@@ -155,7 +155,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set() })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set(), settleAnsweredAt: undefined })
   }
 
   /** The broker's side of link `id` saw it end. */
@@ -295,9 +295,13 @@ export class Ledger {
     }
   }
 
-  /** An ask was started; returns its alias. */
-  askStarted(asker: string, target: string): string {
-    return askStarted(this.state, asker, target)
+  /**
+   * An ask was started, through `client` when the caller names it (the
+   * ledger then holds it to the wait its client owes it after a drop,
+   * `AskRecord.owedWait`); returns its alias.
+   */
+  askStarted(asker: string, target: string, client?: AskClient): string {
+    return askStarted(this.state, asker, target, client)
   }
 
   /** The question id of an ask, once its send was written (undefined before, or if it never was). */

@@ -13,7 +13,10 @@
  * (even if one it made before its wait ended brings the reply), or its round
  * trip then was not answered because its client did not read what the broker
  * wrote; it gives up by design. A broker that wrote nothing more to a reading
- * asker is not excused.
+ * asker is not excused. Nor is an asker whose client gave up with no
+ * connection while it still owed the wait a next one (within its rejoin
+ * grace of the deadline, before a settling round trip could time out) and
+ * then read the reply on one within that grace (`AskRecord.owedWait`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -261,5 +264,100 @@ describe("Ledger: an ask that timed out with its answer accepted (answer-after-t
 
   it("an ask whose asker read the answer to its settling list, the reply not come, is reported", () => {
     expect(acceptedReplyThenAskEnded("ReplyTimeout", "settle answered").length).toBe(1)
+  })
+})
+
+/** The asker's client, as the simulation names it to `askStarted` (its rejoin grace and liveness timeout). */
+const CLIENT_A = { key: "client-a", rejoinGraceMs: 5_000, livenessTimeoutMs: 3_000 } as const
+
+/**
+ * A asks D through CLIENT_A (unless `named` is false), D's reply is
+ * accepted (`delivered` to D) and written to A's link #1, which drops
+ * unread `dropAfter` ms after A's deadline — after A's settling `list`
+ * there, answered first when `answered`. A's wait ends in a timeout at
+ * that drop, with no connection; then A's client (or, with `reader`
+ * "another client", a new client of A) registers link #3 `reconnectAfter`
+ * ms after the deadline and reads the reply there, given back. Returns
+ * what `answersAfterTimeout` reports.
+ */
+const timedOutThenReconnected = (options: {
+  readonly reconnectAfter: number
+  readonly dropAfter?: number
+  readonly answered?: boolean
+  readonly named?: boolean
+  readonly reader?: "its client" | "another client"
+}): ReadonlyArray<string> => {
+  const { answered = false, dropAfter = 200, named = true, reader = "its client", reconnectAfter } = options
+  let now = 0
+  const ledger = new Ledger({ now: () => now })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: D, name: "d", scopeId: undefined })
+  ledger.linkOpened(1, A, CLIENT_A.key, 1)
+  ledger.linkOpened(2, D, "client-d", 1)
+  const register = (link: number, id: string, pid: number) => {
+    const { id: _, ...session } = info(id, pid)
+    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    ledger.clientRead(link, [JSON.stringify({ type: "registered", sessionId: id })])
+  }
+  register(1, A, 1)
+  register(2, D, 4)
+  now = RECEIVED_AT
+  const alias = named ? ledger.askStarted(A, D, CLIENT_A) : ledger.askStarted(A, D)
+  const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
+  ledger.clientWrote(1, [ask])
+  ledger.brokerRead(1, [ask])
+  ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: question.id, delivery: "socket_delivered" })])
+  const answer = JSON.stringify({ type: "send", to: A, message: reply })
+  now = RECEIVED_AT + TIMEOUT_MS - 1
+  ledger.clientWrote(2, [answer])
+  ledger.brokerRead(2, [answer])
+  ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
+  const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
+  ledger.brokerWrote(1, [replyFrame])
+  const deadline = RECEIVED_AT + TIMEOUT_MS
+  now = deadline + 5
+  ledger.clientWrote(1, [JSON.stringify({ type: "list", requestId: "settle", limit: 1, settle: true })])
+  if (answered) {
+    // What a broker that forgot the reply would do: answer the settling list, no reply before it.
+    const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
+    ledger.brokerWrote(1, [settled])
+    ledger.clientRead(1, [settled])
+  }
+  now = deadline + dropAfter
+  ledger.linkClosed(1)
+  ledger.askEnded(alias, "ReplyTimeout")
+  now = deadline + reconnectAfter
+  ledger.linkOpened(3, A, reader === "its client" ? CLIENT_A.key : "client-a2", 1)
+  register(3, A, 1)
+  ledger.brokerWrote(3, [replyFrame])
+  ledger.clientRead(3, [replyFrame])
+  return ledger.answersAfterTimeout()
+}
+
+describe("Ledger: an asker that gave up while its client still owed it a next connection (answer-after-timeout)", () => {
+  it("an ask that timed out at its settle's drop, its client reading the reply on a connection registered within its rejoin grace, is reported", () => {
+    const found = timedOutThenReconnected({ reconnectAfter: 1_000 })
+    expect(found.length).toBe(1)
+    expect(found[0]).toContain("within its rejoin grace")
+  })
+
+  it("is not when the next connection came only after the rejoin grace (counted from the deadline)", () => {
+    expect(timedOutThenReconnected({ reconnectAfter: CLIENT_A.rejoinGraceMs + 1 })).toEqual([])
+  })
+
+  it("is not when the wait ended once its settling round trip could have timed out (the liveness timeout after the deadline)", () => {
+    expect(timedOutThenReconnected({ dropAfter: CLIENT_A.livenessTimeoutMs, reconnectAfter: CLIENT_A.livenessTimeoutMs + 100 })).toEqual([])
+  })
+
+  it("is not when its settling list was answered before the drop (the broker's answer without the reply is another check's)", () => {
+    expect(timedOutThenReconnected({ answered: true, reconnectAfter: 1_000 })).toEqual([])
+  })
+
+  it("is not when another client of the asker read the reply (the ask's client owed nothing more)", () => {
+    expect(timedOutThenReconnected({ reader: "another client", reconnectAfter: 1_000 })).toEqual([])
+  })
+
+  it("is not when the ask's client is not named (a caller without timings)", () => {
+    expect(timedOutThenReconnected({ named: false, reconnectAfter: 1_000 })).toEqual([])
   })
 })

@@ -10,6 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { defaultClientTimingRanges } from "../../src/testing/Simulation.ts"
 import { drawSettleHold, type SettleHoldDraw } from "../../src/testing/simulation/settleHold.ts"
 import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
 
@@ -69,6 +70,41 @@ describe("the SettleHold op", () => {
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
       assert.isAtLeast(report.paths.answersDropped, 1, trace)
       assert.strictEqual(report.asks.started, 1, trace)
+    }))
+
+  it.effect("the asker's connection dropped while the answer is held, with its own timings: it waits for its next connection and gets the reply given back there (seed 24038 --client-timings)", () =>
+    Effect.gen(function*() {
+      // Seed 24038 of `--settle-hold --client-timings`, shrunk to its settle hold: D asks B (1,702 ms), B's
+      // reply m5 is parked behind its mail to D (3 s writes), the broker's reader holds D's settling list
+      // unread behind that output, and D's connection drops 654 ms after D's deadline, the list dropped with
+      // it. D's client reconnects 170 ms later, within its rejoin grace (6,222 ms), where the broker gives m5
+      // back first: the settling round trip, made again there (src/client/SettleRoundTrip.ts), ends the ask
+      // with it. It used to end at the drop with ReplyTimeout, m5 reaching D's session late (the ledger's
+      // `answer-after-timeout`, `AskRecord.owedWait`).
+      const held: SettleHoldDraw = {
+        ...scripted,
+        after: 0,
+        asker: 3,
+        answerer: 2,
+        slow: 1,
+        size: 8316,
+        delayMs: 3089,
+        lookupMs: 31,
+        stallMs: 655,
+        leadMs: 1047,
+        release: "asker-drop",
+        eventMs: 654,
+        returnMs: 799
+      }
+      const report = yield* runWorkload({ seed: 24038, clientTimings: defaultClientTimingRanges, tolerate: [] }, [held], { settleHold: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      // Reached: D's settling list dropped unanswered with its connection, D connected again, and only then was its ask answered.
+      const dropped = report.trace.findIndex((line) => /the broker dropped \d+ frame\(s\) held on link #\d+ of D at its close \(.*list\)/.test(line))
+      const reconnected = report.trace.findIndex((line, index) => index > dropped && line.includes("D connected: link #"))
+      const replied = report.trace.findIndex((line) => line.includes("D ask1 (m1) replied by m5 from B"))
+      assert.isTrue(dropped >= 0 && reconnected > dropped && replied > reconnected, trace)
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
     }))
 
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {

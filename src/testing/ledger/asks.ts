@@ -8,7 +8,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
-import { type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
+import { type AskClient, type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
@@ -61,8 +61,8 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
   checkPassiveIntent(state, record, receiver, intent)
 }
 
-/** An ask was started; returns its alias. */
-export const askStarted = (state: LedgerState, asker: string, target: string): string => {
+/** An ask was started, through `client` when the caller names it; returns its alias. */
+export const askStarted = (state: LedgerState, asker: string, target: string, client?: AskClient): string => {
   const targetId = resolveTarget(state, target, undefined)
   const record: AskRecord = {
     alias: `ask${state.asks.length + 1}`,
@@ -70,7 +70,8 @@ export const askStarted = (state: LedgerState, asker: string, target: string): s
     targetId,
     startedAt: state.now(),
     questionId: undefined,
-    outcome: undefined
+    outcome: undefined,
+    client
   }
   state.asks.push(record)
   // An open ask whose question is not written yet (its session waits to reconnect) stays the one its
@@ -100,7 +101,10 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
-  if (outcome === "ReplyTimeout") record.heardBroker = heardBroker(state, record)
+  if (outcome === "ReplyTimeout") {
+    record.heardBroker = heardBroker(state, record)
+    record.owedWait = owedWait(state, record)
+  }
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
     return
@@ -177,6 +181,35 @@ const heardBroker = (state: LedgerState, record: AskRecord): boolean => {
 }
 
 /**
+ * Whether an ask that timed out just now gave up while its client still
+ * owed it a wait for a next connection (`AskRecord.owedWait`): at its own
+ * deadline its client settles on the live connection, or, with none live
+ * or that one dropped before the answer, on the next one that comes within
+ * its rejoin grace (src/client/SettleRoundTrip.ts). So a wait that ended at
+ * or after the deadline with no connection of its client registered and
+ * live, before the first settling round trip could have timed out (it starts
+ * at the deadline: a broker that did not answer within the liveness
+ * timeout excuses it) and with no settling answer read since the deadline
+ * (an answer the broker gave without the reply is `heardBroker`'s to
+ * judge), owed the wait until the deadline plus the rejoin grace. Both ends
+ * count from the ask's deadline as the ledger takes it, at or before the
+ * client's own (and its drop's), so the check errs on the lenient side.
+ * Undefined when any of it does not hold, or the client is not known.
+ */
+const owedWait = (state: LedgerState, record: AskRecord): AskRecord["owedWait"] => {
+  const client = record.client
+  const deadline = ownDeadline(state, record)
+  const now = state.now()
+  if (client === undefined || deadline === undefined || now < deadline || now >= deadline + client.livenessTimeoutMs) return undefined
+  for (const link of state.links.values()) {
+    if (link.client !== client.key) continue
+    const live = link.registeredAt !== undefined && !link.closed && link.endedAt === undefined
+    if (live || (link.settleAnsweredAt !== undefined && link.settleAnsweredAt >= deadline)) return undefined
+  }
+  return { endedAt: now, until: deadline + client.rejoinGraceMs }
+}
+
+/**
  * An ask's own deadline, as its asker's timer counts it: from when it read
  * its question's acknowledgement, `askTimeoutMs` on (AskRecord.heardBroker).
  * Undefined when either is unknown.
@@ -196,12 +229,17 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
  * (`AskRecord.heardBroker`: no connection then, even if it made one before
  * its wait ended, or a round trip on it that did not come back in time):
  * such an asker gives up by design, and a reply it had not read by then
- * reaches its session late.
+ * reaches its session late — unless its client owed the wait a next
+ * connection (`AskRecord.owedWait`: none live when the wait ended, before
+ * a settling round trip could time out) and read the reply on one after
+ * the wait ended and within that grace: its client gave up on a connection
+ * it promised to wait for, and the reply reached nobody.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()
   for (const ask of state.asks) {
-    if (ask.outcome === "ReplyTimeout" && ask.heardBroker !== false && ask.questionId !== undefined) timedOut.set(ask.questionId, ask)
+    if (ask.outcome !== "ReplyTimeout" || ask.questionId === undefined) continue
+    if (ask.heardBroker !== false || ask.owedWait !== undefined) timedOut.set(ask.questionId, ask)
   }
   if (timedOut.size === 0) return []
   const found: Array<string> = []
@@ -211,9 +249,20 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
     if (message.delivery?.replaced === true) continue
     const ask = timedOut.get(message.replyTo)
     if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
-    found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
-      nameOf(state, message.sender)
-    }'s reply to it`)
+    if (ask.heardBroker !== false) {
+      found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
+        nameOf(state, message.sender)
+      }'s reply to it`)
+      continue
+    }
+    const owed = ask.owedWait
+    const client = ask.client
+    if (owed === undefined || client === undefined) continue
+    const late = message.reads.find((read) => read.client === client.key && read.at > owed.endedAt && read.at < owed.until)
+    if (late === undefined) continue
+    found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out at ${owed.endedAt} ms with no connection, though its client ${
+      client.key
+    } read ${message.alias}, ${nameOf(state, message.sender)}'s reply to it the broker accepted, on link #${late.link} at ${late.at} ms, within its rejoin grace (until ${owed.until} ms)`)
   }
   return found
 }

@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 460 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 490 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
@@ -201,6 +201,11 @@ export interface LinkRecord {
    * written after it may be read first (`AskRecord.heardBroker`).
    */
   readonly settlesUnanswered: Set<string>
+  /**
+   * When its client last read the answer to a settling `list` it wrote on
+   * it (simulated ms); undefined until it does (`AskRecord.owedWait`).
+   */
+  settleAnsweredAt: number | undefined
 }
 
 /** One time a client read a message from the broker. */
@@ -324,6 +329,32 @@ export interface AskRecord {
    * it the check errs on the lenient side.
    */
   heardBroker?: boolean
+  /**
+   * The client the ask was made through, with its timings, when the
+   * simulation names it (`Ledger.askStarted`); undefined otherwise.
+   */
+  client?: AskClient | undefined
+  /**
+   * For an ask that ended in a timeout at or after its own deadline with no
+   * connection of its client live then, before a settling round trip could
+   * have timed out and with none answered since the deadline: the time
+   * until which its client owed the wait a next connection (its deadline
+   * plus its rejoin grace; src/client/SettleRoundTrip.ts). A reply the
+   * broker accepted that its client read after the wait ended and before
+   * then is an `answer-after-timeout`: the client gave up on a connection
+   * it promised to wait for. Undefined otherwise.
+   */
+  owedWait?: { readonly endedAt: number; readonly until: number } | undefined
+}
+
+/** The client an ask was made through, as the settling round trip counts with it (`AskRecord.owedWait`). */
+export interface AskClient {
+  /** The client's key (`LinkRecord.client`). */
+  readonly key: string
+  /** How long it waits for a next connection to settle on (`IntercomClientOptions.rejoinGraceMs`). */
+  readonly rejoinGraceMs: number
+  /** How long the broker has to answer a settling round trip (`IntercomClientOptions.livenessTimeoutMs`). */
+  readonly livenessTimeoutMs: number
 }
 
 /** The ledger's whole memory of one run. */

@@ -631,7 +631,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       return
     }
     case "sessions":
-      if (frame.requestId !== undefined) link.settlesUnanswered.delete(frame.requestId)
+      if (frame.requestId !== undefined && link.settlesUnanswered.delete(frame.requestId)) link.settleAnsweredAt = state.now()
       for (const session of frame.sessions) {
         sameScope(state, link, session.id, "a list entry")
         sameGroup(state, link, session.id, "a list entry")

@@ -7,7 +7,7 @@
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
  *
- * Size: about 400 lines, one handle whose actions share the step helpers
+ * Size: about 410 lines, one handle whose actions share the step helpers
  * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
@@ -163,7 +163,14 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         `ask ${to} "${text}"`,
         (session) =>
           Effect.suspend(() => {
-            alias = world.ledger.askStarted(state.meta.id, to)
+            const client = state.client
+            alias = world.ledger.askStarted(
+              state.meta.id,
+              to,
+              client === undefined
+                ? undefined
+                : { key: client.key, rejoinGraceMs: client.service.rejoinGraceMs, livenessTimeoutMs: client.livenessTimeoutMs }
+            )
             const timeout = usesSessionDefault(world, alias) ? undefined : options.timeout
             if (timeout === undefined && options.timeout !== undefined) {
               world.ledger.note(`${state.meta.name} ${alias} waits its session's default ask timeout`)

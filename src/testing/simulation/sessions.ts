@@ -43,6 +43,8 @@ export interface ClientState {
   readonly service: IntercomClientService
   /** What every generation over this client is built with: the world's, or with this client's drawn timeouts. */
   readonly sessionOptions: IntercomSessionOptions
+  /** Its liveness timeout: how long the broker has to answer its settling round trip (the ledger's `AskClient`). */
+  readonly livenessTimeoutMs: number
   /** What this client believes about who is on the intercom, folded from its presence events (membershipViews.ts). */
   readonly membership: MembershipFold
 }
@@ -329,7 +331,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
     )
     const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }
     const membership = new MembershipFold()
-    const client: ClientState = { key, scope, service, sessionOptions, membership }
+    const livenessTimeoutMs = (drawn?.client ?? world.timings).livenessTimeoutMs
+    const client: ClientState = { key, scope, service, sessionOptions, livenessTimeoutMs, membership }
     state.client = client
     world.ledger.note(`${state.meta.name} client ${key} started`)
     // The first connection is made by a fiber of the client (later ones by its own reconnect loop).
