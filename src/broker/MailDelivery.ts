@@ -19,7 +19,9 @@
  * ends by `unregister` has said it will not come back: mail that was on its
  * way to it, and would go back to the mailbox under its id where nobody
  * claims it, fails at once instead — its sender gets the `expired` receipt it
- * would get a retention later (`Reason.endedUnread`). Such a session is kept
+ * would get a retention later (`Reason.endedUnread`) — but for mail its
+ * sender withdrew on its way, and was answered for, which goes silently
+ * (review revi I2). Such a session is kept
  * here by key (`ended`, a day, bounded) for mail its connection hands back
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
@@ -47,16 +49,19 @@
  * goes to no other, and silently when it expires or is evicted
  * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
  * cancelled on its way, its client written it, given back with its session
- * away (`keepCancelled`).
+ * away (`keepCancelled`), an ask too (its cancel closed its edge, yet it is
+ * kept: review revi I5). The read mark, with the instance that read it,
+ * rides on each copy of the message (review revi I3, I7), and a resend
+ * queued over a kept copy is a new message (I4).
  *
- * Size: about 815 lines, one concept: the fate of mail that is not being
+ * Size: about 860 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, and the cancelled copies
- * kept for the client that read them, `giveWithdrawn`). The mailbox's own bounds are Mailbox.ts's and
+ * kept for the client that read them, `giveWithdrawn`, `readerOf`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
