@@ -476,7 +476,8 @@ export class MailDelivery {
     // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
     // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
     // for the client written it (`keepCancelled`, review revi I5).
-    if (this.isStale(mail, now) && (!withdrawn || isLive || ended !== undefined)) {
+    const stale = this.isStale(mail, now)
+    if (stale && (!withdrawn || isLive || ended !== undefined)) {
       this.dropStale(mail)
       return false
     }
@@ -504,7 +505,9 @@ export class MailDelivery {
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
-      if (!this.keepCancelled(outbound, now)) this.routes.lost(mail.senderKey, mail.message.id)
+      if (this.keepCancelled(outbound, now)) return false
+      if (stale) this.dropStale(mail)
+      else this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }
