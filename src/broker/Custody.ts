@@ -381,7 +381,12 @@ export class Custody {
         this.unconfirmed(unread)
         for (const item of unread) output.undeliverable(item)
       }
-      if (batch !== undefined) for (const item of this.unconfirmedOf(peer, custody, batch, key)) output.undeliverable(item)
+      if (batch !== undefined) {
+        // Its client reads these as the write completes: marked read like the rest (review revi I6).
+        const taken = this.unconfirmedOf(peer, custody, batch, key)
+        this.unconfirmed(taken)
+        for (const item of taken) output.undeliverable(item)
+      }
     } else if (batch !== undefined) return
     output.end.handOver(peer)
   }

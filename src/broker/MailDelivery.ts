@@ -19,7 +19,9 @@
  * ends by `unregister` has said it will not come back: mail that was on its
  * way to it, and would go back to the mailbox under its id where nobody
  * claims it, fails at once instead — its sender gets the `expired` receipt it
- * would get a retention later (`Reason.endedUnread`). Such a session is kept
+ * would get a retention later (`Reason.endedUnread`) — but for mail its
+ * sender withdrew on its way, and was answered for, which goes silently
+ * (review revi I2). Such a session is kept
  * here by key (`ended`, a day, bounded) for mail its connection hands back
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
@@ -47,16 +49,19 @@
  * goes to no other, and silently when it expires or is evicted
  * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
  * cancelled on its way, its client written it, given back with its session
- * away (`keepCancelled`).
+ * away (`keepCancelled`), an ask too (its cancel closed its edge, yet it is
+ * kept: review revi I5). The read mark, with the instance that read it,
+ * rides on each copy of the message (review revi I3, I7), and a resend
+ * queued over a kept copy is a new message (I4).
  *
- * Size: about 815 lines, one concept: the fate of mail that is not being
+ * Size: about 860 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, and the cancelled copies
- * kept for the client that read them, `giveWithdrawn`). The mailbox's own bounds are Mailbox.ts's and
+ * kept for the client that read them, `giveWithdrawn`, `readerOf`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
@@ -75,7 +80,7 @@ import type { RegistrationHooks } from "./Registration.ts"
 import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
-import { goesTo, type WithdrawnCopy, WithdrawnCopies } from "./WithdrawnCopies.ts"
+import { goesTo, type Reader, type WithdrawnCopy, WithdrawnCopies } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -283,6 +288,9 @@ export class MailDelivery {
    * that answer — no `expired` receipt follows an acknowledgement).
    */
   queue(mail: Mail): Outcome {
+    // A resend over a cancelled copy, its replay record gone (an hour; the copy stays a day): a new message,
+    // not the copy a client read, so it is no longer kept as one (review revi I4). A size check when none is.
+    if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
     let refused: Outcome | undefined
     for (const eviction of this.mailbox.put(mail)) {
       if (eviction.mail === mail) {
@@ -300,17 +308,18 @@ export class MailDelivery {
   /**
    * The sender withdraws queued mail (P71); true when it was still queued
    * (not cancelled already). A withdrawn reply reopens its ask. A copy a
-   * write gave a client instance before it came back (its route names one)
-   * stays, noted as cancelled with `control(receiverKey)`, the cancel's
+   * write gave a client instance before it came back (marked read with
+   * that instance, `requeueForwarded`: no route needed, which goes after an
+   * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return (WithdrawnCopies.ts);
    * any other leaves the mailbox.
    */
   cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
-    const given = this.withdrawn.wasRead(queued) ? this.routes.givenTo(queued.senderKey, queued.message.id) : undefined
-    if (given === undefined) this.mailbox.delete(messageKey)
-    else this.withdrawn.keep(messageKey, { control: control(given.receiverKey), receiverKey: given.receiverKey, instance: given.receiverInstance })
+    const reader = this.withdrawn.readerOf(queued)
+    if (reader === undefined) this.mailbox.delete(messageKey)
+    else this.withdrawn.keep(messageKey, { ...reader, control: control(reader.receiverKey) })
     if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
@@ -455,30 +464,38 @@ export class MailDelivery {
 
   /** `requeue`: true when the message went to its session's live connection. */
   private requeueForwarded(outbound: OutboundMessage): boolean {
-    // An ask that is over goes no further: its recipient would be asked what nobody waits for.
-    if (this.isStale(outbound.mail, this.ctx.now())) {
-      this.dropStale(outbound.mail)
-      return false
-    }
+    const { mail } = outbound
+    const now = this.ctx.now()
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): not queued again, and not given to a client instance it was not given before the withdrawal.
-    const withdrawn = this.withdrawnOnTheWay(outbound.mail)
+    const withdrawn = this.withdrawnOnTheWay(mail)
     const live = this.ctx.registry.byKey.get(outbound.to)
-    if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+    const isLive = live !== undefined && live.peer.state === "registered" && !live.peer.isClosing
+    // A short-lived session that ended by `unregister` will not come back for it.
+    const ended = isLive || this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
+    // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
+    // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
+    // for the client written it (`keepCancelled`, review revi I5).
+    const stale = this.isStale(mail, now)
+    if (stale && (!withdrawn || isLive || ended !== undefined)) {
+      this.dropStale(mail)
+      return false
+    }
+    if (isLive) {
       // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
       // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
-      if (withdrawn && !this.routes.given(outbound.mail, live)) {
-        this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      if (withdrawn && !this.routes.given(mail, live)) {
+        this.routes.lost(mail.senderKey, mail.message.id)
         return false
       }
       this.ctx.output.forceEnqueue(live.peer, outbound)
-      this.routes.handedOn(outbound.mail, live)
+      this.routes.handedOn(mail, live)
       return true
     }
-    // A short-lived session that ended by `unregister` will not come back for it.
-    const ended = this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
     if (ended !== undefined) {
-      this.lostToEnded(outbound.mail, ended)
+      // Withdrawn already, its sender answered: it goes silently, its record kept (review revi I2).
+      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
+      else this.lostToEnded(mail, ended)
       return false
     }
     // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
@@ -488,17 +505,36 @@ export class MailDelivery {
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
-      if (!this.keepCancelled(outbound)) this.routes.lost(outbound.mail.senderKey, outbound.mail.message.id)
+      if (this.keepCancelled(outbound, now)) return false
+      if (stale) this.dropStale(mail)
+      else this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
-    const copy: Mail = { ...outbound.mail, queuedAt: this.ctx.now() }
+    const copy: Mail = { ...mail, queuedAt: now }
     this.put(copy)
-    this.withdrawn.requeued(outbound, copy)
+    // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
+    const reader = this.readerOf(outbound)
+    if (reader !== undefined) this.withdrawn.markRead(copy, reader)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
-    if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
-      this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
+    if (this.mailbox.get(mail.recordKey) !== undefined) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
     }
     return false
+  }
+
+  /**
+   * Who read `outbound`, given back, and never confirmed it: the client
+   * instance its route names when this connection was written it
+   * (`unconfirmed`), else the one its mail object was marked read by (an
+   * earlier connection's, carried across give-backs: review revi I3). A
+   * close path only.
+   */
+  private readerOf(outbound: OutboundMessage): Reader | undefined {
+    if (this.withdrawn.wasWritten(outbound)) {
+      const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
+      if (given !== undefined) return { receiverKey: given.receiverKey, instance: given.receiverInstance }
+    }
+    return this.withdrawn.readerOf(outbound.mail)
   }
 
   /**
@@ -518,24 +554,27 @@ export class MailDelivery {
    * written it and never confirmed it (`unconfirmed`): it may show it, and
    * the cancel written behind it may not have reached it. Its control is
    * made again (the one given back with it is dropped with the recipient
-   * away), from the sender as the message names it. False when it is not
-   * so kept: never written, superseded (the new message tells its client),
-   * no instance known, or pushed out of the mailbox at once.
+   * away), from the sender as the message names it. Written on an earlier
+   * connection counts (`readerOf`: a return that dropped before the copy
+   * was written to it). False when it is not so kept: never written,
+   * superseded (the new message tells its client), or no instance known;
+   * true when noted, even if the bounds pushed the copy out at once (then it
+   * went silently, `evicted`).
    */
-  private keepCancelled(outbound: OutboundMessage): boolean {
+  private keepCancelled(outbound: OutboundMessage, now: number): boolean {
     const { mail } = outbound
-    if (!this.withdrawn.wasWritten(outbound)) return false
-    const now = this.ctx.now()
+    const reader = this.readerOf(outbound)
+    if (reader === undefined) return false
     const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
     if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
-    const given = this.routes.givenTo(mail.senderKey, mail.message.id)
-    if (given === undefined) return false
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
-    const control = new ControlFrame(text, given.receiverKey, mail.senderKey, 0, mail.recordKey)
+    const control = new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
     // Noted before the put, so that a copy the bounds push out at once goes silently (`evicted`).
-    this.withdrawn.keep(mail.recordKey, { control, receiverKey: given.receiverKey, instance: given.receiverInstance })
-    this.put({ ...mail, queuedAt: now })
-    return this.mailbox.get(mail.recordKey) !== undefined
+    this.withdrawn.keep(mail.recordKey, { ...reader, control })
+    const copy: Mail = { ...mail, queuedAt: now }
+    this.withdrawn.markRead(copy, reader)
+    this.put(copy)
+    return true
   }
 
   /**
@@ -701,6 +740,18 @@ export class MailDelivery {
         (mail.targetKey === session.key ||
           (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
+    // Cancelled copies this session read of mail for another (P49's other holder of its identity took it):
+    // they are kept for it, not for the session the mail names (review revi I1).
+    const kept = this.withdrawn.keptFor(session.key)
+    if (kept !== undefined) {
+      for (const recordKey of kept) {
+        const mail = this.mailbox.get(recordKey)
+        if (mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key) {
+          this.mailbox.delete(recordKey)
+          mails.push(mail)
+        }
+      }
+    }
     for (const mail of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {

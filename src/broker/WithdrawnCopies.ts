@@ -32,48 +32,61 @@
  * before, so a durable broker that restarts keeps nothing of it (see
  * docs/protocol.md). Bounded by the mailbox, which holds each copy.
  *
- * What was read is marked on the objects themselves, in weak sets: the
- * given-back item (`OutboundMessage`), then the mail object the mailbox
- * holds for it (`Mail`), so nothing is kept once they are gone.
+ * What was read is marked on the objects themselves: the given-back item
+ * (`OutboundMessage`, in a weak set, as custody tells), then the mail object
+ * the mailbox holds for it (`Mail`, in a weak map, with the session key and
+ * client instance given it, `Reader`), so nothing is kept once they are
+ * gone. The mark is carried to each new copy of the message the mailbox
+ * takes back (a return that dropped again before it was written the copy
+ * still owes its client the cancel), and names the reader without a route,
+ * which goes after an hour while the mailbox keeps the copy a day (review
+ * revi I3, I7).
+ *
+ * A kept copy is found by its record key, and by the session it was given
+ * to (`receiverKey`, which differs from the mail's own target when P49's
+ * other holder of an identity took it: review revi I1). A new message
+ * queued under the same record key (a resend after its replay record went)
+ * takes the note out (`take`): it is not the copy that was read (I4).
  *
  * Owner: MailDelivery, in the Router's synchronous code. Only the close,
- * cancel and registration paths touch it, and the mailbox's drops when it
- * is not empty: nothing on the ordinary send path.
+ * cancel and registration paths touch it, the mailbox's drops and puts when
+ * it is not empty (a size check), and nothing on the ordinary send path.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { Mail, OutboundMessage, Written } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 
-/** A cancelled mailbox copy: who was given the message, and the control that withdraws it. */
-export interface WithdrawnCopy {
-  /** The `message_control` cancel, written right behind the message. */
-  readonly control: ControlFrame
+/** Who was written a message and never confirmed reading it: the session key and its client instance. */
+export interface Reader {
   /** The registry key of the session its route named. */
   readonly receiverKey: string
   /** The client instance of that session given the message (its route's `receiverInstance`). */
   readonly instance: SessionInstance
 }
 
+/** A cancelled mailbox copy: who was given the message, and the control that withdraws it. */
+export interface WithdrawnCopy extends Reader {
+  /** The `message_control` cancel, written right behind the message. */
+  readonly control: ControlFrame
+}
+
 /** Whether `copy` goes to `receiver`: the session and client instance it was given to. */
 export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
   copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
 
-/** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`), and which copies were read. */
+/** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`) and by receiver, and which copies were read. */
 export class WithdrawnCopies {
   private readonly copies = new Map<string, WithdrawnCopy>()
+  /** Record keys of the kept copies, by the session key given them (`WithdrawnCopy.receiverKey`). */
+  private readonly byReceiver = new Map<string, Set<string>>()
   /** Messages given back that their client was written and never confirmed reading. */
   private readonly readItems = new WeakSet<OutboundMessage>()
-  /** Mailbox copies of such messages. */
-  private readonly readCopies = new WeakSet<Mail>()
+  /** Mailbox copies (and copies given out again) of such messages, with who read them. */
+  private readonly readCopies = new WeakMap<Mail, Reader>()
 
   /** `items`, given back by custody, were written to their client and never confirmed read (Custody.ts). */
   unconfirmed(items: ReadonlyArray<Written>): void {
     for (const item of items) if ("mail" in item) this.readItems.add(item)
-  }
-
-  /** `outbound`, given back, went into the mailbox as `copy`: a read one stays marked read. */
-  requeued(outbound: OutboundMessage, copy: Mail): void {
-    if (this.readItems.has(outbound)) this.readCopies.add(copy)
   }
 
   /** Whether `outbound`, given back, was written to its client, which never confirmed reading it. */
@@ -81,9 +94,14 @@ export class WithdrawnCopies {
     return this.readItems.has(outbound)
   }
 
-  /** Whether the mailbox copy `mail` was written to a client that never confirmed reading it. */
-  wasRead(mail: Mail): boolean {
-    return this.readCopies.has(mail)
+  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
+  readerOf(mail: Mail): Reader | undefined {
+    return this.readCopies.get(mail)
+  }
+
+  /** The copy `copy` of a message was read by `reader` (a new copy of it carries its mark). */
+  markRead(copy: Mail, reader: Reader): void {
+    this.readCopies.set(copy, reader)
   }
 
   /** How many are kept. */
@@ -93,7 +111,11 @@ export class WithdrawnCopies {
 
   /** Notes the mailbox copy `recordKey` as cancelled, for the instance `copy` names. */
   keep(recordKey: string, copy: WithdrawnCopy): void {
+    this.take(recordKey)
     this.copies.set(recordKey, copy)
+    const keys = this.byReceiver.get(copy.receiverKey)
+    if (keys === undefined) this.byReceiver.set(copy.receiverKey, new Set([recordKey]))
+    else keys.add(recordKey)
   }
 
   /** Whether the mailbox copy `recordKey` is a cancelled one. */
@@ -101,11 +123,24 @@ export class WithdrawnCopies {
     return this.copies.size > 0 && this.copies.has(recordKey)
   }
 
+  /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
+  keptFor(receiverKey: string): ReadonlyArray<string> | undefined {
+    if (this.copies.size === 0) return undefined
+    const keys = this.byReceiver.get(receiverKey)
+    return keys === undefined ? undefined : [...keys]
+  }
+
   /** Forgets the copy `recordKey` (it left the mailbox) and returns it, if it was a cancelled one. */
   take(recordKey: string): WithdrawnCopy | undefined {
     if (this.copies.size === 0) return undefined
     const copy = this.copies.get(recordKey)
-    if (copy !== undefined) this.copies.delete(recordKey)
+    if (copy === undefined) return undefined
+    this.copies.delete(recordKey)
+    const keys = this.byReceiver.get(copy.receiverKey)
+    if (keys !== undefined) {
+      keys.delete(recordKey)
+      if (keys.size === 0) this.byReceiver.delete(copy.receiverKey)
+    }
     return copy
   }
 }

@@ -4,7 +4,9 @@
  * - An ask that went back to its recipient's mailbox (written, never
  *   confirmed read with `received-v1`, and the connection dropped) is not
  *   asked again once the ask is over: withdrawn by `cancel_ask`, or expired
- *   — in memory, and across a durable broker's restart.
+ *   — in memory, and across a durable broker's restart. One withdrawn by
+ *   `cancel_message` is given again to the client that read it, with the
+ *   cancel behind it (WithdrawnCopies.ts).
  * - A replace-mode ask stored while staged, whose edge opens at a durable
  *   restart, tells its asker granted `ask-expiry-v1` when it expires.
  * - A reply to an asker that left waits for that asker: P49's sole live
@@ -90,7 +92,8 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       yield* alice.client.expectNothing("message_receipt")
     }))
 
-  it.effect("cancel_message on the unconfirmed question: not asked again, and its record stays cancelled", () =>
+  // Its client read it: kept for that client, like any cancelled message it read (review revi I5, WithdrawnCopies.ts).
+  it.effect("cancel_message on the unconfirmed question: the same client's return gets it with the cancel behind it, and its record stays cancelled", () =>
     Effect.gen(function*() {
       const world = yield* withMemoryBroker()
       const { alice, bob } = yield* aliceAndBob(world)
@@ -98,7 +101,11 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       yield* alice.client.send({ type: "cancel_message", messageId: question.id })
       yield* alice.client.next("delivered", (frame) => frame.messageId === question.id)
       yield* bobDrops(alice, bob)
-      yield* bobBackAskedNothing(world, alice)
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const control = yield* back.client.next("message_control", (frame) => frame.control.messageId === question.id)
+      assert.strictEqual(control.control.action, "cancel")
+      // The question comes right before its cancel.
+      assert.strictEqual(back.client.count("message"), 1)
       assertFailed(yield* send(alice.client, "bob", question), "E_DELIVERY_CANCELLED")
     }))
 

@@ -24,7 +24,7 @@ export interface Seen {
   readonly type: string
   readonly messageId?: string
   readonly reason?: string
-  readonly message?: { readonly id: string }
+  readonly message?: { readonly id: string; readonly supersedes?: string }
   readonly control?: { readonly action: string; readonly messageId: string }
 }
 
