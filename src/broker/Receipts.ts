@@ -322,14 +322,19 @@ export class Receipts {
   }
 
   /**
-   * Whether `receiver`'s client instance was given `mail` (its route says
-   * so): a message its sender cancelled or superseded on its way goes back
-   * only to that instance, never to a new one (MailDelivery.requeue). False
-   * when the route is gone.
+   * Whether `receiver`'s client instance was given `mail`: a message its
+   * sender cancelled or superseded on its way goes back only to that
+   * instance, never to a new one (MailDelivery.requeue). Its route says so;
+   * once newer routes pushed the route out, its record does, naming that
+   * very instance (as `givenTo` and `handedOn` follow it: review revk K1).
+   * False when neither names one.
    */
   given(mail: Mail, receiver: Session): boolean {
-    const route = this.routeOf(mail.senderKey, mail.message.id)
-    return route !== undefined && route.receiverKey === receiver.key && mayHold(route.receiverInstance, receiver)
+    const found = this.routes.find(mail.senderKey, mail.message.id)
+    if (found === undefined || found.receiverKey !== receiver.key) return false
+    return found.routed
+      ? mayHold(found.receiverInstance, receiver)
+      : found.receiverInstance !== UNKNOWN_INSTANCE && found.receiverInstance === receiver.instance
   }
 
   /**

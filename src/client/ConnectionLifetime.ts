@@ -114,11 +114,11 @@ export interface ConnectionLifetime {
     use: (connection: ClientConnection) => Effect.Effect<A, E>
   ) => Effect.Effect<A, E | IntercomNotConnected>
   /**
-   * The live connection, or the next one the client adopts by itself (a reconnect or a take-back in
-   * progress), waited for at most `ms` — the caller's bound, not `connectTimeoutMs`. None when that
-   * time runs out, when no attempt is in progress or the one in progress fails (taken over,
-   * reconnecting declined), and at once when the client is closed, before or during the wait. It never
-   * starts an attempt.
+   * The live connection, or the next one a reconnect in progress adopts, waited for at most `ms` —
+   * the caller's bound, not `connectTimeoutMs`. None when that time runs out, when no reconnect is in
+   * progress or the one in progress fails (reconnecting declined), at once while the session is
+   * taken over (a take-back in progress included: its connection is not current until adopted), and
+   * at once when the client is closed, before or during the wait. It never starts an attempt.
    */
   readonly nextConnection: (ms: number) => Effect.Effect<Option.Option<ClientConnection>>
   /** The live connection, if any. */
