@@ -54,7 +54,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 860 lines, one concept: the fate of mail that is not being
+ * Size: about 875 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -478,7 +478,9 @@ export class MailDelivery {
     // for the client written it (`keepCancelled`, review revi I5).
     const stale = this.isStale(mail, now)
     if (stale && (!withdrawn || isLive || ended !== undefined)) {
-      this.dropStale(mail)
+      // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
+      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
+      else this.dropStale(mail)
       return false
     }
     if (isLive) {
@@ -511,6 +513,10 @@ export class MailDelivery {
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }
+    // Not withdrawn, so a note under its id is an older cancelled copy's, which this one replaces (a resend
+    // after that copy's record went): it goes with it, or this message would be handed on as that copy
+    // (review revl L5, as `queue` does for I4). A size check when nothing is kept.
+    this.withdrawn.take(copy.recordKey)
     this.put(copy)
     // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
     const reader = this.readerOf(outbound)
