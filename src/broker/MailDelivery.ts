@@ -743,7 +743,8 @@ export class MailDelivery {
       soleHolder ? identity : undefined,
       (mail) =>
         mail.spaceKey === space.key &&
-        (mail.targetKey === session.key ||
+        // Its own mail, unless it is a cancelled copy kept for P49's other holder, who read it (review revl L1).
+        ((mail.targetKey === session.key && !this.withdrawn.keptForAnother(mail.recordKey, session.key)) ||
           (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     // Cancelled copies this session read of mail for another (P49's other holder of its identity took it):

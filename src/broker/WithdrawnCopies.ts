@@ -123,6 +123,16 @@ export class WithdrawnCopies {
     return this.copies.size > 0 && this.copies.has(recordKey)
   }
 
+  /**
+   * Whether the mailbox copy `recordKey` is a cancelled one kept for a session other than `receiverKey`
+   * (P49's other holder read it): the session the mail names must leave it for that one (review revl L1).
+   */
+  keptForAnother(recordKey: string, receiverKey: string): boolean {
+    if (this.copies.size === 0) return false
+    const copy = this.copies.get(recordKey)
+    return copy !== undefined && copy.receiverKey !== receiverKey
+  }
+
   /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
   keptFor(receiverKey: string): ReadonlyArray<string> | undefined {
     if (this.copies.size === 0) return undefined
