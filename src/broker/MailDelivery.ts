@@ -54,7 +54,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 875 lines, one concept: the fate of mail that is not being
+ * Size: about 885 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -319,7 +319,16 @@ export class MailDelivery {
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
     const reader = this.withdrawn.readerOf(queued)
     if (reader === undefined) this.mailbox.delete(messageKey)
-    else this.withdrawn.keep(messageKey, { ...reader, control: control(reader.receiverKey) })
+    else {
+      const copy: WithdrawnCopy = { ...reader, control: control(reader.receiverKey) }
+      // Its reader live again without having taken it (P49: another holder of the identity was live at its
+      // return): told now, not at a return that may never come (review revl L3).
+      const live = this.ctx.registry.byKey.get(reader.receiverKey)
+      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing && goesTo(copy, live)) {
+        this.mailbox.delete(messageKey)
+        this.giveWithdrawn(queued, copy, live, this.ctx.now())
+      } else this.withdrawn.keep(messageKey, copy)
+    }
     if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
