@@ -361,3 +361,99 @@ describe("Ledger: an asker that gave up while its client still owed it a next co
     expect(timedOutThenReconnected({ named: false, reconnectAfter: 1_000 })).toEqual([])
   })
 })
+
+/**
+ * A asks D through CLIENT_A on link #1 and reads the acknowledgement; D's
+ * reply is accepted. Another client of A's session registers link #3 (with
+ * `received-v1` when `receivedV1`), a takeover, and the broker writes it the
+ * reply — with the rest of the old connection's outbox, as for the base
+ * client of sim seed 16843 of `--settle-hold --delivery`. It reads the reply
+ * before A's wait ends, or only after (`readAfter`), and confirms it when
+ * `confirms`. A's link #1 drops; A's client takes the session back on link
+ * #4 before its deadline, and at its deadline reads the answer to its
+ * settling list, the reply not come: its wait ends in a timeout. Returns
+ * what `answersAfterTimeout` reports.
+ */
+const replyReadByAnotherClient = (options: {
+  readonly receivedV1: boolean
+  readonly confirms?: boolean
+  readonly readAfter?: boolean
+}): ReadonlyArray<string> => {
+  const { confirms = false, readAfter = false, receivedV1 } = options
+  let now = 0
+  const ledger = new Ledger({ now: () => now })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: D, name: "d", scopeId: undefined })
+  const register = (link: number, id: string, pid: number, features: ReadonlyArray<string> = []) => {
+    const { id: _, ...session } = info(id, pid)
+    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    const registered = JSON.stringify({ type: "registered", sessionId: id, features })
+    ledger.brokerWrote(link, [registered])
+    ledger.clientRead(link, [registered])
+  }
+  ledger.linkOpened(1, A, CLIENT_A.key, 1)
+  ledger.linkOpened(2, D, "client-d", 1)
+  register(1, A, 1)
+  register(2, D, 4)
+  now = RECEIVED_AT
+  const alias = ledger.askStarted(A, D, CLIENT_A)
+  const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
+  ledger.clientWrote(1, [ask])
+  ledger.brokerRead(1, [ask])
+  const acknowledged = JSON.stringify({ type: "delivered", messageId: question.id, delivery: "socket_delivered" })
+  ledger.brokerWrote(1, [acknowledged])
+  ledger.clientRead(1, [acknowledged])
+  now = RECEIVED_AT + 100
+  const answer = JSON.stringify({ type: "send", to: A, message: reply })
+  ledger.clientWrote(2, [answer])
+  ledger.brokerRead(2, [answer])
+  ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
+  // Another client of A takes the session over; the reply, not yet written to link #1, goes to it.
+  now = RECEIVED_AT + 120
+  ledger.linkOpened(3, A, "client-a-other", 1)
+  register(3, A, 2, receivedV1 ? ["received-v1"] : [])
+  const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
+  ledger.brokerWrote(3, [replyFrame])
+  const readIt = () => {
+    ledger.clientRead(3, [replyFrame])
+    if (confirms) ledger.brokerRead(3, [JSON.stringify({ type: "received", frames: 2 })])
+  }
+  if (!readAfter) readIt()
+  ledger.linkClosed(1)
+  // A's client takes the session back, well before its deadline, and reads all the broker writes it.
+  now = RECEIVED_AT + 400
+  ledger.linkOpened(4, A, CLIENT_A.key, 1)
+  register(4, A, 1)
+  const deadline = RECEIVED_AT + TIMEOUT_MS
+  now = deadline + 5
+  ledger.clientWrote(4, [JSON.stringify({ type: "list", requestId: "settle", limit: 1, settle: true })])
+  const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
+  ledger.brokerWrote(4, [settled])
+  ledger.clientRead(4, [settled])
+  ledger.askEnded(alias, "ReplyTimeout")
+  if (readAfter) {
+    now += 500
+    readIt()
+  }
+  return ledger.answersAfterTimeout()
+}
+
+describe("Ledger: an ask whose reply another client of its session took (answer-after-timeout)", () => {
+  it("is not reported when a client without received-v1 read the reply before the wait ended (the write was its delivery)", () => {
+    expect(replyReadByAnotherClient({ receivedV1: false })).toEqual([])
+  })
+
+  it("is not reported when a received-v1 client read the reply and the broker read its confirmation before the wait ended", () => {
+    expect(replyReadByAnotherClient({ receivedV1: true, confirms: true })).toEqual([])
+  })
+
+  it("is reported when the received-v1 client that read the reply never confirmed it (the broker owes it back to the session)", () => {
+    const found = replyReadByAnotherClient({ receivedV1: true })
+    expect(found.length).toBe(1)
+    expect(found[0]).toContain("timed out, though the broker accepted")
+  })
+
+  it("is reported when the other client read the reply only after the ask's wait ended", () => {
+    expect(replyReadByAnotherClient({ receivedV1: false, readAfter: true }).length).toBe(1)
+  })
+})

@@ -64,6 +64,50 @@ describe("the SettleCustody op's take-back variant", () => {
       }))
   }
 
+  // Seed 16843 of `--settle-hold --delivery`, shrunk to its two ops: D's broker-side writes are slow (133 ms each)
+  // from before the ask, so D's client has not read the ask's acknowledgement when it stops reading, and C's reply
+  // is still in the rest of D's outbox, not in its slow write, at the other instance's takeover: it goes to that
+  // instance (a base client: the write is its delivery), and D's client, back on a new connection, sends its ask
+  // again and times out. The broker routes a reply to whoever holds the session; the ledger must not count that
+  // reply as owed to D's ask (it failed answer-after-timeout before it excused a reply another client took).
+  const seed16843 = [
+    { _tag: "DelayWrites", after: 0, session: 3, side: "broker", delayMs: 133, forMs: 7302 },
+    {
+      _tag: "SettleCustody",
+      after: 0,
+      asker: 3,
+      answerer: 2,
+      count: 2,
+      delayMs: 4416,
+      timeoutMs: 1356,
+      closeMs: 376,
+      stallMs: 3988,
+      close: "stop",
+      returnMs: 1875,
+      notSession: [],
+      takeBack: { written: "write", takeoverMs: 274 }
+    }
+  ] as const
+  const takenElsewhere = /timed out; m\d+, C's reply to it, went for good to another client of D \(D\/own\d+\) before its wait ended/
+
+  it.effect("seed 16843 shrunk: the reply went to the other instance, D's ask timed out, and the ledger does not count it against the ask", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 16843, tolerate: [] }, seed16843, { delivery: true, settleHold: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      assert.match(trace, /D ← m\d+ from C \(own-connection\) "settled 2"/)
+      assert.match(trace, takenElsewhere)
+      assert.strictEqual(report.asks.timedOut, 1, trace)
+    }))
+
+  it.effect("seed 16843 of --settle-hold --delivery: the reply went to the other instance, the ledger's checks hold", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 16843, tolerate: [] }, undefined, { delivery: true, settleHold: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      assert.match(trace, takenElsewhere)
+    }))
+
   it("is drawn in about half the seeds, from a stream of its own, with A's deadline after the takeover", () => {
     const drawn = Array.from({ length: 200 }, (_, seed) => drawSettleCustody(seed, 4, 40)[0]![1])
     const variants = drawn.filter((op) => op.takeBack !== undefined)

@@ -8,7 +8,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
-import { type AskClient, type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
+import { type AskClient, type AskRecord, type LedgerState, type MessageRecord, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
@@ -101,6 +101,7 @@ export const askEnded = (
   if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
   check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
   record.outcome = outcome
+  record.endedAt = state.now()
   if (outcome === "ReplyTimeout") {
     record.heardBroker = heardBroker(state, record)
     record.owedWait = owedWait(state, record)
@@ -233,7 +234,9 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
  * connection (`AskRecord.owedWait`: none live when the wait ended, before
  * a settling round trip could time out) and read the reply on one after
  * the wait ended and within that grace: its client gave up on a connection
- * it promised to wait for, and the reply reached nobody.
+ * it promised to wait for, and the reply reached nobody. Nor a reply handed
+ * for good to another client of the asker's session before the wait ended
+ * (`handedElsewhere`): the session had it; the ask's client never could.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()
@@ -249,6 +252,13 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
     if (message.delivery?.replaced === true) continue
     const ask = timedOut.get(message.replyTo)
     if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
+    const elsewhere = handedElsewhere(state, message, ask)
+    if (elsewhere !== undefined) {
+      note(state, `${ask.alias} of ${nameOf(state, ask.asker)} timed out; ${message.alias}, ${nameOf(state, message.sender)}'s reply to it, went for good to another client of ${
+        nameOf(state, ask.asker)
+      } (${elsewhere}) before its wait ended: not owed to the ask`)
+      continue
+    }
     if (ask.heardBroker !== false) {
       found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out, though the broker accepted ${message.alias}, ${
         nameOf(state, message.sender)
@@ -265,6 +275,32 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
     } read ${message.alias}, ${nameOf(state, message.sender)}'s reply to it the broker accepted, on link #${late.link} at ${late.at} ms, within its rejoin grace (until ${owed.until} ms)`)
   }
   return found
+}
+
+/**
+ * The client of the asker's session other than the ask's own (`AskRecord.client`)
+ * that read `reply` before the ask's wait ended and kept it for good, the
+ * ask's client never reading it; undefined when there is none, or the ask's
+ * client is not known. For good: its connection was not granted
+ * `received-v1` (the broker's write is the delivery), or the broker read a
+ * confirmation covering it (then or later: unconfirmed, the broker gives
+ * it back at that connection's close). The broker routes a reply to the session, to
+ * whichever connection holds it — here another instance that took the
+ * session over while the asker's client reconnected (sim seed 16843 of
+ * `--settle-hold --delivery`: the take-back variant's reply, not yet written
+ * to the old connection, moved to the new holder with the rest of its
+ * outbox) — so the asker could not have had it, whatever it heard.
+ */
+const handedElsewhere = (state: LedgerState, reply: MessageRecord, ask: AskRecord): string | undefined => {
+  const own = ask.client?.key
+  const endedAt = ask.endedAt
+  if (own === undefined || endedAt === undefined || reply.reads.some((read) => read.client === own)) return undefined
+  for (const read of reply.reads) {
+    if (read.at > endedAt) continue
+    const link = state.links.get(read.link)
+    if (link !== undefined && link.owner === ask.asker && (!link.receivedV1 || link.confirmed >= read.frame)) return read.client
+  }
+  return undefined
 }
 
 /** How every ask of the run ended, counted. */

@@ -345,6 +345,8 @@ export interface AskRecord {
    * it promised to wait for. Undefined otherwise.
    */
   owedWait?: { readonly endedAt: number; readonly until: number } | undefined
+  /** When its wait ended (simulated ms); undefined while it has not. */
+  endedAt?: number | undefined
 }
 
 /** The client an ask was made through, as the settling round trip counts with it (`AskRecord.owedWait`). */
