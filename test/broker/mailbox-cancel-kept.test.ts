@@ -24,20 +24,11 @@ import { Effect } from "effect"
 import { EPHEMERAL_V1 } from "../../src/protocol/features.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { message, registration } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** `frames` as `message id` / `cancel id`, in the order they were written. */
-const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<string> =>
-  frames.flatMap((frame) =>
-    frame.type === "message"
-      ? [`message ${frame.message?.id}`]
-      : frame.type === "message_control"
-      ? [`${frame.control?.action} ${frame.control?.messageId}`]
-      : []
-  )
-
 /** m0 read by b-1, dropped, cancelled in the mailbox; two hours on, d sends m0 again: answered queued. */
 const resentAfterTheRecord = Effect.gen(function*() {
   const clock = { now: 1_000_000 }

@@ -9,16 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message, registration } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
-
-const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<string> =>
-  frames.flatMap((frame) =>
-    frame.type === "message"
-      ? [`message ${frame.message?.id}`]
-      : frame.type === "message_control"
-      ? [`${frame.control?.action} ${frame.control?.messageId}`]
-      : []
-  )
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 describe("P49 holder's kept copy, the departed target registering first", () => {
   it.effect("the holder's same instance, back after c's return, still gets the message and the cancel", () =>

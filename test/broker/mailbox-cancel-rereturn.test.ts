@@ -16,18 +16,9 @@ import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import { custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
 import { handRouter } from "../support/handRouter.ts"
-
-const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<string> =>
-  frames.flatMap((frame) =>
-    frame.type === "message"
-      ? [`message ${frame.message?.id}`]
-      : frame.type === "message_control"
-      ? [`${frame.control?.action} ${frame.control?.messageId}`]
-      : []
-  )
 
 /** Connections on a hand-driven Router; `registerB` registers b as instance b-1 on a new one. */
 const world = Effect.gen(function*() {

@@ -21,18 +21,9 @@ import { Effect } from "effect"
 import { DEFAULT_MAILBOX_RETENTION_MS } from "../../src/broker/options.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { message, registration } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 /** `frames` as `message id` / `cancel id`, in the order they were written. */
-const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<string> =>
-  frames.flatMap((frame) =>
-    frame.type === "message"
-      ? [`message ${frame.message?.id}`]
-      : frame.type === "message_control"
-      ? [`${frame.control?.action} ${frame.control?.messageId}`]
-      : []
-  )
-
 /** d's m0 (an ask with `ask`) written to b-1, unconfirmed; b-1's connection drops: m0 is back in the mailbox. */
 const readThenDropped = (ask = false, options = {}, clock = { now: 1_000_000 }) =>
   Effect.gen(function*() {

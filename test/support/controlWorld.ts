@@ -28,6 +28,16 @@ export interface Seen {
   readonly control?: { readonly action: string; readonly messageId: string }
 }
 
+/** The messages and `message_control`s among `frames`, in order, as `message <id>` and `<action> <id>`. */
+export const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<string> =>
+  frames.flatMap((frame) =>
+    frame.type === "message"
+      ? [`message ${frame.message?.id}`]
+      : frame.type === "message_control"
+      ? [`${frame.control?.action} ${frame.control?.messageId}`]
+      : []
+  )
+
 /**
  * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
  * `features`); every connection's written frames are kept, parsed.
