@@ -54,16 +54,21 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 885 lines, one concept: the fate of mail that is not being
+ * Size: about 895 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, and the cancelled copies
- * kept for the client that read them, `giveWithdrawn`, `readerOf`). The mailbox's own bounds are Mailbox.ts's and
- * the notices' journal NoticeJournal.ts's; what stays here moves mail
- * between them and the live delivery, so it stays in one place.
+ * kept for the client that read them, `giveWithdrawn`, `readerOf`). The
+ * mailbox's own bounds are Mailbox.ts's and the notices' journal
+ * NoticeJournal.ts's; what stays here moves mail between them and the live
+ * delivery, so it stays in one place. The cancelled copies' decisions
+ * (`keepCancelled`, `giveWithdrawn`, `readerOf`, about 80 lines) are the
+ * first to move out, into WithdrawnCopies.ts beside their state; they stay
+ * for now because each is one step of the close path or the flush, in an
+ * order those paths decide.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -323,8 +328,8 @@ export class MailDelivery {
       const copy: WithdrawnCopy = { ...reader, control: control(reader.receiverKey) }
       // Its reader live again without having taken it (P49: another holder of the identity was live at its
       // return): told now, not at a return that may never come (review revl L3).
-      const live = this.ctx.registry.byKey.get(reader.receiverKey)
-      if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing && goesTo(copy, live)) {
+      const live = this.liveSession(reader.receiverKey)
+      if (live !== undefined && goesTo(copy, live)) {
         this.mailbox.delete(messageKey)
         this.giveWithdrawn(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
@@ -403,14 +408,14 @@ export class MailDelivery {
    */
   takeBack(item: Returnable | ControlFrame): boolean {
     if (item instanceof ControlFrame) {
-      const live = this.ctx.registry.byKey.get(item.to)
-      if (live === undefined || live.peer.state !== "registered" || live.peer.isClosing) return false
+      const live = this.liveSession(item.to)
+      if (live === undefined) return false
       this.ctx.output.forceEnqueue(live.peer, item)
       return true
     }
     if ("mail" in item) return this.requeue(item)
-    const sender = this.ctx.registry.byKey.get(item.owedTo)
-    const live = sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing
+    const sender = this.liveSession(item.owedTo)
+    const live = sender !== undefined
     if (item.feature !== undefined) {
       if (!live || !sender.peer.features.has(item.feature)) return false
       this.ctx.output.forceEnqueue(sender.peer, item)
@@ -478,8 +483,8 @@ export class MailDelivery {
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): not queued again, and not given to a client instance it was not given before the withdrawal.
     const withdrawn = this.withdrawnOnTheWay(mail)
-    const live = this.ctx.registry.byKey.get(outbound.to)
-    const isLive = live !== undefined && live.peer.state === "registered" && !live.peer.isClosing
+    const live = this.liveSession(outbound.to)
+    const isLive = live !== undefined
     // A short-lived session that ended by `unregister` will not come back for it.
     const ended = isLive || this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
     // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
@@ -719,6 +724,12 @@ export class MailDelivery {
   private pastDeadline(mail: Mail, now: number): boolean {
     return mail.message.expectsReply === true && mail.askTimeoutMs !== undefined &&
       mail.brokerReceivedAt + mail.askTimeoutMs <= now
+  }
+
+  /** The session registered under `key`, if its connection is registered and not closing. */
+  private liveSession(key: string): Session | undefined {
+    const session = this.ctx.registry.byKey.get(key)
+    return session !== undefined && session.peer.state === "registered" && !session.peer.isClosing ? session : undefined
   }
 
   private put(mail: Mail): void {
