@@ -26,15 +26,17 @@
  *
  * A fresh instance is locked only before the first checkpoint that names it
  * (`forCheckpoint`), since until one does no process can inherit it: a
- * session that never receives mail leaves no lock file behind. The lock files
- * stay after their holders end (removing one could let two processes hold the
- * same name): one empty file per instance that received mail.
+ * session that never receives mail leaves no lock file behind. A generation
+ * that ends cleanly removes its lock file as it lets go (FileLock.ts
+ * `holdRemovableFileLock`: every locker checks that the path still names the
+ * file it locked, so a removal never lets two processes hold one instance);
+ * a process that dies leaves it, for the next resume to take.
  */
 import { Effect, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { holdFileLock } from "../config/FileLock.ts"
+import { holdRemovableFileLock } from "../config/FileLock.ts"
 
 /**
  * The instance of one generation.
@@ -68,7 +70,7 @@ export const isInstanceId = (id: string): boolean => UUID.test(id)
 /** The directory of the instance locks under the intercom dir. */
 export const instancesDir = (intercomDir: string): string => path.join(intercomDir, "instances")
 
-/** Holds `instanceId`'s lock for the current Scope: true, or false when another holds it or it cannot be used. */
+/** Holds `instanceId`'s lock for the current Scope (its file removed as it lets go): true, or false when another holds it or it cannot be used. */
 const hold = (intercomDir: string, instanceId: string): Effect.Effect<boolean, never, Scope.Scope> =>
   Effect.suspend(() => {
     const dir = instancesDir(intercomDir)
@@ -77,7 +79,7 @@ const hold = (intercomDir: string, instanceId: string): Effect.Effect<boolean, n
     } catch {
       return Effect.succeed(false)
     }
-    return holdFileLock(path.join(dir, `${instanceId}.lock`), { probeGraceMs: 0 }).pipe(
+    return holdRemovableFileLock(path.join(dir, `${instanceId}.lock`), { probeGraceMs: 0 }).pipe(
       Effect.as(true),
       Effect.orElseSucceed(() => false)
     )

@@ -2,8 +2,8 @@
  * The pi generation's client instance (src/pi/instance.ts): the instance a
  * session file's journal names is continued unless a live generation holds
  * it — in this process too — and then a fresh one is taken; a fresh one is
- * held from the first checkpoint that names it; a name that is not one of
- * ours is never inherited.
+ * held from the first checkpoint that names it; a clean end removes the lock
+ * file; a name that is not one of ours is never inherited.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -60,6 +60,27 @@ describe("pi client instance", () => {
       const resumedAfter = yield* claimIn(dir, id)
       assert.strictEqual(resumedAfter.instance.instanceId, id)
       yield* resumedAfter.close
+    })))
+
+  it.effect("a generation that ends cleanly removes its instance's lock file, inherited or fresh; the next claim of it makes one again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* intercomDir
+      const lockOf = (id: string) => path.join(instancesDir(dir), `${id}.lock`)
+      const inherited = yield* claimIn(dir, INHERITED)
+      assert.isTrue(fs.existsSync(lockOf(INHERITED)))
+      yield* inherited.close
+      assert.isFalse(fs.existsSync(lockOf(INHERITED)), "the inherited instance's file")
+      const fresh = yield* claimIn(dir, undefined)
+      const id = fresh.instance.instanceId
+      assert.strictEqual(yield* fresh.instance.forCheckpoint, id)
+      assert.isTrue(fs.existsSync(lockOf(id)))
+      yield* fresh.close
+      assert.isFalse(fs.existsSync(lockOf(id)), "the fresh instance's file")
+      const resumed = yield* claimIn(dir, id)
+      assert.strictEqual(resumed.instance.instanceId, id)
+      assert.isTrue(fs.existsSync(lockOf(id)))
+      yield* resumed.close
+      assert.deepStrictEqual(fs.readdirSync(instancesDir(dir)), [])
     })))
 
   it.effect("a checkpoint naming something that is not one of our UUIDs is not inherited (nor made a path)", () =>

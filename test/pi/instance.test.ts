@@ -16,6 +16,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { instancesDir } from "../../src/pi/instance.ts"
 import type { IntercomClientService } from "../../src/client/models.ts"
 import { registrationOf, subscribe } from "../client/support.ts"
 import {
@@ -101,7 +102,8 @@ const fileEntries = (file: string): ReadonlyArray<{ readonly customType: unknown
 /**
  * A file-backed session that accepted (checkpointed, confirmed) the ask `id`
  * as a follow-up while busy, and quit before the model got it: its file holds
- * the checkpoint, naming the instance that received it, and no delivery.
+ * the checkpoint, naming the instance that received it, and no delivery; the
+ * quit removed that instance's lock file.
  * Returns the session id, the file and that instance.
  */
 const quitWithAskInHand = async (
@@ -128,7 +130,10 @@ const quitWithAskInHand = async (
   const entries = fileEntries(file)
   const checkpoints = entries.filter((entry) => entry.customType === "intercom_received")
   assert.strictEqual(checkpoints.length, 1)
-  assert.match(checkpoints[0]?.text ?? "", /"instance":"[0-9a-f-]{36}"/)
+  const instance = /"instance":"([0-9a-f-]{36})"/.exec(checkpoints[0]?.text ?? "")?.[1]
+  assert.isDefined(instance, "the checkpoint names its instance")
+  // A clean quit removed the instance's lock file as it let go (FileLock.ts `holdRemovableFileLock`).
+  assert.isFalse(fs.existsSync(path.join(instancesDir(path.join(world.agentDir, "intercom")), `${instance}.lock`)))
   assert.isFalse(entries.some((entry) => entry.customType === "intercom_message"), "the model never got the ask")
   return { sessionId, file }
 }
