@@ -1,7 +1,8 @@
 /**
  * The pi generation's client instance (src/pi/instance.ts): the instance a
  * session file's journal names is continued unless a live generation holds
- * it — in this process too — and then a fresh one is taken; a fresh one is
+ * it — in this process too — and then a fresh one is taken (saying so:
+ * `inheritedLive`); a fresh one is
  * held from the first checkpoint that names it; a clean end removes the lock
  * file; a name that is not one of ours is never inherited.
  */
@@ -29,7 +30,7 @@ const claimIn = (dir: string, inherited: string | undefined) =>
   })
 
 describe("pi client instance", () => {
-  it.effect("the inherited instance while nobody holds it; a fresh one while a live generation (here, this process) does; the inherited again once it let go", () =>
+  it.effect("the inherited instance while nobody holds it; a fresh one, saying the inherited is live, while a live generation (here, this process) does; the inherited again once it let go", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = yield* intercomDir
       const first = yield* claimIn(dir, INHERITED)
@@ -38,9 +39,12 @@ describe("pi client instance", () => {
       const second = yield* claimIn(dir, INHERITED)
       assert.notStrictEqual(second.instance.instanceId, INHERITED)
       assert.isTrue(isInstanceId(second.instance.instanceId))
+      assert.isFalse(first.instance.inheritedLive)
+      assert.isTrue(second.instance.inheritedLive, "a live generation holds the journal's instance")
       yield* first.close
       const third = yield* claimIn(dir, INHERITED)
       assert.strictEqual(third.instance.instanceId, INHERITED)
+      assert.isFalse(third.instance.inheritedLive)
       yield* third.close
       yield* second.close
     })))
@@ -102,6 +106,7 @@ describe("pi client instance", () => {
       const claimed = yield* claimIn(dir, INHERITED)
       assert.notStrictEqual(claimed.instance.instanceId, INHERITED)
       assert.strictEqual(yield* claimed.instance.forCheckpoint, undefined)
+      assert.isFalse(claimed.instance.inheritedLive, "not known to be live: its journal is restored, as before")
       yield* claimed.close
     })))
 })

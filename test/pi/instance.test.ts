@@ -4,7 +4,8 @@
  * so the broker's cancel of a message it restored from its journal reaches
  * it; a session of the same id without that journal is another instance; and
  * a second session resuming the file while the first runs takes a fresh one
- * (a takeover, as before), never the live one's. The pi sessions are pi SDK
+ * (a takeover, as before), never the live one's, and leaves the journal's
+ * undelivered messages to the first, which shows them. The pi sessions are pi SDK
  * sessions in this test's process (the broker is a process of its own): two
  * processes are kept apart by the same kernel lock (FileLock.ts), which its
  * own tests run across processes.
@@ -177,6 +178,37 @@ describe("pi's client instance across a restart", { timeout: 60_000 }, () => {
         assert.isFalse(await run(sender.client.cancel("m-fresh")), "the cancel went to a process that never got the ask")
       } finally {
         await other.quit()
+      }
+    } finally {
+      await sender.close()
+    }
+  })
+
+  it("two sessions that read the file before either showed its ask: the one holding the journal's instance shows it, the other leaves it to that one and warns", async () => {
+    const sender = await openSender()
+    try {
+      const { file } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-both"), "m-both")
+      // Both read the file now, as two pi processes started on it at once do: the ask is undelivered in each.
+      const firstManager = SessionManager.open(file)
+      const secondManager = SessionManager.open(file)
+      const first = await openPi(world, { sessionManager: firstManager, ui: recordingUI() })
+      let second: Pi | undefined
+      try {
+        first.script(say("restored"))
+        await restoredOnce(first) // the holder of the journal's instance has the ask
+        const secondUI = recordingUI()
+        second = await openPi(world, { sessionManager: secondManager, ui: secondUI })
+        // Its runtime is built (the journal read) once a tool call ran: the ask would be pending from then.
+        assert.strictEqual(await pending(second), "No unresolved inbound asks.", "the second left the ask to the first")
+        assert.strictEqual(delivered(second), 0, "its model never got the ask")
+        const notice = await secondUI.nextNotice((shown) => shown.message.includes("open in another pi process"))
+        assert.include(notice.message, "1 message this session received earlier")
+        assert.strictEqual(notice.type, "warning")
+        assert.strictEqual(delivered(first), 1)
+        assert.deepStrictEqual(second.errors, [])
+      } finally {
+        await second?.quit()
+        await first.quit()
       }
     } finally {
       await sender.close()
