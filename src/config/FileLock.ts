@@ -1,8 +1,9 @@
 /**
  * An exclusive lock on a file, held for as long as a Scope is open: one
  * holder at a time, in this process and across processes. The broker's
- * lifetime lock (LifetimeLock.ts) and a workflow parent's journal
- * (workflow/ParentJournal.ts) are its users.
+ * lifetime lock (LifetimeLock.ts), a workflow parent's journal
+ * (workflow/ParentJournal.ts) and a pi session's client instance
+ * (pi/instance.ts, whose files are removable) are its users.
  *
  * The lock is SQLite's: an exclusive transaction, never committed, on an
  * empty database, opened through `node:sqlite` (built into Node ≥ 22.5; no
@@ -24,11 +25,24 @@
  *
  * Why SQLite rather than a bound socket or `flock` (Node has none): the
  * measurements are in LifetimeLock.ts's header.
+ *
+ * A lock file is normally kept after its holder ends: a process that opened
+ * the file and waits to lock it would otherwise lock a file no path names any
+ * more, while a newcomer creates and locks a new one under the same name —
+ * two holders. `holdRemovableFileLock` removes its file when it lets go, and
+ * makes that safe for every locker of the same file that goes through it: the
+ * file is unlinked only by its holder, before it lets go, and a locker checks,
+ * once it holds the lock, that the path still names the file it locked (the
+ * kernel's list of holders, `/proc/locks`, names this process for the inode
+ * the path names), and starts again when it does not. SQLite gives no access
+ * to its descriptor, and opening one of our own would drop the lock when it
+ * is closed, so the kernel's list is the only check that opens nothing: where
+ * there is none (macOS), nothing is removed.
  */
 import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import type { DatabaseSync } from "node:sqlite"
-import { errorMessage } from "./errno.ts"
+import { errorCode, errorMessage } from "./errno.ts"
 
 /**
  * A live process — maybe a frozen one, maybe this one — holds the lock.
@@ -88,8 +102,11 @@ const loadSqlite = (): typeof import("node:sqlite") => {
   }
 }
 
-/** Opens (creating it 0600 if needed) the lock file and takes the exclusive lock; throws SQLite's error. */
-const lock = (file: string, probeGraceMs: number): DatabaseSync => {
+/**
+ * Opens (creating it 0600 if needed) the lock file and takes the exclusive lock; throws SQLite's error.
+ * `betweenOpenAndLock` runs after the open, before the lock (a test's way into that window).
+ */
+const lock = (file: string, probeGraceMs: number, betweenOpenAndLock?: () => void): DatabaseSync => {
   const { DatabaseSync } = loadSqlite()
   const previous = process.umask(0o177)
   let db: DatabaseSync
@@ -99,6 +116,7 @@ const lock = (file: string, probeGraceMs: number): DatabaseSync => {
     process.umask(previous)
   }
   try {
+    betweenOpenAndLock?.()
     db.exec(`PRAGMA busy_timeout = ${probeGraceMs}`)
     db.exec("PRAGMA journal_mode = MEMORY") // no <file>-journal beside it
     db.exec("BEGIN EXCLUSIVE") // never committed: closing the database (or dying) ends it
@@ -140,16 +158,96 @@ export const holdFileLock = (
 ): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => {
-        const grace = options.probeGraceMs ?? PROBE_GRACE_MS
-        return lock(file, Number.isFinite(grace) ? Math.max(0, Math.trunc(grace)) : PROBE_GRACE_MS)
-      },
-      catch: (error) =>
-        sqliteCode(error) === SQLITE_BUSY
-          ? new FileLockHeld({ path: file })
-          : new FileLockFailed({ path: file, detail: errorMessage(error) })
+      try: () => lock(file, graceOf(options.probeGraceMs)),
+      catch: (error) => lockError(file, error)
     }),
     (db) => Effect.sync(() => db.close())
+  ).pipe(Effect.asVoid)
+
+/** The probe grace to use: `probeGraceMs` as whole milliseconds, at least 0; the default when unset or not finite. */
+const graceOf = (probeGraceMs: number | undefined): number => {
+  const grace = probeGraceMs ?? PROBE_GRACE_MS
+  return Number.isFinite(grace) ? Math.max(0, Math.trunc(grace)) : PROBE_GRACE_MS
+}
+
+/** SQLite's error taking a lock, as this module's. */
+const lockError = (file: string, error: unknown): FileLockHeld | FileLockFailed =>
+  sqliteCode(error) === SQLITE_BUSY
+    ? new FileLockHeld({ path: file })
+    : new FileLockFailed({ path: file, detail: errorMessage(error) })
+
+/** How many times a removable lock is taken again after the path turned out to name another file than the one locked. */
+const REPLACED_ATTEMPTS = 5
+
+/** A removable lock as held: the database, and whether its file is removed on release (the system could check it). */
+interface RemovableHold {
+  readonly db: DatabaseSync
+  readonly remove: boolean
+}
+
+/**
+ * Takes a removable lock (`holdRemovableFileLock`): locks, then checks that
+ * the path names the file locked, and starts again when it does not (a holder
+ * removed it between the open and the lock). Throws SQLite's error.
+ */
+const lockRemovable = (file: string, probeGraceMs: number, betweenOpenAndLock?: () => void): RemovableHold => {
+  for (let attempt = 0; attempt < REPLACED_ATTEMPTS; attempt++) {
+    let db: DatabaseSync
+    try {
+      db = lock(file, probeGraceMs, betweenOpenAndLock)
+    } catch (error) {
+      // Its chmod found no file: a holder removed it after the open (`lock` closed the database).
+      if (errorCode(error) === "ENOENT") continue
+      throw error
+    }
+    // Synchronous from the open to here: no other holder of this process ran meanwhile, so a lock of this
+    // process on the inode the path names now is this one.
+    const holders = holdersOf(file)
+    if (holders === undefined) return { db, remove: false } // cannot check: the file stays (and is never removed here)
+    if (holders.includes(process.pid)) return { db, remove: true }
+    db.close()
+  }
+  throw new Error(`the lock file was replaced ${REPLACED_ATTEMPTS} times while it was being locked`)
+}
+
+/**
+ * As `holdFileLock`, and the file is removed when the Scope closes — by this
+ * holder, before it lets go — so a lock leaves no file behind after a clean
+ * end (a process that dies leaves it, for the next holder to take). Every
+ * locker of the file must take it through this function: once it holds the
+ * lock it checks that the path still names the file it locked, and takes the
+ * lock again when a holder removed it meanwhile (it fails with
+ * `FileLockFailed` after a few such rounds). The check is the kernel's list
+ * of holders (`fileLockHolders`); where the system has none (macOS) the file
+ * is never removed, which keeps the check unneeded there. Not across hosts:
+ * a lock on a network file system is not seen by other hosts' processes.
+ *
+ * `betweenOpenAndLock` runs after each open and before its lock: for tests,
+ * which put a remover in that window.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const holdRemovableFileLock = (
+  file: string,
+  options: { readonly probeGraceMs?: number; readonly betweenOpenAndLock?: () => void } = {}
+): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => lockRemovable(file, graceOf(options.probeGraceMs), options.betweenOpenAndLock),
+      catch: (error) => lockError(file, error)
+    }),
+    (held) =>
+      Effect.sync(() => {
+        if (held.remove) {
+          try {
+            fs.unlinkSync(file) // still holding it: a locker that opened it meanwhile sees it is gone, and starts again
+          } catch {
+            // gone already, or the directory is not writable: the file stays, harmless
+          }
+        }
+        held.db.close()
+      })
   ).pipe(Effect.asVoid)
 
 /**
@@ -189,27 +287,30 @@ export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
  * @since 0.1.0
  */
 export const fileLockHolders = (file: string): Effect.Effect<ReadonlyArray<number> | undefined> =>
-  Effect.sync(() => {
-    let text: string
-    try {
-      text = fs.readFileSync("/proc/locks", "utf8")
-    } catch {
-      return undefined
-    }
-    let inode: number
-    try {
-      inode = fs.statSync(file).ino
-    } catch {
-      return []
-    }
-    const holders = new Set<number>()
-    for (const line of text.split("\n")) {
-      // "1: POSIX  ADVISORY  WRITE 4705 fe:00:4245254 1073741824 1073742335"; a waiter's line has "->".
-      const fields = line.trim().split(/\s+/)
-      if (fields[1] !== "POSIX" || fields[3] !== "WRITE") continue
-      const pid = Number(fields[4])
-      const ino = Number((fields[5] ?? "").split(":")[2])
-      if (ino === inode && Number.isSafeInteger(pid) && pid > 0) holders.add(pid)
-    }
-    return [...holders]
-  })
+  Effect.sync(() => holdersOf(file))
+
+/** `fileLockHolders`, synchronously. */
+const holdersOf = (file: string): ReadonlyArray<number> | undefined => {
+  let text: string
+  try {
+    text = fs.readFileSync("/proc/locks", "utf8")
+  } catch {
+    return undefined
+  }
+  let inode: number
+  try {
+    inode = fs.statSync(file).ino
+  } catch {
+    return []
+  }
+  const holders = new Set<number>()
+  for (const line of text.split("\n")) {
+    // "1: POSIX  ADVISORY  WRITE 4705 fe:00:4245254 1073741824 1073742335"; a waiter's line has "->".
+    const fields = line.trim().split(/\s+/)
+    if (fields[1] !== "POSIX" || fields[3] !== "WRITE") continue
+    const pid = Number(fields[4])
+    const ino = Number((fields[5] ?? "").split(":")[2])
+    if (ino === inode && Number.isSafeInteger(pid) && pid > 0) holders.add(pid)
+  }
+  return [...holders]
+}

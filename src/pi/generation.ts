@@ -28,9 +28,11 @@
  *
  * The client registers as the instance the session file's journal names,
  * unless a live generation holds it (instance.ts: the lock is held in this
- * runtime's Scope, taken before the client is built, so let go after it left).
+ * runtime's Scope, taken before the client is built, so let go after it left);
+ * then that generation restored the journal's undelivered messages, and this
+ * one hands over only those it checkpoints itself (and warns, with a UI).
  *
- * Size: one concept — one generation's life, about 520 lines: building its
+ * Size: one concept — one generation's life, about 540 lines: building its
  * runtime and layers, feeding pi's events to it, and closing it. What could
  * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
  * the status line's text and warnings, statusLine.ts; the pi host, host.ts;
@@ -72,10 +74,17 @@ import type { ToolVisibility } from "../session/ToolExposure.ts"
 import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { claimInstance } from "./instance.ts"
-import { checkpointsDurable, inheritedInstance } from "./journal.ts"
+import { checkpointsDurable, inheritedInstance, undeliveredIn } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
-import { statusText, TAKE_BACK_HINT, takenOverNotice, unsavedText, UnsavedWarnings } from "./statusLine.ts"
+import {
+  leftToOtherNotice,
+  statusText,
+  TAKE_BACK_HINT,
+  takenOverNotice,
+  unsavedText,
+  UnsavedWarnings
+} from "./statusLine.ts"
 
 export type { LifecycleEvent } from "./lifecycleBacklog.ts"
 
@@ -242,14 +251,23 @@ export const startGeneration = (input: {
     if (startup !== undefined) return yield* Effect.fail(startup)
     if (!settings.enabled) return yield* Effect.fail(disabled(settings))
     const startedAt = yield* Clock.currentTimeMillis
+    // The journal as found: its instance, where this generation's own checkpoints start, and what it holds undelivered.
+    const found = yield* access.touch((_pi, c) => {
+      const entries = c.sessionManager.getEntries()
+      return { inherited: inheritedInstance(sessionId, entries), from: entries.length, undelivered: undeliveredIn(sessionId, entries).length }
+    }).pipe(Effect.orElseSucceed(() => ({ inherited: undefined, from: 0, undelivered: 0 })))
     // The client instance the journal names, unless a live generation holds it (instance.ts); held until this
     // runtime is disposed, after the client it is built before has left the bus. In memory nothing inherits it.
     const instance = seed.sessionFile === undefined ? undefined : yield* claimInstance({
       intercomDir: settings.paths.intercomDir,
-      inherited: yield* access.touch((_pi, c) => inheritedInstance(sessionId, c.sessionManager.getEntries())).pipe(
-        Effect.orElseSucceed(() => undefined)
-      )
+      inherited: found.inherited
     })
+    // The session open twice: the live holder of the journal's instance restored its undelivered messages and
+    // handles them; handed over here too, both agents would act on them. This one counts only its own.
+    const leavesJournal = instance?.inheritedLive === true
+    if (leavesJournal && found.undelivered > 0 && hasUI) {
+      yield* access.touch((_pi, c) => c.ui.notify(leftToOtherNotice(found.undelivered), "warning")).pipe(Effect.ignore)
+    }
     const client = IntercomClient.layer({
       agentDir: settings.paths.agentDir,
       intercomDir: settings.paths.intercomDir,
@@ -288,7 +306,8 @@ export const startGeneration = (input: {
       identity,
       hasUI,
       interactive,
-      checkpointInstance: instance?.forCheckpoint ?? Effect.succeed(undefined)
+      checkpointInstance: instance?.forCheckpoint ?? Effect.succeed(undefined),
+      journalFrom: leavesJournal ? found.from : 0
     })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
     const host = Host.layer({ ...piHost, deliver: (inbound) => Effect.tap(piHost.deliver(inbound), Queue.offer(delivered, true)) })

@@ -116,6 +116,11 @@ export const makePiHost = (input: {
   readonly interactive: boolean
   /** The client instance each checkpoint names (`PiInstance.forCheckpoint`, instance.ts); undefined: none. */
   readonly checkpointInstance: Effect.Effect<string | undefined>
+  /**
+   * The index of the first session entry whose checkpoints are this generation's to hand over (0: all).
+   * Past the start, when another live process holds the journal's instance and handles what it found.
+   */
+  readonly journalFrom: number
 }): HostService => {
   const { access, sessionId } = input
   return {
@@ -146,7 +151,7 @@ export const makePiHost = (input: {
           input.checkpointInstance,
           (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
         ),
-      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries())),
+      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.journalFrom)),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

@@ -20,21 +20,25 @@
  * runs. A process that resumes a file whose instance a live generation holds
  * — the same session open twice, in this process or another — takes a fresh
  * instance: its registration is a takeover, as it was before, and a cancel of
- * a message the other one was given does not reach it. Any doubt (no lock
- * directory, a lock file that cannot be used, an id that is not a UUID)
- * means a fresh instance too: the behaviour from before this module.
+ * a message the other one was given does not reach it, and it leaves the
+ * journal's undelivered messages to that one (`inheritedLive`), which restored
+ * them. Any doubt (no lock directory, a lock file that cannot be used, an id
+ * that is not a UUID) means a fresh instance too, which restores the journal:
+ * the behaviour from before this module.
  *
  * A fresh instance is locked only before the first checkpoint that names it
  * (`forCheckpoint`), since until one does no process can inherit it: a
- * session that never receives mail leaves no lock file behind. The lock files
- * stay after their holders end (removing one could let two processes hold the
- * same name): one empty file per instance that received mail.
+ * session that never receives mail leaves no lock file behind. A generation
+ * that ends cleanly removes its lock file as it lets go (FileLock.ts
+ * `holdRemovableFileLock`: every locker checks that the path still names the
+ * file it locked, so a removal never lets two processes hold one instance);
+ * a process that dies leaves it, for the next resume to take.
  */
 import { Effect, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { holdFileLock } from "../config/FileLock.ts"
+import { holdRemovableFileLock } from "../config/FileLock.ts"
 
 /**
  * The instance of one generation.
@@ -51,6 +55,12 @@ export interface PiInstance {
    * later process inherits an instance it cannot tell is live.
    */
   readonly forCheckpoint: Effect.Effect<string | undefined>
+  /**
+   * The instance the journal names is held by another live generation (the
+   * session open twice): that one has restored the journal's undelivered
+   * messages and handles them, so this one must not hand them over again.
+   */
+  readonly inheritedLive: boolean
 }
 
 /** The ids this module writes and accepts back (`randomUUID`): also safe as a file name. */
@@ -68,18 +78,22 @@ export const isInstanceId = (id: string): boolean => UUID.test(id)
 /** The directory of the instance locks under the intercom dir. */
 export const instancesDir = (intercomDir: string): string => path.join(intercomDir, "instances")
 
-/** Holds `instanceId`'s lock for the current Scope: true, or false when another holds it or it cannot be used. */
-const hold = (intercomDir: string, instanceId: string): Effect.Effect<boolean, never, Scope.Scope> =>
+/** How taking an instance's lock went: held (for the current Scope), held by a live generation, or not usable. */
+type Hold = "held" | "live" | "unusable"
+
+/** Holds `instanceId`'s lock for the current Scope (its file removed as it lets go), if it can. */
+const hold = (intercomDir: string, instanceId: string): Effect.Effect<Hold, never, Scope.Scope> =>
   Effect.suspend(() => {
     const dir = instancesDir(intercomDir)
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     } catch {
-      return Effect.succeed(false)
+      return Effect.succeed<Hold>("unusable")
     }
-    return holdFileLock(path.join(dir, `${instanceId}.lock`), { probeGraceMs: 0 }).pipe(
-      Effect.as(true),
-      Effect.orElseSucceed(() => false)
+    return holdRemovableFileLock(path.join(dir, `${instanceId}.lock`), { probeGraceMs: 0 }).pipe(
+      Effect.as<Hold>("held"),
+      Effect.catchTag("FileLockHeld", () => Effect.succeed<Hold>("live")),
+      Effect.orElseSucceed((): Hold => "unusable")
     )
   })
 
@@ -87,7 +101,8 @@ const hold = (intercomDir: string, instanceId: string): Effect.Effect<boolean, n
  * The instance of a generation whose journal names `inherited` (the
  * latest checkpoint's, `inheritedInstance`; undefined when it names none):
  * that one when no live generation holds it — held from now until the
- * current Scope closes — else a fresh one. Never fails.
+ * current Scope closes — else a fresh one, saying whether a live generation
+ * holds the inherited one. Never fails.
  *
  * @category constructors
  * @since 0.1.0
@@ -98,13 +113,18 @@ export const claimInstance = (input: {
 }): Effect.Effect<PiInstance, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { inherited, intercomDir } = input
-    if (inherited !== undefined && isInstanceId(inherited) && (yield* hold(intercomDir, inherited))) {
-      return { instanceId: inherited, forCheckpoint: Effect.succeed(inherited) }
+    const claimed = inherited !== undefined && isInstanceId(inherited) ? yield* hold(intercomDir, inherited) : "unusable"
+    if (inherited !== undefined && claimed === "held") {
+      return { instanceId: inherited, forCheckpoint: Effect.succeed(inherited), inheritedLive: false }
     }
     const fresh = randomUUID()
     // Forked now, so the lock taken later is let go where the claim stands in the current Scope: after what
     // was built after it (the client, which leaves the bus first), not before.
     const lockScope = yield* Scope.fork(yield* Effect.scope, "sequential")
-    const claimed = yield* Effect.cached(Scope.provide(hold(intercomDir, fresh), lockScope))
-    return { instanceId: fresh, forCheckpoint: Effect.map(claimed, (held) => held ? fresh : undefined) }
+    const freshHold = yield* Effect.cached(Scope.provide(hold(intercomDir, fresh), lockScope))
+    return {
+      instanceId: fresh,
+      forCheckpoint: Effect.map(freshHold, (held) => held === "held" ? fresh : undefined),
+      inheritedLive: claimed === "live"
+    }
   })

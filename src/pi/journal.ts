@@ -151,10 +151,11 @@ interface JournalScan {
   readonly saved: ReadonlyArray<JournalRecord>
 }
 
-const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan => {
+/** `savedFrom`: the index of the first entry whose checkpoints count (all by default); history counts everywhere. */
+const scan = (recipient: string, entries: ReadonlyArray<EntryView>, savedFrom = 0): JournalScan => {
   const inHistory: Array<HandledMessage> = []
   const saved: Array<JournalRecord> = []
-  for (const entry of entries) {
+  for (const [index, entry] of entries.entries()) {
     const details = messageDetails(entry)
     if (details !== undefined) {
       inHistory.push({ fromId: details.from.id, messageId: details.messageId })
@@ -166,7 +167,7 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
       inHistory.push(answer)
       continue
     }
-    if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
+    if (index < savedFrom || entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
     const decoded = decodeCheckpointData(entry.data)
     if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
     const { askTimeoutMs, channel, delivery, from, message, receivedAt } = decoded.value.inbound
@@ -203,10 +204,16 @@ export const inheritedInstance = (recipient: string, entries: ReadonlyArray<Entr
 /**
  * The checkpoints of `recipient` that no `intercom_message` in `entries`
  * delivered, and no ask's tool result names as its reply, in the order they
- * were saved.
+ * were saved. `from`: the index of the first entry whose checkpoints count
+ * (0 by default) — a generation that leaves the journal it found to another
+ * live process (instance.ts `inheritedLive`) counts only its own.
  */
-export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<JournalRecord> => {
-  const { inHistory, saved } = scan(recipient, entries)
+export const undeliveredIn = (
+  recipient: string,
+  entries: ReadonlyArray<EntryView>,
+  from = 0
+): ReadonlyArray<JournalRecord> => {
+  const { inHistory, saved } = scan(recipient, entries, from)
   const delivered = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
   const seen = new Set<string>()
   return saved.filter((record) => {

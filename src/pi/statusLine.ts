@@ -31,6 +31,16 @@ export const takenOverNotice = (takenOver: TakenOver): string =>
   TAKE_BACK_HINT
 
 /**
+ * The warning shown when this generation found `count` undelivered messages
+ * in the session's journal and leaves them to the live process that holds
+ * their client instance (the session open twice, instance.ts `inheritedLive`).
+ */
+export const leftToOtherNotice = (count: number): string =>
+  `Intercom: this session is open in another pi process too, which holds its intercom instance: ` +
+  `${plural(count, "message")} this session received earlier and did not show yet ` +
+  `${count === 1 ? "is" : "are"} shown there, not here.`
+
+/**
  * The footer status line: connection state (or that another process took
  * the session over), a wait in progress, pending asks, and the note on
  * unsaved mail (`unsavedText`), joined with ` · `.

@@ -1,9 +1,10 @@
 /**
  * The pi generation's client instance (src/pi/instance.ts): the instance a
  * session file's journal names is continued unless a live generation holds
- * it — in this process too — and then a fresh one is taken; a fresh one is
- * held from the first checkpoint that names it; a name that is not one of
- * ours is never inherited.
+ * it — in this process too — and then a fresh one is taken (saying so:
+ * `inheritedLive`); a fresh one is
+ * held from the first checkpoint that names it; a clean end removes the lock
+ * file; a name that is not one of ours is never inherited.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -29,7 +30,7 @@ const claimIn = (dir: string, inherited: string | undefined) =>
   })
 
 describe("pi client instance", () => {
-  it.effect("the inherited instance while nobody holds it; a fresh one while a live generation (here, this process) does; the inherited again once it let go", () =>
+  it.effect("the inherited instance while nobody holds it; a fresh one, saying the inherited is live, while a live generation (here, this process) does; the inherited again once it let go", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = yield* intercomDir
       const first = yield* claimIn(dir, INHERITED)
@@ -38,9 +39,12 @@ describe("pi client instance", () => {
       const second = yield* claimIn(dir, INHERITED)
       assert.notStrictEqual(second.instance.instanceId, INHERITED)
       assert.isTrue(isInstanceId(second.instance.instanceId))
+      assert.isFalse(first.instance.inheritedLive)
+      assert.isTrue(second.instance.inheritedLive, "a live generation holds the journal's instance")
       yield* first.close
       const third = yield* claimIn(dir, INHERITED)
       assert.strictEqual(third.instance.instanceId, INHERITED)
+      assert.isFalse(third.instance.inheritedLive)
       yield* third.close
       yield* second.close
     })))
@@ -62,6 +66,27 @@ describe("pi client instance", () => {
       yield* resumedAfter.close
     })))
 
+  it.effect("a generation that ends cleanly removes its instance's lock file, inherited or fresh; the next claim of it makes one again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* intercomDir
+      const lockOf = (id: string) => path.join(instancesDir(dir), `${id}.lock`)
+      const inherited = yield* claimIn(dir, INHERITED)
+      assert.isTrue(fs.existsSync(lockOf(INHERITED)))
+      yield* inherited.close
+      assert.isFalse(fs.existsSync(lockOf(INHERITED)), "the inherited instance's file")
+      const fresh = yield* claimIn(dir, undefined)
+      const id = fresh.instance.instanceId
+      assert.strictEqual(yield* fresh.instance.forCheckpoint, id)
+      assert.isTrue(fs.existsSync(lockOf(id)))
+      yield* fresh.close
+      assert.isFalse(fs.existsSync(lockOf(id)), "the fresh instance's file")
+      const resumed = yield* claimIn(dir, id)
+      assert.strictEqual(resumed.instance.instanceId, id)
+      assert.isTrue(fs.existsSync(lockOf(id)))
+      yield* resumed.close
+      assert.deepStrictEqual(fs.readdirSync(instancesDir(dir)), [])
+    })))
+
   it.effect("a checkpoint naming something that is not one of our UUIDs is not inherited (nor made a path)", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = yield* intercomDir
@@ -81,6 +106,7 @@ describe("pi client instance", () => {
       const claimed = yield* claimIn(dir, INHERITED)
       assert.notStrictEqual(claimed.instance.instanceId, INHERITED)
       assert.strictEqual(yield* claimed.instance.forCheckpoint, undefined)
+      assert.isFalse(claimed.instance.inheritedLive, "not known to be live: its journal is restored, as before")
       yield* claimed.close
     })))
 })

@@ -4,7 +4,8 @@
  * so the broker's cancel of a message it restored from its journal reaches
  * it; a session of the same id without that journal is another instance; and
  * a second session resuming the file while the first runs takes a fresh one
- * (a takeover, as before), never the live one's. The pi sessions are pi SDK
+ * (a takeover, as before), never the live one's, and leaves the journal's
+ * undelivered messages to the first, which shows them. The pi sessions are pi SDK
  * sessions in this test's process (the broker is a process of its own): two
  * processes are kept apart by the same kernel lock (FileLock.ts), which its
  * own tests run across processes.
@@ -16,6 +17,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { instancesDir } from "../../src/pi/instance.ts"
 import type { IntercomClientService } from "../../src/client/models.ts"
 import { registrationOf, subscribe } from "../client/support.ts"
 import {
@@ -101,7 +103,8 @@ const fileEntries = (file: string): ReadonlyArray<{ readonly customType: unknown
 /**
  * A file-backed session that accepted (checkpointed, confirmed) the ask `id`
  * as a follow-up while busy, and quit before the model got it: its file holds
- * the checkpoint, naming the instance that received it, and no delivery.
+ * the checkpoint, naming the instance that received it, and no delivery; the
+ * quit removed that instance's lock file.
  * Returns the session id, the file and that instance.
  */
 const quitWithAskInHand = async (
@@ -128,7 +131,10 @@ const quitWithAskInHand = async (
   const entries = fileEntries(file)
   const checkpoints = entries.filter((entry) => entry.customType === "intercom_received")
   assert.strictEqual(checkpoints.length, 1)
-  assert.match(checkpoints[0]?.text ?? "", /"instance":"[0-9a-f-]{36}"/)
+  const instance = /"instance":"([0-9a-f-]{36})"/.exec(checkpoints[0]?.text ?? "")?.[1]
+  assert.isDefined(instance, "the checkpoint names its instance")
+  // A clean quit removed the instance's lock file as it let go (FileLock.ts `holdRemovableFileLock`).
+  assert.isFalse(fs.existsSync(path.join(instancesDir(path.join(world.agentDir, "intercom")), `${instance}.lock`)))
   assert.isFalse(entries.some((entry) => entry.customType === "intercom_message"), "the model never got the ask")
   return { sessionId, file }
 }
@@ -172,6 +178,37 @@ describe("pi's client instance across a restart", { timeout: 60_000 }, () => {
         assert.isFalse(await run(sender.client.cancel("m-fresh")), "the cancel went to a process that never got the ask")
       } finally {
         await other.quit()
+      }
+    } finally {
+      await sender.close()
+    }
+  })
+
+  it("two sessions that read the file before either showed its ask: the one holding the journal's instance shows it, the other leaves it to that one and warns", async () => {
+    const sender = await openSender()
+    try {
+      const { file } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-both"), "m-both")
+      // Both read the file now, as two pi processes started on it at once do: the ask is undelivered in each.
+      const firstManager = SessionManager.open(file)
+      const secondManager = SessionManager.open(file)
+      const first = await openPi(world, { sessionManager: firstManager, ui: recordingUI() })
+      let second: Pi | undefined
+      try {
+        first.script(say("restored"))
+        await restoredOnce(first) // the holder of the journal's instance has the ask
+        const secondUI = recordingUI()
+        second = await openPi(world, { sessionManager: secondManager, ui: secondUI })
+        // Its runtime is built (the journal read) once a tool call ran: the ask would be pending from then.
+        assert.strictEqual(await pending(second), "No unresolved inbound asks.", "the second left the ask to the first")
+        assert.strictEqual(delivered(second), 0, "its model never got the ask")
+        const notice = await secondUI.nextNotice((shown) => shown.message.includes("open in another pi process"))
+        assert.include(notice.message, "1 message this session received earlier")
+        assert.strictEqual(notice.type, "warning")
+        assert.strictEqual(delivered(first), 1)
+        assert.deepStrictEqual(second.errors, [])
+      } finally {
+        await second?.quit()
+        await first.quit()
       }
     } finally {
       await sender.close()

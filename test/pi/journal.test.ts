@@ -38,6 +38,15 @@ describe("pi inbound journal", () => {
     ])
   })
 
+  it("undelivered from an entry on: checkpoints before it are not counted (another live process handles them), later ones are", () => {
+    const found: JournalRecord = { from, message: message("found", { id: "m-found" }), receivedAt: 1 }
+    const own: JournalRecord = { from, message: message("own", { id: "m-own" }), receivedAt: 2 }
+    const entries = [entryOf(found), entryOf(own)]
+    assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-found", "m-own"])
+    assert.deepStrictEqual(undeliveredIn("me", entries, 1).map((record) => record.message.id), ["m-own"])
+    assert.deepStrictEqual(undeliveredIn("me", entries, 2), [])
+  })
+
   it("a checkpoint keeps a child's supervisor channel, so the restored message is still its supervisor's", () => {
     const progress: JournalRecord = { from, message: message("50 %", { id: "m-progress" }), receivedAt: 8, channel: "supervisor" }
     const plain: JournalRecord = { from, message: message("hi", { id: "m-plain" }), receivedAt: 9 }
