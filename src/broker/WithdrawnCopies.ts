@@ -17,7 +17,7 @@
  * back). A copy never written (the socket took none of it, or it waited in
  * the outbox) is taken out as before: nobody read it. A message cancelled
  * on its way and given back so with its session away is kept the same way
- * (MailDelivery.keepCancelled), with a cancel made again: its client may
+ * (`keepCancelled`), with a cancel made again: its client may
  * have read the message and not the cancel.
  *
  * When its session registers, the mailbox flush gives that instance
@@ -48,13 +48,26 @@
  * queued under the same record key (a resend after its replay record went)
  * takes the note out (`take`): it is not the copy that was read (I4).
  *
+ * The decisions are made here too, each called by MailDelivery at its step
+ * of the close path, the cancel or the flush, in the order those paths
+ * decide: who read a message given back (`readerOf`), keeping a message
+ * cancelled on its way as such a copy (`keepCancelled`), and giving a kept
+ * copy to the session that registers (`give`).
+ *
  * Owner: MailDelivery, in the Router's synchronous code. Only the close,
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
+ *
+ * Size: about 250 lines, one concept: the cancelled copies' state and the
+ * decisions about them.
  */
-import type { ControlFrame } from "./ControlFrame.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
+import { messageFrameFor } from "./Asks.ts"
+import { ControlFrame } from "./ControlFrame.ts"
+import * as Encode from "./encode.ts"
 import type { Mail, OutboundMessage, Written } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+import type { RouterContext } from "./RouterContext.ts"
 
 /** Who was written a message and never confirmed reading it: the session key and its client instance. */
 export interface Reader {
@@ -74,8 +87,25 @@ export interface WithdrawnCopy extends Reader {
 export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
   copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
 
+/** What the cancelled copies need of the receipt routes (Receipts.ts, through MailDelivery's `MailRoutes`). */
+export interface CopyRoutes {
+  /** A message that leaves without reaching its receiver: its route, if one is left, goes (Receipts.dropRoute). */
+  readonly lost: (senderKey: string, messageId: string) => void
+  /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
+  readonly handedOn: (mail: Mail, receiver: Session) => void
+  /** The session key and client instance a write gave a message to, if one was (Receipts.givenTo). */
+  readonly givenTo: (
+    senderKey: string,
+    messageId: string
+  ) => { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined
+}
+
 /** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`) and by receiver, and which copies were read. */
 export class WithdrawnCopies {
+  private readonly ctx: RouterContext
+  private readonly routes: CopyRoutes
+  /** Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say). */
+  private readonly put: (copy: Mail) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
   /** Record keys of the kept copies, by the session key given them (`WithdrawnCopy.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
@@ -84,19 +114,83 @@ export class WithdrawnCopies {
   /** Mailbox copies (and copies given out again) of such messages, with who read them. */
   private readonly readCopies = new WeakMap<Mail, Reader>()
 
+  /**
+   * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
+   * @param put puts a copy kept here in the mailbox (MailDelivery's, which owns the mailbox).
+   */
+  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail) => void) {
+    this.ctx = ctx
+    this.routes = routes
+    this.put = put
+  }
+
   /** `items`, given back by custody, were written to their client and never confirmed read (Custody.ts). */
   unconfirmed(items: ReadonlyArray<Written>): void {
     for (const item of items) if ("mail" in item) this.readItems.add(item)
   }
 
-  /** Whether `outbound`, given back, was written to its client, which never confirmed reading it. */
-  wasWritten(outbound: OutboundMessage): boolean {
-    return this.readItems.has(outbound)
+  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
+  readerOfCopy(mail: Mail): Reader | undefined {
+    return this.readCopies.get(mail)
   }
 
-  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
-  readerOf(mail: Mail): Reader | undefined {
-    return this.readCopies.get(mail)
+  /**
+   * Who read `outbound`, given back, and never confirmed it: the client
+   * instance its route names when this connection was written it
+   * (`unconfirmed`), else the one its mail object was marked read by (an
+   * earlier connection's, carried across give-backs: review revi I3). A
+   * close path only.
+   */
+  readerOf(outbound: OutboundMessage): Reader | undefined {
+    if (this.readItems.has(outbound)) {
+      const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
+      if (given !== undefined) return { receiverKey: given.receiverKey, instance: given.receiverInstance }
+    }
+    return this.readCopies.get(outbound.mail)
+  }
+
+  /**
+   * `outbound`, cancelled by its sender on its way and given back with its
+   * recipient away, goes back to the mailbox as a cancelled copy for the
+   * client instance given it when that client was written it and never
+   * confirmed it (`unconfirmed`): it may show it, and the cancel written
+   * behind it may not have reached it. Its control is made again (the one
+   * given back with it is dropped with the recipient away), from the sender
+   * as the message names it. Written on an earlier connection counts
+   * (`readerOf`: a return that dropped before the copy was written to it).
+   * False when it is not so kept: never written, superseded (the new
+   * message tells its client), or no instance known; true when noted, even
+   * if the bounds pushed the copy out at once (then it went silently,
+   * MailDelivery's `evicted`).
+   */
+  keepCancelled(outbound: OutboundMessage, now: number): boolean {
+    const { mail } = outbound
+    const reader = this.readerOf(outbound)
+    if (reader === undefined) return false
+    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
+    if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
+    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
+    const control = new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+    // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
+    this.keep(mail.recordKey, { ...reader, control })
+    const copy: Mail = { ...mail, queuedAt: now }
+    this.markRead(copy, reader)
+    this.put(copy)
+    return true
+  }
+
+  /**
+   * A cancelled copy taken from the mailbox for `session`: to the client
+   * instance given it, the message again and its cancel right behind it
+   * (the record stays cancelled; the route moves on to this connection); to
+   * any other, nothing, and its route goes, so a cancel again sends no
+   * control.
+   */
+  give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
+    if (!goesTo(copy, session)) return this.routes.lost(mail.senderKey, mail.message.id)
+    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+    this.routes.handedOn(mail, session)
+    this.ctx.output.enqueue(session.peer, copy.control)
   }
 
   /** The copy `copy` of a message was read by `reader` (a new copy of it carries its mark). */
