@@ -82,7 +82,7 @@ import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
-import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies } from "./WithdrawnCopies.ts"
+import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -535,12 +535,13 @@ export class MailDelivery {
 
   /**
    * `items`, given back by custody (Custody.ts), were written to their
-   * client, which never confirmed reading them: a copy of one that goes
-   * back to the mailbox is kept, if its sender cancels it there, for that
-   * client (WithdrawnCopies.ts). A close path only.
+   * client, which never confirmed reading them (`writtenTo` says which
+   * client instance): a copy of one that goes back to the mailbox is kept,
+   * if its sender cancels it there, for that client (WithdrawnCopies.ts). A
+   * close path only.
    */
-  unconfirmed(items: ReadonlyArray<Written>): void {
-    if (items.length > 0) this.withdrawn.unconfirmed(items)
+  unconfirmed(items: ReadonlyArray<Written>, writtenTo: WrittenTo): void {
+    if (items.length > 0) this.withdrawn.unconfirmed(items, writtenTo)
   }
 
   /**

@@ -10,11 +10,12 @@
  * mailbox, answer its sender `delivered`, and send nobody a control: the
  * same client coming back kept acting on a message its sender was told was
  * withdrawn (review revd, helper mbctl). Now the copy stays in the mailbox,
- * its replay record saying cancelled, and is noted here with the instance
- * its route named (`OutboundRecord.receiverInstance`) and the cancel's
- * control — when it was written to that client, which custody tells
- * (`unconfirmed`: what a `received-v1` client never confirmed reading, given
- * back). A copy never written (the socket took none of it, or it waited in
+ * its replay record saying cancelled, and is noted here with the client
+ * instance written it and the cancel's control — when it was written to
+ * that client, which custody tells, with the instance it was written to
+ * (`unconfirmed`: what a `received-v1` client never confirmed reading,
+ * given back; its route's `OutboundRecord.receiverInstance` only when
+ * custody knows none). A copy never written (the socket took none of it, or it waited in
  * the outbox) is taken out as before: nobody read it. A message cancelled
  * on its way and given back so with its session away is kept the same way
  * (`keepCancelled`), with a cancel made again: its client may
@@ -40,7 +41,8 @@
  * takes back (a return that dropped again before it was written the copy
  * still owes its client the cancel), and names the reader without a route,
  * which goes after an hour while the mailbox keeps the copy a day (review
- * revi I3, I7).
+ * revi I3, I7) — as custody names it however long the write waited
+ * unconfirmed before the drop (review L2).
  *
  * A kept copy is found by its record key, and by the session it was given
  * to (`receiverKey`, which differs from the mail's own target when P49's
@@ -58,7 +60,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 250 lines, one concept: the cancelled copies' state and the
+ * Size: about 270 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -87,6 +89,12 @@ export interface WithdrawnCopy extends Reader {
 export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
   copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
 
+/** Whom a connection's custody wrote what it gives back (Custody.ts's `PeerCustody`). */
+export interface WrittenTo {
+  /** The client instance the session `key` registered as on that connection, if it did with custody. */
+  readonly instanceOf: (key: string) => SessionInstance | undefined
+}
+
 /** What the cancelled copies need of the receipt routes (Receipts.ts, through MailDelivery's `MailRoutes`). */
 export interface CopyRoutes {
   /** A message that leaves without reaching its receiver: its route, if one is left, goes (Receipts.dropRoute). */
@@ -109,8 +117,12 @@ export class WithdrawnCopies {
   private readonly copies = new Map<string, WithdrawnCopy>()
   /** Record keys of the kept copies, by the session key given them (`WithdrawnCopy.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
-  /** Messages given back that their client was written and never confirmed reading. */
-  private readonly readItems = new WeakSet<OutboundMessage>()
+  /**
+   * Messages given back that their client was written and never confirmed reading, with who that was:
+   * the instance custody knows for it (`WrittenTo`), which needs no route (review L2), or none (then its
+   * route names it, `readerOf`).
+   */
+  private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
   /** Mailbox copies (and copies given out again) of such messages, with who read them. */
   private readonly readCopies = new WeakMap<Mail, Reader>()
 
@@ -124,9 +136,13 @@ export class WithdrawnCopies {
     this.put = put
   }
 
-  /** `items`, given back by custody, were written to their client and never confirmed read (Custody.ts). */
-  unconfirmed(items: ReadonlyArray<Written>): void {
-    for (const item of items) if ("mail" in item) this.readItems.add(item)
+  /** `items`, given back by custody, were written to their client (`writtenTo`) and never confirmed read (Custody.ts). */
+  unconfirmed(items: ReadonlyArray<Written>, writtenTo: WrittenTo): void {
+    for (const item of items) {
+      if (!("mail" in item)) continue
+      const instance = writtenTo.instanceOf(item.to)
+      this.readItems.set(item, instance === undefined ? undefined : { receiverKey: item.to, instance })
+    }
   }
 
   /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
@@ -135,14 +151,17 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Who read `outbound`, given back, and never confirmed it: the client
-   * instance its route names when this connection was written it
-   * (`unconfirmed`), else the one its mail object was marked read by (an
-   * earlier connection's, carried across give-backs: review revi I3). A
+   * Who read `outbound`, given back, and never confirmed it: when this
+   * connection was written it (`unconfirmed`), the client instance custody
+   * says it was written to (however long ago: review L2), or else the one
+   * its route names; otherwise the one its mail object was marked read by
+   * (an earlier connection's, carried across give-backs: review revi I3). A
    * close path only.
    */
   readerOf(outbound: OutboundMessage): Reader | undefined {
     if (this.readItems.has(outbound)) {
+      const written = this.readItems.get(outbound)
+      if (written !== undefined) return written
       const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
       if (given !== undefined) return { receiverKey: given.receiverKey, instance: given.receiverInstance }
     }
