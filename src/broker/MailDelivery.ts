@@ -307,20 +307,25 @@ export class MailDelivery {
    * write gave a client instance before it came back (marked read with
    * that instance, `requeueForwarded`: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
-   * `message_control` to that session, for that instance's return (WithdrawnCopies.ts);
+   * `message_control` to that session, for that instance's return — for
+   * each instance's, when more than one read it (WithdrawnCopies.ts);
    * any other leaves the mailbox.
    */
   cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
-    const reader = this.withdrawn.readerOfCopy(queued)
-    if (reader === undefined) this.mailbox.delete(messageKey)
+    const readers = this.withdrawn.readersOfCopy(queued)
+    if (readers === undefined) this.mailbox.delete(messageKey)
     else {
-      const copy: WithdrawnCopy = { ...reader, control: control(reader.receiverKey) }
-      // Its reader live again without having taken it (P49: another holder of the identity was live at its
-      // return): told now, not at a return that may never come (review revl L3).
-      const live = this.liveSession(reader.receiverKey)
-      if (live !== undefined && goesTo(copy, live)) {
+      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey) })) }
+      // A reader live again without having taken it (P49: another holder of the identity was live at its
+      // return): told now, not at a return that may never come (review revl L3); the copy stays for the rest.
+      let live: Session | undefined
+      for (const reader of readers) {
+        const session = this.liveSession(reader.receiverKey)
+        if (session !== undefined && goesTo(copy, session)) live = session
+      }
+      if (live !== undefined) {
         this.mailbox.delete(messageKey)
         this.withdrawn.give(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
@@ -524,8 +529,8 @@ export class MailDelivery {
     this.withdrawn.take(copy.recordKey)
     this.put(copy)
     // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
-    const reader = this.withdrawn.readerOf(outbound)
-    if (reader !== undefined) this.withdrawn.markRead(copy, reader)
+    const readers = this.withdrawn.readersOf(outbound)
+    if (readers !== undefined) this.withdrawn.markRead(copy, readers)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(mail.recordKey) !== undefined) {
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)

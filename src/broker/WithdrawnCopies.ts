@@ -21,6 +21,12 @@
  * (`keepCancelled`), with a cancel made again: its client may
  * have read the message and not the cancel.
  *
+ * A copy read by more than one client instance (a new process of the
+ * session was given it after the first dropped, and dropped too) is kept
+ * for each of them, the newest MAX_READERS: each one's return gets the
+ * message and the cancel, the copy staying in the mailbox for the others
+ * (review L6) — any of them may show it.
+ *
  * When its session registers, the mailbox flush gives that instance
  * (`mayHold`: its rejoin or reconnect) the message again — its client drops
  * it if it read it already (RecentMessages.ts) — and the cancel right
@@ -60,7 +66,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 270 lines, one concept: the cancelled copies' state and the
+ * Size: about 310 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -79,15 +85,33 @@ export interface Reader {
   readonly instance: SessionInstance
 }
 
-/** A cancelled mailbox copy: who was given the message, and the control that withdraws it. */
-export interface WithdrawnCopy extends Reader {
+/** Readers a copy's mark keeps (the newest): more instances than this reading one copy is not a case to keep whole. */
+const MAX_READERS = 4
+
+/** One reader a cancelled copy is kept for, and the control that withdraws the message for it. */
+export interface KeptFor extends Reader {
   /** The `message_control` cancel, written right behind the message. */
   readonly control: ControlFrame
 }
 
-/** Whether `copy` goes to `receiver`: the session and client instance it was given to. */
-export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
-  copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
+/** A cancelled mailbox copy: each reader not yet given it again, with its control (review L6: every one is told). */
+export interface WithdrawnCopy {
+  readonly readers: ReadonlyArray<KeptFor>
+}
+
+/** Whether `reader` is `receiver`: the session and client instance it names. */
+const isReader = (reader: Reader, receiver: Session): boolean =>
+  reader.receiverKey === receiver.key && mayHold(reader.instance, receiver)
+
+/** Whether `copy` goes to `receiver`: one of the sessions and client instances it was given to. */
+export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean => copy.readers.some((reader) => isReader(reader, receiver))
+
+/** `readers` with `reader` the newest (once), the oldest let go past MAX_READERS. */
+const withReader = (readers: ReadonlyArray<Reader>, reader: Reader): ReadonlyArray<Reader> => {
+  const others = readers.filter((known) => known.receiverKey !== reader.receiverKey || known.instance !== reader.instance)
+  others.push(reader)
+  return others.length > MAX_READERS ? others.slice(others.length - MAX_READERS) : others
+}
 
 /** Whom a connection's custody wrote what it gives back (Custody.ts's `PeerCustody`). */
 export interface WrittenTo {
@@ -115,7 +139,7 @@ export class WithdrawnCopies {
   /** Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say). */
   private readonly put: (copy: Mail) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
-  /** Record keys of the kept copies, by the session key given them (`WithdrawnCopy.receiverKey`). */
+  /** Record keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
   /**
    * Messages given back that their client was written and never confirmed reading, with who that was:
@@ -123,8 +147,8 @@ export class WithdrawnCopies {
    * route names it, `readerOf`).
    */
   private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
-  /** Mailbox copies (and copies given out again) of such messages, with who read them. */
-  private readonly readCopies = new WeakMap<Mail, Reader>()
+  /** Mailbox copies (and copies given out again) of such messages, with who read them, oldest first. */
+  private readonly readCopies = new WeakMap<Mail, ReadonlyArray<Reader>>()
 
   /**
    * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
@@ -145,27 +169,29 @@ export class WithdrawnCopies {
     }
   }
 
-  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
-  readerOfCopy(mail: Mail): Reader | undefined {
+  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), oldest first; undefined when nobody did. */
+  readersOfCopy(mail: Mail): ReadonlyArray<Reader> | undefined {
     return this.readCopies.get(mail)
   }
 
   /**
-   * Who read `outbound`, given back, and never confirmed it: when this
-   * connection was written it (`unconfirmed`), the client instance custody
-   * says it was written to (however long ago: review L2), or else the one
-   * its route names; otherwise the one its mail object was marked read by
-   * (an earlier connection's, carried across give-backs: review revi I3). A
-   * close path only.
+   * Who read `outbound`, given back, and never confirmed it, oldest first:
+   * those its mail object was marked read by (earlier connections', carried
+   * across give-backs: review revi I3), and, when this connection was
+   * written it (`unconfirmed`), the client instance custody says it was
+   * written to (however long ago: review L2), or else the one its route
+   * names. Undefined when nobody read it. A close path only.
    */
-  readerOf(outbound: OutboundMessage): Reader | undefined {
-    if (this.readItems.has(outbound)) {
-      const written = this.readItems.get(outbound)
-      if (written !== undefined) return written
+  readersOf(outbound: OutboundMessage): ReadonlyArray<Reader> | undefined {
+    const earlier = this.readCopies.get(outbound.mail)
+    if (!this.readItems.has(outbound)) return earlier
+    let reader = this.readItems.get(outbound)
+    if (reader === undefined) {
       const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
-      if (given !== undefined) return { receiverKey: given.receiverKey, instance: given.receiverInstance }
+      if (given === undefined) return earlier
+      reader = { receiverKey: given.receiverKey, instance: given.receiverInstance }
     }
-    return this.readCopies.get(outbound.mail)
+    return withReader(earlier ?? [], reader)
   }
 
   /**
@@ -184,37 +210,47 @@ export class WithdrawnCopies {
    */
   keepCancelled(outbound: OutboundMessage, now: number): boolean {
     const { mail } = outbound
-    const reader = this.readerOf(outbound)
-    if (reader === undefined) return false
+    const readers = this.readersOf(outbound)
+    if (readers === undefined) return false
     const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
     if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
-    const control = new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+    const kept = readers.map((reader): KeptFor => ({
+      ...reader,
+      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+    }))
     // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
-    this.keep(mail.recordKey, { ...reader, control })
+    this.keep(mail.recordKey, { readers: kept })
     const copy: Mail = { ...mail, queuedAt: now }
-    this.markRead(copy, reader)
+    this.markRead(copy, readers)
     this.put(copy)
     return true
   }
 
   /**
-   * A cancelled copy taken from the mailbox for `session`: to the client
+   * A cancelled copy taken from the mailbox for `session`: to a client
    * instance given it, the message again and its cancel right behind it
-   * (the record stays cancelled; the route moves on to this connection); to
-   * any other, nothing, and its route goes, so a cancel again sends no
-   * control.
+   * (the record stays cancelled; the route moves on to this connection),
+   * and the copy goes back to the mailbox, as it was, for the other
+   * instances that read it, if any (review L6); to any other instance,
+   * nothing, and its route goes, so a cancel again sends no control.
    */
   give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
-    if (!goesTo(copy, session)) return this.routes.lost(mail.senderKey, mail.message.id)
+    const at = copy.readers.findIndex((reader) => isReader(reader, session))
+    if (at < 0) return this.routes.lost(mail.senderKey, mail.message.id)
     this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
     this.routes.handedOn(mail, session)
-    this.ctx.output.enqueue(session.peer, copy.control)
+    this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
+    if (copy.readers.length === 1) return
+    const rest = copy.readers.filter((_, i) => i !== at)
+    this.keep(mail.recordKey, { readers: rest })
+    this.markRead(mail, rest)
+    this.put(mail)
   }
 
-  /** The copy `copy` of a message was read by `reader` (a new copy of it carries its mark). */
-  markRead(copy: Mail, reader: Reader): void {
-    this.readCopies.set(copy, reader)
+  /** The copy `copy` of a message was read by `readers`, oldest first (a new copy of it carries their mark). */
+  markRead(copy: Mail, readers: ReadonlyArray<Reader>): void {
+    this.readCopies.set(copy, readers)
   }
 
   /** How many are kept. */
@@ -226,9 +262,11 @@ export class WithdrawnCopies {
   keep(recordKey: string, copy: WithdrawnCopy): void {
     this.take(recordKey)
     this.copies.set(recordKey, copy)
-    const keys = this.byReceiver.get(copy.receiverKey)
-    if (keys === undefined) this.byReceiver.set(copy.receiverKey, new Set([recordKey]))
-    else keys.add(recordKey)
+    for (const reader of copy.readers) {
+      const keys = this.byReceiver.get(reader.receiverKey)
+      if (keys === undefined) this.byReceiver.set(reader.receiverKey, new Set([recordKey]))
+      else keys.add(recordKey)
+    }
   }
 
   /** Whether the mailbox copy `recordKey` is a cancelled one. */
@@ -243,7 +281,7 @@ export class WithdrawnCopies {
   keptForAnother(recordKey: string, receiverKey: string): boolean {
     if (this.copies.size === 0) return false
     const copy = this.copies.get(recordKey)
-    return copy !== undefined && copy.receiverKey !== receiverKey
+    return copy !== undefined && !copy.readers.some((reader) => reader.receiverKey === receiverKey)
   }
 
   /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
@@ -259,10 +297,11 @@ export class WithdrawnCopies {
     const copy = this.copies.get(recordKey)
     if (copy === undefined) return undefined
     this.copies.delete(recordKey)
-    const keys = this.byReceiver.get(copy.receiverKey)
-    if (keys !== undefined) {
+    for (const reader of copy.readers) {
+      const keys = this.byReceiver.get(reader.receiverKey)
+      if (keys === undefined) continue
       keys.delete(recordKey)
-      if (keys.size === 0) this.byReceiver.delete(copy.receiverKey)
+      if (keys.size === 0) this.byReceiver.delete(reader.receiverKey)
     }
     return copy
   }
