@@ -48,8 +48,13 @@
  * old one: MailDelivery.requeue), so its control, in the same custody, is
  * dropped with it. With the session away it is dropped (MailDelivery.takeBack).
  * What custody gives back is told to the mailbox concern first
- * (`unconfirmed`): a copy of such a message back in the mailbox was read,
- * so a cancel of it there is kept for that client (WithdrawnCopies.ts).
+ * (`unconfirmed`), with whom it was written to: a copy of such a message
+ * back in the mailbox was read, so a cancel of it there is kept for that
+ * client (WithdrawnCopies.ts). Each connection's custody notes the client
+ * instance every session registered as on it (`PeerCustody.registeredAs`,
+ * per registration, nothing per message), so that holds however long the
+ * mail waited unconfirmed (a receipt route, which also says so, goes after
+ * an hour: review L2).
  *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
@@ -58,13 +63,15 @@
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
  *
- * Size: about 430 lines, just past the ~400 guideline: one concept, the
- * per-connection FIFO (`PeerCustody`) and the Router's part around it.
+ * Size: about 470 lines, past the ~400 guideline: one concept, the
+ * per-connection FIFO (`PeerCustody`, with whom it wrote to) and the
+ * Router's part around it.
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
 import { isControl } from "./OutboundItems.ts"
 import type { Mail, Peer, Written } from "./Peer.ts"
+import type { SessionInstance } from "./Registry.ts"
 import type { WriteBatch } from "./WriteBatch.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -74,6 +81,9 @@ const keyOf = (item: Written): string => "owedTo" in item ? item.owedTo : item.t
 
 /** Slots a FIFO's first hold gives it (a power of two: the arrays are a ring indexed by `& mask`). */
 const FIRST_SLOTS = 64
+
+/** Sessions a connection's custody knows the instance of before it lets go those it holds nothing for. */
+const MAX_IDLE_INSTANCES = 8
 
 /** Slots an emptied FIFO keeps for reuse; past this it lets its rings go (a burst's worth of room is not kept). */
 const KEEP_SLOTS = 1_024
@@ -106,6 +116,12 @@ export class PeerCustody {
   private confirmed = 0
   private readonly release: (mail: Mail) => void
   private readonly releaseNotice: (seq: number) => void
+  /**
+   * The client instance of each session registered with custody on this connection, by session key
+   * (`registeredAs`, per registration, nothing per message): whom what it holds for that key was written
+   * to, however long ago (review L2: a receipt route says so only for an hour).
+   */
+  private readonly instances = new Map<string, SessionInstance>()
 
   /**
    * @param release lets the store forget one message (StoreJournal.mailGone; nothing in memory mode).
@@ -114,6 +130,26 @@ export class PeerCustody {
   constructor(release: (mail: Mail) => void, releaseNotice: (seq: number) => void = () => {}) {
     this.release = release
     this.releaseNotice = releaseNotice
+  }
+
+  /** The session `key` registered on this connection as client instance `instance`: what is held for it is written to that one. */
+  registeredAs(key: string, instance: SessionInstance): void {
+    // Bounded by what is held: past a few keys (one connection registered as many sessions), those
+    // nothing is held for are let go (a scan, at a registration only).
+    if (this.instances.size >= MAX_IDLE_INSTANCES && !this.instances.has(key)) {
+      const held = new Set<string>()
+      for (let i = 0; i < this.count; i++) {
+        const item = this.items[(this.head + i) & this.mask]
+        if (item !== undefined) held.add(keyOf(item))
+      }
+      for (const known of this.instances.keys()) if (!held.has(known)) this.instances.delete(known)
+    }
+    this.instances.set(key, instance)
+  }
+
+  /** The client instance what is held for the session `key` was written to, if it registered here with custody. */
+  instanceOf(key: string): SessionInstance | undefined {
+    return this.instances.get(key)
   }
 
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
@@ -266,13 +302,14 @@ export class PeerCustody {
  */
 export class Custody {
   private readonly ctx: RouterContext
-  private readonly unconfirmed: (items: ReadonlyArray<Written>) => void
+  private readonly unconfirmed: (items: ReadonlyArray<Written>, custody: PeerCustody) => void
 
   /**
    * @param unconfirmed told of what custody gives back, written and never confirmed read, before it goes
-   *   back (MailDelivery.unconfirmed: a copy its sender cancels in the mailbox is kept for that client).
+   *   back, with the custody it comes from, which says whom it was written to (`PeerCustody.instanceOf`;
+   *   MailDelivery.unconfirmed: a copy its sender cancels in the mailbox is kept for that client).
    */
-  constructor(ctx: RouterContext, unconfirmed: (items: ReadonlyArray<Written>) => void) {
+  constructor(ctx: RouterContext, unconfirmed: (items: ReadonlyArray<Written>, custody: PeerCustody) => void) {
     this.ctx = ctx
     this.unconfirmed = unconfirmed
   }
@@ -297,15 +334,17 @@ export class Custody {
         if (held === undefined) return
         peer.custody = undefined
         const unread = held.takeBack()
-        this.unconfirmed(unread)
+        this.unconfirmed(unread, held)
         for (const item of unread) this.ctx.output.undeliverable(item)
         return
       }
-      if (peer.custody !== undefined) return
-      const journal = this.ctx.journal
-      peer.custody = journal === undefined
-        ? new PeerCustody(() => {})
-        : new PeerCustody((mail) => journal.mailGone(mail.senderKey, mail.message.id), (seq) => journal.noticeGone(seq))
+      if (peer.custody === undefined) {
+        const journal = this.ctx.journal
+        peer.custody = journal === undefined
+          ? new PeerCustody(() => {})
+          : new PeerCustody((mail) => journal.mailGone(mail.senderKey, mail.message.id), (seq) => journal.noticeGone(seq))
+      }
+      peer.custody.registeredAs(session.key, session.instance)
     }
   }
 
@@ -378,13 +417,13 @@ export class Custody {
     if (custody !== undefined) {
       if (custody.size > 0) {
         const unread = custody.takeBackFor(key)
-        this.unconfirmed(unread)
+        this.unconfirmed(unread, custody)
         for (const item of unread) output.undeliverable(item)
       }
       if (batch !== undefined) {
         // Its client reads these as the write completes: marked read like the rest (review revi I6).
         const taken = this.unconfirmedOf(peer, custody, batch, key)
-        this.unconfirmed(taken)
+        this.unconfirmed(taken, custody)
         for (const item of taken) output.undeliverable(item)
       }
     } else if (batch !== undefined) return
@@ -423,8 +462,10 @@ export class Custody {
    * to send back ahead of the output it never wrote (see the module header).
    */
   detached(peer: Peer): ReadonlyArray<Written> {
-    const unread = peer.custody?.takeBack() ?? []
-    this.unconfirmed(unread)
+    const custody = peer.custody
+    if (custody === undefined) return []
+    const unread = custody.takeBack()
+    this.unconfirmed(unread, custody)
     return unread
   }
 }

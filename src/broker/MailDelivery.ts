@@ -49,26 +49,23 @@
  * goes to no other, and silently when it expires or is evicted
  * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
  * cancelled on its way, its client written it, given back with its session
- * away (`keepCancelled`), an ask too (its cancel closed its edge, yet it is
+ * away (WithdrawnCopies.keepCancelled), an ask too (its cancel closed its edge, yet it is
  * kept: review revi I5). The read mark, with the instance that read it,
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 895 lines, one concept: the fate of mail that is not being
+ * Size: about 830 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
- * a control only with its message, `giveBack`, and the cancelled copies
- * kept for the client that read them, `giveWithdrawn`, `readerOf`). The
- * mailbox's own bounds are Mailbox.ts's and the notices' journal
- * NoticeJournal.ts's; what stays here moves mail between them and the live
- * delivery, so it stays in one place. The cancelled copies' decisions
- * (`keepCancelled`, `giveWithdrawn`, `readerOf`, about 80 lines) are the
- * first to move out, into WithdrawnCopies.ts beside their state; they stay
- * for now because each is one step of the close path or the flush, in an
- * order those paths decide.
+ * a control only with its message, `giveBack`). The mailbox's own bounds
+ * are Mailbox.ts's, the notices' journal NoticeJournal.ts's, and the
+ * cancelled copies' decisions (who read a copy, keeping one, giving one
+ * back) WithdrawnCopies.ts's; what stays here moves mail between them and
+ * the live delivery, calling each at its step of the close path, the
+ * cancel or the flush, in the order those paths decide.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -82,10 +79,10 @@ import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session, SessionInstance } from "./Registry.ts"
+import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
-import { goesTo, type Reader, type WithdrawnCopy, WithdrawnCopies } from "./WithdrawnCopies.ts"
+import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -147,7 +144,7 @@ export interface MailAsks {
  * is kept for mail it flushes to its receiver and dropped for mail it
  * drops, and it records which client instance was given a message.
  */
-export interface MailRoutes {
+export interface MailRoutes extends CopyRoutes {
   /** A message flushed from the mailbox to a live session: its route (Receipts.addRoute). */
   readonly flushed: (mail: Mail, receiver: Session, now: number) => void
   /**
@@ -160,13 +157,6 @@ export interface MailRoutes {
   readonly lost: (senderKey: string, messageId: string) => void
   /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
   readonly given: (mail: Mail, receiver: Session) => boolean
-  /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
-  readonly handedOn: (mail: Mail, receiver: Session) => void
-  /** The session key and client instance a write gave a message to, if one was (Receipts.givenTo). */
-  readonly givenTo: (
-    senderKey: string,
-    messageId: string
-  ) => { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined
 }
 
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
@@ -189,7 +179,7 @@ export class MailDelivery {
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   /** Mailbox copies their sender cancelled after a client read them, kept for that client (WithdrawnCopies.ts). */
-  private readonly withdrawn = new WithdrawnCopies()
+  private readonly withdrawn: WithdrawnCopies
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -212,6 +202,7 @@ export class MailDelivery {
     })
     this.routes = routes
     this.asks = asks
+    this.withdrawn = new WithdrawnCopies(ctx, routes, (copy) => this.put(copy))
   }
 
   /** Messages held for absent sessions. */
@@ -316,22 +307,27 @@ export class MailDelivery {
    * write gave a client instance before it came back (marked read with
    * that instance, `requeueForwarded`: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
-   * `message_control` to that session, for that instance's return (WithdrawnCopies.ts);
+   * `message_control` to that session, for that instance's return — for
+   * each instance's, when more than one read it (WithdrawnCopies.ts);
    * any other leaves the mailbox.
    */
   cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
-    const reader = this.withdrawn.readerOf(queued)
-    if (reader === undefined) this.mailbox.delete(messageKey)
+    const readers = this.withdrawn.readersOfCopy(queued)
+    if (readers === undefined) this.mailbox.delete(messageKey)
     else {
-      const copy: WithdrawnCopy = { ...reader, control: control(reader.receiverKey) }
-      // Its reader live again without having taken it (P49: another holder of the identity was live at its
-      // return): told now, not at a return that may never come (review revl L3).
-      const live = this.liveSession(reader.receiverKey)
-      if (live !== undefined && goesTo(copy, live)) {
+      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey) })) }
+      // A reader live again without having taken it (P49: another holder of the identity was live at its
+      // return): told now, not at a return that may never come (review revl L3); the copy stays for the rest.
+      let live: Session | undefined
+      for (const reader of readers) {
+        const session = this.liveSession(reader.receiverKey)
+        if (session !== undefined && goesTo(copy, session)) live = session
+      }
+      if (live !== undefined) {
         this.mailbox.delete(messageKey)
-        this.giveWithdrawn(queued, copy, live, this.ctx.now())
+        this.withdrawn.give(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
     }
     if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
@@ -437,7 +433,7 @@ export class MailDelivery {
    * that connection's client instance was given it (its route says so,
    * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
    * nor to the mailbox (but as a cancelled copy kept for the client instance
-   * written it, `keepCancelled`); for a short-lived session that ended by `unregister`, failed
+   * written it, WithdrawnCopies.keepCancelled); for a short-lived session that ended by `unregister`, failed
    * (its sender told); kept with the session's takeover custody hold when
    * that still waits for an old close and covers the sender (its older mail
    * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
@@ -489,7 +485,7 @@ export class MailDelivery {
     const ended = isLive || this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
     // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
     // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
-    // for the client written it (`keepCancelled`, review revi I5).
+    // for the client written it (WithdrawnCopies.keepCancelled, review revi I5).
     const stale = this.isStale(mail, now)
     if (stale && (!withdrawn || isLive || ended !== undefined)) {
       // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
@@ -521,7 +517,7 @@ export class MailDelivery {
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
-      if (this.keepCancelled(outbound, now)) return false
+      if (this.withdrawn.keepCancelled(outbound, now)) return false
       if (stale) this.dropStale(mail)
       else this.routes.lost(mail.senderKey, mail.message.id)
       return false
@@ -533,8 +529,8 @@ export class MailDelivery {
     this.withdrawn.take(copy.recordKey)
     this.put(copy)
     // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
-    const reader = this.readerOf(outbound)
-    if (reader !== undefined) this.withdrawn.markRead(copy, reader)
+    const readers = this.withdrawn.readersOf(outbound)
+    if (readers !== undefined) this.withdrawn.markRead(copy, readers)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(mail.recordKey) !== undefined) {
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
@@ -543,58 +539,14 @@ export class MailDelivery {
   }
 
   /**
-   * Who read `outbound`, given back, and never confirmed it: the client
-   * instance its route names when this connection was written it
-   * (`unconfirmed`), else the one its mail object was marked read by (an
-   * earlier connection's, carried across give-backs: review revi I3). A
+   * `items`, given back by custody (Custody.ts), were written to their
+   * client, which never confirmed reading them (`writtenTo` says which
+   * client instance): a copy of one that goes back to the mailbox is kept,
+   * if its sender cancels it there, for that client (WithdrawnCopies.ts). A
    * close path only.
    */
-  private readerOf(outbound: OutboundMessage): Reader | undefined {
-    if (this.withdrawn.wasWritten(outbound)) {
-      const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
-      if (given !== undefined) return { receiverKey: given.receiverKey, instance: given.receiverInstance }
-    }
-    return this.withdrawn.readerOf(outbound.mail)
-  }
-
-  /**
-   * `items`, given back by custody (Custody.ts), were written to their
-   * client, which never confirmed reading them: a copy of one that goes
-   * back to the mailbox is kept, if its sender cancels it there, for that
-   * client (WithdrawnCopies.ts). A close path only.
-   */
-  unconfirmed(items: ReadonlyArray<Written>): void {
-    if (items.length > 0) this.withdrawn.unconfirmed(items)
-  }
-
-  /**
-   * `outbound`, cancelled by its sender on its way and given back with its
-   * recipient away, went back to the mailbox as a cancelled copy for the
-   * client instance given it (WithdrawnCopies.ts) when that client was
-   * written it and never confirmed it (`unconfirmed`): it may show it, and
-   * the cancel written behind it may not have reached it. Its control is
-   * made again (the one given back with it is dropped with the recipient
-   * away), from the sender as the message names it. Written on an earlier
-   * connection counts (`readerOf`: a return that dropped before the copy
-   * was written to it). False when it is not so kept: never written,
-   * superseded (the new message tells its client), or no instance known;
-   * true when noted, even if the bounds pushed the copy out at once (then it
-   * went silently, `evicted`).
-   */
-  private keepCancelled(outbound: OutboundMessage, now: number): boolean {
-    const { mail } = outbound
-    const reader = this.readerOf(outbound)
-    if (reader === undefined) return false
-    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
-    if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
-    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
-    const control = new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
-    // Noted before the put, so that a copy the bounds push out at once goes silently (`evicted`).
-    this.withdrawn.keep(mail.recordKey, { ...reader, control })
-    const copy: Mail = { ...mail, queuedAt: now }
-    this.withdrawn.markRead(copy, reader)
-    this.put(copy)
-    return true
+  unconfirmed(items: ReadonlyArray<Written>, writtenTo: WrittenTo): void {
+    if (items.length > 0) this.withdrawn.unconfirmed(items, writtenTo)
   }
 
   /**
@@ -782,7 +734,7 @@ export class MailDelivery {
     for (const mail of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {
-        this.giveWithdrawn(mail, copy, session, now)
+        this.withdrawn.give(mail, copy, session, now)
         continue
       }
       if (this.isStale(mail, now)) {
@@ -794,20 +746,6 @@ export class MailDelivery {
       this.routes.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
-  }
-
-  /**
-   * A cancelled copy taken from the mailbox for `session` (WithdrawnCopies.ts):
-   * to the client instance given it, the message again and its cancel right
-   * behind it (the record stays cancelled; the route moves on to this
-   * connection); to any other, nothing, and its route goes, so a cancel
-   * again sends no control.
-   */
-  private giveWithdrawn(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
-    if (!goesTo(copy, session)) return this.routes.lost(mail.senderKey, mail.message.id)
-    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-    this.routes.handedOn(mail, session)
-    this.ctx.output.enqueue(session.peer, copy.control)
   }
 
   /**

@@ -387,7 +387,7 @@ export class Router {
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
-    const custody = new Custody(ctx, (items) => mail.unconfirmed(items))
+    const custody = new Custody(ctx, (items, custody) => mail.unconfirmed(items, custody))
     registration.observe(custody.hooks)
     if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
     const statistics = new Stats(ctx, {

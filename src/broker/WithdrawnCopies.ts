@@ -10,15 +10,22 @@
  * mailbox, answer its sender `delivered`, and send nobody a control: the
  * same client coming back kept acting on a message its sender was told was
  * withdrawn (review revd, helper mbctl). Now the copy stays in the mailbox,
- * its replay record saying cancelled, and is noted here with the instance
- * its route named (`OutboundRecord.receiverInstance`) and the cancel's
- * control — when it was written to that client, which custody tells
- * (`unconfirmed`: what a `received-v1` client never confirmed reading, given
- * back). A copy never written (the socket took none of it, or it waited in
+ * its replay record saying cancelled, and is noted here with the client
+ * instance written it and the cancel's control — when it was written to
+ * that client, which custody tells, with the instance it was written to
+ * (`unconfirmed`: what a `received-v1` client never confirmed reading,
+ * given back; its route's `OutboundRecord.receiverInstance` only when
+ * custody knows none). A copy never written (the socket took none of it, or it waited in
  * the outbox) is taken out as before: nobody read it. A message cancelled
  * on its way and given back so with its session away is kept the same way
- * (MailDelivery.keepCancelled), with a cancel made again: its client may
+ * (`keepCancelled`), with a cancel made again: its client may
  * have read the message and not the cancel.
+ *
+ * A copy read by more than one client instance (a new process of the
+ * session was given it after the first dropped, and dropped too) is kept
+ * for each of them, the newest MAX_READERS: each one's return gets the
+ * message and the cancel, the copy staying in the mailbox for the others
+ * (review L6) — any of them may show it.
  *
  * When its session registers, the mailbox flush gives that instance
  * (`mayHold`: its rejoin or reconnect) the message again — its client drops
@@ -40,7 +47,8 @@
  * takes back (a return that dropped again before it was written the copy
  * still owes its client the cancel), and names the reader without a route,
  * which goes after an hour while the mailbox keeps the copy a day (review
- * revi I3, I7).
+ * revi I3, I7) — as custody names it however long the write waited
+ * unconfirmed before the drop (review L2).
  *
  * A kept copy is found by its record key, and by the session it was given
  * to (`receiverKey`, which differs from the mail's own target when P49's
@@ -48,13 +56,26 @@
  * queued under the same record key (a resend after its replay record went)
  * takes the note out (`take`): it is not the copy that was read (I4).
  *
+ * The decisions are made here too, each called by MailDelivery at its step
+ * of the close path, the cancel or the flush, in the order those paths
+ * decide: who read a message given back (`readerOf`), keeping a message
+ * cancelled on its way as such a copy (`keepCancelled`), and giving a kept
+ * copy to the session that registers (`give`).
+ *
  * Owner: MailDelivery, in the Router's synchronous code. Only the close,
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
+ *
+ * Size: about 310 lines, one concept: the cancelled copies' state and the
+ * decisions about them.
  */
-import type { ControlFrame } from "./ControlFrame.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
+import { messageFrameFor } from "./Asks.ts"
+import { ControlFrame } from "./ControlFrame.ts"
+import * as Encode from "./encode.ts"
 import type { Mail, OutboundMessage, Written } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+import type { RouterContext } from "./RouterContext.ts"
 
 /** Who was written a message and never confirmed reading it: the session key and its client instance. */
 export interface Reader {
@@ -64,44 +85,172 @@ export interface Reader {
   readonly instance: SessionInstance
 }
 
-/** A cancelled mailbox copy: who was given the message, and the control that withdraws it. */
-export interface WithdrawnCopy extends Reader {
+/** Readers a copy's mark keeps (the newest): more instances than this reading one copy is not a case to keep whole. */
+const MAX_READERS = 4
+
+/** One reader a cancelled copy is kept for, and the control that withdraws the message for it. */
+export interface KeptFor extends Reader {
   /** The `message_control` cancel, written right behind the message. */
   readonly control: ControlFrame
 }
 
-/** Whether `copy` goes to `receiver`: the session and client instance it was given to. */
-export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean =>
-  copy.receiverKey === receiver.key && mayHold(copy.instance, receiver)
+/** A cancelled mailbox copy: each reader not yet given it again, with its control (review L6: every one is told). */
+export interface WithdrawnCopy {
+  readonly readers: ReadonlyArray<KeptFor>
+}
+
+/** Whether `reader` is `receiver`: the session and client instance it names. */
+const isReader = (reader: Reader, receiver: Session): boolean =>
+  reader.receiverKey === receiver.key && mayHold(reader.instance, receiver)
+
+/** Whether `copy` goes to `receiver`: one of the sessions and client instances it was given to. */
+export const goesTo = (copy: WithdrawnCopy, receiver: Session): boolean => copy.readers.some((reader) => isReader(reader, receiver))
+
+/** `readers` with `reader` the newest (once), the oldest let go past MAX_READERS. */
+const withReader = (readers: ReadonlyArray<Reader>, reader: Reader): ReadonlyArray<Reader> => {
+  const others = readers.filter((known) => known.receiverKey !== reader.receiverKey || known.instance !== reader.instance)
+  others.push(reader)
+  return others.length > MAX_READERS ? others.slice(others.length - MAX_READERS) : others
+}
+
+/** Whom a connection's custody wrote what it gives back (Custody.ts's `PeerCustody`). */
+export interface WrittenTo {
+  /** The client instance the session `key` registered as on that connection, if it did with custody. */
+  readonly instanceOf: (key: string) => SessionInstance | undefined
+}
+
+/** What the cancelled copies need of the receipt routes (Receipts.ts, through MailDelivery's `MailRoutes`). */
+export interface CopyRoutes {
+  /** A message that leaves without reaching its receiver: its route, if one is left, goes (Receipts.dropRoute). */
+  readonly lost: (senderKey: string, messageId: string) => void
+  /** `mail` came back from a connection and went on to `receiver`'s (Receipts.handedOn). */
+  readonly handedOn: (mail: Mail, receiver: Session) => void
+  /** The session key and client instance a write gave a message to, if one was (Receipts.givenTo). */
+  readonly givenTo: (
+    senderKey: string,
+    messageId: string
+  ) => { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined
+}
 
 /** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`) and by receiver, and which copies were read. */
 export class WithdrawnCopies {
+  private readonly ctx: RouterContext
+  private readonly routes: CopyRoutes
+  /** Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say). */
+  private readonly put: (copy: Mail) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
-  /** Record keys of the kept copies, by the session key given them (`WithdrawnCopy.receiverKey`). */
+  /** Record keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
-  /** Messages given back that their client was written and never confirmed reading. */
-  private readonly readItems = new WeakSet<OutboundMessage>()
-  /** Mailbox copies (and copies given out again) of such messages, with who read them. */
-  private readonly readCopies = new WeakMap<Mail, Reader>()
+  /**
+   * Messages given back that their client was written and never confirmed reading, with who that was:
+   * the instance custody knows for it (`WrittenTo`), which needs no route (review L2), or none (then its
+   * route names it, `readerOf`).
+   */
+  private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
+  /** Mailbox copies (and copies given out again) of such messages, with who read them, oldest first. */
+  private readonly readCopies = new WeakMap<Mail, ReadonlyArray<Reader>>()
 
-  /** `items`, given back by custody, were written to their client and never confirmed read (Custody.ts). */
-  unconfirmed(items: ReadonlyArray<Written>): void {
-    for (const item of items) if ("mail" in item) this.readItems.add(item)
+  /**
+   * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
+   * @param put puts a copy kept here in the mailbox (MailDelivery's, which owns the mailbox).
+   */
+  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail) => void) {
+    this.ctx = ctx
+    this.routes = routes
+    this.put = put
   }
 
-  /** Whether `outbound`, given back, was written to its client, which never confirmed reading it. */
-  wasWritten(outbound: OutboundMessage): boolean {
-    return this.readItems.has(outbound)
+  /** `items`, given back by custody, were written to their client (`writtenTo`) and never confirmed read (Custody.ts). */
+  unconfirmed(items: ReadonlyArray<Written>, writtenTo: WrittenTo): void {
+    for (const item of items) {
+      if (!("mail" in item)) continue
+      const instance = writtenTo.instanceOf(item.to)
+      this.readItems.set(item, instance === undefined ? undefined : { receiverKey: item.to, instance })
+    }
   }
 
-  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), if anyone did. */
-  readerOf(mail: Mail): Reader | undefined {
+  /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), oldest first; undefined when nobody did. */
+  readersOfCopy(mail: Mail): ReadonlyArray<Reader> | undefined {
     return this.readCopies.get(mail)
   }
 
-  /** The copy `copy` of a message was read by `reader` (a new copy of it carries its mark). */
-  markRead(copy: Mail, reader: Reader): void {
-    this.readCopies.set(copy, reader)
+  /**
+   * Who read `outbound`, given back, and never confirmed it, oldest first:
+   * those its mail object was marked read by (earlier connections', carried
+   * across give-backs: review revi I3), and, when this connection was
+   * written it (`unconfirmed`), the client instance custody says it was
+   * written to (however long ago: review L2), or else the one its route
+   * names. Undefined when nobody read it. A close path only.
+   */
+  readersOf(outbound: OutboundMessage): ReadonlyArray<Reader> | undefined {
+    const earlier = this.readCopies.get(outbound.mail)
+    if (!this.readItems.has(outbound)) return earlier
+    let reader = this.readItems.get(outbound)
+    if (reader === undefined) {
+      const given = this.routes.givenTo(outbound.mail.senderKey, outbound.mail.message.id)
+      if (given === undefined) return earlier
+      reader = { receiverKey: given.receiverKey, instance: given.receiverInstance }
+    }
+    return withReader(earlier ?? [], reader)
+  }
+
+  /**
+   * `outbound`, cancelled by its sender on its way and given back with its
+   * recipient away, goes back to the mailbox as a cancelled copy for the
+   * client instance given it when that client was written it and never
+   * confirmed it (`unconfirmed`): it may show it, and the cancel written
+   * behind it may not have reached it. Its control is made again (the one
+   * given back with it is dropped with the recipient away), from the sender
+   * as the message names it. Written on an earlier connection counts
+   * (`readerOf`: a return that dropped before the copy was written to it).
+   * False when it is not so kept: never written, superseded (the new
+   * message tells its client), or no instance known; true when noted, even
+   * if the bounds pushed the copy out at once (then it went silently,
+   * MailDelivery's `evicted`).
+   */
+  keepCancelled(outbound: OutboundMessage, now: number): boolean {
+    const { mail } = outbound
+    const readers = this.readersOf(outbound)
+    if (readers === undefined) return false
+    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
+    if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
+    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
+    const kept = readers.map((reader): KeptFor => ({
+      ...reader,
+      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+    }))
+    // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
+    this.keep(mail.recordKey, { readers: kept })
+    const copy: Mail = { ...mail, queuedAt: now }
+    this.markRead(copy, readers)
+    this.put(copy)
+    return true
+  }
+
+  /**
+   * A cancelled copy taken from the mailbox for `session`: to a client
+   * instance given it, the message again and its cancel right behind it
+   * (the record stays cancelled; the route moves on to this connection),
+   * and the copy goes back to the mailbox, as it was, for the other
+   * instances that read it, if any (review L6); to any other instance,
+   * nothing, and its route goes, so a cancel again sends no control.
+   */
+  give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
+    const at = copy.readers.findIndex((reader) => isReader(reader, session))
+    if (at < 0) return this.routes.lost(mail.senderKey, mail.message.id)
+    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+    this.routes.handedOn(mail, session)
+    this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
+    if (copy.readers.length === 1) return
+    const rest = copy.readers.filter((_, i) => i !== at)
+    this.keep(mail.recordKey, { readers: rest })
+    this.markRead(mail, rest)
+    this.put(mail)
+  }
+
+  /** The copy `copy` of a message was read by `readers`, oldest first (a new copy of it carries their mark). */
+  markRead(copy: Mail, readers: ReadonlyArray<Reader>): void {
+    this.readCopies.set(copy, readers)
   }
 
   /** How many are kept. */
@@ -113,9 +262,11 @@ export class WithdrawnCopies {
   keep(recordKey: string, copy: WithdrawnCopy): void {
     this.take(recordKey)
     this.copies.set(recordKey, copy)
-    const keys = this.byReceiver.get(copy.receiverKey)
-    if (keys === undefined) this.byReceiver.set(copy.receiverKey, new Set([recordKey]))
-    else keys.add(recordKey)
+    for (const reader of copy.readers) {
+      const keys = this.byReceiver.get(reader.receiverKey)
+      if (keys === undefined) this.byReceiver.set(reader.receiverKey, new Set([recordKey]))
+      else keys.add(recordKey)
+    }
   }
 
   /** Whether the mailbox copy `recordKey` is a cancelled one. */
@@ -130,7 +281,7 @@ export class WithdrawnCopies {
   keptForAnother(recordKey: string, receiverKey: string): boolean {
     if (this.copies.size === 0) return false
     const copy = this.copies.get(recordKey)
-    return copy !== undefined && copy.receiverKey !== receiverKey
+    return copy !== undefined && !copy.readers.some((reader) => reader.receiverKey === receiverKey)
   }
 
   /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
@@ -146,10 +297,11 @@ export class WithdrawnCopies {
     const copy = this.copies.get(recordKey)
     if (copy === undefined) return undefined
     this.copies.delete(recordKey)
-    const keys = this.byReceiver.get(copy.receiverKey)
-    if (keys !== undefined) {
+    for (const reader of copy.readers) {
+      const keys = this.byReceiver.get(reader.receiverKey)
+      if (keys === undefined) continue
       keys.delete(recordKey)
-      if (keys.size === 0) this.byReceiver.delete(copy.receiverKey)
+      if (keys.size === 0) this.byReceiver.delete(reader.receiverKey)
     }
     return copy
   }

@@ -124,4 +124,15 @@ describe("PeerCustody", () => {
     assert.deepStrictEqual(released, ["s\u0001m2", "s\u0001m4"])
     assert.deepStrictEqual(custody.takeBack().map(keyOf), ["s\u0001m6", "notice 7"])
   })
+
+  it("knows the instance each session registered as while it holds its mail, and lets go of idle sessions past a few", () => {
+    const custody = new PeerCustody(() => {})
+    // Mail for "t" (custodyItems' target) is held; t registered first, then many sessions nothing is held for.
+    custody.registeredAs("t", 7)
+    custody.hold(1, message(1))
+    for (let i = 0; i < 20; i++) custody.registeredAs(`idle${i}`, 100 + i)
+    assert.strictEqual(custody.instanceOf("t"), 7)
+    assert.strictEqual(custody.instanceOf("idle0"), undefined)
+    assert.strictEqual(custody.instanceOf("idle19"), 119)
+  })
 })
