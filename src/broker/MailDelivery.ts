@@ -41,7 +41,11 @@
  * copy is stale: it is dropped, never delivered (a reply to it would be
  * refused), and leaves the store (`dropStale`). Its asker hears of it only
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
- * mailbox drops); one it withdrew, or that was answered, goes silently.
+ * mailbox drops); one it withdrew, or that was answered, goes silently —
+ * one its sender cancelled or superseded (its record says so) also past
+ * its deadline, as it was answered for that (helper ctlback). (One
+ * withdrawn by `cancel_ask`, or answered, that comes back past its deadline
+ * cannot be told from one that expired: its edge is gone either way.)
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -58,7 +62,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 935 lines, one concept: the fate of mail that is not being
+ * Size: about 940 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -562,8 +566,10 @@ export class MailDelivery {
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
       if (this.keepCancelled(outbound, now)) return false
-      if (stale) this.dropStale(mail)
-      else this.routes.lost(mail.senderKey, mail.message.id)
+      // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
+      // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
+      // record rewrite dropped its stored row.
+      this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }
