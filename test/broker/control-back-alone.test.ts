@@ -15,10 +15,15 @@ import { Effect } from "effect"
 import { message } from "../support/broker.ts"
 import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
-/** b-1 confirms m0, d withdraws it (`withdraw`), the control reaches b-1 unconfirmed, and b-1 drops. */
-const readThenWithdrawnThenDropped = (withdraw: "cancel" | "supersede") =>
+const RETENTION_MS = 3_600_000
+
+/**
+ * b-1 confirms m0, d withdraws it (`withdraw`), the control reaches b-1 unconfirmed, and b-1 drops; the
+ * broker keeps mail `RETENTION_MS`, on `clock`.
+ */
+const readThenWithdrawnThenDropped = (withdraw: "cancel" | "supersede", clock = { now: 1_000_000 }) =>
   Effect.gen(function*() {
-    const w = yield* world(custodyFeatures)
+    const w = yield* world(custodyFeatures, { mailboxRetention: RETENTION_MS }, clock)
     const m0 = message("m0")
     w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
     w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
@@ -54,6 +59,20 @@ describe("a control whose message was confirmed comes back alone at a drop, the 
       // b-2's registration took b over from b-1: the control was b-1's, and went with that turn.
       const back = w.registerB("b-1")
       assert.deepStrictEqual(messagesAndControls(w.framesOf(back)), [])
+    }))
+
+  it.effect("a cancel: kept as long as the mailbox keeps mail, and no longer", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const { m0, w } = yield* readThenWithdrawnThenDropped("cancel", clock)
+      clock.now += RETENTION_MS
+      const inTime = w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(inTime)), [`cancel ${m0.id}`])
+
+      const late = yield* readThenWithdrawnThenDropped("cancel", clock)
+      clock.now += RETENTION_MS + 1
+      const back = late.w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(late.w.framesOf(back)), [])
     }))
 
   it.effect("a cancel its socket never took (the write stuck): b-1's return gets it", () =>
