@@ -29,7 +29,9 @@
  * with it or kept on a custody hold for the close (OutputEnd.handOver);
  * with the session away it is dropped, as a
  * control needs both sides live (a cancelled ask's message is dropped from
- * the mailbox on its own: `MailDelivery.isStale`).
+ * the mailbox on its own: `MailDelivery.isStale`) — but one a closed
+ * connection gives back without its message, which its client confirmed,
+ * is kept for that client instance's return (KeptControls.ts).
  *
  * One object per cancel or supersede, never per routed message.
  */

@@ -46,7 +46,9 @@
  * that instance cannot act on it (MailDelivery.giveBack). A message its
  * sender withdrew is given back to no new instance (its route names the
  * old one: MailDelivery.requeue), so its control, in the same custody, is
- * dropped with it. With the session away it is dropped (MailDelivery.takeBack).
+ * dropped with it. With the session away it is dropped (MailDelivery.takeBack),
+ * unless its message, confirmed, is not given back with it: then it is kept
+ * for the client instance given that message (KeptControls.ts).
  * What custody gives back is told to the mailbox concern first
  * (`unconfirmed`), with whom it was written to: a copy of such a message
  * back in the mailbox was read, so a cancel of it there is kept for that

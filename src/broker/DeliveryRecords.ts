@@ -53,8 +53,8 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
  */
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
 
-/** The message id inside a record key of `senderKey` (a record restored from the store). */
-const idOfKey = (senderKey: string, key: string): string =>
+/** The message id inside a record key of `senderKey` (a record restored from the store; a control's `messageKey`). */
+export const idOfKey = (senderKey: string, key: string): string =>
   key.startsWith(senderKey) && key.charCodeAt(senderKey.length) === 1 ? key.slice(senderKey.length + 1) : key
 
 /** Bounds and times of the replay records. */

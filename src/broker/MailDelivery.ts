@@ -41,7 +41,11 @@
  * copy is stale: it is dropped, never delivered (a reply to it would be
  * refused), and leaves the store (`dropStale`). Its asker hears of it only
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
- * mailbox drops); one it withdrew, or that was answered, goes silently.
+ * mailbox drops); one it withdrew, or that was answered, goes silently —
+ * one its sender cancelled or superseded (its record says so) also past
+ * its deadline, as it was answered for that (helper ctlback). (One
+ * withdrawn by `cancel_ask`, or answered, that comes back past its deadline
+ * cannot be told from one that expired: its edge is gone either way.)
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -50,30 +54,37 @@
  * (WithdrawnCopies.ts, review revd, helper mbctl). So does a message
  * cancelled on its way, its client written it, given back with its session
  * away (WithdrawnCopies.keepCancelled), an ask too (its cancel closed its edge, yet it is
- * kept: review revi I5). The read mark, with the instance that read it,
+ * kept: review revi I5). A control given back alone with its session away
+ * (its message confirmed, so not given back with it) is kept for the
+ * client instance given that message, and goes to that instance's return
+ * ahead of the mailbox's mail (KeptControls.ts, `keepAlone`; helper
+ * ctlback). The read mark, with the instance that read it,
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 830 lines, one concept: the fate of mail that is not being
+ * Size: about 880 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
  * `held`, grew it, and the notices only a live connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
- * a control only with its message, `giveBack`). The mailbox's own bounds
- * are Mailbox.ts's, the notices' journal NoticeJournal.ts's, and the
+ * a control only with its message, `giveBack`, or kept for the instance
+ * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
+ * are Mailbox.ts's, the notices' journal NoticeJournal.ts's, the
  * cancelled copies' decisions (who read a copy, keeping one, giving one
- * back) WithdrawnCopies.ts's; what stays here moves mail between them and
- * the live delivery, calling each at its step of the close path, the
- * cancel or the flush, in the order those paths decide.
+ * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
+ * stays here moves mail between them and the live delivery, calling each at
+ * its step of the close path, the cancel or the flush, in the order those
+ * paths decide.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, idOfKey, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
+import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
@@ -180,6 +191,8 @@ export class MailDelivery {
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   /** Mailbox copies their sender cancelled after a client read them, kept for that client (WithdrawnCopies.ts). */
   private readonly withdrawn: WithdrawnCopies
+  /** Controls that came back alone with their session away, kept for the instance given their message (KeptControls.ts). */
+  private readonly controls = new KeptControls()
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -236,6 +249,11 @@ export class MailDelivery {
         this.owedCount -= owed.length
         // Base frames only: a notice that needs an extension is never owed (`tellLive`).
         for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
+      }
+      // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts).
+      if (this.controls.size > 0) {
+        const cutoff = now - this.ctx.options.mailboxRetentionMs - 1
+        for (const control of this.controls.takeFor(session, cutoff)) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)
     },
@@ -457,18 +475,45 @@ export class MailDelivery {
    * mark the unknown id replied and answer its sender (ControlFrame.ts,
    * docs/protocol.md). Dropped so: a control whose message its old client
    * confirmed reading, and one whose message is not forwarded — an ask that
-   * is over (`isStale`), mail requeued for a session that is away. A close
-   * path only: the set of forwarded keys is made at the first message
+   * is over (`isStale`), mail requeued for a session that is away. With
+   * the session away, one whose message is not given back at all (its
+   * client confirmed it) is kept for that client's return (`keepAlone`). A
+   * close path only: the set of forwarded keys is made at the first message
    * forwarded.
    */
   giveBack(items: ReadonlyArray<OutboundItem>): void {
     let forwarded: Set<string> | undefined
+    let alone: Array<ControlFrame> | undefined
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
       if (isControl(item)) {
         if (forwarded !== undefined && forwarded.has(item.messageKey)) this.takeBack(item)
+        else (alone ??= []).push(item)
       } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
       else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
+    }
+    if (alone !== undefined) this.keepAlone(alone, items)
+  }
+
+  /**
+   * Controls given back without their message (`giveBack`): with their
+   * session away, one whose message is not among `items` (its client
+   * confirmed it, so it may have shown it) is kept for the client instance
+   * its route names, for that instance's return (KeptControls.ts, helper
+   * ctlback). The rest are dropped, as before: to another instance live now
+   * (it never got the message), for a short-lived session that ended, about
+   * a message given back here (its fate is the mailbox's: `keepCancelled`),
+   * or with no route naming an instance of that session.
+   */
+  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
+    let returned: Set<string> | undefined
+    const now = this.ctx.now()
+    for (const control of controls) {
+      if (this.liveSession(control.to) !== undefined || this.ended.has(control.to)) continue
+      returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
+      if (returned.has(control.messageKey)) continue
+      const given = this.routes.givenTo(control.senderKey, idOfKey(control.senderKey, control.messageKey))
+      if (given !== undefined && given.receiverKey === control.to) this.controls.keep(control, given.receiverInstance, now)
     }
   }
 
@@ -518,8 +563,10 @@ export class MailDelivery {
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
       if (this.withdrawn.keepCancelled(outbound, now)) return false
-      if (stale) this.dropStale(mail)
-      else this.routes.lost(mail.senderKey, mail.message.id)
+      // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
+      // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
+      // record rewrite dropped its stored row.
+      this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }

@@ -26,6 +26,7 @@ export interface Seen {
   readonly reason?: string
   readonly message?: { readonly id: string; readonly supersedes?: string }
   readonly control?: { readonly action: string; readonly messageId: string }
+  readonly receipt?: { readonly messageId: string; readonly status: string }
 }
 
 /** The messages and `message_control`s among `frames`, in order, as `message <id>` and `<action> <id>`. */
