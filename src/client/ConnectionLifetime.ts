@@ -128,6 +128,12 @@ export interface ConnectionLifetime {
    * close (`live` cleared, the reconnect begun); otherwise undefined.
    */
   readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
+  /**
+   * Drops `connection` at once, without `unregister`, as a failed liveness probe does (P96): its broker
+   * left a round trip unanswered past the liveness timeout. The reconnect follows, as after any drop;
+   * `reason` becomes `lastError` while it is the live connection.
+   */
+  readonly unanswered: (connection: ClientConnection, reason: string) => Effect.Effect<void>
   /** Whether `disconnect` ran. */
   readonly stopped: () => boolean
   /** How many connections were adopted. */
@@ -339,10 +345,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
           Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
             Effect.andThen(connection.probe(livenessTimeoutMs)),
             // P96: a broker that does not answer is dropped at once (no unregister), then reconnected.
-            Effect.catchTag("RequestTimeout", () =>
-              Effect.sync(() => lastError = "liveness probe timed out").pipe(
-                Effect.andThen(connection.destroy)
-              ))
+            Effect.catchTag("RequestTimeout", () => unanswered(connection, "liveness probe timed out"))
           ),
           { disableYield: true }
         ).pipe(Effect.ignore),
@@ -383,6 +386,13 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
         ),
         connectionsScope
       )
+    })
+
+  /** Drops `connection` at once, without `unregister` (P96): its broker left a round trip unanswered. */
+  const unanswered = (connection: ClientConnection, reason: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (connection === live) lastError = reason
+      return connection.destroy
     })
 
   /** A take-back after a takeover (`reclaim-v1`, ClientTakeover.ts), run in the connections' Scope. */
@@ -499,6 +509,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
     nextConnection,
     live: () => live,
     retirementOf,
+    unanswered,
     stopped: () => stopped,
     connections: () => connections,
     lastError: () => lastError,

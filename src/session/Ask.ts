@@ -24,8 +24,9 @@
  * client reconnecting), within the client's rejoin grace, since a reply the
  * dropped connection lost unread is given back there first. So the user's
  * timeout is a bound within one round trip (at most the liveness timeout,
- * 5 s by default, for a broker that does not answer), plus the rejoin grace
- * and a second round trip when the connection drops at the deadline.
+ * 5 s by default, after which a broker that does not answer is dropped),
+ * plus the rejoin grace and a second round trip when the connection drops
+ * at the deadline.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  */
@@ -140,8 +141,9 @@ const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
  * reconnects, moves the round trip to the next connection (behind what the
  * broker gives back there), if one comes within the client's rejoin grace;
  * the wait times out when none does (an asker that cannot hear the broker
- * keeps a bound), or when the broker does not answer within the liveness
- * timeout. Against a broker without the extension its own timer, from now,
+ * keeps a bound). A broker that does not answer within the liveness timeout
+ * has its connection dropped, and the round trip moves on as after a drop.
+ * Against a broker without the extension its own timer, from now,
  * ends it.
  *
  * @category combinators

@@ -110,6 +110,29 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
     }))
 
+  it.live("settleRoundTrip the broker leaves unanswered past the liveness timeout drops that connection and settles again on the next, after the reply given back there", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({
+        features: FEATURES,
+        // A frozen broker: it reads the settling list and never answers it, the connection left open.
+        ignoreSettle: (connection) => connection === 1,
+        afterRegistered: (connection) => connection === 2 ? [replyFrame("q-1", "accepted before the deadline")] : []
+      })
+      const { client } = yield* makeClient(
+        fakeClientOptions(fake, "asker-0000-0009", { reconnectBaseMs: 10, livenessTimeoutMs: 500, livenessIntervalMs: 600_000 })
+      )
+      yield* client.connect
+      const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
+      // The client dropped the unanswering connection itself (no probe runs in this test) and reconnected.
+      yield* fake.until("a second connection", () => fake.connections() === 2, "10 seconds")
+      const reply = yield* nextMessage(client)
+      assert.strictEqual(reply.message.replyTo, "q-1")
+      yield* client.handled(reply)
+      assert.isTrue(yield* Fiber.join(settling))
+      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+      assert.isFalse(fake.ofType("unregister").some((f) => f.connection === 1), "the frozen connection was closed, not dropped")
+    }))
+
   it.live("settleRoundTrip whose connection drops answers true on the next connection's answer when nothing is given back (a broker that lost the ask)", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: FEATURES, dropOnSettle: (connection) => connection === 1 })

@@ -271,6 +271,11 @@ export interface FakeBrokerOptions {
    */
   readonly dropOnSettle?: (connection: number) => boolean
   /**
+   * Whether a `list` marked `settle: true` on this connection is read and
+   * never answered, the connection kept open (a frozen broker). Default: never.
+   */
+  readonly ignoreSettle?: (connection: number) => boolean
+  /**
    * Frames written right after `registered`, in the same transport write,
    * given the connection's number: output a broker gives back at a rejoin.
    * Default: none.
@@ -368,6 +373,7 @@ export const makeFakeBroker = (
               break
             case "list":
               if (parsed.settle === true && options.dropOnSettle?.(id) === true) return yield* connection.end
+              if (parsed.settle === true && options.ignoreSettle?.(id) === true) break
               if (options.answerList !== false) {
                 yield* reply(
                   ...(options.beforeList?.() ?? []),
