@@ -275,6 +275,8 @@ export interface FakeBrokerOptions {
    * never answered, the connection kept open (a frozen broker). Default: never.
    */
   readonly ignoreSettle?: (connection: number) => boolean
+  /** Whether a `send` on this connection ends the connection unanswered. Default: never. */
+  readonly dropOnSend?: (connection: number) => boolean
   /**
    * Frames written right after `registered`, in the same transport write,
    * given the connection's number: output a broker gives back at a rejoin.
@@ -382,6 +384,7 @@ export const makeFakeBroker = (
               }
               break
             case "send": {
+              if (options.dropOnSend?.(id) === true) return yield* connection.end
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
