@@ -25,7 +25,7 @@
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
  *
- * Size: about 510 lines, over a third of them comments; one concept (the
+ * Size: about 540 lines, over a third of them comments; one concept (the
  * attempt, adoption and reconnect share every variable above, and split
  * apart each would need the others' state); the concerns restored on each
  * connection are their own modules, this one only calls them in order.
@@ -108,7 +108,7 @@ export interface LifetimeConfig {
 export interface ConnectionLifetime {
   /**
    * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
-   * (a reconnect may be in progress), then uses it.
+   * (a reconnect may be in progress), then uses it; `disconnect` ends that wait at once.
    */
   readonly withConnection: <A, E>(
     use: (connection: ClientConnection) => Effect.Effect<A, E>
@@ -202,6 +202,8 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   const takeover = new TakeoverState(
     options.takenOverHint ?? "Connect a new client with this session id to take it back."
   )
+  /** Whether a reconnect's attempt is in flight (not its back-off): `disconnect` joins it rather than end it. */
+  let reconnecting = false
   /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
   let restoreProblems: string | undefined
   /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -415,20 +417,32 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
 
   /**
    * Retries with backoff until connected, the client stops, or `shouldReconnect` (asked before each
-   * attempt) says no; waiting operations see the result.
+   * attempt) says no; waiting operations see the result. `disconnect` during a back-off ends it at
+   * once, `next` failed as closed; an attempt in flight then is joined (C-BRK-30), and none follows.
    */
   const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> => {
     const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
-    return Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
-      Effect.andThen(Effect.retry(unlessDeclined(attempt, declined), {
+    const tracked = Effect.suspend(() => {
+      reconnecting = true
+      return unlessDeclined(attempt, declined)
+    }).pipe(Effect.ensuring(Effect.sync(() => reconnecting = false)))
+    const retrying = Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
+      Effect.andThen(Effect.retry(tracked, {
         schedule: reconnectSchedule,
         while: (error) => !stopped && error !== declined
       })),
       Effect.flatMap(({ connection, scope }) =>
         adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(next, connection)))
       ),
-      Effect.catch((error) => Deferred.fail(next, error))
+      Effect.catch((error) => Deferred.fail(next, error)),
+      Effect.asVoid
     )
+    // Closed during a back-off: nothing is in flight to join, so the wait ends now, not at the next attempt.
+    const closedMeanwhile = Deferred.await(whenStopped).pipe(
+      Effect.andThen(Effect.suspend(() => reconnecting ? Effect.never : Deferred.fail(next, noLongerActive()))),
+      Effect.asVoid
+    )
+    return Effect.raceFirst(retrying, closedMeanwhile)
   }
 
   const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
@@ -455,14 +469,18 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   /**
    * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
    * (a reconnect may be in progress), then uses it. Connected, no timer is set: the wait is over.
+   * `disconnect` ends the wait at once with `IntercomNotConnected` ("the client was disconnected").
    */
   const withConnection = <A, E>(
     use: (connection: ClientConnection) => Effect.Effect<A, E>
   ): Effect.Effect<A, E | IntercomNotConnected> =>
     Effect.suspend(() => !stopped && live !== undefined ? use(live) : waitForConnection(use))
 
+  /** Ends a wait for a connection once the client is closed (`disconnect`), with the closed client's error. */
+  const closedWhileWaiting = Effect.andThen(Deferred.await(whenStopped), Effect.fail(noLongerActive()))
+
   const waitForConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
-    connection.pipe(
+    Effect.raceFirst(connection, closedWhileWaiting).pipe(
       Effect.timeoutOrElse({
         duration: Duration.millis(connectTimeoutMs),
         orElse: () =>
