@@ -369,7 +369,11 @@ export const openClientConnection = (
           if (frame.type === "delivered") {
             sends.settle(
               pending,
-              Exit.succeed<Delivery>({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
+              Exit.succeed<Delivery>({
+                messageId: frame.messageId,
+                delivery: frame.delivery ?? "socket_delivered",
+                ...(pending.writtenAskTimeoutMs === undefined ? {} : { askTimeoutMs: pending.writtenAskTimeoutMs })
+              })
             )
           } else {
             sends.settle(
@@ -631,10 +635,10 @@ export const openClientConnection = (
         // A retry after a loss whose re-send was answered before it came back: that answer is its own.
         const kept = sends.collect(messageId, signature)
         if (kept !== undefined) return kept
-        const text = sendFrameText(request, frameType, granted)
-        if (typeof text !== "string") return Effect.fail(text)
-        if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const text = sendFrameText(request, frameType, granted, now)
+          if (typeof text !== "string") return Effect.fail(text)
+          if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
           const pending = sends.begin(request, frameType, signature, now)
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
@@ -650,11 +654,12 @@ export const openClientConnection = (
       })
 
     const resend: ClientConnection["resend"] = (lost, keepMs) =>
-      Effect.suspend(() => {
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
         const { messageIds, texts } = sends.retake(
           addressedTo(lost, registered.frame.supervisorSessionId),
-          (send) => sendFrameText(send.request, send.frameType, granted)
+          (send) => sendFrameText(send.request, send.frameType, granted, now),
+          now
         )
         if (texts.length === 0) return Effect.void
         // Answers nobody came back for are dropped after `keepMs`, on the Clock; with the connection, at its close.

@@ -25,7 +25,7 @@
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
  *
- * Size: about 510 lines, over a third of them comments; one concept (the
+ * Size: about 540 lines, over a third of them comments; one concept (the
  * attempt, adoption and reconnect share every variable above, and split
  * apart each would need the others' state); the concerns restored on each
  * connection are their own modules, this one only calls them in order.
@@ -108,7 +108,7 @@ export interface LifetimeConfig {
 export interface ConnectionLifetime {
   /**
    * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
-   * (a reconnect may be in progress), then uses it.
+   * (a reconnect may be in progress), then uses it; `disconnect` ends that wait at once.
    */
   readonly withConnection: <A, E>(
     use: (connection: ClientConnection) => Effect.Effect<A, E>
@@ -128,6 +128,12 @@ export interface ConnectionLifetime {
    * close (`live` cleared, the reconnect begun); otherwise undefined.
    */
   readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
+  /**
+   * Drops `connection` at once, without `unregister`, as a failed liveness probe does (P96): its broker
+   * left a round trip unanswered past the liveness timeout. The reconnect follows, as after any drop;
+   * `reason` becomes `lastError` while it is the live connection.
+   */
+  readonly unanswered: (connection: ClientConnection, reason: string) => Effect.Effect<void>
   /** Whether `disconnect` ran. */
   readonly stopped: () => boolean
   /** How many connections were adopted. */
@@ -196,6 +202,8 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   const takeover = new TakeoverState(
     options.takenOverHint ?? "Connect a new client with this session id to take it back."
   )
+  /** Whether a reconnect's attempt is in flight (not its back-off): `disconnect` joins it rather than end it. */
+  let reconnecting = false
   /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
   let restoreProblems: string | undefined
   /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -339,10 +347,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
           Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
             Effect.andThen(connection.probe(livenessTimeoutMs)),
             // P96: a broker that does not answer is dropped at once (no unregister), then reconnected.
-            Effect.catchTag("RequestTimeout", () =>
-              Effect.sync(() => lastError = "liveness probe timed out").pipe(
-                Effect.andThen(connection.destroy)
-              ))
+            Effect.catchTag("RequestTimeout", () => unanswered(connection, "liveness probe timed out"))
           ),
           { disableYield: true }
         ).pipe(Effect.ignore),
@@ -385,6 +390,13 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
       )
     })
 
+  /** Drops `connection` at once, without `unregister` (P96): its broker left a round trip unanswered. */
+  const unanswered = (connection: ClientConnection, reason: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (connection === live) lastError = reason
+      return connection.destroy
+    })
+
   /** A take-back after a takeover (`reclaim-v1`, ClientTakeover.ts), run in the connections' Scope. */
   const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
     takeover.reclaim(over, released, options.sessionId, new IntercomNotConnected({ reason: RECONNECT_DECLINED }), {
@@ -405,20 +417,32 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
 
   /**
    * Retries with backoff until connected, the client stops, or `shouldReconnect` (asked before each
-   * attempt) says no; waiting operations see the result.
+   * attempt) says no; waiting operations see the result. `disconnect` during a back-off ends it at
+   * once, `next` failed as closed; an attempt in flight then is joined (C-BRK-30), and none follows.
    */
   const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> => {
     const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
-    return Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
-      Effect.andThen(Effect.retry(unlessDeclined(attempt, declined), {
+    const tracked = Effect.suspend(() => {
+      reconnecting = true
+      return unlessDeclined(attempt, declined)
+    }).pipe(Effect.ensuring(Effect.sync(() => reconnecting = false)))
+    const retrying = Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
+      Effect.andThen(Effect.retry(tracked, {
         schedule: reconnectSchedule,
         while: (error) => !stopped && error !== declined
       })),
       Effect.flatMap(({ connection, scope }) =>
         adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(next, connection)))
       ),
-      Effect.catch((error) => Deferred.fail(next, error))
+      Effect.catch((error) => Deferred.fail(next, error)),
+      Effect.asVoid
     )
+    // Closed during a back-off: nothing is in flight to join, so the wait ends now, not at the next attempt.
+    const closedMeanwhile = Deferred.await(whenStopped).pipe(
+      Effect.andThen(Effect.suspend(() => reconnecting ? Effect.never : Deferred.fail(next, noLongerActive()))),
+      Effect.asVoid
+    )
+    return Effect.raceFirst(retrying, closedMeanwhile)
   }
 
   const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
@@ -445,14 +469,18 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   /**
    * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
    * (a reconnect may be in progress), then uses it. Connected, no timer is set: the wait is over.
+   * `disconnect` ends the wait at once with `IntercomNotConnected` ("the client was disconnected").
    */
   const withConnection = <A, E>(
     use: (connection: ClientConnection) => Effect.Effect<A, E>
   ): Effect.Effect<A, E | IntercomNotConnected> =>
     Effect.suspend(() => !stopped && live !== undefined ? use(live) : waitForConnection(use))
 
+  /** Ends a wait for a connection once the client is closed (`disconnect`), with the closed client's error. */
+  const closedWhileWaiting = Effect.andThen(Deferred.await(whenStopped), Effect.fail(noLongerActive()))
+
   const waitForConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
-    connection.pipe(
+    Effect.raceFirst(connection, closedWhileWaiting).pipe(
       Effect.timeoutOrElse({
         duration: Duration.millis(connectTimeoutMs),
         orElse: () =>
@@ -499,6 +527,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
     nextConnection,
     live: () => live,
     retirementOf,
+    unanswered,
     stopped: () => stopped,
     connections: () => connections,
     lastError: () => lastError,

@@ -27,7 +27,11 @@
 import { Deferred, Exit } from "effect"
 import { ConnectionLost, type DeliveryError } from "./errors.ts"
 import type { Delivery } from "./events.ts"
-import { type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
+import { askTimeoutAt, type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
+
+/** What a write at `now` carries as `askTimeoutMs`, kept only for an ask whose first send is known. */
+const writtenAskTimeout = (request: SendRequest, now: number): number | undefined =>
+  request.askSince === undefined ? undefined : askTimeoutAt(request, now)
 
 /** A send its connection had taken and not seen answered when it closed. */
 export interface UnansweredSend {
@@ -63,6 +67,8 @@ export const addressedTo = (
 
 /** A send waiting for its answer, and who waits for it. */
 export interface PendingSend extends UnansweredSend {
+  /** The `askTimeoutMs` its last write carried (`askTimeoutAt`), for an ask sent with `askSince`. */
+  readonly writtenAskTimeoutMs: number | undefined
   readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
   /**
    * Re-sent by `retake` and not yet joined by a caller: nobody waits on
@@ -104,7 +110,15 @@ export class PendingSends {
 
   /** Enters a send about to be written; its answer is the returned entry's `answer`. */
   begin(request: SendRequest, frameType: SendFrameType, signature: string, since: number): PendingSend {
-    const pending: PendingSend = { request, frameType, signature, since, answer: Deferred.makeUnsafe(), unclaimed: false }
+    const pending: PendingSend = {
+      request,
+      frameType,
+      signature,
+      since,
+      writtenAskTimeoutMs: writtenAskTimeout(request, since),
+      answer: Deferred.makeUnsafe(),
+      unclaimed: false
+    }
     this.table.set(request.message.id, pending)
     return pending
   }
@@ -195,7 +209,8 @@ export class PendingSends {
 
   /**
    * Takes sends a previous connection left unanswered into this table, in
-   * their order, and returns their frames to be written as one batch, with
+   * their order (an ask's `askTimeoutMs` as of `now`, the write's time), and
+   * returns their frames to be written as one batch, with
    * their message ids (for `release`). A send already waiting here under its
    * id is left as it is (and not written again); one whose frame cannot be
    * built for this connection is skipped, and its own retry reports why.
@@ -204,7 +219,8 @@ export class PendingSends {
    */
   retake(
     sends: ReadonlyArray<UnansweredSend>,
-    encode: (send: UnansweredSend) => string | DeliveryError
+    encode: (send: UnansweredSend) => string | DeliveryError,
+    now: number
   ): { readonly texts: ReadonlyArray<string>; readonly messageIds: ReadonlyArray<string> } {
     const texts: Array<string> = []
     const messageIds: Array<string> = []
@@ -218,6 +234,7 @@ export class PendingSends {
         frameType: send.frameType,
         signature: send.signature,
         since: send.since,
+        writtenAskTimeoutMs: writtenAskTimeout(send.request, now),
         answer: Deferred.makeUnsafe(),
         unclaimed: true
       })

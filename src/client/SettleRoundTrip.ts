@@ -11,6 +11,9 @@
  * accepted among it — which the broker gives back first thing on the next
  * connection (a rejoin, or the mailbox's flush): so the round trip is made
  * again there, if a connection is live within `rejoinGraceMs` of the drop.
+ * A broker that leaves the round trip unanswered for the liveness timeout
+ * (frozen) has its connection dropped by the client (P96), a drop like any
+ * other.
  * The same holds when no connection is live when it is asked for while the
  * client reconnects. The rejoin grace is the time the client already gives
  * a session to come back after a drop (ClientMembership.ts): longer than
@@ -31,7 +34,10 @@ import type { ConnectionLifetime } from "./ConnectionLifetime.ts"
  * @since 0.1.0
  */
 export interface SettleConfig {
-  readonly lifetime: Pick<ConnectionLifetime, "live" | "retirementOf" | "connections" | "stopped" | "nextConnection">
+  readonly lifetime: Pick<
+    ConnectionLifetime,
+    "live" | "retirementOf" | "connections" | "stopped" | "nextConnection" | "unanswered"
+  >
   /** How long the broker has to answer each round trip. */
   readonly livenessTimeoutMs: number
   /** How long, from a drop (or from the call, with none live), a next connection is waited for. */
@@ -42,8 +48,9 @@ export interface SettleConfig {
 
 /**
  * The settling round trip (see the module header): true once an answer was
- * read and what was read before it routed; false when the broker did not
- * answer in time, when no connection came back within the rejoin grace, at
+ * read and what was read before it routed; false when no connection came
+ * back within the rejoin grace (a broker that did not answer within the
+ * liveness timeout has its connection dropped, and counts as a drop), at
  * once when none will (never connected, taken over, closed — also while it
  * waits), and at the first reconnect attempt (after `reconnectBaseMs`) when
  * the owner declines to reconnect there. It never dials a first connection
@@ -55,18 +62,25 @@ export interface SettleConfig {
 export const settleRoundTrip = (config: SettleConfig): Effect.Effect<boolean> => {
   const { lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads } = config
 
-  /** The round trip on `connection`; after a drop, again on the next, by `until` (set at the first drop). */
-  const settleOn = (connection: ClientConnection, until?: number): Effect.Effect<boolean> =>
-    connection.settle(livenessTimeoutMs).pipe(
+  /**
+   * The round trip on `connection`; after a drop, again on the next, by `until` (set at the first drop).
+   * A broker that leaves it unanswered past the liveness timeout (frozen) has its connection dropped, as
+   * the liveness probe would (P96): that is a drop like any other.
+   */
+  const settleOn = (connection: ClientConnection, until?: number): Effect.Effect<boolean> => {
+    const dropped = Effect.flatMap(
+      until === undefined ? Effect.map(Clock.currentTimeMillis, (now) => now + rejoinGraceMs) : Effect.succeed(until),
+      (deadline) => Effect.andThen(untilRetired(connection, deadline), settleNext(deadline))
+    )
+    return connection.settle(livenessTimeoutMs).pipe(
       Effect.andThen(settledReads),
       Effect.as(true),
-      Effect.catchTag("ConnectionLost", () =>
-        Effect.flatMap(
-          until === undefined ? Effect.map(Clock.currentTimeMillis, (now) => now + rejoinGraceMs) : Effect.succeed(until),
-          (deadline) => Effect.andThen(untilRetired(connection, deadline), settleNext(deadline))
-        )),
+      Effect.catchTag("ConnectionLost", () => dropped),
+      Effect.catchTag("RequestTimeout", () =>
+        Effect.andThen(lifetime.unanswered(connection, "settling round trip timed out"), dropped)),
       Effect.catch(() => Effect.succeed(false))
     )
+  }
 
   /** Waits, until `deadline` at most, for the client to retire `connection` after its close. */
   const untilRetired = (connection: ClientConnection, deadline: number): Effect.Effect<void> =>

@@ -83,6 +83,14 @@ export interface Delivery {
   readonly threadId?: string
   /** For `staged`: when the broker will deliver it (broker clock, ms). */
   readonly deliverAt?: number
+  /**
+   * For an ask sent with `askSince`: the `askTimeoutMs` its last write
+   * carried, its timeout less the time since it was first sent (shorter
+   * when a reconnect wrote it again). The broker's deadline is that long
+   * from when it read that write; the asker's own timer runs as long from
+   * this answer (Ask.ts).
+   */
+  readonly askTimeoutMs?: number
 }
 
 /** Where a connection puts what nobody asked for; called synchronously by its reader. */

@@ -39,6 +39,14 @@ export interface SendRequest {
    */
   readonly askTimeoutMs?: number
   /**
+   * For an ask: when the asker first sent it (Clock milliseconds). Each
+   * write of the frame — the first, or one after a reconnect — carries
+   * `askTimeoutMs` less the time since (`askTimeoutAt`), so the broker's
+   * deadline stays the first send's however late the ask reaches it. Not
+   * part of what makes two sends the same (C-BRK-8), nor is `askTimeoutMs`.
+   */
+  readonly askSince?: number
+  /**
    * For a reply (`message.replyTo` set): the ask failed here, and its asker
    * gets this text as an error instead of an answer (`reply-error-v1`,
    * C-ASK-7). A broker without the extension gets the reply with its text
@@ -87,6 +95,16 @@ export const signatureOf = (request: SendRequest, frameType: SendFrameType): str
     request.passive ?? null
   ])
 
+/**
+ * The `askTimeoutMs` a write of `request` at `now` carries: the ask's
+ * timeout less the time since it was first sent (`askSince`), at least 1 ms
+ * (the broker's least); the timeout itself without `askSince`.
+ */
+export const askTimeoutAt = (request: SendRequest, now: number): number | undefined =>
+  request.askTimeoutMs === undefined || request.askSince === undefined
+    ? request.askTimeoutMs
+    : Math.max(1, request.askTimeoutMs - Math.max(0, now - request.askSince))
+
 /** Why a `replyError` cannot go out with `message` (the broker's own reasons), or undefined. */
 const replyErrorRefusal = (message: Message, replyError: string): string | undefined => {
   if (replyError.trim() === "" || replyError.length > MAX_REPLY_ERROR_LENGTH) {
@@ -132,7 +150,7 @@ const invalidMessageReason = (text: string): string | undefined => {
  * oversize frame (every peer would see this session leave and rejoin), and it
  * answers an invalid message under the id "unknown" (P48), which no waiting
  * send matches. `askTimeoutMs` goes out only to a broker that granted
- * `ask-timeout-v1`; `replyError` as the field only to one that granted
+ * `ask-timeout-v1`, as of `now` (`askTimeoutAt`); `replyError` as the field only to one that granted
  * `reply-error-v1` (else as marked text), and never without `replyTo`. A delivery mode other than the default `steer` goes out
  * only to a broker that granted `delivery-v1`; to any other broker the send is
  * refused here (`DeliveryUnsupported`) rather than delivered as a steer.
@@ -148,7 +166,8 @@ export const SUPERVISOR_UNAVAILABLE =
 export const sendFrameText = (
   request: SendRequest,
   frameType: SendFrameType,
-  granted: ReadonlySet<string>
+  granted: ReadonlySet<string>,
+  now: number
 ): string | DeliveryError => {
   const messageId = request.message.id
   // A base broker closes the connection over a frame type it does not know (P03): never write one.
@@ -190,7 +209,7 @@ export const sendFrameText = (
     ...(request.targetId === undefined || frameType !== "send"
       ? {}
       : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
-    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs }),
+    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: askTimeoutAt(request, now) }),
     ...(extended ? { replyError } : {}),
     ...(modes === undefined ? {} : modes),
     ...(request.traceparent === undefined || !granted.has(TRACE_V1) ? {} : { traceparent: request.traceparent })

@@ -15,7 +15,9 @@
  * received the ask, and writes `ask_expired` to the asker behind any reply
  * it accepted before. The wait ends on that notice (`ReplyTimeout`, C-ASK-5),
  * so a reply the broker accepts reaches a wait that still takes it. A timer
- * of the asker's own starts later (when it reads the acknowledgement): a
+ * of the asker's own starts later (when it reads the acknowledgement; for a
+ * question written again after a reconnect, it and the broker's run what was
+ * left of the timeout since the first send, `SendRequest.askSince`): a
  * reply the broker read in between used to be refused while the asker still
  * waited. That timer still bounds the wait for an asker that cannot hear the
  * broker: at its end the asker makes one round trip that the broker answers
@@ -24,10 +26,15 @@
  * client reconnecting), within the client's rejoin grace, since a reply the
  * dropped connection lost unread is given back there first. So the user's
  * timeout is a bound within one round trip (at most the liveness timeout,
- * 5 s by default, for a broker that does not answer), plus the rejoin grace
- * and a second round trip when the connection drops at the deadline.
+ * 5 s by default, after which a broker that does not answer is dropped),
+ * plus the rejoin grace and a second round trip when the connection drops
+ * at the deadline.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
+ *
+ * Size: about 410 lines, over a third of them comments; one concept (one
+ * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
+ * `contact_supervisor`, and the blocking ask over them).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
@@ -140,8 +147,9 @@ const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
  * reconnects, moves the round trip to the next connection (behind what the
  * broker gives back there), if one comes within the client's rejoin grace;
  * the wait times out when none does (an asker that cannot hear the broker
- * keeps a bound), or when the broker does not answer within the liveness
- * timeout. Against a broker without the extension its own timer, from now,
+ * keeps a bound). A broker that does not answer within the liveness timeout
+ * has its connection dropped, and the round trip moves on as after a drop.
+ * Against a broker without the extension its own timer, from now,
  * ends it.
  *
  * @category combinators
@@ -321,7 +329,12 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         generation,
         bound,
         message.id,
-        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice, onResend })
+        sending.deliver("Message", request.to, message, target, {
+          askTimeoutMs: timeoutMs,
+          askSince: sentAt,
+          delivery: choice,
+          onResend
+        })
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {
@@ -335,11 +348,12 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           text: sentText("Message", request.to, delivery.delivery)
         } satisfies Sent
       }
+      // The timeout from the first send: a question written again after a reconnect carried what was left of it.
       const answer = yield* awaitAnswer(
         generation,
         bound,
         expiry,
-        timeoutMs,
+        delivery.askTimeoutMs ?? timeoutMs,
         () => new ReplyTimeout({ target: request.to, timeoutMs })
       ).pipe(
         // Timeout, departed peer, takeover, generation close or interruption: the broker forgets the ask edge.

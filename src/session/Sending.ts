@@ -117,7 +117,7 @@ export const deliveryFields = (choice: DeliveryChoice | undefined): Pick<SendReq
     }
 
 /** What a send carries besides its target and message. */
-type SendExtra = Pick<SendRequest, "askTimeoutMs" | "delivery" | "queueMode" | "threadId">
+type SendExtra = Pick<SendRequest, "askTimeoutMs" | "askSince" | "delivery" | "queueMode" | "threadId">
 
 /**
  * A resend after `E_TARGET_REBOUND`: the session the message now goes to, and
@@ -156,6 +156,8 @@ export interface Sending {
     target: SessionInfo | undefined,
     options?: {
       readonly askTimeoutMs?: number | undefined
+      /** When the ask was first sent: every write carries its timeout less the time since (`SendRequest.askSince`). */
+      readonly askSince?: number | undefined
       readonly delivery?: DeliveryChoice | undefined
       readonly onResend?: ((resend: Resend) => Effect.Effect<void>) | undefined
     }
@@ -194,6 +196,7 @@ export const makeSending = (generation: Generation): Sending => {
     Effect.gen(function*() {
       const extra: SendExtra = {
         ...(options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }),
+        ...(options?.askSince === undefined ? {} : { askSince: options.askSince }),
         ...deliveryFields(options?.delivery)
       }
       if (target === undefined) {

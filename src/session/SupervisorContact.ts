@@ -28,7 +28,7 @@
  * broker) they keep the ordinary ask and its timeout (contracts.md open
  * question 2); a timeout is never an approval (C-WKR-15).
  */
-import { Effect, Exit, Result, type Scope } from "effect"
+import { Clock, Effect, Exit, Result, type Scope } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
@@ -272,7 +272,7 @@ export const makeSupervisorContact = (
         generation,
         bound,
         message.id,
-        client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
+        client.supervisorSend({ message, askTimeoutMs: timeoutMs, askSince: yield* Clock.currentTimeMillis }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error))
         )
       )
@@ -285,11 +285,12 @@ export const makeSupervisorContact = (
           details: { reason: request.reason, messageId: message.id, delivered: false, queued: true }
         }
       }
+      // The timeout from the first send, as for `ask`: a resend after a reconnect carried what was left of it.
       const answer = yield* awaitAnswer(
         generation,
         bound,
         expiry,
-        timeoutMs,
+        delivery.askTimeoutMs ?? timeoutMs,
         () => new ReplyTimeout({ target: display, timeoutMs })
       ).pipe(
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)

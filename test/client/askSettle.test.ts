@@ -11,9 +11,9 @@
  * frame or a round trip, never on a sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Stream } from "effect"
+import { Clock, Effect, Fiber, Stream } from "effect"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { ASK_EXPIRY_V1, EXACT_SEND_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, EXACT_SEND_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
@@ -108,6 +108,49 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       yield* client.handled(reply)
       assert.isTrue(yield* Fiber.join(settling))
       assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+    }))
+
+  it.live("settleRoundTrip the broker leaves unanswered past the liveness timeout drops that connection and settles again on the next, after the reply given back there", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({
+        features: FEATURES,
+        // A frozen broker: it reads the settling list and never answers it, the connection left open.
+        ignoreSettle: (connection) => connection === 1,
+        afterRegistered: (connection) => connection === 2 ? [replyFrame("q-1", "accepted before the deadline")] : []
+      })
+      const { client } = yield* makeClient(
+        fakeClientOptions(fake, "asker-0000-0009", { reconnectBaseMs: 10, livenessTimeoutMs: 500, livenessIntervalMs: 600_000 })
+      )
+      yield* client.connect
+      const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
+      // The client dropped the unanswering connection itself (no probe runs in this test) and reconnected.
+      yield* fake.until("a second connection", () => fake.connections() === 2, "10 seconds")
+      const reply = yield* nextMessage(client)
+      assert.strictEqual(reply.message.replyTo, "q-1")
+      yield* client.handled(reply)
+      assert.isTrue(yield* Fiber.join(settling))
+      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+      assert.isFalse(fake.ofType("unregister").some((f) => f.connection === 1), "the frozen connection was closed, not dropped")
+    }))
+
+  it.live("an ask written again after a reconnect carries its timeout less the time since its first send, and its delivery says so", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: [...FEATURES, ASK_TIMEOUT_V1], dropOnSend: (connection) => connection === 1 })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-0000-0010", { reconnectBaseMs: 300 }))
+      yield* client.connect
+      const question = message("well?", { expectsReply: true })
+      const askSince = yield* Clock.currentTimeMillis
+      const delivery = yield* client.send({ to: "peer", message: question, askTimeoutMs: 60_000, askSince })
+      const writes = fake.ofType("send").map((f) => [f.connection, f.frame.askTimeoutMs])
+      assert.strictEqual(writes.length, 2)
+      const [first, again] = writes
+      assert.deepStrictEqual(first?.[0], 1)
+      assert.deepStrictEqual(again?.[0], 2)
+      const left = again?.[1]
+      assert.isNumber(left)
+      // The reconnect's back-off (300 ms) at least went by between the two writes.
+      assert.isAtMost(Number(left), 60_000 - 300, "the question written again carried its whole timeout")
+      assert.strictEqual(delivery.askTimeoutMs, left)
     }))
 
   it.live("settleRoundTrip whose connection drops answers true on the next connection's answer when nothing is given back (a broker that lost the ask)", () =>

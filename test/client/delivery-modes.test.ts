@@ -69,13 +69,13 @@ describe("IntercomClient delivery modes", () => {
 
 describe("sendFrameText and delivery-v1", () => {
   it("a default (steer) send carries no delivery fields", () => {
-    const text = sendFrameText({ to: "b", message: msg("x"), delivery: "steer" }, "send", new Set([DELIVERY_V1]))
+    const text = sendFrameText({ to: "b", message: msg("x"), delivery: "steer" }, "send", new Set([DELIVERY_V1]), 0)
     assert.isString(text)
     if (typeof text === "string") assert.notInclude(text, "delivery")
   })
 
   it("the passive alias goes on the wire as delivery passive", () => {
-    const text = sendFrameText({ to: "b", message: msg("x"), passive: true }, "send", new Set([DELIVERY_V1]))
+    const text = sendFrameText({ to: "b", message: msg("x"), passive: true }, "send", new Set([DELIVERY_V1]), 0)
     assert.isString(text)
     if (typeof text === "string") {
       assert.include(text, `"delivery":"passive"`)
@@ -84,7 +84,7 @@ describe("sendFrameText and delivery-v1", () => {
   })
 
   it("a mode other than steer to a broker without delivery-v1 is refused, not sent as a steer", () => {
-    const refused = sendFrameText({ to: "b", message: msg("x"), delivery: "queue" }, "send", new Set())
+    const refused = sendFrameText({ to: "b", message: msg("x"), delivery: "queue" }, "send", new Set(), 0)
     assert.notStrictEqual(typeof refused, "string")
     if (typeof refused !== "string") {
       assert.strictEqual(refused.code, DeliveryCode.DeliveryUnsupported)

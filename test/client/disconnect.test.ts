@@ -10,7 +10,8 @@
  * "never comes back" holds after hours of simulated time.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { ConnectionLost, IntercomNotConnected } from "../../src/client/errors.ts"
 import type { Dialer } from "../../src/client/Dialer.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { applyMembership, message } from "../support/broker.ts"
@@ -89,6 +90,29 @@ describe("disconnect", () => {
       yield* settle(Scope.close(scope, Exit.void), "the close")
       yield* observer.client.next("session_left", (f) => f.sessionId === ID)
       assert.strictEqual((yield* settle(Effect.flip(client.list)))._tag, "IntercomNotConnected")
+    }))
+
+  it.effect("disconnect during a reconnect's back-off ends a waiting operation at once with IntercomNotConnected, and returns without waiting", () =>
+    Effect.gen(function*() {
+      // The send drops the first connection; the reconnect's first attempt is 5 s away.
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"], dropOnSend: (connection) => connection === 1 })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, ID, undefined, { reconnectBaseMs: 5_000 }))
+      yield* settle(client.connect)
+      const sending = yield* step(client.send({ to: "peer", message: message("x") }))
+      assert.isFalse((yield* client.status).connected)
+      const using = yield* step(client.list)
+      assert.isUndefined(using.pollUnsafe(), "the operation did not wait for the reconnect")
+      const disconnecting = yield* step(client.disconnect)
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+      const used = completed(using)
+      const error = Exit.isFailure(used) ? Cause.squash(used.cause) : undefined
+      assert.instanceOf(error, IntercomNotConnected)
+      assert.strictEqual(error.message, "Intercom not connected: the client was disconnected")
+      yield* advance("1 minute")
+      // The send lost with the connection: its outcome unknown once no connection will come (Resending.ts).
+      const sent = completed(sending)
+      assert.instanceOf(Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined, ConnectionLost)
+      assert.strictEqual(fake.connections(), 1, "a reconnect attempt ran after disconnect")
     }))
 
   it.effect("disconnect joins a first attempt in flight, then unregisters it: nothing stays registered", () =>

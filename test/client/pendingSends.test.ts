@@ -108,7 +108,7 @@ describe("PendingSends", () => {
     const { messageIds, texts } = sends.retake(lost, (send) =>
       send.request.message.id === "m3"
         ? deliveryError({ messageId: "m3", code: "E_TEST", reason: "cannot build", retryable: false })
-        : `frame ${send.request.message.id}`)
+        : `frame ${send.request.message.id}`, 0)
     assert.deepStrictEqual(texts, ["frame m1", "frame m4"])
     assert.deepStrictEqual(messageIds, ["m1", "m4"])
     assert.strictEqual(sends.get("m2"), already)
@@ -128,7 +128,7 @@ describe("PendingSends", () => {
     /** A table that retook m1 and m2 and got both answered. */
     const answered = () => {
       const sends = new PendingSends()
-      sends.retake([lostSend("m1"), lostSend("m2")], (send) => send.request.message.id)
+      sends.retake([lostSend("m1"), lostSend("m2")], (send) => send.request.message.id, 0)
       for (const id of ["m1", "m2"]) sends.settle(sends.take(id)!, delivered(id))
       return sends
     }
@@ -142,7 +142,7 @@ describe("PendingSends", () => {
 
     it("one whose caller had joined it is not kept: the caller got it", () => {
       const sends = new PendingSends()
-      sends.retake([lostSend("m1")], (send) => send.request.message.id)
+      sends.retake([lostSend("m1")], (send) => send.request.message.id, 0)
       const answer = sends.join(sends.get("m1")!)
       sends.settle(sends.take("m1")!, delivered("m1"))
       assert.isTrue(Deferred.isDoneUnsafe(answer))
@@ -158,7 +158,7 @@ describe("PendingSends", () => {
 
     it("release drops those not collected, and one answered after it is not kept", () => {
       const sends = answered()
-      sends.retake([lostSend("m3")], (send) => send.request.message.id)
+      sends.retake([lostSend("m3")], (send) => send.request.message.id, 0)
       sends.release(["m1", "m3"])
       sends.settle(sends.take("m3")!, delivered("m3"))
       assert.isUndefined(sends.collect("m1", "m1"))

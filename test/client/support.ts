@@ -271,6 +271,13 @@ export interface FakeBrokerOptions {
    */
   readonly dropOnSettle?: (connection: number) => boolean
   /**
+   * Whether a `list` marked `settle: true` on this connection is read and
+   * never answered, the connection kept open (a frozen broker). Default: never.
+   */
+  readonly ignoreSettle?: (connection: number) => boolean
+  /** Whether a `send` on this connection ends the connection unanswered. Default: never. */
+  readonly dropOnSend?: (connection: number) => boolean
+  /**
    * Frames written right after `registered`, in the same transport write,
    * given the connection's number: output a broker gives back at a rejoin.
    * Default: none.
@@ -368,6 +375,7 @@ export const makeFakeBroker = (
               break
             case "list":
               if (parsed.settle === true && options.dropOnSettle?.(id) === true) return yield* connection.end
+              if (parsed.settle === true && options.ignoreSettle?.(id) === true) break
               if (options.answerList !== false) {
                 yield* reply(
                   ...(options.beforeList?.() ?? []),
@@ -376,6 +384,7 @@ export const makeFakeBroker = (
               }
               break
             case "send": {
+              if (options.dropOnSend?.(id) === true) return yield* connection.end
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })

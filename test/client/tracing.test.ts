@@ -59,8 +59,8 @@ describe("client tracing (trace-v1)", () => {
 
   it("the send frame carries traceparent only for a broker that granted trace-v1", () => {
     const traced: SendRequest = { ...request, traceparent: CONTEXT }
-    const granted = sendFrameText(traced, "send", new Set([TRACE_V1]))
-    const base = sendFrameText(traced, "send", new Set())
+    const granted = sendFrameText(traced, "send", new Set([TRACE_V1]), 0)
+    const base = sendFrameText(traced, "send", new Set(), 0)
     assert.strictEqual(typeof granted === "string" && JSON.parse(granted).traceparent, CONTEXT)
     assert.isTrue(typeof base === "string" && !Object.hasOwn(JSON.parse(base), "traceparent"))
   })

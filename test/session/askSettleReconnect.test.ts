@@ -42,16 +42,27 @@ const TIMEOUT = 10_000
  * the gate is open (`hold`), and which the test can `cut`: the live
  * connection is destroyed and the batch it holds is lost with it. `settled`
  * completes once a `list` marked `settle: true` was written; `refuse` makes
- * every later dial fail (`refused` counts them) until `allow`.
+ * every later dial fail (`refused` counts them) until `allow`; `loseSends`
+ * drops the `send` frames written from then on, before the broker reads
+ * them, until the next dial (`sendLost` completes at the first).
  */
 const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never, Scope.Scope> }) => {
   let gate: Deferred.Deferred<void> | undefined
   let refusing = false
   let refused = 0
   let cutLive: Effect.Effect<void> = Effect.void
+  let losing = false
   const settled = Deferred.makeUnsafe<void>()
+  const sendLost = Deferred.makeUnsafe<void>()
   const watch = (frames: ReadonlyArray<OutFrame>) => {
     if (frames.some((frame) => frameText(frame).includes(`"settle":true`))) Deferred.doneUnsafe(settled, Exit.void)
+  }
+  /** `frames` less the `send` frames while `loseSends` holds. */
+  const kept = (frames: ReadonlyArray<OutFrame>): ReadonlyArray<OutFrame> => {
+    if (!losing) return frames
+    const left = frames.filter((frame) => !frameText(frame).startsWith(`{"type":"send"`))
+    if (left.length < frames.length) Deferred.doneUnsafe(sendLost, Exit.void)
+    return left
   }
   const dial = (_socketPath: string) =>
     refusing
@@ -60,6 +71,7 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
         return Effect.fail(new IntercomNotConnected({ reason: "the test refuses connections" }))
       })
       : Effect.map(world.dial, (connection): Connection => {
+        losing = false
         let dead = false
         cutLive = Effect.suspend(() => {
           dead = true
@@ -76,10 +88,10 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
             const held = gate
             return held === undefined ? handOn(frames) : Effect.andThen(Deferred.await(held), handOn(frames))
           }),
-          writeAll: (frames) => Effect.andThen(Effect.sync(() => watch(frames)), connection.writeAll(frames)),
+          writeAll: (frames) => Effect.andThen(Effect.sync(() => watch(frames)), connection.writeAll(kept(frames))),
           write: (frames) => {
             watch(frames)
-            return connection.write(frames)
+            return connection.write(kept(frames))
           },
           unfinishedWrite: () => connection.unfinishedWrite(),
           readProgress: () => connection.readProgress(),
@@ -101,7 +113,11 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
     allow: Effect.sync(() => {
       refusing = false
     }),
-    refused: () => refused
+    refused: () => refused,
+    loseSends: Effect.sync(() => {
+      losing = true
+    }),
+    sendLost: Deferred.await(sendLost)
   }
 }
 
@@ -134,6 +150,28 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       const answer = yield* Fiber.join(asking)
       assert.strictEqual(answer._tag, "Replied")
       assert.include(answer.text, "just in time")
+    }))
+
+  it.effect("a question lost unread with its connection and written again after the reconnect keeps the timeout from its first send", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      // The question never reaches the broker on this connection, which then drops unanswered.
+      yield* cuttable.loseSends
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
+      yield* cuttable.sendLost
+      yield* cuttable.cut
+      // The client reconnects (its first retry after a second) and writes the question again first thing.
+      yield* TestClock.adjust("1 second")
+      const question = yield* Queue.take(answerer.inbound)
+      assert.strictEqual(question.message.content.text, "well?")
+      // The first send's deadline: the broker's notice, or the asker's settle, ends the wait there.
+      yield* TestClock.adjust(TIMEOUT - 1_000)
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits past the timeout from its first send")
+      assert.instanceOf(failureOf(exit), ReplyTimeout)
     }))
 
   it.effect("with no reply, the wait ends with ReplyTimeout once the new connection is live, not at the rejoin grace", () =>
