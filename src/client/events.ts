@@ -85,6 +85,16 @@ export interface Delivery {
   readonly deliverAt?: number
 }
 
+/**
+ * The broker's word (`ask_answered_elsewhere`, `reply-elsewhere-v1`) that
+ * this session's ask `messageId`, sent again, was answered by `replyId`, and
+ * that reply went for good to another client instance of the session.
+ */
+export interface AnsweredElsewhere {
+  readonly messageId: string
+  readonly replyId: string
+}
+
 /** Where a connection puts what nobody asked for; called synchronously by its reader. */
 export interface ClientSinks {
   readonly message: (message: InboundMessage) => void
@@ -96,6 +106,8 @@ export interface ClientSinks {
   readonly question: (event: QuestionEvent) => void
   /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
   readonly askExpired: (messageId: string) => void
+  /** `reply-elsewhere-v1`: an ask of this session was answered to another client instance of it. */
+  readonly answeredElsewhere: (notice: AnsweredElsewhere) => void
   /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session

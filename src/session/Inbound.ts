@@ -44,7 +44,7 @@ import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
-import { AskExpired, AskSuperseded } from "./errors.ts"
+import { AskAnsweredElsewhere, AskExpired, AskSuperseded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { runDepartures } from "./Departures.ts"
@@ -296,6 +296,19 @@ export const runInbound = (
     )
 
     yield* runDepartures(generation)
+
+    // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
+    // session; none will come here, so the wait ends now with that error rather than at its timeout.
+    yield* Effect.forkScoped(
+      client.answeredElsewhere.pipe(
+        Stream.runForEach((notice) =>
+          Effect.sync(() =>
+            slot.expired(notice.messageId, new AskAnsweredElsewhere({ questionId: notice.messageId, replyId: notice.replyId }))
+          )
+        )
+      ),
+      { startImmediately: true }
+    )
 
     yield* Effect.forkScoped(
       client.controls.pipe(
