@@ -21,7 +21,7 @@ import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, InstanceLedger } from "./ledger/instances.ts"
 import { JoinLedger } from "./ledger/joins.ts"
-import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
+import { answeredElsewhereFalsely, answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type AskClient, type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
@@ -334,6 +334,11 @@ export class Ledger {
   /** Asks that timed out though the broker accepted a reply to them (`answer-after-timeout`), one line each. */
   answersAfterTimeout(): ReadonlyArray<string> {
     return answersAfterTimeout(this.state)
+  }
+
+  /** Asks that ended `AskAnsweredElsewhere` with no reply handed to another client of the session (`answered-elsewhere-false`). */
+  answeredElsewhereFalsely(): ReadonlyArray<string> {
+    return answeredElsewhereFalsely(this.state)
   }
 
   /** The sessions of the world that are not hostile. */
