@@ -14,6 +14,11 @@
  * never got its message (ledger/instances.ts), frames a client took after
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
+ *
+ * Size: just past 400 lines, almost all of it short methods that hand a
+ * call on to those modules or set one field of the state (one per event or
+ * check the simulation reports); the next concern added should bring a
+ * face of its own rather than grow this one.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
