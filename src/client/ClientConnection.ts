@@ -476,7 +476,7 @@ export const openClientConnection = (
           sinks.askExpired(frame.messageId)
           return
         case "ask_answered_elsewhere":
-          sinks.answeredElsewhere({ messageId: frame.messageId, replyId: frame.replyId })
+          sinks.control({ _tag: "AnsweredElsewhere", messageId: frame.messageId, replyId: frame.replyId })
           return
         case "taken_over":
           takenOver = { sessionId: frame.sessionId, pid: frame.pid }

@@ -70,7 +70,7 @@ import { ClientTopics } from "./ClientTopics.ts"
 import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { makeConnectionLifetime } from "./ConnectionLifetime.ts"
 import { type IntercomOptionError, RequestTimeout } from "./errors.ts"
-import type { AnsweredElsewhere, ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
+import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import { presenceFrame } from "./health.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 import type { IntercomClientService } from "./models.ts"
@@ -127,8 +127,6 @@ const make = (
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
     const askExpiryHub = yield* PubSub.unbounded<string>()
-    /** The broker's word that an ask of this session went answered to another instance of it (`reply-elsewhere-v1`). */
-    const answeredElsewhereHub = yield* PubSub.unbounded<AnsweredElsewhere>()
     /** The connection count of each reconnect, once adopted (`reconnects`). */
     const reconnectHub = yield* PubSub.unbounded<number>()
     /** A reconnect that reached a broker holding another state than the last (`stateLost`, `state-epoch-v1`). */
@@ -162,8 +160,7 @@ const make = (
       },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
-      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
-      answeredElsewhere: (notice: AnsweredElsewhere) => void PubSub.publishUnsafe(answeredElsewhereHub, notice)
+      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -300,7 +297,6 @@ const make = (
       whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
-      answeredElsewhere: Stream.fromPubSub(answeredElsewhereHub),
       status: Effect.sync(() => {
         const live = lifetime.live()
         return {

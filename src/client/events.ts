@@ -69,6 +69,8 @@ export type PresenceEvent =
 export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
   | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
+  /** `reply-elsewhere-v1`: the ask `messageId`, sent again, was answered to another client instance of this session. */
+  | ({ readonly _tag: "AnsweredElsewhere" } & AnsweredElsewhere)
 
 /**
  * What the broker said about a delivered send (P41): written to the
@@ -106,8 +108,6 @@ export interface ClientSinks {
   readonly question: (event: QuestionEvent) => void
   /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
   readonly askExpired: (messageId: string) => void
-  /** `reply-elsewhere-v1`: an ask of this session was answered to another client instance of it. */
-  readonly answeredElsewhere: (notice: AnsweredElsewhere) => void
   /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session

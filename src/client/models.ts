@@ -26,7 +26,7 @@ import type {
   TopicRefused,
   TopicsUnavailable
 } from "./errors.ts"
-import type { AnsweredElsewhere, ControlEvent, Delivery, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
+import type { ControlEvent, Delivery, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import type { QuestionOperations } from "./ClientQuestions.ts"
 import type { SendError, SendRequest } from "./requests.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
@@ -343,14 +343,12 @@ export interface IntercomClientService extends QuestionOperations {
    * be on its way back (`IntercomClientOptions.rejoinGraceMs`, 10 s by default).
    */
   readonly rejoinGraceMs: number
-  /** Receipts and cancel/supersede notices about messages. */
-  readonly controls: Stream.Stream<ControlEvent>
   /**
-   * The broker's word that an ask of this session, sent again, was answered
-   * and its reply handed to another client instance of the session
-   * (`ask_answered_elsewhere`, `reply-elsewhere-v1`): no reply will come here.
+   * Receipts and cancel/supersede notices about messages, and the broker's
+   * word that an ask of this session, sent again, was answered to another
+   * client instance of it (`AnsweredElsewhere`, `reply-elsewhere-v1`).
    */
-  readonly answeredElsewhere: Stream.Stream<AnsweredElsewhere>
+  readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>
   /**
    * Until `resumeConfirmations`, confirms (`received-v1`) only what came

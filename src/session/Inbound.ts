@@ -297,19 +297,6 @@ export const runInbound = (
 
     yield* runDepartures(generation)
 
-    // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
-    // session; none will come here, so the wait ends now with that error rather than at its timeout.
-    yield* Effect.forkScoped(
-      client.answeredElsewhere.pipe(
-        Stream.runForEach((notice) =>
-          Effect.sync(() =>
-            slot.expired(notice.messageId, new AskAnsweredElsewhere({ questionId: notice.messageId, replyId: notice.replyId }))
-          )
-        )
-      ),
-      { startImmediately: true }
-    )
-
     yield* Effect.forkScoped(
       client.controls.pipe(
         Stream.runForEach((event) => {
@@ -326,6 +313,12 @@ export const runInbound = (
               return Effect.void
             }
             tracker.replySettled(messageId)
+            return Effect.void
+          }
+          // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
+          // session; none will come here, so the wait ends now with that error rather than at its timeout.
+          if (event._tag === "AnsweredElsewhere") {
+            slot.expired(event.messageId, new AskAnsweredElsewhere({ questionId: event.messageId, replyId: event.replyId }))
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void

@@ -5,7 +5,7 @@
  */
 import { Context, Deferred, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
-import type { AnsweredElsewhere, ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
+import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
 import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
 import {
@@ -109,7 +109,7 @@ export interface FakeClientState {
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
   readonly expireAsk: (questionId: string) => Effect.Effect<void>
-  /** The broker's `ask_answered_elsewhere` (`reply-elsewhere-v1`), as the real client hands it on (`answeredElsewhere`). */
+  /** The broker's `ask_answered_elsewhere` (`reply-elsewhere-v1`), as the real client hands it on (`controls`). */
   readonly answerElsewhere: (questionId: string, replyId: string) => Effect.Effect<void>
   /** `settleRoundTrip` calls so far. */
   settles: number
@@ -164,7 +164,6 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const askExpiryHub = yield* PubSub.unbounded<string>()
-    const answeredElsewhereHub = yield* PubSub.unbounded<AnsweredElsewhere>()
     const reconnectHub = yield* PubSub.unbounded<number>()
     const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
     const takenOverSignal = yield* Deferred.make<never, IntercomNotConnected>()
@@ -243,7 +242,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry)),
       expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId)),
-      answerElsewhere: (questionId, replyId) => Effect.asVoid(PubSub.publish(answeredElsewhereHub, { messageId: questionId, replyId })),
+      answerElsewhere: (questionId, replyId) =>
+        Effect.asVoid(PubSub.publish(controlHub, { _tag: "AnsweredElsewhere", messageId: questionId, replyId })),
       settles: 0,
       onSettle: undefined
     }
@@ -382,7 +382,6 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       whenTakenOver: Deferred.await(takenOverSignal),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
-      answeredElsewhere: Stream.fromPubSub(answeredElsewhereHub),
       status: Effect.sync((): ClientStatus => ({
         connected: fake.connected,
         sessionId,
