@@ -45,6 +45,7 @@ import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } f
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
+import { AnsweredAsks } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -129,21 +130,26 @@ export class Asks {
    * a reply restored after a restart and lost then does not reopen its ask.
    */
   private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
+  /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
+  readonly answered: AnsweredAsks
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
    * @param askClosed told of an ask withdrawn by `cancel_ask` or whose edge expired (MailDelivery.askClosed).
    * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
    * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
+   * @param answeredWindowMs how long which reply answered an ask is kept (the replay records' retention).
    */
   constructor(
     ctx: RouterContext,
     withdrawStaged: (senderKey: string, messageId: string) => boolean,
     askClosed: (messageKey: string, now: number) => void,
     tellAsker: (askerKey: string, frame: string) => void = () => undefined,
-    wake: () => void = () => undefined
+    wake: () => void = () => undefined,
+    answeredWindowMs: number = MAX_ASK_TIMEOUT_MS
   ) {
     this.ctx = ctx
+    this.answered = new AnsweredAsks(answeredWindowMs)
     this.withdrawStaged = withdrawStaged
     this.askClosed = askClosed
     this.tellAsker = tellAsker
@@ -200,12 +206,16 @@ export class Asks {
       }
       return undefined
     },
-    delivered: (attempt) => {
-      if (attempt.replyKey !== undefined) this.edges.delete(attempt.replyKey)
-    },
-    queued: (attempt) => {
-      if (attempt.replyKey !== undefined) this.edges.delete(attempt.replyKey)
-    }
+    delivered: (attempt) => this.answeredBy(attempt),
+    queued: (attempt) => this.answeredBy(attempt)
+  }
+
+  /** A reply along an open edge was delivered or queued: the edge closes, and which reply answered it is kept (AnsweredAsks.ts). */
+  private answeredBy(attempt: SendAttempt): void {
+    const replyKey = attempt.replyKey
+    if (replyKey === undefined) return
+    this.edges.delete(replyKey)
+    this.answered.answered(replyKey, attempt.record, attempt.now)
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -345,5 +355,6 @@ export class Asks {
   prune(now: number): void {
     this.edges.prune(now, this.expired)
     if (this.withdrawn.size > 0) this.withdrawn.expire(now - MAX_ASK_TIMEOUT_MS)
+    this.answered.prune(now)
   }
 }

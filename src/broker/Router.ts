@@ -314,7 +314,8 @@ export class Router {
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
       (messageKey, at) => mail.askClosed(messageKey, at),
       (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
-      () => signal(signals.asks)
+      () => signal(signals.asks),
+      REPLAY_RETENTION_MS
     )
     const mail: MailDelivery = new MailDelivery(ctx, {
       flushed: (queued, receiver, at) => {
@@ -339,7 +340,7 @@ export class Router {
       (messageKey, at) => asks.isOpen(messageKey, at)
     )
     const discovery = new Discovery(ctx, membership, (now) => asks.prune(now))
-    const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))
+    const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey), asks.answered)
     const groups = new Groups(ctx)
     const topics = new Topics(ctx)
     const results = new Results(ctx, signals.results, (session) => supervisor.supervisorKeyOf(session))

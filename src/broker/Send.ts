@@ -30,10 +30,11 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
-import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
+import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
+import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
 import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
@@ -87,6 +88,8 @@ export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly answering: (replyKey: string) => AskEdge | undefined
+  /** Which reply answered each recent ask (`reply-elsewhere-v1`): read only when an ask is replayed. */
+  private readonly answered: AnsweredAsks | undefined
   private readonly stages: Array<SendStage> = []
   private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
@@ -104,10 +107,16 @@ export class Send {
    * @param answering the open ask edge a reply's `replyKey` names (Asks.ts), kept on its mail
    *   (`Mail.answers`) so that a reply lost before it reaches its asker can open it again.
    */
-  constructor(ctx: RouterContext, mail: MailDelivery, answering: (replyKey: string) => AskEdge | undefined) {
+  constructor(
+    ctx: RouterContext,
+    mail: MailDelivery,
+    answering: (replyKey: string) => AskEdge | undefined,
+    answered?: AnsweredAsks
+  ) {
     this.ctx = ctx
     this.mail = mail
     this.answering = answering
+    this.answered = answered
   }
 
   /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
@@ -541,7 +550,21 @@ export class Send {
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     this.answer(peer, messageId, record.outcome)
+    if (record.expectsReply === true && record.outcome.ok) this.tellAnsweredElsewhere(peer, fingerprint)
     return "replayed"
+  }
+
+  /**
+   * A replayed ask whose reply went for good to another client instance of
+   * the session (AnsweredAsks.ts): a resending connection granted
+   * `reply-elsewhere-v1` is told so (`ask_answered_elsewhere`), behind the
+   * answer to its send, rather than wait for a reply that cannot come.
+   */
+  private tellAnsweredElsewhere(peer: Peer, ask: OutboundRecord): void {
+    if (this.answered === undefined || !peer.features.has(REPLY_ELSEWHERE_V1)) return
+    const reply = this.answered.handedElsewhere(recordKeyOf(ask.senderKey, ask.id), peer)
+    if (reply === undefined) return
+    this.ctx.output.enqueue(peer, Encode.askAnsweredElsewhereFrame(ask.id, reply.id))
   }
 
   /**

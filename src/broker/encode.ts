@@ -42,6 +42,10 @@ export const ASK_EXPIRED_PREFIX = `{"type":"ask_expired",`
 export const askExpiredFrame = (messageId: string, expiredAt: number): string =>
   `${ASK_EXPIRED_PREFIX}"messageId":${q(messageId)},"expiredAt":${q(expiredAt)}}`
 
+/** `ask_answered_elsewhere` (`reply-elsewhere-v1`): the ask `messageId` was answered by `replyId`, handed to another instance. */
+export const askAnsweredElsewhereFrame = (messageId: string, replyId: string): string =>
+  `{"type":"ask_answered_elsewhere","messageId":${q(messageId)},"replyId":${q(replyId)}}`
+
 /** `supervisor_authorized` (`supervisor-v1`): the capability issued (or restored) for `childName`. */
 export const supervisorAuthorizedFrame = (requestId: string, childName: string, capability: string): string =>
   `{"type":"supervisor_authorized","requestId":${q(requestId)},"childName":${q(childName)},"capability":${q(capability)}}`

@@ -479,6 +479,9 @@ export const openClientConnection = (
           // Handed on even while leaving: a copy the broker gives the next connection too finds no wait.
           sinks.askExpired(frame.messageId)
           return
+        case "ask_answered_elsewhere":
+          sinks.control({ _tag: "AnsweredElsewhere", messageId: frame.messageId, replyId: frame.replyId })
+          return
         case "taken_over":
           takenOver = { sessionId: frame.sessionId, pid: frame.pid }
           return

@@ -69,6 +69,8 @@ export type PresenceEvent =
 export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
   | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
+  /** `reply-elsewhere-v1`: the ask `messageId`, sent again, was answered to another client instance of this session. */
+  | ({ readonly _tag: "AnsweredElsewhere" } & AnsweredElsewhere)
 
 /**
  * What the broker said about a delivered send (P41): written to the
@@ -91,6 +93,16 @@ export interface Delivery {
    * this answer (Ask.ts).
    */
   readonly askTimeoutMs?: number
+}
+
+/**
+ * The broker's word (`ask_answered_elsewhere`, `reply-elsewhere-v1`) that
+ * this session's ask `messageId`, sent again, was answered by `replyId`, and
+ * that reply went for good to another client instance of the session.
+ */
+export interface AnsweredElsewhere {
+  readonly messageId: string
+  readonly replyId: string
 }
 
 /** Where a connection puts what nobody asked for; called synchronously by its reader. */

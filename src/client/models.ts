@@ -343,7 +343,11 @@ export interface IntercomClientService extends QuestionOperations {
    * be on its way back (`IntercomClientOptions.rejoinGraceMs`, 10 s by default).
    */
   readonly rejoinGraceMs: number
-  /** Receipts and cancel/supersede notices about messages. */
+  /**
+   * Receipts and cancel/supersede notices about messages, and the broker's
+   * word that an ask of this session, sent again, was answered to another
+   * client instance of it (`AnsweredElsewhere`, `reply-elsewhere-v1`).
+   */
   readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>
   /**

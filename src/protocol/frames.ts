@@ -449,6 +449,20 @@ export const AskExpiredFrame = Schema.Struct({
 /** An `ask_expired` frame, as decoded. */
 export type AskExpiredFrame = typeof AskExpiredFrame.Type
 
+/**
+ * `ask_answered_elsewhere`, broker → asker (extension `reply-elsewhere-v1`):
+ * the ask `messageId` the asker just sent again was answered by `replyId`,
+ * and that reply went for good to another client instance of the asker's
+ * session (AnsweredAsks.ts): no reply will come to this one.
+ */
+export const AskAnsweredElsewhereFrame = Schema.Struct({
+  type: Schema.tag("ask_answered_elsewhere"),
+  messageId: Schema.String,
+  replyId: Schema.String
+})
+/** An `ask_answered_elsewhere` frame, as decoded. */
+export type AskAnsweredElsewhereFrame = typeof AskAnsweredElsewhereFrame.Type
+
 /** `supervisor_authorized`, broker → supervisor (extension `supervisor-v1`): the capability for `childName`. */
 export const SupervisorAuthorizedFrame = Schema.Struct({
   type: Schema.tag("supervisor_authorized"),
@@ -604,6 +618,7 @@ export const BrokerFrame = Schema.Union([
   RegistrationFailedFrame,
   TakenOverFrame,
   AskExpiredFrame,
+  AskAnsweredElsewhereFrame,
   SupervisorAuthorizedFrame,
   SupervisorAuthorizationFailedFrame,
   DeliveryQueuedFrame,

@@ -44,7 +44,7 @@ import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
-import { AskExpired, AskSuperseded } from "./errors.ts"
+import { AskAnsweredElsewhere, AskExpired, AskSuperseded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { runDepartures } from "./Departures.ts"
@@ -313,6 +313,12 @@ export const runInbound = (
               return Effect.void
             }
             tracker.replySettled(messageId)
+            return Effect.void
+          }
+          // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
+          // session; none will come here, so the wait ends now with that error rather than at its timeout.
+          if (event._tag === "AnsweredElsewhere") {
+            slot.expired(event.messageId, new AskAnsweredElsewhere({ questionId: event.messageId, replyId: event.replyId }))
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void

@@ -18,7 +18,7 @@
  */
 import { Deferred, type Effect, Exit } from "effect"
 import type { InboundMessage } from "../client/events.ts"
-import type { AskExpired, AskSuperseded, BrokerStateLost, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
+import type { AskAnsweredElsewhere, AskExpired, AskSuperseded, BrokerStateLost, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
 /**
  * How a wait ends without a reply: the peer left, the broker dropped the
@@ -28,7 +28,7 @@ import type { AskExpired, AskSuperseded, BrokerStateLost, ReplyPeerDisconnected,
  * @category models
  * @since 0.1.0
  */
-export type WaitEnd = ReplyPeerDisconnected | BrokerStateLost | AskExpired | AskSuperseded | SessionEnded
+export type WaitEnd = ReplyPeerDisconnected | BrokerStateLost | AskExpired | AskSuperseded | AskAnsweredElsewhere | SessionEnded
 
 /**
  * The holder of the slot: the question it waits on, and the Deferred its outcome goes into.

@@ -501,6 +501,28 @@ export class AskSuperseded extends Data.TaggedError("AskSuperseded")<{
 }
 
 /**
+ * `This ask was answered, but the reply went to another client instance of
+ * this session`: the broker told the asker (`ask_answered_elsewhere`,
+ * `reply-elsewhere-v1`) that the question it sent again had been answered,
+ * and the reply handed for good to another client that held the session
+ * meanwhile (a takeover) — no reply can come to this one, so the wait ends
+ * now rather than at its timeout. The reply is not lost: that client has it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AskAnsweredElsewhere extends Data.TaggedError("AskAnsweredElsewhere")<{
+  /** The question's message id. */
+  readonly questionId: string
+  /** The reply's message id. */
+  readonly replyId: string
+}> {
+  override get message(): string {
+    return `This ask was answered (reply ${this.replyId}), but the reply went to another client instance of this session that held it meanwhile; it is not shown here.`
+  }
+}
+
+/**
  * How `ask` fails.
  *
  * @category errors
@@ -515,6 +537,7 @@ export type AskFailure =
   | BrokerStateLost
   | AskExpired
   | AskSuperseded
+  | AskAnsweredElsewhere
   | ReplyFailed
   | SessionEnded
 

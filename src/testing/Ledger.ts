@@ -14,6 +14,11 @@
  * never got its message (ledger/instances.ts), frames a client took after
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
+ *
+ * Size: just past 400 lines, almost all of it short methods that hand a
+ * call on to those modules or set one field of the state (one per event or
+ * check the simulation reports); the next concern added should bring a
+ * face of its own rather than grow this one.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
@@ -21,7 +26,7 @@ import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, InstanceLedger } from "./ledger/instances.ts"
 import { JoinLedger } from "./ledger/joins.ts"
-import { answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
+import { answeredElsewhereFalsely, answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type AskClient, type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
@@ -334,6 +339,11 @@ export class Ledger {
   /** Asks that timed out though the broker accepted a reply to them (`answer-after-timeout`), one line each. */
   answersAfterTimeout(): ReadonlyArray<string> {
     return answersAfterTimeout(this.state)
+  }
+
+  /** Asks that ended `AskAnsweredElsewhere` with no reply handed to another client of the session (`answered-elsewhere-false`). */
+  answeredElsewhereFalsely(): ReadonlyArray<string> {
+    return answeredElsewhereFalsely(this.state)
   }
 
   /** The sessions of the world that are not hostile. */

@@ -20,7 +20,11 @@ const controlFrame = (messageId: string, action: "cancel" | "supersede") => ({
 })
 
 const label = (event: ControlEvent): string =>
-  event._tag === "Control" ? `${event.control.action} ${event.control.messageId}` : `receipt ${event.receipt.messageId}`
+  event._tag === "Control"
+    ? `${event.control.action} ${event.control.messageId}`
+    : event._tag === "Receipt"
+    ? `receipt ${event.receipt.messageId}`
+    : `answered elsewhere ${event.messageId}`
 
 describe("a control written twice", () => {
   it.effect("reaches controls once; another action on the same message, or the same action on another, is passed on", () =>

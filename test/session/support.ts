@@ -109,6 +109,8 @@ export interface FakeClientState {
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
   readonly expireAsk: (questionId: string) => Effect.Effect<void>
+  /** The broker's `ask_answered_elsewhere` (`reply-elsewhere-v1`), as the real client hands it on (`controls`). */
+  readonly answerElsewhere: (questionId: string, replyId: string) => Effect.Effect<void>
   /** `settleRoundTrip` calls so far. */
   settles: number
   /** How `settleRoundTrip` ends; default: `caughtUp`, then whether connected. */
@@ -240,6 +242,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry)),
       expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId)),
+      answerElsewhere: (questionId, replyId) =>
+        Effect.asVoid(PubSub.publish(controlHub, { _tag: "AnsweredElsewhere", messageId: questionId, replyId })),
       settles: 0,
       onSettle: undefined
     }

@@ -378,8 +378,10 @@ const replyReadByAnotherClient = (options: {
   readonly receivedV1: boolean
   readonly confirms?: boolean
   readonly readAfter?: boolean
+  /** The ask ends `AskAnsweredElsewhere` (`reply-elsewhere-v1`), and what `answeredElsewhereFalsely` reports is returned. */
+  readonly endsElsewhere?: boolean
 }): ReadonlyArray<string> => {
-  const { confirms = false, readAfter = false, receivedV1 } = options
+  const { confirms = false, endsElsewhere = false, readAfter = false, receivedV1 } = options
   let now = 0
   const ledger = new Ledger({ now: () => now })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
@@ -430,12 +432,12 @@ const replyReadByAnotherClient = (options: {
   const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
   ledger.brokerWrote(4, [settled])
   ledger.clientRead(4, [settled])
-  ledger.askEnded(alias, "ReplyTimeout")
+  ledger.askEnded(alias, endsElsewhere ? "AskAnsweredElsewhere" : "ReplyTimeout")
   if (readAfter) {
     now += 500
     readIt()
   }
-  return ledger.answersAfterTimeout()
+  return endsElsewhere ? ledger.answeredElsewhereFalsely() : ledger.answersAfterTimeout()
 }
 
 describe("Ledger: an ask whose reply another client of its session took (answer-after-timeout)", () => {
@@ -455,5 +457,19 @@ describe("Ledger: an ask whose reply another client of its session took (answer-
 
   it("is reported when the other client read the reply only after the ask's wait ended", () => {
     expect(replyReadByAnotherClient({ receivedV1: false, readAfter: true }).length).toBe(1)
+  })
+})
+
+describe("Ledger: an ask that ended AskAnsweredElsewhere (reply-elsewhere-v1; answered-elsewhere-false)", () => {
+  it("is not reported when a client without received-v1 read the reply before the ask ended (the broker's word was true)", () => {
+    expect(replyReadByAnotherClient({ receivedV1: false, endsElsewhere: true })).toEqual([])
+  })
+
+  it("is reported when the other client, granted received-v1, never confirmed the reply (it could have come back)", () => {
+    expect(replyReadByAnotherClient({ receivedV1: true, endsElsewhere: true })).toHaveLength(1)
+  })
+
+  it("is reported when the other client read the reply only after the ask ended", () => {
+    expect(replyReadByAnotherClient({ receivedV1: false, readAfter: true, endsElsewhere: true })).toHaveLength(1)
   })
 })

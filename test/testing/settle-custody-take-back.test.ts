@@ -68,8 +68,9 @@ describe("the SettleCustody op's take-back variant", () => {
   // from before the ask, so D's client has not read the ask's acknowledgement when it stops reading, and C's reply
   // is still in the rest of D's outbox, not in its slow write, at the other instance's takeover: it goes to that
   // instance (a base client: the write is its delivery), and D's client, back on a new connection, sends its ask
-  // again and times out. The broker routes a reply to whoever holds the session; the ledger must not count that
-  // reply as owed to D's ask (it failed answer-after-timeout before it excused a reply another client took).
+  // again. The broker routes a reply to whoever holds the session; it now tells D's client so
+  // (`reply-elsewhere-v1`, AnsweredAsks.ts), and the ask ends AskAnsweredElsewhere rather than wait out its
+  // timeout (before, it timed out, and the ledger excused the reply: `handedElsewhere`).
   const seed16843 = [
     { _tag: "DelayWrites", after: 0, session: 3, side: "broker", delayMs: 133, forMs: 7302 },
     {
@@ -88,24 +89,27 @@ describe("the SettleCustody op's take-back variant", () => {
       takeBack: { written: "write", takeoverMs: 274 }
     }
   ] as const
-  const takenElsewhere = /timed out; m\d+, C's reply to it, went for good to another client of D \(D\/own\d+\) before its wait ended/
+  const endedElsewhere = /D ask\d+ ended: AskAnsweredElsewhere/
+  const handedToOther = /ask\d+ of D ended AskAnsweredElsewhere: m\d+ went for good to D\/own\d+/
 
-  it.effect("seed 16843 shrunk: the reply went to the other instance, D's ask timed out, and the ledger does not count it against the ask", () =>
+  it.effect("seed 16843 shrunk: the reply went to the other instance, and D's resent ask ends AskAnsweredElsewhere, not in a timeout", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 16843, tolerate: [] }, seed16843, { delivery: true, settleHold: true })
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
       assert.match(trace, /D ← m\d+ from C \(own-connection\) "settled 2"/)
-      assert.match(trace, takenElsewhere)
-      assert.strictEqual(report.asks.timedOut, 1, trace)
+      assert.match(trace, endedElsewhere)
+      assert.match(trace, handedToOther)
+      assert.strictEqual(report.asks.timedOut, 0, trace)
     }))
 
-  it.effect("seed 16843 of --settle-hold --delivery: the reply went to the other instance, the ledger's checks hold", () =>
+  it.effect("seed 16843 of --settle-hold --delivery: the reply went to the other instance, D's ask ends AskAnsweredElsewhere, the ledger's checks hold", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 16843, tolerate: [] }, undefined, { delivery: true, settleHold: true })
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
-      assert.match(trace, takenElsewhere)
+      assert.match(trace, endedElsewhere)
+      assert.match(trace, handedToOther)
     }))
 
   it("is drawn in about half the seeds, from a stream of its own, with A's deadline after the takeover", () => {

@@ -289,7 +289,11 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
  * session over while the asker's client reconnected (sim seed 16843 of
  * `--settle-hold --delivery`: the take-back variant's reply, not yet written
  * to the old connection, moved to the new holder with the rest of its
- * outbox) — so the asker could not have had it, whatever it heard.
+ * outbox) — so the asker could not have had it, whatever it heard. A
+ * client granted `reply-elsewhere-v1` that sends the ask again is told so
+ * and ends `AskAnsweredElsewhere` (seed 16843 now does); the excuse remains
+ * for one acknowledged before the takeover, which is not sent again.
+ * `answeredElsewhereFalsely` holds that notice to this same test.
  */
 const handedElsewhere = (state: LedgerState, reply: MessageRecord, ask: AskRecord): string | undefined => {
   const own = ask.client?.key
@@ -301,6 +305,36 @@ const handedElsewhere = (state: LedgerState, reply: MessageRecord, ask: AskRecor
     if (link !== undefined && link.owner === ask.asker && (!link.receivedV1 || link.confirmed >= read.frame)) return read.client
   }
   return undefined
+}
+
+/**
+ * Asks that ended `AskAnsweredElsewhere` (`reply-elsewhere-v1`: the broker
+ * said the reply went for good to another client instance of the asker's
+ * session) with no reply to them read for good, before the ask ended, by
+ * another client of that session and never by the ask's own
+ * (`handedElsewhere`): the broker's word was false, and the asker gave up
+ * on a reply it could have had. One line each.
+ */
+export const answeredElsewhereFalsely = (state: LedgerState): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const ask of state.asks) {
+    if (ask.outcome !== "AskAnsweredElsewhere") continue
+    const questionId = ask.questionId
+    let handed = false
+    for (const message of state.messages.values()) {
+      if (questionId === undefined || message.kind !== "reply" || message.replyTo !== questionId) continue
+      const elsewhere = handedElsewhere(state, message, ask)
+      if (elsewhere === undefined) continue
+      handed = true
+      note(state, `${ask.alias} of ${nameOf(state, ask.asker)} ended AskAnsweredElsewhere: ${message.alias} went for good to ${elsewhere}`)
+    }
+    if (!handed) {
+      found.push(`${ask.alias} of ${nameOf(state, ask.asker)} ended AskAnsweredElsewhere, though no reply to it went for good to another client of ${
+        nameOf(state, ask.asker)
+      } before it ended`)
+    }
+  }
+  return found
 }
 
 /** How every ask of the run ended, counted. */

@@ -66,6 +66,12 @@ export type ViolationKind =
    * deadline by design (src/session/Ask.ts).
    */
   | "answer-after-timeout"
+  /**
+   * An ask ended with `AskAnsweredElsewhere` (`reply-elsewhere-v1`), though
+   * no reply to it was read for good by another client of the asker's
+   * session before it ended: the broker's notice was false.
+   */
+  | "answered-elsewhere-false"
   /** The broker's registry does not match the live, registered connections. */
   | "registry-mismatch"
   /**
