@@ -18,6 +18,14 @@
  * closed before it confirmed reading it) is over when its edge is: withdrawn
  * by `cancel_ask`, or expired. The mailbox is told (`askClosed`), and drops
  * that copy rather than ask a question nobody waits for (MailDelivery.ts).
+ * Such a copy given back past its deadline was reported expired even when
+ * the ask had been answered or withdrawn: the edge is gone either way. So
+ * a `cancel_ask` is remembered as a withdrawal (`withdrawn`), and a reply
+ * accepted while the replier's connection still holds the ask unconfirmed
+ * (a client confirming what it handled replies first) marks that copy
+ * (`answeredUnconfirmed`): `endedEarly` tells them apart (helper
+ * staleans). Per reply that costs a size check of the replier's custody,
+ * and a scan of it only when it holds something.
  *
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
@@ -37,6 +45,11 @@
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
+ *
+ * Size: about 425 lines, just past the ~400 guideline: one concept, the ask
+ * edges' lifecycle in the send pipeline; telling an ask that closed early
+ * from one that expired (`endedEarly`) and which reply answered an ask
+ * (`answered`, reply-elsewhere-v1) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -59,9 +72,10 @@ export const MAX_ASKS_PER_SESSION = 1024
 /** Open asks the broker keeps at once, overall. */
 export const MAX_ASKS = 262_144
 
-/** Asks withdrawn after their edge had closed that `Asks` remembers (`withdrawn`); past it the oldest go. */
+/** Withdrawn asks that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
-
+/** How many of a replier's oldest unconfirmed items a reply looks through for the ask it answers (`answeredBy`). */
+const ANSWERED_SCAN = 64
 
 /** The announced timeout of an ask, undefined when none was announced, or a refusal. */
 const announcedTimeout = (attempt: SendAttempt): number | undefined | Refusal => {
@@ -121,17 +135,31 @@ export class Asks {
     this.askClosed(edge.messageKey, now)
   }
   /**
-   * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
-   * when no edge was open — a reply had closed it — by message key (the value
-   * is the key too, so that what the bound pushes out is known), for as long
-   * as an ask can last (bounded: MAX_WITHDRAWN). Should that reply be lost,
-   * the ask stays withdrawn: `answerLost` does not open it again. A durable
+   * Asks their asker withdrew by `cancel_ask`, and by `cancel_message` on
+   * the ask when no edge was open — a reply had closed it — by message key
+   * (the value is the key too, so that what the bound pushes out is known),
+   * for as long as an ask can last (bounded: MAX_WITHDRAWN). Should that
+   * reply be lost, the ask stays withdrawn: `answerLost` does not open it
+   * again; and a copy of it given back past its deadline did not expire
+   * (`endedEarly`; a `cancel_message` says so in the replay record). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
    * a reply restored after a restart and lost then does not reopen its ask.
    */
   private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
+  /**
+   * Asks answered while their message was still held, unconfirmed, on the
+   * replier's connection (`answered`), marked on that message's `Mail`
+   * object with the edge the reply closed: should the connection drop, the
+   * copy it gives back past its deadline was answered, not expired
+   * (`endedEarly`). Weak: the mark goes with the object, when its client
+   * confirms it or the copy is dropped. Nothing is marked for an ask
+   * confirmed before its reply.
+   */
+  private readonly answeredUnconfirmed = new WeakMap<Mail, AskEdge>()
+  /** Edges closed by a reply that was lost before it reached its asker (`answerLost`): that ask is unanswered again. */
+  private readonly lostAnswers = new WeakSet<AskEdge>()
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
@@ -171,7 +199,11 @@ export class Asks {
         if (session === undefined) return
         const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
-        if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
+        // Remembered withdrawn too: a copy of it given back past its deadline did not expire (`endedEarly`).
+        if (edge !== undefined && edge.askerKey === session.key) {
+          this.edges.delete(key)
+          this.withdraw(key, this.ctx.now())
+        }
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
@@ -206,16 +238,48 @@ export class Asks {
       }
       return undefined
     },
-    delivered: (attempt) => this.answeredBy(attempt),
-    queued: (attempt) => this.answeredBy(attempt)
+    delivered: (attempt, reply) => this.answeredBy(attempt, reply),
+    queued: (attempt, reply) => this.answeredBy(attempt, reply)
   }
 
-  /** A reply along an open edge was delivered or queued: the edge closes, and which reply answered it is kept (AnsweredAsks.ts). */
-  private answeredBy(attempt: SendAttempt): void {
-    const replyKey = attempt.replyKey
-    if (replyKey === undefined) return
-    this.edges.delete(replyKey)
-    this.answered.answered(replyKey, attempt.record, attempt.now)
+  /**
+   * A reply `attempt` (its mail `reply`) along an open edge was delivered or
+   * queued: the edge closes, and which reply answered it is kept
+   * (AnsweredAsks.ts). When the replier's connection holds anything
+   * unconfirmed (a size check otherwise), the ask is looked for there: read
+   * and answered before its client confirmed it, it is marked answered
+   * (`answeredUnconfirmed`). Only its `ANSWERED_SCAN` oldest items are
+   * looked at, so a reply costs a bounded scan: an ask deeper in a client's
+   * backlog is not marked, and given back past its deadline it counts as
+   * expired, as before.
+   */
+  private answeredBy(attempt: SendAttempt, reply: Mail): void {
+    const key = attempt.replyKey
+    if (key === undefined) return
+    this.edges.delete(key)
+    this.answered.answered(key, attempt.record, attempt.now)
+    const edge = reply.answers
+    const custody = attempt.sender.peer.custody
+    if (edge === undefined || custody === undefined || custody.size === 0) return
+    const ask = custody.heldMail(key, ANSWERED_SCAN)
+    if (ask !== undefined) this.answeredUnconfirmed.set(ask, edge)
+  }
+
+  /**
+   * Whether the ask `mail`, whose edge is closed, closed before its
+   * deadline rather than expiring: its asker withdrew it (`cancel_ask`, or
+   * `cancel_message` after a reply; `withdrawn`), or a reply answered this
+   * copy while its client had not confirmed it and was not lost since
+   * (`answeredUnconfirmed`). A copy given back so past its deadline goes
+   * silently (MailDelivery.dropStale). Not known for a copy answered while
+   * it was not held on the replier's connection (back in the mailbox, or on
+   * an old connection a takeover had not closed), nor after a restart for
+   * one answered before it: such a copy counts as expired.
+   */
+  endedEarly(mail: Mail): boolean {
+    if (this.withdrawn.size > 0 && this.withdrawn.has(mail.recordKey)) return true
+    const edge = this.answeredUnconfirmed.get(mail)
+    return edge !== undefined && !this.lostAnswers.has(edge)
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -262,7 +326,10 @@ export class Asks {
    * and lost replies are bounded by the mailbox.
    */
   answerLost(edge: AskEdge, now: number): void {
-    if (edge.question === true || edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
+    if (edge.question === true) return
+    // Its ask is unanswered again: a copy of it given back past its deadline expired (`endedEarly`).
+    this.lostAnswers.add(edge)
+    if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     if (this.withdrawn.size > 0 && this.withdrawn.has(edge.messageKey)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.

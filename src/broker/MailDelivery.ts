@@ -42,10 +42,13 @@
  * refused), and leaves the store (`dropStale`). Its asker hears of it only
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently —
- * one its sender cancelled or superseded (its record says so) also past
- * its deadline, as it was answered for that (helper ctlback). (One
- * withdrawn by `cancel_ask`, or answered, that comes back past its deadline
- * cannot be told from one that expired: its edge is gone either way.)
+ * also past its deadline: one its sender cancelled or superseded (its
+ * record says so), as it was answered for that (helper ctlback); one
+ * withdrawn by `cancel_ask`, or answered while that copy was held
+ * unconfirmed on the replier's connection, as Asks.endedEarly remembers
+ * (helper staleans). One answered otherwise (its copy back in the mailbox
+ * already) that comes back past its deadline cannot be told from one that
+ * expired: its edge is gone either way.
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -148,6 +151,8 @@ export interface MailAsks {
   readonly isOpen: (messageKey: string, now: number) => boolean
   /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */
   readonly openStaged: (mail: Mail, now: number) => void
+  /** Did the closed ask `mail` close before its deadline, withdrawn or answered, rather than expire (Asks.endedEarly)? */
+  readonly endedEarly: (mail: Mail) => boolean
 }
 
 /**
@@ -695,13 +700,15 @@ export class MailDelivery {
    * never put back: it leaves the store. One whose edge expired (its deadline,
    * the ask's own timeout from when it was sent, has passed) is lost as mail
    * the mailbox expired: its asker gets an `expired` receipt and a retry hears
-   * `E_DELIVERY_EXPIRED`. One withdrawn or answered goes silently; a replay
-   * record that says it is queued goes back to what its sender was told,
-   * delivered (one `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
+   * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
+   * (Asks.endedEarly: withdrawn, or this copy answered). One withdrawn or
+   * answered goes silently; a replay record that says it is queued goes back
+   * to what its sender was told, delivered (one `cancel_message` made
+   * `E_DELIVERY_CANCELLED` stays so).
    */
   private dropStale(mail: Mail): void {
     const now = this.ctx.now()
-    if (this.pastDeadline(mail, now)) {
+    if (this.pastDeadline(mail, now) && !this.asks.endedEarly(mail)) {
       return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome

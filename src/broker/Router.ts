@@ -329,7 +329,8 @@ export class Router {
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
-      openStaged: (staged, at) => asks.openStaged(staged, at)
+      openStaged: (staged, at) => asks.openStaged(staged, at),
+      endedEarly: (stale) => asks.endedEarly(stale)
     })
     const receipts = new Receipts(
       ctx,

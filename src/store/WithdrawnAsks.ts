@@ -1,10 +1,11 @@
 /**
- * The store's part of the asks withdrawn after their reply had closed their
- * edge (Asks.ts, `withdrawn`): an asker that withdrew its ask (`cancel_ask`,
- * or `cancel_message` on the ask) once a reply had closed the ask's edge
- * keeps it withdrawn should that reply be lost later — evicted or expired
- * from the mailbox — also when the broker restarted in between, with the
- * reply restored from the store and then lost (`Asks.answerLost`).
+ * The store's part of the withdrawn asks (Asks.ts, `withdrawn`): an asker
+ * that withdrew its ask (`cancel_message` on the ask once a reply had closed
+ * its edge, or `cancel_ask` at any time) keeps it withdrawn should that reply
+ * be lost later — evicted or expired from the mailbox — also when the broker
+ * restarted in between, with the reply restored from the store and then
+ * lost (`Asks.answerLost`); and a copy of the ask restored past its deadline
+ * goes silently, not as expired (`Asks.endedEarly`).
  *
  * Owns the shape of a stored withdrawal and how both `MailStore`s keep it:
  * the `withdrawn_asks` table (migrations/0009_withdrawn_asks.ts) and the

@@ -4,7 +4,9 @@
  * - An ask that went back to its recipient's mailbox (written, never
  *   confirmed read with `received-v1`, and the connection dropped) is not
  *   asked again once the ask is over: withdrawn by `cancel_ask`, or expired
- *   — in memory, and across a durable broker's restart. One withdrawn by
+ *   — in memory, and across a durable broker's restart (one withdrawn by
+ *   `cancel_ask` and restored past its deadline gets its asker no `expired`
+ *   receipt: stale-closed-ask.test.ts has the same in memory). One withdrawn by
  *   `cancel_message` is given again to the client that read it, with the
  *   cancel behind it (WithdrawnCopies.ts).
  * - A replace-mode ask stored while staged, whose edge opens at a durable
@@ -178,6 +180,29 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       yield* settled([back.client])
       assert.strictEqual(back.client.count("message"), 0, "the withdrawn question was asked after the restart")
+    }))
+
+  it.effect("durable: a question withdrawn by cancel_ask, restored past its deadline after a restart: its asker gets no expired receipt and a retry still hears delivered", () =>
+    Effect.gen(function*() {
+      const askTimeout = 60_000
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk, { askTimeout })
+      const { alice, bob } = yield* aliceAndBob(world)
+      const question = yield* askedUnconfirmed(alice, bob)
+      yield* alice.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* settled([alice.client])
+      yield* advance(LAZY_FLUSH) // the cancel is committed
+      assert.strictEqual(disk.mail.size, 1, "the unconfirmed question is stored")
+      yield* first.crash
+      yield* advance(askTimeout)
+
+      yield* durableBroker(world, disk, { askTimeout })
+      const back = yield* world.session({ sessionId: "alice", name: "alice" })
+      // Its replay record says what alice was told: a same-id retry is answered so, not "expired".
+      assertDelivered(yield* send(back.client, "bob", question))
+      yield* settled([back.client])
+      yield* back.client.expectNothing("message_receipt")
     }))
 
   it.effect("a replace-mode ask answered, then back in the mailbox unconfirmed: not asked again", () =>
