@@ -223,6 +223,21 @@ export class MailDelivery {
     return this.mailbox.size
   }
 
+  /**
+   * Since the broker started: cancelled copies kept for the instances that read them and given to their
+   * returns (WithdrawnCopies.ts), controls kept alone for a reader's return and given at it (KeptControls.ts).
+   */
+  get readerCounts(): {
+    readonly copiesKept: number
+    readonly copiesGiven: number
+    readonly controlsKept: number
+    readonly controlsGiven: number
+  } {
+    const copies = this.withdrawn.counts
+    const controls = this.controls.counts
+    return { copiesKept: copies.kept, copiesGiven: copies.given, controlsKept: controls.kept, controlsGiven: controls.given }
+  }
+
   /** What is held for sessions that are away, and when the oldest of it expires; undefined when nothing is. */
   held(): HeldMail | undefined {
     const queuedAt = this.mailbox.oldestQueuedAt

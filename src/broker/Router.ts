@@ -145,6 +145,14 @@ export interface RouterStats {
    * connection the hold waits for and not confirmed there, which its close gives back (CustodyHolds.keepsReply; once per hold).
    */
   readonly custodyAwaitedReplies: number
+  /** Mailbox copies cancelled after a client instance read them, kept for its return (WithdrawnCopies.ts). */
+  readonly withdrawnCopiesKept: number
+  /** Of those, given to a reader's return: the message and its cancel right behind it (once per reader). */
+  readonly withdrawnCopiesGiven: number
+  /** Controls given back alone with their session away (their message confirmed), kept for the instance given it (KeptControls.ts). */
+  readonly keptControls: number
+  /** Of those, given at that instance's return. */
+  readonly keptControlsGiven: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -712,6 +720,7 @@ export class Router {
   /** For diagnostics and tests. */
   stats(): RouterStats {
     const holds = this.ctx.output.holds.counts
+    const readers = this.mail.readerCounts
     return {
       sessions: this.ctx.registry.live,
       unregistered: this.registration.unregisteredCount,
@@ -743,7 +752,11 @@ export class Router {
       custodyHeldWaits: holds.waits,
       custodyHeldDepartures: holds.departures,
       custodyHeldReturns: holds.returns,
-      custodyAwaitedReplies: holds.awaitedReplies
+      custodyAwaitedReplies: holds.awaitedReplies,
+      withdrawnCopiesKept: readers.copiesKept,
+      withdrawnCopiesGiven: readers.copiesGiven,
+      keptControls: readers.controlsKept,
+      keptControlsGiven: readers.controlsGiven
     }
   }
 }
