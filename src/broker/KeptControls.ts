@@ -48,14 +48,24 @@ interface Kept {
 export class KeptControls {
   /** By the session key of the control's receiver (`ControlFrame.to`), aged from the last one kept. */
   private readonly byReceiver = new AgedMap<string, Array<Kept>>(MAX_RECEIVERS)
+  /** Controls kept since the broker started (`keep`), for the broker's stats. */
+  private keptCount = 0
+  /** Controls given to their instance's return since the broker started (`takeFor`). */
+  private givenCount = 0
 
   /** How many sessions have controls kept. */
   get size(): number {
     return this.byReceiver.size
   }
 
+  /** Since the broker started: controls kept (`kept`), and controls given to their instance's return (`given`). */
+  get counts(): { readonly kept: number; readonly given: number } {
+    return { kept: this.keptCount, given: this.givenCount }
+  }
+
   /** Keeps `control` for the client `instance` of its session, given the message it is about. */
   keep(control: ControlFrame, instance: SessionInstance, now: number): void {
+    this.keptCount++
     const kept = this.byReceiver.get(control.to) ?? []
     if (kept.length >= MAX_KEPT_PER_RECEIVER) kept.shift()
     kept.push({ instance, control })
@@ -73,6 +83,8 @@ export class KeptControls {
     this.byReceiver.expire(cutoff)
     const kept = this.byReceiver.delete(receiver.key)
     if (kept === undefined) return []
-    return kept.flatMap((entry) => mayHold(entry.instance, receiver) ? [entry.control] : [])
+    const given = kept.flatMap((entry) => mayHold(entry.instance, receiver) ? [entry.control] : [])
+    this.givenCount += given.length
+    return given
   }
 }

@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 750 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 760 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -145,6 +145,14 @@ export interface RouterStats {
    * connection the hold waits for and not confirmed there, which its close gives back (CustodyHolds.keepsReply; once per hold).
    */
   readonly custodyAwaitedReplies: number
+  /** Mailbox copies cancelled after a client instance read them, kept for its return (WithdrawnCopies.ts). */
+  readonly withdrawnCopiesKept: number
+  /** Of those, given to a reader's return: the message and its cancel right behind it (once per reader). */
+  readonly withdrawnCopiesGiven: number
+  /** Controls given back alone with their session away (their message confirmed), kept for the instance given it (KeptControls.ts). */
+  readonly keptControls: number
+  /** Of those, given at that instance's return. */
+  readonly keptControlsGiven: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -714,6 +722,7 @@ export class Router {
   /** For diagnostics and tests. */
   stats(): RouterStats {
     const holds = this.ctx.output.holds.counts
+    const readers = this.mail.readerCounts
     return {
       sessions: this.ctx.registry.live,
       unregistered: this.registration.unregisteredCount,
@@ -745,7 +754,11 @@ export class Router {
       custodyHeldWaits: holds.waits,
       custodyHeldDepartures: holds.departures,
       custodyHeldReturns: holds.returns,
-      custodyAwaitedReplies: holds.awaitedReplies
+      custodyAwaitedReplies: holds.awaitedReplies,
+      withdrawnCopiesKept: readers.copiesKept,
+      withdrawnCopiesGiven: readers.copiesGiven,
+      keptControls: readers.controlsKept,
+      keptControlsGiven: readers.controlsGiven
     }
   }
 }

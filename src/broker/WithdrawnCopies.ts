@@ -66,7 +66,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 310 lines, one concept: the cancelled copies' state and the
+ * Size: about 330 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -149,6 +149,10 @@ export class WithdrawnCopies {
   private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
   /** Mailbox copies (and copies given out again) of such messages, with who read them, oldest first. */
   private readonly readCopies = new WeakMap<Mail, ReadonlyArray<Reader>>()
+  /** Copies kept since the broker started (`keep` from outside, `keepCancelled`), for the broker's stats. */
+  private keptCount = 0
+  /** Copies given to a reader's return, the message and its cancel, since the broker started (`give`). */
+  private givenCount = 0
 
   /**
    * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
@@ -241,9 +245,10 @@ export class WithdrawnCopies {
     this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
     this.routes.handedOn(mail, session)
     this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
+    this.givenCount++
     if (copy.readers.length === 1) return
     const rest = copy.readers.filter((_, i) => i !== at)
-    this.keep(mail.recordKey, { readers: rest })
+    this.note(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail)
   }
@@ -258,8 +263,22 @@ export class WithdrawnCopies {
     return this.copies.size
   }
 
-  /** Notes the mailbox copy `recordKey` as cancelled, for the instance `copy` names. */
+  /**
+   * Since the broker started: cancelled copies kept for their readers (`kept`), and copies given to a
+   * reader's return with their cancel (`given`; a copy read by several instances counts once per return).
+   */
+  get counts(): { readonly kept: number; readonly given: number } {
+    return { kept: this.keptCount, given: this.givenCount }
+  }
+
+  /** Keeps the mailbox copy `recordKey` as cancelled, for the instances `copy` names (counted in `counts.kept`). */
   keep(recordKey: string, copy: WithdrawnCopy): void {
+    this.keptCount++
+    this.note(recordKey, copy)
+  }
+
+  /** Notes the mailbox copy `recordKey` as cancelled, for the instances `copy` names. */
+  private note(recordKey: string, copy: WithdrawnCopy): void {
     this.take(recordKey)
     this.copies.set(recordKey, copy)
     for (const reader of copy.readers) {

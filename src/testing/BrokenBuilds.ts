@@ -187,3 +187,17 @@ export const renumberInterruptingRecords = () => (): BrokerOutputFault => (_link
     if (record === undefined) return [frame]
     return [frame, frame.replace(`"revision":${record.revision},`, `"revision":${record.revision + 1},`)]
   })
+
+/**
+ * A broker that forgets what it kept for a reader's return: drops every
+ * `message_control` it writes in the same batch as a `registered` (the
+ * controls a registration gets at once — a control kept for the returning
+ * instance, KeptControls.ts, or the cancel behind a cancelled copy given
+ * back to it, WithdrawnCopies.ts), as if neither kept them. The ledger must
+ * report `control-never-reached-reader` when the returning instance had
+ * read the message.
+ */
+export const dropControlsAtReturn = () => (): BrokerOutputFault => (_link, frames) =>
+  frames.some((frame) => frame.startsWith(`{"type":"registered"`))
+    ? frames.filter((frame) => !frame.startsWith(`{"type":"message_control"`))
+    : frames

@@ -24,7 +24,7 @@ import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
-import { checkControlInstances, InstanceLedger } from "./ledger/instances.ts"
+import { checkControlInstances, checkControlsReachReaders, InstanceLedger } from "./ledger/instances.ts"
 import { JoinLedger } from "./ledger/joins.ts"
 import { answeredElsewhereFalsely, answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
@@ -393,6 +393,7 @@ export class Ledger {
   finish(): MessageTally {
     const tally = finish(this.state, (record) => this.departures.endedOneShot(this.state, record))
     checkControlInstances(this.state, this.instances)
+    checkControlsReachReaders(this.state, this.instances)
     this.joins.finish(this.state, this.departures)
     return tally
   }

@@ -150,6 +150,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "handed-after-drop": true,
   "missing-left": true,
   "control-to-other-instance": true,
+  "control-never-reached-reader": true,
   "missing-pair": true
 }
 

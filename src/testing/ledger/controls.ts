@@ -125,7 +125,7 @@ export const cancelAnswered = (state: LedgerState, link: LinkRecord, messageId: 
   const record = state.messages.get(messageId)
   if (record === undefined || record.sender !== link.owner) return
   state.controls.cancelled.set(messageId, state.now())
-  state.controls.cancelAcks.push({ sender: link.owner, messageId, epoch: link.brokerEpoch, seq: ++state.readSeq })
+  state.controls.cancelAcks.push({ sender: link.owner, messageId, epoch: link.brokerEpoch, seq: ++state.readSeq, at: state.now() })
   note(state, `   ${nameOf(state, link.owner)}'s cancel of ${record.alias} acknowledged (${record.reads.length} read(s) of it so far)`)
 }
 
@@ -163,7 +163,7 @@ export const supersedeAnswered = (state: LedgerState, record: MessageRecord): vo
   const old = record.message.supersedes
   if (old === undefined) return
   state.controls.superseded.set(keyOf(record.sender, old), state.now())
-  state.controls.supersedeAcks.push({ sender: record.sender, messageId: old, epoch: record.ackEpoch ?? 0, seq: ++state.readSeq })
+  state.controls.supersedeAcks.push({ sender: record.sender, messageId: old, epoch: record.ackEpoch ?? 0, seq: ++state.readSeq, at: state.now() })
   note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
 }
 
@@ -361,6 +361,6 @@ export const checkSupersedesHeard = (state: LedgerState): void => {
  * sides, never taken over, served by broker incarnation `epoch`, with
  * nothing the broker wrote it unread or on its way.
  */
-const liveToTheEnd = (link: LinkRecord, epoch: number): boolean =>
+export const liveToTheEnd = (link: LinkRecord, epoch: number): boolean =>
   link.registered && !link.closed && !link.brokerEnded && link.endedAt === undefined && link.replacedAt === undefined &&
   link.brokerEpoch === epoch && link.framesUnread === 0 && link.writesUnsent === 0

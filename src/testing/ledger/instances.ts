@@ -50,13 +50,38 @@
  * judged too (it is `control-before-message` as well): given to an old
  * instance that never read it, it must not reach a new one.
  *
+ * The converse, `control-never-reached-reader`: a control its sender was
+ * answered `delivered` for must reach every client instance that read its
+ * message and came back. A message such an instance read and never
+ * confirmed, given back at its drop and then cancelled, stays in the
+ * mailbox as a cancelled copy for that instance's return, which gets it and
+ * the cancel behind it (src/broker/WithdrawnCopies.ts); a control given back
+ * alone at a drop (its message confirmed) is kept for that instance's return
+ * (src/broker/KeptControls.ts); a live instance is written it on the route.
+ * So a client K that read M (from broker incarnation E, which acknowledged
+ * the cancel or supersede of M at time T) and whose last connection is K's
+ * own return — registered as that same instance (`InstanceLedger`) to E
+ * after T, and live to the end with everything E wrote it read — must have
+ * read a control about M on some connection, or a message of M's sender
+ * superseding M (a supersede of a message given back unconfirmed is told by
+ * the new message: WithdrawnCopies.keepCancelled keeps no copy for it). Void
+ * when K never returns so (its last connection is another instance's, not
+ * live at the end, or registered before T), when the broker restarted
+ * between the read and the acknowledgement or between it and the return
+ * (memory only: docs/protocol.md, "Receipts and control"), and for a read
+ * from another incarnation. Not voided: the mailbox's bounds evicting a
+ * cancelled copy (it goes silently, and the broker reports nothing of it) —
+ * the simulated worlds' mailboxes stay within them — nor the retention (a
+ * day; a run is minutes).
+ *
  * Plain synchronous code owned by one `Ledger`: `InstanceLedger` is fed as
- * the broker handles each batch (`Ledger.brokerHandled`); the check runs
+ * the broker handles each batch (`Ledger.brokerHandled`); the checks run
  * once at the end (`Ledger.finish`).
  */
 import { isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { REJOIN_V1 } from "../../protocol/features.ts"
-import { type LedgerState, nameOf } from "./state.ts"
+import { liveToTheEnd } from "./controls.ts"
+import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
 /** Client instances the broker keeps per id (src/broker/ClientInstances.ts `INSTANCES_PER_ID`). */
@@ -200,5 +225,50 @@ export const checkControlInstances = (state: LedgerState, instances: InstanceLed
       `${nameOf(state, link.owner)}'s client ${link.client} read ${nameOf(state, control.from)}'s ${control.action} of ${record.alias} on connection #${link.id}, an instance that never got it (a takeover's or another client's), though it never received ${record.alias} (${
         readers.length === 0 ? "no client read it" : `read by ${readers.join(", ")}`
       })`)
+  }
+}
+
+/** Whether client `client` read a control about `record` from its sender, or a message of its sender superseding it. */
+const readerTold = (state: LedgerState, record: MessageRecord, client: string): boolean =>
+  state.controls.reads.some((control) =>
+    control.messageId === record.id && control.from === record.sender && state.links.get(control.link)?.client === client
+  ) ||
+  [...state.messages.values()].some((other) =>
+    other.sender === record.sender && other.message.supersedes === record.id && other.reads.some((read) => read.client === client)
+  )
+
+/** The last connection client `client` opened (links are kept in the order they were opened). */
+const lastLinkOf = (state: LedgerState, client: string): LinkRecord | undefined => {
+  let last: LinkRecord | undefined
+  for (const link of state.links.values()) if (link.client === client) last = link
+  return last
+}
+
+/** `control-never-reached-reader` (see the module header): run at the end, with the world settled. */
+export const checkControlsReachReaders = (state: LedgerState, instances: InstanceLedger): void => {
+  const acks = [
+    ...state.controls.cancelAcks.map((ack) => ({ ...ack, action: "cancel" })),
+    ...state.controls.supersedeAcks.map((ack) => ({ ...ack, action: "supersede" }))
+  ]
+  for (const ack of acks) {
+    const record = state.messages.get(ack.messageId)
+    if (record === undefined || record.sender !== ack.sender) continue
+    // Each client instance of the receiver that read it from the broker that acknowledged the control.
+    const readers = new Map<string, { readonly instance: number; readonly link: number }>()
+    for (const read of record.reads) {
+      const link = state.links.get(read.link)
+      if (link === undefined || link.owner !== record.target || link.brokerEpoch !== ack.epoch) continue
+      // The first connection of that instance that read it: a return's connection reads the copy again.
+      const key = `${link.client}\0${instances.instanceOf(link.id)}`
+      if (!readers.has(key)) readers.set(key, { instance: instances.instanceOf(link.id), link: link.id })
+    }
+    for (const reader of readers.values()) {
+      const client = state.links.get(reader.link)?.client ?? ""
+      const last = lastLinkOf(state, client)
+      if (last === undefined || last.id === reader.link || instances.instanceOf(last.id) !== reader.instance) continue
+      if (last.registerReadAt === undefined || last.registerReadAt <= ack.at || !liveToTheEnd(last, ack.epoch)) continue
+      check(state, readerTold(state, record, client), "control-never-reached-reader", () =>
+        `${nameOf(state, ack.sender)}'s ${ack.action} of ${record.alias} was acknowledged; ${nameOf(state, last.owner)}'s client ${client} had read ${record.alias} (on connection #${reader.link}) and came back as that instance (connection #${last.id}, registered after the acknowledgement, live to the end with everything read), yet no control about ${record.alias} reached it`)
+    }
   }
 }

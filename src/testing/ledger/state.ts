@@ -33,6 +33,8 @@ export interface CancelAck {
   readonly epoch: number
   /** When the sender read the answer, among reads (`LedgerState.readSeq`). */
   readonly seq: number
+  /** When the sender read the answer (simulated ms). */
+  readonly at: number
 }
 
 /** A send that `supersedes` an earlier message, acknowledged `delivered` (ledger/controls.ts). */
@@ -44,6 +46,8 @@ export interface SupersedeAck {
   readonly epoch: number
   /** When the sender read the acknowledgement, among reads (`LedgerState.readSeq`). */
   readonly seq: number
+  /** When the sender read the acknowledgement (simulated ms). */
+  readonly at: number
 }
 
 /** A send that `supersedes` an earlier message, as its sender's client wrote it (ledger/controls.ts). */

@@ -228,6 +228,16 @@ export type ViolationKind =
    */
   | "control-to-other-instance"
   /**
+   * A sender's cancel or supersede of M was acknowledged `delivered`; a
+   * client instance of M's receiver had read M (from that broker
+   * incarnation) and came back as that instance after the acknowledgement,
+   * on a connection live to the end that read everything the broker wrote
+   * it, yet no control about M (nor a message superseding M) ever reached
+   * that client: the cancelled copy (WithdrawnCopies.ts) or the kept
+   * control (KeptControls.ts) did not reach its reader (ledger/instances.ts).
+   */
+  | "control-never-reached-reader"
+  /**
    * At the end of the run, a connection live to the end, that read
    * everything the broker wrote it, still shows a session by its join of an
    * earlier registration than the one the broker holds now, with departures

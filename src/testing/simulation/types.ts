@@ -250,6 +250,14 @@ export interface PathTally {
   readonly custodyHeldReturns: number
   /** Custody holds on which a settling answer waited for a reply an old connection the hold waits for may give back (`BrokerStats.custodyAwaitedReplies`, `--settle-hold`). */
   readonly custodyAwaitedReplies: number
+  /** Mailbox copies cancelled after a client instance read them, kept for its return (`BrokerStats.withdrawnCopiesKept`). */
+  readonly withdrawnCopiesKept: number
+  /** Of those, given to a reader's return with their cancel (`BrokerStats.withdrawnCopiesGiven`). */
+  readonly withdrawnCopiesGiven: number
+  /** Controls given back alone with their session away, kept for the instance given their message (`BrokerStats.keptControls`). */
+  readonly keptControls: number
+  /** Of those, given at that instance's return (`BrokerStats.keptControlsGiven`). */
+  readonly keptControlsGiven: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */

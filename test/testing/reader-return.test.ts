@@ -1,0 +1,75 @@
+/**
+ * A reader's return in the simulation (`control-never-reached-reader`,
+ * ledger/instances.ts): B's client reads A's message and its connection
+ * drops (the same client, so the same instance, comes back by itself);
+ * A's cancel, answered `delivered`, must reach that return.
+ *
+ * - kept control: B stops reading, A cancels (the broker writes the control,
+ *   unconfirmed), B's connection drops — the control comes back alone, its
+ *   message confirmed, and is kept for B's instance (src/broker/KeptControls.ts);
+ * - cancelled copy: B's writes are slow (its confirmation of the message
+ *   does not reach the broker), its connection drops, then A cancels — the
+ *   copy stays in the mailbox for B's instance, with its cancel
+ *   (src/broker/WithdrawnCopies.ts).
+ *
+ * Intact, each return gets its control and the run passes, the paths
+ * counted in `report.paths`; a broker that drops the controls a
+ * registration gets at once (`dropControlsAtReturn`) fails with the rule.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { dropControlsAtReturn } from "../../src/testing/BrokenBuilds.ts"
+import { runWorkload, type Op } from "../../src/testing/Workload.ts"
+
+/** Two sessions (A, B), nothing varied, no pressure, no other controls. */
+const plain = { vary: false, pressure: false, sessions: 2, controls: false } as const
+
+const keptControl: ReadonlyArray<Op> = [
+  { _tag: "Send", after: 100, from: 0, to: 1 },
+  { _tag: "Stall", after: 10, session: 1, side: "client", ms: 5000 },
+  { _tag: "Control", after: 10, from: 0, action: "cancel", back: 0 },
+  { _tag: "Drop", after: 10, session: 1, side: "client" }
+]
+
+const cancelledCopy: ReadonlyArray<Op> = [
+  { _tag: "DelayWrites", after: 100, session: 1, side: "client", delayMs: 2000, forMs: 3000 },
+  { _tag: "Send", after: 10, from: 0, to: 1 },
+  { _tag: "Drop", after: 20, session: 1, side: "client" },
+  { _tag: "Control", after: 10, from: 0, action: "cancel", back: 0 }
+]
+
+const kinds = (report: { readonly violations: ReadonlyArray<{ readonly kind: string }> }) =>
+  report.violations.map((violation) => violation.kind)
+
+describe("a reader's return gets the cancel its sender was answered delivered for", () => {
+  it.effect("a control given back alone is kept and given at the return (intact: no violation, the path counted)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1 }, keptControl, plain)
+      const trace = report.trace.join("\n")
+      assert.match(trace, /A's cancel of m1 acknowledged/, trace)
+      assert.match(trace, /B told m1 cancelled \(after 0 read\(s\) of it on this connection, 1 in all\)/, trace)
+      assert.isAtLeast(report.paths.keptControls, 1, trace)
+      assert.isAtLeast(report.paths.keptControlsGiven, 1, trace)
+      assert.deepStrictEqual(kinds(report), [], trace)
+    }))
+
+  it.effect("a cancelled copy is kept and given, with its cancel, at the return (intact: no violation, the path counted)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1 }, cancelledCopy, plain)
+      const trace = report.trace.join("\n")
+      assert.match(trace, /A's cancel of m1 acknowledged/, trace)
+      assert.match(trace, /B told m1 cancelled/, trace)
+      assert.isAtLeast(report.paths.withdrawnCopiesKept, 1, trace)
+      assert.isAtLeast(report.paths.withdrawnCopiesGiven, 1, trace)
+      assert.deepStrictEqual(kinds(report), [], trace)
+    }))
+
+  for (const [name, ops] of [["kept control", keptControl], ["cancelled copy", cancelledCopy]] as const) {
+    it.effect(`a broker that drops the controls given at a registration fails the ${name} run with control-never-reached-reader`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload({ seed: 1, brokerFault: dropControlsAtReturn() }, ops, plain)
+        const trace = report.trace.join("\n")
+        assert.include(kinds(report), "control-never-reached-reader", trace)
+      }))
+  }
+})
