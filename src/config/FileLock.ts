@@ -312,6 +312,22 @@ export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
   })
 
 /**
+ * Whether a live process — possibly a frozen one — holds the lock on `file`,
+ * as `isFileLockHeld`, but taking no lock where the kernel's list of holders
+ * says (Linux: `/proc/locks`), so a process taking the lock at that moment is
+ * never refused because of this look. Elsewhere it is `isFileLockHeld`.
+ * Creates nothing: a missing file is not held.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const isFileLockHeldPassively = (file: string): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const holders = holdersOf(file)
+    return holders === undefined ? isFileLockHeld(file) : Effect.succeed(holders.length > 0)
+  })
+
+/**
  * The pids that hold an exclusive (write) POSIX lock on `file`, as the
  * kernel lists them in `/proc/locks` (Linux), matched by inode number alone:
  * the only proof of *who* holds a lock, where `isFileLockHeld` says only
