@@ -33,11 +33,16 @@
  * makes that safe for every locker of the same file that goes through it: the
  * file is unlinked only by its holder, before it lets go, and a locker checks,
  * once it holds the lock, that the path still names the file it locked (the
- * kernel's list of holders, `/proc/locks`, names this process for the inode
- * the path names), and starts again when it does not. SQLite gives no access
- * to its descriptor, and opening one of our own would drop the lock when it
- * is closed, so the kernel's list is the only check that opens nothing: where
- * there is none (macOS), nothing is removed.
+ * kernel's list of holders, `/proc/locks`, names this process — as /proc
+ * numbers it, `/proc/self`, which in a pid namespace whose /proc is its
+ * parent's is not `process.pid` — for the inode the path names), and starts
+ * again when it does not. SQLite gives no access to its descriptor, and
+ * opening one of our own would drop the lock when it is closed, so the
+ * kernel's list is the only check that opens nothing. On Linux a locker that
+ * cannot read it (a sandbox that hides /proc) fails with `FileLockFailed`
+ * rather than hold unchecked, since other lockers of the file may read it and
+ * remove the file; where no system has it (macOS) nothing is removed and
+ * nothing is checked.
  */
 import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
@@ -201,13 +206,43 @@ const lockRemovable = (file: string, probeGraceMs: number, betweenOpenAndLock?: 
       throw error
     }
     // Synchronous from the open to here: no other holder of this process ran meanwhile, so a lock of this
-    // process on the inode the path names now is this one.
-    const holders = holdersOf(file)
-    if (holders === undefined) return { db, remove: false } // cannot check: the file stays (and is never removed here)
-    if (holders.includes(process.pid)) return { db, remove: true }
+    // process on the file the path names now is this one.
+    const self = procPid()
+    const holders = self === undefined ? undefined : holdersOf(file)
+    if (holders === undefined || self === undefined) {
+      if (!CHECKS_REQUIRED) return { db, remove: false } // no kernel list here: the file stays (and is never removed here)
+      db.close()
+      throw new Error(
+        "cannot tell whether another process removed the lock file while it was being locked: " +
+          "/proc/locks or /proc/self is not readable (a /proc of another pid namespace, or none)"
+      )
+    }
+    if (holders.includes(self)) return { db, remove: true }
     db.close()
   }
   throw new Error(`the lock file was replaced ${REPLACED_ATTEMPTS} times while it was being locked`)
+}
+
+/**
+ * Whether a removable lock must be checked to be taken: on Linux, where other
+ * lockers of the same file can read `/proc/locks` and so remove the file, one
+ * that cannot check must not hold it. Elsewhere no locker removes it.
+ */
+const CHECKS_REQUIRED = process.platform === "linux"
+
+/**
+ * This process's pid as `/proc` numbers it, which is how `/proc/locks` lists
+ * holders: the pid namespace of the /proc mount, not necessarily this
+ * process's own (`unshare --pid` without a new /proc, some sandboxes), where
+ * `process.pid` differs. Undefined without a /proc that shows this process.
+ */
+const procPid = (): number | undefined => {
+  try {
+    const pid = Number(fs.readlinkSync("/proc/self"))
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -218,8 +253,10 @@ const lockRemovable = (file: string, probeGraceMs: number, betweenOpenAndLock?: 
  * lock it checks that the path still names the file it locked, and takes the
  * lock again when a holder removed it meanwhile (it fails with
  * `FileLockFailed` after a few such rounds). The check is the kernel's list
- * of holders (`fileLockHolders`); where the system has none (macOS) the file
- * is never removed, which keeps the check unneeded there. Not across hosts:
+ * of holders (`fileLockHolders`); on Linux a locker that cannot read it
+ * fails with `FileLockFailed` (another locker that can would remove the
+ * file under it); where the system has none (macOS) the file is never
+ * removed, which keeps the check unneeded there. Not across hosts:
  * a lock on a network file system is not seen by other hosts' processes.
  *
  * `betweenOpenAndLock` runs after each open and before its lock: for tests,
@@ -275,21 +312,46 @@ export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
   })
 
 /**
+ * Whether a live process — possibly a frozen one — holds the lock on `file`,
+ * as `isFileLockHeld`, but taking no lock where the kernel's list of holders
+ * says (Linux: `/proc/locks`), so a process taking the lock at that moment is
+ * never refused because of this look. Elsewhere it is `isFileLockHeld`.
+ * Creates nothing: a missing file is not held.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const isFileLockHeldPassively = (file: string): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const holders = holdersOf(file)
+    return holders === undefined ? isFileLockHeld(file) : Effect.succeed(holders.length > 0)
+  })
+
+/**
  * The pids that hold an exclusive (write) POSIX lock on `file`, as the
  * kernel lists them in `/proc/locks` (Linux), matched by inode number alone:
  * the only proof of *who* holds a lock, where `isFileLockHeld` says only
  * *whether*. Empty when nobody does (or the file is gone); `undefined`
- * where the system does not say (no `/proc/locks`: macOS), so a caller
- * must not take a pid from elsewhere as verified. Takes no lock and opens
- * only `/proc/locks` (never `file`: see the module header).
+ * where the system does not say in this process's pids — no `/proc/locks`
+ * (macOS), or a /proc of another pid namespace than this process's (it
+ * lists pids as that namespace numbers them: `unshare --pid` without a new
+ * /proc) — so a caller must not take a pid from elsewhere as verified.
+ * Takes no lock and opens only `/proc` (never `file`: see the module header).
  *
  * @category getters
  * @since 0.1.0
  */
 export const fileLockHolders = (file: string): Effect.Effect<ReadonlyArray<number> | undefined> =>
-  Effect.sync(() => holdersOf(file))
+  Effect.sync(() => procPid() === process.pid ? holdersOf(file) : undefined)
 
-/** `fileLockHolders`, synchronously. */
+/**
+ * The holders of `file`'s lock as `/proc/locks` numbers them (the /proc
+ * mount's pid namespace); undefined without a readable `/proc/locks`.
+ * Matched by inode number alone: the list's device is the file system's
+ * (`major:minor` of its superblock), which is not always `stat`'s — a btrfs
+ * subvolume reports a device of its own, an overlay may report its lower
+ * layer's — so comparing it would refuse every lock there.
+ */
 const holdersOf = (file: string): ReadonlyArray<number> | undefined => {
   let text: string
   try {

@@ -92,7 +92,8 @@ export const isLifetimeLockHeld = (intercomDir: string): Effect.Effect<boolean> 
 /**
  * Whether the kernel says `pid` holds the lifetime lock of `intercomDir`:
  * `true` or `false` on Linux (`/proc/locks`, `fileLockHolders`),
- * `undefined` where the system does not say. What turns a pid read from
+ * `undefined` where the system does not say in this process's pids (no
+ * `/proc/locks`, or a /proc of another pid namespace). What turns a pid read from
  * `broker.pid` — which may be an older broker's, left behind, while the
  * holder has not written its own yet — into the holder's.
  */

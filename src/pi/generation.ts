@@ -73,8 +73,8 @@ import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
 import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
-import { claimInstance } from "./instance.ts"
-import { checkpointsDurable, inheritedInstance, undeliveredIn } from "./journal.ts"
+import { claimInstance, liveInstances } from "./instance.ts"
+import { checkpointsDurable, type EntryView, inheritedInstance, undeliveredIn, undeliveredInstances } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
 import {
@@ -251,22 +251,28 @@ export const startGeneration = (input: {
     if (startup !== undefined) return yield* Effect.fail(startup)
     if (!settings.enabled) return yield* Effect.fail(disabled(settings))
     const startedAt = yield* Clock.currentTimeMillis
-    // The journal as found: its instance, where this generation's own checkpoints start, and what it holds undelivered.
+    // The journal as found: its entries, the instance it names, and the instances its undelivered checkpoints name.
     const found = yield* access.touch((_pi, c) => {
-      const entries = c.sessionManager.getEntries()
-      return { inherited: inheritedInstance(sessionId, entries), from: entries.length, undelivered: undeliveredIn(sessionId, entries).length }
-    }).pipe(Effect.orElseSucceed(() => ({ inherited: undefined, from: 0, undelivered: 0 })))
+      const entries: ReadonlyArray<EntryView> = c.sessionManager.getEntries()
+      return { entries, inherited: inheritedInstance(sessionId, entries), instances: undeliveredInstances(sessionId, entries) }
+    }).pipe(Effect.orElseSucceed(() => ({ entries: [], inherited: undefined, instances: [] })))
     // The client instance the journal names, unless a live generation holds it (instance.ts); held until this
     // runtime is disposed, after the client it is built before has left the bus. In memory nothing inherits it.
     const instance = seed.sessionFile === undefined ? undefined : yield* claimInstance({
       intercomDir: settings.paths.intercomDir,
       inherited: found.inherited
     })
-    // The session open twice: the live holder of the journal's instance restored its undelivered messages and
-    // handles them; handed over here too, both agents would act on them. This one counts only its own.
-    const leavesJournal = instance?.inheritedLive === true
-    if (leavesJournal && found.undelivered > 0 && hasUI) {
-      yield* access.touch((_pi, c) => c.ui.notify(leftToOtherNotice(found.undelivered), "warning")).pipe(Effect.ignore)
+    // The session open twice: a message whose checkpoint names an instance another live generation holds is
+    // that one's (it received it, or restored it when it started); handed over here too, both agents would act
+    // on it. Decided per checkpoint, so a message whose holder died is restored here whatever the latest names.
+    const leftTo = instance === undefined
+      ? new Set<string>()
+      : yield* liveInstances(settings.paths.intercomDir, found.instances.filter((id) => id !== instance.instanceId))
+    const left = leftTo.size === 0
+      ? 0
+      : undeliveredIn(sessionId, found.entries).length - undeliveredIn(sessionId, found.entries, leftTo).length
+    if (left > 0 && hasUI) {
+      yield* access.touch((_pi, c) => c.ui.notify(leftToOtherNotice(left), "warning")).pipe(Effect.ignore)
     }
     const client = IntercomClient.layer({
       agentDir: settings.paths.agentDir,
@@ -307,7 +313,7 @@ export const startGeneration = (input: {
       hasUI,
       interactive,
       checkpointInstance: instance?.forCheckpoint ?? Effect.succeed(undefined),
-      journalFrom: leavesJournal ? found.from : 0
+      leftTo
     })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
     const host = Host.layer({ ...piHost, deliver: (inbound) => Effect.tap(piHost.deliver(inbound), Queue.offer(delivered, true)) })

@@ -117,10 +117,10 @@ export const makePiHost = (input: {
   /** The client instance each checkpoint names (`PiInstance.forCheckpoint`, instance.ts); undefined: none. */
   readonly checkpointInstance: Effect.Effect<string | undefined>
   /**
-   * The index of the first session entry whose checkpoints are this generation's to hand over (0: all).
-   * Past the start, when another live process holds the journal's instance and handles what it found.
+   * The client instances other live generations hold (instance.ts `liveInstances`): the undelivered messages
+   * checkpointed by one of them are that generation's to hand over, not this one's (journal.ts `undeliveredIn`).
    */
-  readonly journalFrom: number
+  readonly leftTo: ReadonlySet<string>
 }): HostService => {
   const { access, sessionId } = input
   return {
@@ -151,7 +151,7 @@ export const makePiHost = (input: {
           input.checkpointInstance,
           (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
         ),
-      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.journalFrom)),
+      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

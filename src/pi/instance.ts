@@ -20,11 +20,12 @@
  * runs. A process that resumes a file whose instance a live generation holds
  * — the same session open twice, in this process or another — takes a fresh
  * instance: its registration is a takeover, as it was before, and a cancel of
- * a message the other one was given does not reach it, and it leaves the
- * journal's undelivered messages to that one (`inheritedLive`), which restored
- * them. Any doubt (no lock directory, a lock file that cannot be used, an id
- * that is not a UUID) means a fresh instance too, which restores the journal:
- * the behaviour from before this module.
+ * a message the other one was given does not reach it. Which of the
+ * journal's undelivered messages a generation restores is decided per
+ * checkpoint (`liveInstances`): one naming an instance another live
+ * generation holds is that one's, which received or restored it. Any doubt
+ * (no lock directory, a lock file that cannot be used, an id that is not a
+ * UUID) means a fresh instance too: the behaviour from before this module.
  *
  * A fresh instance is locked only before the first checkpoint that names it
  * (`forCheckpoint`), since until one does no process can inherit it: a
@@ -38,7 +39,7 @@ import { Effect, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { holdRemovableFileLock } from "../config/FileLock.ts"
+import { holdRemovableFileLock, isFileLockHeldPassively } from "../config/FileLock.ts"
 
 /**
  * The instance of one generation.
@@ -57,8 +58,8 @@ export interface PiInstance {
   readonly forCheckpoint: Effect.Effect<string | undefined>
   /**
    * The instance the journal names is held by another live generation (the
-   * session open twice): that one has restored the journal's undelivered
-   * messages and handles them, so this one must not hand them over again.
+   * session open twice), which is why this one is fresh. Which undelivered
+   * messages are left to that one is `liveInstances`'s, per checkpoint.
    */
   readonly inheritedLive: boolean
 }
@@ -128,3 +129,27 @@ export const claimInstance = (input: {
       inheritedLive: claimed === "live"
     }
   })
+
+/**
+ * Which of `instanceIds` a live generation holds (this process's others
+ * included): the instances whose checkpointed messages that generation has
+ * (it received them, or restored them when it started), so another one
+ * leaves them to it (journal.ts `undeliveredIn`). Looks without taking or
+ * creating anything (`isFileLockHeldPassively`), so a generation claiming one
+ * of them meanwhile is not refused; an id that is not one of ours is never
+ * held (nor made a path).
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const liveInstances = (
+  intercomDir: string,
+  instanceIds: ReadonlyArray<string>
+): Effect.Effect<ReadonlySet<string>> =>
+  Effect.map(
+    Effect.forEach(instanceIds, (id) =>
+      isInstanceId(id)
+        ? Effect.map(isFileLockHeldPassively(path.join(instancesDir(intercomDir), `${id}.lock`)), (live) => live ? [id] : [])
+        : Effect.succeed([])),
+    (found) => new Set(found.flat())
+  )

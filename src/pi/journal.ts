@@ -6,7 +6,8 @@
  *   entry carrying `inbound` (the recipient session id, the client instance
  *   that received it, and the message as it arrived) before it goes to pi's
  *   queue. A process that restores them continues the instance the latest
- *   names (`inheritedInstance`, instance.ts).
+ *   names (`inheritedInstance`, instance.ts), and leaves out the messages a
+ *   checkpoint of which names an instance another live generation holds.
  * - It reaches the model as an `intercom_message` custom message whose
  *   `details` name the sender and message id; once such an entry exists
  *   anywhere in the session file, the message is in history (compaction only
@@ -147,15 +148,15 @@ export const messageDetails = (entry: EntryView): MessageDetails | undefined => 
 interface JournalScan {
   /** Intercom messages and replies named by ask results, in the order they were added (repeats kept). */
   readonly inHistory: ReadonlyArray<HandledMessage>
-  /** `recipient`'s checkpoints, in the order they were saved (repeats kept). */
-  readonly saved: ReadonlyArray<JournalRecord>
+  /** `recipient`'s checkpoints, in the order they were saved (repeats kept), with the instance each names. */
+  readonly saved: ReadonlyArray<{ readonly record: JournalRecord; readonly instance: string | undefined }>
 }
 
-/** `savedFrom`: the index of the first entry whose checkpoints count (all by default); history counts everywhere. */
-const scan = (recipient: string, entries: ReadonlyArray<EntryView>, savedFrom = 0): JournalScan => {
+/** One pass over `entries`: what history holds, and `recipient`'s checkpoints. */
+const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan => {
   const inHistory: Array<HandledMessage> = []
-  const saved: Array<JournalRecord> = []
-  for (const [index, entry] of entries.entries()) {
+  const saved: Array<{ readonly record: JournalRecord; readonly instance: string | undefined }> = []
+  for (const entry of entries) {
     const details = messageDetails(entry)
     if (details !== undefined) {
       inHistory.push({ fromId: details.from.id, messageId: details.messageId })
@@ -167,17 +168,20 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>, savedFrom = 
       inHistory.push(answer)
       continue
     }
-    if (index < savedFrom || entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
+    if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
     const decoded = decodeCheckpointData(entry.data)
     if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
-    const { askTimeoutMs, channel, delivery, from, message, receivedAt } = decoded.value.inbound
+    const { askTimeoutMs, channel, delivery, from, instance, message, receivedAt } = decoded.value.inbound
     saved.push({
-      from,
-      message,
-      receivedAt,
-      ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }),
-      ...(delivery === undefined ? {} : { delivery }),
-      ...(channel === undefined ? {} : { channel })
+      record: {
+        from,
+        message,
+        receivedAt,
+        ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }),
+        ...(delivery === undefined ? {} : { delivery }),
+        ...(channel === undefined ? {} : { channel })
+      },
+      instance
     })
   }
   return { inHistory, saved }
@@ -204,24 +208,44 @@ export const inheritedInstance = (recipient: string, entries: ReadonlyArray<Entr
 /**
  * The checkpoints of `recipient` that no `intercom_message` in `entries`
  * delivered, and no ask's tool result names as its reply, in the order they
- * were saved. `from`: the index of the first entry whose checkpoints count
- * (0 by default) — a generation that leaves the journal it found to another
- * live process (instance.ts `inheritedLive`) counts only its own.
+ * were saved, each message once. `leftTo`: client instances a live
+ * generation of another process holds (instance.ts `liveInstances`) — a
+ * message any checkpoint of which names one of them is that generation's (it
+ * received it, or restored it when it started), so it is left out here.
  */
 export const undeliveredIn = (
   recipient: string,
   entries: ReadonlyArray<EntryView>,
-  from = 0
+  leftTo: ReadonlySet<string> = new Set()
 ): ReadonlyArray<JournalRecord> => {
-  const { inHistory, saved } = scan(recipient, entries, from)
-  const delivered = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
-  const seen = new Set<string>()
-  return saved.filter((record) => {
+  const { inHistory, saved } = scan(recipient, entries)
+  const skipped = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
+  for (const { instance, record } of saved) {
+    if (instance !== undefined && leftTo.has(instance)) skipped.add(keyOf(record.from.id, record.message.id))
+  }
+  const restored: Array<JournalRecord> = []
+  for (const { record } of saved) {
     const key = keyOf(record.from.id, record.message.id)
-    if (delivered.has(key) || seen.has(key)) return false
-    seen.add(key)
-    return true
-  })
+    if (skipped.has(key)) continue
+    skipped.add(key)
+    restored.push(record)
+  }
+  return restored
+}
+
+/**
+ * The client instances the checkpoints of `recipient`'s undelivered messages
+ * (`undeliveredIn`) name, each once: those whose liveness decides who
+ * restores them.
+ */
+export const undeliveredInstances = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<string> => {
+  const { inHistory, saved } = scan(recipient, entries)
+  const delivered = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
+  const instances = new Set<string>()
+  for (const { instance, record } of saved) {
+    if (instance !== undefined && !delivered.has(keyOf(record.from.id, record.message.id))) instances.add(instance)
+  }
+  return [...instances]
 }
 
 /**
@@ -232,7 +256,7 @@ export const undeliveredIn = (
  */
 export const handledIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<HandledMessage> => {
   const { inHistory, saved } = scan(recipient, entries)
-  const receivedAt = new Map(saved.map((record) => [keyOf(record.from.id, record.message.id), record.receivedAt]))
+  const receivedAt = new Map(saved.map(({ record }) => [keyOf(record.from.id, record.message.id), record.receivedAt]))
   const seen = new Set<string>()
   const handled: Array<HandledMessage> = []
   for (const held of inHistory) {

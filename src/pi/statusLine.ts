@@ -32,11 +32,12 @@ export const takenOverNotice = (takenOver: TakenOver): string =>
 
 /**
  * The warning shown when this generation found `count` undelivered messages
- * in the session's journal and leaves them to the live process that holds
- * their client instance (the session open twice, instance.ts `inheritedLive`).
+ * in the session's journal and leaves them to the live generation that holds
+ * the client instance that received them (the session open twice,
+ * instance.ts `liveInstances`).
  */
 export const leftToOtherNotice = (count: number): string =>
-  `Intercom: this session is open in another pi process too, which holds its intercom instance: ` +
+  `Intercom: this session is open in another pi process too, which holds the intercom instance that received them: ` +
   `${plural(count, "message")} this session received earlier and did not show yet ` +
   `${count === 1 ? "is" : "are"} shown there, not here.`
 

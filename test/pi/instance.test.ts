@@ -5,7 +5,9 @@
  * it; a session of the same id without that journal is another instance; and
  * a second session resuming the file while the first runs takes a fresh one
  * (a takeover, as before), never the live one's, and leaves the journal's
- * undelivered messages to the first, which shows them. The pi sessions are pi SDK
+ * undelivered messages to the first, which shows them — decided per
+ * checkpoint, by whether a live generation holds the instance it names, not by
+ * the instance the latest checkpoint names. The pi sessions are pi SDK
  * sessions in this test's process (the broker is a process of its own): two
  * processes are kept apart by the same kernel lock (FileLock.ts), which its
  * own tests run across processes.
@@ -17,7 +19,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { instancesDir } from "../../src/pi/instance.ts"
+import { claimInstance, instancesDir } from "../../src/pi/instance.ts"
+import { checkpointEntry } from "../../src/pi/journal.ts"
 import type { IntercomClientService } from "../../src/client/models.ts"
 import { registrationOf, subscribe } from "../client/support.ts"
 import {
@@ -244,6 +247,77 @@ describe("pi's client instance across a restart", { timeout: 60_000 }, () => {
         await first.quit()
       }
     } finally {
+      await sender.close()
+    }
+  })
+
+  it("the second session, after a message of its own (its checkpoint the latest) and a /reload, still leaves the first's ask to the first", async () => {
+    const sender = await openSender()
+    try {
+      const { file, sessionId } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-reload"), "m-reload")
+      // Both read the file before either showed the ask, as two pi processes started on it at once do.
+      const firstManager = SessionManager.open(file)
+      const secondManager = SessionManager.open(file)
+      const first = await openPi(world, { sessionManager: firstManager, ui: recordingUI() })
+      let second: Pi | undefined
+      try {
+        first.script(say("restored"))
+        await restoredOnce(first)
+        second = await openPi(world, { sessionManager: secondManager, ui: recordingUI() })
+        assert.strictEqual(await pending(second), "No unresolved inbound asks.", "the second left the ask to the first")
+        // A message of the second's own: checkpointed, naming its fresh instance, the latest checkpoint now.
+        const s = second
+        s.script(say("got it"))
+        const got = nextEvent(s, (event) =>
+          event.type === "agent_settled" && intercomMessages(s.session()).some((text) => text.endsWith("hello second")))
+        await run(sender.client.send({
+          to: sessionId,
+          message: { id: "m-own", timestamp: Date.now(), content: { text: "hello second" }, expectsReply: false }
+        }))
+        await got
+        await s.session().reload()
+        await s.rebind()
+        assert.strictEqual(await pending(s), "No unresolved inbound asks.", "the first, live, holds the instance the ask's checkpoint names")
+        assert.strictEqual(delivered(s), 0, "its model never got the ask")
+        assert.strictEqual(delivered(first), 1)
+        assert.deepStrictEqual(s.errors, [])
+      } finally {
+        await second?.quit()
+        await first.quit()
+      }
+    } finally {
+      await sender.close()
+    }
+  })
+
+  it("a resume restores the ask checkpointed by an instance nobody holds, though the latest checkpoint names one a live generation holds (whose message it leaves, and says so)", async () => {
+    const sender = await openSender()
+    const holder = await run(Scope.make())
+    try {
+      const { file, sessionId } = await quitWithAskInHand(sender.client, path.join(world.root, "sessions-orphan"), "m-orphan")
+      // Another generation checkpointed a message of its own later, and still runs holding its instance.
+      const other = randomUUID()
+      const held = await run(Scope.provide(claimInstance({ intercomDir: path.join(world.agentDir, "intercom"), inherited: other }), holder))
+      assert.strictEqual(held.instanceId, other)
+      const manager = SessionManager.open(file)
+      const from = { id: "sender-x", cwd: world.cwd, model: "m", pid: 1, startedAt: 1, lastActivity: 1 }
+      const theirs = { id: "m-theirs", timestamp: 1, content: { text: "a note for the other one" } }
+      manager.appendCustomEntry("intercom_received", checkpointEntry(sessionId, { from, message: theirs, receivedAt: 1 }, other))
+      const ui = recordingUI()
+      const b = await openPi(world, { sessionManager: manager, ui })
+      try {
+        b.script(say("restored"))
+        await restoredOnce(b) // nobody holds the instance that received the ask: restored here
+        assert.include(await pending(b), "m-orphan")
+        assert.isFalse(intercomMessages(b.session()).some((text) => text.endsWith("a note for the other one")), "left to its live holder")
+        const notice = await ui.nextNotice((shown) => shown.message.includes("open in another pi process"))
+        assert.include(notice.message, "1 message this session received earlier")
+        assert.deepStrictEqual(b.errors, [])
+      } finally {
+        await b.quit()
+      }
+    } finally {
+      await run(Scope.close(holder, Exit.void))
       await sender.close()
     }
   })

@@ -15,7 +15,8 @@ import {
   handledIn,
   inheritedInstance,
   type MessageDetails,
-  undeliveredIn
+  undeliveredIn,
+  undeliveredInstances
 } from "../../src/pi/journal.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
@@ -38,13 +39,20 @@ describe("pi inbound journal", () => {
     ])
   })
 
-  it("undelivered from an entry on: checkpoints before it are not counted (another live process handles them), later ones are", () => {
-    const found: JournalRecord = { from, message: message("found", { id: "m-found" }), receivedAt: 1 }
-    const own: JournalRecord = { from, message: message("own", { id: "m-own" }), receivedAt: 2 }
-    const entries = [entryOf(found), entryOf(own)]
-    assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-found", "m-own"])
-    assert.deepStrictEqual(undeliveredIn("me", entries, 1).map((record) => record.message.id), ["m-own"])
-    assert.deepStrictEqual(undeliveredIn("me", entries, 2), [])
+  it("undelivered, leaving another live generation's: a message any checkpoint of which names an instance in leftTo is left out; one naming none is kept", () => {
+    const live = "11111111-1111-4111-8111-111111111111"
+    const dead = "22222222-2222-4222-8222-222222222222"
+    const saved = (id: string, instance?: string) => ({
+      type: "custom",
+      customType: "intercom_received",
+      data: checkpointEntry("me", { from, message: message(id, { id }), receivedAt: 1 }, instance)
+    })
+    const entries = [saved("m-live", live), saved("m-dead", dead), saved("m-none"), saved("m-both", dead), saved("m-both", live)]
+    const ids = (leftTo?: ReadonlySet<string>) => undeliveredIn("me", entries, leftTo).map((record) => record.message.id)
+    assert.deepStrictEqual(ids(), ["m-live", "m-dead", "m-none", "m-both"])
+    assert.deepStrictEqual(ids(new Set([live])), ["m-dead", "m-none"])
+    assert.deepStrictEqual(ids(new Set([live, dead])), ["m-none"])
+    assert.deepStrictEqual(undeliveredInstances("me", entries), [live, dead])
   })
 
   it("a checkpoint keeps a child's supervisor channel, so the restored message is still its supervisor's", () => {
