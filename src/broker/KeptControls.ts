@@ -9,8 +9,9 @@
  * control comes back alone, with the session away — and was dropped: the
  * client's return never learned that the message it showed was withdrawn,
  * while its sender had been answered `delivered` for the cancel. Now such a
- * control is kept here for the instance the message's route names
- * (`Receipts.givenTo`), and that instance's return (its reconnect:
+ * control is kept here for the client instance it was written to, which
+ * was given the message (`ControlFrame.instance`; not the message's receipt
+ * route, which goes after an hour: review revm M1), and that instance's return (its reconnect:
  * `mayHold`) gets it at its registration, before the mailbox's mail (a
  * supersede's new message, given back in the same close, queues there and
  * goes right behind it, as it was written). Any other registration of the
@@ -30,7 +31,7 @@
  */
 import { AgedMap } from "./AgedMap.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
-import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+import { mayHold, type Session } from "./Registry.ts"
 
 /** Sessions with kept controls, at most; past this the least recently kept go. */
 const MAX_RECEIVERS = 4096
@@ -38,27 +39,21 @@ const MAX_RECEIVERS = 4096
 /** Controls kept for one session, at most; past this its oldest go. */
 const MAX_KEPT_PER_RECEIVER = 256
 
-/** One kept control and the client instance it is for. */
-interface Kept {
-  readonly instance: SessionInstance
-  readonly control: ControlFrame
-}
-
 /** Controls whose message was read, kept for the instance that read it while its session is away (see the module header). */
 export class KeptControls {
   /** By the session key of the control's receiver (`ControlFrame.to`), aged from the last one kept. */
-  private readonly byReceiver = new AgedMap<string, Array<Kept>>(MAX_RECEIVERS)
+  private readonly byReceiver = new AgedMap<string, Array<ControlFrame>>(MAX_RECEIVERS)
 
   /** How many sessions have controls kept. */
   get size(): number {
     return this.byReceiver.size
   }
 
-  /** Keeps `control` for the client `instance` of its session, given the message it is about. */
-  keep(control: ControlFrame, instance: SessionInstance, now: number): void {
+  /** Keeps `control` for the client instance of its session it was written to (`ControlFrame.instance`). */
+  keep(control: ControlFrame, now: number): void {
     const kept = this.byReceiver.get(control.to) ?? []
     if (kept.length >= MAX_KEPT_PER_RECEIVER) kept.shift()
-    kept.push({ instance, control })
+    kept.push(control)
     this.byReceiver.set(control.to, kept, now)
   }
 
@@ -73,6 +68,6 @@ export class KeptControls {
     this.byReceiver.expire(cutoff)
     const kept = this.byReceiver.delete(receiver.key)
     if (kept === undefined) return []
-    return kept.flatMap((entry) => mayHold(entry.instance, receiver) ? [entry.control] : [])
+    return kept.filter((control) => mayHold(control.instance, receiver))
   }
 }

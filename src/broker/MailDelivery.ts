@@ -82,7 +82,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DELIVERED, deliveredTo, idOfKey, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
@@ -90,7 +90,7 @@ import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
 import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
@@ -329,13 +329,13 @@ export class MailDelivery {
    * each instance's, when more than one read it (WithdrawnCopies.ts);
    * any other leaves the mailbox.
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
+  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
     const readers = this.withdrawn.readersOfCopy(queued)
     if (readers === undefined) this.mailbox.delete(messageKey)
     else {
-      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey) })) }
+      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey, reader.instance) })) }
       // A reader live again without having taken it (P49: another holder of the identity was live at its
       // return): told now, not at a return that may never come (review revl L3); the copy stays for the rest.
       let live: Session | undefined
@@ -499,11 +499,12 @@ export class MailDelivery {
    * Controls given back without their message (`giveBack`): with their
    * session away, one whose message is not among `items` (its client
    * confirmed it, so it may have shown it) is kept for the client instance
-   * its route names, for that instance's return (KeptControls.ts, helper
-   * ctlback). The rest are dropped, as before: to another instance live now
-   * (it never got the message), for a short-lived session that ended, about
-   * a message given back here (its fate is the mailbox's: `keepCancelled`),
-   * or with no route naming an instance of that session.
+   * it was written to (`ControlFrame.instance`, however long it waited
+   * unconfirmed: its message's route goes after an hour, review revm M1),
+   * for that instance's return (KeptControls.ts, helper ctlback). The rest
+   * are dropped, as before: to another instance live now (it never got the
+   * message), for a short-lived session that ended, and about a message
+   * given back here (its fate is the mailbox's: `keepCancelled`).
    */
   private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
     let returned: Set<string> | undefined
@@ -512,8 +513,7 @@ export class MailDelivery {
       if (this.liveSession(control.to) !== undefined || this.ended.has(control.to)) continue
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
       if (returned.has(control.messageKey)) continue
-      const given = this.routes.givenTo(control.senderKey, idOfKey(control.senderKey, control.messageKey))
-      if (given !== undefined && given.receiverKey === control.to) this.controls.keep(control, given.receiverInstance, now)
+      this.controls.keep(control, now)
     }
   }
 

@@ -217,7 +217,7 @@ export class WithdrawnCopies {
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,
-      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey, reader.instance)
     }))
     // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
     this.keep(mail.recordKey, { readers: kept })

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 
-const read = (path: string): string => readFileSync(new URL(`../${path}`, import.meta.url), "utf8")
+const read = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
 
 describe("revm M6: docs of wdcopy and ctlback", () => {
   it("architecture.md's module table lists WithdrawnCopies.ts and KeptControls.ts", () => {

@@ -7,8 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 describe("revm M2: a reader already told coming back again", () => {
   it.effect("does not take the copy from the reader still to come back", () =>

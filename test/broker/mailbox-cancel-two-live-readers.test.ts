@@ -9,13 +9,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../src/broker/Peer.ts"
-import { closePeer } from "../src/broker/RouterContext.ts"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { custodyFeatures, messagesAndControls, type Seen } from "./support/controlWorld.ts"
-import { fakeConnection } from "./support/fakeConnection.ts"
-import { handRouter } from "./support/handRouter.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 const named = { name: "B", cwd: "/tmp" }
 

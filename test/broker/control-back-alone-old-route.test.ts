@@ -1,18 +1,22 @@
 /**
- * Review revm M1 (probe): KeptControls names the instance to keep a control
- * for from the message's receipt route (`Receipts.givenTo`), which goes after
- * an hour. A control written to b-1 and left unconfirmed until the route is
- * pruned, then given back alone at b-1's drop, is dropped — the L2 problem
- * wdcopy fixed for cancelled copies with custody's `instanceOf`.
+ * A control given back alone (KeptControls.ts) after its message's receipt
+ * route was pruned (an hour): b-1 confirms m0, d cancels it half an hour
+ * later, and the cancel waits in b-1's custody unconfirmed past the route's
+ * hour before b-1 drops. The control names the client instance it was
+ * written to (`ControlFrame.instance`), so b-1's return still gets it; it
+ * used to be kept for the instance the route named, and with the route gone
+ * it was dropped (review revm M1).
+ *
+ * On a Router driven by hand (controlWorld).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 const MINUTE = 60_000
 
-describe("revm M1: a control given back alone after its message's route was pruned", () => {
+describe("a control given back alone after its message's route was pruned", () => {
   it.effect("b-1's return still gets the cancel", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
