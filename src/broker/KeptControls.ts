@@ -15,7 +15,9 @@
  * `mayHold`) gets it at its registration, before the mailbox's mail (a
  * supersede's new message, given back in the same close, queues there and
  * goes right behind it, as it was written). Any other registration of the
- * session takes the controls out and gets none: it never got the message.
+ * session gets none (it never got the message) and leaves them for that
+ * instance, as the mailbox's flush leaves a cancelled copy for the
+ * instances that read it (WithdrawnCopies.ts; review revm M2, M3).
  * A control whose message comes back in the same close is not kept here
  * (the mailbox decides that message's fate, with a cancel made again when
  * its client may have read it: WithdrawnCopies.ts).
@@ -58,16 +60,21 @@ export class KeptControls {
   }
 
   /**
-   * `receiver` registered: the controls kept for its session, taken out, in
-   * the order they were kept — those for its client instance returned, the
-   * rest dropped (it never got their messages). Lists kept at or before
-   * `cutoff` are dropped first.
+   * `receiver` registered: the controls kept for its client instance, taken
+   * out, in the order they were kept. Those kept for other instances of its
+   * session stay for their return (review revm M2: another instance's
+   * registration never got their messages, and takes nothing from those
+   * that did). Lists kept at or before `cutoff` are dropped first.
    */
   takeFor(receiver: Session, cutoff: number): ReadonlyArray<ControlFrame> {
     if (this.byReceiver.size === 0) return []
     this.byReceiver.expire(cutoff)
-    const kept = this.byReceiver.delete(receiver.key)
+    const kept = this.byReceiver.get(receiver.key)
     if (kept === undefined) return []
-    return kept.filter((control) => mayHold(control.instance, receiver))
+    const taken = kept.filter((control) => mayHold(control.instance, receiver))
+    if (taken.length === kept.length) this.byReceiver.delete(receiver.key)
+    // The rest keep the list's age (from the last one kept).
+    else if (taken.length > 0) this.byReceiver.update(receiver.key, kept.filter((control) => !mayHold(control.instance, receiver)))
+    return taken
   }
 }

@@ -762,8 +762,9 @@ export class MailDelivery {
       soleHolder ? identity : undefined,
       (mail) =>
         mail.spaceKey === space.key &&
-        // Its own mail, unless it is a cancelled copy kept for P49's other holder, who read it (review revl L1).
-        ((mail.targetKey === session.key && !this.withdrawn.keptForAnother(mail.recordKey, session.key)) ||
+        // Its own mail, unless it is a cancelled copy kept for client instances other than this one: P49's other
+        // holder, who read it (review revl L1), or instances of this session (review revm M2, M3).
+        ((mail.targetKey === session.key && !this.withdrawn.withheldFrom(mail.recordKey, session)) ||
           (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     // Cancelled copies this session read of mail for another (P49's other holder of its identity took it):
@@ -772,7 +773,10 @@ export class MailDelivery {
     if (kept !== undefined) {
       for (const recordKey of kept) {
         const mail = this.mailbox.get(recordKey)
-        if (mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key) {
+        if (
+          mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key &&
+          !this.withdrawn.withheldFrom(recordKey, session)
+        ) {
           this.mailbox.delete(recordKey)
           mails.push(mail)
         }

@@ -31,9 +31,11 @@
  * (`mayHold`: its rejoin or reconnect) the message again — its client drops
  * it if it read it already (RecentMessages.ts) — and the cancel right
  * behind it, as a cancel of a message still on its way reaches that
- * instance's rejoin; any other registration (another client, a new process)
- * never got it, and gets neither. A copy that expires or is evicted from
- * the mailbox goes silently: its sender was answered already.
+ * instance's rejoin; any other registration (another client, a new process,
+ * a reader given it again already) gets neither and takes nothing: the copy
+ * stays in the mailbox for the readers not told yet (`withheldFrom`; review
+ * revm M2, M3). A copy that expires or is evicted from the mailbox goes
+ * silently: its sender was answered already.
  *
  * Memory only: the cancel's record rewrite drops the copy's stored row, as
  * before, so a durable broker that restarts keeps nothing of it (see
@@ -228,21 +230,23 @@ export class WithdrawnCopies {
   }
 
   /**
-   * A cancelled copy taken from the mailbox for `session`: to a client
-   * instance given it, the message again and its cancel right behind it
-   * (the record stays cancelled; the route moves on to this connection),
-   * and the copy goes back to the mailbox, as it was, for the other
-   * instances that read it, if any (review L6); to any other instance,
-   * nothing, and its route goes, so a cancel again sends no control.
+   * A cancelled copy taken from the mailbox for `session`, one of the
+   * client instances it is kept for (`givesTo`): the message again and its
+   * cancel right behind it (the record stays cancelled; the route moves on
+   * to this connection), and the copy goes back to the mailbox, as it was,
+   * for the other instances that read it and are not told yet, if any
+   * (review L6). The mailbox's flush takes a copy for no other instance
+   * (review revm M2, M3).
    */
   give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
     const at = copy.readers.findIndex((reader) => isReader(reader, session))
-    if (at < 0) return this.routes.lost(mail.senderKey, mail.message.id)
-    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-    this.routes.handedOn(mail, session)
-    this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
-    if (copy.readers.length === 1) return
-    const rest = copy.readers.filter((_, i) => i !== at)
+    if (at >= 0) {
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+      this.routes.handedOn(mail, session)
+      this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
+    }
+    const rest = at < 0 ? copy.readers : copy.readers.filter((_, i) => i !== at)
+    if (rest.length === 0) return
     this.keep(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail)
@@ -275,13 +279,17 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Whether the mailbox copy `recordKey` is a cancelled one kept for a session other than `receiverKey`
-   * (P49's other holder read it): the session the mail names must leave it for that one (review revl L1).
+   * Whether the mailbox copy `recordKey` is a cancelled one, and `receiver`
+   * is none of the client instances it is kept for: then its flush leaves it
+   * in the mailbox for them (review revm M2, M3: a new instance of the
+   * session it names, a reader told already, a session of P49's other
+   * holder that never read it), and it goes silently at expiry or eviction
+   * if none of them comes back.
    */
-  keptForAnother(recordKey: string, receiverKey: string): boolean {
+  withheldFrom(recordKey: string, receiver: Session): boolean {
     if (this.copies.size === 0) return false
     const copy = this.copies.get(recordKey)
-    return copy !== undefined && !copy.readers.some((reader) => reader.receiverKey === receiverKey)
+    return copy !== undefined && !goesTo(copy, receiver)
   }
 
   /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */

@@ -1,12 +1,14 @@
 /**
- * Review revm M3 (probe): a cancelled copy read by two sessions of one
- * identity — its target b (instance b-1) and then P49's other holder e
- * (instance e-1), each dropping unconfirmed — is kept for both (L6). A new
- * instance of b (b-2), which never read it, registering takes the copy in
- * its flush (`keptForAnother` is false: b is among the readers) and
- * `WithdrawnCopies.give` drops it for every reader — so e-1, another
- * session, is never told. Before wdcopy the copy named e only and b's flush
- * left it alone (`keptForAnother`).
+ * A cancelled copy read by two sessions of one identity — its target b
+ * (instance b-1) and then P49's other holder e (instance e-1), each dropping
+ * unconfirmed — is kept for both (review L6). A new instance of b (b-2),
+ * which never read it, registering first gets nothing and leaves the copy
+ * in the mailbox (`WithdrawnCopies.withheldFrom`), so e-1's return still
+ * gets the message and the cancel. b-2's flush used to take it, as b is
+ * among its readers, and drop it for e-1 too (review revm M3, a regression
+ * of helper wdcopy's readers list).
+ *
+ * On a Router driven by hand, with every connection's frames recorded.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -66,15 +68,15 @@ const setUp = Effect.gen(function*() {
   return { framesOf, register, m0 }
 })
 
-describe("revm M3: a copy kept for b-1 and for P49's other holder e-1", () => {
-  it.effect("sanity: e-1's return gets the message and the cancel", () =>
+describe("a cancelled copy kept for b-1 and for P49's other holder e-1", () => {
+  it.effect("e-1's return gets the message and the cancel", () =>
     Effect.gen(function*() {
       const { framesOf, m0, register } = yield* setUp
       const back = register("e", "e-1")
       assert.deepStrictEqual(messagesAndControls(framesOf(back)), [`message ${m0.id}`, `cancel ${m0.id}`])
     }))
 
-  it.effect("a new instance of b registering first does not take it from e-1", () =>
+  it.effect("a new instance of b registering first is given nothing, and e-1's return after it gets the message and the cancel", () =>
     Effect.gen(function*() {
       const { framesOf, m0, register } = yield* setUp
       const b2 = register("b", "b-2")

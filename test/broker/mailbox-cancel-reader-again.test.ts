@@ -1,17 +1,21 @@
 /**
- * Review revm M2 (probe): a cancelled copy kept for two readers (L6). b-1
- * comes back and is given the message and its cancel; the copy stays for
- * b-2. b-1 then reconnects once more before b-2 is back: the flush takes the
- * copy for b-1, which is no longer among its readers, and `WithdrawnCopies.give`
- * drops it (`routes.lost`) — b-2, which read it, never learns it was cancelled.
+ * A cancelled copy kept for two readers (review L6): b-1 comes back and is
+ * given the message and its cancel; the copy stays for b-2. b-1 then
+ * reconnects once more before b-2 is back: it is no longer among the
+ * copy's readers, so its flush leaves the copy in the mailbox
+ * (`WithdrawnCopies.withheldFrom`), and b-2's return still gets the message
+ * and the cancel. It used to take the copy and drop it for b-2 too (review
+ * revm M2).
+ *
+ * On a Router driven by hand (controlWorld).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
 import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
-describe("revm M2: a reader already told coming back again", () => {
-  it.effect("does not take the copy from the reader still to come back", () =>
+describe("a cancelled copy's reader already told coming back again", () => {
+  it.effect("is given nothing, and the reader still to come back gets the message and the cancel", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures)
       const m0 = message("m0")
