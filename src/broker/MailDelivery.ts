@@ -336,14 +336,15 @@ export class MailDelivery {
     if (readers === undefined) this.mailbox.delete(messageKey)
     else {
       const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey, reader.instance) })) }
-      // A reader live again without having taken it (P49: another holder of the identity was live at its
-      // return): told now, not at a return that may never come (review revl L3); the copy stays for the rest.
-      let live: Session | undefined
+      // Readers live again without having taken it (P49: another holder of the identity was live at their
+      // return): each told now, not at a return that may never come (review revl L3, revm M5); the copy
+      // stays for the rest.
+      let live: Array<Session> | undefined
       for (const reader of readers) {
         const session = this.liveSession(reader.receiverKey)
-        if (session !== undefined && goesTo(copy, session)) live = session
+        if (session !== undefined && goesTo(copy, session) && !(live ??= []).includes(session)) live.push(session)
       }
-      if (live !== undefined) {
+      if (live !== undefined && live.length > 0) {
         this.mailbox.delete(messageKey)
         this.withdrawn.give(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
@@ -785,7 +786,7 @@ export class MailDelivery {
     for (const mail of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {
-        this.withdrawn.give(mail, copy, session, now)
+        this.withdrawn.give(mail, copy, [session], now)
         continue
       }
       if (this.isStale(mail, now)) {

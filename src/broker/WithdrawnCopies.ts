@@ -230,23 +230,33 @@ export class WithdrawnCopies {
   }
 
   /**
-   * A cancelled copy taken from the mailbox for `session`, one of the
-   * client instances it is kept for (`givesTo`): the message again and its
-   * cancel right behind it (the record stays cancelled; the route moves on
-   * to this connection), and the copy goes back to the mailbox, as it was,
-   * for the other instances that read it and are not told yet, if any
-   * (review L6). The mailbox's flush takes a copy for no other instance
-   * (review revm M2, M3).
+   * A cancelled copy taken from the mailbox for `sessions`, each one of the
+   * client instances it is kept for (`goesTo`: the session registering, or
+   * every reader live at the cancel, review revm M5): to each, the message
+   * again and its cancel right behind it (the record stays cancelled; the
+   * route moves on to its connection), and the copy goes back to the
+   * mailbox, as it was, for the other instances that read it and are not
+   * told yet, if any (review L6). The mailbox's flush takes a copy for no
+   * other instance (review revm M2, M3).
    */
-  give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
-    const at = copy.readers.findIndex((reader) => isReader(reader, session))
-    if (at >= 0) {
+  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number): void {
+    let rest: Array<KeptFor> | undefined
+    // Once per session, should two readers name it (an instance, and the one from before a restart).
+    const told: Array<Session> = []
+    for (const reader of copy.readers) {
+      const session = sessions.find((receiver) => isReader(reader, receiver))
+      if (session === undefined) {
+        rest ??= []
+        rest.push(reader)
+        continue
+      }
+      if (told.includes(session)) continue
+      told.push(session)
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
       this.routes.handedOn(mail, session)
-      this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
+      this.ctx.output.enqueue(session.peer, reader.control)
     }
-    const rest = at < 0 ? copy.readers : copy.readers.filter((_, i) => i !== at)
-    if (rest.length === 0) return
+    if (rest === undefined) return
     this.keep(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail)

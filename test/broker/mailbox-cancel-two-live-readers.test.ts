@@ -1,11 +1,15 @@
 /**
- * Review revm M5 (probe): `MailDelivery.cancel` tells one live reader of a
- * cancelled copy (the last it finds), not every one (review revl L3 with
- * L6's readers). c's mail m0 was read by P49 holders b-1 and then f-1, each
- * dropping unconfirmed; both are back and live without having taken it
- * (another holder, e, is live, so neither is the sole holder); d cancels m0.
- * Only f-1 is told now; b-1, live, is told nothing until a return that may
- * never come.
+ * A cancel of a mailbox copy read by two client instances, both live again
+ * without having taken it, gives it to each (`MailDelivery.cancel`, review
+ * revl L3 with L6's readers). c's mail m0 was read by P49 holders b-1 and
+ * then f-1, each dropping unconfirmed; both are back and live without
+ * having taken it (another holder, e, is live, so neither is the sole
+ * holder); d cancels m0. Both are given the message and the cancel now; e,
+ * which never read it, nothing. The cancel used to tell only the last live
+ * reader it found, leaving b-1 untold until a return that may never come
+ * (review revm M5).
+ *
+ * On a Router driven by hand, with every connection's frames recorded.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -19,7 +23,7 @@ import { handRouter } from "../support/handRouter.ts"
 
 const named = { name: "B", cwd: "/tmp" }
 
-describe("revm M5: a cancelled copy with two readers, both live", () => {
+describe("a cancelled copy with two readers, both live", () => {
   it.effect("both live readers are given the message and the cancel", () =>
     Effect.gen(function*() {
       const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000)
