@@ -42,8 +42,8 @@
  * docs/protocol.md). Bounded by the mailbox, which holds each copy.
  *
  * What was read is marked on the objects themselves: the given-back item
- * (`OutboundMessage`, in a weak set, as custody tells), then the mail object
- * the mailbox holds for it (`Mail`, in a weak map, with the session key and
+ * (`OutboundMessage`, in a weak map, with the reader custody names), then
+ * the mail object the mailbox holds for it (`Mail`, in a weak map, with the session key and
  * client instance given it, `Reader`), so nothing is kept once they are
  * gone. The mark is carried to each new copy of the message the mailbox
  * takes back (a return that dropped again before it was written the copy
@@ -60,15 +60,16 @@
  *
  * The decisions are made here too, each called by MailDelivery at its step
  * of the close path, the cancel or the flush, in the order those paths
- * decide: who read a message given back (`readerOf`), keeping a message
- * cancelled on its way as such a copy (`keepCancelled`), and giving a kept
- * copy to the session that registers (`give`).
+ * decide: who read a message given back (`readersOf`), keeping a message
+ * cancelled on its way as such a copy (`keepCancelled`), which registration
+ * a kept copy is not for (`withheldFrom`), and giving it to the readers that
+ * register or are live at the cancel (`give`).
  *
  * Owner: MailDelivery, in the Router's synchronous code. Only the close,
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 310 lines, one concept: the cancelled copies' state and the
+ * Size: about 330 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -146,7 +147,7 @@ export class WithdrawnCopies {
   /**
    * Messages given back that their client was written and never confirmed reading, with who that was:
    * the instance custody knows for it (`WrittenTo`), which needs no route (review L2), or none (then its
-   * route names it, `readerOf`).
+   * route names it, `readersOf`).
    */
   private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
   /** Mailbox copies (and copies given out again) of such messages, with who read them, oldest first. */
@@ -204,7 +205,7 @@ export class WithdrawnCopies {
    * behind it may not have reached it. Its control is made again (the one
    * given back with it is dropped with the recipient away), from the sender
    * as the message names it. Written on an earlier connection counts
-   * (`readerOf`: a return that dropped before the copy was written to it).
+   * (`readersOf`: a return that dropped before the copy was written to it).
    * False when it is not so kept: never written, superseded (the new
    * message tells its client), or no instance known; true when noted, even
    * if the bounds pushed the copy out at once (then it went silently,
