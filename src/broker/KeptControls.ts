@@ -25,8 +25,10 @@
  * Kept as long as the mailbox keeps mail (its retention), at most
  * MAX_KEPT_PER_RECEIVER for one session and MAX_RECEIVERS sessions (the
  * oldest go); memory only, like custody's controls, so a broker restart
- * forgets them, and a memory broker's idle exit is not held up by them
- * (they are a courtesy to a client that may never come back, not mail).
+ * forgets them. A memory broker's idle exit waits for them as for the
+ * mailbox's mail, a cancelled copy among it (MailDelivery.held): exiting
+ * would forget them just the same, and the rule is one for everything kept
+ * for a session that is away.
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
  * (`keep`) and registration (`takeFor`) only.
@@ -45,18 +47,40 @@ const MAX_KEPT_PER_RECEIVER = 256
 export class KeptControls {
   /** By the session key of the control's receiver (`ControlFrame.to`), aged from the last one kept. */
   private readonly byReceiver = new AgedMap<string, Array<ControlFrame>>(MAX_RECEIVERS)
+  /** The controls in `byReceiver`, over all its lists. */
+  private controls = 0
 
   /** How many sessions have controls kept. */
   get size(): number {
     return this.byReceiver.size
   }
 
+  /** How many controls are kept, over all sessions. */
+  get count(): number {
+    return this.controls
+  }
+
+  /** When the oldest list was kept (its last control), if any is. */
+  get oldestAt(): number | undefined {
+    return this.byReceiver.oldestAt
+  }
+
+  /** Drops the lists kept at or before `cutoff` (the mailbox's retention ago). */
+  expire(cutoff: number): void {
+    if (this.byReceiver.size === 0) return
+    for (const gone of this.byReceiver.expire(cutoff)) this.controls -= gone.length
+  }
+
   /** Keeps `control` for the client instance of its session it was written to (`ControlFrame.instance`). */
   keep(control: ControlFrame, now: number): void {
     const kept = this.byReceiver.get(control.to) ?? []
-    if (kept.length >= MAX_KEPT_PER_RECEIVER) kept.shift()
+    if (kept.length >= MAX_KEPT_PER_RECEIVER) {
+      kept.shift()
+      this.controls--
+    }
     kept.push(control)
-    this.byReceiver.set(control.to, kept, now)
+    this.controls++
+    for (const gone of this.byReceiver.set(control.to, kept, now)) this.controls -= gone.length
   }
 
   /**
@@ -68,10 +92,11 @@ export class KeptControls {
    */
   takeFor(receiver: Session, cutoff: number): ReadonlyArray<ControlFrame> {
     if (this.byReceiver.size === 0) return []
-    this.byReceiver.expire(cutoff)
+    this.expire(cutoff)
     const kept = this.byReceiver.get(receiver.key)
     if (kept === undefined) return []
     const taken = kept.filter((control) => mayHold(control.instance, receiver))
+    this.controls -= taken.length
     if (taken.length === kept.length) this.byReceiver.delete(receiver.key)
     // The rest keep the list's age (from the last one kept).
     else if (taken.length > 0) this.byReceiver.update(receiver.key, kept.filter((control) => !mayHold(control.instance, receiver)))

@@ -62,7 +62,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 880 lines, one concept: the fate of mail that is not being
+ * Size: about 900 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -127,15 +127,19 @@ const unknownTargetInfo = (mail: Mail, now: number): string =>
 
 /**
  * What the mailbox concern holds for sessions that are away (P49): queued
- * mail, and lost-mail notices owed to senders that were away when their
- * message was dropped. A broker without a store keeps them only in its
- * memory, so its idle watcher does not exit while it holds any (Broker.ts).
+ * mail, lost-mail notices owed to senders that were away when their
+ * message was dropped, and controls kept for a client instance that may
+ * have shown their message (KeptControls.ts). A broker without a store
+ * keeps them only in its memory, so its idle watcher does not exit while it
+ * holds any (Broker.ts).
  */
 export interface HeldMail {
-  /** Messages queued in the mailbox. */
+  /** Messages queued in the mailbox (cancelled copies kept for the client instances that read them among them). */
   readonly messages: number
   /** Lost-mail notices owed to absent senders. */
   readonly notices: number
+  /** Controls kept for the client instance they were written to, given back alone (KeptControls.ts). */
+  readonly controls: number
   /** When the oldest of them expires: the first moment `prune` lets some of it go. */
   readonly until: number
 }
@@ -227,11 +231,24 @@ export class MailDelivery {
   held(): HeldMail | undefined {
     const queuedAt = this.mailbox.oldestQueuedAt
     const owedAt = this.owedNotices.oldestAt
-    if (queuedAt === undefined && owedAt === undefined) return undefined
+    const keptAt = this.controls.oldestAt
+    if (queuedAt === undefined && owedAt === undefined && keptAt === undefined) return undefined
     const mailUntil = queuedAt === undefined ? Number.POSITIVE_INFINITY : this.mailbox.expiresAt(queuedAt)
     // `prune` gives a list of notices up once its oldest is past a day (`cutoff` there).
     const noticesUntil = owedAt === undefined ? Number.POSITIVE_INFINITY : owedAt + DAY + 1
-    return { messages: this.mailbox.size, notices: this.owedCount, until: Math.min(mailUntil, noticesUntil) }
+    // And a list of kept controls once it is past the mailbox's retention (`controlsCutoff`).
+    const controlsUntil = keptAt === undefined ? Number.POSITIVE_INFINITY : keptAt + this.ctx.options.mailboxRetentionMs + 1
+    return {
+      messages: this.mailbox.size,
+      notices: this.owedCount,
+      controls: this.controls.count,
+      until: Math.min(mailUntil, noticesUntil, controlsUntil)
+    }
+  }
+
+  /** Kept controls listed at or before this, at `now`, are past the mailbox's retention (KeptControls.ts). */
+  private controlsCutoff(now: number): number {
+    return now - this.ctx.options.mailboxRetentionMs - 1
   }
 
   /**
@@ -252,8 +269,7 @@ export class MailDelivery {
       }
       // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts).
       if (this.controls.size > 0) {
-        const cutoff = now - this.ctx.options.mailboxRetentionMs - 1
-        for (const control of this.controls.takeFor(session, cutoff)) this.ctx.output.enqueue(session.peer, control)
+        for (const control of this.controls.takeFor(session, this.controlsCutoff(now))) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)
     },
@@ -652,6 +668,7 @@ export class MailDelivery {
   prune(now: number): void {
     const cutoff = now - DAY - 1
     if (this.ended.size > 0) this.ended.expire(cutoff)
+    this.controls.expire(this.controlsCutoff(now))
     for (const owed of this.owedNotices.expire(cutoff)) {
       this.owedCount -= owed.length
       // The list's oldest notice is a day old; younger ones in it are owed again, in a list of their age.
