@@ -31,7 +31,8 @@
  * for a session that is away.
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
- * (`keep`) and registration (`takeFor`) only.
+ * (`keep`), registration (`takeFor`), and the clean-ups and idle watcher's
+ * question (`expire`, `count`, `oldestAt`) only.
  */
 import { AgedMap } from "./AgedMap.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
