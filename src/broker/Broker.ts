@@ -118,8 +118,9 @@ const sleepWhole = (ms: number): Effect.Effect<void> => Effect.sleep(Math.ceil(m
 
 /** The log line of an idle exit put off because mail for absent sessions is held only in memory. */
 const idleDeferredLine = (held: HeldMail): string =>
-  `Idle: no sessions left, but not exiting: ${held.messages} queued message(s) for absent sessions and ` +
-  `${held.notices} lost-mail notice(s) owed to absent senders are held only in memory (--durability memory) ` +
+  `Idle: no sessions left, but not exiting: ${held.messages} queued message(s) for absent sessions, ` +
+  `${held.notices} lost-mail notice(s) owed to absent senders and ${held.controls} cancel or supersede ` +
+  `control(s) kept for absent clients are held only in memory (--durability memory) ` +
   `until delivered or expired (the first expires at ${new Date(held.until).toISOString()})`
 
 const logEvent = (event: BrokerEvent) =>

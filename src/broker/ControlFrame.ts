@@ -31,11 +31,13 @@
  * control needs both sides live (a cancelled ask's message is dropped from
  * the mailbox on its own: `MailDelivery.isStale`) — but one a closed
  * connection gives back without its message, which its client confirmed,
- * is kept for that client instance's return (KeptControls.ts).
+ * is kept for that client instance's return (KeptControls.ts), which it
+ * names itself (`instance`).
  *
  * One object per cancel or supersede, never per routed message.
  */
 import type { FrameParts } from "../protocol/framing.ts"
+import type { SessionInstance } from "./Registry.ts"
 
 /** A `message_control` frame about `senderKey`'s message to session `to` (see the module header). */
 export class ControlFrame implements FrameParts {
@@ -59,6 +61,13 @@ export class ControlFrame implements FrameParts {
    * goes only with that message (MailDelivery.giveBack, OutputEnd.handOver).
    */
   readonly messageKey: string
+  /**
+   * The client instance of session `to` it is written to, which was given the message it is about
+   * (`Session.instance` where it is queued). Given back alone with that session away, it is kept for that
+   * instance's return (KeptControls.ts): named here, not by the message's receipt route, which goes after
+   * an hour while the control may wait unconfirmed longer (review revm M1).
+   */
+  readonly instance: SessionInstance
   private readonly body: string
 
   /**
@@ -67,14 +76,16 @@ export class ControlFrame implements FrameParts {
    * @param senderKey the sender's registry key.
    * @param senderSince the sender's `presentSince` as it cancels or supersedes.
    * @param messageKey the record key of the message it is about.
+   * @param instance the receiver's client instance it is for (given that message).
    */
-  constructor(body: string, to: string, senderKey: string, senderSince: number, messageKey: string) {
+  constructor(body: string, to: string, senderKey: string, senderSince: number, messageKey: string, instance: SessionInstance) {
     this.body = body
     this.length = body.length
     this.to = to
     this.senderKey = senderKey
     this.senderSince = senderSince
     this.messageKey = messageKey
+    this.instance = instance
   }
 
   /** Writes the text's UTF-8 bytes into `out` from `offset`; returns how many it wrote. */

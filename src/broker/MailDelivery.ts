@@ -65,7 +65,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 895 lines, one concept: the fate of mail that is not being
+ * Size: about 925 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and what a memory broker still holds at idle,
@@ -85,7 +85,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DELIVERED, deliveredTo, idOfKey, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
@@ -93,7 +93,7 @@ import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
 import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
@@ -130,15 +130,19 @@ const unknownTargetInfo = (mail: Mail, now: number): string =>
 
 /**
  * What the mailbox concern holds for sessions that are away (P49): queued
- * mail, and lost-mail notices owed to senders that were away when their
- * message was dropped. A broker without a store keeps them only in its
- * memory, so its idle watcher does not exit while it holds any (Broker.ts).
+ * mail, lost-mail notices owed to senders that were away when their
+ * message was dropped, and controls kept for a client instance that may
+ * have shown their message (KeptControls.ts). A broker without a store
+ * keeps them only in its memory, so its idle watcher does not exit while it
+ * holds any (Broker.ts).
  */
 export interface HeldMail {
-  /** Messages queued in the mailbox. */
+  /** Messages queued in the mailbox (cancelled copies kept for the client instances that read them among them). */
   readonly messages: number
   /** Lost-mail notices owed to absent senders. */
   readonly notices: number
+  /** Controls kept for the client instance they were written to, given back alone (KeptControls.ts). */
+  readonly controls: number
   /** When the oldest of them expires: the first moment `prune` lets some of it go. */
   readonly until: number
 }
@@ -247,11 +251,24 @@ export class MailDelivery {
   held(): HeldMail | undefined {
     const queuedAt = this.mailbox.oldestQueuedAt
     const owedAt = this.owedNotices.oldestAt
-    if (queuedAt === undefined && owedAt === undefined) return undefined
+    const keptAt = this.controls.oldestAt
+    if (queuedAt === undefined && owedAt === undefined && keptAt === undefined) return undefined
     const mailUntil = queuedAt === undefined ? Number.POSITIVE_INFINITY : this.mailbox.expiresAt(queuedAt)
     // `prune` gives a list of notices up once its oldest is past a day (`cutoff` there).
     const noticesUntil = owedAt === undefined ? Number.POSITIVE_INFINITY : owedAt + DAY + 1
-    return { messages: this.mailbox.size, notices: this.owedCount, until: Math.min(mailUntil, noticesUntil) }
+    // And a list of kept controls once it is past the mailbox's retention (`controlsCutoff`).
+    const controlsUntil = keptAt === undefined ? Number.POSITIVE_INFINITY : keptAt + this.ctx.options.mailboxRetentionMs + 1
+    return {
+      messages: this.mailbox.size,
+      notices: this.owedCount,
+      controls: this.controls.count,
+      until: Math.min(mailUntil, noticesUntil, controlsUntil)
+    }
+  }
+
+  /** Kept controls listed at or before this, at `now`, are past the mailbox's retention (KeptControls.ts). */
+  private controlsCutoff(now: number): number {
+    return now - this.ctx.options.mailboxRetentionMs - 1
   }
 
   /**
@@ -272,8 +289,7 @@ export class MailDelivery {
       }
       // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts).
       if (this.controls.size > 0) {
-        const cutoff = now - this.ctx.options.mailboxRetentionMs - 1
-        for (const control of this.controls.takeFor(session, cutoff)) this.ctx.output.enqueue(session.peer, control)
+        for (const control of this.controls.takeFor(session, this.controlsCutoff(now))) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)
     },
@@ -349,21 +365,22 @@ export class MailDelivery {
    * each instance's, when more than one read it (WithdrawnCopies.ts);
    * any other leaves the mailbox.
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string) => ControlFrame): boolean {
+  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
     const readers = this.withdrawn.readersOfCopy(queued)
     if (readers === undefined) this.mailbox.delete(messageKey)
     else {
-      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey) })) }
-      // A reader live again without having taken it (P49: another holder of the identity was live at its
-      // return): told now, not at a return that may never come (review revl L3); the copy stays for the rest.
-      let live: Session | undefined
+      const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey, reader.instance) })) }
+      // Readers live again without having taken it (P49: another holder of the identity was live at their
+      // return): each told now, not at a return that may never come (review revl L3, revm M5); the copy
+      // stays for the rest.
+      let live: Array<Session> | undefined
       for (const reader of readers) {
         const session = this.liveSession(reader.receiverKey)
-        if (session !== undefined && goesTo(copy, session)) live = session
+        if (session !== undefined && goesTo(copy, session) && !(live ??= []).includes(session)) live.push(session)
       }
-      if (live !== undefined) {
+      if (live !== undefined && live.length > 0) {
         this.mailbox.delete(messageKey)
         this.withdrawn.give(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
@@ -519,11 +536,12 @@ export class MailDelivery {
    * Controls given back without their message (`giveBack`): with their
    * session away, one whose message is not among `items` (its client
    * confirmed it, so it may have shown it) is kept for the client instance
-   * its route names, for that instance's return (KeptControls.ts, helper
-   * ctlback). The rest are dropped, as before: to another instance live now
-   * (it never got the message), for a short-lived session that ended, about
-   * a message given back here (its fate is the mailbox's: `keepCancelled`),
-   * or with no route naming an instance of that session.
+   * it was written to (`ControlFrame.instance`, however long it waited
+   * unconfirmed: its message's route goes after an hour, review revm M1),
+   * for that instance's return (KeptControls.ts, helper ctlback). The rest
+   * are dropped, as before: to another instance live now (it never got the
+   * message), for a short-lived session that ended, and about a message
+   * given back here (its fate is the mailbox's: `keepCancelled`).
    */
   private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
     let returned: Set<string> | undefined
@@ -532,8 +550,7 @@ export class MailDelivery {
       if (this.liveSession(control.to) !== undefined || this.ended.has(control.to)) continue
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
       if (returned.has(control.messageKey)) continue
-      const given = this.routes.givenTo(control.senderKey, idOfKey(control.senderKey, control.messageKey))
-      if (given !== undefined && given.receiverKey === control.to) this.controls.keep(control, given.receiverInstance, now)
+      this.controls.keep(control, now)
     }
   }
 
@@ -671,6 +688,7 @@ export class MailDelivery {
   prune(now: number): void {
     const cutoff = now - DAY - 1
     if (this.ended.size > 0) this.ended.expire(cutoff)
+    this.controls.expire(this.controlsCutoff(now))
     for (const owed of this.owedNotices.expire(cutoff)) {
       this.owedCount -= owed.length
       // The list's oldest notice is a day old; younger ones in it are owed again, in a list of their age.
@@ -784,8 +802,9 @@ export class MailDelivery {
       soleHolder ? identity : undefined,
       (mail) =>
         mail.spaceKey === space.key &&
-        // Its own mail, unless it is a cancelled copy kept for P49's other holder, who read it (review revl L1).
-        ((mail.targetKey === session.key && !this.withdrawn.keptForAnother(mail.recordKey, session.key)) ||
+        // Its own mail, unless it is a cancelled copy kept for client instances other than this one: P49's other
+        // holder, who read it (review revl L1), or instances of this session (review revm M2, M3).
+        ((mail.targetKey === session.key && !this.withdrawn.withheldFrom(mail.recordKey, session)) ||
           (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     // Cancelled copies this session read of mail for another (P49's other holder of its identity took it):
@@ -794,7 +813,10 @@ export class MailDelivery {
     if (kept !== undefined) {
       for (const recordKey of kept) {
         const mail = this.mailbox.get(recordKey)
-        if (mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key) {
+        if (
+          mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key &&
+          !this.withdrawn.withheldFrom(recordKey, session)
+        ) {
           this.mailbox.delete(recordKey)
           mails.push(mail)
         }
@@ -803,7 +825,7 @@ export class MailDelivery {
     for (const mail of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {
-        this.withdrawn.give(mail, copy, session, now)
+        this.withdrawn.give(mail, copy, [session], now)
         continue
       }
       if (this.isStale(mail, now)) {

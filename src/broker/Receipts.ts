@@ -264,7 +264,7 @@ export class Receipts {
         timestamp: attempt.now
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
-      const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey)
+      const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
@@ -527,13 +527,14 @@ export class Receipts {
     const { output, records } = this.ctx
     const key = recordKeyOf(session.key, messageId)
     // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
-    const control = (receiverKey: string) =>
+    const control = (receiverKey: string, instance: SessionInstance) =>
       new ControlFrame(
         Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: this.ctx.now() }),
         receiverKey,
         session.key,
         session.presentSince,
-        key
+        key,
+        instance
       )
     if (this.mail.cancel(session, key, control)) {
       this.forget(key)
@@ -565,7 +566,7 @@ export class Receipts {
     if (live !== undefined && live.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
-      const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key)
+      const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)
       if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
         // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
         // client may yet confirm it as it closes, so whether the new instance gets it is known only then

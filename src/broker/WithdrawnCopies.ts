@@ -31,17 +31,19 @@
  * (`mayHold`: its rejoin or reconnect) the message again — its client drops
  * it if it read it already (RecentMessages.ts) — and the cancel right
  * behind it, as a cancel of a message still on its way reaches that
- * instance's rejoin; any other registration (another client, a new process)
- * never got it, and gets neither. A copy that expires or is evicted from
- * the mailbox goes silently: its sender was answered already.
+ * instance's rejoin; any other registration (another client, a new process,
+ * a reader given it again already) gets neither and takes nothing: the copy
+ * stays in the mailbox for the readers not told yet (`withheldFrom`; review
+ * revm M2, M3). A copy that expires or is evicted from the mailbox goes
+ * silently: its sender was answered already.
  *
  * Memory only: the cancel's record rewrite drops the copy's stored row, as
  * before, so a durable broker that restarts keeps nothing of it (see
  * docs/protocol.md). Bounded by the mailbox, which holds each copy.
  *
  * What was read is marked on the objects themselves: the given-back item
- * (`OutboundMessage`, in a weak set, as custody tells), then the mail object
- * the mailbox holds for it (`Mail`, in a weak map, with the session key and
+ * (`OutboundMessage`, in a weak map, with the reader custody names), then
+ * the mail object the mailbox holds for it (`Mail`, in a weak map, with the session key and
  * client instance given it, `Reader`), so nothing is kept once they are
  * gone. The mark is carried to each new copy of the message the mailbox
  * takes back (a return that dropped again before it was written the copy
@@ -58,15 +60,16 @@
  *
  * The decisions are made here too, each called by MailDelivery at its step
  * of the close path, the cancel or the flush, in the order those paths
- * decide: who read a message given back (`readerOf`), keeping a message
- * cancelled on its way as such a copy (`keepCancelled`), and giving a kept
- * copy to the session that registers (`give`).
+ * decide: who read a message given back (`readersOf`), keeping a message
+ * cancelled on its way as such a copy (`keepCancelled`), which registration
+ * a kept copy is not for (`withheldFrom`), and giving it to the readers that
+ * register or are live at the cancel (`give`).
  *
  * Owner: MailDelivery, in the Router's synchronous code. Only the close,
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 330 lines, one concept: the cancelled copies' state and the
+ * Size: about 345 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -144,7 +147,7 @@ export class WithdrawnCopies {
   /**
    * Messages given back that their client was written and never confirmed reading, with who that was:
    * the instance custody knows for it (`WrittenTo`), which needs no route (review L2), or none (then its
-   * route names it, `readerOf`).
+   * route names it, `readersOf`).
    */
   private readonly readItems = new WeakMap<OutboundMessage, Reader | undefined>()
   /** Mailbox copies (and copies given out again) of such messages, with who read them, oldest first. */
@@ -206,7 +209,7 @@ export class WithdrawnCopies {
    * behind it may not have reached it. Its control is made again (the one
    * given back with it is dropped with the recipient away), from the sender
    * as the message names it. Written on an earlier connection counts
-   * (`readerOf`: a return that dropped before the copy was written to it).
+   * (`readersOf`: a return that dropped before the copy was written to it).
    * False when it is not so kept: never written, superseded (the new
    * message tells its client), or no instance known; true when noted, even
    * if the bounds pushed the copy out at once (then it went silently,
@@ -221,7 +224,7 @@ export class WithdrawnCopies {
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,
-      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey)
+      control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey, reader.instance)
     }))
     // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
     this.keep(mail.recordKey, { readers: kept })
@@ -232,22 +235,34 @@ export class WithdrawnCopies {
   }
 
   /**
-   * A cancelled copy taken from the mailbox for `session`: to a client
-   * instance given it, the message again and its cancel right behind it
-   * (the record stays cancelled; the route moves on to this connection),
-   * and the copy goes back to the mailbox, as it was, for the other
-   * instances that read it, if any (review L6); to any other instance,
-   * nothing, and its route goes, so a cancel again sends no control.
+   * A cancelled copy taken from the mailbox for `sessions`, each one of the
+   * client instances it is kept for (`goesTo`: the session registering, or
+   * every reader live at the cancel, review revm M5): to each, the message
+   * again and its cancel right behind it (the record stays cancelled; the
+   * route moves on to its connection), and the copy goes back to the
+   * mailbox, as it was, for the other instances that read it and are not
+   * told yet, if any (review L6). The mailbox's flush takes a copy for no
+   * other instance (review revm M2, M3).
    */
-  give(mail: Mail, copy: WithdrawnCopy, session: Session, now: number): void {
-    const at = copy.readers.findIndex((reader) => isReader(reader, session))
-    if (at < 0) return this.routes.lost(mail.senderKey, mail.message.id)
-    this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-    this.routes.handedOn(mail, session)
-    this.ctx.output.enqueue(session.peer, copy.readers[at]!.control)
-    this.givenCount++
-    if (copy.readers.length === 1) return
-    const rest = copy.readers.filter((_, i) => i !== at)
+  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number): void {
+    let rest: Array<KeptFor> | undefined
+    // Once per session, should two readers name it (an instance, and the one from before a restart).
+    const told: Array<Session> = []
+    for (const reader of copy.readers) {
+      const session = sessions.find((receiver) => isReader(reader, receiver))
+      if (session === undefined) {
+        rest ??= []
+        rest.push(reader)
+        continue
+      }
+      if (told.includes(session)) continue
+      told.push(session)
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+      this.routes.handedOn(mail, session)
+      this.ctx.output.enqueue(session.peer, reader.control)
+      this.givenCount++
+    }
+    if (rest === undefined) return
     this.note(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail)
@@ -294,13 +309,17 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Whether the mailbox copy `recordKey` is a cancelled one kept for a session other than `receiverKey`
-   * (P49's other holder read it): the session the mail names must leave it for that one (review revl L1).
+   * Whether the mailbox copy `recordKey` is a cancelled one, and `receiver`
+   * is none of the client instances it is kept for: then its flush leaves it
+   * in the mailbox for them (review revm M2, M3: a new instance of the
+   * session it names, a reader told already, a session of P49's other
+   * holder that never read it), and it goes silently at expiry or eviction
+   * if none of them comes back.
    */
-  keptForAnother(recordKey: string, receiverKey: string): boolean {
+  withheldFrom(recordKey: string, receiver: Session): boolean {
     if (this.copies.size === 0) return false
     const copy = this.copies.get(recordKey)
-    return copy !== undefined && !copy.readers.some((reader) => reader.receiverKey === receiverKey)
+    return copy !== undefined && !goesTo(copy, receiver)
   }
 
   /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */

@@ -86,7 +86,7 @@ describe("P92/P49 idle exit with mail held for absent sessions", () => {
       assert.isFalse(exited(), "idle-exited holding the expired notice owed to alice")
       // Said once when the last session left holding mail, not again when the mail expired into a notice.
       assert.strictEqual(deferrals(lines).length, 1, deferrals(lines).join("\n"))
-      assert.include(deferrals(lines)[0], "1 queued message(s) for absent sessions and 0 lost-mail notice(s)")
+      assert.include(deferrals(lines)[0], "1 queued message(s) for absent sessions, 0 lost-mail notice(s) owed to absent senders and 0 cancel")
 
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const notice = yield* alice.client.next("message_receipt")

@@ -2,7 +2,7 @@
  * A cancelled copy P49's other holder (b-1) read is kept for that holder,
  * whose return takes it (docs/protocol.md), though the copy still names the
  * departed session c as its target: c registering first leaves it in the
- * mailbox (`flush`, `WithdrawnCopies.keptForAnother`). Found by review revl
+ * mailbox (`flush`, `WithdrawnCopies.withheldFrom`). Found by review revl
  * (L1): c's flush took it, found it was not c's and dropped it, so b-1's
  * return got nothing — its sender answered `delivered`, nobody ever told.
  */
