@@ -62,6 +62,27 @@ describe("P70 message_receipt", () => {
       const forwarded = yield* sender.client.next("message_receipt")
       assert.strictEqual(forwarded.from.id, "receiver")
     }))
+  it.live("a message flushed after its sender left has a route too: the receiver's receipt waits for the sender's return", () =>
+    Effect.gen(function*() {
+      const { broker, sender, receiver, third } = yield* pair
+      yield* receiver.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      const msg = message("queued, then its sender left")
+      assertDelivered(yield* send(sender.client, "receiver", msg), "queued")
+      yield* sender.client.destroy
+      yield* third.client.next("session_left", (f) => f.sessionId === "sender")
+      const back = yield* broker.connect("back")
+      yield* register(back, { sessionId: "receiver" })
+      yield* messageFor(back, msg.id)
+      yield* back.send({ type: "message_receipt", receipt: { messageId: msg.id, status: "receiver_received", timestamp: 1 } })
+      // A round trip behind the receipt: the broker has handled it (held it, or dropped it) by now.
+      yield* back.roundTrip
+      const senderBack = yield* broker.connect("sender back")
+      yield* register(senderBack, { sessionId: "sender" })
+      const forwarded = yield* senderBack.next("message_receipt")
+      assert.strictEqual(forwarded.receipt.messageId, msg.id)
+      assert.strictEqual(forwarded.from.id, "receiver")
+    }))
   // A route across either side's reconnect, and when it lapses: receipt-routes.test.ts.
 })
 
