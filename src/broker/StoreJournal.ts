@@ -40,7 +40,7 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 635 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 640 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
