@@ -150,7 +150,12 @@ const make = (
       // Released acknowledgements go after what their connections hold: flushed with the batch that
       // released them (a read's), or by the output fiber (a commit's; Output asks it to).
       (ready) => {
-        for (const held of ready) router.output.forceEnqueue(held.peer, held.frame())
+        for (const held of ready) {
+          router.output.forceEnqueue(held.peer, held.frame())
+          // A notice that must go right behind it (HeldAckWithNotice: a replayed ask's answered-elsewhere).
+          const trailing = held.trailing()
+          if (trailing !== undefined) router.output.forceEnqueue(held.peer, trailing)
+        }
       },
       // After a failed commit, a held send whose mail never left the mailbox is refused, not left waiting.
       (held, reason, drop) => router.refuseUnstored(held.peer, held.senderKey, held.id, reason, drop)

@@ -117,4 +117,30 @@ export class HeldAck implements Holdable<HeldAck> {
   frame(): OutFrame {
     return Encode.deliveredFrameParts(this.id, this.delivery)
   }
+
+  /** A frame to queue right behind `frame` when it is released (HeldAckWithNotice); none here. */
+  trailing(): OutFrame | undefined {
+    return undefined
+  }
+}
+
+/**
+ * A held acknowledgement with a frame that must go right behind it — the
+ * `ask_answered_elsewhere` notice of a replayed ask (Send.answeredElsewhere,
+ * review revp P2): queued at once, the notice would overtake the
+ * `delivered` it follows. Released together; refused together after a failed
+ * commit (the notice is dropped: a retry of the send is told again). A class
+ * of its own, so an ordinary held acknowledgement carries no extra field.
+ */
+export class HeldAckWithNotice extends HeldAck {
+  private readonly notice: OutFrame
+  constructor(peer: Peer, senderKey: string, id: string, delivery: "socket_delivered" | "queued", upTo: number, notice: OutFrame) {
+    super(peer, senderKey, id, delivery, upTo, false)
+    this.notice = notice
+  }
+
+  /** The notice, right behind the acknowledgement. */
+  override trailing(): OutFrame {
+    return this.notice
+  }
 }

@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailDelivery.requeue).
  *
- * Size: about 590 lines, past the ~400 guideline, near half of them this
+ * Size: about 600 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -284,17 +284,25 @@ export class Receipts {
       // ask back; a reply to it is refused as to any ask that is over).
       if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
     },
-    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now, attempt.record)
+    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender.key, target, attempt.now, attempt.record)
   }
 
   /**
-   * Records who may exchange receipts about `mail` (also for mail flushed
-   * from the mailbox), in `record` when the send pipeline made it (no lookup).
+   * Records who may exchange receipts about `mail`, sent by the session
+   * `senderKey`, in `record` when the send pipeline made it (no lookup).
+   * Also for mail flushed from the mailbox, whether or not its sender is
+   * registered now: the route names the client instance the flush gave it
+   * to, which a cancel, a withdrawn copy (`givenTo`) and an answered ask
+   * (AnsweredAsks.ts) read — left naming an instance the mail was written to
+   * before and given back from, they would follow it to a client that never
+   * had it (review revp P1). A receipt along it for an away sender is held
+   * for its return, as for any route (HeldReceipts' bounds), and the route
+   * counts against MAX_ROUTES and its hour as any does.
    */
-  addRoute(mail: Mail, sender: Session, receiver: Session, now: number, record?: OutboundRecord): void {
+  addRoute(mail: Mail, senderKey: string, receiver: Session, now: number, record?: OutboundRecord): void {
     const routes = this.routes
     const id = mail.message.id
-    const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
+    const claimed = routes.claim(record ?? routes.find(senderKey, id) ?? new OutboundRecord(senderKey, id, undefined))
     routes.keepRoute(claimed, receiver.key, receiver.instance, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {

@@ -326,10 +326,8 @@ export class Router {
       REPLAY_RETENTION_MS
     )
     const mail: MailDelivery = new MailDelivery(ctx, {
-      flushed: (queued, receiver, at) => {
-        const sender = registry.byKey.get(queued.senderKey)
-        if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
-      },
+      // Whether or not its sender is registered now: the route must name the instance given it (review revp P1).
+      flushed: (queued, receiver, at) => receipts.addRoute(queued, queued.senderKey, receiver, at),
       lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId),
       given: (given, receiver) => receipts.given(given, receiver),
       givenTo: (senderKey, messageId) => receipts.givenTo(senderKey, messageId),

@@ -142,11 +142,16 @@ export class Send {
     send: { handle: (peer, frame) => this.handle(peer, frame, undefined) }
   }
 
-  /** Answers `peer`'s send `messageId` with `outcome`; returns it. */
-  answer(peer: Peer, messageId: string, outcome: Outcome): Outcome {
+  /**
+   * Answers `peer`'s send `messageId` with `outcome`; returns it. A
+   * `notice` goes right behind the answer, wherever the answer waits (a
+   * held acknowledgement carries it: StoreJournal.holdAck).
+   */
+  answer(peer: Peer, messageId: string, outcome: Outcome, notice?: string): Outcome {
     const output = this.ctx.output
     if (!outcome.ok) {
       output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
+      if (notice !== undefined) output.enqueue(peer, notice)
       return outcome
     }
     const journal = this.ctx.journal
@@ -155,13 +160,15 @@ export class Send {
       // A staged send's answer (the first, or a retry's): as `pipeline` writes it, not held for a commit.
       journal?.mark(peer)
       output.enqueue(peer, Encode.deliveryQueuedFrame(messageId, staged.threadId, staged.deliverAt))
+      if (notice !== undefined) output.enqueue(peer, notice)
       return outcome
     }
     // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery)
+    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery, notice)
     else {
       journal?.mark(peer)
       output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))
+      if (notice !== undefined) output.enqueue(peer, notice)
     }
     return outcome
   }
@@ -549,22 +556,23 @@ export class Send {
       return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
-    this.answer(peer, messageId, record.outcome)
-    if (record.expectsReply === true && record.outcome.ok) this.tellAnsweredElsewhere(peer, fingerprint)
+    const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
+    this.answer(peer, messageId, record.outcome, notice)
     return "replayed"
   }
 
   /**
    * A replayed ask whose reply went for good to another client instance of
    * the session (AnsweredAsks.ts): a resending connection granted
-   * `reply-elsewhere-v1` is told so (`ask_answered_elsewhere`), behind the
-   * answer to its send, rather than wait for a reply that cannot come.
+   * `reply-elsewhere-v1` is told so (`ask_answered_elsewhere`, this notice),
+   * right behind the answer to its send — also when a durable broker holds
+   * that answer for a commit (review revp P2) — rather than wait for a
+   * reply that cannot come. Undefined when it is not told.
    */
-  private tellAnsweredElsewhere(peer: Peer, ask: OutboundRecord): void {
-    if (this.answered === undefined || !peer.features.has(REPLY_ELSEWHERE_V1)) return
+  private answeredElsewhere(peer: Peer, ask: OutboundRecord): string | undefined {
+    if (this.answered === undefined || !peer.features.has(REPLY_ELSEWHERE_V1)) return undefined
     const reply = this.answered.handedElsewhere(recordKeyOf(ask.senderKey, ask.id), peer)
-    if (reply === undefined) return
-    this.ctx.output.enqueue(peer, Encode.askAnsweredElsewhereFrame(ask.id, reply.id))
+    return reply === undefined ? undefined : Encode.askAnsweredElsewhereFrame(ask.id, reply.id)
   }
 
   /**

@@ -40,18 +40,19 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 635 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 640 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
  * the same batch and held acknowledgements; the mail side is MailDelivery's.
  */
 import { Deferred, Effect } from "effect"
+import type { OutFrame } from "../protocol/framing.ts"
 import type { MailCommit, StoredMail, StoredRecord, StoredWithdrawal } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { ByMessage } from "./ByMessage.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
-import { HeldAck, JournalMail, SentRecord } from "./JournalEntries.ts"
+import { HeldAck, HeldAckWithNotice, JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -203,10 +204,17 @@ export class StoreJournal {
    * that session's own last send — an ask's answer behind the reply before
    * it. Such a client matches acknowledgements by message id, in any order
    * relative to the messages it receives (docs/protocol.md, `received-v1`).
+   * A `notice` goes right behind it, released and refused with it
+   * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`).
    */
-  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued"): void {
+  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame): void {
     // Never in ReadAcks; its sender's key finds its mail if a failed commit refuses it (`refuseHeld`).
-    this.heldAcks.push(new HeldAck(peer, peer.session?.key ?? "", messageId, delivery, this.appended, false))
+    const senderKey = peer.session?.key ?? ""
+    this.heldAcks.push(
+      notice === undefined
+        ? new HeldAck(peer, senderKey, messageId, delivery, this.appended, false)
+        : new HeldAckWithNotice(peer, senderKey, messageId, delivery, this.appended, notice)
+    )
     // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
     // broker): no commit will come to release it, so it goes now, behind the held ones before it.
     if (this.appended <= this.stored) this.releaseStoredAcks()

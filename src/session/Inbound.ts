@@ -318,7 +318,10 @@ export const runInbound = (
           // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
           // session; none will come here, so the wait ends now with that error rather than at its timeout.
           if (event._tag === "AnsweredElsewhere") {
-            slot.expired(event.messageId, new AskAnsweredElsewhere({ questionId: event.messageId, replyId: event.replyId }))
+            const waiter = slot.current()
+            if (waiter === undefined || waiter.questionId !== event.messageId) return Effect.void
+            const target = waiter.targetName ?? waiter.targetId ?? "the asked session"
+            slot.expired(event.messageId, new AskAnsweredElsewhere({ questionId: event.messageId, replyId: event.replyId, target }))
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void

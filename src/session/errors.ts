@@ -501,12 +501,13 @@ export class AskSuperseded extends Data.TaggedError("AskSuperseded")<{
 }
 
 /**
- * `This ask was answered, but the reply went to another client instance of
- * this session`: the broker told the asker (`ask_answered_elsewhere`,
- * `reply-elsewhere-v1`) that the question it sent again had been answered,
- * and the reply handed for good to another client that held the session
- * meanwhile (a takeover) — no reply can come to this one, so the wait ends
- * now rather than at its timeout. The reply is not lost: that client has it.
+ * `Your question to <target> was answered (reply <id>), but another client
+ * of your session read the reply …; ask again if you still need the answer`:
+ * the broker told the asker (`ask_answered_elsewhere`, `reply-elsewhere-v1`)
+ * that the question it sent again had been answered, and the reply handed
+ * for good to another client that held the session meanwhile (a takeover)
+ * — no reply can come to this one, so the wait ends now rather than at its
+ * timeout. The reply is not lost: that client has it; this one never will.
  *
  * @category errors
  * @since 0.1.0
@@ -516,9 +517,12 @@ export class AskAnsweredElsewhere extends Data.TaggedError("AskAnsweredElsewhere
   readonly questionId: string
   /** The reply's message id. */
   readonly replyId: string
+  /** Whom the question went to: the asked session's name, or its id. */
+  readonly target: string
 }> {
   override get message(): string {
-    return `This ask was answered (reply ${this.replyId}), but the reply went to another client instance of this session that held it meanwhile; it is not shown here.`
+    return `Your question to ${this.target} was answered (reply ${this.replyId}), but another client of your session ` +
+      `read the reply while it held the session, so it is not shown here. Ask again if you still need the answer.`
   }
 }
 

@@ -103,7 +103,13 @@ export interface SoakSummary {
     readonly heldCancelsRefusedRuns: number
   }
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
-  readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
+  readonly asks: {
+    readonly started: number
+    readonly replied: number
+    readonly timedOut: number
+    readonly failed: number
+    readonly answeredElsewhere: number
+  }
   /** `GroupTally` summed over all runs (all zero without groups). */
   readonly groups: GroupTally
   /** `PathTally` summed over all runs, and how many runs reached each branch at least once. */
@@ -250,7 +256,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       heldCancelsRefused: 0,
       heldCancelsRefusedRuns: 0
     }
-    const asks = { started: 0, replied: 0, timedOut: 0, failed: 0 }
+    const asks = { started: 0, replied: 0, timedOut: 0, failed: 0, answeredElsewhere: 0 }
     const groups = {
       crossAttempts: 0,
       refusedCrossGroup: 0,
@@ -283,6 +289,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       asks.replied += report.asks.replied
       asks.timedOut += report.asks.timedOut
       asks.failed += report.asks.failed + report.asks.interrupted
+      asks.answeredElsewhere += report.asks.answeredElsewhere
       for (const key of groupKeys) groups[key] += report.groups[key]
       for (const key of pathKeys) {
         paths.total[key] += report.paths[key]
@@ -329,7 +336,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}; cancels a custody hold put off, refused as the old client confirmed the message at its close (D1): ${m.heldCancelsRefused} (in ${m.heldCancelsRefusedRuns} runs)`,
-    `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`
+    `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled, ${summary.asks.answeredElsewhere} answered elsewhere (the reply went to another client of the session)`
   ]
   const p = summary.paths
   lines.push(

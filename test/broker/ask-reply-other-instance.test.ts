@@ -117,7 +117,10 @@ describe("an ask whose reply can still reach the resending connection is not sai
       assert.deepStrictEqual(aboutAsk(asker.client, question.id), { replies: [reply.id], elsewhere: [] })
     }))
 
-  it.live("the reply is in a received-v1 holder's custody, unconfirmed, when the asker takes the session back: no notice while the hold waits, and the reply comes at the old close", () =>
+  // Over a socket the old connection's close is not the test's to time: the reply may come back to the new
+  // instance before or after its resend, so this does not reach the custody-hold check (a resend while the hold
+  // waits: ask-reply-elsewhere-hold.test.ts, driven by hand).
+  it.live("the reply is in a received-v1 holder's custody, unconfirmed, when a new instance takes the session over: it gets the reply, and its resend is not told elsewhere", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
       const asker = yield* broker.session({ sessionId: "a", label: "a-1", frame: { features: ASKER, instanceId: "a-1" } })

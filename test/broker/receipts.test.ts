@@ -62,10 +62,53 @@ describe("P70 message_receipt", () => {
       const forwarded = yield* sender.client.next("message_receipt")
       assert.strictEqual(forwarded.from.id, "receiver")
     }))
+  it.live("a message flushed after its sender left has a route too: the receiver's receipt waits for the sender's return", () =>
+    Effect.gen(function*() {
+      const { broker, sender, receiver, third } = yield* pair
+      yield* receiver.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      const msg = message("queued, then its sender left")
+      assertDelivered(yield* send(sender.client, "receiver", msg), "queued")
+      yield* sender.client.destroy
+      yield* third.client.next("session_left", (f) => f.sessionId === "sender")
+      const back = yield* broker.connect("back")
+      yield* register(back, { sessionId: "receiver" })
+      yield* messageFor(back, msg.id)
+      yield* back.send({ type: "message_receipt", receipt: { messageId: msg.id, status: "receiver_received", timestamp: 1 } })
+      // A round trip behind the receipt: the broker has handled it (held it, or dropped it) by now.
+      yield* back.roundTrip
+      const senderBack = yield* broker.connect("sender back")
+      yield* register(senderBack, { sessionId: "sender" })
+      const forwarded = yield* senderBack.next("message_receipt")
+      assert.strictEqual(forwarded.receipt.messageId, msg.id)
+      assert.strictEqual(forwarded.from.id, "receiver")
+    }))
   // A route across either side's reconnect, and when it lapses: receipt-routes.test.ts.
 })
 
 describe("P71 cancel_message", () => {
+  it.live("a message flushed after its sender left can be cancelled once the sender is back: the receiver gets the control", () =>
+    Effect.gen(function*() {
+      const { broker, sender, receiver, third } = yield* pair
+      yield* receiver.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      const msg = message("queued, then its sender left")
+      assertDelivered(yield* send(sender.client, "receiver", msg), "queued")
+      yield* sender.client.destroy
+      yield* third.client.next("session_left", (f) => f.sessionId === "sender")
+      const back = yield* broker.connect("back")
+      yield* register(back, { sessionId: "receiver" })
+      yield* messageFor(back, msg.id)
+      const senderBack = yield* broker.connect("sender back")
+      yield* register(senderBack, { sessionId: "sender" })
+      yield* senderBack.send({ type: "cancel_message", messageId: msg.id })
+      const ack = yield* ackFor(senderBack, msg.id)
+      assert.deepStrictEqual({ ...ack }, { type: "delivered", messageId: msg.id })
+      const control = yield* back.next("message_control")
+      assert.strictEqual(control.control.action, "cancel")
+      assert.strictEqual(control.control.messageId, msg.id)
+    }))
+
   it.live("a delivered message: the receiver gets message_control cancel, the caller a bare delivered", () =>
     Effect.gen(function*() {
       const { sender, receiver } = yield* pair

@@ -1,17 +1,18 @@
 /**
  * `reply-elsewhere-v1` in the session: the broker's word that a question
  * this session sent again was answered, its reply handed for good to another
- * client instance of the session (`ask_answered_elsewhere`, handed on as
- * `IntercomClient.answeredElsewhere`), ends the ask now with
- * `AskAnsweredElsewhere` naming the reply, rather than at its timeout; the
- * word about another question leaves the wait alone.
+ * client instance of the session (`ask_answered_elsewhere`, handed on as the
+ * `AnsweredElsewhere` event of `IntercomClient.controls`), ends the ask now
+ * with `AskAnsweredElsewhere` — its message naming whom the question went
+ * to and the reply, and saying to ask again — rather than at its timeout;
+ * the word about another question leaves the wait alone.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { settle, withPeers } from "./support.ts"
 
 describe("an ask the broker says was answered to another instance of the session (reply-elsewhere-v1)", () => {
-  it.effect("ends at once with AskAnsweredElsewhere naming the reply, and frees the wait", () =>
+  it.effect("ends at once with AskAnsweredElsewhere naming the target and the reply and saying to ask again, and frees the wait", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
       const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which path?", timeoutMs: 600_000 }))
@@ -28,6 +29,8 @@ describe("an ask the broker says was answered to another instance of the session
       assert.isTrue(result.isError)
       assert.strictEqual(result.details["error"], "AskAnsweredElsewhere")
       assert.include(result.text, "reply r-1")
+      assert.include(result.text, "Your question to B was answered")
+      assert.include(result.text, "Ask again if you still need the answer")
       assert.isFalse(yield* session.waiting)
     }))
 })

@@ -45,7 +45,7 @@ describe("Simulation scenarios", () => {
       )
       assertClean(report)
       assert.strictEqual(replied, "Only GET/PUT/DELETE — never POST.")
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 })
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 })
       assert.strictEqual(report.messages.delivered, 2)
     }))
 
@@ -68,7 +68,7 @@ describe("Simulation scenarios", () => {
       )
       assertClean(report)
       assert.include(failure, "cannot do migrate the schema")
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 })
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 })
     }))
 
   it.effect("memory mode: A asks B; B is busy for 3 s; the broker restarts: A's ask ends at the reconnect (the broker's state epoch changed), and the new broker refuses B's orphaned reply", () =>

@@ -46,7 +46,7 @@ describe("the SettleCustody op's take-back variant", () => {
         assert.isAtLeast(report.paths.custodyHoldsCarried, 1, trace)
         assert.isAtLeast(report.paths.custodyAwaitedReplies, 1, trace)
         assert.isAtLeast(report.paths.answersReleasedCustody, 1, trace)
-        assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
+        assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 }, trace)
       }))
   }
 
@@ -101,6 +101,9 @@ describe("the SettleCustody op's take-back variant", () => {
       assert.match(trace, endedElsewhere)
       assert.match(trace, handedToOther)
       assert.strictEqual(report.asks.timedOut, 0, trace)
+      // Counted as answered elsewhere, not folded into the failures.
+      assert.strictEqual(report.asks.answeredElsewhere, 1, trace)
+      assert.strictEqual(report.asks.failed, 0, trace)
     }))
 
   it.effect("seed 16843 of --settle-hold --delivery: the reply went to the other instance, D's ask ends AskAnsweredElsewhere, the ledger's checks hold", () =>

@@ -44,7 +44,7 @@ describe("the SettleCustody op", () => {
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
       assert.isAtLeast(report.paths.answersReleasedCustody, 1, trace)
       // A's one ask ended with D's reply, released at the hold's end, not in a timeout.
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 }, trace)
     }))
 
   it.effect("the answerer stopped after the deadline: the answer held behind the parked reply waits on behind the kept one", () =>
@@ -54,7 +54,7 @@ describe("the SettleCustody op", () => {
       assert.deepStrictEqual(report.violations, [], trace)
       assert.isAtLeast(report.paths.answersBehindReplies, 1, trace)
       assert.isAtLeast(report.paths.answersReleasedCustody, 1, trace)
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 }, trace)
     }))
 
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {

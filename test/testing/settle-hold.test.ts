@@ -49,7 +49,7 @@ describe("the SettleHold op", () => {
       // Released once the reply was offered by the answerer's drainer (C read again).
       assert.isAtLeast(report.paths.answersReleasedOffered, 1, trace)
       // A's one ask ended with B's reply, released once C's slow write ended, not in a timeout.
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 }, trace)
     }))
 
   it.effect("the answerer killed while the answer is held: its parked reply is forced out and the answer released with it, the ledger's checks hold", () =>
@@ -104,7 +104,7 @@ describe("the SettleHold op", () => {
       const reconnected = report.trace.findIndex((line, index) => index > dropped && line.includes("D connected: link #"))
       const replied = report.trace.findIndex((line) => line.includes("D ask1 (m1) replied by m5 from B"))
       assert.isTrue(dropped >= 0 && reconnected > dropped && replied > reconnected, trace)
-      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 }, trace)
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, answeredElsewhere: 0, interrupted: 0 }, trace)
     }))
 
   it("is in a generated workload only with the flag, drawn from a stream of its own", () => {

@@ -343,11 +343,13 @@ export const askTally = (state: LedgerState): AskTally => {
   let timedOut = 0
   let interrupted = 0
   let failed = 0
+  let answeredElsewhere = 0
   for (const ask of state.asks) {
     if (ask.outcome === "Replied") replied++
     else if (ask.outcome === "ReplyTimeout") timedOut++
     else if (ask.outcome === "Interrupted") interrupted++
+    else if (ask.outcome === "AskAnsweredElsewhere") answeredElsewhere++
     else if (ask.outcome !== undefined) failed++
   }
-  return { started: state.asks.length, replied, timedOut, failed, interrupted }
+  return { started: state.asks.length, replied, timedOut, failed, answeredElsewhere, interrupted }
 }

@@ -375,6 +375,8 @@ export interface AskTally {
   readonly timedOut: number
   /** Refused, the peer departed, the generation ended, or the send was not delivered. */
   readonly failed: number
+  /** Ended `AskAnsweredElsewhere` (`reply-elsewhere-v1`): its reply went for good to another client of the session. */
+  readonly answeredElsewhere: number
   /** Cancelled (interrupted), as a person cancelling the tool call. */
   readonly interrupted: number
 }
