@@ -38,11 +38,12 @@
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
+import { ASK_TIMED_OUT_UNWRITTEN } from "../client/requests.ts"
 import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
 import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { Reason } from "../protocol/delivery.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
@@ -178,6 +179,18 @@ export const awaitAnswer = <E>(
     const settled = untilDeadline(deadline, timeoutMs).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
     return yield* Effect.raceFirst(outcome, Effect.raceFirst(Effect.andThen(expiry, judged), settled))
   })
+
+/**
+ * Whether a question's send failed only because its client would not write
+ * it again after a reconnect, its whole timeout since its first send being up
+ * (`ASK_TIMED_OUT_UNWRITTEN`, requests.ts): the ask timed out, and ends in
+ * `ReplyTimeout` like one whose wait ran out.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const timedOutUnwritten = (error: { readonly _tag: string }): boolean =>
+  error instanceof NotDelivered && error.code === DeliveryCode.DeliveryExpired && error.reason === ASK_TIMED_OUT_UNWRITTEN
 
 /**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
@@ -334,7 +347,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           askSince: sentAt,
           delivery: choice,
           onResend
-        })
+        }).pipe(
+          // Its timeout ran out before a reconnect could write it again: the ask timed out, nothing more.
+          Effect.mapError((error) => timedOutUnwritten(error) ? new ReplyTimeout({ target: request.to, timeoutMs }) : error)
+        )
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {
