@@ -25,10 +25,14 @@
  * the next connection when the live one drops first or none is live (the
  * client reconnecting), within the client's rejoin grace, since a reply the
  * dropped connection lost unread is given back there first. So the user's
- * timeout is a bound within one round trip (at most the liveness timeout,
- * 5 s by default, after which a broker that does not answer is dropped),
- * plus the rejoin grace and a second round trip when the connection drops
- * at the deadline.
+ * timeout is a bound within one round trip, plus the rejoin grace when the
+ * broker holds its answer (a reply parked elsewhere; the client keeps a
+ * connection that answers its probe and waits on, SettleRoundTrip.ts), or
+ * plus the rejoin grace and a further round trip when the connection drops
+ * at the deadline (a broker that answers neither the round trip nor the
+ * probe after it within the liveness timeout each is dropped). An ask whose
+ * whole timeout ran out before a reconnect could write it again is not
+ * written (`timedOutUnwritten`) and ends in `ReplyTimeout`.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  *
@@ -148,8 +152,10 @@ const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
  * reconnects, moves the round trip to the next connection (behind what the
  * broker gives back there), if one comes within the client's rejoin grace;
  * the wait times out when none does (an asker that cannot hear the broker
- * keeps a bound). A broker that does not answer within the liveness timeout
- * has its connection dropped, and the round trip moves on as after a drop.
+ * keeps a bound). A broker that holds the answer while it answers the
+ * connection's probe is waited for until the rejoin grace runs out; one
+ * that answers neither within the liveness timeout has its connection
+ * dropped, and the round trip moves on as after a drop.
  * Against a broker without the extension its own timer, from now,
  * ends it.
  *
