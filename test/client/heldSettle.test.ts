@@ -15,7 +15,7 @@ import { ASK_EXPIRY_V1, EXACT_SEND_V1, LIST_PAGE_V1 } from "../../src/protocol/f
 import { fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
 const FEATURES = [EXACT_SEND_V1, LIST_PAGE_V1, ASK_EXPIRY_V1]
-const TIMINGS = { reconnectBaseMs: 10, livenessTimeoutMs: 200, livenessIntervalMs: 600_000 }
+const TIMINGS = { reconnectBaseMs: 10, livenessTimeoutMs: 500, livenessIntervalMs: 600_000 }
 
 describe("a settling round trip the broker holds while it answers the connection's other requests", () => {
   it.live("keeps that connection: it is probed at each liveness timeout, and the probes are answered", () =>
@@ -31,8 +31,8 @@ describe("a settling round trip the broker holds while it answers the connection
         fake.frames.filter((f, i) =>
           settleAt() >= 0 && i > settleAt() && f.connection === 1 && f.frame.type === "list" && f.frame.settle !== true
         ).length
-      // Three probes: three liveness timeouts passed with the settle held; or a second connection (a drop).
-      yield* fake.until("three probes after the settle, or a drop", () => probesAfter() >= 3 || fake.connections() >= 2, "20 seconds")
+      // Two probes: two liveness timeouts passed with the settle held; or a second connection (a drop).
+      yield* fake.until("two probes after the settle, or a drop", () => probesAfter() >= 2 || fake.connections() >= 2, "20 seconds")
       const status = yield* client.status
       assert.strictEqual(fake.connections(), 1, `the connection was dropped for a held settle (lastError: ${status.lastError})`)
       assert.isUndefined(fake.ended().find((n) => n === 1), "connection 1 ended")
@@ -44,7 +44,7 @@ describe("a settling round trip the broker holds while it answers the connection
     Effect.gen(function*() {
       // Held on every connection, as ParkedReplies holds it again on each new one while the reply stays parked.
       const fake = yield* fakeBroker({ features: FEATURES, ignoreSettle: () => true })
-      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-held-0002", { ...TIMINGS, rejoinGraceMs: 1_500 }))
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-held-0002", { ...TIMINGS, rejoinGraceMs: 1_200 }))
       yield* client.connect
       const settled = yield* client.settleRoundTrip
       assert.isFalse(settled)
@@ -57,7 +57,7 @@ describe("a settling round trip the broker holds while it answers the connection
     Effect.gen(function*() {
       // The answer goes right after the second probe's: the broker released it while the client still waited.
       const fake = yield* fakeBroker({ features: FEATURES, settleAnsweredAfterLists: 2 })
-      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-held-0003", { ...TIMINGS, rejoinGraceMs: 60_000 }))
+      const { client } = yield* makeClient(fakeClientOptions(fake, "asker-held-0003", { ...TIMINGS, rejoinGraceMs: 10_000 }))
       yield* client.connect
       assert.isTrue(yield* client.settleRoundTrip)
       assert.strictEqual(fake.connections(), 1)
