@@ -46,11 +46,17 @@
  * in order (D3).
  * At the asker's close the slot is dropped (`drop`, OutputEnd.drainOnClose):
  * the reply is refused there and goes to the mailbox, and the client's
- * settle ends in ConnectionLost (ReplyTimeout for its ask). An answer held
- * past the client's liveness timeout is kept, not released: the client has
- * stopped waiting for it (its settle ended in ReplyTimeout), and it still
- * goes once the reply does, or with the connection; the slot is bounded
- * (`MAX_HELD`), so it costs at most that many frames per connection.
+ * settle ends in ConnectionLost (and settles again on its next connection,
+ * SettleRoundTrip.ts). No timer releases a held answer. This package's
+ * client, its settle unanswered for its liveness timeout, probes the same
+ * connection (an unmarked `list`, answered at once): answered, it keeps the
+ * connection and waits on for the held answer until its rejoin grace from
+ * the deadline runs out, then ends the ask in ReplyTimeout and ignores the
+ * answer, which still goes once the reply does, or with the connection
+ * (only when the asker's own parked `list` answer holds later `list`s back,
+ * `PeerReader.whileHeldBack`, does the probe go unanswered too, and the
+ * client drops the connection, as it drops a frozen broker's). The slot is
+ * bounded (`MAX_HELD`), so it costs at most that many frames per connection.
  *
  * A reply forced into the asker's own parked list behind the asker's own
  * sends to a session that does not read (its sender's older mail is in the

@@ -16,11 +16,11 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 765 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, and the one-session liveness `probe` added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 805 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Option, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -157,9 +157,16 @@ export interface ClientConnection {
    * Ask.ts): the probe's `list`, marked `settle: true` when the broker
    * granted `ask-expiry-v1` (never sent to one that did not), so its answer
    * comes after any reply to this session the broker accepted and still
-   * holds parked. Answered within `timeoutMs`, or it fails as the probe does.
+   * holds parked — however long (src/broker/ParkedReplies.ts). True once
+   * answered. Each time a wait passes unanswered (the first `timeoutMs`,
+   * then what `keepWaiting` gave) `keepWaiting` runs, the request still
+   * registered: it gives the next wait for the same answer in ms, or
+   * `undefined` to stop waiting (false); its failure is the settle's.
    */
-  readonly settle: (timeoutMs: number) => Effect.Effect<void, RequestTimeout | ConnectionLost>
+  readonly settle: <E>(
+    timeoutMs: number,
+    keepWaiting: Effect.Effect<number | undefined, E>
+  ) => Effect.Effect<boolean, RequestTimeout | ConnectionLost | E>
   /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
   readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
   /**
@@ -570,27 +577,35 @@ export const openClientConnection = (
      * most `limit` sessions (sent only to a broker that granted `list-page-v1`); `settle` marks the
      * asker's settling round trip (sent only to a broker that granted `ask-expiry-v1`).
      */
-    const listPage = (
-      timeoutMs: number,
+    const listRequest = (
       cursor: string | undefined,
       group: string | undefined,
       limit?: number,
       settle = false
+    ) => {
+      const requestId = randomUUID()
+      const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
+      lists.set(requestId, answer)
+      const frame = {
+        type: "list",
+        requestId,
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(group === undefined ? {} : { group }),
+        ...(limit === undefined || !granted.has(LIST_PAGE_V1) ? {} : { limit }),
+        ...(settle && granted.has(ASK_EXPIRY_V1) ? { settle: true } : {})
+      }
+      return { answer, written: write(frame, "list"), forget: () => lists.delete(requestId) }
+    }
+    const listPage = (
+      timeoutMs: number,
+      cursor: string | undefined,
+      group: string | undefined,
+      limit?: number
     ) =>
       Effect.suspend(() => {
-        const requestId = randomUUID()
-        const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
-        lists.set(requestId, answer)
-        const frame = {
-          type: "list",
-          requestId,
-          ...(cursor === undefined ? {} : { cursor }),
-          ...(group === undefined ? {} : { group }),
-          ...(limit === undefined || !granted.has(LIST_PAGE_V1) ? {} : { limit }),
-          ...(settle && granted.has(ASK_EXPIRY_V1) ? { settle: true } : {})
-        }
-        return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
-          Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
+        const { answer, forget, written } = listRequest(cursor, group, limit)
+        return writeThenAwait(written, answer, timeoutMs, "list", forget).pipe(
+          Effect.onInterrupt(() => Effect.sync(forget))
         )
       })
 
@@ -613,8 +628,22 @@ export const openClientConnection = (
       })
 
     const probe: ClientConnection["probe"] = (timeoutMs) => Effect.asVoid(listPage(timeoutMs, undefined, undefined, 1))
-    const settle: ClientConnection["settle"] = (timeoutMs) =>
-      Effect.asVoid(listPage(timeoutMs, undefined, undefined, 1, true))
+    // The settling `list` stays registered across its waits (a broker may hold its answer: keepWaiting decides).
+    const settle: ClientConnection["settle"] = <E>(timeoutMs: number, keepWaiting: Effect.Effect<number | undefined, E>) =>
+      Effect.suspend(() => {
+        const { answer, forget, written } = listRequest(undefined, undefined, 1, true)
+        const onUnanswered = (answered: Option.Option<SessionsPage>): Effect.Effect<boolean, ConnectionLost | E> =>
+          answered._tag === "Some"
+            ? Effect.succeed(true)
+            : Effect.flatMap(keepWaiting, (waitMs) =>
+              waitMs === undefined
+                ? Effect.succeed(false)
+                : Effect.flatMap(Effect.timeoutOption(Deferred.await(answer), waitMs), onUnanswered))
+        return Effect.timeoutOption(Effect.andThen(written, Deferred.await(answer)), timeoutMs).pipe(
+          Effect.flatMap(onUnanswered),
+          Effect.ensuring(Effect.sync(forget))
+        )
+      })
 
     const send: ClientConnection["send"] = (request, timeoutMs, frameType = "send") =>
       Effect.suspend(() => {

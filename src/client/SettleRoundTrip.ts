@@ -11,9 +11,14 @@
  * accepted among it — which the broker gives back first thing on the next
  * connection (a rejoin, or the mailbox's flush): so the round trip is made
  * again there, if a connection is live within `rejoinGraceMs` of the drop.
- * A broker that leaves the round trip unanswered for the liveness timeout
- * (frozen) has its connection dropped by the client (P96), a drop like any
- * other.
+ * A round trip unanswered for the liveness timeout has its connection
+ * probed (the liveness probe's `list`): a broker that answers it holds the
+ * settle on purpose (src/broker/ParkedReplies.ts, a reply parked elsewhere),
+ * so the client keeps the connection and waits on for the same answer,
+ * probing every liveness timeout, until `rejoinGraceMs` from the deadline —
+ * then it answers false. A broker that answers the probe neither (frozen;
+ * or one whose own parked `list` answer holds later lists back) has its
+ * connection dropped by the client (P96), a drop like any other.
  * The same holds when no connection is live when it is asked for while the
  * client reconnects. The rejoin grace is the time the client already gives
  * a session to come back after a drop (ClientMembership.ts): longer than
@@ -49,8 +54,10 @@ export interface SettleConfig {
 /**
  * The settling round trip (see the module header): true once an answer was
  * read and what was read before it routed; false when no connection came
- * back within the rejoin grace (a broker that did not answer within the
- * liveness timeout has its connection dropped, and counts as a drop), at
+ * back within the rejoin grace (a broker that answered neither it nor the
+ * probe after it within the liveness timeout has its connection dropped,
+ * and counts as a drop), or while the broker held the answer, answering the
+ * probes, until the grace from the call ran out; at
  * once when none will (never connected, taken over, closed — also while it
  * waits), and at the first reconnect attempt (after `reconnectBaseMs`) when
  * the owner declines to reconnect there. It never dials a first connection
@@ -64,23 +71,34 @@ export const settleRoundTrip = (config: SettleConfig): Effect.Effect<boolean> =>
 
   /**
    * The round trip on `connection`; after a drop, again on the next, by `until` (set at the first drop).
-   * A broker that leaves it unanswered past the liveness timeout (frozen) has its connection dropped, as
-   * the liveness probe would (P96): that is a drop like any other.
+   * Unanswered for a liveness timeout, the connection is probed (`keepWaiting`): a broker that answers
+   * the probe is holding the settle on purpose (ParkedReplies.ts), so the same settle is waited for on,
+   * probed again every liveness timeout, until the grace from the deadline (or `until`) — then false. A
+   * probe left unanswered (a frozen broker) has the connection dropped, as the liveness probe would (P96):
+   * that is a drop like any other.
    */
-  const settleOn = (connection: ClientConnection, until?: number): Effect.Effect<boolean> => {
-    const dropped = Effect.flatMap(
-      until === undefined ? Effect.map(Clock.currentTimeMillis, (now) => now + rejoinGraceMs) : Effect.succeed(until),
-      (deadline) => Effect.andThen(untilRetired(connection, deadline), settleNext(deadline))
-    )
-    return connection.settle(livenessTimeoutMs).pipe(
-      Effect.andThen(settledReads),
-      Effect.as(true),
-      Effect.catchTag("ConnectionLost", () => dropped),
-      Effect.catchTag("RequestTimeout", () =>
-        Effect.andThen(lifetime.unanswered(connection, "settling round trip timed out"), dropped)),
-      Effect.catch(() => Effect.succeed(false))
-    )
-  }
+  const settleOn = (connection: ClientConnection, until?: number): Effect.Effect<boolean> =>
+    Effect.flatMap(Clock.currentTimeMillis, (start) => {
+      const heldUntil = until ?? start + rejoinGraceMs
+      const dropped = Effect.flatMap(
+        until === undefined ? Effect.map(Clock.currentTimeMillis, (now) => now + rejoinGraceMs) : Effect.succeed(until),
+        (deadline) => Effect.andThen(untilRetired(connection, deadline), settleNext(deadline))
+      )
+      const keepWaiting = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        now >= heldUntil ?
+          Effect.succeed(undefined) :
+          connection.probe(livenessTimeoutMs).pipe(
+            Effect.andThen(Clock.currentTimeMillis),
+            Effect.map((after) => after >= heldUntil ? undefined : Math.min(livenessTimeoutMs, heldUntil - after))
+          ))
+      return connection.settle(livenessTimeoutMs, keepWaiting).pipe(
+        Effect.flatMap((answered) => answered ? Effect.as(settledReads, true) : Effect.succeed(false)),
+        Effect.catchTag("ConnectionLost", () => dropped),
+        Effect.catchTag("RequestTimeout", () =>
+          Effect.andThen(lifetime.unanswered(connection, "settling round trip and liveness probe timed out"), dropped)),
+        Effect.catch(() => Effect.succeed(false))
+      )
+    })
 
   /** Waits, until `deadline` at most, for the client to retire `connection` after its close. */
   const untilRetired = (connection: ClientConnection, deadline: number): Effect.Effect<void> =>

@@ -296,7 +296,11 @@ export class MessageIdReuse extends Data.TaggedError("MessageIdReuse")<DeliveryF
 export class DeliverySuperseded extends Data.TaggedError("DeliverySuperseded")<DeliveryFields> {}
 /** `E_DELIVERY_CANCELLED`: a resend of a message its sender cancelled (P46, P71). */
 export class DeliveryCancelled extends Data.TaggedError("DeliveryCancelled")<DeliveryFields> {}
-/** `E_DELIVERY_EXPIRED`: a resend of queued mail that expired in the mailbox before its recipient came back (P46, P49). */
+/**
+ * `E_DELIVERY_EXPIRED`: a resend of queued mail that expired in the mailbox before its recipient came back (P46, P49);
+ * or (the client's own, `ASK_TIMED_OUT_UNWRITTEN` in requests.ts) an ask whose timeout since its first send ran out
+ * before a reconnect could write it again, which was not written.
+ */
 export class DeliveryExpired extends Data.TaggedError("DeliveryExpired")<DeliveryFields> {}
 /** `E_DELIVERY_EVICTED`: a resend of queued mail that the full mailbox evicted, or a send it could not keep at all (P46, P49). */
 export class DeliveryEvicted extends Data.TaggedError("DeliveryEvicted")<DeliveryFields> {}

@@ -223,8 +223,12 @@ export interface IntercomClientService extends QuestionOperations {
    * that wait short), at once when none will (never connected, taken over,
    * closed — also while it waits), at the first reconnect attempt
    * (`reconnectBaseMs` after the drop) when the owner declines to reconnect
-   * there (`shouldReconnect`), and when the broker does not answer within
-   * the liveness timeout. It dials nothing itself.
+   * there (`shouldReconnect`). A round trip unanswered within the liveness
+   * timeout has its connection probed: answered (a broker holding the
+   * answer on purpose), the same round trip is waited for, the probe made
+   * again every liveness timeout, until `rejoinGraceMs` from the call — then
+   * false; unanswered, the connection is dropped and the round trip moves
+   * to the next as after any drop. It dials nothing itself.
    */
   readonly settleRoundTrip: Effect.Effect<boolean>
   /**

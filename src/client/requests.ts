@@ -97,13 +97,33 @@ export const signatureOf = (request: SendRequest, frameType: SendFrameType): str
 
 /**
  * The `askTimeoutMs` a write of `request` at `now` carries: the ask's
- * timeout less the time since it was first sent (`askSince`), at least 1 ms
- * (the broker's least); the timeout itself without `askSince`.
+ * timeout less the whole milliseconds since it was first sent (`askSince`,
+ * which may be fractional: the time since is rounded up, so the broker's
+ * deadline is never later than the first send's and the field stays the
+ * whole number it accepts), at least 1 ms (the broker's least); the
+ * timeout itself without `askSince`. `sendFrameText` writes no ask whose
+ * time is up (`askTimeLeft`).
  */
 export const askTimeoutAt = (request: SendRequest, now: number): number | undefined =>
   request.askTimeoutMs === undefined || request.askSince === undefined
     ? request.askTimeoutMs
-    : Math.max(1, request.askTimeoutMs - Math.max(0, now - request.askSince))
+    : Math.max(1, request.askTimeoutMs - Math.max(0, Math.ceil(now - request.askSince)))
+
+/** What is left at `now` of an ask's timeout since its first send; undefined without both `askTimeoutMs` and `askSince`. */
+const askTimeLeft = (request: SendRequest, now: number): number | undefined =>
+  request.askTimeoutMs === undefined || request.askSince === undefined
+    ? undefined
+    : request.askTimeoutMs - Math.max(0, Math.ceil(now - request.askSince))
+
+/**
+ * Why an ask was not written again after a reconnect: its whole timeout,
+ * counted from its first send (`askSince`), ran out before the write, so its
+ * asker waits for it no longer (`DeliveryCode.DeliveryExpired`; the session's
+ * ask ends in `ReplyTimeout`, Ask.ts).
+ */
+export const ASK_TIMED_OUT_UNWRITTEN =
+  "The ask's timeout, counted from its first send, ran out before it could be written again after a reconnect; " +
+  "it was not sent again, and nobody waits for its answer any more. Ask again if you still need the answer"
 
 /** Why a `replyError` cannot go out with `message` (the broker's own reasons), or undefined. */
 const replyErrorRefusal = (message: Message, replyError: string): string | undefined => {
@@ -149,7 +169,9 @@ const invalidMessageReason = (text: string): string | undefined => {
  * here, as the broker would refuse them: it drops a connection that sends an
  * oversize frame (every peer would see this session leave and rejoin), and it
  * answers an invalid message under the id "unknown" (P48), which no waiting
- * send matches. `askTimeoutMs` goes out only to a broker that granted
+ * send matches. A non-finite `askSince` is refused (`InvalidMessage`); an
+ * ask whose timeout since `askSince` is up at `now` is not written
+ * (`DeliveryExpired`, `ASK_TIMED_OUT_UNWRITTEN`). `askTimeoutMs` goes out only to a broker that granted
  * `ask-timeout-v1`, as of `now` (`askTimeoutAt`); `replyError` as the field only to one that granted
  * `reply-error-v1` (else as marked text), and never without `replyTo`. A delivery mode other than the default `steer` goes out
  * only to a broker that granted `delivery-v1`; to any other broker the send is
@@ -170,6 +192,20 @@ export const sendFrameText = (
   now: number
 ): string | DeliveryError => {
   const messageId = request.message.id
+  // JSON would write NaN as null, and a broker gets a field it cannot judge: refused here, by name.
+  if (request.askSince !== undefined && !Number.isFinite(request.askSince)) {
+    return deliveryError({
+      messageId,
+      code: DeliveryCode.InvalidMessage,
+      reason: `Invalid askSince: it must be a finite Clock time in milliseconds (got ${request.askSince}); nothing was sent`,
+      retryable: false
+    })
+  }
+  // A question whose asker's timeout ran out (a resend after a reconnect) is not handed to an answerer.
+  const left = askTimeLeft(request, now)
+  if (left !== undefined && left <= 0) {
+    return deliveryError({ messageId, code: DeliveryCode.DeliveryExpired, reason: ASK_TIMED_OUT_UNWRITTEN, retryable: false })
+  }
   // A base broker closes the connection over a frame type it does not know (P03): never write one.
   if (frameType === "supervisor_send" && !granted.has(SUPERVISOR_V1)) {
     return deliveryError({ messageId, code: DeliveryCode.SupervisorUnauthorized, reason: SUPERVISOR_UNAVAILABLE, retryable: false })

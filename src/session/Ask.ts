@@ -25,10 +25,14 @@
  * the next connection when the live one drops first or none is live (the
  * client reconnecting), within the client's rejoin grace, since a reply the
  * dropped connection lost unread is given back there first. So the user's
- * timeout is a bound within one round trip (at most the liveness timeout,
- * 5 s by default, after which a broker that does not answer is dropped),
- * plus the rejoin grace and a second round trip when the connection drops
- * at the deadline.
+ * timeout is a bound within one round trip, plus the rejoin grace when the
+ * broker holds its answer (a reply parked elsewhere; the client keeps a
+ * connection that answers its probe and waits on, SettleRoundTrip.ts), or
+ * plus the rejoin grace and a further round trip when the connection drops
+ * at the deadline (a broker that answers neither the round trip nor the
+ * probe after it within the liveness timeout each is dropped). An ask whose
+ * whole timeout ran out before a reconnect could write it again is not
+ * written (`timedOutUnwritten`) and ends in `ReplyTimeout`.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  *
@@ -38,11 +42,12 @@
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected } from "../client/errors.ts"
+import { ASK_TIMED_OUT_UNWRITTEN } from "../client/requests.ts"
 import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
 import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { Reason } from "../protocol/delivery.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
@@ -147,8 +152,10 @@ const untilDeadline = (at: number, ms: number): Effect.Effect<void> =>
  * reconnects, moves the round trip to the next connection (behind what the
  * broker gives back there), if one comes within the client's rejoin grace;
  * the wait times out when none does (an asker that cannot hear the broker
- * keeps a bound). A broker that does not answer within the liveness timeout
- * has its connection dropped, and the round trip moves on as after a drop.
+ * keeps a bound). A broker that holds the answer while it answers the
+ * connection's probe is waited for until the rejoin grace runs out; one
+ * that answers neither within the liveness timeout has its connection
+ * dropped, and the round trip moves on as after a drop.
  * Against a broker without the extension its own timer, from now,
  * ends it.
  *
@@ -178,6 +185,18 @@ export const awaitAnswer = <E>(
     const settled = untilDeadline(deadline, timeoutMs).pipe(Effect.andThen(generation.client.settleRoundTrip), Effect.andThen(judged))
     return yield* Effect.raceFirst(outcome, Effect.raceFirst(Effect.andThen(expiry, judged), settled))
   })
+
+/**
+ * Whether a question's send failed only because its client would not write
+ * it again after a reconnect, its whole timeout since its first send being up
+ * (`ASK_TIMED_OUT_UNWRITTEN`, requests.ts): the ask timed out, and ends in
+ * `ReplyTimeout` like one whose wait ran out.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const timedOutUnwritten = (error: { readonly _tag: string }): boolean =>
+  error instanceof NotDelivered && error.code === DeliveryCode.DeliveryExpired && error.reason === ASK_TIMED_OUT_UNWRITTEN
 
 /**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
@@ -334,7 +353,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           askSince: sentAt,
           delivery: choice,
           onResend
-        })
+        }).pipe(
+          // Its timeout ran out before a reconnect could write it again: the ask timed out, nothing more.
+          Effect.mapError((error) => timedOutUnwritten(error) ? new ReplyTimeout({ target: request.to, timeoutMs }) : error)
+        )
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {

@@ -110,12 +110,12 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
     }))
 
-  it.live("settleRoundTrip the broker leaves unanswered past the liveness timeout drops that connection and settles again on the next, after the reply given back there", () =>
+  it.live("settleRoundTrip the broker leaves unanswered, and its liveness probe too, drops that connection and settles again on the next, after the reply given back there", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({
         features: FEATURES,
-        // A frozen broker: it reads the settling list and never answers it, the connection left open.
-        ignoreSettle: (connection) => connection === 1,
+        // A frozen broker: it reads the settling list and answers nothing more (the probe neither), the connection left open.
+        freezeOnSettle: (connection) => connection === 1,
         afterRegistered: (connection) => connection === 2 ? [replyFrame("q-1", "accepted before the deadline")] : []
       })
       const { client } = yield* makeClient(
@@ -129,7 +129,8 @@ describe("ask-expiry-v1 in the client: a reply read before the verdict is handle
       assert.strictEqual(reply.message.replyTo, "q-1")
       yield* client.handled(reply)
       assert.isTrue(yield* Fiber.join(settling))
-      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [2, true]])
+      // The settle, the probe that went unanswered too, then the settle again on the next connection.
+      assert.deepStrictEqual(fake.ofType("list").map((f) => [f.connection, f.frame.settle]), [[1, true], [1, undefined], [2, true]])
       assert.isFalse(fake.ofType("unregister").some((f) => f.connection === 1), "the frozen connection was closed, not dropped")
     }))
 

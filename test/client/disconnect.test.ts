@@ -179,6 +179,44 @@ describe("disconnect", () => {
       assert.strictEqual(yield* broker.broker.sessionCount, 1, "the late registration stayed")
     }))
 
+  it.effect("disconnect while a reconnect attempt is in flight ends a waiting operation at once, though disconnect still joins the attempt", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const observer = yield* broker.session({ name: "observer" })
+      // The first dial is normal; later ones (reconnects) wait for the gate, which never opens.
+      const gate = yield* Deferred.make<void>()
+      const dialed: Array<Connection> = []
+      const attempts = { count: 0 }
+      const dial: Dialer = (address) =>
+        Effect.gen(function*() {
+          if (attempts.count++ > 0) yield* Deferred.await(gate)
+          const connection = yield* broker.dial(address)
+          dialed.push(connection)
+          return connection
+        })
+      const { client } = yield* makeMemoryClient(
+        memoryClientOptions(broker, ID, "waiter", { dial, reconnectBaseMs: 20, connectTimeoutMs: 60_000 })
+      )
+      yield* settle(client.connect)
+      yield* observer.client.next("session_joined", (f) => f.session.id === ID)
+      yield* settle(Effect.forEach(dialed, (c) => c.destroy, { discard: true }))
+      yield* observer.client.next("session_left", (f) => f.sessionId === ID)
+      // Past the back-off: the attempt is in flight (at the gate), not backing off.
+      yield* advance("20 millis")
+      assert.strictEqual(attempts.count, 2, "the reconnect did not reach the gate")
+      const using = yield* step(client.list)
+      assert.isUndefined(using.pollUnsafe(), "the operation did not wait for the reconnect")
+      const disconnecting = yield* step(client.disconnect)
+      // disconnect joins the attempt (C-BRK-30); the waiting operation does not wait with it.
+      assert.isUndefined(disconnecting.pollUnsafe(), "disconnect did not join the attempt in flight")
+      const used = completed(using)
+      const error = Exit.isFailure(used) ? Cause.squash(used.cause) : undefined
+      assert.instanceOf(error, IntercomNotConnected)
+      assert.strictEqual(error.message, "Intercom not connected: the client was disconnected")
+      yield* advance("2 seconds")
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+    }))
+
   describe("a message read while the client leaves (after `unregister`)", () => {
     const peer = { id: "peer", cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
     /** A fake broker granting `features` writes `late` once it reads `unregister`; what the client's consumer got. */

@@ -275,6 +275,19 @@ export interface FakeBrokerOptions {
    * never answered, the connection kept open (a frozen broker). Default: never.
    */
   readonly ignoreSettle?: (connection: number) => boolean
+  /**
+   * Whether, from a `list` marked `settle: true` on this connection on, the
+   * fake answers nothing there, the connection kept open (a frozen broker:
+   * the liveness probe goes unanswered too). Default: never.
+   */
+  readonly freezeOnSettle?: (connection: number) => boolean
+  /**
+   * Holds the answer to a `list` marked `settle: true` until this many
+   * further `list`s (probes) on its connection were answered, then writes
+   * it (a broker holding the settle behind a parked reply, then releasing
+   * it). Default: answered at once.
+   */
+  readonly settleAnsweredAfterLists?: number
   /** Whether a `send` on this connection ends the connection unanswered. Default: never. */
   readonly dropOnSend?: (connection: number) => boolean
   /**
@@ -337,6 +350,9 @@ export const makeFakeBroker = (
         )
       /** Send answers held back (`holdSendAnswers`) until the next frame. */
       const held: Array<{ readonly type: string; readonly [key: string]: unknown }> = []
+      let frozen = false
+      /** A settling answer held (`settleAnsweredAfterLists`), and the lists still to answer before it. */
+      let heldSettle: { readonly answer: { readonly type: string; readonly [key: string]: unknown }; listsLeft: number } | undefined
       while (true) {
         const texts = yield* connection.read
         for (const text of texts) {
@@ -344,6 +360,7 @@ export const makeFakeBroker = (
           if (isFrameDecodeError(parsed)) continue
           frames.push({ connection: id, frame: parsed })
           changed()
+          if (frozen) continue
           if (parsed.type !== "send") {
             for (const answer of held.splice(0)) yield* reply(answer)
           }
@@ -376,11 +393,27 @@ export const makeFakeBroker = (
             case "list":
               if (parsed.settle === true && options.dropOnSettle?.(id) === true) return yield* connection.end
               if (parsed.settle === true && options.ignoreSettle?.(id) === true) break
+              if (parsed.settle === true && options.freezeOnSettle?.(id) === true) {
+                frozen = true
+                break
+              }
+              if (parsed.settle === true && options.settleAnsweredAfterLists !== undefined) {
+                heldSettle = {
+                  answer: { type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] },
+                  listsLeft: options.settleAnsweredAfterLists
+                }
+                break
+              }
               if (options.answerList !== false) {
                 yield* reply(
                   ...(options.beforeList?.() ?? []),
                   { type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] }
                 )
+              }
+              if (heldSettle !== undefined && --heldSettle.listsLeft <= 0) {
+                const released = heldSettle.answer
+                heldSettle = undefined
+                yield* reply(released)
               }
               break
             case "send": {
