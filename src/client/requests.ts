@@ -165,6 +165,14 @@ const invalidMessageReason = (text: string): string | undefined => {
 }
 
 /**
+ * Why a supervisor frame was not written: the broker did not grant
+ * `supervisor-v1`, and a base broker would close the connection over it.
+ */
+export const SUPERVISOR_UNAVAILABLE =
+  `The running broker does not offer the supervisor channel (${SUPERVISOR_V1}); nothing was sent. Ordinary messaging is ` +
+  "unaffected; run a broker that supports it (once the old broker's sessions have closed and it has exited, reconnect)"
+
+/**
  * The text of a send frame, or the error the broker would answer. Refused
  * here, as the broker would refuse them: it drops a connection that sends an
  * oversize frame (every peer would see this session leave and rejoin), and it
@@ -177,14 +185,6 @@ const invalidMessageReason = (text: string): string | undefined => {
  * only to a broker that granted `delivery-v1`; to any other broker the send is
  * refused here (`DeliveryUnsupported`) rather than delivered as a steer.
  */
-/**
- * Why a supervisor frame was not written: the broker did not grant
- * `supervisor-v1`, and a base broker would close the connection over it.
- */
-export const SUPERVISOR_UNAVAILABLE =
-  `The running broker does not offer the supervisor channel (${SUPERVISOR_V1}); nothing was sent. Ordinary messaging is ` +
-  "unaffected; run a broker that supports it (once the old broker's sessions have closed and it has exited, reconnect)"
-
 export const sendFrameText = (
   request: SendRequest,
   frameType: SendFrameType,
