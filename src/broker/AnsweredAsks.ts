@@ -65,6 +65,11 @@ export class AnsweredAsks {
     this.answers.set(askKey, reply, now)
   }
 
+  /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
+  has(askKey: string): boolean {
+    return this.answers.size > 0 && this.answers.has(askKey)
+  }
+
   /**
    * The reply that answered the ask `askKey` when it went for good to
    * another client instance of the session `peer` holds, which is sending

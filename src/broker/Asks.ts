@@ -20,12 +20,13 @@
  * that copy rather than ask a question nobody waits for (MailDelivery.ts).
  * Such a copy given back past its deadline was reported expired even when
  * the ask had been answered or withdrawn: the edge is gone either way. So
- * a `cancel_ask` is remembered as a withdrawal (`withdrawn`), and a reply
+ * a withdrawal before the deadline is remembered (`withdrawn`), and a reply
  * accepted while the replier's connection still holds the ask unconfirmed
  * (a client confirming what it handled replies first) marks that copy
- * (`answeredUnconfirmed`): `endedEarly` tells them apart (helper
- * staleans). Per reply that costs a size check of the replier's custody,
- * and a scan of it only when it holds something.
+ * (`answeredUnconfirmed`): `withdrawnEarly` and `answeredCopy` tell them
+ * from an ask that expired (helpers staleans, fixsa). Per reply that costs
+ * a size check of the replier's custody, and a scan of it only when it
+ * holds something.
  *
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
@@ -46,9 +47,10 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 425 lines, just past the ~400 guideline: one concept, the ask
+ * Size: about 460 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
- * from one that expired (`endedEarly`) and which reply answered an ask
+ * from one that expired (`withdrawnEarly`, `answeredCopy`, and which
+ * withdrawals count: `withdrawnWithin`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
@@ -135,13 +137,18 @@ export class Asks {
     this.askClosed(edge.messageKey, now)
   }
   /**
-   * Asks their asker withdrew by `cancel_ask`, and by `cancel_message` on
-   * the ask when no edge was open — a reply had closed it — by message key
-   * (the value is the key too, so that what the bound pushes out is known),
-   * for as long as an ask can last (bounded: MAX_WITHDRAWN). Should that
-   * reply be lost, the ask stays withdrawn: `answerLost` does not open it
-   * again; and a copy of it given back past its deadline did not expire
-   * (`endedEarly`; a `cancel_message` says so in the replay record). A durable
+   * Asks their asker withdrew (`cancel_ask`, `cancel_message`) while the
+   * broker knew them open or answered — an edge open before its deadline,
+   * or a reply recorded as answering it (`answered`, kept the replay
+   * window) — by message key (the value is the key too, so that what the
+   * bound pushes out is known), with when, for as long as an ask can last
+   * (bounded: MAX_WITHDRAWN). A cancel of an id the broker does not know
+   * as such (never sent, not an ask, expired already) adds nothing, so one
+   * session cannot push out another's withdrawals but by asks of its own.
+   * A withdrawal counts only for the ask under that key that was open when
+   * it was made (`withdrawnWithin`): should its reply be lost, the ask stays
+   * withdrawn (`answerLost` does not open it again), and a copy of it given
+   * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
    * a reply restored after a restart and lost then does not reopen its ask.
    */
@@ -150,10 +157,10 @@ export class Asks {
   readonly answered: AnsweredAsks
   /**
    * Asks answered while their message was still held, unconfirmed, on the
-   * replier's connection (`answered`), marked on that message's `Mail`
+   * replier's connection (`answeredBy`), marked on that message's `Mail`
    * object with the edge the reply closed: should the connection drop, the
    * copy it gives back past its deadline was answered, not expired
-   * (`endedEarly`). Weak: the mark goes with the object, when its client
+   * (`answeredCopy`). Weak: the mark goes with the object, when its client
    * confirms it or the copy is dropped. Nothing is marked for an ask
    * confirmed before its reply.
    */
@@ -199,17 +206,15 @@ export class Asks {
         if (session === undefined) return
         const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
-        // Remembered withdrawn too: a copy of it given back past its deadline did not expire (`endedEarly`).
-        if (edge !== undefined && edge.askerKey === session.key) {
-          this.edges.delete(key)
-          this.withdraw(key, this.ctx.now())
-        }
+        const now = this.ctx.now()
+        // Remembered withdrawn too (`withdrawNow`): a copy of it given back past its deadline did not expire.
+        if (edge !== undefined && edge.askerKey === session.key) this.withdrawNow(edge, now)
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
-        else if (edge === undefined) this.withdraw(key, this.ctx.now())
+        else if (edge === undefined && this.answered.has(key)) this.withdraw(key, now)
         // Its copy waiting in the mailbox, if any, is not asked any more.
-        this.askClosed(key, this.ctx.now())
+        this.askClosed(key, now)
       }
     }
   }
@@ -266,20 +271,39 @@ export class Asks {
   }
 
   /**
-   * Whether the ask `mail`, whose edge is closed, closed before its
-   * deadline rather than expiring: its asker withdrew it (`cancel_ask`, or
-   * `cancel_message` after a reply; `withdrawn`), or a reply answered this
-   * copy while its client had not confirmed it and was not lost since
-   * (`answeredUnconfirmed`). A copy given back so past its deadline goes
-   * silently (MailDelivery.dropStale). Not known for a copy answered while
-   * it was not held on the replier's connection (back in the mailbox, or on
-   * an old connection a takeover had not closed), nor after a restart for
-   * one answered before it: such a copy counts as expired.
+   * Whether the ask `mail`, whose edge is closed, was withdrawn by its asker
+   * before its deadline (`withdrawn`): a copy given back so past its deadline
+   * goes silently (MailDelivery.dropStale). A `cancel_ask` or
+   * `cancel_message` after the deadline (IntercomSession's wait sends one
+   * as it times out), or one made for an earlier ask under the same id, is
+   * not such a withdrawal: the ask expired.
    */
-  endedEarly(mail: Mail): boolean {
-    if (this.withdrawn.size > 0 && this.withdrawn.has(mail.recordKey)) return true
+  withdrawnEarly(mail: Mail): boolean {
+    return mail.askTimeoutMs !== undefined &&
+      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs)
+  }
+
+  /**
+   * The edge a reply closed answering this very copy of the ask `mail`,
+   * while its client had not confirmed it (`answeredUnconfirmed`), when that
+   * reply was not lost since (`answerLost`); else undefined. A copy given back
+   * so past its deadline goes silently (MailDelivery.dropStale, which owes its
+   * asker the `expired` after all should that reply be lost later). Not known
+   * for a copy answered while it was not held on the replier's connection
+   * (back in the mailbox, or on an old connection a takeover had not closed),
+   * nor after a restart for one answered before it: such a copy counts as
+   * expired.
+   */
+  answeredCopy(mail: Mail): AskEdge | undefined {
     const edge = this.answeredUnconfirmed.get(mail)
-    return edge !== undefined && !this.lostAnswers.has(edge)
+    return edge !== undefined && !this.lostAnswers.has(edge) ? edge : undefined
+  }
+
+  /** Whether the ask `messageKey` was withdrawn at or after `from` and before `until` (its life: see `withdrawn`). */
+  private withdrawnWithin(messageKey: string, from: number, until: number): boolean {
+    if (this.withdrawn.size === 0) return false
+    const at = this.withdrawn.setAt(messageKey)
+    return at !== undefined && from <= at && at < until
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -327,23 +351,35 @@ export class Asks {
    */
   answerLost(edge: AskEdge, now: number): void {
     if (edge.question === true) return
-    // Its ask is unanswered again: a copy of it given back past its deadline expired (`endedEarly`).
+    // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
     if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
-    if (this.withdrawn.size > 0 && this.withdrawn.has(edge.messageKey)) return
+    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
     this.open({ ...edge })
   }
 
   /**
-   * The asker of the ask `messageKey` cancelled it (`cancel_message`): its
-   * edge closes, or, when a reply closed it already, the ask is remembered
-   * as withdrawn (see `withdrawn`).
+   * The sender of the message `messageKey` cancelled it (`cancel_message`):
+   * an ask's edge closes, and the ask is remembered as withdrawn as by
+   * `cancel_ask` (see `withdrawn`), also when a reply closed its edge
+   * already; the cancel of anything else leaves nothing here.
    */
   cancelled(messageKey: string, now: number): void {
-    if (this.edges.get(messageKey) !== undefined) this.edges.delete(messageKey)
-    else this.withdraw(messageKey, now)
+    const edge = this.edges.get(messageKey)
+    if (edge !== undefined) this.withdrawNow(edge, now)
+    else if (this.answered.has(messageKey)) this.withdraw(messageKey, now)
+  }
+
+  /**
+   * Its asker withdraws the ask of the open `edge`: the edge closes, and the
+   * ask is remembered as withdrawn unless its deadline has passed (it
+   * expired: a copy of it given back after that owes its asker `expired`).
+   */
+  private withdrawNow(edge: AskEdge, now: number): void {
+    this.edges.delete(edge.messageKey)
+    if (edge.deadline > now) this.withdraw(edge.messageKey, now)
   }
 
   /** Remembers the ask `messageKey` as withdrawn at `now` (see `withdrawn`), in the store too when there is one. */
@@ -376,9 +412,8 @@ export class Asks {
    */
   openStaged(mail: Mail, now: number): void {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
-    if (this.withdrawn.size > 0 && this.withdrawn.has(mail.recordKey)) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
-    if (deadline <= now) return
+    if (deadline <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,

@@ -44,11 +44,14 @@
  * mailbox drops); one it withdrew, or that was answered, goes silently —
  * also past its deadline: one its sender cancelled or superseded (its
  * record says so), as it was answered for that (helper ctlback); one
- * withdrawn by `cancel_ask`, or answered while that copy was held
- * unconfirmed on the replier's connection, as Asks.endedEarly remembers
- * (helper staleans). One answered otherwise (its copy back in the mailbox
- * already) that comes back past its deadline cannot be told from one that
- * expired: its edge is gone either way.
+ * withdrawn before its deadline, or answered while that copy was held
+ * unconfirmed on the replier's connection, as Asks.withdrawnEarly and
+ * Asks.answeredCopy remember (helpers staleans, fixsa). Should that answer
+ * be lost later (its reply cancelled, evicted, expired before its asker got
+ * it), the ask went unanswered after all: its asker is owed the `expired`
+ * then (`silencedAnswered`, `replyLost`). One answered otherwise (its copy
+ * back in the mailbox already) that comes back past its deadline cannot be
+ * told from one that expired: its edge is gone either way.
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -65,11 +68,13 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 925 lines, one concept: the fate of mail that is not being
+ * Size: about 955 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
- * those paths, `isStale`, and what a memory broker still holds at idle,
- * `held`, grew it, and the notices only a live connection granted an
+ * those paths, `isStale`, and the `expired` still owed for one dropped as
+ * answered whose reply is lost later, `replyLost`, and what a memory
+ * broker still holds at idle, `held`, grew it, and the notices only a live
+ * connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, or kept for the instance
  * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
@@ -155,8 +160,10 @@ export interface MailAsks {
   readonly isOpen: (messageKey: string, now: number) => boolean
   /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */
   readonly openStaged: (mail: Mail, now: number) => void
-  /** Did the closed ask `mail` close before its deadline, withdrawn or answered, rather than expire (Asks.endedEarly)? */
-  readonly endedEarly: (mail: Mail) => boolean
+  /** Did its asker withdraw the closed ask `mail` before its deadline (Asks.withdrawnEarly)? */
+  readonly withdrawnEarly: (mail: Mail) => boolean
+  /** The edge a reply closed answering this copy of the ask `mail`, while that reply is not lost (Asks.answeredCopy). */
+  readonly answeredCopy: (mail: Mail) => AskEdge | undefined
 }
 
 /**
@@ -202,6 +209,13 @@ export class MailDelivery {
   private readonly withdrawn: WithdrawnCopies
   /** Controls that came back alone with their session away, kept for the instance given their message (KeptControls.ts). */
   private readonly controls = new KeptControls()
+  /**
+   * Asks dropped past their deadline silently only because a reply had
+   * answered that copy (`dropStale`), by the edge that reply closed: should
+   * the reply be lost after all, the asker is owed the ask's `expired`
+   * (`replyLost`). Weak: it goes with the edge, once nothing holds the reply.
+   */
+  private readonly silencedAnswered = new WeakMap<AskEdge, Mail>()
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -385,7 +399,7 @@ export class MailDelivery {
         this.withdrawn.give(queued, copy, live, this.ctx.now())
       } else this.withdrawn.keep(messageKey, copy)
     }
-    if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
@@ -409,7 +423,7 @@ export class MailDelivery {
     if (queued === undefined || queued.senderKey !== senderKey) return false
     this.mailbox.delete(messageKey)
     this.withdrawn.take(messageKey)
-    if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
     this.ctx.records.rewrite(senderKey, messageId, refusal)
     return true
@@ -734,19 +748,37 @@ export class MailDelivery {
    * the ask's own timeout from when it was sent, has passed) is lost as mail
    * the mailbox expired: its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
-   * (Asks.endedEarly: withdrawn, or this copy answered). One withdrawn or
-   * answered goes silently; a replay record that says it is queued goes back
-   * to what its sender was told, delivered (one `cancel_message` made
-   * `E_DELIVERY_CANCELLED` stays so).
+   * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
+   * Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss).
+   * One withdrawn or answered goes silently; a replay record that says it is
+   * queued goes back to what its sender was told, delivered (one
+   * `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
    */
   private dropStale(mail: Mail): void {
     const now = this.ctx.now()
-    if (this.pastDeadline(mail, now) && !this.asks.endedEarly(mail)) {
-      return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+    if (this.pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
+      const answered = this.asks.answeredCopy(mail)
+      if (answered === undefined) return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+      this.silencedAnswered.set(answered, mail)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
+  }
+
+  /**
+   * The mailbox dropped a reply that had closed `edge` (cancelled by its
+   * sender, evicted, expired, refused unstored): its ask is unanswered again
+   * (Asks.answerLost). A copy of that ask already dropped silently past its
+   * deadline as answered (`dropStale`) expired after all: its asker gets
+   * the `expired` receipt now, or when it registers again.
+   */
+  private replyLost(edge: AskEdge, now: number): void {
+    this.asks.answerLost(edge, now)
+    const ask = this.silencedAnswered.get(edge)
+    if (ask === undefined) return
+    this.silencedAnswered.delete(edge)
+    this.lost(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
   }
 
   /**
@@ -857,7 +889,7 @@ export class MailDelivery {
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
-    if (mail.answers !== undefined) this.asks.answerLost(mail.answers, now)
+    if (mail.answers !== undefined) this.replyLost(mail.answers, now)
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

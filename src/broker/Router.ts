@@ -336,7 +336,8 @@ export class Router {
       answerLost: (edge, at) => asks.answerLost(edge, at),
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
       openStaged: (staged, at) => asks.openStaged(staged, at),
-      endedEarly: (stale) => asks.endedEarly(stale)
+      withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
+      answeredCopy: (stale) => asks.answeredCopy(stale)
     })
     const receipts = new Receipts(
       ctx,

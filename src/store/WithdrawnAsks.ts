@@ -1,11 +1,13 @@
 /**
  * The store's part of the withdrawn asks (Asks.ts, `withdrawn`): an asker
- * that withdrew its ask (`cancel_message` on the ask once a reply had closed
- * its edge, or `cancel_ask` at any time) keeps it withdrawn should that reply
- * be lost later — evicted or expired from the mailbox — also when the broker
- * restarted in between, with the reply restored from the store and then
- * lost (`Asks.answerLost`); and a copy of the ask restored past its deadline
- * goes silently, not as expired (`Asks.endedEarly`).
+ * that withdrew its ask (`cancel_ask` or `cancel_message`, while its edge was
+ * open before its deadline, or once a reply had closed it) keeps it withdrawn
+ * should that reply be lost later — evicted or expired from the mailbox —
+ * also when the broker restarted in between, with the reply restored from
+ * the store and then lost (`Asks.answerLost`); and a copy of the ask
+ * restored past its deadline goes silently, not as expired
+ * (`Asks.withdrawnEarly`). Each counts only for the ask open when it was
+ * made (its time is kept for that), not a later one under the same id.
  *
  * Owns the shape of a stored withdrawal and how both `MailStore`s keep it:
  * the `withdrawn_asks` table (migrations/0009_withdrawn_asks.ts) and the
@@ -21,11 +23,14 @@ import { CorruptRow } from "./mailCodec.ts"
 import { textOfHex } from "./nulText.ts"
 import type { BatchStep } from "./SqliteClient.ts"
 
-/** An ask withdrawn after its reply had closed its edge, as stored. */
+/** An ask its asker withdrew (see the module header), as stored. */
 export interface StoredWithdrawal {
   /** The ask's record key (its asker's registry key and its message id), as its edge was keyed. */
   readonly messageKey: string
-  /** When it was withdrawn (broker clock, ms): it is kept `MAX_ASK_TIMEOUT_MS` from then. */
+  /**
+   * When it was withdrawn (broker clock, ms): it counts for the ask open then
+   * (Asks.withdrawnWithin), and is kept `MAX_ASK_TIMEOUT_MS` from then.
+   */
   readonly at: number
 }
 
