@@ -45,8 +45,8 @@ const canHideProc = (() => {
 
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
 
-describe("a removable lock on Linux without /proc/locks, beside lockers with it", () => {
-  it.skipIf(!canHideProc)("a locker that cannot check fails with FileLockFailed naming /proc/locks, rather than hold a removed file while a newcomer holds the path's", async () => {
+describe.skipIf(!canHideProc)("a removable lock on Linux without /proc/locks, beside lockers with it", () => {
+  it("a locker that cannot check fails with FileLockFailed naming /proc/locks, rather than hold a removed file while a newcomer holds the path's", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "filelock-noproc-"))
     const file = path.join(dir, "instance.lock")
     const script = path.join(import.meta.dirname, `noproc-${process.pid}.child.ts`)

@@ -45,8 +45,8 @@ const canUnshare = (() => {
   return run.status === 0
 })()
 
-describe("FileLock in a pid namespace whose /proc is the parent's", () => {
-  it.skipIf(!canUnshare)("a removable lock is taken (and its file removed at the end) as a plain one is; the broker lock's holder is not verified rather than denied", () => {
+describe.skipIf(!canUnshare)("FileLock in a pid namespace whose /proc is the parent's", () => {
+  it("a removable lock is taken (and its file removed at the end) as a plain one is; the broker lock's holder is not verified rather than denied", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "filelock-pidns-"))
     // Beside the sources, so the script resolves "effect" and ../../src (node ≥ 22.19 strips types).
     const script = path.join(import.meta.dirname, `pidns-${process.pid}.child.ts`)

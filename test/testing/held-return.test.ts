@@ -46,11 +46,13 @@ describe("the HeldReturn op", () => {
   // is refused at once — nothing parks, no link is delayed. The old connection's write runs in a fiber of
   // its own, which the TestClock does not wait for; the ledger counts its `unregister` as written before the
   // broker has read it, so the idle check after the 164 ms of the return must wait for the broker's read.
+  // The op starts 2 s later than in the seed: a client's stop no longer waits out its reconnect's back-off
+  // (helper settlefx), so at the seed's time the op's own connection would find the broker still down.
   it.effect("a held return whose recipient is away: no registry-mismatch while the broker has not read the old connection's unregister", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 1 }, [
         { _tag: "CrashBroker", after: 0, downMs: 5414 },
-        { ...scripted, after: 4315, sender: 2, recipient: 0, count: 5, size: 2908, delayMs: 1490, returnMs: 164, lingerMs: 2147 }
+        { ...scripted, after: 6315, sender: 2, recipient: 0, count: 5, size: 2908, delayMs: 1490, returnMs: 164, lingerMs: 2147 }
       ], { heldReturn: true })
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
@@ -62,6 +64,8 @@ describe("the HeldReturn op", () => {
   // while the broker is down, reaches B's connection of its own (a bare `register`, no `delivery-v1`), which
   // the broker never tells a message's mode. Not a broker fault: `passive-woke-model` judged that base
   // client's hand-off as if it could have kept the message from a model.
+  // The op starts 1.4 s later than in the seed, just before C's return hands the message over: B's stop no
+  // longer waits out its reconnect's back-off (helper settlefx), which had carried it past the broker's restart.
   it.effect("passive mail read by the op's own connection, a base client, is not passive-woke-model", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 8236 }, [
@@ -71,7 +75,7 @@ describe("the HeldReturn op", () => {
         { _tag: "DeliverySend", after: 46, from: 2, to: 1, mode: "passive", thread: 0, count: 1, gapMs: 0 },
         { _tag: "Start", after: 6, session: 2 },
         { _tag: "DeliverySend", after: 707, from: 3, to: 2, mode: "passive", thread: 0, count: 1, gapMs: 0 },
-        { ...scripted, after: 0, sender: 1, recipient: 3, count: 3, size: 3332, delayMs: 1616, returnMs: 139, lingerMs: 2214, more: 3, notSender: [3] }
+        { ...scripted, after: 1400, sender: 1, recipient: 3, count: 3, size: 3332, delayMs: 1616, returnMs: 139, lingerMs: 2214, more: 3, notSender: [3] }
       ], { delivery: true, unregister: true, heldReturn: true })
       const trace = report.trace.join("\n")
       assert.deepStrictEqual(report.violations, [], trace)
