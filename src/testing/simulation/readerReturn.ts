@@ -22,7 +22,12 @@
  *   reads) and `dropMs` later R's connection drops on `side`;
  * - `copy`: R's client writes take `delayMs` for a while, S sends R; once
  *   R's agent has the message (its confirmation still on its way) R's
- *   connection drops on `side`, and `dropMs` later S cancels or supersedes.
+ *   connection drops on `side`, and `dropMs` later S cancels or supersedes;
+ * - `both`: as `copy`, but once R read the message its client stops
+ *   reading and S cancels or supersedes before the drop (`dropMs` after the
+ *   control's answer): the message and its control are both unconfirmed at
+ *   the close, and a cancelled one is kept as a cancelled copy
+ *   (`WithdrawnCopies.keepCancelled`).
  *
  * R's client reconnects by itself: the same instance. S and R are distinct
  * running sessions of one group and one pi scope; a supervisor and the
@@ -39,7 +44,7 @@ import { nextRunning } from "./running.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What R holds unconfirmed when its connection drops: the sender's control, or its message (see the module header). */
-const ReaderReturnShape = Schema.Literals(["control", "copy"])
+const ReaderReturnShape = Schema.Literals(["control", "copy", "both"])
 
 /** Which side of R's connection drops. */
 const ReaderReturnSide = Schema.Literals(["client", "broker"])
@@ -71,14 +76,14 @@ export interface ReaderReturnDraw {
   readonly after: number
   readonly sender: number
   readonly receiver: number
-  readonly shape: "control" | "copy"
+  readonly shape: "control" | "copy" | "both"
   /** At most this long for R's agent to have the message. */
   readonly readMs: number
   /** `control`: time for R's confirmation of the message to reach the broker before R stops reading. */
   readonly confirmMs: number
-  /** `copy`: how long each of R's client writes takes (so its confirmation is still on its way at the drop). */
+  /** `copy`, `both`: how long each of R's client writes takes (so its confirmation is still on its way at the drop). */
   readonly delayMs: number
-  /** `control`: from the control's answer to the drop; `copy`: from the drop to the control. */
+  /** `control`, `both`: from the control's answer to the drop; `copy`: from the drop to the control. */
   readonly dropMs: number
   readonly side: "client" | "broker"
   readonly action: ControlAction
@@ -102,7 +107,7 @@ export const drawReaderReturn = (
   const sender = (receiver + prng.int(1, sessions - 1)) % sessions
   const at = prng.int(0, ops)
   const after = prng.int(0, 2500)
-  const shape = prng.chance(0.5) ? "control" : "copy"
+  const shape = prng.weighted({ control: 2, copy: 2, both: 1 })
   return [[at, {
     _tag: "ReaderReturn",
     after,
@@ -115,7 +120,7 @@ export const drawReaderReturn = (
     dropMs: prng.int(0, MAX_DROP_MS),
     side: prng.weighted({ client: 3, broker: 1 }),
     // A superseded copy is not kept as a cancelled one (its new message replaces it), so the copy shape mostly cancels.
-    action: prng.chance(shape === "copy" ? 0.75 : 0.5) ? "cancel" : "supersede",
+    action: prng.chance(shape === "control" ? 0.5 : 0.75) ? "cancel" : "supersede",
     notSession
   }]]
 }
@@ -125,6 +130,9 @@ export const formatReaderReturn = (op: ReaderReturnDraw, name: (index: number) =
   const s = name(op.sender)
   const r = name(op.receiver)
   const control = op.action === "cancel" ? "cancels" : "supersedes"
+  if (op.shape === "both") {
+    return `${r}'s writes take ${op.delayMs} ms; ${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) ${r} stops reading, ${s} ${control} that send, and ${op.dropMs} ms after its answer ${r}'s connection drops on the ${op.side} side (the same instance comes back)`
+  }
   return op.shape === "control"
     ? `${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) and ${op.confirmMs} ms more, ${r} stops reading, ${s} ${control} that send, and ${op.dropMs} ms after its answer ${r}'s connection drops on the ${op.side} side (the same instance comes back)`
     : `${r}'s writes take ${op.delayMs} ms; ${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) ${r}'s connection drops on the ${op.side} side, and ${op.dropMs} ms later ${s} ${control} that send (the same instance comes back)`
@@ -174,6 +182,16 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       yield* awaitRead(sim, receiver, text, op.readMs)
       yield* sim.advance(op.confirmMs)
       yield* receiver.stall("client")
+      yield* runControl(sender, op.action, 0, counter, receiver.name, true)
+      yield* sim.advance(op.dropMs)
+      yield* receiver.drop(op.side)
+    } else if (op.shape === "both") {
+      yield* receiver.delayWrites("client", op.delayMs, op.delayMs + DELAY_SPAN_MS)
+      const sent = yield* sender.send(receiver.name, text)
+      if (sent === undefined) return yield* sim.note("reader return: skipped (the sender stopped)")
+      yield* awaitRead(sim, receiver, text, op.readMs)
+      yield* receiver.stall("client")
+      yield* sent.result(SEND_ANSWER_WAIT)
       yield* runControl(sender, op.action, 0, counter, receiver.name, true)
       yield* sim.advance(op.dropMs)
       yield* receiver.drop(op.side)
