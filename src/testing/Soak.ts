@@ -203,6 +203,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     custodyHold: options.custodyHold === true,
     settleHold: options.settleHold === true,
     instanceControl: options.instanceControl === true,
+    readerReturn: options.readerReturn === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

@@ -6,12 +6,13 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 880 lines — generating and running workloads; the
+ * Size: one concept, about 900 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
  * (the larger ops' draws and runners have modules of their own under
- * simulation/: pressure.ts, delivery.ts, parkedFlush.ts, controls.ts).
+ * simulation/: pressure.ts, delivery.ts, parkedFlush.ts, controls.ts,
+ * instanceControl.ts, readerReturn.ts, …).
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
@@ -29,6 +30,7 @@ import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } fro
 import { drawSettleCustody, formatSettleCustody, runSettleCustody, SettleCustodyFields } from "./simulation/settleCustody.ts"
 import { drawInstanceControl, formatInstanceControl, InstanceControlFields, runInstanceControl } from "./simulation/instanceControl.ts"
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
+import { drawReaderReturn, formatReaderReturn, ReaderReturnFields, runReaderReturn } from "./simulation/readerReturn.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
   drawParkedFlush,
@@ -88,6 +90,7 @@ export const OpSchema = Schema.Union([
   op("SettleHold", SettleHoldFields),
   op("SettleCustody", SettleCustodyFields),
   op("InstanceControl", InstanceControlFields),
+  op("ReaderReturn", ReaderReturnFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -138,6 +141,8 @@ export const trafficWeights: OpWeights = {
   SettleCustody: 0,
   // Never drawn by weight: `instanceControl` inserts it from a stream of its own (simulation/instanceControl.ts).
   InstanceControl: 0,
+  // Never drawn by weight: `readerReturn` inserts it from a stream of its own (simulation/readerReturn.ts).
+  ReaderReturn: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -268,6 +273,14 @@ export interface WorkloadOptions {
    * (`control-to-other-instance`). Default false.
    */
   readonly instanceControl?: boolean
+  /**
+   * Insert one `ReaderReturn` (simulation/readerReturn.ts), drawn from a
+   * stream of its own: a reader's connection drops while it holds the
+   * sender's control or message unconfirmed, the sender cancels or
+   * supersedes, and the same client instance comes back, which must get
+   * what it is owed (`control-never-reached-reader`). Default false.
+   */
+  readonly readerReturn?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -472,6 +485,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "SettleHold":
       case "SettleCustody":
       case "InstanceControl":
+      case "ReaderReturn":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -521,6 +535,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, op] of drawInstanceControl(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+  }
+  if (options.readerReturn === true) {
+    // As for the custody hold: the op takes its receiver's connection away.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, op] of drawReaderReturn(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -601,6 +621,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatSettleCustody(op, name)}`
     case "InstanceControl":
       return `${when} ${formatInstanceControl(op, name)}`
+    case "ReaderReturn":
+      return `${when} ${formatReaderReturn(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -763,6 +785,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "InstanceControl":
           yield* runInstanceControl(sim, op, counter)
+          break
+        case "ReaderReturn":
+          yield* runReaderReturn(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

@@ -34,6 +34,7 @@ export interface SimArgs {
   readonly custodyHold?: boolean
   readonly settleHold?: boolean
   readonly instanceControl?: boolean
+  readonly readerReturn?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -74,6 +75,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("custody-hold", args.custodyHold),
     ...toggle("settle-hold", args.settleHold),
     ...toggle("instance-control", args.instanceControl),
+    ...toggle("reader-return", args.readerReturn),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

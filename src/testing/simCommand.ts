@@ -239,6 +239,10 @@ const flags = {
     "instance-control",
     "Insert one instance control into each workload: a receiver reads a message, stops or is killed and starts again (a new client instance), then the sender cancels or supersedes that message, which the broker must not send to the new instance (control-to-other-instance; simulation/instanceControl.ts; docs/testing.md)"
   ),
+  readerReturn: toggle(
+    "reader-return",
+    "Insert one reader return into each workload: a reader's connection drops while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects, which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -330,6 +334,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     custodyHold: input.custodyHold,
     settleHold: input.settleHold,
     instanceControl: input.instanceControl,
+    readerReturn: input.readerReturn,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -506,6 +511,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.custodyHold ? { custodyHold: true } : {}),
     ...(input.settleHold ? { settleHold: true } : {}),
     ...(input.instanceControl ? { instanceControl: true } : {}),
+    ...(input.readerReturn ? { readerReturn: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

@@ -15,11 +15,15 @@
  * Intact, each return gets its control and the run passes, the paths
  * counted in `report.paths`; a broker that drops the controls a
  * registration gets at once (`dropControlsAtReturn`) fails with the rule.
+ * Then the generated op that builds these orders (`--reader-return`): its own
+ * draw stream, and a pinned seed for each path.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { dropControlsAtReturn } from "../../src/testing/BrokenBuilds.ts"
-import { runWorkload, type Op } from "../../src/testing/Workload.ts"
+import { drawReaderReturn } from "../../src/testing/simulation/readerReturn.ts"
+import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { generateWorkload, runWorkload, type Op } from "../../src/testing/Workload.ts"
 
 /** Two sessions (A, B), nothing varied, no pressure, no other controls. */
 const plain = { vary: false, pressure: false, sessions: 2, controls: false } as const
@@ -70,6 +74,47 @@ describe("a reader's return gets the cancel its sender was answered delivered fo
         const report = yield* runWorkload({ seed: 1, brokerFault: dropControlsAtReturn() }, ops, plain)
         const trace = report.trace.join("\n")
         assert.include(kinds(report), "control-never-reached-reader", trace)
+      }))
+  }
+})
+
+describe("the ReaderReturn op (--reader-return, simulation/readerReturn.ts)", () => {
+  it("is drawn from a stream of its own: the other ops of a seed stay as they were", () => {
+    const without = generateWorkload(28004, 4, {})
+    const withIt = generateWorkload(28004, 4, { readerReturn: true })
+    assert.isFalse(without.some((op) => op._tag === "ReaderReturn"))
+    const drawn = drawReaderReturn(28004, 4, without.length).map(([, op]) => op)
+    assert.deepStrictEqual(withIt.filter((op) => op._tag === "ReaderReturn"), drawn)
+    assert.deepStrictEqual(withIt.filter((op) => op._tag !== "ReaderReturn"), without)
+  })
+
+  // Seeds of `--reader-return` that reach each path: 28004 (a control given back alone at B's drop, kept
+  // and given at its return) and 28002 (a copy B read but never confirmed, given back at the drop, then
+  // cancelled: kept and given with its cancel). With KeptControls.keep, resp. WithdrawnCopies.keep, made
+  // a no-op (not committed) each fails with control-never-reached-reader.
+  const cases = [
+    [28004, "kept control", "keptControls", "keptControlsGiven"],
+    [28002, "cancelled copy", "withdrawnCopiesKept", "withdrawnCopiesGiven"]
+  ] as const
+  for (const [seed, path, kept, given] of cases) {
+    it.effect(`seed ${seed} reaches the ${path} path, and the run passes`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload({ seed, tolerate: KNOWN_ISSUES }, undefined, { readerReturn: true })
+        const trace = report.trace.join("\n")
+        assert.notMatch(trace, /reader return: skipped/, trace)
+        assert.isAbove(report.paths[kept], 0, trace)
+        assert.isAbove(report.paths[given], 0, trace)
+        assert.isTrue(report.ok, trace)
+      }))
+
+    it.effect(`seed ${seed} (${path}) fails with control-never-reached-reader on a broker that drops the controls given at a registration`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload(
+          { seed, tolerate: KNOWN_ISSUES, brokerFault: dropControlsAtReturn() },
+          undefined,
+          { readerReturn: true }
+        )
+        assert.include(kinds(report), "control-never-reached-reader", report.trace.join("\n"))
       }))
   }
 })
