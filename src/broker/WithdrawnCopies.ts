@@ -139,8 +139,11 @@ export interface CopyRoutes {
 export class WithdrawnCopies {
   private readonly ctx: RouterContext
   private readonly routes: CopyRoutes
-  /** Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say). */
-  private readonly put: (copy: Mail) => void
+  /**
+   * Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say), at its
+   * queue place `seq` when given (Mailbox.put).
+   */
+  private readonly put: (copy: Mail, seq?: number) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
   /** Record keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
@@ -161,7 +164,7 @@ export class WithdrawnCopies {
    * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
    * @param put puts a copy kept here in the mailbox (MailDelivery's, which owns the mailbox).
    */
-  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail) => void) {
+  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail, seq?: number) => void) {
     this.ctx = ctx
     this.routes = routes
     this.put = put
@@ -241,10 +244,12 @@ export class WithdrawnCopies {
    * again and its cancel right behind it (the record stays cancelled; the
    * route moves on to its connection), and the copy goes back to the
    * mailbox, as it was, for the other instances that read it and are not
-   * told yet, if any (review L6). The mailbox's flush takes a copy for no
-   * other instance (review revm M2, M3).
+   * told yet, if any (review L6): at its place in age and queue order
+   * (`seq`, the place it was taken from), so it expires at its retention
+   * (review revr R2). The mailbox's flush takes a copy for no other
+   * instance (review revm M2, M3).
    */
-  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number): void {
+  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number, seq: number | undefined): void {
     let rest: Array<KeptFor> | undefined
     // Once per session, should two readers name it (an instance, and the one from before a restart).
     const told: Array<Session> = []
@@ -265,7 +270,7 @@ export class WithdrawnCopies {
     if (rest === undefined) return
     this.note(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
-    this.put(mail)
+    this.put(mail, seq)
   }
 
   /** The copy `copy` of a message was read by `readers`, oldest first (a new copy of it carries their mark). */
