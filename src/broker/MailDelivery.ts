@@ -397,7 +397,7 @@ export class MailDelivery {
       if (live !== undefined && live.length > 0) {
         const seq = this.mailbox.seqOf(messageKey)
         this.mailbox.delete(messageKey)
-        this.withdrawn.give(queued, copy, live, this.ctx.now(), seq)
+        this.withdrawn.give(queued, copy, live, this.ctx.now(), seq, "cancel")
       } else this.withdrawn.keep(messageKey, copy)
     }
     if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
@@ -860,7 +860,7 @@ export class MailDelivery {
     for (const { mail, seq } of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {
-        this.withdrawn.give(mail, copy, [session], now, seq)
+        this.withdrawn.give(mail, copy, [session], now, seq, "return")
         continue
       }
       if (this.isStale(mail, now)) {

@@ -247,9 +247,18 @@ export class WithdrawnCopies {
    * told yet, if any (review L6): at its place in age and queue order
    * (`seq`, the place it was taken from), so it expires at its retention
    * (review revr R2). The mailbox's flush takes a copy for no other
-   * instance (review revm M2, M3).
+   * instance (review revm M2, M3). A copy kept so at the `cancel` counts
+   * in `counts.kept` (review revr R5); one kept again at a reader's
+   * `return` was counted when it was first kept.
    */
-  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number, seq: number | undefined): void {
+  give(
+    mail: Mail,
+    copy: WithdrawnCopy,
+    sessions: ReadonlyArray<Session>,
+    now: number,
+    seq: number | undefined,
+    at: "cancel" | "return"
+  ): void {
     let rest: Array<KeptFor> | undefined
     // Once per session, should two readers name it (an instance, and the one from before a restart).
     const told: Array<Session> = []
@@ -268,7 +277,8 @@ export class WithdrawnCopies {
       this.givenCount++
     }
     if (rest === undefined) return
-    this.note(mail.recordKey, { readers: rest })
+    if (at === "cancel") this.keep(mail.recordKey, { readers: rest })
+    else this.note(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail, seq)
   }
@@ -284,8 +294,10 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Since the broker started: cancelled copies kept for their readers (`kept`), and copies given to a
-   * reader's return with their cancel (`given`; a copy read by several instances counts once per return).
+   * Since the broker started: cancelled copies kept for their readers (`kept`: at a cancel, also for the
+   * readers away when others were told at once; once per copy, not again when a reader's return leaves it
+   * for the rest), and copies given to a reader with their cancel (`given`: at its return, or live at the
+   * cancel; a copy read by several instances counts once per reader told).
    */
   get counts(): { readonly kept: number; readonly given: number } {
     return { kept: this.keptCount, given: this.givenCount }
