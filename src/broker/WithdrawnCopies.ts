@@ -261,18 +261,22 @@ export class WithdrawnCopies {
   ): void {
     let rest: Array<KeptFor> | undefined
     // Once per session, should two readers name it (an instance, and the one from before a restart).
-    const told: Array<Session> = []
+    const told: Array<{ readonly session: Session; readonly reader: KeptFor }> = []
     for (const reader of copy.readers) {
       const session = sessions.find((receiver) => isReader(reader, receiver))
       if (session === undefined) {
         rest ??= []
         rest.push(reader)
-        continue
-      }
-      if (told.includes(session)) continue
-      told.push(session)
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-      this.routes.handedOn(mail, session)
+      } else if (!told.some((given) => given.session === session)) told.push({ session, reader })
+    }
+    for (const { reader, session } of told) {
+      // Each told session its own mail object, marked read by it and by the readers still owed the copy (not
+      // by the others told now): should its connection drop before its client confirms, `keepCancelled` keeps
+      // the copy for those, never again for a reader told here that confirmed (review revr R4).
+      const given: Mail = { ...mail }
+      this.markRead(given, [...(rest ?? []), reader])
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(given, session.peer, now), mail: given, to: session.key, senderSince: 0 })
+      this.routes.handedOn(given, session)
       this.ctx.output.enqueue(session.peer, reader.control)
       this.givenCount++
     }
