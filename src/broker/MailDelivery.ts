@@ -68,7 +68,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 955 lines, one concept: the fate of mail that is not being
+ * Size: about 960 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
