@@ -22,7 +22,10 @@
  * (the mailbox decides that message's fate, with a cancel made again when
  * its client may have read it: WithdrawnCopies.ts).
  *
- * Kept as long as the mailbox keeps mail (its retention), at most
+ * Each control is kept as long as the mailbox keeps mail (its retention),
+ * counted from when it was kept (review revr R1: not from the last control
+ * kept for its session, which let a control kept for another instance
+ * renew it), at most
  * MAX_KEPT_PER_RECEIVER for one session and MAX_RECEIVERS sessions (the
  * oldest go); memory only, like custody's controls, so a broker restart
  * forgets them. A memory broker's idle exit waits for them as for the
@@ -44,10 +47,22 @@ const MAX_RECEIVERS = 4096
 /** Controls kept for one session, at most; past this its oldest go. */
 const MAX_KEPT_PER_RECEIVER = 256
 
+/** A kept control and when it was kept. */
+interface Kept {
+  readonly control: ControlFrame
+  readonly keptAt: number
+}
+
+/** The controls kept for one session, oldest first (their `keptAt` never decreases). */
+interface KeptList {
+  readonly key: string
+  readonly kept: Array<Kept>
+}
+
 /** Controls whose message was read, kept for the instance that read it while its session is away (see the module header). */
 export class KeptControls {
-  /** By the session key of the control's receiver (`ControlFrame.to`), aged from the last one kept. */
-  private readonly byReceiver = new AgedMap<string, Array<ControlFrame>>(MAX_RECEIVERS)
+  /** By the session key of the control's receiver (`ControlFrame.to`), aged from its oldest control. */
+  private readonly byReceiver = new AgedMap<string, KeptList>(MAX_RECEIVERS)
   /** The controls in `byReceiver`, over all its lists. */
   private controls = 0
   /** Controls kept since the broker started (`keep`), for the broker's stats. */
@@ -70,28 +85,40 @@ export class KeptControls {
     return this.controls
   }
 
-  /** When the oldest list was kept (its last control), if any is. */
+  /** When the oldest control kept was kept, if any is. */
   get oldestAt(): number | undefined {
     return this.byReceiver.oldestAt
   }
 
-  /** Drops the lists kept at or before `cutoff` (the mailbox's retention ago). */
+  /** Drops the controls kept at or before `cutoff` (the mailbox's retention ago); younger ones in the same list stay. */
   expire(cutoff: number): void {
     if (this.byReceiver.size === 0) return
-    for (const gone of this.byReceiver.expire(cutoff)) this.controls -= gone.length
+    for (const list of this.byReceiver.expire(cutoff)) {
+      const young = list.kept.findIndex((kept) => kept.keptAt > cutoff)
+      const gone = young === -1 ? list.kept.length : young
+      this.controls -= gone
+      if (young !== -1) this.reage(list.key, list.kept.slice(young))
+    }
   }
 
   /** Keeps `control` for the client instance of its session it was written to (`ControlFrame.instance`). */
   keep(control: ControlFrame, now: number): void {
     this.keptCount++
-    const kept = this.byReceiver.get(control.to) ?? []
-    if (kept.length >= MAX_KEPT_PER_RECEIVER) {
-      kept.shift()
-      this.controls--
-    }
-    kept.push(control)
     this.controls++
-    for (const gone of this.byReceiver.set(control.to, kept, now)) this.controls -= gone.length
+    const list = this.byReceiver.get(control.to)
+    if (list === undefined) {
+      for (const gone of this.byReceiver.set(control.to, { key: control.to, kept: [{ control, keptAt: now }] }, now)) {
+        this.controls -= gone.kept.length
+      }
+      return
+    }
+    // The list keeps its age (its oldest control's) unless the bound lets that one go.
+    list.kept.push({ control, keptAt: now })
+    if (list.kept.length > MAX_KEPT_PER_RECEIVER) {
+      list.kept.shift()
+      this.controls--
+      this.reage(list.key, list.kept)
+    }
   }
 
   /**
@@ -99,19 +126,31 @@ export class KeptControls {
    * out, in the order they were kept. Those kept for other instances of its
    * session stay for their return (review revm M2: another instance's
    * registration never got their messages, and takes nothing from those
-   * that did). Lists kept at or before `cutoff` are dropped first.
+   * that did), each with its own age. Controls kept at or before `cutoff`
+   * are dropped first.
    */
   takeFor(receiver: Session, cutoff: number): ReadonlyArray<ControlFrame> {
     if (this.byReceiver.size === 0) return []
     this.expire(cutoff)
-    const kept = this.byReceiver.get(receiver.key)
-    if (kept === undefined) return []
-    const taken = kept.filter((control) => mayHold(control.instance, receiver))
+    const list = this.byReceiver.get(receiver.key)
+    if (list === undefined) return []
+    const taken: Array<ControlFrame> = []
+    const rest: Array<Kept> = []
+    for (const kept of list.kept) {
+      if (mayHold(kept.control.instance, receiver)) taken.push(kept.control)
+      else rest.push(kept)
+    }
     this.controls -= taken.length
     this.givenCount += taken.length
-    if (taken.length === kept.length) this.byReceiver.delete(receiver.key)
-    // The rest keep the list's age (from the last one kept).
-    else if (taken.length > 0) this.byReceiver.update(receiver.key, kept.filter((control) => !mayHold(control.instance, receiver)))
+    if (rest.length === 0) this.byReceiver.delete(receiver.key)
+    else if (taken.length > 0) this.reage(receiver.key, rest)
     return taken
+  }
+
+  /** Puts `kept` (not empty, oldest first) back as the list of `key`, aged from its oldest control. */
+  private reage(key: string, kept: Array<Kept>): void {
+    const first = kept[0]
+    if (first === undefined) return
+    for (const gone of this.byReceiver.setAged(key, { key, kept }, first.keptAt)) this.controls -= gone.kept.length
   }
 }

@@ -68,7 +68,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 955 lines, one concept: the fate of mail that is not being
+ * Size: about 960 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
@@ -238,7 +238,7 @@ export class MailDelivery {
     })
     this.routes = routes
     this.asks = asks
-    this.withdrawn = new WithdrawnCopies(ctx, routes, (copy) => this.put(copy))
+    this.withdrawn = new WithdrawnCopies(ctx, routes, (copy, seq) => this.put(copy, seq))
   }
 
   /** Messages held for absent sessions. */
@@ -395,8 +395,9 @@ export class MailDelivery {
         if (session !== undefined && goesTo(copy, session) && !(live ??= []).includes(session)) live.push(session)
       }
       if (live !== undefined && live.length > 0) {
+        const seq = this.mailbox.seqOf(messageKey)
         this.mailbox.delete(messageKey)
-        this.withdrawn.give(queued, copy, live, this.ctx.now())
+        this.withdrawn.give(queued, copy, live, this.ctx.now(), seq, "cancel")
       } else this.withdrawn.keep(messageKey, copy)
     }
     if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
@@ -803,8 +804,9 @@ export class MailDelivery {
     return session !== undefined && session.peer.state === "registered" && !session.peer.isClosing ? session : undefined
   }
 
-  private put(mail: Mail): void {
-    for (const eviction of this.mailbox.put(mail)) this.evicted(eviction)
+  /** Queues `mail` (at its queue place `seq` when given: Mailbox.put); what the bounds push out goes as `evicted` says. */
+  private put(mail: Mail, seq?: number): void {
+    for (const eviction of this.mailbox.put(mail, seq)) this.evicted(eviction)
   }
 
   /** Mail the mailbox's bounds pushed out: its sender's receipt names the bound and the message's size. */
@@ -849,15 +851,16 @@ export class MailDelivery {
           mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key &&
           !this.withdrawn.withheldFrom(recordKey, session)
         ) {
+          const seq = this.mailbox.seqOf(recordKey)
           this.mailbox.delete(recordKey)
-          mails.push(mail)
+          if (seq !== undefined) mails.push({ mail, seq })
         }
       }
     }
-    for (const mail of mails) {
+    for (const { mail, seq } of mails) {
       const copy = this.withdrawn.take(mail.recordKey)
       if (copy !== undefined) {
-        this.withdrawn.give(mail, copy, [session], now)
+        this.withdrawn.give(mail, copy, [session], now, seq, "return")
         continue
       }
       if (this.isStale(mail, now)) {

@@ -53,6 +53,12 @@ const bytesOf = (mail: Mail): number => {
   return 2 * chars + 512
 }
 
+/** Mail taken from the mailbox, with its queue place (to put it back there: `put`'s `seq`). */
+export interface Queued {
+  readonly mail: Mail
+  readonly seq: number
+}
+
 /** A queued message with its place in the queue and its size. */
 interface Entry {
   readonly mail: Mail
@@ -100,6 +106,11 @@ export class Mailbox {
     return this.entries.get(recordKey)?.mail
   }
 
+  /** The queue place of the mail `recordKey` (for `put`'s `seq`, to put it back there), or undefined when it is not queued. */
+  seqOf(recordKey: string): number | undefined {
+    return this.entries.get(recordKey)?.seq
+  }
+
   /**
    * Queues `mail`; returns the mail evicted to make room, each with the bound
    * that evicted it — possibly `mail` itself, and then alone: when it is
@@ -107,15 +118,23 @@ export class Mailbox {
    * heaviest and it is that sender's oldest. In that second case the mail
    * the bounds pushed out before reaching `mail` is put back where it was,
    * so a message that is not kept never costs anyone else theirs.
+   *
+   * With `seq` (a queue place `seqOf` or `take` gave), `mail` goes back at
+   * its place in age (by its `queuedAt`) and queue order, as mail taken out
+   * and put back: a cancelled copy given to some of its readers and kept for
+   * the others expires at its own retention, not behind younger mail (review
+   * revr R2). Without, it is the newest in queue order, and in age unless an
+   * entry is younger than its `queuedAt`.
    */
-  put(mail: Mail): ReadonlyArray<Eviction> {
+  put(mail: Mail, seq?: number): ReadonlyArray<Eviction> {
     this.delete(mail.recordKey)
     const bytes = bytesOf(mail)
     const limits = this.limits
     if (bytes > limits.maxBytesPerTarget) return [{ mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes }]
     if (bytes > limits.maxBytes) return [{ mail, bound: "bytes", limit: limits.maxBytes, bytes }]
-    const entry: Entry = { mail, seq: ++this.seq, bytes }
-    this.entries.set(mail.recordKey, entry, mail.queuedAt)
+    const entry: Entry = { mail, seq: seq ?? ++this.seq, bytes }
+    if (seq === undefined) this.entries.set(mail.recordKey, entry, mail.queuedAt)
+    else this.entries.setAged(mail.recordKey, entry, mail.queuedAt)
     this.index(entry)
     const evicted: Array<Eviction> = []
     const removed: Array<Entry> = []
@@ -172,14 +191,14 @@ export class Mailbox {
   /**
    * Removes and returns, in queue order, the mail for the session `targetKey`
    * and, when `identity` is given, the mail for that identity (P49) that
-   * `accept` lets through.
+   * `accept` lets through, each with its queue place (`put`'s `seq`).
    */
-  take(targetKey: string, identity: string | undefined, accept: (mail: Mail) => boolean): Array<Mail> {
+  take(targetKey: string, identity: string | undefined, accept: (mail: Mail) => boolean): Array<Queued> {
     const found = new Set<Entry>(this.byTarget.get(targetKey))
     if (identity !== undefined) for (const entry of this.byIdentity.get(identity) ?? []) found.add(entry)
     const taken = [...found].filter((entry) => accept(entry.mail)).sort((a, b) => a.seq - b.seq)
     for (const entry of taken) this.delete(entry.mail.recordKey)
-    return taken.map((entry) => entry.mail)
+    return taken.map((entry) => ({ mail: entry.mail, seq: entry.seq }))
   }
 
   /**

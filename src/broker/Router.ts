@@ -147,7 +147,7 @@ export interface RouterStats {
   readonly custodyAwaitedReplies: number
   /** Mailbox copies cancelled after a client instance read them, kept for its return (WithdrawnCopies.ts). */
   readonly withdrawnCopiesKept: number
-  /** Of those, given to a reader's return: the message and its cancel right behind it (once per reader). */
+  /** Of those, given to a reader (at its return, or live at the cancel): the message and its cancel right behind it (once per reader). */
   readonly withdrawnCopiesGiven: number
   /** Controls given back alone with their session away (their message confirmed), kept for the instance given it (KeptControls.ts). */
   readonly keptControls: number

@@ -69,7 +69,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 345 lines, one concept: the cancelled copies' state and the
+ * Size: about 365 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -139,8 +139,11 @@ export interface CopyRoutes {
 export class WithdrawnCopies {
   private readonly ctx: RouterContext
   private readonly routes: CopyRoutes
-  /** Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say). */
-  private readonly put: (copy: Mail) => void
+  /**
+   * Puts a copy in the mailbox (MailDelivery's `put`: what its bounds push out goes as they say), at its
+   * queue place `seq` when given (Mailbox.put).
+   */
+  private readonly put: (copy: Mail, seq?: number) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
   /** Record keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
@@ -161,7 +164,7 @@ export class WithdrawnCopies {
    * @param routes told when a kept copy leaves or is handed on, and asked whom a write gave a message.
    * @param put puts a copy kept here in the mailbox (MailDelivery's, which owns the mailbox).
    */
-  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail) => void) {
+  constructor(ctx: RouterContext, routes: CopyRoutes, put: (copy: Mail, seq?: number) => void) {
     this.ctx = ctx
     this.routes = routes
     this.put = put
@@ -241,31 +244,47 @@ export class WithdrawnCopies {
    * again and its cancel right behind it (the record stays cancelled; the
    * route moves on to its connection), and the copy goes back to the
    * mailbox, as it was, for the other instances that read it and are not
-   * told yet, if any (review L6). The mailbox's flush takes a copy for no
-   * other instance (review revm M2, M3).
+   * told yet, if any (review L6): at its place in age and queue order
+   * (`seq`, the place it was taken from), so it expires at its retention
+   * (review revr R2). The mailbox's flush takes a copy for no other
+   * instance (review revm M2, M3). A copy kept so at the `cancel` counts
+   * in `counts.kept` (review revr R5); one kept again at a reader's
+   * `return` was counted when it was first kept.
    */
-  give(mail: Mail, copy: WithdrawnCopy, sessions: ReadonlyArray<Session>, now: number): void {
+  give(
+    mail: Mail,
+    copy: WithdrawnCopy,
+    sessions: ReadonlyArray<Session>,
+    now: number,
+    seq: number | undefined,
+    at: "cancel" | "return"
+  ): void {
     let rest: Array<KeptFor> | undefined
     // Once per session, should two readers name it (an instance, and the one from before a restart).
-    const told: Array<Session> = []
+    const told: Array<{ readonly session: Session; readonly reader: KeptFor }> = []
     for (const reader of copy.readers) {
       const session = sessions.find((receiver) => isReader(reader, receiver))
       if (session === undefined) {
         rest ??= []
         rest.push(reader)
-        continue
-      }
-      if (told.includes(session)) continue
-      told.push(session)
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
-      this.routes.handedOn(mail, session)
+      } else if (!told.some((given) => given.session === session)) told.push({ session, reader })
+    }
+    for (const { reader, session } of told) {
+      // Each told session its own mail object, marked read by it and by the readers still owed the copy (not
+      // by the others told now): should its connection drop before its client confirms, `keepCancelled` keeps
+      // the copy for those, never again for a reader told here that confirmed (review revr R4).
+      const given: Mail = { ...mail }
+      this.markRead(given, [...(rest ?? []), reader])
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(given, session.peer, now), mail: given, to: session.key, senderSince: 0 })
+      this.routes.handedOn(given, session)
       this.ctx.output.enqueue(session.peer, reader.control)
       this.givenCount++
     }
     if (rest === undefined) return
-    this.note(mail.recordKey, { readers: rest })
+    if (at === "cancel") this.keep(mail.recordKey, { readers: rest })
+    else this.note(mail.recordKey, { readers: rest })
     this.markRead(mail, rest)
-    this.put(mail)
+    this.put(mail, seq)
   }
 
   /** The copy `copy` of a message was read by `readers`, oldest first (a new copy of it carries their mark). */
@@ -279,8 +298,10 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Since the broker started: cancelled copies kept for their readers (`kept`), and copies given to a
-   * reader's return with their cancel (`given`; a copy read by several instances counts once per return).
+   * Since the broker started: cancelled copies kept for their readers (`kept`: at a cancel, also for the
+   * readers away when others were told at once; once per copy, not again when a reader's return leaves it
+   * for the rest), and copies given to a reader with their cancel (`given`: at its return, or live at the
+   * cancel; a copy read by several instances counts once per reader told).
    */
   get counts(): { readonly kept: number; readonly given: number } {
     return { kept: this.keptCount, given: this.givenCount }

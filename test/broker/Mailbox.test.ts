@@ -77,7 +77,7 @@ describe("Mailbox.put", () => {
         })
         // Mail comes out in the order it was queued, whatever was put back.
         for (const target of TARGETS) {
-          const taken = mailbox.take(target, undefined, () => true).map((m) => m.queuedAt)
+          const taken = mailbox.take(target, undefined, () => true).map((q) => q.mail.queuedAt)
           assert.deepStrictEqual(taken, [...taken].sort((a, b) => a - b))
         }
       }),
@@ -100,6 +100,6 @@ describe("Mailbox.toBack", () => {
     // Over the capacity, the oldest in queue order goes: s1/m2 now, not the mail put behind.
     const evicted = mailbox.put(mailOf(4, { sender: "s1", target: "t1", chars: 0 })).map((eviction) => eviction.mail.recordKey)
     assert.deepStrictEqual(evicted, ["s1/m2"])
-    assert.deepStrictEqual(mailbox.take("t1", undefined, () => true).map((mail) => mail.recordKey), ["s1/m3", "s1/m1", "s1/m4"])
+    assert.deepStrictEqual(mailbox.take("t1", undefined, () => true).map((q) => q.mail.recordKey), ["s1/m3", "s1/m1", "s1/m4"])
   })
 })
