@@ -36,7 +36,7 @@
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  *
- * Size: about 410 lines, over a third of them comments; one concept (one
+ * Size: about 435 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  */
