@@ -48,7 +48,8 @@ export const MAX_ANSWERED = 16_384
 /** The reply that answered each recently answered ask, by the ask's record key. */
 export class AnsweredAsks {
   private readonly answers = new AgedMap<string, OutboundRecord>(MAX_ANSWERED)
-  private readonly windowMs: number
+  /** How long an entry is kept: the replay window (a resend after it is not a replay). */
+  readonly windowMs: number
 
   /** @param windowMs how long an entry is kept: the replay window (a resend after it is not a replay). */
   constructor(windowMs: number) {

@@ -47,7 +47,7 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 460 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 475 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, and which
  * withdrawals count: `withdrawnWithin`) and which reply answered an ask
@@ -212,7 +212,7 @@ export class Asks {
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
-        else if (edge === undefined && this.answered.has(key)) this.withdraw(key, now)
+        else if (edge === undefined && this.answered.has(key)) this.withdrawAnswered(key, now)
         // Its copy waiting in the mailbox, if any, is not asked any more.
         this.askClosed(key, now)
       }
@@ -369,7 +369,7 @@ export class Asks {
   cancelled(messageKey: string, now: number): void {
     const edge = this.edges.get(messageKey)
     if (edge !== undefined) this.withdrawNow(edge, now)
-    else if (this.answered.has(messageKey)) this.withdraw(messageKey, now)
+    else if (this.answered.has(messageKey)) this.withdrawAnswered(messageKey, now)
   }
 
   /**
@@ -380,6 +380,17 @@ export class Asks {
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
     if (edge.deadline > now) this.withdraw(edge.messageKey, now)
+  }
+
+  /**
+   * The answered ask `messageKey` (its edge closed by a reply) withdrawn at
+   * `now`, unless it already was within the replay window (the same ask:
+   * an id sent again within it is a replay): its earliest withdrawal stands,
+   * so a second cancel after its deadline does not move the time out of the
+   * ask's life (`withdrawnWithin`; review revs S3).
+   */
+  private withdrawAnswered(messageKey: string, now: number): void {
+    if (!this.withdrawnWithin(messageKey, now - this.answered.windowMs, now + 1)) this.withdraw(messageKey, now)
   }
 
   /** Remembers the ask `messageKey` as withdrawn at `now` (see `withdrawn`), in the store too when there is one. */

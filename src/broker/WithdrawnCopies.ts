@@ -69,7 +69,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 365 lines, one concept: the cancelled copies' state and the
+ * Size: about 370 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -220,10 +220,15 @@ export class WithdrawnCopies {
    */
   keepCancelled(outbound: OutboundMessage, now: number): boolean {
     const { mail } = outbound
-    const readers = this.readersOf(outbound)
-    if (readers === undefined) return false
+    const given = this.readersOf(outbound)
+    if (given === undefined) return false
     const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
     if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
+    // A copy kept already for readers of it that dropped before this one (each told reader holds its own
+    // object, marked with itself and those still owed): they stay owed it too (review revs S2).
+    const earlier = this.copies.size > 0 ? this.copies.get(mail.recordKey) : undefined
+    let readers: ReadonlyArray<Reader> = earlier?.readers ?? []
+    for (const reader of given) readers = withReader(readers, reader)
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,
