@@ -68,7 +68,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 960 lines, one concept: the fate of mail that is not being
+ * Size: about 965 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
@@ -248,17 +248,25 @@ export class MailDelivery {
 
   /**
    * Since the broker started: cancelled copies kept for the instances that read them and given to their
-   * returns (WithdrawnCopies.ts), controls kept alone for a reader's return and given at it (KeptControls.ts).
+   * returns (WithdrawnCopies.ts), controls kept alone for a reader's return and given at it (KeptControls.ts);
+   * and the cancelled copies in the mailbox now (`copiesHeld`).
    */
   get readerCounts(): {
     readonly copiesKept: number
     readonly copiesGiven: number
+    readonly copiesHeld: number
     readonly controlsKept: number
     readonly controlsGiven: number
   } {
     const copies = this.withdrawn.counts
     const controls = this.controls.counts
-    return { copiesKept: copies.kept, copiesGiven: copies.given, controlsKept: controls.kept, controlsGiven: controls.given }
+    return {
+      copiesKept: copies.kept,
+      copiesGiven: copies.given,
+      copiesHeld: this.withdrawn.size,
+      controlsKept: controls.kept,
+      controlsGiven: controls.given
+    }
   }
 
   /** What is held for sessions that are away, and when the oldest of it expires; undefined when nothing is. */

@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 760 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 770 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -149,6 +149,12 @@ export interface RouterStats {
   readonly withdrawnCopiesKept: number
   /** Of those, given to a reader (at its return, or live at the cancel): the message and its cancel right behind it (once per reader). */
   readonly withdrawnCopiesGiven: number
+  /**
+   * Of the mailbox's messages now (`mailbox`), cancelled copies kept for the client instances that read
+   * them and have not come back for them: a session live as another instance leaves them there (review
+   * revm M2, M3), until a reader returns or the mailbox's retention passes.
+   */
+  readonly withdrawnCopiesHeld: number
   /** Controls given back alone with their session away (their message confirmed), kept for the instance given it (KeptControls.ts). */
   readonly keptControls: number
   /** Of those, given at that instance's return. */
@@ -756,6 +762,7 @@ export class Router {
       custodyAwaitedReplies: holds.awaitedReplies,
       withdrawnCopiesKept: readers.copiesKept,
       withdrawnCopiesGiven: readers.copiesGiven,
+      withdrawnCopiesHeld: readers.copiesHeld,
       keptControls: readers.controlsKept,
       keptControlsGiven: readers.controlsGiven
     }

@@ -297,7 +297,7 @@ export class WithdrawnCopies {
     this.readCopies.set(copy, readers)
   }
 
-  /** How many are kept. */
+  /** How many mailbox copies are cancelled ones, kept for readers not given them yet. */
   get size(): number {
     return this.copies.size
   }
