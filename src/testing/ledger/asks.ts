@@ -237,6 +237,8 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
  * it promised to wait for, and the reply reached nobody. Nor a reply handed
  * for good to another client of the asker's session before the wait ended
  * (`handedElsewhere`): the session had it; the ask's client never could.
+ * Nor a reply its sender cancelled, the broker answering that the cancel
+ * took (`controls.cancelled`): withdrawn, it reopened the ask.
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()
@@ -252,6 +254,13 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
     if (message.delivery?.replaced === true) continue
     const ask = timedOut.get(message.replyTo)
     if (ask === undefined || (ask.targetId !== undefined && message.sender !== ask.targetId)) continue
+    // Its sender cancelled it, and the broker answered that the cancel took: withdrawn, it opened the ask
+    // again (Asks.answerLost), whose deadline then ended the wait (sim seed 16890 of `--unregister
+    // --reader-return`: the op's message went to the asker while its sender was answering the ask).
+    if (state.controls.cancelled.has(message.id)) {
+      note(state, `${ask.alias} of ${nameOf(state, ask.asker)} timed out; ${message.alias}, ${nameOf(state, message.sender)}'s reply to it, was cancelled by its sender: not owed to the ask`)
+      continue
+    }
     const elsewhere = handedElsewhere(state, message, ask)
     if (elsewhere !== undefined) {
       note(state, `${ask.alias} of ${nameOf(state, ask.asker)} timed out; ${message.alias}, ${nameOf(state, message.sender)}'s reply to it, went for good to another client of ${
