@@ -8,50 +8,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
-import { closePeer } from "../../src/broker/RouterContext.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
-
-const named = { name: "B", cwd: "/tmp" }
+import { messagesAndControls, readerWorld } from "../support/controlWorld.ts"
 
 describe("S2: two live readers told at the cancel, both drop unconfirmed", () => {
   it.effect("each, back, is given the message and its cancel again", () =>
     Effect.gen(function*() {
-      const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000)
-      const written = new Map<Peer, Array<Seen>>()
-      let nextId = 1
-      const connect = (): Peer => {
-        const frames: Array<Seen> = []
-        const peer = attach({
-          ...fakeConnection(nextId++, false),
-          unfinishedWrite: () => undefined,
-          write: (out: ReadonlyArray<OutFrame>) => {
-            for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-            return undefined
-          }
-        })
-        written.set(peer, frames)
-        return peer
-      }
-      const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-        peer.writer.flush()
-        return written.get(peer) ?? []
-      }
-      const closeAbandoned = (peer: Peer): void => {
-        closePeer(peer, "destroy")
-        router.abandonWrites(peer)
-        close(peer)
-      }
-      const register = (sessionId: string, instanceId?: string): Peer => {
-        const peer = connect()
-        const frame = instanceId === undefined ? {} : { features: custodyFeatures, instanceId }
-        batch(peer, [registerFrame({ sessionId, ...named, frame })])
-        return peer
-      }
+      const { batch, connect, framesOf, closeAbandoned, register } = yield* readerWorld()
       const d = connect()
       batch(d, [registerFrame({ sessionId: "d" })])
       closeAbandoned(register("c"))

@@ -146,3 +146,47 @@ export const controlWorld = (
         )
     }
   })
+
+/**
+ * A hand-driven broker with no session registered yet, for tests of several
+ * readers of one message: `register(sessionId, instanceId?)` registers a
+ * session (named "B" in /tmp) on a new connection — with `custodyFeatures`
+ * and that client instance when one is given, a base client otherwise;
+ * `closeAbandoned` closes a connection whose unconfirmed writes go back;
+ * every connection's written frames are kept, parsed (`framesOf`).
+ */
+export const readerWorld = () =>
+  Effect.gen(function*() {
+    const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000)
+    const written = new Map<Peer, Array<Seen>>()
+    let nextId = 1
+    const connect = (): Peer => {
+      const frames: Array<Seen> = []
+      const peer = attach({
+        ...fakeConnection(nextId++, false),
+        unfinishedWrite: () => undefined,
+        write: (out: ReadonlyArray<OutFrame>) => {
+          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
+          return undefined
+        }
+      })
+      written.set(peer, frames)
+      return peer
+    }
+    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
+      peer.writer.flush()
+      return written.get(peer) ?? []
+    }
+    const closeAbandoned = (peer: Peer): void => {
+      closePeer(peer, "destroy")
+      router.abandonWrites(peer)
+      close(peer)
+    }
+    const register = (sessionId: string, instanceId?: string): Peer => {
+      const peer = connect()
+      const frame = instanceId === undefined ? {} : { features: custodyFeatures, instanceId }
+      batch(peer, [registerFrame({ sessionId, name: "B", cwd: "/tmp", frame })])
+      return peer
+    }
+    return { batch, router, connect, framesOf, closeAbandoned, register }
+  })
