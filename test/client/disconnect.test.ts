@@ -119,6 +119,7 @@ describe("disconnect", () => {
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
+      // A dial that takes 300 ms of TestClock time: the attempt in flight the test joins (not a barrier).
       const dial: Dialer = (address) => Effect.andThen(Effect.sleep("300 millis"), broker.dial(address))
       const { client } = yield* makeMemoryClient(memoryClientOptions(broker, ID, "late", { dial }))
       const using = yield* step(client.list)
