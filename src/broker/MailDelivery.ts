@@ -6,7 +6,7 @@
  *
  * "Acknowledged is a promise": every message the broker acknowledged is
  * delivered, or its sender is told — at once when it is connected, otherwise
- * when it next registers (`owedNotices`, kept a day). A durable broker stores
+ * when it next registers (AwayNotices.ts, kept a day). A durable broker stores
  * each notice in the commit that drops its message and keeps it stored until
  * the sender's client read it (Custody.ts), so a crash loses no notice: the
  * next broker owes it again from the store (`restoreNotice`), with its age.
@@ -68,9 +68,9 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 965 lines, one concept: the fate of mail that is not being
+ * Size: about 900 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
- * notice its sender is owed; dropping an ask whose ask is over on each of
+ * notice its sender is told or owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
  * answered whose reply is lost later, `replyLost`, and what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
@@ -78,7 +78,8 @@
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, or kept for the instance
  * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
- * are Mailbox.ts's, the notices' journal NoticeJournal.ts's, the
+ * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
+ * the notices' journal NoticeJournal.ts's, the
  * cancelled copies' decisions (who read a copy, keeping one, giving one
  * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
  * stays here moves mail between them and the live delivery, calling each at
@@ -96,7 +97,8 @@ import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
-import type { Mail, OutboundItem, OutboundMessage, OutboundNotice, Returnable, Written } from "./Peer.ts"
+import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
+import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -104,12 +106,6 @@ import type { SendAttempt } from "./SendStage.ts"
 import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
-
-/** Lost-mail notices kept for one absent sender. */
-const MAX_OWED_PER_SENDER = 256
-
-/** Lost-mail notices kept for absent senders, overall. */
-const MAX_OWED_NOTICES = 16_384
 
 /** Short-lived sessions that ended by `unregister` kept (`MailDelivery.ended`); past this the oldest go. */
 const MAX_ENDED = 4096
@@ -190,15 +186,8 @@ export interface MailRoutes extends CopyRoutes {
 export class MailDelivery {
   private readonly ctx: RouterContext
   private readonly mailbox: Mailbox
-  /**
-   * Lost-mail notices for senders that were away, by session key: sent when
-   * they register again. A sender's list is as old as its oldest notice; when
-   * that one is a day old the list expires, and `prune` owes its younger
-   * notices again.
-   */
-  private readonly owedNotices = new AgedMap<string, Array<OutboundNotice>>(4096)
-  /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
-  private owedCount = 0
+  /** Lost-mail notices for senders that were away, sent when they register again (AwayNotices.ts). */
+  private readonly owed: AwayNotices
   /**
    * Short-lived sessions that ended by `unregister`, by session key, kept a
    * day (at most MAX_ENDED): mail handed back for one fails at once (see the
@@ -238,6 +227,7 @@ export class MailDelivery {
     })
     this.routes = routes
     this.asks = asks
+    this.owed = new AwayNotices(ctx, (key) => this.ended.size > 0 && this.ended.has(key))
     this.withdrawn = new WithdrawnCopies(ctx, routes, (copy, seq) => this.put(copy, seq))
   }
 
@@ -272,17 +262,17 @@ export class MailDelivery {
   /** What is held for sessions that are away, and when the oldest of it expires; undefined when nothing is. */
   held(): HeldMail | undefined {
     const queuedAt = this.mailbox.oldestQueuedAt
-    const owedAt = this.owedNotices.oldestAt
+    const owedAt = this.owed.oldestAt
     const keptAt = this.controls.oldestAt
     if (queuedAt === undefined && owedAt === undefined && keptAt === undefined) return undefined
     const mailUntil = queuedAt === undefined ? Number.POSITIVE_INFINITY : this.mailbox.expiresAt(queuedAt)
     // `prune` gives a list of notices up once its oldest is past a day (`cutoff` there).
-    const noticesUntil = owedAt === undefined ? Number.POSITIVE_INFINITY : owedAt + DAY + 1
+    const noticesUntil = owedAt === undefined ? Number.POSITIVE_INFINITY : owedAt + NOTICE_RETENTION_MS + 1
     // And a list of kept controls once it is past the mailbox's retention (`controlsCutoff`).
     const controlsUntil = keptAt === undefined ? Number.POSITIVE_INFINITY : keptAt + this.ctx.options.mailboxRetentionMs + 1
     return {
       messages: this.mailbox.size,
-      notices: this.owedCount,
+      notices: this.owed.count,
       controls: this.controls.count,
       until: Math.min(mailUntil, noticesUntil, controlsUntil)
     }
@@ -303,12 +293,9 @@ export class MailDelivery {
       if (this.ended.size > 0) this.ended.delete(session.key)
       // First: nothing owed for longer than a day is sent.
       this.prune(now)
-      const owed = this.owedNotices.delete(session.key)
-      if (owed !== undefined) {
-        this.owedCount -= owed.length
-        // Base frames only: a notice that needs an extension is never owed (`tellLive`).
-        for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
-      }
+      const owed = this.owed.take(session.key)
+      // Base frames only: a notice that needs an extension is never owed (`tellLive`).
+      if (owed !== undefined) for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
       // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts).
       if (this.controls.size > 0) {
         for (const control of this.controls.takeFor(session, this.controlsCutoff(now))) this.ctx.output.enqueue(session.peer, control)
@@ -445,7 +432,7 @@ export class MailDelivery {
    * messages (replace staging).
    */
   notify(senderKey: string, notice: string): void {
-    const item = this.issue(senderKey, notice, this.ctx.now())
+    const item = this.owed.issue(senderKey, notice, this.ctx.now())
     const sender = this.ctx.registry.byKey.get(senderKey)
     if (sender !== undefined) this.ctx.journal?.mark(sender.peer)
     this.takeBack(item)
@@ -499,7 +486,7 @@ export class MailDelivery {
       this.ctx.output.forceEnqueue(sender.peer, item)
       return true
     }
-    this.owe(item)
+    this.owed.owe(item)
     return false
   }
 
@@ -701,10 +688,7 @@ export class MailDelivery {
    * bounded; one past either leaves the store).
    */
   restoreNotice(stored: StoredNotice, now: number): void {
-    const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
-    // An `ask_expired` stored by an earlier build, which owed it: no longer owed (`tellLive`).
-    if (stored.at < now - DAY || stored.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) return this.forget(notice)
-    this.owe(notice)
+    this.owed.restore(stored, now)
   }
 
   /** Drops expired mail, telling its senders, and notices owed for longer than a day. */
@@ -712,14 +696,7 @@ export class MailDelivery {
     const cutoff = now - DAY - 1
     if (this.ended.size > 0) this.ended.expire(cutoff)
     this.controls.expire(this.controlsCutoff(now))
-    for (const owed of this.owedNotices.expire(cutoff)) {
-      this.owedCount -= owed.length
-      // The list's oldest notice is a day old; younger ones in it are owed again, in a list of their age.
-      for (const notice of owed) {
-        if (notice.owedAt <= cutoff) this.forget(notice)
-        else this.owe(notice)
-      }
-    }
+    this.owed.expire(now - NOTICE_RETENTION_MS - 1)
     for (const mail of this.mailbox.expire(now)) {
       if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
       else if (this.isStale(mail, now)) this.dropStale(mail)
@@ -910,7 +887,7 @@ export class MailDelivery {
       timestamp: now,
       detail
     })
-    const notice = this.issue(mail.senderKey, frame, now)
+    const notice = this.owed.issue(mail.senderKey, frame, now)
     const sender = registry.byKey.get(mail.senderKey)
     if (sender !== undefined) {
       this.ctx.journal?.mark(sender.peer)
@@ -918,50 +895,8 @@ export class MailDelivery {
     }
     // A short-lived sender that ended by `unregister`, however long ago (`ended` forgets it after a day):
     // it never registers again to be told, so nothing is owed (see the module header).
-    if (mail.senderEnd?.ended === true) return this.forget(notice)
+    if (mail.senderEnd?.ended === true) return this.owed.forget(notice)
     // The sender is away: it is told when it registers again (within a day).
-    this.owe(notice)
-  }
-
-  /**
-   * A new notice for `senderKey`: a durable broker stores it with the
-   * changes made so far (the drop of its message among them) until its
-   * sender read it (Custody.ts) or it is given up.
-   */
-  private issue(senderKey: string, frame: string, now: number): OutboundNotice {
-    return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now), owedAt: now }
-  }
-
-  /** A notice given up (a day old, past the bounds): it leaves the store too. */
-  private forget(notice: OutboundNotice): void {
-    if (notice.seq !== undefined) this.ctx.journal?.noticeGone(notice.seq)
-  }
-
-  /**
-   * Keeps a notice for a sender that is away. Bounded per sender and overall:
-   * past the bound the notice is dropped and the drop logged (the replay
-   * record still says what became of the message). Not kept for a
-   * short-lived sender that ended by `unregister` (`ended`): it is gone for
-   * good, and its replay record, the only other trace, goes with it.
-   */
-  private owe(notice: OutboundNotice): void {
-    // A short-lived sender that ended by `unregister` never registers again to take it: it is not owed
-    // (kept, it would hold a memory broker up a day for nobody; see the module header).
-    if (this.ended.size > 0 && this.ended.has(notice.owedTo)) return this.forget(notice)
-    const entry = this.owedNotices.lookup(notice.owedTo)
-    const owed = entry?.value ?? []
-    if (owed.length >= MAX_OWED_PER_SENDER || this.owedCount >= MAX_OWED_NOTICES) {
-      this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
-      return this.forget(notice)
-    }
-    owed.push(notice)
-    this.owedCount++
-    // The list keeps its age unless this notice is older (handed back, restored): then it takes
-    // this one's, at its place in age order.
-    if (entry !== undefined && entry.at <= notice.owedAt) return
-    for (const dropped of this.owedNotices.setAged(notice.owedTo, owed, notice.owedAt)) {
-      this.owedCount -= dropped.length
-      for (const gone of dropped) this.forget(gone)
-    }
+    this.owed.owe(notice)
   }
 }

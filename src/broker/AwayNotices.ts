@@ -1,0 +1,149 @@
+/**
+ * The notices the broker owes senders that are away: a lost-mail receipt
+ * (or another notice about one of its messages) for a sender with no live
+ * connection waits here until it registers again (MailDelivery's
+ * registration hook takes them, `take`), a day at most.
+ *
+ * "Acknowledged is a promise" (MailDelivery.ts) rests on these: a durable
+ * broker stores each notice when it is issued (`issue`, NoticeJournal.ts)
+ * and keeps it stored until its sender's client read it (Custody.ts), so the
+ * next broker owes it again from the store with its first age (`restore`).
+ * A notice keeps that age however often it comes back, so one that bounces
+ * between connections still goes a day after it was first owed (`expire`).
+ *
+ * Bounded per sender (256) and overall (16,384): past either, a notice is
+ * given up and the drop logged; the message's replay record still says what
+ * became of it. Nothing is owed to a sender that will never register again
+ * (`isEnded`: a short-lived session that ended by `unregister`). Owned by
+ * MailDelivery, which alone calls it, on the Router's synchronous path.
+ */
+import { AgedMap } from "./AgedMap.ts"
+import * as Encode from "./encode.ts"
+import type { OutboundNotice } from "./Peer.ts"
+import type { RouterContext } from "./RouterContext.ts"
+import type { StoredNotice } from "../store/MailStore.ts"
+
+/** How long a notice is owed: a day from when it was first owed. */
+export const NOTICE_RETENTION_MS = 86_400_000
+
+/** Lost-mail notices kept for one absent sender. */
+export const MAX_OWED_PER_SENDER = 256
+
+/** Lost-mail notices kept for absent senders, overall. */
+export const MAX_OWED_NOTICES = 16_384
+
+/** Senders with notices owed, at most (the AgedMap's own bound; the overall bound above is reached first). */
+const MAX_OWED_SENDERS = 4096
+
+/** What AwayNotices uses of the Router's context: the store's journal (durable mode) and the log. */
+export type AwayNoticesContext = Pick<RouterContext, "journal" | "log">
+
+/**
+ * Notices owed to absent senders, by sender key, in age order of each
+ * sender's oldest.
+ *
+ * @example
+ * ```ts
+ * const owed = new AwayNotices(ctx, (key) => ended.has(key))
+ * owed.owe(owed.issue(senderKey, frame, ctx.now()))
+ * // at the sender's registration:
+ * for (const notice of owed.take(senderKey) ?? []) ctx.output.enqueue(peer, notice)
+ * ```
+ */
+export class AwayNotices {
+  private readonly ctx: AwayNoticesContext
+  private readonly isEnded: (senderKey: string) => boolean
+  private readonly bySender = new AgedMap<string, Array<OutboundNotice>>(MAX_OWED_SENDERS)
+  /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
+  private owed = 0
+
+  /**
+   * @param isEnded whether a sender ended for good (a short-lived session's `unregister`): it is owed nothing.
+   */
+  constructor(ctx: AwayNoticesContext, isEnded: (senderKey: string) => boolean) {
+    this.ctx = ctx
+    this.isEnded = isEnded
+  }
+
+  /** Notices owed, over all senders. */
+  get count(): number {
+    return this.owed
+  }
+
+  /** When the oldest sender's list was first owed; undefined when none is. */
+  get oldestAt(): number | undefined {
+    return this.bySender.oldestAt
+  }
+
+  /**
+   * A new notice for `senderKey`: a durable broker stores it with the
+   * changes made so far (the drop of its message among them) until its
+   * sender read it (Custody.ts) or it is given up (`forget`).
+   */
+  issue(senderKey: string, frame: string, now: number): OutboundNotice {
+    return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now), owedAt: now }
+  }
+
+  /** A notice given up (a day old, past the bounds, for nobody): it leaves the store too. */
+  forget(notice: OutboundNotice): void {
+    if (notice.seq !== undefined) this.ctx.journal?.noticeGone(notice.seq)
+  }
+
+  /**
+   * Keeps a notice for a sender that is away. Bounded per sender and overall:
+   * past the bound the notice is given up and the drop logged. Not kept for a
+   * sender that ended for good (`isEnded`): kept, it would hold a memory
+   * broker up a day (its idle exit waits for owed notices) for nobody.
+   */
+  owe(notice: OutboundNotice): void {
+    if (this.isEnded(notice.owedTo)) return this.forget(notice)
+    const entry = this.bySender.lookup(notice.owedTo)
+    const owed = entry?.value ?? []
+    if (owed.length >= MAX_OWED_PER_SENDER || this.owed >= MAX_OWED_NOTICES) {
+      this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
+      return this.forget(notice)
+    }
+    owed.push(notice)
+    this.owed++
+    // The list keeps its age unless this notice is older (handed back, restored): then it takes
+    // this one's, at its place in age order.
+    if (entry !== undefined && entry.at <= notice.owedAt) return
+    for (const dropped of this.bySender.setAged(notice.owedTo, owed, notice.owedAt)) {
+      this.owed -= dropped.length
+      for (const gone of dropped) this.forget(gone)
+    }
+  }
+
+  /** The notices owed to `senderKey`, taken (its registration sends them, oldest first); undefined when none is. */
+  take(senderKey: string): ReadonlyArray<OutboundNotice> | undefined {
+    const owed = this.bySender.delete(senderKey)
+    if (owed !== undefined) this.owed -= owed.length
+    return owed
+  }
+
+  /**
+   * A notice the durable store kept across a restart: owed to its sender
+   * again, from when it was first owed (still kept a day, still bounded;
+   * one past either leaves the store).
+   */
+  restore(stored: StoredNotice, now: number): void {
+    const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
+    // An `ask_expired` stored by an earlier build, which owed it: no longer owed (MailDelivery.tellLive).
+    if (stored.at < now - NOTICE_RETENTION_MS || stored.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) {
+      return this.forget(notice)
+    }
+    this.owe(notice)
+  }
+
+  /** Gives up the notices first owed at or before `cutoff`; younger ones in the same lists stay owed. */
+  expire(cutoff: number): void {
+    for (const owed of this.bySender.expire(cutoff)) {
+      this.owed -= owed.length
+      // The list's oldest notice is past the cutoff; younger ones in it are owed again, in a list of their age.
+      for (const notice of owed) {
+        if (notice.owedAt <= cutoff) this.forget(notice)
+        else this.owe(notice)
+      }
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * AwayNotices on its own: the bounds on notices owed to absent senders, the
+ * senders owed nothing, and a list's age at expiry (the integration cases,
+ * with a store and a restart, are owed-notices.test.ts's).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { AwayNotices, MAX_OWED_NOTICES, MAX_OWED_PER_SENDER } from "../../src/broker/AwayNotices.ts"
+
+const make = (ended: ReadonlySet<string> = new Set()) => {
+  const logged: Array<string> = []
+  const owed = new AwayNotices({ journal: undefined, log: (_level, message) => logged.push(message) }, (key) => ended.has(key))
+  return { owed, logged }
+}
+
+describe("AwayNotices", () => {
+  it("a sender's notices come back in the order owed, once", () => {
+    const { owed } = make()
+    for (const [i, frame] of ["a", "b", "c"].entries()) owed.owe(owed.issue("alice", frame, 10 + i))
+    expect(owed.count).toBe(3)
+    expect(owed.take("alice")?.map((n) => n.frame)).toEqual(["a", "b", "c"])
+    expect(owed.count).toBe(0)
+    expect(owed.take("alice")).toBeUndefined()
+  })
+
+  it(`keeps ${MAX_OWED_PER_SENDER} notices per sender: the next is given up and logged, another sender's is kept`, () => {
+    const { owed, logged } = make()
+    for (let i = 0; i <= MAX_OWED_PER_SENDER; i++) owed.owe(owed.issue("alice", `n${i}`, i))
+    owed.owe(owed.issue("bob", "b", 0))
+    expect(owed.take("alice")?.length).toBe(MAX_OWED_PER_SENDER)
+    expect(owed.take("bob")?.length).toBe(1)
+    expect(logged).toHaveLength(1)
+    expect(logged[0]).toContain("was not kept")
+  })
+
+  it(`keeps ${MAX_OWED_NOTICES} notices overall`, () => {
+    const { owed, logged } = make()
+    const senders = MAX_OWED_NOTICES / MAX_OWED_PER_SENDER
+    for (let s = 0; s < senders; s++) {
+      for (let i = 0; i < MAX_OWED_PER_SENDER; i++) owed.owe(owed.issue(`s${s}`, "n", s))
+    }
+    expect(owed.count).toBe(MAX_OWED_NOTICES)
+    owed.owe(owed.issue("late", "n", senders))
+    expect(owed.count).toBe(MAX_OWED_NOTICES)
+    expect(owed.take("late")).toBeUndefined()
+    expect(logged).toHaveLength(1)
+  })
+
+  it("owes nothing to a sender that ended for good", () => {
+    const { owed } = make(new Set(["gone"]))
+    owed.owe(owed.issue("gone", "n", 0))
+    expect(owed.count).toBe(0)
+    expect(owed.oldestAt).toBeUndefined()
+  })
+
+  it("at expiry the notices past the cutoff go and younger ones of the same sender stay owed, with their own age", () => {
+    const { owed } = make()
+    owed.owe(owed.issue("alice", "old", 0))
+    owed.owe(owed.issue("alice", "young", 50))
+    expect(owed.oldestAt).toBe(0)
+    owed.expire(10)
+    expect(owed.count).toBe(1)
+    expect(owed.oldestAt).toBe(50)
+    expect(owed.take("alice")?.map((n) => n.frame)).toEqual(["young"])
+  })
+})
