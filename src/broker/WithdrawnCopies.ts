@@ -235,7 +235,9 @@ export class WithdrawnCopies {
       control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey, reader.instance)
     }))
     // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
-    this.keep(mail.recordKey, { readers: kept })
+    // Counted once per copy: one kept already only gains readers.
+    if (earlier === undefined) this.keep(mail.recordKey, { readers: kept })
+    else this.note(mail.recordKey, { readers: kept })
     const copy: Mail = { ...mail, queuedAt: now }
     this.markRead(copy, readers)
     this.put(copy)

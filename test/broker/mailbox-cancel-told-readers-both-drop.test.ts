@@ -14,7 +14,7 @@ import { messagesAndControls, readerWorld } from "../support/controlWorld.ts"
 describe("S2: two live readers told at the cancel, both drop unconfirmed", () => {
   it.effect("each, back, is given the message and its cancel again", () =>
     Effect.gen(function*() {
-      const { batch, connect, framesOf, closeAbandoned, register } = yield* readerWorld()
+      const { batch, router, connect, framesOf, closeAbandoned, register } = yield* readerWorld()
       const d = connect()
       batch(d, [registerFrame({ sessionId: "d" })])
       closeAbandoned(register("c"))
@@ -40,6 +40,8 @@ describe("S2: two live readers told at the cancel, both drop unconfirmed", () =>
       // Neither confirms: both drop (b-1 first).
       closeAbandoned(b1Again)
       closeAbandoned(f1Again)
+      // One copy kept (the second drop added its reader to it): counted once.
+      assert.strictEqual(router.stats().withdrawnCopiesKept, 1, "the copy kept at the first drop was counted again at the second")
       const f1Third = register("f", "f-1")
       assert.deepStrictEqual(messagesAndControls(framesOf(f1Third)), [`message ${m0.id}`, `cancel ${m0.id}`], "f-1's copy was not kept")
       const b1Third = register("b", "b-1")
