@@ -4,7 +4,11 @@
  * connection or before any copy, is `control-before-message`; one read after
  * it, or about a copy read and confirmed on an earlier connection, is not. A
  * cancel the broker acknowledged before the receiver first read the message
- * is `cancel-unheard` unless a control cancel followed that read; one whose
+ * is `cancel-unheard` unless a control cancel followed that read, or the
+ * broker began to write that control on the connection of the read and its
+ * client closed for good without reading it (sim seed 16890 of
+ * `--custody-hold --delivery`: only a control cancel begun there, and only
+ * with that client closed, excuses it); one whose
  * message nobody read is the fate `withdrawn`, not a loss. So is one whose
  * answer a broker crash lost, when the next broker's replay record answers a
  * resend of the message `E_DELIVERY_CANCELLED` (sim seed 9848, `--delivery`)
@@ -159,6 +163,50 @@ describe("Ledger: controls", () => {
     cancelAcknowledged(ledger)
     ledger.clientRead(2, [message, control("cancel")])
     expect(finished(ledger).kinds).toEqual([])
+  })
+
+  describe("a message first read after its cancel was acknowledged, whose client then closed for good (sim seed 16890)", () => {
+    /** A's cancel is acknowledged, B reads `one` on link #2, and the broker begins a write of `written` there. */
+    const readThenWrite = (written: ReadonlyArray<string>) => {
+      const ledger = world()
+      cancelAcknowledged(ledger)
+      ledger.clientRead(2, [message])
+      if (written.length > 0) ledger.brokerWriteStarted(2, written)
+      return ledger
+    }
+
+    it("with the control cancel begun on that connection and unread there, is no violation", () => {
+      const ledger = readThenWrite([control("cancel")])
+      ledger.clientClosed("client-b")
+      expect(finished(ledger).kinds).toEqual([])
+    })
+
+    it("with no control begun on that connection, is cancel-unheard though other output was on its way", () => {
+      const ledger = readThenWrite([JSON.stringify({ type: "session_left", sessionId: A })])
+      ledger.clientClosed("client-b")
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
+
+    it("with only a control supersede begun on that connection, is cancel-unheard", () => {
+      const ledger = readThenWrite([control("supersede")])
+      ledger.clientClosed("client-b")
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
+
+    it("with the control cancel begun on that connection and its client not closed, is cancel-unheard", () => {
+      const ledger = readThenWrite([control("cancel")])
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
+
+    it("with the control cancel begun on another connection of its session, is cancel-unheard", () => {
+      const ledger = world()
+      cancelAcknowledged(ledger)
+      ledger.clientRead(2, [message])
+      ledger.linkOpened(3, B, "client-b", 0)
+      ledger.brokerWriteStarted(3, [control("cancel")])
+      ledger.clientClosed("client-b")
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
   })
 
   it("a cancelled message no client of its receiver read is withdrawn, not lost", () => {

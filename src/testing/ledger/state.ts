@@ -93,6 +93,12 @@ export interface ControlState {
   /** Each acknowledged supersede, in the order its sender read the answer (`supersede-unheard`). */
   readonly supersedeAcks: Array<SupersedeAck>
   readonly reads: Array<ControlRead>
+  /**
+   * `link\0sender\0messageId` of each control cancel the broker began to
+   * write (`Ledger.brokerWriteStarted`), by the connection it went to: one
+   * whose client closed for good before reading it (`cancel-unheard`).
+   */
+  readonly cancelsBegun: Set<string>
 }
 
 /** An empty `ControlState`. */
@@ -105,7 +111,8 @@ export const makeControlState = (): ControlState => ({
   superseded: new Map(),
   supersedesWritten: new Map(),
   supersedeAcks: [],
-  reads: []
+  reads: [],
+  cancelsBegun: new Set()
 })
 
 /** One in-memory connection as the ledger follows it. */

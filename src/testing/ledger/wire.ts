@@ -30,7 +30,7 @@ import { RECEIVED_V1, REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
-import { cancelAnswered, cancelRefused, cancelWritten, controlRead, supersedeAnswered, supersedeHeard, supersedeWritten } from "./controls.ts"
+import { cancelAnswered, cancelRefused, cancelWritten, controlRead, controlWriteBegun, supersedeAnswered, supersedeHeard, supersedeWritten } from "./controls.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -271,13 +271,21 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
 /** Whether `text` is over the frame limit in UTF-8 bytes (cheaply, when it obviously is not). */
 const oversized = (text: string): boolean => text.length * 3 > MAX_FRAME_BYTES && frameBytes(text) > MAX_FRAME_BYTES
 
-/** The broker began a write of `frames` toward the client on `linkId`: they are unsent until handed over. */
+/**
+ * The broker began a write of `frames` toward the client on `linkId`: they are unsent until handed over. A
+ * control among them is noted as begun there (`controlWriteBegun`), whether or not its client reads it.
+ */
 export const brokerWriteStarted = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
   if (link === undefined) return
   link.writesUnsent += frames.length
-  // A refused registration: the broker never held the session by this connection (`LinkRecord.refused`).
   for (const text of frames) {
+    if (text.startsWith(`{"type":"message_control"`)) {
+      const frame = decodeBrokerFrameText(text)
+      if (!isFrameDecodeError(frame) && frame.type === "message_control") controlWriteBegun(state, link, frame)
+      continue
+    }
+    // A refused registration: the broker never held the session by this connection (`LinkRecord.refused`).
     const refusal = text.startsWith(`{"type":"registration_failed"`) ||
       (text.startsWith(`{"type":"error"`) && link.registeredAt === undefined)
     if (refusal && !isHostile(state, link.owner)) {
