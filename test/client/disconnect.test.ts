@@ -116,26 +116,28 @@ describe("disconnect", () => {
       assert.strictEqual(fake.connections(), 1, "a reconnect attempt ran after disconnect")
     }))
 
-  it.effect("disconnect during a lost send's back-off between tries ends the send at once with ConnectionLost, and returns without waiting", () =>
-    Effect.gen(function*() {
-      // The send drops the first connection; the reconnect's first attempt is 5 s away, and a try waits
-      // 100 ms for a connection: the send then backs off LOST_BACKOFF_MS (250 ms) before its next try.
-      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"], dropOnSend: (connection) => connection === 1 })
-      const { client } = yield* makeMemoryClient(
-        memoryClientOptions(fake, ID, undefined, { reconnectBaseMs: 5_000, connectTimeoutMs: 100 })
-      )
-      yield* settle(client.connect)
-      const sending = yield* step(client.send({ to: "peer", message: message("x") }))
-      const sentAt = yield* now
-      yield* advanceTo(sentAt + 150) // the wait for a connection ran out at +100: backing off until +350
-      assert.isUndefined(sending.pollUnsafe(), "the send did not wait for the reconnect")
-      const disconnecting = yield* step(client.disconnect)
-      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
-      // Lost with the connection and no connection will come: its outcome is unknown (Resending.ts).
-      const sent = completed(sending)
-      assert.instanceOf(Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined, ConnectionLost)
-      assert.strictEqual(fake.connections(), 1)
-    }))
+  for (const how of ["disconnect", "closing the client's Scope"] as const) {
+    it.effect(`${how} during a lost send's back-off between tries ends the send at once with ConnectionLost, and returns without waiting`, () =>
+      Effect.gen(function*() {
+        // The send drops the first connection; the reconnect's first attempt is 5 s away, and a try waits
+        // 100 ms for a connection: the send then backs off LOST_BACKOFF_MS (250 ms) before its next try.
+        const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"], dropOnSend: (connection) => connection === 1 })
+        const { client, scope } = yield* makeMemoryClient(
+          memoryClientOptions(fake, ID, undefined, { reconnectBaseMs: 5_000, connectTimeoutMs: 100 })
+        )
+        yield* settle(client.connect)
+        const sending = yield* step(client.send({ to: "peer", message: message("x") }))
+        const sentAt = yield* now
+        yield* advanceTo(sentAt + 150) // the wait for a connection ran out at +100: backing off until +350
+        assert.isUndefined(sending.pollUnsafe(), "the send did not wait for the reconnect")
+        const stopping = yield* step(how === "disconnect" ? client.disconnect : Scope.close(scope, Exit.void))
+        assert.isTrue(Exit.isSuccess(completed(stopping)))
+        // Lost with the connection and no connection will come: its outcome is unknown (Resending.ts).
+        const sent = completed(sending)
+        assert.instanceOf(Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined, ConnectionLost)
+        assert.strictEqual(fake.connections(), 1)
+      }))
+  }
 
   it.effect("disconnect while a not-found send is retried in the rejoin grace ends it at once with IntercomNotConnected", () =>
     Effect.gen(function*() {
