@@ -85,6 +85,8 @@ export interface Registered {
 export interface ReclaimSide {
   /** Whether the client is closed. */
   readonly stopped: () => boolean
+  /** Completes once the client is closed (`disconnect`): a wait between tries raced with it ends then. */
+  readonly whenStopped: Effect.Effect<void>
   /** One attempt with `ifFree` or `ifReleased`; `ungranted` is called if an `ifReleased` registration was dropped. */
   readonly attempt: (only: "ifFree" | "ifReleased", ungranted?: () => void) => Effect.Effect<Registered, IntercomNotConnected>
   /** `attempt` unless the owner says no first (`shouldReconnect`): then `declined`. */
@@ -154,8 +156,9 @@ export class TakeoverState {
    * the broker's record of an `unregister`, covers what the broker cannot see: after a broker
    * restart the live holder is only reconnecting, and the new broker would see the id free. Once
    * back, what was queued for the session meanwhile is delivered as on any re-register, and
-   * the takeover is cleared. Ends when the client is closed, or when `shouldReconnect` says no
-   * (`declined`).
+   * the takeover is cleared. Ends when the client is closed (at once, in a wait between tries; an
+   * attempt in flight then is closed by the adoption, never adopted), or when `shouldReconnect` says
+   * no (`declined`).
    */
   reclaim(
     over: IntercomNotConnected,
@@ -166,6 +169,11 @@ export class TakeoverState {
   ): Effect.Effect<void> {
     const asking = { released }
     const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
+    /** `attempts` after `ms`; closing the client ends the wait at once, and the take-back with it. */
+    const after = (ms: number): Effect.Effect<Registered & { readonly how: string }, IntercomNotConnected> =>
+      Effect.raceFirst(Effect.sleep(Duration.millis(ms)), Effect.andThen(side.whenStopped, Effect.fail(over))).pipe(
+        Effect.andThen(Effect.suspend(() => attempts))
+      )
     // Every interval; sooner after a refusal because the id was given up only just now (its grace).
     const attempts: Effect.Effect<Registered & { readonly how: string }, IntercomNotConnected> = reclaimAttempt(
       over,
@@ -174,13 +182,12 @@ export class TakeoverState {
       side
     ).pipe(
       Effect.catch((error) =>
-        side.stopped() || error === declined ? Effect.fail(error) : Effect.sleep(Duration.millis(
-          error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS
-        )).pipe(Effect.andThen(Effect.suspend(() => attempts)))
+        side.stopped() || error === declined
+          ? Effect.fail(error)
+          : after(error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS)
       )
     )
-    return Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-      Effect.andThen(attempts),
+    return after(RECLAIM_INTERVAL_MS).pipe(
       Effect.flatMap(({ connection, scope, how }) =>
         Effect.suspend(() => {
           this.takenBack()

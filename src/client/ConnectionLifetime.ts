@@ -196,7 +196,11 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   let connectedAt = 0
   let lastError: string | undefined
   let stopped = false
-  /** Completes when `disconnect` runs: ends the waits of `nextConnection` then. */
+  /**
+   * Completes when `disconnect` runs: ends then the waits raced with it — for a connection
+   * (`withConnection`, `nextConnection`), a reconnect's back-off, a re-send's back-off
+   * (Resending.ts) and a take-back's wait between tries (ClientTakeover.ts).
+   */
   const whenStopped = Deferred.makeUnsafe<void>()
   /** Whether another connection took this session over, and `whenTakenOver` (ClientTakeover.ts). */
   const takeover = new TakeoverState(
@@ -220,6 +224,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
     withConnection: (use) => withConnection(use),
     retirementOf,
     ended: () => stopped || takeover.error !== undefined,
+    whenStopped: Deferred.await(whenStopped),
     rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
   }, epochs, sendTimeoutMs)
 
@@ -401,6 +406,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
     takeover.reclaim(over, released, options.sessionId, new IntercomNotConnected({ reason: RECONNECT_DECLINED }), {
       stopped: () => stopped,
+      whenStopped: Deferred.await(whenStopped),
       attempt: attemptWith,
       unlessDeclined,
       adoptTakenBack: ({ connection, scope }, announce) => {

@@ -41,7 +41,6 @@ import type { StateEpochs } from "./StateEpochs.ts"
  * @since 0.1.0
  */
 export const LOST_BACKOFF_MS = 250
-const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -71,6 +70,8 @@ export interface ResendSide {
   readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
   /** Whether no connection will come again: the client is closed, or taken over. */
   readonly ended: () => boolean
+  /** Completes once the client is closed (`disconnect`): a back-off raced with it ends then. */
+  readonly whenStopped: Effect.Effect<void>
   /** Whether `now` is within the rejoin grace after a reconnect (not after the first connection). */
   readonly rejoining: (now: number) => boolean
 }
@@ -93,6 +94,11 @@ export class Resending {
     this.side = side
     this.epochs = epochs
     this.sendTimeoutMs = sendTimeoutMs
+  }
+
+  /** Waits `ms` between tries, or until the client is closed, whichever is first: a closed client tries no more. */
+  private backOff(ms: number): Effect.Effect<void> {
+    return Effect.raceFirst(Effect.sleep(Duration.millis(ms)), this.side.whenStopped)
   }
 
   /** A closed connection's unanswered sends, taken for the next connection (merged by id with those already kept). */
@@ -131,7 +137,8 @@ export class Resending {
    * After a loss the retry waits only until the client has retired the
    * dead connection (so that it waits for the next one instead of trying
    * the dead one again), at most `LOST_BACKOFF_MS`; with no connection to
-   * be had, it backs off `LOST_BACKOFF_MS` between waits.
+   * be had, it backs off `LOST_BACKOFF_MS` between waits. Closing the client ends that back-off at
+   * once, and `ConnectionLost` stands.
    */
   retrying<A, E>(
     attempt: (connection: ClientConnection) => Effect.Effect<A, E | ConnectionLost>
@@ -153,7 +160,8 @@ export class Resending {
               Effect.catchIf(
                 (error): error is ConnectionLost | IntercomNotConnected =>
                   error instanceof ConnectionLost || error instanceof IntercomNotConnected,
-                (error) => Effect.andThen(error instanceof ConnectionLost ? afterLoss() : backOff, again(lost))
+                (error) =>
+                  Effect.andThen(error instanceof ConnectionLost ? afterLoss() : this.backOff(LOST_BACKOFF_MS), again(lost))
               )
             ))
       const afterLoss = () => {
@@ -183,7 +191,8 @@ export class Resending {
 
   /**
    * Retries those failures after a reconnect every 25, 50, 100, 200, then
-   * 250 ms, until the grace ends. If the send was lost with a connection on
+   * 250 ms, until the grace ends; closing the client ends the wait between
+   * tries at once (then `IntercomNotConnected`). If the send was lost with a connection on
    * the way, a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
@@ -208,7 +217,7 @@ export class Resending {
             if (!this.side.rejoining(now)) {
               return yield* Effect.fail(lostOnTheWay.lost ?? error)
             }
-            yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
+            yield* this.backOff(Math.min(250, 25 * 2 ** attempt))
             return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
           })
       )

@@ -12,11 +12,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { ConnectionLost, IntercomNotConnected } from "../../src/client/errors.ts"
+import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
 import type { Dialer } from "../../src/client/Dialer.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { applyMembership, message } from "../support/broker.ts"
-import { advance, advanceTo, now, settle, step, withMemoryBroker } from "../support/memory.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { advance, advanceTo, memoryNetwork, now, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { RECEIVED_V1, RECLAIM_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-00000000000d"
@@ -113,6 +114,78 @@ describe("disconnect", () => {
       const sent = completed(sending)
       assert.instanceOf(Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined, ConnectionLost)
       assert.strictEqual(fake.connections(), 1, "a reconnect attempt ran after disconnect")
+    }))
+
+  for (const how of ["disconnect", "closing the client's Scope"] as const) {
+    it.effect(`${how} during a lost send's back-off between tries ends the send at once with ConnectionLost, and returns without waiting`, () =>
+      Effect.gen(function*() {
+        // The send drops the first connection; the reconnect's first attempt is 5 s away, and a try waits
+        // 100 ms for a connection: the send then backs off LOST_BACKOFF_MS (250 ms) before its next try.
+        const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"], dropOnSend: (connection) => connection === 1 })
+        const { client, scope } = yield* makeMemoryClient(
+          memoryClientOptions(fake, ID, undefined, { reconnectBaseMs: 5_000, connectTimeoutMs: 100 })
+        )
+        yield* settle(client.connect)
+        const sending = yield* step(client.send({ to: "peer", message: message("x") }))
+        const sentAt = yield* now
+        yield* advanceTo(sentAt + 150) // the wait for a connection ran out at +100: backing off until +350
+        assert.isUndefined(sending.pollUnsafe(), "the send did not wait for the reconnect")
+        const stopping = yield* step(how === "disconnect" ? client.disconnect : Scope.close(scope, Exit.void))
+        assert.isTrue(Exit.isSuccess(completed(stopping)))
+        // Lost with the connection and no connection will come: its outcome is unknown (Resending.ts).
+        const sent = completed(sending)
+        assert.instanceOf(Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined, ConnectionLost)
+        assert.strictEqual(fake.connections(), 1)
+      }))
+  }
+
+  it.effect("disconnect while a not-found send is retried in the rejoin grace ends it at once with IntercomNotConnected", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const broker = yield* world.startBroker({ idleExit: null })
+      const { client } = yield* makeMemoryClient(
+        memoryClientOptions(world, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(client.connect)
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("1 second")
+      assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
+      // Refused as not found within the grace: tried again in 25 ms (Resending.ts).
+      const sending = yield* step(client.send({ to: "not-back-yet", message: message("x") }))
+      yield* advance("10 millis")
+      assert.isUndefined(sending.pollUnsafe(), "the send was not retried in the rejoin grace")
+      const disconnecting = yield* step(client.disconnect)
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, IntercomNotConnected)
+      assert.strictEqual(error.message, "Intercom not connected: the client was disconnected")
+    }))
+
+  it.effect("disconnect during the take-back's wait after a takeover ends the take-back: the owner is not asked again", () =>
+    Effect.gen(function*() {
+      // Taken over by this (live) process on a broker granting reclaim-v1: every RECLAIM_INTERVAL_MS the
+      // client asks its owner (shouldReconnect), then, the taker alive, gives up that try without a dial.
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1], takeOverFirst: process.pid })
+      const asked = { count: 0 }
+      const shouldReconnect = Effect.sync(() => {
+        asked.count++
+        return true
+      })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, ID, undefined, { shouldReconnect }))
+      yield* settle(client.connect)
+      assert.deepInclude(yield* client.status, { connected: false, takenOver: { sessionId: ID, pid: process.pid } })
+      yield* advance(`${RECLAIM_INTERVAL_MS} millis`)
+      assert.strictEqual(asked.count, 1, "the take-back did not ask the owner")
+      // In the wait before the next try.
+      yield* advance(`${RECLAIM_INTERVAL_MS / 2} millis`)
+      const disconnecting = yield* step(client.disconnect)
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+      // No operation waits on the take-back; what shows that it ended is that it never asks again.
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.strictEqual(asked.count, 1, "the take-back asked the owner after disconnect")
+      assert.strictEqual(fake.connections(), 1)
     }))
 
   it.effect("disconnect joins a first attempt in flight, then unregisters it: nothing stays registered", () =>
