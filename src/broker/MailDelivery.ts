@@ -720,7 +720,11 @@ export class MailDelivery {
     this.ctx.journal?.restoredSilenced(stored.replyKey)
   }
 
-  /** The restore is over: a stored debt whose reply was not restored (it reached its asker) leaves the store. */
+  /**
+   * The restore is over: a stored debt whose reply was not restored has no
+   * reply left to lose, and leaves the store (this build deletes it with
+   * its reply's row; one left without it is an older file's or a hand's).
+   */
   restoreDone(): void {
     for (const replyKey of this.silencedStored?.keys() ?? []) this.ctx.journal?.silencedGone(replyKey)
     this.silencedStored = undefined
