@@ -158,13 +158,13 @@ export class Asks {
   /**
    * Asks answered while their message was still held, unconfirmed, on the
    * replier's connection (`answeredBy`), marked on that message's `Mail`
-   * object with the edge the reply closed: should the connection drop, the
+   * object with the reply (which carries the edge it closed): should the connection drop, the
    * copy it gives back past its deadline was answered, not expired
    * (`answeredCopy`). Weak: the mark goes with the object, when its client
    * confirms it or the copy is dropped. Nothing is marked for an ask
    * confirmed before its reply.
    */
-  private readonly answeredUnconfirmed = new WeakMap<Mail, AskEdge>()
+  private readonly answeredUnconfirmed = new WeakMap<Mail, Mail>()
   /** Edges closed by a reply that was lost before it reached its asker (`answerLost`): that ask is unanswered again. */
   private readonly lostAnswers = new WeakSet<AskEdge>()
 
@@ -267,7 +267,7 @@ export class Asks {
     const custody = attempt.sender.peer.custody
     if (edge === undefined || custody === undefined || custody.size === 0) return
     const ask = custody.heldMail(key, ANSWERED_SCAN)
-    if (ask !== undefined) this.answeredUnconfirmed.set(ask, edge)
+    if (ask !== undefined) this.answeredUnconfirmed.set(ask, reply)
   }
 
   /**
@@ -284,8 +284,9 @@ export class Asks {
   }
 
   /**
-   * The edge a reply closed answering this very copy of the ask `mail`,
-   * while its client had not confirmed it (`answeredUnconfirmed`), when that
+   * The reply (with the edge it closed, `answers`) that answered this very
+   * copy of the ask `mail`, while its client had not confirmed it
+   * (`answeredUnconfirmed`), when that
    * reply was not lost since (`answerLost`); else undefined. A copy given back
    * so past its deadline goes silently (MailDelivery.dropStale, which owes its
    * asker the `expired` after all should that reply be lost later). Not known
@@ -294,9 +295,9 @@ export class Asks {
    * nor after a restart for one answered before it: such a copy counts as
    * expired.
    */
-  answeredCopy(mail: Mail): AskEdge | undefined {
-    const edge = this.answeredUnconfirmed.get(mail)
-    return edge !== undefined && !this.lostAnswers.has(edge) ? edge : undefined
+  answeredCopy(mail: Mail): Mail | undefined {
+    const reply = this.answeredUnconfirmed.get(mail)
+    return reply?.answers !== undefined && !this.lostAnswers.has(reply.answers) ? reply : undefined
   }
 
   /** Whether the ask `messageKey` was withdrawn at or after `from` and before `until` (its life: see `withdrawn`). */

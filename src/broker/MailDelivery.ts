@@ -49,7 +49,9 @@
  * Asks.answeredCopy remember (helpers staleans, fixsa). Should that answer
  * be lost later (its reply cancelled, evicted, expired before its asker got
  * it), the ask went unanswered after all: its asker is owed the `expired`
- * then (`silencedAnswered`, `replyLost`). One answered otherwise (its copy
+ * then (`silencedAnswered`, `replyLost`) — also after a durable broker's
+ * restart, which stores that debt until the reply leaves the store
+ * (StoreJournal.askSilenced, SilencedAsks.ts). One answered otherwise (its copy
  * back in the mailbox already) that comes back past its deadline cannot be
  * told from one that expired: its edge is gone either way.
  *
@@ -68,11 +70,12 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 900 lines, one concept: the fate of mail that is not being
+ * Size: about 940 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
- * answered whose reply is lost later, `replyLost`, and what a memory
+ * answered whose reply is lost later, `replyLost`, restored with that reply
+ * after a durable broker's restart, `restoreSilenced`, and what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
  * connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
@@ -95,7 +98,7 @@ import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./Del
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
-import type { StoredNotice } from "../store/MailStore.ts"
+import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
@@ -158,8 +161,8 @@ export interface MailAsks {
   readonly openStaged: (mail: Mail, now: number) => void
   /** Did its asker withdraw the closed ask `mail` before its deadline (Asks.withdrawnEarly)? */
   readonly withdrawnEarly: (mail: Mail) => boolean
-  /** The edge a reply closed answering this copy of the ask `mail`, while that reply is not lost (Asks.answeredCopy). */
-  readonly answeredCopy: (mail: Mail) => AskEdge | undefined
+  /** The reply that answered this copy of the ask `mail`, while it is not lost (Asks.answeredCopy). */
+  readonly answeredCopy: (mail: Mail) => Mail | undefined
 }
 
 /**
@@ -203,8 +206,13 @@ export class MailDelivery {
    * answered that copy (`dropStale`), by the edge that reply closed: should
    * the reply be lost after all, the asker is owed the ask's `expired`
    * (`replyLost`). Weak: it goes with the edge, once nothing holds the reply.
+   * A durable broker stores it until the reply leaves the store
+   * (StoreJournal.askSilenced), and restores it with the reply (`restore`;
+   * review revs S1).
    */
   private readonly silencedAnswered = new WeakMap<AskEdge, Mail>()
+  /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
+  private silencedStored: Map<string, Mail> | undefined
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -671,6 +679,12 @@ export class MailDelivery {
    */
   restore(mail: Mail): void {
     const now = this.ctx.now()
+    // A reply whose asker was owed an ask's `expired` before the restart still owes it (review revs S1).
+    const owed = mail.answers === undefined ? undefined : this.silencedStored?.get(mail.recordKey)
+    if (owed !== undefined && mail.answers !== undefined) {
+      this.silencedStored?.delete(mail.recordKey)
+      this.silencedAnswered.set(mail.answers, owed)
+    }
     // A replace-mode ask stored while it was staged has no edge yet (its window's close opens one): it opens
     // now, until the ask's own deadline, unless its asker withdrew it (Asks.openStaged).
     if (mail.delivery?.threadId !== undefined && mail.message.expectsReply === true && mail.message.replyTo === undefined) {
@@ -680,6 +694,27 @@ export class MailDelivery {
     if (this.isStale(mail, now)) return this.dropStale(mail)
     this.put(mail)
     if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+  }
+
+  /**
+   * An `expired` owed for an ask that went silently as answered, kept by the
+   * durable store across a restart (`dropStale`): owed again once its reply
+   * is restored (`restore`, after this), and should that reply be lost.
+   */
+  restoreSilenced(stored: StoredSilenced): void {
+    if (this.silencedStored === undefined) this.silencedStored = new Map()
+    this.silencedStored.set(stored.replyKey, stored.ask)
+    this.ctx.journal?.restoredSilenced(stored.replyKey)
+  }
+
+  /**
+   * The restore is over: a stored debt whose reply was not restored has no
+   * reply left to lose, and leaves the store (this build deletes it with
+   * its reply's row; one left without it is an older file's or a hand's).
+   */
+  restoreDone(): void {
+    for (const replyKey of this.silencedStored?.keys() ?? []) this.ctx.journal?.silencedGone(replyKey)
+    this.silencedStored = undefined
   }
 
   /**
@@ -735,7 +770,8 @@ export class MailDelivery {
    * the mailbox expired: its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
    * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss).
+   * Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss,
+   * and stored by a durable broker).
    * One withdrawn or answered goes silently; a replay record that says it is
    * queued goes back to what its sender was told, delivered (one
    * `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
@@ -743,9 +779,10 @@ export class MailDelivery {
   private dropStale(mail: Mail): void {
     const now = this.ctx.now()
     if (this.pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
-      const answered = this.asks.answeredCopy(mail)
-      if (answered === undefined) return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
-      this.silencedAnswered.set(answered, mail)
+      const reply = this.asks.answeredCopy(mail)
+      if (reply?.answers === undefined) return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+      this.silencedAnswered.set(reply.answers, mail)
+      this.ctx.journal?.askSilenced(reply.recordKey, mail, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)

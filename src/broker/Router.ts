@@ -681,7 +681,8 @@ export class Router {
    * Restores what the durable store kept (at startup, before any connection):
    * replay records, open ask edges, asks withdrawn after their reply closed
    * them, the failure notices owed to senders (in the order they were
-   * issued), and the mail not yet written, queued again for its recipients
+   * issued), the `expired` owed for asks that went silently as answered,
+   * and the mail not yet written, queued again for its recipients
    * in the order it was accepted.
    */
   restore(recovered: Recovered): void {
@@ -693,10 +694,13 @@ export class Router {
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
     for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
+    // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced).
+    for (const silenced of recovered.silenced) this.mail.restoreSilenced(silenced)
     for (const stored of recovered.mail) {
       journal?.restoredMail(stored)
       this.mail.restore(stored.mail)
     }
+    this.mail.restoreDone()
   }
 
   /**

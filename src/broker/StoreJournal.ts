@@ -6,7 +6,8 @@
  * The Router's synchronous code is its only writer (it never runs SQL): a
  * replay record set or rewritten, mail accepted, mail written or dropped, an
  * ask edge opened or closed, an ask withdrawn after its reply closed it, a
- * failure notice owed to a sender or read (NoticeJournal.ts). Changes to one
+ * failure notice owed to a sender or read (NoticeJournal.ts), an `expired`
+ * owed for an ask that went silently as answered (SilencedJournal.ts). Changes to one
  * key's mail or edge coalesce until they are taken (mail read before its
  * commit never reaches the disk at all); a key's replay records go in the
  * order they were made, the later winning in the store.
@@ -40,9 +41,9 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 640 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 670 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
- * already, and the entries it keeps per message in JournalEntries.ts. What a
+ * already, the silenced asks' in SilencedJournal.ts, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
  * the same batch and held acknowledgements; the mail side is MailDelivery's.
  */
@@ -51,12 +52,13 @@ import type { OutFrame } from "../protocol/framing.ts"
 import type { MailCommit, StoredMail, StoredRecord, StoredWithdrawal } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { ByMessage } from "./ByMessage.ts"
-import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+import { type Fingerprint, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { HeldAck, HeldAckWithNotice, JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { ReadAcks, released } from "./ReadAcks.ts"
+import { SilencedJournal } from "./SilencedJournal.ts"
 
 /** A batch taken for commit, and how far the journal had got when it was taken. */
 export interface TakenBatch {
@@ -101,6 +103,8 @@ export class StoreJournal {
   private withdrawalPuts = new Map<string, number>()
   private withdrawalDeletes = new Set<string>()
   private readonly notices = new NoticeJournal()
+  /** `expired` owed for asks that went silently as answered, by their reply (SilencedJournal.ts). */
+  private readonly silenced = new SilencedJournal()
   /**
    * Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped.
    * Filled by each window of sends and drained by their reads: its floor keeps V8 from shrinking and
@@ -348,6 +352,8 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(senderKey: string, messageId: string): void {
+    // A reply that leaves the store ends the debt stored with it (none, nearly always: one size check).
+    if (!this.silenced.isIdle && this.silenced.gone(recordKeyOf(senderKey, messageId))) this.flushLater()
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     if (this.readAcks.size > 0) {
       const read = this.readAcks.read(senderKey, messageId)
@@ -408,6 +414,27 @@ export class StoreJournal {
     this.flushLater()
   }
 
+  /**
+   * The ask `ask` went silently as answered by the reply `replyKey` (its
+   * record key), dropped at `at`: its asker is owed its `expired` should
+   * that reply be lost, and the store keeps that debt until the reply leaves
+   * it (`mailGone`). A change no output waits for: stored with the next commit.
+   */
+  askSilenced(replyKey: string, ask: Mail, at: number): void {
+    this.silenced.put(replyKey, ask, at)
+    this.changed()
+  }
+
+  /** A debt found stored at startup (`askSilenced`): it ends when its reply leaves the store. */
+  restoredSilenced(replyKey: string): void {
+    this.silenced.restored(replyKey)
+  }
+
+  /** A debt found stored at startup whose reply was not: it leaves the store with the next commit. */
+  silencedGone(replyKey: string): void {
+    if (this.silenced.gone(replyKey)) this.flushLater()
+  }
+
   /** Continues numbering failure notices after what a restart found stored. */
   restoreNoticeSeq(nextNoticeSeq: number): void {
     this.notices.restoreSeq(nextNoticeSeq)
@@ -445,7 +472,7 @@ export class StoreJournal {
     if (
       this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
       this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty &&
-      this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0
+      this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0 && this.silenced.isEmpty
     ) {
       // Every change counted since the last commit cancelled out (mail dropped or written before it was
       // stored, an edge closed before it was): nothing to store, so output marked behind them may go now.
@@ -463,7 +490,8 @@ export class StoreJournal {
       edgeDeletes: [...this.edgeDeletes],
       prune,
       ...this.notices.take(),
-      ...this.takeWithdrawals()
+      ...this.takeWithdrawals(),
+      ...this.silenced.take()
     }
     this.records = []
     this.mailDeletes = new Set()
@@ -591,6 +619,7 @@ export class StoreJournal {
     }
     if (batch.prune !== undefined) this.lastPrune = 0
     this.notices.failed(batch)
+    this.silenced.failed(batch)
     if (this.heldAcks.length > 0) this.refuseHeld(reason)
   }
 

@@ -2,8 +2,9 @@
  * `MailStore`: the broker's durable routing state — mail that was
  * acknowledged and not yet written to its recipient, the replay records that
  * answer a retried send (P46), the open ask edges a reply needs (P61), the
- * asks withdrawn after their reply closed them (WithdrawnAsks.ts), and the
- * failure notices owed to senders (OwedNotices.ts).
+ * asks withdrawn after their reply closed them (WithdrawnAsks.ts), the
+ * failure notices owed to senders (OwedNotices.ts), and the `expired`
+ * receipts owed for asks that went silently as answered (SilencedAsks.ts).
  *
  * The broker never reads it while it routes: its in-memory tables are the
  * working set, and the store is their write-behind copy, committed in batches
@@ -18,7 +19,7 @@
  *
  * Size: about 450 lines, one concept: the store's interface and its two
  * implementations side by side, so that they cannot drift apart. Each kind of
- * row has its own module (OwedNotices.ts, WithdrawnAsks.ts,
+ * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
  * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the
  * commit and the load that join them.
  *
@@ -74,11 +75,22 @@ import {
   type WithdrawalChanges,
   withdrawalSteps
 } from "./WithdrawnAsks.ts"
+import {
+  applyMemorySilenced,
+  loadMemorySilenced,
+  loadSqliteSilenced,
+  type MemorySilenced,
+  noSilencedChanges,
+  type RecoveredSilenced,
+  type SilencedChanges,
+  silencedSteps
+} from "./SilencedAsks.ts"
 import { causeText } from "../protocol/causeText.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
 export type { StoredNotice } from "./OwedNotices.ts"
 export type { StoredWithdrawal } from "./WithdrawnAsks.ts"
+export type { StoredSilenced } from "./SilencedAsks.ts"
 
 /**
  * The store could not load or commit: `detail` says what went wrong, and the
@@ -105,9 +117,10 @@ export interface StoredMail {
 
 /**
  * One batch of changes, applied in one transaction (failure notices:
- * `NoticeChanges`; asks withdrawn after their reply closed them: `WithdrawalChanges`).
+ * `NoticeChanges`; asks withdrawn after their reply closed them: `WithdrawalChanges`;
+ * `expired` owed for asks that went silently as answered: `SilencedChanges`).
  */
-export interface MailCommit extends NoticeChanges, WithdrawalChanges {
+export interface MailCommit extends NoticeChanges, WithdrawalChanges, SilencedChanges {
   /** Replay records written or rewritten (the last state of each key). */
   readonly records: ReadonlyArray<StoredRecord>
   /** Mail accepted and not yet written. */
@@ -127,7 +140,7 @@ export interface MailCommit extends NoticeChanges, WithdrawalChanges {
 }
 
 /** What `load` returns: the state to restore, and the next mail and notice sequence numbers. */
-export interface Recovered extends RecoveredNotices, RecoveredWithdrawals {
+export interface Recovered extends RecoveredNotices, RecoveredWithdrawals, RecoveredSilenced {
   /** Replay records recorded at or after `since`, oldest first. */
   readonly records: ReadonlyArray<StoredRecord>
   /** Undelivered mail, in acceptance order. */
@@ -157,7 +170,7 @@ export interface MailStoreService {
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
   batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined &&
-  noNoticeChanges(batch) && noWithdrawalChanges(batch)
+  noNoticeChanges(batch) && noWithdrawalChanges(batch) && noSilencedChanges(batch)
 
 // ---------------------------------------------------------------------------------------------
 // The memory implementation.
@@ -177,6 +190,8 @@ export interface MemoryMailState {
   readonly notices: MemoryNotices
   /** Asks withdrawn after their reply closed them: when, by ask key (WithdrawnAsks.ts). */
   readonly withdrawals: MemoryWithdrawals
+  /** `expired` owed for asks that went silently as answered, by their reply's key (SilencedAsks.ts). */
+  readonly silencedAsks: MemorySilenced
   /** One more than the highest mail sequence number stored. */
   nextSeq: number
   /** The id of the state held here (`Recovered.stateEpoch`): made with the state, outlives every broker that uses it. */
@@ -197,6 +212,7 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   edges: new Map(),
   notices: new Map(),
   withdrawals: new Map(),
+  silencedAsks: new Map(),
   nextSeq: 1,
   stateEpoch: randomUUID(),
   commits: 0,
@@ -241,6 +257,8 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       if (notices instanceof CorruptRow) return failCorrupt(notices)
       const withdrawals = loadMemoryWithdrawals(state.withdrawals)
       if (withdrawals instanceof CorruptRow) return failCorrupt(withdrawals)
+      const silenced = loadMemorySilenced(state.silencedAsks)
+      if (silenced instanceof CorruptRow) return failCorrupt(silenced)
       return Effect.succeed({
         records,
         mail,
@@ -248,7 +266,8 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
         nextSeq: state.nextSeq,
         stateEpoch: state.stateEpoch,
         ...notices,
-        ...withdrawals
+        ...withdrawals,
+        ...silenced
       })
     }),
   commit: (batch) =>
@@ -270,6 +289,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       for (const key of batch.edgeDeletes) state.edges.delete(key)
       applyMemoryNotices(state.notices, batch)
       applyMemoryWithdrawals(state.withdrawals, batch, batch.prune?.edgesUntil)
+      applyMemorySilenced(state.silencedAsks, batch)
       if (batch.prune !== undefined) {
         const { edgesUntil, recordsBefore } = batch.prune
         for (const [key, row] of state.records) if (row.at < recordsBefore) state.records.delete(key)
@@ -281,7 +301,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 
 // ---------------------------------------------------------------------------------------------
 // The SQLite implementation (schema: migrations/0001_mail.ts, 0006_mail_by_seq.ts, 0007_replay_blocks.ts,
-// 0008_owed_notices.ts, 0009_withdrawn_asks.ts, 0010_state_epoch.ts).
+// 0008_owed_notices.ts, 0009_withdrawn_asks.ts, 0010_state_epoch.ts, 0012_silenced_asks.ts).
 
 const BlockRow = Schema.Struct({ n: Schema.Number, body: Schema.String })
 const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
@@ -355,6 +375,7 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
   }
   steps.push(...noticeSteps(change))
   steps.push(...withdrawalSteps(change, change.prune?.edgesUntil))
+  steps.push(...silencedSteps(change))
   return steps
 }
 
@@ -411,6 +432,8 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
         const withdrawals = yield* Effect.provideService(loadSqliteWithdrawals, SqlClient.SqlClient, sql)
         if (withdrawals instanceof CorruptRow) return yield* failCorrupt(withdrawals)
+        const silenced = yield* Effect.provideService(loadSqliteSilenced, SqlClient.SqlClient, sql)
+        if (silenced instanceof CorruptRow) return yield* failCorrupt(silenced)
         // Made by the first load of a database (one row, never changed after), read by every load.
         yield* sql`INSERT OR IGNORE INTO state_epoch (id, epoch) VALUES (1, ${randomUUID()})`
         const epoch = rowsOf(EpochRow, "state epoch", yield* sql`SELECT epoch FROM state_epoch WHERE id = 1`)
@@ -419,7 +442,7 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (stateEpoch === undefined) {
           return yield* failCorrupt(new CorruptRow({ table: "state epoch", key: "1", detail: "the row is missing" }))
         }
-        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, stateEpoch, ...notices, ...withdrawals }
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, stateEpoch, ...notices, ...withdrawals, ...silenced }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
     // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's

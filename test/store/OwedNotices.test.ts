@@ -18,6 +18,7 @@ import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_r
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
+import { migration as silencedAsks0012 } from "../../src/store/migrations/0012_silenced_asks.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { askExpiredFrame, receiptFrame } from "../../src/broker/encode.ts"
 import { CorruptRow } from "../../src/store/mailCodec.ts"
@@ -84,6 +85,7 @@ describe("MailStore: failure notices owed to senders", () => {
       yield* sql`DELETE FROM mail`
       yield* withdrawnAsks0009 // the store loads withdrawn asks too
       yield* stateEpoch0010 // and the state epoch
+      yield* silencedAsks0012 // and the silenced asks
       const store = yield* makeSqlite
       yield* store.commit(commitOf({ noticePuts: [noticeOf(7, "alice", 70)] }))
       const loaded = yield* store.load(0)

@@ -117,11 +117,16 @@ const statements: ReadonlyArray<string> = [
   `CREATE TABLE state_epoch (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     epoch TEXT NOT NULL
-  )`
+  )`,
+  `CREATE TABLE silenced_asks (
+    reply_key TEXT PRIMARY KEY NOT NULL,
+    silenced_at INTEGER NOT NULL,
+    body TEXT NOT NULL
+  ) WITHOUT ROWID`
 ]
 
-/** This build's snapshot: the schema of migrations 0001–0010. */
-export const snapshot: SchemaSnapshot = { through: 11, statements }
+/** This build's snapshot: the schema of migrations 0001–0012. */
+export const snapshot: SchemaSnapshot = { through: 12, statements }
 
 /** The Migrator's table as the Migrator makes it (SQLite keeps the text without `IF NOT EXISTS`). */
 export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "${TABLE}" (
