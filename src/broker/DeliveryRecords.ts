@@ -8,9 +8,7 @@
  * while there is room. Room is bounded in records and in bytes, overall:
  * past the bound, records older than the window go first (oldest first); if
  * every record is younger, the sender holding the most records loses its
- * oldest (senders within a sixteenth of the most count as holding it, and
- * lose theirs oldest first: `makeRoom`) — one flooding sender never costs
- * the others their window.
+ * oldest — one flooding sender never costs the others their window.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Outcome } from "../store/records.ts"
@@ -222,15 +220,7 @@ export class DeliveryRecords {
     return this.table.records > this.limits.maxRecords || this.bytes > this.limits.maxBytes
   }
 
-  /**
-   * Back within bounds: first records past the window, then the heaviest
-   * senders' oldest. "The heaviest" are the senders within a sixteenth of the
-   * most records any holds: one walk from the oldest record drops theirs, a
-   * sixteenth of the most in all, oldest first whoever holds them. So senders
-   * that tie (a fan-in's, at steady state) lose their oldest records in one
-   * walk over those records, not one walk over every sender's per sender; a
-   * lighter sender loses nothing while one holds over a sixteenth more.
-   */
+  /** Back within bounds: first records past the window, then the heaviest sender's oldest. */
   private makeRoom(now: number): void {
     const cutoff = now - this.limits.windowMs - 1
     for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
@@ -238,20 +228,24 @@ export class DeliveryRecords {
       if (!this.overBound()) return
     }
     while (this.overBound()) {
+      let heaviest: string | undefined
       let most = 0
-      for (const count of this.perSender.values()) if (count > most) most = count
-      if (most === 0) return
-      // Rare (every record is inside the window): drop a sixteenth of the most per walk.
-      const level = most - (most >> 4)
-      let toDrop = Math.max(1, most >> 4)
-      for (let record = this.table.oldestRecord; record !== undefined && toDrop > 0;) {
-        const newer = record.newerRecord
-        if ((this.perSender.get(record.senderKey) ?? 0) >= level) {
-          this.drop(record)
-          toDrop--
+      for (const [sender, count] of this.perSender) {
+        if (count > most) {
+          heaviest = sender
+          most = count
         }
-        record = newer
       }
+      if (heaviest === undefined) return
+      // Rare (every record is inside the window): drop a sixteenth of that sender's records per scan.
+      let toDrop = Math.max(1, most >> 4)
+      const victims: Array<OutboundRecord> = []
+      for (let record = this.table.oldestRecord; record !== undefined; record = record.newerRecord) {
+        if (record.senderKey !== heaviest) continue
+        victims.push(record)
+        if (--toDrop === 0) break
+      }
+      for (const victim of victims) this.drop(victim)
     }
   }
 }

@@ -97,21 +97,6 @@ describe("DeliveryRecords bounds", () => {
     assert.isUndefined(records.get("heavy", "0", 0))
   })
 
-  it("when senders tie for the most records, the oldest of their records goes first, whoever holds it", () => {
-    const records = new DeliveryRecords(limits)
-    // "a" is the first sender the records met, but its oldest record is kept again last: b's are the oldest.
-    records.set(record("a", "0"), ok, 0)
-    for (let i = 0; i < 5; i++) records.set(record("b", `${i}`), ok, 0)
-    for (let i = 1; i < 5; i++) records.set(record("a", `${i}`), ok, 0)
-    records.set(record("a", "0"), ok, 0)
-    assert.strictEqual(records.size, 10)
-    records.set(record("c", "0"), ok, 0)
-    assert.strictEqual(records.size, 10)
-    assert.isUndefined(records.get("b", "0", 0), "b's record, the oldest of the tied senders', was kept")
-    for (let i = 0; i < 5; i++) assert.isDefined(records.get("a", `${i}`, 0), `a's ${i} was dropped`)
-    assert.isDefined(records.get("c", "0", 0))
-  })
-
   it("a rewritten outcome's longer reason counts against the byte bound (review revd)", () => {
     // Each record here is estimated at 246 bytes: four fit in 1,000.
     const records = new DeliveryRecords({ ...limits, maxRecords: 1_000, maxBytes: 1_000 })
