@@ -151,7 +151,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "missing-left": true,
   "control-to-other-instance": true,
   "control-never-reached-reader": true,
-  "missing-pair": true
+  "missing-pair": true,
+  "ask-expired-untold": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
