@@ -244,6 +244,10 @@ const flags = {
     "reader-return",
     "Insert one reader return into each workload: a reader's connection drops while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects, which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
   ),
+  staleAsk: toggle(
+    "stale-ask",
+    "Insert one stale ask into each workload: a target stops reading, an ask of it times out, and the target's connection drops after the asker's cancel_ask, giving the question back past its deadline: its asker must be told it expired (ask-expired-untold; simulation/staleAsk.ts; docs/testing.md)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -336,6 +340,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     settleHold: input.settleHold,
     instanceControl: input.instanceControl,
     readerReturn: input.readerReturn,
+    staleAsk: input.staleAsk,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -513,6 +518,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.settleHold ? { settleHold: true } : {}),
     ...(input.instanceControl ? { instanceControl: true } : {}),
     ...(input.readerReturn ? { readerReturn: true } : {}),
+    ...(input.staleAsk ? { staleAsk: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
