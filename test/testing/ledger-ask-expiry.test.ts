@@ -31,6 +31,8 @@ interface Ending {
   readonly receipt?: boolean
   /** D answers the question (its reply acknowledged) before its connection closes, unread. */
   readonly answered?: boolean
+  /** The broker, memory-only, crashes after D's connection closed. */
+  readonly crashed?: boolean
 }
 
 /**
@@ -43,7 +45,7 @@ interface Ending {
  */
 const staleQuestion = (ending: Ending, retrySays: string): { readonly kinds: ReadonlyArray<string>; readonly retried: boolean } => {
   let now = 0
-  const ledger = new Ledger({ now: () => now })
+  const ledger = new Ledger({ now: () => now, durable: ending.crashed !== true })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
   ledger.addSession({ id: D, name: "d", scopeId: undefined })
   ledger.linkOpened(1, A, "client-a", 1)
@@ -81,6 +83,7 @@ const staleQuestion = (ending: Ending, retrySays: string): { readonly kinds: Rea
   ledger.brokerEnded(2)
   ledger.linkClosed(2)
   ledger.clientClosed("client-d")
+  if (ending.crashed === true) ledger.brokerCrashed(1)
   ledger.linkOpened(3, D, "client-d2", 1)
   register(3, D, 4)
   if (ending.receipt === true) {
@@ -122,6 +125,12 @@ describe("Ledger: an ask nobody answered, past its deadline, ends with its asker
 
   it("an ask withdrawn before its deadline (interrupted, its cancel_ask in time) owes no expiry: a retry may hear delivered", () => {
     expect(staleQuestion({ outcome: "Interrupted", endedAfter: TIMEOUT_MS - 500 }, "delivered").kinds).toEqual([])
+  })
+
+  it("a timed-out ask a memory-only broker accepted and then crashed owes no expiry: what it owed went with it", () => {
+    expect(staleQuestion({ outcome: "ReplyTimeout", endedAfter: TIMEOUT_MS, crashed: true }, "delivered").kinds).not.toContain(
+      "ask-expired-untold"
+    )
   })
 
   it("a timed-out ask its target answered (the reply accepted) owes no expiry: the broker may have marked the copy answered", () => {

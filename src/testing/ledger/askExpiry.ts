@@ -37,12 +37,14 @@ const endedPastDeadline = (question: MessageRecord, ask: AskRecord): boolean => 
  * reply answered or may have (a reply to it not refused: the broker may
  * have marked the copy answered, `Asks.answeredCopy`), one its asker
  * cancelled (`cancel_message`) or superseded, a staged replace question
- * (`delivery-v1`), nor one whose broker crashed (what it owed went with it;
- * a later one may not know the ask).
+ * (`delivery-v1`), nor one a memory-only broker accepted and then crashed
+ * (what it owed went with it; a later one does not know the ask). A durable
+ * broker's store keeps the question, its notice and its replay record.
  */
 export const owedExpiry = (state: LedgerState, record: MessageRecord): boolean => {
   if (record.kind !== "ask" || record.outcome !== "acked" || record.hostDeliveries > 0 || record.delivery !== undefined) return false
-  if (record.ackEpoch === undefined || state.crashedEpochs.has(record.ackEpoch)) return false
+  // A memory-only broker's crash takes its mail, notices and replay record with it; a durable one's store keeps them.
+  if (record.ackEpoch === undefined || (!state.durable && state.crashedEpochs.has(record.ackEpoch))) return false
   const ask = state.asks.find((candidate) => candidate.questionId === record.id && candidate.asker === record.sender)
   if (ask === undefined || !endedPastDeadline(record, ask)) return false
   const key = `${record.sender}\u0000${record.id}`
