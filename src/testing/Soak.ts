@@ -204,6 +204,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     settleHold: options.settleHold === true,
     instanceControl: options.instanceControl === true,
     readerReturn: options.readerReturn === true,
+    staleAsk: options.staleAsk === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

@@ -6,7 +6,7 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 900 lines — generating and running workloads; the
+ * Size: one concept, about 930 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
@@ -31,6 +31,7 @@ import { drawSettleCustody, formatSettleCustody, runSettleCustody, SettleCustody
 import { drawInstanceControl, formatInstanceControl, InstanceControlFields, runInstanceControl } from "./simulation/instanceControl.ts"
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { drawReaderReturn, formatReaderReturn, ReaderReturnFields, runReaderReturn } from "./simulation/readerReturn.ts"
+import { drawStaleAsk, formatStaleAsk, runStaleAsk, StaleAskFields } from "./simulation/staleAsk.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
   drawParkedFlush,
@@ -91,6 +92,7 @@ export const OpSchema = Schema.Union([
   op("SettleCustody", SettleCustodyFields),
   op("InstanceControl", InstanceControlFields),
   op("ReaderReturn", ReaderReturnFields),
+  op("StaleAsk", StaleAskFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -143,6 +145,8 @@ export const trafficWeights: OpWeights = {
   InstanceControl: 0,
   // Never drawn by weight: `readerReturn` inserts it from a stream of its own (simulation/readerReturn.ts).
   ReaderReturn: 0,
+  // Never drawn by weight: `staleAsk` inserts it from a stream of its own (simulation/staleAsk.ts).
+  StaleAsk: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -281,6 +285,13 @@ export interface WorkloadOptions {
    * what it is owed (`control-never-reached-reader`). Default false.
    */
   readonly readerReturn?: boolean
+  /**
+   * Insert one `StaleAsk` (simulation/staleAsk.ts), drawn from a stream of
+   * its own: an ask whose question its target's connection holds unread
+   * past the deadline and gives back after the asker's wait timed out,
+   * whose asker is owed its expiry (`ask-expired-untold`). Default false.
+   */
+  readonly staleAsk?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -486,6 +497,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "SettleCustody":
       case "InstanceControl":
       case "ReaderReturn":
+      case "StaleAsk":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -541,6 +553,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, op] of drawReaderReturn(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+  }
+  if (options.staleAsk === true) {
+    // As for the custody hold: the op takes its target's connection away.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, op] of drawStaleAsk(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -623,6 +641,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatInstanceControl(op, name)}`
     case "ReaderReturn":
       return `${when} ${formatReaderReturn(op, name)}`
+    case "StaleAsk":
+      return `${when} ${formatStaleAsk(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -788,6 +808,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "ReaderReturn":
           yield* runReaderReturn(sim, op, counter)
+          break
+        case "StaleAsk":
+          yield* runStaleAsk(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

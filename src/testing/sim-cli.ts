@@ -35,6 +35,8 @@
  *   --reader-return  one reader return per workload: a reader's connection drops holding its
  *                  sender's control or message unconfirmed, the sender cancels or supersedes, and
  *                  the same instance comes back (simulation/readerReturn.ts)
+ *   --stale-ask    one stale ask per workload: a target holds an ask's question unread past its
+ *                  deadline and gives it back after the asker timed out (simulation/staleAsk.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead

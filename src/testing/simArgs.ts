@@ -35,6 +35,7 @@ export interface SimArgs {
   readonly settleHold?: boolean
   readonly instanceControl?: boolean
   readonly readerReturn?: boolean
+  readonly staleAsk?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -76,6 +77,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("settle-hold", args.settleHold),
     ...toggle("instance-control", args.instanceControl),
     ...toggle("reader-return", args.readerReturn),
+    ...toggle("stale-ask", args.staleAsk),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

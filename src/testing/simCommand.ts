@@ -8,7 +8,7 @@
  * a workload is a usage error: effect/cli prints the help and the error, and
  * the process exits 2 (cli/exit.ts).
  *
- * Size: about 560 lines, one concept — the flags. Most of it is the flag
+ * Size: about 575 lines, one concept — the flags. Most of it is the flag
  * table itself, one declaration per flag with its help text, and the checks
  * that refuse a vacuous value or a --replay of another mode; the replay line they print is simArgs.ts's.
  */
@@ -151,7 +151,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "missing-left": true,
   "control-to-other-instance": true,
   "control-never-reached-reader": true,
-  "missing-pair": true
+  "missing-pair": true,
+  "ask-expired-untold": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
@@ -242,6 +243,10 @@ const flags = {
   readerReturn: toggle(
     "reader-return",
     "Insert one reader return into each workload: a reader's connection drops while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects, which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
+  ),
+  staleAsk: toggle(
+    "stale-ask",
+    "Insert one stale ask into each workload: a target stops reading, an ask of it times out, and the target's connection drops after the asker's cancel_ask, giving the question back past its deadline: its asker must be told it expired (ask-expired-untold; simulation/staleAsk.ts; docs/testing.md)"
   ),
   noControls: toggle(
     "no-controls",
@@ -335,6 +340,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     settleHold: input.settleHold,
     instanceControl: input.instanceControl,
     readerReturn: input.readerReturn,
+    staleAsk: input.staleAsk,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -512,6 +518,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.settleHold ? { settleHold: true } : {}),
     ...(input.instanceControl ? { instanceControl: true } : {}),
     ...(input.readerReturn ? { readerReturn: true } : {}),
+    ...(input.staleAsk ? { staleAsk: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

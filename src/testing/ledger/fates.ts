@@ -10,6 +10,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
 import { cancelledUnread, checkControls, checkSupersedesHeard, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
+import { checkAskExpiry, owedExpiry } from "./askExpiry.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -25,18 +26,19 @@ export interface Unexplained {
 
 /**
  * Acknowledged messages that were never delivered, never written anywhere,
- * with no failure notice and (in memory mode) no broker crash to explain them: the world asks
- * the broker's replay record about each (a resend from the sender with the
- * same id) before `finish` classifies them.
+ * with no failure notice and (in memory mode) no broker crash to explain them,
+ * and questions owed their expiry whose asker was not told (`owedExpiry`,
+ * wherever they went): the world asks the broker's replay record about each
+ * (a resend from the sender with the same id) before `finish` classifies them.
  */
 export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
   const out: Array<Unexplained> = []
   for (const record of state.messages.values()) {
-    if (
-      record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified &&
-      record.reads.length === 0 && record.writtenTo.length === 0 && record.target !== undefined &&
-      record.delivery?.replaced !== true &&
+    const lost = record.reads.length === 0 && record.writtenTo.length === 0 && record.delivery?.replaced !== true &&
       (state.durable || !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)))
+    if (
+      record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified && record.target !== undefined &&
+      (lost || owedExpiry(state, record))
     ) out.push({ sender: record.sender, target: record.target, message: record.message, channel: record.channel })
   }
   return out
@@ -114,6 +116,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   checkReplaceLatest(state)
   checkControls(state)
   checkSupersedesHeard(state)
+  checkAskExpiry(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()

@@ -3,7 +3,7 @@
  * itself, how a session is named, and the tallies a run reports. Ledger.ts
  * re-exports all of it; the ledger's internal modules use it from here.
  *
- * Size: about 410 lines, most of them the JSDoc of each violation kind
+ * Size: about 425 lines, most of them the JSDoc of each violation kind
  * (what it means and what excuses it); one concept, the vocabulary a
  * report is written in: split by kind, a reader would lose the one list
  * docs/testing.md and the sim's summary follow.
@@ -252,6 +252,15 @@ export type ViolationKind =
    * ledger/joins.ts).
    */
   | "missing-pair"
+  /**
+   * An ask question that never reached its target's session, whose ask
+   * ended without a reply past the broker's deadline (its `cancel_ask` came
+   * after it: no withdrawal), not answered, cancelled or superseded, by a
+   * broker that did not crash: its asker never read the `expired` receipt,
+   * and a retry of it at the end did not hear `E_DELIVERY_EXPIRED`
+   * (ledger/askExpiry.ts; review revq Q1).
+   */
+  | "ask-expired-untold"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
