@@ -21,6 +21,16 @@ import { closeAll, makeText, type RunResult, runRoundTrips, settle, sleep, withI
 import { cpuMicros, isBroker, type MeasureHooks, minorFaults, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
+/**
+ * A message id as long as a UUID (36 characters), unique per (kind, sender, n), as real clients name
+ * messages (src/session/Sending.ts). The bench's ids were once `run-<sender>-<n>`, 10 characters or fewer
+ * for most of fan-in's: V8's `JSON.parse` interns a string value that short into old space, a cost per
+ * message that real traffic does not pay and that fan-in paid more than w64 (docs/performance.md,
+ * "Fan-in, thirty-sixth stop").
+ */
+export const benchMessageId = (kind: string, sender: number, n: number): string =>
+  `${kind}-${String(sender).padStart(4, "0")}-${String(n).padStart(12, "0")}`.padEnd(36, "-")
+
 export interface Sizes {
   readonly w1: number
   readonly w64: number
@@ -231,7 +241,7 @@ const transfer = (
         let acked = 0
         const sendNext = (): void => {
           sent++
-          sender.send(to, `${phase}-${si}-${sent}`, text, { senderSequence: sent })
+          sender.send(to, benchMessageId(phase, si, sent), text, { senderSequence: sent })
         }
         sender.onFrame = (frame) => {
           const type = frame["type"]
@@ -351,7 +361,7 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
           const type = frame["type"]
           if (type === "message") {
             const msg = getRecord(frame, "message")
-            if (msg === undefined || getString(msg, "replyTo") !== `q-${trip.round()}`) {
+            if (msg === undefined || getString(msg, "replyTo") !== benchMessageId("q", 0, trip.round())) {
               trip.fail(new Error(`asker got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
               return
             }
@@ -362,7 +372,7 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
         }
         a.closed.then((e) => trip.fail(new Error(`asker: ${e.message}`)), () => {})
         b.closed.then((e) => trip.fail(new Error(`answerer: ${e.message}`)), () => {})
-        return (round) => a.send(bId, `q-${round}`, text, { expectsReply: true })
+        return (round) => a.send(bId, benchMessageId("q", 0, round), text, { expectsReply: true })
       }, spec.measure)
     } finally {
       a.close()
