@@ -48,7 +48,9 @@
  * old one: MailDelivery.requeue), so its control, in the same custody, is
  * dropped with it. With the session away it is dropped (MailDelivery.takeBack),
  * unless its message, confirmed, is not given back with it: then it is kept
- * for the client instance given that message (KeptControls.ts).
+ * for the client instance given that message (KeptControls.ts) — at a
+ * close, and at an `unregister`'s hand-back alike (`handBack`: its client
+ * instance may register again; helper unregctl).
  * What custody gives back is told to the mailbox concern first
  * (`unconfirmed`), with whom it was written to: a copy of such a message
  * back in the mailbox was read, so a cancel of it there is kept for that
@@ -65,12 +67,13 @@
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
  *
- * Size: about 485 lines, past the ~400 guideline: one concept, the
+ * Size: about 515 lines, past the ~400 guideline: one concept, the
  * per-connection FIFO (`PeerCustody`, with whom it wrote to) and the
  * Router's part around it.
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
+import type { ControlFrame } from "./ControlFrame.ts"
 import { isControl } from "./OutboundItems.ts"
 import type { Mail, Peer, Written } from "./Peer.ts"
 import type { SessionInstance } from "./Registry.ts"
@@ -309,6 +312,25 @@ export class PeerCustody {
 }
 
 /**
+ * Where what a session that ends by `unregister` hands back goes
+ * (`Custody.handBack`): the mailbox concern, as at a close (MailDelivery.ts).
+ */
+export interface HandBack {
+  /**
+   * Its custody's and write's unconfirmed items, oldest first
+   * (MailDelivery.giveBack): a control whose message is not among them (its
+   * client confirmed that) is kept for that client instance's return.
+   */
+  readonly giveBack: (items: ReadonlyArray<Written>) => void
+  /**
+   * The controls its outbox and parked list held (OutputEnd.handOver, whose
+   * mail went back already), decided as `giveBack` decides one, knowing
+   * `items`, everything handed back (MailDelivery.controlsHandedBack).
+   */
+  readonly controlsHandedBack: (controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<Written>) => void
+}
+
+/**
  * The Router's part of `received-v1`: gives custody to connections whose
  * client asked for it, takes their `received` frames, and says where written
  * mail goes (custody, or straight out of the store).
@@ -316,15 +338,23 @@ export class PeerCustody {
 export class Custody {
   private readonly ctx: RouterContext
   private readonly unconfirmed: (items: ReadonlyArray<Written>, custody: PeerCustody) => void
+  private readonly back: HandBack
 
   /**
    * @param unconfirmed told of what custody gives back, written and never confirmed read, before it goes
    *   back, with the custody it comes from, which says whom it was written to (`PeerCustody.instanceOf`;
    *   MailDelivery.unconfirmed: a copy its sender cancels in the mailbox is kept for that client).
+   * @param back takes what a session that ends by `unregister` hands back (`handBack`) as a close's
+   *   give-back does (MailDelivery).
    */
-  constructor(ctx: RouterContext, unconfirmed: (items: ReadonlyArray<Written>, custody: PeerCustody) => void) {
+  constructor(
+    ctx: RouterContext,
+    unconfirmed: (items: ReadonlyArray<Written>, custody: PeerCustody) => void,
+    back: HandBack
+  ) {
     this.ctx = ctx
     this.unconfirmed = unconfirmed
+    this.back = back
   }
 
   /**
@@ -416,6 +446,13 @@ export class Custody {
    * What its client had already confirmed stays, to be released as the
    * write completes.
    *
+   * It all goes back as a close's give-back goes (`HandBack`): a control
+   * whose message is not handed back with it (its client confirmed that
+   * message, and may have shown it) is kept for that client instance's
+   * return, which may come after an `unregister` — but for a short-lived
+   * session, which MailDelivery's `left` hook (it runs before this one)
+   * noted as ended: it never comes back, so nothing is kept for it.
+   *
    * A base client's write in progress is left alone: what its socket takes
    * counts as delivered, as ever, and what it never takes comes back only
    * at the close (`Router.abandonWrites`). Its outbox is handed back now
@@ -427,20 +464,23 @@ export class Custody {
     const custody = peer.custody
     const output = this.ctx.output
     const batch = peer.writer.inFlight
+    let given: ReadonlyArray<Written> = []
     if (custody !== undefined) {
-      if (custody.size > 0) {
-        const unread = custody.takeBackFor(key)
-        this.unconfirmed(unread, custody)
-        for (const item of unread) output.undeliverable(item)
-      }
-      if (batch !== undefined) {
-        // Its client reads these as the write completes: marked read like the rest (review revi I6).
-        const taken = this.unconfirmedOf(peer, custody, batch, key)
-        this.unconfirmed(taken, custody)
-        for (const item of taken) output.undeliverable(item)
-      }
+      const unread = custody.size > 0 ? custody.takeBackFor(key) : []
+      if (unread.length > 0) this.unconfirmed(unread, custody)
+      // Its client reads these as the write completes: marked read like the rest (review revi I6).
+      const taken = batch === undefined ? [] : this.unconfirmedOf(peer, custody, batch, key)
+      if (taken.length > 0) this.unconfirmed(taken, custody)
+      given = taken.length === 0 ? unread : [...unread, ...taken]
+      // As at a close: a control whose message is not given back with it (its client confirmed that) is
+      // kept for its client instance's return after the `unregister` (helper unregctl).
+      if (given.length > 0) this.back.giveBack(given)
     } else if (batch !== undefined) return
-    output.end.handOver(peer)
+    const handed: Array<Written> = []
+    output.end.handOver(peer, undefined, handed)
+    let controls: Array<ControlFrame> | undefined
+    for (const item of handed) if (isControl(item)) (controls ??= []).push(item)
+    if (controls !== undefined) this.back.controlsHandedBack(controls, given.length === 0 ? handed : [...given, ...handed])
   }
 
   /**

@@ -34,8 +34,10 @@
  * for a session that is away.
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
- * (`keep`), registration (`takeFor`), and the clean-ups and idle watcher's
- * question (`expire`, `count`, `oldestAt`) only.
+ * and an `unregister`'s hand-back (`keep`; helper unregctl: the same
+ * instance may register again after its own `unregister`), registration
+ * (`takeFor`), and the clean-ups and idle watcher's question (`expire`,
+ * `count`, `oldestAt`) only.
  */
 import { AgedMap } from "./AgedMap.ts"
 import type { ControlFrame } from "./ControlFrame.ts"

@@ -66,11 +66,13 @@
  * (its message confirmed, so not given back with it) is kept for the
  * client instance given that message, and goes to that instance's return
  * ahead of the mailbox's mail (KeptControls.ts, `keepAlone`; helper
- * ctlback). The read mark, with the instance that read it,
+ * ctlback) — given back at a close, or handed back at its session's
+ * `unregister` (Custody.handBack, `controlsHandedBack`; helper unregctl),
+ * but for a short-lived session's, which never returns. The read mark, with the instance that read it,
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 940 lines, one concept: the fate of mail that is not being
+ * Size: about 960 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; dropping an ask whose ask is over on each of
  * those paths, `isStale`, and the `expired` still owed for one dropped as
@@ -533,8 +535,9 @@ export class MailDelivery {
    * is over (`isStale`), mail requeued for a session that is away. With
    * the session away, one whose message is not given back at all (its
    * client confirmed it) is kept for that client's return (`keepAlone`). A
-   * close path only: the set of forwarded keys is made at the first message
-   * forwarded.
+   * close path, and an `unregister`'s hand-back of its custody and write
+   * (Custody.handBack), only: the set of forwarded keys is made at the first
+   * message forwarded.
    */
   giveBack(items: ReadonlyArray<OutboundItem>): void {
     let forwarded: Set<string> | undefined
@@ -548,6 +551,22 @@ export class MailDelivery {
       else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
     }
     if (alone !== undefined) this.keepAlone(alone, items)
+  }
+
+  /**
+   * Controls a session that ended by `unregister` handed back from its
+   * connection's outbox or parked list (Custody.handBack,
+   * OutputEnd.handOver), after `items`, everything that hand-back gave back
+   * (its mail requeued already): each goes to its session's live
+   * connection, as `takeBack` takes it; with that session away, it is
+   * decided as a close's give-back decides a control given back alone
+   * (`keepAlone`). A close path's, then: none is forwarded with its message
+   * to a live connection, the session having just left.
+   */
+  controlsHandedBack(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
+    let away: Array<ControlFrame> | undefined
+    for (const control of controls) if (!this.takeBack(control)) (away ??= []).push(control)
+    if (away !== undefined) this.keepAlone(away, items)
   }
 
   /**

@@ -14,7 +14,9 @@
  * such mail with it, and, at a takeover by another instance, only right
  * after its message (handed over with it, or kept on a custody hold for the
  * old close): that instance cannot act on a control of a message it never
- * got from here. The answers parked for
+ * got from here; at an `unregister`, the controls are left to the caller
+ * (Custody.handBack), which keeps one whose message its client confirmed
+ * for that client's return, as a close does. The answers parked for
  * the old connection itself are forced into its outbox ahead of its
  * `taken_over` (`forceOwnAnswers`). At a close, what the reader had parked
  * for others is forced past the bounds (`forceParked`), its own parked
@@ -40,7 +42,7 @@ import type { ControlFrame } from "./ControlFrame.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { uncountParkedMail } from "./ParkedOrder.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type Written } from "./Peer.ts"
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
@@ -152,8 +154,16 @@ export class OutputEnd {
    * a base one's, written to it), or is an ask that is over (dropped here),
    * so the new instance never got it from here and cannot act on a cancel
    * or supersede of it (ControlFrame.ts, review ctlho).
+   *
+   * `handed`: given when the session unregistered (Custody.handBack, no
+   * `instance`): everything taken back is added to it, in order, and its
+   * control frames are not taken back here — the caller decides them
+   * knowing every message that session's hand-back gave back (a control
+   * whose message its client confirmed is kept for that client's return,
+   * as at a close: MailDelivery.controlsHandedBack). Its mail and notices
+   * are taken back at once, as ever, ahead of what the room made here wakes.
    */
-  handOver(peer: Peer, instance?: Peer): void {
+  handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {
     const items = peer.outbox
     // The record keys of the messages that went on to `instance` in this hand-over: one set per takeover.
     const forwarded = instance === undefined ? undefined : new Set<string>()
@@ -163,13 +173,13 @@ export class OutputEnd {
       // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
       if (isStranded(item, peer) || isStrandedControl(item, peer)) {
         this.side.charge(peer, -charsOf(item))
-        this.handOne(peer, item, instance, forwarded)
+        this.handOne(peer, item, instance, forwarded, handed)
       } else items[kept++] = item
     }
     const took = kept < items.length
     items.length = kept
     // After the outbox (queued before it): its own parked list's mail and notices for the session.
-    if (peer.parked.length > 0) this.handOverParked(peer, instance, forwarded)
+    if (peer.parked.length > 0) this.handOverParked(peer, instance, forwarded, handed)
     if (took) this.side.roomMade(peer)
   }
 
@@ -180,16 +190,20 @@ export class OutputEnd {
    * there. Such a control whose message is in `peer`'s write in progress
    * (a base client's: no custody, so no hold) waits for the close
    * (`Peer.controlsAtClose`): the new instance gets that message only if
-   * the socket never takes it. Any other is dropped.
+   * the socket never takes it. Any other is dropped. With `handed` (an
+   * `unregister`'s hand-back) the item is added to it, and a control is
+   * left to the caller.
    */
   private handOne(
     peer: Peer,
-    item: Returnable | ControlFrame,
+    item: Written,
     instance: Peer | undefined,
-    forwarded: Set<string> | undefined
+    forwarded: Set<string> | undefined,
+    handed?: Array<Written>
   ): void {
     if (instance === undefined || forwarded === undefined) {
-      this.side.takeBack(item)
+      if (handed !== undefined) handed.push(item)
+      if (handed === undefined || !isControl(item)) this.side.takeBack(item)
       return
     }
     if (!isControl(item)) {
@@ -218,7 +232,12 @@ export class OutputEnd {
    * senders waiting behind it, and a woken fiber may run at once, inside
    * this call (Deferred.doneUnsafe).
    */
-  private handOverParked(peer: Peer, instance: Peer | undefined, forwarded: Set<string> | undefined): void {
+  private handOverParked(
+    peer: Peer,
+    instance: Peer | undefined,
+    forwarded: Set<string> | undefined,
+    handed: Array<Written> | undefined
+  ): void {
     const parked = peer.parked
     const taken: Array<Returnable | ControlFrame> = []
     let kept = 0
@@ -230,7 +249,7 @@ export class OutputEnd {
     }
     if (taken.length === 0) return
     parked.length = kept
-    for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded)
+    for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded, handed)
     for (const item of taken) {
       if (!isMessage(item)) continue
       uncountParkedMail(peer, item.mail.senderKey)

@@ -402,7 +402,10 @@ export class Router {
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
-    const custody = new Custody(ctx, (items, custody) => mail.unconfirmed(items, custody))
+    const custody = new Custody(ctx, (items, custody) => mail.unconfirmed(items, custody), {
+      giveBack: (items) => mail.giveBack(items),
+      controlsHandedBack: (controls, items) => mail.controlsHandedBack(controls, items)
+    })
     registration.observe(custody.hooks)
     if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
     const statistics = new Stats(ctx, {
