@@ -23,10 +23,14 @@
  * a withdrawal before the deadline is remembered (`withdrawn`), and a reply
  * accepted while the replier's connection still holds the ask unconfirmed
  * (a client confirming what it handled replies first) marks that copy
- * (`answeredUnconfirmed`): `withdrawnEarly` and `answeredCopy` tell them
- * from an ask that expired (helpers staleans, fixsa). Per reply that costs
- * a size check of the replier's custody, and a scan of it only when it
- * holds something.
+ * (`answeredUnconfirmed`), as it does the copy an old connection of the
+ * replier's session holds that a takeover by another instance has not
+ * closed yet: `withdrawnEarly` and `answeredCopy` tell them from an ask
+ * that expired (helpers staleans, fixsa, replyclose). A copy in the mailbox
+ * when the reply is accepted is dropped then, as answered (`askClosed` with
+ * the reply). Per reply that costs a size check of the replier's custody
+ * (a scan of it only when it holds something), a size check of the
+ * takeovers' holds, and one of the mailbox.
  *
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
@@ -47,11 +51,11 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 475 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 500 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
- * from one that expired (`withdrawnEarly`, `answeredCopy`, and which
- * withdrawals count: `withdrawnWithin`) and which reply answered an ask
- * (`answered`, reply-elsewhere-v1) grew it.
+ * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
+ * reply marks, `markHeld`, and which withdrawals count: `withdrawnWithin`)
+ * and which reply answered an ask (`answered`, reply-elsewhere-v1) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -61,6 +65,7 @@ import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { AnsweredAsks } from "./AnsweredAsks.ts"
+import type { PeerCustody } from "./Custody.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -125,7 +130,7 @@ export class Asks {
   readonly edges: AskEdges
 
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
-  private readonly askClosed: (messageKey: string, now: number) => void
+  private readonly askClosed: (messageKey: string, now: number, answeredBy?: Mail) => void
   private readonly tellAsker: (askerKey: string, frame: string) => void
   private readonly wake: () => void
   /** The deadline the expiry fiber sleeps until (`nextExpiry`), undefined while it waits for `wake`. */
@@ -170,7 +175,8 @@ export class Asks {
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
-   * @param askClosed told of an ask withdrawn by `cancel_ask` or whose edge expired (MailDelivery.askClosed).
+   * @param askClosed told of an ask withdrawn by `cancel_ask`, whose edge expired, or answered (with the reply
+   *   that answered it, `answeredBy`) (MailDelivery.askClosed).
    * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
    * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
    * @param answeredWindowMs how long which reply answered an ask is kept (the replay records' retention).
@@ -178,7 +184,7 @@ export class Asks {
   constructor(
     ctx: RouterContext,
     withdrawStaged: (senderKey: string, messageId: string) => boolean,
-    askClosed: (messageKey: string, now: number) => void,
+    askClosed: (messageKey: string, now: number, answeredBy?: Mail) => void,
     tellAsker: (askerKey: string, frame: string) => void = () => undefined,
     wake: () => void = () => undefined,
     answeredWindowMs: number = MAX_ASK_TIMEOUT_MS
@@ -253,19 +259,36 @@ export class Asks {
    * (AnsweredAsks.ts). When the replier's connection holds anything
    * unconfirmed (a size check otherwise), the ask is looked for there: read
    * and answered before its client confirmed it, it is marked answered
-   * (`answeredUnconfirmed`). Only its `ANSWERED_SCAN` oldest items are
-   * looked at, so a reply costs a bounded scan: an ask deeper in a client's
-   * backlog is not marked, and given back past its deadline it counts as
-   * expired, as before.
+   * (`answeredUnconfirmed`); so is it on the old connections a takeover's
+   * hold for the replier's session waits for (CustodyHolds.awaitedFor: a
+   * size check while no hold exists). Only each custody's `ANSWERED_SCAN`
+   * oldest items are looked at, so a reply costs a bounded scan: an ask
+   * deeper in a client's backlog is not marked, and given back past its
+   * deadline it counts as expired, as before. A copy in the mailbox goes
+   * now, as answered (MailDelivery.askClosed).
    */
   private answeredBy(attempt: SendAttempt, reply: Mail): void {
     const key = attempt.replyKey
     if (key === undefined) return
     this.edges.delete(key)
     this.answered.answered(key, attempt.record, attempt.now)
-    const edge = reply.answers
-    const custody = attempt.sender.peer.custody
-    if (edge === undefined || custody === undefined || custody.size === 0) return
+    if (reply.answers === undefined) return
+    this.markHeld(attempt.sender.peer.custody, key, reply)
+    // Another client instance took the session over and answered: the copy the old connection still holds,
+    // given back at its close, was answered too (CustodyHold.ts: a hold waits for that close).
+    const old = this.ctx.output.holds.awaitedFor(attempt.sender.key)
+    if (old !== undefined) for (const peer of old) this.markHeld(peer.custody, key, reply)
+    // A copy back in the mailbox already (a staged reply accepted after its sender left) goes now, as answered.
+    this.askClosed(key, attempt.now, reply)
+  }
+
+  /**
+   * Marks the ask `key` answered by `reply` (`answeredUnconfirmed`) when
+   * `custody` holds it among its `ANSWERED_SCAN` oldest items; a size check
+   * when it holds nothing.
+   */
+  private markHeld(custody: PeerCustody | undefined, key: string, reply: Mail): void {
+    if (custody === undefined || custody.size === 0) return
     const ask = custody.heldMail(key, ANSWERED_SCAN)
     if (ask !== undefined) this.answeredUnconfirmed.set(ask, reply)
   }
@@ -290,10 +313,10 @@ export class Asks {
    * reply was not lost since (`answerLost`); else undefined. A copy given back
    * so past its deadline goes silently (MailDelivery.dropStale, which owes its
    * asker the `expired` after all should that reply be lost later). Not known
-   * for a copy answered while it was not held on the replier's connection
-   * (back in the mailbox, or on an old connection a takeover had not closed),
-   * nor after a restart for one answered before it: such a copy counts as
-   * expired.
+   * for a copy answered while it was held elsewhere than in a custody
+   * `answeredBy` scans (an outbox, a write in progress, a takeover hold's
+   * kept mail), nor after a restart for one answered before it: such a copy
+   * counts as expired.
    */
   answeredCopy(mail: Mail): Mail | undefined {
     const reply = this.answeredUnconfirmed.get(mail)

@@ -107,12 +107,13 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 570 lines, past the ~400 guideline, over half of them this
+ * Size: about 580 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts; what a hold
  * keeps or may be given back of a reply (`keepsReply`, for a settling
- * answer) reads the same holds and the closes they wait for.
+ * answer), and which closes it waits for (`awaitedFor`, for a reply that
+ * marks the asks they hold), read the same holds.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { carriesMessage, isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
@@ -337,6 +338,17 @@ export class CustodyHolds {
     this.releaseHeldDepartures(hold)
     this.moveHold(hold, peer)
     this.wake(holder)
+  }
+
+  /**
+   * The connections the hold for session `key` still waits for (taken over
+   * by another client instance, not closed yet), if one exists: where a copy
+   * of an ask its new connection answers may still be held unconfirmed
+   * (Asks.answeredBy). A size test while no hold exists, else a look-up.
+   */
+  awaitedFor(key: string): ReadonlyArray<Peer> | undefined {
+    if (this.holds.size === 0) return undefined
+    return this.holds.get(key)?.awaited
   }
 
   /**

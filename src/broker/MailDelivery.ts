@@ -45,15 +45,19 @@
  * also past its deadline: one its sender cancelled or superseded (its
  * record says so), as it was answered for that (helper ctlback); one
  * withdrawn before its deadline, or answered while that copy was held
- * unconfirmed on the replier's connection, as Asks.withdrawnEarly and
- * Asks.answeredCopy remember (helpers staleans, fixsa). Should that answer
+ * unconfirmed on the replier's connection or on an old one a takeover by
+ * another instance had not closed, as Asks.withdrawnEarly and
+ * Asks.answeredCopy remember (helpers staleans, fixsa, replyclose); one in
+ * the mailbox when it was answered (a staged reply that fell due after its
+ * sender left), dropped then (`askClosed` with the reply). Should that answer
  * be lost later (its reply cancelled, evicted, expired before its asker got
  * it), the ask went unanswered after all: its asker is owed the `expired`
  * then (`silencedAnswered`, `replyLost`) — also after a durable broker's
  * restart, which stores that debt until the reply leaves the store
- * (StoreJournal.askSilenced, SilencedAsks.ts). One answered otherwise (its copy
- * back in the mailbox already) that comes back past its deadline cannot be
- * told from one that expired: its edge is gone either way.
+ * (StoreJournal.askSilenced, SilencedAsks.ts). One answered while its copy
+ * was elsewhere (deeper in a custody than Asks' scan, in an outbox, kept by
+ * a takeover's hold) that comes back past its deadline cannot be told from
+ * one that expired: its edge is gone either way.
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -759,17 +763,18 @@ export class MailDelivery {
   }
 
   /**
-   * The ask `messageKey` is over (its asker withdrew it, or its edge
-   * expired: Asks.ts): a copy of it waiting in the mailbox goes now (see
-   * `dropStale`), not when its recipient comes back.
+   * The ask `messageKey` is over (its asker withdrew it, its edge expired,
+   * or `answeredBy` answered it: Asks.ts): a copy of it waiting in the
+   * mailbox goes now (see `dropStale`; an answered one as answered), not
+   * when its recipient comes back.
    */
-  askClosed(messageKey: string, now: number): void {
+  askClosed(messageKey: string, now: number, answeredBy?: Mail): void {
     if (this.mailbox.size === 0) return
     const queued = this.mailbox.get(messageKey)
     // A cancelled copy (its ask withdrawn with it) stays for the instance that read it (WithdrawnCopies.ts).
     if (queued === undefined || this.withdrawn.has(messageKey) || !this.isStale(queued, now)) return
     this.mailbox.delete(messageKey)
-    this.dropStale(queued)
+    this.dropStale(queued, answeredBy)
   }
 
   /**
@@ -789,16 +794,16 @@ export class MailDelivery {
    * the mailbox expired: its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
    * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss,
+   * `answeredBy` or Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss,
    * and stored by a durable broker).
    * One withdrawn or answered goes silently; a replay record that says it is
    * queued goes back to what its sender was told, delivered (one
    * `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
    */
-  private dropStale(mail: Mail): void {
+  private dropStale(mail: Mail, answeredBy?: Mail): void {
     const now = this.ctx.now()
     if (this.pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
-      const reply = this.asks.answeredCopy(mail)
+      const reply = answeredBy ?? this.asks.answeredCopy(mail)
       if (reply?.answers === undefined) return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
       this.silencedAnswered.set(reply.answers, mail)
       this.ctx.journal?.askSilenced(reply.recordKey, mail, now)

@@ -326,7 +326,7 @@ export class Router {
     const asks = new Asks(
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
-      (messageKey, at) => mail.askClosed(messageKey, at),
+      (messageKey, at, answeredBy) => mail.askClosed(messageKey, at, answeredBy),
       (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
       () => signal(signals.asks),
       REPLAY_RETENTION_MS
