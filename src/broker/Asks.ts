@@ -296,7 +296,7 @@ export class Asks {
   /**
    * Whether the ask `mail`, whose edge is closed, was withdrawn by its asker
    * before its deadline (`withdrawn`): a copy given back so past its deadline
-   * goes silently (MailDelivery.dropStale). A `cancel_ask` or
+   * goes silently (StaleAsks.drop). A `cancel_ask` or
    * `cancel_message` after the deadline (IntercomSession's wait sends one
    * as it times out), or one made for an earlier ask under the same id, is
    * not such a withdrawal: the ask expired.
@@ -311,7 +311,7 @@ export class Asks {
    * copy of the ask `mail`, while its client had not confirmed it
    * (`answeredUnconfirmed`), when that
    * reply was not lost since (`answerLost`); else undefined. A copy given back
-   * so past its deadline goes silently (MailDelivery.dropStale, which owes its
+   * so past its deadline goes silently (StaleAsks.drop, which owes its
    * asker the `expired` after all should that reply be lost later). Not known
    * for a copy answered while it was held elsewhere than in a custody
    * `answeredBy` scans (an outbox, a write in progress, a takeover hold's

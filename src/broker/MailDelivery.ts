@@ -36,28 +36,10 @@
  *
  * Asks are not queued (P60), but one written to a connection that closed
  * before its client confirmed reading it, or never written, goes back like
- * any mail. Once its ask is over — its asker withdrew it (`cancel_ask`,
- * `cancel_message`), a reply closed its edge, or its edge expired — such a
- * copy is stale: it is dropped, never delivered (a reply to it would be
- * refused), and leaves the store (`dropStale`). Its asker hears of it only
- * when the ask expired unanswered (an `expired` receipt, as for any mail the
- * mailbox drops); one it withdrew, or that was answered, goes silently —
- * also past its deadline: one its sender cancelled or superseded (its
- * record says so), as it was answered for that (helper ctlback); one
- * withdrawn before its deadline, or answered while that copy was held
- * unconfirmed on the replier's connection or on an old one a takeover by
- * another instance had not closed, as Asks.withdrawnEarly and
- * Asks.answeredCopy remember (helpers staleans, fixsa, replyclose); one in
- * the mailbox when it was answered (a staged reply that fell due after its
- * sender left), dropped then (`askClosed` with the reply). Should that answer
- * be lost later (its reply cancelled, evicted, expired before its asker got
- * it), the ask went unanswered after all: its asker is owed the `expired`
- * then (`silencedAnswered`, `replyLost`) — also after a durable broker's
- * restart, which stores that debt until the reply leaves the store
- * (StoreJournal.askSilenced, SilencedAsks.ts). One answered while its copy
- * was elsewhere (deeper in a custody than Asks' scan, in an outbox, kept by
- * a takeover's hold) that comes back past its deadline cannot be told from
- * one that expired: its edge is gone either way.
+ * any mail — unless its ask is over: then, on each path a copy comes back
+ * by (the close, the flush, the mailbox's expiry, a restore, `askClosed`),
+ * StaleAsks.ts decides its drop and what its asker is told, now or should
+ * an answer be lost later (`replyLost`).
  *
  * A copy of a message its client read and never confirmed, back in the
  * mailbox, that its sender then cancels stays there for that client
@@ -76,18 +58,16 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 960 lines, one concept: the fate of mail that is not being
+ * Size: about 870 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
- * notice its sender is told or owed; dropping an ask whose ask is over on each of
- * those paths, `isStale`, and the `expired` still owed for one dropped as
- * answered whose reply is lost later, `replyLost`, restored with that reply
- * after a durable broker's restart, `restoreSilenced`, and what a memory
+ * notice its sender is told or owed; what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
  * connection granted an
  * extension may get, `tellLive`, and what a closed connection gives back,
  * a control only with its message, `giveBack`, or kept for the instance
  * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
  * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
+ * the stale asks' drops and debts StaleAsks.ts's,
  * the notices' journal NoticeJournal.ts's, the
  * cancelled copies' decisions (who read a copy, keeping one, giving one
  * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
@@ -100,10 +80,11 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { DELIVERED, deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
+import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
@@ -207,18 +188,8 @@ export class MailDelivery {
   private readonly withdrawn: WithdrawnCopies
   /** Controls that came back alone with their session away, kept for the instance given their message (KeptControls.ts). */
   private readonly controls = new KeptControls()
-  /**
-   * Asks dropped past their deadline silently only because a reply had
-   * answered that copy (`dropStale`), by the edge that reply closed: should
-   * the reply be lost after all, the asker is owed the ask's `expired`
-   * (`replyLost`). Weak: it goes with the edge, once nothing holds the reply.
-   * A durable broker stores it until the reply leaves the store
-   * (StoreJournal.askSilenced), and restores it with the reply (`restore`;
-   * review revs S1).
-   */
-  private readonly silencedAnswered = new WeakMap<AskEdge, Mail>()
-  /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
-  private silencedStored: Map<string, Mail> | undefined
+  /** Copies of asks whose ask is over: dropped, and the `expired` still owed for one dropped as answered (StaleAsks.ts). */
+  private readonly stale: StaleAsks
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
 
@@ -243,6 +214,7 @@ export class MailDelivery {
     this.asks = asks
     this.owed = new AwayNotices(ctx, (key) => this.ended.size > 0 && this.ended.has(key))
     this.withdrawn = new WithdrawnCopies(ctx, routes, (copy, seq) => this.put(copy, seq))
+    this.stale = new StaleAsks(ctx, asks, (mail, code, reason, detail) => this.lost(mail, code, reason, detail))
   }
 
   /** Messages held for absent sessions. */
@@ -409,7 +381,7 @@ export class MailDelivery {
         this.withdrawn.give(queued, copy, live, this.ctx.now(), seq, "cancel")
       } else this.withdrawn.keep(messageKey, copy)
     }
-    if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
@@ -433,7 +405,7 @@ export class MailDelivery {
     if (queued === undefined || queued.senderKey !== senderKey) return false
     this.mailbox.delete(messageKey)
     this.withdrawn.take(messageKey)
-    if (queued.answers !== undefined) this.replyLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
     this.ctx.records.rewrite(senderKey, messageId, refusal)
     return true
@@ -609,11 +581,11 @@ export class MailDelivery {
     // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
     // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
     // for the client written it (WithdrawnCopies.keepCancelled, review revi I5).
-    const stale = this.isStale(mail, now)
+    const stale = this.stale.isStale(mail, now)
     if (stale && (!withdrawn || isLive || ended !== undefined)) {
       // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
       if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
-      else this.dropStale(mail)
+      else this.stale.drop(mail)
       return false
     }
     if (isLive) {
@@ -703,41 +675,30 @@ export class MailDelivery {
   restore(mail: Mail): void {
     const now = this.ctx.now()
     // A reply whose asker was owed an ask's `expired` before the restart still owes it (review revs S1).
-    const owed = mail.answers === undefined ? undefined : this.silencedStored?.get(mail.recordKey)
-    if (owed !== undefined && mail.answers !== undefined) {
-      this.silencedStored?.delete(mail.recordKey)
-      this.silencedAnswered.set(mail.answers, owed)
-    }
+    this.stale.reattach(mail)
     // A replace-mode ask stored while it was staged has no edge yet (its window's close opens one): it opens
     // now, until the ask's own deadline, unless its asker withdrew it (Asks.openStaged).
     if (mail.delivery?.threadId !== undefined && mail.message.expectsReply === true && mail.message.replyTo === undefined) {
       this.asks.openStaged(mail, now)
     }
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
-    if (this.isStale(mail, now)) return this.dropStale(mail)
+    if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
     if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
 
   /**
    * An `expired` owed for an ask that went silently as answered, kept by the
-   * durable store across a restart (`dropStale`): owed again once its reply
+   * durable store across a restart (StaleAsks.drop): owed again once its reply
    * is restored (`restore`, after this), and should that reply be lost.
    */
   restoreSilenced(stored: StoredSilenced): void {
-    if (this.silencedStored === undefined) this.silencedStored = new Map()
-    this.silencedStored.set(stored.replyKey, stored.ask)
-    this.ctx.journal?.restoredSilenced(stored.replyKey)
+    this.stale.restoreSilenced(stored)
   }
 
-  /**
-   * The restore is over: a stored debt whose reply was not restored has no
-   * reply left to lose, and leaves the store (this build deletes it with
-   * its reply's row; one left without it is an older file's or a hand's).
-   */
+  /** The restore is over: a stored debt whose reply was not restored leaves the store (StaleAsks.restoreDone). */
   restoreDone(): void {
-    for (const replyKey of this.silencedStored?.keys() ?? []) this.ctx.journal?.silencedGone(replyKey)
-    this.silencedStored = undefined
+    this.stale.restoreDone()
   }
 
   /**
@@ -757,7 +718,7 @@ export class MailDelivery {
     this.owed.expire(now - NOTICE_RETENTION_MS - 1)
     for (const mail of this.mailbox.expire(now)) {
       if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
-      else if (this.isStale(mail, now)) this.dropStale(mail)
+      else if (this.stale.isStale(mail, now)) this.stale.drop(mail)
       else this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
     }
   }
@@ -765,67 +726,16 @@ export class MailDelivery {
   /**
    * The ask `messageKey` is over (its asker withdrew it, its edge expired,
    * or `answeredBy` answered it: Asks.ts): a copy of it waiting in the
-   * mailbox goes now (see `dropStale`; an answered one as answered), not
+   * mailbox goes now (StaleAsks.drop; an answered one as answered), not
    * when its recipient comes back.
    */
   askClosed(messageKey: string, now: number, answeredBy?: Mail): void {
     if (this.mailbox.size === 0) return
     const queued = this.mailbox.get(messageKey)
     // A cancelled copy (its ask withdrawn with it) stays for the instance that read it (WithdrawnCopies.ts).
-    if (queued === undefined || this.withdrawn.has(messageKey) || !this.isStale(queued, now)) return
+    if (queued === undefined || this.withdrawn.has(messageKey) || !this.stale.isStale(queued, now)) return
     this.mailbox.delete(messageKey)
-    this.dropStale(queued, answeredBy)
-  }
-
-  /**
-   * An ask whose ask is over at `now`: no edge is open for it, or its edge's
-   * deadline has passed. Not one that is also a reply: the answer it carries
-   * is still owed to its own asker.
-   */
-  private isStale(mail: Mail, now: number): boolean {
-    return mail.message.expectsReply === true && mail.message.replyTo === undefined &&
-      !this.asks.isOpen(mail.recordKey, now)
-  }
-
-  /**
-   * Drops a stale ask (see the module header), taken out of the mailbox or
-   * never put back: it leaves the store. One whose edge expired (its deadline,
-   * the ask's own timeout from when it was sent, has passed) is lost as mail
-   * the mailbox expired: its asker gets an `expired` receipt and a retry hears
-   * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
-   * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * `answeredBy` or Asks.answeredCopy: remembered, `silencedAnswered`, for its reply's loss,
-   * and stored by a durable broker).
-   * One withdrawn or answered goes silently; a replay record that says it is
-   * queued goes back to what its sender was told, delivered (one
-   * `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
-   */
-  private dropStale(mail: Mail, answeredBy?: Mail): void {
-    const now = this.ctx.now()
-    if (this.pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
-      const reply = answeredBy ?? this.asks.answeredCopy(mail)
-      if (reply?.answers === undefined) return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
-      this.silencedAnswered.set(reply.answers, mail)
-      this.ctx.journal?.askSilenced(reply.recordKey, mail, now)
-    }
-    const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
-    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
-    this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
-  }
-
-  /**
-   * The mailbox dropped a reply that had closed `edge` (cancelled by its
-   * sender, evicted, expired, refused unstored): its ask is unanswered again
-   * (Asks.answerLost). A copy of that ask already dropped silently past its
-   * deadline as answered (`dropStale`) expired after all: its asker gets
-   * the `expired` receipt now, or when it registers again.
-   */
-  private replyLost(edge: AskEdge, now: number): void {
-    this.asks.answerLost(edge, now)
-    const ask = this.silencedAnswered.get(edge)
-    if (ask === undefined) return
-    this.silencedAnswered.delete(edge)
-    this.lost(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+    this.stale.drop(queued, answeredBy)
   }
 
   /**
@@ -836,12 +746,6 @@ export class MailDelivery {
    */
   private withdrawnOnTheWay(mail: Mail): boolean {
     return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
-  }
-
-  /** An ask whose own timeout, from when the broker received it, has run out at `now`. */
-  private pastDeadline(mail: Mail, now: number): boolean {
-    return mail.message.expectsReply === true && mail.askTimeoutMs !== undefined &&
-      mail.brokerReceivedAt + mail.askTimeoutMs <= now
   }
 
   /** The session registered under `key`, if its connection is registered and not closing. */
@@ -909,8 +813,8 @@ export class MailDelivery {
         this.withdrawn.give(mail, copy, [session], now, seq, "return")
         continue
       }
-      if (this.isStale(mail, now)) {
-        this.dropStale(mail)
+      if (this.stale.isStale(mail, now)) {
+        this.stale.drop(mail)
         continue
       }
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
@@ -938,7 +842,7 @@ export class MailDelivery {
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
-    if (mail.answers !== undefined) this.replyLost(mail.answers, now)
+    if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now)
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

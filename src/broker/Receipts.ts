@@ -444,7 +444,7 @@ export class Receipts {
     if (record === undefined || outcome === undefined || !outcome.ok || outcome.delivery !== "socket_delivered") return undefined
     // An ask that is over (withdrawn, answered, expired; not one that is also a reply, whose copy is kept): its
     // record says delivered as its sender was told, also when its copy came back unread and was dropped
-    // (MailDelivery.dropStale), so it does not say the receiver has it.
+    // (StaleAsks.drop), so it does not say the receiver has it.
     if (record.expectsReply === true && record.replyTo === undefined && !this.askOpen(recordKeyOf(sender.key, messageId), now)) {
       return undefined
     }

@@ -697,7 +697,7 @@ export class Router {
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
     for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
-    // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced).
+    // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced, StaleAsks.ts).
     for (const silenced of recovered.silenced) this.mail.restoreSilenced(silenced)
     for (const stored of recovered.mail) {
       journal?.restoredMail(stored)

@@ -1,6 +1,6 @@
 /**
  * The store's part of the `expired` receipts owed for asks that went
- * silently as answered (MailDelivery.ts, `silencedAnswered`; review revs
+ * silently as answered (StaleAsks.ts, `silenced`; review revs
  * S1): an ask given back past its deadline whose copy a reply had answered
  * is dropped without a word, and its asker is owed the ask's `expired`
  * should that reply be lost later — also after a durable broker's restart,

@@ -4,7 +4,7 @@
  *
  * An ask given back past its deadline goes silently when a reply had
  * answered that very copy; should that reply be lost later, its asker is
- * owed the ask's `expired` after all (MailDelivery.replyLost). The broker
+ * owed the ask's `expired` after all (StaleAsks.replyLost). The broker
  * remembered that debt only in memory, so a reply restored after a restart
  * and then lost left the asker told nothing. A row here is written when such
  * an ask is dropped, keyed by the reply's record key (its sender's key and

@@ -1,0 +1,173 @@
+/**
+ * Copies of asks whose ask is over. Asks are not queued (P60), but a copy
+ * written to a connection that closed before its client confirmed reading
+ * it, or never written, comes back like any mail (MailDelivery.ts). Once
+ * its ask is over — withdrawn (`cancel_ask`, `cancel_message`), answered
+ * (a reply closed its edge), or expired (its edge's deadline passed) — such
+ * a copy is stale (`isStale`): it is dropped, never delivered (a reply to it
+ * would be refused), and leaves the store (`drop`).
+ *
+ * Its asker hears of the drop only when the ask expired unanswered: an
+ * `expired` receipt, as for any mail the mailbox drops. One it withdrew, or
+ * that was answered, goes silently — also past its deadline: one its sender
+ * cancelled or superseded (its record says so: MailDelivery never puts such
+ * a copy back), as it was answered for that (helper ctlback); one withdrawn
+ * before its deadline, or answered while that copy was held unconfirmed on
+ * the replier's connection or on an old one a takeover by another instance
+ * had not closed, as Asks.withdrawnEarly and Asks.answeredCopy remember
+ * (helpers staleans, fixsa, replyclose); one in the mailbox when it was
+ * answered (a staged reply that fell due after its sender left), dropped
+ * then (MailDelivery.askClosed with the reply). Should that answer be lost
+ * later (its reply cancelled, evicted, expired before its asker got it),
+ * the ask went unanswered after all: its asker is owed the `expired` then
+ * (`silenced`, `replyLost`) — also after a durable broker's restart, which
+ * stores that debt until the reply leaves the store
+ * (StoreJournal.askSilenced, SilencedAsks.ts) and attaches it again to the
+ * restored reply (`restoreSilenced`, `reattach`, `restoreDone`; review revs
+ * S1). One answered while its copy was elsewhere (deeper in a custody than
+ * Asks' scan, in an outbox, kept by a takeover's hold) that comes back past
+ * its deadline cannot be told from one that expired: its edge is gone
+ * either way.
+ *
+ * Owned by MailDelivery, which calls it on every path a copy comes back by
+ * (the close, the flush, the mailbox's expiry, a restore) and tells it of
+ * every reply the mailbox loses; synchronous, on the Router's path.
+ */
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import type { AskEdge } from "./AskEdges.ts"
+import { DELIVERED } from "./DeliveryRecords.ts"
+import type { MailAsks } from "./MailDelivery.ts"
+import type { Mail } from "./Peer.ts"
+import type { RouterContext } from "./RouterContext.ts"
+import type { StoredSilenced } from "../store/MailStore.ts"
+
+/** What StaleAsks uses of the Router's context: the clock, the replay records and the store's journal. */
+export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal">
+
+/**
+ * How a stale ask that expired unanswered is lost: as mail the mailbox
+ * drops (MailDelivery's `lost`: the replay record rewritten, the receipt
+ * told or owed).
+ */
+export type LoseAsk = (mail: Mail, code: DeliveryCode, reason: string, detail: string) => void
+
+/**
+ * Decides the fate of ask copies that come back after their ask is over.
+ *
+ * @example
+ * ```ts
+ * const stale = new StaleAsks(ctx, asks, (mail, code, reason, detail) => lost(mail, code, reason, detail))
+ * if (stale.isStale(mail, ctx.now())) stale.drop(mail)
+ * else mailbox.put(mail)
+ * ```
+ */
+export class StaleAsks {
+  private readonly ctx: StaleAsksContext
+  private readonly asks: MailAsks
+  private readonly lose: LoseAsk
+  /**
+   * Asks dropped past their deadline silently only because a reply had
+   * answered that copy (`drop`), by the edge that reply closed: should the
+   * reply be lost after all, the asker is owed the ask's `expired`
+   * (`replyLost`). Weak: it goes with the edge, once nothing holds the reply.
+   */
+  private readonly silenced = new WeakMap<AskEdge, Mail>()
+  /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
+  private stored: Map<string, Mail> | undefined
+
+  /**
+   * @param asks asked whether an ask is open, withdrawn early or answered, and told of a reply lost.
+   * @param lose how an ask that expired unanswered is lost (its receipt).
+   */
+  constructor(ctx: StaleAsksContext, asks: MailAsks, lose: LoseAsk) {
+    this.ctx = ctx
+    this.asks = asks
+    this.lose = lose
+  }
+
+  /**
+   * An ask whose ask is over at `now`: no edge is open for it, or its edge's
+   * deadline has passed. Not one that is also a reply: the answer it carries
+   * is still owed to its own asker.
+   */
+  isStale(mail: Mail, now: number): boolean {
+    return mail.message.expectsReply === true && mail.message.replyTo === undefined &&
+      !this.asks.isOpen(mail.recordKey, now)
+  }
+
+  /**
+   * Drops a stale ask, taken out of the mailbox or never put back: it leaves
+   * the store. One whose edge expired (its deadline, the ask's own timeout
+   * from when it was sent, has passed) is lost as mail the mailbox expired:
+   * its asker gets an `expired` receipt and a retry hears
+   * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
+   * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
+   * `answeredBy` or Asks.answeredCopy: remembered for its reply's loss,
+   * and stored by a durable broker). One withdrawn or answered goes
+   * silently; a replay record that says it is queued goes back to what its
+   * sender was told, delivered (one `cancel_message` made
+   * `E_DELIVERY_CANCELLED` stays so).
+   */
+  drop(mail: Mail, answeredBy?: Mail): void {
+    const now = this.ctx.now()
+    if (pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
+      const reply = answeredBy ?? this.asks.answeredCopy(mail)
+      if (reply?.answers === undefined) return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+      this.silenced.set(reply.answers, mail)
+      this.ctx.journal?.askSilenced(reply.recordKey, mail, now)
+    }
+    const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
+    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
+    this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
+  }
+
+  /**
+   * The mailbox dropped a reply that had closed `edge` (cancelled by its
+   * sender, evicted, expired, refused unstored): its ask is unanswered again
+   * (Asks.answerLost). A copy of that ask already dropped silently past its
+   * deadline as answered (`drop`) expired after all: its asker gets the
+   * `expired` receipt now, or when it registers again.
+   */
+  replyLost(edge: AskEdge, now: number): void {
+    this.asks.answerLost(edge, now)
+    const ask = this.silenced.get(edge)
+    if (ask === undefined) return
+    this.silenced.delete(edge)
+    this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+  }
+
+  /**
+   * An `expired` owed for an ask that went silently as answered, kept by the
+   * durable store across a restart (`drop`): owed again once its reply is
+   * restored (`reattach`, after this), and should that reply be lost.
+   */
+  restoreSilenced(stored: StoredSilenced): void {
+    if (this.stored === undefined) this.stored = new Map()
+    this.stored.set(stored.replyKey, stored.ask)
+    this.ctx.journal?.restoredSilenced(stored.replyKey)
+  }
+
+  /** `mail`, restored from the store: a reply whose asker was owed an ask's `expired` before the restart still owes it. */
+  reattach(mail: Mail): void {
+    if (mail.answers === undefined || this.stored === undefined) return
+    const owed = this.stored.get(mail.recordKey)
+    if (owed === undefined) return
+    this.stored.delete(mail.recordKey)
+    this.silenced.set(mail.answers, owed)
+  }
+
+  /**
+   * The restore is over: a stored debt whose reply was not restored has no
+   * reply left to lose, and leaves the store (this build deletes it with
+   * its reply's row; one left without it is an older file's or a hand's).
+   */
+  restoreDone(): void {
+    for (const replyKey of this.stored?.keys() ?? []) this.ctx.journal?.silencedGone(replyKey)
+    this.stored = undefined
+  }
+}
+
+/** An ask whose own timeout, from when the broker received it, has run out at `now`. */
+const pastDeadline = (mail: Mail, now: number): boolean =>
+  mail.message.expectsReply === true && mail.askTimeoutMs !== undefined &&
+  mail.brokerReceivedAt + mail.askTimeoutMs <= now
