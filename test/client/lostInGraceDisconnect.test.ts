@@ -1,22 +1,21 @@
 /**
- * Review revt, T1 (probe; fails on main at 4c832ea5). A send lost with its
- * connection on the way (outcome unknown), sent again after the reconnect and
- * refused as not found in the rejoin grace, is failed by `disconnect` with
- * `IntercomNotConnected`, where docs/client.md ("A send in flight when the
- * socket drops … Only if no connection comes back …, or the client is
- * closed, does the send fail with `ConnectionLost` (outcome unknown)") and
- * Resending.ts's own grace-end path (`lostOnTheWay.lost ?? error`) say
- * `ConnectionLost`. A caller told "not connected" may take it as not sent.
+ * A send lost with its connection on the way (outcome unknown), sent again
+ * after the reconnect and refused as not found in the rejoin grace (its
+ * target not back yet): whether the grace runs out or `disconnect` ends the
+ * wait between tries, the send fails with `ConnectionLost` — what the next
+ * broker said does not tell what became of the first attempt (Resending.ts,
+ * `sendRejoining`; docs/client.md). A caller told `IntercomNotConnected`
+ * might take it as not sent and send it again.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, type Fiber } from "effect"
-import type { Dialer } from "../src/client/Dialer.ts"
-import { ConnectionLost } from "../src/client/errors.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { advance, memoryNetwork, settle, step } from "./support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./client/support.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000e1"
 
@@ -51,8 +50,8 @@ const lostOnTheWay = Effect.gen(function*() {
   return { client, sending }
 })
 
-describe("review revt T1", () => {
-  it.effect("(control, passes on main) the same send, left alone, fails with ConnectionLost once the grace is over", () =>
+describe("a send lost on the way, retried in the rejoin grace", () => {
+  it.effect("left alone, fails with ConnectionLost once the grace is over", () =>
     Effect.gen(function*() {
       const { sending } = yield* lostOnTheWay
       yield* advance("15 seconds")
@@ -61,7 +60,7 @@ describe("review revt T1", () => {
       assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
     }))
 
-  it.effect("disconnect while a send lost on the way is retried in the rejoin grace: the send fails with ConnectionLost (outcome unknown)", () =>
+  it.effect("disconnect during its retries fails it with ConnectionLost (outcome unknown)", () =>
     Effect.gen(function*() {
       const { client, sending } = yield* lostOnTheWay
       yield* settle(client.disconnect)
