@@ -1,19 +1,17 @@
 /**
- * Review revt, T4 (probe; fails on main at 69abcdab). `cancelCutShort`
- * (src/testing/ledger/controls.ts) excuses a `cancel-unheard` when a control
- * cancel was begun on a connection that read the message and that
- * connection's client is closed AT THE END OF THE RUN — not when that client
- * closed while the control was on its way there. So it also hides a broker
- * that lost the control with a dropped connection and, on the same client
- * instance's reconnect, gave the message back without it: that client read
- * the message again after the cancel was acknowledged and was never told,
- * and only stopped (for good) long after. Without the excuse this is
- * `cancel-unheard` (ledger 69abcdab^1 flags it).
+ * The ledger's `cancel-unheard` and its excuse `cancelCutShort`
+ * (src/testing/ledger/controls.ts), fed by hand: a control cancel the broker
+ * began to write on the connection that read the message is excused only
+ * when that connection was the last of a client closed for good (seed 16890
+ * of `--custody-hold --delivery`, cancel-cut-short.test.ts). A client that
+ * lost that connection, came back on another and read the message again with
+ * no control, then closed only later, is `cancel-unheard`: the broker lost
+ * the control with the dropped connection.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Message } from "../src/protocol/frames.ts"
-import { Ledger } from "../src/testing/Ledger.ts"
-import { brokerTook } from "./support/ledgerFeed.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { Ledger } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
 
 const A = "sim-1-a"
 const B = "sim-2-b"
@@ -53,8 +51,8 @@ const cancelUnheard = (ledger: Ledger) => {
   return ledger.violations.map((violation) => violation.kind).filter((kind) => kind === "cancel-unheard")
 }
 
-describe("review revt T4", () => {
-  it("(control, passes on main) the seed-16890 case: the client closes for good while the control is on its way on #2 — excused", () => {
+describe("cancel-unheard and a control cancel cut short", () => {
+  it("the client closes for good while the control is on its way on its last connection #2: excused", () => {
     const ledger = cutOnTwo()
     ledger.clientClosed("client-b")
     ledger.linkClosed(2)
@@ -62,7 +60,7 @@ describe("review revt T4", () => {
     expect(cancelUnheard(ledger)).toEqual([])
   })
 
-  it("#2 drops (the client lives on), the same client reconnects on #3 and reads the message again with no control, and closes only later: cancel-unheard", () => {
+  it("#2 drops under a live client, which reads the message again on #3 with no control and closes only later: cancel-unheard", () => {
     const ledger = cutOnTwo()
     // The connection drops under the client; the control begun on #2 is lost with it.
     ledger.linkClosed(2)
