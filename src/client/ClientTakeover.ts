@@ -95,7 +95,13 @@ export interface ReclaimSide {
     declined: IntercomNotConnected
   ) => Effect.Effect<A, IntercomNotConnected>
   /**
-   * Adopts the connection taken back as the client's, after `TakeoverState.takenBack`; then runs
+   * Runs one take-back try, from the owner's `shouldReconnect` through the adoption of what it
+   * registered, as an attempt in flight that `disconnect` joins (C-BRK-30), as it joins a reconnect's.
+   */
+  readonly joinable: <A, E>(attempt: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /**
+   * Adopts the connection taken back as the client's and, once it is adopted (never on a closed
+   * client, which closes it instead), clears the takeover (`TakeoverState.takenBack`); then runs
    * `announce`. Waiting operations see the result.
    */
   readonly adoptTakenBack: (registered: Registered, announce: Effect.Effect<void>) => Effect.Effect<void>
@@ -157,8 +163,8 @@ export class TakeoverState {
    * restart the live holder is only reconnecting, and the new broker would see the id free. Once
    * back, what was queued for the session meanwhile is delivered as on any re-register, and
    * the takeover is cleared. Ends when the client is closed (at once, in a wait between tries; an
-   * attempt in flight then is closed by the adoption, never adopted), or when `shouldReconnect` says
-   * no (`declined`).
+   * attempt in flight then is joined by `disconnect` and closed by the adoption, never adopted, the
+   * takeover left as it was), or when `shouldReconnect` says no (`declined`).
    */
   reclaim(
     over: IntercomNotConnected,
@@ -170,35 +176,30 @@ export class TakeoverState {
     const asking = { released }
     const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
     /** `attempts` after `ms`; closing the client ends the wait at once, and the take-back with it. */
-    const after = (ms: number): Effect.Effect<Registered & { readonly how: string }, IntercomNotConnected> =>
+    const after = (ms: number): Effect.Effect<void, IntercomNotConnected> =>
       Effect.raceFirst(Effect.sleep(Duration.millis(ms)), Effect.andThen(side.whenStopped, Effect.fail(over))).pipe(
         Effect.andThen(Effect.suspend(() => attempts))
       )
+    // One try and, registered, its adoption: `disconnect` joins the two (C-BRK-30).
+    const tryOnce = side.joinable(
+      reclaimAttempt(over, asking, declined, side).pipe(
+        Effect.flatMap(({ connection, scope, how }) =>
+          side.adoptTakenBack(
+            { connection, scope },
+            Effect.logInfo(`Intercom: took session ${sessionId} back; the process that took it over${pid} ${how}`)
+          )
+        )
+      )
+    )
     // Every interval; sooner after a refusal because the id was given up only just now (its grace).
-    const attempts: Effect.Effect<Registered & { readonly how: string }, IntercomNotConnected> = reclaimAttempt(
-      over,
-      asking,
-      declined,
-      side
-    ).pipe(
+    const attempts: Effect.Effect<void, IntercomNotConnected> = tryOnce.pipe(
       Effect.catch((error) =>
         side.stopped() || error === declined
           ? Effect.fail(error)
           : after(error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS)
       )
     )
-    return after(RECLAIM_INTERVAL_MS).pipe(
-      Effect.flatMap(({ connection, scope, how }) =>
-        Effect.suspend(() => {
-          this.takenBack()
-          return side.adoptTakenBack(
-            { connection, scope },
-            Effect.logInfo(`Intercom: took session ${sessionId} back; the process that took it over${pid} ${how}`)
-          )
-        })
-      ),
-      Effect.ignore
-    )
+    return after(RECLAIM_INTERVAL_MS).pipe(Effect.ignore)
   }
 }
 

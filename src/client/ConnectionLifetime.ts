@@ -25,7 +25,7 @@
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
  *
- * Size: about 540 lines, over a third of them comments; one concept (the
+ * Size: about 580 lines, over a third of them comments; one concept (the
  * attempt, adoption and reconnect share every variable above, and split
  * apart each would need the others' state); the concerns restored on each
  * connection are their own modules, this one only calls them in order.
@@ -136,6 +136,8 @@ export interface ConnectionLifetime {
   readonly unanswered: (connection: ClientConnection, reason: string) => Effect.Effect<void>
   /** Whether `disconnect` ran. */
   readonly stopped: () => boolean
+  /** Completes once `disconnect` runs: a wait raced with it ends then. */
+  readonly whenStopped: Effect.Effect<void>
   /** How many connections were adopted. */
   readonly connections: () => number
   /** The last attempt's error, or what the last connection could not restore. */
@@ -206,8 +208,18 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   const takeover = new TakeoverState(
     options.takenOverHint ?? "Connect a new client with this session id to take it back."
   )
+  /**
+   * Whether the owner said not to reconnect (`shouldReconnect`, `unlessDeclined`): the client stays off
+   * until closed, so no connection will come again (`ResendSide.ended`).
+   */
+  let declinedReconnect = false
   /** Whether a reconnect's attempt is in flight (not its back-off): `disconnect` joins it rather than end it. */
   let reconnecting = false
+  /**
+   * A take-back's try in flight, through the adoption of what it registered (not its wait between
+   * tries): completes when it is over; `disconnect` joins it, as a reconnect's attempt (C-BRK-30).
+   */
+  let takingBack: Deferred.Deferred<void> | undefined
   /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
   let restoreProblems: string | undefined
   /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -223,7 +235,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   const resend = new Resending({
     withConnection: (use) => withConnection(use),
     retirementOf,
-    ended: () => stopped || takeover.error !== undefined,
+    ended: () => stopped || declinedReconnect || takeover.error !== undefined,
     whenStopped: Deferred.await(whenStopped),
     rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
   }, epochs, sendTimeoutMs)
@@ -314,6 +326,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
   ): Effect.Effect<A, IntercomNotConnected> =>
     options.shouldReconnect === undefined ? attempt : Effect.flatMap(options.shouldReconnect, (go) =>
       go ? attempt : Effect.sync(() => {
+        declinedReconnect = true
         lastError = declined.reason
       }).pipe(Effect.andThen(Effect.fail(declined))))
 
@@ -321,12 +334,18 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
    * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
    * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
    */
-  const adopt = (connection: ClientConnection, scope: Scope.Closeable): Effect.Effect<void, IntercomNotConnected> =>
+  const adopt = (
+    connection: ClientConnection,
+    scope: Scope.Closeable,
+    adopted?: () => void
+  ): Effect.Effect<void, IntercomNotConnected> =>
     Effect.gen(function*() {
       if (stopped) {
         yield* connection.close.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
         return yield* noLongerActive()
       }
+      // Called with the same check of `stopped`, before anything yields: never on a closed client.
+      adopted?.()
       const retired = Deferred.makeUnsafe<void>()
       live = connection
       liveRetired = retired
@@ -409,10 +428,19 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
       whenStopped: Deferred.await(whenStopped),
       attempt: attemptWith,
       unlessDeclined,
+      joinable: (tryOnce) =>
+        Effect.suspend(() => {
+          const done = Deferred.makeUnsafe<void>()
+          takingBack = done
+          return tryOnce.pipe(Effect.ensuring(Effect.suspend(() => {
+            if (takingBack === done) takingBack = undefined
+            return Deferred.done(done, Exit.void)
+          })))
+        }),
       adoptTakenBack: ({ connection, scope }, announce) => {
         const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
         current = back
-        return adopt(connection, scope).pipe(
+        return adopt(connection, scope, () => takeover.takenBack()).pipe(
           Effect.andThen(Deferred.succeed(back, connection)),
           Effect.andThen(announce),
           Effect.catch((error) => Deferred.fail(back, error)),
@@ -519,12 +547,16 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
     stopped = true
     yield* Deferred.succeed(whenStopped, undefined)
     const pending = current
+    const backing = takingBack
     current = undefined
-    // C-BRK-30: join an attempt in flight, then unregister and close.
-    if (pending !== undefined) {
-      const exit = yield* Deferred.await(pending).pipe(Effect.exit, Effect.timeoutOption(Duration.seconds(2)))
-      if (exit._tag === "Some" && Exit.isSuccess(exit.value)) yield* exit.value.value.close
-    }
+    // C-BRK-30: join an attempt in flight (a take-back's too: it closes what it registers, never adopted),
+    // then unregister and close — for at most 2 s in all.
+    const joined = Effect.gen(function*() {
+      if (backing !== undefined) yield* Deferred.await(backing)
+      return pending === undefined ? undefined : yield* Effect.exit(Deferred.await(pending))
+    })
+    const exit = yield* Effect.timeoutOption(joined, Duration.seconds(2))
+    if (exit._tag === "Some" && exit.value !== undefined && Exit.isSuccess(exit.value)) yield* exit.value.value.close
     live = undefined
   })
 
@@ -535,6 +567,7 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
     retirementOf,
     unanswered,
     stopped: () => stopped,
+    whenStopped: Deferred.await(whenStopped),
     connections: () => connections,
     lastError: () => lastError,
     announce: (update) => {

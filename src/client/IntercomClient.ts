@@ -111,10 +111,6 @@ const make = (
 
     // Read and not yet handled; a consumer interrupted mid-message leaves it to the next (known issue 15).
     const unhandled = yield* makeUnhandledMessages
-    // An ask's verdict (`ask-expiry-v1`) waits until the replies read before it were routed, but no longer than
-    // the liveness timeout: a consumer that stopped handling (a host journal that never checkpoints) must not hold
-    // the ask past its timeout; a reply still unrouted then is late, as it was before the extension.
-    const settledReads = Effect.asVoid(Effect.timeoutOption(unhandled.caughtUp, livenessTimeoutMs))
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
@@ -187,6 +183,14 @@ const make = (
       rejoinGraceMs
     })
     const { disconnect, resend, takeover, withConnection } = lifetime
+    // An ask's verdict (`ask-expiry-v1`) waits until the replies read before it were routed, but no longer than
+    // the liveness timeout: a consumer that stopped handling (a host journal that never checkpoints) must not hold
+    // the ask past its timeout; a reply still unrouted then is late, as it was before the extension. Nobody handles
+    // what a closed client read: `disconnect` ends the wait at once.
+    const settledReads = Effect.raceFirst(
+      Effect.asVoid(Effect.timeoutOption(unhandled.caughtUp, livenessTimeoutMs)),
+      lifetime.whenStopped
+    )
 
     /**
      * A request the broker did not answer, with the broker named — its pid

@@ -6,7 +6,8 @@
  *   message id, once the client has reconnected (`retrying`): the broker
  *   answers a retry from its record and never delivers it twice. Only if no
  *   connection comes back within `REPLAY_WINDOW_MS` (2 minutes), or the
- *   client is closed or taken over, does it fail with `ConnectionLost`
+ *   client is closed, taken over or declined to reconnect by its owner
+ *   (`shouldReconnect`), does it fail with `ConnectionLost`
  *   (outcome unknown) — never silently.
  * - Sends lost with one connection are written again first on the next, as
  *   one batch in the order they were first sent (`lost`, then `writeAgain`;
@@ -68,7 +69,7 @@ export interface ResendSide {
    * close (its unanswered sends taken, the reconnect begun); otherwise undefined.
    */
   readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
-  /** Whether no connection will come again: the client is closed, or taken over. */
+  /** Whether no connection will come again: the client is closed, taken over, or its owner declined to reconnect. */
   readonly ended: () => boolean
   /** Completes once the client is closed (`disconnect`): a back-off raced with it ends then. */
   readonly whenStopped: Effect.Effect<void>
@@ -196,7 +197,8 @@ export class Resending {
    * the way, a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
-   * `ConnectionLost`.
+   * `ConnectionLost` — at the grace's end, and when the client is closed (or
+   * no connection will come again) during the wait between tries.
    */
   private sendRejoining(
     request: SendRequest,
@@ -218,6 +220,8 @@ export class Resending {
               return yield* Effect.fail(lostOnTheWay.lost ?? error)
             }
             yield* this.backOff(Math.min(250, 25 * 2 ** attempt))
+            // Closed during the wait: a send lost on the way has an unknown outcome, whatever the next broker said.
+            if (this.side.ended() && lostOnTheWay.lost !== undefined) return yield* Effect.fail(lostOnTheWay.lost)
             return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
           })
       )

@@ -47,7 +47,7 @@ export interface SettleConfig {
   readonly livenessTimeoutMs: number
   /** How long, from a drop (or from the call, with none live), a next connection is waited for. */
   readonly rejoinGraceMs: number
-  /** Completes once the messages read so far were routed (for at most the liveness timeout). */
+  /** Completes once the messages read so far were routed (for at most the liveness timeout), or the client is closed. */
   readonly settledReads: Effect.Effect<void>
 }
 

@@ -27,9 +27,12 @@
  *   are not stored (docs/protocol.md, "When a receipt is dropped": the
  *   broker stopped or restarted). Nor is a cancel whose control the broker
  *   began to write on a connection that had read the message, whose client
- *   closed for good without reading it there (`cancelCutShort`): the broker
- *   put it behind the message where that client was, and no other client
- *   instance may be given it (sim seed 16890 of `--custody-hold --delivery`).
+ *   closed for good without reading it there — the client is closed at the
+ *   end and that connection was the last it opened (`cancelCutShort`): the
+ *   broker put it behind the message where that client was, and no other
+ *   client instance may be given it (sim seed 16890 of
+ *   `--custody-hold --delivery`). A client that connected again after that
+ *   connection dropped is judged.
  * - `supersede-unheard`: the broker acknowledged a send superseding M
  *   (`delivered`: it applied the supersede) after a client of M's receiver
  *   had read M on a connection that, at the end of the run, was still
@@ -71,12 +74,12 @@
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  *
- * Size: about 405 lines, one concept (controls on the wire and the fates
+ * Size: about 410 lines, one concept (controls on the wire and the fates
  * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { Message, MessageControlFrame } from "../../protocol/frames.ts"
-import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
+import { lastLinkOf, type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
 const keyOf = (sender: string, messageId: string): string => `${sender}\0${messageId}`
@@ -312,13 +315,17 @@ const answerLost = (state: LedgerState, linkId: number | undefined): boolean => 
  * `sender`'s control cancel of it, whose client closed for good without
  * reading it there (see the module header; sim seed 16890: B's broker-side
  * writes took 779 ms each, and B stopped while the one carrying the control
- * was on its way); undefined when there is none. A control never begun
- * there excuses nothing, whatever became of the client.
+ * was on its way); undefined when there is none. Closed for good there:
+ * the client is closed at the end of the run and that connection was the
+ * last it opened — one that connected again after it was still live when
+ * the connection dropped, and could be given the control. A control never
+ * begun there excuses nothing, whatever became of the client.
  */
 const cancelCutShort = (state: LedgerState, record: MessageRecord, sender: string): number | undefined => {
   const key = keyOf(sender, record.id)
   for (const read of record.reads) {
     if (!state.closedClients.has(read.client) || !state.controls.cancelsBegun.has(`${read.link}\0${key}`)) continue
+    if (lastLinkOf(state, read.client)?.id !== read.link) continue
     const heard = state.controls.reads.some((control) =>
       control.link === read.link && control.action === "cancel" && control.messageId === record.id && control.from === sender
     )

@@ -81,7 +81,7 @@
 import { isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { REJOIN_V1 } from "../../protocol/features.ts"
 import { liveToTheEnd } from "./controls.ts"
-import { type LedgerState, type LinkRecord, type MessageRecord, nameOf } from "./state.ts"
+import { lastLinkOf, type LedgerState, type MessageRecord, nameOf } from "./state.ts"
 import { check, note } from "./trace.ts"
 
 /** Client instances the broker keeps per id (src/broker/ClientInstances.ts `INSTANCES_PER_ID`). */
@@ -236,13 +236,6 @@ const readerTold = (state: LedgerState, record: MessageRecord, client: string): 
   [...state.messages.values()].some((other) =>
     other.sender === record.sender && other.message.supersedes === record.id && other.reads.some((read) => read.client === client)
   )
-
-/** The last connection client `client` opened (links are kept in the order they were opened). */
-const lastLinkOf = (state: LedgerState, client: string): LinkRecord | undefined => {
-  let last: LinkRecord | undefined
-  for (const link of state.links.values()) if (link.client === client) last = link
-  return last
-}
 
 /** `control-never-reached-reader` (see the module header): run at the end, with the world settled. */
 export const checkControlsReachReaders = (state: LedgerState, instances: InstanceLedger): void => {

@@ -461,6 +461,13 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
 /** The display name of session `id` (the id itself if unknown). */
 export const nameOf = (state: LedgerState, id: string): string => state.sessions.get(id)?.name ?? id
 
+/** The last connection client `client` opened (links are kept in the order they were opened). */
+export const lastLinkOf = (state: LedgerState, client: string): LinkRecord | undefined => {
+  let last: LinkRecord | undefined
+  for (const link of state.links.values()) if (link.client === client) last = link
+  return last
+}
+
 /** The pi `scopeId` of session `id`. */
 export const scopeOf = (state: LedgerState, id: string): string | undefined => state.sessions.get(id)?.scopeId
 

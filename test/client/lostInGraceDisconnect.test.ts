@@ -1,0 +1,71 @@
+/**
+ * A send lost with its connection on the way (outcome unknown), sent again
+ * after the reconnect and refused as not found in the rejoin grace (its
+ * target not back yet): whether the grace runs out or `disconnect` ends the
+ * wait between tries, the send fails with `ConnectionLost` — what the next
+ * broker said does not tell what became of the first attempt (Resending.ts,
+ * `sendRejoining`; docs/client.md). A caller told `IntercomNotConnected`
+ * might take it as not sent and send it again.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, type Fiber } from "effect"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+
+const ID = "dddddddd-0000-4000-8000-0000000000e1"
+
+const completed = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> => {
+  const exit = fiber.pollUnsafe()
+  if (exit === undefined) return assert.fail("still running")
+  return exit
+}
+
+/** A client whose first connection drops as it writes its send, on a broker where "not-back-yet" never registers. */
+const lostOnTheWay = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  yield* world.startBroker({ idleExit: null })
+  let dialed = 0
+  const dial: Dialer = (address) =>
+    Effect.map(world.dial(address), (connection): Connection => {
+      if (++dialed !== 1) return connection
+      const dropOnSend: Connection["write"] = (frames) =>
+        frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
+          ? Effect.andThen(connection.destroy, Effect.void)
+          : connection.write(frames)
+      return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
+    })
+  const { client } = yield* makeMemoryClient(
+    memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+  )
+  yield* settle(client.connect)
+  const sending = yield* step(client.send({ to: "not-back-yet", message: message("x") }))
+  yield* advance("1 second")
+  assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
+  assert.isUndefined(sending.pollUnsafe(), "the send was not retried in the rejoin grace")
+  return { client, sending }
+})
+
+describe("a send lost on the way, retried in the rejoin grace", () => {
+  it.effect("left alone, fails with ConnectionLost once the grace is over", () =>
+    Effect.gen(function*() {
+      const { sending } = yield* lostOnTheWay
+      yield* advance("15 seconds")
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
+    }))
+
+  it.effect("disconnect during its retries fails it with ConnectionLost (outcome unknown)", () =>
+    Effect.gen(function*() {
+      const { client, sending } = yield* lostOnTheWay
+      yield* settle(client.disconnect)
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
+    }))
+})
