@@ -30,24 +30,70 @@
  * close). Anything else is answered as before: a timeout, never a false
  * "elsewhere".
  *
+ * An asker that read its ask's acknowledgement before the takeover does
+ * not send it again, so it would never be told that way. So the broker also
+ * tells a connection granted the extension as it registers the session
+ * (`elsewhereOnReturn`, from Asks' registration hook, after the mailbox's
+ * flush): each of the session's answered asks whose reply went for good,
+ * under the same rules, and whose edge's deadline has not passed (an asker
+ * waits no longer), once per (ask, client instance) — the entry keeps
+ * the instance last told (`told`), and a registration by that instance again
+ * is not told again. An ask the session withdrew (`cancel_ask`, as its
+ * client's wait ends) is left out by the caller. A resend on a connection
+ * told so at its registration is not told again (`toldOn`: the notice is
+ * ahead of it on that connection); any other resend is told, as before.
+ *
  * Cost: one entry per reply accepted along an ask edge (a plain message
  * pays nothing, nor does the replay check of a non-ask); bounded by
  * MAX_ANSWERED and by the replay window (a resend past it is no replay).
  * The reply's record is referenced, so one the records' bounds dropped stays
  * in memory until its entry goes; its route part is then gone, and the entry
- * says nothing (measured in docs/protocol.md, `reply-elsewhere-v1`).
+ * says nothing. The index by asker session (`byAsker`) holds the same keys,
+ * so the same bounds: an entry leaves it as it leaves the map. A
+ * registration walks only its own session's entries, and only when the
+ * index has any (measured in docs/protocol.md, `reply-elsewhere-v1`).
  */
 import { AgedMap } from "./AgedMap.ts"
+import { idOfKey } from "./DeliveryRecords.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Peer } from "./Peer.ts"
-import { mayHold } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 
 /** Answered asks remembered at once; past it the oldest go (a resend of one of those waits out its timeout, as before). */
 export const MAX_ANSWERED = 16_384
 
+/** An ask told of at a registration (`elsewhereOnReturn`): its id, and the reply's that answered it. */
+export interface AnsweredElsewhere {
+  readonly messageId: string
+  readonly replyId: string
+}
+
+/** One answered ask: its key, whose it is, the reply, its deadline, and the client instance last told at a registration. */
+interface Answer {
+  readonly askKey: string
+  readonly askerKey: string
+  readonly reply: OutboundRecord
+  /** The ask edge's deadline (broker clock): past it no asker waits, and a registration is not told. */
+  readonly until: number
+  told: SessionInstance | undefined
+}
+
+const NONE: ReadonlyArray<AnsweredElsewhere> = []
+
+/**
+ * The reply, when it went for good to a client instance other than the one
+ * holding `session` now, under the module header's rules; else undefined.
+ */
+const elsewhere = (reply: OutboundRecord, session: Session): OutboundRecord | undefined =>
+  reply.routed && reply.receiverKey === session.key && !mayHold(reply.receiverInstance, session) ? reply : undefined
+
 /** The reply that answered each recently answered ask, by the ask's record key. */
 export class AnsweredAsks {
-  private readonly answers = new AgedMap<string, OutboundRecord>(MAX_ANSWERED)
+  private readonly answers = new AgedMap<string, Answer>(MAX_ANSWERED)
+  /** The keys in `answers` by asker session key: the same entries, so the same bounds. */
+  private readonly byAsker = new Map<string, Set<string>>()
+  /** The asks each connection was told of at its registration (weak: gone with the connection). */
+  private readonly toldOn = new WeakMap<Peer, Set<string>>()
   /** How long an entry is kept: the replay window (a resend after it is not a replay). */
   readonly windowMs: number
 
@@ -61,9 +107,24 @@ export class AnsweredAsks {
     return this.answers.size
   }
 
-  /** The ask `askKey` was answered at `now` by the reply whose outbound record is `reply`. */
-  answered(askKey: string, reply: OutboundRecord, now: number): void {
-    this.answers.set(askKey, reply, now)
+  /** How many asker sessions have answered asks remembered (the index's size). */
+  get askers(): number {
+    return this.byAsker.size
+  }
+
+  /**
+   * The ask `askKey` of the session `askerKey`, open until `until`, was
+   * answered at `now` by the reply whose outbound record is `reply`.
+   */
+  answered(askKey: string, askerKey: string, until: number, reply: OutboundRecord, now: number): void {
+    const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, told: undefined }, now)
+    let keys = this.byAsker.get(askerKey)
+    if (keys === undefined) {
+      keys = new Set()
+      this.byAsker.set(askerKey, keys)
+    }
+    keys.add(askKey)
+    for (const gone of evicted) this.unindex(gone)
   }
 
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
@@ -75,19 +136,58 @@ export class AnsweredAsks {
    * The reply that answered the ask `askKey` when it went for good to
    * another client instance of the session `peer` holds, which is sending
    * the ask again; undefined when it did not, may still come to `peer`, or
-   * is not known (see the module header).
+   * is not known (see the module header) — or `peer` was told of it at its
+   * registration already (`elsewhereOnReturn`: the notice is ahead on the
+   * same connection).
    */
   handedElsewhere(askKey: string, peer: Peer): OutboundRecord | undefined {
     const session = peer.session
     if (session === undefined || this.answers.size === 0 || peer.custodyHolds > 0) return undefined
-    const reply = this.answers.get(askKey)
-    if (reply === undefined || !reply.routed) return undefined
-    if (reply.receiverKey !== session.key || mayHold(reply.receiverInstance, session)) return undefined
-    return reply
+    if (this.toldOn.get(peer)?.has(askKey) === true) return undefined
+    const answer = this.answers.get(askKey)
+    return answer === undefined ? undefined : elsewhere(answer.reply, session)
+  }
+
+  /**
+   * The asks of the session `peer` has just registered at `now` whose
+   * replies went for good to another client instance of it (as
+   * `handedElsewhere`), less those past their deadline, those `skip` names
+   * (withdrawn) and those already told to this client instance; each
+   * returned is noted as told to it. Empty while a takeover's custody hold
+   * waits on `peer`. Walks only the session's own entries.
+   */
+  elsewhereOnReturn(peer: Peer, now: number, skip: (askKey: string) => boolean): ReadonlyArray<AnsweredElsewhere> {
+    const session = peer.session
+    if (session === undefined || this.byAsker.size === 0 || peer.custodyHolds > 0) return NONE
+    const keys = this.byAsker.get(session.key)
+    if (keys === undefined) return NONE
+    const found: Array<AnsweredElsewhere> = []
+    let told: Set<string> | undefined
+    for (const askKey of keys) {
+      const answer = this.answers.get(askKey)
+      if (answer === undefined || answer.until <= now || answer.told === session.instance || skip(askKey)) continue
+      const reply = elsewhere(answer.reply, session)
+      if (reply === undefined) continue
+      answer.told = session.instance
+      told ??= new Set()
+      told.add(askKey)
+      found.push({ messageId: idOfKey(session.key, askKey), replyId: reply.id })
+    }
+    if (told !== undefined) this.toldOn.set(peer, told)
+    return found
   }
 
   /** Forgets answers older than the replay window. */
   prune(now: number): void {
-    if (this.answers.size > 0) this.answers.expire(now - this.windowMs)
+    if (this.answers.size === 0) return
+    for (const gone of this.answers.expire(now - this.windowMs)) this.unindex(gone)
+  }
+
+  /** Takes an entry that left `answers` out of the index. */
+  private unindex(gone: Answer): void {
+    const keys = this.byAsker.get(gone.askerKey)
+    if (keys === undefined) return
+    keys.delete(gone.askKey)
+    if (keys.size === 0) this.byAsker.delete(gone.askerKey)
   }
 }

@@ -55,12 +55,13 @@
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks, `markHeld`, and which withdrawals count: `withdrawnWithin`)
- * and which reply answered an ask (`answered`, reply-elsewhere-v1) grew it.
+ * and which reply answered an ask (`answered`, reply-elsewhere-v1, with its
+ * registration hook `hooks`) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ELSEWHERE_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -70,6 +71,7 @@ import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
+import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, SendAttempt, SendStage } from "./SendStage.ts"
 
@@ -226,6 +228,27 @@ export class Asks {
   }
 
   /**
+   * `reply-elsewhere-v1` at a registration: a connection granted it is told
+   * of each of its session's asks whose reply went for good to another
+   * client instance of the session (`ask_answered_elsewhere`,
+   * AnsweredAsks.elsewhereOnReturn) — its client, having read the ask's
+   * acknowledgement, will not send it again to be told so. Observed after
+   * the mailbox's hooks: a reply its flush gives this connection names it by
+   * then, and is not told of. An ask the session withdrew is left out.
+   */
+  readonly hooks: RegistrationHooks = {
+    registered: (session, _previous, now) => {
+      const peer = session.peer
+      if (this.answered.size === 0 || !peer.features.has(REPLY_ELSEWHERE_V1)) return
+      this.answered.prune(now)
+      const withdrawn = this.withdrawn
+      for (const told of this.answered.elsewhereOnReturn(peer, now, (askKey) => withdrawn.size > 0 && withdrawn.has(askKey))) {
+        this.ctx.output.enqueue(peer, Encode.askAnsweredElsewhereFrame(told.messageId, told.replyId))
+      }
+    }
+  }
+
+  /**
    * P62: a `replyTo` must follow an open edge from the target to the replier;
    * delivering it, or queueing it for an asker that is away, closes the edge
    * (one answer per ask: a second reply is refused either way).
@@ -271,8 +294,10 @@ export class Asks {
     const key = attempt.replyKey
     if (key === undefined) return
     this.edges.delete(key)
-    this.answered.answered(key, attempt.record, attempt.now)
-    if (reply.answers === undefined) return
+    const edge = reply.answers
+    // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
+    this.answered.answered(key, attempt.targetKey, edge?.deadline ?? attempt.now, attempt.record, attempt.now)
+    if (edge === undefined) return
     this.markHeld(attempt.sender.peer.custody, key, reply)
     // Another client instance took the session over and answered: the copy the old connection still holds,
     // given back at its close, was answered too (CustodyHold.ts: a hold waits for that close).

@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 770 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 780 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -407,6 +407,9 @@ export class Router {
       controlsHandedBack: (controls, items) => mail.controlsHandedBack(controls, items)
     })
     registration.observe(custody.hooks)
+    // Last: after the mailbox's flush and whatever else a registration gives the connection, a reply given it
+    // names its instance, and is not told of as answered elsewhere (reply-elsewhere-v1).
+    registration.observe(asks.hooks)
     if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
     const statistics = new Stats(ctx, {
       registry,

@@ -69,7 +69,7 @@ export type PresenceEvent =
 export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
   | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
-  /** `reply-elsewhere-v1`: the ask `messageId`, sent again, was answered to another client instance of this session. */
+  /** `reply-elsewhere-v1`: the ask `messageId` was answered to another client instance of this session. */
   | ({ readonly _tag: "AnsweredElsewhere" } & AnsweredElsewhere)
 
 /**
@@ -97,8 +97,9 @@ export interface Delivery {
 
 /**
  * The broker's word (`ask_answered_elsewhere`, `reply-elsewhere-v1`) that
- * this session's ask `messageId`, sent again, was answered by `replyId`, and
- * that reply went for good to another client instance of the session.
+ * this session's ask `messageId` was answered by `replyId`, and that reply
+ * went for good to another client instance of the session (told at this
+ * client's registration, or behind the answer to its resend of the ask).
  */
 export interface AnsweredElsewhere {
   readonly messageId: string

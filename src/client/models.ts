@@ -349,8 +349,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly rejoinGraceMs: number
   /**
    * Receipts and cancel/supersede notices about messages, and the broker's
-   * word that an ask of this session, sent again, was answered to another
-   * client instance of it (`AnsweredElsewhere`, `reply-elsewhere-v1`).
+   * word that an ask of this session was answered to another client
+   * instance of it (`AnsweredElsewhere`, `reply-elsewhere-v1`).
    */
   readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>

@@ -262,13 +262,14 @@ export const ASK_EXPIRY_V1 = "ask-expiry-v1"
  * Asks answered to another client instance (extension). A reply follows
  * the asker's session, to whichever connection holds it: when another
  * client instance took the session over and was handed the reply for good,
- * the asking instance can never have it. When a client granted this sends
- * such an ask again (same message id: a replay, P46) while the broker still
- * knows where the reply went, the broker answers the resend as its record
- * says and then writes `ask_answered_elsewhere {messageId, replyId}`: the
- * ask was answered, and the reply went to another instance of the session,
- * so the asker ends its wait with that error now instead of at its
- * timeout. No copy of the reply is sent (another instance showed it
+ * the asking instance can never have it. While the broker still knows
+ * where the reply went, it writes a client granted this
+ * `ask_answered_elsewhere {messageId, replyId}` — at the client's
+ * registration of the session (once per ask and client instance, for an ask
+ * whose deadline has not passed), and behind the answer to a resend of the
+ * ask (same message id: a replay, P46): the ask was answered, and the reply
+ * went to another instance of the session, so the asker ends its wait with
+ * that error now instead of at its timeout. No copy of the reply is sent (another instance showed it
  * already). A base client is never written the frame (docs/protocol.md).
  */
 export const REPLY_ELSEWHERE_V1 = "reply-elsewhere-v1"

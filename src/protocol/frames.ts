@@ -451,9 +451,10 @@ export type AskExpiredFrame = typeof AskExpiredFrame.Type
 
 /**
  * `ask_answered_elsewhere`, broker → asker (extension `reply-elsewhere-v1`):
- * the ask `messageId` the asker just sent again was answered by `replyId`,
- * and that reply went for good to another client instance of the asker's
- * session (AnsweredAsks.ts): no reply will come to this one.
+ * the asker's ask `messageId` was answered by `replyId`, and that reply went
+ * for good to another client instance of the asker's session
+ * (AnsweredAsks.ts): no reply will come to this one. Written at the asker's
+ * registration of the session, or behind the answer to its resend.
  */
 export const AskAnsweredElsewhereFrame = Schema.Struct({
   type: Schema.tag("ask_answered_elsewhere"),

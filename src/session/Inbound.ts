@@ -315,8 +315,8 @@ export const runInbound = (
             tracker.replySettled(messageId)
             return Effect.void
           }
-          // `reply-elsewhere-v1`: a question sent again was answered, its reply handed to another instance of this
-          // session; none will come here, so the wait ends now with that error rather than at its timeout.
+          // `reply-elsewhere-v1`: a question was answered, its reply handed to another instance of this session (told
+          // at registration, or behind a resend); none will come here, so the wait ends now rather than at its timeout.
           if (event._tag === "AnsweredElsewhere") {
             const waiter = slot.current()
             if (waiter === undefined || waiter.questionId !== event.messageId) return Effect.void

@@ -504,7 +504,7 @@ export class AskSuperseded extends Data.TaggedError("AskSuperseded")<{
  * `Your question to <target> was answered (reply <id>), but another client
  * of your session read the reply …; ask again if you still need the answer`:
  * the broker told the asker (`ask_answered_elsewhere`, `reply-elsewhere-v1`)
- * that the question it sent again had been answered, and the reply handed
+ * that the question had been answered, and the reply handed
  * for good to another client that held the session meanwhile (a takeover)
  * — no reply can come to this one, so the wait ends now rather than at its
  * timeout. The reply is not lost: that client has it; this one never will.

@@ -3,8 +3,10 @@
  * `received-v1` asker's replayed ask has its `delivered` held for the next
  * commit (Send.answer → StoreJournal.holdAck); the `ask_answered_elsewhere`
  * notice rides that held acknowledgement (HeldAckWithNotice) and goes right
- * behind it, never ahead (docs/protocol.md). Real Unix socket, the default
- * (sqlite) broker.
+ * behind it, never ahead (docs/protocol.md). The asker was told at its
+ * first return's registration already; the resend is on a later connection
+ * of the same instance, which is not told again at registration, so the
+ * notice is the resend's. Real Unix socket, the default (sqlite) broker.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -30,7 +32,12 @@ describe("the answered-elsewhere notice's order against the resend's answer", ()
       const reply = message("the answer", { replyTo: question.id })
       yield* send(target.client, "a", reply)
       yield* messageFor(other.client, reply.id)
-      const back = yield* broker.session({ sessionId: "a", label: "a-1 back", frame: { features: ASKER, instanceId: "a-1" } })
+      // Told at this registration already (AnsweredAsks.elsewhereOnReturn): its client drops, and a-1 registers
+      // again — not told again at that registration (once per ask and instance), so its resend's answer is.
+      const first = yield* broker.session({ sessionId: "a", label: "a-1 back", frame: { features: ASKER, instanceId: "a-1" } })
+      yield* first.client.next("ask_answered_elsewhere", (frame) => frame.messageId === question.id)
+      yield* first.client.destroy
+      const back = yield* broker.session({ sessionId: "a", label: "a-1 again", frame: { features: ASKER, instanceId: "a-1" } })
       // A plain message to t just before the resend: its change is not stored yet when the resend is answered.
       const plain = message("meanwhile")
       yield* back.client.send({ type: "send", to: "t", message: plain })

@@ -300,8 +300,10 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
  * to the old connection, moved to the new holder with the rest of its
  * outbox) — so the asker could not have had it, whatever it heard. A
  * client granted `reply-elsewhere-v1` that sends the ask again is told so
- * and ends `AskAnsweredElsewhere` (seed 16843 now does); the excuse remains
- * for one acknowledged before the takeover, which is not sent again.
+ * and ends `AskAnsweredElsewhere` (seed 16843 now does); one acknowledged
+ * before the takeover is told as its client registers the session again,
+ * when it does before the ask's deadline. The excuse remains for the asks
+ * not told (no registration in time, a notice lost with its connection).
  * `answeredElsewhereFalsely` holds that notice to this same test.
  */
 const handedElsewhere = (state: LedgerState, reply: MessageRecord, ask: AskRecord): string | undefined => {
