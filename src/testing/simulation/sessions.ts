@@ -5,7 +5,9 @@
  * killing and replacing them. Each client and generation runs under its own
  * fiber owner, and closing one is checked to leave none of its fibers. A
  * client and the generations over it have the world's fixed timings, or the
- * client's own draw (timings.ts): a restarted client is a new process.
+ * client's own draw (timings.ts): a restarted client is a new process — a
+ * new client instance, but for one that resumes the instance of the client
+ * that left by `unregister` (`startSession`'s `resumes`).
  * Each client also folds its presence events into a membership view that
  * `finish` checks (membershipViews.ts).
  */
