@@ -32,9 +32,9 @@
  *   --instance-control  one instance control per workload: a receiver reads a message, leaves and
  *                  starts again (a new client instance), then its sender cancels or supersedes it
  *                  (simulation/instanceControl.ts)
- *   --reader-return  one reader return per workload: a reader's connection drops holding its
- *                  sender's control or message unconfirmed, the sender cancels or supersedes, and
- *                  the same instance comes back (simulation/readerReturn.ts)
+ *   --reader-return  one reader return per workload: a reader's connection drops (or it
+ *                  unregisters) holding its sender's control or message unconfirmed, the sender
+ *                  cancels or supersedes, and the same instance comes back (simulation/readerReturn.ts)
  *   --stale-ask    one stale ask per workload: a target holds an ask's question unread past its
  *                  deadline and gives it back after the asker timed out (simulation/staleAsk.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the

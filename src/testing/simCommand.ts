@@ -242,7 +242,7 @@ const flags = {
   ),
   readerReturn: toggle(
     "reader-return",
-    "Insert one reader return into each workload: a reader's connection drops while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects, which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
+    "Insert one reader return into each workload: a reader's connection drops (or, holding a control, it unregisters) while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects (or, after the unregister, a new process of it registers), which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
   ),
   staleAsk: toggle(
     "stale-ask",

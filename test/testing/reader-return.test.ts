@@ -16,7 +16,9 @@
  * counted in `report.paths`; a broker that drops the controls a
  * registration gets at once (`dropControlsAtReturn`) fails with the rule.
  * Then the generated op that builds these orders (`--reader-return`): its own
- * draw stream, and a pinned seed for each path.
+ * draw stream (`leave` drawn last), and a pinned seed for each path — the
+ * kept control both at a drop and at an `unregister` after which a new
+ * process resumes the same client instance (Custody.handBack, helper unregctl).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -88,13 +90,46 @@ describe("the ReaderReturn op (--reader-return, simulation/readerReturn.ts)", ()
     assert.deepStrictEqual(withIt.filter((op) => op._tag !== "ReaderReturn"), without)
   })
 
-  // Seeds of `--reader-return` that reach each path: 28004 (a control given back alone at B's drop, kept
-  // and given at its return) and 28002 (a copy B read but never confirmed, given back at the drop, then
-  // cancelled: kept and given with its cancel). With KeptControls.keep, resp. WithdrawnCopies.keep, made
-  // a no-op (not committed) each fails with control-never-reached-reader.
+  it("draws `leave` last: every other field of a seed's op is as drawn before it existed, and only a control shape unregisters", () => {
+    // Seed 28004's op as the draw gave it before `leave` (helper simunreg): that draw now leaves by `unregister`.
+    const [[at, op] = [-1, undefined]] = drawReaderReturn(28004, 4, 40)
+    assert.strictEqual(at, 11)
+    assert.deepStrictEqual(op, {
+      _tag: "ReaderReturn",
+      after: 2241,
+      sender: 1,
+      receiver: 3,
+      shape: "control",
+      readMs: 2550,
+      confirmMs: 370,
+      delayMs: 2745,
+      dropMs: 43,
+      side: "client",
+      action: "cancel",
+      leave: "unregister",
+      notSession: []
+    })
+    const leaves = new Set<string>()
+    for (let seed = 28000; seed < 28200; seed++) {
+      for (const [, drawn] of drawReaderReturn(seed, 4, 40)) {
+        leaves.add(`${drawn.shape} ${drawn.leave}`)
+        if (drawn.shape !== "control") assert.strictEqual(drawn.leave, "drop", `seed ${seed}`)
+      }
+    }
+    assert.isTrue(leaves.has("control unregister") && leaves.has("control drop"), [...leaves].join(", "))
+  })
+
+  // Seeds of `--reader-return` that reach each path: 28093 (a control given back alone at R's drop, kept
+  // and given at its return; 28004 was this path's seed until `leave`), 28002 (a copy R read but never
+  // confirmed, given back at the drop, then cancelled: kept and given with its cancel) and 28004 (D stops
+  // reading, B cancels, D unregisters and a new process of D resumes its client instance: the control,
+  // handed back at the `unregister`, is kept and given at that return). With KeptControls.keep, resp.
+  // WithdrawnCopies.keep, made a no-op (not committed) the first two fail with control-never-reached-reader;
+  // 28004 does with unregctl's broker change (bdb3b37c) reverted (helper simunreg, not committed).
   const cases = [
-    [28004, "kept control", "keptControls", "keptControlsGiven"],
-    [28002, "cancelled copy", "withdrawnCopiesKept", "withdrawnCopiesGiven"]
+    [28093, "kept control", "keptControls", "keptControlsGiven"],
+    [28002, "cancelled copy", "withdrawnCopiesKept", "withdrawnCopiesGiven"],
+    [28004, "kept control at an unregister", "keptControls", "keptControlsGiven"]
   ] as const
   for (const [seed, path, kept, given] of cases) {
     it.effect(`seed ${seed} reaches the ${path} path, and the run passes`, () =>
@@ -102,6 +137,11 @@ describe("the ReaderReturn op (--reader-return, simulation/readerReturn.ts)", ()
         const report = yield* runWorkload({ seed, tolerate: KNOWN_ISSUES }, undefined, { readerReturn: true })
         const trace = report.trace.join("\n")
         assert.notMatch(trace, /reader return: skipped/, trace)
+        if (seed === 28004) {
+          assert.match(trace, /reader return: D unregisters with B's control unconfirmed/, trace)
+          assert.match(trace, /D client D\/c1 started again \(the same instance\)/, trace)
+          assert.match(trace, /D told m10 cancelled \(after 0 read\(s\) of it on this connection, 1 in all\)/, trace)
+        } else assert.notMatch(trace, /reader return: \w+ unregisters/, trace)
         assert.isAbove(report.paths[kept], 0, trace)
         assert.isAbove(report.paths[given], 0, trace)
         assert.isTrue(report.ok, trace)

@@ -7,7 +7,7 @@
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
  *
- * Size: about 410 lines, one handle whose actions share the step helpers
+ * Size: about 430 lines, one handle whose actions share the step helpers
  * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
@@ -357,6 +357,20 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         if (state.client === undefined) return
         yield* stopSession(world, state, "stop")
         if (state.meta.ephemeral === true) state.ended = true
+      })
+    ),
+    unregisterAndResume: lifecycle(
+      world,
+      state,
+      "unregisters, and its client instance registers again",
+      Effect.gen(function*() {
+        const client = state.client
+        if (client === undefined || state.meta.ephemeral === true) {
+          world.ledger.note(`${name} unregister and resume: skipped (${client === undefined ? "not running" : "short-lived"})`)
+          return
+        }
+        yield* stopSession(world, state, "stop", true)
+        yield* startSession(world, state, client.key)
       })
     ),
     kill: lifecycle(world, state, "is killed", stopSession(world, state, "kill")),

@@ -19,7 +19,11 @@
  *   has the message (polled, at most `readMs`) and `confirmMs` more have
  *   passed for R's confirmation, R's client stops reading, S cancels or
  *   supersedes that send (the broker writes the control, which R never
- *   reads) and `dropMs` later R's connection drops on `side`;
+ *   reads) and `dropMs` later R's connection drops on `side` — or, with
+ *   `leave` `unregister`, R leaves by `unregister` instead (the control
+ *   written, unconfirmed: Custody.handBack keeps it, as a close does) and a
+ *   new process of R registers as the same client instance, as a pi process
+ *   resuming the session file does (`SimSession.unregisterAndResume`);
  * - `copy`: R's client writes take `delayMs` for a while, S sends R; once
  *   R's agent has the message (its confirmation still on its way) R's
  *   connection drops on `side`, and `dropMs` later S cancels or supersedes;
@@ -35,7 +39,8 @@
  * take a session's connection away). The op takes the next running
  * sessions that fit, or is skipped. Drawn from a stream of its own
  * (`Prng.derive(seed, "reader-return")`) and inserted into the ordinary
- * workload, whose own draws are unchanged.
+ * workload, whose own draws are unchanged; `leave` is drawn last from it,
+ * so the op's other fields are as they were before it.
  */
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
@@ -49,6 +54,9 @@ const ReaderReturnShape = Schema.Literals(["control", "copy", "both"])
 /** Which side of R's connection drops. */
 const ReaderReturnSide = Schema.Literals(["client", "broker"])
 
+/** How R's connection ends in the `control` shape: it drops, or R unregisters (see the module header). */
+const ReaderReturnLeave = Schema.Literals(["drop", "unregister"])
+
 /** The fields of a `ReaderReturn` op (sessions by index; see the module header for the order of events). */
 export const ReaderReturnFields = {
   sender: Schema.Int,
@@ -60,6 +68,7 @@ export const ReaderReturnFields = {
   dropMs: Schema.Int,
   side: ReaderReturnSide,
   action: ControlAction,
+  leave: ReaderReturnLeave,
   notSession: Schema.Array(Schema.Int)
 }
 
@@ -69,6 +78,9 @@ export const ReaderReturnFields = {
  * connection and nothing is kept.
  */
 const MAX_DROP_MS = 60
+
+/** How often a `control` shape's R leaves by `unregister` rather than by its connection dropping. */
+const UNREGISTER_CHANCE = 0.5
 
 /** A drawn `ReaderReturn`. */
 export interface ReaderReturnDraw {
@@ -87,6 +99,8 @@ export interface ReaderReturnDraw {
   readonly dropMs: number
   readonly side: "client" | "broker"
   readonly action: ControlAction
+  /** `control`: R's connection drops on `side`, or R unregisters and registers again as the same instance (`side` unused). */
+  readonly leave: "drop" | "unregister"
   /** Sessions the op never takes as R (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
 }
@@ -108,19 +122,28 @@ export const drawReaderReturn = (
   const at = prng.int(0, ops)
   const after = prng.int(0, 2500)
   const shape = prng.weighted({ control: 2, copy: 2, both: 1 })
+  const readMs = prng.int(500, 3000)
+  const confirmMs = prng.int(50, 400)
+  const delayMs = prng.int(1500, 3000)
+  const dropMs = prng.int(0, MAX_DROP_MS)
+  const side = prng.weighted({ client: 3, broker: 1 })
+  // A superseded copy is not kept as a cancelled one (its new message replaces it), so the copy shape mostly cancels.
+  const action: ControlAction = prng.chance(shape === "control" ? 0.5 : 0.75) ? "cancel" : "supersede"
+  // Drawn last, always, so every field above draws as it did before `leave` existed.
+  const unregisters = prng.chance(UNREGISTER_CHANCE)
   return [[at, {
     _tag: "ReaderReturn",
     after,
     sender,
     receiver,
     shape,
-    readMs: prng.int(500, 3000),
-    confirmMs: prng.int(50, 400),
-    delayMs: prng.int(1500, 3000),
-    dropMs: prng.int(0, MAX_DROP_MS),
-    side: prng.weighted({ client: 3, broker: 1 }),
-    // A superseded copy is not kept as a cancelled one (its new message replaces it), so the copy shape mostly cancels.
-    action: prng.chance(shape === "control" ? 0.5 : 0.75) ? "cancel" : "supersede",
+    readMs,
+    confirmMs,
+    delayMs,
+    dropMs,
+    side,
+    action,
+    leave: shape === "control" && unregisters ? "unregister" : "drop",
     notSession
   }]]
 }
@@ -133,8 +156,11 @@ export const formatReaderReturn = (op: ReaderReturnDraw, name: (index: number) =
   if (op.shape === "both") {
     return `${r}'s writes take ${op.delayMs} ms; ${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) ${r} stops reading, ${s} ${control} that send, and ${op.dropMs} ms after its answer ${r}'s connection drops on the ${op.side} side (the same instance comes back)`
   }
+  const leaves = op.leave === "unregister"
+    ? `${r} unregisters and registers again as the same client instance (a new process resuming it)`
+    : `${r}'s connection drops on the ${op.side} side (the same instance comes back)`
   return op.shape === "control"
-    ? `${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) and ${op.confirmMs} ms more, ${r} stops reading, ${s} ${control} that send, and ${op.dropMs} ms after its answer ${r}'s connection drops on the ${op.side} side (the same instance comes back)`
+    ? `${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) and ${op.confirmMs} ms more, ${r} stops reading, ${s} ${control} that send, and ${op.dropMs} ms after its answer ${leaves}`
     : `${r}'s writes take ${op.delayMs} ms; ${s} sends ${r}; once ${r} read it (at most ${op.readMs} ms) ${r}'s connection drops on the ${op.side} side, and ${op.dropMs} ms later ${s} ${control} that send (the same instance comes back)`
 }
 
@@ -184,7 +210,11 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       yield* receiver.stall("client")
       yield* runControl(sender, op.action, 0, counter, receiver.name, true)
       yield* sim.advance(op.dropMs)
-      yield* receiver.drop(op.side)
+      if (op.leave === "unregister") {
+        // The trace says the unregister path was taken (the `reader returns:` counters do not tell it from a drop's).
+        yield* sim.note(`reader return: ${receiver.name} unregisters with ${sender.name}'s control unconfirmed, and comes back as the same instance`)
+        yield* receiver.unregisterAndResume
+      } else yield* receiver.drop(op.side)
     } else if (op.shape === "both") {
       yield* receiver.delayWrites("client", op.delayMs, op.delayMs + DELAY_SPAN_MS)
       const sent = yield* sender.send(receiver.name, text)

@@ -5,7 +5,9 @@
  * killing and replacing them. Each client and generation runs under its own
  * fiber owner, and closing one is checked to leave none of its fibers. A
  * client and the generations over it have the world's fixed timings, or the
- * client's own draw (timings.ts): a restarted client is a new process.
+ * client's own draw (timings.ts): a restarted client is a new process — a
+ * new client instance, but for one that resumes the instance of the client
+ * that left by `unregister` (`startSession`'s `resumes`).
  * Each client also folds its presence events into a membership view that
  * `finish` checks (membershipViews.ts).
  */
@@ -283,16 +285,24 @@ export const closeGeneration = (world: World, state: SessionState): Effect.Effec
     leakCheck(world, generation.key, "its generation")
   })
 
-/** Starts a stopped session: a new client (it connects in the background) and a new generation. */
-export const startSession = (world: World, state: SessionState): Effect.Effect<void> =>
+/**
+ * Starts a stopped session: a new client (it connects in the background) and a new generation.
+ * With `resumes`, the key of the session's last client, which left by `unregister`, the new client
+ * is that client instance again — what a pi process that resumes the session file does (its
+ * `instanceId` inherited from the journal, src/pi/instance.ts): the same key, so the same
+ * `instanceId`, timings and `rejoin-v1` draw, and to the ledger the same client.
+ */
+export const startSession = (world: World, state: SessionState, resumes?: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (state.client !== undefined || world.state.finished) return
-    const key = `${state.meta.name}/c${++state.clients}`
+    const key = resumes ?? `${state.meta.name}/c${++state.clients}`
     const ranges = world.config.clientTimings
     const drawn = ranges === undefined
       ? undefined
       : drawClientTimings(ranges, timingStream(world.seed, state.meta.id, state.clients))
-    if (drawn !== undefined) world.ledger.note(`${state.meta.name} client timings (${key}): ${formatClientTimings(drawn)}`)
+    if (drawn !== undefined && resumes === undefined) {
+      world.ledger.note(`${state.meta.name} client timings (${key}): ${formatClientTimings(drawn)}`)
+    }
     const rejoin = world.config.withholdRejoin !== true || !withholdsRejoin(world.seed, key)
     const slow = state.slowStart
     if (!rejoin) world.ledger.note(`${state.meta.name} client ${key} registers without rejoin-v1`)
@@ -334,7 +344,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
     const livenessTimeoutMs = (drawn?.client ?? world.timings).livenessTimeoutMs
     const client: ClientState = { key, scope, service, sessionOptions, livenessTimeoutMs, membership }
     state.client = client
-    world.ledger.note(`${state.meta.name} client ${key} started`)
+    world.ledger.note(`${state.meta.name} client ${key} ${resumes === undefined ? "started" : "started again (the same instance)"}`)
     // The first connection is made by a fiber of the client (later ones by its own reconnect loop).
     yield* Effect.forkIn(
       service.connect.pipe(Effect.retry({ schedule: Schedule.spaced("1 second") }), Effect.ignore),
@@ -345,8 +355,12 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
     yield* buildGeneration(world, state, client)
   })
 
-/** Stops a session: orderly (`stop`), or as a dying process (`kill`: its connection drops first). */
-export const stopSession = (world: World, state: SessionState, how: "stop" | "kill"): Effect.Effect<void> =>
+/**
+ * Stops a session: orderly (`stop`), or as a dying process (`kill`: its connection drops first).
+ * With `resumed`, its client instance comes back (`startSession`'s `resumes`): the ledger is not
+ * told that client closed for good.
+ */
+export const stopSession = (world: World, state: SessionState, how: "stop" | "kill", resumed = false): Effect.Effect<void> =>
   Effect.gen(function*() {
     const client = state.client
     if (client === undefined) return
@@ -355,7 +369,7 @@ export const stopSession = (world: World, state: SessionState, how: "stop" | "ki
     state.client = undefined
     state.link = undefined
     yield* Scope.close(client.scope, Exit.void)
-    world.ledger.clientClosed(client.key)
+    if (!resumed) world.ledger.clientClosed(client.key)
     leakCheck(world, client.key, "its client")
   })
 

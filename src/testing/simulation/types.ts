@@ -4,7 +4,7 @@
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
  *
- * Size: about 465 lines, nearly all JSDoc'd fields of those few types; one
+ * Size: about 480 lines, nearly all JSDoc'd fields of those few types; one
  * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
@@ -400,6 +400,13 @@ export interface SimSession {
    * later `start`s are skipped until `finish`).
    */
   readonly unregister: Effect.Effect<void>
+  /**
+   * Leaves by `unregister` (the orderly stop), then a new process of the
+   * session registers as the same client instance — as a pi process that
+   * resumes the session file inherits its `instanceId` (src/pi/instance.ts).
+   * Skipped (noted) for a stopped or short-lived session.
+   */
+  readonly unregisterAndResume: Effect.Effect<void>
   /** The process dies: its connection drops on its side, then everything closes. */
   readonly kill: Effect.Effect<void>
   /** A new session generation over the same client (what a host reload does). */
