@@ -5,9 +5,13 @@
  * broker runs (`mailGone` for the reply came before `askSilenced`), so
  * `silenced_asks` grows by one row per such ask, and SilencedJournal.held by
  * one key, contrary to docs/store.md ("never more rows than stored replies").
+ * Shown end to end (memory broker over a memory store) and on StoreJournal
+ * alone (the put of a debt whose reply the journal no longer holds).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import type { Mail } from "../src/broker/Peer.ts"
+import { StoreJournal } from "../src/broker/StoreJournal.ts"
 import { LAZY_FLUSH } from "../src/broker/StoreWriter.ts"
 import { RECEIVED_V1 } from "../src/protocol/features.ts"
 import { makeMemoryMailState } from "../src/store/MailStore.ts"
@@ -18,6 +22,23 @@ import { durableBroker } from "./support/durable.ts"
 import { advance, memoryNetwork } from "./support/memory.ts"
 
 const ASK_TIMEOUT_MS = 60_000
+
+/** `sender`'s message `id` to `target` (keys as the broker makes them). */
+const mailOf = (sender: string, target: string, id: string, extra: Partial<Mail["message"]>): Mail => ({
+  recordKey: `scope\u0000${sender}\u0001${id}`,
+  senderKey: `scope\u0000${sender}`,
+  senderId: sender,
+  senderIdentity: undefined,
+  fromJson: "{}",
+  message: { id, timestamp: 1, content: { text: "?" }, ...extra },
+  brokerReceivedAt: 1,
+  spaceKey: "scope",
+  targetKey: `scope\u0000${target}`,
+  targetId: target,
+  targetIdentity: undefined,
+  queuedAt: 1,
+  askTimeoutMs: ASK_TIMEOUT_MS
+})
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
 describe("review revu U1", () => {
@@ -46,4 +67,18 @@ describe("review revu U1", () => {
       yield* alice.client.expectNothing("message_receipt")
       assert.strictEqual(disk.silencedAsks.size, 0, "a debt row for a reply no longer stored, never deleted")
     }))
+
+  it("StoreJournal: a debt for a reply that already left the store is not put in a batch", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    const reply = mailOf("bob", "alice", "r1", { replyTo: "q1" })
+    journal.putMail(reply)
+    const first = journal.take(1)
+    assert.isDefined(first)
+    if (first !== undefined) journal.committed(first)
+    journal.mailGone(reply.senderKey, reply.message.id) // read by its asker: its row goes
+    journal.askSilenced(reply.recordKey, mailOf("alice", "bob", "q1", { expectsReply: true }), 2)
+    const taken = journal.take(3)
+    assert.deepStrictEqual(taken?.batch.mailDeletes.length, 1, "the reply's delete: the test sets up nothing")
+    assert.deepStrictEqual(taken?.batch.silencedPuts ?? [], [], "a debt row stored for a reply no longer stored")
+  })
 })
