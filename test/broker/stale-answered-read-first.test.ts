@@ -6,7 +6,9 @@
  * reply written at once), no `silenced_asks` row is written, and none is
  * left behind that no later `mailGone` would delete. Shown end to end (a
  * memory broker over a memory store) and on StoreJournal alone, where the
- * debt is a flag on the reply's own entry (JournalMail.silenced).
+ * debt is a flag on the reply's own entry (JournalMail.silenced). And on a
+ * memory broker without a store: the debt StaleAsks keeps in memory for
+ * such a reply is never claimed, as nothing can lose a reply once read.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -67,6 +69,38 @@ describe("a silenced ask's debt is stored only while its reply is (review revu U
       yield* settled([alice.client])
       yield* alice.client.expectNothing("message_receipt")
       assert.strictEqual(disk.silencedAsks.size, 0, "a debt row written for a reply no longer stored")
+    }))
+
+  it.effect("memory broker: alice confirms the reply and leaves, the ask goes silently, bob cancels the reply: alice, back, hears nothing of the ask", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ askTimeout: ASK_TIMEOUT_MS })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const ask = message("still need this?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      yield* messageFor(bob.client, ask.id) // bob's client reads it and never confirms it
+      const reply = message("yes", { replyTo: ask.id })
+      assertDelivered(yield* send(bob.client, "alice", reply))
+      yield* messageFor(alice.client, reply.id)
+      // Confirmed: the reply can be lost no more (unconfirmed, alice's drop would give it back, and bob's cancel lose it).
+      yield* alice.client.send({ type: "received", frames: alice.client.received().length })
+      yield* settled([alice.client])
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      yield* advance(ASK_TIMEOUT_MS + 1)
+      yield* bob.client.destroy // the ask's copy given back past its deadline: silenced as answered
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "bob")
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* bob2.client.send({ type: "cancel_message", messageId: reply.id })
+      yield* settled([bob2.client])
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* settled([alice2.client])
+      const receipts = alice2.client.received().filter((frame) =>
+        frame.type === "message_receipt" && frame.receipt.messageId === ask.id
+      )
+      assert.deepStrictEqual(receipts, [], "alice told her ask, answered and read, expired")
     }))
 
   it("StoreJournal: no debt is put for a reply that already left the store", () => {
