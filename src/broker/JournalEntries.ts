@@ -54,6 +54,12 @@ export class SentRecord implements StoredRecord {
  * read finds the acknowledgement too, and the commit that takes the entry
  * releases it, so such an acknowledgement has no table of its own
  * (docs/performance.md, "Durable, ninth stop").
+ *
+ * And whether the `expired` of an ask that went silently as answered by this
+ * message, a reply, is stored with it or about to be (`silenced`,
+ * SilencedJournal.ts): the same lookup that drops the entry ends that debt,
+ * with no table of its own, and a reply that already left the store is
+ * given none.
  */
 export class JournalMail {
   readonly seq: number
@@ -64,6 +70,8 @@ export class JournalMail {
   pending: boolean
   /** Its message's acknowledgement, held until the message is read or this entry's put is stored (`byReceipt`). */
   ack: HeldAck | undefined = undefined
+  /** A debt for an ask silenced as answered by this reply is stored with it, or about to be (StoreJournal.askSilenced). */
+  silenced = false
   constructor(seq: number, mail: Mail, pending: boolean) {
     this.seq = seq
     this.senderKey = mail.senderKey

@@ -2,10 +2,12 @@
  * The store journal's part for the `expired` receipts owed for asks that
  * went silently as answered (SilencedAsks.ts in the store; review revs S1):
  * the debts recorded and ended since the last commit, for
- * `StoreJournal.take` to put in its batch, and which replies have a debt
- * stored or about to be, so that the reply's leaving the store ends it.
- * Owned by the StoreJournal (and through it by the Router's synchronous
- * code), as NoticeJournal.ts is.
+ * `StoreJournal.take` to put in its batch. Which replies have a debt stored
+ * or about to be is not kept here: it is a flag on the reply's own journal
+ * entry (JournalMail.silenced), so that the lookup that drops a reply from
+ * the store finds it, and a reply no longer stored is never given one
+ * (review revu U1). Owned by the StoreJournal (and through it by the
+ * Router's synchronous code), as NoticeJournal.ts is.
  */
 import type { Mail } from "./Peer.ts"
 import type { MailCommit, StoredSilenced } from "../store/MailStore.ts"
@@ -19,13 +21,6 @@ export class SilencedJournal {
   private puts = new Map<string, StoredSilenced>()
   /** Stored debts to delete, by reply key. */
   private deletes = new Set<string>()
-  /** Reply keys whose debt is stored or about to be: at most one per stored reply. */
-  private readonly held = new Set<string>()
-
-  /** No debt is stored or about to be: a reply leaving the store has nothing to end here. */
-  get isIdle(): boolean {
-    return this.held.size === 0
-  }
 
   /** No change waits for a commit. */
   get isEmpty(): boolean {
@@ -34,19 +29,16 @@ export class SilencedJournal {
 
   /** The reply `replyKey`'s asker is owed `ask`'s `expired` should it be lost (the ask dropped at `at`). */
   put(replyKey: string, ask: Mail, at: number): void {
-    this.held.add(replyKey)
     this.deletes.delete(replyKey)
     this.puts.set(replyKey, { replyKey, at, ask })
   }
 
-  /** A debt found stored at startup. */
-  restored(replyKey: string): void {
-    this.held.add(replyKey)
-  }
-
-  /** The reply `replyKey` left the store: its debt goes too. Whether a delete was added (false: none, or never stored). */
+  /**
+   * The debt of the reply `replyKey`, stored or about to be, ends (its reply
+   * left the store, or was not restored): a put not yet taken is dropped, a
+   * stored row deleted. Whether a delete was added (false: it was never stored).
+   */
   gone(replyKey: string): boolean {
-    if (!this.held.delete(replyKey)) return false
     if (this.puts.delete(replyKey)) return false
     this.deletes.add(replyKey)
     return true

@@ -24,7 +24,11 @@
  * stores that debt until the reply leaves the store
  * (StoreJournal.askSilenced, SilencedAsks.ts) and attaches it again to the
  * restored reply (`restoreSilenced`, `reattach`, `restoreDone`; review revs
- * S1). One answered while its copy was elsewhere (deeper in a custody than
+ * S1). A reply its asker has read already (the usual order: the asker
+ * online, the reply written at once) can be lost no more: the store keeps
+ * no debt for it (review revu U1), and the one `silenced` keeps is never
+ * claimed — only a reply not read yet (in the mailbox, or given back
+ * unconfirmed) is lost (`replyLost`) — and goes with the edge. One answered while its copy was elsewhere (deeper in a custody than
  * Asks' scan, in an outbox, kept by a takeover's hold) that comes back past
  * its deadline cannot be told from one that expired: its edge is gone
  * either way.
@@ -114,7 +118,7 @@ export class StaleAsks {
       const reply = answeredBy ?? this.asks.answeredCopy(mail)
       if (reply?.answers === undefined) return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
       this.silenced.set(reply.answers, mail)
-      this.ctx.journal?.askSilenced(reply.recordKey, mail, now)
+      this.ctx.journal?.askSilenced(reply, mail, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
@@ -144,7 +148,6 @@ export class StaleAsks {
   restoreSilenced(stored: StoredSilenced): void {
     if (this.stored === undefined) this.stored = new Map()
     this.stored.set(stored.replyKey, stored.ask)
-    this.ctx.journal?.restoredSilenced(stored.replyKey)
   }
 
   /** `mail`, restored from the store: a reply whose asker was owed an ask's `expired` before the restart still owes it. */
@@ -152,8 +155,9 @@ export class StaleAsks {
     if (mail.answers === undefined || this.stored === undefined) return
     const owed = this.stored.get(mail.recordKey)
     if (owed === undefined) return
-    this.stored.delete(mail.recordKey)
     this.silenced.set(mail.answers, owed)
+    // Its row now ends with the reply's own (StoreJournal.restoredSilenced); else `restoreDone` deletes it.
+    if (this.ctx.journal?.restoredSilenced(mail) !== false) this.stored.delete(mail.recordKey)
   }
 
   /**

@@ -41,7 +41,7 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 670 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 690 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, the silenced asks' in SilencedJournal.ts, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
@@ -335,6 +335,8 @@ export class StoreJournal {
       const ack = previous.ack
       previous.ack = undefined
       if (ack !== undefined) this.heldAcks.push(...released(ack))
+      // Its debt was that row's reply's: it must not pass to this message after a restart.
+      if (previous.silenced && this.silenced.gone(mail.recordKey)) this.flushLater()
       this.forget(previous)
     }
     this.lastPut = entry
@@ -352,8 +354,6 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(senderKey: string, messageId: string): void {
-    // A reply that leaves the store ends the debt stored with it (none, nearly always: one size check).
-    if (!this.silenced.isIdle && this.silenced.gone(recordKeyOf(senderKey, messageId))) this.flushLater()
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     if (this.readAcks.size > 0) {
       const read = this.readAcks.read(senderKey, messageId)
@@ -366,7 +366,9 @@ export class StoreJournal {
       entry.ack = undefined
       this.releaseAcks(released(ack))
     }
-    if (this.forget(entry)) this.flushLater()
+    // A reply that leaves the store ends the debt stored with it (none, nearly always: a flag on its entry).
+    const debtDeleted = entry.silenced && this.silenced.gone(recordKeyOf(senderKey, messageId))
+    if (this.forget(entry) || debtDeleted) this.flushLater()
   }
 
   /** `entry` leaves the store: a put not taken yet is dropped, anything else deleted. Whether a delete was added. */
@@ -415,19 +417,33 @@ export class StoreJournal {
   }
 
   /**
-   * The ask `ask` went silently as answered by the reply `replyKey` (its
-   * record key), dropped at `at`: its asker is owed its `expired` should
-   * that reply be lost, and the store keeps that debt until the reply leaves
-   * it (`mailGone`). A change no output waits for: stored with the next commit.
+   * The ask `ask` went silently as answered by `reply`, dropped at `at`: its
+   * asker is owed its `expired` should that reply be lost, and the store
+   * keeps that debt until the reply leaves it (`mailGone`), flagged on the
+   * reply's entry (JournalMail.silenced). A reply no longer stored (read by
+   * its asker already, or lost) can be lost no more: no debt is stored for
+   * it (review revu U1), nor a second one for a reply that has one (another
+   * copy of the same ask). A change no output waits for: stored with the
+   * next commit.
    */
-  askSilenced(replyKey: string, ask: Mail, at: number): void {
-    this.silenced.put(replyKey, ask, at)
+  askSilenced(reply: Mail, ask: Mail, at: number): void {
+    const entry = this.storedMail.get(reply.senderKey, reply.message.id)
+    if (entry === undefined || entry.silenced) return
+    entry.silenced = true
+    this.silenced.put(reply.recordKey, ask, at)
     this.changed()
   }
 
-  /** A debt found stored at startup (`askSilenced`): it ends when its reply leaves the store. */
-  restoredSilenced(replyKey: string): void {
-    this.silenced.restored(replyKey)
+  /**
+   * A debt found stored at startup (`askSilenced`) whose reply `reply` was
+   * restored (`restoredMail`, before this): it ends when the reply leaves
+   * the store. False when that reply is not stored (never expected).
+   */
+  restoredSilenced(reply: Mail): boolean {
+    const entry = this.storedMail.get(reply.senderKey, reply.message.id)
+    if (entry === undefined) return false
+    entry.silenced = true
+    return true
   }
 
   /** A debt found stored at startup whose reply was not: it leaves the store with the next commit. */

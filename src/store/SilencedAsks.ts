@@ -11,9 +11,11 @@
  * store's map. A row is keyed by the reply's record key and holds the ask
  * (as the `mail` table's body holds mail, mailCodec.ts), so that the receipt
  * can be issued after a restart. It is written only when such an ask is
- * dropped (never on a send), and deleted when its reply leaves the store
- * (read by its asker, or lost), or at startup when its reply was not
- * restored: there are never more rows than stored replies.
+ * dropped (never on a send) while its reply is still stored (one its asker
+ * has read already can be lost no more: review revu U1), and deleted when
+ * its reply leaves the store (read by its asker, or lost), or at startup
+ * when its reply was not restored: there are never more rows than stored
+ * replies.
  */
 import { Effect, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
