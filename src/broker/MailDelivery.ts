@@ -92,7 +92,7 @@ import { isControl, isMessage } from "./OutboundItems.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session, SessionInstance } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
 import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
@@ -593,6 +593,7 @@ export class MailDelivery {
       if (returned.has(control.messageKey)) continue
       const live = this.liveSession(control.to)
       if (live === undefined) this.controls.keep(control, now, leftBy === "close")
+      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
     }
   }
 

@@ -211,7 +211,7 @@ export class Registration {
     this.unregistered.delete(peer)
     if (peer.state === "observing") this.observers--
     // Its session left by `unregister` before this close (what stayed behind a base client's write in progress then).
-    const leftBy = "close"
+    const leftBy = peer.state === "unregistered" ? "unregister" : "close"
     const session = peer.session
     peer.state = "closed"
     peer.session = undefined
