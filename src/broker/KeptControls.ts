@@ -28,10 +28,17 @@
  * renew it), at most
  * MAX_KEPT_PER_RECEIVER for one session and MAX_RECEIVERS sessions (the
  * oldest go); memory only, like custody's controls, so a broker restart
- * forgets them. A memory broker's idle exit waits for them as for the
- * mailbox's mail, a cancelled copy among it (MailDelivery.held): exiting
- * would forget them just the same, and the rule is one for everything kept
- * for a session that is away.
+ * forgets them. A memory broker's idle exit waits for those kept at a close
+ * as for the mailbox's mail, a cancelled copy among it (MailDelivery.held):
+ * exiting would forget them just the same, and the rule is one for
+ * everything kept for a session that is away. Not for those kept at an
+ * `unregister` (`holdsExit` false; review revv V2): a client's orderly
+ * shutdown is `unregister`, then the close, and a client given no
+ * `instanceId` makes a new one per client, so the instance they are kept for
+ * mostly never comes back — held, they would keep such a broker up for the
+ * mailbox's retention (a day by default). They are still kept, aged and
+ * bounded alike, for a client that registers the same instance again (pi's
+ * `/reload`) while the broker is up.
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
  * and an `unregister`'s hand-back (`keep`; helper unregctl: the same
@@ -49,10 +56,11 @@ const MAX_RECEIVERS = 4096
 /** Controls kept for one session, at most; past this its oldest go. */
 const MAX_KEPT_PER_RECEIVER = 256
 
-/** A kept control and when it was kept. */
+/** A kept control, when it was kept, and whether it holds a memory broker's idle exit (see the module header). */
 interface Kept {
   readonly control: ControlFrame
   readonly keptAt: number
+  readonly holdsExit: boolean
 }
 
 /** The controls kept for one session, oldest first (their `keptAt` never decreases). */
@@ -67,6 +75,8 @@ export class KeptControls {
   private readonly byReceiver = new AgedMap<string, KeptList>(MAX_RECEIVERS)
   /** The controls in `byReceiver`, over all its lists. */
   private controls = 0
+  /** Those of them that hold a memory broker's idle exit (kept at a close: `holdsExit`). */
+  private holding = 0
   /** Controls kept since the broker started (`keep`), for the broker's stats. */
   private keptCount = 0
   /** Controls given to their instance's return since the broker started (`takeFor`). */
@@ -87,7 +97,15 @@ export class KeptControls {
     return this.controls
   }
 
-  /** When the oldest control kept was kept, if any is. */
+  /** How many of them hold a memory broker's idle exit: those kept at a close, not at an `unregister`. */
+  get holdingCount(): number {
+    return this.holding
+  }
+
+  /**
+   * When the oldest control kept was kept, if any is — whether it holds the
+   * idle exit or not: the first moment `expire` lets some control go.
+   */
   get oldestAt(): number | undefined {
     return this.byReceiver.oldestAt
   }
@@ -97,28 +115,35 @@ export class KeptControls {
     if (this.byReceiver.size === 0) return
     for (const list of this.byReceiver.expire(cutoff)) {
       const young = list.kept.findIndex((kept) => kept.keptAt > cutoff)
-      const gone = young === -1 ? list.kept.length : young
-      this.controls -= gone
-      if (young !== -1) this.reage(list.key, list.kept.slice(young))
+      if (young === -1) this.uncount(list.kept)
+      else {
+        this.uncount(list.kept.slice(0, young))
+        this.reage(list.key, list.kept.slice(young))
+      }
     }
   }
 
-  /** Keeps `control` for the client instance of its session it was written to (`ControlFrame.instance`). */
-  keep(control: ControlFrame, now: number): void {
+  /**
+   * Keeps `control` for the client instance of its session it was written
+   * to (`ControlFrame.instance`); `holdsExit`: kept at a close, it holds a
+   * memory broker's idle exit; kept at an `unregister`, it does not (see the
+   * module header).
+   */
+  keep(control: ControlFrame, now: number, holdsExit: boolean): void {
     this.keptCount++
     this.controls++
+    if (holdsExit) this.holding++
+    const kept: Kept = { control, keptAt: now, holdsExit }
     const list = this.byReceiver.get(control.to)
     if (list === undefined) {
-      for (const gone of this.byReceiver.set(control.to, { key: control.to, kept: [{ control, keptAt: now }] }, now)) {
-        this.controls -= gone.kept.length
-      }
+      for (const gone of this.byReceiver.set(control.to, { key: control.to, kept: [kept] }, now)) this.uncount(gone.kept)
       return
     }
     // The list keeps its age (its oldest control's) unless the bound lets that one go.
-    list.kept.push({ control, keptAt: now })
+    list.kept.push(kept)
     if (list.kept.length > MAX_KEPT_PER_RECEIVER) {
-      list.kept.shift()
-      this.controls--
+      const first = list.kept.shift()
+      if (first !== undefined) this.uncount([first])
       this.reage(list.key, list.kept)
     }
   }
@@ -139,8 +164,11 @@ export class KeptControls {
     const taken: Array<ControlFrame> = []
     const rest: Array<Kept> = []
     for (const kept of list.kept) {
-      if (mayHold(kept.control.instance, receiver)) taken.push(kept.control)
-      else rest.push(kept)
+      if (!mayHold(kept.control.instance, receiver)) rest.push(kept)
+      else {
+        taken.push(kept.control)
+        if (kept.holdsExit) this.holding--
+      }
     }
     this.controls -= taken.length
     this.givenCount += taken.length
@@ -153,6 +181,12 @@ export class KeptControls {
   private reage(key: string, kept: Array<Kept>): void {
     const first = kept[0]
     if (first === undefined) return
-    for (const gone of this.byReceiver.setAged(key, { key, kept }, first.keptAt)) this.controls -= gone.kept.length
+    for (const gone of this.byReceiver.setAged(key, { key, kept }, first.keptAt)) this.uncount(gone.kept)
+  }
+
+  /** `gone` left the lists: no longer counted. */
+  private uncount(gone: ReadonlyArray<Kept>): void {
+    this.controls -= gone.length
+    for (const kept of gone) if (kept.holdsExit) this.holding--
   }
 }

@@ -54,11 +54,13 @@
  * ahead of the mailbox's mail (KeptControls.ts, `keepAlone`; helper
  * ctlback) — given back at a close, or handed back at its session's
  * `unregister` (Custody.handBack, `controlsHandedBack`; helper unregctl),
- * but for a short-lived session's, which never returns. The read mark, with the instance that read it,
+ * but for a short-lived session's, which never returns; kept at an
+ * `unregister`, it does not hold a memory broker's idle exit (`held`;
+ * review revv V2). The read mark, with the instance that read it,
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 870 lines, one concept: the fate of mail that is not being
+ * Size: about 900 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
@@ -90,7 +92,7 @@ import { isControl, isMessage } from "./OutboundItems.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session, SessionInstance } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
 import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
@@ -132,11 +134,25 @@ export interface HeldMail {
   readonly messages: number
   /** Lost-mail notices owed to absent senders. */
   readonly notices: number
-  /** Controls kept for the client instance they were written to, given back alone (KeptControls.ts). */
+  /**
+   * Controls kept for the client instance they were written to, given back
+   * alone at a close (KeptControls.ts); not those kept at an `unregister`,
+   * which do not hold the idle exit.
+   */
   readonly controls: number
-  /** When the oldest of them expires: the first moment `prune` lets some of it go. */
+  /**
+   * When the oldest of them expires: the first moment `prune` lets some of
+   * it go (or lets go a kept control that does not hold the exit, older than
+   * those that do).
+   */
   readonly until: number
 }
+
+/**
+ * How the session of a connection that gives mail back left it: at the
+ * connection's close, or by `unregister` before it (MailDelivery.giveBack).
+ */
+export type LeftBy = "close" | "unregister"
 
 /** What the mailbox needs of the open asks (Asks.ts). */
 export interface MailAsks {
@@ -249,7 +265,10 @@ export class MailDelivery {
   held(): HeldMail | undefined {
     const queuedAt = this.mailbox.oldestQueuedAt
     const owedAt = this.owed.oldestAt
-    const keptAt = this.controls.oldestAt
+    // Only controls kept at a close hold it (KeptControls.ts); while one does, the oldest kept, holding or
+    // not, says when the next goes: `until` may come early, never late (a wake-up that prunes one).
+    const holding = this.controls.holdingCount
+    const keptAt = holding === 0 ? undefined : this.controls.oldestAt
     if (queuedAt === undefined && owedAt === undefined && keptAt === undefined) return undefined
     const mailUntil = queuedAt === undefined ? Number.POSITIVE_INFINITY : this.mailbox.expiresAt(queuedAt)
     // `prune` gives a list of notices up once its oldest is past a day (`cutoff` there).
@@ -259,7 +278,7 @@ export class MailDelivery {
     return {
       messages: this.mailbox.size,
       notices: this.owed.count,
-      controls: this.controls.count,
+      controls: holding,
       until: Math.min(mailUntil, noticesUntil, controlsUntil)
     }
   }
@@ -513,9 +532,13 @@ export class MailDelivery {
    * client confirmed it) is kept for that client's return (`keepAlone`). A
    * close path, and an `unregister`'s hand-back of its custody and write
    * (Custody.handBack), only: the set of forwarded keys is made at the first
-   * message forwarded.
+   * message forwarded. `leftBy`: how the connection's session left it, which
+   * says whether a control kept holds a memory broker's idle exit
+   * (KeptControls.ts). A connection whose session left by `unregister` may
+   * close after that same client instance registered again elsewhere: its
+   * rejoin took none of this, so such a control goes to it (`keepAlone`).
    */
-  giveBack(items: ReadonlyArray<OutboundItem>): void {
+  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
     let forwarded: Set<string> | undefined
     let alone: Array<ControlFrame> | undefined
     for (let i = 0; i < items.length; i++) {
@@ -526,7 +549,7 @@ export class MailDelivery {
       } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
       else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
     }
-    if (alone !== undefined) this.keepAlone(alone, items)
+    if (alone !== undefined) this.keepAlone(alone, items, leftBy)
   }
 
   /**
@@ -542,7 +565,7 @@ export class MailDelivery {
   controlsHandedBack(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
     let away: Array<ControlFrame> | undefined
     for (const control of controls) if (!this.takeBack(control)) (away ??= []).push(control)
-    if (away !== undefined) this.keepAlone(away, items)
+    if (away !== undefined) this.keepAlone(away, items, "unregister")
   }
 
   /**
@@ -551,19 +574,26 @@ export class MailDelivery {
    * confirmed it, so it may have shown it) is kept for the client instance
    * it was written to (`ControlFrame.instance`, however long it waited
    * unconfirmed: its message's route goes after an hour, review revm M1),
-   * for that instance's return (KeptControls.ts, helper ctlback). The rest
-   * are dropped, as before: to another instance live now (it never got the
-   * message), for a short-lived session that ended, and about a message
-   * given back here (its fate is the mailbox's: `keepCancelled`).
+   * for that instance's return (KeptControls.ts, helper ctlback); kept when
+   * its session left by `unregister`, it does not hold a memory broker's
+   * idle exit (review revv V2). With that instance live again already — it
+   * unregistered, then registered on another connection before this one
+   * closed (review revv V1) — it goes to it now, as its return would have
+   * taken it. The rest are dropped, as before: to another instance live now
+   * (it never got the message), for a short-lived session that ended, and
+   * about a message given back here (its fate is the mailbox's:
+   * `keepCancelled`).
    */
-  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
+  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
     let returned: Set<string> | undefined
     const now = this.ctx.now()
     for (const control of controls) {
-      if (this.liveSession(control.to) !== undefined || this.ended.has(control.to)) continue
+      if (this.ended.size > 0 && this.ended.has(control.to)) continue
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
       if (returned.has(control.messageKey)) continue
-      this.controls.keep(control, now)
+      const live = this.liveSession(control.to)
+      if (live === undefined) this.controls.keep(control, now, leftBy === "close")
+      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
     }
   }
 

@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 545 lines, one concept — a session's coming and going. The
+ * Size: about 550 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -46,6 +46,7 @@ import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
+import type { LeftBy } from "./MailDelivery.ts"
 import { sendersToHold } from "./CustodyHold.ts"
 import { ClientInstances, type KnownInstance, NOTHING_KNOWN } from "./ClientInstances.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
@@ -142,7 +143,7 @@ export class Registration {
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
   private readonly abandon: (peer: Peer) => ReadonlyArray<Written>
-  private readonly giveBack: (items: ReadonlyArray<OutboundItem>) => void
+  private readonly giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: LeftBy) => void
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -163,14 +164,14 @@ export class Registration {
    *   again: its writing stops, and what its client was given and never confirmed or never got is
    *   returned, oldest first (Router.abandoned).
    * @param giveBack what a closed connection gives back goes where its session is now, a control
-   *   only with its message (MailDelivery.giveBack).
+   *   only with its message (MailDelivery.giveBack), told how that session left the connection.
    */
   constructor(
     ctx: RouterContext,
     membership: Membership,
     signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
     abandon: (peer: Peer) => ReadonlyArray<Written>,
-    giveBack: (items: ReadonlyArray<OutboundItem>) => void
+    giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: LeftBy) => void
   ) {
     this.ctx = ctx
     this.membership = membership
@@ -209,12 +210,15 @@ export class Registration {
     this.attached.delete(peer)
     this.unregistered.delete(peer)
     if (peer.state === "observing") this.observers--
+    // Its session left by `unregister` before this close (what stayed behind a base client's write in progress then).
+    const leftBy = peer.state === "unregistered" ? "unregister" : "close"
     const session = peer.session
     peer.state = "closed"
     peer.session = undefined
     if (session !== undefined) this.leave(session, false)
-    // To another instance, if any (its own rejoin took this connection's at its register): a control only with its message.
-    this.giveBack(unwritten)
+    // To another instance, if any (its own rejoin took this connection's at its register; after an `unregister`, not
+    // even its own): a control only with its message.
+    this.giveBack(unwritten, leftBy)
   }
 
   /**

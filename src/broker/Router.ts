@@ -322,7 +322,7 @@ export class Router {
       moveHold: (previous, next, senderKey, recipientKey) => staging.moveDepartureHold(previous, next, senderKey, recipientKey)
     })
     // Late-bound: `abandoned` uses the writer and the custody, which is made below.
-    const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer), (items) => mail.giveBack(items))
+    const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer), (items, leftBy) => mail.giveBack(items, leftBy))
     const asks = new Asks(
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
@@ -403,7 +403,7 @@ export class Router {
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
     const custody = new Custody(ctx, (items, custody) => mail.unconfirmed(items, custody), {
-      giveBack: (items) => mail.giveBack(items),
+      giveBack: (items) => mail.giveBack(items, "unregister"),
       controlsHandedBack: (controls, items) => mail.controlsHandedBack(controls, items)
     })
     registration.observe(custody.hooks)
