@@ -1,24 +1,25 @@
 /**
- * Review revw W1 (probe, not a product test): the replyclose merge drops an
- * ask's mailbox copy at once when a reply is accepted — before the ask's
- * deadline, with no debt remembered. Should that reply then be lost before
- * it reaches the asker (here: given back to the mailbox by the asker's
- * dropped connection and evicted there by the recipient's byte bound), the
- * edge opens again (Asks.answerLost), yet the question is gone: the replier,
- * back within the deadline, is not asked it again, and once the reopened
- * edge expires unanswered the asker is not told `expired`. Before the merge
- * the copy stayed in the mailbox for both.
+ * An ask whose copy waits in the mailbox when a reply is accepted: the
+ * reply drops that copy at once, as answered (MailDelivery.askClosed), and
+ * StaleAsks remembers it with the reply's edge, also before the ask's
+ * deadline. Should that reply then be lost before it reaches the asker
+ * (here: given back to the mailbox by the asker's dropped connection and
+ * evicted there by its byte bound), the edge opens again and the question
+ * is put back (StaleAsks.replyLost): the replier, back within the deadline,
+ * is asked it again; once the reopened edge expires unanswered, the asker
+ * is told `expired` (review revw W1). One its asker withdrew after the
+ * reply, before the deadline, is neither asked again nor told expired.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../src/broker/Peer.ts"
-import { closePeer } from "../src/broker/RouterContext.ts"
-import { DELIVERY_V1 } from "../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { custodyFeatures, type Seen } from "./support/controlWorld.ts"
-import { fakeConnection } from "./support/fakeConnection.ts"
-import { handRouter } from "./support/handRouter.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { closePeer } from "../../src/broker/RouterContext.ts"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
 const WINDOW_MS = 1_000
@@ -32,9 +33,9 @@ const receipts = (frames: ReadonlyArray<Seen>) =>
  * As stale-answered-elsewhere.test.ts's `answeredWhileQueued` (the reply accepted while the ask's copy waits
  * in the mailbox), but d reads with custody: its connection then drops before confirming the reply, which goes
  * back to the mailbox, and c's big message to d pushes it out (d's byte bound): the reply is lost before the
- * ask's deadline.
+ * ask's deadline. `withdrawnFirst`: d withdraws the ask (`cancel_ask`) after it got the reply, before it drops.
  */
-const replyLostBeforeDeadline = Effect.gen(function*() {
+const replyLostBeforeDeadline = (withdrawnFirst = false) => Effect.gen(function*() {
   const clock = { now: 1_000_000 }
   const { batch, attach, close, router, tryDrain } = yield* handRouter(
     { askTimeout: ASK_TIMEOUT_MS, replaceWindow: WINDOW_MS, outboxCapacity: 1, mailboxBytesPerTarget: PER_TARGET },
@@ -84,30 +85,45 @@ const replyLostBeforeDeadline = Effect.gen(function*() {
   assert.strictEqual(router.stats().mailbox, 1, "setup: the ask did not go back to the mailbox")
   // The reply is accepted now, while the ask's copy waits in the mailbox.
   assert.deepStrictEqual(messagesOf(d), [status.id, reply.id], "setup: the reply did not reach d")
+  // Asked to: d withdraws the ask it has the reply to, before the deadline (the reply's loss reopens nothing).
+  if (withdrawnFirst) batch(d, [{ type: "cancel_ask", messageId: ask.id }])
   // d's connection drops before its client confirmed the reply: it goes back to the mailbox, for d.
   closeAbandoned(d)
   // c's big message to d pushes d's older mail out (its byte bound): the reply is lost, before the deadline.
   batch(c, [{ type: "send", to: "d", message: message("x".repeat(9_300)) }])
-  assert.strictEqual(router.stats().asks, 1, "setup: the reply was not lost (its ask's edge is not open again)")
+  // Withdrawn, nothing is put back: only c's message waits.
+  if (withdrawnFirst) assert.strictEqual(router.stats().mailbox, 1, "setup: the reply was not evicted")
+  assert.strictEqual(router.stats().asks, withdrawnFirst ? 0 : 1, "setup: the ask's edge is not open again, or is though withdrawn")
   return { ask, batch, c, clock, connect, framesOf, messagesOf, reply, router }
 })
 
-describe("review revw W1: an ask whose mailbox copy a reply dropped, the reply then lost before the deadline", () => {
+describe("an ask whose mailbox copy a reply dropped, the reply then lost before the deadline", () => {
   it.effect("the replier back before the deadline is asked it again (its edge is open again)", () =>
     Effect.gen(function*() {
-      const { ask, connect, messagesOf } = yield* replyLostBeforeDeadline
+      const { ask, connect, messagesOf } = yield* replyLostBeforeDeadline()
       const back = connect(5, "b", custodyFeatures, "b-1")
       assert.deepStrictEqual(messagesOf(back), [ask.id], "the ask was not asked again though its edge is open")
     }))
 
   it.effect("the replier away, the reopened edge expires: the asker, back, gets the ask's expired receipt", () =>
     Effect.gen(function*() {
-      const { ask, batch, c, clock, connect, framesOf, router } = yield* replyLostBeforeDeadline
+      const { ask, batch, c, clock, connect, framesOf, router } = yield* replyLostBeforeDeadline()
       clock.now += ASK_TIMEOUT_MS
       // A send prunes the edges (Send.prune): the reopened edge expires.
       batch(c, [{ type: "send", to: "c", message: message("tick") }])
       const back = connect(6, "d", custodyFeatures, "d-1")
       assert.strictEqual(router.stats().asks, 0, "setup: the reopened edge did not expire")
       assert.include(receipts(framesOf(back)), `expired ${ask.id}`, "the ask expired unanswered and its asker was never told")
+    }))
+
+  it.effect("withdrawn by its asker after the reply, before the deadline: nobody is asked it again, and its asker is told nothing", () =>
+    Effect.gen(function*() {
+      const { ask, batch, c, clock, connect, framesOf, messagesOf } = yield* replyLostBeforeDeadline(true)
+      const back = connect(5, "b", custodyFeatures, "b-1")
+      assert.notInclude(messagesOf(back), ask.id, "the withdrawn ask was asked again")
+      clock.now += ASK_TIMEOUT_MS
+      batch(c, [{ type: "send", to: "c", message: message("tick") }])
+      const asker = connect(6, "d", custodyFeatures, "d-1")
+      assert.notInclude(receipts(framesOf(asker)), `expired ${ask.id}`, "the asker was told its withdrawn ask expired")
     }))
 })
