@@ -58,14 +58,15 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 870 lines, one concept: the fate of mail that is not being
+ * Size: about 890 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
  * connection granted an
- * extension may get, `tellLive`, and what a closed connection gives back,
+ * extension may get, `tellLive`, what a closed connection gives back,
  * a control only with its message, `giveBack`, or kept for the instance
- * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
+ * given it when it comes back alone, `keepAlone`, and an ask put back when
+ * the reply that answered it is lost, `askAgain`). The mailbox's own bounds
  * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
  * the stale asks' drops and debts StaleAsks.ts's,
  * the notices' journal NoticeJournal.ts's, the
