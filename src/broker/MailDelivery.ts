@@ -60,14 +60,15 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 900 lines, one concept: the fate of mail that is not being
+ * Size: about 920 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
  * connection granted an
- * extension may get, `tellLive`, and what a closed connection gives back,
+ * extension may get, `tellLive`, what a closed connection gives back,
  * a control only with its message, `giveBack`, or kept for the instance
- * given it when it comes back alone, `keepAlone`). The mailbox's own bounds
+ * given it when it comes back alone, `keepAlone`, and an ask put back when
+ * the reply that answered it is lost, `askAgain`). The mailbox's own bounds
  * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
  * the stale asks' drops and debts StaleAsks.ts's,
  * the notices' journal NoticeJournal.ts's, the
@@ -230,7 +231,12 @@ export class MailDelivery {
     this.asks = asks
     this.owed = new AwayNotices(ctx, (key) => this.ended.size > 0 && this.ended.has(key))
     this.withdrawn = new WithdrawnCopies(ctx, routes, (copy, seq) => this.put(copy, seq))
-    this.stale = new StaleAsks(ctx, asks, (mail, code, reason, detail) => this.lost(mail, code, reason, detail))
+    this.stale = new StaleAsks(
+      ctx,
+      asks,
+      (mail, code, reason, detail) => this.lost(mail, code, reason, detail),
+      (mail) => this.askAgain(mail)
+    )
   }
 
   /** Messages held for absent sessions. */
@@ -782,6 +788,23 @@ export class MailDelivery {
   private liveSession(key: string): Session | undefined {
     const session = this.ctx.registry.byKey.get(key)
     return session !== undefined && session.peer.state === "registered" && !session.peer.isClosing ? session : undefined
+  }
+
+  /**
+   * An ask StaleAsks dropped as answered whose reply was lost before its
+   * deadline (its edge open again: StaleAsks.replyLost): stored again (its
+   * drop took it out of the store), and written to its recipient's live
+   * connection as a flush would, else queued for its return. Not when a
+   * copy of it waits in the mailbox already.
+   */
+  private askAgain(mail: Mail): void {
+    if (this.mailbox.get(mail.recordKey) !== undefined) return
+    this.ctx.journal?.putMail(mail)
+    const live = this.liveSession(mail.targetKey)
+    if (live === undefined) return this.put(mail)
+    const now = this.ctx.now()
+    this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, now), mail, to: live.key, senderSince: 0 })
+    this.routes.flushed(mail, live, now)
   }
 
   /** Queues `mail` (at its queue place `seq` when given: Mailbox.put); what the bounds push out goes as `evicted` says. */

@@ -17,10 +17,15 @@
  * had not closed, as Asks.withdrawnEarly and Asks.answeredCopy remember
  * (helpers staleans, fixsa, replyclose); one in the mailbox when it was
  * answered (a staged reply that fell due after its sender left), dropped
- * then (MailDelivery.askClosed with the reply). Should that answer be lost
- * later (its reply cancelled, evicted, expired before its asker got it),
- * the ask went unanswered after all: its asker is owed the `expired` then
- * (`silenced`, `replyLost`) — also after a durable broker's restart, which
+ * then (MailDelivery.askClosed with the reply). Such a copy is remembered
+ * with its reply (`silenced`), before its deadline too (review revw W1,
+ * W2). Should that answer be lost later (its reply cancelled, evicted,
+ * expired before its asker got it), the ask went unanswered after all
+ * (`replyLost`): before its deadline, its edge open again, the question
+ * is put back (MailDelivery's `askAgain`: stored again, to the replier's
+ * live connection or the mailbox), to be asked again or to expire there
+ * with its receipt; past it, its asker is owed the `expired` now (not for
+ * one it withdrew before the deadline) — also after a durable broker's restart, which
  * stores that debt until the reply leaves the store
  * (StoreJournal.askSilenced, SilencedAsks.ts) and attaches it again to the
  * restored reply (`restoreSilenced`, `reattach`, `restoreDone`; review revs
@@ -56,6 +61,14 @@ export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal"
 export type LoseAsk = (mail: Mail, code: DeliveryCode, reason: string, detail: string) => void
 
 /**
+ * How an ask dropped as answered is asked again once its reply was lost
+ * and its edge opened again: stored again, and put back as a flush would
+ * (MailDelivery's `askAgain`: the replier's live connection, else the
+ * mailbox).
+ */
+export type AskAgain = (mail: Mail) => void
+
+/**
  * Decides the fate of ask copies that come back after their ask is over.
  *
  * @example
@@ -69,11 +82,13 @@ export class StaleAsks {
   private readonly ctx: StaleAsksContext
   private readonly asks: MailAsks
   private readonly lose: LoseAsk
+  private readonly askAgain: AskAgain
   /**
-   * Asks dropped past their deadline silently only because a reply had
-   * answered that copy (`drop`), by the edge that reply closed: should the
-   * reply be lost after all, the asker is owed the ask's `expired`
-   * (`replyLost`). Weak: it goes with the edge, once nothing holds the reply.
+   * Asks dropped silently because a reply had answered that copy (`drop`),
+   * before or past their deadline, by the edge that reply closed: should
+   * the reply be lost after all, the ask is asked again or its asker owed
+   * its `expired` (`replyLost`). Weak: it goes with the edge, once nothing
+   * holds the reply.
    */
   private readonly silenced = new WeakMap<AskEdge, Mail>()
   /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
@@ -82,11 +97,13 @@ export class StaleAsks {
   /**
    * @param asks asked whether an ask is open, withdrawn early or answered, and told of a reply lost.
    * @param lose how an ask that expired unanswered is lost (its receipt).
+   * @param askAgain how an ask dropped as answered, its reply lost before its deadline, is put back.
    */
-  constructor(ctx: StaleAsksContext, asks: MailAsks, lose: LoseAsk) {
+  constructor(ctx: StaleAsksContext, asks: MailAsks, lose: LoseAsk, askAgain: AskAgain) {
     this.ctx = ctx
     this.asks = asks
     this.lose = lose
+    this.askAgain = askAgain
   }
 
   /**
@@ -106,17 +123,22 @@ export class StaleAsks {
    * its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
    * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * `answeredBy` or Asks.answeredCopy: remembered for its reply's loss,
-   * and stored by a durable broker). One withdrawn or answered goes
+   * `answeredBy` or Asks.answeredCopy). An answered one, before or past its
+   * deadline, is remembered for its reply's loss (`replyLost`), and stored
+   * by a durable broker. One withdrawn or answered goes
    * silently; a replay record that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
    */
   drop(mail: Mail, answeredBy?: Mail): void {
     const now = this.ctx.now()
-    if (pastDeadline(mail, now) && !this.asks.withdrawnEarly(mail)) {
-      const reply = answeredBy ?? this.asks.answeredCopy(mail)
-      if (reply?.answers === undefined) return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+    const early = this.asks.withdrawnEarly(mail)
+    const reply = early ? undefined : answeredBy ?? this.asks.answeredCopy(mail)
+    if (reply?.answers === undefined && !early && pastDeadline(mail, now)) {
+      return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+    }
+    // Remembered before its deadline too (review revw W2): should the reply be lost, the ask is asked again.
+    if (reply?.answers !== undefined) {
       this.silenced.set(reply.answers, mail)
       this.ctx.journal?.askSilenced(reply, mail, now)
     }
@@ -128,15 +150,21 @@ export class StaleAsks {
   /**
    * The mailbox dropped a reply that had closed `edge` (cancelled by its
    * sender, evicted, expired, refused unstored): its ask is unanswered again
-   * (Asks.answerLost). A copy of that ask already dropped silently past its
-   * deadline as answered (`drop`) expired after all: its asker gets the
-   * `expired` receipt now, or when it registers again.
+   * (Asks.answerLost). A copy of that ask already dropped silently as
+   * answered (`drop`) is put back when its edge opened again (before its
+   * deadline: `askAgain`); past its deadline it expired after all: its
+   * asker gets the `expired` receipt now, or when it registers again —
+   * unless it withdrew the ask before the deadline.
    */
   replyLost(edge: AskEdge, now: number): void {
     this.asks.answerLost(edge, now)
     const ask = this.silenced.get(edge)
     if (ask === undefined) return
     this.silenced.delete(edge)
+    // Its edge open again (before its deadline): the question is put back, for the replier to be asked again.
+    if (this.asks.isOpen(ask.recordKey, now)) return this.askAgain(ask)
+    // Withdrawn before its deadline, after the reply: nothing is owed.
+    if (this.asks.withdrawnEarly(ask)) return
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
   }
 

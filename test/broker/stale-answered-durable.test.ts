@@ -102,3 +102,42 @@ describe("durable: the expired owed for an ask that went silently as answered su
       assert.strictEqual(disk.silencedAsks.size, 0, "the debt of a reply not restored stayed stored")
     }))
 })
+
+describe("durable: an ask that went silently as answered before its deadline, its reply lost after a restart (review revw W2)", () => {
+  it.effect("the ask is asked again of the replier, and stored again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk, { askTimeout: ASK_TIMEOUT_MS })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const ask = message("still need this?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      yield* messageFor(bob.client, ask.id)
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      const reply = message("yes", { replyTo: ask.id })
+      assertDelivered(yield* send(bob.client, "alice", reply), "queued")
+      // Before the deadline bob's connection drops: the answered copy of the ask goes, its debt stored.
+      yield* bob.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "bob")
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 1, "setup: only the reply is stored")
+      assert.strictEqual(disk.silencedAsks.size, 1, "the debt of an ask dropped before its deadline was not stored")
+      yield* first.crash
+
+      yield* durableBroker(world, disk, { askTimeout: ASK_TIMEOUT_MS })
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* back.client.send({ type: "cancel_message", messageId: reply.id })
+      yield* back.client.next("message", (frame) => frame.message.id === ask.id, "1 second")
+      yield* settled([back.client])
+      yield* advance(LAZY_FLUSH)
+      assert.deepStrictEqual(
+        [...disk.mail.values()].map((row) => row.text.includes(ask.id) && !row.text.includes(reply.id)),
+        [true],
+        "the ask asked again is not stored alone (the cancelled reply stayed, or the ask was not stored again)"
+      )
+      assert.strictEqual(disk.silencedAsks.size, 0, "the debt stayed stored after its reply was lost")
+    }))
+})
