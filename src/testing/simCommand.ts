@@ -152,7 +152,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "control-to-other-instance": true,
   "control-never-reached-reader": true,
   "missing-pair": true,
-  "ask-expired-untold": true
+  "ask-expired-untold": true,
+  "expired-after-answer": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
