@@ -251,6 +251,30 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         )
         return pending(world, fiber)
       }),
+    answer: (to, questionId, text) =>
+      Effect.gen(function*() {
+        const generation = state.generation
+        const client = state.client
+        const label = `answers ${world.ledger.alias(questionId)} of ${world.ledger.nameOf(to)} through its client "${text}"`
+        if (generation === undefined || client === undefined) {
+          world.ledger.note(`${name} ${label}: skipped (session stopped)`)
+          return undefined
+        }
+        const fiber = yield* step(
+          world,
+          Effect.gen(function*() {
+            world.ledger.note(`${name} ${label}`)
+            const message = yield* newMessage(text, undefined, { replyTo: questionId })
+            const sent = yield* client.service.send({ to, message })
+            return `${world.ledger.alias(message.id)} ${sent.delivery}`
+          }).pipe(
+            Effect.onExit((exit) => Effect.sync(() => world.ledger.note(`${name} ${label} → ${failureOf(exit, (outcome) => outcome)}`)))
+          ),
+          generation.ops,
+          client.key
+        )
+        return pending(world, fiber)
+      }),
     cancelRecent: (back, to) =>
       controlOp(world, state, to, back, "cancels", (client, recent) =>
         Effect.map(client.cancel(recent.messageId), (cancelled) => cancelled ? "cancelled" : "not cancelled")),
