@@ -7,7 +7,7 @@
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
  *
- * Size: about 410 lines, one handle whose actions share the step helpers
+ * Size: about 440 lines, one handle whose actions share the step helpers
  * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
