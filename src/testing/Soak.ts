@@ -205,6 +205,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     instanceControl: options.instanceControl === true,
     readerReturn: options.readerReturn === true,
     staleAsk: options.staleAsk === true,
+    answerTakeover: options.answerTakeover === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

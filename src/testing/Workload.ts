@@ -6,7 +6,7 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 930 lines — generating and running workloads; the
+ * Size: one concept, about 950 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
@@ -32,6 +32,7 @@ import { drawInstanceControl, formatInstanceControl, InstanceControlFields, runI
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { drawReaderReturn, formatReaderReturn, ReaderReturnFields, runReaderReturn } from "./simulation/readerReturn.ts"
 import { drawStaleAsk, formatStaleAsk, runStaleAsk, StaleAskFields } from "./simulation/staleAsk.ts"
+import { AnswerTakeoverFields, drawAnswerTakeover, formatAnswerTakeover, runAnswerTakeover } from "./simulation/answerTakeover.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
   drawParkedFlush,
@@ -93,6 +94,7 @@ export const OpSchema = Schema.Union([
   op("InstanceControl", InstanceControlFields),
   op("ReaderReturn", ReaderReturnFields),
   op("StaleAsk", StaleAskFields),
+  op("AnswerTakeover", AnswerTakeoverFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -147,6 +149,8 @@ export const trafficWeights: OpWeights = {
   ReaderReturn: 0,
   // Never drawn by weight: `staleAsk` inserts it from a stream of its own (simulation/staleAsk.ts).
   StaleAsk: 0,
+  // Never drawn by weight: `answerTakeover` inserts it from a stream of its own (simulation/answerTakeover.ts).
+  AnswerTakeover: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -292,6 +296,14 @@ export interface WorkloadOptions {
    * whose asker is owed its expiry (`ask-expired-untold`). Default false.
    */
   readonly staleAsk?: boolean
+  /**
+   * Insert one `AnswerTakeover` (simulation/answerTakeover.ts), drawn from a
+   * stream of its own: an ask answered by a new client instance of its
+   * target while the taken-over connection holds the question unconfirmed
+   * and closes past the deadline; its asker, answered, must not be told it
+   * expired (`expired-after-answer`). Default false.
+   */
+  readonly answerTakeover?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -498,6 +510,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "InstanceControl":
       case "ReaderReturn":
       case "StaleAsk":
+      case "AnswerTakeover":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -559,6 +572,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, op] of drawStaleAsk(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+  }
+  if (options.answerTakeover === true) {
+    // As for the custody hold: the op kills and starts its target.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, op] of drawAnswerTakeover(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -643,6 +662,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatReaderReturn(op, name)}`
     case "StaleAsk":
       return `${when} ${formatStaleAsk(op, name)}`
+    case "AnswerTakeover":
+      return `${when} ${formatAnswerTakeover(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -811,6 +832,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "StaleAsk":
           yield* runStaleAsk(sim, op, counter)
+          break
+        case "AnswerTakeover":
+          yield* runAnswerTakeover(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

@@ -37,6 +37,9 @@
  *                  cancels or supersedes, and the same instance comes back (simulation/readerReturn.ts)
  *   --stale-ask    one stale ask per workload: a target holds an ask's question unread past its
  *                  deadline and gives it back after the asker timed out (simulation/staleAsk.ts)
+ *   --answer-takeover  one answer by a takeover per workload: a new client instance of an ask's
+ *                  target answers while the old connection holds the question past its deadline
+ *                  (simulation/answerTakeover.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead

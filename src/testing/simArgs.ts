@@ -36,6 +36,7 @@ export interface SimArgs {
   readonly instanceControl?: boolean
   readonly readerReturn?: boolean
   readonly staleAsk?: boolean
+  readonly answerTakeover?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -78,6 +79,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("instance-control", args.instanceControl),
     ...toggle("reader-return", args.readerReturn),
     ...toggle("stale-ask", args.staleAsk),
+    ...toggle("answer-takeover", args.answerTakeover),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

@@ -8,7 +8,7 @@
  * a workload is a usage error: effect/cli prints the help and the error, and
  * the process exits 2 (cli/exit.ts).
  *
- * Size: about 575 lines, one concept — the flags. Most of it is the flag
+ * Size: about 585 lines, one concept — the flags. Most of it is the flag
  * table itself, one declaration per flag with its help text, and the checks
  * that refuse a vacuous value or a --replay of another mode; the replay line they print is simArgs.ts's.
  */
@@ -152,7 +152,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "control-to-other-instance": true,
   "control-never-reached-reader": true,
   "missing-pair": true,
-  "ask-expired-untold": true
+  "ask-expired-untold": true,
+  "expired-after-answer": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
@@ -248,6 +249,10 @@ const flags = {
     "stale-ask",
     "Insert one stale ask into each workload: a target stops reading, an ask of it times out, and the target's connection drops after the asker's cancel_ask, giving the question back past its deadline: its asker must be told it expired (ask-expired-untold; simulation/staleAsk.ts; docs/testing.md)"
   ),
+  answerTakeover: toggle(
+    "answer-takeover",
+    "Insert one answer by a takeover into each workload: a target's old connection holds an ask's question unconfirmed while a new client instance takes the session over and answers it, and closes past the deadline: the asker, answered, must not be told it expired (expired-after-answer; simulation/answerTakeover.ts; docs/testing.md)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -341,6 +346,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     instanceControl: input.instanceControl,
     readerReturn: input.readerReturn,
     staleAsk: input.staleAsk,
+    answerTakeover: input.answerTakeover,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -519,6 +525,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.instanceControl ? { instanceControl: true } : {}),
     ...(input.readerReturn ? { readerReturn: true } : {}),
     ...(input.staleAsk ? { staleAsk: true } : {}),
+    ...(input.answerTakeover ? { answerTakeover: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

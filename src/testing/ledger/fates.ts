@@ -10,7 +10,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
 import { cancelledUnread, checkControls, checkSupersedesHeard, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
-import { checkAskExpiry, owedExpiry } from "./askExpiry.ts"
+import { answeredQuestions, checkAskExpiry, checkExpiredAfterAnswer, owedExpiry, retriesAnswered } from "./askExpiry.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -27,18 +27,20 @@ export interface Unexplained {
 /**
  * Acknowledged messages that were never delivered, never written anywhere,
  * with no failure notice and (in memory mode) no broker crash to explain them,
- * and questions owed their expiry whose asker was not told (`owedExpiry`,
- * wherever they went): the world asks the broker's replay record about each
+ * questions owed their expiry whose asker was not told (`owedExpiry`,
+ * wherever they went), and answered questions never handed to their target
+ * (`retriesAnswered`: a retry must not hear they expired): the world asks the broker's replay record about each
  * (a resend from the sender with the same id) before `finish` classifies them.
  */
 export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
   const out: Array<Unexplained> = []
+  const answered = answeredQuestions(state)
   for (const record of state.messages.values()) {
     const lost = record.reads.length === 0 && record.writtenTo.length === 0 && record.delivery?.replaced !== true &&
       (state.durable || !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)))
     if (
       record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified && record.target !== undefined &&
-      (lost || owedExpiry(state, record))
+      (lost || owedExpiry(state, record) || retriesAnswered(state, record, answered))
     ) out.push({ sender: record.sender, target: record.target, message: record.message, channel: record.channel })
   }
   return out
@@ -117,6 +119,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   checkControls(state)
   checkSupersedesHeard(state)
   checkAskExpiry(state)
+  checkExpiredAfterAnswer(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()

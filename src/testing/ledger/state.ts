@@ -247,6 +247,8 @@ export interface MessageRecord {
   failureCode: string | undefined
   acceptSeq: number | undefined
   expiredNotified: boolean
+  /** When its sender first read the broker's `expired` receipt for it, among reads (`LedgerState.readSeq`). */
+  expiredSeq?: number | undefined
   readonly writtenTo: Array<number>
   /**
    * Connections whose broker write carrying it ended (failed, or was

@@ -261,6 +261,14 @@ export type ViolationKind =
    * (ledger/askExpiry.ts; review revq Q1).
    */
   | "ask-expired-untold"
+  /**
+   * An ask question a reply to which its asker's session read for good (on
+   * a connection without `received-v1`, or confirmed to the broker), by any
+   * client of that session: its asker afterwards read the `expired` receipt
+   * for it, or a retry of it at the end heard `E_DELIVERY_EXPIRED`
+   * (ledger/askExpiry.ts; helper replyclose's gaps).
+   */
+  | "expired-after-answer"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {

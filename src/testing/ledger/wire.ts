@@ -667,6 +667,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const record = recordFrom(state, frame.receipt.messageId, link.owner)
       if (record !== undefined) {
         record.expiredNotified = true
+        record.expiredSeq ??= ++state.readSeq
         note(state, `   ${nameOf(state, link.owner)} told ${record.alias} expired: ${frame.receipt.detail ?? ""}`)
       }
       return

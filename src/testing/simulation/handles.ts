@@ -7,7 +7,7 @@
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
  *
- * Size: about 430 lines, one handle whose actions share the step helpers
+ * Size: about 450 lines, one handle whose actions share the step helpers
  * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
@@ -245,6 +245,30 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
                 world.ledger.note(`${name} ${label} → ${failureOf(exit, (delivery) => delivery.delivery)}`)
               )
             )
+          ),
+          generation.ops,
+          client.key
+        )
+        return pending(world, fiber)
+      }),
+    answer: (to, questionId, text) =>
+      Effect.gen(function*() {
+        const generation = state.generation
+        const client = state.client
+        const label = `answers ${world.ledger.alias(questionId)} of ${world.ledger.nameOf(to)} through its client "${text}"`
+        if (generation === undefined || client === undefined) {
+          world.ledger.note(`${name} ${label}: skipped (session stopped)`)
+          return undefined
+        }
+        const fiber = yield* step(
+          world,
+          Effect.gen(function*() {
+            world.ledger.note(`${name} ${label}`)
+            const message = yield* newMessage(text, undefined, { replyTo: questionId })
+            const sent = yield* client.service.send({ to, message })
+            return `${world.ledger.alias(message.id)} ${sent.delivery}`
+          }).pipe(
+            Effect.onExit((exit) => Effect.sync(() => world.ledger.note(`${name} ${label} → ${failureOf(exit, (outcome) => outcome)}`)))
           ),
           generation.ops,
           client.key

@@ -4,7 +4,7 @@
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
  *
- * Size: about 480 lines, nearly all JSDoc'd fields of those few types; one
+ * Size: about 490 lines, nearly all JSDoc'd fields of those few types; one
  * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
@@ -372,6 +372,14 @@ export interface SimSession {
   readonly reply: (text: string, options?: { readonly to?: string; readonly replyTo?: string }) => Effect.Effect<
     Pending<Sent, ReplyFailure> | undefined
   >
+  /**
+   * Answers the question `questionId` of the session whose id is `to` through the
+   * session's client (a `send` with `replyTo`), as an agent answers from
+   * what it kept across a restart: the question need not have reached this
+   * client instance. Succeeds with the broker's delivery; undefined while
+   * the session is stopped.
+   */
+  readonly answer: (to: string, questionId: string, text: string) => Effect.Effect<Pending<string, unknown> | undefined>
   /** Lists the sessions it can see (its scope). */
   readonly list: Effect.Effect<Pending<SessionList, ListError> | undefined>
   /** A topic action through the session's tool (`publish`, `subscribe`, `unsubscribe`, `topics`). */

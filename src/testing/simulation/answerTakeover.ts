@@ -1,0 +1,139 @@
+/**
+ * The `AnswerTakeover` op of generated workloads (`WorkloadOptions.answerTakeover`,
+ * `--answer-takeover`): an ask answered by a new client instance of its
+ * target's session while the old connection, taken over, still holds the
+ * question unconfirmed, and closes past the ask's deadline. How it is
+ * drawn, printed and run; Workload.ts lists the op and calls these.
+ *
+ * Why: a reply accepted along an ask's edge ends the ask's other copies as
+ * answered (helper replyclose): the copy a takeover's old connection gives
+ * back past the deadline goes silently. Before that fix the broker told the
+ * asker `expired` after it had its reply, and no workload built the order
+ * (the old connection must outlive the deadline holding the question, the
+ * new instance answer before it); the ledger checks the end
+ * (`expired-after-answer`, ledger/askExpiry.ts).
+ *
+ * The op, in order: T's client stops reading and the broker stops reading
+ * T's connection; A asks T with a timeout of `timeoutMs`, and the question
+ * is written to T's connection, never read; T's broker-side writes then
+ * take `slowMs` and A sends T a plain message, whose slow write keeps the
+ * old connection's close waiting (at most the broker's 2 s end grace); T
+ * stops (its `unregister` unread, its client waits 2 s for the answer, then
+ * closes) and starts again at once — a new client instance, which takes
+ * the session over while the old close waits — and answers A's question
+ * through its client (`SimSession.answer`, as an agent answering from what
+ * it kept); A's ask ends with the reply; the op waits out the deadline and
+ * the old close.
+ * A and T are distinct running sessions of one group and one pi scope; a
+ * supervisor and the ephemeral session are never T (`notSession`). The op
+ * takes the next running sessions that fit, or is skipped. Drawn from a
+ * stream of its own (`Prng.derive(seed, "answer-takeover")`) and inserted
+ * into the ordinary workload, whose own draws are unchanged.
+ */
+import { Effect, Schema } from "effect"
+import { Prng } from "../Prng.ts"
+import { nextRunning } from "./running.ts"
+import type { SimulationService } from "./types.ts"
+
+/** The fields of an `AnswerTakeover` op (sessions by index; see the module header for the order of events). */
+export const AnswerTakeoverFields = {
+  asker: Schema.Int,
+  target: Schema.Int,
+  timeoutMs: Schema.Int,
+  slowMs: Schema.Int,
+  notSession: Schema.Array(Schema.Int)
+}
+
+/** A drawn `AnswerTakeover`. */
+export interface AnswerTakeoverDraw {
+  readonly _tag: "AnswerTakeover"
+  readonly after: number
+  readonly asker: number
+  readonly target: number
+  /** The ask's timeout: past T's stop (2 s) and return and its answer, short of the old close. */
+  readonly timeoutMs: number
+  /** How long each of the broker's writes to T's old connection takes: its close waits for the one in progress. */
+  readonly slowMs: number
+  /** Sessions the op never takes as T (a supervisor, the ephemeral one). */
+  readonly notSession: ReadonlyArray<number>
+}
+
+/**
+ * The `AnswerTakeover` op of `seed`'s workload, with the index among the workload's `ops` other ops
+ * (0 to `ops`) it goes before; none in a world of fewer than two sessions.
+ */
+export const drawAnswerTakeover = (
+  seed: number,
+  sessions: number,
+  ops: number,
+  notSession: ReadonlyArray<number> = []
+): ReadonlyArray<readonly [number, AnswerTakeoverDraw]> => {
+  if (sessions < 2) return []
+  const prng = Prng.derive(seed, "answer-takeover")
+  const target = prng.int(0, sessions - 1)
+  const asker = (target + prng.int(1, sessions - 1)) % sessions
+  const at = prng.int(0, ops)
+  const timeoutMs = prng.int(2300, 3200)
+  return [[at, {
+    _tag: "AnswerTakeover",
+    after: prng.int(0, 2500),
+    asker,
+    target,
+    timeoutMs,
+    slowMs: prng.int(timeoutMs + 500, 4000),
+    notSession
+  }]]
+}
+
+/** An `AnswerTakeover`, printed. */
+export const formatAnswerTakeover = (op: AnswerTakeoverDraw, name: (index: number) => string): string => {
+  const a = name(op.asker)
+  const t = name(op.target)
+  return `${t}'s client and the broker stop reading ${t}; ${a} asks ${t} (timeout ${op.timeoutMs} ms); ${t}'s broker-side writes take ${op.slowMs} ms and ${a} sends ${t} one more; ${t} stops (unread) and starts again (a takeover) and answers ${a}'s question; the old connection closes past the deadline`
+}
+
+/** How long the op gives the broker to write the question to T (a round trip's worth of simulated time). */
+const WRITE_MS = 20
+
+/** How long past its timeout the op waits for A's ask to end (a settling round trip may prolong it). */
+const SLACK_MS = 15_000
+
+/** The text of message `k` of the op number `counter` from `from` to `to`. */
+const text = (counter: number, k: string, from: string, to: string): string => `answer-takeover ${counter}.${k} ${from}→${to}`
+
+/** Runs the op with the drawn sessions, or the next running sessions after them that fit. */
+export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw, counter: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const sessions = sim.sessions
+    const target = yield* nextRunning(sessions, op.target, (s) => !op.notSession.includes(sessions.indexOf(s)))
+    if (target === undefined) return yield* sim.note("answer takeover: skipped (no target running)")
+    // One group and one pi scope: an ask of a session the asker cannot see fails before it is sent.
+    const asker = yield* nextRunning(
+      sessions,
+      op.asker,
+      (s) => s !== target && s.group === target.group && s.scopeId === target.scopeId
+    )
+    if (asker === undefined) return yield* sim.note("answer takeover: skipped (no asker running)")
+    yield* target.stall("client")
+    yield* target.stall("broker")
+    const asked = yield* asker.ask(target.name, text(counter, "question", asker.name, target.name), { timeout: op.timeoutMs })
+    yield* sim.advance(WRITE_MS)
+    const open = sim.ledger.openQuestions().filter((question) => question.asker === asker.id)
+    const questionId = open[open.length - 1]?.questionId
+    if (asked === undefined || questionId === undefined) {
+      yield* target.resume("broker")
+      yield* target.resume("client")
+      return yield* sim.note("answer takeover: skipped (the question was not sent)")
+    }
+    yield* target.delayWrites("broker", op.slowMs)
+    const slow = yield* asker.send(target.name, text(counter, "slow", asker.name, target.name))
+    if (slow !== undefined) yield* slow.result(`${op.timeoutMs} millis`)
+    // Its `unregister` unread, its close waits 2 s for the answer; the broker's close of it then waits for the slow write.
+    yield* target.stop
+    yield* target.start
+    const answered = yield* target.answer(asker.id, questionId, text(counter, "answer", target.name, asker.name))
+    if (answered !== undefined) yield* answered.result(`${op.timeoutMs} millis`)
+    yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
+    // Past the deadline and the old connection's close (its slow write, or the 2 s end grace).
+    yield* sim.advance(op.slowMs)
+  })
