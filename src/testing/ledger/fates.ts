@@ -118,8 +118,6 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   checkReplaceLatest(state)
   checkControls(state)
   checkSupersedesHeard(state)
-  checkAskExpiry(state)
-  checkExpiredAfterAnswer(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()
@@ -280,6 +278,10 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
       }`
     )
   }
+  // After each message's own fate: a question the broker lost outright is that (`silent-loss`, above)
+  // before it is an ask whose asker was not told.
+  checkAskExpiry(state)
+  checkExpiredAfterAnswer(state)
   return {
     sent: state.messages.size,
     acknowledged,
