@@ -8,6 +8,10 @@
  * - A reply the broker accepted (its sender told `delivered`), unread when
  *   the connection drops during the settle, is given back on the rejoin and
  *   answers the ask: the client settles again on the new connection.
+ * - A reply to a question whose acknowledgement was never read, the question
+ *   not written again at the reconnect (its timeout up since its first send),
+ *   is given back at the `register` and answers the ask: the client settles
+ *   on the new connection (Ask.ts `settleUnwritten`; sim seed 28741).
  * - With no reply, the wait ends with `ReplyTimeout` once the new connection
  *   is live (the notice given back, or that connection's settle).
  * - A broker restarted without the ask (memory mode) gives nothing back:
@@ -41,7 +45,8 @@ const TIMEOUT = 10_000
  * A dialer over `world` whose connections hand on what they read only while
  * the gate is open (`hold`), and which the test can `cut`: the live
  * connection is destroyed and the batch it holds is lost with it. `settled`
- * completes once a `list` marked `settle: true` was written; `refuse` makes
+ * completes once a `list` marked `settle: true` was written; `holdAtSend`
+ * closes the gate as the next `send` frame is written; `refuse` makes
  * every later dial fail (`refused` counts them) until `allow`; `loseSends`
  * drops the `send` frames written from then on, before the broker reads
  * them, until the next dial (`sendLost` completes at the first).
@@ -54,8 +59,13 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
   let losing = false
   const settled = Deferred.makeUnsafe<void>()
   const sendLost = Deferred.makeUnsafe<void>()
+  let holdingAtSend = false
   const watch = (frames: ReadonlyArray<OutFrame>) => {
     if (frames.some((frame) => frameText(frame).includes(`"settle":true`))) Deferred.doneUnsafe(settled, Exit.void)
+    if (holdingAtSend && frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))) {
+      holdingAtSend = false
+      gate = Deferred.makeUnsafe<void>()
+    }
   }
   /** `frames` less the `send` frames while `loseSends` holds. */
   const kept = (frames: ReadonlyArray<OutFrame>): ReadonlyArray<OutFrame> => {
@@ -105,6 +115,9 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
     settled: Deferred.await(settled),
     hold: Effect.sync(() => {
       gate = Deferred.makeUnsafe<void>()
+    }),
+    holdAtSend: Effect.sync(() => {
+      holdingAtSend = true
     }),
     cut: Effect.suspend(() => cutLive),
     refuse: Effect.sync(() => {
@@ -172,6 +185,30 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       const exit = asking.pollUnsafe()
       assert.isDefined(exit, "the ask still waits past the timeout from its first send")
       assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("a reply to a question whose acknowledgement was lost unread answers the ask after a reconnect past its timeout", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      // The broker takes the question; its acknowledgement, and all after it, stay unread on this connection.
+      yield* cuttable.holdAtSend
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: 2_000 }))
+      yield* Queue.take(answerer.inbound)
+      const replied = yield* answerer.session.reply({ message: "just in time" })
+      assert.strictEqual(replied.delivery, "socket_delivered")
+      // Past the timeout from the first send, the connection drops with the reply unread.
+      yield* TestClock.adjust("2100 millis")
+      yield* cuttable.cut
+      // The reconnect (its first retry after a second) does not write the question again, its timeout up;
+      // the broker gives the reply back behind `registered`, and the asker settles on that connection.
+      yield* TestClock.adjust("2 seconds")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits after the new connection settled")
+      assert.isTrue(Exit.isSuccess(exit), `the ask ended without its reply: ${String(failureOf(exit))}`)
+      if (Exit.isSuccess(exit)) assert.include(exit.value.text, "just in time")
     }))
 
   it.effect("with no reply, the wait ends with ReplyTimeout once the new connection is live, not at the rejoin grace", () =>
