@@ -23,7 +23,12 @@
  *   that, within the grace, answers the ask.
  * - A client closed while its asker's settle waits for the next connection
  *   ends that wait at once, not at the reconnect's next attempt.
- * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`).
+ * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`), and
+ *   settles the same way when its question is not written again
+ *   (`settleUnwritten`).
+ *
+ * Size note: about 420 lines, one dialer and the cases of one concept (the
+ * settle across a lost connection).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, type Scope } from "effect"
@@ -46,7 +51,7 @@ const TIMEOUT = 10_000
  * the gate is open (`hold`), and which the test can `cut`: the live
  * connection is destroyed and the batch it holds is lost with it. `settled`
  * completes once a `list` marked `settle: true` was written; `holdAtSend`
- * closes the gate as the next `send` frame is written; `refuse` makes
+ * closes the gate as the next `send` (or `supervisor_send`) frame is written; `refuse` makes
  * every later dial fail (`refused` counts them) until `allow`; `loseSends`
  * drops the `send` frames written from then on, before the broker reads
  * them, until the next dial (`sendLost` completes at the first).
@@ -62,7 +67,7 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
   let holdingAtSend = false
   const watch = (frames: ReadonlyArray<OutFrame>) => {
     if (frames.some((frame) => frameText(frame).includes(`"settle":true`))) Deferred.doneUnsafe(settled, Exit.void)
-    if (holdingAtSend && frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))) {
+    if (holdingAtSend && frames.some((frame) => /^\{"type":"(supervisor_)?send"/.test(frameText(frame)))) {
       holdingAtSend = false
       gate = Deferred.makeUnsafe<void>()
     }
@@ -374,6 +379,46 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       yield* cuttable.cut
       assert.isUndefined(waiting.pollUnsafe(), "the contact ended when its settling round trip lost its connection")
       yield* TestClock.adjust("2 seconds")
+      const result = yield* Fiber.join(waiting)
+      assert.deepStrictEqual([result.text, result.isError], ["Stable.", false])
+    }))
+  it.effect("a blocking contact_supervisor whose acknowledgement was lost unread gets the reply given back after a reconnect past its timeout", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const cuttable = cuttableDialer({ dial: broker.network.dial(broker.address).pipe(Effect.orDie) })
+      const supervisor = yield* layeredMember(broker, "5b5b5b5b-0000-4000-8000-000000000001", "planner", {
+        ownerToken: "a-long-random-owner-token"
+      })
+      const launched = yield* settle(
+        authorizeChild({ runId: "Run-7", agent: "Worker", index: 0, supervisorTarget: "planner" }, {})
+          .pipe(Effect.provideService(IntercomClient, supervisor.client))
+      )
+      const bridge = readChildBridge(launched.env)
+      const child = yield* layeredMember(
+        broker,
+        "c1c1c1c1-0000-4000-8000-000000000002",
+        launched.sessionName,
+        { group: "run-7", supervisorGrant: bridge?.grant, dial: cuttable.dial },
+        { childBridge: bridge, askTimeoutMs: 2_000 }
+      )
+      yield* settle(child.client.connect)
+      const tool = child.session.contactSupervisor
+      if (tool === undefined) return assert.fail("the child has no contact_supervisor")
+      // The broker takes the question; its acknowledgement, and all after it, stay unread on this connection.
+      yield* cuttable.holdAtSend
+      const waiting = yield* step(tool({ reason: "need_decision", message: "Stable or experimental API?" }))
+      assert.isTrue(Option.isSome(yield* Queue.poll(supervisor.inbox)))
+      const replied = yield* settle(
+        supervisor.session.intercom({ action: "reply", to: launched.sessionName, message: "Stable." })
+      )
+      assert.isFalse(replied.isError)
+      // Past the timeout from the first send, the connection drops with the reply unread; the reconnect
+      // does not write the question again, and the reply given back there answers it.
+      yield* TestClock.adjust("2100 millis")
+      yield* cuttable.cut
+      yield* TestClock.adjust("2 seconds")
+      const exit = waiting.pollUnsafe()
+      assert.isDefined(exit, "the contact still waits after the new connection settled")
       const result = yield* Fiber.join(waiting)
       assert.deepStrictEqual([result.text, result.isError], ["Stable.", false])
     }))
