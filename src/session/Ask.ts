@@ -32,11 +32,13 @@
  * at the deadline (a broker that answers neither the round trip nor the
  * probe after it within the liveness timeout each is dropped). An ask whose
  * whole timeout ran out before a reconnect could write it again is not
- * written (`timedOutUnwritten`) and ends in `ReplyTimeout`.
+ * written (`timedOutUnwritten`); it settles on the new connection at once,
+ * since its first write may have reached the broker (`settleUnwritten`),
+ * and ends on the reply given back there or in `ReplyTimeout`.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  *
- * Size: about 435 lines, over a third of them comments; one concept (one
+ * Size: about 470 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  */
@@ -199,6 +201,39 @@ export const timedOutUnwritten = (error: { readonly _tag: string }): boolean =>
   error instanceof NotDelivered && error.code === DeliveryCode.DeliveryExpired && error.reason === ASK_TIMED_OUT_UNWRITTEN
 
 /**
+ * What a question's send ends on when its client would not write it again
+ * after a reconnect (`timedOutUnwritten`): its first write may have reached
+ * the broker on the dropped connection unacknowledged, and a reply the broker
+ * accepted before its deadline is given back first thing on the new
+ * connection (the rejoin, or the mailbox's flush at the `register`). So
+ * against a broker that granted `ask-expiry-v1` the asker settles there, as
+ * at its own deadline (`settleRoundTrip`: the answer comes behind that reply,
+ * or behind the notice that the ask expired), and the send ends as answered
+ * when the reply was routed meanwhile (sim seed 28741 of `--settle-hold
+ * --delivery`: the reply, written to the old connection behind a slow write
+ * with the question's acknowledgement, came right behind `registered`, read
+ * after the ask had timed out). Otherwise, or without the extension, it
+ * fails with `timedOut()`; any other error passes through. Used by `ask` and
+ * by a blocking `contact_supervisor`, inside `untilSent`.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const settleUnwritten = <E extends { readonly _tag: string }, T>(
+  generation: Generation,
+  waiter: Waiter,
+  questionId: string,
+  timedOut: () => T
+) =>
+(error: E): Effect.Effect<Delivery, E | T> =>
+  Effect.gen(function*() {
+    if (!timedOutUnwritten(error)) return yield* Effect.fail(error)
+    if ((yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) yield* generation.client.settleRoundTrip
+    if (Deferred.isDoneUnsafe(waiter.outcome)) return { messageId: questionId, delivery: "socket_delivered" } satisfies Delivery
+    return yield* Effect.fail(timedOut())
+  })
+
+/**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
  * cancelling the ask edge if the wait fails or is interrupted. The answer
  * can come before the acknowledgement (a durable broker delivers before its
@@ -354,8 +389,9 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           delivery: choice,
           onResend
         }).pipe(
-          // Its timeout ran out before a reconnect could write it again: the ask timed out, nothing more.
-          Effect.mapError((error) => timedOutUnwritten(error) ? new ReplyTimeout({ target: request.to, timeoutMs }) : error)
+          // Its timeout ran out before a reconnect could write it again: timed out, unless the reply the
+          // new connection gives back answers it (`settleUnwritten`).
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs })))
         )
       )
       yield* sending.recordSent(request.to, message)

@@ -32,7 +32,7 @@ import { Clock, Effect, Exit, Result, type Scope } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { awaitAnswer, cancelWait, timedOutUnwritten, untilSent } from "./Ask.ts"
+import { awaitAnswer, cancelWait, settleUnwritten, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -274,8 +274,8 @@ export const makeSupervisorContact = (
         message.id,
         client.supervisorSend({ message, askTimeoutMs: timeoutMs, askSince: yield* Clock.currentTimeMillis }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
-          // As for `ask`: its timeout ran out before a reconnect could write it again.
-          Effect.mapError((error) => timedOutUnwritten(error) ? new ReplyTimeout({ target: display, timeoutMs }) : error)
+          // As for `ask`: its timeout ran out before a reconnect could write it again (`settleUnwritten`).
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs })))
         )
       )
       yield* sending.recordSent(display, message)

@@ -8,6 +8,10 @@
  * - A reply the broker accepted (its sender told `delivered`), unread when
  *   the connection drops during the settle, is given back on the rejoin and
  *   answers the ask: the client settles again on the new connection.
+ * - A reply to a question whose acknowledgement was never read, the question
+ *   not written again at the reconnect (its timeout up since its first send),
+ *   is given back at the `register` and answers the ask: the client settles
+ *   on the new connection (Ask.ts `settleUnwritten`; sim seed 28741).
  * - With no reply, the wait ends with `ReplyTimeout` once the new connection
  *   is live (the notice given back, or that connection's settle).
  * - A broker restarted without the ask (memory mode) gives nothing back:
@@ -19,7 +23,12 @@
  *   that, within the grace, answers the ask.
  * - A client closed while its asker's settle waits for the next connection
  *   ends that wait at once, not at the reconnect's next attempt.
- * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`).
+ * - A blocking `contact_supervisor` waits the same way (`awaitAnswer`), and
+ *   settles the same way when its question is not written again
+ *   (`settleUnwritten`).
+ *
+ * Size note: about 420 lines, one dialer and the cases of one concept (the
+ * settle across a lost connection).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, type Scope } from "effect"
@@ -41,7 +50,8 @@ const TIMEOUT = 10_000
  * A dialer over `world` whose connections hand on what they read only while
  * the gate is open (`hold`), and which the test can `cut`: the live
  * connection is destroyed and the batch it holds is lost with it. `settled`
- * completes once a `list` marked `settle: true` was written; `refuse` makes
+ * completes once a `list` marked `settle: true` was written; `holdAtSend`
+ * closes the gate as the next `send` (or `supervisor_send`) frame is written; `refuse` makes
  * every later dial fail (`refused` counts them) until `allow`; `loseSends`
  * drops the `send` frames written from then on, before the broker reads
  * them, until the next dial (`sendLost` completes at the first).
@@ -54,8 +64,13 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
   let losing = false
   const settled = Deferred.makeUnsafe<void>()
   const sendLost = Deferred.makeUnsafe<void>()
+  let holdingAtSend = false
   const watch = (frames: ReadonlyArray<OutFrame>) => {
     if (frames.some((frame) => frameText(frame).includes(`"settle":true`))) Deferred.doneUnsafe(settled, Exit.void)
+    if (holdingAtSend && frames.some((frame) => /^\{"type":"(supervisor_)?send"/.test(frameText(frame)))) {
+      holdingAtSend = false
+      gate = Deferred.makeUnsafe<void>()
+    }
   }
   /** `frames` less the `send` frames while `loseSends` holds. */
   const kept = (frames: ReadonlyArray<OutFrame>): ReadonlyArray<OutFrame> => {
@@ -105,6 +120,9 @@ const cuttableDialer = (world: { readonly dial: Effect.Effect<Connection, never,
     settled: Deferred.await(settled),
     hold: Effect.sync(() => {
       gate = Deferred.makeUnsafe<void>()
+    }),
+    holdAtSend: Effect.sync(() => {
+      holdingAtSend = true
     }),
     cut: Effect.suspend(() => cutLive),
     refuse: Effect.sync(() => {
@@ -172,6 +190,30 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       const exit = asking.pollUnsafe()
       assert.isDefined(exit, "the ask still waits past the timeout from its first send")
       assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("a reply to a question whose acknowledgement was lost unread answers the ask after a reconnect past its timeout", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const cuttable = cuttableDialer(world)
+      const asker = yield* world.session("asker", { client: { dial: cuttable.dial } })
+      const answerer = yield* world.session("answerer")
+      // The broker takes the question; its acknowledgement, and all after it, stay unread on this connection.
+      yield* cuttable.holdAtSend
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: 2_000 }))
+      yield* Queue.take(answerer.inbound)
+      const replied = yield* answerer.session.reply({ message: "just in time" })
+      assert.strictEqual(replied.delivery, "socket_delivered")
+      // Past the timeout from the first send, the connection drops with the reply unread.
+      yield* TestClock.adjust("2100 millis")
+      yield* cuttable.cut
+      // The reconnect (its first retry after a second) does not write the question again, its timeout up;
+      // the broker gives the reply back behind `registered`, and the asker settles on that connection.
+      yield* TestClock.adjust("2 seconds")
+      const exit = asking.pollUnsafe()
+      assert.isDefined(exit, "the ask still waits after the new connection settled")
+      assert.isTrue(Exit.isSuccess(exit), `the ask ended without its reply: ${String(failureOf(exit))}`)
+      if (Exit.isSuccess(exit)) assert.include(exit.value.text, "just in time")
     }))
 
   it.effect("with no reply, the wait ends with ReplyTimeout once the new connection is live, not at the rejoin grace", () =>
@@ -337,6 +379,46 @@ describe("ask-expiry-v1: a settling round trip whose connection drops", () => {
       yield* cuttable.cut
       assert.isUndefined(waiting.pollUnsafe(), "the contact ended when its settling round trip lost its connection")
       yield* TestClock.adjust("2 seconds")
+      const result = yield* Fiber.join(waiting)
+      assert.deepStrictEqual([result.text, result.isError], ["Stable.", false])
+    }))
+  it.effect("a blocking contact_supervisor whose acknowledgement was lost unread gets the reply given back after a reconnect past its timeout", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const cuttable = cuttableDialer({ dial: broker.network.dial(broker.address).pipe(Effect.orDie) })
+      const supervisor = yield* layeredMember(broker, "5b5b5b5b-0000-4000-8000-000000000001", "planner", {
+        ownerToken: "a-long-random-owner-token"
+      })
+      const launched = yield* settle(
+        authorizeChild({ runId: "Run-7", agent: "Worker", index: 0, supervisorTarget: "planner" }, {})
+          .pipe(Effect.provideService(IntercomClient, supervisor.client))
+      )
+      const bridge = readChildBridge(launched.env)
+      const child = yield* layeredMember(
+        broker,
+        "c1c1c1c1-0000-4000-8000-000000000002",
+        launched.sessionName,
+        { group: "run-7", supervisorGrant: bridge?.grant, dial: cuttable.dial },
+        { childBridge: bridge, askTimeoutMs: 2_000 }
+      )
+      yield* settle(child.client.connect)
+      const tool = child.session.contactSupervisor
+      if (tool === undefined) return assert.fail("the child has no contact_supervisor")
+      // The broker takes the question; its acknowledgement, and all after it, stay unread on this connection.
+      yield* cuttable.holdAtSend
+      const waiting = yield* step(tool({ reason: "need_decision", message: "Stable or experimental API?" }))
+      assert.isTrue(Option.isSome(yield* Queue.poll(supervisor.inbox)))
+      const replied = yield* settle(
+        supervisor.session.intercom({ action: "reply", to: launched.sessionName, message: "Stable." })
+      )
+      assert.isFalse(replied.isError)
+      // Past the timeout from the first send, the connection drops with the reply unread; the reconnect
+      // does not write the question again, and the reply given back there answers it.
+      yield* TestClock.adjust("2100 millis")
+      yield* cuttable.cut
+      yield* TestClock.adjust("2 seconds")
+      const exit = waiting.pollUnsafe()
+      assert.isDefined(exit, "the contact still waits after the new connection settled")
       const result = yield* Fiber.join(waiting)
       assert.deepStrictEqual([result.text, result.isError], ["Stable.", false])
     }))
