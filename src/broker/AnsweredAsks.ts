@@ -28,7 +28,8 @@
  * custody hold waits on the connection (an
  * unconfirmed copy in the old connection's custody comes back to it at that
  * close). Anything else is answered as before: a timeout, never a false
- * "elsewhere".
+ * "elsewhere". A reply lost before its asker had it (Asks.answerLost)
+ * answered nothing: its entry goes (`forget`).
  *
  * An asker that read its ask's acknowledgement before the takeover does
  * not send it again, so it would never be told that way. So the broker also
@@ -125,6 +126,17 @@ export class AnsweredAsks {
     }
     keys.add(askKey)
     for (const gone of evicted) this.unindex(gone)
+  }
+
+  /**
+   * The reply that answered the ask `askKey` was lost before it reached its
+   * asker (Asks.answerLost): the ask is open again, or expired, or withdrawn —
+   * not answered, so no one is told it was.
+   */
+  forget(askKey: string): void {
+    if (this.answers.size === 0) return
+    const gone = this.answers.delete(askKey)
+    if (gone !== undefined) this.unindex(gone)
   }
 
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */

@@ -400,6 +400,8 @@ export class Asks {
    */
   answerLost(edge: AskEdge, now: number): void {
     if (edge.question === true) return
+    // Not answered (open again, expired or withdrawn): nobody is told it was answered elsewhere (AnsweredAsks).
+    this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
     if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
