@@ -24,11 +24,15 @@
  * dedupe by id each on its own, so a copy could be shown twice; the reply is
  * not lost — the session has it. Told only when the reply cannot still reach
  * the resending connection: its route is kept, to this session, names an
- * instance the resending one cannot be (`mayHold`), and no takeover's
+ * instance the resending one cannot be (`mayHold`), no takeover's
  * custody hold waits on the connection (an
  * unconfirmed copy in the old connection's custody comes back to it at that
- * close). Anything else is answered as before: a timeout, never a false
- * "elsewhere".
+ * close), and the connection it took over is not still writing (`tookOver`:
+ * a base client's takeover takes no hold, and what its socket never took
+ * of that write comes back at its close; the write is not searched for the
+ * reply). Anything else is answered as before: a timeout, never a false
+ * "elsewhere". A reply lost before its asker had it (Asks.answerLost)
+ * answered nothing: its entry goes (`forget`).
  *
  * An asker that read its ask's acknowledgement before the takeover does
  * not send it again, so it would never be told that way. So the broker also
@@ -87,11 +91,24 @@ const NONE: ReadonlyArray<AnsweredElsewhere> = []
 const elsewhere = (reply: OutboundRecord, session: Session): OutboundRecord | undefined =>
   reply.routed && reply.receiverKey === session.key && !mayHold(reply.receiverInstance, session) ? reply : undefined
 
+/**
+ * Whether `old`, a connection taken over, may still give back at its close
+ * what it was being written: its write is in progress, or the part its
+ * socket never took waits for that close (`Peer.untakenRest`).
+ */
+const writing = (old: Peer): boolean => old.writer.inFlight !== undefined || old.untakenRest !== undefined
+
 /** The reply that answered each recently answered ask, by the ask's record key. */
 export class AnsweredAsks {
   private readonly answers = new AgedMap<string, Answer>(MAX_ANSWERED)
   /** The keys in `answers` by asker session key: the same entries, so the same bounds. */
   private readonly byAsker = new Map<string, Set<string>>()
+  /**
+   * The connection each registration took over while its write was in
+   * progress (`tookOver`; weak: gone with the taker): until it closes, what
+   * it was being written may come back to the taker.
+   */
+  private readonly behind = new WeakMap<Peer, Peer>()
   /** The asks each connection was told of at its registration (weak: gone with the connection). */
   private readonly toldOn = new WeakMap<Peer, Set<string>>()
   /** How long an entry is kept: the replay window (a resend after it is not a replay). */
@@ -127,6 +144,28 @@ export class AnsweredAsks {
     for (const gone of evicted) this.unindex(gone)
   }
 
+  /**
+   * The reply that answered the ask `askKey` was lost before it reached its
+   * asker (Asks.answerLost): the ask is open again, or expired, or withdrawn —
+   * not answered, so no one is told it was.
+   */
+  forget(askKey: string): void {
+    if (this.answers.size === 0) return
+    const gone = this.answers.delete(askKey)
+    if (gone !== undefined) this.unindex(gone)
+  }
+
+  /**
+   * `peer` registered, taking over the session of the connection `old`: while
+   * `old`'s write is in progress (or one it took over so is, a chain of
+   * takeovers), a reply in it may come back to `peer` at that close — a base
+   * client's, which has no custody, so no hold says so (`custodyHolds`).
+   */
+  tookOver(peer: Peer, old: Peer): void {
+    const pending = writing(old) ? old : this.behind.get(old)
+    if (pending !== undefined && writing(pending)) this.behind.set(peer, pending)
+  }
+
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
   has(askKey: string): boolean {
     return this.answers.size > 0 && this.answers.has(askKey)
@@ -135,14 +174,14 @@ export class AnsweredAsks {
   /**
    * The reply that answered the ask `askKey` when it went for good to
    * another client instance of the session `peer` holds, which is sending
-   * the ask again; undefined when it did not, may still come to `peer`, or
-   * is not known (see the module header) — or `peer` was told of it at its
-   * registration already (`elsewhereOnReturn`: the notice is ahead on the
-   * same connection).
+   * the ask again; undefined when it did not, may still come to `peer`
+   * (`mayGetBack`), or is not known (see the module header) — or `peer` was
+   * told of it at its registration already (`elsewhereOnReturn`: the notice
+   * is ahead on the same connection).
    */
   handedElsewhere(askKey: string, peer: Peer): OutboundRecord | undefined {
     const session = peer.session
-    if (session === undefined || this.answers.size === 0 || peer.custodyHolds > 0) return undefined
+    if (session === undefined || this.answers.size === 0 || this.mayGetBack(peer)) return undefined
     if (this.toldOn.get(peer)?.has(askKey) === true) return undefined
     const answer = this.answers.get(askKey)
     return answer === undefined ? undefined : elsewhere(answer.reply, session)
@@ -154,11 +193,12 @@ export class AnsweredAsks {
    * `handedElsewhere`), less those past their deadline, those `skip` names
    * (withdrawn) and those already told to this client instance; each
    * returned is noted as told to it. Empty while a takeover's custody hold
-   * waits on `peer`. Walks only the session's own entries.
+   * waits on `peer`, or the connection it took over is still writing
+   * (`mayGetBack`). Walks only the session's own entries.
    */
   elsewhereOnReturn(peer: Peer, now: number, skip: (askKey: string) => boolean): ReadonlyArray<AnsweredElsewhere> {
     const session = peer.session
-    if (session === undefined || this.byAsker.size === 0 || peer.custodyHolds > 0) return NONE
+    if (session === undefined || this.byAsker.size === 0 || this.mayGetBack(peer)) return NONE
     const keys = this.byAsker.get(session.key)
     if (keys === undefined) return NONE
     const found: Array<AnsweredElsewhere> = []
@@ -181,6 +221,17 @@ export class AnsweredAsks {
   prune(now: number): void {
     if (this.answers.size === 0) return
     for (const gone of this.answers.expire(now - this.windowMs)) this.unindex(gone)
+  }
+
+  /**
+   * Whether a connection `peer` took over may still give it back what it
+   * was given: a takeover's custody hold waits on `peer`, or the connection
+   * it took over (`tookOver`) is still writing.
+   */
+  private mayGetBack(peer: Peer): boolean {
+    if (peer.custodyHolds > 0) return true
+    const old = this.behind.get(peer)
+    return old !== undefined && writing(old)
   }
 
   /** Takes an entry that left `answers` out of the index. */

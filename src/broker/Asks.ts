@@ -234,12 +234,17 @@ export class Asks {
    * AnsweredAsks.elsewhereOnReturn) — its client, having read the ask's
    * acknowledgement, will not send it again to be told so. Observed after
    * the mailbox's hooks: a reply its flush gives this connection names it by
-   * then, and is not told of. An ask the session withdrew is left out.
+   * then, and is not told of. An ask the session withdrew is left out. A
+   * takeover notes the connection taken over (AnsweredAsks.tookOver): while
+   * its write is in progress, what it holds may come back here.
    */
   readonly hooks: RegistrationHooks = {
-    registered: (session, _previous, now) => {
+    registered: (session, previous, now) => {
       const peer = session.peer
-      if (this.answered.size === 0 || !peer.features.has(REPLY_ELSEWHERE_V1)) return
+      if (this.answered.size === 0) return
+      // Whatever its features: a later taker of this session inherits what the old connection may give back.
+      if (previous !== undefined) this.answered.tookOver(peer, previous.peer)
+      if (!peer.features.has(REPLY_ELSEWHERE_V1)) return
       this.answered.prune(now)
       const withdrawn = this.withdrawn
       for (const told of this.answered.elsewhereOnReturn(peer, now, (askKey) => withdrawn.size > 0 && withdrawn.has(askKey))) {
@@ -400,6 +405,8 @@ export class Asks {
    */
   answerLost(edge: AskEdge, now: number): void {
     if (edge.question === true) return
+    // Not answered (open again, expired or withdrawn): nobody is told it was answered elsewhere (AnsweredAsks).
+    this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
     if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return

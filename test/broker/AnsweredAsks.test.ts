@@ -39,3 +39,17 @@ describe("AnsweredAsks' index by asker session", () => {
     assert.deepStrictEqual([answered.size, answered.askers], [0, 0])
   })
 })
+
+describe("AnsweredAsks.forget (a lost reply answered nothing)", () => {
+  it("the entry leaves the map and the index, and its asker's other entries stay", () => {
+    const answered = new AnsweredAsks(WINDOW_MS)
+    const lost = recordKeyOf("a", "q-lost")
+    const kept = recordKeyOf("a", "q-kept")
+    answered.answered(lost, "a", 10, reply(lost), 0)
+    answered.answered(kept, "a", 10, reply(kept), 0)
+    answered.forget(lost)
+    assert.deepStrictEqual([answered.has(lost), answered.has(kept), answered.askers], [false, true, 1])
+    answered.forget(kept)
+    assert.deepStrictEqual([answered.size, answered.askers], [0, 0])
+  })
+})
