@@ -26,11 +26,19 @@
  * (`answeredUnconfirmed`), as it does the copy an old connection of the
  * replier's session holds that a takeover by another instance has not
  * closed yet: `withdrawnEarly` and `answeredCopy` tell them from an ask
- * that expired (helpers staleans, fixsa, replyclose). A copy in the mailbox
- * when the reply is accepted is dropped then, as answered (`askClosed` with
- * the reply). Per reply that costs a size check of the replier's custody
- * (a scan of it only when it holds something), a size check of the
- * takeovers' holds, and one of the mailbox.
+ * that expired (helpers staleans, fixsa, replyclose). So does it a copy not
+ * written yet, or not all: in the replier's outbox or write in progress
+ * (given back to its connection at a rejoin, its client having read it on
+ * the one it left), in an awaited old connection's write in progress or
+ * its untaken rest, or kept by that takeover's hold (helper answerwip). A
+ * copy in the mailbox when the reply is accepted is dropped then, as
+ * answered (`askClosed` with the reply). Per reply that costs, on the
+ * replier's connection and each old one a hold waits for, a scan of at most
+ * `ANSWERED_SCAN` items of each of custody, write in progress, untaken
+ * rest and (the replier's) outbox — a size check of each that is empty —
+ * the same of what the hold keeps (a size check while no hold exists), and
+ * a look-up in the mailbox; nothing per plain message (`replies` returns
+ * at once without a `replyTo`).
  *
  * An edge whose asker was granted `ask-expiry-v1` (`AskEdge.notify`) is
  * pruned on time, not at the next send: the broker's expiry fiber sleeps
@@ -51,10 +59,10 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 500 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 540 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
- * reply marks, `markHeld`, and which withdrawals count: `withdrawnWithin`)
+ * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
  * and which reply answered an ask (`answered`, reply-elsewhere-v1, with its
  * registration hook `hooks`) grew it.
  */
@@ -66,9 +74,9 @@ import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { AnsweredAsks } from "./AnsweredAsks.ts"
-import type { PeerCustody } from "./Custody.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
+import { mailAmong } from "./OutboundItems.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -284,16 +292,19 @@ export class Asks {
   /**
    * A reply `attempt` (its mail `reply`) along an open edge was delivered or
    * queued: the edge closes, and which reply answered it is kept
-   * (AnsweredAsks.ts). When the replier's connection holds anything
-   * unconfirmed (a size check otherwise), the ask is looked for there: read
-   * and answered before its client confirmed it, it is marked answered
-   * (`answeredUnconfirmed`); so is it on the old connections a takeover's
-   * hold for the replier's session waits for (CustodyHolds.awaitedFor: a
-   * size check while no hold exists). Only each custody's `ANSWERED_SCAN`
-   * oldest items are looked at, so a reply costs a bounded scan: an ask
-   * deeper in a client's backlog is not marked, and given back past its
-   * deadline it counts as expired, as before. A copy in the mailbox goes
-   * now, as answered (MailDelivery.askClosed).
+   * (AnsweredAsks.ts). Wherever a copy of the ask may still come back, it
+   * is looked for and, found, marked answered (`answeredUnconfirmed`,
+   * `markHeld`): on the replier's connection (its custody: read and
+   * answered before its client confirmed it; its outbox or write in
+   * progress: given back there at a rejoin after its client read it on the
+   * connection it left), on the old connections a takeover's hold for the
+   * replier's session waits for (CustodyHolds.awaitedFor), and among what
+   * that hold keeps (CustodyHolds.keptFor) — each a size check while empty
+   * or while no hold exists. Only the `ANSWERED_SCAN` oldest items of each
+   * place are looked at, so a reply costs a bounded scan: an ask deeper in
+   * a backlog is not marked, and given back past its deadline it counts as
+   * expired, as before. A copy in the mailbox goes now, as answered
+   * (MailDelivery.askClosed).
    */
   private answeredBy(attempt: SendAttempt, reply: Mail): void {
     const key = attempt.replyKey
@@ -303,23 +314,38 @@ export class Asks {
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
     this.answered.answered(key, attempt.targetKey, edge?.deadline ?? attempt.now, attempt.record, attempt.now)
     if (edge === undefined) return
-    this.markHeld(attempt.sender.peer.custody, key, reply)
+    // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
+    // written yet, in its outbox or write in progress.
+    this.markHeld(attempt.sender.peer, key, reply, true)
     // Another client instance took the session over and answered: the copy the old connection still holds,
-    // given back at its close, was answered too (CustodyHold.ts: a hold waits for that close).
-    const old = this.ctx.output.holds.awaitedFor(attempt.sender.key)
-    if (old !== undefined) for (const peer of old) this.markHeld(peer.custody, key, reply)
+    // given back at its close, was answered too (CustodyHold.ts: a hold waits for that close), as was one
+    // the hold keeps (handed over from the old outbox).
+    const holds = this.ctx.output.holds
+    const old = holds.awaitedFor(attempt.sender.key)
+    if (old !== undefined) for (const peer of old) this.markHeld(peer, key, reply, false)
+    this.mark(mailAmong(holds.keptFor(attempt.sender.key), key, ANSWERED_SCAN), reply)
     // A copy back in the mailbox already (a staged reply accepted after its sender left) goes now, as answered.
     this.askClosed(key, attempt.now, reply)
   }
 
   /**
-   * Marks the ask `key` answered by `reply` (`answeredUnconfirmed`) when
-   * `custody` holds it among its `ANSWERED_SCAN` oldest items; a size check
-   * when it holds nothing.
+   * Marks the ask `key` answered by `reply` (`answeredUnconfirmed`) where
+   * `peer` may still give it back: among the `ANSWERED_SCAN` oldest items
+   * of its custody, of its write in progress, of that write's untaken rest
+   * and (`outbox`: the replier's own connection; a takeover's old one had
+   * its outbox handed over) of its outbox. A size check of each that holds
+   * nothing.
    */
-  private markHeld(custody: PeerCustody | undefined, key: string, reply: Mail): void {
-    if (custody === undefined || custody.size === 0) return
-    const ask = custody.heldMail(key, ANSWERED_SCAN)
+  private markHeld(peer: Peer, key: string, reply: Mail, outbox: boolean): void {
+    const custody = peer.custody
+    if (custody !== undefined && custody.size > 0) this.mark(custody.heldMail(key, ANSWERED_SCAN), reply)
+    this.mark(mailAmong(peer.writer.inFlight?.returnable, key, ANSWERED_SCAN), reply)
+    this.mark(mailAmong(peer.untakenRest, key, ANSWERED_SCAN), reply)
+    if (outbox) this.mark(mailAmong(peer.outbox, key, ANSWERED_SCAN), reply)
+  }
+
+  /** Marks the copy `ask`, when found, answered by `reply` (`answeredUnconfirmed`). */
+  private mark(ask: Mail | undefined, reply: Mail): void {
     if (ask !== undefined) this.answeredUnconfirmed.set(ask, reply)
   }
 
@@ -343,10 +369,9 @@ export class Asks {
    * reply was not lost since (`answerLost`); else undefined. A copy given back
    * so past its deadline goes silently (StaleAsks.drop, which owes its
    * asker the `expired` after all should that reply be lost later). Not known
-   * for a copy answered while it was held elsewhere than in a custody
-   * `answeredBy` scans (an outbox, a write in progress, a takeover hold's
-   * kept mail), nor after a restart for one answered before it: such a copy
-   * counts as expired.
+   * for a copy answered while it was deeper in a place `answeredBy` scans
+   * than `ANSWERED_SCAN`, nor after a restart for one answered before it:
+   * such a copy counts as expired.
    */
   answeredCopy(mail: Mail): Mail | undefined {
     const reply = this.answeredUnconfirmed.get(mail)

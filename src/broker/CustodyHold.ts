@@ -112,8 +112,8 @@
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts; what a hold
  * keeps or may be given back of a reply (`keepsReply`, for a settling
- * answer), and which closes it waits for (`awaitedFor`, for a reply that
- * marks the asks they hold), read the same holds.
+ * answer), and which closes it waits for and what it keeps (`awaitedFor`,
+ * `keptFor`, for a reply that marks the asks they hold), read the same holds.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { carriesMessage, isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
@@ -349,6 +349,17 @@ export class CustodyHolds {
   awaitedFor(key: string): ReadonlyArray<Peer> | undefined {
     if (this.holds.size === 0) return undefined
     return this.holds.get(key)?.awaited
+  }
+
+  /**
+   * What the hold for session `key` keeps (its held senders' mail forced to
+   * its holder meanwhile, oldest first), if one exists: where a copy of an
+   * ask the session's new connection answers may wait (Asks.answeredBy). A
+   * size test while no hold exists, else a look-up.
+   */
+  keptFor(key: string): ReadonlyArray<OutboundItem> | undefined {
+    if (this.holds.size === 0) return undefined
+    return this.holds.get(key)?.items
   }
 
   /**

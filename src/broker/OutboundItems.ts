@@ -15,7 +15,7 @@
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import type { OutboundItem, OutboundMessage, Peer, Returnable, Written } from "./Peer.ts"
+import type { Mail, OutboundItem, OutboundMessage, Peer, Returnable, Written } from "./Peer.ts"
 
 /**
  * Characters of frame text an item puts in an outbox (signals: none). An
@@ -76,6 +76,26 @@ export const carriesMessage = (items: ReadonlyArray<Written> | undefined, messag
     if ("mail" in item && item.mail.recordKey === messageKey) return true
   }
   return false
+}
+
+/**
+ * The mail of record key `messageKey` among the `limit` first of `items`
+ * (an outbox, a write's returnable output, a hold's kept items), oldest
+ * first; undefined when not there. A scan, only for a reply accepted
+ * (Asks.answeredBy), bounded by `limit`.
+ */
+export const mailAmong = (
+  items: ReadonlyArray<OutboundItem> | undefined,
+  messageKey: string,
+  limit: number
+): Mail | undefined => {
+  if (items === undefined) return undefined
+  const n = Math.min(limit, items.length)
+  for (let i = 0; i < n; i++) {
+    const item = items[i]!
+    if (isMessage(item) && item.mail.recordKey === messageKey) return item.mail
+  }
+  return undefined
 }
 
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact): it reads no state a send changes. */

@@ -14,8 +14,10 @@
  * a copy back), as it was answered for that (helper ctlback); one withdrawn
  * before its deadline, or answered while that copy was held unconfirmed on
  * the replier's connection or on an old one a takeover by another instance
- * had not closed, as Asks.withdrawnEarly and Asks.answeredCopy remember
- * (helpers staleans, fixsa, replyclose); one in the mailbox when it was
+ * had not closed, or not yet (all) written there — an outbox, a write in
+ * progress or its untaken rest — or kept by that takeover's hold, as
+ * Asks.withdrawnEarly and Asks.answeredCopy remember (helpers staleans,
+ * fixsa, replyclose, answerwip); one in the mailbox when it was
  * answered (a staged reply that fell due after its sender left), dropped
  * then (MailDelivery.askClosed with the reply). Such a copy is remembered
  * with its reply (`silenced`), before its deadline too (review revw W1,
@@ -33,10 +35,10 @@
  * online, the reply written at once) can be lost no more: the store keeps
  * no debt for it (review revu U1), and the one `silenced` keeps is never
  * claimed — only a reply not read yet (in the mailbox, or given back
- * unconfirmed) is lost (`replyLost`) — and goes with the edge. One answered while its copy was elsewhere (deeper in a custody than
- * Asks' scan, in an outbox, kept by a takeover's hold) that comes back past
- * its deadline cannot be told from one that expired: its edge is gone
- * either way.
+ * unconfirmed) is lost (`replyLost`) — and goes with the edge. One
+ * answered while its copy was deeper in one of those places than Asks'
+ * scan (`ANSWERED_SCAN` items of each) that comes back past its deadline
+ * cannot be told from one that expired: its edge is gone either way.
  *
  * Owned by MailDelivery, which calls it on every path a copy comes back by
  * (the close, the flush, the mailbox's expiry, a restore) and tells it of

@@ -38,7 +38,8 @@
  *   --stale-ask    one stale ask per workload: a target holds an ask's question unread past its
  *                  deadline and gives it back after the asker timed out (simulation/staleAsk.ts)
  *   --answer-takeover  one answer by a takeover per workload: a new client instance of an ask's
- *                  target answers while the old connection holds the question past its deadline
+ *                  target answers while the old connection holds the question past its deadline,
+ *                  or (half the seeds) while the old close's copy waits unwritten on the new one
  *                  (simulation/answerTakeover.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came

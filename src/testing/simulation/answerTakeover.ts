@@ -24,6 +24,14 @@
  * through its client (`SimSession.answer`, as an agent answering from what
  * it kept); A's ask ends with the reply; the op waits out the deadline and
  * the old close.
+ * The variant (`givenBack`, drawn last from the op's stream, half the
+ * seeds; helper answerwip): the slow plain message's write takes only
+ * 2150 ms, so the old close comes just after T stops and starts again;
+ * the new connection's broker-side writes take `slowMs` from its start, so
+ * the question the old close gives it back waits there unwritten; T
+ * answers before the deadline; past it the new connection drops with the
+ * question still unwritten, and it comes back answered (a reply used to
+ * mark only a custody's copy).
  * A and T are distinct running sessions of one group and one pi scope; a
  * supervisor and the ephemeral session are never T (`notSession`). The op
  * takes the next running sessions that fit, or is skipped. Drawn from a
@@ -33,7 +41,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
-import type { SimulationService } from "./types.ts"
+import type { Pending, SimSession, SimulationService } from "./types.ts"
 
 /** The fields of an `AnswerTakeover` op (sessions by index; see the module header for the order of events). */
 export const AnswerTakeoverFields = {
@@ -41,6 +49,7 @@ export const AnswerTakeoverFields = {
   target: Schema.Int,
   timeoutMs: Schema.Int,
   slowMs: Schema.Int,
+  givenBack: Schema.optional(Schema.Boolean),
   notSession: Schema.Array(Schema.Int)
 }
 
@@ -54,6 +63,12 @@ export interface AnswerTakeoverDraw {
   readonly timeoutMs: number
   /** How long each of the broker's writes to T's old connection takes: its close waits for the one in progress. */
   readonly slowMs: number
+  /**
+   * The variant (see the module header): the question, given back by the
+   * old close, waits unwritten on the new connection when T answers, and
+   * that connection drops past the deadline. Absent: the base op.
+   */
+  readonly givenBack?: boolean | undefined
   /** Sessions the op never takes as T (a supervisor, the ephemeral one). */
   readonly notSession: ReadonlyArray<number>
 }
@@ -74,13 +89,18 @@ export const drawAnswerTakeover = (
   const asker = (target + prng.int(1, sessions - 1)) % sessions
   const at = prng.int(0, ops)
   const timeoutMs = prng.int(2300, 3200)
+  const after = prng.int(0, 2500)
+  const slowMs = prng.int(timeoutMs + 500, 4000)
+  // Drawn last: the base op's fields are what they were for every seed.
+  const givenBack = prng.int(0, 1) === 1
   return [[at, {
     _tag: "AnswerTakeover",
-    after: prng.int(0, 2500),
+    after,
     asker,
     target,
     timeoutMs,
-    slowMs: prng.int(timeoutMs + 500, 4000),
+    slowMs,
+    ...(givenBack ? { givenBack } : {}),
     notSession
   }]]
 }
@@ -89,6 +109,9 @@ export const drawAnswerTakeover = (
 export const formatAnswerTakeover = (op: AnswerTakeoverDraw, name: (index: number) => string): string => {
   const a = name(op.asker)
   const t = name(op.target)
+  if (op.givenBack === true) {
+    return `${t}'s client and the broker stop reading ${t}; ${a} asks ${t} (timeout ${op.timeoutMs} ms); its old broker-side writes take ${OLD_SLOW_MS} ms and ${a} sends ${t} one more; ${t} stops (unread) and starts again (a takeover); its new connection's broker-side writes take ${op.slowMs} ms; the old close gives the question back there, unwritten, and ${t} answers ${a}'s question; past the deadline the new connection drops`
+  }
   return `${t}'s client and the broker stop reading ${t}; ${a} asks ${t} (timeout ${op.timeoutMs} ms); ${t}'s broker-side writes take ${op.slowMs} ms and ${a} sends ${t} one more; ${t} stops (unread) and starts again (a takeover) and answers ${a}'s question; the old connection closes past the deadline`
 }
 
@@ -125,9 +148,11 @@ export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw
       yield* target.resume("client")
       return yield* sim.note("answer takeover: skipped (the question was not sent)")
     }
-    yield* target.delayWrites("broker", op.slowMs)
+    // The variant: the slow write ends just after T's stop and start, so the old close comes before the deadline.
+    yield* target.delayWrites("broker", op.givenBack === true ? OLD_SLOW_MS : op.slowMs)
     const slow = yield* asker.send(target.name, text(counter, "slow", asker.name, target.name))
     if (slow !== undefined) yield* slow.result(`${op.timeoutMs} millis`)
+    if (op.givenBack === true) return yield* givenBack(sim, op, target, asker, asked, questionId, counter)
     // Its `unregister` unread, its close waits 2 s for the answer; the broker's close of it then waits for the slow write.
     yield* target.stop
     yield* target.start
@@ -135,5 +160,39 @@ export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw
     if (answered !== undefined) yield* answered.result(`${op.timeoutMs} millis`)
     yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
     // Past the deadline and the old connection's close (its slow write, or the 2 s end grace).
+    yield* sim.advance(op.slowMs)
+  })
+
+/**
+ * The variant's slow write on the old connection (ms): it ends just after T's stopped client gives up on its
+ * `unregister` (2 s) and T starts again, so the old close gives the question back to the new connection
+ * before the deadline (at least 2300 ms).
+ */
+const OLD_SLOW_MS = 2150
+
+/** How long after T starts again the variant answers: past the old close, short of the deadline. */
+const ANSWER_AFTER_MS = 160
+
+/** The variant's end (`givenBack`; module header): from T's stop on. */
+const givenBack = (
+  sim: SimulationService,
+  op: AnswerTakeoverDraw,
+  target: SimSession,
+  asker: SimSession,
+  asked: Pending<unknown, unknown>,
+  questionId: string,
+  counter: number
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* target.stop
+    yield* target.start
+    // The new connection's writes are slow: what the old close gives back waits there, unwritten.
+    yield* target.delayWrites("broker", op.slowMs)
+    yield* sim.advance(ANSWER_AFTER_MS)
+    yield* target.answer(asker.id, questionId, text(counter, "answer", target.name, asker.name))
+    yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
+    // Past the deadline, the question still unwritten (its write takes slowMs): the new connection drops.
+    yield* sim.advance(op.timeoutMs)
+    yield* target.drop("broker")
     yield* sim.advance(op.slowMs)
   })
