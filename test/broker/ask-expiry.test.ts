@@ -42,11 +42,13 @@ describe("ask-expiry-v1: the asker is told when its ask's edge expires", () => {
       const answered = ask("answered")
       const cancelled = ask("cancelled")
       const open = ask("open")
-      assertDelivered(yield* send(asker.client, "answerer", answered, { askTimeoutMs: 150 }))
-      assertDelivered(yield* send(asker.client, "answerer", cancelled, { askTimeoutMs: 150 }))
+      // Real time: a second before the first deadlines, so the reply and the cancel land in time on a loaded
+      // machine (at 150 ms the reply once came after its ask's deadline and was refused).
+      assertDelivered(yield* send(asker.client, "answerer", answered, { askTimeoutMs: 1000 }))
+      assertDelivered(yield* send(asker.client, "answerer", cancelled, { askTimeoutMs: 1000 }))
       assertDelivered(yield* send(answerer.client, "asker", message("yes", { replyTo: answered.id })))
       yield* asker.client.send({ type: "cancel_ask", messageId: cancelled.id })
-      assertDelivered(yield* send(asker.client, "answerer", open, { askTimeoutMs: 300 }))
+      assertDelivered(yield* send(asker.client, "answerer", open, { askTimeoutMs: 1500 }))
       // The last deadline: once it is told of `open`, the other two edges are past theirs.
       const told = yield* asker.client.next("ask_expired")
       assert.strictEqual(told.messageId, open.id)
