@@ -883,7 +883,8 @@ export class MailDelivery {
    * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
    * a session the broker no longer lists) rather than left to assume. A
    * reply among it leaves its ask unanswered: the ask's edge opens again
-   * (until its deadline), so sending the reply again is accepted. Mail
+   * (until its deadline; not for an asker that ended, review revx X3), so
+   * sending the reply again is accepted. Mail
    * written to a connection that closed before its client confirmed it, and
    * given back, still has the route of that write: it goes, so its sender's
    * cancel or supersede is answered as for any mail the mailbox dropped and
@@ -895,7 +896,8 @@ export class MailDelivery {
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
-    if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now)
+    // A reply to a short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).
+    if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now, this.ended.size > 0 && this.ended.has(mail.targetKey))
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

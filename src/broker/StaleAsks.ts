@@ -25,7 +25,8 @@
  * is put back (MailDelivery's `askAgain`: stored again, to the replier's
  * live connection or the mailbox), to be asked again or to expire there
  * with its receipt; past it, its asker is owed the `expired` now (not for
- * one it withdrew before the deadline) — also after a durable broker's restart, which
+ * one it withdrew before the deadline; neither, for a short-lived asker
+ * that ended by `unregister`: its edge stays closed, review revx X3) — also after a durable broker's restart, which
  * stores that debt until the reply leaves the store
  * (StoreJournal.askSilenced, SilencedAsks.ts) and attaches it again to the
  * restored reply (`restoreSilenced`, `reattach`, `restoreDone`; review revs
@@ -154,13 +155,18 @@ export class StaleAsks {
    * answered (`drop`) is put back when its edge opened again (before its
    * deadline: `askAgain`); past its deadline it expired after all: its
    * asker gets the `expired` receipt now, or when it registers again —
-   * unless it withdrew the ask before the deadline.
+   * unless it withdrew the ask before the deadline. Not when its asker
+   * ended (a short-lived session gone by `unregister`, `askerEnded`, or the
+   * ask's own `senderEnd`): nobody waits for that answer, so the edge stays
+   * closed, the replier is not asked again and no `expired` is owed (review
+   * revx X3).
    */
-  replyLost(edge: AskEdge, now: number): void {
-    this.asks.answerLost(edge, now)
+  replyLost(edge: AskEdge, now: number, askerEnded = false): void {
     const ask = this.silenced.get(edge)
+    if (ask !== undefined) this.silenced.delete(edge)
+    if (askerEnded || ask?.senderEnd?.ended === true) return
+    this.asks.answerLost(edge, now)
     if (ask === undefined) return
-    this.silenced.delete(edge)
     // Its edge open again (before its deadline): the question is put back, for the replier to be asked again.
     if (this.asks.isOpen(ask.recordKey, now)) return this.askAgain(ask)
     // Withdrawn before its deadline, after the reply: nothing is owed.
