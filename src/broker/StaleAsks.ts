@@ -37,19 +37,27 @@
  * unconfirmed) is lost (`replyLost`) — and goes with the edge. One answered while its copy was elsewhere (deeper in a custody than
  * Asks' scan, in an outbox, kept by a takeover's hold) that comes back past
  * its deadline cannot be told from one that expired: its edge is gone
- * either way.
+ * either way. Before its deadline it can: its edge closed early and was
+ * not withdrawn, so it was answered; it is remembered by its key
+ * (`silencedByKey`, bounded), its debt stored with the reply Asks knew
+ * answered it (AnsweredAsks, within the replay window; review revx X2).
  *
  * Owned by MailDelivery, which calls it on every path a copy comes back by
  * (the close, the flush, the mailbox's expiry, a restore) and tells it of
  * every reply the mailbox loses; synchronous, on the Router's path.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { AgedMap } from "./AgedMap.ts"
+import { MAX_ANSWERED } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { DELIVERED } from "./DeliveryRecords.ts"
 import type { MailAsks } from "./MailDelivery.ts"
 import type { Mail } from "./Peer.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { StoredSilenced } from "../store/MailStore.ts"
+
+/** Answered asks remembered by key (`silencedByKey`): as many as AnsweredAsks remembers answers. */
+export const MAX_SILENCED_BY_KEY = MAX_ANSWERED
 
 /** What StaleAsks uses of the Router's context: the clock, the replay records and the store's journal. */
 export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal">
@@ -92,6 +100,15 @@ export class StaleAsks {
    * holds the reply.
    */
   private readonly silenced = new WeakMap<AskEdge, Mail>()
+  /**
+   * Asks dropped before their deadline, not withdrawn early, that no reply
+   * marked (a copy deeper in a custody than Asks' scan, or in an outbox):
+   * their edge closed early, so a reply answered them. Kept by ask key, for
+   * `replyLost` to find by its edge's `messageKey` (review revx X2). Bounded:
+   * MAX_SILENCED_BY_KEY entries, the oldest pushed out (such an ask is then
+   * forgotten, as before); one whose reply its asker read stays until then.
+   */
+  private readonly silencedByKey = new AgedMap<string, Mail>(MAX_SILENCED_BY_KEY)
   /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
   private stored: Map<string, Mail> | undefined
 
@@ -123,10 +140,11 @@ export class StaleAsks {
    * from when it was sent, has passed) is lost as mail the mailbox expired:
    * its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
-   * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * `answeredBy` or Asks.answeredCopy). An answered one, before or past its
-   * deadline, is remembered for its reply's loss (`replyLost`), and stored
-   * by a durable broker. One withdrawn or answered goes
+   * (withdrawn before it, Asks.withdrawnEarly, or answered). An answered
+   * one, before or past its deadline, is remembered for its reply's loss
+   * (`replyLost`), and stored by a durable broker: with the reply that
+   * marked this copy (`answeredBy` or Asks.answeredCopy), else, before its
+   * deadline, by its key (`silencedByKey`; review revx X2). One withdrawn or answered goes
    * silently; a replay record that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
@@ -142,6 +160,11 @@ export class StaleAsks {
     if (reply?.answers !== undefined) {
       this.silenced.set(reply.answers, mail)
       this.ctx.journal?.askSilenced(reply, mail, now)
+    } else if (!early) {
+      // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
+      this.silencedByKey.set(mail.recordKey, mail, now)
+      const answered = this.asks.answeredReply(mail.recordKey)
+      if (answered !== undefined) this.ctx.journal?.askSilencedBy(answered.senderKey, answered.id, mail, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
@@ -162,7 +185,7 @@ export class StaleAsks {
    * revx X3).
    */
   replyLost(edge: AskEdge, now: number, askerEnded = false): void {
-    const ask = this.silenced.get(edge)
+    const ask = this.silenced.get(edge) ?? this.takeByKey(edge.messageKey)
     if (ask !== undefined) this.silenced.delete(edge)
     if (askerEnded || ask?.senderEnd?.ended === true) return
     this.asks.answerLost(edge, now)
@@ -172,6 +195,11 @@ export class StaleAsks {
     // Withdrawn before its deadline, after the reply: nothing is owed.
     if (this.asks.withdrawnEarly(ask)) return
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+  }
+
+  /** The ask `messageKey` remembered by key (`silencedByKey`), taken out; none while nothing is kept. */
+  private takeByKey(messageKey: string): Mail | undefined {
+    return this.silencedByKey.size === 0 ? undefined : this.silencedByKey.delete(messageKey)
   }
 
   /**

@@ -1,19 +1,17 @@
 /**
- * Review revx X2 (probe): fixw remembers an answered copy dropped before its
- * deadline only when Asks.answeredBy marked it, i.e. when it was among the
- * replier's connection's ANSWERED_SCAN (64) oldest unconfirmed items. One
- * deeper in that backlog (the replier's client read 64 others it has not
- * confirmed, e.g. confirmWhenHandled with a slow consumer) is dropped at its
- * connection's close silently and forgotten (StaleAsks.drop: no reply, not
- * past its deadline). Its reply then lost before the deadline, the edge opens
- * again but no copy of the ask is left: the replier is never asked again,
- * and when the reopened edge expires its asker is never told `expired`.
+ * An answered ask deeper in the replier's backlog than Asks' ANSWERED_SCAN
+ * (64 unconfirmed items ahead of it), so no reply marked its copy: given
+ * back at the replier connection's close before its deadline, it is dropped
+ * and remembered by its key (StaleAsks.drop). Its reply then lost before the
+ * deadline (cancelled by its sender), the edge opens again and the ask is
+ * put back: the replier, live, is asked again, and when the reopened edge
+ * expires unanswered its asker is told `expired` (review revx X2).
  * As stale-answered-given-back-reply-lost.test.ts, with 64 messages ahead.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
 
 const ASK_TIMEOUT_MS = 60_000
 const AHEAD = 64
@@ -40,7 +38,7 @@ const deepAskReplyWithdrawn = Effect.gen(function*() {
   return { ask, b2, clock, w }
 })
 
-describe("revx X2: an answered ask deeper than ANSWERED_SCAN in the replier's backlog, given back early, the reply lost", () => {
+describe("an answered ask deeper than ANSWERED_SCAN in the replier's backlog, given back early, its reply lost", () => {
   it.effect("the replier, live, is asked the ask again", () =>
     Effect.gen(function*() {
       const { ask, b2, w } = yield* deepAskReplyWithdrawn
