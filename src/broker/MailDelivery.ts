@@ -894,12 +894,19 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    const { registry, records, output } = this.ctx
-    records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
-    // A reply to a short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).
+    this.tellLost(mail, detail, now, knownTarget)
+    // After its receipt: a question asked again comes to its replier behind the news that its reply failed, so
+    // its client lets the question pass again (RecentMessages.replyLost, review revx X1). A reply to a
+    // short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).
     if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now, this.ended.size > 0 && this.ended.has(mail.targetKey))
+  }
+
+  /** `lost`'s `expired` receipt: to its sender, live, else owed (not to a short-lived sender that ended). */
+  private tellLost(mail: Mail, detail: string, now: number, knownTarget: string | undefined): void {
+    const { registry, output } = this.ctx
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

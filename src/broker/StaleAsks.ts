@@ -24,7 +24,11 @@
  * (`replyLost`): before its deadline, its edge open again, the question
  * is put back (MailDelivery's `askAgain`: stored again, to the replier's
  * live connection or the mailbox), to be asked again or to expire there
- * with its receipt; past it, its asker is owed the `expired` now (not for
+ * with its receipt — the same message: a client instance that answered it
+ * read it already, and lets it through again only as it learns its reply
+ * was lost (its cancel, or its `expired` receipt, which MailDelivery's
+ * `lost` writes ahead of the question; RecentMessages.replyLost, review
+ * revx X1); past it, its asker is owed the `expired` now (not for
  * one it withdrew before the deadline; neither, for a short-lived asker
  * that ended by `unregister`: its edge stays closed, review revx X3) — also after a durable broker's restart, which
  * stores that debt until the reply leaves the store
