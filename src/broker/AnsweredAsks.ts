@@ -166,6 +166,15 @@ export class AnsweredAsks {
     if (pending !== undefined && writing(pending)) this.behind.set(peer, pending)
   }
 
+  /**
+   * The outbound record of the reply that answered the ask `askKey` within
+   * the window (its sender's key and id), undefined when not known (never
+   * answered, or the bound pushed it out).
+   */
+  replyOf(askKey: string): OutboundRecord | undefined {
+    return this.answers.size > 0 ? this.answers.get(askKey)?.reply : undefined
+  }
+
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
   has(askKey: string): boolean {
     return this.answers.size > 0 && this.answers.has(askKey)

@@ -167,6 +167,8 @@ export interface MailAsks {
   readonly withdrawnEarly: (mail: Mail) => boolean
   /** The reply that answered this copy of the ask `mail`, while it is not lost (Asks.answeredCopy). */
   readonly answeredCopy: (mail: Mail) => Mail | undefined
+  /** Which reply answered the ask `messageKey` within the replay window: its sender's key and id (AnsweredAsks.replyOf). */
+  readonly answeredReply: (messageKey: string) => { readonly senderKey: string; readonly id: string } | undefined
 }
 
 /**
@@ -883,7 +885,8 @@ export class MailDelivery {
    * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
    * a session the broker no longer lists) rather than left to assume. A
    * reply among it leaves its ask unanswered: the ask's edge opens again
-   * (until its deadline), so sending the reply again is accepted. Mail
+   * (until its deadline; not for an asker that ended, review revx X3), so
+   * sending the reply again is accepted. Mail
    * written to a connection that closed before its client confirmed it, and
    * given back, still has the route of that write: it goes, so its sender's
    * cancel or supersede is answered as for any mail the mailbox dropped and
@@ -891,11 +894,19 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    const { registry, records, output } = this.ctx
-    records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
-    if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now)
+    this.tellLost(mail, detail, now, knownTarget)
+    // After its receipt: a question asked again comes to its replier behind the news that its reply failed, so
+    // its client lets the question pass again (RecentMessages.replyLost, review revx X1). A reply to a
+    // short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).
+    if (mail.answers !== undefined) this.stale.replyLost(mail.answers, now, this.ended.size > 0 && this.ended.has(mail.targetKey))
+  }
+
+  /** `lost`'s `expired` receipt: to its sender, live, else owed (not to a short-lived sender that ended). */
+  private tellLost(mail: Mail, detail: string, now: number, knownTarget: string | undefined): void {
+    const { registry, output } = this.ctx
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

@@ -26,8 +26,13 @@
  * (`replyLost`): before its deadline, its edge open again, the question
  * is put back (MailDelivery's `askAgain`: stored again, to the replier's
  * live connection or the mailbox), to be asked again or to expire there
- * with its receipt; past it, its asker is owed the `expired` now (not for
- * one it withdrew before the deadline) — also after a durable broker's restart, which
+ * with its receipt — the same message: a client instance that answered it
+ * read it already, and lets it through again only as it learns its reply
+ * was lost (its cancel, or its `expired` receipt, which MailDelivery's
+ * `lost` writes ahead of the question; RecentMessages.replyLost, review
+ * revx X1); past it, its asker is owed the `expired` now (not for
+ * one it withdrew before the deadline; neither, for a short-lived asker
+ * that ended by `unregister`: its edge stays closed, review revx X3) — also after a durable broker's restart, which
  * stores that debt until the reply leaves the store
  * (StoreJournal.askSilenced, SilencedAsks.ts) and attaches it again to the
  * restored reply (`restoreSilenced`, `reattach`, `restoreDone`; review revs
@@ -39,18 +44,27 @@
  * answered while its copy was deeper in one of those places than Asks'
  * scan (`ANSWERED_SCAN` items of each) that comes back past its deadline
  * cannot be told from one that expired: its edge is gone either way.
+ * Before its deadline it can: its edge closed early and was not withdrawn,
+ * so it was answered; it is remembered by its key (`silencedByKey`,
+ * bounded), its debt stored with the reply Asks knew answered it
+ * (AnsweredAsks, within the replay window; review revx X2).
  *
  * Owned by MailDelivery, which calls it on every path a copy comes back by
  * (the close, the flush, the mailbox's expiry, a restore) and tells it of
  * every reply the mailbox loses; synchronous, on the Router's path.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { AgedMap } from "./AgedMap.ts"
+import { MAX_ANSWERED } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { DELIVERED } from "./DeliveryRecords.ts"
 import type { MailAsks } from "./MailDelivery.ts"
 import type { Mail } from "./Peer.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { StoredSilenced } from "../store/MailStore.ts"
+
+/** Answered asks remembered by key (`silencedByKey`): as many as AnsweredAsks remembers answers. */
+export const MAX_SILENCED_BY_KEY = MAX_ANSWERED
 
 /** What StaleAsks uses of the Router's context: the clock, the replay records and the store's journal. */
 export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal">
@@ -93,6 +107,15 @@ export class StaleAsks {
    * holds the reply.
    */
   private readonly silenced = new WeakMap<AskEdge, Mail>()
+  /**
+   * Asks dropped before their deadline, not withdrawn early, that no reply
+   * marked (a copy deeper in a custody than Asks' scan, or in an outbox):
+   * their edge closed early, so a reply answered them. Kept by ask key, for
+   * `replyLost` to find by its edge's `messageKey` (review revx X2). Bounded:
+   * MAX_SILENCED_BY_KEY entries, the oldest pushed out (such an ask is then
+   * forgotten, as before); one whose reply its asker read stays until then.
+   */
+  private readonly silencedByKey = new AgedMap<string, Mail>(MAX_SILENCED_BY_KEY)
   /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
   private stored: Map<string, Mail> | undefined
 
@@ -124,10 +147,11 @@ export class StaleAsks {
    * from when it was sent, has passed) is lost as mail the mailbox expired:
    * its asker gets an `expired` receipt and a retry hears
    * `E_DELIVERY_EXPIRED` — not one whose edge closed before that deadline
-   * (withdrawn before it, Asks.withdrawnEarly, or this copy answered,
-   * `answeredBy` or Asks.answeredCopy). An answered one, before or past its
-   * deadline, is remembered for its reply's loss (`replyLost`), and stored
-   * by a durable broker. One withdrawn or answered goes
+   * (withdrawn before it, Asks.withdrawnEarly, or answered). An answered
+   * one, before or past its deadline, is remembered for its reply's loss
+   * (`replyLost`), and stored by a durable broker: with the reply that
+   * marked this copy (`answeredBy` or Asks.answeredCopy), else, before its
+   * deadline, by its key (`silencedByKey`; review revx X2). One withdrawn or answered goes
    * silently; a replay record that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
@@ -143,6 +167,11 @@ export class StaleAsks {
     if (reply?.answers !== undefined) {
       this.silenced.set(reply.answers, mail)
       this.ctx.journal?.askSilenced(reply, mail, now)
+    } else if (!early) {
+      // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
+      this.silencedByKey.set(mail.recordKey, mail, now)
+      const answered = this.asks.answeredReply(mail.recordKey)
+      if (answered !== undefined) this.ctx.journal?.askSilencedBy(answered.senderKey, answered.id, mail, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
@@ -156,18 +185,28 @@ export class StaleAsks {
    * answered (`drop`) is put back when its edge opened again (before its
    * deadline: `askAgain`); past its deadline it expired after all: its
    * asker gets the `expired` receipt now, or when it registers again —
-   * unless it withdrew the ask before the deadline.
+   * unless it withdrew the ask before the deadline. Not when its asker
+   * ended (a short-lived session gone by `unregister`, `askerEnded`, or the
+   * ask's own `senderEnd`): nobody waits for that answer, so the edge stays
+   * closed, the replier is not asked again and no `expired` is owed (review
+   * revx X3).
    */
-  replyLost(edge: AskEdge, now: number): void {
+  replyLost(edge: AskEdge, now: number, askerEnded = false): void {
+    const ask = this.silenced.get(edge) ?? this.takeByKey(edge.messageKey)
+    if (ask !== undefined) this.silenced.delete(edge)
+    if (askerEnded || ask?.senderEnd?.ended === true) return
     this.asks.answerLost(edge, now)
-    const ask = this.silenced.get(edge)
     if (ask === undefined) return
-    this.silenced.delete(edge)
     // Its edge open again (before its deadline): the question is put back, for the replier to be asked again.
     if (this.asks.isOpen(ask.recordKey, now)) return this.askAgain(ask)
     // Withdrawn before its deadline, after the reply: nothing is owed.
     if (this.asks.withdrawnEarly(ask)) return
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+  }
+
+  /** The ask `messageKey` remembered by key (`silencedByKey`), taken out; none while nothing is kept. */
+  private takeByKey(messageKey: string): Mail | undefined {
+    return this.silencedByKey.size === 0 ? undefined : this.silencedByKey.delete(messageKey)
   }
 
   /**

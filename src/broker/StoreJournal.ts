@@ -41,7 +41,7 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 690 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 700 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, the silenced asks' in SilencedJournal.ts, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
@@ -427,10 +427,18 @@ export class StoreJournal {
    * next commit.
    */
   askSilenced(reply: Mail, ask: Mail, at: number): void {
-    const entry = this.storedMail.get(reply.senderKey, reply.message.id)
+    this.askSilencedBy(reply.senderKey, reply.message.id, ask, at)
+  }
+
+  /**
+   * As `askSilenced`, the reply known only by its sender's key and id (a
+   * copy no reply marked, dropped before its deadline: StaleAsks.drop).
+   */
+  askSilencedBy(replySenderKey: string, replyId: string, ask: Mail, at: number): void {
+    const entry = this.storedMail.get(replySenderKey, replyId)
     if (entry === undefined || entry.silenced) return
     entry.silenced = true
-    this.silenced.put(reply.recordKey, ask, at)
+    this.silenced.put(recordKeyOf(replySenderKey, replyId), ask, at)
     this.changed()
   }
 

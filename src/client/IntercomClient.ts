@@ -152,6 +152,8 @@ const make = (
       presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => {
         if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control)) return
+        // A reply of this client's that failed: its question may be asked again (RecentMessages.replyLost).
+        if (event._tag === "Receipt" && event.receipt.status === "expired") recent.replyLost(event.receipt.messageId)
         PubSub.publishUnsafe(controlHub, event)
       },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
@@ -219,7 +221,15 @@ const make = (
       ),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       send: (request) =>
-        tracedSend(request, "send", (traced) => resend.send(traced)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
+        tracedSend(request, "send", (traced) => resend.send(traced)).pipe(
+          // A reply: should it be lost, the question it answered may be asked again (RecentMessages.replied).
+          Effect.tap(() =>
+            Effect.sync(() => {
+              if (request.message.replyTo !== undefined) recent.replied(request.message.id, request.message.replyTo)
+            })
+          ),
+          Effect.catchTag("RequestTimeout", namingBroker)
+        ),
       supervisorSend: (request) =>
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
           resend.retrying((c) =>
@@ -230,7 +240,15 @@ const make = (
             ).pipe(Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery))))
           )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
-      cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
+      cancel: (messageId) =>
+        withConnection((c) =>
+          Effect.suspend(() => {
+            // A reply of this client's cancelled: its question may be asked again (RecentMessages.replyLost). Forgotten
+            // as the cancel is written, since the broker writes the question again ahead of the cancel's answer.
+            recent.replyLost(messageId)
+            return c.cancel(messageId, sendTimeoutMs)
+          })
+        ),
       cancelAsk: (messageId) =>
         withConnection((c) => c.post({ type: "cancel_ask", messageId })).pipe(
           // The wait is over whether or not the broker heard it: a later state loss does not list the ask.

@@ -18,8 +18,19 @@
  * One gap is left (docs/client.md): a confirmation that covers more than
  * `capacity` messages at once lets the oldest of them go at the next
  * message read, and a broker killed before it took effect sends them again.
- * Owned by one `IntercomClient` and touched only by its synchronous inbound
- * code.
+ *
+ * A question this client answered can come again on purpose: when its reply
+ * is lost before the asker read it (cancelled by this client, or failed:
+ * an `expired` receipt), the broker asks it again while the ask lasts
+ * (docs/protocol.md, review revx X1). So the asks this client replied to are
+ * remembered by reply id (`replied`, the last `capacity`), and a reply's
+ * loss (`replyLost`) forgets its question's pair, which then passes once
+ * more: as the client writes its `cancel_message` (the broker writes the
+ * question again ahead of that cancel's answer), or as it reads the
+ * reply's `expired` receipt (which comes ahead of the question only when
+ * the question waited in the mailbox: a client connected when the reply
+ * fails is written the question first, and drops it as a repeat).
+ * Owned by one `IntercomClient` and touched only by its synchronous code.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
@@ -37,6 +48,8 @@ export class RecentMessages {
   /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
   private boundMessage: InboundMessage | undefined
   private boundPair = ""
+  /** The ask each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
+  private readonly replies = new Map<string, string>()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
@@ -54,6 +67,31 @@ export class RecentMessages {
     seen.add(key)
     if (seen.size > this.capacity) this.forget(bound())
     return true
+  }
+
+  /** This client sent the reply `replyId` to the ask `askId`: should the reply be lost, the ask may come again. */
+  replied(replyId: string, askId: string): void {
+    const replies = this.replies
+    replies.delete(replyId)
+    replies.set(replyId, askId)
+    if (replies.size > this.capacity) for (const oldest of replies.keys()) {
+      replies.delete(oldest)
+      break
+    }
+  }
+
+  /**
+   * This client's reply `replyId` was lost before its asker read it
+   * (cancelled, or an `expired` receipt): the pair of the question it
+   * answered is forgotten, so that question, asked again, passes. Nothing
+   * for an id not known as a reply. A scan of the pairs, on that rare event.
+   */
+  replyLost(replyId: string): void {
+    const askId = this.replies.get(replyId)
+    if (askId === undefined) return
+    this.replies.delete(replyId)
+    const suffix = `\u0001${askId}`
+    for (const pair of this.seen) if (pair.endsWith(suffix)) this.seen.delete(pair)
   }
 
   /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */

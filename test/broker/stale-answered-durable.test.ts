@@ -141,3 +141,36 @@ describe("durable: an ask that went silently as answered before its deadline, it
       assert.strictEqual(disk.silencedAsks.size, 0, "the debt stayed stored after its reply was lost")
     }))
 })
+
+describe("durable: an answered ask deeper than Asks' scan, dropped before its deadline, its reply lost after a restart (review revx X2)", () => {
+  it.effect("its debt is stored, and the ask is asked again of the replier", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk, { askTimeout: ASK_TIMEOUT_MS })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      // 64 notes ahead (Asks' ANSWERED_SCAN), read by bob's client and never confirmed: the reply marks no copy.
+      for (let i = 0; i < 64; i++) assertDelivered(yield* send(carol.client, "bob", message(`note ${i}`)))
+      const ask = message("still need this?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      yield* messageFor(bob.client, ask.id)
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      const reply = message("yes", { replyTo: ask.id })
+      assertDelivered(yield* send(bob.client, "alice", reply), "queued")
+      // Before the deadline bob's connection drops: the answered copy of the ask goes, its debt stored.
+      yield* bob.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "bob")
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 65, "setup: not the 64 notes and the reply stored")
+      assert.strictEqual(disk.silencedAsks.size, 1, "the debt of a deep ask dropped before its deadline was not stored")
+      yield* first.crash
+
+      yield* durableBroker(world, disk, { askTimeout: ASK_TIMEOUT_MS })
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* back.client.send({ type: "cancel_message", messageId: reply.id })
+      yield* back.client.next("message", (frame) => frame.message.id === ask.id, "1 second")
+    }))
+})
