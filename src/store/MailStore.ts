@@ -17,7 +17,7 @@
  * be made outside a broker so that it outlives a simulated crash, as a disk
  * would.
  *
- * Size: about 450 lines, one concept: the store's interface and its two
+ * Size: about 475 lines, one concept: the store's interface and its two
  * implementations side by side, so that they cannot drift apart. Each kind of
  * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
  * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the

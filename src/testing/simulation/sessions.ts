@@ -10,6 +10,11 @@
  * that left by `unregister` (`startSession`'s `resumes`).
  * Each client also folds its presence events into a membership view that
  * `finish` checks (membershipViews.ts).
+ *
+ * Size: about 410 lines, one concept — a session's lifecycle: start, stop,
+ * kill, replace and resume share the client and generation builders and the
+ * fiber-owner checks; each workload op that drives them lives in its own
+ * module (handles.ts, and the op modules beside it).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
