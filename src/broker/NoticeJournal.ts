@@ -4,24 +4,23 @@
  * notices read or given up since the last commit, for `StoreJournal.take`
  * to put in its batch. Owned by the StoreJournal (and through it by the
  * Router's synchronous code); kept in a module of its own so the journal's
- * mail and record code stays apart from it.
+ * mail and record code stays apart from it. The pending rows themselves
+ * are a PendingRows (PendingRows.ts).
  */
 import type { MailCommit, StoredNotice } from "../store/MailStore.ts"
+import { PendingRows } from "./PendingRows.ts"
 
 /** A batch with no notice changes names none (shared: nothing is allocated per commit for them). */
 const NO_CHANGES: Pick<MailCommit, "noticePuts" | "noticeDeletes"> = {}
 
 /** Notice changes not yet stored; see the module header. */
 export class NoticeJournal {
-  /** Notices issued and not yet stored, by their number. */
-  private puts = new Map<number, StoredNotice>()
-  /** Stored notices to delete, by their number. */
-  private deletes = new Set<number>()
+  private readonly rows = new PendingRows<number, StoredNotice>((row) => row.seq)
   private nextSeq = 1
 
   /** No notice change waits for a commit. */
   get isEmpty(): boolean {
-    return this.puts.size === 0 && this.deletes.size === 0
+    return this.rows.isEmpty
   }
 
   /** Continues numbering after what a restart found stored. */
@@ -32,36 +31,23 @@ export class NoticeJournal {
   /** A notice was issued to `senderKey`, owed since `at`: its number. */
   put(senderKey: string, frame: string, at: number): number {
     const seq = this.nextSeq++
-    this.puts.set(seq, { seq, senderKey, frame, at })
+    this.rows.put(seq, { seq, senderKey, frame, at })
     return seq
   }
 
   /** The notice `seq` leaves the store; false when it was never stored (nothing to commit). */
   gone(seq: number): boolean {
-    if (this.puts.delete(seq)) return false
-    this.deletes.add(seq)
-    return true
+    return this.rows.gone(seq)
   }
 
   /** The changes for the batch being taken (none named when there are none). */
   take(): Pick<MailCommit, "noticePuts" | "noticeDeletes"> {
-    if (this.isEmpty) return NO_CHANGES
-    const taken = { noticePuts: [...this.puts.values()], noticeDeletes: [...this.deletes] }
-    this.puts = new Map()
-    this.deletes = new Set()
-    return taken
+    const taken = this.rows.take()
+    return taken === undefined ? NO_CHANGES : { noticePuts: taken.puts, noticeDeletes: taken.deletes }
   }
 
   /** A batch that failed gives its changes back, in front of what came since; a notice gone since is not put. */
   failed(batch: MailCommit): void {
-    if (batch.noticePuts === undefined && batch.noticeDeletes === undefined) return
-    const puts = new Map<number, StoredNotice>()
-    for (const put of batch.noticePuts ?? []) {
-      if (this.deletes.delete(put.seq)) continue
-      puts.set(put.seq, put)
-    }
-    for (const [seq, put] of this.puts) puts.set(seq, put)
-    this.puts = puts
-    for (const seq of batch.noticeDeletes ?? []) this.deletes.add(seq)
+    this.rows.failed(batch.noticePuts, batch.noticeDeletes)
   }
 }

@@ -7,30 +7,28 @@
  * entry (JournalMail.silenced), so that the lookup that drops a reply from
  * the store finds it, and a reply no longer stored is never given one
  * (review revu U1). Owned by the StoreJournal (and through it by the
- * Router's synchronous code), as NoticeJournal.ts is.
+ * Router's synchronous code), as NoticeJournal.ts is; the pending rows
+ * themselves are a PendingRows (PendingRows.ts), as NoticeJournal's are.
  */
 import type { Mail } from "./Peer.ts"
 import type { MailCommit, StoredSilenced } from "../store/MailStore.ts"
+import { PendingRows } from "./PendingRows.ts"
 
 /** A batch with no changes here names none (shared: nothing is allocated per commit for them). */
 const NO_CHANGES: Pick<MailCommit, "silencedPuts" | "silencedDeletes"> = {}
 
 /** Debt changes not yet stored; see the module header. */
 export class SilencedJournal {
-  /** Debts recorded and not yet stored, by reply key. */
-  private puts = new Map<string, StoredSilenced>()
-  /** Stored debts to delete, by reply key. */
-  private deletes = new Set<string>()
+  private readonly rows = new PendingRows<string, StoredSilenced>((row) => row.replyKey)
 
   /** No change waits for a commit. */
   get isEmpty(): boolean {
-    return this.puts.size === 0 && this.deletes.size === 0
+    return this.rows.isEmpty
   }
 
   /** The reply `replyKey`'s asker is owed `ask`'s `expired` should it be lost (the ask dropped at `at`). */
   put(replyKey: string, ask: Mail, at: number): void {
-    this.deletes.delete(replyKey)
-    this.puts.set(replyKey, { replyKey, at, ask })
+    this.rows.put(replyKey, { replyKey, at, ask })
   }
 
   /**
@@ -39,30 +37,17 @@ export class SilencedJournal {
    * stored row deleted. Whether a delete was added (false: it was never stored).
    */
   gone(replyKey: string): boolean {
-    if (this.puts.delete(replyKey)) return false
-    this.deletes.add(replyKey)
-    return true
+    return this.rows.gone(replyKey)
   }
 
   /** The changes for the batch being taken (none named when there are none). */
   take(): Pick<MailCommit, "silencedPuts" | "silencedDeletes"> {
-    if (this.isEmpty) return NO_CHANGES
-    const taken = { silencedPuts: [...this.puts.values()], silencedDeletes: [...this.deletes] }
-    this.puts = new Map()
-    this.deletes = new Set()
-    return taken
+    const taken = this.rows.take()
+    return taken === undefined ? NO_CHANGES : { silencedPuts: taken.puts, silencedDeletes: taken.deletes }
   }
 
   /** A batch that failed gives its changes back, in front of what came since; a debt ended since is not put. */
   failed(batch: MailCommit): void {
-    if (batch.silencedPuts === undefined && batch.silencedDeletes === undefined) return
-    const puts = new Map<string, StoredSilenced>()
-    for (const put of batch.silencedPuts ?? []) {
-      if (this.deletes.delete(put.replyKey)) continue
-      puts.set(put.replyKey, put)
-    }
-    for (const [key, put] of this.puts) puts.set(key, put)
-    this.puts = puts
-    for (const key of batch.silencedDeletes ?? []) if (!this.puts.has(key)) this.deletes.add(key)
+    this.rows.failed(batch.silencedPuts, batch.silencedDeletes)
   }
 }
