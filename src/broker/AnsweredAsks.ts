@@ -175,6 +175,11 @@ export class AnsweredAsks {
     return this.answers.size > 0 ? this.answers.get(askKey)?.reply : undefined
   }
 
+  /** The deadline of the edge the reply to the ask `askKey` closed, undefined when not known (as `replyOf`). */
+  deadlineOf(askKey: string): number | undefined {
+    return this.answers.size > 0 ? this.answers.get(askKey)?.until : undefined
+  }
+
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
   has(askKey: string): boolean {
     return this.answers.size > 0 && this.answers.has(askKey)

@@ -344,7 +344,8 @@ export class Router {
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
-      answeredReply: (messageKey) => asks.answered.replyOf(messageKey)
+      answeredReply: (messageKey) => asks.answered.replyOf(messageKey),
+      answeredDeadline: (messageKey) => asks.answered.deadlineOf(messageKey)
     })
     const receipts = new Receipts(
       ctx,

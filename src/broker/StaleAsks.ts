@@ -114,8 +114,11 @@ export class StaleAsks {
    * `replyLost` to find by its edge's `messageKey` (review revx X2). Bounded:
    * MAX_SILENCED_BY_KEY entries, the oldest pushed out (such an ask is then
    * forgotten, as before); one whose reply its asker read stays until then.
+   * Each names the deadline of the edge it had (`deadline`): a later ask
+   * reusing the id (past the replay window) has another edge, and a lost
+   * reply of that one never claims the old copy (review revz Z3).
    */
-  private readonly silencedByKey = new AgedMap<string, Mail>(MAX_SILENCED_BY_KEY)
+  private readonly silencedByKey = new AgedMap<string, { readonly mail: Mail; readonly deadline: number }>(MAX_SILENCED_BY_KEY)
   /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
   private stored: Map<string, Mail> | undefined
 
@@ -169,7 +172,9 @@ export class StaleAsks {
       this.ctx.journal?.askSilenced(reply, mail, now)
     } else if (!early) {
       // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
-      this.silencedByKey.set(mail.recordKey, mail, now)
+      // The edge's own deadline when AnsweredAsks knows it (a staged ask's edge opens after it was received).
+      const deadline = this.asks.answeredDeadline(mail.recordKey) ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
+      this.silencedByKey.set(mail.recordKey, { mail, deadline }, now)
       const answered = this.asks.answeredReply(mail.recordKey)
       if (answered !== undefined) this.ctx.journal?.askSilencedBy(answered.senderKey, answered.id, mail, now)
     }
@@ -192,7 +197,7 @@ export class StaleAsks {
    * revx X3).
    */
   replyLost(edge: AskEdge, now: number, askerEnded = false): void {
-    const ask = this.silenced.get(edge) ?? this.takeByKey(edge.messageKey)
+    const ask = this.silenced.get(edge) ?? this.takeByKey(edge)
     if (ask !== undefined) this.silenced.delete(edge)
     if (askerEnded || ask?.senderEnd?.ended === true) return
     this.asks.answerLost(edge, now)
@@ -204,9 +209,15 @@ export class StaleAsks {
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
   }
 
-  /** The ask `messageKey` remembered by key (`silencedByKey`), taken out; none while nothing is kept. */
-  private takeByKey(messageKey: string): Mail | undefined {
-    return this.silencedByKey.size === 0 ? undefined : this.silencedByKey.delete(messageKey)
+  /**
+   * The ask of `edge` remembered by key (`silencedByKey`), taken out; none
+   * while nothing is kept. One kept under the same key for another edge (an
+   * earlier ask that used the id) is not this ask's: it is dropped, unused.
+   */
+  private takeByKey(edge: AskEdge): Mail | undefined {
+    if (this.silencedByKey.size === 0) return undefined
+    const kept = this.silencedByKey.delete(edge.messageKey)
+    return kept !== undefined && kept.deadline === edge.deadline ? kept.mail : undefined
   }
 
   /**

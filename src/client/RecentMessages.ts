@@ -27,9 +27,8 @@
  * loss (`replyLost`) forgets its question's pair, which then passes once
  * more: as the client writes its `cancel_message` (the broker writes the
  * question again ahead of that cancel's answer), or as it reads the
- * reply's `expired` receipt (which comes ahead of the question only when
- * the question waited in the mailbox: a client connected when the reply
- * fails is written the question first, and drops it as a repeat).
+ * reply's `expired` receipt (the broker writes that receipt before it asks
+ * the question again: MailDelivery.lost).
  * Owned by one `IntercomClient` and touched only by its synchronous code.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
