@@ -18,7 +18,7 @@ const ID = "dddddddd-0000-4000-8000-0000000000e2"
 /** No such process (over Linux's pid_max): the taker counts as exited, so the take-back dials (`ifFree`). */
 const GONE_PID = 2 ** 30
 
-/** Taken over on its first connection; the take-back's dial (the second) takes 1 s; `disconnect` is called while it is on its way. */
+/** Taken over on its first connection; the take-back's dial (the second) takes 1 s of TestClock time (the attempt in flight, not a barrier); `disconnect` is called while it is on its way. */
 const disconnectDuringTakeBack = Effect.gen(function*() {
   const fake = yield* memoryFakeBroker({ features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1], takeOverFirst: GONE_PID })
   let dialed = 0

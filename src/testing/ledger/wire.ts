@@ -5,7 +5,7 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 715 lines, one concept — reading the wire for the ledger,
+ * Size: about 725 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
