@@ -83,12 +83,14 @@ describe("ask-expiry-v1: the asker is told when its ask's edge expires", () => {
       const away = yield* broker.session({ name: "away", frame: EXPIRY })
       const base = yield* broker.session({ name: "base-later", frame: EXPIRY })
       const witness = yield* broker.session({ name: "witness", frame: EXPIRY })
-      assertDelivered(yield* send(away.client, "answerer", ask("first"), { askTimeoutMs: 150 }))
-      assertDelivered(yield* send(base.client, "answerer", ask("second"), { askTimeoutMs: 150 }))
+      // A second of real time before the deadlines: both askers must be gone by then, or the notice would go
+      // to the old connection and the checks below would pass without testing the absence they name.
+      assertDelivered(yield* send(away.client, "answerer", ask("first"), { askTimeoutMs: 1000 }))
+      assertDelivered(yield* send(base.client, "answerer", ask("second"), { askTimeoutMs: 1000 }))
       yield* away.client.destroy
       yield* base.client.destroy
       const later = ask("witness question")
-      assertDelivered(yield* send(witness.client, "answerer", later, { askTimeoutMs: 300 }))
+      assertDelivered(yield* send(witness.client, "answerer", later, { askTimeoutMs: 1200 }))
       assert.strictEqual((yield* witness.client.next("ask_expired")).messageId, later.id)
       // Both edges expired while their askers were away. Not owed: an asker that could not hear the broker
       // settles the ask at its own deadline (docs/protocol.md), and nothing is held for it meanwhile.
