@@ -368,6 +368,7 @@ export const openClientConnection = (
           const bare = frame.type === "delivered" ? frame.delivery === undefined : frame.code === undefined
           if (cancel !== undefined && bare) {
             cancels.delete(frame.messageId)
+            sinks.cancelAnswered(frame.messageId, frame.type === "delivered")
             Deferred.doneUnsafe(cancel, Exit.succeed(frame.type === "delivered"))
             return
           }

@@ -42,7 +42,7 @@
  *
  * Size: one concept — the service: the options' timings, the hubs and the
  * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 425 lines, half of them this header and the
+ * operations over them (about 450 lines, half of them this header and the
  * service object, a quarter the class's JSDoc examples). Each concern is its
  * own module: when connections may confirm what they read
  * ConfirmationPolicy.ts, the models models.ts, supervisor grants
@@ -158,7 +158,9 @@ const make = (
       },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
-      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId)
+      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
+      // A reply of this client's that the broker did not cancel stands: its question stays answered.
+      cancelAnswered: (messageId: string, cancelled: boolean) => recent.cancelAnswered(messageId, cancelled)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -221,15 +223,13 @@ const make = (
       ),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       send: (request) =>
-        tracedSend(request, "send", (traced) => resend.send(traced)).pipe(
+        Effect.suspend(() => {
           // A reply: should it be lost, the question it answered may be asked again (RecentMessages.replied).
-          Effect.tap(() =>
-            Effect.sync(() => {
-              if (request.message.replyTo !== undefined) recent.replied(request.message.id, request.message.replyTo)
-            })
-          ),
-          Effect.catchTag("RequestTimeout", namingBroker)
-        ),
+          // Recorded before it is written: its `expired` receipt may be read ahead of its acknowledgement.
+          const askId = request.message.replyTo
+          if (askId !== undefined) recent.replied(request.message.id, request.targetId ?? request.to, askId)
+          return tracedSend(request, "send", (traced) => resend.send(traced))
+        }).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       supervisorSend: (request) =>
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
           resend.retrying((c) =>
@@ -243,9 +243,10 @@ const make = (
       cancel: (messageId) =>
         withConnection((c) =>
           Effect.suspend(() => {
-            // A reply of this client's cancelled: its question may be asked again (RecentMessages.replyLost). Forgotten
-            // as the cancel is written, since the broker writes the question again ahead of the cancel's answer.
-            recent.replyLost(messageId)
+            // A reply of this client's cancelled: its question may be asked again. Let go as the cancel is written,
+            // since the broker writes the question again ahead of the cancel's answer; remembered again should
+            // that answer say the reply stands (`cancelAnswered` above; RecentMessages.cancelWritten).
+            recent.cancelWritten(messageId)
             return c.cancel(messageId, sendTimeoutMs)
           })
         ),

@@ -23,12 +23,18 @@
  * is lost before the asker read it (cancelled by this client, or failed:
  * an `expired` receipt), the broker asks it again while the ask lasts
  * (docs/protocol.md, review revx X1). So the asks this client replied to are
- * remembered by reply id (`replied`, the last `capacity`), and a reply's
- * loss (`replyLost`) forgets its question's pair, which then passes once
- * more: as the client writes its `cancel_message` (the broker writes the
- * question again ahead of that cancel's answer), or as it reads the
- * reply's `expired` receipt (the broker writes that receipt before it asks
- * the question again: MailDelivery.lost).
+ * remembered by reply id with their asker (`replied`, the last `capacity`),
+ * recorded as the reply is sent, before any answer or receipt about it can
+ * be read. A reply's loss forgets exactly its question's (asker, id) pair,
+ * which then passes once more: as the client reads the reply's `expired`
+ * receipt (`replyLost`; the broker writes that receipt before it asks the
+ * question again: MailDelivery.lost); or around its `cancel_message`. The
+ * broker writes the question again ahead of that cancel's answer, so the
+ * pair is let go as the cancel is written (`cancelWritten`) and, when the
+ * broker answers that it cancelled nothing (the reply stands: its question
+ * stays answered), remembered again (`cancelAnswered`) — a copy of the
+ * question that comes while the cancel waits for its answer still passes.
+ * Review revz Z2.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
@@ -47,7 +53,7 @@ export class RecentMessages {
   /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
   private boundMessage: InboundMessage | undefined
   private boundPair = ""
-  /** The ask each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
+  /** The pair of the ask each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
   private readonly replies = new Map<string, string>()
 
   constructor(capacity = 1024) {
@@ -68,11 +74,15 @@ export class RecentMessages {
     return true
   }
 
-  /** This client sent the reply `replyId` to the ask `askId`: should the reply be lost, the ask may come again. */
-  replied(replyId: string, askId: string): void {
+  /**
+   * This client sends the reply `replyId` to `askerId`'s ask `askId`:
+   * should the reply be lost, the ask may come again. Called before the
+   * reply is written, so a receipt read ahead of its acknowledgement finds it.
+   */
+  replied(replyId: string, askerId: string, askId: string): void {
     const replies = this.replies
     replies.delete(replyId)
-    replies.set(replyId, askId)
+    replies.set(replyId, pairOf(askerId, askId))
     if (replies.size > this.capacity) for (const oldest of replies.keys()) {
       replies.delete(oldest)
       break
@@ -80,17 +90,40 @@ export class RecentMessages {
   }
 
   /**
-   * This client's reply `replyId` was lost before its asker read it
-   * (cancelled, or an `expired` receipt): the pair of the question it
-   * answered is forgotten, so that question, asked again, passes. Nothing
-   * for an id not known as a reply. A scan of the pairs, on that rare event.
+   * This client's reply `replyId` was lost before its asker read it (an
+   * `expired` receipt): the pair of the question it answered is forgotten,
+   * so that question, asked again, passes. Nothing for an id not known as a
+   * reply.
    */
   replyLost(replyId: string): void {
-    const askId = this.replies.get(replyId)
-    if (askId === undefined) return
+    const pair = this.replies.get(replyId)
+    if (pair === undefined) return
     this.replies.delete(replyId)
-    const suffix = `\u0001${askId}`
-    for (const pair of this.seen) if (pair.endsWith(suffix)) this.seen.delete(pair)
+    this.seen.delete(pair)
+  }
+
+  /**
+   * This client writes a `cancel_message` of its reply `replyId`: the pair
+   * of the question it answered is let go now, since the broker, should it
+   * withdraw the reply, writes the question again ahead of the cancel's
+   * answer. Nothing for an id not known as a reply.
+   */
+  cancelWritten(replyId: string): void {
+    const pair = this.replies.get(replyId)
+    if (pair !== undefined) this.seen.delete(pair)
+  }
+
+  /**
+   * The broker answered the cancel of `replyId`: `cancelled`, the reply is
+   * gone (its question passes once more, or passed already); otherwise the
+   * reply stands and its question stays answered, so its pair is remembered
+   * again and a later copy of it is dropped as a repeat.
+   */
+  cancelAnswered(replyId: string, cancelled: boolean): void {
+    const pair = this.replies.get(replyId)
+    if (pair === undefined) return
+    if (cancelled) this.replies.delete(replyId)
+    else this.seen.add(pair)
   }
 
   /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */

@@ -118,6 +118,12 @@ export interface ClientSinks {
   /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
   readonly askExpired: (messageId: string) => void
   /**
+   * The broker's answer to this client's `cancel_message` of `messageId`
+   * (true: cancelled), as it is read: before the cancel waiting for it
+   * resumes, and before any frame read after it is routed.
+   */
+  readonly cancelAnswered: (messageId: string, cancelled: boolean) => void
+  /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session
    * takes this client's messages (`IntercomClient.holdConfirmations`), only

@@ -239,6 +239,11 @@ export interface FakeBrokerOptions {
    */
   readonly cancelAnswer?: "cancelled" | "refused"
   /**
+   * Frames written right after a cancel's answer (`cancelAnswer`), in the
+   * same transport write, given the cancelled message's id. Default: none.
+   */
+  readonly afterCancel?: (messageId: string) => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  /**
    * After `registered` on its first connection, write `taken_over` naming
    * this pid (`takeover-v1`) and end that connection, as a broker does when
    * another process registers the same id. Default: never.
@@ -427,16 +432,18 @@ export const makeFakeBroker = (
               }
               break
             }
-            case "cancel_message":
-              if (options.cancelAnswer === "cancelled") yield* reply({ type: "delivered", messageId: parsed.messageId })
+            case "cancel_message": {
+              const after = typeof parsed.messageId === "string" ? options.afterCancel?.(parsed.messageId) ?? [] : []
+              if (options.cancelAnswer === "cancelled") yield* reply({ type: "delivered", messageId: parsed.messageId }, ...after)
               if (options.cancelAnswer === "refused") {
                 yield* reply({
                   type: "delivery_failed",
                   messageId: parsed.messageId,
                   reason: "Message cannot be cancelled by this session"
-                })
+                }, ...after)
               }
               break
+            }
           }
         }
       }

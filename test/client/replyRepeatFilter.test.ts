@@ -1,0 +1,132 @@
+/**
+ * The repeat filter (RecentMessages.ts) and the questions this client
+ * answered: a reply's loss lets exactly its question's (asker, id) pair go,
+ * a cancel the broker refused keeps the question answered, and a reply's
+ * `expired` receipt read ahead of the reply's acknowledgement (at a
+ * reconnect, before the resend's answer) still lets the question pass
+ * again (review revz Z2). The client tests run against a
+ * scripted broker on a real socket; each waits on a frame it scripted last,
+ * never on a sleep.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { InboundMessage } from "../../src/client/events.ts"
+import { RecentMessages } from "../../src/client/RecentMessages.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
+
+const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+const CAROL = { ...ALICE, id: "cccccccc-5555-4000-8000-00000000000c" }
+const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
+
+/** A `message` frame from alice. */
+const fromAlice = (m: Message) => ({ type: "message", from: ALICE, message: m })
+
+/** A `message` frame from carol. */
+const fromCarol = (m: Message) => ({ type: "message", from: CAROL, message: m })
+
+/** The broker's `expired` receipt, from alice, for bob's message `messageId`. */
+const expiredReceipt = (messageId: string) => ({
+  type: "message_receipt",
+  from: ALICE,
+  receipt: { messageId, status: "expired", timestamp: 1, detail: "evicted" }
+})
+
+const ids = (seen: ReadonlyArray<InboundMessage>) => seen.map((m) => m.message.id)
+const senders = (seen: ReadonlyArray<InboundMessage>) => seen.map((m) => m.from.id)
+
+describe("RecentMessages: the questions this client answered", () => {
+  const all = () => "all" as const
+
+  it("a lost reply lets its own question pass again, and another sender's message with that id is still a repeat", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime("alice", "m1", all))
+    assert.isTrue(recent.firstTime("carol", "m1", all))
+    recent.replied("r1", "alice", "m1")
+    recent.replyLost("r1")
+    assert.isTrue(recent.firstTime("alice", "m1", all), "alice's question, asked again, was dropped")
+    assert.isFalse(recent.firstTime("carol", "m1", all), "carol's m1, delivered again, passed as new")
+  })
+
+  it("a cancel the broker refused remembers the question again; one it carried out leaves it let go", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime("alice", "m1", all))
+    assert.isTrue(recent.firstTime("alice", "m2", all))
+    recent.replied("r1", "alice", "m1")
+    recent.replied("r2", "alice", "m2")
+    recent.cancelWritten("r1")
+    recent.cancelAnswered("r1", false)
+    assert.isFalse(recent.firstTime("alice", "m1", all), "the question of a reply that stands passed again")
+    recent.cancelWritten("r2")
+    recent.cancelAnswered("r2", true)
+    assert.isTrue(recent.firstTime("alice", "m2", all), "the question of a cancelled reply was dropped")
+  })
+})
+
+describe("IntercomClient: a question it answered, delivered again", () => {
+  it.live("a reply's loss lets its own asker's question pass again, not another sender's message with the same id", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const carols = { ...message("same id, another sender"), id: ask.id }
+      const marker = message("after the copies")
+      const reply = message("yes", { replyTo: ask.id })
+      // Behind the reply's answer, in one write: its `expired` receipt, carol's message delivered again,
+      // alice's question asked again, a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask), fromCarol(carols)],
+        afterSend: (id) => id === reply.id ? [expiredReceipt(reply.id), fromCarol(carols), fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.from.id === CAROL.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(senders(heard.seen()), [ALICE.id, CAROL.id, ALICE.id, ALICE.id], "who reached messages")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, ask.id, marker.id])
+    }))
+
+  it.live("a reply whose cancel the broker refused stands: a copy of its question read right behind the refusal is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      // One write: the refusal, the answered question delivered again, a marker behind it.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        cancelAnswer: "refused",
+        afterCancel: (id) => id === reply.id ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      assert.isFalse(yield* bob.cancel(reply.id), "setup: the broker did not refuse the cancel")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+
+  it.live("a reply's expired receipt read before its acknowledgement lets its question, asked again, pass", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the question")
+      const reply = message("yes", { replyTo: ask.id })
+      // The first connection ends on the reply's send, unanswered. The next one, at its registration, writes
+      // the reply's `expired` receipt, the question asked again and a marker: all before the resend's answer.
+      const fake = yield* fakeBroker({
+        dropOnSend: (connection) => connection === 1,
+        afterRegistered: (connection) =>
+          connection === 1 ? [fromAlice(ask)] : [expiredReceipt(reply.id), fromAlice(ask), fromAlice(marker)]
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      assert.strictEqual(fake.connections(), 2, "setup: the reply was not answered on a second connection")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+    }))
+})
