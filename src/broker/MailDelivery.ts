@@ -816,12 +816,18 @@ export class MailDelivery {
     for (const eviction of this.mailbox.put(mail, seq)) this.evicted(eviction)
   }
 
-  /** Mail the mailbox's bounds pushed out: its sender's receipt names the bound and the message's size. */
+  /**
+   * Mail the mailbox's bounds pushed out: its sender's receipt names the
+   * bound and the message's size — but for a copy of an ask that is over,
+   * dropped as StaleAsks decides (`expired`, or silently).
+   */
   private evicted(eviction: Eviction): void {
     // A cancelled copy goes silently: its sender was answered already.
     if (this.withdrawn.take(eviction.mail.recordKey) !== undefined) {
       return this.routes.lost(eviction.mail.senderKey, eviction.mail.message.id)
     }
+    // An ask over before the sweep reached it (its deadline passed, no send since): expired first, as `prune` says.
+    if (this.stale.isStale(eviction.mail, this.ctx.now())) return this.stale.drop(eviction.mail)
     this.lost(
       eviction.mail,
       DeliveryCode.DeliveryEvicted,
