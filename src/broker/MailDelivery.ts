@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 930 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is told or owed; what a memory
  * broker still holds at idle, `held`, grew it, and the notices only a live
@@ -798,14 +798,20 @@ export class MailDelivery {
    * An ask StaleAsks dropped as answered whose reply was lost before its
    * deadline (its edge open again: StaleAsks.replyLost): stored again (its
    * drop took it out of the store), and written to its recipient's live
-   * connection as a flush would, else queued for its return. Not when a
-   * copy of it waits in the mailbox already.
+   * connection as a flush would, else queued for its return (its replay
+   * record says `queued` again, as any mailbox copy's). Not when a copy of
+   * it waits in the mailbox already.
    */
   private askAgain(mail: Mail): void {
     if (this.mailbox.get(mail.recordKey) !== undefined) return
     this.ctx.journal?.putMail(mail)
     const live = this.liveSession(mail.targetKey)
-    if (live === undefined) return this.put(mail)
+    if (live === undefined) {
+      this.put(mail)
+      // Unless the bounds pushed it out at once (then its record says evicted).
+      if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      return
+    }
     const now = this.ctx.now()
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, now), mail, to: live.key, senderSince: 0 })
     this.routes.flushed(mail, live, now)
@@ -816,12 +822,18 @@ export class MailDelivery {
     for (const eviction of this.mailbox.put(mail, seq)) this.evicted(eviction)
   }
 
-  /** Mail the mailbox's bounds pushed out: its sender's receipt names the bound and the message's size. */
+  /**
+   * Mail the mailbox's bounds pushed out: its sender's receipt names the
+   * bound and the message's size — but for a copy of an ask that is over,
+   * dropped as StaleAsks decides (`expired`, or silently).
+   */
   private evicted(eviction: Eviction): void {
     // A cancelled copy goes silently: its sender was answered already.
     if (this.withdrawn.take(eviction.mail.recordKey) !== undefined) {
       return this.routes.lost(eviction.mail.senderKey, eviction.mail.message.id)
     }
+    // An ask over before the sweep reached it (its deadline passed, no send since): expired first, as `prune` says.
+    if (this.stale.isStale(eviction.mail, this.ctx.now())) return this.stale.drop(eviction.mail)
     this.lost(
       eviction.mail,
       DeliveryCode.DeliveryEvicted,

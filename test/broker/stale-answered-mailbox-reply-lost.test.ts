@@ -5,7 +5,8 @@
  * deadline. Should that reply then be lost before it reaches the asker
  * (here: given back to the mailbox by the asker's dropped connection and
  * evicted there by its byte bound), the edge opens again and the question
- * is put back (StaleAsks.replyLost): the replier, back within the deadline,
+ * is put back (StaleAsks.replyLost): waiting in the mailbox, its replay
+ * record says `queued` again; the replier, back within the deadline,
  * is asked it again; once the reopened edge expires unanswered, the asker
  * is told `expired` (review revw W1). One its asker withdrew after the
  * reply, before the deadline, is neither asked again nor told expired.
@@ -103,6 +104,16 @@ describe("an ask whose mailbox copy a reply dropped, the reply then lost before 
       const { ask, connect, messagesOf } = yield* replyLostBeforeDeadline()
       const back = connect(5, "b", custodyFeatures, "b-1")
       assert.deepStrictEqual(messagesOf(back), [ask.id], "the ask was not asked again though its edge is open")
+    }))
+
+  it.effect("the replier away, the question put back waits in the mailbox: a retry of it is answered queued, not delivered", () =>
+    Effect.gen(function*() {
+      const { ask, batch, connect, framesOf, router } = yield* replyLostBeforeDeadline()
+      assert.strictEqual(router.stats().mailbox, 2, "setup: the question was not put back in the mailbox (beside c's message)")
+      const asker = connect(6, "d", custodyFeatures, "d-1")
+      batch(asker, [{ type: "send", to: "b", message: ask }])
+      const answer = framesOf(asker).findLast((frame) => frame.type === "delivered" && frame.messageId === ask.id)
+      assert.strictEqual(answer?.delivery, "queued", "the question waiting in the mailbox was recorded as delivered")
     }))
 
   it.effect("the replier away, the reopened edge expires: the asker, back, gets the ask's expired receipt", () =>

@@ -23,6 +23,8 @@ export const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
 export interface Seen {
   readonly type: string
   readonly messageId?: string
+  /** A `delivered` answer's delivery: `socket_delivered` or `queued`. */
+  readonly delivery?: string
   readonly reason?: string
   readonly message?: { readonly id: string; readonly supersedes?: string }
   readonly control?: { readonly action: string; readonly messageId: string }
