@@ -22,9 +22,9 @@
  * ended), or was written and never confirmed read by a `received-v1` client
  * (it is held in custody like mail, Custody.ts), or left in the part of a
  * write its socket never took, it goes where its session is now, as mail does
- * (MailDelivery.takeBack) — from a closed connection to another instance
+ * (MailReturns.takeBack) — from a closed connection to another instance
  * only with the message it is about, given back in the same close
- * (`messageKey`, MailDelivery.giveBack), and from the old outbox at a
+ * (`messageKey`, MailReturns.giveBack), and from the old outbox at a
  * takeover by another instance only right after that message, handed over
  * with it or kept on a custody hold for the close (OutputEnd.handOver);
  * with the session away it is dropped, as a
@@ -58,7 +58,7 @@ export class ControlFrame implements FrameParts {
   /**
    * The record key of the message it is about (`recordKeyOf(senderKey, messageId)`, as `Mail.recordKey`):
    * given back from a closing connection to another instance, or handed over to one at a takeover, it
-   * goes only with that message (MailDelivery.giveBack, OutputEnd.handOver).
+   * goes only with that message (MailReturns.giveBack, OutputEnd.handOver).
    */
   readonly messageKey: string
   /**

@@ -43,10 +43,10 @@
  * before it in the same close — without it that instance got a message its
  * sender had been told it withdrew; without the message (its old client
  * confirmed it, or it is an ask that is over) the control is dropped, as
- * that instance cannot act on it (MailDelivery.giveBack). A message its
+ * that instance cannot act on it (MailReturns.giveBack). A message its
  * sender withdrew is given back to no new instance (its route names the
- * old one: MailDelivery.requeue), so its control, in the same custody, is
- * dropped with it. With the session away it is dropped (MailDelivery.takeBack),
+ * old one: MailReturns.requeue), so its control, in the same custody, is
+ * dropped with it. With the session away it is dropped (MailReturns.takeBack),
  * unless its message, confirmed, is not given back with it: then it is kept
  * for the client instance given that message (KeptControls.ts) — at a
  * close, and at an `unregister`'s hand-back alike (`handBack`: its client
@@ -318,14 +318,14 @@ export class PeerCustody {
 export interface HandBack {
   /**
    * Its custody's and write's unconfirmed items, oldest first
-   * (MailDelivery.giveBack): a control whose message is not among them (its
+   * (MailReturns.giveBack): a control whose message is not among them (its
    * client confirmed that) is kept for that client instance's return.
    */
   readonly giveBack: (items: ReadonlyArray<Written>) => void
   /**
    * The controls its outbox and parked list held (OutputEnd.handOver, whose
    * mail went back already), decided as `giveBack` decides one, knowing
-   * `items`, everything handed back (MailDelivery.controlsHandedBack).
+   * `items`, everything handed back (MailReturns.controlsHandedBack).
    */
   readonly controlsHandedBack: (controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<Written>) => void
 }
@@ -433,7 +433,7 @@ export class Custody {
    * nothing from now on (a `received` after `unregister` is a protocol
    * error), so what was meant for the session goes back now, in the order it
    * was given, to the mailbox (or the session's next connection, or — for a
-   * short-lived session — failed, MailDelivery.requeue), where later mail
+   * short-lived session — failed, MailReturns.requeue), where later mail
    * for the session queues behind it (architecture.md, "a receiver stops
    * reading, then leaves"). It used to go back only when the connection
    * closed, behind mail sent to the session since then. The

@@ -71,7 +71,7 @@
  * is away the hold still waits, and a held sender's message requeued
  * meanwhile (forced at its sender's close, given back by a closing
  * connection) is kept here too (`CustodyHolds.keepWhileAway`, from
- * MailDelivery.requeue), to follow the custody into the mailbox. Mail
+ * MailReturns.requeue), to follow the custody into the mailbox. Mail
  * *sent* to the session while it is away goes to the mailbox at once (its
  * bounds, its store, its flush's receipt routes); an old close that comes
  * then puts the held senders' mail the mailbox took meanwhile behind what

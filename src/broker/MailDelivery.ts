@@ -51,7 +51,7 @@
  * kept: review revi I5). A control given back alone with its session away
  * (its message confirmed, so not given back with it) is kept for the
  * client instance given that message, and goes to that instance's return
- * ahead of the mailbox's mail (KeptControls.ts, `keepAlone`; helper
+ * ahead of the mailbox's mail (KeptControls.ts, MailReturns.keepAlone; helper
  * ctlback) — given back at a close, or handed back at its session's
  * `unregister` (Custody.handBack, `controlsHandedBack`; helper unregctl),
  * but for a short-lived session's, which never returns; kept at an
@@ -60,23 +60,22 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 945 lines, one concept: the fate of mail that is not being
- * written to a live connection (queued, flushed, taken back, failed, and the
- * notice its sender is told or owed; what a memory
- * broker still holds at idle, `held`, grew it, and the notices only a live
- * connection granted an
- * extension may get, `tellLive`, what a closed connection gives back,
- * a control only with its message, `giveBack`, or kept for the instance
- * given it when it comes back alone, `keepAlone`, and an ask put back when
- * the reply that answered it is lost, `askAgain`). The mailbox's own bounds
+ * Size: about 750 lines, one concept: the fate of mail that is not being
+ * written to a live connection (queued, flushed, failed, and the notice its
+ * sender is told or owed; what a memory broker still holds at idle, `held`,
+ * and the notices only a live connection granted an extension may get,
+ * `tellLive`, and an ask put back when the reply that answered it is lost,
+ * `askAgain`). Where each item a closing connection gives back goes —
+ * requeued, forced on, a control only behind its message or kept alone for
+ * its instance — is MailReturns.ts's (`takeBack`, `requeue`, `giveBack`,
+ * `controlsHandedBack` delegate to it). The mailbox's own bounds
  * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
  * the stale asks' drops and debts StaleAsks.ts's,
  * the notices' journal NoticeJournal.ts's, the
  * cancelled copies' decisions (who read a copy, keeping one, giving one
  * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
  * stays here moves mail between them and the live delivery, calling each at
- * its step of the close path, the cancel or the flush, in the order those
- * paths decide.
+ * its step of the cancel or the flush, in the order those paths decide.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -89,14 +88,14 @@ import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
-import { isControl, isMessage } from "./OutboundItems.ts"
+import { type LeftBy, liveSession, MailReturns, type ReturnRoutes } from "./MailReturns.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
-import { type CopyRoutes, goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
+import { goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -149,12 +148,6 @@ export interface HeldMail {
   readonly until: number
 }
 
-/**
- * How the session of a connection that gives mail back left it: at the
- * connection's close, or by `unregister` before it (MailDelivery.giveBack).
- */
-export type LeftBy = "close" | "unregister"
-
 /** What the mailbox needs of the open asks (Asks.ts). */
 export interface MailAsks {
   /** The mailbox dropped a reply that had closed `edge` (Asks.answerLost). */
@@ -178,7 +171,7 @@ export interface MailAsks {
  * is kept for mail it flushes to its receiver and dropped for mail it
  * drops, and it records which client instance was given a message.
  */
-export interface MailRoutes extends CopyRoutes {
+export interface MailRoutes extends ReturnRoutes {
   /** A message flushed from the mailbox to a live session: its route (Receipts.addRoute). */
   readonly flushed: (mail: Mail, receiver: Session, now: number) => void
   /**
@@ -189,8 +182,6 @@ export interface MailRoutes extends CopyRoutes {
    * follows it to a receiver that never got it.
    */
   readonly lost: (senderKey: string, messageId: string) => void
-  /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
-  readonly given: (mail: Mail, receiver: Session) => boolean
 }
 
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
@@ -213,6 +204,8 @@ export class MailDelivery {
   private readonly stale: StaleAsks
   private readonly routes: MailRoutes
   private readonly asks: MailAsks
+  /** What a closing connection gives back, item by item (MailReturns.ts). */
+  private readonly returns: MailReturns
 
   /**
    * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
@@ -241,6 +234,15 @@ export class MailDelivery {
       (mail, code, reason, detail) => this.lost(mail, code, reason, detail),
       (mail) => this.askAgain(mail)
     )
+    this.returns = new MailReturns(ctx, { routes, owed: this.owed, withdrawn: this.withdrawn, controls: this.controls, stale: this.stale }, {
+      isEnded: (key) => this.ended.size > 0 && this.ended.has(key),
+      failEnded: (mail, key) => {
+        const ended = this.ended.get(key)
+        if (ended !== undefined) this.lostToEnded(mail, ended)
+      },
+      put: (mail) => this.put(mail),
+      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined
+    })
   }
 
   /** Messages held for absent sessions. */
@@ -383,7 +385,7 @@ export class MailDelivery {
    * The sender withdraws queued mail (P71); true when it was still queued
    * (not cancelled already). A withdrawn reply reopens its ask. A copy a
    * write gave a client instance before it came back (marked read with
-   * that instance, `requeueForwarded`: no route needed, which goes after an
+   * that instance, MailReturns.requeueForwarded: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
@@ -401,7 +403,7 @@ export class MailDelivery {
       // stays for the rest.
       let live: Array<Session> | undefined
       for (const reader of readers) {
-        const session = this.liveSession(reader.receiverKey)
+        const session = liveSession(this.ctx, reader.receiverKey)
         if (session !== undefined && goesTo(copy, session) && !(live ??= []).includes(session)) live.push(session)
       }
       if (live !== undefined && live.length > 0) {
@@ -470,209 +472,26 @@ export class MailDelivery {
   }
 
   /**
-   * Output that could not be written where it was queued: mail is requeued,
-   * a notice forced to its session's live connection or owed again. A notice
-   * that needs an extension (`OutboundNotice.feature`) goes only to a live
-   * connection granted it — the session's connection may now be another
-   * client's, one that took its id over without the extension — and is
-   * otherwise dropped. A control frame (ControlFrame.ts) goes to its
-   * session's connection now — after the mail given back before it — or,
-   * with that session away, is dropped (a control needs both sides live).
-   * True when it went to its session's live connection (kept with a
-   * takeover's hold there included): a takeover's hand-over passes a
-   * control on only after its message went so (OutputEnd.handOver).
+   * Output that could not be written where it was queued, given back (Output's `takeBack` side): as
+   * MailReturns.takeBack decides. True when it went to its session's live connection.
    */
   takeBack(item: Returnable | ControlFrame): boolean {
-    if (item instanceof ControlFrame) {
-      const live = this.liveSession(item.to)
-      if (live === undefined) return false
-      this.ctx.output.forceEnqueue(live.peer, item)
-      return true
-    }
-    if ("mail" in item) return this.requeue(item)
-    const sender = this.liveSession(item.owedTo)
-    const live = sender !== undefined
-    if (item.feature !== undefined) {
-      if (!live || !sender.peer.features.has(item.feature)) return false
-      this.ctx.output.forceEnqueue(sender.peer, item)
-      return true
-    }
-    if (live) {
-      this.ctx.output.forceEnqueue(sender.peer, item)
-      return true
-    }
-    this.owed.owe(item)
-    return false
+    return this.returns.takeBack(item)
   }
 
-  /**
-   * A message that was on its way to a connection that closed: to the
-   * session's new connection if it is already back (a takeover: the old
-   * connection's leftovers must not sit in the mailbox while the session is
-   * live) — but one its sender cancelled or superseded on its way only when
-   * that connection's client instance was given it (its route says so,
-   * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
-   * nor to the mailbox (but as a cancelled copy kept for the client instance
-   * written it, WithdrawnCopies.keepCancelled); for a short-lived session that ended by `unregister`, failed
-   * (its sender told); kept with the session's takeover custody hold when
-   * that still waits for an old close and covers the sender (its older mail
-   * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
-   * to the mailbox for its next registration. True when it went to the
-   * session's live connection (`requeueForwarded`).
-   */
+  /** A message that was on its way to a connection that closed (MailReturns.requeue). */
   requeue(outbound: OutboundMessage): boolean {
-    return this.requeueForwarded(outbound)
+    return this.returns.requeue(outbound)
   }
 
-  /**
-   * What a connection that closed gives back (`Router.detach`: what its
-   * client never confirmed, the untaken rest of its last write, its outbox,
-   * and what a takeover's hold kept behind it), oldest first, as
-   * `Output.undeliverable` takes each — except that a control frame goes on
-   * only when the message it is about went to the session's connection in
-   * this same give-back. Such a connection is another instance's (the
-   * client's own rejoin took what it had, with every control, at its
-   * `register`: `Router.abandoned`): one that never got the message from
-   * here cannot act on a cancel or supersede of it, and its client would
-   * mark the unknown id replied and answer its sender (ControlFrame.ts,
-   * docs/protocol.md). Dropped so: a control whose message its old client
-   * confirmed reading, and one whose message is not forwarded — an ask that
-   * is over (`isStale`), mail requeued for a session that is away. With
-   * the session away, one whose message is not given back at all (its
-   * client confirmed it) is kept for that client's return (`keepAlone`). A
-   * close path, and an `unregister`'s hand-back of its custody and write
-   * (Custody.handBack), only: the set of forwarded keys is made at the first
-   * message forwarded. `leftBy`: how the connection's session left it, which
-   * says whether a control kept holds a memory broker's idle exit
-   * (KeptControls.ts). A connection whose session left by `unregister` may
-   * close after that same client instance registered again elsewhere: its
-   * rejoin took none of this, so such a control goes to it (`keepAlone`).
-   */
+  /** What a connection that closed gives back, oldest first (MailReturns.giveBack). */
   giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
-    let forwarded: Set<string> | undefined
-    let alone: Array<ControlFrame> | undefined
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!
-      if (isControl(item)) {
-        if (forwarded !== undefined && forwarded.has(item.messageKey)) this.takeBack(item)
-        else (alone ??= []).push(item)
-      } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
-      else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
-    }
-    if (alone !== undefined) this.keepAlone(alone, items, leftBy)
+    this.returns.giveBack(items, leftBy)
   }
 
-  /**
-   * Controls a session that ended by `unregister` handed back from its
-   * connection's outbox or parked list (Custody.handBack,
-   * OutputEnd.handOver), after `items`, everything that hand-back gave back
-   * (its mail requeued already): each goes to its session's live
-   * connection, as `takeBack` takes it; with that session away, it is
-   * decided as a close's give-back decides a control given back alone
-   * (`keepAlone`). A close path's, then: none is forwarded with its message
-   * to a live connection, the session having just left.
-   */
+  /** Controls a session that ended by `unregister` handed back, after `items` (MailReturns.controlsHandedBack). */
   controlsHandedBack(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
-    let away: Array<ControlFrame> | undefined
-    for (const control of controls) if (!this.takeBack(control)) (away ??= []).push(control)
-    if (away !== undefined) this.keepAlone(away, items, "unregister")
-  }
-
-  /**
-   * Controls given back without their message (`giveBack`): with their
-   * session away, one whose message is not among `items` (its client
-   * confirmed it, so it may have shown it) is kept for the client instance
-   * it was written to (`ControlFrame.instance`, however long it waited
-   * unconfirmed: its message's route goes after an hour, review revm M1),
-   * for that instance's return (KeptControls.ts, helper ctlback); kept when
-   * its session left by `unregister`, it does not hold a memory broker's
-   * idle exit (review revv V2). With that instance live again already — it
-   * unregistered, then registered on another connection before this one
-   * closed (review revv V1) — it goes to it now, as its return would have
-   * taken it. The rest are dropped, as before: to another instance live now
-   * (it never got the message), for a short-lived session that ended, and
-   * about a message given back here (its fate is the mailbox's:
-   * `keepCancelled`).
-   */
-  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
-    let returned: Set<string> | undefined
-    const now = this.ctx.now()
-    for (const control of controls) {
-      if (this.ended.size > 0 && this.ended.has(control.to)) continue
-      returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
-      if (returned.has(control.messageKey)) continue
-      const live = this.liveSession(control.to)
-      if (live === undefined) this.controls.keep(control, now, leftBy === "close")
-      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
-    }
-  }
-
-  /** `requeue`: true when the message went to its session's live connection. */
-  private requeueForwarded(outbound: OutboundMessage): boolean {
-    const { mail } = outbound
-    const now = this.ctx.now()
-    // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
-    // it): not queued again, and not given to a client instance it was not given before the withdrawal.
-    const withdrawn = this.withdrawnOnTheWay(mail)
-    const live = this.liveSession(outbound.to)
-    const isLive = live !== undefined
-    // A short-lived session that ended by `unregister` will not come back for it.
-    const ended = isLive || this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
-    // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
-    // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
-    // for the client written it (WithdrawnCopies.keepCancelled, review revi I5).
-    const stale = this.stale.isStale(mail, now)
-    if (stale && (!withdrawn || isLive || ended !== undefined)) {
-      // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
-      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
-      else this.stale.drop(mail)
-      return false
-    }
-    if (isLive) {
-      // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
-      // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
-      if (withdrawn && !this.routes.given(mail, live)) {
-        this.routes.lost(mail.senderKey, mail.message.id)
-        return false
-      }
-      this.ctx.output.forceEnqueue(live.peer, outbound)
-      this.routes.handedOn(mail, live)
-      return true
-    }
-    if (ended !== undefined) {
-      // Withdrawn already, its sender answered: it goes silently, its record kept (review revi I2).
-      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
-      else this.lostToEnded(mail, ended)
-      return false
-    }
-    // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
-    // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
-    if (this.ctx.output.holds.keepWhileAway(outbound)) return false
-    // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
-    // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
-    // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
-    if (withdrawn) {
-      if (this.withdrawn.keepCancelled(outbound, now)) return false
-      // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
-      // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
-      // record rewrite dropped its stored row.
-      this.routes.lost(mail.senderKey, mail.message.id)
-      return false
-    }
-    const copy: Mail = { ...mail, queuedAt: now }
-    // Not withdrawn, so a note under its id is an older cancelled copy's, which this one replaces (a resend
-    // after that copy's record went): it goes with it, or this message would be handed on as that copy
-    // (review revl L5, as `queue` does for I4). A size check when nothing is kept.
-    this.withdrawn.take(copy.recordKey)
-    this.put(copy)
-    // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
-    const readers = this.withdrawn.readersOf(outbound)
-    if (readers !== undefined) this.withdrawn.markRead(copy, readers)
-    // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
-    if (this.mailbox.get(mail.recordKey) !== undefined) {
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
-    }
-    return false
+    this.returns.controlsHandedBack(controls, items)
   }
 
   /**
@@ -778,21 +597,6 @@ export class MailDelivery {
     this.stale.drop(queued, answeredBy)
   }
 
-  /**
-   * Whether `mail`'s sender cancelled or superseded it after it was handed
-   * to a connection (its route or its replay record says so:
-   * `cancel_message`, or a send that `supersedes` it;
-   * DeliveryRecords.withdrawal), so it is not queued again.
-   */
-  private withdrawnOnTheWay(mail: Mail): boolean {
-    return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
-  }
-
-  /** The session registered under `key`, if its connection is registered and not closing. */
-  private liveSession(key: string): Session | undefined {
-    const session = this.ctx.registry.byKey.get(key)
-    return session !== undefined && session.peer.state === "registered" && !session.peer.isClosing ? session : undefined
-  }
 
   /**
    * An ask StaleAsks dropped as answered whose reply was lost before its
@@ -805,7 +609,7 @@ export class MailDelivery {
   private askAgain(mail: Mail): void {
     if (this.mailbox.get(mail.recordKey) !== undefined) return
     this.ctx.journal?.putMail(mail)
-    const live = this.liveSession(mail.targetKey)
+    const live = liveSession(this.ctx, mail.targetKey)
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).

@@ -149,7 +149,7 @@ export class OutputEnd {
    * `instance` covers its sender (CustodyHold.ts) and keeps the control, or,
    * for a base client's write in progress (no custody, no hold), the control
    * waits for the close on the old connection (`Peer.controlsAtClose`); the
-   * close gives it on only right after that message (MailDelivery.giveBack).
+   * close gives it on only right after that message (MailReturns.giveBack).
    * Any other is dropped: its message was confirmed by the old client (or,
    * a base one's, written to it), or is an ask that is over (dropped here),
    * so the new instance never got it from here and cannot act on a cancel
@@ -160,7 +160,7 @@ export class OutputEnd {
    * control frames are not taken back here — the caller decides them
    * knowing every message that session's hand-back gave back (a control
    * whose message its client confirmed is kept for that client's return,
-   * as at a close: MailDelivery.controlsHandedBack). Its mail and notices
+   * as at a close: MailReturns.controlsHandedBack). Its mail and notices
    * are taken back at once, as ever, ahead of what the room made here wakes.
    */
   handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {

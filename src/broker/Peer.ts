@@ -63,7 +63,7 @@ export interface OutboundNotice {
   readonly seq: number | undefined
   /**
    * When it was first owed (issued): it is kept a day from then, however often
-   * a closing connection hands it back (MailDelivery.takeBack).
+   * a closing connection hands it back (MailReturns.takeBack).
    */
   readonly owedAt: number
   /**
@@ -83,7 +83,7 @@ export type Returnable = OutboundMessage | OutboundNotice
  * What a write carries that comes back when its socket never took it, or
  * (`received-v1`) its client never confirmed reading it: mail, notices, and
  * control frames about mail (ControlFrame.ts), so a cancel goes again with
- * the message it is about (MailDelivery.takeBack).
+ * the message it is about (MailReturns.takeBack).
  */
 export type Written = Returnable | ControlFrame
 
@@ -227,7 +227,7 @@ export class Peer {
    * Control frames handed over at a takeover by another instance whose message is in this base
    * connection's write in progress (OutputEnd.handOver): whether the new instance gets that message
    * depends on what the socket takes, so they wait for the close, to go back right after the untaken
-   * rest — and on only right after their message (MailDelivery.giveBack). Written there, taken at the
+   * rest — and on only right after their message (MailReturns.giveBack). Written there, taken at the
    * close (`Router.detach`).
    */
   controlsAtClose: Array<ControlFrame> | undefined = undefined

@@ -126,7 +126,7 @@
  * is recorded and its new message delivered alone, and the old message,
  * given back at that close, is withdrawn on its way — so the new instance
  * gets the new message alone either way. A withdrawn message goes back
- * only to the instance its route names (`given`, MailDelivery.requeue).
+ * only to the instance its route names (`given`, MailReturns.requeue).
  *
  * Size: about 600 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
@@ -251,7 +251,7 @@ export class Receipts {
       // waited: the check let it through): the new message goes alone — no control, the record left as it is.
       if (this.withdrawnBy(sender, message.supersedes, attempt.now) !== undefined) return
       // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
-      // gets the new message alone, and the old one never: MailDelivery.requeue).
+      // gets the new message alone, and the old one never: MailReturns.requeue).
       // With no route (a durable broker restarted), the one its replay record implies (`recordedRoute`,
       // which the check above passed).
       const route = this.routeOf(sender.key, message.supersedes)
@@ -315,7 +315,7 @@ export class Receipts {
   /**
    * `mail`, routed to an earlier connection of `receiver`'s session, was
    * handed on to `receiver`'s connection (a takeover's hand-over, a closed
-   * connection's give-back: MailDelivery.requeue): its route records that
+   * connection's give-back: MailReturns.requeue): its route records that
    * client instance as the one given it, so its sender's cancel or
    * supersede reaches it there. So does its record when newer routes pushed
    * the route out (MAX_ROUTES): `recordedRoute` follows the record to the
@@ -332,7 +332,7 @@ export class Receipts {
   /**
    * Whether `receiver`'s client instance was given `mail`: a message its
    * sender cancelled or superseded on its way goes back only to that
-   * instance, never to a new one (MailDelivery.requeue). Its route says so;
+   * instance, never to a new one (MailReturns.requeue). Its route says so;
    * once newer routes pushed the route out, its record does, naming that
    * very instance (as `givenTo` and `handedOn` follow it: review revk K1).
    * False when neither names one.

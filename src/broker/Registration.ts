@@ -46,7 +46,7 @@ import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
-import type { LeftBy } from "./MailDelivery.ts"
+import type { LeftBy } from "./MailReturns.ts"
 import { sendersToHold } from "./CustodyHold.ts"
 import { ClientInstances, type KnownInstance, NOTHING_KNOWN } from "./ClientInstances.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
@@ -164,7 +164,7 @@ export class Registration {
    *   again: its writing stops, and what its client was given and never confirmed or never got is
    *   returned, oldest first (Router.abandoned).
    * @param giveBack what a closed connection gives back goes where its session is now, a control
-   *   only with its message (MailDelivery.giveBack), told how that session left the connection.
+   *   only with its message (MailReturns.giveBack), told how that session left the connection.
    */
   constructor(
     ctx: RouterContext,

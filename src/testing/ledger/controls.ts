@@ -60,7 +60,7 @@
  * sender knows the old message's fate; the new message's own fate is its
  * own (delivered, or an `expired` notice when the mailbox drops it). The
  * broker does not queue again a message superseded or cancelled on its way
- * to a receiver whose connection ended (`MailDelivery.requeue`): sim seed
+ * to a receiver whose connection ended (`MailReturns.requeue`): sim seed
  * 9528 of `--custody-hold --unregister --delivery` (`supersededUnread`,
  * `withdrawnOnTheWay`). Like the cancel above, a supersede counts as applied
  * when its send went unanswered (neither acknowledged nor refused) on a

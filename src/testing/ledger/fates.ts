@@ -128,7 +128,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     }
   }
   // The broker withdraws such a question only if it went back: the broker that accepted it crashed, or a
-  // connection it was in ended with it still there (MailDelivery.requeue drops a stale one; one that went
+  // connection it was in ended with it still there (MailReturns.requeue drops a stale one; one that went
   // back earlier waits in the mailbox, which drops it when its ask ends). One lost on a live connection is
   // not excused, whatever ends later (see `wentBack`).
   const withdrawnAsks = {

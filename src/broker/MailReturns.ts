@@ -1,0 +1,306 @@
+/**
+ * The close path's side of the mailbox: what a connection gives back when it
+ * closes (or its session's `unregister` hands back), item by item — mail
+ * requeued to the session's live connection or the mailbox, a notice forced
+ * to its session's live connection or owed again, a control passed on only
+ * behind its own message, or kept for the client instance it was written to
+ * (KeptControls.ts), or dropped.
+ *
+ * Why a module of its own: these decisions are one concept (where a given-
+ * back item goes next, and in what order against its own message), the one
+ * most reviews of the mailbox touched, and they need only a narrow part of
+ * MailDelivery (`ReturnPort`): whether a session ended by `unregister`, the
+ * mailbox's put, and what the cancelled copies, the stale asks and the kept
+ * controls decide. MailDelivery owns every structure named here; this class
+ * holds references to them and runs inside the same synchronous step.
+ */
+import { ControlFrame } from "./ControlFrame.ts"
+import { QUEUED } from "./DeliveryRecords.ts"
+import type { AwayNotices } from "./AwayNotices.ts"
+import type { KeptControls } from "./KeptControls.ts"
+import { isControl, isMessage } from "./OutboundItems.ts"
+import type { Mail, OutboundItem, OutboundMessage, Returnable } from "./Peer.ts"
+import { mayHold, type Session } from "./Registry.ts"
+import type { RouterContext } from "./RouterContext.ts"
+import type { StaleAsks } from "./StaleAsks.ts"
+import type { CopyRoutes, WithdrawnCopies } from "./WithdrawnCopies.ts"
+
+/**
+ * How the session of a connection that gives mail back left it: at the
+ * connection's close, or by `unregister` before it (MailReturns.giveBack).
+ */
+export type LeftBy = "close" | "unregister"
+
+/** What the close path tells and asks the receipt routes (Receipts.ts). */
+export interface ReturnRoutes extends CopyRoutes {
+  /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
+  readonly given: (mail: Mail, receiver: Session) => boolean
+}
+
+/** What the close path needs of the mailbox concern that owns it (MailDelivery). */
+export interface ReturnPort {
+  /** Did the short-lived session under `key` end by `unregister` (MailDelivery's `ended`)? */
+  readonly isEnded: (key: string) => boolean
+  /** Fails `mail` for the ended short-lived session `key`: its sender is told now, as on expiry. */
+  readonly failEnded: (mail: Mail, key: string) => void
+  /** Queues `mail` in the mailbox; what its bounds push out goes as they say (MailDelivery's `put`). */
+  readonly put: (mail: Mail) => void
+  /** Is the message under `recordKey` in the mailbox? */
+  readonly isQueued: (recordKey: string) => boolean
+}
+
+/** The parts of the mailbox concern the close path decides with; all owned by MailDelivery. */
+export interface ReturnParts {
+  readonly routes: ReturnRoutes
+  /** Lost-mail notices owed to absent senders (AwayNotices.ts). */
+  readonly owed: AwayNotices
+  /** Cancelled copies kept for the client instances that read them (WithdrawnCopies.ts). */
+  readonly withdrawn: WithdrawnCopies
+  /** Controls kept alone for a reader's return (KeptControls.ts). */
+  readonly controls: KeptControls
+  /** Ask copies whose ask is over (StaleAsks.ts). */
+  readonly stale: StaleAsks
+}
+
+/** The session registered under `key`, if its connection is registered and not closing. */
+export const liveSession = (ctx: RouterContext, key: string): Session | undefined => {
+  const session = ctx.registry.byKey.get(key)
+  return session !== undefined && session.peer.state === "registered" && !session.peer.isClosing ? session : undefined
+}
+
+/** Where each item a closing connection gives back goes next (see the module header). */
+export class MailReturns {
+  private readonly ctx: RouterContext
+  private readonly port: ReturnPort
+  private readonly routes: ReturnRoutes
+  private readonly owed: AwayNotices
+  private readonly withdrawn: WithdrawnCopies
+  private readonly controls: KeptControls
+  private readonly stale: StaleAsks
+
+  constructor(ctx: RouterContext, parts: ReturnParts, port: ReturnPort) {
+    this.ctx = ctx
+    this.port = port
+    this.routes = parts.routes
+    this.owed = parts.owed
+    this.withdrawn = parts.withdrawn
+    this.controls = parts.controls
+    this.stale = parts.stale
+  }
+
+  /**
+   * Output that could not be written where it was queued: mail is requeued,
+   * a notice forced to its session's live connection or owed again. A notice
+   * that needs an extension (`OutboundNotice.feature`) goes only to a live
+   * connection granted it — the session's connection may now be another
+   * client's, one that took its id over without the extension — and is
+   * otherwise dropped. A control frame (ControlFrame.ts) goes to its
+   * session's connection now — after the mail given back before it — or,
+   * with that session away, is dropped (a control needs both sides live).
+   * True when it went to its session's live connection (kept with a
+   * takeover's hold there included): a takeover's hand-over passes a
+   * control on only after its message went so (OutputEnd.handOver).
+   */
+  takeBack(item: Returnable | ControlFrame): boolean {
+    if (item instanceof ControlFrame) {
+      const live = liveSession(this.ctx, item.to)
+      if (live === undefined) return false
+      this.ctx.output.forceEnqueue(live.peer, item)
+      return true
+    }
+    if ("mail" in item) return this.requeue(item)
+    const sender = liveSession(this.ctx, item.owedTo)
+    const live = sender !== undefined
+    if (item.feature !== undefined) {
+      if (!live || !sender.peer.features.has(item.feature)) return false
+      this.ctx.output.forceEnqueue(sender.peer, item)
+      return true
+    }
+    if (live) {
+      this.ctx.output.forceEnqueue(sender.peer, item)
+      return true
+    }
+    this.owed.owe(item)
+    return false
+  }
+
+  /**
+   * A message that was on its way to a connection that closed: to the
+   * session's new connection if it is already back (a takeover: the old
+   * connection's leftovers must not sit in the mailbox while the session is
+   * live) — but one its sender cancelled or superseded on its way only when
+   * that connection's client instance was given it (its route says so,
+   * `MailRoutes.given`: a rejoin of the same instance), never to a new one,
+   * nor to the mailbox (but as a cancelled copy kept for the client instance
+   * written it, WithdrawnCopies.keepCancelled); for a short-lived session that ended by `unregister`, failed
+   * (its sender told); kept with the session's takeover custody hold when
+   * that still waits for an old close and covers the sender (its older mail
+   * comes back at that close: CustodyHolds.keepWhileAway); otherwise back
+   * to the mailbox for its next registration. True when it went to the
+   * session's live connection (`requeueForwarded`).
+   */
+  requeue(outbound: OutboundMessage): boolean {
+    return this.requeueForwarded(outbound)
+  }
+
+  /**
+   * What a connection that closed gives back (`Router.detach`: what its
+   * client never confirmed, the untaken rest of its last write, its outbox,
+   * and what a takeover's hold kept behind it), oldest first, as
+   * `Output.undeliverable` takes each — except that a control frame goes on
+   * only when the message it is about went to the session's connection in
+   * this same give-back. Such a connection is another instance's (the
+   * client's own rejoin took what it had, with every control, at its
+   * `register`: `Router.abandoned`): one that never got the message from
+   * here cannot act on a cancel or supersede of it, and its client would
+   * mark the unknown id replied and answer its sender (ControlFrame.ts,
+   * docs/protocol.md). Dropped so: a control whose message its old client
+   * confirmed reading, and one whose message is not forwarded — an ask that
+   * is over (`isStale`), mail requeued for a session that is away. With
+   * the session away, one whose message is not given back at all (its
+   * client confirmed it) is kept for that client's return (`keepAlone`). A
+   * close path, and an `unregister`'s hand-back of its custody and write
+   * (Custody.handBack), only: the set of forwarded keys is made at the first
+   * message forwarded. `leftBy`: how the connection's session left it, which
+   * says whether a control kept holds a memory broker's idle exit
+   * (KeptControls.ts). A connection whose session left by `unregister` may
+   * close after that same client instance registered again elsewhere: its
+   * rejoin took none of this, so such a control goes to it (`keepAlone`).
+   */
+  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
+    let forwarded: Set<string> | undefined
+    let alone: Array<ControlFrame> | undefined
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (isControl(item)) {
+        if (forwarded !== undefined && forwarded.has(item.messageKey)) this.takeBack(item)
+        else (alone ??= []).push(item)
+      } else if (!isMessage(item)) this.ctx.output.undeliverable(item)
+      else if (this.requeueForwarded(item)) (forwarded ??= new Set()).add(item.mail.recordKey)
+    }
+    if (alone !== undefined) this.keepAlone(alone, items, leftBy)
+  }
+
+  /**
+   * Controls a session that ended by `unregister` handed back from its
+   * connection's outbox or parked list (Custody.handBack,
+   * OutputEnd.handOver), after `items`, everything that hand-back gave back
+   * (its mail requeued already): each goes to its session's live
+   * connection, as `takeBack` takes it; with that session away, it is
+   * decided as a close's give-back decides a control given back alone
+   * (`keepAlone`). A close path's, then: none is forwarded with its message
+   * to a live connection, the session having just left.
+   */
+  controlsHandedBack(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
+    let away: Array<ControlFrame> | undefined
+    for (const control of controls) if (!this.takeBack(control)) (away ??= []).push(control)
+    if (away !== undefined) this.keepAlone(away, items, "unregister")
+  }
+
+  /**
+   * Controls given back without their message (`giveBack`): with their
+   * session away, one whose message is not among `items` (its client
+   * confirmed it, so it may have shown it) is kept for the client instance
+   * it was written to (`ControlFrame.instance`, however long it waited
+   * unconfirmed: its message's route goes after an hour, review revm M1),
+   * for that instance's return (KeptControls.ts, helper ctlback); kept when
+   * its session left by `unregister`, it does not hold a memory broker's
+   * idle exit (review revv V2). With that instance live again already — it
+   * unregistered, then registered on another connection before this one
+   * closed (review revv V1) — it goes to it now, as its return would have
+   * taken it. The rest are dropped, as before: to another instance live now
+   * (it never got the message), for a short-lived session that ended, and
+   * about a message given back here (its fate is the mailbox's:
+   * `keepCancelled`).
+   */
+  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
+    let returned: Set<string> | undefined
+    const now = this.ctx.now()
+    for (const control of controls) {
+      if (this.port.isEnded(control.to)) continue
+      returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
+      if (returned.has(control.messageKey)) continue
+      const live = liveSession(this.ctx, control.to)
+      if (live === undefined) this.controls.keep(control, now, leftBy === "close")
+      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
+    }
+  }
+
+  /** `requeue`: true when the message went to its session's live connection. */
+  private requeueForwarded(outbound: OutboundMessage): boolean {
+    const { mail } = outbound
+    const now = this.ctx.now()
+    // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
+    // it): not queued again, and not given to a client instance it was not given before the withdrawal.
+    const withdrawn = this.withdrawnOnTheWay(mail)
+    const live = liveSession(this.ctx, outbound.to)
+    const isLive = live !== undefined
+    // A short-lived session that ended by `unregister` will not come back for it.
+    const ended = !isLive && this.port.isEnded(outbound.to)
+    // An ask that is over goes no further: its recipient would be asked what nobody waits for. But one its
+    // sender cancelled (which closes its edge) going back to the mailbox is kept like any cancelled message
+    // for the client written it (WithdrawnCopies.keepCancelled, review revi I5).
+    const stale = this.stale.isStale(mail, now)
+    if (stale && (!withdrawn || isLive || ended)) {
+      // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
+      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
+      else this.stale.drop(mail)
+      return false
+    }
+    if (isLive) {
+      // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
+      // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
+      if (withdrawn && !this.routes.given(mail, live)) {
+        this.routes.lost(mail.senderKey, mail.message.id)
+        return false
+      }
+      this.ctx.output.forceEnqueue(live.peer, outbound)
+      this.routes.handedOn(mail, live)
+      return true
+    }
+    if (ended) {
+      // Withdrawn already, its sender answered: it goes silently, its record kept (review revi I2).
+      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
+      else this.port.failEnded(mail, outbound.to)
+      return false
+    }
+    // Away while a takeover's custody hold still waits for the old connection's close (CustodyHold.ts): its
+    // sender's older mail comes back at that close, so this waits on the hold, to go back after it.
+    if (this.ctx.output.holds.keepWhileAway(outbound)) return false
+    // The control that withdrew it is dropped with the recipient away, so the mailbox must not bring it.
+    // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
+    // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
+    if (withdrawn) {
+      if (this.withdrawn.keepCancelled(outbound, now)) return false
+      // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
+      // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
+      // record rewrite dropped its stored row.
+      this.routes.lost(mail.senderKey, mail.message.id)
+      return false
+    }
+    const copy: Mail = { ...mail, queuedAt: now }
+    // Not withdrawn, so a note under its id is an older cancelled copy's, which this one replaces (a resend
+    // after that copy's record went): it goes with it, or this message would be handed on as that copy
+    // (review revl L5, as `queue` does for I4). A size check when nothing is kept.
+    this.withdrawn.take(copy.recordKey)
+    this.port.put(copy)
+    // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
+    const readers = this.withdrawn.readersOf(outbound)
+    if (readers !== undefined) this.withdrawn.markRead(copy, readers)
+    // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
+    if (this.port.isQueued(mail.recordKey)) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    }
+    return false
+  }
+
+  /**
+   * Whether `mail`'s sender cancelled or superseded it after it was handed
+   * to a connection (its route or its replay record says so:
+   * `cancel_message`, or a send that `supersedes` it;
+   * DeliveryRecords.withdrawal), so it is not queued again.
+   */
+  private withdrawnOnTheWay(mail: Mail): boolean {
+    return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
+  }
+}
