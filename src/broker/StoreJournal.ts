@@ -287,7 +287,7 @@ export class StoreJournal {
     // Only its seq is needed from now on (the store has the mail), and a reply's edge (`answers`).
     entry.mail = undefined
     this.storedMail.set(entry)
-    this.silenced.replyStored(entry)
+    if (entry.answers !== undefined) this.silenced.replyStored(entry)
   }
 
   /**
@@ -340,7 +340,8 @@ export class StoreJournal {
       if (previous.silenced && this.silenced.gone(mail.recordKey)) this.flushLater()
       this.forget(previous)
     }
-    this.silenced.replyStored(entry)
+    // A reply is found by the ask it answered (SilencedJournal.replyTo); a plain message pays this test.
+    if (entry.answers !== undefined) this.silenced.replyStored(entry)
     this.lastPut = entry
     this.puts.push(entry)
     this.pendingPuts++
