@@ -167,15 +167,10 @@ export class AnsweredAsks {
   }
 
   /**
-   * The outbound record of the reply that answered the ask `askKey` within
-   * the window (its sender's key and id), undefined when not known (never
-   * answered, or the bound pushed it out).
+   * The deadline of the edge the reply to the ask `askKey` closed, within
+   * the window; undefined when not known (never answered, or the bound
+   * pushed it out).
    */
-  replyOf(askKey: string): OutboundRecord | undefined {
-    return this.answers.size > 0 ? this.answers.get(askKey)?.reply : undefined
-  }
-
-  /** The deadline of the edge the reply to the ask `askKey` closed, undefined when not known (as `replyOf`). */
   deadlineOf(askKey: string): number | undefined {
     return this.answers.size > 0 ? this.answers.get(askKey)?.until : undefined
   }

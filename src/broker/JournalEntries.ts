@@ -7,6 +7,7 @@
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import type { StoredRecord } from "../store/MailStore.ts"
+import type { AskEdge } from "./AskEdges.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
@@ -59,7 +60,9 @@ export class SentRecord implements StoredRecord {
  * message, a reply, is stored with it or about to be (`silenced`,
  * SilencedJournal.ts): the same lookup that drops the entry ends that debt,
  * with no table of its own, and a reply that already left the store is
- * given none.
+ * given none. A reply's entry keeps the edge it closed (`answers`), by which
+ * the journal finds the stored reply that answered an ask
+ * (SilencedJournal.replyTo; review revz Z4).
  */
 export class JournalMail {
   readonly seq: number
@@ -72,12 +75,15 @@ export class JournalMail {
   ack: HeldAck | undefined = undefined
   /** A debt for an ask silenced as answered by this reply is stored with it, or about to be (StoreJournal.askSilenced). */
   silenced = false
+  /** The edge this message, a reply, closed (`Mail.answers`); undefined for any other message. Kept once `mail` goes. */
+  readonly answers: AskEdge | undefined
   constructor(seq: number, mail: Mail, pending: boolean) {
     this.seq = seq
     this.senderKey = mail.senderKey
     this.id = mail.message.id
     this.mail = mail
     this.pending = pending
+    this.answers = mail.answers
   }
 
   /** Dropped before it was stored: no longer pending, and its mail no longer kept. */

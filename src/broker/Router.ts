@@ -344,7 +344,6 @@ export class Router {
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
-      answeredReply: (messageKey) => asks.answered.replyOf(messageKey),
       answeredDeadline: (messageKey) => asks.answered.deadlineOf(messageKey)
     })
     const receipts = new Receipts(
@@ -704,10 +703,11 @@ export class Router {
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced, StaleAsks.ts).
     for (const silenced of recovered.silenced) this.mail.restoreSilenced(silenced)
-    for (const stored of recovered.mail) {
-      journal?.restoredMail(stored)
-      this.mail.restore(stored.mail)
-    }
+    // Every stored message known to the journal before any is restored: a question dropped as it is restored
+    // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
+    // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
+    if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
+    for (const stored of recovered.mail) this.mail.restore(stored.mail)
     this.mail.restoreDone()
   }
 

@@ -9,7 +9,18 @@
  * (review revu U1). Owned by the StoreJournal (and through it by the
  * Router's synchronous code), as NoticeJournal.ts is; the pending rows
  * themselves are a PendingRows (PendingRows.ts), as NoticeJournal's are.
+ *
+ * It also keeps the stored replies by the ask each answered (`replyTo`): a
+ * question dropped before its deadline that no reply marked (a copy deeper
+ * than Asks' scan, StaleAsks.drop) has its debt stored with the reply that
+ * closed its edge, found by the question's key for as long as that reply
+ * is stored — not only while AnsweredAsks remembers it (an hour; review
+ * revz Z4). The entries are the journal's own (JournalMail, whose `answers`
+ * names the edge), restored ones too, so a restart rebuilds the same index.
+ * Cost: one map entry per stored reply (none for plain mail), dropped as
+ * the reply leaves the store.
  */
+import type { JournalMail } from "./JournalEntries.ts"
 import type { Mail } from "./Peer.ts"
 import type { MailCommit, StoredSilenced } from "../store/MailStore.ts"
 import { PendingRows } from "./PendingRows.ts"
@@ -20,6 +31,8 @@ const NO_CHANGES: Pick<MailCommit, "silencedPuts" | "silencedDeletes"> = {}
 /** Debt changes not yet stored; see the module header. */
 export class SilencedJournal {
   private readonly rows = new PendingRows<string, StoredSilenced>((row) => row.replyKey)
+  /** The journal entries of stored replies (or about to be) by the key of the ask each answered (`replyTo`). */
+  private readonly replies = new Map<string, JournalMail>()
 
   /** No change waits for a commit. */
   get isEmpty(): boolean {
@@ -38,6 +51,29 @@ export class SilencedJournal {
    */
   gone(replyKey: string): boolean {
     return this.rows.gone(replyKey)
+  }
+
+  /** `entry`, a reply (`answers` set), is stored or about to be: found by its ask's key (`replyTo`). */
+  replyStored(entry: JournalMail): void {
+    if (entry.answers !== undefined) this.replies.set(entry.answers.messageKey, entry)
+  }
+
+  /** `entry` left the store (or will never reach it): no longer found by its ask's key, unless a later reply took it over. */
+  replyGone(entry: JournalMail): void {
+    if (entry.answers !== undefined && this.replies.get(entry.answers.messageKey) === entry) {
+      this.replies.delete(entry.answers.messageKey)
+    }
+  }
+
+  /**
+   * The stored reply that closed the edge of the ask `askKey` whose deadline
+   * was `deadline`; undefined when none is stored, or the one stored under
+   * that key answered another ask that used the id (review revz Z3).
+   */
+  replyTo(askKey: string, deadline: number): JournalMail | undefined {
+    if (this.replies.size === 0) return undefined
+    const entry = this.replies.get(askKey)
+    return entry?.answers?.deadline === deadline ? entry : undefined
   }
 
   /** The changes for the batch being taken (none named when there are none). */

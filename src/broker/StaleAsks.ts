@@ -46,8 +46,10 @@
  * cannot be told from one that expired: its edge is gone either way.
  * Before its deadline it can: its edge closed early and was not withdrawn,
  * so it was answered; it is remembered by its key (`silencedByKey`,
- * bounded), its debt stored with the reply Asks knew answered it
- * (AnsweredAsks, within the replay window; review revx X2).
+ * bounded; review revx X2), its debt stored with the stored reply that
+ * closed that edge, which the journal finds by the ask's key for as long
+ * as the reply is stored (SilencedJournal.replyTo), after a restart too —
+ * not only while AnsweredAsks remembers the answer (review revz Z4).
  *
  * Owned by MailDelivery, which calls it on every path a copy comes back by
  * (the close, the flush, the mailbox's expiry, a restore) and tells it of
@@ -154,7 +156,9 @@ export class StaleAsks {
    * one, before or past its deadline, is remembered for its reply's loss
    * (`replyLost`), and stored by a durable broker: with the reply that
    * marked this copy (`answeredBy` or Asks.answeredCopy), else, before its
-   * deadline, by its key (`silencedByKey`; review revx X2). One withdrawn or answered goes
+   * deadline, by its key (`silencedByKey`; review revx X2) and with the
+   * stored reply that closed its edge (StoreJournal.askSilencedFor; review
+   * revz Z4). One withdrawn or answered goes
    * silently; a replay record that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
@@ -175,8 +179,8 @@ export class StaleAsks {
       // The edge's own deadline when AnsweredAsks knows it (a staged ask's edge opens after it was received).
       const deadline = this.asks.answeredDeadline(mail.recordKey) ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
       this.silencedByKey.set(mail.recordKey, { mail, deadline }, now)
-      const answered = this.asks.answeredReply(mail.recordKey)
-      if (answered !== undefined) this.ctx.journal?.askSilencedBy(answered.senderKey, answered.id, mail, now)
+      // Stored with the reply that closed that edge, while it is stored: the journal finds it by the ask's key (revz Z4).
+      this.ctx.journal?.askSilencedFor(mail, deadline, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)

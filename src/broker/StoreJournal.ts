@@ -284,9 +284,10 @@ export class StoreJournal {
   /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
   restoredMail(stored: StoredMail): void {
     const entry = new JournalMail(stored.seq, stored.mail, false)
-    // Only its seq is needed from now on (the store has the mail).
+    // Only its seq is needed from now on (the store has the mail), and a reply's edge (`answers`).
     entry.mail = undefined
     this.storedMail.set(entry)
+    if (entry.answers !== undefined) this.silenced.replyStored(entry)
   }
 
   /**
@@ -339,6 +340,8 @@ export class StoreJournal {
       if (previous.silenced && this.silenced.gone(mail.recordKey)) this.flushLater()
       this.forget(previous)
     }
+    // A reply is found by the ask it answered (SilencedJournal.replyTo); a plain message pays this test.
+    if (entry.answers !== undefined) this.silenced.replyStored(entry)
     this.lastPut = entry
     this.puts.push(entry)
     this.pendingPuts++
@@ -373,6 +376,7 @@ export class StoreJournal {
 
   /** `entry` leaves the store: a put not taken yet is dropped, anything else deleted. Whether a delete was added. */
   private forget(entry: JournalMail): boolean {
+    if (entry.answers !== undefined) this.silenced.replyGone(entry)
     if (entry.pending) {
       // Not stored yet: it never needs to be, and its mail need not wait in `puts` for the next take.
       entry.drop()
@@ -427,18 +431,25 @@ export class StoreJournal {
    * next commit.
    */
   askSilenced(reply: Mail, ask: Mail, at: number): void {
-    this.askSilencedBy(reply.senderKey, reply.message.id, ask, at)
+    this.silence(this.storedMail.get(reply.senderKey, reply.message.id), ask, at)
   }
 
   /**
-   * As `askSilenced`, the reply known only by its sender's key and id (a
-   * copy no reply marked, dropped before its deadline: StaleAsks.drop).
+   * As `askSilenced`, the reply known only as the stored one that closed
+   * the edge of `ask`, whose deadline was `deadline` (a copy no reply
+   * marked, dropped before its deadline: StaleAsks.drop): found by the
+   * ask's key for as long as that reply is stored (SilencedJournal.replyTo;
+   * review revz Z4). None when no such reply is stored.
    */
-  askSilencedBy(replySenderKey: string, replyId: string, ask: Mail, at: number): void {
-    const entry = this.storedMail.get(replySenderKey, replyId)
+  askSilencedFor(ask: Mail, deadline: number, at: number): void {
+    this.silence(this.silenced.replyTo(ask.recordKey, deadline), ask, at)
+  }
+
+  /** The stored reply `entry` (none: nothing is stored) takes up `ask`'s debt, unless it has one already. */
+  private silence(entry: JournalMail | undefined, ask: Mail, at: number): void {
     if (entry === undefined || entry.silenced) return
     entry.silenced = true
-    this.silenced.put(recordKeyOf(replySenderKey, replyId), ask, at)
+    this.silenced.put(recordKeyOf(entry.senderKey, entry.id), ask, at)
     this.changed()
   }
 
