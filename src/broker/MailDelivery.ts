@@ -601,11 +601,16 @@ export class MailDelivery {
    * deadline (its edge open again: StaleAsks.replyLost): stored again (its
    * drop took it out of the store), and written to its recipient's live
    * connection as a flush would, else queued for its return (its replay
-   * record says `queued` again, as any mailbox copy's). Not when a copy of
-   * it waits in the mailbox already.
+   * record says `queued` again, as any mailbox copy's, and the mailbox's
+   * retention counts from now). Not when a copy of it waits in the mailbox
+   * already.
    */
-  private askAgain(mail: Mail): void {
-    if (this.mailbox.get(mail.recordKey) !== undefined) return
+  private askAgain(asked: Mail): void {
+    if (this.mailbox.get(asked.recordKey) !== undefined) return
+    const now = this.ctx.now()
+    // Queued anew: the mailbox's retention counts from now, as for any copy given back (`MailReturns.requeue`),
+    // not from when the answered copy was first queued — or it would expire at once while its edge is open.
+    const mail: Mail = { ...asked, queuedAt: now }
     this.ctx.journal?.putMail(mail)
     const live = liveSession(this.ctx, mail.targetKey)
     if (live === undefined) {
@@ -614,7 +619,6 @@ export class MailDelivery {
       if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
       return
     }
-    const now = this.ctx.now()
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, now), mail, to: live.key, senderSince: 0 })
     this.routes.flushed(mail, live, now)
   }

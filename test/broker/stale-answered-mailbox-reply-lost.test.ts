@@ -12,7 +12,7 @@
  * reply, before the deadline, is neither asked again nor told expired.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
@@ -36,10 +36,16 @@ const receipts = (frames: ReadonlyArray<Seen>) =>
  * back to the mailbox, and c's big message to d pushes it out (d's byte bound): the reply is lost before the
  * ask's deadline. `withdrawnFirst`: d withdraws the ask (`cancel_ask`) after it got the reply, before it drops.
  */
-const replyLostBeforeDeadline = (withdrawnFirst = false) => Effect.gen(function*() {
+const replyLostBeforeDeadline = (withdrawnFirst = false, late?: { readonly retentionMs: number; readonly lossAfterMs: number }) => Effect.gen(function*() {
   const clock = { now: 1_000_000 }
   const { batch, attach, close, router, tryDrain } = yield* handRouter(
-    { askTimeout: ASK_TIMEOUT_MS, replaceWindow: WINDOW_MS, outboxCapacity: 1, mailboxBytesPerTarget: PER_TARGET },
+    {
+      askTimeout: ASK_TIMEOUT_MS,
+      replaceWindow: WINDOW_MS,
+      outboxCapacity: 1,
+      mailboxBytesPerTarget: PER_TARGET,
+      ...(late === undefined ? {} : { mailboxRetention: Duration.millis(late.retentionMs) })
+    },
     () => clock.now
   )
   const written = new Map<Peer, Array<Seen>>()
@@ -88,6 +94,8 @@ const replyLostBeforeDeadline = (withdrawnFirst = false) => Effect.gen(function*
   assert.deepStrictEqual(messagesOf(d), [status.id, reply.id], "setup: the reply did not reach d")
   // Asked to: d withdraws the ask it has the reply to, before the deadline (the reply's loss reopens nothing).
   if (withdrawnFirst) batch(d, [{ type: "cancel_ask", messageId: ask.id }])
+  // Asked to: the reply is lost only after the ask's copy would have outlived the mailbox's retention.
+  if (late !== undefined) clock.now += late.lossAfterMs
   // d's connection drops before its client confirmed the reply: it goes back to the mailbox, for d.
   closeAbandoned(d)
   // c's big message to d pushes d's older mail out (its byte bound): the reply is lost, before the deadline.
@@ -104,6 +112,20 @@ describe("an ask whose mailbox copy a reply dropped, the reply then lost before 
       const { ask, connect, messagesOf } = yield* replyLostBeforeDeadline()
       const back = connect(5, "b", custodyFeatures, "b-1")
       assert.deepStrictEqual(messagesOf(back), [ask.id], "the ask was not asked again though its edge is open")
+    }))
+
+  it.effect("put back after longer than the mailbox's retention since its copy was first queued: it waits a retention anew, and the replier back is asked it", () =>
+    Effect.gen(function*() {
+      const { ask, clock, connect, framesOf, messagesOf, router } = yield* replyLostBeforeDeadline(false, { retentionMs: 10_000, lossAfterMs: 20_000 })
+      assert.strictEqual(router.stats().mailbox, 2, "setup: the question was not put back in the mailbox (beside c's message)")
+      clock.now += 5_000
+      // d, back, takes c's message, queued just before the question was put back; b's registration then prunes
+      // the mailbox first: a question put back with its first queue time would be the oldest there, and expire.
+      const asker = connect(6, "d", custodyFeatures, "d-1")
+      assert.strictEqual(router.stats().mailbox, 1, "setup: d did not take c's message")
+      const back = connect(5, "b", custodyFeatures, "b-1")
+      assert.notInclude(receipts(framesOf(asker)), `expired ${ask.id}`, "the asker was told its open ask expired")
+      assert.deepStrictEqual(messagesOf(back), [ask.id], "the question put back expired from the mailbox though its edge is open")
     }))
 
   it.effect("the replier away, the question put back waits in the mailbox: a retry of it is answered queued, not delivered", () =>
