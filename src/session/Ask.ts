@@ -35,10 +35,23 @@
  * written (`timedOutUnwritten`); it settles on the new connection at once,
  * since its first write may have reached the broker (`settleUnwritten`),
  * and ends on the reply given back there or in `ReplyTimeout`.
+ * An acknowledgement still unread at the user's timeout (the broker's
+ * writes to this client slow, the connection live) starts no earlier round
+ * trip: its answer would queue behind the same slow writes, and a broker
+ * that read the question late has its deadline still to come when it reads
+ * that round trip, so ending on an answer alone would refuse a reply it
+ * accepts before that deadline (test/session/askAckHeld.test.ts). The
+ * wait ends on the verdict the broker wrote behind the acknowledgement (a
+ * connection's output is FIFO) — a reply, or `ask_expired` — once the slow
+ * writes bring it: the timeout is a bound within that delay, up to the
+ * client's send timeout, where the send fails (`DeliveryUnknown`) even if
+ * the broker accepted a reply meanwhile. An asker whose connection drops
+ * after the acknowledgement was read and before that verdict waits its
+ * own timer from the acknowledgement.
  * Against a broker without the extension the asker keeps its own timer, as
  * before.
  *
- * Size: about 470 lines, over a third of them comments; one concept (one
+ * Size: about 480 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  */
