@@ -166,15 +166,6 @@ export class AnsweredAsks {
     if (pending !== undefined && writing(pending)) this.behind.set(peer, pending)
   }
 
-  /**
-   * The deadline of the edge the reply to the ask `askKey` closed, within
-   * the window; undefined when not known (never answered, or the bound
-   * pushed it out).
-   */
-  deadlineOf(askKey: string): number | undefined {
-    return this.answers.size > 0 ? this.answers.get(askKey)?.until : undefined
-  }
-
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */
   has(askKey: string): boolean {
     return this.answers.size > 0 && this.answers.has(askKey)

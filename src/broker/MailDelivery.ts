@@ -160,8 +160,6 @@ export interface MailAsks {
   readonly withdrawnEarly: (mail: Mail) => boolean
   /** The reply that answered this copy of the ask `mail`, while it is not lost (Asks.answeredCopy). */
   readonly answeredCopy: (mail: Mail) => Mail | undefined
-  /** The deadline of the edge that reply closed, within the same window (AnsweredAsks.deadlineOf). */
-  readonly answeredDeadline: (messageKey: string) => number | undefined
 }
 
 /**

@@ -343,8 +343,7 @@ export class Router {
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
-      answeredCopy: (stale) => asks.answeredCopy(stale),
-      answeredDeadline: (messageKey) => asks.answered.deadlineOf(messageKey)
+      answeredCopy: (stale) => asks.answeredCopy(stale)
     })
     const receipts = new Receipts(
       ctx,

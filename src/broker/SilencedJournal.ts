@@ -28,6 +28,9 @@ import { PendingRows } from "./PendingRows.ts"
 /** A batch with no changes here names none (shared: nothing is allocated per commit for them). */
 const NO_CHANGES: Pick<MailCommit, "silencedPuts" | "silencedDeletes"> = {}
 
+/** An ask's edge as the `replies` index keys it: the ask's record key and the edge's deadline. */
+const edgeKey = (askKey: string, deadline: number): string => `${askKey}\u0000${deadline}`
+
 /** Debt changes not yet stored; see the module header. */
 export class SilencedJournal {
   private readonly rows = new PendingRows<string, StoredSilenced>((row) => row.replyKey)
@@ -53,27 +56,28 @@ export class SilencedJournal {
     return this.rows.gone(replyKey)
   }
 
-  /** `entry`, a reply (`answers` set), is stored or about to be: found by its ask's key (`replyTo`). */
+  /** `entry`, a reply (`answers` set), is stored or about to be: found by its ask's edge (`replyTo`). */
   replyStored(entry: JournalMail): void {
-    if (entry.answers !== undefined) this.replies.set(entry.answers.messageKey, entry)
+    if (entry.answers !== undefined) this.replies.set(edgeKey(entry.answers.messageKey, entry.answers.deadline), entry)
   }
 
-  /** `entry` left the store (or will never reach it): no longer found by its ask's key, unless a later reply took it over. */
+  /** `entry` left the store (or will never reach it): no longer found by its ask's edge, unless a later reply took it over. */
   replyGone(entry: JournalMail): void {
-    if (entry.answers !== undefined && this.replies.get(entry.answers.messageKey) === entry) {
-      this.replies.delete(entry.answers.messageKey)
-    }
+    if (entry.answers === undefined) return
+    const key = edgeKey(entry.answers.messageKey, entry.answers.deadline)
+    if (this.replies.get(key) === entry) this.replies.delete(key)
   }
 
   /**
    * The stored reply that closed the edge of the ask `askKey` whose deadline
-   * was `deadline`; undefined when none is stored, or the one stored under
-   * that key answered another ask that used the id (review revz Z3).
+   * was `deadline`; undefined when none is stored. By edge, not by key: an
+   * ask that reused the id (past the replay window) has an edge of its own,
+   * so neither its reply nor that reply's going hides this one's (review
+   * revz Z3, revac AC1).
    */
   replyTo(askKey: string, deadline: number): JournalMail | undefined {
     if (this.replies.size === 0) return undefined
-    const entry = this.replies.get(askKey)
-    return entry?.answers?.deadline === deadline ? entry : undefined
+    return this.replies.get(edgeKey(askKey, deadline))
   }
 
   /** The changes for the batch being taken (none named when there are none). */

@@ -176,8 +176,10 @@ export class StaleAsks {
       this.ctx.journal?.askSilenced(reply, mail, now)
     } else if (!early) {
       // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
-      // The edge's own deadline when AnsweredAsks knows it (a staged ask's edge opens after it was received).
-      const deadline = this.asks.answeredDeadline(mail.recordKey) ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
+      // Its edge's deadline: every edge's is its ask's receipt plus its timeout, a staged ask's too (its edge opens
+      // later, its deadline counts from the send: Send.deliverStaged hands the staged attempt on). Not looked up by
+      // the ask's key: an ask reusing the id has an edge and a deadline of its own (review revac AC2).
+      const deadline = mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
       this.silencedByKey.set(mail.recordKey, { mail, deadline }, now)
       // Stored with the reply that closed that edge, while it is stored: the journal finds it by the ask's key (revz Z4).
       this.ctx.journal?.askSilencedFor(mail, deadline, now)

@@ -103,7 +103,7 @@ describe("SilencedJournal", () => {
     assert.isUndefined(journal.replyTo(ask.recordKey, 60_010))
   })
 
-  it("a later ask's reply under the same key takes the key over; the earlier reply's going leaves it", () => {
+  it("a later ask's reply under the same key is found by its own edge; the earlier reply's going leaves it", () => {
     const journal = new SilencedJournal()
     const earlier = replyEntry("r1", 60_010)
     const later = replyEntry("r2", 7_260_010)

@@ -1,18 +1,15 @@
 /**
- * Review revac AC1 (probe; fails on main d057769f). SilencedJournal keeps ONE
- * stored reply per ask key (`replies`, keyed by the ask's record key). An ask
- * id reused after the replay window (an hour) by the same asker is a second
- * ask under the same key; its reply takes the slot over, and when that reply
- * leaves the store the slot is emptied — while the FIRST ask's reply is still
- * stored. The first ask's deep copy, dropped before ITS deadline, then finds
- * no reply (`askSilencedFor` → `replyTo` undefined) and no `expired` debt is
- * stored, contrary to docs/store.md ("for as long as the reply is stored").
- * Driven on a bare StoreJournal, as the broker's StaleAsks.drop calls it.
+ * The durable debt of a deep answered ask goes with the stored reply of its
+ * own edge (SilencedJournal's `replies`, by ask key AND deadline): an ask id
+ * reused past the replay window by the same asker is a second ask under the
+ * same key, and neither its reply nor that reply's going hides the first
+ * ask's still-stored reply (review revac AC1; before, one slot per key).
+ * Driven on a bare StoreJournal, as StaleAsks.drop calls it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { AskEdge } from "../src/broker/AskEdges.ts"
-import type { Mail } from "../src/broker/Peer.ts"
-import { StoreJournal } from "../src/broker/StoreJournal.ts"
+import type { AskEdge } from "../../src/broker/AskEdges.ts"
+import type { Mail } from "../../src/broker/Peer.ts"
+import { StoreJournal } from "../../src/broker/StoreJournal.ts"
 
 const HOUR = 3_600_000
 const TIMEOUT = 3 * HOUR
@@ -64,7 +61,7 @@ const reply2 = replyTo(second, "r2")
 const storedDebts = (journal: StoreJournal): ReadonlyArray<string> =>
   (journal.take(second.brokerReceivedAt + 120_000)?.batch.silencedPuts ?? []).map((row) => row.replyKey)
 
-describe("review revac AC1: one reply slot per ask key", () => {
+describe("a deep copy's debt with a reused ask id: one reply per edge", () => {
   it("the first ask's reply, still stored, takes its deep copy's debt after the reused id's reply came and was read", () => {
     const journal = new StoreJournal(() => {}, HOUR)
     journal.putMail(reply1)

@@ -1,24 +1,19 @@
 /**
- * Review revac AC2 (probe; fails on main d057769f). StaleAsks.drop takes the
- * deadline of a deep copy's edge from AnsweredAsks by the ask's KEY
- * (`answeredDeadline(mail.recordKey) ?? brokerReceivedAt + askTimeoutMs`).
- * When the asker reused the id past the replay window, AnsweredAsks holds the
- * LATER ask's answer, so an earlier ask's copy dropped now is given the later
- * edge's deadline, and `askSilencedFor` stores its `expired` debt with the
- * later ask's reply — the debt attached to the wrong reply — while the
- * earlier ask's own reply, still stored, gets none. Every ask edge's deadline
- * is its copy's brokerReceivedAt + askTimeoutMs (Asks' `delivered` hook runs
- * with the send's attempt, also for a staged ask: Send.deliverStaged passes
- * `staged.attempt`; Asks.openStaged likewise), so the copy itself names it.
- * StaleAsks driven with a MailAsks fake answering as Asks would then.
+ * A deep answered copy dropped before its deadline is remembered, and its
+ * durable debt stored, with its OWN edge's deadline — its receipt plus its
+ * timeout, which every edge has, a staged ask's too — never one looked up by
+ * the ask's key, which after the asker reused the id past the replay window
+ * names the later ask's edge and would store the debt with the later ask's
+ * reply (review revac AC2). StaleAsks over a real StoreJournal, with a
+ * MailAsks fake answering as Asks would.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { AskEdge } from "../src/broker/AskEdges.ts"
-import { DeliveryRecords } from "../src/broker/DeliveryRecords.ts"
-import type { MailAsks } from "../src/broker/MailDelivery.ts"
-import type { Mail } from "../src/broker/Peer.ts"
-import { StaleAsks } from "../src/broker/StaleAsks.ts"
-import { StoreJournal } from "../src/broker/StoreJournal.ts"
+import type { AskEdge } from "../../src/broker/AskEdges.ts"
+import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import type { MailAsks } from "../../src/broker/MailDelivery.ts"
+import type { Mail } from "../../src/broker/Peer.ts"
+import { StaleAsks } from "../../src/broker/StaleAsks.ts"
+import { StoreJournal } from "../../src/broker/StoreJournal.ts"
 
 const HOUR = 3_600_000
 const TIMEOUT = 3 * HOUR
@@ -74,11 +69,10 @@ const asks: MailAsks = {
   isOpen: () => false,
   openStaged: () => {},
   withdrawnEarly: () => false,
-  answeredCopy: () => undefined, // deep copies: no reply marked them
-  answeredDeadline: (key) => (key === second.recordKey ? reply2.answers?.deadline : undefined)
+  answeredCopy: () => undefined // deep copies: no reply marked them
 }
 
-describe("review revac AC2: a deep copy's debt goes with the reply of the edge it had", () => {
+describe("a deep copy's debt goes with the reply of the edge it had", () => {
   it("the earlier ask's copy, dropped after the id was reused and answered again, is stored with its own reply", () => {
     const journal = new StoreJournal(() => {}, HOUR)
     journal.putMail(reply1)
