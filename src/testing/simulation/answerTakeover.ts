@@ -223,7 +223,7 @@ const SLACK_MS = 15_000
 /** The text of message `k` of the op number `counter` from `from` to `to`. */
 const text = (counter: number, k: string, from: string, to: string): string => `answer-takeover ${counter}.${k} ${from}→${to}`
 
-/** Runs the op with the drawn sessions, or the next running sessions after them that fit. */
+/** Runs the op with the drawn sessions, or the next ones after them that fit and are connected (`connectedPair`). */
 export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw, counter: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     const pair = yield* connectedPair(sim, op)
