@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: just past 400 lines, almost all of it short methods that hand a
+ * Size: about 430 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -47,6 +47,17 @@ import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWrite
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
+
+/** An ask whose question was sent and that has not settled (`Ledger.openQuestions`). */
+export interface OpenQuestion {
+  readonly questionId: string
+  /** The asker's session id. */
+  readonly asker: string
+  /** The target's session id, when the ask named a session the ledger knows. */
+  readonly target: string | undefined
+  /** The broker has written the question to a connection (any). */
+  readonly written: boolean
+}
 
 /**
  * One world's ledger. The `Simulation` makes it and feeds it; a scenario
@@ -356,11 +367,17 @@ export class Ledger {
     return [...this.state.messages.keys()].slice(-count)
   }
 
-  /** Asks whose question was sent and that have not settled: their question ids and askers. */
-  openQuestions(): ReadonlyArray<{ readonly questionId: string; readonly asker: string }> {
-    const open: Array<{ readonly questionId: string; readonly asker: string }> = []
+  /**
+   * Asks whose question was sent and that have not settled: their question ids, askers and targets, and
+   * whether the broker has written the question to a connection yet.
+   */
+  openQuestions(): ReadonlyArray<OpenQuestion> {
+    const open: Array<OpenQuestion> = []
     for (const ask of this.state.asks) {
-      if (ask.outcome === undefined && ask.questionId !== undefined) open.push({ questionId: ask.questionId, asker: ask.asker })
+      if (ask.outcome === undefined && ask.questionId !== undefined) {
+        const written = (this.state.messages.get(ask.questionId)?.writtenTo.length ?? 0) > 0
+        open.push({ questionId: ask.questionId, asker: ask.asker, target: ask.targetId, written })
+      }
     }
     return open
   }

@@ -156,6 +156,14 @@ const makeSimulation = (
           yield* idleChecks(world)
         }),
       note: (text) => Effect.sync(() => ledger.note(text)),
+      insertedOp: (op, outcome, text) =>
+        Effect.sync(() => {
+          ledger.note(text)
+          const tally = world.state.insertedOps[op] ?? { reached: 0, skipped: 0 }
+          world.state.insertedOps[op] = outcome === "reached"
+            ? { reached: tally.reached + 1, skipped: tally.skipped }
+            : { reached: tally.reached, skipped: tally.skipped + 1 }
+        }),
       storm: (connections, holdMs) => worldStep(world, undefined, storm(world, connections, holdMs)),
       ownConnection: (session) =>
         Effect.gen(function*() {

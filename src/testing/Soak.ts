@@ -102,6 +102,12 @@ export interface SoakSummary {
     /** Runs with at least one `heldCancelsRefused`: seeds that reach review revb's D1. */
     readonly heldCancelsRefusedRuns: number
   }
+  /**
+   * Each op a workload flag inserts (`--answer-takeover`), by name: the runs
+   * in which it reached its case at least once, and the seeds in which it
+   * never did (skipped, or short of its case; `SimReport.insertedOps`).
+   */
+  readonly insertedOps: Readonly<Record<string, { readonly reached: number; readonly skippedSeeds: ReadonlyArray<number> }>>
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: {
     readonly started: number
@@ -273,6 +279,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 },
       runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 }
     }
+    const insertedOps: Record<string, { reached: number; skippedSeeds: Array<number> }> = {}
     let runs = 0
     let events = 0
     let frames = 0
@@ -294,6 +301,12 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       asks.failed += report.asks.failed + report.asks.interrupted
       asks.answeredElsewhere += report.asks.answeredElsewhere
       for (const key of groupKeys) groups[key] += report.groups[key]
+      for (const [op, tally] of Object.entries(report.insertedOps)) {
+        const sum = insertedOps[op] ?? { reached: 0, skippedSeeds: [] }
+        if (tally.reached > 0) sum.reached++
+        else if (tally.skipped > 0) sum.skippedSeeds.push(seed)
+        insertedOps[op] = sum
+      }
       for (const key of pathKeys) {
         paths.total[key] += report.paths[key]
         if (report.paths[key] > 0) paths.runs[key]++
@@ -316,7 +329,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
         description: formatFailure(seed, shrunk, names, options.args ?? soakArgs(options), [...tolerate])
       })
     }
-    return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, paths, violations, tolerated }
+    return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, insertedOps, asks, groups, paths, violations, tolerated }
   })
 
 /** The summary `npm run sim` prints: tallies, violations, then each failure with its shrunk workload and trace. */
@@ -350,6 +363,14 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `custody hold: ${p.total.custodyHoldsTaken} takeovers held senders behind the old connection's unconfirmed custody (in ${p.runs.custodyHoldsTaken} runs), ${p.total.custodyHoldsCarried} holds carried over by a further takeover (${p.runs.custodyHoldsCarried} runs), ${p.total.custodyHoldsAdopted} adopted by a new registration (${p.runs.custodyHoldsAdopted} runs), ${p.total.custodyHeldMessages} messages kept on a hold (${p.runs.custodyHeldMessages} runs), ${p.total.custodyHeldWaits} drainer offers waited for one (${p.runs.custodyHeldWaits} runs), ${p.total.custodyHeldDepartures} departures withheld behind one (${p.runs.custodyHeldDepartures} runs), ${p.total.custodyHeldReturns} returns withheld with them (${p.runs.custodyHeldReturns} runs), ${p.total.custodyAwaitedReplies} holds on which a settling answer waited for a reply an old close gives back (${p.runs.custodyAwaitedReplies} runs)`,
     `reader returns: ${p.total.withdrawnCopiesKept} cancelled copies kept for the instances that read them (in ${p.runs.withdrawnCopiesKept} runs), ${p.total.withdrawnCopiesGiven} given to a reader's return with their cancel (${p.runs.withdrawnCopiesGiven} runs); ${p.total.keptControls} controls given back alone kept for their reader (${p.runs.keptControls} runs), ${p.total.keptControlsGiven} given at its return (${p.runs.keptControlsGiven} runs)`
   )
+  for (const [op, tally] of Object.entries(summary.insertedOps)) {
+    const skipped = tally.skippedSeeds
+    lines.push(
+      `${op}: reached its case in ${tally.reached} runs, skipped or short of it in ${skipped.length}${
+        skipped.length === 0 ? "" : ` (seeds ${skipped.slice(0, 20).join(" ")}${skipped.length > 20 ? " …" : ""})`
+      }`
+    )
+  }
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)
   const known = Object.entries(summary.tolerated)

@@ -251,7 +251,7 @@ const flags = {
   ),
   answerTakeover: toggle(
     "answer-takeover",
-    "Insert one answer by a takeover into each workload: a target's old connection holds an ask's question unconfirmed while a new client instance takes the session over and answers it, and closes past the deadline (or, half the seeds, gives it back before the deadline to the new connection, where it waits unwritten when answered, and that connection drops past the deadline): the asker, answered, must not be told it expired (expired-after-answer; simulation/answerTakeover.ts; docs/testing.md)"
+    "Insert one answer by a takeover into each workload: a target's old connection holds an ask's question unconfirmed while a new client instance takes the session over and answers it, and closes past the deadline (or, half the seeds, gives it back before the deadline to the new connection, where it waits unwritten when answered, and that connection drops past the deadline): the asker, answered, must not be told it expired (expired-after-answer; simulation/answerTakeover.ts; docs/testing.md). The summary says in how many runs the op reached its case (the broker took the new instance's answer) and which seeds skipped it or fell short (no sessions connected to take, the question not written to its target within 1.5 s, or the answer not taken)"
   ),
   noControls: toggle(
     "no-controls",

@@ -6,8 +6,9 @@
  * answers A's question; the old connection then gives the question back
  * past its deadline. A had its reply: the broker must not tell it the ask
  * expired (helper replyclose: it once did). Then the generated op that
- * builds this order (`--answer-takeover`): its own draw stream, and a
- * pinned seed.
+ * builds this order (`--answer-takeover`): its own draw stream, a pinned
+ * seed, and one seed pinned to reach each of its cases (the run's tally of
+ * the op, `SimReport.insertedOps`, says it did, not skipped).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -62,4 +63,26 @@ describe("the AnswerTakeover op (--answer-takeover, simulation/answerTakeover.ts
       assert.notMatch(trace, /B told m\d+ expired/, trace)
       assert.isTrue(report.ok, trace)
     }))
+})
+
+describe("the AnswerTakeover op reaches its case where it once skipped it (SimReport.insertedOps)", () => {
+  const reachedIn = (seed: number, kase: string) =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed, tolerate: KNOWN_ISSUES }, undefined, { answerTakeover: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.insertedOps["answer takeover"], { reached: 1, skipped: 0 }, trace)
+      assert.include(trace, `answer takeover: reached its case (${kase}): the broker took T's answer`, trace)
+      assert.isTrue(report.ok, trace)
+    })
+
+  // Seed 31018: C's ask of B ends 15 ms after the call (its client returns Sent, not waiting for the reply), so
+  // the op's one look 20 ms in found no open question and skipped it; it now watches for the question's write
+  // step by step, and the broker takes B's answer all the same.
+  it.effect("seed 31018 reaches the base case: T's new instance answers, the old close comes past the deadline", () =>
+    reachedIn(31018, "the old close past the deadline"))
+
+  // Seed 31016: the broker was down (a crash) at the op's time and the question was not written within 20 ms,
+  // so the op used to skip it; it now waits for the broker and both sessions to be connected.
+  it.effect("seed 31016 reaches the variant: the old close gives the question back to the new connection, unwritten when T answers", () =>
+    reachedIn(31016, "the question given back"))
 })

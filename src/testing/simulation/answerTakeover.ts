@@ -33,12 +33,20 @@
  * question still unwritten, and it comes back answered (a reply used to
  * mark only a custody's copy).
  * A and T are distinct running sessions of one group and one pi scope; a
- * supervisor and the ephemeral session are never T (`notSession`). The op
- * takes the next running sessions that fit, or is skipped. Drawn from a
+ * supervisor and the ephemeral session are never T (`notSession`), and A
+ * is waiting on no ask of its own, nor asked by T (either refuses the ask
+ * before it is sent). The op takes the next sessions from the drawn ones
+ * that fit and are connected, the broker up, waiting up to 10 s for them
+ * (a crash's restart, a reconnect); then it waits, step by step, until the
+ * broker has written the question to T (its asker's writes may be slow),
+ * up to 1.5 s, and times the rest from there. At its end it counts
+ * whether it reached its case (the broker took T's answer) or was skipped
+ * (why goes to the trace): the run's tally (`SimReport.insertedOps`),
+ * printed by the soak. Drawn from a
  * stream of its own (`Prng.derive(seed, "answer-takeover")`) and inserted
  * into the ordinary workload, whose own draws are unchanged.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
 import type { Pending, SimSession, SimulationService } from "./types.ts"
@@ -115,8 +123,99 @@ export const formatAnswerTakeover = (op: AnswerTakeoverDraw, name: (index: numbe
   return `${t}'s client and the broker stop reading ${t}; ${a} asks ${t} (timeout ${op.timeoutMs} ms); ${t}'s broker-side writes take ${op.slowMs} ms and ${a} sends ${t} one more; ${t} stops (unread) and starts again (a takeover) and answers ${a}'s question; the old connection closes past the deadline`
 }
 
-/** How long the op gives the broker to write the question to T (a round trip's worth of simulated time). */
-const WRITE_MS = 20
+/** The op's name in the run's tally of inserted ops (`SimReport.insertedOps`). */
+const OP = "answer takeover"
+
+/**
+ * How long the op waits for a target and an asker that fit to be connected with the broker up (a crash's
+ * restart, a dropped connection's reconnect): it runs then, or is skipped.
+ */
+const READY_WAIT_MS = 10_000
+
+/** The step in which the op watches for them. */
+const READY_STEP_MS = 50
+
+/**
+ * The target and asker of the op: the next running sessions after the drawn ones that fit and are
+ * registered on an open connection (the next target when none fits as its asker), the broker up; waited for step by step, at most `READY_WAIT_MS`.
+ * T is never one of `notSession`; A shares T's group and pi scope (an ask of a session the asker cannot
+ * see fails before it is sent). An asker already waiting on an ask is refused another (AlreadyWaiting),
+ * and one the target is asking is refused as a mutual ask: neither is taken.
+ */
+const connectedPair = (
+  sim: SimulationService,
+  op: AnswerTakeoverDraw
+): Effect.Effect<{ readonly asker: SimSession; readonly target: SimSession } | undefined> =>
+  Effect.gen(function*() {
+    const sessions = sim.sessions
+    for (let waited = 0; waited <= READY_WAIT_MS; waited += READY_STEP_MS) {
+      if (yield* sim.broker.isUp) {
+        const connected = sim.ledger.registeredOwners()
+        const open = sim.ledger.openQuestions()
+        for (let t = 0; t < sessions.length; t++) {
+          const target = sessions[(op.target + t) % sessions.length]
+          if (target === undefined || op.notSession.includes(sessions.indexOf(target)) || !connected.includes(target.id)) continue
+          if (!(yield* target.running)) continue
+          const asker = yield* nextRunning(
+            sessions,
+            op.asker,
+            (s) =>
+              s !== target && s.group === target.group && s.scopeId === target.scopeId && connected.includes(s.id) &&
+              !open.some((question) => question.asker === s.id || (question.asker === target.id && question.target === s.id))
+          )
+          if (asker !== undefined) return { asker, target }
+        }
+      }
+      yield* sim.advance(READY_STEP_MS)
+    }
+    return undefined
+  })
+
+/**
+ * How long the op waits for the question to be written to T: the asker's own client may be slow to write it
+ * (its writes delayed by an earlier fault). The broker's deadline runs from its read of the ask, so T's
+ * answer, about 2.2 s after the write, still comes before it; the asker's client, timing the ask from its
+ * call, may give up first, and still reads the reply when it comes.
+ */
+const WRITE_WAIT_MS = 1_500
+
+/** The step in which the op watches for that write. */
+const WRITE_STEP_MS = 5
+
+/**
+ * The id of `asker`'s open question once the broker has written it to a connection (T's: its only target),
+ * watched in the ledger step by step; undefined when the ask ended first or the write took longer than
+ * `WRITE_WAIT_MS`.
+ */
+const questionWritten = (
+  sim: SimulationService,
+  asker: SimSession,
+  asked: Pending<unknown, unknown>
+): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    for (let waited = 0;; waited += WRITE_STEP_MS) {
+      const question = sim.ledger.openQuestions().find((open) => open.asker === asker.id)
+      if (question?.written === true) return question.questionId
+      if (asked.fiber.pollUnsafe() !== undefined || waited >= WRITE_WAIT_MS) return undefined
+      yield* sim.advance(WRITE_STEP_MS)
+    }
+  })
+
+/**
+ * Counts the op, at its end, as having reached its case (`kase`) when the broker acknowledged
+ * T's answer (a reply accepted while a copy of the question was held elsewhere), else as skipped: the
+ * answer was refused, failed or never sent, and nothing was built for the rule to judge.
+ */
+const reached = (
+  sim: SimulationService,
+  answered: Pending<unknown, unknown> | undefined,
+  kase: string
+): Effect.Effect<void> => {
+  const exit = answered?.fiber.pollUnsafe()
+  return exit !== undefined && Exit.isSuccess(exit)
+    ? sim.insertedOp(OP, "reached", `answer takeover: reached its case (${kase}): the broker took T's answer`)
+    : sim.insertedOp(OP, "skipped", `answer takeover: did not reach its case (${kase}): T's answer was not taken`)
+}
 
 /** How long past its timeout the op waits for A's ask to end (a settling round trip may prolong it). */
 const SLACK_MS = 15_000
@@ -124,29 +223,22 @@ const SLACK_MS = 15_000
 /** The text of message `k` of the op number `counter` from `from` to `to`. */
 const text = (counter: number, k: string, from: string, to: string): string => `answer-takeover ${counter}.${k} ${from}→${to}`
 
-/** Runs the op with the drawn sessions, or the next running sessions after them that fit. */
+/** Runs the op with the drawn sessions, or the next ones after them that fit and are connected (`connectedPair`). */
 export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw, counter: number): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const sessions = sim.sessions
-    const target = yield* nextRunning(sessions, op.target, (s) => !op.notSession.includes(sessions.indexOf(s)))
-    if (target === undefined) return yield* sim.note("answer takeover: skipped (no target running)")
-    // One group and one pi scope: an ask of a session the asker cannot see fails before it is sent.
-    const asker = yield* nextRunning(
-      sessions,
-      op.asker,
-      (s) => s !== target && s.group === target.group && s.scopeId === target.scopeId
-    )
-    if (asker === undefined) return yield* sim.note("answer takeover: skipped (no asker running)")
+    const pair = yield* connectedPair(sim, op)
+    if (pair === undefined) {
+      return yield* sim.insertedOp(OP, "skipped", `answer takeover: skipped (no target and asker connected within ${READY_WAIT_MS} ms)`)
+    }
+    const { asker, target } = pair
     yield* target.stall("client")
     yield* target.stall("broker")
     const asked = yield* asker.ask(target.name, text(counter, "question", asker.name, target.name), { timeout: op.timeoutMs })
-    yield* sim.advance(WRITE_MS)
-    const open = sim.ledger.openQuestions().filter((question) => question.asker === asker.id)
-    const questionId = open[open.length - 1]?.questionId
+    const questionId = asked === undefined ? undefined : yield* questionWritten(sim, asker, asked)
     if (asked === undefined || questionId === undefined) {
       yield* target.resume("broker")
       yield* target.resume("client")
-      return yield* sim.note("answer takeover: skipped (the question was not sent)")
+      return yield* sim.insertedOp(OP, "skipped", "answer takeover: skipped (the question was not written to the target in time)")
     }
     // The variant: the slow write ends just after T's stop and start, so the old close comes before the deadline.
     yield* target.delayWrites("broker", op.givenBack === true ? OLD_SLOW_MS : op.slowMs)
@@ -161,6 +253,7 @@ export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw
     yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
     // Past the deadline and the old connection's close (its slow write, or the 2 s end grace).
     yield* sim.advance(op.slowMs)
+    yield* reached(sim, answered, "the old close past the deadline")
   })
 
 /**
@@ -189,10 +282,11 @@ const givenBack = (
     // The new connection's writes are slow: what the old close gives back waits there, unwritten.
     yield* target.delayWrites("broker", op.slowMs)
     yield* sim.advance(ANSWER_AFTER_MS)
-    yield* target.answer(asker.id, questionId, text(counter, "answer", target.name, asker.name))
+    const answered = yield* target.answer(asker.id, questionId, text(counter, "answer", target.name, asker.name))
     yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
     // Past the deadline, the question still unwritten (its write takes slowMs): the new connection drops.
     yield* sim.advance(op.timeoutMs)
     yield* target.drop("broker")
     yield* sim.advance(op.slowMs)
+    yield* reached(sim, answered, "the question given back")
   })

@@ -213,6 +213,7 @@ export const finish = (
       simulatedMs: world.now(),
       fibersStarted: world.watch.started(),
       paths: { ...world.state.paths },
+      insertedOps: { ...world.state.insertedOps },
       trace: ledger.trace
     } satisfies SimReport
   })

@@ -290,8 +290,19 @@ export interface SimReport {
   readonly fibersStarted: number
   /** How often the run reached the broker's rarer connection-path branches (`PathTally`). */
   readonly paths: PathTally
+  /** Each op a workload flag inserted (`--answer-takeover`), by name: how often it reached its case and was skipped. */
+  readonly insertedOps: Readonly<Record<string, InsertedOpTally>>
   /** The run, line by line, with stable names for ids: the same for the same seed. */
   readonly trace: ReadonlyArray<string>
+}
+
+/**
+ * How often one inserted op reached its case in a run, and how often it was skipped (the sessions it needs
+ * not there, or its case not reached; `sim.insertedOp`).
+ */
+export interface InsertedOpTally {
+  readonly reached: number
+  readonly skipped: number
 }
 
 /** An action still running in the simulated world. */
@@ -465,6 +476,12 @@ export interface SimulationService {
   readonly jumpClock: (millis: number) => Effect.Effect<void>
   /** Adds a line to the trace. */
   readonly note: (text: string) => Effect.Effect<void>
+  /**
+   * Notes `text` and counts one run of the op a workload flag inserted
+   * (`op`, e.g. "answer takeover") as having reached its case or been
+   * skipped (or having fallen short of it): the run's `SimReport.insertedOps`, which a soak sums and prints.
+   */
+  readonly insertedOp: (op: string, outcome: "reached" | "skipped", text: string) => Effect.Effect<void>
   /**
    * A registration storm (simulation/pressure.ts): `connections` connections
    * arrive at once and do not register; each probes `health` and closes after

@@ -15,7 +15,7 @@ import type { FiberWatch } from "../FiberWatch.ts"
 import { Ledger } from "../Ledger.ts"
 import { SimLink } from "../SimLink.ts"
 import type { LogSink } from "./environment.ts"
-import type { SimClientTimings, SimDurability, SimulationConfig } from "./types.ts"
+import type { InsertedOpTally, SimClientTimings, SimDurability, SimulationConfig } from "./types.ts"
 
 /** The address the simulated broker listens on. */
 export const SIM_ADDRESS = "sim://broker"
@@ -37,6 +37,8 @@ export interface WorldState {
   lifecycleBusy: number
   /** The world is closing: nothing starts again. */
   finished: boolean
+  /** How often each op a workload flag inserts (`--answer-takeover`) reached its case or was skipped (`SimReport.insertedOps`). */
+  insertedOps: Record<string, InsertedOpTally>
   /** Rare connection-path branches reached so far (broker incarnations add theirs when they die). */
   paths: {
     admissionWaits: number
@@ -128,6 +130,7 @@ export const makeWorld = (
       epoch: 0,
       lifecycleBusy: 0,
       finished: false,
+      insertedOps: {},
       paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 }
     }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
