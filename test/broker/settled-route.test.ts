@@ -26,45 +26,22 @@ import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { baseFeatures, controlWorld } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { baseFeatures, controlWorld, recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const MINUTE = 60_000
-
-interface Seen {
-  readonly type: string
-  readonly messageId?: string
-  readonly reason?: string
-  readonly message?: { readonly id: string }
-  readonly control?: { readonly action: string; readonly messageId: string }
-}
 
 /** A hand-driven Router with broker options `options` and a clock the test moves; `connect` registers a session. */
 const hand = (options: { readonly replayRecords?: number }) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
-    const { attach, batch } = yield* handRouter(options, () => clock.now)
-    const written = new Map<Peer, Array<Seen>>()
-    const connect = (id: number, sessionId: string, features: ReadonlyArray<string> = []): Peer => {
-      const frames: Array<Seen> = []
-      const peer = attach({
-        ...fakeConnection(id, false),
-        write: (out: ReadonlyArray<OutFrame>) => {
-          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-          return undefined
-        }
-      })
-      written.set(peer, frames)
-      batch(peer, [registerFrame({ sessionId, frame: { features: [...features], instanceId: `${sessionId}-${id}` } })])
-      return peer
-    }
-    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-      peer.writer.flush()
-      return written.get(peer) ?? []
-    }
+    const hand = yield* handRouter(options, () => clock.now)
+    const { batch } = hand
+    const recorded = recordedSessions(hand)
+    const connect = (id: number, sessionId: string, features: ReadonlyArray<string> = []): Peer =>
+      recorded.connect(id, sessionId, features, `${sessionId}-${id}`)
+    const framesOf = recorded.framesOf
     return {
       clock,
       batch,

@@ -12,47 +12,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const WINDOW_MS = 1_000
 
-interface Seen {
-  readonly type: string
-  readonly messageId?: string
-  readonly message?: { readonly id: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string }
-  readonly control?: { readonly action: string; readonly messageId: string }
-}
-
 /** `b` (base) and `d` (`delivery-v1`) on a hand-driven Router whose replace window is WINDOW_MS. */
 const world = Effect.gen(function*() {
   const clock = { now: 1_000_000 }
-  const { attach, batch, router } = yield* handRouter({ replaceWindow: WINDOW_MS }, () => clock.now)
-  const written = new Map<Peer, Array<Seen>>()
-  const connect = (id: number, sessionId: string, features: ReadonlyArray<string>): Peer => {
-    const frames: Array<Seen> = []
-    const peer = attach({
-      ...fakeConnection(id, false),
-      write: (out: ReadonlyArray<OutFrame>) => {
-        for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-        return undefined
-      }
-    })
-    written.set(peer, frames)
-    batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-    return peer
-  }
+  const hand = yield* handRouter({ replaceWindow: WINDOW_MS }, () => clock.now)
+  const { batch, router } = hand
+  const { connect, framesOf } = recordedSessions(hand)
   const b = connect(1, "b", [])
   const d = connect(2, "d", [DELIVERY_V1])
-  const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-    peer.writer.flush()
-    return written.get(peer) ?? []
-  }
   return { b, d, batch, router, clock, framesOf }
 })
 

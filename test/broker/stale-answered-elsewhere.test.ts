@@ -16,10 +16,8 @@ import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, recordedSessions, type Seen } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
@@ -82,28 +80,12 @@ describe("an ask answered from the session's new connection while a takeover's o
  */
 const answeredWhileQueued = Effect.gen(function*() {
   const clock = { now: 1_000_000 }
-  const { attach, batch, close, router } = yield* handRouter(
+  const hand = yield* handRouter(
     { askTimeout: ASK_TIMEOUT_MS, replaceWindow: WINDOW_MS, outboxCapacity: 1 },
     () => clock.now
   )
-  const written = new Map<Peer, Array<Seen>>()
-  const connect = (id: number, sessionId: string, features: ReadonlyArray<string>, instanceId: string): Peer => {
-    const frames: Array<Seen> = []
-    const peer = attach({
-      ...fakeConnection(id, false),
-      write: (out: ReadonlyArray<OutFrame>) => {
-        for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-        return undefined
-      }
-    })
-    written.set(peer, frames)
-    batch(peer, [registerFrame({ sessionId, frame: { features: [...features], instanceId } })])
-    return peer
-  }
-  const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-    peer.writer.flush()
-    return written.get(peer) ?? []
-  }
+  const { batch, close, router } = hand
+  const { connect, framesOf } = recordedSessions(hand)
   const messagesOf = (peer: Peer) => framesOf(peer).flatMap((frame) => frame.type === "message" ? [frame.message?.id ?? "?"] : [])
   const b1 = connect(1, "b", [...custodyFeatures, DELIVERY_V1], "b-1")
   const d = connect(2, "d", [], "d-1")

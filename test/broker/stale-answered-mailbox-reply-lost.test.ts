@@ -16,10 +16,8 @@ import { Duration, Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { custodyFeatures, type Seen } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { custodyFeatures, recordedSessions, type Seen } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
@@ -38,7 +36,7 @@ const receipts = (frames: ReadonlyArray<Seen>) =>
  */
 const replyLostBeforeDeadline = (withdrawnFirst = false, late?: { readonly retentionMs: number; readonly lossAfterMs: number }) => Effect.gen(function*() {
   const clock = { now: 1_000_000 }
-  const { batch, attach, close, router, tryDrain } = yield* handRouter(
+  const hand = yield* handRouter(
     {
       askTimeout: ASK_TIMEOUT_MS,
       replaceWindow: WINDOW_MS,
@@ -48,25 +46,14 @@ const replyLostBeforeDeadline = (withdrawnFirst = false, late?: { readonly reten
     },
     () => clock.now
   )
-  const written = new Map<Peer, Array<Seen>>()
-  const connect = (id: number, sessionId: string, features: ReadonlyArray<string>, instanceId: string): Peer => {
-    const frames: Array<Seen> = []
-    const peer = attach({
-      ...fakeConnection(id, false),
-      write: (out: ReadonlyArray<OutFrame>) => {
-        for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-        return undefined
-      }
-    })
-    written.set(peer, frames)
-    batch(peer, [registerFrame({ sessionId, frame: { features: [...features], instanceId } })])
-    return peer
-  }
+  const { batch, close, router, tryDrain } = hand
+  const recorded = recordedSessions(hand)
+  const connect = recorded.connect
   // The outbox holds one item: what a registration parked is offered again, one write at a time.
   const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
     peer.writer.flush()
     for (let i = 0; i < 16 && peer.parked.length > 0 && tryDrain(peer); i++) peer.writer.flush()
-    return written.get(peer) ?? []
+    return recorded.framesOf(peer)
   }
   const messagesOf = (peer: Peer) => framesOf(peer).flatMap((frame) => frame.type === "message" ? [frame.message?.id ?? "?"] : [])
   const closeAbandoned = (peer: Peer): void => {

@@ -12,7 +12,7 @@ import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { registerFrame } from "./broker.ts"
 import { fakeConnection } from "./fakeConnection.ts"
-import { handRouter } from "./handRouter.ts"
+import { type HandRouter, handRouter } from "./handRouter.ts"
 
 /** A receiver with `received-v1` custody, `rejoin-v1` and `takeover-v1`. */
 export const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
@@ -192,3 +192,37 @@ export const readerWorld = () =>
     }
     return { batch, router, connect, framesOf, closeAbandoned, register }
   })
+
+/**
+ * Sessions a test registers by hand on a hand-driven Router, each on a
+ * connection whose writes complete at once and are kept, parsed.
+ * `connect(id, sessionId, features, instanceId)` registers one (with no
+ * `instanceId`, as a client that sends none); `framesOf(peer)` flushes its
+ * writer and gives all it was written so far.
+ *
+ * @example
+ * const hand = yield* handRouter({ askTimeout: 60_000 })
+ * const { connect, framesOf } = recordedSessions(hand)
+ * const b = connect(1, "b", custodyFeatures, "b-1")
+ */
+export const recordedSessions = (hand: Pick<HandRouter, "attach" | "batch">) => {
+  const written = new Map<Peer, Array<Seen>>()
+  const connect = (id: number, sessionId: string, features: ReadonlyArray<string> = [], instanceId?: string): Peer => {
+    const frames: Array<Seen> = []
+    const peer = hand.attach({
+      ...fakeConnection(id, false),
+      write: (out: ReadonlyArray<OutFrame>) => {
+        for (const frame of out) frames.push(JSON.parse(frameText(frame)))
+        return undefined
+      }
+    })
+    written.set(peer, frames)
+    hand.batch(peer, [registerFrame({ sessionId, frame: { features: [...features], ...(instanceId === undefined ? {} : { instanceId }) } })])
+    return peer
+  }
+  const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
+    peer.writer.flush()
+    return written.get(peer) ?? []
+  }
+  return { connect, framesOf }
+}
