@@ -547,12 +547,13 @@ export const openClientConnection = (
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
-      for (const [messageId, waiting] of cancels) {
+      const unansweredCancels = [...cancels]
+      cancels.clear()
+      for (const [messageId, waiting] of unansweredCancels) {
         // Told at once, before anything a next connection reads: no answer came.
         sinks.cancelEnded(messageId, false)
         Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
       }
-      cancels.clear()
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
       }

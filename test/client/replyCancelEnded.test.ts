@@ -8,7 +8,7 @@
  * real socket and waits on a marker it scripted last, never on a sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import type { InboundMessage } from "../../src/client/events.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
@@ -46,7 +46,7 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
     }))
 
-  it.live("its connection lost, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+  it.live("its connection ended as the broker reads it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
       const marker = message("after the copy")
@@ -63,6 +63,32 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       yield* bob.send({ to: ALICE.id, message: reply })
       const cancel = yield* Effect.exit(bob.cancel(reply.id))
       assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+
+  it.live("its connection lost after the broker read it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      const trigger = message("ends the first connection")
+      // The cancel is read and never answered; the broker ends the connection on `trigger`'s send, and the
+      // next one brings the question again and a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(marker)],
+        dropOnSend: (connection, id) => connection === 1 && id === trigger.id
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
+      yield* fake.until("the cancel", () => fake.ofType("cancel_message").length === 1)
+      yield* bob.send({ to: ALICE.id, message: trigger })
+      assert.isTrue((yield* Fiber.join(cancel))._tag === "Failure", "setup: the cancel was answered")
       yield* heard.next((m) => m.message.id === marker.id)
       assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")

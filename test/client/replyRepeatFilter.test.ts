@@ -97,6 +97,20 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isTrue(recent.firstTime(ALICE.id, "m1", all), "alice's ask, asked again, was dropped")
   })
 
+  it("the message the confirmations stop at, asked again after its reply was lost, keeps its place: the messages read after it stay repeats", () => {
+    const recent = new RecentMessages(2)
+    const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }
+    const bound = () => question
+    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound, true))
+    recent.replied("r1", question.message.id, ALICE.id, undefined)
+    assert.isTrue(recent.firstTime(ALICE.id, "m2", bound))
+    recent.replyLost("r1", ALICE.id)
+    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound), "the question, asked again, was dropped")
+    assert.isTrue(recent.firstTime(ALICE.id, "m3", bound))
+    assert.isFalse(recent.firstTime(ALICE.id, "m2", bound), "m2, delivered again, passed as new")
+    assert.isFalse(recent.firstTime(ALICE.id, "m3", bound), "m3, delivered again, passed as new")
+  })
+
   it("a refused cancel of the reply to the message the confirmations stop at keeps the messages read after it repeats (review revaa AA3)", () => {
     const recent = new RecentMessages(2)
     const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }

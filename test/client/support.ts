@@ -299,8 +299,8 @@ export interface FakeBrokerOptions {
    * it). Default: answered at once.
    */
   readonly settleAnsweredAfterLists?: number
-  /** Whether a `send` on this connection ends the connection unanswered. Default: never. */
-  readonly dropOnSend?: (connection: number) => boolean
+  /** Whether a `send` (of this message id) on this connection ends the connection unanswered. Default: never. */
+  readonly dropOnSend?: (connection: number, messageId: unknown) => boolean
   /**
    * Frames written right after `registered`, in the same transport write,
    * given the connection's number: output a broker gives back at a rejoin.
@@ -428,9 +428,9 @@ export const makeFakeBroker = (
               }
               break
             case "send": {
-              if (options.dropOnSend?.(id) === true) return yield* connection.end
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
+              if (options.dropOnSend?.(id, messageId) === true) return yield* connection.end
               if (typeof messageId === "string" && options.leaveSendUnanswered?.(messageId) === true) break
               if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
               else {
