@@ -165,6 +165,7 @@ export class RecentMessages {
     else this.reopened.delete(pairOf(answered.asker, answered.askId))
   }
 
+  /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
   private reopen(pair: string): void {
     const reopened = this.reopened
     reopened.delete(pair)
