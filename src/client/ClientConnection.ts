@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 805 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 820 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -368,7 +368,7 @@ export const openClientConnection = (
           const bare = frame.type === "delivered" ? frame.delivery === undefined : frame.code === undefined
           if (cancel !== undefined && bare) {
             cancels.delete(frame.messageId)
-            sinks.cancelAnswered(frame.messageId, frame.type === "delivered")
+            sinks.cancelEnded(frame.messageId, frame.type === "delivered")
             Deferred.doneUnsafe(cancel, Exit.succeed(frame.type === "delivered"))
             return
           }
@@ -547,8 +547,13 @@ export const openClientConnection = (
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
-      for (const [, waiting] of cancels) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+      const unansweredCancels = [...cancels]
       cancels.clear()
+      for (const [messageId, waiting] of unansweredCancels) {
+        // Told at once, before anything a next connection reads: no answer came.
+        sinks.cancelEnded(messageId, false)
+        Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+      }
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
       }
@@ -722,9 +727,18 @@ export const openClientConnection = (
         if (waiting !== undefined) return awaitAnswer(waiting, timeoutMs, "cancel", () => undefined)
         const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
         cancels.set(messageId, answer)
-        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", () => {
-          if (cancels.get(messageId) === answer) cancels.delete(messageId)
-        })
+        // Ended without the broker's answer (timed out, given up, its write failed): as far as this client
+        // knows the reply stands. The answer read, or the connection's close, took it out of `cancels` first.
+        const unanswered = () => {
+          if (cancels.get(messageId) !== answer) return
+          cancels.delete(messageId)
+          sinks.cancelEnded(messageId, false)
+        }
+        // Told as the frame goes, not before (a send of the id waited above): the broker may write the
+        // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
+        sinks.cancelWritten(messageId)
+        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", unanswered)
+          .pipe(Effect.onExit(() => Effect.sync(unanswered)))
       })
 
     /**

@@ -142,7 +142,7 @@ const make = (
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
-        if (!recent.firstTime(message.from.id, message.message.id, confirmBound)) return
+        if (!recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)) return
         // A reply ends its ask: a later state loss does not list it (StateEpochs.ts).
         if (message.message.replyTo !== undefined) epochs.answered(message.message.replyTo)
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
@@ -153,14 +153,17 @@ const make = (
       control: (event: ControlEvent) => {
         if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control)) return
         // A reply of this client's that failed: its question may be asked again (RecentMessages.replyLost).
-        if (event._tag === "Receipt" && event.receipt.status === "expired") recent.replyLost(event.receipt.messageId)
+        // The broker sends that receipt from the reply's target: the asker.
+        if (event._tag === "Receipt" && event.receipt.status === "expired") recent.replyLost(event.receipt.messageId, event.from.id)
         PubSub.publishUnsafe(controlHub, event)
       },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
       askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
-      // A reply of this client's that the broker did not cancel stands: its question stays answered.
-      cancelAnswered: (messageId: string, cancelled: boolean) => recent.cancelAnswered(messageId, cancelled)
+      // A cancel of a reply of this client's: its question may be asked again (RecentMessages.cancelWritten) …
+      cancelWritten: (messageId: string) => recent.cancelWritten(messageId),
+      // … unless the reply stands (refused) or may stand (no answer): its question stays answered.
+      cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -227,7 +230,7 @@ const make = (
           // A reply: should it be lost, the question it answered may be asked again (RecentMessages.replied).
           // Recorded before it is written: its `expired` receipt may be read ahead of its acknowledgement.
           const askId = request.message.replyTo
-          if (askId !== undefined) recent.replied(request.message.id, request.targetId ?? request.to, askId)
+          if (askId !== undefined) recent.replied(request.message.id, askId, request.to, request.targetId)
           return tracedSend(request, "send", (traced) => resend.send(traced))
         }).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       supervisorSend: (request) =>
@@ -240,16 +243,8 @@ const make = (
             ).pipe(Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery))))
           )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
-      cancel: (messageId) =>
-        withConnection((c) =>
-          Effect.suspend(() => {
-            // A reply of this client's cancelled: its question may be asked again. Let go as the cancel is written,
-            // since the broker writes the question again ahead of the cancel's answer; remembered again should
-            // that answer say the reply stands (`cancelAnswered` above; RecentMessages.cancelWritten).
-            recent.cancelWritten(messageId)
-            return c.cancel(messageId, sendTimeoutMs)
-          })
-        ),
+      // The connection tells the sinks as the cancel is written and as it ends (`cancelWritten`, `cancelEnded` above).
+      cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) =>
         withConnection((c) => c.post({ type: "cancel_ask", messageId })).pipe(
           // The wait is over whether or not the broker heard it: a later state loss does not list the ask.

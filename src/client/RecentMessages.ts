@@ -23,24 +23,45 @@
  * is lost before the asker read it (cancelled by this client, or failed:
  * an `expired` receipt), the broker asks it again while the ask lasts
  * (docs/protocol.md, review revx X1). So the asks this client replied to are
- * remembered by reply id with their asker (`replied`, the last `capacity`),
- * recorded as the reply is sent, before any answer or receipt about it can
- * be read. A reply's loss forgets exactly its question's (asker, id) pair,
- * which then passes once more: as the client reads the reply's `expired`
- * receipt (`replyLost`; the broker writes that receipt before it asks the
- * question again: MailDelivery.lost); or around its `cancel_message`. The
- * broker writes the question again ahead of that cancel's answer, so the
- * pair is let go as the cancel is written (`cancelWritten`) and, when the
- * broker answers that it cancelled nothing (the reply stands: its question
- * stays answered), remembered again (`cancelAnswered`) — a copy of the
- * question that comes while the cancel waits for its answer still passes.
- * Review revz Z2.
+ * remembered by reply id (`replied`, the last `capacity`), recorded as the
+ * reply is sent, before any answer or receipt about it can be read, with
+ * the asker they were sent to. A reply's loss reopens exactly its
+ * question's (asker, id) pair, which then passes once more: as the client
+ * reads the reply's `expired` receipt (`replyLost`; the broker writes that
+ * receipt, from the reply's target — the asker — before it asks the question
+ * again: MailDelivery.lost); or around its `cancel_message`. The broker
+ * writes the question again ahead of that cancel's answer, so the pair is
+ * reopened as the cancel is written (`cancelWritten`) and closed again when
+ * the cancel ends without the reply withdrawn (`cancelEnded`): the broker
+ * answered that it cancelled nothing, or no answer came — a copy of the
+ * question that comes while the cancel waits still passes. Review revz Z2.
+ * A reply addressed by name or id prefix names no asker: the asker is the
+ * sender of the ask with that id this client read (`askers`), unless the
+ * reply's exact `targetId`, or its `to` as the exact id of a sender of
+ * that ask, says otherwise (review revaa AA1).
+ * Reopening never takes a pair out of the order `forget` walks: it is kept
+ * apart (`reopened`), so the message the confirmations stop at keeps its
+ * place (review revaa AA3).
  * Owned by one `IntercomClient` and touched only by its synchronous code.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
 
 const pairOf = (senderId: string, messageId: string): string => `${senderId}\u0001${messageId}`
+
+/** The question a reply of this client's answered: its id, and the sender it was taken to be from. */
+interface Answered {
+  readonly askId: string
+  readonly asker: string
+}
+
+/** Forgets the oldest entry of an insertion-ordered set or map that one addition took past `capacity`. */
+const trim = (entries: Set<string> | Map<string, unknown>, capacity: number): void => {
+  if (entries.size > capacity) for (const oldest of entries.keys()) {
+    entries.delete(oldest)
+    break
+  }
+}
 
 /**
  * Remembers the (sender, message id) pairs received since the message the
@@ -53,8 +74,12 @@ export class RecentMessages {
   /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
   private boundMessage: InboundMessage | undefined
   private boundPair = ""
-  /** The pair of the ask each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
-  private readonly replies = new Map<string, string>()
+  /** The question each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
+  private readonly replies = new Map<string, Answered>()
+  /** The sender of each recent ask read, by its id (the last `capacity`, oldest first). */
+  private readonly askers = new Map<string, string>()
+  /** Pairs in `seen` that pass once more: questions whose reply was lost (the last `capacity`, oldest first). */
+  private readonly reopened = new Set<string>()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
@@ -62,68 +87,90 @@ export class RecentMessages {
 
   /**
    * Records the message; false when it was seen already (a redelivery: drop
-   * it). `bound` says how far the client may confirm what it read: called
-   * only when a pair may be forgotten, and none from its message onward is.
+   * it), unless a lost reply reopened it. `bound` says how far the client
+   * may confirm what it read: called only when a pair may be forgotten, and
+   * none from its message onward is. `ask`: the message asks for a reply,
+   * and its sender is remembered as the asker of its id.
    */
-  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound): boolean {
+  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound, ask = false): boolean {
     const key = pairOf(senderId, messageId)
     const seen = this.seen
-    if (seen.has(key)) return false
+    const reopened = this.reopened
+    // A question asked again after its reply was lost passes once, in its place in the order.
+    if (seen.has(key)) return reopened.size > 0 && reopened.delete(key)
     seen.add(key)
+    if (reopened.size > 0) reopened.delete(key)
+    if (ask) {
+      this.askers.delete(messageId)
+      this.askers.set(messageId, senderId)
+      trim(this.askers, this.capacity)
+    }
     if (seen.size > this.capacity) this.forget(bound())
     return true
   }
 
   /**
-   * This client sends the reply `replyId` to `askerId`'s ask `askId`:
-   * should the reply be lost, the ask may come again. Called before the
-   * reply is written, so a receipt read ahead of its acknowledgement finds it.
+   * This client sends the reply `replyId` to the ask `askId`, addressed
+   * `to` (an id, name or id prefix the broker resolves), or to `targetId`
+   * exactly: should the reply be lost, the ask may come again. Called
+   * before the reply is written, so a receipt read ahead of its
+   * acknowledgement finds it. Its asker is `targetId`; else `to` when a
+   * message `askId` from that exact id was read; else the sender of the
+   * last ask `askId` read; else `to`.
    */
-  replied(replyId: string, askerId: string, askId: string): void {
+  replied(replyId: string, askId: string, to: string, targetId: string | undefined): void {
+    const asker = targetId ??
+      (this.seen.has(pairOf(to, askId)) ? to : this.askers.get(askId) ?? to)
     const replies = this.replies
     replies.delete(replyId)
-    replies.set(replyId, pairOf(askerId, askId))
-    if (replies.size > this.capacity) for (const oldest of replies.keys()) {
-      replies.delete(oldest)
-      break
-    }
+    replies.set(replyId, { askId, asker })
+    trim(replies, this.capacity)
   }
 
   /**
    * This client's reply `replyId` was lost before its asker read it (an
-   * `expired` receipt): the pair of the question it answered is forgotten,
-   * so that question, asked again, passes. Nothing for an id not known as a
-   * reply.
+   * `expired` receipt, from `targetId`: the session the broker routed the
+   * reply to, whose question it answered): that question passes once more.
+   * Nothing for an id not known as a reply.
    */
-  replyLost(replyId: string): void {
-    const pair = this.replies.get(replyId)
-    if (pair === undefined) return
+  replyLost(replyId: string, targetId: string): void {
+    const answered = this.replies.get(replyId)
+    if (answered === undefined) return
     this.replies.delete(replyId)
-    this.seen.delete(pair)
+    this.reopen(pairOf(targetId, answered.askId))
   }
 
   /**
-   * This client writes a `cancel_message` of its reply `replyId`: the pair
-   * of the question it answered is let go now, since the broker, should it
-   * withdraw the reply, writes the question again ahead of the cancel's
-   * answer. Nothing for an id not known as a reply.
+   * This client writes a `cancel_message` of its reply `replyId`: the
+   * question it answered passes once more from now, since the broker,
+   * should it withdraw the reply, writes the question again ahead of the
+   * cancel's answer. Nothing for an id not known as a reply.
    */
   cancelWritten(replyId: string): void {
-    const pair = this.replies.get(replyId)
-    if (pair !== undefined) this.seen.delete(pair)
+    const answered = this.replies.get(replyId)
+    if (answered !== undefined) this.reopen(pairOf(answered.asker, answered.askId))
   }
 
   /**
-   * The broker answered the cancel of `replyId`: `cancelled`, the reply is
-   * gone (its question passes once more, or passed already); otherwise the
-   * reply stands and its question stays answered, so its pair is remembered
-   * again and a later copy of it is dropped as a repeat.
+   * The cancel of `replyId` ended. `cancelled`: the broker withdrew the
+   * reply (its question passes once more, or passed already). Otherwise the
+   * broker refused it, or no answer came (the request timed out, the
+   * connection was lost): the reply stands as far as this client knows,
+   * and its question, answered, is a repeat again.
    */
-  cancelAnswered(replyId: string, cancelled: boolean): void {
-    const pair = this.replies.get(replyId)
-    if (pair === undefined) return
+  cancelEnded(replyId: string, cancelled: boolean): void {
+    const answered = this.replies.get(replyId)
+    if (answered === undefined) return
     if (cancelled) this.replies.delete(replyId)
-    else this.seen.add(pair)
+    else this.reopened.delete(pairOf(answered.asker, answered.askId))
+  }
+
+  /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
+  private reopen(pair: string): void {
+    const reopened = this.reopened
+    reopened.delete(pair)
+    reopened.add(pair)
+    trim(reopened, this.capacity)
   }
 
   /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */

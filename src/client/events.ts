@@ -118,11 +118,19 @@ export interface ClientSinks {
   /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
   readonly askExpired: (messageId: string) => void
   /**
-   * The broker's answer to this client's `cancel_message` of `messageId`
-   * (true: cancelled), as it is read: before the cancel waiting for it
-   * resumes, and before any frame read after it is routed.
+   * This client writes a `cancel_message` of `messageId` (once a send of
+   * that id waiting here was answered): called before the frame is handed
+   * to the socket, so before anything the broker writes after reading it.
    */
-  readonly cancelAnswered: (messageId: string, cancelled: boolean) => void
+  readonly cancelWritten: (messageId: string) => void
+  /**
+   * The cancel of `messageId` that `cancelWritten` announced ended. With
+   * the broker's answer (true: cancelled) as that answer is read, before
+   * the cancel waiting for it resumes and before any frame read after it is
+   * routed; false too when no answer came (the request timed out, the
+   * connection was lost, the caller gave up).
+   */
+  readonly cancelEnded: (messageId: string, cancelled: boolean) => void
   /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session

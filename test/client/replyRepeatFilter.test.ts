@@ -4,7 +4,9 @@
  * a cancel the broker refused keeps the question answered, and a reply's
  * `expired` receipt read ahead of the reply's acknowledgement (at a
  * reconnect, before the resend's answer) still lets the question pass
- * again (review revz Z2). The client tests run against a
+ * again (review revz Z2); the asker of a reply sent to a name or id prefix,
+ * and the place of a reopened question in the order the confirmation bound
+ * walks (review revaa AA1, AA3). The client tests run against a
  * scripted broker on a real socket; each waits on a frame it scripted last,
  * never on a sleep.
  */
@@ -16,7 +18,7 @@ import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
 import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
 
-const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", name: "alice", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const CAROL = { ...ALICE, id: "cccccccc-5555-4000-8000-00000000000c" }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
@@ -43,24 +45,87 @@ describe("RecentMessages: the questions this client answered", () => {
     const recent = new RecentMessages(16)
     assert.isTrue(recent.firstTime("alice", "m1", all))
     assert.isTrue(recent.firstTime("carol", "m1", all))
-    recent.replied("r1", "alice", "m1")
-    recent.replyLost("r1")
+    recent.replied("r1", "m1", "alice", undefined)
+    recent.replyLost("r1", "alice")
     assert.isTrue(recent.firstTime("alice", "m1", all), "alice's question, asked again, was dropped")
     assert.isFalse(recent.firstTime("carol", "m1", all), "carol's m1, delivered again, passed as new")
+    assert.isFalse(recent.firstTime("alice", "m1", all), "alice's question passed a second time")
   })
 
   it("a cancel the broker refused remembers the question again; one it carried out leaves it let go", () => {
     const recent = new RecentMessages(16)
     assert.isTrue(recent.firstTime("alice", "m1", all))
     assert.isTrue(recent.firstTime("alice", "m2", all))
-    recent.replied("r1", "alice", "m1")
-    recent.replied("r2", "alice", "m2")
+    recent.replied("r1", "m1", "alice", undefined)
+    recent.replied("r2", "m2", "alice", undefined)
     recent.cancelWritten("r1")
-    recent.cancelAnswered("r1", false)
+    recent.cancelEnded("r1", false)
     assert.isFalse(recent.firstTime("alice", "m1", all), "the question of a reply that stands passed again")
     recent.cancelWritten("r2")
-    recent.cancelAnswered("r2", true)
+    recent.cancelEnded("r2", true)
     assert.isTrue(recent.firstTime("alice", "m2", all), "the question of a cancelled reply was dropped")
+  })
+
+  it("a cancelled reply addressed by name lets the question of the sender of that ask pass again (review revaa AA1)", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
+    recent.replied("r1", "m1", "alice", undefined)
+    recent.cancelWritten("r1")
+    assert.isTrue(recent.firstTime(ALICE.id, "m1", all), "the question, asked again, was dropped")
+  })
+
+  it("a reply's exact targetId, or its to as the exact id of a sender of the ask, names the asker over the ask's last sender", () => {
+    for (const [to, targetId] of [[ALICE.id, undefined], ["alice", ALICE.id]] as const) {
+      const recent = new RecentMessages(16)
+      assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
+      assert.isTrue(recent.firstTime(CAROL.id, "m1", all, true))
+      recent.replied("r1", "m1", to, targetId)
+      recent.cancelWritten("r1")
+      assert.isFalse(recent.firstTime(CAROL.id, "m1", all), `carol's ask passed again (to ${to}, targetId ${targetId})`)
+      assert.isTrue(recent.firstTime(ALICE.id, "m1", all), `alice's ask was dropped (to ${to}, targetId ${targetId})`)
+    }
+  })
+
+  it("a lost reply lets pass the question of the session its expired receipt comes from, whoever else asked with that id", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
+    // carol's ask with the same id comes last: by name, the reply's asker is taken to be carol.
+    assert.isTrue(recent.firstTime(CAROL.id, "m1", all, true))
+    recent.replied("r1", "m1", "alice", undefined)
+    recent.replyLost("r1", ALICE.id)
+    assert.isFalse(recent.firstTime(CAROL.id, "m1", all), "carol's ask passed again")
+    assert.isTrue(recent.firstTime(ALICE.id, "m1", all), "alice's ask, asked again, was dropped")
+  })
+
+  it("the message the confirmations stop at, asked again after its reply was lost, keeps its place: the messages read after it stay repeats", () => {
+    const recent = new RecentMessages(2)
+    const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }
+    const bound = () => question
+    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound, true))
+    recent.replied("r1", question.message.id, ALICE.id, undefined)
+    assert.isTrue(recent.firstTime(ALICE.id, "m2", bound))
+    recent.replyLost("r1", ALICE.id)
+    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound), "the question, asked again, was dropped")
+    assert.isTrue(recent.firstTime(ALICE.id, "m3", bound))
+    assert.isFalse(recent.firstTime(ALICE.id, "m2", bound), "m2, delivered again, passed as new")
+    assert.isFalse(recent.firstTime(ALICE.id, "m3", bound), "m3, delivered again, passed as new")
+  })
+
+  it("a refused cancel of the reply to the message the confirmations stop at keeps the messages read after it repeats (review revaa AA3)", () => {
+    const recent = new RecentMessages(2)
+    const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }
+    // Nothing is confirmed from the question on: it is the oldest message not handled.
+    const bound = () => question
+    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound, true))
+    recent.replied("r1", question.message.id, ALICE.id, undefined)
+    assert.isTrue(recent.firstTime(ALICE.id, "m2", bound))
+    recent.cancelWritten("r1")
+    recent.cancelEnded("r1", false)
+    assert.isTrue(recent.firstTime(ALICE.id, "m3", bound))
+    // m2 and m3 were read after the bound: not confirmed, a reconnect delivers them again.
+    assert.isFalse(recent.firstTime(ALICE.id, "m2", bound), "m2, delivered again, passed as new")
+    assert.isFalse(recent.firstTime(ALICE.id, "m3", bound), "m3, delivered again, passed as new")
+    assert.isFalse(recent.firstTime(ALICE.id, question.message.id, bound), "the question, delivered again, passed as new")
   })
 })
 
@@ -129,4 +194,48 @@ describe("IntercomClient: a question it answered, delivered again", () => {
       yield* heard.next((m) => m.message.id === marker.id)
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
     }))
+
+  // A name or id prefix names no (sender, id) pair (review revaa AA1): IntercomSession's send with `replyTo`
+  // sends `to` as given when it does not resolve it, and so does the pi tool's `send`.
+  for (const to of ["alice", "aaaaaaaa"]) {
+    it.live(`a reply sent to ${JSON.stringify(to)}, lost (expired), lets its question, asked again, pass`, () =>
+      Effect.gen(function*() {
+        const ask = message("still need this?", { expectsReply: true })
+        const marker = message("after the question")
+        const reply = message("yes", { replyTo: ask.id })
+        // Behind the reply's answer, in one write: its `expired` receipt, the question asked again, a marker.
+        const fake = yield* fakeBroker({
+          afterRegistered: () => [fromAlice(ask)],
+          afterSend: (id) => id === reply.id ? [expiredReceipt(reply.id), fromAlice(ask), fromAlice(marker)] : []
+        })
+        const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+        const heard = yield* subscribe(bob.messages, "bob's messages")
+        yield* bob.connect
+        yield* heard.next((m) => m.message.id === ask.id)
+        yield* bob.send({ to, message: reply })
+        yield* heard.next((m) => m.message.id === marker.id)
+        assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+      }))
+
+    it.live(`a reply sent to ${JSON.stringify(to)}, cancelled, lets its question, asked again, pass`, () =>
+      Effect.gen(function*() {
+        const ask = message("still need this?", { expectsReply: true })
+        const marker = message("after the question")
+        const reply = message("yes", { replyTo: ask.id })
+        // One write: the cancel's answer (cancelled), the question asked again, a marker.
+        const fake = yield* fakeBroker({
+          afterRegistered: () => [fromAlice(ask)],
+          cancelAnswer: "cancelled",
+          afterCancel: (id) => id === reply.id ? [fromAlice(ask), fromAlice(marker)] : []
+        })
+        const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+        const heard = yield* subscribe(bob.messages, "bob's messages")
+        yield* bob.connect
+        yield* heard.next((m) => m.message.id === ask.id)
+        yield* bob.send({ to, message: reply })
+        assert.isTrue(yield* bob.cancel(reply.id), "setup: the broker did not cancel the reply")
+        yield* heard.next((m) => m.message.id === marker.id)
+        assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+      }))
+  }
 })

@@ -234,10 +234,16 @@ export interface FakeBrokerOptions {
    */
   readonly holdSendAnswers?: boolean
   /**
-   * Answer `cancel_message` (P71) with a bare `delivered` (cancelled) or a
-   * bare `delivery_failed` (`refused`). Default: no answer.
+   * Whether a `send` of this message id is read and never answered (a
+   * broker slow to route it). Default: every send is answered.
    */
-  readonly cancelAnswer?: "cancelled" | "refused"
+  readonly leaveSendUnanswered?: (messageId: string) => boolean
+  /**
+   * Answer `cancel_message` (P71) with a bare `delivered` (cancelled) or a
+   * bare `delivery_failed` (`refused`), or end the connection unanswered
+   * (`end`). Default: no answer.
+   */
+  readonly cancelAnswer?: "cancelled" | "refused" | "end"
   /**
    * Frames written right after a cancel's answer (`cancelAnswer`), in the
    * same transport write, given the cancelled message's id. Default: none.
@@ -293,8 +299,8 @@ export interface FakeBrokerOptions {
    * it). Default: answered at once.
    */
   readonly settleAnsweredAfterLists?: number
-  /** Whether a `send` on this connection ends the connection unanswered. Default: never. */
-  readonly dropOnSend?: (connection: number) => boolean
+  /** Whether a `send` (of this message id) on this connection ends the connection unanswered. Default: never. */
+  readonly dropOnSend?: (connection: number, messageId: unknown) => boolean
   /**
    * Frames written right after `registered`, in the same transport write,
    * given the connection's number: output a broker gives back at a rejoin.
@@ -422,9 +428,10 @@ export const makeFakeBroker = (
               }
               break
             case "send": {
-              if (options.dropOnSend?.(id) === true) return yield* connection.end
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
+              if (options.dropOnSend?.(id, messageId) === true) return yield* connection.end
+              if (typeof messageId === "string" && options.leaveSendUnanswered?.(messageId) === true) break
               if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
               else {
                 const after = typeof messageId === "string" ? options.afterSend?.(messageId) ?? [] : []
@@ -433,6 +440,7 @@ export const makeFakeBroker = (
               break
             }
             case "cancel_message": {
+              if (options.cancelAnswer === "end") return yield* connection.end
               const after = typeof parsed.messageId === "string" ? options.afterCancel?.(parsed.messageId) ?? [] : []
               if (options.cancelAnswer === "cancelled") yield* reply({ type: "delivered", messageId: parsed.messageId }, ...after)
               if (options.cancelAnswer === "refused") {

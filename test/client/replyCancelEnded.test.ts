@@ -1,0 +1,125 @@
+/**
+ * A cancel of a reply of this client's that ends without the broker's
+ * answer — timed out, or its connection lost — leaves the reply standing as
+ * far as the client knows, so the question it answered stays a repeat; and
+ * a cancel waiting for the reply's own answer lets nothing go before its
+ * frame is written (RecentMessages.cancelWritten, ClientConnection's
+ * `cancel`; review revaa AA2). Each runs against a scripted broker on a
+ * real socket and waits on a marker it scripted last, never on a sleep.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import type { InboundMessage } from "../../src/client/events.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
+
+const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
+
+/** A `message` frame from alice. */
+const fromAlice = (m: Message) => ({ type: "message", from: ALICE, message: m })
+const ids = (seen: ReadonlyArray<InboundMessage>) => seen.map((m) => m.message.id)
+
+describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
+  it.live("timed out, keeps the answered question a repeat: a later copy of it is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      let copies = false
+      // The cancel is never answered; later, a copy of the question and a marker come ahead of a list's answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        beforeList: () => copies ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.exit(bob.cancel(reply.id))
+      assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered")
+      copies = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+
+  it.live("its connection ended as the broker reads it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      // The broker ends the connection on the cancel; the next one brings the question again and a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(marker)],
+        cancelAnswer: "end"
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.exit(bob.cancel(reply.id))
+      assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+
+  it.live("its connection lost after the broker read it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      const trigger = message("ends the first connection")
+      // The cancel is read and never answered; the broker ends the connection on `trigger`'s send, and the
+      // next one brings the question again and a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(marker)],
+        dropOnSend: (connection, id) => connection === 1 && id === trigger.id
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
+      yield* fake.until("the cancel", () => fake.ofType("cancel_message").length === 1)
+      yield* bob.send({ to: ALICE.id, message: trigger })
+      assert.isTrue((yield* Fiber.join(cancel))._tag === "Failure", "setup: the cancel was answered")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+})
+
+describe("IntercomClient: a cancel of its reply whose send waits for its answer", () => {
+  it.live("lets nothing go before the cancel is written: a copy of the question read meanwhile is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      let copies = false
+      // The reply's send is never answered, so its cancel is never written; a copy comes ahead of a list's answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        leaveSendUnanswered: (id) => id === reply.id,
+        beforeList: () => copies ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* Effect.forkScoped(bob.send({ to: ALICE.id, message: reply }), { startImmediately: true })
+      yield* fake.until("the reply's send", () => fake.ofType("send").length === 1)
+      // Waits for the send's answer before it writes anything.
+      yield* Effect.forkScoped(bob.cancel(reply.id), { startImmediately: true })
+      copies = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.lengthOf(fake.ofType("cancel_message"), 0, "setup: the cancel was written")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+})
