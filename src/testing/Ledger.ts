@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: just past 400 lines, almost all of it short methods that hand a
+ * Size: about 420 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -29,7 +29,7 @@ import { JoinLedger } from "./ledger/joins.ts"
 import { answeredElsewhereFalsely, answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
-import { type AskClient, type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
+import { type AskClient, type LedgerState, makeLedgerState, nameOf, recordFrom } from "./ledger/state.ts"
 import { alias, check, note, violate } from "./ledger/trace.ts"
 import type {
   AskOutcome,
@@ -363,6 +363,16 @@ export class Ledger {
       if (ask.outcome === undefined && ask.questionId !== undefined) open.push({ questionId: ask.questionId, asker: ask.asker })
     }
     return open
+  }
+
+  /**
+   * Whether the broker has handed `sender`'s message `messageId` to some
+   * connection's transport (a frame on the wire, not taken back by a cut
+   * write): what a client could have read, whether or not it did.
+   */
+  written(messageId: string, sender: string): boolean {
+    const record = recordFrom(this.state, messageId, sender)
+    return record !== undefined && record.writtenTo.length > 0
   }
 
   // -------------------------------------------------------------------------

@@ -15,7 +15,9 @@
  *
  * The op, in order: T's client stops reading and the broker stops reading
  * T's connection; A asks T with a timeout of `timeoutMs`, and the question
- * is written to T's connection, never read; T's broker-side writes then
+ * is written to T's connection, never read (the op is skipped unless the
+ * broker wrote it within `WRITE_MS`: a write to T slowed by an earlier fault
+ * can hold it back, and no client answers a question it was never handed); T's broker-side writes then
  * take `slowMs` and A sends T a plain message, whose slow write keeps the
  * old connection's close waiting (at most the broker's 2 s end grace); T
  * stops (its `unregister` unread, its client waits 2 s for the answer, then
@@ -143,10 +145,15 @@ export const runAnswerTakeover = (sim: SimulationService, op: AnswerTakeoverDraw
     yield* sim.advance(WRITE_MS)
     const open = sim.ledger.openQuestions().filter((question) => question.asker === asker.id)
     const questionId = open[open.length - 1]?.questionId
-    if (asked === undefined || questionId === undefined) {
+    // Sent is not enough: T's new instance answers what its old connection was written (no client can answer
+    // a question none of its connections was handed), and a write to T already in progress — slowed by an
+    // earlier fault — holds the question back past this window (seed 150: answered unwritten, then dropped as
+    // answered at the old close, which the ledger took for a loss).
+    const sent = asked !== undefined && questionId !== undefined
+    if (!sent || !sim.ledger.written(questionId, asker.id)) {
       yield* target.resume("broker")
       yield* target.resume("client")
-      return yield* sim.note("answer takeover: skipped (the question was not sent)")
+      return yield* sim.note(`answer takeover: skipped (the question was not ${sent ? "written" : "sent"})`)
     }
     // The variant: the slow write ends just after T's stop and start, so the old close comes before the deadline.
     yield* target.delayWrites("broker", op.givenBack === true ? OLD_SLOW_MS : op.slowMs)
