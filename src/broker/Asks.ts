@@ -271,13 +271,10 @@ export class Asks {
       const replyTo = attempt.message.replyTo
       // The ask it answers is the target's own message: keyed by the target and its id (`replyKey`).
       if (replyTo === undefined || attempt.replyKey === undefined) return undefined
-      const found = this.edges.get(attempt.replyKey)
-      // Past its deadline the ask is over, swept or not: a staged reply falls due with no send's prune before it.
-      const expired = found !== undefined && found.deadline <= attempt.now ? found : undefined
-      const edge = expired === undefined ? found : undefined
+      // Edges past their deadline are closed already: every check runs after the send's sweep (Send.prune).
+      const edge = this.edges.get(attempt.replyKey)
       if (edge === undefined) {
-        // Asked that id by none but the expired edge: refused as once the sweep has closed that edge.
-        if (!this.edges.isAsked(attempt.sender.key, replyTo, expired)) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+        if (!this.edges.isAsked(attempt.sender.key, replyTo)) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
         // Asked that id by someone else: the reply goes to the wrong session — in place of an asker that
         // left, when a live session answers to the name it was sent to (say so, and how to reach the asker).
         const asked = attempt.target === undefined ? undefined : this.edges.soleAsk(attempt.sender.key, replyTo)

@@ -1,27 +1,26 @@
 /**
- * Review revab AB2 (probe): two sessions ask b with the same message id
- * (ids are the sender's: both asks are legal) and both asks expire; b's
- * `replace`-staged reply to the first, staged within its deadline, falls
- * due past both deadlines with no send between. Asks' `replies` stage
- * excepts only the found edge (`isAsked(…, except)`) and counts the other
- * asker's expired, unswept edge as open: the reply is refused as a reply to
- * the wrong ask (Reason.replyWrongAsk), where, the edges swept, the same
- * reply is refused as a reply to no pending ask (Reason.replyNoAsk).
+ * Two sessions ask b with the same message id (ids are their senders': both
+ * asks are legal), and b's `replace`-staged reply to the first falls due
+ * past both asks' deadlines, with no send between to sweep their edges.
+ * Send.deliverStaged sweeps first, as a send does (Send.prune), so the
+ * reply is refused as a reply to no pending ask (Reason.replyNoAsk) — not
+ * as one to the wrong ask, over the other asker's expired edge (review
+ * revab AB2).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../src/broker/Peer.ts"
-import { Reason } from "../src/protocol/delivery.ts"
-import { DELIVERY_V1 } from "../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { fakeConnection } from "./support/fakeConnection.ts"
-import { handRouter } from "./support/handRouter.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
 const WINDOW_MS = 1_000
 
-/** A frame as far as this probe reads it. */
+/** A frame as far as this test reads it. */
 interface Seen {
   readonly type: string
   readonly messageId?: string
@@ -31,8 +30,12 @@ interface Seen {
   readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
 }
 
-/** x and y ask b with one id; b's staged reply to x falls due past both deadlines. What b is told, and a retry. */
-const replyPastTwoAsks = (swept: boolean) =>
+/**
+ * x and y ask b with one id; b's reply to x, staged within x's deadline,
+ * falls due past both. `swept`: c's send sweeps the edges before the window
+ * closes. What b is told of its reply, what a retry is answered, what x got.
+ */
+const replyPastSameIdAsks = (swept: boolean) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
     const { attach, batch, router } = yield* handRouter(
@@ -68,7 +71,8 @@ const replyPastTwoAsks = (swept: boolean) =>
     assert.strictEqual(router.stats().asks, 2, "setup: both asks are not open")
     clock.now += ASK_TIMEOUT_MS - WINDOW_MS / 2 - 1
     const reply = message("yes", { replyTo: ask.id })
-    batch(b, [{ type: "send", to: "x", message: reply, delivery: "queue", queueMode: "replace", threadId: "answer" }])
+    const send = { type: "send", to: "x", message: reply, delivery: "queue", queueMode: "replace", threadId: "answer" }
+    batch(b, [send])
     assert.isTrue(framesOf(b).some((frame) => frame.type === "delivery_queued"), "setup: the reply was not staged")
     clock.now += WINDOW_MS
     if (swept) batch(c, [{ type: "send", to: "c", message: message("tick") }])
@@ -76,17 +80,20 @@ const replyPastTwoAsks = (swept: boolean) =>
     const told = framesOf(b).flatMap((frame) =>
       frame.type === "message_receipt" && frame.receipt?.messageId === reply.id ? [[frame.receipt.status, frame.receipt.detail]] : []
     )
-    batch(b, [{ type: "send", to: "x", message: reply, delivery: "queue", queueMode: "replace", threadId: "answer" }])
+    batch(b, [send])
     const retried = framesOf(b).findLast((frame) => frame.messageId === reply.id)
-    return { told, retry: [retried?.type, retried?.code, retried?.reason] }
+    const got = framesOf(x).flatMap((frame) => frame.type === "message" ? [frame.message?.id] : [])
+    return { told, retry: [retried?.type, retried?.code, retried?.reason], gotReply: got.includes(reply.id) }
   })
 
-describe("review revab AB2: a staged reply falling due past its ask's and a same-id ask's deadlines, unswept", () => {
-  it.effect("is refused as a reply to no pending ask, as when the edges were swept", () =>
+describe("a staged reply falling due past its ask's and a same-id ask's deadlines, unswept", () => {
+  it.effect("is refused as a reply to no pending ask, as when a send swept the edges first", () =>
     Effect.gen(function*() {
-      const sweptFirst = yield* replyPastTwoAsks(true)
-      assert.deepStrictEqual(sweptFirst.told, [["expired", Reason.replyNoAsk]], "control: the swept case changed")
-      const unswept = yield* replyPastTwoAsks(false)
-      assert.deepStrictEqual([unswept.told, unswept.retry], [sweptFirst.told, sweptFirst.retry], "refused otherwise than a reply to swept asks")
+      const unswept = yield* replyPastSameIdAsks(false)
+      assert.isFalse(unswept.gotReply, "the reply reached its asker past the ask's deadline")
+      assert.deepStrictEqual(unswept.told, [["expired", Reason.replyNoAsk]], "not refused as a reply to no pending ask")
+      assert.deepStrictEqual(unswept.retry, ["delivery_failed", DeliveryCode.ReplyTarget, Reason.replyNoAsk])
+      const sweptFirst = yield* replyPastSameIdAsks(true)
+      assert.deepStrictEqual([sweptFirst.told, sweptFirst.retry, sweptFirst.gotReply], [unswept.told, unswept.retry, false])
     }))
 })
