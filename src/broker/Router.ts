@@ -344,7 +344,8 @@ export class Router {
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
-      answeredDeadline: (messageKey) => asks.answered.deadlineOf(messageKey)
+      answeredDeadline: (messageKey) => asks.answered.deadlineOf(messageKey),
+      askLost: (messageKey, at) => asks.askLost(messageKey, at)
     })
     const receipts = new Receipts(
       ctx,
