@@ -178,17 +178,9 @@ export class AskEdges {
     return this.openPerAsker.get(askerKey) ?? 0
   }
 
-  /**
-   * Is `targetKey` asked something with id `messageId` (by anyone), not
-   * counting the open edge `except` (one past its deadline the sweep has
-   * not closed yet) when given?
-   */
-  isAsked(targetKey: string, messageId: string, except?: AskEdge): boolean {
-    const asked = this.openPerAsked.get(askedKey(targetKey, messageId))
-    if (asked === undefined) return false
-    const counted = except !== undefined && except.targetKey === targetKey && except.messageId === messageId &&
-      this.edges.get(except.messageKey) === except
-    return !counted || countOf(asked) > 1
+  /** Is `targetKey` asked something with id `messageId` (by anyone)? */
+  isAsked(targetKey: string, messageId: string): boolean {
+    return this.openPerAsked.has(askedKey(targetKey, messageId))
   }
 
   /**

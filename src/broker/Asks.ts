@@ -18,6 +18,9 @@
  * closed before it confirmed reading it) is over when its edge is: withdrawn
  * by `cancel_ask`, or expired. The mailbox is told (`askClosed`), and drops
  * that copy rather than ask a question nobody waits for (MailDelivery.ts).
+ * The other way round, a copy the mailbox drops before the deadline
+ * (evicted, expired there), its asker told `expired`, ends the ask: its
+ * edge closes as a withdrawn one's (`askLost`).
  * Such a copy given back past its deadline was reported expired even when
  * the ask had been answered or withdrawn: the edge is gone either way. So
  * a withdrawal before the deadline is remembered (`withdrawn`), and a reply
@@ -59,7 +62,7 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 555 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 570 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
@@ -271,13 +274,10 @@ export class Asks {
       const replyTo = attempt.message.replyTo
       // The ask it answers is the target's own message: keyed by the target and its id (`replyKey`).
       if (replyTo === undefined || attempt.replyKey === undefined) return undefined
-      const found = this.edges.get(attempt.replyKey)
-      // Past its deadline the ask is over, swept or not: a staged reply falls due with no send's prune before it.
-      const expired = found !== undefined && found.deadline <= attempt.now ? found : undefined
-      const edge = expired === undefined ? found : undefined
+      // Edges past their deadline are closed already: every check runs after the send's sweep (Send.prune).
+      const edge = this.edges.get(attempt.replyKey)
       if (edge === undefined) {
-        // Asked that id by none but the expired edge: refused as once the sweep has closed that edge.
-        if (!this.edges.isAsked(attempt.sender.key, replyTo, expired)) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+        if (!this.edges.isAsked(attempt.sender.key, replyTo)) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
         // Asked that id by someone else: the reply goes to the wrong session — in place of an asker that
         // left, when a live session answers to the name it was sent to (say so, and how to reach the asker).
         const asked = attempt.target === undefined ? undefined : this.edges.soleAsk(attempt.sender.key, replyTo)
@@ -455,6 +455,20 @@ export class Asks {
     const edge = this.edges.get(messageKey)
     if (edge !== undefined) this.withdrawNow(edge, now)
     else if (this.answered.has(messageKey)) this.withdrawAnswered(messageKey, now)
+  }
+
+  /**
+   * The mailbox dropped a copy of the ask `messageKey` (evicted, expired
+   * there, or for a short-lived recipient that ended) and told its asker
+   * with an `expired` receipt: the question will not be asked, so the ask
+   * ends, its edge closed and remembered as withdrawn (a copy of it that
+   * comes back later goes silently: the asker was told already). Nothing
+   * when no edge is open under the key, or past its deadline: that ask
+   * expired, and the sweep closes its edge, telling its asker (`expired`).
+   */
+  askLost(messageKey: string, now: number): void {
+    const edge = this.edges.get(messageKey)
+    if (edge !== undefined && edge.deadline > now) this.withdrawNow(edge, now)
   }
 
   /**

@@ -160,6 +160,8 @@ export interface MailAsks {
   readonly withdrawnEarly: (mail: Mail) => boolean
   /** The reply that answered this copy of the ask `mail`, while it is not lost (Asks.answeredCopy). */
   readonly answeredCopy: (mail: Mail) => Mail | undefined
+  /** The mailbox dropped a copy of the open ask `messageKey`, its asker told: the ask ends (Asks.askLost). */
+  readonly askLost: (messageKey: string, now: number) => void
 }
 
 /**
@@ -704,7 +706,11 @@ export class MailDelivery {
    * a session the broker no longer lists) rather than left to assume. A
    * reply among it leaves its ask unanswered: the ask's edge opens again
    * (until its deadline; not for an asker that ended, review revx X3), so
-   * sending the reply again is accepted. Mail
+   * sending the reply again is accepted. An ask among it whose edge is
+   * still open ends with that receipt: its edge closes as when its asker
+   * withdraws it (Asks.askLost), since its asker, told the question will
+   * not be asked, waits for no answer (this package's client ends the wait
+   * on that receipt). Mail
    * written to a connection that closed before its client confirmed it, and
    * given back, still has the route of that write: it goes, so its sender's
    * cancel or supersede is answered as for any mail the mailbox dropped and
@@ -716,6 +722,7 @@ export class MailDelivery {
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)
+    if (mail.message.expectsReply === true) this.asks.askLost(mail.recordKey, now)
     // After its receipt: a question asked again comes to its replier behind the news that its reply failed, so
     // its client lets the question pass again (RecentMessages.replyLost, review revx X1). A reply to a
     // short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).

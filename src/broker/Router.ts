@@ -343,7 +343,8 @@ export class Router {
       isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
-      answeredCopy: (stale) => asks.answeredCopy(stale)
+      answeredCopy: (stale) => asks.answeredCopy(stale),
+      askLost: (messageKey, at) => asks.askLost(messageKey, at)
     })
     const receipts = new Receipts(
       ctx,

@@ -446,7 +446,8 @@ export class Send {
 
   /**
    * A staged `replace` message whose window closed, for its recipient (live
-   * as `target`): checked again by the send stages as of now (refused, its
+   * as `target`): after a send's sweep (`prune`: ask edges past their
+   * deadline close first), checked again by the send stages as of now (refused, its
    * sender gets an `expired` receipt saying why), then delivered like any
    * live send, and from now on out of reach of replacement (C-DLV-7). True
    * when it was taken (delivered or refused); false when the recipient's
@@ -458,6 +459,9 @@ export class Send {
    */
   deliverStaged(staged: Staged, target: Session, leaving: boolean): boolean {
     const now = this.ctx.now()
+    // First the sweep a send runs (`prune`): an ask past its deadline is over, its edge closed and its asker
+    // told, before anything is checked against it. Once per millisecond: a flush of many costs one.
+    this.prune(now)
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
     const attempt: SendAttempt = { ...staged.attempt, target, now, staged: true }

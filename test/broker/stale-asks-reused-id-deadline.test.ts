@@ -69,7 +69,8 @@ const asks: MailAsks = {
   isOpen: () => false,
   openStaged: () => {},
   withdrawnEarly: () => false,
-  answeredCopy: () => undefined // deep copies: no reply marked them
+  answeredCopy: () => undefined, // deep copies: no reply marked them
+  askLost: () => {}
 }
 
 describe("a deep copy's debt goes with the reply of the edge it had", () => {
