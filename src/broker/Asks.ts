@@ -464,11 +464,14 @@ export class Asks {
    * ends, its edge closed and remembered as withdrawn (a copy of it that
    * comes back later goes silently: the asker was told already). Nothing
    * when no edge is open under the key, or past its deadline: that ask
-   * expired, and the sweep closes its edge, telling its asker (`expired`).
+   * expired, and the sweep closes its edge, telling its asker (`expired`);
+   * nor when the edge open under the key is not that copy's — its
+   * `deadline` (the copy's receipt plus its timeout) another: an ask that
+   * reused the id past the replay window (review revae AE1).
    */
-  askLost(messageKey: string, now: number): void {
+  askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
-    if (edge !== undefined && edge.deadline > now) this.withdrawNow(edge, now)
+    if (edge !== undefined && edge.deadline === deadline && edge.deadline > now) this.withdrawNow(edge, now)
   }
 
   /**

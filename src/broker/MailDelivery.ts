@@ -160,8 +160,11 @@ export interface MailAsks {
   readonly withdrawnEarly: (mail: Mail) => boolean
   /** The reply that answered this copy of the ask `mail`, while it is not lost (Asks.answeredCopy). */
   readonly answeredCopy: (mail: Mail) => Mail | undefined
-  /** The mailbox dropped a copy of the open ask `messageKey`, its asker told: the ask ends (Asks.askLost). */
-  readonly askLost: (messageKey: string, now: number) => void
+  /**
+   * The mailbox dropped a copy of the open ask `messageKey` whose edge has `deadline`, its asker told: the ask
+   * ends (Asks.askLost).
+   */
+  readonly askLost: (messageKey: string, deadline: number, now: number) => void
 }
 
 /**
@@ -722,7 +725,10 @@ export class MailDelivery {
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)
-    if (mail.message.expectsReply === true) this.asks.askLost(mail.recordKey, now)
+    // Its own edge only: every edge's deadline is its ask's receipt plus its timeout (StaleAsks.drop).
+    if (mail.message.expectsReply === true && mail.askTimeoutMs !== undefined) {
+      this.asks.askLost(mail.recordKey, mail.brokerReceivedAt + mail.askTimeoutMs, now)
+    }
     // After its receipt: a question asked again comes to its replier behind the news that its reply failed, so
     // its client lets the question pass again (RecentMessages.replyLost, review revx X1). A reply to a
     // short-lived asker that ended (`ended`): its ask is not reopened nor asked again (review revx X3).

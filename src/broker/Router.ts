@@ -344,7 +344,7 @@ export class Router {
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
-      askLost: (messageKey, at) => asks.askLost(messageKey, at)
+      askLost: (messageKey, deadline, at) => asks.askLost(messageKey, deadline, at)
     })
     const receipts = new Receipts(
       ctx,
