@@ -159,9 +159,15 @@ export class Ledger {
     }
   }
 
-  /** Broker incarnation `epoch` crashed: what it acknowledged and never wrote is lost to a crash. */
+  /**
+   * Broker incarnation `epoch` crashed: what it acknowledged and never wrote is lost to a crash, and what
+   * it was writing to a connection still live then was cut short (`LinkRecord.cutByCrash`).
+   */
   brokerCrashed(epoch: number): void {
     this.state.crashedEpochs.add(epoch)
+    for (const link of this.state.links.values()) {
+      if (link.brokerEpoch === epoch && !link.brokerEnded && !link.closed) link.cutByCrash = true
+    }
   }
 
   /** The client with key `client` closed: what it had read and not handed over is lost in flight. */
@@ -171,7 +177,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set(), settleAnsweredAt: undefined })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, cutByCrash: false, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set(), settleAnsweredAt: undefined })
   }
 
   /** The broker's side of link `id` saw it end. */

@@ -6,7 +6,12 @@
  * of `--custody-hold --delivery`, cancel-cut-short.test.ts). A client that
  * lost that connection, came back on another and read the message again with
  * no control, then closed only later, is `cancel-unheard`: the broker lost
- * the control with the dropped connection.
+ * the control with the dropped connection. So is a control cut short by its
+ * broker's crash while that connection was live (seed 33035, plain mode,
+ * cancel-cut-short-crash.test.ts): the control was in memory only, and the
+ * next broker has no route to follow. One lost with a connection that
+ * dropped before the crash, the client back on another connection to the
+ * same broker and reading the message again there with no control, is not.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -72,6 +77,54 @@ describe("cancel-unheard and a control cancel cut short", () => {
     ledger.clientRead(3, [message])
     // Long after, the session stops.
     ledger.clientClosed("client-b")
+    ledger.linkClosed(3)
+    ledger.brokerEnded(3)
+    expect(cancelUnheard(ledger)).toEqual(["cancel-unheard"])
+  })
+
+  it("the broker crashes while #2, live to both sides, has the control on its way: excused", () => {
+    const ledger = cutOnTwo()
+    ledger.brokerCrashed(0)
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    // The client lives on and connects to the next broker, which has no route for the control.
+    ledger.linkOpened(3, B, "client-b", 1)
+    brokerTook(ledger, 3, [register])
+    ledger.clientRead(3, [registered])
+    expect(cancelUnheard(ledger)).toEqual([])
+  })
+
+  it("the broker crashes with no control begun on the connection that read the message: cancel-unheard", () => {
+    const ledger = new Ledger({ now: () => 0 })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.linkOpened(2, B, "client-b", 0)
+    brokerTook(ledger, 2, [register])
+    ledger.clientRead(2, [registered])
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    ledger.clientRead(1, [acked])
+    ledger.clientWrote(1, [cancel])
+    brokerTook(ledger, 1, [cancel])
+    ledger.clientRead(1, [cancelled])
+    ledger.clientRead(2, [message])
+    ledger.brokerCrashed(0)
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    expect(cancelUnheard(ledger)).toEqual(["cancel-unheard"])
+  })
+
+  it("#2 drops under a live client, which reads the message again on #3 with no control, then the broker crashes: cancel-unheard", () => {
+    const ledger = cutOnTwo()
+    // The connection drops before the crash: the broker could give the control to the client's return.
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    ledger.linkOpened(3, B, "client-b", 0)
+    brokerTook(ledger, 3, [register])
+    ledger.clientRead(3, [registered])
+    ledger.clientRead(3, [message])
+    ledger.brokerCrashed(0)
     ledger.linkClosed(3)
     ledger.brokerEnded(3)
     expect(cancelUnheard(ledger)).toEqual(["cancel-unheard"])

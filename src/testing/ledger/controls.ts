@@ -26,13 +26,15 @@
  *   receiver. A read from a later broker incarnation is not judged: routes
  *   are not stored (docs/protocol.md, "When a receipt is dropped": the
  *   broker stopped or restarted). Nor is a cancel whose control the broker
- *   began to write on a connection that had read the message, whose client
- *   closed for good without reading it there — the client is closed at the
- *   end and that connection was the last it opened (`cancelCutShort`): the
+ *   began to write on a connection that had read the message, cut short
+ *   there unread (`cancelCutShort`): its client closed for good — the client
+ *   is closed at the end and that connection was the last it opened; the
  *   broker put it behind the message where that client was, and no other
  *   client instance may be given it (sim seed 16890 of
- *   `--custody-hold --delivery`). A client that connected again after that
- *   connection dropped is judged.
+ *   `--custody-hold --delivery`) — or its broker crashed while that
+ *   connection was live (a control is kept in memory only, as routes are;
+ *   sim seed 33035). A client that connected again to the same broker after
+ *   that connection dropped is judged.
  * - `supersede-unheard`: the broker acknowledged a send superseding M
  *   (`delivered`: it applied the supersede) after a client of M's receiver
  *   had read M on a connection that, at the end of the run, was still
@@ -74,7 +76,7 @@
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  *
- * Size: about 410 lines, one concept (controls on the wire and the fates
+ * Size: about 435 lines, one concept (controls on the wire and the fates
  * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
@@ -310,26 +312,45 @@ const answerLost = (state: LedgerState, linkId: number | undefined): boolean => 
   return link !== undefined && (link.closed || link.brokerEnded || state.crashedEpochs.has(link.brokerEpoch))
 }
 
+/** A connection on which a control cancel was cut short (`cancelCutShort`), and what cut it. */
+interface CutShort {
+  readonly link: number
+  readonly by: "client-closed" | "broker-crashed"
+}
+
 /**
  * A connection that read `record` on which the broker began to write
- * `sender`'s control cancel of it, whose client closed for good without
- * reading it there (see the module header; sim seed 16890: B's broker-side
- * writes took 779 ms each, and B stopped while the one carrying the control
- * was on its way); undefined when there is none. Closed for good there:
- * the client is closed at the end of the run and that connection was the
- * last it opened — one that connected again after it was still live when
- * the connection dropped, and could be given the control. A control never
- * begun there excuses nothing, whatever became of the client.
+ * `sender`'s control cancel of it, cut short before its client read it
+ * there; undefined when there is none. Cut short by either end:
+ *
+ * - its client closed for good (sim seed 16890: B's broker-side writes took
+ *   779 ms each, and B stopped while the one carrying the control was on its
+ *   way): the client is closed at the end of the run and that connection was
+ *   the last it opened — one that connected again after it was still live
+ *   when the connection dropped, and could be given the control;
+ * - its broker crashed while the connection was live to both sides
+ *   (`LinkRecord.cutByCrash`; sim seed 33035: C's broker-side writes took
+ *   680 ms, and the broker crashed 250 ms into the one carrying the control):
+ *   the control was in memory only, and a later incarnation has no route to
+ *   follow (docs/protocol.md, "When a receipt is dropped"). One that dropped
+ *   before the crash is judged: its client could connect again to the same
+ *   broker and be given the control (KeptControls).
+ *
+ * A control never begun there excuses nothing, whatever became of the client
+ * or the broker.
  */
-const cancelCutShort = (state: LedgerState, record: MessageRecord, sender: string): number | undefined => {
+const cancelCutShort = (state: LedgerState, record: MessageRecord, sender: string): CutShort | undefined => {
   const key = keyOf(sender, record.id)
   for (const read of record.reads) {
-    if (!state.closedClients.has(read.client) || !state.controls.cancelsBegun.has(`${read.link}\0${key}`)) continue
-    if (lastLinkOf(state, read.client)?.id !== read.link) continue
+    if (!state.controls.cancelsBegun.has(`${read.link}\0${key}`)) continue
     const heard = state.controls.reads.some((control) =>
       control.link === read.link && control.action === "cancel" && control.messageId === record.id && control.from === sender
     )
-    if (!heard) return read.link
+    if (heard) continue
+    if (state.closedClients.has(read.client) && lastLinkOf(state, read.client)?.id === read.link) {
+      return { link: read.link, by: "client-closed" }
+    }
+    if (state.links.get(read.link)?.cutByCrash === true) return { link: read.link, by: "broker-crashed" }
   }
   return undefined
 }
@@ -368,7 +389,7 @@ export const checkControls = (state: LedgerState): void => {
     if (cutShort !== undefined) {
       note(state, `   ${nameOf(state, ack.sender)}'s cancel of ${record.alias}: its control was on its way to ${
         nameOf(state, firstLink.owner)
-      }'s connection #${cutShort} when that client closed for good, unread there`)
+      }'s connection #${cutShort.link} when ${cutShort.by === "client-closed" ? "that client closed for good" : "its broker crashed"}, unread there`)
       continue
     }
     check(state, told, "cancel-unheard", () =>

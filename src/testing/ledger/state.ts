@@ -96,7 +96,8 @@ export interface ControlState {
   /**
    * `link\0sender\0messageId` of each control cancel the broker began to
    * write (`Ledger.brokerWriteStarted`), by the connection it went to: one
-   * whose client closed for good before reading it (`cancel-unheard`).
+   * cut short there, its client closed for good or its broker crashed before
+   * the client read it (`cancel-unheard`, `cancelCutShort`).
    */
   readonly cancelsBegun: Set<string>
 }
@@ -133,6 +134,12 @@ export interface LinkRecord {
    * lingers live to the broker, which may still write a question to it.
    */
   endedAt: number | undefined
+  /**
+   * Whether its broker incarnation crashed while it was live to both sides
+   * (neither its client nor the broker's side had seen it end): what the
+   * broker was writing it then was cut short by the crash (`cancelCutShort`).
+   */
+  cutByCrash: boolean
   /** Frames its client read on it, `registered` included (what a `received` count counts). */
   framesRead: number
   /** The highest `received` count the broker read on it (`received-v1`). */
