@@ -9,7 +9,7 @@
  * - Over a fake client on the TestClock: the stamp's deadline bounds
  *   `pending`, `reply` and the published `pendingAsks`; a stamp in this
  *   process's future (another process's clock) never extends the ask past
- *   its receive plus its timeout; without a stamp (a base broker) the receive
+ *   its receive plus its timeout; without a stamp the receive
  *   counts.
  * - On the in-memory broker: an ask whose frame the recipient reads six
  *   seconds late leaves `pending` exactly when the broker starts refusing a
@@ -89,7 +89,7 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepStrictEqual(yield* pendingIds(session), [], "not until the stamp's later deadline")
     }))
 
-  it.effect("without brokerReceivedAt (a base broker) the receive starts the ask's timeout", () =>
+  it.effect("without brokerReceivedAt (a broker that sets none) the receive starts the ask's timeout", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
       yield* session.connect
