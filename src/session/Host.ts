@@ -132,7 +132,11 @@ export type HistoryEntry =
 export interface JournalRecord {
   readonly from: SessionInfo
   readonly message: Message
-  /** When the session accepted it (its pending-ask age counts from here). */
+  /**
+   * When the session accepted it: its pending-ask age counts from here, and
+   * its asker's wait too when the broker did not stamp `message.brokerReceivedAt`
+   * (ReplyTracker.askExpiresAt).
+   */
   readonly receivedAt: number
   /** For an ask: how long its asker waits (`ask-timeout-v1`). */
   readonly askTimeoutMs?: number | undefined

@@ -21,11 +21,13 @@ import { resolutionFailure, resolveTarget } from "./targets.ts"
 export interface InboundContext {
   readonly from: SessionInfo
   readonly message: Message
+  /** When this session received it (its Clock, epoch ms); an ask's wait counts from the broker's stamp when there is one (`askExpiresAt`). */
   readonly receivedAt: number
   /**
    * For an ask: how long its asker waits (the broker's `askTimeoutMs`,
-   * `ask-timeout-v1`). It stays pending that long; without it, the session's
-   * own ask timeout applies.
+   * `ask-timeout-v1`), counted from `message.brokerReceivedAt` when the
+   * broker stamped it (`askExpiresAt`); without it, the session's own ask
+   * timeout applies.
    */
   readonly askTimeoutMs?: number | undefined
   /** `supervisor`: a delegated child's message, as the broker marked it (`contact_supervisor`, C-SUP-13). */
@@ -100,6 +102,27 @@ export interface ReplyTracker {
   readonly nextExpiry: (now: number) => number | undefined
 }
 
+/**
+ * The first millisecond (epoch ms) at which a received ask is no longer
+ * pending, `timeoutMs` being its asker's wait (`askTimeoutMs`, else the
+ * session's own). The wait counts from when the broker received the ask
+ * (`message.brokerReceivedAt`), which it closes the ask's edge at plus that
+ * timeout: an ask read late (it waited in the mailbox, or behind slow writes)
+ * has only what is left of it. Never later than `timeoutMs` after this
+ * session's own receive, which alone counts without a stamp (a broker that sets none):
+ * a stamp ahead of this process's clock (another process's) extends nothing.
+ *
+ * @category expiry
+ * @since 0.1.0
+ */
+export const askExpiresAt = (context: InboundContext, timeoutMs: number): number => {
+  // Pending for the whole millisecond `receivedAt + timeoutMs` (C-RPL-6: older than the timeout is over) …
+  const received = context.receivedAt + timeoutMs + 1
+  const stamped = context.message.brokerReceivedAt
+  // … but not at `brokerReceivedAt + timeoutMs`, from which on the broker refuses a reply (its edge is closed).
+  return stamped === undefined ? received : Math.min(received, stamped + timeoutMs)
+}
+
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
 const senderMatches = (from: SessionInfo, to: string): boolean => {
   const target = to.trim()
@@ -110,7 +133,8 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
 
 /**
  * An empty tracker; received asks older than their asker's announced timeout,
- * else `askTimeoutMs`, are no longer pending (C-RPL-6).
+ * else `askTimeoutMs`, counted from the broker's receipt (`askExpiresAt`), are
+ * no longer pending (C-RPL-6).
  *
  * @category constructors
  * @since 0.1.0
@@ -133,10 +157,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    */
   const staged = new Map<string, InboundContext>()
 
+  const expiry = (context: InboundContext): number => askExpiresAt(context, context.askTimeoutMs ?? askTimeoutMs)
+
   const prune = (now: number): void => {
-    for (const [id, context] of asks) {
-      if (now - context.receivedAt > (context.askTimeoutMs ?? askTimeoutMs)) asks.delete(id)
-    }
+    for (const [id, context] of asks) if (now >= expiry(context)) asks.delete(id)
   }
 
   const remember = (context: InboundContext): void => {
@@ -269,9 +293,8 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     nextExpiry: (now) => {
       prune(now)
       let next: number | undefined
-      // `prune` drops an ask once more than its timeout has passed: the first millisecond after it.
       for (const context of asks.values()) {
-        const at = context.receivedAt + (context.askTimeoutMs ?? askTimeoutMs) + 1
+        const at = expiry(context)
         if (next === undefined || at < next) next = at
       }
       return next

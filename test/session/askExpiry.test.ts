@@ -106,7 +106,7 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       // The acknowledgement waits three seconds to be read (an outbox backed up at the broker).
       yield* gated.holdAt(`"type":"delivered"`)
       const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "well?", timeoutMs: TIMEOUT }))
-      yield* Queue.take(answerer.inbound)
+      const question = yield* Queue.take(answerer.inbound)
       yield* TestClock.adjust(3_000)
       yield* gated.release
       // The broker's deadline, ten seconds after it received the ask: the wait ends now, not three seconds on.
@@ -117,8 +117,16 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       assert.instanceOf(error, ReplyTimeout)
       // C-ASK-5: the text a timeout always had.
       assert.strictEqual(error instanceof ReplyTimeout ? error.message : "", `No reply from "answerer" within 10 seconds`)
-      // And the broker refuses a reply now: the two agree.
-      const late = yield* Effect.flip(answerer.session.reply({ message: "too late" }))
+      // And the broker refuses a reply now: the three agree. The answerer's session no longer offers the ask
+      // (its wait counts from the broker's receipt too: askReadLate.test.ts) …
+      assert.deepStrictEqual((yield* answerer.session.pending).asks, [])
+      const unoffered = yield* Effect.flip(answerer.session.reply({ message: "too late", replyTo: question.message.id }))
+      assert.strictEqual(unoffered._tag, "NoReplyContext")
+      // … and a reply written anyway is refused.
+      const late = yield* Effect.flip(answerer.client.send({
+        to: "asker",
+        message: { id: "late-1", timestamp: 0, content: { text: "too late" }, replyTo: question.message.id }
+      }))
       assert.include(late.message, "does not match a pending ask")
     }))
 
