@@ -9,9 +9,11 @@ const all = () => "all" as const
 const none = () => "none" as const
 
 describe("review revad: RecentMessages", () => {
-  // AD1. A cancel the broker carried out (`delivered`) ends with the question asked again already read: the broker
-  // writes it ahead of the answer. A pair still reopened then is stale (a cancel retried after its first answer was
-  // lost with the connection; or an ask that is over, so not asked again) and lets the next copy through.
+  // AD1. A cancel the broker carried out (`delivered`) ends with the question asked again already read, if it is asked
+  // again at all (RecentMessages' header: the broker writes it ahead of the answer). A pair still reopened then is
+  // stale (a cancel retried after its first answer was lost with the connection; or a reply whose loss asks nothing
+  // again: a memory broker, asker away, reply queued then cancelled, writes the replier no copy) and lets the next
+  // copy through.
   it("AD1: a retried cancel answered `delivered` leaves no pass for a later copy of the question", () => {
     const recent = new RecentMessages(16)
     assert.isTrue(recent.firstTime("alice", "q1", all, true))
