@@ -30,11 +30,11 @@
  * reads the reply's `expired` receipt (`replyLost`; the broker writes that
  * receipt, from the reply's target — the asker — before it asks the question
  * again: MailDelivery.lost); or around its `cancel_message`. The broker
- * writes the question again ahead of that cancel's answer, so the pair is
- * reopened as the cancel is written (`cancelWritten`) and closed again when
- * the cancel ends without the reply withdrawn (`cancelEnded`): the broker
- * answered that it cancelled nothing, or no answer came — a copy of the
- * question that comes while the cancel waits still passes. Review revz Z2.
+ * writes the question again ahead of that cancel's answer, or asks nothing
+ * again (test/client/reply-lost-ask-again.test.ts), so the pair is reopened
+ * as the cancel is written (`cancelWritten`) and closed again when the
+ * cancel ends (`cancelEnded`), answered or not — a copy of the question
+ * that comes while the cancel waits still passes. Review revz Z2, revad AD1.
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of
@@ -152,17 +152,20 @@ export class RecentMessages {
   }
 
   /**
-   * The cancel of `replyId` ended. `cancelled`: the broker withdrew the
-   * reply (its question passes once more, or passed already). Otherwise the
-   * broker refused it, or no answer came (the request timed out, the
-   * connection was lost): the reply stands as far as this client knows,
-   * and its question, answered, is a repeat again.
+   * The cancel of `replyId` ended: its question is a repeat again from now.
+   * `cancelled`: the broker withdrew the reply (the question it asked again
+   * came ahead of this answer, or it asked nothing: the ask was over, or a
+   * first cancel withdrew the reply already), and the reply is forgotten.
+   * Otherwise the broker refused it, or no answer came (the request timed
+   * out, the connection was lost, the caller gave up): the reply stands as
+   * far as this client knows.
    */
   cancelEnded(replyId: string, cancelled: boolean): void {
     const answered = this.replies.get(replyId)
     if (answered === undefined) return
     if (cancelled) this.replies.delete(replyId)
-    else this.reopened.delete(pairOf(answered.asker, answered.askId))
+    // Either way the pair closes: a question the broker asks again came ahead of this answer, or does not come.
+    this.reopened.delete(pairOf(answered.asker, answered.askId))
   }
 
   /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
