@@ -47,7 +47,14 @@
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
 
-const pairOf = (senderId: string, messageId: string): string => `${senderId}\u0001${messageId}`
+const PAIR_SEPARATOR = "\u0001"
+const pairOf = (senderId: string, messageId: string): string => `${senderId}${PAIR_SEPARATOR}${messageId}`
+
+/**
+ * The hard bound on the askers kept, per unit of `capacity`: an asker goes with its ask's pair, and `seen`
+ * keeps every pair while confirmations are withheld, so this bounds only a consumer that never handles.
+ */
+const ASKERS_PER_CAPACITY = 64
 
 /** The question a reply of this client's answered: its id, and the sender it was taken to be from. */
 interface Answered {
@@ -76,13 +83,18 @@ export class RecentMessages {
   private boundPair = ""
   /** The question each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
   private readonly replies = new Map<string, Answered>()
-  /** The sender of each recent ask read, by its id (the last `capacity`, oldest first). */
+  /**
+   * The sender of each ask read whose pair is still in `seen`, by its id (the last sender of that id): dropped
+   * as its pair is forgotten (`forget`), and past `askersLimit` the oldest first.
+   */
   private readonly askers = new Map<string, string>()
+  private readonly askersLimit: number
   /** Pairs in `seen` that pass once more: questions whose reply was lost (the last `capacity`, oldest first). */
   private readonly reopened = new Set<string>()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
+    this.askersLimit = capacity * ASKERS_PER_CAPACITY
   }
 
   /**
@@ -103,7 +115,7 @@ export class RecentMessages {
     if (ask) {
       this.askers.delete(messageId)
       this.askers.set(messageId, senderId)
-      trim(this.askers, this.capacity)
+      trim(this.askers, this.askersLimit)
     }
     if (seen.size > this.capacity) this.forget(bound())
     return true
@@ -189,9 +201,16 @@ export class RecentMessages {
       stop = this.boundPair
     }
     const seen = this.seen
+    const askers = this.askers
     for (const oldest of seen) {
       if (seen.size <= this.capacity || oldest === stop) return
       seen.delete(oldest)
+      // An ask forgotten names its asker no more, unless a later ask with its id came from another sender.
+      if (askers.size > 0) {
+        const cut = oldest.indexOf(PAIR_SEPARATOR)
+        const messageId = oldest.slice(cut + 1)
+        if (askers.get(messageId) === oldest.slice(0, cut)) askers.delete(messageId)
+      }
     }
   }
 }

@@ -94,6 +94,31 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isFalse(recent.firstTime("alice", "q1", all), "a later copy of the question passed a third time")
   })
 
+  it("a question reopened after its pair was forgotten passes once as new, and a copy behind it is a repeat", () => {
+    const recent = new RecentMessages(2)
+    assert.isTrue(recent.firstTime("alice", "q1", all, true))
+    recent.replied("r1", "q1", "alice", undefined)
+    assert.isTrue(recent.firstTime("carol", "m2", all))
+    assert.isTrue(recent.firstTime("carol", "m3", all))
+    // alice's q1 is past `capacity` and forgotten; its reply is lost after that.
+    recent.replyLost("r1", "alice")
+    assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    assert.isFalse(recent.firstTime("alice", "q1", all), "a copy behind the question asked again passed as well")
+  })
+
+  // Review revad AD2: the asker of an ask is kept as long as its pair, not only for the last `capacity` asks.
+  it("a reply by name to an ask older than the last `capacity` asks, still remembered, reopens that ask's asker's question", () => {
+    const none = () => "none" as const
+    const recent = new RecentMessages(2)
+    assert.isTrue(recent.firstTime(ALICE.id, "q1", none, true))
+    assert.isTrue(recent.firstTime(CAROL.id, "q2", none, true))
+    assert.isTrue(recent.firstTime(CAROL.id, "q3", none, true))
+    // Confirmations withheld: every pair is remembered, q1's too.
+    recent.replied("r1", "q1", "alice", undefined)
+    recent.cancelWritten("r1")
+    assert.isTrue(recent.firstTime(ALICE.id, "q1", none), "alice's question, asked again after the cancel, was dropped")
+  })
+
   it("a cancelled reply addressed by name lets the question of the sender of that ask pass again (review revaa AA1)", () => {
     const recent = new RecentMessages(16)
     assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
