@@ -120,6 +120,12 @@ interface SessionsPage {
   readonly nextCursor?: string
 }
 
+/** A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any that joined). */
+interface PendingCancel {
+  readonly answer: Deferred.Deferred<boolean, ConnectionLost>
+  waiters: number
+}
+
 /**
  * One registered connection, as `openClientConnection` returns it.
  * `IntercomClient` holds one at a time and replaces it after a drop; use the
@@ -322,7 +328,7 @@ export const openClientConnection = (
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new PendingSends()
-    const cancels = new Map<string, Deferred.Deferred<boolean, ConnectionLost>>()
+    const cancels = new Map<string, PendingCancel>()
     const authorizations = new Map<
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
@@ -369,7 +375,7 @@ export const openClientConnection = (
           if (cancel !== undefined && bare) {
             cancels.delete(frame.messageId)
             sinks.cancelEnded(frame.messageId, frame.type === "delivered")
-            Deferred.doneUnsafe(cancel, Exit.succeed(frame.type === "delivered"))
+            Deferred.doneUnsafe(cancel.answer, Exit.succeed(frame.type === "delivered"))
             return
           }
           const pending = sends.take(frame.messageId)
@@ -552,7 +558,7 @@ export const openClientConnection = (
       for (const [messageId, waiting] of unansweredCancels) {
         // Told at once, before anything a next connection reads: no answer came.
         sinks.cancelEnded(messageId, false)
-        Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+        Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
       }
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
@@ -721,25 +727,37 @@ export const openClientConnection = (
       })
 
     const cancel: ClientConnection["cancel"] = (messageId, timeoutMs) =>
-      Effect.suspend(() => {
-        // A second cancel of the same id while the first waits shares its answer (and its ConnectionLost).
-        const waiting = cancels.get(messageId)
-        if (waiting !== undefined) return awaitAnswer(waiting, timeoutMs, "cancel", () => undefined)
-        const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
-        cancels.set(messageId, answer)
-        // Ended without the broker's answer (timed out, given up, its write failed): as far as this client
-        // knows the reply stands. The answer read, or the connection's close, took it out of `cancels` first.
-        const unanswered = () => {
-          if (cancels.get(messageId) !== answer) return
-          cancels.delete(messageId)
-          sinks.cancelEnded(messageId, false)
-        }
-        // Told as the frame goes, not before (a send of the id waited above): the broker may write the
-        // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
-        sinks.cancelWritten(messageId)
-        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", unanswered)
-          .pipe(Effect.onExit(() => Effect.sync(unanswered)))
-      })
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          // A second cancel of the same id while the first waits shares its answer (and its ConnectionLost).
+          const waiting = cancels.get(messageId)
+          if (waiting !== undefined) {
+            waiting.waiters += 1
+            return { pending: waiting, first: false }
+          }
+          const pending: PendingCancel = { answer: Deferred.makeUnsafe<boolean, ConnectionLost>(), waiters: 1 }
+          cancels.set(messageId, pending)
+          // Told as the frame goes, not before (a send of the id waited above): the broker may write the
+          // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
+          sinks.cancelWritten(messageId)
+          return { pending, first: true }
+        }),
+        ({ first, pending }) =>
+          first
+            ? writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), pending.answer, timeoutMs, "cancel", () => undefined)
+            : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined),
+        // Each caller leaves as it ends (answered, timed out, given up, its write failed). The answer read, or the
+        // connection's close, took the cancel out of `cancels` first; else the last caller to leave does: without
+        // the broker's answer, as far as this client knows the reply stands. One caller giving up while another
+        // still waits ends nothing (review revad AD3).
+        ({ pending }) =>
+          Effect.sync(() => {
+            pending.waiters -= 1
+            if (pending.waiters > 0 || cancels.get(messageId) !== pending) return
+            cancels.delete(messageId)
+            sinks.cancelEnded(messageId, false)
+          })
+      )
 
     /**
      * A base broker's bare `delivered` to a send (P41) cannot be told from a cancel's answer (P71): the

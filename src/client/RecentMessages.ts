@@ -30,11 +30,11 @@
  * reads the reply's `expired` receipt (`replyLost`; the broker writes that
  * receipt, from the reply's target — the asker — before it asks the question
  * again: MailDelivery.lost); or around its `cancel_message`. The broker
- * writes the question again ahead of that cancel's answer, so the pair is
- * reopened as the cancel is written (`cancelWritten`) and closed again when
- * the cancel ends without the reply withdrawn (`cancelEnded`): the broker
- * answered that it cancelled nothing, or no answer came — a copy of the
- * question that comes while the cancel waits still passes. Review revz Z2.
+ * writes the question again ahead of that cancel's answer, or asks nothing
+ * again (test/client/reply-lost-ask-again.test.ts), so the pair is reopened
+ * as the cancel is written (`cancelWritten`) and closed again when the
+ * cancel ends (`cancelEnded`), answered or not — a copy of the question
+ * that comes while the cancel waits still passes. Review revz Z2, revad AD1.
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of
@@ -47,7 +47,14 @@
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
 
-const pairOf = (senderId: string, messageId: string): string => `${senderId}\u0001${messageId}`
+const PAIR_SEPARATOR = "\u0001"
+const pairOf = (senderId: string, messageId: string): string => `${senderId}${PAIR_SEPARATOR}${messageId}`
+
+/**
+ * The hard bound on the askers kept, per unit of `capacity`: an asker goes with its ask's pair, and `seen`
+ * keeps every pair while confirmations are withheld, so this bounds only a consumer that never handles.
+ */
+const ASKERS_PER_CAPACITY = 64
 
 /** The question a reply of this client's answered: its id, and the sender it was taken to be from. */
 interface Answered {
@@ -76,13 +83,18 @@ export class RecentMessages {
   private boundPair = ""
   /** The question each recent reply this client sent answered, by reply id (the last `capacity`, oldest first). */
   private readonly replies = new Map<string, Answered>()
-  /** The sender of each recent ask read, by its id (the last `capacity`, oldest first). */
+  /**
+   * The sender of each ask read whose pair is still in `seen`, by its id (the last sender of that id): dropped
+   * as its pair is forgotten (`forget`), and past `askersLimit` the oldest first.
+   */
   private readonly askers = new Map<string, string>()
+  private readonly askersLimit: number
   /** Pairs in `seen` that pass once more: questions whose reply was lost (the last `capacity`, oldest first). */
   private readonly reopened = new Set<string>()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
+    this.askersLimit = capacity * ASKERS_PER_CAPACITY
   }
 
   /**
@@ -103,7 +115,7 @@ export class RecentMessages {
     if (ask) {
       this.askers.delete(messageId)
       this.askers.set(messageId, senderId)
-      trim(this.askers, this.capacity)
+      trim(this.askers, this.askersLimit)
     }
     if (seen.size > this.capacity) this.forget(bound())
     return true
@@ -152,17 +164,20 @@ export class RecentMessages {
   }
 
   /**
-   * The cancel of `replyId` ended. `cancelled`: the broker withdrew the
-   * reply (its question passes once more, or passed already). Otherwise the
-   * broker refused it, or no answer came (the request timed out, the
-   * connection was lost): the reply stands as far as this client knows,
-   * and its question, answered, is a repeat again.
+   * The cancel of `replyId` ended: its question is a repeat again from now.
+   * `cancelled`: the broker withdrew the reply (the question it asked again
+   * came ahead of this answer, or it asked nothing: the ask was over, or a
+   * first cancel withdrew the reply already), and the reply is forgotten.
+   * Otherwise the broker refused it, or no answer came (the request timed
+   * out, the connection was lost, the caller gave up): the reply stands as
+   * far as this client knows.
    */
   cancelEnded(replyId: string, cancelled: boolean): void {
     const answered = this.replies.get(replyId)
     if (answered === undefined) return
     if (cancelled) this.replies.delete(replyId)
-    else this.reopened.delete(pairOf(answered.asker, answered.askId))
+    // Either way the pair closes: a question the broker asks again came ahead of this answer, or does not come.
+    this.reopened.delete(pairOf(answered.asker, answered.askId))
   }
 
   /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
@@ -186,9 +201,16 @@ export class RecentMessages {
       stop = this.boundPair
     }
     const seen = this.seen
+    const askers = this.askers
     for (const oldest of seen) {
       if (seen.size <= this.capacity || oldest === stop) return
       seen.delete(oldest)
+      // An ask forgotten names its asker no more, unless a later ask with its id came from another sender.
+      if (askers.size > 0) {
+        const cut = oldest.indexOf(PAIR_SEPARATOR)
+        const messageId = oldest.slice(cut + 1)
+        if (askers.get(messageId) === oldest.slice(0, cut)) askers.delete(messageId)
+      }
     }
   }
 }

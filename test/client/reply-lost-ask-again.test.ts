@@ -12,7 +12,7 @@ import type { Dialer } from "../../src/client/Dialer.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, send } from "../support/broker.ts"
+import { message, messageFor, send } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
@@ -100,4 +100,41 @@ describe("an ask put back after its reply was lost, to the same replier client",
         assert.deepStrictEqual(heard, [ask.id, ask.id], "bob's consumer was never asked the ask again")
       }))
   }
+})
+
+describe("the broker's order: an ask put back by its replier's cancel, and that cancel's answer", () => {
+  // What RecentMessages (cancelWritten/cancelEnded) relies on: the broker writes the question it asks again to the
+  // replier's connection AHEAD of the cancel's bare `delivered` (MailDelivery.cancel → StaleAsks.replyLost →
+  // askAgain, before Receipts answers the cancel). Seen on the wire, on a raw connection (review revad AD1).
+  it.effect("the question asked again comes ahead of the cancel's `delivered`, on the replier's connection", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null, askTimeout: ASK_TIMEOUT_MS })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      // bob confirms nothing: the ask stays in the custody of its connection.
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const ask = message("still need this?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      yield* messageFor(bob.client, ask.id)
+      // alice leaves: bob's reply waits in the mailbox for her.
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      const reply = message("yes", { replyTo: ask.id })
+      assertDelivered(yield* send(bob.client, "alice", reply), "queued")
+      // bob's connection drops: the ask's copy, answered, is dropped (remembered for a reply's loss).
+      yield* bob.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "bob")
+      const again = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* again.client.roundTrip
+      yield* again.client.expectNothing("message")
+      yield* again.client.send({ type: "cancel_message", messageId: reply.id })
+      const order: Array<string> = []
+      for (;;) {
+        const frame = yield* again.client.next(["message", "delivered", "delivery_failed"])
+        order.push(`${frame.type} ${frame.type === "message" ? frame.message.id : frame.messageId}`)
+        if (frame.type !== "message" && frame.messageId === reply.id) break
+      }
+      assert.deepStrictEqual(order, [`message ${ask.id}`, `delivered ${reply.id}`], "the question was not asked again ahead of the answer")
+    }))
 })

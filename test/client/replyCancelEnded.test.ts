@@ -4,11 +4,14 @@
  * far as the client knows, so the question it answered stays a repeat; and
  * a cancel waiting for the reply's own answer lets nothing go before its
  * frame is written (RecentMessages.cancelWritten, ClientConnection's
- * `cancel`; review revaa AA2). Each runs against a scripted broker on a
+ * `cancel`; review revaa AA2); a cancel its caller gave up (interrupted)
+ * does too, unless a second caller of the same cancel still waits for the
+ * broker's answer, which then reaches it, and the question asked again
+ * ahead of it passes (review revad AD3). Each runs against a scripted broker on a
  * real socket and waits on a marker it scripted last, never on a sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import type { InboundMessage } from "../../src/client/events.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
@@ -40,6 +43,32 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       yield* bob.send({ to: ALICE.id, message: reply })
       const cancel = yield* Effect.exit(bob.cancel(reply.id))
       assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered")
+      copies = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+
+  it.live("given up by its caller, keeps the answered question a repeat: a later copy of it is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      let copies = false
+      // The cancel is never answered; after its caller gives up, a copy of the question and a marker come ahead
+      // of a list's answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        beforeList: () => copies ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 20_000 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.forkScoped(bob.cancel(reply.id), { startImmediately: true })
+      yield* fake.until("the cancel", () => fake.ofType("cancel_message").length === 1)
+      yield* Fiber.interrupt(cancel)
       copies = true
       yield* bob.list
       yield* heard.next((m) => m.message.id === marker.id)
@@ -121,5 +150,50 @@ describe("IntercomClient: a cancel of its reply whose send waits for its answer"
       yield* heard.next((m) => m.message.id === marker.id)
       assert.lengthOf(fake.ofType("cancel_message"), 0, "setup: the cancel was written")
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
+})
+
+describe("IntercomClient: a cancel of its reply shared by two callers, the first of which gives up (review revad AD3)", () => {
+  /** Bob read alice's ask, replied, and cancels the reply twice; the first caller is interrupted while the second
+   * waits; a list's answer then comes behind the question asked again, the cancel's bare `delivered` and a marker. */
+  const sharedCancel = Effect.gen(function*() {
+    const ask = message("still need this?", { expectsReply: true })
+    const reply = message("yes", { replyTo: ask.id })
+    const marker = message("after the answer")
+    let answer = false
+    const fake = yield* fakeBroker({
+      afterRegistered: () => [fromAlice(ask)],
+      beforeList: () => answer ? [fromAlice(ask), { type: "delivered", messageId: reply.id }, fromAlice(marker)] : []
+    })
+    const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 20_000 }))
+    const heard = yield* subscribe(bob.messages, "bob's messages")
+    yield* bob.connect
+    yield* heard.next((m) => m.message.id === ask.id)
+    yield* bob.send({ to: ALICE.id, message: reply })
+    const first = yield* Effect.forkScoped(bob.cancel(reply.id), { startImmediately: true })
+    yield* fake.until("the cancel", () => fake.ofType("cancel_message").length === 1)
+    const second = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
+    yield* Fiber.interrupt(first)
+    answer = true
+    yield* bob.list
+    yield* heard.next((m) => m.message.id === marker.id)
+    return { ask, marker, heard, second, fake }
+  })
+
+  it.live("the question asked again ahead of the cancel's answer passes while the second caller waits", () =>
+    Effect.gen(function*() {
+      const { ask, heard, marker } = yield* sharedCancel
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+    }))
+
+  it.live("the second caller gets the broker's answer, and the cancel was written once", () =>
+    Effect.gen(function*() {
+      const { fake, second } = yield* sharedCancel
+      // The answer was read before the list's answer, so a cancel still waiting for it has it now: the bound (far
+      // below the 20 s request timeout) only turns a hang into a failure.
+      const exit = yield* Fiber.join(second).pipe(Effect.timeoutOption("2 seconds"))
+      assert.isTrue(exit._tag === "Some", "the second cancel did not end with the broker's answer")
+      assert.isTrue(exit._tag === "Some" && Exit.isSuccess(exit.value) && exit.value.value, "the second cancel did not get `cancelled`")
+      assert.lengthOf(fake.ofType("cancel_message"), 1, "the cancel was written again")
     }))
 })

@@ -52,7 +52,7 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isFalse(recent.firstTime("alice", "m1", all), "alice's question passed a second time")
   })
 
-  it("a cancel the broker refused remembers the question again; one it carried out leaves it let go", () => {
+  it("a cancel the broker refused remembers the question again; one it carried out lets the question asked again ahead of its answer pass", () => {
     const recent = new RecentMessages(16)
     assert.isTrue(recent.firstTime("alice", "m1", all))
     assert.isTrue(recent.firstTime("alice", "m2", all))
@@ -61,9 +61,62 @@ describe("RecentMessages: the questions this client answered", () => {
     recent.cancelWritten("r1")
     recent.cancelEnded("r1", false)
     assert.isFalse(recent.firstTime("alice", "m1", all), "the question of a reply that stands passed again")
+    // The broker's order (reply-lost-ask-again.test.ts): the question asked again, then the cancel's answer.
     recent.cancelWritten("r2")
-    recent.cancelEnded("r2", true)
     assert.isTrue(recent.firstTime("alice", "m2", all), "the question of a cancelled reply was dropped")
+    recent.cancelEnded("r2", true)
+  })
+
+  // Review revad AD1: the question asked again comes ahead of a carried-out cancel's answer, or not at all; a pair
+  // still open then would let a later copy (a redelivery) through.
+  it("a cancel carried out closes its question at its answer: a later copy is dropped, whether or not the question was asked again", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime("alice", "m1", all, true))
+    recent.replied("r1", "m1", "alice", undefined)
+    // Nothing asked again (the ask was over, or the broker had withdrawn the reply at a first cancel whose answer
+    // was lost): the retried cancel is answered `delivered` all the same.
+    recent.cancelWritten("r1")
+    recent.cancelEnded("r1", true)
+    assert.isFalse(recent.firstTime("alice", "m1", all), "a copy of the question passed after the cancel's answer")
+  })
+
+  it("a cancel retried after its first answer was lost: the question passes once, and not again after the retry's answer", () => {
+    const recent = new RecentMessages(16)
+    assert.isTrue(recent.firstTime("alice", "q1", all, true))
+    recent.replied("r1", "q1", "alice", undefined)
+    // The first cancel: the broker withdraws the reply and asks again; the answer is lost with the connection.
+    recent.cancelWritten("r1")
+    assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    recent.cancelEnded("r1", false)
+    // The retry: `delivered` again (cancelled already), asking nothing.
+    recent.cancelWritten("r1")
+    recent.cancelEnded("r1", true)
+    assert.isFalse(recent.firstTime("alice", "q1", all), "a later copy of the question passed a third time")
+  })
+
+  it("a question reopened after its pair was forgotten passes once as new, and a copy behind it is a repeat", () => {
+    const recent = new RecentMessages(2)
+    assert.isTrue(recent.firstTime("alice", "q1", all, true))
+    recent.replied("r1", "q1", "alice", undefined)
+    assert.isTrue(recent.firstTime("carol", "m2", all))
+    assert.isTrue(recent.firstTime("carol", "m3", all))
+    // alice's q1 is past `capacity` and forgotten; its reply is lost after that.
+    recent.replyLost("r1", "alice")
+    assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    assert.isFalse(recent.firstTime("alice", "q1", all), "a copy behind the question asked again passed as well")
+  })
+
+  // Review revad AD2: the asker of an ask is kept as long as its pair, not only for the last `capacity` asks.
+  it("a reply by name to an ask older than the last `capacity` asks, still remembered, reopens that ask's asker's question", () => {
+    const none = () => "none" as const
+    const recent = new RecentMessages(2)
+    assert.isTrue(recent.firstTime(ALICE.id, "q1", none, true))
+    assert.isTrue(recent.firstTime(CAROL.id, "q2", none, true))
+    assert.isTrue(recent.firstTime(CAROL.id, "q3", none, true))
+    // Confirmations withheld: every pair is remembered, q1's too.
+    recent.replied("r1", "q1", "alice", undefined)
+    recent.cancelWritten("r1")
+    assert.isTrue(recent.firstTime(ALICE.id, "q1", none), "alice's question, asked again after the cancel, was dropped")
   })
 
   it("a cancelled reply addressed by name lets the question of the sender of that ask pass again (review revaa AA1)", () => {
@@ -222,10 +275,12 @@ describe("IntercomClient: a question it answered, delivered again", () => {
         const ask = message("still need this?", { expectsReply: true })
         const marker = message("after the question")
         const reply = message("yes", { replyTo: ask.id })
-        // One write: the cancel's answer (cancelled), the question asked again, a marker.
+        // One write, in the broker's order (reply-lost-ask-again.test.ts): the question asked again, the cancel's
+        // answer (cancelled), a copy of the question behind it (a redelivery, dropped), a marker.
         const fake = yield* fakeBroker({
           afterRegistered: () => [fromAlice(ask)],
           cancelAnswer: "cancelled",
+          beforeCancel: (id) => id === reply.id ? [fromAlice(ask)] : [],
           afterCancel: (id) => id === reply.id ? [fromAlice(ask), fromAlice(marker)] : []
         })
         const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
@@ -238,4 +293,28 @@ describe("IntercomClient: a question it answered, delivered again", () => {
         assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
       }))
   }
+})
+
+describe("IntercomClient: a cancel of its reply carried out with nothing asked again (review revad AD1)", () => {
+  it.live("a copy of the question read right behind the cancel's answer is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      // One write: the cancel's answer (cancelled) with no question ahead of it (the broker asked nothing again:
+      // the ask was over), the answered question delivered again, a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        cancelAnswer: "cancelled",
+        afterCancel: (id) => id === reply.id ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      assert.isTrue(yield* bob.cancel(reply.id), "setup: the broker did not cancel the reply")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+    }))
 })

@@ -250,6 +250,12 @@ export interface FakeBrokerOptions {
    */
   readonly afterCancel?: (messageId: string) => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
   /**
+   * Frames written right ahead of a cancel's answer (`cancelAnswer`), in the
+   * same transport write, given the cancelled message's id: where a broker
+   * writes the question it asks again when a reply is withdrawn. Default: none.
+   */
+  readonly beforeCancel?: (messageId: string) => ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  /**
    * After `registered` on its first connection, write `taken_over` naming
    * this pid (`takeover-v1`) and end that connection, as a broker does when
    * another process registers the same id. Default: never.
@@ -442,9 +448,10 @@ export const makeFakeBroker = (
             case "cancel_message": {
               if (options.cancelAnswer === "end") return yield* connection.end
               const after = typeof parsed.messageId === "string" ? options.afterCancel?.(parsed.messageId) ?? [] : []
-              if (options.cancelAnswer === "cancelled") yield* reply({ type: "delivered", messageId: parsed.messageId }, ...after)
+              const before = typeof parsed.messageId === "string" ? options.beforeCancel?.(parsed.messageId) ?? [] : []
+              if (options.cancelAnswer === "cancelled") yield* reply(...before, { type: "delivered", messageId: parsed.messageId }, ...after)
               if (options.cancelAnswer === "refused") {
-                yield* reply({
+                yield* reply(...before, {
                   type: "delivery_failed",
                   messageId: parsed.messageId,
                   reason: "Message cannot be cancelled by this session"
