@@ -134,7 +134,7 @@ export interface JournalRecord {
   readonly message: Message
   /**
    * When the session accepted it: its pending-ask age counts from here, and
-   * its asker's wait too when the broker did not stamp `message.brokerReceivedAt`
+   * its asker's wait too, less the mailbox wait the broker stamped
    * (ReplyTracker.askExpiresAt).
    */
   readonly receivedAt: number

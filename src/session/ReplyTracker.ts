@@ -21,13 +21,12 @@ import { resolutionFailure, resolveTarget } from "./targets.ts"
 export interface InboundContext {
   readonly from: SessionInfo
   readonly message: Message
-  /** When this session received it (its Clock, epoch ms); an ask's wait counts from the broker's stamp when there is one (`askExpiresAt`). */
+  /** When this session received it (its Clock, epoch ms); an ask's wait counts from it, less its mailbox wait as the broker stamped it (`askExpiresAt`). */
   readonly receivedAt: number
   /**
    * For an ask: how long its asker waits (the broker's `askTimeoutMs`,
-   * `ask-timeout-v1`), counted from `message.brokerReceivedAt` when the
-   * broker stamped it (`askExpiresAt`); without it, the session's own ask
-   * timeout applies.
+   * `ask-timeout-v1`), less the mailbox wait the broker stamped
+   * (`askExpiresAt`); without it, the session's own ask timeout applies.
    */
   readonly askTimeoutMs?: number | undefined
   /** `supervisor`: a delegated child's message, as the broker marked it (`contact_supervisor`, C-SUP-13). */
@@ -105,12 +104,20 @@ export interface ReplyTracker {
 /**
  * The first millisecond (epoch ms) at which a received ask is no longer
  * pending, `timeoutMs` being its asker's wait (`askTimeoutMs`, else the
- * session's own). The wait counts from when the broker received the ask
- * (`message.brokerReceivedAt`), which it closes the ask's edge at plus that
- * timeout: an ask read late (it waited in the mailbox, or behind slow writes)
- * has only what is left of it. Never later than `timeoutMs` after this
- * session's own receive, which alone counts without a stamp (a broker that sets none):
- * a stamp ahead of this process's clock (another process's) extends nothing.
+ * session's own). The broker closes the ask's edge at `brokerReceivedAt +
+ * timeoutMs` on its own clock, which need not agree with this session's: so
+ * the broker's clock only measures how long the ask waited in its mailbox
+ * (`brokerDeliveredAt - brokerReceivedAt`, as `queuedFor` in oldMail.ts), and
+ * the ask expires that wait before `receivedAt + timeoutMs` on this
+ * session's clock — at once on receipt when it waited the whole timeout,
+ * and at `receivedAt + timeoutMs` when it did not wait (or the broker's
+ * clock stepped back between the two stamps). Time it spent in the broker's
+ * output or in transit after `brokerDeliveredAt` is not stamped, so an ask
+ * read behind slow writes stays pending up to that long past the broker's
+ * deadline. With only `brokerReceivedAt` (no delivery stamp) the ask expires
+ * at that stamp plus `timeoutMs`, never past `receivedAt + timeoutMs + 1`;
+ * with no stamp, `timeoutMs` counts from this session's receive (pending
+ * through the millisecond `receivedAt + timeoutMs`, C-RPL-6).
  *
  * @category expiry
  * @since 0.1.0
@@ -118,9 +125,13 @@ export interface ReplyTracker {
 export const askExpiresAt = (context: InboundContext, timeoutMs: number): number => {
   // Pending for the whole millisecond `receivedAt + timeoutMs` (C-RPL-6: older than the timeout is over) …
   const received = context.receivedAt + timeoutMs + 1
-  const stamped = context.message.brokerReceivedAt
+  const { brokerDeliveredAt, brokerReceivedAt } = context.message
+  if (brokerReceivedAt === undefined) return received
   // … but not at `brokerReceivedAt + timeoutMs`, from which on the broker refuses a reply (its edge is closed).
-  return stamped === undefined ? received : Math.min(received, stamped + timeoutMs)
+  if (brokerDeliveredAt === undefined) return Math.min(received, brokerReceivedAt + timeoutMs)
+  // Both stamps are the broker's clock: their difference is the mailbox wait, whatever the clocks' offset.
+  const waited = Math.max(0, brokerDeliveredAt - brokerReceivedAt)
+  return context.receivedAt + Math.max(0, timeoutMs - waited)
 }
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -133,7 +144,7 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
 
 /**
  * An empty tracker; received asks older than their asker's announced timeout,
- * else `askTimeoutMs`, counted from the broker's receipt (`askExpiresAt`), are
+ * else `askTimeoutMs`, less their stamped mailbox wait (`askExpiresAt`), are
  * no longer pending (C-RPL-6).
  *
  * @category constructors

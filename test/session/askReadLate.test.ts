@@ -1,37 +1,44 @@
 /**
  * How long a received ask stays pending when it was read late (C-RPL-6 with
- * `ask-timeout-v1`): its asker's wait counts from `message.brokerReceivedAt`,
- * the broker's edge closes at that stamp plus `askTimeoutMs`, and the session
- * keeps the ask pending and answerable until then — not for a whole
- * `askTimeoutMs` from its own receive, which an ask that waited in the
- * mailbox or behind slow writes would outlive the edge by.
+ * `ask-timeout-v1`): the broker's edge closes at `brokerReceivedAt +
+ * askTimeoutMs` on the broker's clock, so the session takes the mailbox wait
+ * the broker stamped (`brokerDeliveredAt - brokerReceivedAt`, one clock) off
+ * the ask's timeout from its own receive — never comparing the broker's
+ * clock with its own (review revaf AF1).
  *
- * - Over a fake client on the TestClock: the stamp's deadline bounds
- *   `pending`, `reply` and the published `pendingAsks`; a stamp in this
- *   process's future (another process's clock) never extends the ask past
- *   its receive plus its timeout; without a stamp the receive
- *   counts.
- * - On the in-memory broker: an ask whose frame the recipient reads six
- *   seconds late leaves `pending` exactly when the broker starts refusing a
- *   reply to it.
+ * - Over a fake client on the TestClock: the stamped wait bounds `pending`,
+ *   `reply` and the published `pendingAsks`; with only `brokerReceivedAt`, a
+ *   stamp in this process's future never extends the ask past its receive
+ *   plus its timeout; without a stamp the receive counts.
+ * - On the tracker: a broker clock behind or ahead of the session's changes
+ *   nothing, only the stamped wait counts.
+ * - On the in-memory broker: time in the broker's output (the recipient
+ *   reading six seconds late) is not stamped, so the ask stays pending that
+ *   much past the broker's deadline, until its receive plus its timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import type { InboundMessage } from "../../src/client/events.ts"
+import type { Message } from "../../src/protocol/frames.ts"
 import { HEALTH_V1 } from "../../src/protocol/features.ts"
 import { NoReplyContext } from "../../src/session/errors.ts"
+import { makeReplyTracker } from "../../src/session/ReplyTracker.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { memoryWorld, type MemoryWorld } from "../support/memoryWorld.ts"
 import { B, inboundMessage, settle, withPeers } from "./support.ts"
 
 const TIMEOUT = 10_000
 
-/** B's ask `q1`, stamped by the broker at `brokerReceivedAt` (none when undefined), its asker waiting TIMEOUT. */
-const askFromB = (brokerReceivedAt: number | undefined): InboundMessage => ({
+/**
+ * B's ask `q1`, its asker waiting TIMEOUT, stamped by the broker when it received it and when it handed it
+ * over (`brokerReceivedAt`, `brokerDeliveredAt`: none when undefined).
+ */
+const askFromB = (brokerReceivedAt: number | undefined, brokerDeliveredAt?: number): InboundMessage => ({
   ...inboundMessage(B, "q1", "which path?", {
     expectsReply: true,
-    ...(brokerReceivedAt === undefined ? {} : { brokerReceivedAt })
+    ...(brokerReceivedAt === undefined ? {} : { brokerReceivedAt }),
+    ...(brokerDeliveredAt === undefined ? {} : { brokerDeliveredAt })
   }),
   askTimeoutMs: TIMEOUT
 })
@@ -41,12 +48,12 @@ const pendingIds = (session: { readonly pending: Effect.Effect<{ readonly asks: 
   Effect.map(Effect.orDie(session.pending), ({ asks }) => asks.map((context) => context.message.id))
 
 describe("an ask read late is pending until its broker deadline", () => {
-  it.effect("received 6 s after the broker stamped it: pending and answerable until stamp + askTimeoutMs, then neither", () =>
+  it.effect("6 s in the broker's mailbox: pending and answerable until receive + askTimeoutMs - 6 s, then neither", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
       yield* session.connect
       yield* TestClock.adjust(6_000)
-      yield* client.push(askFromB(0))
+      yield* client.push(askFromB(0, 6_000))
       yield* settle
       assert.deepStrictEqual(yield* pendingIds(session), ["q1"])
       yield* TestClock.adjust(TIMEOUT - 6_000 - 1)
@@ -60,14 +67,14 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepStrictEqual(client.sends, [], "nothing was written for a reply the broker would refuse")
     }))
 
-  it.effect("the published pendingAsks falls to 0 at the broker deadline, not a whole timeout after the receive", () =>
+  it.effect("the published pendingAsks falls to 0 at the broker deadline (6 s in the mailbox), not a whole timeout after the receive", () =>
     Effect.gen(function*() {
       const unit = yield* withPeers()
       unit.client.features = [...unit.client.features, HEALTH_V1]
       yield* unit.session.connect
       yield* settle
       yield* TestClock.adjust(6_000)
-      yield* unit.client.push(askFromB(0))
+      yield* unit.client.push(askFromB(0, 6_000))
       yield* settle
       assert.deepInclude(unit.client.presences().at(-1), { pendingAsks: 1 })
       yield* TestClock.adjust(TIMEOUT - 6_000)
@@ -75,7 +82,7 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepInclude(unit.client.presences().at(-1), { pendingAsks: 0 })
     }))
 
-  it.effect("a stamp in this process's future never keeps the ask past its receive plus askTimeoutMs", () =>
+  it.effect("with only brokerReceivedAt, a stamp in this process's future never keeps the ask past its receive plus askTimeoutMs", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
       yield* session.connect
@@ -102,18 +109,64 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepStrictEqual(yield* pendingIds(session), [])
     }))
 
-  it.effect("without askTimeoutMs the session's own ask timeout counts from the stamp too", () =>
+  it.effect("without askTimeoutMs the stamped mailbox wait comes off the session's own ask timeout too", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers({ askTimeoutMs: TIMEOUT })
       yield* session.connect
       yield* TestClock.adjust(6_000)
-      yield* client.push(inboundMessage(B, "q1", "which path?", { expectsReply: true, brokerReceivedAt: 0 }))
+      yield* client.push(inboundMessage(B, "q1", "which path?", { expectsReply: true, brokerReceivedAt: 0, brokerDeliveredAt: 6_000 }))
       yield* settle
       yield* TestClock.adjust(TIMEOUT - 6_000 - 1)
       assert.deepStrictEqual(yield* pendingIds(session), ["q1"])
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* pendingIds(session), [])
     }))
+})
+
+describe("an ask's deadline never mixes the broker's clock with the session's", () => {
+  const from = { id: "sess-a", cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+  /** A tracker holding ask `ask-1` the broker stamped `received`, `delivered` (its clock), received at `receivedAt` (ours). */
+  const trackerWith = (received: number, delivered: number, receivedAt: number) => {
+    const tracker = makeReplyTracker(TIMEOUT)
+    const message: Message = {
+      id: "ask-1",
+      timestamp: 0,
+      expectsReply: true,
+      content: { text: "q" },
+      brokerReceivedAt: received,
+      brokerDeliveredAt: delivered
+    }
+    tracker.record({ from, message, receivedAt, askTimeoutMs: TIMEOUT })
+    return tracker
+  }
+  const ids = (tracker: ReturnType<typeof makeReplyTracker>, now: number) => tracker.pending(now).map((context) => context.message.id)
+
+  it("a broker clock 5 min behind, no mailbox wait: pending for the whole timeout from the receive", () => {
+    const receivedAt = 1_300_000
+    const tracker = trackerWith(1_000_000, 1_000_000, receivedAt)
+    assert.deepStrictEqual(ids(tracker, receivedAt), ["ask-1"])
+    assert.deepStrictEqual(ids(tracker, receivedAt + TIMEOUT - 1), ["ask-1"])
+    assert.strictEqual(tracker.nextExpiry(receivedAt), receivedAt + TIMEOUT)
+    assert.deepStrictEqual(ids(tracker, receivedAt + TIMEOUT), [])
+  })
+
+  it("a broker clock 5 min ahead, 6 s in the mailbox: the wait comes off the receive plus the timeout", () => {
+    const receivedAt = 1_000_000
+    const tracker = trackerWith(1_300_000, 1_306_000, receivedAt)
+    assert.strictEqual(tracker.nextExpiry(receivedAt), receivedAt + TIMEOUT - 6_000)
+    assert.deepStrictEqual(ids(tracker, receivedAt + TIMEOUT - 6_001), ["ask-1"])
+    assert.deepStrictEqual(ids(tracker, receivedAt + TIMEOUT - 6_000), [])
+  })
+
+  it("a mailbox wait of the whole timeout or more: not pending at its receive", () => {
+    const tracker = trackerWith(0, TIMEOUT + 5_000, 500)
+    assert.deepStrictEqual(ids(tracker, 500), [])
+  })
+
+  it("a delivery stamp before the receipt stamp (the broker's clock stepped back): counted as no wait", () => {
+    const tracker = trackerWith(50_000, 20_000, 100)
+    assert.strictEqual(tracker.nextExpiry(100), 100 + TIMEOUT)
+  })
 })
 
 /** A dialer of `world` whose connections hand on what they read only while the gate is open (`hold`, `release`). */
@@ -140,7 +193,7 @@ const gatedDial = (world: MemoryWorld) => {
 }
 
 describe("an ask read late, on the in-memory broker", () => {
-  it.effect("leaves pending exactly when the broker starts refusing a reply to it", () =>
+  it.effect("held in the broker's output (unstamped) it stays pending past the broker's deadline, until its receive plus the timeout", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       const asker = yield* world.session("asker")
@@ -161,14 +214,18 @@ describe("an ask read late, on the in-memory broker", () => {
       const inbound = yield* Queue.take(answerer.inbound)
       assert.strictEqual(inbound.message.brokerReceivedAt, sentAt, "the broker received the ask when it was sent")
       assert.deepStrictEqual(yield* pendingIds(answerer.session), [inbound.message.id])
-      yield* TestClock.adjust(TIMEOUT - 6_000 - 1)
-      assert.deepStrictEqual(yield* pendingIds(answerer.session), [inbound.message.id])
-      yield* TestClock.adjust(1)
-      assert.deepStrictEqual(yield* pendingIds(answerer.session), [], "pending after the broker closed the ask")
-      // The broker agrees: a reply written anyway is refused.
+      assert.strictEqual(inbound.message.brokerDeliveredAt, sentAt, "written at once: no mailbox wait was stamped")
+      yield* TestClock.adjust(TIMEOUT - 6_000)
+      // The broker's edge closed now (sentAt + TIMEOUT): a reply written is refused …
       const late = yield* Effect.flip(
         answerer.client.send({ to: "asker", message: { id: "late-1", timestamp: 0, content: { text: "late" }, replyTo: inbound.message.id } })
       )
       assert.include(late.message, "does not match a pending ask")
+      // … but the session cannot see the six seconds in the broker's output: the ask shows until its receive + TIMEOUT.
+      assert.deepStrictEqual(yield* pendingIds(answerer.session), [inbound.message.id])
+      yield* TestClock.adjust(6_000 - 1)
+      assert.deepStrictEqual(yield* pendingIds(answerer.session), [inbound.message.id])
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual(yield* pendingIds(answerer.session), [], "pending a whole timeout after its receive")
     }))
 })

@@ -9,7 +9,9 @@
  * the control with the dropped connection. So is a control cut short by its
  * broker's crash while that connection was live (seed 33035, plain mode,
  * cancel-cut-short-crash.test.ts): the control was in memory only, and the
- * next broker has no route to follow. One lost with a connection that
+ * next broker has no route to follow — unless the next broker hands the
+ * message out again with no control (review revaf AF2): the crash excuses
+ * only the last connection that read it. One lost with a connection that
  * dropped before the crash, the client back on another connection to the
  * same broker and reading the message again there with no control, is not.
  */
@@ -127,6 +129,19 @@ describe("cancel-unheard and a control cancel cut short", () => {
     ledger.brokerCrashed(0)
     ledger.linkClosed(3)
     ledger.brokerEnded(3)
+    expect(cancelUnheard(ledger)).toEqual(["cancel-unheard"])
+  })
+
+  it("the broker crashes while #2 has the control on its way, and the next broker hands the message out again on #3 with no control: cancel-unheard", () => {
+    const ledger = cutOnTwo()
+    ledger.brokerCrashed(0)
+    ledger.linkClosed(2)
+    ledger.brokerEnded(2)
+    // The crash explains the control lost on #2, not the cancelled message given out again by the next incarnation.
+    ledger.linkOpened(3, B, "client-b", 1)
+    brokerTook(ledger, 3, [register])
+    ledger.clientRead(3, [registered])
+    ledger.clientRead(3, [message])
     expect(cancelUnheard(ledger)).toEqual(["cancel-unheard"])
   })
 })

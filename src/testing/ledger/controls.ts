@@ -33,8 +33,10 @@
  *   client instance may be given it (sim seed 16890 of
  *   `--custody-hold --delivery`) — or its broker crashed while that
  *   connection was live (a control is kept in memory only, as routes are;
- *   sim seed 33035). A client that connected again to the same broker after
- *   that connection dropped is judged.
+ *   sim seed 33035) and no later connection read the message again (the
+ *   next broker handing a cancelled message out is judged). A client that
+ *   connected again to the same broker after that connection dropped is
+ *   judged.
  * - `supersede-unheard`: the broker acknowledged a send superseding M
  *   (`delivered`: it applied the supersede) after a client of M's receiver
  *   had read M on a connection that, at the end of the run, was still
@@ -76,7 +78,7 @@
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  *
- * Size: about 435 lines, one concept (controls on the wire and the fates
+ * Size: about 445 lines, one concept (controls on the wire and the fates
  * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
@@ -334,7 +336,10 @@ interface CutShort {
  *   the control was in memory only, and a later incarnation has no route to
  *   follow (docs/protocol.md, "When a receipt is dropped"). One that dropped
  *   before the crash is judged: its client could connect again to the same
- *   broker and be given the control (KeptControls).
+ *   broker and be given the control (KeptControls). So is one after which
+ *   the message was read again on another connection (a later incarnation
+ *   handing it out again, with no control: review revaf AF2) — the crash
+ *   excuses only the last connection that read it.
  *
  * A control never begun there excuses nothing, whatever became of the client
  * or the broker.
@@ -350,7 +355,10 @@ const cancelCutShort = (state: LedgerState, record: MessageRecord, sender: strin
     if (state.closedClients.has(read.client) && lastLinkOf(state, read.client)?.id === read.link) {
       return { link: read.link, by: "client-closed" }
     }
-    if (state.links.get(read.link)?.cutByCrash === true) return { link: read.link, by: "broker-crashed" }
+    // The crash explains only why the control on this connection never arrived: a read of the message on a
+    // later connection (the next broker handing it out again) is judged, not excused (review revaf AF2).
+    const readLater = record.reads.some((other) => other.link !== read.link && other.seq > read.seq)
+    if (state.links.get(read.link)?.cutByCrash === true && !readLater) return { link: read.link, by: "broker-crashed" }
   }
   return undefined
 }
