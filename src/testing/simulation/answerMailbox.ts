@@ -16,7 +16,7 @@
  *
  * The op, in order: T stages `FILLERS` messages to A (`replace`, a thread
  * each; its client still reads their acknowledgements), which fall due one
- * replace window later; T's client stops reading; A asks T with a timeout
+ * replace window later (not all staged within `FILLER_WAIT_MS`: skipped); T's client stops reading; A asks T with a timeout
  * of `timeoutMs`, and the question is written to T's connection, unread;
  * the broker's writes to A then take `slowMs` each until just past T's
  * close, so the fillers falling due fill A's outbox; at least
@@ -161,6 +161,12 @@ const settled = (sim: SimulationService, pending: ReadonlyArray<Pending<unknown,
     }
   })
 
+/** Whether `pending` is done and succeeded. */
+const isSuccess = (pending: Pending<unknown, unknown>): boolean => {
+  const exit = pending.fiber.pollUnsafe()
+  return exit !== undefined && Exit.isSuccess(exit)
+}
+
 /** Runs the op with the drawn sessions, or the next ones after them that fit and are connected (`connectedPair`). */
 export const runAnswerMailbox = (sim: SimulationService, op: AnswerMailboxDraw, counter: number): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -177,6 +183,9 @@ export const runAnswerMailbox = (sim: SimulationService, op: AnswerMailboxDraw, 
       if (filler !== undefined) fillers.push(filler)
     }
     yield* settled(sim, fillers)
+    if (fillers.length < FILLERS || fillers.some((filler) => !isSuccess(filler))) {
+      return yield* sim.insertedOp(OP, "skipped", `answer mailbox: skipped (T's ${FILLERS} fillers not all staged within ${FILLER_WAIT_MS} ms)`)
+    }
     yield* target.stall("client")
     const asked = yield* asker.ask(target.name, text(counter, "question", asker.name, target.name), { timeout: op.timeoutMs })
     const questionId = asked === undefined ? undefined : yield* questionWritten(sim, asker, asked)
