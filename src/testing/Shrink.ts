@@ -142,6 +142,7 @@ export const formatFailure = (
     ...(args.readerReturn === true ? ["readerReturn: true"] : []),
     ...(args.staleAsk === true ? ["staleAsk: true"] : []),
     ...(args.answerTakeover === true ? ["answerTakeover: true"] : []),
+    ...(args.answerMailbox === true ? ["answerMailbox: true"] : []),
     ...(args.ops === undefined || args.ops === SIM_DEFAULTS.ops ? [] : [`ops: ${args.ops}`]),
     ...(args.sessions === undefined || args.sessions === SIM_DEFAULTS.sessions ? [] : [`sessions: ${args.sessions}`]),
     ...(args.traffic === true ? ["weights: trafficWeights"] : []),

@@ -212,6 +212,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     readerReturn: options.readerReturn === true,
     staleAsk: options.staleAsk === true,
     answerTakeover: options.answerTakeover === true,
+    answerMailbox: options.answerMailbox === true,
     noControls: options.controls === false,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,

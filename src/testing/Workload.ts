@@ -6,7 +6,7 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 950 lines — generating and running workloads; the
+ * Size: one concept, about 970 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module
@@ -32,6 +32,7 @@ import { drawInstanceControl, formatInstanceControl, InstanceControlFields, runI
 import { drawSettleHold, formatSettleHold, runSettleHold, SettleHoldFields } from "./simulation/settleHold.ts"
 import { drawReaderReturn, formatReaderReturn, ReaderReturnFields, runReaderReturn } from "./simulation/readerReturn.ts"
 import { drawStaleAsk, formatStaleAsk, runStaleAsk, StaleAskFields } from "./simulation/staleAsk.ts"
+import { AnswerMailboxFields, drawAnswerMailbox, formatAnswerMailbox, runAnswerMailbox } from "./simulation/answerMailbox.ts"
 import { AnswerTakeoverFields, drawAnswerTakeover, formatAnswerTakeover, runAnswerTakeover } from "./simulation/answerTakeover.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
@@ -95,6 +96,7 @@ export const OpSchema = Schema.Union([
   op("ReaderReturn", ReaderReturnFields),
   op("StaleAsk", StaleAskFields),
   op("AnswerTakeover", AnswerTakeoverFields),
+  op("AnswerMailbox", AnswerMailboxFields),
   op("Control", ControlFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
@@ -151,6 +153,8 @@ export const trafficWeights: OpWeights = {
   StaleAsk: 0,
   // Never drawn by weight: `answerTakeover` inserts it from a stream of its own (simulation/answerTakeover.ts).
   AnswerTakeover: 0,
+  // Never drawn by weight: `answerMailbox` inserts it from a stream of its own (simulation/answerMailbox.ts).
+  AnswerMailbox: 0,
   // Never drawn by weight: inserted after some sends from a stream of its own (simulation/controls.ts).
   Control: 0
 }
@@ -304,6 +308,15 @@ export interface WorkloadOptions {
    * expired (`expired-after-answer`). Default false.
    */
   readonly answerTakeover?: boolean
+  /**
+   * Insert one `AnswerMailbox` (simulation/answerMailbox.ts), drawn from a
+   * stream of its own: an ask whose question waits in its replier's mailbox
+   * (the replier's connection closed before it confirmed it) when the
+   * replier's `replace`-staged reply to it is accepted; the replier comes
+   * back past the deadline. Its asker, answered, must not be told it expired
+   * (`expired-after-answer`). Default false.
+   */
+  readonly answerMailbox?: boolean
   /**
    * Follow about CONTROL_CHANCE of the sends with a cancel or supersede of
    * the sender's latest send (`Control`, simulation/controls.ts), drawn from
@@ -511,6 +524,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "ReaderReturn":
       case "StaleAsk":
       case "AnswerTakeover":
+      case "AnswerMailbox":
       case "Control":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
@@ -578,6 +592,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
     const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
     for (const [index, op] of drawAnswerTakeover(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+  }
+  if (options.answerMailbox === true) {
+    // As for the custody hold: the op kills and starts its target.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSession = [...(groups ? [SUPERVISOR_INDEX] : []), ...(ephemeral === undefined ? [] : [ephemeral])]
+    for (const [index, op] of drawAnswerMailbox(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
   }
   return options.controls === false ? ops : withControls(seed, ops, (op) => op._tag === "Send" ? op.from : undefined)
 }
@@ -664,6 +684,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatStaleAsk(op, name)}`
     case "AnswerTakeover":
       return `${when} ${formatAnswerTakeover(op, name)}`
+    case "AnswerMailbox":
+      return `${when} ${formatAnswerMailbox(op, name)}`
     case "Control":
       return `${when} ${formatControl(op, name(op.from))}`
   }
@@ -835,6 +857,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "AnswerTakeover":
           yield* runAnswerTakeover(sim, op, counter)
+          break
+        case "AnswerMailbox":
+          yield* runAnswerMailbox(sim, op, counter)
           break
         case "Control": {
           const from = nameAt(sessions, op.from)

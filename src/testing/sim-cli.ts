@@ -41,6 +41,9 @@
  *                  target answers while the old connection holds the question past its deadline,
  *                  or (half the seeds) while the old close's copy waits unwritten on the new one
  *                  (simulation/answerTakeover.ts)
+ *   --answer-mailbox  one answer in the mailbox case per workload: a target killed inside the
+ *                  window of its replace-staged reply, the question back in the mailbox when the
+ *                  reply is accepted; it starts again past the deadline (simulation/answerMailbox.ts)
  *   --no-controls  no cancels or supersedes after the sends (simulation/controls.ts): the
  *                  workloads of before they came
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead

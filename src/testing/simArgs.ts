@@ -37,6 +37,7 @@ export interface SimArgs {
   readonly readerReturn?: boolean
   readonly staleAsk?: boolean
   readonly answerTakeover?: boolean
+  readonly answerMailbox?: boolean
   readonly noControls?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
@@ -80,6 +81,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("reader-return", args.readerReturn),
     ...toggle("stale-ask", args.staleAsk),
     ...toggle("answer-takeover", args.answerTakeover),
+    ...toggle("answer-mailbox", args.answerMailbox),
     ...toggle("no-controls", args.noControls),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),

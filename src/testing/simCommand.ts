@@ -253,6 +253,10 @@ const flags = {
     "answer-takeover",
     "Insert one answer by a takeover into each workload: a target's old connection holds an ask's question unconfirmed while a new client instance takes the session over and answers it, and closes past the deadline (or, half the seeds, gives it back before the deadline to the new connection, where it waits unwritten when answered, and that connection drops past the deadline): the asker, answered, must not be told it expired (expired-after-answer; simulation/answerTakeover.ts; docs/testing.md). The summary says in how many runs the op reached its case (the broker took the new instance's answer) and which seeds skipped it or fell short (no sessions connected to take, the question not written to its target within 1.5 s, or the answer not taken)"
   ),
+  answerMailbox: toggle(
+    "answer-mailbox",
+    "Insert one answer in the mailbox case into each workload: a target holds an ask's question unconfirmed, answers it with a replace-staged reply and is killed inside the reply's window, so the question goes back to the mailbox while the reply waits behind the asker's slowed outbox; the reply is accepted with the question in the mailbox, and the target starts again past the deadline: the asker, answered, must not be told it expired (expired-after-answer; simulation/answerMailbox.ts; docs/testing.md). The summary says in how many runs the op reached its case and which seeds skipped it or fell short (no sessions connected to take, the question not written in time, or the reply not taken or not read)"
+  ),
   noControls: toggle(
     "no-controls",
     "Leave out the cancels and supersedes that otherwise follow about one send in ten (simulation/controls.ts): the workloads of before they came, to tell whether a failure needs a control (docs/testing.md)"
@@ -347,6 +351,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     readerReturn: input.readerReturn,
     staleAsk: input.staleAsk,
     answerTakeover: input.answerTakeover,
+    answerMailbox: input.answerMailbox,
     noControls: input.noControls,
     durability: input.durability,
     connections: input.connections,
@@ -526,6 +531,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.readerReturn ? { readerReturn: true } : {}),
     ...(input.staleAsk ? { staleAsk: true } : {}),
     ...(input.answerTakeover ? { answerTakeover: true } : {}),
+    ...(input.answerMailbox ? { answerMailbox: true } : {}),
     ...(input.noControls ? { controls: false } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }

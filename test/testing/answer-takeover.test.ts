@@ -8,10 +8,13 @@
  * expired (helper replyclose: it once did). Then the generated op that
  * builds this order (`--answer-takeover`): its own draw stream, a pinned
  * seed, and one seed pinned to reach each of its cases (the run's tally of
- * the op, `SimReport.insertedOps`, says it did, not skipped).
+ * the op, `SimReport.insertedOps`, says it did, not skipped). Last, the op
+ * that builds the mailbox case (`--answer-mailbox`): its draw stream and a
+ * pinned seed that reaches it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { drawAnswerMailbox } from "../../src/testing/simulation/answerMailbox.ts"
 import { drawAnswerTakeover } from "../../src/testing/simulation/answerTakeover.ts"
 import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
 import { generateWorkload, type Op, runWorkload } from "../../src/testing/Workload.ts"
@@ -85,4 +88,30 @@ describe("the AnswerTakeover op reaches its case where it once skipped it (SimRe
   // so the op used to skip it; it now waits for the broker and both sessions to be connected.
   it.effect("seed 31016 reaches the variant: the old close gives the question back to the new connection, unwritten when T answers", () =>
     reachedIn(31016, "the question given back"))
+})
+
+describe("the AnswerMailbox op (--answer-mailbox, simulation/answerMailbox.ts)", () => {
+  it("is drawn from a stream of its own: the other ops of a seed stay as they were", () => {
+    const without = generateWorkload(35004, 4, {})
+    const withIt = generateWorkload(35004, 4, { answerMailbox: true })
+    assert.isFalse(without.some((op) => op._tag === "AnswerMailbox"))
+    const drawn = drawAnswerMailbox(35004, 4, without.length).map(([, op]) => op)
+    assert.deepStrictEqual(withIt.filter((op) => op._tag === "AnswerMailbox"), drawn)
+    assert.deepStrictEqual(withIt.filter((op) => op._tag !== "AnswerMailbox"), without)
+  })
+
+  // Seed 35004 (outboxes of 1): D stages 34 replace messages to A and a replace reply to A's question, then is
+  // killed inside the reply's window; the question goes back to the mailbox and the reply, waiting for room in
+  // A's slowed outbox, is accepted after; D starts again past the deadline. With the mailbox drop of
+  // Asks.answeredBy removed (helper replyclose's `askClosed` with the reply; not committed) it fails with
+  // expired-after-answer: A read the expired receipt after the reply.
+  it.effect("seed 35004 reaches the mailbox case (a staged reply accepted, the question in the mailbox) and the run passes", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 35004, tolerate: KNOWN_ISSUES }, undefined, { answerMailbox: true })
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.insertedOps["answer mailbox"], { reached: 1, skipped: 0 }, trace)
+      assert.match(trace, /A ask\d+ \(m\d+\) replied by m\d+ from D "answer-mailbox/, trace)
+      assert.notMatch(trace, /A told m\d+ expired/, trace)
+      assert.isTrue(report.ok, trace)
+    }))
 })

@@ -140,11 +140,12 @@ const READY_STEP_MS = 50
  * registered on an open connection (the next target when none fits as its asker), the broker up; waited for step by step, at most `READY_WAIT_MS`.
  * T is never one of `notSession`; A shares T's group and pi scope (an ask of a session the asker cannot
  * see fails before it is sent). An asker already waiting on an ask is refused another (AlreadyWaiting),
- * and one the target is asking is refused as a mutual ask: neither is taken.
+ * and one the target is asking is refused as a mutual ask: neither is taken. Shared with the mailbox
+ * case's op (answerMailbox.ts).
  */
-const connectedPair = (
+export const connectedPair = (
   sim: SimulationService,
-  op: AnswerTakeoverDraw
+  op: Pick<AnswerTakeoverDraw, "asker" | "target" | "notSession">
 ): Effect.Effect<{ readonly asker: SimSession; readonly target: SimSession } | undefined> =>
   Effect.gen(function*() {
     const sessions = sim.sessions
@@ -185,9 +186,9 @@ const WRITE_STEP_MS = 5
 /**
  * The id of `asker`'s open question once the broker has written it to a connection (T's: its only target),
  * watched in the ledger step by step; undefined when the ask ended first or the write took longer than
- * `WRITE_WAIT_MS`.
+ * `WRITE_WAIT_MS`. Shared with the mailbox case's op (answerMailbox.ts).
  */
-const questionWritten = (
+export const questionWritten = (
   sim: SimulationService,
   asker: SimSession,
   asked: Pending<unknown, unknown>

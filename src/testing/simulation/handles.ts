@@ -251,11 +251,14 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         )
         return pending(world, fiber)
       }),
-    answer: (to, questionId, text) =>
+    answer: (to, questionId, text, options = {}) =>
       Effect.gen(function*() {
         const generation = state.generation
         const client = state.client
-        const label = `answers ${world.ledger.alias(questionId)} of ${world.ledger.nameOf(to)} through its client "${text}"`
+        const mode = options.delivery === undefined
+          ? ""
+          : ` (${[options.delivery, options.queueMode, options.threadId].filter((part) => part !== undefined).join(" ")})`
+        const label = `answers ${world.ledger.alias(questionId)} of ${world.ledger.nameOf(to)} through its client "${text}"${mode}`
         if (generation === undefined || client === undefined) {
           world.ledger.note(`${name} ${label}: skipped (session stopped)`)
           return undefined
@@ -265,7 +268,7 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
           Effect.gen(function*() {
             world.ledger.note(`${name} ${label}`)
             const message = yield* newMessage(text, undefined, { replyTo: questionId })
-            const sent = yield* client.service.send({ to, message })
+            const sent = yield* client.service.send({ to, message, ...options })
             return `${world.ledger.alias(message.id)} ${sent.delivery}`
           }).pipe(
             Effect.onExit((exit) => Effect.sync(() => world.ledger.note(`${name} ${label} → ${failureOf(exit, (outcome) => outcome)}`)))

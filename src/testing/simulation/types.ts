@@ -387,10 +387,21 @@ export interface SimSession {
    * Answers the question `questionId` of the session whose id is `to` through the
    * session's client (a `send` with `replyTo`), as an agent answers from
    * what it kept across a restart: the question need not have reached this
-   * client instance. Succeeds with the broker's delivery; undefined while
-   * the session is stopped.
+   * client instance. With a delivery mode (`delivery-v1`) if given: a
+   * `replace` one is staged by the broker until its window closes.
+   * Succeeds with the broker's delivery; undefined while the session is
+   * stopped.
    */
-  readonly answer: (to: string, questionId: string, text: string) => Effect.Effect<Pending<string, unknown> | undefined>
+  readonly answer: (
+    to: string,
+    questionId: string,
+    text: string,
+    options?: {
+      readonly delivery?: "steer" | "queue" | "passive"
+      readonly queueMode?: "stack" | "replace"
+      readonly threadId?: string
+    }
+  ) => Effect.Effect<Pending<string, unknown> | undefined>
   /** Lists the sessions it can see (its scope). */
   readonly list: Effect.Effect<Pending<SessionList, ListError> | undefined>
   /** A topic action through the session's tool (`publish`, `subscribe`, `unsubscribe`, `topics`). */
