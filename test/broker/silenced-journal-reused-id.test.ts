@@ -7,56 +7,8 @@
  * Driven on a bare StoreJournal, as StaleAsks.drop calls it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { AskEdge } from "../../src/broker/AskEdges.ts"
-import type { Mail } from "../../src/broker/Peer.ts"
 import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-
-const HOUR = 3_600_000
-const TIMEOUT = 3 * HOUR
-
-const askAt = (receivedAt: number): Mail => ({
-  recordKey: "scope\u0000alice\u0001q1",
-  senderKey: "scope\u0000alice",
-  senderId: "alice",
-  senderIdentity: undefined,
-  fromJson: "{}",
-  message: { id: "q1", timestamp: receivedAt, content: { text: "?" }, expectsReply: true },
-  brokerReceivedAt: receivedAt,
-  spaceKey: "scope",
-  targetKey: "scope\u0000bob",
-  targetId: "bob",
-  targetIdentity: undefined,
-  queuedAt: receivedAt,
-  askTimeoutMs: TIMEOUT
-})
-
-/** Bob's reply `id` to `ask`, closing its edge (deadline brokerReceivedAt + timeout, as Asks opens it). */
-const replyTo = (ask: Mail, id: string): Mail => {
-  const answers: AskEdge = {
-    messageKey: ask.recordKey,
-    messageId: ask.message.id,
-    askerKey: ask.senderKey,
-    targetKey: ask.targetKey,
-    deadline: ask.brokerReceivedAt + TIMEOUT,
-    openedAt: ask.brokerReceivedAt
-  }
-  return {
-    ...ask,
-    recordKey: `scope\u0000bob\u0001${id}`,
-    senderKey: ask.targetKey,
-    senderId: "bob",
-    targetKey: ask.senderKey,
-    targetId: "alice",
-    message: { id, timestamp: ask.brokerReceivedAt + 1, content: { text: "!" }, replyTo: "q1" },
-    askTimeoutMs: undefined,
-    answers
-  }
-}
-
-const first = askAt(10)
-const reply1 = replyTo(first, "r1")
-const second = askAt(10 + HOUR + 60_000) // the id reused past the replay window
-const reply2 = replyTo(second, "r2")
+import { first, HOUR, reply1, reply2, second, TIMEOUT } from "../support/reusedAsk.ts"
 
 const storedDebts = (journal: StoreJournal): ReadonlyArray<string> =>
   (journal.take(second.brokerReceivedAt + 120_000)?.batch.silencedPuts ?? []).map((row) => row.replyKey)

@@ -8,59 +8,12 @@
  * MailAsks fake answering as Asks would.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { AskEdge } from "../../src/broker/AskEdges.ts"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
 import type { MailAsks } from "../../src/broker/MailDelivery.ts"
-import type { Mail } from "../../src/broker/Peer.ts"
 import { StaleAsks } from "../../src/broker/StaleAsks.ts"
 import { StoreJournal } from "../../src/broker/StoreJournal.ts"
+import { first, HOUR, reply1, reply2, second } from "../support/reusedAsk.ts"
 
-const HOUR = 3_600_000
-const TIMEOUT = 3 * HOUR
-
-const askAt = (receivedAt: number): Mail => ({
-  recordKey: "scope\u0000alice\u0001q1",
-  senderKey: "scope\u0000alice",
-  senderId: "alice",
-  senderIdentity: undefined,
-  fromJson: "{}",
-  message: { id: "q1", timestamp: receivedAt, content: { text: "?" }, expectsReply: true },
-  brokerReceivedAt: receivedAt,
-  spaceKey: "scope",
-  targetKey: "scope\u0000bob",
-  targetId: "bob",
-  targetIdentity: undefined,
-  queuedAt: receivedAt,
-  askTimeoutMs: TIMEOUT
-})
-
-/** Bob's reply `id` to `ask`, closing its edge (deadline brokerReceivedAt + timeout, as Asks opens it). */
-const replyTo = (ask: Mail, id: string): Mail => {
-  const answers: AskEdge = {
-    messageKey: ask.recordKey,
-    messageId: ask.message.id,
-    askerKey: ask.senderKey,
-    targetKey: ask.targetKey,
-    deadline: ask.brokerReceivedAt + TIMEOUT,
-    openedAt: ask.brokerReceivedAt
-  }
-  return {
-    ...ask,
-    recordKey: `scope\u0000bob\u0001${id}`,
-    senderKey: ask.targetKey,
-    senderId: "bob",
-    targetKey: ask.senderKey,
-    targetId: "alice",
-    message: { id, timestamp: ask.brokerReceivedAt + 1, content: { text: "!" }, replyTo: "q1" },
-    askTimeoutMs: undefined,
-    answers
-  }
-}
-
-const first = askAt(10)
-const reply1 = replyTo(first, "r1")
-const second = askAt(10 + HOUR + 60_000) // the id reused past the replay window
-const reply2 = replyTo(second, "r2")
 const NOW = second.brokerReceivedAt + 120_000 // both asks answered and closed, both before their deadlines
 
 /** Asks as they stand: both edges closed by their replies, none withdrawn, AnsweredAsks naming the later answer. */
