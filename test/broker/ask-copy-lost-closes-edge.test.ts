@@ -12,24 +12,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { custodyFeatures } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { custodyFeatures, recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 600_000
 const RETENTION_MS = 60_000
-
-/** A frame as far as this test reads it. */
-interface Seen {
-  readonly type: string
-  readonly messageId?: string
-  readonly code?: string
-  readonly reason?: string
-  readonly message?: { readonly id: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
-}
 
 /** How the mailbox drops a's ask's copy, well before the ask's deadline. */
 type Drop = "evicted" | "expired"
@@ -43,29 +31,18 @@ const askCopyLost = (drop: Drop) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
     // One message fits the mailbox: the second pushes out the heaviest sender's oldest.
-    const { attach, batch, closeAbandoning, router } = yield* handRouter(
+    const hand = yield* handRouter(
       { askTimeout: ASK_TIMEOUT_MS, mailboxCapacity: 1, mailboxRetention: RETENTION_MS },
       () => clock.now
     )
-    const written = new Map<Peer, Array<Seen>>()
+    const { batch, closeAbandoning, router } = hand
+    const recorded = recordedSessions(hand)
     let connections = 0
     const connect = (sessionId: string, features: ReadonlyArray<string>): Peer => {
-      const frames: Array<Seen> = []
-      const peer = attach({
-        ...fakeConnection(++connections, false),
-        write: (out: ReadonlyArray<OutFrame>) => {
-          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-          return undefined
-        }
-      })
-      written.set(peer, frames)
-      batch(peer, [registerFrame({ sessionId, frame: { features: [...features], instanceId: `${sessionId}-${connections}` } })])
-      return peer
+      connections++
+      return recorded.connect(connections, sessionId, features, `${sessionId}-${connections}`)
     }
-    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-      peer.writer.flush()
-      return written.get(peer) ?? []
-    }
+    const framesOf = recorded.framesOf
     const a = connect("a", [])
     const b = connect("b", custodyFeatures)
     const d = connect("d", custodyFeatures)

@@ -10,24 +10,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { MAX_ASKS_PER_SESSION } from "../../src/broker/Asks.ts"
 import { ASK_EXPIRY_V1, DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 1_000
 const WINDOW_MS = 5_000
-
-/** A frame as far as this test reads it. */
-interface Seen {
-  readonly type: string
-  readonly messageId?: string
-  readonly message?: { readonly id: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
-}
 
 /** What stands in the way of d's staged ask of b when its window closes: b's ask of d, or d's full bound of asks of c. */
 type Obstacle = "mutual" | "bound"
@@ -41,28 +31,12 @@ type Obstacle = "mutual" | "bound"
 const stagedAskPastExpired = (obstacle: Obstacle, swept: boolean) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
-    const { attach, batch, router } = yield* handRouter(
+    const hand = yield* handRouter(
       { askTimeout: ASK_TIMEOUT_MS, replaceWindow: WINDOW_MS },
       () => clock.now
     )
-    const written = new Map<Peer, Array<Seen>>()
-    const connect = (id: number, sessionId: string, features: ReadonlyArray<string>): Peer => {
-      const frames: Array<Seen> = []
-      const peer = attach({
-        ...fakeConnection(id, false),
-        write: (out: ReadonlyArray<OutFrame>) => {
-          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-          return undefined
-        }
-      })
-      written.set(peer, frames)
-      batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-      return peer
-    }
-    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-      peer.writer.flush()
-      return written.get(peer) ?? []
-    }
+    const { batch, router } = hand
+    const { connect, framesOf } = recordedSessions(hand)
     const b = connect(1, "b", [ASK_EXPIRY_V1])
     const d = connect(2, "d", [DELIVERY_V1])
     const c = connect(3, "c", [])

@@ -9,26 +9,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
 const WINDOW_MS = 1_000
-
-/** A frame as far as this test reads it. */
-interface Seen {
-  readonly type: string
-  readonly messageId?: string
-  readonly code?: string
-  readonly reason?: string
-  readonly message?: { readonly id: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
-}
 
 /**
  * x and y ask b with one id; b's reply to x, staged within x's deadline,
@@ -38,28 +26,12 @@ interface Seen {
 const replyPastSameIdAsks = (swept: boolean) =>
   Effect.gen(function*() {
     const clock = { now: 1_000_000 }
-    const { attach, batch, router } = yield* handRouter(
+    const hand = yield* handRouter(
       { askTimeout: ASK_TIMEOUT_MS, replaceWindow: WINDOW_MS },
       () => clock.now
     )
-    const written = new Map<Peer, Array<Seen>>()
-    const connect = (id: number, sessionId: string, features: ReadonlyArray<string>): Peer => {
-      const frames: Array<Seen> = []
-      const peer = attach({
-        ...fakeConnection(id, false),
-        write: (out: ReadonlyArray<OutFrame>) => {
-          for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-          return undefined
-        }
-      })
-      written.set(peer, frames)
-      batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
-      return peer
-    }
-    const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-      peer.writer.flush()
-      return written.get(peer) ?? []
-    }
+    const { batch, router } = hand
+    const { connect, framesOf } = recordedSessions(hand)
     const b = connect(1, "b", [DELIVERY_V1])
     const x = connect(2, "x", [])
     const y = connect(3, "y", [])

@@ -9,49 +9,26 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { custodyFeatures } from "../support/controlWorld.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
+import { message } from "../support/broker.ts"
+import { custodyFeatures, recordedSessions } from "../support/controlWorld.ts"
 import { handRouter } from "../support/handRouter.ts"
 
 const ASK_TIMEOUT_MS = 60_000
-
-/** A frame as far as this test reads it. */
-interface Seen {
-  readonly type: string
-  readonly code?: string
-  readonly message?: { readonly id: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
-}
 
 describe("an ask's mailbox copy evicted past its deadline, before the sweep", () => {
   it.effect("its asker gets the ask's expired receipt, and a retry hears E_DELIVERY_EXPIRED, not evicted", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
       // One message fits the mailbox: the second pushes out the heaviest sender's oldest.
-      const { batch, attach, closeAbandoning, router } = yield* handRouter(
+      const hand = yield* handRouter(
         { askTimeout: ASK_TIMEOUT_MS, mailboxCapacity: 1 },
         () => clock.now
       )
-      const written = new Map<Peer, Array<Seen>>()
-      const connect = (id: number, sessionId: string, features: ReadonlyArray<string>): Peer => {
-        const frames: Array<Seen> = []
-        const peer = attach({
-          ...fakeConnection(id, false),
-          write: (out: ReadonlyArray<OutFrame>) => {
-            for (const frame of out) frames.push(JSON.parse(frameText(frame)))
-            return undefined
-          }
-        })
-        written.set(peer, frames)
-        batch(peer, [registerFrame({ sessionId, frame: { features: [...features], instanceId: `${sessionId}-1` } })])
-        return peer
-      }
-      const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
-        peer.writer.flush()
-        return written.get(peer) ?? []
-      }
+      const { batch, closeAbandoning, router } = hand
+      const recorded = recordedSessions(hand)
+      const connect = (id: number, sessionId: string, features: ReadonlyArray<string>): Peer =>
+        recorded.connect(id, sessionId, features, `${sessionId}-1`)
+      const framesOf = recorded.framesOf
       const a = connect(1, "a", [])
       const b = connect(2, "b", custodyFeatures)
       const d = connect(3, "d", custodyFeatures)

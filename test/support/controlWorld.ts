@@ -26,9 +26,11 @@ export interface Seen {
   /** A `delivered` answer's delivery: `socket_delivered` or `queued`. */
   readonly delivery?: string
   readonly reason?: string
+  /** A `delivery_failed` answer's code. */
+  readonly code?: string
   readonly message?: { readonly id: string; readonly supersedes?: string }
   readonly control?: { readonly action: string; readonly messageId: string }
-  readonly receipt?: { readonly messageId: string; readonly status: string }
+  readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
 }
 
 /** The messages and `message_control`s among `frames`, in order, as `message <id>` and `<action> <id>`. */
