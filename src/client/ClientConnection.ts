@@ -120,7 +120,10 @@ interface SessionsPage {
   readonly nextCursor?: string
 }
 
-/** A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any that joined). */
+/**
+ * A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any
+ * that joined); none once they all left (timed out, gave up): it stays, detached, until the answer or the close.
+ */
 interface PendingCancel {
   readonly answer: Deferred.Deferred<boolean, ConnectionLost>
   waiters: number
@@ -553,11 +556,11 @@ export const openClientConnection = (
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
-      const unansweredCancels = [...cancels]
+      const unansweredCancels = [...cancels.values()]
       cancels.clear()
-      for (const [messageId, waiting] of unansweredCancels) {
-        // Told at once, before anything a next connection reads: no answer came.
-        sinks.cancelEnded(messageId, false)
+      // No answer came, so nothing is told: whether the broker carried the cancel out is unknown, and the question's
+      // pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
+      for (const waiting of unansweredCancels) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
       }
       for (const [, waiting] of authorizations) {
@@ -746,16 +749,14 @@ export const openClientConnection = (
           first
             ? writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), pending.answer, timeoutMs, "cancel", () => undefined)
             : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined),
-        // Each caller leaves as it ends (answered, timed out, given up, its write failed). The answer read, or the
-        // connection's close, took the cancel out of `cancels` first; else the last caller to leave does: without
-        // the broker's answer, as far as this client knows the reply stands. One caller giving up while another
-        // still waits ends nothing (review revad AD3).
+        // Each caller leaves as it ends (answered, timed out, given up, its write failed). The last to leave
+        // without an answer leaves the cancel in `cancels`, detached (no waiters): the broker may have carried it
+        // out and write the question it asks again ahead of its late answer, so the question's pair stays
+        // reopened until that answer is read (`dispatch`, which also keeps it from a send's answers, review revag
+        // AG3) or the connection closes (review revag AG1: a duplicate costs less than a lost question).
         ({ pending }) =>
           Effect.sync(() => {
             pending.waiters -= 1
-            if (pending.waiters > 0 || cancels.get(messageId) !== pending) return
-            cancels.delete(messageId)
-            sinks.cancelEnded(messageId, false)
           })
       )
 

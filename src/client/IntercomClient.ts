@@ -243,7 +243,7 @@ const make = (
             ).pipe(Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery))))
           )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
-      // The connection tells the sinks as the cancel is written and as it ends (`cancelWritten`, `cancelEnded` above).
+      // The connection tells the sinks as the cancel is written and as its answer is read (`cancelWritten`, `cancelEnded` above).
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) =>
         withConnection((c) => c.post({ type: "cancel_ask", messageId })).pipe(

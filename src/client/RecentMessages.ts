@@ -33,8 +33,10 @@
  * writes the question again ahead of that cancel's answer, or asks nothing
  * again (test/client/reply-lost-ask-again.test.ts), so the pair is reopened
  * as the cancel is written (`cancelWritten`) and closed again when the
- * cancel ends (`cancelEnded`), answered or not — a copy of the question
- * that comes while the cancel waits still passes. Review revz Z2, revad AD1.
+ * broker's answer is read (`cancelEnded`), even after every caller stopped
+ * waiting; a cancel its connection closed on unanswered leaves it reopened
+ * (a possible duplicate, never a loss) — a copy of the question that comes
+ * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of
@@ -164,13 +166,12 @@ export class RecentMessages {
   }
 
   /**
-   * The cancel of `replyId` ended: its question is a repeat again from now.
-   * `cancelled`: the broker withdrew the reply (the question it asked again
-   * came ahead of this answer, or it asked nothing: the ask was over, or a
-   * first cancel withdrew the reply already), and the reply is forgotten.
-   * Otherwise the broker refused it, or no answer came (the request timed
-   * out, the connection was lost, the caller gave up): the reply stands as
-   * far as this client knows.
+   * The broker's answer to the cancel of `replyId` was read: its question
+   * is a repeat again from now. `cancelled`: the broker withdrew the reply
+   * (the question it asked again came ahead of this answer, or it asked
+   * nothing: the ask was over, or a first cancel withdrew the reply
+   * already), and the reply is forgotten. Otherwise the broker refused it:
+   * the reply stands. Not called for a cancel that got no answer.
    */
   cancelEnded(replyId: string, cancelled: boolean): void {
     const answered = this.replies.get(replyId)

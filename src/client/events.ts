@@ -124,11 +124,12 @@ export interface ClientSinks {
    */
   readonly cancelWritten: (messageId: string) => void
   /**
-   * The cancel of `messageId` that `cancelWritten` announced ended. With
-   * the broker's answer (true: cancelled) as that answer is read, before
-   * the cancel waiting for it resumes and before any frame read after it is
-   * routed; false too when no answer came (the request timed out, the
-   * connection was lost, the caller gave up).
+   * The cancel of `messageId` that `cancelWritten` announced ended with
+   * the broker's answer (true: cancelled), told as that answer is read,
+   * before any cancel waiting for it resumes and before any frame read after
+   * it is routed — also when every caller stopped waiting before it came.
+   * Never called for a cancel that got no answer (its connection closed
+   * first): the broker may have carried it out.
    */
   readonly cancelEnded: (messageId: string, cancelled: boolean) => void
   /**

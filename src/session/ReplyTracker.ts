@@ -114,10 +114,10 @@ export interface ReplyTracker {
  * clock stepped back between the two stamps). Time it spent in the broker's
  * output or in transit after `brokerDeliveredAt` is not stamped, so an ask
  * read behind slow writes stays pending up to that long past the broker's
- * deadline. With only `brokerReceivedAt` (no delivery stamp) the ask expires
- * at that stamp plus `timeoutMs`, never past `receivedAt + timeoutMs + 1`;
- * with no stamp, `timeoutMs` counts from this session's receive (pending
- * through the millisecond `receivedAt + timeoutMs`, C-RPL-6).
+ * deadline. With only one of the two stamps (which alone would compare the
+ * broker's clock with this session's) or none, `timeoutMs` counts from this
+ * session's receive (pending through the millisecond `receivedAt +
+ * timeoutMs`, C-RPL-6).
  *
  * @category expiry
  * @since 0.1.0
@@ -126,9 +126,8 @@ export const askExpiresAt = (context: InboundContext, timeoutMs: number): number
   // Pending for the whole millisecond `receivedAt + timeoutMs` (C-RPL-6: older than the timeout is over) …
   const received = context.receivedAt + timeoutMs + 1
   const { brokerDeliveredAt, brokerReceivedAt } = context.message
-  if (brokerReceivedAt === undefined) return received
-  // … but not at `brokerReceivedAt + timeoutMs`, from which on the broker refuses a reply (its edge is closed).
-  if (brokerDeliveredAt === undefined) return Math.min(received, brokerReceivedAt + timeoutMs)
+  // One stamp alone is the broker's clock against this session's: it measures nothing, so count from the receive.
+  if (brokerReceivedAt === undefined || brokerDeliveredAt === undefined) return received
   // Both stamps are the broker's clock: their difference is the mailbox wait, whatever the clocks' offset.
   const waited = Math.max(0, brokerDeliveredAt - brokerReceivedAt)
   return context.receivedAt + Math.max(0, timeoutMs - waited)

@@ -1,13 +1,14 @@
 /**
- * A cancel of a reply of this client's that ends without the broker's
- * answer — timed out, or its connection lost — leaves the reply standing as
- * far as the client knows, so the question it answered stays a repeat; and
- * a cancel waiting for the reply's own answer lets nothing go before its
- * frame is written (RecentMessages.cancelWritten, ClientConnection's
- * `cancel`; review revaa AA2); a cancel its caller gave up (interrupted)
- * does too, unless a second caller of the same cancel still waits for the
- * broker's answer, which then reaches it, and the question asked again
- * ahead of it passes (review revad AD3). Each runs against a scripted broker on a
+ * A cancel of a reply of this client's whose callers stopped waiting — timed
+ * out, given up — or whose connection was lost before the broker's answer
+ * was read may still have been carried out, the question asked again: so
+ * the question's pair stays reopened and a copy passes once (a possible
+ * duplicate, never a loss) until the late answer is read, which closes it
+ * (ClientConnection's `cancel`, RecentMessages.cancelEnded; review revag
+ * AG1). A cancel waiting for the reply's own answer lets nothing go before
+ * its frame is written (RecentMessages.cancelWritten; review revaa AA2); a
+ * second caller of the same cancel still waiting after the first gave up
+ * gets the broker's answer (review revad AD3). Each runs against a scripted broker on a
  * real socket and waits on a marker it scripted last, never on a sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -24,17 +25,70 @@ const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 const fromAlice = (m: Message) => ({ type: "message", from: ALICE, message: m })
 const ids = (seen: ReadonlyArray<InboundMessage>) => seen.map((m) => m.message.id)
 
-describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
-  it.live("timed out, keeps the answered question a repeat: a later copy of it is dropped", () =>
+describe("IntercomClient: a cancel of its reply whose answer was not read in time", () => {
+  it.live("timed out: the question asked again ahead of its late answer passes, and a copy after that answer is dropped", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const reply = message("yes", { replyTo: ask.id })
+      const marker = message("after the late answer")
+      let late = false
+      // The cancel is not answered in time; later the broker's question asked again, the cancel's late bare
+      // `delivered` (the reply was withdrawn), a copy of the question and a marker come ahead of a list's answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        beforeList: () => late ? [fromAlice(ask), { type: "delivered", messageId: reply.id }, fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.exit(bob.cancel(reply.id))
+      assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered in time")
+      late = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped, or the copy after the answer passed")
+    }))
+
+  it.live("timed out: its late refusal, once read, makes a later copy of the question a repeat again", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const reply = message("yes", { replyTo: ask.id })
+      const marker = message("after the copy")
+      let late = false
+      // The cancel is not answered in time; later its bare refusal (the reply stands), a copy of the question and
+      // a marker come ahead of a list's answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [fromAlice(ask)],
+        beforeList: () =>
+          late
+            ? [{ type: "delivery_failed", messageId: reply.id, reason: "Message cannot be cancelled by this session" }, fromAlice(ask), fromAlice(marker)]
+            : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300 }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      const cancel = yield* Effect.exit(bob.cancel(reply.id))
+      assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered in time")
+      late = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the copy after the refusal passed")
+    }))
+
+  it.live("timed out, its answer never read: a copy of the question passes once", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
       const marker = message("after the copy")
       const reply = message("yes", { replyTo: ask.id })
       let copies = false
-      // The cancel is never answered; later, a copy of the question and a marker come ahead of a list's answer.
+      // The cancel is never answered; later, two copies of the question and a marker come ahead of a list's answer.
       const fake = yield* fakeBroker({
         afterRegistered: () => [fromAlice(ask)],
-        beforeList: () => copies ? [fromAlice(ask), fromAlice(marker)] : []
+        beforeList: () => copies ? [fromAlice(ask), fromAlice(ask), fromAlice(marker)] : []
       })
       const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300 }))
       const heard = yield* subscribe(bob.messages, "bob's messages")
@@ -46,20 +100,20 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       copies = true
       yield* bob.list
       yield* heard.next((m) => m.message.id === marker.id)
-      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the copy was dropped, or passed twice")
     }))
 
-  it.live("given up by its caller, keeps the answered question a repeat: a later copy of it is dropped", () =>
+  it.live("given up by its caller, its answer never read: a copy of the question passes once", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
       const marker = message("after the copy")
       const reply = message("yes", { replyTo: ask.id })
       let copies = false
-      // The cancel is never answered; after its caller gives up, a copy of the question and a marker come ahead
-      // of a list's answer.
+      // The cancel is never answered; after its caller gives up, two copies of the question and a marker come
+      // ahead of a list's answer.
       const fake = yield* fakeBroker({
         afterRegistered: () => [fromAlice(ask)],
-        beforeList: () => copies ? [fromAlice(ask), fromAlice(marker)] : []
+        beforeList: () => copies ? [fromAlice(ask), fromAlice(ask), fromAlice(marker)] : []
       })
       const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 20_000 }))
       const heard = yield* subscribe(bob.messages, "bob's messages")
@@ -72,17 +126,17 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       copies = true
       yield* bob.list
       yield* heard.next((m) => m.message.id === marker.id)
-      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the copy was dropped, or passed twice")
     }))
 
-  it.live("its connection ended as the broker reads it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+  it.live("its connection ended as the broker reads it: a copy of the question on the next connection passes once", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
       const marker = message("after the copy")
       const reply = message("yes", { replyTo: ask.id })
-      // The broker ends the connection on the cancel; the next one brings the question again and a marker.
+      // The broker ends the connection on the cancel; the next one brings the question twice and a marker.
       const fake = yield* fakeBroker({
-        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(marker)],
+        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(ask), fromAlice(marker)],
         cancelAnswer: "end"
       })
       const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
@@ -94,19 +148,19 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       assert.isTrue(cancel._tag === "Failure", "setup: the cancel was answered")
       yield* heard.next((m) => m.message.id === marker.id)
       assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
-      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the copy was dropped, or passed twice")
     }))
 
-  it.live("its connection lost after the broker read it, keeps the answered question a repeat: a copy on the next connection is dropped", () =>
+  it.live("its connection lost after the broker read it: a copy of the question on the next connection passes once", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
       const marker = message("after the copy")
       const reply = message("yes", { replyTo: ask.id })
       const trigger = message("ends the first connection")
       // The cancel is read and never answered; the broker ends the connection on `trigger`'s send, and the
-      // next one brings the question again and a marker.
+      // next one brings the question twice and a marker.
       const fake = yield* fakeBroker({
-        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(marker)],
+        afterRegistered: (connection) => connection === 1 ? [fromAlice(ask)] : [fromAlice(ask), fromAlice(ask), fromAlice(marker)],
         dropOnSend: (connection, id) => connection === 1 && id === trigger.id
       })
       const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { reconnectBaseMs: 10 }))
@@ -120,7 +174,7 @@ describe("IntercomClient: a cancel of its reply that ends unanswered", () => {
       assert.isTrue((yield* Fiber.join(cancel))._tag === "Failure", "setup: the cancel was answered")
       yield* heard.next((m) => m.message.id === marker.id)
       assert.strictEqual(fake.connections(), 2, "setup: the copy did not come on a second connection")
-      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the copy was dropped, or passed twice")
     }))
 })
 

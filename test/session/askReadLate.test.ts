@@ -7,9 +7,9 @@
  * clock with its own (review revaf AF1).
  *
  * - Over a fake client on the TestClock: the stamped wait bounds `pending`,
- *   `reply` and the published `pendingAsks`; with only `brokerReceivedAt`, a
- *   stamp in this process's future never extends the ask past its receive
- *   plus its timeout; without a stamp the receive counts.
+ *   `reply` and the published `pendingAsks`; with only `brokerReceivedAt`
+ *   (a stamp in this process's future or past) or none, the receive plus the
+ *   timeout counts (review revag AG2).
  * - On the tracker: a broker clock behind or ahead of the session's changes
  *   nothing, only the stamped wait counts.
  * - On the in-memory broker: time in the broker's output (the recipient
@@ -94,6 +94,21 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepStrictEqual(yield* pendingIds(session), ["q1"], "pending for its whole timeout from the receive")
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* pendingIds(session), [], "not until the stamp's later deadline")
+    }))
+
+  it.effect("with only brokerReceivedAt, a stamp 5 min behind this process's clock does not end the ask before its receive plus askTimeoutMs", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      yield* session.connect
+      yield* TestClock.adjust(300_000)
+      // The broker's clock runs 5 min behind this one (review revag AG2): the lone stamp is not compared with it.
+      yield* client.push(askFromB(0))
+      yield* settle
+      assert.deepStrictEqual(yield* pendingIds(session), ["q1"], "pending on receipt")
+      yield* TestClock.adjust(TIMEOUT)
+      assert.deepStrictEqual(yield* pendingIds(session), ["q1"], "pending for its whole timeout from the receive")
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual(yield* pendingIds(session), [])
     }))
 
   it.effect("without brokerReceivedAt (a broker that sets none) the receive starts the ask's timeout", () =>
