@@ -1,15 +1,16 @@
 /**
- * Review revah AH1 (probe, not a fix): the AnswerMailbox op counts "reached" on the broker's global
- * `staged` count, so another sender's staged `replace` message makes a run that built nothing count
- * as reached. Fails on main 354f133c.
+ * The AnswerMailbox op (`--answer-mailbox`, simulation/answerMailbox.ts) counts "reached" on T's own
+ * reply (still staged just after T's close, by the ledger's record of it), never on the broker's count
+ * of every sender's staged messages: another session's staged `replace` message must not turn a run
+ * in which nothing of T's was staged into a reached one (review revah AH1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { KNOWN_ISSUES } from "../src/testing/Soak.ts"
-import { type Op, runWorkload } from "../src/testing/Workload.ts"
+import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { type Op, runWorkload } from "../../src/testing/Workload.ts"
 
-// Seed 37000's world: A B C D. T = B (1), A = D (3); slowMs 1, so D's outbox drains at once and B's
-// reply is not held for room at B's close (nothing of B's is staged then).
+// Seed 37000's world: A B C D. T = B (1), A = D (3); slowMs 1, so D's outbox drains at once: B's reply,
+// handed on at B's close, is written to D at once (nothing of B's still waits just after the close).
 const mailbox: Op = {
   _tag: "AnswerMailbox", after: 0, asker: 3, target: 1, timeoutMs: 6000, slowMs: 1, backAfterMs: 500, notSession: []
 }
@@ -25,7 +26,7 @@ const tallyOf = (ops: ReadonlyArray<Op>) =>
     Effect.map((report) => ({ tally: report.insertedOps["answer mailbox"], trace: report.trace.join("\n") }))
   )
 
-describe("review revah AH1: answer mailbox's reached count", () => {
+describe("the AnswerMailbox op's reached count (simulation/answerMailbox.ts)", () => {
   it.effect("another session's staged replace message does not turn a run that built nothing into reached", () =>
     Effect.gen(function*() {
       const alone = yield* tallyOf([mailbox])
