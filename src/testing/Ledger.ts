@@ -15,13 +15,14 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: about 430 lines, almost all of it short methods that hand a
+ * Size: about 440 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
+import { replyStagedAt } from "./ledger/delivery.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, checkControlsReachReaders, InstanceLedger } from "./ledger/instances.ts"
@@ -386,6 +387,11 @@ export class Ledger {
       }
     }
     return open
+  }
+
+  /** Whether `sender`'s reply to `questionId` was still staged at `at` (ledger/delivery.ts, `replyStagedAt`). */
+  replyStagedAt(sender: string, questionId: string, at: number): boolean {
+    return replyStagedAt(this.state, sender, questionId, at)
   }
 
   // -------------------------------------------------------------------------

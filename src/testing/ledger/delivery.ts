@@ -60,6 +60,26 @@ export const stagedRead = (record: MessageRecord, deliverAt: number, epoch: numb
   record.delivery.windowEpoch = epoch
 }
 
+/**
+ * Whether `sender`'s reply to `questionId` was still staged at `at`: its sender read `delivery_queued`
+ * for it from a broker incarnation that has not crashed, its window closes past `at`, no later message
+ * of its key replaced it, and the broker has written it to no connection. Such a reply can leave staging
+ * only after `at` (simulation/answerMailbox.ts asks it at the replier's close). A walk over the run's
+ * messages: the op asks once, not the per-frame path.
+ */
+export const replyStagedAt = (state: LedgerState, sender: string, questionId: string, at: number): boolean => {
+  for (const record of state.messages.values()) {
+    if (record.kind !== "reply" || record.sender !== sender || record.replyTo !== questionId) continue
+    const delivery = record.delivery
+    if (
+      delivery?.staged === true && !delivery.replaced && delivery.windowClosesAt !== undefined &&
+      delivery.windowClosesAt > at && delivery.windowEpoch !== undefined &&
+      !state.crashedEpochs.has(delivery.windowEpoch) && record.writtenTo.length === 0
+    ) return true
+  }
+  return false
+}
+
 /** The sender read a `superseded` receipt for `record`. */
 export const replacedRead = (state: LedgerState, record: MessageRecord, detail: string | undefined): void => {
   if (record.delivery === undefined) return

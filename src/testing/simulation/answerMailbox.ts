@@ -36,9 +36,13 @@
  *
  * Sessions are taken as by the answerTakeover op (`connectedPair`) and the
  * question's write is awaited the same way (`questionWritten`). At its end
- * the op counts whether it reached its case — something still staged just
- * after T's close (the broker's `staged` count), T's client told its reply
- * was taken, and A's ask ended with that reply — or was skipped (why goes to the trace): `SimReport.insertedOps`. Drawn from
+ * the op counts whether it reached its case — T's reply still staged just
+ * after T's close (the ledger's record of that reply: its sender read
+ * `delivery_queued` for it, its window still open, nothing replaced it,
+ * written nowhere; never the broker's count of every sender's staged
+ * messages), T's client told its reply was taken, and A's ask ended with
+ * that reply — or was skipped (why goes to the trace):
+ * `SimReport.insertedOps`. Drawn from
  * a stream of its own (`Prng.derive(seed, "answer-mailbox")`) and inserted
  * into the ordinary workload, whose own draws are unchanged.
  */
@@ -143,13 +147,6 @@ const replace = (threadId: string): { readonly delivery: "queue"; readonly queue
   threadId
 })
 
-/** The broker's count of staged `replace` messages (0 while it is down). */
-const stagedNow = (sim: SimulationService): Effect.Effect<number> =>
-  Effect.gen(function*() {
-    const core = yield* sim.broker.core
-    return core === undefined ? 0 : (yield* core.stats).staged
-  })
-
 /** The step in which the op watches the fillers' sends. */
 const FILLER_STEP_MS = 5
 
@@ -211,7 +208,8 @@ export const runAnswerMailbox = (sim: SimulationService, op: AnswerMailboxDraw, 
     yield* target.kill
     // The broker's read of the close: what T staged goes now, or waits for room.
     yield* sim.advance(CLOSE_SEEN_MS)
-    const staged = yield* stagedNow(sim)
+    // T's own reply, never the broker's count of every sender's staged messages (review revah AH1).
+    const staged = sim.ledger.replyStagedAt(target.id, questionId, yield* Clock.currentTimeMillis)
     const exit = yield* asked.result(`${op.timeoutMs + SLACK_MS} millis`)
     const now = yield* Clock.currentTimeMillis
     // Past the deadline (the broker's runs from its read of the ask, before `askedAt`).
@@ -222,25 +220,26 @@ export const runAnswerMailbox = (sim: SimulationService, op: AnswerMailboxDraw, 
   })
 
 /**
- * Counts the op as having reached its case when a `replace` message still waited right after T's close
- * (`staged`: the reply, due last, among them) and A's ask ended with T's reply (`replied`); else as skipped.
+ * Counts the op as having reached its case when T's reply was still staged right after T's close
+ * (`staged`: its window open, written nowhere; `Ledger.replyStagedAt`), T's client read its
+ * acknowledgement (`acked`) and A's ask ended with T's reply (`replied`); else as skipped.
  */
 const reached = (
   sim: SimulationService,
   asker: SimSession,
   target: SimSession,
-  staged: number,
+  staged: boolean,
   acked: boolean,
   replied: boolean
 ): Effect.Effect<void> => {
-  if (staged > 0 && acked && replied) {
-    return sim.insertedOp(OP, "reached", `answer mailbox: reached its case: ${target.name}'s reply waited past its close and answered ${asker.name}`)
+  if (staged && acked && replied) {
+    return sim.insertedOp(OP, "reached", `answer mailbox: reached its case: ${target.name}'s reply, staged past its close, answered ${asker.name}`)
   }
   return sim.insertedOp(
     OP,
     "skipped",
     `answer mailbox: did not reach its case (${
-      [staged > 0 ? [] : ["nothing staged after the close"], acked ? [] : ["the reply's acknowledgement not read"], replied ? [] : ["the ask not replied"]]
+      [staged ? [] : ["the reply not still staged just after the close"], acked ? [] : ["the reply's acknowledgement not read"], replied ? [] : ["the ask not replied"]]
         .flat().join("; ")
     })`
   )
