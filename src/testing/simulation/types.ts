@@ -4,7 +4,7 @@
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
  *
- * Size: about 490 lines, nearly all JSDoc'd fields of those few types; one
+ * Size: about 515 lines, nearly all JSDoc'd fields of those few types; one
  * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
