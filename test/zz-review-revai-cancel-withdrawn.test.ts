@@ -1,0 +1,64 @@
+/**
+ * Review revai AI1 probe: a cancel whose `cancel_message` never left the outbox (queued behind a write the
+ * socket did not take, then withdrawn as its caller timed out) stays in `cancels` detached; a later cancel of
+ * the same id joins it, writes nothing, and waits for an answer that never comes. Fails on main (9a52c4ef).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit } from "effect"
+import { dialUnixSocket } from "../src/client/Dialer.ts"
+import { frameText } from "../src/protocol/framing.ts"
+import type { Connection } from "../src/transport/Connection.ts"
+import { message } from "./support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+
+const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
+
+describe("review revai AI1: a cancel whose frame was withdrawn unwritten", () => {
+  it.live("a later cancel of the same id writes its own cancel_message and gets the broker's answer", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const reply = message("yes", { replyTo: ask.id })
+      const other = message("a send whose write the socket does not take at once")
+      const release = Deferred.makeUnsafe<void>()
+      const stalled = Deferred.makeUnsafe<void>()
+      let stallNext = false
+      // A dialer whose next write of a `send`, once armed, is not taken until `release` (a full socket buffer).
+      const dial = (socketPath: string) =>
+        Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
+          id: connection.id,
+          trustedLocal: connection.trustedLocal,
+          read: connection.read,
+          writeAll: connection.writeAll,
+          write: (frames) => {
+            if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
+            stallNext = false
+            Deferred.doneUnsafe(stalled, Exit.void)
+            return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
+          },
+          unfinishedWrite: () => connection.unfinishedWrite(),
+          readProgress: () => connection.readProgress(),
+          readPending: () => connection.readPending(),
+          end: connection.end,
+          destroy: connection.destroy
+        }))
+      const fake = yield* fakeBroker({ afterRegistered: () => [{ type: "message", from: ALICE, message: ask }], cancelAnswer: "cancelled" })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300, dial }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      stallNext = true
+      yield* Effect.forkScoped(Effect.exit(bob.send({ to: ALICE.id, message: other })), { startImmediately: true })
+      yield* Deferred.await(stalled)
+      // Queued behind the stalled write, the cancel times out and its frame is taken back, never written.
+      const first = yield* Effect.exit(bob.cancel(reply.id))
+      assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
+      yield* Deferred.succeed(release, undefined)
+      yield* bob.list
+      assert.strictEqual(fake.ofType("cancel_message").length, 0, "setup: the first cancel's frame was written")
+      const second = yield* Effect.exit(bob.cancel(reply.id))
+      assert.strictEqual(fake.ofType("cancel_message").length, 1, "the second cancel wrote no cancel_message")
+      assert.isTrue(second._tag === "Success", "the second cancel got no answer")
+    }))
+})
