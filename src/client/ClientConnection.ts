@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 840 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 855 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -122,11 +122,13 @@ interface SessionsPage {
 
 /**
  * A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any
- * that joined); none once they all left (timed out, gave up): it stays, detached, until the answer or the close.
+ * that joined); none once they all left (timed out, gave up): it stays, detached, until the answer or the close —
+ * once `written`: a frame the outbox took back unwritten reached no broker, so its cancel ends with its callers.
  */
 interface PendingCancel {
   readonly answer: Deferred.Deferred<boolean, ConnectionLost>
   waiters: number
+  written: boolean
 }
 
 /**
@@ -686,6 +688,10 @@ export const openClientConnection = (
           const text = sendFrameText(request, frameType, granted, now)
           if (typeof text !== "string") return Effect.fail(text)
           if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
+          // A cancel of this id whose callers all left, still detached for its late answer, must not take this
+          // send's bare answer (P41) for its own (review revai AI3): it goes, its question's pair left reopened.
+          const detached = cancels.get(messageId)
+          if (detached !== undefined && detached.waiters === 0) cancels.delete(messageId)
           const pending = sends.begin(request, frameType, signature, now)
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
@@ -738,7 +744,7 @@ export const openClientConnection = (
             waiting.waiters += 1
             return { pending: waiting, first: false }
           }
-          const pending: PendingCancel = { answer: Deferred.makeUnsafe<boolean, ConnectionLost>(), waiters: 1 }
+          const pending: PendingCancel = { answer: Deferred.makeUnsafe<boolean, ConnectionLost>(), waiters: 1, written: false }
           cancels.set(messageId, pending)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
@@ -747,16 +753,28 @@ export const openClientConnection = (
         }),
         ({ first, pending }) =>
           first
-            ? writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), pending.answer, timeoutMs, "cancel", () => undefined)
+            ? writeThenAwait(
+              write({ type: "cancel_message", messageId }, "cancel").pipe(Effect.tap(() => Effect.sync(() => (pending.written = true)))),
+              pending.answer,
+              timeoutMs,
+              "cancel",
+              () => undefined
+            )
             : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined),
         // Each caller leaves as it ends (answered, timed out, given up, its write failed). The last to leave
         // without an answer leaves the cancel in `cancels`, detached (no waiters): the broker may have carried it
         // out and write the question it asks again ahead of its late answer, so the question's pair stays
         // reopened until that answer is read (`dispatch`, which also keeps it from a send's answers, review revag
-        // AG3) or the connection closes (review revag AG1: a duplicate costs less than a lost question).
+        // AG3) or the connection closes (review revag AG1: a duplicate costs less than a lost question). One whose
+        // frame was never written (its caller gave up while it was queued: the outbox took it back) reached no
+        // broker: it ends with its last caller, the question a repeat again, and a later cancel writes its own
+        // (review revai AI1, AI2).
         ({ pending }) =>
           Effect.sync(() => {
             pending.waiters -= 1
+            if (pending.waiters > 0 || pending.written || cancels.get(messageId) !== pending) return
+            cancels.delete(messageId)
+            sinks.cancelEnded(messageId, false)
           })
       )
 

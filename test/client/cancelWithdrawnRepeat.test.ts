@@ -1,21 +1,20 @@
 /**
- * Review revai AI2 probe: a cancel whose `cancel_message` never left the outbox (withdrawn as its caller
- * timed out) still reopened the question's pair (`cancelWritten` is told before the write) and nothing closes
- * it: a copy of the question the broker writes later is shown twice, though the broker never saw a cancel.
- * Fails on main (9a52c4ef).
+ * A cancel whose `cancel_message` was withdrawn unwritten (its caller timed out while it was queued) leaves
+ * the question its reply answered a repeat again: the broker never saw a cancel, so a copy of the question
+ * it writes later is dropped (review revai AI2; before, the pair stayed reopened and the copy was shown).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
-import { dialUnixSocket } from "../src/client/Dialer.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+import { dialUnixSocket } from "../../src/client/Dialer.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
-describe("review revai AI2: a cancel whose frame was withdrawn unwritten", () => {
+describe("a cancel whose frame was withdrawn unwritten", () => {
   it.live("leaves the question a repeat: a copy of it read later is dropped", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })

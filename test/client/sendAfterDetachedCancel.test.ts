@@ -1,17 +1,17 @@
 /**
- * Review revai AI3 probe: a cancel whose caller timed out stays in `cancels` detached (fixag), so a later
- * send of the same message id on the same connection has its bare `delivered` (P41) taken as the cancel's
- * answer (P71): the send waits for an answer already read and times out. Fails on main (9a52c4ef).
+ * A cancel whose callers all left stays, detached, for its late answer (revag AG1); a later send of the same
+ * message id on that connection drops it, so the send's bare `delivered` (P41) is the send's own answer, not
+ * taken for the cancel's (P71) (review revai AI3; before, the send timed out).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
-describe("review revai AI3: a send after a cancel of its id that timed out", () => {
+describe("a send after a cancel of its id that timed out", () => {
   it.live("gets its own answer", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })

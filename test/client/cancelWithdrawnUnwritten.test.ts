@@ -1,20 +1,21 @@
 /**
- * Review revai AI1 probe: a cancel whose `cancel_message` never left the outbox (queued behind a write the
- * socket did not take, then withdrawn as its caller timed out) stays in `cancels` detached; a later cancel of
- * the same id joins it, writes nothing, and waits for an answer that never comes. Fails on main (9a52c4ef).
+ * A cancel whose `cancel_message` never left the outbox (queued behind a write the socket did not take,
+ * then withdrawn as its caller timed out) reached no broker: it ends with its last caller, so a later cancel
+ * of the same id writes its own `cancel_message` and gets the broker's answer (review revai AI1; before, it
+ * joined the withdrawn one, wrote nothing and timed out).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
-import { dialUnixSocket } from "../src/client/Dialer.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+import { dialUnixSocket } from "../../src/client/Dialer.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
-describe("review revai AI1: a cancel whose frame was withdrawn unwritten", () => {
+describe("a cancel whose frame was withdrawn unwritten", () => {
   it.live("a later cancel of the same id writes its own cancel_message and gets the broker's answer", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
