@@ -6,7 +6,7 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 970 lines — generating and running workloads; the
+ * Size: one concept, about 980 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
  * (`--groups`, `--unregister`, …) adds its draw and its run in one module

@@ -1,8 +1,9 @@
 /**
  * A cancel whose `cancel_message` never left the outbox (queued behind a write the socket did not take,
- * then withdrawn as its caller timed out) reached no broker: it ends with its last caller, so a later cancel
- * of the same id writes its own `cancel_message` and gets the broker's answer (review revai AI1; before, it
- * joined the withdrawn one, wrote nothing and timed out).
+ * then withdrawn as its caller timed out) reached no broker: it ends with its last caller (review revai
+ * AI1, AI2). So a later cancel of the same id writes its own `cancel_message` and gets the broker's answer
+ * (before, it joined the withdrawn one, wrote nothing and timed out), and the question its reply answered
+ * is a repeat again: a copy of it the broker writes later is dropped (before, it was shown twice).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
@@ -15,51 +16,78 @@ import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
+/**
+ * Bob read alice's question and replied; then a send of his stalls in a write the socket does not take (a
+ * full socket buffer), his cancel of the reply queued behind it times out and is taken back unwritten, and
+ * the write is released. `copies()` arms the fake broker to write a copy of the question and `marker`
+ * ahead of its next `list` answer.
+ */
+const withdrawnCancel = Effect.gen(function*() {
+  const ask = message("still need this?", { expectsReply: true })
+  const reply = message("yes", { replyTo: ask.id })
+  const marker = message("after the copy")
+  let copies = false
+  const release = Deferred.makeUnsafe<void>()
+  const stalled = Deferred.makeUnsafe<void>()
+  let stallNext = false
+  // A dialer whose next write of a `send`, once armed, is not taken until `release`.
+  const dial = (socketPath: string) =>
+    Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
+      id: connection.id,
+      trustedLocal: connection.trustedLocal,
+      read: connection.read,
+      writeAll: connection.writeAll,
+      write: (frames) => {
+        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
+        stallNext = false
+        Deferred.doneUnsafe(stalled, Exit.void)
+        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
+      },
+      unfinishedWrite: () => connection.unfinishedWrite(),
+      readProgress: () => connection.readProgress(),
+      readPending: () => connection.readPending(),
+      end: connection.end,
+      destroy: connection.destroy
+    }))
+  const fake = yield* fakeBroker({
+    afterRegistered: () => [{ type: "message", from: ALICE, message: ask }],
+    cancelAnswer: "cancelled",
+    beforeList: () => copies ? [{ type: "message", from: ALICE, message: ask }, { type: "message", from: ALICE, message: marker }] : []
+  })
+  const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300, dial }))
+  const heard = yield* subscribe(bob.messages, "bob's messages")
+  yield* bob.connect
+  yield* heard.next((m) => m.message.id === ask.id)
+  yield* bob.send({ to: ALICE.id, message: reply })
+  stallNext = true
+  const other = message("a send whose write the socket does not take at once")
+  yield* Effect.forkScoped(Effect.exit(bob.send({ to: ALICE.id, message: other })), { startImmediately: true })
+  yield* Deferred.await(stalled)
+  // Queued behind the stalled write, the cancel times out (its own send timeout: the event under test, not a
+  // barrier) and its frame is taken back, never written.
+  const first = yield* Effect.exit(bob.cancel(reply.id))
+  assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
+  yield* Deferred.succeed(release, undefined)
+  yield* bob.list
+  assert.strictEqual(fake.ofType("cancel_message").length, 0, "setup: the first cancel's frame was written")
+  return { ask, bob, copies: () => (copies = true), fake, heard, marker, reply }
+})
+
 describe("a cancel whose frame was withdrawn unwritten", () => {
   it.live("a later cancel of the same id writes its own cancel_message and gets the broker's answer", () =>
     Effect.gen(function*() {
-      const ask = message("still need this?", { expectsReply: true })
-      const reply = message("yes", { replyTo: ask.id })
-      const other = message("a send whose write the socket does not take at once")
-      const release = Deferred.makeUnsafe<void>()
-      const stalled = Deferred.makeUnsafe<void>()
-      let stallNext = false
-      // A dialer whose next write of a `send`, once armed, is not taken until `release` (a full socket buffer).
-      const dial = (socketPath: string) =>
-        Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
-          id: connection.id,
-          trustedLocal: connection.trustedLocal,
-          read: connection.read,
-          writeAll: connection.writeAll,
-          write: (frames) => {
-            if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
-            stallNext = false
-            Deferred.doneUnsafe(stalled, Exit.void)
-            return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
-          },
-          unfinishedWrite: () => connection.unfinishedWrite(),
-          readProgress: () => connection.readProgress(),
-          readPending: () => connection.readPending(),
-          end: connection.end,
-          destroy: connection.destroy
-        }))
-      const fake = yield* fakeBroker({ afterRegistered: () => [{ type: "message", from: ALICE, message: ask }], cancelAnswer: "cancelled" })
-      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300, dial }))
-      const heard = yield* subscribe(bob.messages, "bob's messages")
-      yield* bob.connect
-      yield* heard.next((m) => m.message.id === ask.id)
-      yield* bob.send({ to: ALICE.id, message: reply })
-      stallNext = true
-      yield* Effect.forkScoped(Effect.exit(bob.send({ to: ALICE.id, message: other })), { startImmediately: true })
-      yield* Deferred.await(stalled)
-      // Queued behind the stalled write, the cancel times out and its frame is taken back, never written.
-      const first = yield* Effect.exit(bob.cancel(reply.id))
-      assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
-      yield* Deferred.succeed(release, undefined)
-      yield* bob.list
-      assert.strictEqual(fake.ofType("cancel_message").length, 0, "setup: the first cancel's frame was written")
+      const { bob, fake, reply } = yield* withdrawnCancel
       const second = yield* Effect.exit(bob.cancel(reply.id))
       assert.strictEqual(fake.ofType("cancel_message").length, 1, "the second cancel wrote no cancel_message")
       assert.isTrue(second._tag === "Success", "the second cancel got no answer")
+    }))
+
+  it.live("leaves the question a repeat: a copy of it read later is dropped", () =>
+    Effect.gen(function*() {
+      const { ask, bob, copies, heard, marker } = yield* withdrawnCancel
+      copies()
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(heard.seen().map((m) => m.message.id), [ask.id, marker.id], "the copy of the question passed")
     }))
 })

@@ -59,7 +59,8 @@ const slowDialer = (world: { readonly dial: Effect.Effect<Connection, never, Sco
       return {
         id: connection.id,
         trustedLocal: connection.trustedLocal,
-        // Once held, what was read is handed on one frame per `FRAME_MS`, as a slow writer's frames come.
+        // Once held, what was read is handed on one frame per `FRAME_MS`, as a slow writer's frames come: the fault
+        // model under TestClock (the test moves the clock), not a barrier — every wait below is on a frame or a result.
         read: Effect.suspend(() =>
           trickle.length > 0
             ? Effect.as(Effect.sleep(FRAME_MS), trickle.splice(0, 1))
