@@ -25,7 +25,8 @@
  * (docs/protocol.md, review revx X1). So the asks this client replied to are
  * remembered by reply id (`replied`, the last `capacity`), recorded as the
  * reply is sent, before any answer or receipt about it can be read, with
- * the asker they were sent to. A reply's loss reopens exactly its
+ * the asker they were sent to — a child's reply to its supervisor's question
+ * through `supervisorSend` too, its asker the supervisor (helper cancelb). A reply's loss reopens exactly its
  * question's (asker, id) pair, which then passes once more: as the client
  * reads the reply's `expired` receipt (`replyLost`; the broker writes that
  * receipt, from the reply's target — the asker — before it asks the question
