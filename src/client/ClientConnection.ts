@@ -121,12 +121,19 @@ interface SessionsPage {
 }
 
 /**
+ * What a `cancel` caller waits for: the broker's answer (cancelled or not), or `"withdrawn"` — the first
+ * caller gave up while its frame was queued and the outbox took it back, so a caller that joined it writes
+ * the cancel anew (helper cancelb).
+ */
+type CancelAnswer = boolean | "withdrawn"
+
+/**
  * A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any
  * that joined); none once they all left (timed out, gave up): it stays, detached, until the answer or the close —
- * once `written`: a frame the outbox took back unwritten reached no broker, so its cancel ends with its callers.
+ * once `written`: a frame the outbox took back unwritten reached no broker, so its cancel ends with its first caller.
  */
 interface PendingCancel {
-  readonly answer: Deferred.Deferred<boolean, ConnectionLost>
+  readonly answer: Deferred.Deferred<CancelAnswer, ConnectionLost>
   waiters: number
   written: boolean
 }
@@ -744,7 +751,7 @@ export const openClientConnection = (
             waiting.waiters += 1
             return { pending: waiting, first: false }
           }
-          const pending: PendingCancel = { answer: Deferred.makeUnsafe<boolean, ConnectionLost>(), waiters: 1, written: false }
+          const pending: PendingCancel = { answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(), waiters: 1, written: false }
           cancels.set(messageId, pending)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
@@ -752,29 +759,39 @@ export const openClientConnection = (
           return { pending, first: true }
         }),
         ({ first, pending }) =>
-          first
-            ? writeThenAwait(
-              write({ type: "cancel_message", messageId }, "cancel").pipe(Effect.tap(() => Effect.sync(() => (pending.written = true)))),
-              pending.answer,
-              timeoutMs,
-              "cancel",
-              () => undefined
-            )
-            : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined),
+          Effect.flatMap(Clock.currentTimeMillis, (start) =>
+            (first
+              ? writeThenAwait(
+                write({ type: "cancel_message", messageId }, "cancel").pipe(Effect.tap(() => Effect.sync(() => (pending.written = true)))),
+                pending.answer,
+                timeoutMs,
+                "cancel",
+                () => undefined
+              )
+              : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined)).pipe(
+                // Joined to a cancel whose frame was taken back unwritten: it writes its own, within what is left of its time.
+                Effect.flatMap((answer) =>
+                  answer !== "withdrawn"
+                    ? Effect.succeed(answer)
+                    : Effect.flatMap(Clock.currentTimeMillis, (now) => cancelAfterSend(messageId, Math.max(0, timeoutMs - (now - start))))
+                )
+              )),
         // Each caller leaves as it ends (answered, timed out, given up, its write failed). The last to leave
         // without an answer leaves the cancel in `cancels`, detached (no waiters): the broker may have carried it
         // out and write the question it asks again ahead of its late answer, so the question's pair stays
         // reopened until that answer is read (`dispatch`, which also keeps it from a send's answers, review revag
         // AG3) or the connection closes (review revag AG1: a duplicate costs less than a lost question). One whose
         // frame was never written (its caller gave up while it was queued: the outbox took it back) reached no
-        // broker: it ends with its last caller, the question a repeat again, and a later cancel writes its own
-        // (review revai AI1, AI2).
-        ({ pending }) =>
+        // broker: it ends with its first caller, the question a repeat again, and a later cancel writes its own
+        // (review revai AI1, AI2); a caller that joined it writes the cancel anew (helper cancelb). A caller that
+        // joined and leaves while the first's frame is still queued only leaves.
+        ({ first, pending }) =>
           Effect.sync(() => {
             pending.waiters -= 1
-            if (pending.waiters > 0 || pending.written || cancels.get(messageId) !== pending) return
+            if (pending.written || cancels.get(messageId) !== pending || (!first && pending.waiters > 0)) return
             cancels.delete(messageId)
             sinks.cancelEnded(messageId, false)
+            if (pending.waiters > 0) Deferred.doneUnsafe(pending.answer, Exit.succeed("withdrawn"))
           })
       )
 

@@ -6,7 +6,7 @@
  * is a repeat again: a copy of it the broker writes later is dropped (before, it was shown twice).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { dialUnixSocket } from "../../src/client/Dialer.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -17,20 +17,13 @@ const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
 /**
- * Bob read alice's question and replied; then a send of his stalls in a write the socket does not take (a
- * full socket buffer), his cancel of the reply queued behind it times out and is taken back unwritten, and
- * the write is released. `copies()` arms the fake broker to write a copy of the question and `marker`
- * ahead of its next `list` answer.
+ * A dialer whose next write of a `send`, once `stall()` armed it, is not taken until `release`; `stalled`
+ * completes as that write begins.
  */
-const withdrawnCancel = Effect.gen(function*() {
-  const ask = message("still need this?", { expectsReply: true })
-  const reply = message("yes", { replyTo: ask.id })
-  const marker = message("after the copy")
-  let copies = false
+const stallingDial = () => {
   const release = Deferred.makeUnsafe<void>()
   const stalled = Deferred.makeUnsafe<void>()
   let stallNext = false
-  // A dialer whose next write of a `send`, once armed, is not taken until `release`.
   const dial = (socketPath: string) =>
     Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
       id: connection.id,
@@ -49,6 +42,20 @@ const withdrawnCancel = Effect.gen(function*() {
       end: connection.end,
       destroy: connection.destroy
     }))
+  return { dial, release, stalled, stall: () => (stallNext = true) }
+}
+
+/**
+ * Bob read alice's question and replied; then a send of his stalls in a write the socket does not take (a
+ * full socket buffer): what he writes next queues behind it. `copies()` arms the fake broker to write a copy
+ * of the question and `marker` ahead of its next `list` answer.
+ */
+const stalledAfterReply = Effect.gen(function*() {
+  const ask = message("still need this?", { expectsReply: true })
+  const reply = message("yes", { replyTo: ask.id })
+  const marker = message("after the copy")
+  let copies = false
+  const { dial, release, stall, stalled } = stallingDial()
   const fake = yield* fakeBroker({
     afterRegistered: () => [{ type: "message", from: ALICE, message: ask }],
     cancelAnswer: "cancelled",
@@ -59,18 +66,24 @@ const withdrawnCancel = Effect.gen(function*() {
   yield* bob.connect
   yield* heard.next((m) => m.message.id === ask.id)
   yield* bob.send({ to: ALICE.id, message: reply })
-  stallNext = true
+  stall()
   const other = message("a send whose write the socket does not take at once")
   yield* Effect.forkScoped(Effect.exit(bob.send({ to: ALICE.id, message: other })), { startImmediately: true })
   yield* Deferred.await(stalled)
-  // Queued behind the stalled write, the cancel times out (its own send timeout: the event under test, not a
-  // barrier) and its frame is taken back, never written.
+  return { ask, bob, copies: () => (copies = true), fake, heard, marker, release, reply }
+})
+
+/** The first cancel, queued behind the stalled write, times out and its frame is taken back, never written. */
+const withdrawnCancel = Effect.gen(function*() {
+  const setup = yield* stalledAfterReply
+  const { bob, fake, release, reply } = setup
+  // Its own send timeout: the event under test, not a barrier.
   const first = yield* Effect.exit(bob.cancel(reply.id))
   assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
   yield* Deferred.succeed(release, undefined)
   yield* bob.list
   assert.strictEqual(fake.ofType("cancel_message").length, 0, "setup: the first cancel's frame was written")
-  return { ask, bob, copies: () => (copies = true), fake, heard, marker, reply }
+  return setup
 })
 
 describe("a cancel whose frame was withdrawn unwritten", () => {
@@ -89,5 +102,20 @@ describe("a cancel whose frame was withdrawn unwritten", () => {
       yield* bob.list
       yield* heard.next((m) => m.message.id === marker.id)
       assert.deepStrictEqual(heard.seen().map((m) => m.message.id), [ask.id, marker.id], "the copy of the question passed")
+    }))
+
+  // Helper cancelb (b): a caller that joined it is not left waiting for nothing until its own timeout.
+  it.live("a cancel that joined it writes the cancel anew and gets the broker's answer", () =>
+    Effect.gen(function*() {
+      const { bob, fake, release, reply } = yield* stalledAfterReply
+      // Both forks run to their first wait at once: the first queues its frame, the second joins it.
+      const first = yield* Effect.forkScoped(bob.cancel(reply.id), { startImmediately: true })
+      const joined = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
+      // The first caller gives up while its frame is queued: the outbox takes it back.
+      yield* Fiber.interrupt(first)
+      yield* Deferred.succeed(release, undefined)
+      const answer = yield* Fiber.join(joined)
+      assert.isTrue(answer._tag === "Success" && answer.value, "the joined cancel got no answer")
+      assert.strictEqual(fake.ofType("cancel_message").length, 1, "not one cancel_message was written")
     }))
 })
