@@ -733,7 +733,13 @@ export const openClientConnection = (
           Effect.flatMap(Clock.currentTimeMillis, (start) =>
             (first
               ? writeThenAwait(
-                write({ type: "cancel_message", messageId }, "cancel").pipe(Effect.tap(() => Effect.sync(() => (pending.written = true)))),
+                // From the moment its frame is queued it may reach the broker, unless the outbox takes it back.
+                Effect.suspend(() => {
+                  if (!open) return Effect.fail(new ConnectionLost({ operation: "cancel" }))
+                  pending.maybeSent = true
+                  const text = JSON.stringify({ type: "cancel_message", messageId })
+                  return outbox.write([text], "cancel", () => (pending.maybeSent = false))
+                }),
                 pending.answer,
                 timeoutMs,
                 "cancel",
@@ -753,9 +759,10 @@ export const openClientConnection = (
         // reopened until that answer is read (`dispatch`, which also keeps it from a send's answers, review revag
         // AG3), the connection closes, or newer detached cancels push it out (review revag AG1: a duplicate costs
         // less than a lost question; revai AI4). One whose frame was never written (its caller gave up while it
-        // was queued: the outbox took it back) reached no broker: it ends with its first caller, the question a
-        // repeat again, and a later cancel writes its own (review revai AI1, AI2); a caller that joined it writes
-        // the cancel anew (helper cancelb).
+        // was queued: the outbox took it back; not one already in a write the socket had not taken whole, which
+        // goes out as that write ends) reached no broker: it ends with its first caller, the question a repeat
+        // again, and a later cancel writes its own (review revai AI1, AI2); a caller that joined it writes the
+        // cancel anew (helper cancelb).
         ({ first, pending }) =>
           Effect.sync(() => {
             if (cancels.leave(messageId, pending, first) === "stays") return

@@ -39,11 +39,15 @@ export const DETACHED_CANCELS_PER_CONNECTION = 256
  */
 export type CancelAnswer = boolean | "withdrawn"
 
-/** One cancel waiting for the broker's answer: how many callers wait on it, and whether its frame was written. */
+/**
+ * One cancel waiting for the broker's answer: how many callers wait on it, and `maybeSent` — its frame went to
+ * the outbox and was not taken back, so it reached the broker or may still (false before it is queued, and
+ * again once the outbox took it back unwritten).
+ */
 export interface PendingCancel {
   readonly answer: Deferred.Deferred<CancelAnswer, ConnectionLost>
   waiters: number
-  written: boolean
+  maybeSent: boolean
 }
 
 /** How a caller's leaving ended: the cancel stays (waited on, or detached), or it ended unwritten. */
@@ -71,7 +75,7 @@ export class PendingCancels {
       this.detached.delete(messageId)
       return { pending: waiting, first: false }
     }
-    const pending: PendingCancel = { answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(), waiters: 1, written: false }
+    const pending: PendingCancel = { answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(), waiters: 1, maybeSent: false }
     this.pending.set(messageId, pending)
     return { pending, first: true }
   }
@@ -87,14 +91,14 @@ export class PendingCancels {
 
   /**
    * A caller of the cancel `pending` of `messageId` leaves (answered, timed out, gave up). The last to leave a
-   * written cancel leaves it detached (the oldest detached one dropped past the bound). The first leaving
-   * one whose frame was not written (taken back) ends it: `endedUnwritten`, with `pending.waiters` callers
-   * that joined it still waiting (the caller tells them).
+   * cancel that may have reached the broker leaves it detached (the oldest detached one dropped past the
+   * bound). The first leaving one whose frame surely did not (never queued, or taken back) ends it:
+   * `endedUnwritten`, with `pending.waiters` callers that joined it still waiting (the caller tells them).
    */
   leave(messageId: string, pending: PendingCancel, first: boolean): CancelLeft {
     pending.waiters -= 1
     if (this.pending.get(messageId) !== pending) return "stays"
-    if (pending.written) {
+    if (pending.maybeSent) {
       if (pending.waiters === 0) this.detach(messageId)
       return "stays"
     }

@@ -3,7 +3,11 @@
  * then withdrawn as its caller timed out) reached no broker: it ends with its last caller (review revai
  * AI1, AI2). So a later cancel of the same id writes its own `cancel_message` and gets the broker's answer
  * (before, it joined the withdrawn one, wrote nothing and timed out), and the question its reply answered
- * is a repeat again: a copy of it the broker writes later is dropped (before, it was shown twice).
+ * is a repeat again: a copy of it the broker writes later is dropped (before, it was shown twice). A cancel
+ * that had joined it writes the cancel anew (before, it waited for nothing until its own timeout). And a
+ * cancel whose caller gave up once its frame was in a write the socket had not taken whole is not taken for
+ * withdrawn: that frame still goes, so the question the broker asks again ahead of its answer passes
+ * (before, it was dropped: a lost question). Helper cancelb.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
@@ -17,10 +21,10 @@ const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
 /**
- * A dialer whose next write of a `send`, once `stall()` armed it, is not taken until `release`; `stalled`
- * completes as that write begins.
+ * A dialer whose next write of a frame of `type` (a `send`), once `stall()` armed it, is not taken until
+ * `release`; `stalled` completes as that write begins.
  */
-const stallingDial = () => {
+const stallingDial = (type = "send") => {
   const release = Deferred.makeUnsafe<void>()
   const stalled = Deferred.makeUnsafe<void>()
   let stallNext = false
@@ -31,7 +35,7 @@ const stallingDial = () => {
       read: connection.read,
       writeAll: connection.writeAll,
       write: (frames) => {
-        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
+        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"${type}"`))) return connection.write(frames)
         stallNext = false
         Deferred.doneUnsafe(stalled, Exit.void)
         return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
@@ -117,5 +121,39 @@ describe("a cancel whose frame was withdrawn unwritten", () => {
       const answer = yield* Fiber.join(joined)
       assert.isTrue(answer._tag === "Success" && answer.value, "the joined cancel got no answer")
       assert.strictEqual(fake.ofType("cancel_message").length, 1, "not one cancel_message was written")
+    }))
+})
+
+// Helper cancelb: the outbox takes back only what is still queued; a frame already in a write the socket did not
+// take whole goes out when that write ends.
+describe("a cancel whose caller gave up while its frame was in a write the socket had not taken whole", () => {
+  it.live("stays for its answer: the question the broker asks again ahead of it passes", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const reply = message("yes", { replyTo: ask.id })
+      const marker = message("after the answer")
+      const { dial, release, stall, stalled } = stallingDial("cancel_message")
+      // The broker carries the cancel out: the question asked again, then the answer, then a marker.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => [{ type: "message", from: ALICE, message: ask }],
+        cancelAnswer: "cancelled",
+        beforeCancel: (id) => id === reply.id ? [{ type: "message", from: ALICE, message: ask }] : [],
+        afterCancel: (id) => id === reply.id ? [{ type: "message", from: ALICE, message: marker }] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300, dial }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.send({ to: ALICE.id, message: reply })
+      stall()
+      const cancel = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
+      yield* Deferred.await(stalled)
+      // Its own send timeout ends the wait (the event under test, not a barrier); the frame is past taking back.
+      const gaveUp = yield* Fiber.join(cancel)
+      assert.isTrue(gaveUp._tag === "Failure", "setup: the cancel was answered while its write was stalled")
+      yield* Deferred.succeed(release, undefined)
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.strictEqual(fake.ofType("cancel_message").length, 1, "setup: the cancel's frame was not written")
+      assert.deepStrictEqual(heard.seen().map((m) => m.message.id), [ask.id, ask.id, marker.id], "the question asked again was dropped")
     }))
 })
