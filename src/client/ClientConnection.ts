@@ -14,9 +14,9 @@
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
- * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
+ * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 855 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 845 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -58,6 +58,7 @@ import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, Re
 import type { ClientSinks, Delivery, InboundMessage } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
 import { Outbox } from "./Outbox.ts"
+import { PendingCancels } from "./PendingCancels.ts"
 import { addressedTo, PendingSends, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
@@ -118,17 +119,6 @@ export interface SupervisorRegistration {
 interface SessionsPage {
   readonly sessions: ReadonlyArray<SessionInfo>
   readonly nextCursor?: string
-}
-
-/**
- * A `cancel_message` waiting for the broker's answer, and how many `cancel` callers wait on it (the first, and any
- * that joined); none once they all left (timed out, gave up): it stays, detached, until the answer or the close —
- * once `written`: a frame the outbox took back unwritten reached no broker, so its cancel ends with its callers.
- */
-interface PendingCancel {
-  readonly answer: Deferred.Deferred<boolean, ConnectionLost>
-  waiters: number
-  written: boolean
 }
 
 /**
@@ -333,7 +323,7 @@ export const openClientConnection = (
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new PendingSends()
-    const cancels = new Map<string, PendingCancel>()
+    const cancels = new PendingCancels()
     const authorizations = new Map<
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
@@ -375,10 +365,9 @@ export const openClientConnection = (
         case "delivered":
         case "delivery_failed": {
           // Cancel answers are bare: no delivery details (P71).
-          const cancel = cancels.get(frame.messageId)
           const bare = frame.type === "delivered" ? frame.delivery === undefined : frame.code === undefined
-          if (cancel !== undefined && bare) {
-            cancels.delete(frame.messageId)
+          const cancel = bare ? cancels.take(frame.messageId) : undefined
+          if (cancel !== undefined) {
             sinks.cancelEnded(frame.messageId, frame.type === "delivered")
             Deferred.doneUnsafe(cancel.answer, Exit.succeed(frame.type === "delivered"))
             return
@@ -558,13 +547,9 @@ export const openClientConnection = (
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
-      const unansweredCancels = [...cancels.values()]
-      cancels.clear()
       // No answer came, so nothing is told: whether the broker carried the cancel out is unknown, and the question's
       // pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
-      for (const waiting of unansweredCancels) {
-        Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
-      }
+      cancels.failAll()
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
       }
@@ -690,8 +675,7 @@ export const openClientConnection = (
           if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
           // A cancel of this id whose callers all left, still detached for its late answer, must not take this
           // send's bare answer (P41) for its own (review revai AI3): it goes, its question's pair left reopened.
-          const detached = cancels.get(messageId)
-          if (detached !== undefined && detached.waiters === 0) cancels.delete(messageId)
+          cancels.dropDetached(messageId)
           const pending = sends.begin(request, frameType, signature, now)
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
@@ -739,42 +723,51 @@ export const openClientConnection = (
       Effect.acquireUseRelease(
         Effect.sync(() => {
           // A second cancel of the same id while the first waits shares its answer (and its ConnectionLost).
-          const waiting = cancels.get(messageId)
-          if (waiting !== undefined) {
-            waiting.waiters += 1
-            return { pending: waiting, first: false }
-          }
-          const pending: PendingCancel = { answer: Deferred.makeUnsafe<boolean, ConnectionLost>(), waiters: 1, written: false }
-          cancels.set(messageId, pending)
+          const entered = cancels.enter(messageId)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
-          sinks.cancelWritten(messageId)
-          return { pending, first: true }
+          if (entered.first) sinks.cancelWritten(messageId)
+          return entered
         }),
         ({ first, pending }) =>
-          first
-            ? writeThenAwait(
-              write({ type: "cancel_message", messageId }, "cancel").pipe(Effect.tap(() => Effect.sync(() => (pending.written = true)))),
-              pending.answer,
-              timeoutMs,
-              "cancel",
-              () => undefined
-            )
-            : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined),
+          Effect.flatMap(Clock.currentTimeMillis, (start) =>
+            (first
+              ? writeThenAwait(
+                // From the moment its frame is queued it may reach the broker, unless the outbox takes it back.
+                Effect.suspend(() => {
+                  if (!open) return Effect.fail(new ConnectionLost({ operation: "cancel" }))
+                  pending.maybeSent = true
+                  const text = JSON.stringify({ type: "cancel_message", messageId })
+                  return outbox.write([text], "cancel", () => (pending.maybeSent = false))
+                }),
+                pending.answer,
+                timeoutMs,
+                "cancel",
+                () => undefined
+              )
+              : awaitAnswer(pending.answer, timeoutMs, "cancel", () => undefined)).pipe(
+                // Joined to a cancel whose frame was taken back unwritten: it writes its own, within what is left of its time.
+                Effect.flatMap((answer) =>
+                  answer !== "withdrawn"
+                    ? Effect.succeed(answer)
+                    : Effect.flatMap(Clock.currentTimeMillis, (now) => cancelAfterSend(messageId, Math.max(0, timeoutMs - (now - start))))
+                )
+              )),
         // Each caller leaves as it ends (answered, timed out, given up, its write failed). The last to leave
-        // without an answer leaves the cancel in `cancels`, detached (no waiters): the broker may have carried it
+        // without an answer leaves the cancel detached (PendingCancels.ts): the broker may have carried it
         // out and write the question it asks again ahead of its late answer, so the question's pair stays
         // reopened until that answer is read (`dispatch`, which also keeps it from a send's answers, review revag
-        // AG3) or the connection closes (review revag AG1: a duplicate costs less than a lost question). One whose
-        // frame was never written (its caller gave up while it was queued: the outbox took it back) reached no
-        // broker: it ends with its last caller, the question a repeat again, and a later cancel writes its own
-        // (review revai AI1, AI2).
-        ({ pending }) =>
+        // AG3), the connection closes, or newer detached cancels push it out (review revag AG1: a duplicate costs
+        // less than a lost question; revai AI4). One whose frame was never written (its caller gave up while it
+        // was queued: the outbox took it back; not one already in a write the socket had not taken whole, which
+        // goes out as that write ends) reached no broker: it ends with its first caller, the question a repeat
+        // again, and a later cancel writes its own (review revai AI1, AI2); a caller that joined it writes the
+        // cancel anew (helper cancelb).
+        ({ first, pending }) =>
           Effect.sync(() => {
-            pending.waiters -= 1
-            if (pending.waiters > 0 || pending.written || cancels.get(messageId) !== pending) return
-            cancels.delete(messageId)
+            if (cancels.leave(messageId, pending, first) === "stays") return
             sinks.cancelEnded(messageId, false)
+            if (pending.waiters > 0) Deferred.doneUnsafe(pending.answer, Exit.succeed("withdrawn"))
           })
       )
 

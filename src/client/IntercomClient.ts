@@ -235,13 +235,15 @@ const make = (
         }).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       supervisorSend: (request) =>
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
-          resend.retrying((c) =>
-            c.send(
-              { ...traced, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" },
-              sendTimeoutMs,
-              "supervisor_send"
-            ).pipe(Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery))))
-          )),
+          resend.retrying((c) => {
+            const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
+            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor).
+            const askId = traced.message.replyTo
+            if (askId !== undefined) recent.replied(traced.message.id, askId, supervisor, supervisor === "" ? undefined : supervisor)
+            return c.send({ ...traced, to: supervisor }, sendTimeoutMs, "supervisor_send").pipe(
+              Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery)))
+            )
+          })),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       // The connection tells the sinks as the cancel is written and as its answer is read (`cancelWritten`, `cancelEnded` above).
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),

@@ -76,9 +76,11 @@ export class Outbox {
    * they are handed over (for a socket: taken by the kernel). Fails with
    * `ConnectionLost` (naming `operation`) when the connection closed first.
    * Interrupted while its frames still wait behind a write, it takes them
-   * back: they are never written.
+   * back: they are never written, and `takenBack` is called. Interrupted
+   * once they are in a write the transport did not take whole, they go out
+   * as that write ends: nothing is called.
    */
-  write(texts: ReadonlyArray<string>, operation: string): Effect.Effect<void, ConnectionLost> {
+  write(texts: ReadonlyArray<string>, operation: string, takenBack?: () => void): Effect.Effect<void, ConnectionLost> {
     return Effect.suspend(() => {
       if (this.stopped) return Effect.fail(new ConnectionLost({ operation }))
       const done = this.queuedDone ??= Deferred.makeUnsafe<void, "lost">()
@@ -86,7 +88,11 @@ export class Outbox {
       this.writeQueued()
       return Deferred.await(done).pipe(
         Effect.mapError(() => new ConnectionLost({ operation })),
-        Effect.onInterrupt(() => Effect.sync(() => this.withdraw(texts, done)))
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            if (this.withdraw(texts, done)) takenBack?.()
+          })
+        )
       )
     })
   }
@@ -140,14 +146,15 @@ export class Outbox {
     if (done !== undefined) Deferred.doneUnsafe(done, lost)
   }
 
-  /** Takes `texts` back out of the queue if they were not written yet. */
-  private withdraw(texts: ReadonlyArray<string>, done: Deferred.Deferred<void, "lost">): void {
-    if (this.queuedDone !== done) return
+  /** Takes `texts` back out of the queue if they were not written yet: false when they were (or are being). */
+  private withdraw(texts: ReadonlyArray<string>, done: Deferred.Deferred<void, "lost">): boolean {
+    if (this.queuedDone !== done) return false
     const queued = this.queued
     for (const text of texts) {
       const at = queued.lastIndexOf(text)
       if (at >= 0) queued.splice(at, 1)
     }
+    return true
   }
 
   /**

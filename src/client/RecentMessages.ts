@@ -25,7 +25,8 @@
  * (docs/protocol.md, review revx X1). So the asks this client replied to are
  * remembered by reply id (`replied`, the last `capacity`), recorded as the
  * reply is sent, before any answer or receipt about it can be read, with
- * the asker they were sent to. A reply's loss reopens exactly its
+ * the asker they were sent to — a child's reply to its supervisor's question
+ * through `supervisorSend` too, its asker the supervisor (helper cancelb). A reply's loss reopens exactly its
  * question's (asker, id) pair, which then passes once more: as the client
  * reads the reply's `expired` receipt (`replyLost`; the broker writes that
  * receipt, from the reply's target — the asker — before it asks the question
@@ -37,6 +38,18 @@
  * waiting; a cancel its connection closed on unanswered leaves it reopened
  * (a possible duplicate, never a loss) — a copy of the question that comes
  * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
+ * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
+ * pair until a copy passes, also when the broker asks nothing again (the
+ * ask was withdrawn, answered or past its deadline, or its short-lived
+ * asker ended: a later redelivery then passes once, a duplicate). Unlike a
+ * cancel, whose answer comes behind any question it asks again, no frame
+ * marks where a question asked again would have come by: it is written to
+ * the live connection or kept for the next, and whether the ask's edge is
+ * still open (its deadline on the broker's clock, the asker's withdrawal)
+ * is the broker's to know. Closing the pair on any guess could drop a
+ * question asked again, so it stays open (helper cancelb); a receipt that
+ * said whether the question is asked again (a negotiated extension) would
+ * make it exact.
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of

@@ -318,3 +318,54 @@ describe("IntercomClient: a cancel of its reply carried out with nothing asked a
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "the answered question reached messages twice")
     }))
 })
+
+describe("IntercomClient: a child's reply to its supervisor through supervisorSend", () => {
+  // The supervisor is alice; the child bob answers her question on the supervisor channel (`supervisor_send`).
+  const childOptions = (fake: Parameters<typeof fakeClientOptions>[0]) =>
+    fakeClientOptions(fake, BOB_ID, { supervisorGrant: { capability: "c".repeat(32), supervisorSessionId: ALICE.id } })
+
+  it.live("is known to the filter: a copy of the question is dropped, and the reply's loss lets it pass once", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the question")
+      const reply = message("yes", { replyTo: ask.id })
+      // One write behind the reply's answer: a copy of the question (a redelivery: dropped), the reply's
+      // `expired` receipt, the question asked again (passes), a copy of it behind (dropped), a marker.
+      const fake = yield* fakeBroker({
+        features: ["supervisor-v1"],
+        afterRegistered: () => [fromAlice(ask)],
+        afterSend: (id) =>
+          id === reply.id ? [fromAlice(ask), expiredReceipt(reply.id), fromAlice(ask), fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(childOptions(fake))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.supervisorSend({ message: reply })
+      assert.strictEqual(fake.ofType("supervisor_send").length, 1, "setup: the reply did not go as supervisor_send")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+    }))
+
+  it.live("is known to the filter: its cancel carried out lets the question, asked again ahead of the answer, pass", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the question")
+      const reply = message("yes", { replyTo: ask.id })
+      const fake = yield* fakeBroker({
+        features: ["supervisor-v1"],
+        afterRegistered: () => [fromAlice(ask)],
+        cancelAnswer: "cancelled",
+        beforeCancel: (id) => id === reply.id ? [fromAlice(ask)] : [],
+        afterCancel: (id) => id === reply.id ? [fromAlice(ask), fromAlice(marker)] : []
+      })
+      const { client: bob } = yield* makeClient(childOptions(fake))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* bob.supervisorSend({ message: reply })
+      assert.isTrue(yield* bob.cancel(reply.id), "setup: the broker did not cancel the reply")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+    }))
+})

@@ -272,7 +272,7 @@ export interface FakeBrokerOptions {
    */
   readonly onUnregister?: { readonly type: string; readonly [key: string]: unknown }
   /**
-   * Frames written right after a `send`'s answer, in the same transport
+   * Frames written right after a `send`'s (or `supervisor_send`'s) answer, in the same transport
    * write (so the client reads them in one batch), given the sent message's
    * id. Default: none.
    */
@@ -339,7 +339,7 @@ export interface FakeBroker extends FakeBrokerState {
 /**
  * A base-protocol broker over any transport: answers `health`, `register`
  * (with the configured features), `list` with the sessions registered on it,
- * and `send` with a bare `{type:"delivered", messageId}`, the minimum P41
+ * and `send` (a child's `supervisor_send` too) with a bare `{type:"delivered", messageId}`, the minimum P41
  * allows. It records every frame it receives.
  */
 export const makeFakeBroker = (
@@ -433,7 +433,8 @@ export const makeFakeBroker = (
                 yield* reply(released)
               }
               break
-            case "send": {
+            case "send":
+            case "supervisor_send": {
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.dropOnSend?.(id, messageId) === true) return yield* connection.end
