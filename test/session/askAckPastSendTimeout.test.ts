@@ -12,6 +12,11 @@
  *   the ask.
  * - With no reply, the broker's `ask_expired` ends it in `ReplyTimeout` once
  *   the held frames come.
+ * - With an ask timeout longer than the send timeout (the broker's edge
+ *   still open), the wait goes on: a later reply answers, and without one it
+ *   ends in `ReplyTimeout`, not before the broker's deadline.
+ * - A connection that drops then, the reply unread in it: the round trip
+ *   moves to the next connection, which gives the reply back.
  * - An acknowledgement read, and the connection dropped before the
  *   `ask_expired` behind it is read: the wait ends on its own timer from the
  *   acknowledgement (`ReplyTimeout`), and a reply accepted before the
@@ -107,6 +112,23 @@ describe("an ask whose acknowledgement is held past the send timeout", () => {
       const exit = ask.pollUnsafe()
       assert.isDefined(exit, "the ask still waits past its bound")
       assert.instanceOf(failureOf(exit), ReplyTimeout)
+    }))
+
+  it.effect("ask-expiry-v1: the connection drops at the send timeout with the acknowledgement and a reply unread: the next connection gives the reply back and it answers", () =>
+    Effect.gen(function*() {
+      const { answerer, ask, slow } = yield* asking()
+      yield* TestClock.adjust(TIMEOUT - 500)
+      const replied = yield* answerer.session.reply({ message: "just in time" })
+      assert.strictEqual(replied.delivery, "socket_delivered")
+      yield* TestClock.adjust(SEND_TIMEOUT)
+      assert.isUndefined(ask.pollUnsafe(), "the ask ended with its acknowledgement unread")
+      // The settling round trip waits behind the held frames; the connection drops before any is read.
+      yield* slow.dropAfter(0)
+      yield* slow.release
+      yield* TestClock.adjust(2_000)
+      const exit = ask.pollUnsafe()
+      assert.isTrue(exit !== undefined && Exit.isSuccess(exit), `the ask did not end answered: ${String(failureOf(exit))}`)
+      if (exit !== undefined && Exit.isSuccess(exit)) assert.include(exit.value.text, "just in time")
     }))
 
   it.effect("without ask-expiry-v1 the send timeout ends the ask in DeliveryUnknown", () =>
