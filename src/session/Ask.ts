@@ -290,8 +290,8 @@ export const unacknowledged = (error: { readonly _tag: string }): boolean =>
  * round trip is not answered (no connection within the client's rejoin
  * grace) the send fails with `error` as before. Any other error, or without
  * the extension, passes through (the asker cannot hear the broker's
- * verdict). Used by `ask`, inside `untilSent` (a blocking
- * `contact_supervisor` still ends such a send in `DeliveryUnknown`).
+ * verdict). Used by `ask` and by a blocking `contact_supervisor`, inside
+ * `untilSent`.
  *
  * @category combinators
  * @since 0.1.0
