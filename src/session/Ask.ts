@@ -43,15 +43,19 @@
  * accepts before that deadline (test/session/askAckHeld.test.ts). The
  * wait ends on the verdict the broker wrote behind the acknowledgement (a
  * connection's output is FIFO) — a reply, or `ask_expired` — once the slow
- * writes bring it: the timeout is a bound within that delay, up to the
- * client's send timeout, where the send fails (`DeliveryUnknown`) even if
- * the broker accepted a reply meanwhile. An asker whose connection drops
- * after the acknowledgement was read and before that verdict waits its
- * own timer from the acknowledgement.
+ * writes bring it: the timeout is a bound within that delay. At the
+ * client's send timeout the send does not fail (`DeliveryUnknown`): the
+ * asker settles (`settleUnacknowledged`), ending on the verdict read behind
+ * the acknowledgement, or waiting on as if acknowledged then — bounded by
+ * the send timeout, that round trip, the timeout once more and its closing
+ * round trip (test/session/askAckPastSendTimeout.test.ts). An asker whose
+ * connection drops after the acknowledgement was read and before that
+ * verdict waits its own timer from the acknowledgement (a reply the drop
+ * lost is given back on the next connection; the notice is not).
  * Against a broker without the extension the asker keeps its own timer, as
- * before.
+ * before, and the send timeout ends the ask in `DeliveryUnknown`.
  *
- * Size: about 480 lines, over a third of them comments; one concept (one
+ * Size: about 550 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  */
@@ -64,7 +68,15 @@ import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
+import {
+  AlreadyWaiting,
+  type AskFailure,
+  DeliveryUnknown,
+  InvalidTimeout,
+  NotDelivered,
+  ReplyFailed,
+  ReplyTimeout
+} from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.ts"
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
@@ -247,6 +259,59 @@ export const settleUnwritten = <E extends { readonly _tag: string }, T>(
   })
 
 /**
+ * Whether a question's send failed only because its acknowledgement did not
+ * come within the client's send timeout on a live connection
+ * (`DeliveryUnknown` with `sendTimedOut`): the broker may have accepted it,
+ * its acknowledgement queued behind slow writes.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const unacknowledged = (error: { readonly _tag: string }): boolean =>
+  error instanceof DeliveryUnknown && error.sendTimedOut === true
+
+/**
+ * What a question's send ends on when its acknowledgement did not come
+ * within the client's send timeout (`unacknowledged`), against a broker that
+ * granted `ask-expiry-v1`: the asker settles (`settleRoundTrip`), a round
+ * trip the broker answers behind everything it wrote before — the
+ * acknowledgement, a reply it accepted, its `ask_expired` for an edge past
+ * its deadline. The send then ends as answered when the reply was routed
+ * meanwhile, and as delivered otherwise: the wait goes on as for an
+ * acknowledged question (`awaitAnswer`, its timer from now — the broker read
+ * the question, if at all, before that round trip, so its deadline is no
+ * later), and ends on the `ask_expired` already read (`ReplyTimeout`), on a
+ * reply or `ask_expired` still to come, or at that timer. So an ask the
+ * broker accepted is not reported "maybe not delivered"; the wait is bounded
+ * by the send timeout, the round trip, the ask's timeout once more and its
+ * closing round trip. A question the broker refused (or never read: its
+ * write was cut short) then ends in `ReplyTimeout` too, after that wait: the
+ * refusal came behind the send timeout, and nobody waits for it. When the
+ * round trip is not answered (no connection within the client's rejoin
+ * grace) the send fails with `error` as before. Any other error, or without
+ * the extension, passes through (the asker cannot hear the broker's
+ * verdict). Used by `ask` and by a blocking `contact_supervisor`, inside
+ * `untilSent`.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const settleUnacknowledged = <E extends { readonly _tag: string }>(
+  generation: Generation,
+  waiter: Waiter,
+  questionId: string
+) =>
+(error: E): Effect.Effect<Delivery, E> =>
+  Effect.gen(function*() {
+    if (!unacknowledged(error) || !(yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) {
+      return yield* Effect.fail(error)
+    }
+    const settled = yield* generation.client.settleRoundTrip
+    if (!settled && !Deferred.isDoneUnsafe(waiter.outcome)) return yield* Effect.fail(error)
+    return { messageId: questionId, delivery: "socket_delivered" } satisfies Delivery
+  })
+
+/**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
  * cancelling the ask edge if the wait fails or is interrupted. The answer
  * can come before the acknowledgement (a durable broker delivers before its
@@ -404,7 +469,9 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         }).pipe(
           // Its timeout ran out before a reconnect could write it again: timed out, unless the reply the
           // new connection gives back answers it (`settleUnwritten`).
-          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs })))
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs }))),
+          // Its acknowledgement not read within the send timeout: settled with the broker, not given up (`settleUnacknowledged`).
+          Effect.catch(settleUnacknowledged(generation, bound, message.id))
         )
       )
       yield* sending.recordSent(request.to, message)

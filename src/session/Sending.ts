@@ -66,7 +66,8 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
       return new DeliveryUnknown({
         kind,
         to,
-        reason: `the broker did not acknowledge it within ${error.timeoutMs / 1000} s (Send timeout)`
+        reason: `the broker did not acknowledge it within ${error.timeoutMs / 1000} s (Send timeout)`,
+        sendTimedOut: true
       })
     case "ConnectionLost":
       return new DeliveryUnknown({

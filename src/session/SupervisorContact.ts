@@ -32,7 +32,7 @@ import { Clock, Effect, Exit, Result, type Scope } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { awaitAnswer, cancelWait, settleUnwritten, untilSent } from "./Ask.ts"
+import { awaitAnswer, cancelWait, settleUnacknowledged, settleUnwritten, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -275,7 +275,9 @@ export const makeSupervisorContact = (
         client.supervisorSend({ message, askTimeoutMs: timeoutMs, askSince: yield* Clock.currentTimeMillis }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
           // As for `ask`: its timeout ran out before a reconnect could write it again (`settleUnwritten`).
-          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs })))
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs }))),
+          // As for `ask`: its acknowledgement not read within the send timeout (`settleUnacknowledged`).
+          Effect.catch(settleUnacknowledged(generation, bound, message.id))
         )
       )
       yield* sending.recordSent(display, message)

@@ -169,6 +169,12 @@ export class DeliveryUnknown extends Data.TaggedError("DeliveryUnknown")<{
   readonly to: string
   /** Why no answer came (the connection was lost, or the timeout). */
   readonly reason: string
+  /**
+   * True when the send timeout ran out with the connection live (not a lost
+   * connection): an ask then settles with the broker before it ends so
+   * (`settleUnacknowledged`, Ask.ts).
+   */
+  readonly sendTimedOut?: boolean
 }> {
   override get message(): string {
     return `${this.kind} to "${this.to}" may or may not have been delivered: ${this.reason}. ` +

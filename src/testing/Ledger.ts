@@ -354,7 +354,10 @@ export class Ledger {
     return unsettledAsks(this.state)
   }
 
-  /** Asks that timed out though the broker accepted a reply to them (`answer-after-timeout`), one line each. */
+  /**
+   * Asks that timed out, or ended `DeliveryUnknown` with a live connection that then read it, though the broker
+   * accepted a reply to them (`answer-after-timeout`), one line each.
+   */
   answersAfterTimeout(): ReadonlyArray<string> {
     return answersAfterTimeout(this.state)
   }

@@ -21,85 +21,13 @@
  *   acknowledgement, Ask.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Cause, Effect, Exit, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { ReplyTimeout } from "../../src/session/errors.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
+import { slowDialer } from "../support/slowDialer.ts"
 
 const TIMEOUT = 2_000
-/** How long each held frame takes to come once the held frames are released. */
-const FRAME_MS = "100 millis"
-
-/** Whether `frames` hold a `send` (the question). */
-const hasSend = (frames: ReadonlyArray<OutFrame>) => frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
-
-/**
- * A dialer over `world` whose connection stops handing on what it reads once
- * the question's `send` is written, until `release` (the broker's writes to
- * the asker are slow), and from then on one frame per `FRAME_MS`; with `delaySend`, the question's write itself waits
- * until `deliverSend` (the broker reads it late; `sendHeld` completes as it
- * starts to wait).
- */
-const slowDialer = (world: { readonly dial: Effect.Effect<Connection, never, Scope.Scope> }) => {
-  const reads = Deferred.makeUnsafe<void>()
-  const sendGate = Deferred.makeUnsafe<void>()
-  const sendHeld = Deferred.makeUnsafe<void>()
-  let holding = false
-  let delaying = false
-  const trickle: Array<string> = []
-  const dial = (_socketPath: string) =>
-    Effect.map(world.dial, (connection): Connection => {
-      const written = (frames: ReadonlyArray<OutFrame>) => {
-        if (!hasSend(frames)) return
-        holding = true
-        if (delaying) Deferred.doneUnsafe(sendHeld, Exit.void)
-      }
-      return {
-        id: connection.id,
-        trustedLocal: connection.trustedLocal,
-        // Once held, what was read is handed on one frame per `FRAME_MS`, as a slow writer's frames come: the fault
-        // model under TestClock (the test moves the clock), not a barrier — every wait below is on a frame or a result.
-        read: Effect.suspend(() =>
-          trickle.length > 0
-            ? Effect.as(Effect.sleep(FRAME_MS), trickle.splice(0, 1))
-            : Effect.flatMap(connection.read, (frames) => {
-              if (!holding) return Effect.succeed(frames)
-              trickle.push(...frames)
-              return Effect.as(Deferred.await(reads), trickle.splice(0, 1))
-            })
-        ),
-        writeAll: (frames) => {
-          const late = delaying && hasSend(frames)
-          written(frames)
-          return late ? Effect.andThen(Deferred.await(sendGate), connection.writeAll(frames)) : connection.writeAll(frames)
-        },
-        write: (frames) => {
-          const late = delaying && hasSend(frames)
-          written(frames)
-          return late
-            ? Effect.andThen(Deferred.await(sendGate), Effect.suspend(() => connection.write(frames) ?? Effect.void))
-            : connection.write(frames)
-        },
-        unfinishedWrite: () => connection.unfinishedWrite(),
-        readProgress: () => connection.readProgress(),
-        readPending: () => connection.readPending(),
-        end: connection.end,
-        destroy: connection.destroy
-      }
-    })
-  return {
-    dial,
-    release: Deferred.succeed(reads, undefined),
-    delaySend: Effect.sync(() => {
-      delaying = true
-    }),
-    deliverSend: Deferred.succeed(sendGate, undefined),
-    /** Completes once the question's write waits (`delaySend`). */
-    sendHeld: Deferred.await(sendHeld)
-  }
-}
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E> | undefined) =>
   exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined

@@ -35,6 +35,12 @@ describe("Sending.notDelivered", () => {
     assert.strictEqual(error._tag, "DeliveryUnknown")
     assert.include(error.message, `Reply to "A" may or may not have been delivered: `)
     assert.include(error.message, "within 8 s (Send timeout)")
+    assert.isTrue(error._tag === "DeliveryUnknown" && error.sendTimedOut === true, "not marked as a send timeout")
+  })
+
+  it("a send the connection lost is not marked as a send timeout (an ask settles only after the timeout)", () => {
+    const error = notDelivered("Message", "B")(new ConnectionLost({ operation: "send", messageId: "m1" }))
+    assert.isTrue(error._tag === "DeliveryUnknown" && error.sendTimedOut === undefined, "marked as a send timeout")
   })
 
   it("the broker's E_SELF_TARGET is SelfTargetRefused", () => {

@@ -3,6 +3,10 @@
  * duplicates, routing and order, and against what its client took after its
  * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
  * a reply that answers it, from the session it asked.
+ *
+ * Size: about 420 lines, half of them comments; one concept (hosts' hand-offs
+ * and asks' ends), most of it the `answer-after-timeout` judgement with its
+ * excuses (`answersAfterTimeout`).
  */
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
@@ -221,7 +225,8 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
 }
 
 /**
- * Asks that ended in a timeout though the broker accepted a reply to them
+ * Asks that ended in a timeout — or in `DeliveryUnknown` on a live
+ * connection (`unknownAnswered`) — though the broker accepted a reply to them
  * from the session they asked (`answer-after-timeout`), one line each. Not
  * a reply its sender was later told was lost (an `expired` receipt: the
  * broker opened the ask again, and its expiry then ended the wait) or
@@ -240,7 +245,13 @@ const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined 
  * Nor a reply its sender cancelled, the broker answering that the cancel
  * took (`controls.cancelled`): withdrawn, it reopened the ask.
  */
-export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => {
+export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => [
+  ...timedOutAnswered(state),
+  ...unknownAnswered(state)
+]
+
+/** The `ReplyTimeout` half of `answersAfterTimeout`. */
+const timedOutAnswered = (state: LedgerState): ReadonlyArray<string> => {
   const timedOut = new Map<string, AskRecord>()
   for (const ask of state.asks) {
     if (ask.outcome !== "ReplyTimeout" || ask.questionId === undefined) continue
@@ -282,6 +293,49 @@ export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> =
     found.push(`${ask.alias} of ${nameOf(state, ask.asker)} timed out at ${owed.endedAt} ms with no connection, though its client ${
       client.key
     } read ${message.alias}, ${nameOf(state, message.sender)}'s reply to it the broker accepted, on link #${late.link} at ${late.at} ms, within its rejoin grace (until ${owed.until} ms)`)
+  }
+  return found
+}
+
+/**
+ * The `DeliveryUnknown` half of `answersAfterTimeout`: asks that ended
+ * "maybe not delivered" though the broker accepted their question (its
+ * client read the acknowledgement, then or later) and a reply to it from
+ * the session they asked, reading that reply before the ask ended, and the
+ * ask's own client read the reply on a connection that was live (registered,
+ * not ended) when the ask ended — so the answer came to the asker's live
+ * connection, and the ask said it may not have been delivered (an
+ * acknowledgement held past the send timeout; the session settles there now,
+ * `settleUnacknowledged` in src/session/Ask.ts). The excuses of a reply that
+ * never counted as an answer are those of the timeout half: an `expired`
+ * receipt to its sender, a replaced staged reply, a cancel that took. An
+ * ask with no connection of its client live at its end, or whose client
+ * never read the reply there, is not judged: it may have heard nothing.
+ */
+const unknownAnswered = (state: LedgerState): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const ask of state.asks) {
+    const client = ask.client
+    const endedAt = ask.endedAt
+    if (ask.outcome !== "DeliveryUnknown" || ask.questionId === undefined || client === undefined || endedAt === undefined) continue
+    if (state.messages.get(ask.questionId)?.outcome !== "acked") continue
+    for (const message of state.messages.values()) {
+      if (message.kind !== "reply" || message.replyTo !== ask.questionId || message.outcome !== "acked" || message.expiredNotified) continue
+      if (message.delivery?.replaced === true || state.controls.cancelled.has(message.id)) continue
+      if (ask.targetId !== undefined && message.sender !== ask.targetId) continue
+      const accepted = message.brokerFirstRead
+      if (accepted === undefined || accepted.at > endedAt) continue
+      const read = message.reads.find((read) => {
+        const link = state.links.get(read.link)
+        return read.client === client.key && link !== undefined && link.registeredAt !== undefined &&
+          link.registeredAt <= endedAt && (link.endedAt === undefined || link.endedAt > endedAt)
+      })
+      if (read === undefined) continue
+      found.push(`${ask.alias} of ${nameOf(state, ask.asker)} ended DeliveryUnknown at ${endedAt} ms, though the broker accepted its question and ${
+        message.alias
+      }, ${nameOf(state, message.sender)}'s reply to it (read by the broker at ${accepted.at} ms), which its client ${client.key} read on link #${read.link}, live when the ask ended, at ${read.at} ms`)
+      break
+    }
   }
   return found
 }
