@@ -12,6 +12,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { HEALTH_V1 } from "../protocol/features.ts"
 import type { Attachment } from "../protocol/frames.ts"
 import {
+  AskNoLongerOpen,
   InvalidInput,
   NoReplyContext,
   NotDelivered,
@@ -122,10 +123,11 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         threaded === undefined
           ? sendAs(request.replyTo)
           : sendAs(threaded.message.id).pipe(
-            // The broker no longer holds that ask (answered or expired there): the ask is gone, the send stays plain.
+            // The broker no longer holds that ask (answered or expired there): the ask is closed, not answered by
+            // this send, which stays plain.
             Effect.catchIf(
               (error) => error._tag === "NotDelivered" && error.code === DeliveryCode.ReplyTarget,
-              () => Effect.andThen(Effect.sync(() => tracker.markReplied(threaded.message.id)), sendAs(undefined))
+              () => Effect.andThen(Effect.sync(() => tracker.askClosed(threaded.message.id)), sendAs(undefined))
             )
           )
       )
@@ -152,7 +154,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       yield* connect
       const now = yield* Clock.currentTimeMillis
       const context = tracker.resolve({ to: request.to, replyTo: request.replyTo }, now)
-      if (context instanceof NoReplyContext || context instanceof TargetUnresolved) return yield* Effect.fail(context)
+      if (context instanceof NoReplyContext || context instanceof TargetUnresolved || context instanceof AskNoLongerOpen) {
+        return yield* Effect.fail(context)
+      }
       if (context.from.id === selfId) return yield* new SelfTargetRefused()
       const display = context.from.name?.trim() || context.from.id
       // The broker accepts `replyTo` only for an open ask (P62); an answer to a
@@ -176,13 +180,18 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
         Effect.tapError((error) => {
           // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
-          // broker's restart): nobody waits for this answer, so `pending` stops offering it.
+          // broker's restart): nobody waits for this answer, so `pending` stops offering it. Closed, not
+          // answered: a later reply to it is refused here, saying so.
           if (error._tag !== "ReplyTargetMismatch" || error.reason !== Reason.replyNoAsk) return Effect.void
-          tracker.markReplied(context.message.id)
+          tracker.askClosed(context.message.id)
           return generation.pendingChanged
         }),
         Effect.mapError((error) => {
           if (error._tag === "IntercomNotConnected" || error._tag === "SessionEnded") return error
+          // The asker no longer waits: say so and what to do, not only the broker's words.
+          if (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk && replyTo !== undefined) {
+            return new AskNoLongerOpen({ to: display, askId: replyTo, code: error.code })
+          }
           // The asker is neither connected nor remembered: say what that means for a reply.
           if (error._tag === "TargetNotFound") {
             return new NotDelivered({ kind: "Reply", to: display, reason: `${error.reason}: ${ASKER_GONE}`, code: error.code })

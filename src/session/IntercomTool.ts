@@ -14,7 +14,7 @@ import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
 import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
 import { isListScope, type ListScope } from "./project.ts"
-import type { InboundContext } from "./ReplyTracker.ts"
+import type { PendingAsk } from "./ReplyTracker.ts"
 import { parseSupervisorMessage } from "./supervisorMessages.ts"
 import { withoutEmptyText } from "./toolParams.ts"
 import { checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
@@ -45,7 +45,7 @@ export const errorResult = (error: IntercomSessionError): ToolResult => ({
   isError: true,
   details: {
     error: error._tag,
-    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {}),
+    ...((error._tag === "NotDelivered" || error._tag === "AskNoLongerOpen") && error.code !== undefined ? { code: error.code } : {}),
     ...(error._tag === "ReplyFailed" ? { replyId: error.reply.id, from: error.fromId } : {})
   }
 })
@@ -98,13 +98,20 @@ const scopeOf = (params: IntercomToolParams, fallback: ListScope): Effect.Effect
 }
 
 /**
- * One `pending` row in `details`: who asked, which message, when; for a
+ * One `pending` row in `details`: who asked, which message, when it was
+ * received, asked and expires (epoch ms, this session's clock); for a
  * delegated child's question (marked by the broker, C-SUP-13) also its
  * supervisor fields — run id, agent, child target and index, reason and the
  * question (C-SUP-19).
  */
-const pendingDetail = (context: InboundContext) => {
-  const row = { from: context.from.id, messageId: context.message.id, receivedAt: context.receivedAt }
+const pendingDetail = (context: PendingAsk) => {
+  const row = {
+    from: context.from.id,
+    messageId: context.message.id,
+    receivedAt: context.receivedAt,
+    askedAt: context.askedAt,
+    expiresAt: context.expiresAt
+  }
   const parsed = context.channel === "supervisor" ? parseSupervisorMessage(context.message.content.text) : undefined
   if (parsed === undefined) return row
   return {

@@ -1,15 +1,20 @@
 /**
  * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer,
+ * the recent asks that closed unanswered (expired, or refused by the broker),
  * and the inbound message that triggered the current turn.
  *
  * A plain synchronous state machine with the time passed in, so it is
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
+ *
+ * Size: one concept — about 405 lines, half of them the JSDoc of its
+ * interface and of the expiry arithmetic (`askTiming`), which the tracker and
+ * `pending`'s rendering share so that both count on one clock.
  */
 import type { Tracer } from "effect"
 import type { Message, SessionInfo } from "../protocol/frames.ts"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
-import { NoReplyContext, TargetUnresolved } from "./errors.ts"
+import { AskNoLongerOpen, NoReplyContext, TargetUnresolved } from "./errors.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
 /**
@@ -38,6 +43,20 @@ export interface InboundContext {
    * the parent of its hand-off spans and of a reply to it. Never journaled.
    */
   readonly trace?: Tracer.AnySpan | undefined
+}
+
+/**
+ * A pending ask as `pending` lists it: its context, when it was asked and
+ * when it stops being pending, both on this session's clock (`askTiming`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PendingAsk extends InboundContext {
+  /** When its asker asked it, on this session's clock: the receive less the stamped mailbox wait (`askTiming`). */
+  readonly askedAt: number
+  /** The first millisecond at which it is no longer pending (`askExpiresAt`). */
+  readonly expiresAt: number
 }
 
 /**
@@ -70,8 +89,16 @@ export interface ReplyTracker {
   /** The turn settled: no triggered-turn context any more. */
   readonly endTurn: () => void
   readonly currentTurn: () => InboundContext | undefined
-  /** C-RPL-2…4 and open question 7; throws nothing, returns the error. */
-  readonly resolve: (target: ReplyTarget, now: number) => InboundContext | NoReplyContext | TargetUnresolved
+  /**
+   * C-RPL-2…4 and open question 7; throws nothing, returns the error. An ask
+   * it would answer (named by `replyTo`, the current turn's, or the one `to`
+   * names) that closed unanswered — expired here, or refused by the broker
+   * (`askClosed`) — is `AskNoLongerOpen`: nothing is to be sent.
+   */
+  readonly resolve: (
+    target: ReplyTarget,
+    now: number
+  ) => InboundContext | NoReplyContext | TargetUnresolved | AskNoLongerOpen
   /**
    * P66 auto-threading: the one live pending ask a plain `send` to `to`
    * answers — `to` names its asker by exact id or by name ignoring case
@@ -87,6 +114,13 @@ export interface ReplyTracker {
    */
   readonly markReplied: (messageId: string, stagedAs?: string) => void
   /**
+   * The broker refused a reply to the ask: it holds no open ask of that id
+   * (expired there, or withdrawn). Not answered: no longer pending, and
+   * remembered as closed so that a later reply naming it, or the current
+   * turn's, is `AskNoLongerOpen` without being sent (the turn keeps it).
+   */
+  readonly askClosed: (messageId: string) => void
+  /**
    * The broker replaced the staged answer `replyId` before delivering it (a `superseded` receipt):
    * the ask it answered is pending again, unless answered since. True when it is.
    */
@@ -95,8 +129,8 @@ export interface ReplyTracker {
   readonly replySettled: (replyId: string) => void
   /** Retires every obligation towards a peer that left (C-RPL-10). */
   readonly forgetSender: (sessionId: string) => void
-  /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7). */
-  readonly pending: (now: number) => ReadonlyArray<InboundContext>
+  /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7), each with when it was asked and when it expires. */
+  readonly pending: (now: number) => ReadonlyArray<PendingAsk>
   /** When the next of the unresolved asks is no longer pending (epoch ms), if any is. */
   readonly nextExpiry: (now: number) => number | undefined
 }
@@ -122,15 +156,30 @@ export interface ReplyTracker {
  * @category expiry
  * @since 0.1.0
  */
-export const askExpiresAt = (context: InboundContext, timeoutMs: number): number => {
-  // Pending for the whole millisecond `receivedAt + timeoutMs` (C-RPL-6: older than the timeout is over) …
-  const received = context.receivedAt + timeoutMs + 1
+export const askExpiresAt = (context: InboundContext, timeoutMs: number): number => askTiming(context, timeoutMs).expiresAt
+
+/**
+ * When a received ask was asked and when it expires, both on this session's
+ * clock: `askedAt` is its receive less the mailbox wait the broker stamped
+ * (`brokerDeliveredAt - brokerReceivedAt`, none when negative), or its
+ * receive with one stamp or none; `expiresAt` is `askExpiresAt`.
+ *
+ * @category expiry
+ * @since 0.1.0
+ */
+export const askTiming = (
+  context: InboundContext,
+  timeoutMs: number
+): { readonly askedAt: number; readonly expiresAt: number } => {
   const { brokerDeliveredAt, brokerReceivedAt } = context.message
-  // One stamp alone is the broker's clock against this session's: it measures nothing, so count from the receive.
-  if (brokerReceivedAt === undefined || brokerDeliveredAt === undefined) return received
+  // One stamp alone is the broker's clock against this session's: it measures nothing, so count from the receive,
+  // pending for the whole millisecond `receivedAt + timeoutMs` (C-RPL-6: older than the timeout is over).
+  if (brokerReceivedAt === undefined || brokerDeliveredAt === undefined) {
+    return { askedAt: context.receivedAt, expiresAt: context.receivedAt + timeoutMs + 1 }
+  }
   // Both stamps are the broker's clock: their difference is the mailbox wait, whatever the clocks' offset.
   const waited = Math.max(0, brokerDeliveredAt - brokerReceivedAt)
-  return context.receivedAt + Math.max(0, timeoutMs - waited)
+  return { askedAt: context.receivedAt - waited, expiresAt: context.receivedAt + Math.max(0, timeoutMs - waited) }
 }
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -166,11 +215,42 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    * says how its staging ended; the newest RECENT_LIMIT (a receipt that never comes leaves one here).
    */
   const staged = new Map<string, InboundContext>()
+  /**
+   * Asks that closed unanswered, by id, oldest first (the newest RECENT_LIMIT): expired here (`at`, when),
+   * or refused by the broker (`askClosed`, no `at`). A reply naming one is refused here with what happened.
+   */
+  const closed = new Map<string, { readonly context: InboundContext; readonly at?: number | undefined }>()
 
-  const expiry = (context: InboundContext): number => askExpiresAt(context, context.askTimeoutMs ?? askTimeoutMs)
+  const timing = (context: InboundContext) => askTiming(context, context.askTimeoutMs ?? askTimeoutMs)
+  const expiry = (context: InboundContext): number => timing(context).expiresAt
+
+  const close = (context: InboundContext, at: number | undefined): void => {
+    closed.delete(context.message.id)
+    closed.set(context.message.id, { context, at })
+    if (closed.size > RECENT_LIMIT) {
+      const oldest = closed.keys().next()
+      if (oldest.done !== true) closed.delete(oldest.value)
+    }
+  }
 
   const prune = (now: number): void => {
-    for (const [id, context] of asks) if (now >= expiry(context)) asks.delete(id)
+    for (const [id, context] of asks) {
+      const at = expiry(context)
+      if (now < at) continue
+      asks.delete(id)
+      close(context, at)
+    }
+  }
+
+  /** The ask `context` is, if it closed unanswered: what `reply` says instead of sending. */
+  const noLongerOpen = (context: InboundContext, now: number): AskNoLongerOpen | undefined => {
+    const entry = context.message.expectsReply === true ? closed.get(context.message.id) : undefined
+    if (entry === undefined) return undefined
+    return new AskNoLongerOpen({
+      to: context.from.name?.trim() || context.from.id,
+      askId: context.message.id,
+      expiredMs: entry.at === undefined ? undefined : now - entry.at
+    })
   }
 
   const remember = (context: InboundContext): void => {
@@ -194,15 +274,17 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     prune(now)
     const { replyTo, to } = target
     if (replyTo !== undefined) {
-      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
+      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined) ??
+        closed.get(replyTo)?.context
       if (context === undefined) return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
       if (to !== undefined && !senderMatches(context.from, to)) {
         return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
-      return context
+      return noLongerOpen(context, now) ?? context
     }
     if (to === undefined) {
-      if (current !== undefined) return current
+      // The turn's own ask closed: say so, rather than answer it anyway or answer another ask in its place.
+      if (current !== undefined) return noLongerOpen(current, now) ?? current
       const pending = [...asks.values()]
       if (pending.length === 1 && pending[0] !== undefined) return pending[0]
       return new NoReplyContext({
@@ -219,7 +301,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
         return new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
-        if (matches.length === 1 && matches[0] !== undefined) return matches[0]
+        if (matches.length === 1 && matches[0] !== undefined) return noLongerOpen(matches[0], now) ?? matches[0]
         return new NoReplyContext({ reason: `Multiple pending asks from "${to}"` })
       }
       default:
@@ -247,7 +329,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     autoThread,
     record: (context) => {
       remember(context)
-      if (context.message.expectsReply === true) asks.set(context.message.id, context)
+      if (context.message.expectsReply === true) {
+        closed.delete(context.message.id)
+        asks.set(context.message.id, context)
+      }
     },
     queueTurn: (context) => {
       queued.push(context)
@@ -281,8 +366,15 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
         }
       }
       asks.delete(messageId)
+      closed.delete(messageId)
       dropQueued((context) => context.message.id === messageId)
       if (current?.message.id === messageId) current = undefined
+    },
+    askClosed: (messageId) => {
+      const context = asks.get(messageId) ?? (current?.message.id === messageId ? current : undefined) ??
+        closed.get(messageId)?.context
+      asks.delete(messageId)
+      if (context !== undefined) close(context, closed.get(messageId)?.at)
     },
     replyDropped: (replyId) => {
       const ask = staged.get(replyId)
@@ -298,7 +390,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     },
     pending: (now) => {
       prune(now)
-      return [...asks.values()].sort((a, b) => a.receivedAt - b.receivedAt)
+      return [...asks.values()].sort((a, b) => a.receivedAt - b.receivedAt).map((context) => ({
+        ...context,
+        ...timing(context)
+      }))
     },
     nextExpiry: (now) => {
       prune(now)

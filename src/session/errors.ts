@@ -31,7 +31,7 @@ import type {
 import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { TopicSessionChanged } from "./topicErrors.ts"
-import { formatWait, MISSING_SELF } from "./render.ts"
+import { formatSpan, formatWait, MISSING_SELF } from "./render.ts"
 import type { WorkerFailure } from "./Workers.ts"
 
 /**
@@ -327,6 +327,38 @@ export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{
 }
 
 /**
+ * `reply` named an ask (by `replyTo`, or as the current turn's message) that
+ * is no longer open: its asker stopped waiting, so no answer can reach that
+ * ask. Either this session saw it expire (`expiredMs`: how long ago, on the
+ * clock of `askExpiresAt`; nothing was sent), or the broker refused the reply
+ * because it holds no open ask of that id (`code` `E_REPLY_TARGET`: it
+ * expired there first, or its asker withdrew it). The text says what to do:
+ * send the answer as a plain message if the asker still needs it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AskNoLongerOpen extends Data.TaggedError("AskNoLongerOpen")<{
+  /** The asker as `reply` names it: its name, or its session id. */
+  readonly to: string
+  /** The ask's message id. */
+  readonly askId: string
+  /** How long ago the ask expired here (ms), when this session saw it expire. */
+  readonly expiredMs?: number | undefined
+  /** The broker's code (`E_REPLY_TARGET`) when the broker refused the reply. */
+  readonly code?: string | undefined
+}> {
+  override get message(): string {
+    const what = this.expiredMs !== undefined
+      ? `The ask ${this.askId} from ${this.to} expired ${formatSpan(this.expiredMs)} ago: ${this.to} no longer waits ` +
+        `for an answer, so this reply was not sent`
+      : `Reply to "${this.to}" was not delivered: the broker no longer holds the ask ${this.askId} (it expired, or ` +
+        `${this.to} withdrew it), so ${this.to} no longer waits for an answer`
+    return `${what}. If ${this.to} still needs it, send it to ${this.to} as a plain message (a send without replyTo).`
+  }
+}
+
+/**
  * `Current session is missing from intercom session list.` (C-TOOL-9).
  *
  * @category errors
@@ -557,7 +589,7 @@ export type AskFailure =
  * @category errors
  * @since 0.1.0
  */
-export type ReplyFailure = SendFailure | NoReplyContext
+export type ReplyFailure = SendFailure | NoReplyContext | AskNoLongerOpen
 
 /**
  * Every error of the session's actions; `intercom` turns each into an error result.

@@ -17,7 +17,7 @@ import type { HostIdentity } from "./Host.ts"
 import type { AdmissionLimits } from "./InboundAdmission.ts"
 import type { ListScope } from "./project.ts"
 import type { LifecycleStatus } from "./render.ts"
-import type { InboundContext } from "./ReplyTracker.ts"
+import type { InboundContext, PendingAsk } from "./ReplyTracker.ts"
 import type { ChildBridge } from "./supervisorBridge.ts"
 import type { ToolVisibility } from "./ToolExposure.ts"
 import type { IntercomToolParams } from "./toolParams.ts"
@@ -246,13 +246,15 @@ export interface SessionList {
 }
 
 /**
- * The result of `pending`: unanswered inbound asks, oldest first (C-RPL-7).
+ * The result of `pending`: unanswered inbound asks, oldest first (C-RPL-7),
+ * each with when it was asked and when it expires on this session's clock
+ * (`PendingAsk`); `text` shows both as "asked 7s ago · expires in 9m 53s".
  *
  * @category models
  * @since 0.1.0
  */
 export interface PendingAsks {
-  readonly asks: ReadonlyArray<InboundContext>
+  readonly asks: ReadonlyArray<PendingAsk>
   readonly text: string
 }
 

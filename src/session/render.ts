@@ -4,7 +4,7 @@
  * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
  * agent prompted for one behaves the same with the other.
  *
- * Size: one concept — the runtime's wording, about 415 lines of small
+ * Size: one concept — the runtime's wording, about 445 lines of small
  * renderers and their JSDoc. Kept in one file so every text a model reads can
  * be checked against its neighbours (the same sender label, ages, hints);
  * the health tags and guidance are health.ts's and old-mail markers
@@ -334,7 +334,7 @@ export const PREVIEW_LENGTH = 80
 export const preview = (text: string): string => text.replace(/\s+/g, " ").trim().slice(0, PREVIEW_LENGTH)
 
 /**
- * One row of `pending`: an unanswered inbound ask (`InboundContext` fits).
+ * One row of `pending`: an unanswered inbound ask (`PendingAsk` fits).
  *
  * @category models
  * @since 0.1.0
@@ -342,7 +342,10 @@ export const preview = (text: string): string => text.replace(/\s+/g, " ").trim(
 export interface PendingRow {
   readonly from: SessionInfo
   readonly message: Message
-  readonly receivedAt: number
+  /** When its asker asked it, on this session's clock (`askTiming`): the age shown counts from it. */
+  readonly askedAt: number
+  /** The first millisecond it is no longer pending (`askExpiresAt`): the time left shown counts to it. */
+  readonly expiresAt: number
   /** `supervisor`: a delegated child's question; its row shows the run metadata and the question (C-RPL-8). */
   readonly channel?: "supervisor" | undefined
 }
@@ -367,7 +370,9 @@ const supervisorLines = (row: PendingRow, parsed: ParsedSupervisorMessage): Read
 }
 
 /**
- * The `pending` result, oldest first (C-RPL-7), each with a ready reply call
+ * The `pending` result, oldest first (C-RPL-7), each with how long ago it
+ * was asked and how long is left before it expires (both on this session's
+ * clock, as `askTiming` has them), and a ready reply call
  * (C-RPL-8; `replyCall`, the tool call unless the host writes its own). A delegated child's question (`channel: "supervisor"`) previews
  * its question and adds a line with its run id, agent, child target and
  * index, and a line with the question (up to 500 characters).
@@ -382,17 +387,36 @@ export const renderPending = (
 ): string => {
   if (rows.length === 0) return NO_PENDING_ASKS
   const lines = rows.map((row) => {
-    const { from, message, receivedAt } = row
-    const elapsed = Math.max(0, Math.floor((now - receivedAt) / 1000))
+    const { askedAt, expiresAt, from, message } = row
+    // Both on the clock of the ask's expiry (`askTiming`), whole seconds rounded down.
+    const asked = `asked ${formatSpan(now - askedAt)} ago · expires in ${formatSpan(expiresAt - now)}`
     // Only the broker marks a child's message (C-SUP-13); its preview is the question, not the heading.
     const supervisor = row.channel === "supervisor" ? parseSupervisorMessage(message.content.text) : undefined
     return [
-      `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(supervisor?.body ?? message.content.text)}`,
+      `- ${from.name?.trim() || from.id} · ${message.id} · ${asked} · ${preview(supervisor?.body ?? message.content.text)}`,
       ...(supervisor === undefined ? [] : supervisorLines(row, supervisor)),
       `  reply: ${replyCall(message.id)}`
     ].join("\n")
   })
   return `**Pending asks:**\n${lines.join("\n")}`
+}
+
+/**
+ * A span of time as a person reads it, whole seconds rounded down: `7s`,
+ * `9m 53s`, `2h 5m`, `3d 4h`.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const formatSpan = (ms: number): string => {
+  const seconds = Math.max(0, Math.floor(ms / 1000))
+  if (seconds < 60) return `${seconds}s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 60) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m ${seconds % 60}s`
+  const hours = Math.floor(minutes / 60)
+  if (hours < 24) return minutes % 60 === 0 ? `${hours}h` : `${hours}h ${minutes % 60}m`
+  const days = Math.floor(hours / 24)
+  return hours % 24 === 0 ? `${days}d` : `${days}d ${hours % 24}h`
 }
 
 /**

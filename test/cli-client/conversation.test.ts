@@ -56,7 +56,7 @@ describe("the two-terminal conversation", () => {
 
       const pending = yield* runCli(agent, ["pending", "--name", "planner"])
       assert.strictEqual(pending.code, 0, pending.stderr)
-      assert.match(pending.stdout, new RegExp(`^\\*\\*Pending asks:\\*\\*\\n- reviewer · ${messageId} · \\d+s ago · Ship it\\?\\n`))
+      assert.match(pending.stdout, new RegExp(`^\\*\\*Pending asks:\\*\\*\\n- reviewer · ${messageId} · asked \\d+s ago · expires in \\d+m( \\d+s)? · Ship it\\?\\n`))
       // The command that answers it, as a person at a shell types it (not the agent's tool call).
       const replyLine = `  reply: intercom reply --name planner --reply-to ${messageId} "..."\n`
       assert.isTrue(pending.stdout.endsWith(replyLine), pending.stdout)
@@ -152,7 +152,11 @@ describe("acting through a watch", () => {
       // …and it withdrew the first ask at the broker (cancel_ask, P64): a late answer is refused.
       const late = yield* runCli(agent, ["reply", "--name", "reviewer", "--reply-to", staleId, "late"])
       assert.strictEqual(late.code, 1)
-      assert.strictEqual(late.stderr.trim(), `Reply to "planner" was not delivered: Reply target does not match a pending ask`)
+      assert.strictEqual(
+        late.stderr.trim(),
+        `Reply to "planner" was not delivered: the broker no longer holds the ask ${staleId} (it expired, or planner withdrew it), ` +
+          "so planner no longer waits for an answer. If planner still needs it, send it to planner as a plain message (a send without replyTo)."
+      )
     }), TIMEOUT)
 })
 

@@ -3,7 +3,8 @@
  * the extension loaded from dist/: the extension spawns the broker, A asks B,
  * B's model gets the ask as a triggered custom message and calls `reply`,
  * and A's tool result holds the reply. Also: a busy recipient gets a message
- * after the tool boundary, once; names and models follow pi.
+ * after the tool boundary, once; names and models follow pi. A reply in the
+ * turn of an ask whose asker stopped waiting is an error that says so.
  */
 import { afterAll, assert, describe, it } from "vitest"
 import { act, call, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
@@ -126,6 +127,36 @@ describe("pi extension: two sessions", () => {
       await x.quit()
       await b.quit()
       await y.quit()
+    }
+  })
+
+  it("a reply in the turn of an ask whose asker stopped waiting is an error saying so and what to do, not a reply sent", async () => {
+    const a = await openPi(world, { name: "impatient" })
+    const b = await openPi(world, { name: "slowpoke" })
+    try {
+      await act(b, { action: "status" })
+      // B's turn starts with A's ask and stays in a tool until a later message comes; only then does it reply.
+      b.script(call("wait_for_intercom", {}), call("intercom", { action: "reply", message: "42" }), say("done"))
+      const busy = nextEvent(b, (event) => event.type === "tool_execution_start" && event.toolName === "wait_for_intercom")
+      const bSettled = nextEvent(b, (event) => event.type === "agent_settled")
+      a.script(call("intercom", { action: "ask", to: "slowpoke", message: "What is 6 * 7?", delivery: "steer", timeoutMs: 300 }), say("ok"))
+      const asking = a.session().prompt("ask slowpoke")
+      await busy
+      // A's ask ends at its deadline (the broker's, ask-expiry-v1): A no longer waits. Its next message wakes B's tool.
+      await asking
+      assert.match(toolResults(a.session())[0] ?? "", /^No reply from "slowpoke" within 0\.3 seconds/)
+      await act(a, { action: "send", to: "slowpoke", message: "never mind" })
+      await bSettled
+      // Expired here, or refused by the broker that closed it first: either way the same plain words.
+      assert.match(
+        toolResults(b.session()).at(-1) ?? "",
+        /impatient no longer waits for an answer(?:, so this reply was not sent)?\. If impatient still needs it, send it to impatient as a plain message \(a send without replyTo\)\.$/
+      )
+      assert.isTrue(toolErrors(b.session()).at(-1))
+      assert.deepStrictEqual(toolResults(a.session()).filter((text) => text.includes("42")), [], "A was given no answer")
+    } finally {
+      await a.quit()
+      await b.quit()
     }
   })
 

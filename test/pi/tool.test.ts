@@ -80,7 +80,7 @@ describe("pi extension: the intercom tool's texts", () => {
       await answered
       assert.deepStrictEqual(asked, { text: "**Reply from answerer:**\ndone", isError: false })
       const pending = toolResults(b.session()).find((text) => text.startsWith("**Pending asks:**")) ?? ""
-      assert.match(pending, /^\*\*Pending asks:\*\*\n- asker · [^ ]+ · \d+s ago · is the build green\?\n  reply: intercom\(\{ action: "reply", replyTo: "[^"]+", message: "\.\.\." \}\)$/)
+      assert.match(pending, /^\*\*Pending asks:\*\*\n- asker · [^ ]+ · asked \d+s ago · expires in (?:10m|9m \d+s) · is the build green\?\n  reply: intercom\(\{ action: "reply", replyTo: "[^"]+", message: "\.\.\." \}\)$/)
       await b.session().prompt("/intercom all")
       assert.strictEqual(b.calls.length, 5, "the command ran no model turn")
     } finally {

@@ -118,10 +118,10 @@ describe("ask-expiry-v1: the ask waits on the broker's clock", () => {
       // C-ASK-5: the text a timeout always had.
       assert.strictEqual(error instanceof ReplyTimeout ? error.message : "", `No reply from "answerer" within 10 seconds`)
       // And the broker refuses a reply now: the three agree. The answerer's session no longer offers the ask
-      // (its wait counts from the broker's receipt too: askReadLate.test.ts) …
+      // (its wait counts from the broker's receipt too: askReadLate.test.ts), and a reply to it says it expired …
       assert.deepStrictEqual((yield* answerer.session.pending).asks, [])
       const unoffered = yield* Effect.flip(answerer.session.reply({ message: "too late", replyTo: question.message.id }))
-      assert.strictEqual(unoffered._tag, "NoReplyContext")
+      assert.strictEqual(unoffered._tag, "AskNoLongerOpen")
       // … and a reply written anyway is refused.
       const late = yield* Effect.flip(answerer.client.send({
         to: "asker",

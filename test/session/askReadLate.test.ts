@@ -22,7 +22,7 @@ import { TestClock } from "effect/testing"
 import type { InboundMessage } from "../../src/client/events.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { HEALTH_V1 } from "../../src/protocol/features.ts"
-import { NoReplyContext } from "../../src/session/errors.ts"
+import { AskNoLongerOpen } from "../../src/session/errors.ts"
 import { makeReplyTracker } from "../../src/session/ReplyTracker.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { memoryWorld, type MemoryWorld } from "../support/memoryWorld.ts"
@@ -63,7 +63,7 @@ describe("an ask read late is pending until its broker deadline", () => {
       assert.deepStrictEqual(yield* pendingIds(session), [])
       assert.strictEqual(yield* session.pendingCount, 0)
       const refused = yield* Effect.flip(session.reply({ message: "too late", replyTo: "q1" }))
-      assert.instanceOf(refused, NoReplyContext)
+      assert.instanceOf(refused, AskNoLongerOpen)
       assert.deepStrictEqual(client.sends, [], "nothing was written for a reply the broker would refuse")
     }))
 

@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
+import { AskNoLongerOpen } from "../../src/session/errors.ts"
 import { makeReplyTracker } from "../../src/session/ReplyTracker.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
 import { info } from "./support.ts"
@@ -116,7 +117,7 @@ describe("auto-threading end to end (P66)", () => {
       assert.strictEqual((yield* answerer.session.pending).asks.length, 2)
     }))
 
-  it.effect("an ask the broker no longer holds (its asker cancelled it) is dropped and the send goes out plain", () =>
+  it.effect("an ask the broker no longer holds (its asker cancelled it) is closed, not answered: the send goes out plain, a reply naming it is refused here", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       const asker = yield* world.session("asker-0000-aaaa", { name: "Planner" })
@@ -133,6 +134,10 @@ describe("auto-threading end to end (P66)", () => {
       assert.strictEqual(got.message.content.text, "late news")
       assert.isUndefined(got.message.replyTo)
       assert.deepStrictEqual((yield* answerer.session.pending).asks, [])
+      // Closed unanswered, not answered by the plain send: a reply naming it says the asker no longer waits.
+      const refused = yield* Effect.flip(answerer.session.reply({ replyTo: id, message: "late answer" }))
+      assert.instanceOf(refused, AskNoLongerOpen)
+      assert.include(refused.message, "Planner no longer waits for an answer")
     }))
 
   it.effect("in a turn triggered by an ask, a send naming a third session is a plain send to it; the ask stays pending", () =>

@@ -106,7 +106,7 @@ describe("session over the broker core", () => {
         `**From A** (/tmp/project)\n\nTo reply, use the intercom tool: intercom({ action: "reply", message: "..." })\n\nRetry POST too?`
       )
       const pending = yield* settle(b.session.intercom({ action: "pending" }))
-      assert.match(pending.text, /^\*\*Pending asks:\*\*\n- A · [0-9a-f-]{36} · \ds ago · Retry POST too\?/)
+      assert.match(pending.text, /^\*\*Pending asks:\*\*\n- A · [0-9a-f-]{36} · asked \ds ago · expires in 9m 5\ds · Retry POST too\?/)
       yield* settle(b.session.beginTurn())
       const replied = yield* settle(b.session.intercom({ action: "reply", message: "Only GET/PUT/DELETE — never POST." }))
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to A", false])
@@ -256,12 +256,16 @@ describe("session over the broker core", () => {
     Effect.gen(function*() {
       const { a, b } = yield* pair()
       const asking = yield* step(a.session.ask({ to: "B", message: "q" }))
-      yield* handed(b)
+      const question = yield* handed(b)
       // The cancel_ask goes out from a background fiber; the step runs it through the broker.
       yield* settle(Fiber.interrupt(asking))
       assert.isFalse(yield* a.session.waiting)
       const late = yield* settle(b.session.intercom({ action: "reply", message: "too late" }))
-      assert.deepStrictEqual([late.text, late.isError], [`Reply to "A" was not delivered: ${Reason.replyNoAsk}`, true])
+      assert.deepStrictEqual([late.text, late.isError], [
+        `Reply to "A" was not delivered: the broker no longer holds the ask ${question.message.id} (it expired, or A withdrew it), ` +
+        "so A no longer waits for an answer. If A still needs it, send it to A as a plain message (a send without replyTo).",
+        true
+      ])
     }))
 
   it.effect("a race: three asks at once, one question on the wire, the winner gets its reply", () =>

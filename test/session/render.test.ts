@@ -2,6 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   fallbackAlias,
+  formatSpan,
   formatWait,
   presenceStatus,
   presentedName,
@@ -123,29 +124,38 @@ describe("C-ASK-8 / C-ASK-5 ask results", () => {
   })
 })
 
+describe("formatSpan", () => {
+  it("whole seconds rounded down, then minutes, hours and days with their remainder", () => {
+    assert.deepStrictEqual(
+      [0, 999, 7_000, 59_999, 60_000, 593_000, 3_600_000, 7_320_500, 86_400_000, 100_800_000, -5].map(formatSpan),
+      ["0s", "0s", "7s", "59s", "1m", "9m 53s", "1h", "2h 2m", "1d", "1d 4h", "0s"]
+    )
+  })
+})
+
 describe("C-RPL-7 pending", () => {
-  it("oldest first, sender, message id, elapsed, 80-character collapsed preview, reply call", () => {
+  it("oldest first, sender, message id, time since asked and time left, 80-character collapsed preview, reply call", () => {
     const long = `first line\n\n   ${"x".repeat(100)}`
     const text = renderPending([
-      { from: info("1111-aaaa", { name: "planner" }), message: { id: "q1", timestamp: 0, content: { text: long } }, receivedAt: 1_000 },
-      { from: info("2222-bbbb"), message: { id: "q2", timestamp: 0, content: { text: "short" } }, receivedAt: 30_000 }
+      { from: info("1111-aaaa", { name: "planner" }), message: { id: "q1", timestamp: 0, content: { text: long } }, askedAt: 1_000, expiresAt: 601_000 },
+      { from: info("2222-bbbb"), message: { id: "q2", timestamp: 0, content: { text: "short" } }, askedAt: 30_000, expiresAt: 7_382_500 }
     ], 62_500)
     assert.strictEqual(
       text,
       "**Pending asks:**\n" +
-        `- planner · q1 · 61s ago · first line ${"x".repeat(69)}\n` +
+        `- planner · q1 · asked 1m 1s ago · expires in 8m 58s · first line ${"x".repeat(69)}\n` +
         `  reply: intercom({ action: "reply", replyTo: "q1", message: "..." })\n` +
-        "- 2222-bbbb · q2 · 32s ago · short\n" +
+        "- 2222-bbbb · q2 · asked 32s ago · expires in 2h 2m · short\n" +
         `  reply: intercom({ action: "reply", replyTo: "q2", message: "..." })`
     )
     assert.strictEqual(renderPending([], 0), "No unresolved inbound asks.")
   })
 
   it("C-RPL-8: a host's own reply call replaces the tool call", () => {
-    const row = { from: info("1111-aaaa", { name: "planner" }), message: { id: "q1", timestamp: 0, content: { text: "ok?" } }, receivedAt: 0 }
+    const row = { from: info("1111-aaaa", { name: "planner" }), message: { id: "q1", timestamp: 0, content: { text: "ok?" } }, askedAt: 0, expiresAt: 600_001 }
     assert.strictEqual(
       renderPending([row], 0, (id) => `intercom reply --reply-to ${id} "..."`),
-      "**Pending asks:**\n- planner · q1 · 0s ago · ok?\n  reply: intercom reply --reply-to q1 \"...\""
+      "**Pending asks:**\n- planner · q1 · asked 0s ago · expires in 10m · ok?\n  reply: intercom reply --reply-to q1 \"...\""
     )
   })
 })

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
-import { InvalidInput, NoReplyContext, ReplyPeerDisconnected, SessionEnded, TargetUnresolved } from "../../src/session/errors.ts"
+import { AskNoLongerOpen, InvalidInput, NoReplyContext, ReplyPeerDisconnected, SessionEnded, TargetUnresolved } from "../../src/session/errors.ts"
 import { makeInboundAdmission } from "../../src/session/InboundAdmission.ts"
 import { type InboundContext, makeReplyTracker } from "../../src/session/ReplyTracker.ts"
 import { makeReplyWaiterSlot } from "../../src/session/ReplyWaiter.ts"
@@ -98,8 +98,10 @@ const ask = (fromId: string, name: string | undefined, id: string, receivedAt: n
   return { from, message, receivedAt }
 }
 
-const errorText = (result: InboundContext | NoReplyContext | TargetUnresolved): string =>
-  result instanceof NoReplyContext || result instanceof TargetUnresolved ? result.message : `ok:${result.message.id}`
+const errorText = (result: InboundContext | NoReplyContext | TargetUnresolved | AskNoLongerOpen): string =>
+  result instanceof NoReplyContext || result instanceof TargetUnresolved || result instanceof AskNoLongerOpen
+    ? result.message
+    : `ok:${result.message.id}`
 
 describe("C-RPL reply tracker", () => {
   it("C-RPL-1: only expectsReply === true is a pending ask", () => {

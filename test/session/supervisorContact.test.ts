@@ -415,11 +415,11 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
         pending.text,
         [
           "**Pending asks:**",
-          "- subagent-worker-run-7-1 · q-1 · 0s ago · Stable or experimental API?",
+          "- subagent-worker-run-7-1 · q-1 · asked 0s ago · expires in 10m · Stable or experimental API?",
           "  supervisor question (need_decision): run Run-7 · agent Worker · child subagent-worker-run-7-1 (index 0)",
           "  question: Stable or experimental API?",
           "  reply: intercom({ action: \"reply\", replyTo: \"q-1\", message: \"...\" })",
-          "- B · q-2 · 0s ago · plain question",
+          "- B · q-2 · asked 0s ago · expires in 10m · plain question",
           "  reply: intercom({ action: \"reply\", replyTo: \"q-2\", message: \"...\" })"
         ].join("\n")
       )
@@ -429,6 +429,8 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
           from: worker.id,
           messageId: "q-1",
           receivedAt: pendingReceivedAt(pending, 0),
+          askedAt: 0,
+          expiresAt: 600_001,
           supervisor: {
             reason: "need_decision",
             runId: "Run-7",
@@ -438,7 +440,7 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
             question: "Stable or\n  experimental API?"
           }
         },
-        { from: B.id, messageId: "q-2", receivedAt: pendingReceivedAt(pending, 1) }
+        { from: B.id, messageId: "q-2", receivedAt: pendingReceivedAt(pending, 1), askedAt: 0, expiresAt: 600_001 }
       ])
       const replied = yield* session.intercom({ action: "reply", replyTo: "q-1", message: "Stable." })
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to subagent-worker-run-7-1", false])

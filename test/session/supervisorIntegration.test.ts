@@ -53,7 +53,7 @@ describe("contact_supervisor over the broker core", () => {
       const pending = yield* settle(supervisor.session.intercom({ action: "pending" }))
       assert.match(
         pending.text,
-        /^\*\*Pending asks:\*\*\n- subagent-worker-run-7-1 · [0-9a-f-]{36} · \ds ago · Stable or experimental API\?\n  supervisor question \(need_decision\): run Run-7 · agent Worker · child subagent-worker-run-7-1 \(index 0\)\n  question: Stable or experimental API\?\n  reply: intercom/
+        /^\*\*Pending asks:\*\*\n- subagent-worker-run-7-1 · [0-9a-f-]{36} · asked \ds ago · expires in [^·]+ · Stable or experimental API\?\n  supervisor question \(need_decision\): run Run-7 · agent Worker · child subagent-worker-run-7-1 \(index 0\)\n  question: Stable or experimental API\?\n  reply: intercom/
       )
       const replied = yield* settle(
         supervisor.session.intercom({ action: "reply", to: "subagent-worker-run-7-1", message: "Stable." })
