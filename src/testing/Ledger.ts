@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: about 440 lines, almost all of it short methods that hand a
+ * Size: about 450 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -176,9 +176,18 @@ export class Ledger {
     this.state.closedClients.add(client)
   }
 
+  /**
+   * A new process resumes client `client` (the same instance, its key kept: a pi process resuming its session
+   * file): the links it dials from now on are that process's, which remembers nothing an earlier one read.
+   */
+  clientResumed(client: string): void {
+    this.state.resumedClients.set(client, (this.state.resumedClients.get(client) ?? 0) + 1)
+  }
+
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, cutByCrash: false, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set(), settleAnsweredAt: undefined })
+    const resumed = this.state.resumedClients.get(client) ?? 0
+    this.state.links.set(id, { id, owner, client, process: resumed, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, cutByCrash: false, framesRead: 0, confirmed: 0, confirmationWritten: 0, registeredAt: undefined, framesUnread: 0, writesUnsent: 0, registerReadAt: undefined, brokerHolds: false, refused: false, replacedAt: undefined, replacedWithoutRejoin: undefined, rejoin: undefined, receivedV1: false, heldAtRegister: undefined, endedAtRegister: [], settlesUnanswered: new Set(), settleAnsweredAt: undefined })
   }
 
   /** The broker's side of link `id` saw it end. */

@@ -3,7 +3,12 @@
  * journal restores to a new generation (`Ledger.hostRestored`) against one a
  * host is handed again (`hostDelivered`), and whose hand-off of a passive
  * message `passive-woke-model` judges. The sweeps run both; these pin each
- * branch alone.
+ * branch alone. And how a second hand-off of a copy the broker re-sent
+ * unconfirmed is named: `duplicate-delivery` when the client that read the
+ * first copy read it again (its repeat filter should have dropped it),
+ * `unconfirmed-redelivery` (known issue 6) when a new process read it — also
+ * one that resumed the same client instance (`Ledger.clientResumed`, seed 12
+ * of `--reader-return --client-timings`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Ledger } from "../../src/testing/Ledger.ts"
@@ -89,5 +94,49 @@ describe("Ledger.hostDelivered of a passive message", () => {
       ledger.hostDelivered(B, A, passive, intent)
       expect(kinds(ledger)).toEqual([])
     }
+  })
+})
+
+describe("Ledger.hostDelivered of a copy re-sent after its connection closed unconfirmed", () => {
+  const deliveredFrame = JSON.stringify({
+    type: "message",
+    from: { id: A, cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+    message
+  })
+
+  /**
+   * A's send of `message` to B is written to B's link #2 and read there, its host handed it; link #2 ends
+   * before the broker read any confirmation, B's client `client-b` dials link #3 — after a new process
+   * resumed that client instance when `resumed` — and the broker writes the message again, which is read.
+   */
+  const resentTo = (resumed: boolean): Ledger => {
+    const ledger = ledgerWithSend()
+    ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: message.id, delivery: "socket_delivered" })])
+    ledger.linkOpened(2, B, "client-b", 0)
+    ledger.brokerWriteStarted(2, [deliveredFrame])
+    ledger.brokerWrote(2, [deliveredFrame])
+    ledger.clientRead(2, [deliveredFrame])
+    ledger.hostDelivered(B, A, message, "steer")
+    ledger.brokerEnded(2)
+    ledger.linkClosed(2)
+    if (resumed) ledger.clientResumed("client-b")
+    ledger.linkOpened(3, B, "client-b", 0)
+    ledger.brokerWriteStarted(3, [deliveredFrame])
+    ledger.brokerWrote(3, [deliveredFrame])
+    ledger.clientRead(3, [deliveredFrame])
+    ledger.hostDelivered(B, A, message, "steer")
+    return ledger
+  }
+
+  it("handed again by the client that read the first copy (a reconnect), it is a duplicate", () => {
+    const ledger = resentTo(false)
+    expect(ledger.trace.some((line) => line.includes("m1 re-sent to b"))).toBe(true)
+    expect(kinds(ledger)).toEqual(["duplicate-delivery"])
+  })
+
+  it("handed again by a new process that resumed the same client instance, it is unconfirmed-redelivery", () => {
+    const ledger = resentTo(true)
+    expect(ledger.trace.some((line) => line.includes("m1 re-sent to b"))).toBe(true)
+    expect(kinds(ledger)).toEqual(["unconfirmed-redelivery"])
   })
 })

@@ -12,7 +12,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
-import { type AskClient, type AskRecord, type LedgerState, type MessageRecord, nameOf, recordFrom, resolveTarget } from "./state.ts"
+import { type AskClient, type AskRecord, clientProcessOf, type LedgerState, type MessageRecord, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
@@ -43,9 +43,11 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
   checkHandedAfterDrop(state, record, receiver, `${nameOf(state, receiver)}'s host`)
   record.hostDeliveries++
   if (record.hostDeliveries === 1 && rescuedNow(state, record)) record.rescued = true
-  const clients = new Set(record.reads.map((read) => read.client))
   // Re-sent to a new client of the receiver, which cannot know the first copy: after a crash (durable
-  // mode), or after the connection it went out on closed before its client confirmed reading it.
+  // mode), or after the connection it went out on closed before its client confirmed reading it. A new
+  // process that resumed the same client instance is a new client here (seed 12 `--reader-return
+  // --client-timings`): its repeat filter starts empty.
+  const clients = new Set(record.reads.map((read) => clientProcessOf(state, read)))
   const acrossRestart = clients.size > 1 && (record.redelivered > 0 || record.resent > 0)
   const kind = !acrossRestart ? "duplicate-delivery" : record.redelivered > 0 ? "crash-redelivery" : "unconfirmed-redelivery"
   check(state, record.hostDeliveries === 1, kind, () =>

@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 525 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 540 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
@@ -121,8 +121,16 @@ export interface LinkRecord {
   readonly id: number
   /** The session that dialled it. */
   readonly owner: string
-  /** The client (a key per client incarnation) that dialled it. */
+  /**
+   * The client that dialled it: a key per client instance, which a new process that resumes that instance
+   * (`Ledger.clientResumed`) keeps.
+   */
   readonly client: string
+  /**
+   * Which process of `client` dialled it: 0 for the one that started it, one more for each new process that
+   * resumed it since. A new process remembers nothing of what an earlier one read (`clientProcessOf`).
+   */
+  readonly process: number
   readonly brokerEpoch: number
   registered: boolean
   closed: boolean
@@ -397,6 +405,8 @@ export interface LedgerState {
   readonly byName: Map<string, string>
   readonly links: Map<number, LinkRecord>
   readonly closedClients: Set<string>
+  /** How many new processes resumed each client instance, by client key (`Ledger.clientResumed`). */
+  readonly resumedClients: Map<string, number>
   readonly crashedEpochs: Set<number>
   /**
    * The broker incarnations that found each message (by id) in its store when they started: a message
@@ -447,6 +457,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   byName: new Map(),
   links: new Map(),
   closedClients: new Set(),
+  resumedClients: new Map(),
   crashedEpochs: new Set(),
   restoredBy: new Map(),
   messages: new Map(),
@@ -469,6 +480,14 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
 
 /** The display name of session `id` (the id itself if unknown). */
 export const nameOf = (state: LedgerState, id: string): string => state.sessions.get(id)?.name ?? id
+
+/**
+ * The client process that made `read`: its client key and which process of that client instance
+ * (`LinkRecord.process`). Two reads of one message by different processes are two clients' as far as a
+ * repeat filter goes: a new process cannot know what an earlier one read, even as the same instance.
+ */
+export const clientProcessOf = (state: LedgerState, read: Read): string =>
+  `${read.client}#${state.links.get(read.link)?.process ?? 0}`
 
 /** The last connection client `client` opened (links are kept in the order they were opened). */
 export const lastLinkOf = (state: LedgerState, client: string): LinkRecord | undefined => {

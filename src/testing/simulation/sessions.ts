@@ -295,12 +295,16 @@ export const closeGeneration = (world: World, state: SessionState): Effect.Effec
  * With `resumes`, the key of the session's last client, which left by `unregister`, the new client
  * is that client instance again — what a pi process that resumes the session file does (its
  * `instanceId` inherited from the journal, src/pi/instance.ts): the same key, so the same
- * `instanceId`, timings and `rejoin-v1` draw, and to the ledger the same client.
+ * `instanceId`, timings and `rejoin-v1` draw, and to the ledger the same client instance, in a new
+ * process (`Ledger.clientResumed`: what the earlier process read, this one never saw).
  */
 export const startSession = (world: World, state: SessionState, resumes?: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (state.client !== undefined || world.state.finished) return
     const key = resumes ?? `${state.meta.name}/c${++state.clients}`
+    // A new process of that instance: the ledger tells its reads from the earlier process's (a repeat filter
+    // starts empty in it), before it dials.
+    if (resumes !== undefined) world.ledger.clientResumed(resumes)
     const ranges = world.config.clientTimings
     const drawn = ranges === undefined
       ? undefined
