@@ -94,6 +94,7 @@ export interface SoakSummary {
     readonly stranded: number
     readonly withdrawn: number
     readonly senderEnded: number
+    readonly answered: number
     readonly redelivered: number
     readonly resent: number
     readonly cancelsAcknowledged: number
@@ -138,6 +139,7 @@ const messageKeys = [
   "stranded",
   "withdrawn",
   "senderEnded",
+  "answered",
   "redelivered",
   "resent",
   "cancelsAcknowledged",
@@ -259,6 +261,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       stranded: 0,
       withdrawn: 0,
       senderEnded: 0,
+      answered: 0,
       redelivered: 0,
       resent: 0,
       cancelsAcknowledged: 0,
@@ -349,7 +352,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
       (summary.simulatedMs / 3_600_000).toFixed(1)
     } h`,
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
-    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled or superseded by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
+    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers or messages cancelled or superseded by their senders before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed), ${m.answered} ask questions whose copy went back and was dropped as answered (the asker's session had read a reply)`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `  cancels the broker acknowledged: ${m.cancelsAcknowledged}; cancels and supersedes their receivers were told of (message_control): ${m.controlsRead}; cancels a custody hold put off, refused as the old client confirmed the message at its close (D1): ${m.heldCancelsRefused} (in ${m.heldCancelsRefusedRuns} runs)`,

@@ -5,7 +5,8 @@
  * over while the old connection's close waits for a slow write — and
  * answers A's question; the old connection then gives the question back
  * past its deadline. A had its reply: the broker must not tell it the ask
- * expired (helper replyclose: it once did). Then the generated op that
+ * expired (helper replyclose: it once did), and the ledger counts that
+ * copy, dropped, as answered, not lost in flight (`--strict`). Then the generated op that
  * builds this order (`--answer-takeover`): its own draw stream, a pinned
  * seed, and one seed pinned to reach each of its cases (the run's tally of
  * the op, `SimReport.insertedOps`, says it did, not skipped). Last, the op
@@ -40,6 +41,15 @@ describe("an ask answered by a takeover while the old connection holds its quest
       assert.notMatch(trace, /A told m1 expired/, trace)
       assert.notMatch(trace, /B ← m1/, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
+    }))
+
+  it.effect("under --strict the question's copy the old close gave back is counted answered, not lost in flight", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1, strictInFlight: true }, answerTakeover, plain)
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(kinds(report), [], trace)
+      assert.strictEqual(report.messages.answered, 1, trace)
+      assert.strictEqual(report.messages.lostInFlight, 0, trace)
     }))
 })
 

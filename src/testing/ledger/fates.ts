@@ -1,7 +1,8 @@
 /**
  * The end of a run: the fate of every acknowledged message — delivered,
- * sender told, lost to a crash, lost in flight, dropped after its one-shot
- * sender ended (no notice owed) — or the violation that
+ * sender told, lost to a crash, lost in flight, a question's copy dropped
+ * as answered, dropped after its one-shot sender ended (no notice owed) —
+ * or the violation that
  * nothing excuses (docs/testing.md, "The invariants"). In durable mode a
  * crash excuses nothing: the store should have kept the message
  * (`crash-loss`).
@@ -113,11 +114,15 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
   let replaced = 0
   let withdrawn = 0
   let senderEnded = 0
+  let answered = 0
   let redelivered = 0
   let resent = 0
   checkReplaceLatest(state)
   checkControls(state)
   checkSupersedesHeard(state)
+  // Questions their asker's session read a reply to for good: a copy of one that went back (its connection
+  // closed before its target's session took it) the broker drops, answered, rather than ask it again.
+  const answeredAsks = answeredQuestions(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
   const endedAsks = new Map<string, number>()
@@ -190,6 +195,10 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
           withdrawn++
           continue
         }
+        if (answeredAsks.has(record.id)) {
+          answered++
+          continue
+        }
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was read by a client that closed before its session took it`)
         continue
@@ -203,6 +212,10 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
         // Or its sender cancelled or superseded it before that connection ended: not queued again by design.
         if (withdrawnAsks.has(record) || withdrawnOnTheWay(state, record)) {
           withdrawn++
+          continue
+        }
+        if (answeredAsks.has(record.id)) {
+          answered++
           continue
         }
         lostInFlight++
@@ -295,6 +308,7 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     replaced,
     withdrawn,
     senderEnded,
+    answered,
     redelivered,
     resent,
     cancelsAcknowledged: state.controls.cancelAcks.length,

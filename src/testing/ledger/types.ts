@@ -376,6 +376,17 @@ export interface MessageTally {
    * is owed it (`untold-eviction` otherwise).
    */
   readonly senderEnded: number
+  /**
+   * Ask questions never handed to their target's session, written toward
+   * its connections (or read by its client), each of which closed before
+   * the session took the question, while the asker's session read a reply
+   * to it for good (`answeredQuestions`, ledger/askExpiry.ts): the broker
+   * drops such a copy as answered — at once when it is in the mailbox as
+   * the reply is accepted, or when a closing connection gives it back —
+   * rather than ask it again (helper replyclose). Without this they counted
+   * as `lostInFlight` (a `lost-in-flight` violation under `strictInFlight`).
+   */
+  readonly answered: number
   /** Cancels of world sessions' messages the broker acknowledged (a bare `delivered`; ledger/controls.ts). */
   readonly cancelsAcknowledged: number
   /** `message_control` frames (cancels and supersedes of world sessions' messages) their receivers read. */

@@ -3,8 +3,9 @@
  * `--answer-mailbox`): the mailbox case of an answered ask — the question
  * waits in its replier's mailbox, given back by the replier's closed
  * connection, when a `replace`-staged reply to it is accepted; past the
- * deadline the replier comes back. How it is drawn, printed and run;
- * Workload.ts lists the op and calls these.
+ * deadline the replier comes back. How it is drawn and inserted, printed
+ * and run (`insertAnswerMailbox`, `answerMailboxOp`: Workload.ts's table
+ * lists them).
  *
  * Why: a reply accepted while a copy of its ask waits in the mailbox drops
  * that copy at once, as answered (`Asks.answeredBy` → `MailDelivery.askClosed`,
@@ -50,6 +51,7 @@ import { Clock, Effect, Exit, Schema } from "effect"
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
 import { Prng } from "../Prng.ts"
 import { connectedPair, questionWritten } from "./answerTakeover.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { Pending, SimSession, SimulationService } from "./types.ts"
 
 /** The fields of an `AnswerMailbox` op (sessions by index; see the module header for the order of events). */
@@ -244,3 +246,11 @@ const reached = (
     })`
   )
 }
+
+/** Inserts `seed`'s `AnswerMailbox` op(s) into a workload's `ops` (`WorkloadOptions.answerMailbox`; never killing or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertAnswerMailbox: Insert<AnswerMailboxDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawAnswerMailbox(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `AnswerMailbox` op as Workload.ts's table of inserted ops prints and runs it. */
+export const answerMailboxOp: InsertedOp<AnswerMailboxDraw> = { format: formatAnswerMailbox, run: runAnswerMailbox }

@@ -3,7 +3,8 @@
  * `--answer-takeover`): an ask answered by a new client instance of its
  * target's session while the old connection, taken over, still holds the
  * question unconfirmed, and closes past the ask's deadline. How it is
- * drawn, printed and run; Workload.ts lists the op and calls these.
+ * drawn and inserted, printed and run (`insertAnswerTakeover`,
+ * `answerTakeoverOp`: Workload.ts's table lists them).
  *
  * Why: a reply accepted along an ask's edge ends the ask's other copies as
  * answered (helper replyclose): the copy a takeover's old connection gives
@@ -49,6 +50,7 @@
 import { Effect, Exit, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { Pending, SimSession, SimulationService } from "./types.ts"
 
 /** The fields of an `AnswerTakeover` op (sessions by index; see the module header for the order of events). */
@@ -291,3 +293,11 @@ const givenBack = (
     yield* sim.advance(op.slowMs)
     yield* reached(sim, answered, "the question given back")
   })
+
+/** Inserts `seed`'s `AnswerTakeover` op(s) into a workload's `ops` (`WorkloadOptions.answerTakeover`; never killing or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertAnswerTakeover: Insert<AnswerTakeoverDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawAnswerTakeover(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `AnswerTakeover` op as Workload.ts's table of inserted ops prints and runs it. */
+export const answerTakeoverOp: InsertedOp<AnswerTakeoverDraw> = { format: formatAnswerTakeover, run: runAnswerTakeover }

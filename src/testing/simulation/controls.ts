@@ -2,7 +2,8 @@
  * Cancels and supersedes of a session's recent sends (`cancel_message`, a
  * send's `supersedes`; P71–P73) in generated workloads: the `Control` op, and
  * the draw the `CustodyHold` and `ParkedFlush` ops make for their own. How
- * each is drawn, printed and run; Workload.ts lists the op and calls these.
+ * each is drawn, printed and run; Workload.ts adds the controls to a
+ * workload, workload/plainOps.ts prints and runs them.
  *
  * Why: the broker keeps a `message_control` behind the message it is about
  * wherever that message still waits for its receiver — a takeover's custody

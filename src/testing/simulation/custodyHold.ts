@@ -3,8 +3,9 @@
  * recipient B taken over by a new client instance while its old connection
  * still holds mail of a sender D that B's client never confirmed, and D
  * sending, leaving and coming back while the new connection holds D's mail
- * behind that old connection's close. How it is drawn, printed and run;
- * Workload.ts lists the op and calls these.
+ * behind that old connection's close. How it is drawn and inserted,
+ * printed and run (`insertCustodyHold`, `custodyHoldOp`: Workload.ts's
+ * table lists them).
  *
  * Why: the broker's takeover custody hold (src/broker/CustodyHold.ts) holds
  * a held sender's newer mail, its departure and its return until the old
@@ -52,6 +53,7 @@ import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** The confirmed variant: time B's client is given to read D's first messages and write its confirmation (behind the stall). */
@@ -232,3 +234,11 @@ const runConfirmed = (
     // Past the stall's end and the old close (the slow write, at most the 2 s end grace): the hold is over.
     yield* sim.advance(confirmed.slowMs)
   })
+
+/** Inserts `seed`'s `CustodyHold` op(s) into a workload's `ops` (`WorkloadOptions.custodyHold`; never stopping or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertCustodyHold: Insert<CustodyHoldDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawCustodyHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `CustodyHold` op as Workload.ts's table of inserted ops prints and runs it. */
+export const custodyHoldOp: InsertedOp<CustodyHoldDraw> = { format: formatCustodyHold, run: runCustodyHold }

@@ -1,8 +1,8 @@
 /**
  * Delivery modes in generated workloads (`delivery-v1`): the `DeliverySend`
  * operation — a send with a chosen mode, or a burst of replace updates on one
- * thread — how it is drawn, printed and run. Workload.ts lists the op and
- * calls these; the invariants it exercises live in ledger/delivery.ts.
+ * thread — how it is drawn, printed and run. workload/draw.ts and
+ * workload/plainOps.ts call these; the invariants it exercises live in ledger/delivery.ts.
  */
 import { Effect, Schema } from "effect"
 import type { Prng } from "../Prng.ts"

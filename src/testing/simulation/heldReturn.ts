@@ -2,8 +2,8 @@
  * The `HeldReturn` op of generated workloads (`--held-return`): a sender X
  * whose last messages wait behind a slow recipient B (parked on X's
  * connection) when it leaves, and that registers again on a new connection
- * while they still wait. How it is drawn, printed and run; Workload.ts lists
- * the op and calls these, Simulation.ts gives the world step
+ * while they still wait. How it is drawn and inserted, printed and run
+ * (`insertHeldReturn`, `heldReturnOp`: Workload.ts's table lists them), Simulation.ts gives the world step
  * (`SimulationService.leaveParked`, `leaveParked` here).
  *
  * Why: the broker withholds X's departure while X's parked output waits
@@ -54,6 +54,7 @@ import { ownedBy } from "../FiberWatch.ts"
 import { BaseClientIntent } from "../ledger/delivery.ts"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
@@ -226,3 +227,11 @@ export const runHeldReturn = (sim: SimulationService, op: HeldReturnDraw, counte
     for (let k = 1; k <= op.more; k++) yield* sender.send(to, heldReturnText(counter, `back${k}`, sender.name, to, op.size))
     if (third !== undefined) yield* sender.send(third.name, heldReturnText(counter, "back", sender.name, third.name, 64))
   })
+
+/** Inserts `seed`'s `HeldReturn` op(s) into a workload's `ops` (`WorkloadOptions.heldReturn`; never sent by `notSender`): each spliced in before the op at its drawn index. */
+export const insertHeldReturn: Insert<HeldReturnDraw> = (ops, { seed, sessions, notSender }) => {
+  for (const [index, op] of drawHeldReturn(seed, sessions, ops.length, notSender)) ops.splice(index, 0, op)
+}
+
+/** The `HeldReturn` op as Workload.ts's table of inserted ops prints and runs it. */
+export const heldReturnOp: InsertedOp<HeldReturnDraw> = { format: formatHeldReturn, run: runHeldReturn }

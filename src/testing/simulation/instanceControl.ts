@@ -1,7 +1,7 @@
 /**
  * The `InstanceControl` op of generated workloads (`WorkloadOptions.instanceControl`,
- * `--instance-control`): a control about a message whose client instance is gone. How it is drawn,
- * printed and run; Workload.ts lists the op and calls these.
+ * `--instance-control`): a control about a message whose client instance is gone. How it is drawn
+ * and inserted, printed and run (`insertInstanceControl`, `instanceControlOp`: Workload.ts's table lists them).
  *
  * Why: the broker sends a `message_control` (cancel, supersede) only to the
  * client instance that was given the message (docs/protocol.md, "Receipts
@@ -33,6 +33,7 @@ import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { ControlAction, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** How R leaves once it read the message: orderly (it confirms and unregisters) or killed. */
@@ -142,3 +143,11 @@ export const runInstanceControl = (sim: SimulationService, op: InstanceControlDr
     yield* sim.advance(op.controlMs)
     yield* runControl(sender, op.action, 0, counter, receiver.name, true)
   })
+
+/** Inserts `seed`'s `InstanceControl` op(s) into a workload's `ops` (`WorkloadOptions.instanceControl`; never stopping or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertInstanceControl: Insert<InstanceControlDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawInstanceControl(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `InstanceControl` op as Workload.ts's table of inserted ops prints and runs it. */
+export const instanceControlOp: InsertedOp<InstanceControlDraw> = { format: formatInstanceControl, run: runInstanceControl }

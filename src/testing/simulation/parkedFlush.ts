@@ -2,8 +2,8 @@
  * The `ParkedFlush` op of generated workloads (`--parked-flush`): a recipient
  * that comes back to more mail than its outbox takes, while it reads slowly
  * and the senders of that mail go on sending, leave, come back or
- * unregister. How it is drawn, printed and run; Workload.ts lists the op and
- * calls these.
+ * unregister. How it is drawn and inserted, printed and run
+ * (`insertParkedFlush`, `parkedFlushOp`: Workload.ts's table lists them).
  *
  * Why: the broker parks what of a registration's mailbox flush does not fit
  * the new outbox on the session's own reader (Output `parkFor`,
@@ -38,6 +38,7 @@ import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { type ControlAction, drawOpControl, recentSend, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What a sender does once it has sent its `more` messages: `rejoin` stops and starts, `kill` dies and starts. */
@@ -213,3 +214,15 @@ export const runParkedFlush = (
       yield* sender.send(to, parkedFlushText(counter, "back", sender.name, to, op.size))
     }
   })
+
+/** Inserts `seed`'s `ParkedFlush` op(s) into a workload's `ops` (`WorkloadOptions.parkedFlush`): inserted from the last, so each drawn index still names its place among the ops before them. */
+export const insertParkedFlush: Insert<ParkedFlushDraw> = (ops, { seed, sessions }) => {
+  const drawn = drawParkedFlush(seed, sessions, ops.length)
+  for (let i = drawn.length - 1; i >= 0; i--) {
+    const [index, op] = drawn[i]!
+    ops.splice(index, 0, op)
+  }
+}
+
+/** The `ParkedFlush` op as Workload.ts's table of inserted ops prints and runs it. */
+export const parkedFlushOp: InsertedOp<ParkedFlushDraw> = { format: formatParkedFlush, run: runParkedFlush }

@@ -2,8 +2,8 @@
  * Pressure in generated workloads: two operations that drive the broker's
  * connection path into the branches ordinary traffic never reaches
  * (docs/testing.md, "Pressure"), how they are drawn, printed and run, and the
- * broker limits of the world they run in. Workload.ts lists the ops and calls
- * these.
+ * broker limits of the world they run in (`insertPressure`, `stormOp`,
+ * `floodOp`: Workload.ts's table lists them).
  *
  * - `Storm`: a registration storm. Processes that are still starting connect
  *   all at once and do not register yet (each probes `health` and leaves after
@@ -26,6 +26,8 @@ import { Effect, FiberSet, Schema } from "effect"
 import type { BrokerCoreOptions } from "../../broker/options.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import { Prng } from "../Prng.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
+import type { SimSession } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** The fields of a `Storm` op: connections that do not register, how long each stays, sessions whose connection drops. */
@@ -164,3 +166,55 @@ export const storm = (world: World, connections: number, holdMs: number): Effect
       yield* FiberSet.run(world.steps, one.pipe(ownedBy("storm")))
     }
   })
+
+/**
+ * Inserts `seed`'s pressure ops into a workload's `ops` (`WorkloadOptions.pressure`): inserted from the last,
+ * so each drawn index still names its place among the ordinary ops.
+ */
+export const insertPressure: Insert<StormDraw | FloodDraw> = (ops, { seed, sessions }) => {
+  const drawn = drawPressure(seed, sessions, ops.length)
+  for (let i = drawn.length - 1; i >= 0; i--) {
+    const [index, pressure] = drawn[i]!
+    ops.splice(index, 0, pressure)
+  }
+}
+
+/** The first running session from `index` on (wrapping round), other than the one at `except`. */
+const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, except: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < sessions.length; i++) {
+      const at = (index + i) % sessions.length
+      const session = sessions[at]
+      if (at !== except && session !== undefined && (yield* session.running)) return session
+    }
+    return undefined
+  })
+
+/** The `Storm` op as Workload.ts's table of inserted ops prints and runs it. */
+export const stormOp: InsertedOp<StormDraw> = {
+  format: formatStorm,
+  run: (sim, op) =>
+    Effect.gen(function*() {
+      yield* sim.storm(op.connections, op.holdMs)
+      for (const index of op.drops) yield* sim.sessions[index]?.drop("client") ?? Effect.void
+    })
+}
+
+/** The `Flood` op as Workload.ts's table of inserted ops prints and runs it. */
+export const floodOp: InsertedOp<FloodDraw> = {
+  format: (op, name) => formatFlood(op, name(op.from), name(op.to)),
+  run: (sim, op, counter) =>
+    Effect.gen(function*() {
+      const sessions = sim.sessions
+      // The drawn sender and recipient, or the next running sessions after them (a flood between
+      // sessions that are stopped would reach nothing).
+      const from = yield* nextRunning(sessions, op.from, -1)
+      const to = from === undefined ? undefined : yield* nextRunning(sessions, op.to, sessions.indexOf(from))
+      if (from === undefined || to === undefined) {
+        yield* sim.note("flood: skipped (fewer than two sessions running)")
+        return
+      }
+      yield* to.delayWrites("broker", op.delayMs, op.delayMs * (op.count + 4))
+      for (let k = 1; k <= op.count; k++) yield* from.send(to.name, floodText(counter, k, from.name, to.name, op.size))
+    })
+}

@@ -2,8 +2,9 @@
  * The `ReaderReturn` op of generated workloads (`WorkloadOptions.readerReturn`,
  * `--reader-return`): a reader's connection drops while it holds the
  * sender's mail or control unconfirmed, the sender cancels or supersedes,
- * and the same client instance comes back. How it is drawn, printed and
- * run; Workload.ts lists the op and calls these.
+ * and the same client instance comes back. How it is drawn and inserted,
+ * printed and run (`insertReaderReturn`, `readerReturnOp`: Workload.ts's
+ * table lists them).
  *
  * Why: the broker keeps what such a reader is owed for its return — a
  * control given back alone at the drop (src/broker/KeptControls.ts), or a
@@ -46,6 +47,7 @@ import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { ControlAction, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What R holds unconfirmed when its connection drops: the sender's control, or its message (see the module header). */
@@ -236,3 +238,11 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       yield* runControl(sender, op.action, 0, counter, receiver.name, true)
     }
   })
+
+/** Inserts `seed`'s `ReaderReturn` op(s) into a workload's `ops` (`WorkloadOptions.readerReturn`; never taking the connection of `notSession`): each spliced in before the op at its drawn index. */
+export const insertReaderReturn: Insert<ReaderReturnDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawReaderReturn(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `ReaderReturn` op as Workload.ts's table of inserted ops prints and runs it. */
+export const readerReturnOp: InsertedOp<ReaderReturnDraw> = { format: formatReaderReturn, run: runReaderReturn }

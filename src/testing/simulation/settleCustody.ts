@@ -4,8 +4,8 @@
  * client while the old connection still holds its answerer D's unconfirmed
  * mail, so D's reply to the new instance's ask is kept by the takeover's
  * custody hold, forced there by D's close — and A's deadline comes while the
- * hold keeps it. How it is drawn, printed and run; Workload.ts lists the op
- * and calls these.
+ * hold keeps it. How it is drawn and inserted, printed and run
+ * (`insertSettleCustody`, `settleCustodyOp`: Workload.ts's table lists them).
  *
  * Why: at its deadline an `ask-expiry-v1` client makes one settling round
  * trip (a `list` marked `settle: true`), and the broker holds its answer
@@ -52,6 +52,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** How D closes once its reply is held: orderly or killed. */
@@ -296,3 +297,11 @@ const runTakeBack = (
     // The workload's next op waits until the old close (the hold's end), so it cannot end A's ask first.
     yield* sim.advance(HOLD_MS)
   })
+
+/** Inserts `seed`'s `SettleCustody` op(s) into a workload's `ops` (`WorkloadOptions.settleHold`, after its `SettleHold`; never stopping or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertSettleCustody: Insert<SettleCustodyDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawSettleCustody(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `SettleCustody` op as Workload.ts's table of inserted ops prints and runs it. */
+export const settleCustodyOp: InsertedOp<SettleCustodyDraw> = { format: formatSettleCustody, run: runSettleCustody }

@@ -3,7 +3,8 @@
  * whose own deadline comes while the reply to its ask, accepted by the
  * broker, is still parked behind the answerer B's earlier mail to a slow
  * reader C — then that reply is released, forced or taken back. How it is
- * drawn, printed and run; Workload.ts lists the op and calls these.
+ * drawn and inserted, printed and run (`insertSettleHold`, `settleHoldOp`:
+ * Workload.ts's table lists them).
  *
  * Why: at its deadline an `ask-expiry-v1` client makes one round trip, a
  * `list` marked `settle: true` (src/session/Ask.ts,
@@ -53,6 +54,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimSession, SimulationService } from "./types.ts"
 
 /** What ends the hold: C reads again, C closes, B closes, or A's connection drops. */
@@ -243,3 +245,11 @@ export const runSettleHold = (sim: SimulationService, op: SettleHoldDraw, counte
       }
     }
   })
+
+/** Inserts `seed`'s `SettleHold` op(s) into a workload's `ops` (`WorkloadOptions.settleHold`; never stopping or starting `notSession`): each spliced in before the op at its drawn index. */
+export const insertSettleHold: Insert<SettleHoldDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawSettleHold(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `SettleHold` op as Workload.ts's table of inserted ops prints and runs it. */
+export const settleHoldOp: InsertedOp<SettleHoldDraw> = { format: formatSettleHold, run: runSettleHold }

@@ -1,8 +1,9 @@
 /**
  * The `StaleAsk` op of generated workloads (`WorkloadOptions.staleAsk`,
  * `--stale-ask`): an ask whose question its target's connection holds
- * unread past the ask's deadline, then gives back. How it is drawn, printed
- * and run; Workload.ts lists the op and calls these.
+ * unread past the ask's deadline, then gives back. How it is drawn and
+ * inserted, printed and run (`insertStaleAsk`, `staleAskOp`: Workload.ts's
+ * table lists them).
  *
  * Why: a question given back past its deadline, never asked, expired — its
  * asker is owed the `expired` receipt, and a retry `E_DELIVERY_EXPIRED` —
@@ -26,6 +27,7 @@
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { nextRunning } from "./running.ts"
+import type { Insert, InsertedOp } from "./inserted.ts"
 import type { SimulationService } from "./types.ts"
 
 /** Which side of T's connection drops. */
@@ -116,3 +118,11 @@ export const runStaleAsk = (sim: SimulationService, op: StaleAskDraw, counter: n
     yield* sim.advance(op.lateMs)
     yield* target.drop(op.side)
   })
+
+/** Inserts `seed`'s `StaleAsk` op(s) into a workload's `ops` (`WorkloadOptions.staleAsk`; never taking the connection of `notSession`): each spliced in before the op at its drawn index. */
+export const insertStaleAsk: Insert<StaleAskDraw> = (ops, { seed, sessions, notSession }) => {
+  for (const [index, op] of drawStaleAsk(seed, sessions, ops.length, notSession)) ops.splice(index, 0, op)
+}
+
+/** The `StaleAsk` op as Workload.ts's table of inserted ops prints and runs it. */
+export const staleAskOp: InsertedOp<StaleAskDraw> = { format: formatStaleAsk, run: runStaleAsk }
