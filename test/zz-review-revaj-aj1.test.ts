@@ -1,0 +1,89 @@
+/**
+ * Review revaj AJ1 (probe, fails on main 4981d72c): a detached cancel dropped past the bound leaves its
+ * question's pair reopened (PendingCancels.ts header: "a duplicate, never a lost question") — but a later
+ * cancel of the same id whose frame the outbox takes back (endedUnwritten) tells `cancelEnded(id, false)`,
+ * which closes that pair. The broker may still carry out the dropped cancel it did receive: the question it
+ * asks again is then dropped as a repeat — a lost question.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit } from "effect"
+import { dialUnixSocket } from "../src/client/Dialer.ts"
+import { DETACHED_CANCELS_PER_CONNECTION } from "../src/client/PendingCancels.ts"
+import { frameText } from "../src/protocol/framing.ts"
+import type { Connection } from "../src/transport/Connection.ts"
+import { message } from "./support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+
+const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
+
+/** A dialer whose next `send` write, once armed, is not taken until `release`; `stalled` completes as it begins. */
+const stallingDial = () => {
+  const release = Deferred.makeUnsafe<void>()
+  const stalled = Deferred.makeUnsafe<void>()
+  let stallNext = false
+  const dial = (socketPath: string) =>
+    Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
+      id: connection.id,
+      trustedLocal: connection.trustedLocal,
+      read: connection.read,
+      writeAll: connection.writeAll,
+      write: (frames) => {
+        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
+        stallNext = false
+        Deferred.doneUnsafe(stalled, Exit.void)
+        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
+      },
+      unfinishedWrite: () => connection.unfinishedWrite(),
+      readProgress: () => connection.readProgress(),
+      readPending: () => connection.readPending(),
+      end: connection.end,
+      destroy: connection.destroy
+    }))
+  return { dial, release, stalled, stall: () => (stallNext = true) }
+}
+
+describe("review revaj AJ1", () => {
+  it.live("a dropped detached cancel's pair stays reopened after a later cancel of its id is taken back unwritten", () =>
+    Effect.gen(function*() {
+      const count = DETACHED_CANCELS_PER_CONNECTION + 1
+      const asks = Array.from({ length: count }, (_, i) => message(`question ${i}`, { expectsReply: true }))
+      const replies = asks.map((ask) => message("yes", { replyTo: ask.id }))
+      const marker = message("after the copy")
+      let copies = false
+      const { dial, release, stall, stalled } = stallingDial()
+      // The broker answers no cancel; armed, it writes a copy of the first question (it carried the first
+      // cancel out at last) and a marker ahead of a `list`'s answer.
+      const fake = yield* fakeBroker({
+        afterRegistered: () => asks.map((ask) => ({ type: "message", from: ALICE, message: ask })),
+        beforeList: () =>
+          copies ? [{ type: "message", from: ALICE, message: asks[0] }, { type: "message", from: ALICE, message: marker }] : []
+      })
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300, dial }))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === asks[count - 1]!.id)
+      yield* Effect.forEach(replies, (reply) => bob.send({ to: ALICE.id, message: reply }), { concurrency: 16, discard: true })
+      // The first cancel of replies[0] is written and detached first: the oldest, dropped past the bound.
+      const first = yield* Effect.exit(bob.cancel(replies[0]!.id))
+      assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
+      yield* Effect.forEach(replies.slice(1), (reply) => Effect.exit(bob.cancel(reply.id)), { concurrency: "unbounded" })
+      assert.strictEqual(fake.ofType("cancel_message").length, count, "setup: not every cancel wrote its frame")
+      // A send stalls in a write the socket does not take: a later cancel of replies[0] queues behind it and,
+      // timing out (its own send timeout: the event under test), is taken back unwritten.
+      stall()
+      yield* Effect.forkScoped(Effect.exit(bob.send({ to: ALICE.id, message: message("stalled") })), { startImmediately: true })
+      yield* Deferred.await(stalled)
+      const later = yield* Effect.exit(bob.cancel(replies[0]!.id))
+      assert.isTrue(later._tag === "Failure", "setup: the later cancel was answered")
+      yield* Deferred.succeed(release, undefined)
+      yield* bob.list
+      assert.strictEqual(fake.ofType("cancel_message").length, count, "setup: the later cancel's frame was written")
+      // The broker carries the first (dropped) cancel out: the question it asks again must pass once.
+      copies = true
+      yield* bob.list
+      yield* heard.next((m) => m.message.id === marker.id)
+      const seen = heard.seen().map((m) => m.message.id)
+      assert.deepStrictEqual(seen.slice(count), [asks[0]!.id, marker.id], "the first question, asked again, was dropped")
+    }))
+})
