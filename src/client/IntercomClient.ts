@@ -162,8 +162,12 @@ const make = (
       askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
       // A cancel of a reply of this client's: its question may be asked again (RecentMessages.cancelWritten) …
       cancelWritten: (messageId: string) => recent.cancelWritten(messageId),
-      // … unless the reply stands (refused) or may stand (no answer): its question stays answered.
-      cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled)
+      // … until the broker's answer is read: its question is answered again, or was asked again ahead of it …
+      cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled),
+      // … or the cancel reached no broker: closed if it reopened the question itself …
+      cancelWithdrawn: (messageId: string, reopenedByIt: boolean) => recent.cancelWithdrawn(messageId, reopenedByIt),
+      // … or it got no answer: the broker may have carried it out, and the question stays reopened.
+      cancelAbandoned: (messageId: string) => recent.cancelAbandoned(messageId)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
