@@ -241,9 +241,11 @@ const make = (
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
           resend.retrying((c) => {
             const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
-            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor).
+            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor). With no
+            // supervisor known it answers no question this client can name: not recorded, or its asker would be
+            // taken to be whoever last asked with that id (review revaj AJ3).
             const askId = traced.message.replyTo
-            if (askId !== undefined) recent.replied(traced.message.id, askId, supervisor, supervisor === "" ? undefined : supervisor)
+            if (askId !== undefined && supervisor !== "") recent.replied(traced.message.id, askId, supervisor, supervisor)
             return c.send({ ...traced, to: supervisor }, sendTimeoutMs, "supervisor_send").pipe(
               Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery)))
             )

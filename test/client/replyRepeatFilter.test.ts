@@ -347,6 +347,31 @@ describe("IntercomClient: a child's reply to its supervisor through supervisorSe
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
     }))
 
+  // Review revaj AJ3: with no supervisor id, the reply's asker was taken to be whoever last asked with its id.
+  it.live("with no supervisor known, is not taken as a reply to alice's question of that id: its cancel lets no copy through", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      // The cancel's answer (cancelled), with a copy of alice's question ahead of it and a marker behind.
+      const fake = yield* fakeBroker({
+        features: ["supervisor-v1"],
+        afterRegistered: () => [fromAlice(ask)],
+        cancelAnswer: "cancelled",
+        beforeCancel: (id) => id === reply.id ? [fromAlice(ask)] : [],
+        afterCancel: (id) => id === reply.id ? [fromAlice(marker)] : []
+      })
+      // No grant, and the broker names no supervisor at registration.
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* Effect.exit(bob.supervisorSend({ message: reply }))
+      assert.isTrue(yield* bob.cancel(reply.id), "setup: the broker did not cancel the reply")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "alice's question, delivered again, passed as new")
+    }))
+
   it.live("is known to the filter: its cancel carried out lets the question, asked again ahead of the answer, pass", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
