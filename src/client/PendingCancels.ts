@@ -22,7 +22,10 @@
  * answer, should it still come, finds no cancel waiting and is dropped
  * (unless a cancel of the same id written since takes it: the broker's
  * answers to two cancels of one id agree), and a later cancel of its id
- * writes its own frame instead of joining it.
+ * writes its own frame instead of joining it. Each cancel let go so, and
+ * each one the close cuts off, is told to the constructor's `abandoned`:
+ * its pair stays reopened but no longer held, so the repeat filter's bound
+ * may trim it (RecentMessages.cancelAbandoned; review revaj AJ2).
  *
  * Owned by one `ClientConnection` and touched only by its synchronous code.
  */

@@ -38,6 +38,15 @@
  * waiting; a cancel its connection closed on unanswered leaves it reopened
  * (a possible duplicate, never a loss) — a copy of the question that comes
  * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
+ * A cancel that reached no broker (its frame taken back: `cancelWithdrawn`)
+ * closes the pair only if its own `cancelWritten` reopened it: an earlier
+ * cancel of the id the broker may have carried out unanswered (dropped
+ * detached, or cut off by a close: `cancelAbandoned`), or a lost reply,
+ * may have left it open, and the question may still come (review revaj
+ * AJ1). Each cancel written holds its pair until it ends so (answered,
+ * withdrawn or abandoned): at most `capacity` pairs are kept reopened
+ * beyond the held ones, and past that the oldest not held is a repeat
+ * again (review revaj AJ2). PendingCancels bounds the held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
  * ask was withdrawn, answered or past its deadline, or its short-lived
