@@ -85,9 +85,10 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isTrue(recent.firstTime("alice", "q1", all, true))
     recent.replied("r1", "q1", "alice", undefined)
     // The first cancel: the broker withdraws the reply and asks again; the answer is lost with the connection,
-    // which tells nothing (ClientConnection, review revag AG1).
+    // which tells the cancel abandoned: no answer, the pair left as it is (ClientConnection, review revag AG1).
     recent.cancelWritten("r1")
     assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    recent.cancelAbandoned("r1")
     // The retry: `delivered` again (cancelled already), asking nothing.
     recent.cancelWritten("r1")
     recent.cancelEnded("r1", true)
