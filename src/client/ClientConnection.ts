@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 845 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 850 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -323,7 +323,8 @@ export const openClientConnection = (
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new PendingSends()
-    const cancels = new PendingCancels()
+    // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair reopened.
+    const cancels = new PendingCancels(sinks.cancelAbandoned)
     const authorizations = new Map<
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
@@ -547,8 +548,8 @@ export const openClientConnection = (
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
-      // No answer came, so nothing is told: whether the broker carried the cancel out is unknown, and the question's
-      // pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
+      // No answer came: whether the broker carried the cancel out is unknown, so each is told abandoned and the
+      // question's pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
       cancels.failAll()
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
@@ -726,7 +727,7 @@ export const openClientConnection = (
           const entered = cancels.enter(messageId)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
-          if (entered.first) sinks.cancelWritten(messageId)
+          if (entered.first) entered.pending.reopenedByIt = sinks.cancelWritten(messageId)
           return entered
         }),
         ({ first, pending }) =>
@@ -761,12 +762,13 @@ export const openClientConnection = (
         // less than a lost question; revai AI4). One whose frame was never written (its caller gave up while it
         // was queued: the outbox took it back; not one already in a write the socket had not taken whole, which
         // goes out as that write ends) reached no broker: it ends with its first caller, the question a repeat
-        // again, and a later cancel writes its own (review revai AI1, AI2); a caller that joined it writes the
-        // cancel anew (helper cancelb).
+        // again unless something before it left the pair open (review revaj AJ1), and a later cancel writes its
+        // own (review revai AI1, AI2); a caller that joined it writes the cancel anew (helper cancelb).
         ({ first, pending }) =>
           Effect.sync(() => {
             if (cancels.leave(messageId, pending, first) === "stays") return
-            sinks.cancelEnded(messageId, false)
+            // Closes the pair only if this cancel reopened it: an earlier one may have reached the broker (review revaj AJ1).
+            sinks.cancelWithdrawn(messageId, pending.reopenedByIt)
             if (pending.waiters > 0) Deferred.doneUnsafe(pending.answer, Exit.succeed("withdrawn"))
           })
       )

@@ -162,8 +162,12 @@ const make = (
       askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
       // A cancel of a reply of this client's: its question may be asked again (RecentMessages.cancelWritten) …
       cancelWritten: (messageId: string) => recent.cancelWritten(messageId),
-      // … unless the reply stands (refused) or may stand (no answer): its question stays answered.
-      cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled)
+      // … until the broker's answer is read: its question is answered again, or was asked again ahead of it …
+      cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled),
+      // … or the cancel reached no broker: closed if it reopened the question itself …
+      cancelWithdrawn: (messageId: string, reopenedByIt: boolean) => recent.cancelWithdrawn(messageId, reopenedByIt),
+      // … or it got no answer: the broker may have carried it out, and the question stays reopened.
+      cancelAbandoned: (messageId: string) => recent.cancelAbandoned(messageId)
     }
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -237,9 +241,11 @@ const make = (
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
           resend.retrying((c) => {
             const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
-            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor).
+            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor). With no
+            // supervisor known it answers no question this client can name: not recorded, or its asker would be
+            // taken to be whoever last asked with that id (review revaj AJ3).
             const askId = traced.message.replyTo
-            if (askId !== undefined) recent.replied(traced.message.id, askId, supervisor, supervisor === "" ? undefined : supervisor)
+            if (askId !== undefined && supervisor !== "") recent.replied(traced.message.id, askId, supervisor, supervisor)
             return c.send({ ...traced, to: supervisor }, sendTimeoutMs, "supervisor_send").pipe(
               Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery)))
             )

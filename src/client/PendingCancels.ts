@@ -22,7 +22,10 @@
  * answer, should it still come, finds no cancel waiting and is dropped
  * (unless a cancel of the same id written since takes it: the broker's
  * answers to two cancels of one id agree), and a later cancel of its id
- * writes its own frame instead of joining it.
+ * writes its own frame instead of joining it. Each cancel let go so, and
+ * each one the close cuts off, is told to the constructor's `abandoned`:
+ * its pair stays reopened but no longer held, so the repeat filter's bound
+ * may trim it (RecentMessages.cancelAbandoned; review revaj AJ2).
  *
  * Owned by one `ClientConnection` and touched only by its synchronous code.
  */
@@ -40,14 +43,17 @@ export const DETACHED_CANCELS_PER_CONNECTION = 256
 export type CancelAnswer = boolean | "withdrawn"
 
 /**
- * One cancel waiting for the broker's answer: how many callers wait on it, and `maybeSent` — its frame went to
+ * One cancel waiting for the broker's answer: how many callers wait on it, `maybeSent` — its frame went to
  * the outbox and was not taken back, so it reached the broker or may still (false before it is queued, and
- * again once the outbox took it back unwritten).
+ * again once the outbox took it back unwritten) — and `reopenedByIt`: announcing it reopened its question's
+ * pair in the repeat filter (RecentMessages.cancelWritten), so ending unwritten it closes the pair again,
+ * and only then (review revaj AJ1).
  */
 export interface PendingCancel {
   readonly answer: Deferred.Deferred<CancelAnswer, ConnectionLost>
   waiters: number
   maybeSent: boolean
+  reopenedByIt: boolean
 }
 
 /** How a caller's leaving ended: the cancel stays (waited on, or detached), or it ended unwritten. */
@@ -59,8 +65,14 @@ export class PendingCancels {
   /** The ids of the detached cancels (written, no caller left), oldest first. */
   private readonly detached = new Set<string>()
   private readonly limit: number
+  private readonly abandoned: (messageId: string) => void
 
-  constructor(limit = DETACHED_CANCELS_PER_CONNECTION) {
+  /**
+   * `abandoned` is told of each cancel let go with no answer read and no caller told it ended unwritten: a
+   * detached one past the bound or dropped for a send, and every one still waiting at the close (`failAll`).
+   */
+  constructor(abandoned: (messageId: string) => void, limit = DETACHED_CANCELS_PER_CONNECTION) {
+    this.abandoned = abandoned
     this.limit = limit
   }
 
@@ -75,7 +87,12 @@ export class PendingCancels {
       this.detached.delete(messageId)
       return { pending: waiting, first: false }
     }
-    const pending: PendingCancel = { answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(), waiters: 1, maybeSent: false }
+    const pending: PendingCancel = {
+      answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(),
+      waiters: 1,
+      maybeSent: false,
+      reopenedByIt: false
+    }
     this.pending.set(messageId, pending)
     return { pending, first: true }
   }
@@ -111,14 +128,18 @@ export class PendingCancels {
   dropDetached(messageId: string): void {
     if (!this.detached.delete(messageId)) return
     this.pending.delete(messageId)
+    this.abandoned(messageId)
   }
 
   /** The connection closed: every cancel waiting fails with `ConnectionLost`, and none is kept. */
   failAll(): void {
-    const waiting = [...this.pending.values()]
+    const waiting = [...this.pending]
     this.pending.clear()
     this.detached.clear()
-    for (const pending of waiting) Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+    for (const [messageId, pending] of waiting) {
+      this.abandoned(messageId)
+      Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+    }
   }
 
   /** `messageId`'s cancel has no caller left: it waits detached, and the oldest goes past the bound. */
@@ -129,6 +150,7 @@ export class PendingCancels {
     for (const oldest of detached) {
       detached.delete(oldest)
       this.pending.delete(oldest)
+      this.abandoned(oldest)
       return
     }
   }

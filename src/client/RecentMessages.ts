@@ -38,6 +38,15 @@
  * waiting; a cancel its connection closed on unanswered leaves it reopened
  * (a possible duplicate, never a loss) — a copy of the question that comes
  * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
+ * A cancel that reached no broker (its frame taken back: `cancelWithdrawn`)
+ * closes the pair only if its own `cancelWritten` reopened it: an earlier
+ * cancel of the id the broker may have carried out unanswered (dropped
+ * detached, or cut off by a close: `cancelAbandoned`), or a lost reply,
+ * may have left it open, and the question may still come (review revaj
+ * AJ1). Each cancel written holds its pair until it ends so (answered,
+ * withdrawn or abandoned): at most `capacity` pairs are kept reopened
+ * beyond the held ones, and past that the oldest not held is a repeat
+ * again (review revaj AJ2). PendingCancels bounds the held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
  * ask was withdrawn, answered or past its deadline, or its short-lived
@@ -104,8 +113,15 @@ export class RecentMessages {
    */
   private readonly askers = new Map<string, string>()
   private readonly askersLimit: number
-  /** Pairs in `seen` that pass once more: questions whose reply was lost (the last `capacity`, oldest first). */
+  /**
+   * Pairs in `seen` that pass once more: questions whose reply was lost, oldest first. At most `capacity` of
+   * them, beyond the ones a cancel awaiting its answer holds (`holds`): those are never trimmed.
+   */
   private readonly reopened = new Set<string>()
+  /** The cancels written and not yet answered, withdrawn or abandoned, by reply id: the pair each holds, and how many. */
+  private readonly cancels = new Map<string, { readonly pair: string; count: number }>()
+  /** How many of those cancels hold each pair: a held pair stays reopened, untrimmed. */
+  private readonly holds = new Map<string, number>()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
@@ -171,27 +187,75 @@ export class RecentMessages {
    * This client writes a `cancel_message` of its reply `replyId`: the
    * question it answered passes once more from now, since the broker,
    * should it withdraw the reply, writes the question again ahead of the
-   * cancel's answer. Nothing for an id not known as a reply.
+   * cancel's answer. The cancel holds the pair open (untrimmed) until it
+   * ends: `cancelEnded`, `cancelWithdrawn` or `cancelAbandoned`, one of
+   * them once per call of this. True when this cancel reopened the pair
+   * (it was not open already); false too for an id not known as a reply.
    */
-  cancelWritten(replyId: string): void {
+  cancelWritten(replyId: string): boolean {
     const answered = this.replies.get(replyId)
-    if (answered !== undefined) this.reopen(pairOf(answered.asker, answered.askId))
+    if (answered === undefined) return false
+    const pair = pairOf(answered.asker, answered.askId)
+    const held = this.cancels.get(replyId)
+    if (held === undefined) this.cancels.set(replyId, { pair, count: 1 })
+    else held.count += 1
+    this.holds.set(pair, (this.holds.get(pair) ?? 0) + 1)
+    const reopenedByIt = !this.reopened.has(pair)
+    this.reopen(pair)
+    return reopenedByIt
   }
 
   /**
    * The broker's answer to the cancel of `replyId` was read: its question
-   * is a repeat again from now. `cancelled`: the broker withdrew the reply
-   * (the question it asked again came ahead of this answer, or it asked
+   * is a repeat again from now, unless another cancel awaiting its answer
+   * still holds it. `cancelled`: the broker withdrew the reply (the
+   * question it asked again came ahead of this answer, or it asked
    * nothing: the ask was over, or a first cancel withdrew the reply
    * already), and the reply is forgotten. Otherwise the broker refused it:
-   * the reply stands. Not called for a cancel that got no answer.
+   * the reply stands.
    */
   cancelEnded(replyId: string, cancelled: boolean): void {
-    const answered = this.replies.get(replyId)
-    if (answered === undefined) return
+    const pair = this.release(replyId)
     if (cancelled) this.replies.delete(replyId)
     // Either way the pair closes: a question the broker asks again came ahead of this answer, or does not come.
-    this.reopened.delete(pairOf(answered.asker, answered.askId))
+    if (pair !== undefined && !this.holds.has(pair)) this.reopened.delete(pair)
+  }
+
+  /**
+   * The cancel of `replyId` reached no broker (its frame was taken back,
+   * or never queued): the pair closes if this cancel reopened it
+   * (`reopenedByIt`, from `cancelWritten`) and no other cancel holds it.
+   * A pair open before it — left by an earlier cancel the broker may have
+   * carried out and never answered, or by a lost reply — stays open: the
+   * question may still be asked again (review revaj AJ1).
+   */
+  cancelWithdrawn(replyId: string, reopenedByIt: boolean): void {
+    const pair = this.release(replyId)
+    if (pair === undefined) return
+    if (reopenedByIt && !this.holds.has(pair)) this.reopened.delete(pair)
+    else this.trimReopened()
+  }
+
+  /**
+   * The cancel of `replyId` will get no answer read (its connection
+   * closed first, or it was let go detached past PendingCancels' bound):
+   * the broker may have carried it out, so its pair stays reopened — now
+   * among those the bound trims, oldest first.
+   */
+  cancelAbandoned(replyId: string): void {
+    if (this.release(replyId) !== undefined) this.trimReopened()
+  }
+
+  /** One cancel of `replyId` holds its pair no more: the pair, or undefined when no cancel of it held one. */
+  private release(replyId: string): string | undefined {
+    const held = this.cancels.get(replyId)
+    if (held === undefined) return undefined
+    if (--held.count === 0) this.cancels.delete(replyId)
+    const pair = held.pair
+    const holds = this.holds.get(pair) ?? 1
+    if (holds <= 1) this.holds.delete(pair)
+    else this.holds.set(pair, holds - 1)
+    return pair
   }
 
   /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
@@ -199,7 +263,22 @@ export class RecentMessages {
     const reopened = this.reopened
     reopened.delete(pair)
     reopened.add(pair)
-    trim(reopened, this.capacity)
+    this.trimReopened()
+  }
+
+  /**
+   * Past `capacity` reopened pairs, forgets the oldest that no cancel awaiting its answer holds (review revaj
+   * AJ2): a held pair stays however many there are — PendingCancels bounds the cancels that hold them.
+   */
+  private trimReopened(): void {
+    const reopened = this.reopened
+    if (reopened.size <= this.capacity) return
+    const holds = this.holds
+    for (const pair of reopened) {
+      if (holds.has(pair)) continue
+      reopened.delete(pair)
+      if (reopened.size <= this.capacity) return
+    }
   }
 
   /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */

@@ -121,17 +121,30 @@ export interface ClientSinks {
    * This client writes a `cancel_message` of `messageId` (once a send of
    * that id waiting here was answered): called before the frame is handed
    * to the socket, so before anything the broker writes after reading it.
+   * True when it reopened the question the reply answered (RecentMessages).
    */
-  readonly cancelWritten: (messageId: string) => void
+  readonly cancelWritten: (messageId: string) => boolean
   /**
    * The cancel of `messageId` that `cancelWritten` announced ended with
    * the broker's answer (true: cancelled), told as that answer is read,
    * before any cancel waiting for it resumes and before any frame read after
    * it is routed — also when every caller stopped waiting before it came.
-   * Never called for a cancel that got no answer (its connection closed
-   * first): the broker may have carried it out.
+   * Each cancel `cancelWritten` announced ends with exactly one of this,
+   * `cancelWithdrawn` and `cancelAbandoned`.
    */
   readonly cancelEnded: (messageId: string, cancelled: boolean) => void
+  /**
+   * The cancel of `messageId` reached no broker (its frame was never
+   * queued, or the outbox took it back). `reopenedByIt`: what
+   * `cancelWritten` returned for it.
+   */
+  readonly cancelWithdrawn: (messageId: string, reopenedByIt: boolean) => void
+  /**
+   * The cancel of `messageId` is let go with no answer read (its
+   * connection closed first, or it was dropped detached past the bound):
+   * the broker may have carried it out.
+   */
+  readonly cancelAbandoned: (messageId: string) => void
   /**
    * How far what was read may be confirmed now (`received-v1`;
    * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { DETACHED_CANCELS_PER_CONNECTION } from "../../src/client/PendingCancels.ts"
 import { message } from "../support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
+import { fakeBroker, fakeClientOptions, giveUpOnceWritten, makeClient, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
@@ -29,22 +29,18 @@ describe("detached cancels on one connection", () => {
         beforeList: () =>
           copies ? [{ type: "message", from: ALICE, message: asks[0] }, { type: "message", from: ALICE, message: marker }] : []
       })
-      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 300 }))
+      // No cancel times out here: its caller gives up once its frame is read (`giveUpOnceWritten`).
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID, { sendTimeoutMs: 60_000 }))
       const heard = yield* subscribe(bob.messages, "bob's messages")
       yield* bob.connect
       yield* heard.next((m) => m.message.id === asks[count - 1]!.id)
       yield* Effect.forEach(replies, (reply) => bob.send({ to: ALICE.id, message: reply }), { concurrency: 16, discard: true })
-      // The first cancel is left first (its own timeout: the event under test), so it is the oldest detached one;
-      // then the others, together.
-      const first = yield* Effect.exit(bob.cancel(replies[0]!.id))
-      assert.isTrue(first._tag === "Failure", "setup: the first cancel was answered")
-      const rest = yield* Effect.forEach(replies.slice(1), (reply) => Effect.exit(bob.cancel(reply.id)), {
-        concurrency: "unbounded"
-      })
-      assert.isTrue(rest.every((exit) => exit._tag === "Failure"), "setup: a cancel was answered")
-      assert.strictEqual(fake.ofType("cancel_message").length, count, "setup: not every cancel wrote its frame")
-      // The oldest went: this cancel writes its own frame (and times out: the broker answers none).
-      yield* Effect.exit(bob.cancel(replies[0]!.id))
+      // The first cancel is left first (its caller gives up: the event under test), so it is the oldest detached
+      // one; then the others, together.
+      yield* giveUpOnceWritten(fake, [bob.cancel(replies[0]!.id)], 1, "setup: the first cancel's frame")
+      yield* giveUpOnceWritten(fake, replies.slice(1).map((reply) => bob.cancel(reply.id)), count, "setup: every cancel's frame")
+      // The oldest went: this cancel writes its own frame (joined to the oldest, it would write none, and this fails).
+      yield* giveUpOnceWritten(fake, [bob.cancel(replies[0]!.id)], count + 1, "the later cancel's own frame")
       assert.strictEqual(fake.ofType("cancel_message").length, count + 1, "the later cancel joined the oldest detached one")
       copies = true
       yield* bob.list

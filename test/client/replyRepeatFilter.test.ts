@@ -85,9 +85,10 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isTrue(recent.firstTime("alice", "q1", all, true))
     recent.replied("r1", "q1", "alice", undefined)
     // The first cancel: the broker withdraws the reply and asks again; the answer is lost with the connection,
-    // which tells nothing (ClientConnection, review revag AG1).
+    // which tells the cancel abandoned: no answer, the pair left as it is (ClientConnection, review revag AG1).
     recent.cancelWritten("r1")
     assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    recent.cancelAbandoned("r1")
     // The retry: `delivered` again (cancelled already), asking nothing.
     recent.cancelWritten("r1")
     recent.cancelEnded("r1", true)
@@ -345,6 +346,31 @@ describe("IntercomClient: a child's reply to its supervisor through supervisorSe
       assert.strictEqual(fake.ofType("supervisor_send").length, 1, "setup: the reply did not go as supervisor_send")
       yield* heard.next((m) => m.message.id === marker.id)
       assert.deepStrictEqual(ids(heard.seen()), [ask.id, ask.id, marker.id], "the question asked again was dropped")
+    }))
+
+  // Review revaj AJ3: with no supervisor id, the reply's asker was taken to be whoever last asked with its id.
+  it.live("with no supervisor known, is not taken as a reply to alice's question of that id: its cancel lets no copy through", () =>
+    Effect.gen(function*() {
+      const ask = message("still need this?", { expectsReply: true })
+      const marker = message("after the copy")
+      const reply = message("yes", { replyTo: ask.id })
+      // The cancel's answer (cancelled), with a copy of alice's question ahead of it and a marker behind.
+      const fake = yield* fakeBroker({
+        features: ["supervisor-v1"],
+        afterRegistered: () => [fromAlice(ask)],
+        cancelAnswer: "cancelled",
+        beforeCancel: (id) => id === reply.id ? [fromAlice(ask)] : [],
+        afterCancel: (id) => id === reply.id ? [fromAlice(marker)] : []
+      })
+      // No grant, and the broker names no supervisor at registration.
+      const { client: bob } = yield* makeClient(fakeClientOptions(fake, BOB_ID))
+      const heard = yield* subscribe(bob.messages, "bob's messages")
+      yield* bob.connect
+      yield* heard.next((m) => m.message.id === ask.id)
+      yield* Effect.exit(bob.supervisorSend({ message: reply }))
+      assert.isTrue(yield* bob.cancel(reply.id), "setup: the broker did not cancel the reply")
+      yield* heard.next((m) => m.message.id === marker.id)
+      assert.deepStrictEqual(ids(heard.seen()), [ask.id, marker.id], "alice's question, delivered again, passed as new")
     }))
 
   it.live("is known to the filter: its cancel carried out lets the question, asked again ahead of the answer, pass", () =>

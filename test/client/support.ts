@@ -4,7 +4,7 @@
  * auto-spawn the real compiled broker — a private agent dir whose brokers are
  * always killed when the test's Scope closes, whatever happened.
  */
-import { Context, Data, Duration, Effect, Exit, Layer, Queue, Scope, Stream } from "effect"
+import { Context, Data, Duration, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
@@ -582,6 +582,23 @@ export const fakeClientOptions = (
 
 // ---------------------------------------------------------------------------
 // Compatibility for test/testing/example.test.ts (owned by the simulation work)
+/**
+ * Runs `cancels` together and has their callers give up once the fake broker has read `written`
+ * `cancel_message` frames in all (their own among them): each cancel is left detached with its frame
+ * written, however long the writes took — no timeout is raced. Fails naming `what` if the frames never come.
+ */
+export const giveUpOnceWritten = (
+  fake: FakeBrokerState,
+  cancels: ReadonlyArray<Effect.Effect<unknown, unknown>>,
+  written: number,
+  what: string
+): Effect.Effect<void, Timeout, Scope.Scope> =>
+  Effect.gen(function*() {
+    const callers = yield* Effect.forEach(cancels, (cancel) => Effect.forkScoped(Effect.exit(cancel)))
+    yield* fake.until(what, () => fake.ofType("cancel_message").length >= written)
+    yield* Fiber.interruptAll(callers)
+  })
+
 // ---------------------------------------------------------------------------
 
 /**
