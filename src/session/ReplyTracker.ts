@@ -1,13 +1,14 @@
 /**
  * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer,
- * the recent asks that closed unanswered (expired, or refused by the broker),
- * and the inbound message that triggered the current turn.
+ * the recent asks that closed unanswered (expired, withdrawn by their asker,
+ * or refused by the broker), and the inbound message that triggered the
+ * current turn.
  *
  * A plain synchronous state machine with the time passed in, so it is
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 405 lines, half of them the JSDoc of its
+ * Size: one concept — about 470 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -92,8 +93,10 @@ export interface ReplyTracker {
   /**
    * C-RPL-2…4 and open question 7; throws nothing, returns the error. An ask
    * it would answer (named by `replyTo`, the current turn's, or the one `to`
-   * names) that closed unanswered — expired here, or refused by the broker
-   * (`askClosed`) — is `AskNoLongerOpen`: nothing is to be sent.
+   * names) that closed unanswered — expired here (only when its asker's wait
+   * is known, `askTimeoutMs`), withdrawn by its asker (`askWithdrawn`), or
+   * refused by the broker (`askClosed`) — is `AskNoLongerOpen`: nothing is to
+   * be sent.
    */
   readonly resolve: (
     target: ReplyTarget,
@@ -108,7 +111,8 @@ export interface ReplyTracker {
    */
   readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
   /**
-   * The ask was answered: no longer pending, no longer a turn context (C-RPL-5). `stagedAs`: the
+   * The ask `messageId` of `from` (its asker's session id, when known) was answered: no longer pending,
+   * no longer a turn context, no longer closed (C-RPL-5). `stagedAs`: the
    * answer's id when the broker staged it (a `replace` reply, `delivery-v1`), so that it can be
    * pending again if a later message of the thread replaces the answer before delivery (`replyDropped`).
    */

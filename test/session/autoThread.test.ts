@@ -165,8 +165,12 @@ describe("auto-threading end to end (P66)", () => {
 })
 
 describe("an auto-threaded send the broker refuses with E_REPLY_TARGET", () => {
-  for (const reason of [Reason.replyAskerLeft, Reason.replyWrongAsk]) {
-    it.effect(`refused as "${reason.slice(0, 40)}…": the send goes out plain and the ask stays pending (the broker still holds it)`, () =>
+  const stillOpen = [["its asker's name now held by another session", Reason.replyAskerLeft], [
+    "the target is not that ask's asker",
+    Reason.replyWrongAsk
+  ]] as const
+  for (const [why, reason] of stillOpen) {
+    it.effect(`refused because ${why}: the send goes out plain and the ask stays pending (the broker still holds it)`, () =>
       Effect.gen(function*() {
         const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
         yield* client.push(inboundMessage(B, "q-b", "ready?", { expectsReply: true }))
