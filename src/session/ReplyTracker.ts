@@ -126,7 +126,7 @@ export interface ReplyTracker {
   readonly askClosed: (context: InboundContext) => void
   /**
    * Its asker `from` (a session id) withdrew or replaced the ask `messageId`
-   * (P73 `cancel` / `replace`). As `askClosed`, but the refusal says it was
+   * (P73 `cancel` / `supersede`). As `askClosed`, but the refusal says it was
    * withdrawn: no longer pending, the turn keeps it, and a reply to it is
    * `AskNoLongerOpen` — never taken as the answer to another ask. A message of
    * `from` that is no ask, or no longer pending here, is left as it is.

@@ -331,7 +331,7 @@ export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{
  * is no longer open: its asker stopped waiting, so no answer can reach that
  * ask. Either this session saw it expire (`expiredMs`: how long ago, on the
  * clock of `askExpiresAt`; nothing was sent), or its asker withdrew it (a
- * P73 `cancel`/`replace` seen here, `withdrawn`; nothing was sent), or the
+ * P73 `cancel`/`supersede` seen here, `withdrawn`; nothing was sent), or the
  * broker refused the reply because it holds no open ask of that id (`code`
  * `E_REPLY_TARGET`: it expired there first, or its asker withdrew it). The text says what to do:
  * send the answer as a plain message if the asker still needs it.

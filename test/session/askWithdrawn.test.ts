@@ -1,6 +1,6 @@
 /**
- * An ask its asker withdrew (a P73 `cancel` or `supersede` control, as when
- * Ctrl-C ends `intercom ask`): closed, not answered.
+ * An ask its asker withdrew (a P73 `cancel` or `supersede` control: its
+ * asker cancelled or superseded the message): closed, not answered.
  *
  * - The current turn's ask withdrawn: the turn keeps it, and a `reply`
  *   without `to` in that turn is refused, saying the asker withdrew it; it is
