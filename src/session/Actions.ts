@@ -123,17 +123,24 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         threaded === undefined
           ? sendAs(request.replyTo)
           : sendAs(threaded.message.id).pipe(
-            // The broker no longer holds that ask (answered or expired there): the ask is closed, not answered by
-            // this send, which stays plain.
+            // The broker holds no open ask of that id (answered, expired or withdrawn there): the ask is closed, not
+            // answered by this send, which stays plain. Refused for another reason (`replyWrongAsk`, `replyAskerLeft`),
+            // the ask is still open there: it stays pending, and the send stays plain.
             Effect.catchIf(
               (error) => error._tag === "NotDelivered" && error.code === DeliveryCode.ReplyTarget,
-              () => Effect.andThen(Effect.sync(() => tracker.askClosed(threaded.message.id)), sendAs(undefined))
+              (error) =>
+                Effect.andThen(
+                  Effect.sync(() => {
+                    if (error._tag === "NotDelivered" && error.reason === Reason.replyNoAsk) tracker.askClosed(threaded)
+                  }),
+                  sendAs(undefined)
+                )
             )
           )
       )
       // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
       if (message.replyTo !== undefined) {
-        tracker.markReplied(message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
+        tracker.markReplied(target?.id, message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
       }
       yield* sending.recordSent(request.to, message)
       return {
@@ -183,7 +190,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           // broker's restart): nobody waits for this answer, so `pending` stops offering it. Closed, not
           // answered: a later reply to it is refused here, saying so.
           if (error._tag !== "ReplyTargetMismatch" || error.reason !== Reason.replyNoAsk) return Effect.void
-          tracker.askClosed(context.message.id)
+          tracker.askClosed(context)
           return generation.pendingChanged
         }),
         Effect.mapError((error) => {
@@ -200,7 +207,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         })
       )
       // A staged answer (replace) that a later message of the thread replaces reopens the ask (Inbound.ts).
-      tracker.markReplied(context.message.id, delivery.delivery === "staged" ? message.id : undefined)
+      tracker.markReplied(context.from.id, context.message.id, delivery.delivery === "staged" ? message.id : undefined)
       yield* sending.recordSent(display, message)
       return {
         _tag: "Sent",

@@ -132,7 +132,7 @@ export const runInbound = (
         const message = yield* newMessage(NON_INTERACTIVE_BUSY_REPLY, undefined, { replyTo: context.message.id })
         yield* background(
           client.send({ to: context.from.id, message }).pipe(
-            Effect.tap(() => Effect.andThen(Effect.sync(() => tracker.markReplied(context.message.id)), generation.pendingChanged))
+            Effect.tap(() => Effect.andThen(Effect.sync(() => tracker.markReplied(context.from.id, context.message.id)), generation.pendingChanged))
           )
         )
       })
@@ -325,8 +325,9 @@ export const runInbound = (
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void
-          // P73: the sender withdrew or replaced a message; drop its pending ask.
-          tracker.markReplied(event.control.messageId)
+          // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
+          // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
+          tracker.askWithdrawn(event.from.id, event.control.messageId)
           return Effect.andThen(generation.pendingChanged, receipt(
             event.control.messageId,
             event.control.action === "cancel" ? "cancellation_requested" : "superseded"

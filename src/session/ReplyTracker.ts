@@ -1,13 +1,14 @@
 /**
  * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer,
- * the recent asks that closed unanswered (expired, or refused by the broker),
- * and the inbound message that triggered the current turn.
+ * the recent asks that closed unanswered (expired, withdrawn by their asker,
+ * or refused by the broker), and the inbound message that triggered the
+ * current turn.
  *
  * A plain synchronous state machine with the time passed in, so it is
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 405 lines, half of them the JSDoc of its
+ * Size: one concept — about 470 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -92,8 +93,10 @@ export interface ReplyTracker {
   /**
    * C-RPL-2…4 and open question 7; throws nothing, returns the error. An ask
    * it would answer (named by `replyTo`, the current turn's, or the one `to`
-   * names) that closed unanswered — expired here, or refused by the broker
-   * (`askClosed`) — is `AskNoLongerOpen`: nothing is to be sent.
+   * names) that closed unanswered — expired here (only when its asker's wait
+   * is known, `askTimeoutMs`), withdrawn by its asker (`askWithdrawn`), or
+   * refused by the broker (`askClosed`) — is `AskNoLongerOpen`: nothing is to
+   * be sent.
    */
   readonly resolve: (
     target: ReplyTarget,
@@ -108,18 +111,27 @@ export interface ReplyTracker {
    */
   readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
   /**
-   * The ask was answered: no longer pending, no longer a turn context (C-RPL-5). `stagedAs`: the
+   * The ask `messageId` of `from` (its asker's session id, when known) was answered: no longer pending,
+   * no longer a turn context, no longer closed (C-RPL-5). `stagedAs`: the
    * answer's id when the broker staged it (a `replace` reply, `delivery-v1`), so that it can be
    * pending again if a later message of the thread replaces the answer before delivery (`replyDropped`).
    */
-  readonly markReplied: (messageId: string, stagedAs?: string) => void
+  readonly markReplied: (from: string | undefined, messageId: string, stagedAs?: string) => void
   /**
-   * The broker refused a reply to the ask: it holds no open ask of that id
-   * (expired there, or withdrawn). Not answered: no longer pending, and
-   * remembered as closed so that a later reply naming it, or the current
+   * The broker refused a reply to the ask `context`: it holds no open ask of
+   * that id (expired there, or withdrawn). Not answered: no longer pending,
+   * and remembered as closed so that a later reply naming it, or the current
    * turn's, is `AskNoLongerOpen` without being sent (the turn keeps it).
    */
-  readonly askClosed: (messageId: string) => void
+  readonly askClosed: (context: InboundContext) => void
+  /**
+   * Its asker `from` (a session id) withdrew or replaced the ask `messageId`
+   * (P73 `cancel` / `supersede`). As `askClosed`, but the refusal says it was
+   * withdrawn: no longer pending, the turn keeps it, and a reply to it is
+   * `AskNoLongerOpen` — never taken as the answer to another ask. A message of
+   * `from` that is no ask, or no longer pending here, is left as it is.
+   */
+  readonly askWithdrawn: (from: string, messageId: string) => void
   /**
    * The broker replaced the staged answer `replyId` before delivering it (a `superseded` receipt):
    * the ask it answered is pending again, unless answered since. True when it is.
@@ -182,6 +194,18 @@ export const askTiming = (
   return { askedAt: context.receivedAt - waited, expiresAt: context.receivedAt + Math.max(0, timeoutMs - waited) }
 }
 
+/** An ask that closed unanswered, as `reply` is refused for it: no message body is kept. */
+interface ClosedAsk {
+  readonly from: SessionInfo
+  readonly askId: string
+  /** Expired here (at `at`), withdrawn by its asker (P73), or refused by the broker. */
+  readonly why: "expired" | "withdrawn" | "refused"
+  readonly at?: number | undefined
+}
+
+/** The key of a closed ask: its asker's session id and its message id (two askers may use one id). */
+const closedKey = (from: string, askId: string): string => `${from}\u0000${askId}`
+
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
 const senderMatches = (from: SessionInfo, to: string): boolean => {
   const target = to.trim()
@@ -216,17 +240,20 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    */
   const staged = new Map<string, InboundContext>()
   /**
-   * Asks that closed unanswered, by id, oldest first (the newest RECENT_LIMIT): expired here (`at`, when),
-   * or refused by the broker (`askClosed`, no `at`). A reply naming one is refused here with what happened.
+   * Asks that closed unanswered, by asker and id (`closedKey`: two askers may use one id), oldest first (the
+   * newest RECENT_LIMIT), each with only what a refusal says (never its message): expired here (`at`, when),
+   * withdrawn by its asker (`askWithdrawn`), or refused by the broker (`askClosed`). A reply naming one is
+   * refused here with what happened.
    */
-  const closed = new Map<string, { readonly context: InboundContext; readonly at?: number | undefined }>()
+  const closed = new Map<string, ClosedAsk>()
 
   const timing = (context: InboundContext) => askTiming(context, context.askTimeoutMs ?? askTimeoutMs)
   const expiry = (context: InboundContext): number => timing(context).expiresAt
 
-  const close = (context: InboundContext, at: number | undefined): void => {
-    closed.delete(context.message.id)
-    closed.set(context.message.id, { context, at })
+  const close = (from: SessionInfo, askId: string, why: ClosedAsk["why"], at: number | undefined): void => {
+    const key = closedKey(from.id, askId)
+    closed.delete(key)
+    closed.set(key, { from, askId, why, at })
     if (closed.size > RECENT_LIMIT) {
       const oldest = closed.keys().next()
       if (oldest.done !== true) closed.delete(oldest.value)
@@ -238,19 +265,36 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       const at = expiry(context)
       if (now < at) continue
       asks.delete(id)
-      close(context, at)
+      // Closed only when its asker's wait is known (`ask-timeout-v1`): past this session's own timeout the
+      // asker may still wait, so the ask only leaves `pending`, and a reply to it goes to the broker, which decides.
+      if (context.askTimeoutMs !== undefined) close(context.from, id, "expired", at)
     }
   }
 
+  /** What `reply` says instead of sending, for a closed ask. */
+  const refusal = (entry: ClosedAsk, now: number): AskNoLongerOpen =>
+    new AskNoLongerOpen({
+      to: entry.from.name?.trim() || entry.from.id,
+      askId: entry.askId,
+      expiredMs: entry.why === "expired" && entry.at !== undefined ? now - entry.at : undefined,
+      withdrawn: entry.why === "withdrawn" ? true : undefined
+    })
+
   /** The ask `context` is, if it closed unanswered: what `reply` says instead of sending. */
   const noLongerOpen = (context: InboundContext, now: number): AskNoLongerOpen | undefined => {
-    const entry = context.message.expectsReply === true ? closed.get(context.message.id) : undefined
-    if (entry === undefined) return undefined
-    return new AskNoLongerOpen({
-      to: context.from.name?.trim() || context.from.id,
-      askId: context.message.id,
-      expiredMs: entry.at === undefined ? undefined : now - entry.at
-    })
+    const entry = context.message.expectsReply === true
+      ? closed.get(closedKey(context.from.id, context.message.id))
+      : undefined
+    return entry === undefined ? undefined : refusal(entry, now)
+  }
+
+  /** The newest closed ask of id `askId`, from a sender `to` matches when given. */
+  const closedNamed = (askId: string, to: string | undefined): ClosedAsk | undefined => {
+    let found: ClosedAsk | undefined
+    for (const entry of closed.values()) {
+      if (entry.askId === askId && (to === undefined || senderMatches(entry.from, to))) found = entry
+    }
+    return found
   }
 
   const remember = (context: InboundContext): void => {
@@ -274,9 +318,15 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     prune(now)
     const { replyTo, to } = target
     if (replyTo !== undefined) {
-      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined) ??
-        closed.get(replyTo)?.context
-      if (context === undefined) return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
+      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
+      if (context === undefined) {
+        const entry = closedNamed(replyTo, to)
+        if (entry !== undefined) return refusal(entry, now)
+        if (to !== undefined && closedNamed(replyTo, undefined) !== undefined) {
+          return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
+        }
+        return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
+      }
       if (to !== undefined && !senderMatches(context.from, to)) {
         return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
@@ -330,7 +380,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     record: (context) => {
       remember(context)
       if (context.message.expectsReply === true) {
-        closed.delete(context.message.id)
+        closed.delete(closedKey(context.from.id, context.message.id))
         asks.set(context.message.id, context)
       }
     },
@@ -354,7 +404,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     },
     currentTurn: () => current,
     resolve,
-    markReplied: (messageId, stagedAs) => {
+    markReplied: (from, messageId, stagedAs) => {
       const ask = asks.get(messageId)
       // A newer answer: an earlier staged one being replaced no longer reopens the ask.
       for (const [replyId, answered] of staged) if (answered.message.id === messageId) staged.delete(replyId)
@@ -366,15 +416,31 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
         }
       }
       asks.delete(messageId)
-      closed.delete(messageId)
+      if (from !== undefined) closed.delete(closedKey(from, messageId))
       dropQueued((context) => context.message.id === messageId)
       if (current?.message.id === messageId) current = undefined
     },
-    askClosed: (messageId) => {
-      const context = asks.get(messageId) ?? (current?.message.id === messageId ? current : undefined) ??
-        closed.get(messageId)?.context
-      asks.delete(messageId)
-      if (context !== undefined) close(context, closed.get(messageId)?.at)
+    askClosed: (context) => {
+      const { id } = context.message
+      if (asks.get(id)?.from.id === context.from.id) asks.delete(id)
+      // Already closed here (expired): the refusal keeps saying so.
+      const known = closed.get(closedKey(context.from.id, id))
+      close(context.from, id, known?.why ?? "refused", known?.at)
+    },
+    askWithdrawn: (from, messageId) => {
+      const ask = asks.get(messageId)
+      const own = ask?.from.id === from
+        ? ask
+        : current?.from.id === from && current.message.id === messageId
+        ? current
+        : undefined
+      if (own === undefined || own.message.expectsReply !== true) return
+      if (own === ask) asks.delete(messageId)
+      // A staged answer to it being replaced later no longer reopens it.
+      for (const [replyId, answered] of staged) {
+        if (answered.from.id === from && answered.message.id === messageId) staged.delete(replyId)
+      }
+      if (!closed.has(closedKey(from, messageId))) close(own.from, messageId, "withdrawn", undefined)
     },
     replyDropped: (replyId) => {
       const ask = staged.get(replyId)

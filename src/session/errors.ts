@@ -330,9 +330,10 @@ export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{
  * `reply` named an ask (by `replyTo`, or as the current turn's message) that
  * is no longer open: its asker stopped waiting, so no answer can reach that
  * ask. Either this session saw it expire (`expiredMs`: how long ago, on the
- * clock of `askExpiresAt`; nothing was sent), or the broker refused the reply
- * because it holds no open ask of that id (`code` `E_REPLY_TARGET`: it
- * expired there first, or its asker withdrew it). The text says what to do:
+ * clock of `askExpiresAt`; nothing was sent), or its asker withdrew it (a
+ * P73 `cancel`/`supersede` seen here, `withdrawn`; nothing was sent), or the
+ * broker refused the reply because it holds no open ask of that id (`code`
+ * `E_REPLY_TARGET`: it expired there first, or its asker withdrew it). The text says what to do:
  * send the answer as a plain message if the asker still needs it.
  *
  * @category errors
@@ -345,11 +346,16 @@ export class AskNoLongerOpen extends Data.TaggedError("AskNoLongerOpen")<{
   readonly askId: string
   /** How long ago the ask expired here (ms), when this session saw it expire. */
   readonly expiredMs?: number | undefined
+  /** Its asker withdrew or replaced it (P73), as this session was told. */
+  readonly withdrawn?: boolean | undefined
   /** The broker's code (`E_REPLY_TARGET`) when the broker refused the reply. */
   readonly code?: string | undefined
 }> {
   override get message(): string {
-    const what = this.expiredMs !== undefined
+    const what = this.withdrawn === true
+      ? `The ask ${this.askId} from ${this.to} was withdrawn by ${this.to}: ${this.to} no longer waits for an answer, ` +
+        `so this reply was not sent`
+      : this.expiredMs !== undefined
       ? `The ask ${this.askId} from ${this.to} expired ${formatSpan(this.expiredMs)} ago: ${this.to} no longer waits ` +
         `for an answer, so this reply was not sent`
       : `Reply to "${this.to}" was not delivered: the broker no longer holds the ask ${this.askId} (it expired, or ` +

@@ -9,10 +9,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
+import { deliveryError } from "../../src/client/errors.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { AskNoLongerOpen } from "../../src/session/errors.ts"
 import { makeReplyTracker } from "../../src/session/ReplyTracker.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
-import { info } from "./support.ts"
+import { B, inboundMessage, info, settle, withPeers } from "./support.ts"
 
 const ASKER = info("asker-0000-1111-2222", { name: "Planner" })
 const OTHER = info("other-0000-1111-2222", { name: "Reviewer" })
@@ -160,4 +162,28 @@ describe("auto-threading end to end (P66)", () => {
       const answer = yield* Fiber.join(asking)
       assert.strictEqual(answer._tag === "Replied" ? answer.reply.content.text : answer._tag, "suite started")
     }))
+})
+
+describe("an auto-threaded send the broker refuses with E_REPLY_TARGET", () => {
+  const stillOpen = [["its asker's name now held by another session", Reason.replyAskerLeft], [
+    "the target is not that ask's asker",
+    Reason.replyWrongAsk
+  ]] as const
+  for (const [why, reason] of stillOpen) {
+    it.effect(`refused because ${why}: the send goes out plain and the ask stays pending (the broker still holds it)`, () =>
+      Effect.gen(function*() {
+        const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+        yield* client.push(inboundMessage(B, "q-b", "ready?", { expectsReply: true }))
+        yield* settle
+        // The threaded copy is refused, the plain one delivered.
+        client.onSend = (request) =>
+          request.message.replyTo === undefined
+            ? Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
+            : Effect.fail(deliveryError({ messageId: request.message.id, code: DeliveryCode.ReplyTarget, reason, retryable: false }))
+        const sent = yield* Effect.orDie(session.send({ to: "B", message: "news" }))
+        assert.strictEqual(sent._tag === "Sent" ? sent.replyTo : "declined", undefined)
+        const pending = yield* Effect.orDie(session.pending)
+        assert.deepStrictEqual(pending.asks.map((ask) => ask.message.id), ["q-b"])
+      }))
+  }
 })

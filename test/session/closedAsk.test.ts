@@ -37,7 +37,8 @@ describe("a reply to an ask that closed unanswered", () => {
       const { client, host, session } = yield* withPeers({ askTimeoutMs: TIMEOUT })
       // The broker closed the edge at its deadline: it would refuse a reply.
       client.onSend = refuseWith(DeliveryCode.ReplyTarget, Reason.replyNoAsk)
-      yield* client.push(inboundMessage(B, "q-1", "ready?", { expectsReply: true }))
+      // The frame carries B's wait (`ask-timeout-v1`): only then does this session close the ask on its own.
+      yield* client.push({ ...inboundMessage(B, "q-1", "ready?", { expectsReply: true }), askTimeoutMs: TIMEOUT })
       yield* Queue.take(host.inbox)
       yield* session.beginTurn()
       // Pending through the millisecond receive + TIMEOUT; 5 s later it has been closed 5 s.
@@ -73,6 +74,35 @@ describe("a reply to an ask that closed unanswered", () => {
       assert.deepStrictEqual([again.text, again.isError], [closedText("q-b", undefined), true])
       assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [[B.id, "q-b"]])
       assert.deepStrictEqual((yield* Effect.orDie(session.pending)).asks.map((ask) => ask.message.id), ["q-c"])
+    }))
+})
+
+describe("which asks close here", () => {
+  it.effect("another asker's ask with the same id expiring leaves the current turn's ask open: its reply is sent", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+      yield* client.push({ ...inboundMessage(B, "q-1", "B asks", { expectsReply: true }), askTimeoutMs: 60_000 })
+      yield* Queue.take(host.inbox)
+      yield* session.beginTurn()
+      // C uses the same message id, with a 1 s wait: it closes here 2 s on; B's ask is open 58 s more.
+      yield* client.push({ ...inboundMessage(C, "q-1", "C asks", { expectsReply: true }), askTimeoutMs: 1_000 })
+      yield* settle
+      yield* TestClock.adjust(2_000)
+      yield* Effect.orDie(session.reply({ message: "for B" }))
+      assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [[B.id, "q-1"]])
+    }))
+
+  it.effect("an ask without its asker's wait (no askTimeoutMs): past this session's own timeout it leaves pending, and the turn's reply goes to the broker", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers({ askTimeoutMs: TIMEOUT })
+      // A broker without ask-timeout-v1: the asker may wait longer than this session's timeout.
+      yield* client.push(inboundMessage(B, "q-1", "long one", { expectsReply: true }))
+      yield* Queue.take(host.inbox)
+      yield* session.beginTurn()
+      yield* TestClock.adjust(3 * TIMEOUT)
+      assert.deepStrictEqual((yield* Effect.orDie(session.pending)).asks, [])
+      yield* Effect.orDie(session.reply({ message: "answer" }))
+      assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [[B.id, "q-1"]])
     }))
 })
 

@@ -179,7 +179,7 @@ describe("C-RPL reply tracker", () => {
     tracker.record(q)
     tracker.queueTurn(q)
     tracker.beginTurn(undefined, 0)
-    tracker.markReplied("q1")
+    tracker.markReplied("p-1", "q1")
     assert.isUndefined(tracker.currentTurn())
     assert.deepStrictEqual(tracker.pending(1), [])
   })
@@ -219,7 +219,7 @@ describe("C-RPL reply tracker", () => {
             case "reply": {
               const ids = [...model.keys()]
               const id = ids.length === 0 ? "none" : ids[c.pick % ids.length] ?? "none"
-              tracker.markReplied(id)
+              tracker.markReplied(model.get(id)?.sender, id)
               model.delete(id)
               break
             }
