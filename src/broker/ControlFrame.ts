@@ -37,6 +37,7 @@
  * One object per cancel or supersede, never per routed message.
  */
 import type { FrameParts } from "../protocol/framing.ts"
+import { idOfKey } from "./DeliveryRecords.ts"
 import type { SessionInstance } from "./Registry.ts"
 
 /** A `message_control` frame about `senderKey`'s message to session `to` (see the module header). */
@@ -86,6 +87,11 @@ export class ControlFrame implements FrameParts {
     this.senderSince = senderSince
     this.messageKey = messageKey
     this.instance = instance
+  }
+
+  /** The id of the message it is about (read out of `messageKey`: on the close path only). */
+  get messageId(): string {
+    return idOfKey(this.senderKey, this.messageKey)
   }
 
   /** Writes the text's UTF-8 bytes into `out` from `offset`; returns how many it wrote. */

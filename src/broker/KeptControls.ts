@@ -20,7 +20,12 @@
  * instances that read it (WithdrawnCopies.ts; review revm M2, M3).
  * A control whose message comes back in the same close is not kept here
  * (the mailbox decides that message's fate, with a cancel made again when
- * its client may have read it: WithdrawnCopies.ts).
+ * its client may have read it: WithdrawnCopies.ts), nor one whose message
+ * an earlier give-back dropped never written (its record says no client
+ * read it: Receipts.droppedUnread; helper sim111) — such as a control parked
+ * at its sender's reader behind a full outbox while its session's
+ * `unregister` handed the message back, which reached the old connection
+ * only after.
  *
  * Each control is kept as long as the mailbox keeps mail (its retention),
  * counted from when it was kept (review revr R1: not from the last control

@@ -35,6 +35,14 @@ export type LeftBy = "close" | "unregister"
 export interface ReturnRoutes extends CopyRoutes {
   /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
   readonly given: (mail: Mail, receiver: Session) => boolean
+  /**
+   * `senderKey`'s message `messageId`, withdrawn on its way, was given back
+   * never written and is dropped: as `lost`, and no client read it
+   * (Receipts.dropRoute with `unread`).
+   */
+  readonly lostUnread: (senderKey: string, messageId: string) => void
+  /** Whether that was said of `senderKey`'s message `messageId` (Receipts.droppedUnread). */
+  readonly droppedUnread: (senderKey: string, messageId: string) => boolean
 }
 
 /** What the close path needs of the mailbox concern that owns it (MailDelivery). */
@@ -96,7 +104,9 @@ export class MailReturns {
    * client's, one that took its id over without the extension — and is
    * otherwise dropped. A control frame (ControlFrame.ts) goes to its
    * session's connection now — after the mail given back before it — or,
-   * with that session away, is dropped (a control needs both sides live).
+   * with that session away, is dropped (a control needs both sides live);
+   * so is one about a message an earlier give-back dropped never written
+   * (`aboutUngiven`: no client of its session got that message).
    * True when it went to its session's live connection (kept with a
    * takeover's hold there included): a takeover's hand-over passes a
    * control on only after its message went so (OutputEnd.handOver).
@@ -104,7 +114,7 @@ export class MailReturns {
   takeBack(item: Returnable | ControlFrame): boolean {
     if (item instanceof ControlFrame) {
       const live = liveSession(this.ctx, item.to)
-      if (live === undefined) return false
+      if (live === undefined || this.aboutUngiven(item)) return false
       this.ctx.output.forceEnqueue(live.peer, item)
       return true
     }
@@ -211,7 +221,10 @@ export class MailReturns {
    * taken it. The rest are dropped, as before: to another instance live now
    * (it never got the message), for a short-lived session that ended, and
    * about a message given back here (its fate is the mailbox's:
-   * `keepCancelled`).
+   * `keepCancelled`) — and one about a message no client read, which an
+   * earlier give-back dropped never written (`aboutUngiven`: a control that
+   * reached the connection after its session's `unregister` had handed that
+   * message back; helper sim111).
    */
   private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
     let returned: Set<string> | undefined
@@ -219,11 +232,26 @@ export class MailReturns {
     for (const control of controls) {
       if (this.port.isEnded(control.to)) continue
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
-      if (returned.has(control.messageKey)) continue
+      if (returned.has(control.messageKey) || this.aboutUngiven(control)) continue
       const live = liveSession(this.ctx, control.to)
       if (live === undefined) this.controls.keep(control, now, leftBy === "close")
       else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
     }
+  }
+
+  /**
+   * Whether `control` is about a message no client read: withdrawn on its
+   * way, an earlier give-back dropped it never written (`requeueForwarded`:
+   * `lostUnread`, Receipts.droppedUnread). Such a control goes nowhere: no
+   * client of its session got the message (helper sim111: a cancel parked
+   * at its sender's reader behind a full outbox reached the old connection
+   * of a session whose `unregister` had handed the message back; given
+   * back alone at the close, it was kept, and its instance's return got a
+   * cancel of a message it never received). A look-up, for controls on the
+   * close path only.
+   */
+  private aboutUngiven(control: ControlFrame): boolean {
+    return this.routes.droppedUnread(control.senderKey, control.messageId)
   }
 
   /** `requeue`: true when the message went to its session's live connection. */
@@ -274,8 +302,10 @@ export class MailReturns {
       if (this.withdrawn.keepCancelled(outbound, now)) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
-      // record rewrite dropped its stored row.
-      this.routes.lost(mail.senderKey, mail.message.id)
+      // record rewrite dropped its stored row. Read by no client (never written), the route says so: a control
+      // about it still on its way (parked behind a full outbox) then reaches no one (`aboutUngiven`).
+      if (this.withdrawn.readersOf(outbound) === undefined) this.routes.lostUnread(mail.senderKey, mail.message.id)
+      else this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }

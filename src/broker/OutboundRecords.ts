@@ -109,6 +109,8 @@ const IN_TABLE = 4
 const CHAINED = 8
 /** Its replay part was restored from the store at startup and not kept again since (`restored`). */
 const RESTORED = 16
+/** Its route was dropped with its message, which no client read (`dropRoute`'s `unread`; Receipts.droppedUnread). */
+const DROPPED_UNREAD = 32
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -149,7 +151,10 @@ export class OutboundRecord implements Fingerprint {
   bytes = 0
   olderRecord: OutboundRecord | undefined = undefined
   newerRecord: OutboundRecord | undefined = undefined
-  /** Which parts are kept, whether (and how) it is in the table, whether restored (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED). */
+  /**
+   * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
+   * with its message unread (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD).
+   */
   parts = 0
   /** Its id's hash in the table (while in it). */
   idHash = 0
@@ -231,6 +236,16 @@ export class OutboundRecord implements Fingerprint {
    */
   get restored(): boolean {
     return (this.parts & RESTORED) !== 0
+  }
+
+  /**
+   * Its route was dropped in this run with its message, which no client
+   * instance read: withdrawn on its way and given back never written
+   * (`dropRoute` with `unread`; helper sim111). Cleared when it is routed
+   * again. A control about it reaches no one (Receipts.droppedUnread).
+   */
+  get droppedUnread(): boolean {
+    return (this.parts & DROPPED_UNREAD) !== 0
   }
 
   /** It is the table's record of its (sender, id): `claim` needs no lookup. */
@@ -496,7 +511,7 @@ export class OutboundRecords {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
     // A route made in this run names the instance given the message: with it gone, no record implies one.
-    record.parts = (record.parts | ROUTED) & ~RESTORED
+    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD)
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
     record.routedAt = at
@@ -506,11 +521,14 @@ export class OutboundRecords {
     this.newestRouteEntry = record
   }
 
-  /** Drops `record`'s route part (its replay part, if any, stays). */
-  dropRoute(record: OutboundRecord): void {
+  /**
+   * Drops `record`'s route part (its replay part, if any, stays); `unread`:
+   * with its message, which no client read (`droppedUnread`).
+   */
+  dropRoute(record: OutboundRecord, unread = false): void {
     if (!record.routed) return
     this.unlinkRoute(record)
-    record.parts &= ~ROUTED
+    record.parts = unread ? (record.parts & ~ROUTED) | DROPPED_UNREAD : record.parts & ~ROUTED
     record.withdrawal = undefined
     this.routeTotal--
     this.release(record)

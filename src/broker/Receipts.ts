@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
  *
- * Size: about 600 lines, past the ~400 guideline, near half of them this
+ * Size: about 615 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -359,18 +359,32 @@ export class Receipts {
   }
 
   /**
+   * Whether `senderKey`'s route for its message `messageId` was dropped in
+   * this run with that message, which no client instance read
+   * (`dropRoute` with `unread`: withdrawn on its way and given back never
+   * written; OutboundRecord.droppedUnread). A control about it reaches no
+   * one (MailReturns.takeBack, `keepAlone`; helper sim111). False when no
+   * record is left to say so.
+   */
+  droppedUnread(senderKey: string, messageId: string): boolean {
+    return this.routes.find(senderKey, messageId)?.droppedUnread === true
+  }
+
+  /**
    * Drops `senderKey`'s route for its message `messageId`, if it has one:
    * the mailbox dropped that message (expired, evicted, or withdrawn by its
    * sender on its way) after a write its receiver never confirmed gave it
    * back, so the receiver never got it and its fate is settled; a cancel or
    * supersede of it must not reach the receiver (MailRoutes.lost).
+   * `unread`: no client read it either (never written: MailRoutes.lostUnread),
+   * which the record keeps (`droppedUnread`).
    */
-  dropRoute(senderKey: string, messageId: string): void {
+  dropRoute(senderKey: string, messageId: string, unread = false): void {
     const route = this.routeOf(senderKey, messageId)
     if (route === undefined) return
     // Its receiver never got it: no instance was given it, so `recordedRoute` does not follow the record.
     route.receiverInstance = UNKNOWN_INSTANCE
-    this.routes.dropRoute(route)
+    this.routes.dropRoute(route, unread)
   }
 
   prune(now: number): void {

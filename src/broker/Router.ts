@@ -336,6 +336,8 @@ export class Router {
       flushed: (queued, receiver, at) => receipts.addRoute(queued, queued.senderKey, receiver, at),
       lost: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId),
       given: (given, receiver) => receipts.given(given, receiver),
+      lostUnread: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId, true),
+      droppedUnread: (senderKey, messageId) => receipts.droppedUnread(senderKey, messageId),
       givenTo: (senderKey, messageId) => receipts.givenTo(senderKey, messageId),
       handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {
