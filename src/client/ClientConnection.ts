@@ -59,7 +59,7 @@ import type { ClientSinks, Delivery, InboundMessage } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
 import { Outbox } from "./Outbox.ts"
 import { PendingCancels } from "./PendingCancels.ts"
-import { addressedTo, PendingSends, type UnansweredSend } from "./PendingSends.ts"
+import { addressedTo, PendingSends, type SendAnswer, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import {
@@ -268,6 +268,25 @@ const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({
   ...(frame.threadId === undefined ? {} : { threadId: frame.threadId })
 })
 
+/** A send's answer read after its send stopped waiting (`ClientSinks.lateAnswer`), as the send would have ended. */
+const lateAnswer = (
+  frame: Extract<BrokerFrame, { readonly type: "delivered" | "delivery_failed" | "delivery_queued" }>
+): SendAnswer => {
+  switch (frame.type) {
+    case "delivered":
+      return Exit.succeed({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
+    case "delivery_queued":
+      return Exit.succeed({ messageId: frame.messageId, delivery: "staged", threadId: frame.threadId, deliverAt: frame.deliverAt })
+    default:
+      return Exit.fail(deliveryError({
+        messageId: frame.messageId,
+        code: frame.code ?? "",
+        reason: frame.reason,
+        retryable: frame.retryable ?? false
+      }))
+  }
+}
+
 /**
  * Dials, registers, and starts the reader. The connection lives in the
  * current Scope; closing the Scope closes it.
@@ -373,7 +392,11 @@ export const openClientConnection = (
             return
           }
           const pending = sends.take(frame.messageId)
-          if (pending === undefined) return
+          if (pending === undefined) {
+            // Its send gave up waiting (the send timeout): an ask settling with the broker may still need it.
+            sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
+            return
+          }
           if (frame.type === "delivered") {
             sends.settle(
               pending,
@@ -398,7 +421,10 @@ export const openClientConnection = (
         }
         case "delivery_queued": {
           const pending = sends.take(frame.messageId)
-          if (pending === undefined) return
+          if (pending === undefined) {
+            sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
+            return
+          }
           sends.settle(
             pending,
             Exit.succeed<Delivery>({
