@@ -1,20 +1,21 @@
 /**
- * Review revak probes of the `askto` merge (386d9a7e): an ask whose
- * acknowledgement is held past the client's send timeout settles with the
- * broker (`settleUnacknowledged`, src/session/Ask.ts). Full sessions on the
+ * A question the broker refuses, its refusal held behind slow writes past
+ * the asker's send timeout: the asker settles with the broker
+ * (`settleUnacknowledged`, src/session/Ask.ts) and ends on the refusal its
+ * client kept (`lateVerdict`), as if read in time — not in `ReplyTimeout`
+ * after a further whole timeout (review revak AK1). Full sessions on the
  * in-memory broker under TestClock, the asker's inbound frames held from its
- * question's write on (test/support/slowDialer.ts). Each probe states what a
- * user should be told and FAILS on main as of the merge.
+ * question's write on (test/support/slowDialer.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { DeliveryCode } from "../src/protocol/delivery.ts"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { NotDelivered } from "../src/session/errors.ts"
-import { memoryWorld } from "./support/memoryWorld.ts"
-import { slowDialer } from "./support/slowDialer.ts"
-import type { Connection } from "../src/transport/Connection.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { NotDelivered } from "../../src/session/errors.ts"
+import { memoryWorld } from "../support/memoryWorld.ts"
+import { slowDialer } from "../support/slowDialer.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
 
 const TIMEOUT = 2_000
 const SEND_TIMEOUT = 3_000
@@ -52,8 +53,8 @@ const watchingSend = <R>(dial: (path: string) => Effect.Effect<Connection, never
 const describeExit = <A, E>(exit: Exit.Exit<A, E> | undefined): string =>
   exit === undefined ? "still waiting" : Exit.isSuccess(exit) ? "answered" : String(failureOf(exit))
 
-describe("review revak: an ask refused by the broker, the refusal held past the send timeout", () => {
-  it.effect("AK1: a mutual ask refused (E_MUTUAL_ASK) behind slow writes ends NotDelivered with the broker's refusal once it is read, not ReplyTimeout after a further timeout", () =>
+describe("ask: a refusal held past the send timeout", () => {
+  it.effect("a mutual ask refused (E_MUTUAL_ASK) behind slow writes ends NotDelivered with the broker's refusal once it is read, not ReplyTimeout after a further timeout", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       const slow = slowDialer(world)
