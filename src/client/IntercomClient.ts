@@ -42,11 +42,11 @@
  *
  * Size: one concept — the service: the options' timings, the hubs and the
  * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 450 lines, half of them this header and the
+ * operations over them (about 460 lines, half of them this header and the
  * service object, a quarter the class's JSDoc examples). Each concern is its
  * own module: when connections may confirm what they read
  * ConfirmationPolicy.ts, the models models.ts, supervisor grants
- * SupervisorGrants.ts, topics ClientTopics.ts, the result archive
+ * SupervisorGrants.ts, late verdicts on asks LateVerdicts.ts, topics ClientTopics.ts, the result archive
  * ClientResults.ts, durable questions ClientQuestions.ts, health health.ts,
  * the takeover and its take-back ClientTakeover.ts, re-sending what a
  * connection lost Resending.ts, the departures read and the membership

@@ -45,10 +45,13 @@
  * connection's output is FIFO) — a reply, or `ask_expired` — once the slow
  * writes bring it: the timeout is a bound within that delay. At the
  * client's send timeout the send does not fail (`DeliveryUnknown`): the
- * asker settles (`settleUnacknowledged`), ending on the verdict read behind
- * the acknowledgement, or waiting on as if acknowledged then — bounded by
- * the send timeout, that round trip, the timeout once more and its closing
- * round trip (test/session/askAckPastSendTimeout.test.ts). An asker whose
+ * asker settles (`settleUnacknowledged`), ending on the broker's answer to
+ * the send read late (a refusal with its own error, as if read in time;
+ * test/session/askLateVerdict.test.ts) or the verdict read behind it, or
+ * waiting on as if acknowledged then — bounded by the send timeout, that
+ * round trip, the timeout once more and its closing round trip, each round
+ * trip up to the rejoin grace when the connection drops or the broker
+ * holds its answer (test/session/askAckPastSendTimeout.test.ts). An asker whose
  * connection drops after the acknowledgement was read and before that
  * verdict waits its own timer from the acknowledgement (a reply the drop
  * lost is given back on the next connection; the notice is not).
