@@ -7,11 +7,12 @@
  * that answers a send only when the connection's next frame comes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { RequestTimeout } from "../../src/client/errors.ts"
 import { LateVerdicts } from "../../src/client/LateVerdicts.ts"
-import { ASK_EXPIRY_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
+import { ASK_EXPIRY_V1, LIST_PAGE_V1, STATE_EPOCH_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
@@ -41,6 +42,37 @@ describe("IntercomClient.lateVerdict", () => {
         "the late acknowledgement was not kept"
       )
       assert.isFalse(read.expired)
+    }))
+
+  it.effect("a late acknowledgement counts as one in time: a memory broker's state loss lists the ask", () =>
+    Effect.gen(function*() {
+      // The held acknowledgement is written as the settle's list comes, and the connection then drops; the
+      // broker the client reconnects to holds another state.
+      const fake = yield* memoryFakeBroker({
+        features: [ASK_EXPIRY_V1, LIST_PAGE_V1, STATE_EPOCH_V1],
+        holdSendAnswers: true,
+        dropOnSettle: (connection) => connection === 1,
+        stateEpochOf: (connection) => `epoch-${connection}`
+      })
+      const { client } = yield* makeClient(
+        memoryClientOptions(fake, "asker-0000-0003", "asker", { sendTimeoutMs: SEND_TIMEOUT, reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* client.connect
+      const lost: Array<BrokerStateLost> = []
+      yield* Effect.forkChild(Stream.runForEach(client.stateLost, (event) => Effect.sync(() => lost.push(event))), {
+        startImmediately: true
+      })
+      const question = message("well?", { expectsReply: true })
+      const verdict = yield* client.lateVerdict({ to: "peer", message: question })
+      const sending = yield* Effect.forkChild(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
+      yield* TestClock.adjust(SEND_TIMEOUT + 1)
+      yield* Fiber.join(sending)
+      const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
+      yield* TestClock.adjust(1_000)
+      assert.isTrue(yield* Fiber.join(settling), "the round trip was not answered on the next connection")
+      const read = yield* verdict
+      assert.isTrue(read.answer !== undefined && Exit.isSuccess(read.answer), "the late acknowledgement was not kept")
+      assert.deepStrictEqual(lost.map((event) => event.asks.map((ask) => ask.messageId)), [[question.id]])
     }))
 
   it.effect("keeps nothing once its Scope closed, nor for an id not watched", () =>
