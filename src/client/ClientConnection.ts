@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 850 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe` and the settle that outlasts its first timeout added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 875 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -59,7 +59,7 @@ import type { ClientSinks, Delivery, InboundMessage } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
 import { Outbox } from "./Outbox.ts"
 import { PendingCancels } from "./PendingCancels.ts"
-import { addressedTo, PendingSends, type UnansweredSend } from "./PendingSends.ts"
+import { addressedTo, PendingSends, type SendAnswer, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import {
@@ -268,6 +268,25 @@ const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({
   ...(frame.threadId === undefined ? {} : { threadId: frame.threadId })
 })
 
+/** A send's answer read after its send stopped waiting (`ClientSinks.lateAnswer`), as the send would have ended. */
+const lateAnswer = (
+  frame: Extract<BrokerFrame, { readonly type: "delivered" | "delivery_failed" | "delivery_queued" }>
+): SendAnswer => {
+  switch (frame.type) {
+    case "delivered":
+      return Exit.succeed({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
+    case "delivery_queued":
+      return Exit.succeed({ messageId: frame.messageId, delivery: "staged", threadId: frame.threadId, deliverAt: frame.deliverAt })
+    default:
+      return Exit.fail(deliveryError({
+        messageId: frame.messageId,
+        code: frame.code ?? "",
+        reason: frame.reason,
+        retryable: frame.retryable ?? false
+      }))
+  }
+}
+
 /**
  * Dials, registers, and starts the reader. The connection lives in the
  * current Scope; closing the Scope closes it.
@@ -374,7 +393,11 @@ export const openClientConnection = (
             return
           }
           const pending = sends.take(frame.messageId)
-          if (pending === undefined) return
+          if (pending === undefined) {
+            // Its send gave up waiting (the send timeout): an ask settling with the broker may still need it.
+            sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
+            return
+          }
           if (frame.type === "delivered") {
             sends.settle(
               pending,
@@ -399,7 +422,10 @@ export const openClientConnection = (
         }
         case "delivery_queued": {
           const pending = sends.take(frame.messageId)
-          if (pending === undefined) return
+          if (pending === undefined) {
+            sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
+            return
+          }
           sends.settle(
             pending,
             Exit.succeed<Delivery>({

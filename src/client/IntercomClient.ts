@@ -42,11 +42,11 @@
  *
  * Size: one concept — the service: the options' timings, the hubs and the
  * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 450 lines, half of them this header and the
+ * operations over them (about 460 lines, half of them this header and the
  * service object, a quarter the class's JSDoc examples). Each concern is its
  * own module: when connections may confirm what they read
  * ConfirmationPolicy.ts, the models models.ts, supervisor grants
- * SupervisorGrants.ts, topics ClientTopics.ts, the result archive
+ * SupervisorGrants.ts, late verdicts on asks LateVerdicts.ts, topics ClientTopics.ts, the result archive
  * ClientResults.ts, durable questions ClientQuestions.ts, health health.ts,
  * the takeover and its take-back ClientTakeover.ts, re-sending what a
  * connection lost Resending.ts, the departures read and the membership
@@ -57,7 +57,7 @@
  * connection KeptReceipts.ts's, an asker's settling round trip
  * SettleRoundTrip.ts's.
  */
-import { Clock, Context, Effect, Layer, PubSub, Scope, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Layer, PubSub, Scope, Stream } from "effect"
 import * as path from "node:path"
 import { normalizeGroup } from "../config/group.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
@@ -78,6 +78,8 @@ import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
 import { RecentControls } from "./RecentControls.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { settleRoundTrip } from "./SettleRoundTrip.ts"
+import { LateVerdicts } from "./LateVerdicts.ts"
+import type { SendAnswer } from "./PendingSends.ts"
 import { type BrokerStateLost, StateEpochs } from "./StateEpochs.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { tracedSend } from "./tracing.ts"
@@ -123,6 +125,8 @@ const make = (
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
     const askExpiryHub = yield* PubSub.unbounded<string>()
+    /** The broker's answers to asks whose send stopped waiting, for the asks settling them (`lateVerdict`). */
+    const lateVerdicts = new LateVerdicts()
     /** The connection count of each reconnect, once adopted (`reconnects`). */
     const reconnectHub = yield* PubSub.unbounded<number>()
     /** A reconnect that reached a broker holding another state than the last (`stateLost`, `state-epoch-v1`). */
@@ -159,7 +163,15 @@ const make = (
       },
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event),
-      askExpired: (messageId: string) => void PubSub.publishUnsafe(askExpiryHub, messageId),
+      askExpired: (messageId: string) => {
+        lateVerdicts.expired(messageId)
+        PubSub.publishUnsafe(askExpiryHub, messageId)
+      },
+      lateAnswer: (messageId: string, answer: SendAnswer, stateEpoch: string | undefined) => {
+        const request = lateVerdicts.answered(messageId, answer)
+        // A settled ask the broker acknowledged late holds its edge there as one acknowledged in time (AK4).
+        if (request !== undefined && Exit.isSuccess(answer)) epochs.acknowledged(stateEpoch, request, answer.value)
+      },
       // A cancel of a reply of this client's: its question may be asked again (RecentMessages.cancelWritten) …
       cancelWritten: (messageId: string) => recent.cancelWritten(messageId),
       // … until the broker's answer is read: its question is answered again, or was asked again ahead of it …
@@ -303,6 +315,11 @@ const make = (
           // The notice came after every reply accepted before it: those are routed before the wait is judged.
           return Effect.andThen(expired, settledReads)
         }),
+      lateVerdict: (request) =>
+        Effect.acquireRelease(
+          Effect.sync(() => lateVerdicts.watch(request)),
+          () => Effect.sync(() => lateVerdicts.unwatch(request.message.id))
+        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.read(request.message.id)))),
       settleRoundTrip: settleRoundTrip({ lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads }),
       messages: unhandled.stream,
       handled: (message) =>

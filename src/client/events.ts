@@ -7,6 +7,7 @@ import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
+import type { SendAnswer } from "./PendingSends.ts"
 
 /**
  * What the broker pushes to a child about its own durable question
@@ -117,6 +118,13 @@ export interface ClientSinks {
   readonly question: (event: QuestionEvent) => void
   /** The broker's notice that this session's ask `messageId` expired unanswered (`ask-expiry-v1`). */
   readonly askExpired: (messageId: string) => void
+  /**
+   * The broker's answer to a send of `messageId` that no send on this
+   * connection waited for any more (its caller's send timeout ran out and
+   * the connection forgot it), with the state epoch of the connection that
+   * read it: kept for an ask that watches it (`LateVerdicts.ts`).
+   */
+  readonly lateAnswer: (messageId: string, answer: SendAnswer, stateEpoch: string | undefined) => void
   /**
    * This client writes a `cancel_message` of `messageId` (once a send of
    * that id waiting here was answered): called before the frame is handed

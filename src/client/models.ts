@@ -3,6 +3,9 @@
  * operations, the presence fields a session may change, the status it
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
+ *
+ * Size note: about 415 lines, nearly all JSDoc on the service's operations
+ * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
@@ -31,6 +34,7 @@ import type { QuestionOperations } from "./ClientQuestions.ts"
 import type { SendError, SendRequest } from "./requests.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
 import type { BrokerStateLost } from "./StateEpochs.ts"
+import type { LateVerdict } from "./LateVerdicts.ts"
 
 /** Presence fields a session may change after registering (P32). */
 export interface PresenceUpdate {
@@ -205,6 +209,18 @@ export interface IntercomClientService extends QuestionOperations {
    * extension (`status.features`), which sends no notice.
    */
   readonly askExpiry: (questionId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  /**
+   * Watches what the broker says about the ask `request` after its send
+   * stopped waiting (LateVerdicts.ts): from now until the Scope closes, the
+   * broker's answer to its `send` read when no send waited for it any more
+   * (its send timeout ran out) is kept, and so is whether its `ask_expired`
+   * was read. Gives the effect that reads what was kept so far. An asker
+   * settling an unacknowledged ask (src/session/Ask.ts
+   * `settleUnacknowledged`) reads it after its round trip: the broker wrote
+   * its verdict before that round trip's answer. A late acknowledgement is
+   * noted as one read in time is (a state loss lists the ask).
+   */
+  readonly lateVerdict: (request: SendRequest) => Effect.Effect<Effect.Effect<LateVerdict>, never, Scope.Scope>
   /**
    * One round trip to the broker on the connection live now, for an asker
    * at its own deadline (`ask-expiry-v1`, Ask.ts): the liveness probe's

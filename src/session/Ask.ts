@@ -45,10 +45,13 @@
  * connection's output is FIFO) — a reply, or `ask_expired` — once the slow
  * writes bring it: the timeout is a bound within that delay. At the
  * client's send timeout the send does not fail (`DeliveryUnknown`): the
- * asker settles (`settleUnacknowledged`), ending on the verdict read behind
- * the acknowledgement, or waiting on as if acknowledged then — bounded by
- * the send timeout, that round trip, the timeout once more and its closing
- * round trip (test/session/askAckPastSendTimeout.test.ts). An asker whose
+ * asker settles (`settleUnacknowledged`), ending on the broker's answer to
+ * the send read late (a refusal with its own error, as if read in time;
+ * test/session/askLateVerdict.test.ts) or the verdict read behind it, or
+ * waiting on as if acknowledged then — bounded by the send timeout, that
+ * round trip, the timeout once more and its closing round trip, each round
+ * trip up to the rejoin grace when the connection drops or the broker
+ * holds its answer (test/session/askAckPastSendTimeout.test.ts). An asker whose
  * connection drops after the acknowledgement was read and before that
  * verdict waits its own timer from the acknowledgement (a reply the drop
  * lost is given back on the next connection; the notice is not).
@@ -60,8 +63,9 @@
  * `contact_supervisor`, and the blocking ask over them).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
-import type { IntercomNotConnected } from "../client/errors.ts"
-import { ASK_TIMED_OUT_UNWRITTEN } from "../client/requests.ts"
+import type { IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import type { LateVerdict } from "../client/LateVerdicts.ts"
+import { ASK_TIMED_OUT_UNWRITTEN, type SendError } from "../client/requests.ts"
 import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
 import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
@@ -71,7 +75,6 @@ import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   AlreadyWaiting,
   type AskFailure,
-  DeliveryUnknown,
   InvalidTimeout,
   NotDelivered,
   ReplyFailed,
@@ -259,55 +262,54 @@ export const settleUnwritten = <E extends { readonly _tag: string }, T>(
   })
 
 /**
- * Whether a question's send failed only because its acknowledgement did not
- * come within the client's send timeout on a live connection
- * (`DeliveryUnknown` with `sendTimedOut`): the broker may have accepted it,
- * its acknowledgement queued behind slow writes.
- *
- * @category predicates
- * @since 0.1.0
- */
-export const unacknowledged = (error: { readonly _tag: string }): boolean =>
-  error instanceof DeliveryUnknown && error.sendTimedOut === true
-
-/**
- * What a question's send ends on when its acknowledgement did not come
- * within the client's send timeout (`unacknowledged`), against a broker that
- * granted `ask-expiry-v1`: the asker settles (`settleRoundTrip`), a round
- * trip the broker answers behind everything it wrote before — the
- * acknowledgement, a reply it accepted, its `ask_expired` for an edge past
- * its deadline. The send then ends as answered when the reply was routed
- * meanwhile, and as delivered otherwise: the wait goes on as for an
- * acknowledged question (`awaitAnswer`, its timer from now — the broker read
- * the question, if at all, before that round trip, so its deadline is no
- * later), and ends on the `ask_expired` already read (`ReplyTimeout`), on a
- * reply or `ask_expired` still to come, or at that timer. So an ask the
- * broker accepted is not reported "maybe not delivered"; the wait is bounded
- * by the send timeout, the round trip, the ask's timeout once more and its
- * closing round trip. A question the broker refused (or never read: its
- * write was cut short) then ends in `ReplyTimeout` too, after that wait: the
- * refusal came behind the send timeout, and nobody waits for it. When the
- * round trip is not answered (no connection within the client's rejoin
- * grace) the send fails with `error` as before. Any other error, or without
- * the extension, passes through (the asker cannot hear the broker's
- * verdict). Used by `ask` and by a blocking `contact_supervisor`, inside
- * `untilSent`.
+ * What a question's `send` whose acknowledgement was not read within the
+ * client's send timeout ends on, against a broker that granted
+ * `ask-expiry-v1` (the client's `RequestTimeout` for it, which it passes
+ * through otherwise, as it does when no connection is live: the asker
+ * cannot hear the broker's verdict). The asker settles (`settleRoundTrip`),
+ * a round trip the broker answers behind everything it wrote before — the
+ * acknowledgement or refusal of the question, a reply it accepted, its
+ * `ask_expired` for an edge past its deadline — then reads what its client
+ * kept of that (`verdict`, `IntercomClientService.lateVerdict`, watched
+ * from before the question was sent):
+ * - the broker's answer to the send, read after the send timeout: the send
+ *   ends on it as if read in time — a refusal fails with its own error (an
+ *   `E_TARGET_REBOUND` re-lists and resends, `Sending.deliver`), `queued`
+ *   is queued, a delivery is delivered (its client noted it in the broker's
+ *   state, as an acknowledgement read in time is);
+ * - otherwise the send ends as delivered when the round trip was answered,
+ *   its `ask_expired` was read (the broker accepted it), or the reply was
+ *   routed meanwhile: the wait goes on as for an acknowledged question
+ *   (`awaitAnswer`, its timer from now — the broker read the question, if at
+ *   all, before that round trip, so its deadline is no later), and ends on
+ *   the `ask_expired` already read (`ReplyTimeout`), on a reply or
+ *   `ask_expired` still to come, or at that timer;
+ * - and fails with `timeout` (`DeliveryUnknown`) when none of that came (no
+ *   connection within the client's rejoin grace).
+ * So an ask the broker accepted is not reported "maybe not delivered", nor
+ * one it refused as timed out. Bounded by the send timeout, the round trip
+ * (up to the liveness timeout, plus the rejoin grace when the connection
+ * drops or the broker holds its answer), the ask's timeout once more and
+ * its closing round trip (bounded the same way). Given to `Sending.deliver`
+ * by `ask`, and used by a blocking `contact_supervisor` for its
+ * `supervisor_send`.
  *
  * @category combinators
  * @since 0.1.0
  */
-export const settleUnacknowledged = <E extends { readonly _tag: string }>(
+export const settleUnacknowledged = (
   generation: Generation,
   waiter: Waiter,
-  questionId: string
+  questionId: string,
+  verdict: Effect.Effect<LateVerdict>
 ) =>
-(error: E): Effect.Effect<Delivery, E> =>
+(timeout: RequestTimeout): Effect.Effect<Delivery, SendError> =>
   Effect.gen(function*() {
-    if (!unacknowledged(error) || !(yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) {
-      return yield* Effect.fail(error)
-    }
+    if (!(yield* generation.client.status).features.includes(ASK_EXPIRY_V1)) return yield* Effect.fail(timeout)
     const settled = yield* generation.client.settleRoundTrip
-    if (!settled && !Deferred.isDoneUnsafe(waiter.outcome)) return yield* Effect.fail(error)
+    const read = yield* verdict
+    if (read.answer !== undefined) return yield* read.answer
+    if (!settled && !read.expired && !Deferred.isDoneUnsafe(waiter.outcome)) return yield* Effect.fail(timeout)
     return { messageId: questionId, delivery: "socket_delivered" } satisfies Delivery
   })
 
@@ -427,8 +429,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
-      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`), and
+      // its verdict on the question read after the send timeout (`settleUnacknowledged`).
       const expiry = yield* generation.client.askExpiry(message.id)
+      const verdict = yield* generation.client.lateVerdict({ to: target.id, message })
       // C-ASK-9: a departure of the target read from now on is one of the incarnation that gets the question.
       const sentMark = yield* generation.client.presenceMark
       // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
@@ -465,13 +469,13 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           askTimeoutMs: timeoutMs,
           askSince: sentAt,
           delivery: choice,
-          onResend
+          onResend,
+          // Its acknowledgement not read within the send timeout: settled with the broker, not given up.
+          unacknowledged: settleUnacknowledged(generation, bound, message.id, verdict)
         }).pipe(
           // Its timeout ran out before a reconnect could write it again: timed out, unless the reply the
           // new connection gives back answers it (`settleUnwritten`).
-          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs }))),
-          // Its acknowledgement not read within the send timeout: settled with the broker, not given up (`settleUnacknowledged`).
-          Effect.catch(settleUnacknowledged(generation, bound, message.id))
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs })))
         )
       )
       yield* sending.recordSent(request.to, message)

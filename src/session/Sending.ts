@@ -10,6 +10,7 @@
  */
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
+import type { RequestTimeout } from "../client/errors.ts"
 import type { SendError, SendRequest } from "../client/requests.ts"
 import type { Delivery } from "../client/events.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
@@ -63,11 +64,14 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
     case "SelfTarget":
       return new SelfTargetRefused()
     case "RequestTimeout":
+      // Only the send's own timeout: the re-list after `E_TARGET_REBOUND` may time out too (review revak AK2).
       return new DeliveryUnknown({
         kind,
         to,
-        reason: `the broker did not acknowledge it within ${error.timeoutMs / 1000} s (Send timeout)`,
-        sendTimedOut: true
+        reason: error.operation === "send"
+          ? `the broker did not acknowledge it within ${error.timeoutMs / 1000} s (Send timeout)`
+          : `the broker did not answer its ${error.operation} request within ${error.timeoutMs / 1000} s`,
+        ...(error.operation === "send" ? { sendTimedOut: true } : {})
       })
     case "ConnectionLost":
       return new DeliveryUnknown({
@@ -161,6 +165,13 @@ export interface Sending {
       readonly askSince?: number | undefined
       readonly delivery?: DeliveryChoice | undefined
       readonly onResend?: ((resend: Resend) => Effect.Effect<void>) | undefined
+      /**
+       * What a `send` (the first, or the resend after `E_TARGET_REBOUND`) whose acknowledgement was not
+       * read within the client's send timeout ends on instead of that timeout: an ask settles with the
+       * broker and ends on its verdict (Ask.ts `settleUnacknowledged`), a refusal then judged as one read
+       * in time (a rebound re-lists and resends). By default the timeout (`DeliveryUnknown`).
+       */
+      readonly unacknowledged?: ((timeout: RequestTimeout) => Effect.Effect<Delivery, SendError>) | undefined
     }
   ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
@@ -195,18 +206,25 @@ export const makeSending = (generation: Generation): Sending => {
 
   const deliver: Sending["deliver"] = (kind, to, message, target, options) =>
     Effect.gen(function*() {
+      const unacknowledged = options?.unacknowledged
+      const sendOnce = (request: SendRequest) =>
+        unacknowledged === undefined
+          ? client.send(request)
+          : client.send(request).pipe(
+            Effect.catchIf((error): error is RequestTimeout => error._tag === "RequestTimeout" && error.operation === "send", unacknowledged)
+          )
       const extra: SendExtra = {
         ...(options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }),
         ...(options?.askSince === undefined ? {} : { askSince: options.askSince }),
         ...deliveryFields(options?.delivery)
       }
       if (target === undefined) {
-        return yield* client.send({ to, message, ...extra }).pipe(
+        return yield* sendOnce({ to, message, ...extra }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered(kind, to)(error))
         )
       }
       const exact = (yield* client.status).features.includes(EXACT_SEND_V1)
-      return yield* client.send(exactRequest(message, target, exact, extra)).pipe(
+      return yield* sendOnce(exactRequest(message, target, exact, extra)).pipe(
         Effect.catchTag("TargetRebound", (rebound) =>
           Effect.gen(function*() {
             const sessions = yield* client.list
@@ -215,7 +233,7 @@ export const makeSending = (generation: Generation): Sending => {
             if (again.session.id === selfId) return yield* new SelfTargetRefused()
             const onResend = options?.onResend
             if (onResend !== undefined) yield* onResend({ target: again.session, mark: yield* client.presenceMark })
-            return yield* client.send(exactRequest(message, again.session, exact, extra))
+            return yield* sendOnce(exactRequest(message, again.session, exact, extra))
           })),
         Effect.mapError((error) =>
           error._tag === "IntercomNotConnected" || error._tag === "SelfTargetRefused"

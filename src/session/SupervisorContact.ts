@@ -29,6 +29,7 @@
  * question 2); a timeout is never an approval (C-WKR-15).
  */
 import { Clock, Effect, Exit, Result, type Scope } from "effect"
+import type { RequestTimeout } from "../client/errors.ts"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
@@ -258,6 +259,7 @@ export const makeSupervisorContact = (
       const message = yield* newMessage(text, undefined, { expectsReply: true })
       // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
       const expiry = yield* client.askExpiry(message.id)
+      const verdict = yield* client.lateVerdict({ to: display, message }) // as for `ask` (`settleUnacknowledged`)
       const sentMark = yield* client.presenceMark // C-ASK-9, as for `ask`
       // C-ORD-35, as for `ask`: the generation closed while this call waited (on `connect`, say, through a
       // reconnect): its teardown already failed this wait, so the call ends now and nothing is sent. Checked
@@ -273,11 +275,15 @@ export const makeSupervisorContact = (
         bound,
         message.id,
         client.supervisorSend({ message, askTimeoutMs: timeoutMs, askSince: yield* Clock.currentTimeMillis }).pipe(
+          // As for `ask`: its acknowledgement not read within the send timeout, settled with the broker
+          // and ended on its verdict — a refusal or a `queued` read late too (`settleUnacknowledged`).
+          Effect.catchIf(
+            (error): error is RequestTimeout => error._tag === "RequestTimeout" && error.operation === "send",
+            settleUnacknowledged(generation, bound, message.id, verdict)
+          ),
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
           // As for `ask`: its timeout ran out before a reconnect could write it again (`settleUnwritten`).
-          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs }))),
-          // As for `ask`: its acknowledgement not read within the send timeout (`settleUnacknowledged`).
-          Effect.catch(settleUnacknowledged(generation, bound, message.id))
+          Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs })))
         )
       )
       yield* sending.recordSent(display, message)

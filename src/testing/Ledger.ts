@@ -27,7 +27,18 @@ import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, checkControlsReachReaders, InstanceLedger } from "./ledger/instances.ts"
 import { JoinLedger } from "./ledger/joins.ts"
-import { answeredElsewhereFalsely, answersAfterTimeout, askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
+import {
+  answeredElsewhereFalsely,
+  answersAfterTimeout,
+  askEnded,
+  askStarted,
+  askTally,
+  hostDelivered,
+  hostRestored,
+  questionOf,
+  refusedAsTimeout,
+  unsettledAsks
+} from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type AskClient, type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
@@ -369,6 +380,11 @@ export class Ledger {
    */
   answersAfterTimeout(): ReadonlyArray<string> {
     return answersAfterTimeout(this.state)
+  }
+
+  /** Asks that ended `ReplyTimeout` after their client read the broker's refusal of their question (`refused-as-timeout`). */
+  refusedAsTimeout(): ReadonlyArray<string> {
+    return refusedAsTimeout(this.state)
   }
 
   /** Asks that ended `AskAnsweredElsewhere` with no reply handed to another client of the session (`answered-elsewhere-false`). */

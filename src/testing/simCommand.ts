@@ -124,6 +124,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "ask-unsettled": true,
   "ask-wrong-reply": true,
   "answer-after-timeout": true,
+  "refused-as-timeout": true,
   "answered-elsewhere-false": true,
   "registry-mismatch": true,
   "untold-eviction": true,

@@ -223,6 +223,8 @@ export interface FakeBrokerOptions {
    * restarted as another version). Default: `features`.
    */
   readonly laterFeatures?: ReadonlyArray<string> | undefined
+  /** The `stateEpoch` of `registered` on each connection, by number (`state-epoch-v1`). Default: omitted. */
+  readonly stateEpochOf?: (connection: number) => string
   /** Answer `list`. Default true. */
   readonly answerList?: boolean
   /** After `registered`, stop reading and answering (a hung broker). Default false. */
@@ -394,7 +396,8 @@ export const makeFakeBroker = (
               yield* reply({
                 type: "registered",
                 sessionId,
-                ...(features === undefined ? {} : { features })
+                ...(features === undefined ? {} : { features }),
+                ...(options.stateEpochOf === undefined ? {} : { stateEpoch: options.stateEpochOf(id) })
               }, ...(options.afterRegistered?.(id) ?? []))
               if (options.hangAfterRegister === true) return yield* Effect.never
               if (options.takeOverFirst !== undefined && id === 1) {

@@ -4,12 +4,13 @@
  * TestClock: with `ask-expiry-v1` it settles with the broker as `ask` does
  * (`settleUnacknowledged`, Ask.ts) — a reply read before the round trip's
  * answer answers it, the broker's notice read there ends it in the usual
- * timeout text — and without the extension it still ends "may or may not
+ * timeout text, a refusal or `queued` read late ends it so — and without the extension it still ends "may or may not
  * have been delivered".
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
-import { RequestTimeout } from "../../src/client/errors.ts"
+import { Effect, Exit, Fiber } from "effect"
+import { deliveryError, RequestTimeout } from "../../src/client/errors.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { ASK_EXPIRY_V1, EXACT_SEND_V1 } from "../../src/protocol/features.ts"
 import { inboundMessage, SUP, supervisorBridge, type UnitSession, withPeers } from "./support.ts"
 
@@ -60,6 +61,35 @@ describe("contact_supervisor: a question not acknowledged within the send timeou
       const result = yield* Fiber.join(fiber)
       assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
       assert.isFalse(yield* unit.session.waiting)
+    }))
+
+  it.effect("ask-expiry-v1: the broker's late 'queued' read before the round trip's answer ends it queued, not waiting", () =>
+    Effect.gen(function*() {
+      const unit = yield* unacknowledgedChild([EXACT_SEND_V1, ASK_EXPIRY_V1])
+      unit.client.onSettle = Effect.suspend(() => {
+        const id = questionId(unit)
+        return unit.client.answerLate(id, Exit.succeed({ messageId: id, delivery: "queued" }))
+      }).pipe(Effect.as(true))
+      const result = yield* contact(unit)({ reason: "need_decision", message: "?" })
+      assert.deepStrictEqual([result.text, result.isError], ['Message queued for planner', false])
+      assert.strictEqual(result.details?.["queued"], true)
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+
+  it.effect("ask-expiry-v1: the broker's late refusal ends it with that refusal", () =>
+    Effect.gen(function*() {
+      const unit = yield* unacknowledgedChild([EXACT_SEND_V1, ASK_EXPIRY_V1])
+      unit.client.onSettle = Effect.suspend(() => {
+        const id = questionId(unit)
+        return unit.client.answerLate(
+          id,
+          Exit.fail(deliveryError({ messageId: id, code: DeliveryCode.TooManyAsks, reason: "too many asks", retryable: false }))
+        )
+      }).pipe(Effect.as(true))
+      const result = yield* contact(unit)({ reason: "need_decision", message: "?" })
+      assert.isTrue(result.isError)
+      assert.strictEqual(result.details?.["code"], DeliveryCode.TooManyAsks)
+      assert.lengthOf(unit.host.history.filter((entry) => entry._tag === "intercom_sent"), 0)
     }))
 
   it.effect("without ask-expiry-v1 it ends 'may or may not have been delivered', with no round trip", () =>

@@ -8,6 +8,8 @@ import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
 import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
+import { LateVerdicts } from "../../src/client/LateVerdicts.ts"
+import type { SendAnswer } from "../../src/client/PendingSends.ts"
 import {
   deliveryError,
   IntercomNotConnected,
@@ -109,6 +111,11 @@ export interface FakeClientState {
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
   readonly expireAsk: (questionId: string) => Effect.Effect<void>
+  /**
+   * The broker's answer to a send of `questionId` read after its send stopped waiting, as the real
+   * client keeps it for the ask watching it (`lateVerdict`, LateVerdicts.ts).
+   */
+  readonly answerLate: (questionId: string, answer: SendAnswer) => Effect.Effect<void>
   /** The broker's `ask_answered_elsewhere` (`reply-elsewhere-v1`), as the real client hands it on (`controls`). */
   readonly answerElsewhere: (questionId: string, replyId: string) => Effect.Effect<void>
   /** `settleRoundTrip` calls so far. */
@@ -164,6 +171,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const askExpiryHub = yield* PubSub.unbounded<string>()
+    const lateVerdicts = new LateVerdicts()
     const reconnectHub = yield* PubSub.unbounded<number>()
     const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
     const takenOverSignal = yield* Deferred.make<never, IntercomNotConnected>()
@@ -241,7 +249,12 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       questionsAsked: [],
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry)),
-      expireAsk: (questionId) => Effect.asVoid(PubSub.publish(askExpiryHub, questionId)),
+      expireAsk: (questionId) =>
+        Effect.suspend(() => {
+          lateVerdicts.expired(questionId)
+          return Effect.asVoid(PubSub.publish(askExpiryHub, questionId))
+        }),
+      answerLate: (questionId, answer) => Effect.sync(() => void lateVerdicts.answered(questionId, answer)),
       answerElsewhere: (questionId, replyId) =>
         Effect.asVoid(PubSub.publish(controlHub, { _tag: "AnsweredElsewhere", messageId: questionId, replyId })),
       settles: 0,
@@ -365,6 +378,11 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           )
           return Effect.andThen(expired, unhandled.caughtUp)
         }),
+      lateVerdict: (request) =>
+        Effect.acquireRelease(
+          Effect.sync(() => lateVerdicts.watch(request)),
+          () => Effect.sync(() => lateVerdicts.unwatch(request.message.id))
+        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.read(request.message.id)))),
       settleRoundTrip: Effect.suspend(() => {
         fake.settles++
         return fake.onSettle ?? Effect.andThen(unhandled.caughtUp, Effect.sync(() => fake.connected))

@@ -4,10 +4,11 @@
  * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
  * a reply that answers it, from the session it asked.
  *
- * Size: about 420 lines, half of them comments; one concept (hosts' hand-offs
+ * Size: about 445 lines, half of them comments; one concept (hosts' hand-offs
  * and asks' ends), most of it the `answer-after-timeout` judgement with its
- * excuses (`answersAfterTimeout`).
+ * excuses (`answersAfterTimeout`), and `refused-as-timeout`.
  */
+import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
@@ -224,6 +225,31 @@ const owedWait = (state: LedgerState, record: AskRecord): AskRecord["owedWait"] 
 const ownDeadline = (state: LedgerState, record: AskRecord): number | undefined => {
   const ackedAt = record.questionId === undefined ? undefined : state.messages.get(record.questionId)?.ackedAt
   return ackedAt === undefined || record.timeoutMs === undefined ? undefined : ackedAt + record.timeoutMs
+}
+
+/**
+ * Asks that ended in `ReplyTimeout` though their own client had read the
+ * broker's refusal of their question before they ended
+ * (`refused-as-timeout`), one line each: a refusal read after the send
+ * timeout ends the settling ask with that refusal (src/session/Ask.ts
+ * `settleUnacknowledged`). Not `E_TARGET_REBOUND`: the question is then sent
+ * again, and that send's verdict is the one that counts.
+ */
+export const refusedAsTimeout = (state: LedgerState): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const ask of state.asks) {
+    const endedAt = ask.endedAt
+    if (ask.outcome !== "ReplyTimeout" || ask.questionId === undefined || endedAt === undefined) continue
+    const question = state.messages.get(ask.questionId)
+    const read = question?.refusedRead
+    if (question === undefined || read === undefined || question.outcome !== "refused") continue
+    if (question.failureCode === DeliveryCode.TargetRebound || read.at > endedAt) continue
+    if (ask.client !== undefined && read.client !== ask.client.key) continue
+    found.push(`${ask.alias} of ${nameOf(state, ask.asker)} ended ReplyTimeout at ${endedAt} ms, though its client ${read.client} read the broker's refusal of ${
+      question.alias
+    } (${question.failureCode ?? "no code"}) at ${read.at} ms`)
+  }
+  return found
 }
 
 /**

@@ -260,6 +260,8 @@ export interface MessageRecord {
   outcome: "pending" | "acked" | "refused" | "unknown"
   ackEpoch: number | undefined
   failureCode: string | undefined
+  /** When its sender's client (a `LinkRecord.client` key) first read the broker's refusal of it. */
+  refusedRead?: { readonly at: number; readonly client: string } | undefined
   acceptSeq: number | undefined
   expiredNotified: boolean
   /** When its sender first read the broker's `expired` receipt for it, among reads (`LedgerState.readSeq`). */

@@ -72,6 +72,14 @@ export type ViolationKind =
    */
   | "answer-after-timeout"
   /**
+   * An ask ended in `ReplyTimeout` though its client had read the broker's
+   * refusal of its question before it ended (read after the send timeout:
+   * the asker settles and must end on that refusal, src/session/Ask.ts
+   * `settleUnacknowledged`; review revak AK1). Not `E_TARGET_REBOUND`, which
+   * the asker answers by sending the question again.
+   */
+  | "refused-as-timeout"
+  /**
    * An ask ended with `AskAnsweredElsewhere` (`reply-elsewhere-v1`), though
    * no reply to it was read for good by another client of the asker's
    * session before it ended: the broker's notice was false.

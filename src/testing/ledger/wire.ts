@@ -596,6 +596,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (record.outcome !== "acked") {
         record.outcome = "refused"
         record.failureCode = frame.code
+        record.refusedRead ??= { at: state.now(), client: link.client }
         if (state.hostileChecks && frame.code === DeliveryCode.ReplyTarget) replyRefused(state, link, record)
       }
       return

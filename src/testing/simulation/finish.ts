@@ -183,6 +183,7 @@ export const finish = (
     // After the messages' fates: a reply the broker lost (`silent-loss`) also times its ask out; the loss is the cause.
     for (const line of ledger.answersAfterTimeout()) ledger.violate("answer-after-timeout", line)
     for (const line of ledger.answeredElsewhereFalsely()) ledger.violate("answered-elsewhere-false", line)
+    for (const line of ledger.refusedAsTimeout()) ledger.violate("refused-as-timeout", line)
     const asks = ledger.askTally()
     const groups = ledger.groupTally()
     // Close the world; nothing may keep running.

@@ -1,0 +1,93 @@
+/**
+ * The broker's verdicts on a session's asks that came after their sender
+ * stopped waiting for them (`IntercomClientService.lateVerdict`): an ask's
+ * `send` whose acknowledgement was not read within the send timeout is
+ * forgotten by its connection (ClientConnection.ts), so the broker's answer
+ * to it, read later, finds no waiting send. The asker settles such an ask
+ * with the broker (src/session/Ask.ts `settleUnacknowledged`) and then needs
+ * that answer — a refusal it must report as such, a `queued`, a delivery —
+ * and whether the broker's `ask_expired` for it was read (it accepted the
+ * question, then closed it unanswered).
+ *
+ * Owns the watched ids and what was read for each. A watch is taken before
+ * the question is sent and dropped when the ask ends (its Scope), so the
+ * table holds at most one entry per ask in progress; nothing is recorded for
+ * an id nobody watches. Touched only by synchronous code (the connections'
+ * readers and the watch's own acquire and release).
+ */
+import type { SendAnswer } from "./PendingSends.ts"
+import type { SendRequest } from "./requests.ts"
+
+/**
+ * What was read for a watched ask after its send stopped waiting: the
+ * broker's answer to its `send` (the last one read, if any) and whether its
+ * `ask_expired` was read.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface LateVerdict {
+  readonly answer: SendAnswer | undefined
+  readonly expired: boolean
+}
+
+/** What a watch has read so far, for the ask it was taken for. */
+interface Watched {
+  readonly request: SendRequest
+  answer: SendAnswer | undefined
+  expired: boolean
+}
+
+/**
+ * The late-verdict table of one client (see the module header).
+ *
+ * @example
+ * ```ts
+ * const verdicts = new LateVerdicts()
+ * verdicts.watch({ to: "B", message: question })
+ * verdicts.answered(question.id, answer) // a connection read the broker's late answer
+ * verdicts.read(question.id).answer // === answer
+ * verdicts.unwatch(question.id)
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class LateVerdicts {
+  private readonly watched = new Map<string, Watched>()
+
+  /** Starts recording for the ask `request`, with nothing read yet. */
+  watch(request: SendRequest): void {
+    this.watched.set(request.message.id, { request, answer: undefined, expired: false })
+  }
+
+  /** Stops recording for `messageId` and forgets what was read. */
+  unwatch(messageId: string): void {
+    this.watched.delete(messageId)
+  }
+
+  /**
+   * A connection read the broker's answer to a send of `messageId` that no
+   * send waited for: kept when the id is watched, and the watched ask's
+   * request returned (undefined otherwise: nothing kept).
+   */
+  answered(messageId: string, answer: SendAnswer): SendRequest | undefined {
+    if (this.watched.size === 0) return undefined
+    const watched = this.watched.get(messageId)
+    if (watched === undefined) return undefined
+    watched.answer = answer
+    return watched.request
+  }
+
+  /** The broker's `ask_expired` for `messageId` was read. */
+  expired(messageId: string): void {
+    const watched = this.watched.get(messageId)
+    if (watched !== undefined) watched.expired = true
+  }
+
+  /** What was read for `messageId` so far (nothing when it is not watched). */
+  read(messageId: string): LateVerdict {
+    const watched = this.watched.get(messageId)
+    return { answer: watched?.answer, expired: watched?.expired ?? false }
+  }
+}
