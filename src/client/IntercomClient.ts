@@ -319,7 +319,7 @@ const make = (
         Effect.acquireRelease(
           Effect.sync(() => lateVerdicts.watch(request)),
           () => Effect.sync(() => lateVerdicts.unwatch(request.message.id))
-        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.read(request.message.id)))),
+        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.take(request.message.id)))),
       settleRoundTrip: settleRoundTrip({ lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads }),
       messages: unhandled.stream,
       handled: (message) =>

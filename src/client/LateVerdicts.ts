@@ -46,7 +46,7 @@ interface Watched {
  * const verdicts = new LateVerdicts()
  * verdicts.watch({ to: "B", message: question })
  * verdicts.answered(question.id, answer) // a connection read the broker's late answer
- * verdicts.read(question.id).answer // === answer
+ * verdicts.take(question.id).answer // === answer (taken: a second take gives undefined)
  * verdicts.unwatch(question.id)
  * ```
  *
@@ -85,9 +85,17 @@ export class LateVerdicts {
     if (watched !== undefined) watched.expired = true
   }
 
-  /** What was read for `messageId` so far (nothing when it is not watched). */
-  read(messageId: string): LateVerdict {
+  /**
+   * What was read for `messageId` so far (nothing when it is not watched),
+   * the answer taken: an answer belongs to the send it answered, and the
+   * question may be sent again under its id (a rebound's resend), whose
+   * settle must not find the first send's answer (review revap AP1).
+   */
+  take(messageId: string): LateVerdict {
     const watched = this.watched.get(messageId)
-    return { answer: watched?.answer, expired: watched?.expired ?? false }
+    if (watched === undefined) return { answer: undefined, expired: false }
+    const answer = watched.answer
+    watched.answer = undefined
+    return { answer, expired: watched.expired }
   }
 }

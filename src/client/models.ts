@@ -214,7 +214,11 @@ export interface IntercomClientService extends QuestionOperations {
    * stopped waiting (LateVerdicts.ts): from now until the Scope closes, the
    * broker's answer to its `send` read when no send waited for it any more
    * (its send timeout ran out) is kept, and so is whether its `ask_expired`
-   * was read. Gives the effect that reads what was kept so far. An asker
+   * was read. Gives the effect that reads what was kept so far and takes
+   * the answer it returns (a second read gives it only if another came
+   * since): the question may be sent again under its id (a rebound's
+   * resend), and its first send's answer is not the resend's (review revap
+   * AP1). An asker
    * settling an unacknowledged ask (src/session/Ask.ts
    * `settleUnacknowledged`) reads it after its round trip: the broker wrote
    * its verdict before that round trip's answer. A late acknowledgement is

@@ -382,7 +382,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         Effect.acquireRelease(
           Effect.sync(() => lateVerdicts.watch(request)),
           () => Effect.sync(() => lateVerdicts.unwatch(request.message.id))
-        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.read(request.message.id)))),
+        ).pipe(Effect.as(Effect.sync(() => lateVerdicts.take(request.message.id)))),
       settleRoundTrip: Effect.suspend(() => {
         fake.settles++
         return fake.onSettle ?? Effect.andThen(unhandled.caughtUp, Effect.sync(() => fake.connected))

@@ -8,7 +8,6 @@
  * and asks' ends), most of it the `answer-after-timeout` judgement with its
  * excuses (`answersAfterTimeout`), and `refused-as-timeout`.
  */
-import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
@@ -243,11 +242,11 @@ export const refusedAsTimeout = (state: LedgerState): ReadonlyArray<string> => {
     const question = state.messages.get(ask.questionId)
     const read = question?.refusedRead
     if (question === undefined || read === undefined || question.outcome !== "refused") continue
-    if (question.failureCode === DeliveryCode.TargetRebound || read.at > endedAt) continue
+    if (read.at > endedAt) continue
     if (ask.client !== undefined && read.client !== ask.client.key) continue
     found.push(`${ask.alias} of ${nameOf(state, ask.asker)} ended ReplyTimeout at ${endedAt} ms, though its client ${read.client} read the broker's refusal of ${
       question.alias
-    } (${question.failureCode ?? "no code"}) at ${read.at} ms`)
+    } (${read.code}) at ${read.at} ms`)
   }
   return found
 }

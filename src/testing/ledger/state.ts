@@ -260,8 +260,11 @@ export interface MessageRecord {
   outcome: "pending" | "acked" | "refused" | "unknown"
   ackEpoch: number | undefined
   failureCode: string | undefined
-  /** When its sender's client (a `LinkRecord.client` key) first read the broker's refusal of it. */
-  refusedRead?: { readonly at: number; readonly client: string } | undefined
+  /**
+   * When its sender's client (a `LinkRecord.client` key) first read a refusal of it other than
+   * `E_TARGET_REBOUND` (that one sends it again), and that refusal's code (review revap AP2).
+   */
+  refusedRead?: { readonly at: number; readonly client: string; readonly code: string } | undefined
   acceptSeq: number | undefined
   expiredNotified: boolean
   /** When its sender first read the broker's `expired` receipt for it, among reads (`LedgerState.readSeq`). */

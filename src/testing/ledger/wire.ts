@@ -596,7 +596,8 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (record.outcome !== "acked") {
         record.outcome = "refused"
         record.failureCode = frame.code
-        record.refusedRead ??= { at: state.now(), client: link.client }
+        // A rebound's question is sent again under its id: only a refusal that ends it counts (review revap AP2).
+        if (frame.code !== DeliveryCode.TargetRebound) record.refusedRead ??= { at: state.now(), client: link.client, code: frame.code }
         if (state.hostileChecks && frame.code === DeliveryCode.ReplyTarget) replyRefused(state, link, record)
       }
       return

@@ -1,18 +1,19 @@
 /**
- * Review revap AP1 (probe): the late verdict a watch keeps is per ask id, not per send. After a late
- * E_TARGET_REBOUND the question is sent again under the same id; when that second send is not
- * acknowledged either and nothing is read for it (the settling round trip unanswered), the ask must not
- * end on the FIRST send's refusal. Fails on main: it ends NotDelivered(E_TARGET_REBOUND).
+ * An ask's late verdict belongs to the send it answered (review revap AP1): after a late
+ * E_TARGET_REBOUND the question is sent again under the same id, and when that resend is not
+ * acknowledged either, its settle does not find the first send's rebound (the settle takes the
+ * answer it reads: LateVerdicts.take). Before, the ask ended NotDelivered(E_TARGET_REBOUND) though
+ * the broker may hold the resent question.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber } from "effect"
-import { deliveryError, RequestTimeout } from "../src/client/errors.ts"
-import { DeliveryCode } from "../src/protocol/delivery.ts"
-import { ASK_EXPIRY_V1, EXACT_SEND_V1 } from "../src/protocol/features.ts"
-import { DeliveryUnknown, NotDelivered } from "../src/session/errors.ts"
-import { B, inboundMessage, settle, withPeers } from "./session/support.ts"
+import { deliveryError, RequestTimeout } from "../../src/client/errors.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import { ASK_EXPIRY_V1, EXACT_SEND_V1 } from "../../src/protocol/features.ts"
+import { DeliveryUnknown, NotDelivered } from "../../src/session/errors.ts"
+import { B, inboundMessage, settle, withPeers } from "./support.ts"
 
-describe("review revap AP1: a late verdict of the first send is not the resend's", () => {
+describe("a late verdict of an ask's first send is not its resend's", () => {
   it.effect("a resend after a late rebound, itself unacknowledged with nothing read, ends DeliveryUnknown, not the first send's rebound", () =>
     Effect.gen(function*() {
       const unit = yield* withPeers()

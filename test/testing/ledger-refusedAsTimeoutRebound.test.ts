@@ -1,14 +1,13 @@
 /**
- * Review revap AP2 (probe): the ledger's `refused-as-timeout` keeps the FIRST refusal read of a
- * message id (`refusedRead ??=`, ledger/wire.ts) but the LAST refusal's code (`failureCode`). An ask
- * whose question is refused E_TARGET_REBOUND (read in time), sent again under the same id, and whose
- * resend's refusal is read only after the ask ended is reported, though no non-rebound refusal was read
- * before it ended. Fails on main: one line reported.
+ * The ledger's `refused-as-timeout` judges a refusal that ends the question, read before the ask ended
+ * (review revap AP2): an E_TARGET_REBOUND read in time (the question is then sent again under its id)
+ * followed by the resend's refusal read only after the ask ended is not reported. Before, the first
+ * refusal's read time (the rebound's) was paired with the last refusal's code.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Message } from "../src/protocol/frames.ts"
-import { DeliveryCode } from "../src/protocol/delivery.ts"
-import { Ledger } from "../src/testing/Ledger.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import { Ledger } from "../../src/testing/Ledger.ts"
 
 const A = "sim-1-a"
 const D = "sim-4-d"
@@ -16,7 +15,7 @@ const info = (pid: number) => ({ cwd: "/", model: "m", pid, startedAt: 0, lastAc
 const question: Message = { id: "m-0001", timestamp: 0, content: { text: "question" }, expectsReply: true }
 const client = { key: "client-a", rejoinGraceMs: 10_000, livenessTimeoutMs: 5_000 }
 
-describe("review revap AP2: refused-as-timeout judges the refusal read before the ask ended", () => {
+describe("refused-as-timeout judges the refusal read before the ask ended", () => {
   it("a rebound read before the end and the resend's refusal read after it is not reported", () => {
     let now = 0
     const ledger = new Ledger({ now: () => now })
