@@ -66,4 +66,33 @@ describe("review revam: reopened pairs and cancels", () => {
     recent.cancelWithdrawn("r1", reopenedByIt)
     assert.isTrue(recent.firstTime(ALICE, "q", withheld, true), "the question r2's cancel may have reopened was dropped")
   })
+  it("AM3 (latent): two cancels of one reply id held at once release the pair they hold, even if the reply's asker was re-recorded between", () => {
+    const recent = new RecentMessages()
+    const CAROL = "cccccccc-5555-4000-8000-00000000000c"
+    assert.isTrue(recent.firstTime(ALICE, "q", withheld, true))
+    assert.isTrue(recent.firstTime(CAROL, "q", withheld, true))
+    recent.replied("r", "q", ALICE, ALICE)
+    recent.cancelWritten("r")
+    // The reply is recorded again (a retried send), its asker now carol; a second cancel of r is written while
+    // the first still holds.
+    recent.replied("r", "q", CAROL, CAROL)
+    recent.cancelWritten("r")
+    recent.cancelEnded("r", false)
+    recent.cancelEnded("r", false)
+    // Both cancels were answered (refused: nothing asked again): neither question passes again.
+    assert.isFalse(recent.firstTime(CAROL, "q", withheld, true), "carol's question stayed reopened: a hold never released")
+  })
+  it("gap: a question whose reopened pair the bound trimmed still passes once when asked again (a duplicate, not a loss)", () => {
+    const capacity = 2
+    const recent = new RecentMessages(capacity)
+    for (let i = 0; i <= capacity; i++) {
+      assert.isTrue(recent.firstTime(ALICE, `q${i}`, withheld, true))
+      recent.replied(`r${i}`, `q${i}`, ALICE, ALICE)
+      recent.cancelWritten(`r${i}`)
+      // Each cancel is let go unanswered: the broker may have carried it out and ask its question again.
+      recent.cancelAbandoned(`r${i}`)
+    }
+    assert.isTrue(recent.firstTime(ALICE, "q0", withheld, true), "the oldest question, asked again, was dropped: a loss")
+    assert.isFalse(recent.firstTime(ALICE, "q0", withheld, true), "a copy behind it passed too")
+  })
 })
