@@ -727,7 +727,7 @@ export const openClientConnection = (
           const entered = cancels.enter(messageId)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
-          if (entered.first) entered.pending.reopenedByIt = sinks.cancelWritten(messageId)
+          if (entered.first) sinks.cancelWritten(messageId)
           return entered
         }),
         ({ first, pending }) =>
@@ -767,8 +767,9 @@ export const openClientConnection = (
         ({ first, pending }) =>
           Effect.sync(() => {
             if (cancels.leave(messageId, pending, first) === "stays") return
-            // Closes the pair only if this cancel reopened it: an earlier one may have reached the broker (review revaj AJ1).
-            sinks.cancelWithdrawn(messageId, pending.reopenedByIt)
+            // Closes the pair unless something else keeps it open: an earlier cancel may have reached the broker,
+            // or a reply's loss read meanwhile means the question may be asked again (review revaj AJ1, revam AM1).
+            sinks.cancelWithdrawn(messageId)
             if (pending.waiters > 0) Deferred.doneUnsafe(pending.answer, Exit.succeed("withdrawn"))
           })
       )

@@ -1,16 +1,16 @@
 /**
- * Review revam AM1, end to end: a reply's `expired` receipt read while a cancel of that reply waits queued
- * (behind a write the socket has not taken) reopens the question for good (RecentMessages.replyLost); the
- * cancel, taken back unwritten as its caller gives up, must not close it again. On main (2076e35b) it does:
- * the question the broker asks again after the receipt is dropped as a repeat — a lost question.
+ * A reply's `expired` receipt read while a cancel of that reply waits queued (behind a write the socket has
+ * not taken) reopens the question for good (RecentMessages.replyLost); the cancel, taken back unwritten as its
+ * caller gives up, does not close it again: the question the broker asks again after the receipt passes once
+ * (review revam AM1: before, it was dropped as a repeat — a lost question).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { dialUnixSocket } from "../src/client/Dialer.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
+import { dialUnixSocket } from "../../src/client/Dialer.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
@@ -60,7 +60,7 @@ const gatedDial = () => {
   }
 }
 
-describe("review revam AM1: a reply lost while its cancel waits queued", () => {
+describe("a reply lost while its cancel waits queued", () => {
   it.live("the question the broker asks again after the reply's expired receipt passes, though the cancel is taken back", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })
