@@ -80,4 +80,28 @@ describe("RecentMessages: why a reopened question stays open", () => {
     // Both cancels were answered (refused: nothing asked again): neither question passes again.
     assert.isFalse(recent.firstTime(CAROL, "q", withheld, true), "carol's question stayed reopened: a hold never released")
   })
+  it("a reply lost while its cancel waits keeps the question open after the cancel's answer", () => {
+    const recent = new RecentMessages()
+    assert.isTrue(recent.firstTime(ALICE, "q", withheld, true))
+    recent.replied("r1", "q", ALICE, ALICE)
+    recent.replied("r2", "q", ALICE, ALICE)
+    recent.cancelWritten("r1")
+    // r2's `expired` receipt is read: the broker may ask q again, and nothing says it came ahead of r1's answer.
+    recent.replyLost("r2", ALICE)
+    recent.cancelEnded("r1", false)
+    assert.isTrue(recent.firstTime(ALICE, "q", withheld, true), "the question asked again after r2's loss was dropped")
+    assert.isFalse(recent.firstTime(ALICE, "q", withheld, true), "a copy behind it passed too")
+  })
+  it("a lost reply's question, once passed, is closed by a later cancel's answer", () => {
+    const recent = new RecentMessages()
+    assert.isTrue(recent.firstTime(ALICE, "q", withheld, true))
+    recent.replied("r1", "q", ALICE, ALICE)
+    recent.replied("r2", "q", ALICE, ALICE)
+    recent.replyLost("r1", ALICE)
+    assert.isTrue(recent.firstTime(ALICE, "q", withheld, true), "the question asked again after r1's loss was dropped")
+    // The copy that passed took the loss's reason with it: r2's cancel reopens q only until its answer.
+    recent.cancelWritten("r2")
+    recent.cancelEnded("r2", false)
+    assert.isFalse(recent.firstTime(ALICE, "q", withheld, true), "a copy after the refused cancel's answer passed")
+  })
 })
