@@ -762,7 +762,7 @@ export const openClientConnection = (
         // less than a lost question; revai AI4). One whose frame was never written (its caller gave up while it
         // was queued: the outbox took it back; not one already in a write the socket had not taken whole, which
         // goes out as that write ends) reached no broker: it ends with its first caller, the question a repeat
-        // again unless something before it left the pair open (review revaj AJ1), and a later cancel writes its
+        // again unless something else keeps the pair open (review revaj AJ1, revam AM1), and a later cancel writes its
         // own (review revai AI1, AI2); a caller that joined it writes the cancel anew (helper cancelb).
         ({ first, pending }) =>
           Effect.sync(() => {

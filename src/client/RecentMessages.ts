@@ -38,15 +38,26 @@
  * waiting; a cancel its connection closed on unanswered leaves it reopened
  * (a possible duplicate, never a loss) — a copy of the question that comes
  * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
- * A cancel that reached no broker (its frame taken back: `cancelWithdrawn`)
- * closes the pair only if its own `cancelWritten` reopened it: an earlier
- * cancel of the id the broker may have carried out unanswered (dropped
- * detached, or cut off by a close: `cancelAbandoned`), or a lost reply,
- * may have left it open, and the question may still come (review revaj
- * AJ1). Each cancel written holds its pair until it ends so (answered,
- * withdrawn or abandoned): at most `capacity` pairs are kept reopened
- * beyond the held ones, and past that the oldest not held is a repeat
- * again (review revaj AJ2). PendingCancels bounds the held ones.
+ * Why a pair stays open whatever its cancels do is kept per pair
+ * (`sticky`), as it is when a cancel ends, not when it was written
+ * (review revam AM1): a lost reply (`"lost"`), or a cancel of it the
+ * broker may have carried out unanswered (dropped detached, or cut off by
+ * a close: `cancelAbandoned`, `"abandoned"`). A cancel that reached no
+ * broker (its frame taken back: `cancelWithdrawn`) closes the pair only
+ * when no other cancel holds it and it has no such reason (review revaj
+ * AJ1); a cancel's answer closes it unless a reply was lost — whether
+ * the question asked again for that loss comes before or after the
+ * cancel's answer nothing says, so it stays open (a duplicate at worst).
+ * A copy that passes clears the reason. Each cancel written holds its pair
+ * until it ends so (answered, withdrawn or abandoned): at most `capacity`
+ * pairs are kept reopened beyond the held ones; past that the oldest not
+ * held is let go and forgotten from the pairs received too, so its
+ * question, asked again, passes as new — the bound costs at most a
+ * duplicate (a redelivered copy of it passes), never a lost question
+ * (review revaj AJ2, revam). The pair the confirmations last stopped at is
+ * not forgotten so; should the stop be one forgotten so before it became
+ * the stop, nothing is forgotten until it moves. PendingCancels bounds the
+ * held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
  * ask was withdrawn, answered or past its deadline, or its short-lived

@@ -3,7 +3,8 @@
  * answer holds. Cancels whose answer never comes (detached ones dropped past PendingCancels' bound, those a close
  * cut off) leave their pairs reopened and count towards that bound; they must not push out the pair of a cancel
  * the broker may still be carrying out, whose question it asks again ahead of the answer (review revaj AJ2:
- * before, that question was dropped as a repeat — a lost question).
+ * before, that question was dropped as a repeat — a lost question). A pair the bound lets go is forgotten outright,
+ * so its question asked again passes as new (review revam), and the confirmations' stop keeps its place.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { ConfirmBound } from "../../src/client/ConfirmationPolicy.ts"
