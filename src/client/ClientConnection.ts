@@ -753,7 +753,7 @@ export const openClientConnection = (
           const entered = cancels.enter(messageId)
           // Told as the frame goes, not before (a send of the id waited above): the broker may write the
           // question the reply answered again ahead of the cancel's answer (RecentMessages.cancelWritten).
-          if (entered.first) entered.pending.reopenedByIt = sinks.cancelWritten(messageId)
+          if (entered.first) sinks.cancelWritten(messageId)
           return entered
         }),
         ({ first, pending }) =>
@@ -788,13 +788,14 @@ export const openClientConnection = (
         // less than a lost question; revai AI4). One whose frame was never written (its caller gave up while it
         // was queued: the outbox took it back; not one already in a write the socket had not taken whole, which
         // goes out as that write ends) reached no broker: it ends with its first caller, the question a repeat
-        // again unless something before it left the pair open (review revaj AJ1), and a later cancel writes its
+        // again unless something else keeps the pair open (review revaj AJ1, revam AM1), and a later cancel writes its
         // own (review revai AI1, AI2); a caller that joined it writes the cancel anew (helper cancelb).
         ({ first, pending }) =>
           Effect.sync(() => {
             if (cancels.leave(messageId, pending, first) === "stays") return
-            // Closes the pair only if this cancel reopened it: an earlier one may have reached the broker (review revaj AJ1).
-            sinks.cancelWithdrawn(messageId, pending.reopenedByIt)
+            // Closes the pair unless something else keeps it open: an earlier cancel may have reached the broker,
+            // or a reply's loss read meanwhile means the question may be asked again (review revaj AJ1, revam AM1).
+            sinks.cancelWithdrawn(messageId)
             if (pending.waiters > 0) Deferred.doneUnsafe(pending.answer, Exit.succeed("withdrawn"))
           })
       )

@@ -176,8 +176,8 @@ const make = (
       cancelWritten: (messageId: string) => recent.cancelWritten(messageId),
       // … until the broker's answer is read: its question is answered again, or was asked again ahead of it …
       cancelEnded: (messageId: string, cancelled: boolean) => recent.cancelEnded(messageId, cancelled),
-      // … or the cancel reached no broker: closed if it reopened the question itself …
-      cancelWithdrawn: (messageId: string, reopenedByIt: boolean) => recent.cancelWithdrawn(messageId, reopenedByIt),
+      // … or the cancel reached no broker: closed unless another cancel, a lost reply or an unanswered cancel keeps it …
+      cancelWithdrawn: (messageId: string) => recent.cancelWithdrawn(messageId),
       // … or it got no answer: the broker may have carried it out, and the question stays reopened.
       cancelAbandoned: (messageId: string) => recent.cancelAbandoned(messageId)
     }

@@ -45,15 +45,12 @@ export type CancelAnswer = boolean | "withdrawn"
 /**
  * One cancel waiting for the broker's answer: how many callers wait on it, `maybeSent` — its frame went to
  * the outbox and was not taken back, so it reached the broker or may still (false before it is queued, and
- * again once the outbox took it back unwritten) — and `reopenedByIt`: announcing it reopened its question's
- * pair in the repeat filter (RecentMessages.cancelWritten), so ending unwritten it closes the pair again,
- * and only then (review revaj AJ1).
+ * again once the outbox took it back unwritten).
  */
 export interface PendingCancel {
   readonly answer: Deferred.Deferred<CancelAnswer, ConnectionLost>
   waiters: number
   maybeSent: boolean
-  reopenedByIt: boolean
 }
 
 /** How a caller's leaving ended: the cancel stays (waited on, or detached), or it ended unwritten. */
@@ -90,8 +87,7 @@ export class PendingCancels {
     const pending: PendingCancel = {
       answer: Deferred.makeUnsafe<CancelAnswer, ConnectionLost>(),
       waiters: 1,
-      maybeSent: false,
-      reopenedByIt: false
+      maybeSent: false
     }
     this.pending.set(messageId, pending)
     return { pending, first: true }

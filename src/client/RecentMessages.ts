@@ -38,15 +38,26 @@
  * waiting; a cancel its connection closed on unanswered leaves it reopened
  * (a possible duplicate, never a loss) — a copy of the question that comes
  * meanwhile passes once. Review revz Z2, revad AD1, revag AG1.
- * A cancel that reached no broker (its frame taken back: `cancelWithdrawn`)
- * closes the pair only if its own `cancelWritten` reopened it: an earlier
- * cancel of the id the broker may have carried out unanswered (dropped
- * detached, or cut off by a close: `cancelAbandoned`), or a lost reply,
- * may have left it open, and the question may still come (review revaj
- * AJ1). Each cancel written holds its pair until it ends so (answered,
- * withdrawn or abandoned): at most `capacity` pairs are kept reopened
- * beyond the held ones, and past that the oldest not held is a repeat
- * again (review revaj AJ2). PendingCancels bounds the held ones.
+ * Why a pair stays open whatever its cancels do is kept per pair
+ * (`sticky`), as it is when a cancel ends, not when it was written
+ * (review revam AM1): a lost reply (`"lost"`), or a cancel of it the
+ * broker may have carried out unanswered (dropped detached, or cut off by
+ * a close: `cancelAbandoned`, `"abandoned"`). A cancel that reached no
+ * broker (its frame taken back: `cancelWithdrawn`) closes the pair only
+ * when no other cancel holds it and it has no such reason (review revaj
+ * AJ1); a cancel's answer closes it unless a reply was lost — whether
+ * the question asked again for that loss comes before or after the
+ * cancel's answer nothing says, so it stays open (a duplicate at worst).
+ * A copy that passes clears the reason. Each cancel written holds its pair
+ * until it ends so (answered, withdrawn or abandoned): at most `capacity`
+ * pairs are kept reopened beyond the held ones; past that the oldest not
+ * held is let go and forgotten from the pairs received too, so its
+ * question, asked again, passes as new — the bound costs at most a
+ * duplicate (a redelivered copy of it passes), never a lost question
+ * (review revaj AJ2, revam). The pair the confirmations last stopped at is
+ * not forgotten so; should the stop be one forgotten so before it became
+ * the stop, nothing is forgotten until it moves. PendingCancels bounds the
+ * held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
  * ask was withdrawn, answered or past its deadline, or its short-lived
@@ -122,6 +133,14 @@ export class RecentMessages {
   private readonly cancels = new Map<string, { readonly pair: string; count: number }>()
   /** How many of those cancels hold each pair: a held pair stays reopened, untrimmed. */
   private readonly holds = new Map<string, number>()
+  /**
+   * Why a reopened pair must stay open whatever its cancels do (review revam AM1): `"lost"` — a reply's
+   * `expired` receipt was read, and the question may be asked again at any time; `"abandoned"` — a cancel of it
+   * was let go unanswered, and the broker may have carried it out. Kept per pair, not per cancel, so it is true
+   * when a cancel ends, not when it was written. An entry only for a pair in `reopened`: cleared as a copy
+   * passes, as the pair is trimmed, or as a cancel's answer closes it.
+   */
+  private readonly sticky = new Map<string, "lost" | "abandoned">()
 
   constructor(capacity = 1024) {
     this.capacity = capacity
@@ -140,9 +159,9 @@ export class RecentMessages {
     const seen = this.seen
     const reopened = this.reopened
     // A question asked again after its reply was lost passes once, in its place in the order.
-    if (seen.has(key)) return reopened.size > 0 && reopened.delete(key)
+    if (seen.has(key)) return reopened.size > 0 && this.close(key)
     seen.add(key)
-    if (reopened.size > 0) reopened.delete(key)
+    if (reopened.size > 0) this.close(key)
     if (ask) {
       this.askers.delete(messageId)
       this.askers.set(messageId, senderId)
@@ -180,7 +199,10 @@ export class RecentMessages {
     const answered = this.replies.get(replyId)
     if (answered === undefined) return
     this.replies.delete(replyId)
-    this.reopen(pairOf(targetId, answered.askId))
+    const pair = pairOf(targetId, answered.askId)
+    // Set before reopening, so a pair the bound trims at once takes its entry with it.
+    this.sticky.set(pair, "lost")
+    this.reopen(pair)
   }
 
   /**
@@ -189,20 +211,20 @@ export class RecentMessages {
    * should it withdraw the reply, writes the question again ahead of the
    * cancel's answer. The cancel holds the pair open (untrimmed) until it
    * ends: `cancelEnded`, `cancelWithdrawn` or `cancelAbandoned`, one of
-   * them once per call of this. True when this cancel reopened the pair
-   * (it was not open already); false too for an id not known as a reply.
+   * them once per call of this. Nothing for an id not known as a reply.
+   * A second cancel of an id whose first still holds holds the same pair,
+   * even if the reply was recorded again since with another asker: each
+   * release then frees the pair that was held (review revam AM3).
    */
-  cancelWritten(replyId: string): boolean {
+  cancelWritten(replyId: string): void {
     const answered = this.replies.get(replyId)
-    if (answered === undefined) return false
-    const pair = pairOf(answered.asker, answered.askId)
+    if (answered === undefined) return
     const held = this.cancels.get(replyId)
+    const pair = held?.pair ?? pairOf(answered.asker, answered.askId)
     if (held === undefined) this.cancels.set(replyId, { pair, count: 1 })
     else held.count += 1
     this.holds.set(pair, (this.holds.get(pair) ?? 0) + 1)
-    const reopenedByIt = !this.reopened.has(pair)
     this.reopen(pair)
-    return reopenedByIt
   }
 
   /**
@@ -212,27 +234,29 @@ export class RecentMessages {
    * question it asked again came ahead of this answer, or it asked
    * nothing: the ask was over, or a first cancel withdrew the reply
    * already), and the reply is forgotten. Otherwise the broker refused it:
-   * the reply stands.
+   * the reply stands. A pair a lost reply reopened stays open: its
+   * question may still be asked again after this answer (a duplicate at
+   * worst, never a loss; review revam AM1).
    */
   cancelEnded(replyId: string, cancelled: boolean): void {
     const pair = this.release(replyId)
     if (cancelled) this.replies.delete(replyId)
-    // Either way the pair closes: a question the broker asks again came ahead of this answer, or does not come.
-    if (pair !== undefined && !this.holds.has(pair)) this.reopened.delete(pair)
+    // A question the broker asks again for a cancel came ahead of this answer, or does not come.
+    if (pair !== undefined && !this.holds.has(pair) && this.sticky.get(pair) !== "lost") this.close(pair)
   }
 
   /**
    * The cancel of `replyId` reached no broker (its frame was taken back,
-   * or never queued): the pair closes if this cancel reopened it
-   * (`reopenedByIt`, from `cancelWritten`) and no other cancel holds it.
-   * A pair open before it — left by an earlier cancel the broker may have
-   * carried out and never answered, or by a lost reply — stays open: the
-   * question may still be asked again (review revaj AJ1).
+   * or never queued): the pair closes unless another cancel holds it, or
+   * something kept it open for good — a cancel of it the broker may have
+   * carried out and never answered, or a lost reply, before or while this
+   * cancel waited: the question may still be asked again (review revaj
+   * AJ1, revam AM1).
    */
-  cancelWithdrawn(replyId: string, reopenedByIt: boolean): void {
+  cancelWithdrawn(replyId: string): void {
     const pair = this.release(replyId)
     if (pair === undefined) return
-    if (reopenedByIt && !this.holds.has(pair)) this.reopened.delete(pair)
+    if (!this.holds.has(pair) && !this.sticky.has(pair)) this.reopened.delete(pair)
     else this.trimReopened()
   }
 
@@ -243,19 +267,35 @@ export class RecentMessages {
    * among those the bound trims, oldest first.
    */
   cancelAbandoned(replyId: string): void {
-    if (this.release(replyId) !== undefined) this.trimReopened()
+    const pair = this.release(replyId)
+    if (pair === undefined) return
+    // A lost reply's reason is the stronger: a cancel's answer does not close it.
+    if (this.reopened.has(pair) && this.sticky.get(pair) !== "lost") this.sticky.set(pair, "abandoned")
+    this.trimReopened()
   }
 
-  /** One cancel of `replyId` holds its pair no more: the pair, or undefined when no cancel of it held one. */
+  /**
+   * One cancel of `replyId` holds its pair no more: the pair, or undefined when no cancel of it held one.
+   * Throws on a pair no cancel holds: `cancels` and `holds` disagree, a bug (review revam AM3), not a count
+   * to let go below zero unseen.
+   */
   private release(replyId: string): string | undefined {
     const held = this.cancels.get(replyId)
     if (held === undefined) return undefined
     if (--held.count === 0) this.cancels.delete(replyId)
     const pair = held.pair
-    const holds = this.holds.get(pair) ?? 1
-    if (holds <= 1) this.holds.delete(pair)
+    const holds = this.holds.get(pair)
+    if (holds === undefined) throw new Error(`RecentMessages: the cancel of ${replyId} releases a pair no cancel holds`)
+    if (holds === 1) this.holds.delete(pair)
     else this.holds.set(pair, holds - 1)
     return pair
+  }
+
+  /** `pair`'s message is a repeat again: true when it was reopened. */
+  private close(pair: string): boolean {
+    if (!this.reopened.delete(pair)) return false
+    this.sticky.delete(pair)
+    return true
   }
 
   /** Lets `pair`'s message pass once more: kept apart from the order of `seen`, newest last. */
@@ -267,8 +307,11 @@ export class RecentMessages {
   }
 
   /**
-   * Past `capacity` reopened pairs, forgets the oldest that no cancel awaiting its answer holds (review revaj
-   * AJ2): a held pair stays however many there are — PendingCancels bounds the cancels that hold them.
+   * Past `capacity` reopened pairs, lets go the oldest that no cancel awaiting its answer holds (review revaj
+   * AJ2): a held pair stays however many there are — PendingCancels bounds the cancels that hold them. A pair
+   * let go is forgotten from `seen` too, so its question, asked again, passes as new (a copy behind it is a
+   * repeat): the bound costs at most a duplicate (a redelivery of it), never a lost question — except the
+   * pair `forget` last stopped at, kept so the confirmations' stop keeps its place (review revaa AA3).
    */
   private trimReopened(): void {
     const reopened = this.reopened
@@ -277,8 +320,19 @@ export class RecentMessages {
     for (const pair of reopened) {
       if (holds.has(pair)) continue
       reopened.delete(pair)
+      this.sticky.delete(pair)
+      if (pair !== this.boundPair && this.seen.delete(pair)) this.forgetAsker(pair)
       if (reopened.size <= this.capacity) return
     }
+  }
+
+  /** A pair forgotten from `seen`: an ask's id names its sender as asker no more, unless a later ask with that id came from another sender. */
+  private forgetAsker(pair: string): void {
+    const askers = this.askers
+    if (askers.size === 0) return
+    const cut = pair.indexOf(PAIR_SEPARATOR)
+    const messageId = pair.slice(cut + 1)
+    if (askers.get(messageId) === pair.slice(0, cut)) askers.delete(messageId)
   }
 
   /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */
@@ -294,16 +348,13 @@ export class RecentMessages {
       stop = this.boundPair
     }
     const seen = this.seen
-    const askers = this.askers
+    // A stop not in `seen` (trimmed as a reopened pair before it became the stop) is nowhere in the order: keep
+    // everything rather than walk past the messages after it (the safe side of review revaa AA3).
+    if (stop !== undefined && !seen.has(stop)) return
     for (const oldest of seen) {
       if (seen.size <= this.capacity || oldest === stop) return
       seen.delete(oldest)
-      // An ask forgotten names its asker no more, unless a later ask with its id came from another sender.
-      if (askers.size > 0) {
-        const cut = oldest.indexOf(PAIR_SEPARATOR)
-        const messageId = oldest.slice(cut + 1)
-        if (askers.get(messageId) === oldest.slice(0, cut)) askers.delete(messageId)
-      }
+      this.forgetAsker(oldest)
     }
   }
 }

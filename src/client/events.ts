@@ -129,9 +129,8 @@ export interface ClientSinks {
    * This client writes a `cancel_message` of `messageId` (once a send of
    * that id waiting here was answered): called before the frame is handed
    * to the socket, so before anything the broker writes after reading it.
-   * True when it reopened the question the reply answered (RecentMessages).
    */
-  readonly cancelWritten: (messageId: string) => boolean
+  readonly cancelWritten: (messageId: string) => void
   /**
    * The cancel of `messageId` that `cancelWritten` announced ended with
    * the broker's answer (true: cancelled), told as that answer is read,
@@ -143,10 +142,9 @@ export interface ClientSinks {
   readonly cancelEnded: (messageId: string, cancelled: boolean) => void
   /**
    * The cancel of `messageId` reached no broker (its frame was never
-   * queued, or the outbox took it back). `reopenedByIt`: what
-   * `cancelWritten` returned for it.
+   * queued, or the outbox took it back).
    */
-  readonly cancelWithdrawn: (messageId: string, reopenedByIt: boolean) => void
+  readonly cancelWithdrawn: (messageId: string) => void
   /**
    * The cancel of `messageId` is let go with no answer read (its
    * connection closed first, or it was dropped detached past the bound):

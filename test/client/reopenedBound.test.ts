@@ -3,10 +3,12 @@
  * answer holds. Cancels whose answer never comes (detached ones dropped past PendingCancels' bound, those a close
  * cut off) leave their pairs reopened and count towards that bound; they must not push out the pair of a cancel
  * the broker may still be carrying out, whose question it asks again ahead of the answer (review revaj AJ2:
- * before, that question was dropped as a repeat — a lost question).
+ * before, that question was dropped as a repeat — a lost question). A pair the bound lets go is forgotten outright,
+ * so its question asked again passes as new (review revam), and the confirmations' stop keeps its place.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { ConfirmBound } from "../../src/client/ConfirmationPolicy.ts"
+import type { InboundMessage } from "../../src/client/events.ts"
 import { RecentMessages } from "../../src/client/RecentMessages.ts"
 
 const ALICE = "aaaaaaaa-5555-4000-8000-00000000000a"
@@ -48,8 +50,51 @@ describe("RecentMessages: the bound on reopened questions", () => {
       answerAndCancel(recent, i)
       recent.cancelAbandoned(reply(i))
     }
-    assert.isFalse(recent.firstTime(ALICE, ask(1), withheld, true), "the oldest abandoned pair was kept past the bound")
+    // Trimmed, the oldest abandoned pair was forgotten outright: asked again, its question passes as new, and a copy
+    // behind it is a repeat (review revam: before, it stayed in `seen` and the question asked again was lost).
+    assert.isTrue(recent.firstTime(ALICE, ask(1), withheld, true), "the trimmed pair's question, asked again, was dropped")
+    assert.isFalse(recent.firstTime(ALICE, ask(1), withheld, true), "a copy behind the question asked again passed too")
     assert.isTrue(recent.firstTime(ALICE, ask(2), withheld, true), "an abandoned pair within the bound was trimmed")
     assert.isTrue(recent.firstTime(ALICE, ask(0), withheld, true), "the held pair was trimmed")
+  })
+
+  it("a question whose reopened pair the bound trimmed passes once when asked again, a copy behind it does not", () => {
+    const capacity = 2
+    const recent = new RecentMessages(capacity)
+    for (let i = 0; i <= capacity; i++) {
+      assert.isTrue(recent.firstTime(ALICE, `q${i}`, withheld, true))
+      recent.replied(`r${i}`, `q${i}`, ALICE, ALICE)
+      recent.cancelWritten(`r${i}`)
+      // Each cancel is let go unanswered: the broker may have carried it out and ask its question again.
+      recent.cancelAbandoned(`r${i}`)
+    }
+    assert.isTrue(recent.firstTime(ALICE, "q0", withheld, true), "the oldest question, asked again, was dropped: a loss")
+    assert.isFalse(recent.firstTime(ALICE, "q0", withheld, true), "a copy behind it passed too")
+  })
+  it("a stop whose pair the bound trimmed keeps every pair: a redelivered message read after it is still a repeat", () => {
+    const capacity = 2
+    const recent = new RecentMessages(capacity)
+    let bound: ConfirmBound = "none"
+    const now = (): ConfirmBound => bound
+    const abandon = (i: number) => {
+      assert.isTrue(recent.firstTime(ALICE, ask(i), now, true))
+      recent.replied(reply(i), ask(i), ALICE, ALICE)
+      recent.cancelWritten(reply(i))
+      recent.cancelAbandoned(reply(i))
+    }
+    abandon(0)
+    assert.isTrue(recent.firstTime(ALICE, "plain", now))
+    // Two more abandoned cancels: three reopened pairs, one past the bound, so question 0's is trimmed from `seen`.
+    abandon(1)
+    abandon(2)
+    // Confirmations now stop at question 0, unhandled: it and everything read after it are unconfirmed.
+    const stop: InboundMessage = {
+      from: { id: ALICE, name: "alice", cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+      message: { id: ask(0), timestamp: 0, content: { text: "q" } }
+    }
+    bound = stop
+    assert.isTrue(recent.firstTime(ALICE, "later", now))
+    // A reconnect redelivers what was read after the stop: the plain message is a repeat.
+    assert.isFalse(recent.firstTime(ALICE, "plain", now), "a message after the stop was forgotten: a duplicate")
   })
 })
