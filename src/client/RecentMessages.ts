@@ -276,8 +276,9 @@ export class RecentMessages {
 
   /**
    * One cancel of `replyId` holds its pair no more: the pair, or undefined when no cancel of it held one.
-   * Throws on a pair no cancel holds: `cancels` and `holds` disagree, a bug (review revam AM3), not a count
-   * to let go below zero unseen.
+   * A pair with no hold counted (`cancels` and `holds` disagreeing: a bug, review revam AM3) is not let go
+   * below zero: undefined, so the caller closes nothing — the safe side, a possible duplicate, never a
+   * question lost (a throw here would end the connection's reader).
    */
   private release(replyId: string): string | undefined {
     const held = this.cancels.get(replyId)
@@ -285,7 +286,7 @@ export class RecentMessages {
     if (--held.count === 0) this.cancels.delete(replyId)
     const pair = held.pair
     const holds = this.holds.get(pair)
-    if (holds === undefined) throw new Error(`RecentMessages: the cancel of ${replyId} releases a pair no cancel holds`)
+    if (holds === undefined) return undefined
     if (holds === 1) this.holds.delete(pair)
     else this.holds.set(pair, holds - 1)
     return pair
