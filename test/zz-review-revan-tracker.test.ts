@@ -11,6 +11,11 @@
  *   reply in B's turn drops C's pending ask; a reply to C's ask ends B's
  *   turn context, so a later reply in B's turn answers a third asker; and
  *   `reply to: B` in B's own turn is refused locally.
+ * - AN3: an ask without its asker's wait (no `askTimeoutMs`) past this
+ *   session's own timeout leaves `asks` and is not closed; docs/client.md
+ *   says "a reply to it is sent (the broker decides)", but a reply naming it
+ *   (`replyTo`, or `to`) outside its turn finds no context at all: refused
+ *   locally as `No reply context` / `No pending ask`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Message, SessionInfo } from "../src/protocol/frames.ts"
@@ -92,6 +97,28 @@ describe("review revan: ReplyTracker", () => {
     assert.ok(
       !(target instanceof Error) && target.from.id === B.id,
       `B's ask is the turn's: got ${target instanceof Error ? target.message : target.from.id}`
+    )
+  })
+
+  it("AN3a: an ask without askTimeoutMs past the session's timeout, named by replyTo, is still answered (the broker decides)", () => {
+    const tracker = makeReplyTracker(10_000)
+    tracker.record(ask(B, "q-long"))
+    const later = 3 * 10_000
+    assert.deepStrictEqual(tracker.pending(later), [], "it left pending (documented)")
+    const target = tracker.resolve({ replyTo: "q-long" }, later)
+    assert.ok(
+      !(target instanceof Error) && target.from.id === B.id,
+      `a reply naming it goes to the broker: got ${target instanceof Error ? target.message : target.from.id}`
+    )
+  })
+
+  it("AN3b: the same ask answered with `to: B` is not refused locally", () => {
+    const tracker = makeReplyTracker(10_000)
+    tracker.record(ask(B, "q-long"))
+    const target = tracker.resolve({ to: "B" }, 3 * 10_000)
+    assert.ok(
+      !(target instanceof Error) && target.from.id === B.id,
+      `a reply to B goes to the broker: got ${target instanceof Error ? target.message : target.from.id}`
     )
   })
 })
