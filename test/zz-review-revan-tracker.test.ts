@@ -16,6 +16,9 @@
  *   says "a reply to it is sent (the broker decides)", but a reply naming it
  *   (`replyTo`, or `to`) outside its turn finds no context at all: refused
  *   locally as `No reply context` / `No pending ask`.
+ * - AN4: B supersedes its ask q-old (the current turn's) with q-new: in that
+ *   turn `reply to: B` is refused as "Multiple pending asks from B", though
+ *   only q-new is open (q-old is closed, withdrawn).
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Message, SessionInfo } from "../src/protocol/frames.ts"
@@ -119,6 +122,19 @@ describe("review revan: ReplyTracker", () => {
     assert.ok(
       !(target instanceof Error) && target.from.id === B.id,
       `a reply to B goes to the broker: got ${target instanceof Error ? target.message : target.from.id}`
+    )
+  })
+
+  it("AN4: in the turn of B's superseded ask, `to: B` answers B's one open ask (the new one), not 'Multiple pending asks'", () => {
+    const tracker = makeReplyTracker(600_000)
+    tracker.record(ask(B, "q-old"))
+    tracker.beginTurn("q-old", 0)
+    tracker.askWithdrawn(B.id, "q-old")
+    tracker.record(ask(B, "q-new", 1))
+    const target = tracker.resolve({ to: "B" }, 2)
+    assert.ok(
+      !(target instanceof Error) && target.message.id === "q-new",
+      `B's only open ask is q-new: got ${target instanceof Error ? target.message : target.message.id}`
     )
   })
 })
