@@ -140,7 +140,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       )
       // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
       if (message.replyTo !== undefined) {
-        tracker.markReplied(target?.id, message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
+        // The asker is the resolved target; unresolved here (the broker took the name), the sender `to` names
+        // of the asks of that id, if exactly one is found: asks are told apart by asker and id.
+        const named = target === undefined ? tracker.resolve({ to: request.to, replyTo: message.replyTo }, now) : undefined
+        const asker = target?.id ?? (named === undefined || named instanceof Error ? undefined : named.from.id)
+        if (asker !== undefined) {
+          tracker.markReplied(asker, message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
+        }
       }
       yield* sending.recordSent(request.to, message)
       return {

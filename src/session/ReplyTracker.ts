@@ -1,14 +1,16 @@
 /**
- * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer,
- * the recent asks that closed unanswered (expired, withdrawn by their asker,
- * or refused by the broker), and the inbound message that triggered the
- * current turn.
+ * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer
+ * (by asker and id: two askers may use one id), the recent asks that closed
+ * unanswered (expired, withdrawn by their asker, or refused by the broker),
+ * the recent ones that left `pending` past this session's own timeout
+ * without closing (their asker's wait unknown), and the inbound message that
+ * triggered the current turn.
  *
  * A plain synchronous state machine with the time passed in, so it is
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 470 lines, half of them the JSDoc of its
+ * Size: one concept — about 540 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -96,7 +98,12 @@ export interface ReplyTracker {
    * names) that closed unanswered — expired here (only when its asker's wait
    * is known, `askTimeoutMs`), withdrawn by its asker (`askWithdrawn`), or
    * refused by the broker (`askClosed`) — is `AskNoLongerOpen`: nothing is to
-   * be sent.
+   * be sent. Asks are told apart by asker and id: a `replyTo` that several
+   * askers used names the current turn's asker's when that is one of them,
+   * else `to` must say whose. A `replyTo` also finds a recent ask that left
+   * `pending` past this session's own timeout without its asker's wait being
+   * known (the broker decides); `to` alone does not. Of the asks `to` names,
+   * closed ones count only when none is open.
    */
   readonly resolve: (
     target: ReplyTarget,
@@ -111,12 +118,12 @@ export interface ReplyTracker {
    */
   readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
   /**
-   * The ask `messageId` of `from` (its asker's session id, when known) was answered: no longer pending,
+   * The ask `messageId` of `from` (its asker's session id) was answered: no longer pending,
    * no longer a turn context, no longer closed (C-RPL-5). `stagedAs`: the
    * answer's id when the broker staged it (a `replace` reply, `delivery-v1`), so that it can be
    * pending again if a later message of the thread replaces the answer before delivery (`replyDropped`).
    */
-  readonly markReplied: (from: string | undefined, messageId: string, stagedAs?: string) => void
+  readonly markReplied: (from: string, messageId: string, stagedAs?: string) => void
   /**
    * The broker refused a reply to the ask `context`: it holds no open ask of
    * that id (expired there, or withdrawn). Not answered: no longer pending,
@@ -128,8 +135,10 @@ export interface ReplyTracker {
    * Its asker `from` (a session id) withdrew or replaced the ask `messageId`
    * (P73 `cancel` / `supersede`). As `askClosed`, but the refusal says it was
    * withdrawn: no longer pending, the turn keeps it, and a reply to it is
-   * `AskNoLongerOpen` — never taken as the answer to another ask. A message of
-   * `from` that is no ask, or no longer pending here, is left as it is.
+   * `AskNoLongerOpen` — never taken as the answer to another ask. An ask
+   * answered by a staged answer not yet delivered is closed so too (the
+   * answer being replaced later no longer reopens it). A message of `from`
+   * that is no ask, or neither pending here nor so answered, is left as it is.
    */
   readonly askWithdrawn: (from: string, messageId: string) => void
   /**
@@ -223,6 +232,7 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
  * @since 0.1.0
  */
 export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
+  /** Pending asks by asker and id (`closedKey`): two askers may use one id. */
   const asks = new Map<string, InboundContext>()
   /**
    * Contexts of turns to come, oldest first, for `beginTurn` without an id. Bounded like `recent`
@@ -246,6 +256,14 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    * refused here with what happened.
    */
   const closed = new Map<string, ClosedAsk>()
+  /**
+   * Asks that left `pending` past this session's own timeout without their asker's wait being known (no
+   * `askTimeoutMs`): the asker may still wait, so a reply naming one by `replyTo` is sent and the broker decides.
+   * By asker and id, oldest first, the newest LAPSED_LIMIT (each holds its whole message).
+   */
+  const lapsed = new Map<string, InboundContext>()
+  const LAPSED_LIMIT = 100
+  const keyOf = (context: InboundContext): string => closedKey(context.from.id, context.message.id)
 
   const timing = (context: InboundContext) => askTiming(context, context.askTimeoutMs ?? askTimeoutMs)
   const expiry = (context: InboundContext): number => timing(context).expiresAt
@@ -261,13 +279,23 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   }
 
   const prune = (now: number): void => {
-    for (const [id, context] of asks) {
+    for (const [key, context] of asks) {
       const at = expiry(context)
       if (now < at) continue
-      asks.delete(id)
+      asks.delete(key)
       // Closed only when its asker's wait is known (`ask-timeout-v1`): past this session's own timeout the
-      // asker may still wait, so the ask only leaves `pending`, and a reply to it goes to the broker, which decides.
-      if (context.askTimeoutMs !== undefined) close(context.from, id, "expired", at)
+      // asker may still wait, so the ask only leaves `pending` (kept in `lapsed`), and a reply naming it goes to
+      // the broker, which decides.
+      if (context.askTimeoutMs !== undefined) {
+        close(context.from, context.message.id, "expired", at)
+        continue
+      }
+      lapsed.delete(key)
+      lapsed.set(key, context)
+      if (lapsed.size > LAPSED_LIMIT) {
+        const oldest = lapsed.keys().next()
+        if (oldest.done !== true) lapsed.delete(oldest.value)
+      }
     }
   }
 
@@ -314,11 +342,39 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     }
   }
 
+  /** Several asks named `replyTo`, of different askers: `to` must say whose. */
+  const ambiguous = (replyTo: string, asks: ReadonlyArray<InboundContext>): NoReplyContext => {
+    const who = asks.map((context) => context.from.name?.trim() || context.from.id).join(", ")
+    return new NoReplyContext({ reason: `Several asks are named "${replyTo}" (from ${who}) — specify \`to\`` })
+  }
+
+  /** The ask named `replyTo` (of a sender `to` matches, when given): pending or the turn's, else lapsed. */
+  const named = (replyTo: string, to: string | undefined): InboundContext | NoReplyContext | undefined => {
+    const matches = (context: InboundContext) =>
+      context.message.id === replyTo && (to === undefined || senderMatches(context.from, to))
+    const live = [...asks.values()].filter(matches)
+    if (current !== undefined && matches(current) && !asks.has(keyOf(current))) live.push(current)
+    if (live.length > 1) {
+      // Several askers used this id: the turn's asker's is meant, else `to` must say whose.
+      const turn = current === undefined ? undefined : keyOf(current)
+      return live.find((context) => keyOf(context) === turn) ?? ambiguous(replyTo, live)
+    }
+    if (live[0] !== undefined) return live[0]
+    const gone = [...lapsed.values()].filter(matches)
+    if (gone.length > 1) return ambiguous(replyTo, gone)
+    if (gone[0] !== undefined) return gone[0]
+    // Named, but not from `to`.
+    const any = [...asks.values(), ...lapsed.values()].some((context) => context.message.id === replyTo) ||
+      current?.message.id === replyTo
+    return any ? new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` }) : undefined
+  }
+
   const resolve: ReplyTracker["resolve"] = (target, now) => {
     prune(now)
     const { replyTo, to } = target
     if (replyTo !== undefined) {
-      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
+      const context = named(replyTo, to)
+      if (context instanceof NoReplyContext) return context
       if (context === undefined) {
         const entry = closedNamed(replyTo, to)
         if (entry !== undefined) return refusal(entry, now)
@@ -326,9 +382,6 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
           return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
         }
         return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
-      }
-      if (to !== undefined && !senderMatches(context.from, to)) {
-        return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
       return noLongerOpen(context, now) ?? context
     }
@@ -343,7 +396,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     }
     // Open question 7: `to` is resolved among the pending asks and the current turn's context.
     const candidates = [...asks.values()]
-    if (current !== undefined && !asks.has(current.message.id)) candidates.push(current)
+    if (current !== undefined && !asks.has(keyOf(current))) candidates.push(current)
     const senders = [...new Map(candidates.map((context) => [context.from.id, context.from] as const)).values()]
     const resolution = resolveTarget(senders, to)
     switch (resolution._tag) {
@@ -351,7 +404,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
         return new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
-        if (matches.length === 1 && matches[0] !== undefined) return noLongerOpen(matches[0], now) ?? matches[0]
+        // A closed one (the turn's, withdrawn) counts only when none is open: its refusal.
+        const open = matches.filter((context) => noLongerOpen(context, now) === undefined)
+        if (open.length === 1 && open[0] !== undefined) return open[0]
+        if (open.length === 0 && matches[0] !== undefined) return noLongerOpen(matches[0], now) ?? matches[0]
         return new NoReplyContext({ reason: `Multiple pending asks from "${to}"` })
       }
       default:
@@ -380,8 +436,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     record: (context) => {
       remember(context)
       if (context.message.expectsReply === true) {
-        closed.delete(closedKey(context.from.id, context.message.id))
-        asks.set(context.message.id, context)
+        const key = keyOf(context)
+        closed.delete(key)
+        lapsed.delete(key)
+        asks.set(key, context)
       }
     },
     queueTurn: (context) => {
@@ -405,9 +463,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     currentTurn: () => current,
     resolve,
     markReplied: (from, messageId, stagedAs) => {
-      const ask = asks.get(messageId)
+      const key = closedKey(from, messageId)
+      const ask = asks.get(key) ?? lapsed.get(key)
+      const isIt = (context: InboundContext) => context.from.id === from && context.message.id === messageId
       // A newer answer: an earlier staged one being replaced no longer reopens the ask.
-      for (const [replyId, answered] of staged) if (answered.message.id === messageId) staged.delete(replyId)
+      for (const [replyId, answered] of staged) if (isIt(answered)) staged.delete(replyId)
       if (stagedAs !== undefined && ask !== undefined) {
         staged.set(stagedAs, ask)
         if (staged.size > RECENT_LIMIT) {
@@ -415,43 +475,51 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
           if (oldest.done !== true) staged.delete(oldest.value)
         }
       }
-      asks.delete(messageId)
-      if (from !== undefined) closed.delete(closedKey(from, messageId))
-      dropQueued((context) => context.message.id === messageId)
-      if (current?.message.id === messageId) current = undefined
+      asks.delete(key)
+      lapsed.delete(key)
+      closed.delete(key)
+      dropQueued(isIt)
+      if (current !== undefined && isIt(current)) current = undefined
     },
     askClosed: (context) => {
       const { id } = context.message
-      if (asks.get(id)?.from.id === context.from.id) asks.delete(id)
+      asks.delete(keyOf(context))
+      lapsed.delete(keyOf(context))
       // Already closed here (expired): the refusal keeps saying so.
       const known = closed.get(closedKey(context.from.id, id))
       close(context.from, id, known?.why ?? "refused", known?.at)
     },
     askWithdrawn: (from, messageId) => {
-      const ask = asks.get(messageId)
-      const own = ask?.from.id === from
-        ? ask
-        : current?.from.id === from && current.message.id === messageId
-        ? current
-        : undefined
-      if (own === undefined || own.message.expectsReply !== true) return
-      if (own === ask) asks.delete(messageId)
-      // A staged answer to it being replaced later no longer reopens it.
-      for (const [replyId, answered] of staged) {
-        if (answered.from.id === from && answered.message.id === messageId) staged.delete(replyId)
+      const key = closedKey(from, messageId)
+      const own = asks.get(key) ??
+        lapsed.get(key) ??
+        (current?.from.id === from && current.message.id === messageId ? current : undefined)
+      // A staged answer to it being replaced later no longer reopens it; an ask answered so (in neither
+      // `asks` nor the turn) is closed as withdrawn too.
+      let answered: InboundContext | undefined
+      for (const [replyId, entry] of staged) {
+        if (entry.from.id === from && entry.message.id === messageId) {
+          answered = entry
+          staged.delete(replyId)
+        }
       }
-      if (!closed.has(closedKey(from, messageId))) close(own.from, messageId, "withdrawn", undefined)
+      const target = own ?? answered
+      if (target === undefined || target.message.expectsReply !== true) return
+      asks.delete(key)
+      lapsed.delete(key)
+      if (!closed.has(key)) close(target.from, messageId, "withdrawn", undefined)
     },
     replyDropped: (replyId) => {
       const ask = staged.get(replyId)
       if (ask === undefined) return false
       staged.delete(replyId)
-      asks.set(ask.message.id, ask)
+      asks.set(keyOf(ask), ask)
       return true
     },
     replySettled: (replyId) => void staged.delete(replyId),
     forgetSender: (sessionId) => {
-      for (const [id, context] of asks) if (context.from.id === sessionId) asks.delete(id)
+      for (const [key, context] of asks) if (context.from.id === sessionId) asks.delete(key)
+      for (const [key, context] of lapsed) if (context.from.id === sessionId) lapsed.delete(key)
       for (const [replyId, ask] of staged) if (ask.from.id === sessionId) staged.delete(replyId)
     },
     pending: (now) => {

@@ -8,6 +8,8 @@
  * - A queued ask withdrawn before its turn: named by `replyTo`, the same.
  * - A control from another sender naming the same message id leaves the ask
  *   open.
+ * - An ask answered by a staged answer, then withdrawn: when the broker later
+ *   replaces that answer (`superseded` receipt) it is not pending again.
  *
  * Over the fake client (which delivers every send) on the TestClock.
  */
@@ -69,5 +71,24 @@ describe("an ask its asker withdrew", () => {
       yield* withdraw(client, C, "q-1", "cancel")
       yield* Effect.orDie(session.reply({ message: "for B" }))
       assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [[B.id, "q-1"]])
+    }))
+
+  it.effect("an ask answered by a staged answer, then withdrawn, is not pending again when that answer is replaced", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+      client.onSend = (request) =>
+        Effect.succeed({ messageId: request.message.id, delivery: "staged", threadId: request.threadId ?? "", deliverAt: 1500 })
+      yield* client.push(inboundMessage(B, "q-b", "B asks", { expectsReply: true }))
+      yield* settle
+      const replied = yield* Effect.orDie(session.reply({ replyTo: "q-b", message: "8080" }))
+      yield* withdraw(client, B, "q-b", "cancel")
+      yield* client.control({
+        _tag: "Receipt",
+        from: B,
+        receipt: { messageId: replied.messageId, status: "superseded", timestamp: 0, detail: "Replaced" }
+      })
+      yield* settle
+      const pending = yield* Effect.orDie(session.pending)
+      assert.deepStrictEqual(pending.asks.map((ask) => ask.message.id), [])
     }))
 })

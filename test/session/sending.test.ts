@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { ConnectionLost, RequestTimeout, SelfTarget, TargetNotFound } from "../../src/client/errors.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { notDelivered } from "../../src/session/Sending.ts"
-import { withPeers } from "./support.ts"
+import { B, C, inboundMessage, settle, withPeers } from "./support.ts"
 
 describe("Sending.notDelivered", () => {
   it("a broker's refusal is NotDelivered, with its reason and code", () => {
@@ -88,4 +88,20 @@ describe("a target lookup the broker did not answer", () => {
         "or paused in a debugger. Resume it, or stop it and try again."
     )
   })
+})
+
+describe("a send with replyTo to an asker the list does not show", () => {
+  it.effect("answers that asker's ask only: another asker's ask of the same id stays pending", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+      yield* client.push(inboundMessage(B, "q-1", "B asks", { expectsReply: true }))
+      yield* client.push(inboundMessage(C, "q-1", "C asks", { expectsReply: true }))
+      yield* settle
+      // B is briefly not listed: the send is not resolved here, and the broker takes the name.
+      client.sessions = client.sessions.filter((session) => session.id !== B.id)
+      yield* Effect.orDie(session.send({ to: "B", replyTo: "q-1", message: "8080" }))
+      assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [["B", "q-1"]])
+      const pending = yield* Effect.orDie(session.pending)
+      assert.deepStrictEqual(pending.asks.map((ask) => ask.from.id), [C.id], "B's ask is answered, C's is still owed")
+    }))
 })

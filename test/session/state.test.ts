@@ -219,7 +219,7 @@ describe("C-RPL reply tracker", () => {
             case "reply": {
               const ids = [...model.keys()]
               const id = ids.length === 0 ? "none" : ids[c.pick % ids.length] ?? "none"
-              tracker.markReplied(model.get(id)?.sender, id)
+              tracker.markReplied(model.get(id)?.sender ?? "nobody", id)
               model.delete(id)
               break
             }
