@@ -365,6 +365,16 @@ export class Output {
     this.drainWakes.push(reader)
   }
 
+  /**
+   * Takes every control frame for session `to` about the message under
+   * `messageKey` out of the readers' parked lists (ParkedDrain.dropControls):
+   * that message came back to the close path with `to` away, and the control
+   * shares its fate (MailReturns.requeue; review revao). Slow path only.
+   */
+  dropParkedControls(to: string, messageKey: string): void {
+    this.drain.dropControls(this.parkedReaders, to, messageKey)
+  }
+
   /** The drainers `ownJoined` marked try their head again, and offer what may go ahead of it. */
   private wakeDrainers(): void {
     const readers = this.drainWakes

@@ -1,20 +1,20 @@
 /**
- * Review revao AO1 (probe): the sim111 fix decides a parked cancel only on
- * the close path (MailReturns.keepAlone, takeBack). A cancel parked at d's
- * reader behind b-1's full outbox, whose message m1 b-1's `unregister`
- * handed back never written (dropped: Receipts.droppedUnread), reaches b-1's
- * old connection when d's drainer finds room there; that connection then
- * registers as b again (same connection, a later `register`: docs/protocol.md
- * allows it). Nothing takes the cancel out: the write path only checks the
- * control's session key (OutputWrites: `item.to !== peer.session?.key`), so
- * b's client is written a cancel of m1, which no instance of it received.
+ * A cancel parked at its sender's reader for a message dropped unread, its
+ * connection registering again (review revao AO1). The cancel waits at d's
+ * reader behind b-1's full outbox; b-1's `unregister` hands m1 back (or d's
+ * drainer offers m1 to the unregistered connection, which refuses it) and
+ * m1, withdrawn on its way and never written, is dropped — its parked cancel
+ * with it (Output.dropParkedControls). The connection then registers as b
+ * again (same connection, a later `register`: docs/protocol.md allows it),
+ * as the same instance or a new one: no cancel of m1 waits to be written to
+ * it (the write path checks only the control's session key).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const parkedControl = (reader: Peer, recipient: Peer): boolean =>
   reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
@@ -23,7 +23,7 @@ const parkedControl = (reader: Peer, recipient: Peer): boolean =>
 const controlsQueued = (peer: Peer): ReadonlyArray<string> =>
   peer.outbox.flatMap((item) => item instanceof ControlFrame ? [`${item.to.slice(-1)} ${item.messageId}`] : [])
 
-describe("review revao AO1: a parked cancel of a message dropped unread, its connection registering again", () => {
+describe("a parked cancel of a message dropped unread, its connection registering again", () => {
   for (const instanceId of ["b-1", "b-2"]) {
     it.effect(`no cancel of m1 waits for b's client after the connection registers as b (${instanceId})`, () =>
       Effect.gen(function*() {

@@ -1,22 +1,21 @@
 /**
- * Review revao AO3 (probe): the sim111 mark is per message ("no client read
- * it"), but the rule is per client instance. m1 is written to b-0, which
- * drops unconfirmed: the mailbox copy is marked read by b-0. b-1 registers
- * (on a connection whose writes never complete) and is flushed m1, which
- * waits unwritten; d's cancel of m1, routed to b-1, parks at d's reader
- * behind b-1's full outbox. b-1 unregisters: m1, withdrawn on its way and
- * never written to b-1, is kept as a cancelled copy for b-0
- * (WithdrawnCopies.keepCancelled: readersOf = [b-0]), so `lostUnread` is not
- * called and nothing is marked. The parked cancel then reaches b-1's old
- * connection, comes back alone at its close, and MailReturns.keepAlone keeps
- * it for b-1's return: b-1 is sent a cancel of m1, which it never received.
+ * A cancel parked at its sender's reader for an instance that never got
+ * the message another instance read (review revao AO3: the rule is per
+ * client instance). m1 is written to b-0, which drops unconfirmed: the
+ * mailbox copy is marked read by b-0. b-1 registers (on a connection whose
+ * writes never complete) and is flushed m1, which waits unwritten; d's
+ * cancel of m1, routed to b-1, parks at d's reader behind b-1's full outbox.
+ * b-1 unregisters: m1, withdrawn on its way and never written to b-1, is
+ * kept as a cancelled copy for b-0 (WithdrawnCopies.keepCancelled), and the
+ * parked cancel for b is taken out with it (Output.dropParkedControls):
+ * b-1's return gets neither m1 nor a cancel of it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
 
 const parkedControl = (reader: Peer, recipient: Peer): boolean =>
   reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
@@ -29,7 +28,7 @@ const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer
   return messagesAndControls(w.framesOf(peer))
 }
 
-describe("review revao AO3: a parked cancel for an instance that never got a message another instance read", () => {
+describe("a parked cancel for an instance that never got a message another instance read", () => {
   it.effect("b-1's return gets no cancel of m1 (only b-0 read m1)", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: 3_600_000, outboxCapacity: 1 })

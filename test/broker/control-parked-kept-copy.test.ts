@@ -1,18 +1,20 @@
 /**
- * Review revao AO4 (probe): m1 is written to b-1 (read, never confirmed);
- * then b-1's writes stick and d's cancel of m1 parks at d's reader behind
- * b-1's full outbox. b-1 unregisters: its hand-back gives m1 back, withdrawn
- * on its way and read by b-1, so WithdrawnCopies.keepCancelled keeps a copy
- * for b-1 with a cancel made again. The parked cancel then reaches b-1's old
- * connection, comes back alone at its close and MailReturns.keepAlone keeps
- * it too (KeptControls). b-1's return gets m1 once and its cancel once.
+ * A cancel parked at its sender's reader for a message its instance read
+ * (review revao AO4): m1 is written to b-1 (read, never confirmed); then
+ * b-1's writes stick and d's cancel of m1 parks at d's reader behind b-1's
+ * full outbox. b-1 unregisters: its hand-back gives m1 back, withdrawn on
+ * its way and read by b-1, so WithdrawnCopies.keepCancelled keeps a copy for
+ * b-1 with a cancel made again — and the parked cancel shares the message's
+ * fate (Output.dropParkedControls), so it does not also reach b-1's old
+ * connection and get kept alone (KeptControls). b-1's return gets m1 once
+ * and its cancel once, after it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
 
 const parkedControl = (reader: Peer, recipient: Peer): boolean =>
   reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
@@ -25,7 +27,7 @@ const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer
   return messagesAndControls(w.framesOf(peer))
 }
 
-describe("review revao AO4: a parked cancel of a message its instance read, given back at an unregister", () => {
+describe("a parked cancel of a message its instance read, given back at an unregister", () => {
   it.effect("b-1's return gets the cancel of m1 exactly once", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: 3_600_000, outboxCapacity: 1 })
