@@ -57,7 +57,7 @@
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
  */
-import { Deferred, Effect, Exit } from "effect"
+import { Deferred, Effect } from "effect"
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
@@ -330,8 +330,10 @@ export class ParkedDrain {
    * mailbox's, and the control shares it, as one given back with it does
    * (MailReturns.requeue; review revao). A control is never counted in
    * `Peer.parkedMail` (a message for the reader only) nor a reply
-   * (ParkedReplies.ts): its removal touches no count. A head taken so wakes
-   * the drainer waiting on it (`drainWait`), which finds the next head; a
+   * (ParkedReplies.ts): its removal touches no count. A drainer waiting on
+   * a head taken so finds, once woken (the waits of a connection that
+   * gives back are released: OutputEnd.handOver's room, the close's), that
+   * `entry` is no longer the oldest and offers the next (`offerParked`); a
    * list left empty is unparked as when its last item is offered
    * (`parkedOffered`). Slow path: a scan of the lists, on the close path of
    * a message withdrawn on its way only.
@@ -341,24 +343,16 @@ export class ParkedDrain {
     for (const reader of [...readers]) {
       const parked = reader.parked
       let kept = 0
-      let headTaken = false
       for (let i = 0; i < parked.length; i++) {
         const entry = parked[i]!
         const item = entry[1]
-        if (isControl(item) && item.to === to && item.messageKey === messageKey) {
-          if (i === 0) headTaken = true
-        } else parked[kept++] = entry
+        if (!isControl(item) || item.to !== to || item.messageKey !== messageKey) parked[kept++] = entry
       }
       if (kept === parked.length) continue
       parked.length = kept
       if (kept === 0) {
         reader.ownWait = undefined
         if (this.side.unpark(reader)) this.side.feed.parkedOut(reader)
-      }
-      const wait = reader.drainWait
-      if (headTaken && wait !== undefined) {
-        reader.drainWait = undefined
-        Deferred.doneUnsafe(wait, Exit.void)
       }
     }
   }
