@@ -7,16 +7,17 @@
  * answer behind it); d's drainer offers it and waits for room at b-1. b-1
  * unregisters: its hand-back gives m1 back, withdrawn on its way, and the
  * parked cancel goes with it; the drainer waiting on it, woken by the
- * hand-back's room, finds it gone and does not stall.
+ * hand-back's room, finds it gone and does not stall, and b-1's return gets
+ * m1 and its cancel once (the kept copy's), not the parked one as well.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 describe("a parked control taken out as the head its reader's drainer waits on", () => {
-  it.effect("the cancel leaves d's parked list and the drainer waiting on it ends", () =>
+  it.effect("the cancel leaves d's parked list, the drainer waiting on it ends, b-1's return gets m1 and one cancel", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: 3_600_000, outboxCapacity: 1 })
       const m1 = message("m1")
@@ -35,5 +36,13 @@ describe("a parked control taken out as the head its reader's drainer waits on",
       assert.isFalse(w.d.parked.some(([, item]) => item instanceof ControlFrame), "the cancel of m1 is still parked at d's reader")
       assert.isDefined(drainer.pollUnsafe(), "d's drainer still waits on the cancel taken out of its list")
       yield* Fiber.interrupt(drainer)
+      w.closeAbandoned(w.b1)
+      const back = w.registerB("b-1")
+      for (let n = 0; n < 20; n++) {
+        w.framesOf(back)
+        if (!w.tryDrain(back)) break
+      }
+      const seen = messagesAndControls(w.framesOf(back))
+      assert.deepStrictEqual(seen.filter((s) => s.endsWith(m1.id)), [`message ${m1.id}`, `cancel ${m1.id}`])
     }))
 })
