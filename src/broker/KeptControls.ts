@@ -25,7 +25,9 @@
  * read it: Receipts.droppedUnread; helper sim111) — such as a control parked
  * at its sender's reader behind a full outbox while its session's
  * `unregister` handed the message back, which reached the old connection
- * only after.
+ * only after. A control still parked so when its withdrawn message comes
+ * back with its session away never gets here: it is taken out of the
+ * parked lists with that message (Output.dropParkedControls; review revao).
  *
  * Each control is kept as long as the mailbox keeps mail (its retention),
  * counted from when it was kept (review revr R1: not from the last control

@@ -299,6 +299,10 @@ export class MailReturns {
     // Nor its route: a cancel again, answered from the record, must send the receiver back no control.
     // Unless it was cancelled and its client read it: kept for that client's return, with a cancel again.
     if (withdrawn) {
+      // Its control for this session still parked at its sender's reader (behind a full outbox) shares the
+      // message's fate, as one given back with it does: dropped with it, or made again with a kept copy
+      // (review revao AO1, AO3, AO4). A scan of the parked lists, for a withdrawn message only.
+      this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
       if (this.withdrawn.keepCancelled(outbound, now)) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's

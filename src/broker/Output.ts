@@ -64,7 +64,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 450 lines, past the guideline: one concept — the batch
+ * Size: about 460 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -363,6 +363,16 @@ export class Output {
     if (reader.drainWait === undefined) return
     if (this.drainWakes.length === 0 && !this.batching) this.requestFlush()
     this.drainWakes.push(reader)
+  }
+
+  /**
+   * Takes every control frame for session `to` about the message under
+   * `messageKey` out of the readers' parked lists (ParkedDrain.dropControls):
+   * that message came back to the close path with `to` away, and the control
+   * shares its fate (MailReturns.requeue; review revao). Slow path only.
+   */
+  dropParkedControls(to: string, messageKey: string): void {
+    this.drain.dropControls(this.parkedReaders, to, messageKey)
   }
 
   /** The drainers `ownJoined` marked try their head again, and offer what may go ahead of it. */

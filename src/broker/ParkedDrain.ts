@@ -65,6 +65,7 @@ import {
   changesSession,
   charsOf,
   goesAhead,
+  isControl,
   isMessage,
   isReadOnlyAnswer,
   isSenderOrdered,
@@ -320,6 +321,40 @@ export class ParkedDrain {
       if (to === reader && isReadOnlyAnswer(item)) return true
     }
     return false
+  }
+
+  /**
+   * Takes out of `readers`' parked lists every control frame for session
+   * `to` about the message under `messageKey` (ControlFrame.ts): that
+   * message came back to the close path with `to` away, so its fate is the
+   * mailbox's, and the control shares it, as one given back with it does
+   * (MailReturns.requeue; review revao). A control is never counted in
+   * `Peer.parkedMail` (a message for the reader only) nor a reply
+   * (ParkedReplies.ts): its removal touches no count. A drainer waiting on
+   * a head taken so finds, once woken (the waits of a connection that
+   * gives back are released: OutputEnd.handOver's room, the close's), that
+   * `entry` is no longer the oldest and offers the next (`offerParked`); a
+   * list left empty is unparked as when its last item is offered
+   * (`parkedOffered`). Slow path: a scan of the lists, on the close path of
+   * a message withdrawn on its way only.
+   */
+  dropControls(readers: ReadonlySet<Peer>, to: string, messageKey: string): void {
+    if (readers.size === 0) return
+    for (const reader of [...readers]) {
+      const parked = reader.parked
+      let kept = 0
+      for (let i = 0; i < parked.length; i++) {
+        const entry = parked[i]!
+        const item = entry[1]
+        if (!isControl(item) || item.to !== to || item.messageKey !== messageKey) parked[kept++] = entry
+      }
+      if (kept === parked.length) continue
+      parked.length = kept
+      if (kept === 0) {
+        reader.ownWait = undefined
+        if (this.side.unpark(reader)) this.side.feed.parkedOut(reader)
+      }
+    }
   }
 
   /** The reader's oldest parked item, or undefined when all of it fitted. */
