@@ -11,7 +11,7 @@
  * Each client also folds its presence events into a membership view that
  * `finish` checks (membershipViews.ts).
  *
- * Size: about 410 lines, one concept — a session's lifecycle: start, stop,
+ * Size: about 420 lines, one concept — a session's lifecycle: start, stop,
  * kill, replace and resume share the client and generation builders and the
  * fiber-owner checks; each workload op that drives them lives in its own
  * module (handles.ts, and the op modules beside it).
