@@ -254,6 +254,19 @@ export class MailReturns {
     return this.routes.droppedUnread(control.senderKey, control.messageId)
   }
 
+  /**
+   * A message withdrawn on its way that goes no further, its session live or its ask over: when no client
+   * read it (never written), a control about it still parked at its sender's reader is dropped with it and
+   * its route says it was dropped unread, so a control about it coming back alone reaches no one either
+   * (`aboutUngiven`); when a client read it, the control stays, owed to that client (review revaq AQ1, AQ2).
+   */
+  private dropWithdrawn(outbound: OutboundMessage): void {
+    const { mail } = outbound
+    if (this.withdrawn.readersOf(outbound) !== undefined) return this.routes.lost(mail.senderKey, mail.message.id)
+    this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
+    this.routes.lostUnread(mail.senderKey, mail.message.id)
+  }
+
   /** `requeue`: true when the message went to its session's live connection. */
   private requeueForwarded(outbound: OutboundMessage): boolean {
     const { mail } = outbound
@@ -270,8 +283,9 @@ export class MailReturns {
     // for the client written it (WithdrawnCopies.keepCancelled, review revi I5).
     const stale = this.stale.isStale(mail, now)
     if (stale && (!withdrawn || isLive || ended)) {
-      // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7).
-      if (withdrawn) this.routes.lost(mail.senderKey, mail.message.id)
+      // Withdrawn, its sender answered already: it goes silently, never as expired (review revl L7), and so
+      // does a control about it still parked, unless a client read it (review revaq AQ2: `dropWithdrawn`).
+      if (withdrawn) this.dropWithdrawn(outbound)
       else this.stale.drop(mail)
       return false
     }
@@ -279,7 +293,10 @@ export class MailReturns {
       // A new instance never gets it (the cancel or supersede went to the one given it, or was refused);
       // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
       if (withdrawn && !this.routes.given(mail, live)) {
-        this.routes.lost(mail.senderKey, mail.message.id)
+        // Nor its control still parked at its sender's reader: that would reach the new instance, which never
+        // had the message, whichever instance read it (review revaq AQ1).
+        this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
+        this.dropWithdrawn(outbound)
         return false
       }
       this.ctx.output.forceEnqueue(live.peer, outbound)

@@ -1,5 +1,5 @@
 /**
- * Review revaq AQ2 probe: the stale branch of MailReturns.requeueForwarded
+ * Review revaq AQ2: the stale branch of MailReturns.requeueForwarded
  * (a cancelled ask is stale at once: its cancel closed its edge) drops a
  * withdrawn ask with its session live (routes.lost) without taking its
  * parked control out. The ask m1 is queued to b-1 unwritten (b-1's writes
@@ -9,14 +9,16 @@
  * parked cancel, refused by the old connection, is forced to the new one
  * (MailReturns.takeBack: same instance, route not droppedUnread): b-1 is
  * sent a cancel of an ask it never received.
+ * That was before the fix: now a withdrawn message no client read takes its
+ * parked control with it (MailReturns.dropWithdrawn).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
-describe("review revaq AQ2: a parked cancel of an ask when its own instance takes the session over", () => {
+describe("a parked cancel of an ask when its own instance registers again", () => {
   it.effect("b-1 on its new connection, which never got the ask m1, is sent no cancel of m1", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: 3_600_000, outboxCapacity: 1 })

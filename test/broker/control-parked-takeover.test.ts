@@ -1,6 +1,6 @@
 /**
- * Review revaq AQ1 probe: the live branch of MailReturns.requeueForwarded
- * drops a withdrawn message never given to the live instance (routes.lost)
+ * Review revaq AQ1: the live branch of MailReturns.requeueForwarded
+ * dropped a withdrawn message never given to the live instance (routes.lost)
  * without taking its parked control out (Output.dropParkedControls is called
  * on the away branch only). m1 is queued to b-1 unwritten (b-1's writes
  * stick), d's cancel of m1 parks at d's reader behind b-1's full outbox;
@@ -9,14 +9,16 @@
  * by b-1's closed connection, goes to b-2 (MailReturns.takeBack forces a
  * control to the live connection with no instance check): b-2 is sent a
  * cancel of a message it never received.
+ * That was before the fix: now the live branch drops the control with its
+ * message (Output.dropParkedControls), so b-2 gets no cancel of m1.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
-describe("review revaq AQ1: a parked cancel when another instance takes the session over", () => {
+describe("a parked cancel when another instance takes the session over", () => {
   it.effect("b-2, which never got m1, is sent no cancel of m1", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: 3_600_000, outboxCapacity: 1 })
