@@ -8,7 +8,7 @@
  * might take it as not sent and send it again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, type Fiber } from "effect"
+import { Cause, Clock, Effect, Exit, type Fiber } from "effect"
 import type { Dialer } from "../../src/client/Dialer.ts"
 import { ConnectionLost } from "../../src/client/errors.ts"
 import { frameText } from "../../src/protocol/framing.ts"
@@ -64,6 +64,43 @@ describe("a send lost on the way, retried in the rejoin grace", () => {
     Effect.gen(function*() {
       const { client, sending } = yield* lostOnTheWay
       yield* settle(client.disconnect)
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
+    }))
+})
+
+describe("an ask lost on the way, retried in the rejoin grace", () => {
+  it.effect("whose timeout runs out during its retries fails with ConnectionLost, not as timed out unwritten", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      let dialed = 0
+      const dial: Dialer = (address) =>
+        Effect.map(world.dial(address), (connection): Connection => {
+          if (++dialed !== 1) return connection
+          const dropOnSend: Connection["write"] = (frames) =>
+            frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
+              ? Effect.andThen(connection.destroy, Effect.void)
+              : connection.write(frames)
+          return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
+        })
+      const { client } = yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(client.connect)
+      const askSince = yield* Clock.currentTimeMillis
+      // A 3-second ask: its timeout runs out well within the rejoin grace, its target never back.
+      const sending = yield* step(client.send({
+        to: "not-back-yet",
+        message: message("question", { expectsReply: true }),
+        askTimeoutMs: 3000,
+        askSince
+      }))
+      yield* advance("1 second")
+      assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
+      assert.isUndefined(sending.pollUnsafe(), "the ask was not retried in the rejoin grace")
+      yield* advance("3 seconds")
       const sent = completed(sending)
       const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
       assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
