@@ -16,7 +16,8 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found, or a reply whose ask the broker does not
  *   hold, is retried until the rejoin grace is over (`send`): its target may
- *   not have registered again yet.
+ *   not have registered again yet. An ask's retries end sooner, when its
+ *   timeout runs out, on the failure that stands.
  *
  * Owns the batch of sends the closed connections left unanswered. What it
  * reads of the connection state ConnectionLifetime.ts owns — the live
@@ -31,7 +32,7 @@ import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
-import type { SendError, SendRequest } from "./requests.ts"
+import { askTimeLeft, type SendError, type SendRequest } from "./requests.ts"
 import type { StateEpochs } from "./StateEpochs.ts"
 
 /**
@@ -192,7 +193,8 @@ export class Resending {
 
   /**
    * Retries those failures after a reconnect every 25, 50, 100, 200, then
-   * 250 ms, until the grace ends; closing the client ends the wait between
+   * 250 ms, until the grace ends, or, for an ask, until its timeout since its
+   * first send (`askTimeLeft`) runs out; closing the client ends the wait between
    * tries at once (then `IntercomNotConnected`). If the send was lost with a connection on
    * the way, a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
@@ -222,6 +224,11 @@ export class Resending {
             yield* this.backOff(Math.min(250, 25 * 2 ** attempt))
             // Closed during the wait: a send lost on the way has an unknown outcome, whatever the next broker said.
             if (this.side.ended() && lostOnTheWay.lost !== undefined) return yield* Effect.fail(lostOnTheWay.lost)
+            // An ask whose timeout ran out during the wait is not written again, and ends as at the grace's
+            // end, on the failure that stands: not as an ask timed out unwritten, which its asker takes for a
+            // question asked and left unanswered (sim seed 192 of `--reader-return --client-timings`).
+            const left = askTimeLeft(request, yield* Clock.currentTimeMillis)
+            if (left !== undefined && left <= 0) return yield* Effect.fail(lostOnTheWay.lost ?? error)
             return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
           })
       )

@@ -110,7 +110,7 @@ export const askTimeoutAt = (request: SendRequest, now: number): number | undefi
     : Math.max(1, request.askTimeoutMs - Math.max(0, Math.ceil(now - request.askSince)))
 
 /** What is left at `now` of an ask's timeout since its first send; undefined without both `askTimeoutMs` and `askSince`. */
-const askTimeLeft = (request: SendRequest, now: number): number | undefined =>
+export const askTimeLeft = (request: SendRequest, now: number): number | undefined =>
   request.askTimeoutMs === undefined || request.askSince === undefined
     ? undefined
     : request.askTimeoutMs - Math.max(0, Math.ceil(now - request.askSince))

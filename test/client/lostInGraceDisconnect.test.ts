@@ -5,12 +5,15 @@
  * wait between tries, the send fails with `ConnectionLost` — what the next
  * broker said does not tell what became of the first attempt (Resending.ts,
  * `sendRejoining`; docs/client.md). A caller told `IntercomNotConnected`
- * might take it as not sent and send it again.
+ * might take it as not sent and send it again. An ask whose timeout runs
+ * out during those retries ends the same way, or, never lost on the way,
+ * on the refusal: not as an ask timed out unwritten, which its session
+ * reports as a question asked and left unanswered (sim seed 192).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, type Fiber } from "effect"
+import { Cause, Clock, Effect, Exit, type Fiber } from "effect"
 import type { Dialer } from "../../src/client/Dialer.ts"
-import { ConnectionLost } from "../../src/client/errors.ts"
+import { ConnectionLost, TargetNotFound } from "../../src/client/errors.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
@@ -67,5 +70,78 @@ describe("a send lost on the way, retried in the rejoin grace", () => {
       const sent = completed(sending)
       const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
       assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
+    }))
+})
+
+describe("an ask lost on the way, retried in the rejoin grace", () => {
+  it.effect("whose timeout runs out during its retries fails with ConnectionLost, not as timed out unwritten", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      let dialed = 0
+      const dial: Dialer = (address) =>
+        Effect.map(world.dial(address), (connection): Connection => {
+          if (++dialed !== 1) return connection
+          const dropOnSend: Connection["write"] = (frames) =>
+            frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
+              ? Effect.andThen(connection.destroy, Effect.void)
+              : connection.write(frames)
+          return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
+        })
+      const { client } = yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(client.connect)
+      const askSince = yield* Clock.currentTimeMillis
+      // A 3-second ask: its timeout runs out well within the rejoin grace, its target never back.
+      const sending = yield* step(client.send({
+        to: "not-back-yet",
+        message: message("question", { expectsReply: true }),
+        askTimeoutMs: 3000,
+        askSince
+      }))
+      yield* advance("1 second")
+      assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
+      assert.isUndefined(sending.pollUnsafe(), "the ask was not retried in the rejoin grace")
+      yield* advance("3 seconds")
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, ConnectionLost, `got ${String(error)}`)
+    }))
+})
+
+describe("an ask refused as not found in the rejoin grace, never lost on the way", () => {
+  it.effect("whose timeout runs out during its retries fails with that refusal, not as timed out unwritten", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      let first: Connection | undefined
+      const dial: Dialer = (address) =>
+        Effect.map(world.dial(address), (connection): Connection => {
+          if (first === undefined) first = connection
+          return connection
+        })
+      const { client } = yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(client.connect)
+      // The first connection drops with nothing in flight; the client reconnects, and its rejoin grace begins.
+      if (first === undefined) return assert.fail("no connection was dialled")
+      yield* settle(first.destroy)
+      yield* advance("1 second")
+      assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
+      const askSince = yield* Clock.currentTimeMillis
+      const sending = yield* step(client.send({
+        to: "not-back-yet",
+        message: message("question", { expectsReply: true }),
+        askTimeoutMs: 2000,
+        askSince
+      }))
+      yield* advance("1 second")
+      assert.isUndefined(sending.pollUnsafe(), "the ask was not retried in the rejoin grace")
+      yield* advance("2 seconds")
+      const sent = completed(sending)
+      const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
+      assert.instanceOf(error, TargetNotFound, `got ${String(error)}`)
     }))
 })

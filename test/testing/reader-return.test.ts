@@ -25,6 +25,10 @@
  * And seed 111 of the same, whose D unregisters while A's cancel of m14 is
  * parked behind D's full outbox with m14 unwritten in it: no instance of D
  * was given m14, so its return gets no cancel of it (helper sim111).
+ * And seed 192 of the same, whose A asks C as the broker crashes: the ask
+ * lost on the way is refused as not found by its record on the next broker
+ * until its timeout runs out, and ends as the grace's end would end it
+ * (`DeliveryUnknown`), not as a question asked and left unanswered (helper sim192).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -211,6 +215,27 @@ describe("a cancel parked behind a full outbox while its receiver unregisters (-
       assert.match(trace, /A's cancel of m14 acknowledged/, trace)
       assert.notMatch(trace, /D told m14 cancelled/, trace)
       assert.notMatch(trace, /D ← m14 /, trace)
+      assert.deepStrictEqual(kinds(report), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("an ask lost with a broker crash, refused on every retry until its timeout (--reader-return --client-timings, seed 192)", () => {
+  // A asks C (20 s) as broker #1 crashes; broker #1 refused the exact send (C mid-rejoin) and stored that
+  // refusal. A's client sends it again on the next broker, which answers from the record: not found, retried
+  // in the rejoin grace (C "may not be back yet") until the ask's timeout ran out, when the ask ended
+  // ReplyTimeout (`refused-as-timeout`). Its retries now end on the failure that stands (Resending.ts).
+  it.effect("A's ask ends DeliveryUnknown, not ReplyTimeout, and the run passes with the known issues tolerated", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 192, clientTimings: defaultClientTimingRanges, tolerate: KNOWN_ISSUES },
+        undefined,
+        { readerReturn: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(trace, /A ask C "question 16 A→C"/, trace)
+      assert.match(trace, /broker #1 crashed/, trace)
+      assert.match(trace, /A ask4 ended: DeliveryUnknown/, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
       assert.isTrue(report.ok, trace)
     }))
