@@ -5,42 +5,13 @@
  * dropped cancel, still passes once (review revaj AJ1; before, it was dropped as a repeat — a lost question).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit } from "effect"
-import { dialUnixSocket } from "../../src/client/Dialer.ts"
+import { Deferred, Effect } from "effect"
 import { DETACHED_CANCELS_PER_CONNECTION } from "../../src/client/PendingCancels.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
-import { fakeBroker, fakeClientOptions, giveUpOnceWritten, makeClient, subscribe } from "./support.ts"
+import { fakeBroker, fakeClientOptions, giveUpOnceWritten, makeClient, stallingDial, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
-
-/** A dialer whose next `send` write, once armed, is not taken until `release`; `stalled` completes as it begins. */
-const stallingDial = () => {
-  const release = Deferred.makeUnsafe<void>()
-  const stalled = Deferred.makeUnsafe<void>()
-  let stallNext = false
-  const dial = (socketPath: string) =>
-    Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
-      id: connection.id,
-      trustedLocal: connection.trustedLocal,
-      read: connection.read,
-      writeAll: connection.writeAll,
-      write: (frames) => {
-        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"send"`))) return connection.write(frames)
-        stallNext = false
-        Deferred.doneUnsafe(stalled, Exit.void)
-        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
-      },
-      unfinishedWrite: () => connection.unfinishedWrite(),
-      readProgress: () => connection.readProgress(),
-      readPending: () => connection.readPending(),
-      end: connection.end,
-      destroy: connection.destroy
-    }))
-  return { dial, release, stalled, stall: () => (stallNext = true) }
-}
 
 describe("a cancel taken back unwritten after a dropped detached cancel of its id", () => {
   it.live("leaves the pair the dropped cancel reopened open: the question, asked again, passes once", () =>

@@ -10,44 +10,12 @@
  * (before, it was dropped: a lost question). Helper cancelb.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
-import { dialUnixSocket } from "../../src/client/Dialer.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
+import { Deferred, Effect, Fiber } from "effect"
 import { message } from "../support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
+import { fakeBroker, fakeClientOptions, makeClient, stallingDial, subscribe } from "./support.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
-
-/**
- * A dialer whose next write of a frame of `type` (a `send`), once `stall()` armed it, is not taken until
- * `release`; `stalled` completes as that write begins.
- */
-const stallingDial = (type = "send") => {
-  const release = Deferred.makeUnsafe<void>()
-  const stalled = Deferred.makeUnsafe<void>()
-  let stallNext = false
-  const dial = (socketPath: string) =>
-    Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
-      id: connection.id,
-      trustedLocal: connection.trustedLocal,
-      read: connection.read,
-      writeAll: connection.writeAll,
-      write: (frames) => {
-        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"${type}"`))) return connection.write(frames)
-        stallNext = false
-        Deferred.doneUnsafe(stalled, Exit.void)
-        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
-      },
-      unfinishedWrite: () => connection.unfinishedWrite(),
-      readProgress: () => connection.readProgress(),
-      readPending: () => connection.readPending(),
-      end: connection.end,
-      destroy: connection.destroy
-    }))
-  return { dial, release, stalled, stall: () => (stallNext = true) }
-}
 
 /**
  * Bob read alice's question and replied; then a send of his stalls in a write the socket does not take (a

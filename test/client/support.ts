@@ -4,7 +4,7 @@
  * auto-spawn the real compiled broker — a private agent dir whose brokers are
  * always killed when the test's Scope closes, whatever happened.
  */
-import { Context, Data, Duration, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
+import { Context, Data, Deferred, Duration, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
@@ -13,7 +13,7 @@ import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
-import type { Dialer } from "../../src/client/Dialer.ts"
+import { type Dialer, dialUnixSocket } from "../../src/client/Dialer.ts"
 import { IntercomNotConnected } from "../../src/client/errors.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
@@ -548,6 +548,35 @@ export const recordingWrites = (connection: Connection, writes: Array<ReadonlyAr
     writeAll: (frames) => Effect.suspend(() => recorded.write(frames) ?? Effect.void)
   }
   return { connection: recorded, writes }
+}
+
+/**
+ * A dialer whose next write of a frame of `type` (a `send`), once `stall()` armed it, is not taken until
+ * `release`; `stalled` completes as that write begins. Real Unix sockets (`dialUnixSocket`).
+ */
+export const stallingDial = (type = "send") => {
+  const release = Deferred.makeUnsafe<void>()
+  const stalled = Deferred.makeUnsafe<void>()
+  let stallNext = false
+  const dial = (socketPath: string) =>
+    Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
+      id: connection.id,
+      trustedLocal: connection.trustedLocal,
+      read: connection.read,
+      writeAll: connection.writeAll,
+      write: (frames) => {
+        if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"${type}"`))) return connection.write(frames)
+        stallNext = false
+        Deferred.doneUnsafe(stalled, Exit.void)
+        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
+      },
+      unfinishedWrite: () => connection.unfinishedWrite(),
+      readProgress: () => connection.readProgress(),
+      readPending: () => connection.readPending(),
+      end: connection.end,
+      destroy: connection.destroy
+    }))
+  return { dial, release, stalled, stall: () => (stallNext = true) }
 }
 
 /** Options for a client dialling an in-memory network (never spawns). */
