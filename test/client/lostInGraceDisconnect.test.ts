@@ -28,8 +28,11 @@ const completed = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> => {
   return exit
 }
 
-/** A client whose first connection drops as it writes its send, on a broker where "not-back-yet" never registers. */
-const lostOnTheWay = Effect.gen(function*() {
+/**
+ * A client whose first connection drops as it writes its send, on a broker where "not-back-yet" never
+ * registers; with `askTimeoutMs`, the send is an ask with that timeout from now.
+ */
+const lostOnTheWay = (askTimeoutMs?: number) => Effect.gen(function*() {
   const world = yield* memoryNetwork()
   yield* world.startBroker({ idleExit: null })
   let dialed = 0
@@ -46,7 +49,15 @@ const lostOnTheWay = Effect.gen(function*() {
     memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
   )
   yield* settle(client.connect)
-  const sending = yield* step(client.send({ to: "not-back-yet", message: message("x") }))
+  const request = askTimeoutMs === undefined
+    ? { to: "not-back-yet", message: message("x") }
+    : {
+      to: "not-back-yet",
+      message: message("question", { expectsReply: true }),
+      askTimeoutMs,
+      askSince: yield* Clock.currentTimeMillis
+    }
+  const sending = yield* step(client.send(request))
   yield* advance("1 second")
   assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
   assert.isUndefined(sending.pollUnsafe(), "the send was not retried in the rejoin grace")
@@ -56,7 +67,7 @@ const lostOnTheWay = Effect.gen(function*() {
 describe("a send lost on the way, retried in the rejoin grace", () => {
   it.effect("left alone, fails with ConnectionLost once the grace is over", () =>
     Effect.gen(function*() {
-      const { sending } = yield* lostOnTheWay
+      const { sending } = yield* lostOnTheWay()
       yield* advance("15 seconds")
       const sent = completed(sending)
       const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
@@ -65,7 +76,7 @@ describe("a send lost on the way, retried in the rejoin grace", () => {
 
   it.effect("disconnect during its retries fails it with ConnectionLost (outcome unknown)", () =>
     Effect.gen(function*() {
-      const { client, sending } = yield* lostOnTheWay
+      const { client, sending } = yield* lostOnTheWay()
       yield* settle(client.disconnect)
       const sent = completed(sending)
       const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
@@ -76,33 +87,8 @@ describe("a send lost on the way, retried in the rejoin grace", () => {
 describe("an ask lost on the way, retried in the rejoin grace", () => {
   it.effect("whose timeout runs out during its retries fails with ConnectionLost, not as timed out unwritten", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      let dialed = 0
-      const dial: Dialer = (address) =>
-        Effect.map(world.dial(address), (connection): Connection => {
-          if (++dialed !== 1) return connection
-          const dropOnSend: Connection["write"] = (frames) =>
-            frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
-              ? Effect.andThen(connection.destroy, Effect.void)
-              : connection.write(frames)
-          return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
-        })
-      const { client } = yield* makeMemoryClient(
-        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
-      )
-      yield* settle(client.connect)
-      const askSince = yield* Clock.currentTimeMillis
       // A 3-second ask: its timeout runs out well within the rejoin grace, its target never back.
-      const sending = yield* step(client.send({
-        to: "not-back-yet",
-        message: message("question", { expectsReply: true }),
-        askTimeoutMs: 3000,
-        askSince
-      }))
-      yield* advance("1 second")
-      assert.strictEqual((yield* client.status).connections, 2, "the client did not reconnect")
-      assert.isUndefined(sending.pollUnsafe(), "the ask was not retried in the rejoin grace")
+      const { sending } = yield* lostOnTheWay(3000)
       yield* advance("3 seconds")
       const sent = completed(sending)
       const error = Exit.isFailure(sent) ? Cause.squash(sent.cause) : undefined
