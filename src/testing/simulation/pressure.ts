@@ -27,7 +27,7 @@ import type { BrokerCoreOptions } from "../../broker/options.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import { Prng } from "../Prng.ts"
 import type { Insert, InsertedOp } from "./inserted.ts"
-import type { SimSession } from "./types.ts"
+import { nextRunning } from "./running.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** The fields of a `Storm` op: connections that do not register, how long each stays, sessions whose connection drops. */
@@ -179,17 +179,6 @@ export const insertPressure: Insert<StormDraw | FloodDraw> = (ops, { seed, sessi
   }
 }
 
-/** The first running session from `index` on (wrapping round), other than the one at `except`. */
-const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, except: number) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < sessions.length; i++) {
-      const at = (index + i) % sessions.length
-      const session = sessions[at]
-      if (at !== except && session !== undefined && (yield* session.running)) return session
-    }
-    return undefined
-  })
-
 /** The `Storm` op as Workload.ts's table of inserted ops prints and runs it. */
 export const stormOp: InsertedOp<StormDraw> = {
   format: formatStorm,
@@ -208,8 +197,8 @@ export const floodOp: InsertedOp<FloodDraw> = {
       const sessions = sim.sessions
       // The drawn sender and recipient, or the next running sessions after them (a flood between
       // sessions that are stopped would reach nothing).
-      const from = yield* nextRunning(sessions, op.from, -1)
-      const to = from === undefined ? undefined : yield* nextRunning(sessions, op.to, sessions.indexOf(from))
+      const from = yield* nextRunning(sessions, op.from, () => true)
+      const to = from === undefined ? undefined : yield* nextRunning(sessions, op.to, (session) => session !== from)
       if (from === undefined || to === undefined) {
         yield* sim.note("flood: skipped (fewer than two sessions running)")
         return

@@ -1,6 +1,6 @@
 /**
  * Picking a running session for an op: the ops that need several sessions
- * in given roles (parked flush, held return, custody hold) draw an index
+ * in given roles (parked flush, held return, custody hold, a flood) draw an index
  * for each and take the first running session from there that fits, so a
  * drawn session that is stopped gives way to the next one, the same on
  * every run of a seed.
