@@ -342,8 +342,9 @@ export const openClientConnection = (
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new PendingSends()
-    // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair reopened.
-    const cancels = new PendingCancels(sinks.cancelAbandoned)
+    // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair
+    // reopened; one the close cuts off whose frame never left is withdrawn, as one its caller took back.
+    const cancels = new PendingCancels(sinks.cancelAbandoned, sinks.cancelWithdrawn)
     const authorizations = new Map<
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
@@ -571,11 +572,15 @@ export const openClientConnection = (
 
     const failPending = Effect.sync(() => {
       open = false
+      // Before anything below is failed: what is still queued is never written, and its writers are told so.
+      outbox.drop()
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
       // No answer came: whether the broker carried the cancel out is unknown, so each is told abandoned and the
-      // question's pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
+      // question's pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss)
+      // — unless its frame surely never left: the outbox's queue is dropped first, marking each cancel still in
+      // it unsent (`takenBack`), and such a cancel is told withdrawn, as one its caller took back (helper cancelc).
       cancels.failAll()
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))

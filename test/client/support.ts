@@ -552,12 +552,15 @@ export const recordingWrites = (connection: Connection, writes: Array<ReadonlyAr
 
 /**
  * A dialer whose next write of a frame of `type` (a `send`), once `stall()` armed it, is not taken until
- * `release`; `stalled` completes as that write begins. Real Unix sockets (`dialUnixSocket`).
+ * `release`; `stalled` completes as that write begins. `cut` drops the socket that write stalled on (the
+ * link dies with the write unfinished: its frames, and all queued behind it, never reach the peer). Real
+ * Unix sockets (`dialUnixSocket`).
  */
 export const stallingDial = (type = "send") => {
   const release = Deferred.makeUnsafe<void>()
   const stalled = Deferred.makeUnsafe<void>()
   let stallNext = false
+  let stalledOn: Connection | undefined
   const dial = (socketPath: string) =>
     Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
       id: connection.id,
@@ -567,6 +570,7 @@ export const stallingDial = (type = "send") => {
       write: (frames) => {
         if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"${type}"`))) return connection.write(frames)
         stallNext = false
+        stalledOn = connection
         Deferred.doneUnsafe(stalled, Exit.void)
         return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
       },
@@ -576,7 +580,8 @@ export const stallingDial = (type = "send") => {
       end: connection.end,
       destroy: connection.destroy
     }))
-  return { dial, release, stalled, stall: () => (stallNext = true) }
+  const cut = Effect.suspend(() => stalledOn?.destroy ?? Effect.void)
+  return { cut, dial, release, stalled, stall: () => (stallNext = true) }
 }
 
 /** Options for a client dialling an in-memory network (never spawns). */
