@@ -24,10 +24,11 @@
  *   it ends, not one each (docs/performance.md, "The client's send path,
  *   twelfth stop").
  * - When the connection closes (`drop`, from the connection's `failPending`,
- *   before it fails what waits for an answer), the frames still queued are
- *   never written: each `write` among them is told so (`takenBack`), just as
- *   one its caller gave up on, so what the close fails knows they reached no
- *   peer (helper cancelc).
+ *   before it fails what waits for an answer; or as a transport write fails,
+ *   which says so first), the frames still queued are never written: each
+ *   `write` among them is told so (`takenBack`), just as one its caller gave
+ *   up on, so what the close fails knows they reached no peer (helper
+ *   cancelc).
  */
 import { Deferred, Effect, Exit, Latch } from "effect"
 import type { Connection } from "../transport/Connection.ts"
@@ -216,8 +217,12 @@ export class Outbox {
         Effect.onExit((exit) =>
           Effect.sync(() => {
             this.waiting = undefined
-            // What queued behind it goes next, as one write (not from a fiber being stopped).
-            if (!Exit.hasInterrupts(exit)) this.writeQueued()
+            // What queued behind it goes next, as one write (not from a fiber being stopped). A write that failed
+            // says the connection is closed: nothing queued behind it can leave, and its writers are told so now,
+            // before the reader sees the close — handed to the refused transport, they would count as maybe
+            // written (helper cancelc).
+            if (Exit.isFailure(exit) && !Exit.hasInterrupts(exit)) this.drop()
+            else if (!Exit.hasInterrupts(exit)) this.writeQueued()
             if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
           })
         ),

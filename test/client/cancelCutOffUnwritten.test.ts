@@ -16,15 +16,16 @@ const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
 /**
  * Bob read alice's question and replied. A write of `stalledType` stalls (the socket does not take it) while
- * a cancel of the reply is written, then the link is cut with that write unfinished. The next connection
+ * a cancel of the reply is written, then the link is cut with that write unfinished — or, `writeFailsFirst`,
+ * that write fails (and the socket refuses more) before the reader sees the link end. The next connection
  * redelivers the question, then a marker. What bob shows, in order, once the marker came.
  */
-const cancelCutOff = (stalledType: "send" | "cancel_message") =>
+const cancelCutOff = (stalledType: "send" | "cancel_message", writeFailsFirst = false) =>
   Effect.gen(function*() {
     const ask = message("still need this?", { expectsReply: true })
     const reply = message("yes", { replyTo: ask.id })
     const marker = message("after the copy")
-    const { cut, dial, stall, stalled } = stallingDial(stalledType)
+    const { breakWrites, cut, dial, stall, stalled } = stallingDial(stalledType)
     const fake = yield* fakeBroker({
       afterRegistered: (connection) =>
         connection === 1
@@ -45,6 +46,11 @@ const cancelCutOff = (stalledType: "send" | "cancel_message") =>
     // Runs to its first wait at once: its frame is queued behind the stalled send, or is the stalled write.
     const cancel = yield* Effect.forkScoped(Effect.exit(bob.cancel(reply.id)), { startImmediately: true })
     yield* Deferred.await(stalled)
+    if (writeFailsFirst) {
+      yield* breakWrites
+      // The failed write ends the cancel's wait: its caller is gone before the reader sees the link end.
+      assert.isTrue((yield* Fiber.join(cancel))._tag === "Failure", "setup: the cancel was answered")
+    }
     yield* cut
     const ended = yield* Fiber.join(cancel)
     assert.isTrue(ended._tag === "Failure", "setup: the cancel was answered")
@@ -57,6 +63,12 @@ describe("a cancel its connection's close cut off", () => {
   it.live("still queued behind an unfinished write: ends withdrawn, and the question redelivered is dropped", () =>
     Effect.gen(function*() {
       const { marker, seen } = yield* cancelCutOff("send")
+      assert.deepStrictEqual(seen, [marker], "the question, redelivered after a cancel that never left, was shown again")
+    }))
+
+  it.live("still queued when the write ahead of it fails, before the reader sees the link end: ends withdrawn too", () =>
+    Effect.gen(function*() {
+      const { marker, seen } = yield* cancelCutOff("send", true)
       assert.deepStrictEqual(seen, [marker], "the question, redelivered after a cancel that never left, was shown again")
     }))
 
