@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 875 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 885 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -342,8 +342,9 @@ export const openClientConnection = (
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new PendingSends()
-    // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair reopened.
-    const cancels = new PendingCancels(sinks.cancelAbandoned)
+    // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair
+    // reopened; one the close cuts off whose frame never left is withdrawn, as one its caller took back.
+    const cancels = new PendingCancels(sinks.cancelAbandoned, sinks.cancelWithdrawn)
     const authorizations = new Map<
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
@@ -571,11 +572,15 @@ export const openClientConnection = (
 
     const failPending = Effect.sync(() => {
       open = false
+      // Before anything below is failed: what is still queued is never written, and its writers are told so.
+      outbox.drop()
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
       sends.failAll()
       // No answer came: whether the broker carried the cancel out is unknown, so each is told abandoned and the
-      // question's pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss).
+      // question's pair stays reopened — a copy a next connection reads passes once (a possible duplicate, never a loss)
+      // — unless its frame surely never left: the outbox's queue is dropped first, marking each cancel still in
+      // it unsent (`takenBack`), and such a cancel is told withdrawn, as one its caller took back (helper cancelc).
       cancels.failAll()
       for (const [, waiting] of authorizations) {
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))

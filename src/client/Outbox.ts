@@ -23,6 +23,12 @@
  *   next frames from inside that dispatch, and they go out as one write when
  *   it ends, not one each (docs/performance.md, "The client's send path,
  *   twelfth stop").
+ * - When the connection closes (`drop`, from the connection's `failPending`,
+ *   before it fails what waits for an answer; or as a transport write fails,
+ *   which says so first), the frames still queued are never written: each
+ *   `write` among them is told so (`takenBack`), just as one its caller gave
+ *   up on, so what the close fails knows they reached no peer (helper
+ *   cancelc).
  */
 import { Deferred, Effect, Exit, Latch } from "effect"
 import type { Connection } from "../transport/Connection.ts"
@@ -54,6 +60,8 @@ export class Outbox {
   private readonly connection: Connection
   /** Frames queued and not yet written, oldest first. */
   private queued: Array<string> = []
+  /** Told, when the frames now queued are dropped unwritten, by each `write` among them that asked (`takenBack`). */
+  private queuedTakenBack = new Set<() => void>()
   /** Completes when the frames now queued are handed over; made when a `write` first waits on them. */
   private queuedDone: Deferred.Deferred<void, "lost"> | undefined = undefined
   /** The write the transport did not take whole, until it completes: no other starts meanwhile. */
@@ -78,19 +86,26 @@ export class Outbox {
    * Interrupted while its frames still wait behind a write, it takes them
    * back: they are never written, and `takenBack` is called. Interrupted
    * once they are in a write the transport did not take whole, they go out
-   * as that write ends: nothing is called.
+   * as that write ends: nothing is called. Still queued when the connection
+   * closes (`drop`, or the fiber's end), they are never written: `takenBack`
+   * is called then, and the write fails.
    */
   write(texts: ReadonlyArray<string>, operation: string, takenBack?: () => void): Effect.Effect<void, ConnectionLost> {
     return Effect.suspend(() => {
       if (this.stopped) return Effect.fail(new ConnectionLost({ operation }))
       const done = this.queuedDone ??= Deferred.makeUnsafe<void, "lost">()
       for (const text of texts) this.queued.push(text)
+      // A fresh closure per write: the set tells each apart, and its own withdrawal takes out only its own.
+      const told = takenBack === undefined ? undefined : () => takenBack()
+      if (told !== undefined) this.queuedTakenBack.add(told)
       this.writeQueued()
       return Deferred.await(done).pipe(
         Effect.mapError(() => new ConnectionLost({ operation })),
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            if (this.withdraw(texts, done)) takenBack?.()
+            if (!this.withdraw(texts, done)) return
+            if (told !== undefined) this.queuedTakenBack.delete(told)
+            takenBack?.()
           })
         )
       )
@@ -133,16 +148,25 @@ export class Outbox {
    */
   get run(): Effect.Effect<never> {
     return Effect.forever(Effect.andThen(this.wake.await, this.turn), { disableYield: true }).pipe(
-      Effect.ensuring(Effect.sync(() => this.stop()))
+      Effect.ensuring(Effect.sync(() => this.drop()))
     )
   }
 
-  /** Stops: what is queued is never written, and its waiters fail. */
-  private stop(): void {
+  /**
+   * The connection closed: nothing queued from now on, or queued now, is written. Each `write` whose frames
+   * were still queued is told (`takenBack`) before its waiter fails — synchronously, so a caller of `drop`
+   * that then fails what waits for an answer finds every frame that never left already marked. A write the
+   * transport did not take whole is not among them: it may have reached the peer. Idempotent; the fiber's
+   * end does it too.
+   */
+  drop(): void {
     this.stopped = true
     const done = this.queuedDone
+    const takenBack = this.queuedTakenBack
     this.queued = []
     this.queuedDone = undefined
+    this.queuedTakenBack = new Set()
+    for (const told of takenBack) told()
     if (done !== undefined) Deferred.doneUnsafe(done, lost)
   }
 
@@ -171,6 +195,8 @@ export class Outbox {
       const done = this.queuedDone
       this.queued = []
       this.queuedDone = undefined
+      // Handed to the transport: no longer theirs to take back.
+      if (this.queuedTakenBack.size > 0) this.queuedTakenBack = new Set()
       const rest = this.connection.write(frames)
       // The connection is full (or refused the write): the fiber finishes it; later frames queue behind it.
       if (rest !== undefined) this.waiting = { rest, done }
@@ -191,8 +217,12 @@ export class Outbox {
         Effect.onExit((exit) =>
           Effect.sync(() => {
             this.waiting = undefined
-            // What queued behind it goes next, as one write (not from a fiber being stopped).
-            if (!Exit.hasInterrupts(exit)) this.writeQueued()
+            // What queued behind it goes next, as one write (not from a fiber being stopped). A write that failed
+            // says the connection is closed: nothing queued behind it can leave, and its writers are told so now,
+            // before the reader sees the close — handed to the refused transport, they would count as maybe
+            // written (helper cancelc).
+            if (Exit.isFailure(exit) && !Exit.hasInterrupts(exit)) this.drop()
+            else if (!Exit.hasInterrupts(exit)) this.writeQueued()
             if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
           })
         ),

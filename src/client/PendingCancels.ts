@@ -25,7 +25,12 @@
  * writes its own frame instead of joining it. Each cancel let go so, and
  * each one the close cuts off, is told to the constructor's `abandoned`:
  * its pair stays reopened but no longer held, so the repeat filter's bound
- * may trim it (RecentMessages.cancelAbandoned; review revaj AJ2).
+ * may trim it (RecentMessages.cancelAbandoned; review revaj AJ2). One the
+ * close cuts off whose frame surely never left (never queued, or still
+ * queued when the outbox dropped it: the connection drops the outbox's
+ * queue, which marks it, before `failAll`) reached no broker, as one taken
+ * back: it is told to `withdrawn` instead (RecentMessages.cancelWithdrawn;
+ * helper cancelc).
  *
  * Owned by one `ClientConnection` and touched only by its synchronous code.
  */
@@ -63,13 +68,21 @@ export class PendingCancels {
   private readonly detached = new Set<string>()
   private readonly limit: number
   private readonly abandoned: (messageId: string) => void
+  private readonly withdrawn: (messageId: string) => void
 
   /**
    * `abandoned` is told of each cancel let go with no answer read and no caller told it ended unwritten: a
-   * detached one past the bound or dropped for a send, and every one still waiting at the close (`failAll`).
+   * detached one past the bound or dropped for a send, and every one still waiting at the close (`failAll`)
+   * whose frame may have reached the broker. `withdrawn` is told of each one the close cuts off whose frame
+   * surely did not (`maybeSent` false).
    */
-  constructor(abandoned: (messageId: string) => void, limit = DETACHED_CANCELS_PER_CONNECTION) {
+  constructor(
+    abandoned: (messageId: string) => void,
+    withdrawn: (messageId: string) => void,
+    limit = DETACHED_CANCELS_PER_CONNECTION
+  ) {
     this.abandoned = abandoned
+    this.withdrawn = withdrawn
     this.limit = limit
   }
 
@@ -127,13 +140,18 @@ export class PendingCancels {
     this.abandoned(messageId)
   }
 
-  /** The connection closed: every cancel waiting fails with `ConnectionLost`, and none is kept. */
+  /**
+   * The connection closed: every cancel waiting fails with `ConnectionLost`, and none is kept; each is told
+   * abandoned, or withdrawn if its frame surely never left. Call it once the outbox dropped its queue
+   * (`Outbox.drop`), so a frame that was still queued is marked unsent first.
+   */
   failAll(): void {
     const waiting = [...this.pending]
     this.pending.clear()
     this.detached.clear()
     for (const [messageId, pending] of waiting) {
-      this.abandoned(messageId)
+      if (pending.maybeSent) this.abandoned(messageId)
+      else this.withdrawn(messageId)
       Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "cancel" })))
     }
   }

@@ -4,7 +4,8 @@
  * write takes what was posted before it along; while a write waits for room, what comes meanwhile waits
  * behind it (the in-memory transport dies on a second write while one waits,
  * so these tests would fail on it); a caller interrupted before its frames
- * were taken takes them back; a close fails what still waits; the writes of
+ * were taken takes them back; a close fails what still waits, telling each
+ * write still queued it was taken back first; the writes of
  * callers resumed while a received batch is dispatched go out as one.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -115,6 +116,41 @@ describe("Outbox", () => {
       assert.strictEqual((yield* Effect.flip(Fiber.join(blocked)))._tag, "ConnectionLost")
       assert.isFalse(outbox.post(["4"]))
       assert.strictEqual((yield* Effect.flip(outbox.write(["5"], "send")))._tag, "ConnectionLost")
+    }))
+
+  // Helper cancelc: what the close fails (a cancel's table) must find the frames that never left already marked.
+  it.effect("drop tells each write still queued it was taken back, before its waiter fails; not one in the transport's unfinished write", () =>
+    Effect.gen(function*() {
+      const { outbox, far, writes } = yield* recordedOutbox({ capacity: 1 })
+      const told: Array<string> = []
+      const failedWhenTold: Array<boolean> = []
+      const write = (text: string) => {
+        const done = Deferred.makeUnsafe<void>()
+        const fiber = outbox.write([text], "cancel", () => {
+          told.push(text)
+          failedWhenTold.push(Deferred.isDoneUnsafe(done))
+        }).pipe(Effect.ensuring(Deferred.succeed(done, undefined)))
+        return Effect.forkChild(fiber, { startImmediately: true })
+      }
+      // "1" fits; "2" waits for room in the transport's write; "3" and "4" queue behind it.
+      const inTransport = yield* write("1")
+      const waitsForRoom = yield* write("2")
+      yield* Effect.yieldNow
+      const queued = yield* write("3")
+      const other = yield* write("4")
+      outbox.drop()
+      assert.deepStrictEqual([...told].sort(), ["3", "4"], "the writes told taken back")
+      assert.deepStrictEqual(failedWhenTold, [false, false], "a waiter ended before its write was told")
+      assert.strictEqual((yield* Effect.flip(Fiber.join(queued)))._tag, "ConnectionLost")
+      assert.strictEqual((yield* Effect.flip(Fiber.join(other)))._tag, "ConnectionLost")
+      yield* Fiber.join(inTransport)
+      // The unfinished write goes on; nothing queued before the drop follows it.
+      assert.deepStrictEqual(yield* readFrames(far, 1), ["1"])
+      assert.deepStrictEqual(yield* readFrames(far, 1), ["2"])
+      yield* Fiber.join(waitsForRoom)
+      assert.deepStrictEqual(writes, [["1"], ["2"]], "a frame dropped was written")
+      outbox.drop()
+      assert.strictEqual(told.length, 2, "a second drop told a write again")
     }))
 
   it.effect("callers resumed while a received batch is dispatched write as they resume, and their frames go out as one write after it", () =>

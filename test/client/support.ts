@@ -15,7 +15,7 @@ import { frameText } from "../../src/protocol/framing.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
 import { type Dialer, dialUnixSocket } from "../../src/client/Dialer.ts"
 import { IntercomNotConnected } from "../../src/client/errors.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
+import { type Connection, ConnectionClosed } from "../../src/transport/Connection.ts"
 import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
 import { tempDir, type TestBroker } from "../support/broker.ts"
@@ -552,12 +552,18 @@ export const recordingWrites = (connection: Connection, writes: Array<ReadonlyAr
 
 /**
  * A dialer whose next write of a frame of `type` (a `send`), once `stall()` armed it, is not taken until
- * `release`; `stalled` completes as that write begins. Real Unix sockets (`dialUnixSocket`).
+ * `release`; `stalled` completes as that write begins. `cut` drops the socket that write stalled on (the
+ * link dies with the write unfinished: its frames, and all queued behind it, never reach the peer).
+ * `breakWrites` fails the stalled write, and refuses every later one, while the socket still reads (a
+ * write that fails before the reader sees the link end). Real Unix sockets (`dialUnixSocket`).
  */
 export const stallingDial = (type = "send") => {
   const release = Deferred.makeUnsafe<void>()
   const stalled = Deferred.makeUnsafe<void>()
+  const broken = Deferred.makeUnsafe<void>()
   let stallNext = false
+  let stalledOn: Connection | undefined
+  const refused = new ConnectionClosed({ clean: false, cause: "the write side broke (test)" })
   const dial = (socketPath: string) =>
     Effect.map(dialUnixSocket(socketPath), (connection): Connection => ({
       id: connection.id,
@@ -565,10 +571,15 @@ export const stallingDial = (type = "send") => {
       read: connection.read,
       writeAll: connection.writeAll,
       write: (frames) => {
+        if (stalledOn === connection && Deferred.isDoneUnsafe(broken)) return Effect.fail(refused)
         if (!stallNext || !frames.some((f) => frameText(f).startsWith(`{"type":"${type}"`))) return connection.write(frames)
         stallNext = false
+        stalledOn = connection
         Deferred.doneUnsafe(stalled, Exit.void)
-        return Effect.andThen(Deferred.await(release), connection.writeAll(frames))
+        return Effect.raceFirst(
+          Effect.andThen(Deferred.await(release), connection.writeAll(frames)),
+          Effect.andThen(Deferred.await(broken), Effect.fail(refused))
+        )
       },
       unfinishedWrite: () => connection.unfinishedWrite(),
       readProgress: () => connection.readProgress(),
@@ -576,7 +587,9 @@ export const stallingDial = (type = "send") => {
       end: connection.end,
       destroy: connection.destroy
     }))
-  return { dial, release, stalled, stall: () => (stallNext = true) }
+  const cut = Effect.suspend(() => stalledOn?.destroy ?? Effect.void)
+  const breakWrites = Effect.sync(() => Deferred.doneUnsafe(broken, Exit.void))
+  return { breakWrites, cut, dial, release, stalled, stall: () => (stallNext = true) }
 }
 
 /** Options for a client dialling an in-memory network (never spawns). */
