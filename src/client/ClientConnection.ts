@@ -691,7 +691,9 @@ export const openClientConnection = (
               })
             )
           }
-          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => undefined)
+          // A caller that gives up leaves the send as one whose first writer gave up does (`forget`): its answer, read
+          // later, finds no waiting send and is handed to `sinks.lateAnswer`, for an ask settling with the broker.
+          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => sends.forget(inFlight))
         }
         // A retry after a loss whose re-send was answered before it came back: that answer is its own.
         const kept = sends.collect(messageId, signature)
