@@ -5,7 +5,11 @@
  * held past the send timeout, the joined retry times out and the asker
  * settles (`settleUnacknowledged`, src/session/Ask.ts): the answer read
  * after that is the ask's late verdict (`lateVerdict`), as it is for a send
- * that timed out on its first write. Full sessions on the in-memory broker
+ * that timed out on its first write. Before, the connection still held the
+ * re-send for the retry that had left, settled it with nobody waiting, and
+ * the ask, finding no verdict, waited on as if its question were delivered.
+ * The verdict here is `queued` (the target left while the asker was away);
+ * a refusal takes the same path. Full sessions on the in-memory broker
  * under TestClock: the asker's first connection drops as the question is
  * written (the broker never reads it), and its second holds what it reads
  * from the re-send's write on, until the test releases it.
