@@ -16,7 +16,7 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 885 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 890 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -395,8 +395,10 @@ export const openClientConnection = (
           }
           const pending = sends.take(frame.messageId)
           if (pending === undefined) {
-            // Its send gave up waiting (the send timeout): an ask settling with the broker may still need it.
-            sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
+            // Its send gave up waiting (the send timeout): an ask settling with the broker may still need it. Only an
+            // answer with delivery details answers a send there: a broker that settles asks (`ask-expiry-v1`) writes
+            // them (P41), and a bare one is a cancel's (P71) whose cancel was let go — never the ask's verdict (AP5).
+            if (!bare) sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
             return
           }
           if (frame.type === "delivered") {
@@ -696,7 +698,9 @@ export const openClientConnection = (
               })
             )
           }
-          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => undefined)
+          // A caller that gives up leaves the send as one whose first writer gave up does (`forget`): its answer, read
+          // later, finds no waiting send and is handed to `sinks.lateAnswer`, for an ask settling with the broker.
+          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => sends.forget(inFlight))
         }
         // A retry after a loss whose re-send was answered before it came back: that answer is its own.
         const kept = sends.collect(messageId, signature)

@@ -77,6 +77,7 @@ import type { IntercomClientService } from "./models.ts"
 import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
 import { RecentControls } from "./RecentControls.ts"
 import { RecentMessages } from "./RecentMessages.ts"
+import { SUPERVISOR_TO } from "./requests.ts"
 import { settleRoundTrip } from "./SettleRoundTrip.ts"
 import { LateVerdicts } from "./LateVerdicts.ts"
 import type { SendAnswer } from "./PendingSends.ts"
@@ -250,7 +251,7 @@ const make = (
           return tracedSend(request, "send", (traced) => resend.send(traced))
         }).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       supervisorSend: (request) =>
-        tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
+        tracedSend({ ...request, to: SUPERVISOR_TO }, "supervisor_send", (traced) =>
           resend.retrying((c) => {
             const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
             // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor). With no

@@ -12,7 +12,9 @@
  * Owns the watched ids and what was read for each. A watch is taken before
  * the question is sent and dropped when the ask ends (its Scope), so the
  * table holds at most one entry per ask in progress; nothing is recorded for
- * an id nobody watches. Touched only by synchronous code (the connections'
+ * an id nobody watches, nor a bare answer (a cancel's, P71: the connection
+ * hands on only answers with delivery details, which a broker that settles
+ * asks writes to a send). Touched only by synchronous code (the connections'
  * readers and the watch's own acquire and release).
  */
 import type { SendAnswer } from "./PendingSends.ts"

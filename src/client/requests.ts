@@ -116,6 +116,17 @@ export const askTimeLeft = (request: SendRequest, now: number): number | undefin
     : request.askTimeoutMs - Math.max(0, Math.ceil(now - request.askSince))
 
 /**
+ * The `to` a child's message to its supervisor (`supervisor_send`) is noted
+ * under as the broker acknowledges it (StateEpochs.ts `LostSend.to`), in
+ * time or read late (LateVerdicts.ts): a blocking `contact_supervisor`
+ * watches its question under it.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const SUPERVISOR_TO = "supervisor"
+
+/**
  * Why an ask was not written again after a reconnect: its whole timeout,
  * counted from its first send (`askSince`), ran out before the write, so its
  * asker waits for it no longer (`DeliveryCode.DeliveryExpired`; the session's

@@ -30,6 +30,7 @@
  */
 import { Clock, Effect, Exit, Result, type Scope } from "effect"
 import type { RequestTimeout } from "../client/errors.ts"
+import { SUPERVISOR_TO } from "../client/requests.ts"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
@@ -259,7 +260,9 @@ export const makeSupervisorContact = (
       const message = yield* newMessage(text, undefined, { expectsReply: true })
       // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
       const expiry = yield* client.askExpiry(message.id)
-      const verdict = yield* client.lateVerdict({ to: display, message }) // as for `ask` (`settleUnacknowledged`)
+      // As for `ask` (`settleUnacknowledged`); watched under the `to` the client notes an acknowledgement read in
+      // time under (`supervisorSend`), so one read late is noted in the broker's state alike (review revap AP4).
+      const verdict = yield* client.lateVerdict({ to: SUPERVISOR_TO, message })
       const sentMark = yield* client.presenceMark // C-ASK-9, as for `ask`
       // C-ORD-35, as for `ask`: the generation closed while this call waited (on `connect`, say, through a
       // reconnect): its teardown already failed this wait, so the call ends now and nothing is sent. Checked

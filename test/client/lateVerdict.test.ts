@@ -22,7 +22,7 @@ const SEND_TIMEOUT = 1_000
 describe("IntercomClient.lateVerdict", () => {
   it.effect("keeps the acknowledgement of a watched ask read after its send timed out, read once the settle is answered", () =>
     Effect.gen(function*() {
-      const fake = yield* memoryFakeBroker({ features: [ASK_EXPIRY_V1, LIST_PAGE_V1], holdSendAnswers: true })
+      const fake = yield* memoryFakeBroker({ features: [ASK_EXPIRY_V1, LIST_PAGE_V1], holdSendAnswers: true, detailedSendAnswers: true })
       const { client } = yield* makeClient(memoryClientOptions(fake, "asker-0000-0001", "asker", { sendTimeoutMs: SEND_TIMEOUT }))
       yield* client.connect
       const question = message("well?", { expectsReply: true })
@@ -51,7 +51,7 @@ describe("IntercomClient.lateVerdict", () => {
       // broker the client reconnects to holds another state.
       const fake = yield* memoryFakeBroker({
         features: [ASK_EXPIRY_V1, LIST_PAGE_V1, STATE_EPOCH_V1],
-        holdSendAnswers: true,
+        holdSendAnswers: true, detailedSendAnswers: true,
         dropOnSettle: (connection) => connection === 1,
         stateEpochOf: (connection) => `epoch-${connection}`
       })
@@ -78,7 +78,7 @@ describe("IntercomClient.lateVerdict", () => {
 
   it.effect("keeps nothing for an ask whose Scope closed before its late answer was read", () =>
     Effect.gen(function*() {
-      const fake = yield* memoryFakeBroker({ features: [ASK_EXPIRY_V1, LIST_PAGE_V1], holdSendAnswers: true })
+      const fake = yield* memoryFakeBroker({ features: [ASK_EXPIRY_V1, LIST_PAGE_V1], holdSendAnswers: true, detailedSendAnswers: true })
       const { client } = yield* makeClient(memoryClientOptions(fake, "asker-0000-0002", "asker", { sendTimeoutMs: SEND_TIMEOUT }))
       yield* client.connect
       const question = message("q", { expectsReply: true })
@@ -91,6 +91,26 @@ describe("IntercomClient.lateVerdict", () => {
       // The held acknowledgement is written ahead of the round trip's answer: read after the watch ended.
       assert.isTrue(yield* client.settleRoundTrip)
       assert.deepStrictEqual(yield* verdict, { answer: undefined, expired: false }, "the late answer was kept past the watch")
+    }))
+
+  it.effect("keeps no bare answer for a watched id: a cancel's (P71) whose cancel was let go, not the ask's own send's", () =>
+    Effect.gen(function*() {
+      const question = message("q", { expectsReply: true })
+      // The question's send is never answered; a cancel of its id was let go detached (dropped when the send was
+      // written, or past the bound), so the bare refusal answering it is read as the settle's list is answered.
+      const fake = yield* memoryFakeBroker({
+        features: [ASK_EXPIRY_V1, LIST_PAGE_V1],
+        leaveSendUnanswered: (messageId) => messageId === question.id,
+        beforeList: () => [{ type: "delivery_failed", messageId: question.id, reason: "Message cannot be cancelled by this session" }]
+      })
+      const { client } = yield* makeClient(memoryClientOptions(fake, "asker-0000-0004", "asker", { sendTimeoutMs: SEND_TIMEOUT }))
+      yield* client.connect
+      const verdict = yield* client.lateVerdict({ to: "peer", message: question })
+      const sending = yield* Effect.forkChild(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
+      yield* TestClock.adjust(SEND_TIMEOUT + 1)
+      yield* Fiber.join(sending)
+      assert.isTrue(yield* client.settleRoundTrip)
+      assert.deepStrictEqual(yield* verdict, { answer: undefined, expired: false }, "a cancel's bare answer was kept as the ask's verdict")
     }))
 
   it("keeps nothing for an id not watched, and a take takes the answer it gives", () => {

@@ -236,6 +236,12 @@ export interface FakeBrokerOptions {
    */
   readonly holdSendAnswers?: boolean
   /**
+   * Whether a `send`'s `delivered` carries its delivery details
+   * (`delivery: "socket_delivered"`), as this project's broker writes it,
+   * rather than bare, as a base broker may (P41). Default: bare.
+   */
+  readonly detailedSendAnswers?: boolean
+  /**
    * Whether a `send` of this message id is read and never answered (a
    * broker slow to route it). Default: every send is answered.
    */
@@ -442,10 +448,13 @@ export const makeFakeBroker = (
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.dropOnSend?.(id, messageId) === true) return yield* connection.end
               if (typeof messageId === "string" && options.leaveSendUnanswered?.(messageId) === true) break
-              if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
+              const answer = options.detailedSendAnswers === true
+                ? { type: "delivered", messageId, delivery: "socket_delivered" }
+                : { type: "delivered", messageId }
+              if (options.holdSendAnswers === true) held.push(answer)
               else {
                 const after = typeof messageId === "string" ? options.afterSend?.(messageId) ?? [] : []
-                yield* reply({ type: "delivered", messageId }, ...after)
+                yield* reply(answer, ...after)
               }
               break
             }

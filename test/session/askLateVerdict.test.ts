@@ -3,7 +3,8 @@
  * against a broker with `ask-expiry-v1`, ends on the broker's verdict read
  * after that timeout (`settleUnacknowledged`, src/session/Ask.ts, reading
  * the client's `lateVerdict`): a refusal with its own error (a rebound
- * re-lists and resends), a notice that it expired in `ReplyTimeout`; and a
+ * re-lists and resends; one whose re-list is not answered stands), a notice
+ * that it expired in `ReplyTimeout`; and a
  * refused question is never recorded as sent. Over the fake client under
  * TestClock (the broker's late answer handed on as the real client keeps it,
  * `FakeClient.answerLate`). The real client and broker: askRefusedLate.test.ts.
@@ -107,7 +108,7 @@ describe("ask: the broker's verdict read after the send timeout", () => {
 })
 
 describe("ask: a rebound whose re-list is not answered (review revak AK2)", () => {
-  it.effect("ends at once, not settled as delivered: the question went nowhere", () =>
+  it.effect("ends at once in NotDelivered(E_TARGET_REBOUND), the refusal that stands, not settled as delivered nor DeliveryUnknown: the question went nowhere", () =>
     Effect.gen(function*() {
       const unit = yield* withPeers()
       unit.client.features = [EXACT_SEND_V1, ASK_EXPIRY_V1]
@@ -124,7 +125,21 @@ describe("ask: a rebound whose re-list is not answered (review revak AK2)", () =
       const failure = failureOf(exit)
       assert.strictEqual(unit.client.sends.length, 1, "the question was sent once, refused, and never sent again")
       assert.strictEqual(unit.client.settles, 0)
-      assert.isTrue(failure instanceof DeliveryUnknown && failure.sendTimedOut === undefined, `ended: ${String(failure)}`)
+      assert.isTrue(failure instanceof NotDelivered && failure.code === DeliveryCode.TargetRebound, `ended: ${String(failure)}`)
+      assert.lengthOf(sentRecords(unit), 0)
+    }))
+
+  it.effect("a late E_TARGET_REBOUND whose re-list is not answered ends NotDelivered(E_TARGET_REBOUND), not DeliveryUnknown", () =>
+    Effect.gen(function*() {
+      const unit = yield* unacknowledged
+      // The broker's late verdict is a rebound; the list the session then makes is not answered.
+      unit.client.onSettle = Effect.sync(() => {
+        unit.client.listFailure = new RequestTimeout({ operation: "list", timeoutMs: 3_000 })
+      }).pipe(Effect.andThen(lateAnswerThenSettled(unit, DeliveryCode.TargetRebound)))
+      const failure = failureOf(yield* Effect.exit(unit.session.ask({ to: "B", message: "q", timeoutMs: TIMEOUT })))
+      assert.strictEqual(unit.client.sends.length, 1, "the question was sent once, refused late, and never sent again")
+      assert.strictEqual(unit.client.settles, 1)
+      assert.isTrue(failure instanceof NotDelivered && failure.code === DeliveryCode.TargetRebound, `ended: ${String(failure)}`)
       assert.lengthOf(sentRecords(unit), 0)
     }))
 })

@@ -12,7 +12,8 @@ import { Effect, Exit, Fiber } from "effect"
 import { deliveryError, RequestTimeout } from "../../src/client/errors.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { ASK_EXPIRY_V1, EXACT_SEND_V1 } from "../../src/protocol/features.ts"
-import { inboundMessage, SUP, supervisorBridge, type UnitSession, withPeers } from "./support.ts"
+import { SUPERVISOR_TO } from "../../src/client/requests.ts"
+import { inboundMessage, settle, SUP, supervisorBridge, type UnitSession, withPeers } from "./support.ts"
 
 /** A child session bound to SUP whose sends are never acknowledged (the send timeout, 3 s). */
 const unacknowledgedChild = (features: ReadonlyArray<string>) =>
@@ -74,6 +75,22 @@ describe("contact_supervisor: a question not acknowledged within the send timeou
       assert.deepStrictEqual([result.text, result.isError], ['Message queued for planner', false])
       assert.strictEqual(result.details?.["queued"], true)
       assert.isFalse(yield* unit.session.waiting)
+    }))
+
+  it.effect("ask-expiry-v1: a late acknowledgement is noted under the `to` one read in time is (the supervisor, not its display name)", () =>
+    Effect.gen(function*() {
+      const unit = yield* unacknowledgedChild([EXACT_SEND_V1, ASK_EXPIRY_V1])
+      unit.client.onSettle = Effect.suspend(() => {
+        const id = questionId(unit)
+        return unit.client.answerLate(id, Exit.succeed({ messageId: id, delivery: "socket_delivered" }))
+      }).pipe(Effect.as(true))
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      // The client's `supervisorSend` notes an acknowledgement read in time under SUPERVISOR_TO (IntercomClient.ts).
+      assert.deepStrictEqual(unit.client.lateAcknowledged.map((request) => request.to), [SUPERVISOR_TO])
+      yield* unit.client.push(inboundMessage(SUP, "r-1", "Yes.", { replyTo: questionId(unit) }))
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ["Yes.", false])
     }))
 
   it.effect("ask-expiry-v1: the broker's late refusal ends it with that refusal", () =>

@@ -3,7 +3,7 @@
  * `IntercomClient` (no socket, so TestClock drives every timer) and a host
  * that records what the session hands it.
  */
-import { Context, Deferred, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
@@ -116,6 +116,11 @@ export interface FakeClientState {
    * client keeps it for the ask watching it (`lateVerdict`, LateVerdicts.ts).
    */
   readonly answerLate: (questionId: string, answer: SendAnswer) => Effect.Effect<void>
+  /**
+   * The watched requests a late acknowledgement (`answerLate` with a success) was kept for, in order: what the
+   * real client notes in the broker's state (StateEpochs.acknowledged) as it notes an acknowledgement read in time.
+   */
+  readonly lateAcknowledged: Array<SendRequest>
   /** The broker's `ask_answered_elsewhere` (`reply-elsewhere-v1`), as the real client hands it on (`controls`). */
   readonly answerElsewhere: (questionId: string, replyId: string) => Effect.Effect<void>
   /** `settleRoundTrip` calls so far. */
@@ -254,7 +259,12 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           lateVerdicts.expired(questionId)
           return Effect.asVoid(PubSub.publish(askExpiryHub, questionId))
         }),
-      answerLate: (questionId, answer) => Effect.sync(() => void lateVerdicts.answered(questionId, answer)),
+      answerLate: (questionId, answer) =>
+        Effect.sync(() => {
+          const request = lateVerdicts.answered(questionId, answer)
+          if (request !== undefined && Exit.isSuccess(answer)) fake.lateAcknowledged.push(request)
+        }),
+      lateAcknowledged: [],
       answerElsewhere: (questionId, replyId) =>
         Effect.asVoid(PubSub.publish(controlHub, { _tag: "AnsweredElsewhere", messageId: questionId, replyId })),
       settles: 0,
