@@ -49,6 +49,8 @@ const AFTER_OTHERS = Effect.yieldNowWith(1)
 interface Waiting {
   readonly rest: Effect.Effect<void, unknown>
   readonly done: Deferred.Deferred<void, "lost"> | undefined
+  /** The `takenBack`s of the writes in it, told if the transport refused it whole; undefined: none. */
+  readonly takenBack: ReadonlySet<() => void> | undefined
 }
 
 /**
@@ -88,11 +90,16 @@ export class Outbox {
    * once they are in a write the transport did not take whole, they go out
    * as that write ends: nothing is called. Still queued when the connection
    * closes (`drop`, or the fiber's end), they are never written: `takenBack`
-   * is called then, and the write fails.
+   * is called then, and the write fails. The same when the transport refuses
+   * their write whole (not one frame of it reached the socket), and at once
+   * for a write made after the outbox stopped.
    */
   write(texts: ReadonlyArray<string>, operation: string, takenBack?: () => void): Effect.Effect<void, ConnectionLost> {
     return Effect.suspend(() => {
-      if (this.stopped) return Effect.fail(new ConnectionLost({ operation }))
+      if (this.stopped) {
+        takenBack?.()
+        return Effect.fail(new ConnectionLost({ operation }))
+      }
       const done = this.queuedDone ??= Deferred.makeUnsafe<void, "lost">()
       for (const text of texts) this.queued.push(text)
       // A fresh closure per write: the set tells each apart, and its own withdrawal takes out only its own.
@@ -195,11 +202,13 @@ export class Outbox {
       const done = this.queuedDone
       this.queued = []
       this.queuedDone = undefined
-      // Handed to the transport: no longer theirs to take back.
-      if (this.queuedTakenBack.size > 0) this.queuedTakenBack = new Set()
+      // Handed to the transport: theirs to take back only if the transport refuses the whole write (`turn`). An
+      // empty set stays the queue's and is not the batch's.
+      const takenBack = this.queuedTakenBack.size > 0 ? this.queuedTakenBack : undefined
+      if (takenBack !== undefined) this.queuedTakenBack = new Set()
       const rest = this.connection.write(frames)
       // The connection is full (or refused the write): the fiber finishes it; later frames queue behind it.
-      if (rest !== undefined) this.waiting = { rest, done }
+      if (rest !== undefined) this.waiting = { rest, done, takenBack }
       else if (done !== undefined) completed.push(done)
     }
     this.writing = false
@@ -220,8 +229,15 @@ export class Outbox {
             // What queued behind it goes next, as one write (not from a fiber being stopped). A write that failed
             // says the connection is closed: nothing queued behind it can leave, and its writers are told so now,
             // before the reader sees the close — handed to the refused transport, they would count as maybe
-            // written (helper cancelc).
-            if (Exit.isFailure(exit) && !Exit.hasInterrupts(exit)) this.drop()
+            // written (helper cancelc). When not one whole frame of the failed write reached the socket (the
+            // transport refused it, or the link died first), its own writers were not written either (review
+            // revar AR2); a partial frame is dropped by the broker's decoder.
+            if (Exit.isFailure(exit) && !Exit.hasInterrupts(exit)) {
+              if (waiting.takenBack !== undefined && this.connection.unfinishedWrite() === 0) {
+                for (const told of waiting.takenBack) told()
+              }
+              this.drop()
+            }
             else if (!Exit.hasInterrupts(exit)) this.writeQueued()
             if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
           })

@@ -1,22 +1,20 @@
 /**
- * Review revar AR2 (probe; fails on main at 6931273d / 1c36d13d). A write the transport REFUSES (the socket is
- * already destroyed or its write side ended; SocketConnection.write hands over none of it, `unfinishedWrite()`
- * 0) is a write that failed before the reader saw the close — the case helper cancelc made end withdrawn. But
- * `Outbox.writeQueued` forgets the batch's `takenBack`s as it hands the batch to the transport, before it knows
- * the transport refused it, so a cancel in that batch, surely never written, stays "maybe sent" and the close
- * counts it abandoned: its question, redelivered by the next connection, is shown again.
+ * A write the transport refuses whole (the socket already destroyed or its write side ended:
+ * `SocketConnection.write` hands over none of it and `unfinishedWrite()` is 0) wrote nothing, so a cancel in
+ * it is told `takenBack` when the write fails, before the reader sees the close: it ends withdrawn, and its
+ * question, redelivered by the next connection, is dropped as cancelled. Review `revar` AR2.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { dialUnixSocket } from "../src/client/Dialer.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./client/support.ts"
-import { message } from "./support/broker.ts"
+import { dialUnixSocket } from "../../src/client/Dialer.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { fakeBroker, fakeClientOptions, makeClient, subscribe } from "./support.ts"
+import { message } from "../support/broker.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
-describe("review revar AR2: a cancel in a write the transport refused", () => {
+describe("a cancel in a write the transport refused", () => {
   it.live("is never written: it ends withdrawn, and the question redelivered is dropped", () =>
     Effect.gen(function*() {
       const ask = message("still need this?", { expectsReply: true })

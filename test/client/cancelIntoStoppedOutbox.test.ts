@@ -1,24 +1,19 @@
 /**
- * Review revar AR1 (probe; fails on main at 6931273d / 1c36d13d). A transport write that fails now drops the
- * outbox's queue and stops it (`Outbox.drop`) before the reader sees the link end, while the connection's
- * `open` is still true. A cancel written in that window sets `maybeSent = true` before `outbox.write`, and the
- * stopped outbox fails that write at once WITHOUT calling `takenBack`: the cancel, never written, stays
- * "maybe sent", is left detached, and the close counts it abandoned — its question, redelivered by the next
- * connection, is shown again. The helper's own case (one caller, queued behind the failing write) ends
- * withdrawn; these do not:
- *  - a caller that JOINED that cancel is told `withdrawn` and writes the cancel anew (cancelb) into the
- *    stopped outbox;
- *  - a fresh cancel made after the failed write, before the reader saw the close.
+ * A cancel written into an outbox that a failed transport write has stopped (`Outbox.drop`: the reader has
+ * not yet seen the link end, so the connection still counts as open) is never written: the outbox tells it
+ * `takenBack` as it refuses the write, so the cancel ends withdrawn and its question, redelivered by the next
+ * connection, is dropped as cancelled. Two ways in: a caller that joined the cancel the failed write dropped
+ * (told `withdrawn`, it writes the cancel anew), and a fresh cancel made in that window. Review `revar` AR1.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
-import { fakeBroker, fakeClientOptions, makeClient, stallingDial, subscribe } from "./client/support.ts"
-import { message } from "./support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, stallingDial, subscribe } from "./support.ts"
+import { message } from "../support/broker.ts"
 
 const ALICE = { id: "aaaaaaaa-5555-4000-8000-00000000000a", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 const BOB_ID = "bbbbbbbb-5555-4000-8000-00000000000b"
 
-/** As test/client/cancelCutOffUnwritten's 'write ahead of it fails', with a second cancel of the same reply. */
+/** As cancelCutOffUnwritten.test.ts's 'write ahead of it fails', with a second cancel of the same reply. */
 const failedWriteThenSecondCancel = (second: "joined" | "after") =>
   Effect.gen(function*() {
     const ask = message("still need this?", { expectsReply: true })
@@ -57,7 +52,7 @@ const failedWriteThenSecondCancel = (second: "joined" | "after") =>
     return { marker: marker.id, seen: heard.seen().map((m) => m.message.id).slice(1) }
   })
 
-describe("review revar AR1: a cancel written into the outbox a failed write stopped", () => {
+describe("a cancel written into the outbox a failed write stopped", () => {
   it.live("a caller that joined the cancel the failed write dropped: never written, the question redelivered is dropped", () =>
     Effect.gen(function*() {
       const { marker, seen } = yield* failedWriteThenSecondCancel("joined")
