@@ -10,7 +10,7 @@
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 540 lines, half of them the JSDoc of its
+ * Size: one concept — about 560 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -63,6 +63,20 @@ export interface PendingAsk extends InboundContext {
 }
 
 /**
+ * The inbound message a turn starts with, as a host names it: by its sender
+ * and its id, since two senders may use one message id.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface TurnMessage {
+  /** Its sender's session id (`Inbound.from.id`). */
+  readonly from: string
+  /** Its message id (`Inbound.message.id`). */
+  readonly messageId: string
+}
+
+/**
  * What `reply` was told to answer: a sender (`to`), an exact ask (`replyTo`), both or neither.
  *
  * @category models
@@ -85,10 +99,10 @@ export interface ReplyTracker {
   /** Queues a delivered message as the context of a turn it will trigger; the newest 1,000 (at times up to 1,249) are kept. */
   readonly queueTurn: (context: InboundContext) => void
   /**
-   * A turn starts: its context is the given message (when known), else the
-   * oldest queued triggering message, else none.
+   * A turn starts: its context is the given message (by sender and id, when
+   * known), else the oldest queued triggering message, else none.
    */
-  readonly beginTurn: (messageId: string | undefined, now: number) => InboundContext | undefined
+  readonly beginTurn: (message: TurnMessage | undefined, now: number) => InboundContext | undefined
   /** The turn settled: no triggered-turn context any more. */
   readonly endTurn: () => void
   readonly currentTurn: () => InboundContext | undefined
@@ -212,7 +226,7 @@ interface ClosedAsk {
   readonly at?: number | undefined
 }
 
-/** The key of a closed ask: its asker's session id and its message id (two askers may use one id). */
+/** The key of an inbound message (a pending, closed or lapsed ask, a turn's): its sender's session id and its id (two senders may use one id). */
 const closedKey = (from: string, askId: string): string => `${from}\u0000${askId}`
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -241,7 +255,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    */
   const queued: Array<InboundContext> = []
   let current: InboundContext | undefined
-  /** Recent contexts by message id, so a host can name the message that triggered its turn. */
+  /**
+   * Recent contexts by sender and message id (`closedKey`: two senders may use one id), so a host can name the
+   * message that triggered its turn.
+   */
   const recent = new Map<string, InboundContext>()
   const RECENT_LIMIT = 1000
   /**
@@ -326,8 +343,9 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   }
 
   const remember = (context: InboundContext): void => {
-    recent.delete(context.message.id)
-    recent.set(context.message.id, context)
+    const key = keyOf(context)
+    recent.delete(key)
+    recent.set(key, context)
     while (recent.size > RECENT_LIMIT) {
       const oldest = recent.keys().next()
       if (oldest.done === true) break
@@ -447,13 +465,14 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       // Cut back to the newest RECENT_LIMIT a quarter of it at a time: one move of the array per 250 turns.
       if (queued.length >= RECENT_LIMIT + RECENT_LIMIT / 4) queued.splice(0, queued.length - RECENT_LIMIT)
     },
-    beginTurn: (messageId, now) => {
+    beginTurn: (message, now) => {
       prune(now)
-      if (messageId === undefined) {
+      if (message === undefined) {
         current = queued.shift()
       } else {
-        current = recent.get(messageId)
-        dropQueued((context) => context.message.id === messageId)
+        const key = closedKey(message.from, message.messageId)
+        current = recent.get(key)
+        dropQueued((context) => keyOf(context) === key)
       }
       return current
     },
