@@ -117,7 +117,10 @@ export interface ReplyTracker {
    * else `to` must say whose. A `replyTo` also finds a recent ask that left
    * `pending` past this session's own timeout without its asker's wait being
    * known (the broker decides); `to` alone does not. Of the asks `to` names,
-   * closed ones count only when none is open.
+   * closed ones count only when none is open: with none open, the newest
+   * closed one of `to`'s (the turn's or not) is refused with what happened
+   * to it, and so is one named by `replyTo` and `to` though another asker's
+   * open ask uses its id.
    */
   readonly resolve: (
     target: ReplyTarget,
@@ -380,11 +383,26 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     if (live[0] !== undefined) return live[0]
     const gone = [...lapsed.values()].filter(matches)
     if (gone.length > 1) return ambiguous(replyTo, gone)
-    if (gone[0] !== undefined) return gone[0]
-    // Named, but not from `to`.
-    const any = [...asks.values(), ...lapsed.values()].some((context) => context.message.id === replyTo) ||
-      current?.message.id === replyTo
-    return any ? new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` }) : undefined
+    return gone[0]
+  }
+
+  /** Whether any ask this session holds (pending, lapsed, closed, the turn's), from whomever, is named `replyTo`. */
+  const anyNamed = (replyTo: string): boolean =>
+    [...asks.values(), ...lapsed.values()].some((context) => context.message.id === replyTo) ||
+    current?.message.id === replyTo ||
+    closedNamed(replyTo, undefined) !== undefined
+
+  /**
+   * No open ask is from `to`: the refusal of the newest closed ask of the one sender `to` resolves to among
+   * the closed asks' askers (withdrawn, say, though not the turn's), if it resolves to one.
+   */
+  const closedFrom = (to: string, now: number): AskNoLongerOpen | undefined => {
+    const senders = [...new Map([...closed.values()].map((entry) => [entry.from.id, entry.from] as const)).values()]
+    const resolution = resolveTarget(senders, to)
+    if (resolution._tag !== "Found") return undefined
+    let newest: ClosedAsk | undefined
+    for (const entry of closed.values()) if (entry.from.id === resolution.session.id) newest = entry
+    return newest === undefined ? undefined : refusal(newest, now)
   }
 
   const resolve: ReplyTracker["resolve"] = (target, now) => {
@@ -393,15 +411,15 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     if (replyTo !== undefined) {
       const context = named(replyTo, to)
       if (context instanceof NoReplyContext) return context
-      if (context === undefined) {
-        const entry = closedNamed(replyTo, to)
-        if (entry !== undefined) return refusal(entry, now)
-        if (to !== undefined && closedNamed(replyTo, undefined) !== undefined) {
-          return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
-        }
-        return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
+      if (context !== undefined) return noLongerOpen(context, now) ?? context
+      // None open of that id from `to`: a closed one of `to`'s is refused with what happened to it, though
+      // another asker's open ask uses the id.
+      const entry = closedNamed(replyTo, to)
+      if (entry !== undefined) return refusal(entry, now)
+      if (to !== undefined && anyNamed(replyTo)) {
+        return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
-      return noLongerOpen(context, now) ?? context
+      return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
     }
     if (to === undefined) {
       // The turn's own ask closed: say so, rather than answer it anyway or answer another ask in its place.
@@ -419,7 +437,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const resolution = resolveTarget(senders, to)
     switch (resolution._tag) {
       case "NotFound":
-        return new NoReplyContext({ reason: `No pending ask from "${to}"` })
+        return closedFrom(to, now) ?? new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
         // A closed one (the turn's, withdrawn) counts only when none is open: its refusal.

@@ -13,7 +13,8 @@
  *   timeout: named by `replyTo` it is still answered (the broker decides);
  *   `to` alone does not find it.
  * - In the turn of an ask its asker replaced, `to` that asker answers its one
- *   open ask.
+ *   open ask; with none open, `to` alone is refused with what closed its
+ *   newest ask (expired, withdrawn), the turn's or not.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
@@ -134,6 +135,15 @@ describe("ReplyTracker: closed and lapsed asks", () => {
     tracker.record(ask(B, "q-new", 1))
     const target = tracker.resolve({ to: "B" }, 2)
     assert.ok(!(target instanceof Error) && target.message.id === "q-new", who(target))
+  })
+
+  it("B's only ask expired here (its wait known), no turn: `to: B` is refused as expired, not \"No pending ask\"", () => {
+    const tracker = makeReplyTracker(600_000)
+    tracker.record({ ...ask(B, "q-b"), askTimeoutMs: 1_000 })
+    tracker.record(ask(C, "q-c"))
+    const refused = tracker.resolve({ to: "B" }, 3_001)
+    assert.instanceOf(refused, AskNoLongerOpen)
+    assert.deepStrictEqual([refused.askId, refused.expiredMs, refused.withdrawn], ["q-b", 2_000, undefined])
   })
 
   it("in the turn of B's replaced ask with no other ask of B, `to: B` is refused as withdrawn", () => {
