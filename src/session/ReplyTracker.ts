@@ -103,6 +103,12 @@ export interface ReplyTracker {
    * known), else the oldest queued triggering message, else none.
    */
   readonly beginTurn: (message: TurnMessage | undefined, now: number) => InboundContext | undefined
+  /**
+   * The message `messageId` of `from` (a session id), queued as a turn's
+   * context, will not start one: its sender withdrew it before the host took
+   * it (it is handed over passive). It leaves the queue.
+   */
+  readonly unqueueTurn: (from: string, messageId: string) => void
   /** The turn settled: no triggered-turn context any more. */
   readonly endTurn: () => void
   readonly currentTurn: () => InboundContext | undefined
@@ -493,6 +499,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
         dropQueued((context) => keyOf(context) === key)
       }
       return current
+    },
+    unqueueTurn: (from, messageId) => {
+      const key = closedKey(from, messageId)
+      dropQueued((context) => keyOf(context) === key)
     },
     endTurn: () => {
       current = undefined
