@@ -12,8 +12,9 @@
  * - Membership: a peer leaving, and a reconnect, are `Departures.ts`'s
  *   (`runDepartures`, started here).
  * - Controls: a sender cancelling or superseding a message drops its pending
- *   ask (P73); one the host has not taken yet is handed over passive, marked
- *   withdrawn (`prepare`), starting no turn.
+ *   ask (P73); one the host has not taken yet — or not yet received: the
+ *   controls are another stream — is handed over passive, marked withdrawn
+ *   (`prepare`), starting no turn, its ask closed.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -166,8 +167,13 @@ export const runInbound = (
         let intent: DeliveryIntent
         if (withdrawn !== undefined) {
           // P73: withdrawn before the host took it — shown and stored, marked so, but no turn acts on it (the
-          // turn an earlier preparation queued it for will not come).
+          // turn an earlier preparation queued it for will not come). An ask whose withdrawal was handled before
+          // it was recorded (the control stream overtook the message's) is closed now.
           tracker.unqueueTurn(from.id, message.id)
+          if (expectsReply) {
+            tracker.askWithdrawn(from.id, message.id)
+            yield* generation.pendingChanged
+          }
           intent = "passive"
         } else if (!host.hasUI && host.exitsWhenDone === true && busy && expectsReply && message.replyTo === undefined) {
           yield* answerBusy(context)

@@ -7,17 +7,21 @@
  * - A plain message cancelled so: passive, marked, and no turn begins with it.
  * - An ask replaced so: passive, marked, without the reply hint; not pending.
  * - A control from another sender naming the same message id changes nothing.
+ * - A cancel read while its ask is still being saved (the control overtook
+ *   the message it names: two streams): the ask is closed as withdrawn once
+ *   it is recorded, not left pending.
  *
  * Over the fake client on the TestClock (the hand-off's retry runs on it).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Queue } from "effect"
+import { Deferred, Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import type { MessageControl, SessionInfo } from "../../src/protocol/frames.ts"
+import { AskNoLongerOpen } from "../../src/session/errors.ts"
 import { HANDOFF_RETRY_INTERVAL } from "../../src/session/HostHandoff.ts"
 import { REPLY_HINT } from "../../src/session/render.ts"
 import type { FakeClient } from "./support.ts"
-import { B, C, inboundMessage, settle, withPeers } from "./support.ts"
+import { B, C, inboundMessage, settle, slowJournalSession, withPeers } from "./support.ts"
 
 /** `from` withdraws (or replaces) its message `messageId`. */
 const withdraw = (client: FakeClient, from: SessionInfo, messageId: string, action: MessageControl["action"]) =>
@@ -70,5 +74,21 @@ describe("a message withdrawn before the host took it", () => {
       assert.strictEqual(handed.intent, "trigger")
       assert.notInclude(handed.text, "Withdrawn")
       assert.strictEqual((yield* session.beginTurn())?.message.id, "m-1")
+    }))
+
+  it.effect("a cancel handled before its ask was recorded (the ask's save was slow): the ask is closed as withdrawn, not pending", () =>
+    Effect.gen(function*() {
+      const { client, gate, session } = yield* slowJournalSession
+      yield* client.push(inboundMessage(B, "q-1", "ready?", { expectsReply: true }))
+      yield* settle
+      // The control stream is read by its own fiber: the cancel is handled while the ask waits for its save.
+      yield* withdraw(client, B, "q-1", "cancel")
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.deepStrictEqual((yield* Effect.orDie(session.pending)).asks, [])
+      const refused = yield* Effect.flip(session.reply({ replyTo: "q-1", message: "late" }))
+      assert.instanceOf(refused, AskNoLongerOpen)
+      assert.strictEqual(refused.withdrawn, true)
+      assert.deepStrictEqual(client.sends, [])
     }))
 })
