@@ -89,7 +89,7 @@ const main = Effect.gen(function*() {
   yield* Effect.forkScoped(Effect.gen(function*() {
     const inbound = yield* Queue.take(reviewer.inbox)
     yield* Console.log(`reviewer received (${inbound.intent}): ${inbound.message.content.text}`)
-    yield* reviewer.session.beginTurn(inbound.message.id)
+    yield* reviewer.session.beginTurn({ from: inbound.from.id, messageId: inbound.message.id })
     yield* reviewer.session.reply({ message: "Yes: every retry reuses the message id, so the broker de-duplicates it." })
     yield* reviewer.session.endTurn
   }))

@@ -45,15 +45,19 @@ export const usedIntercom = (
   )
 
 /**
- * The message id and intent an `intercom_message`'s details name, if they do.
+ * The message id, sender's session id and intent an `intercom_message`'s
+ * details name, if they name all three (two senders may use one message id).
  *
  * @category readers
  * @since 0.1.0
  */
-export const deliveredMessage = (details: unknown): { readonly messageId: string; readonly intent: string } | undefined => {
+export const deliveredMessage = (
+  details: unknown
+): { readonly messageId: string; readonly from: string; readonly intent: string } | undefined => {
   const messageId = text(field(details, "messageId"))
+  const from = text(field(field(details, "from"), "id"))
   const intent = text(field(details, "intent"))
-  return messageId === undefined || intent === undefined ? undefined : { messageId, intent }
+  return messageId === undefined || from === undefined || intent === undefined ? undefined : { messageId, from, intent }
 }
 
 /**

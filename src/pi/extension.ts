@@ -157,7 +157,7 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
     const details = deliveredMessage(message.details)
     if (details !== undefined && (details.intent === "trigger" || details.intent === "followUp")) {
-      lifecycle({ _tag: "BeginTurn", messageId: details.messageId }, ctx)
+      lifecycle({ _tag: "BeginTurn", message: { from: details.from, messageId: details.messageId } }, ctx)
     }
   })
 }

@@ -367,7 +367,7 @@ export const startGeneration = (input: {
           return session.setIdentity(child === undefined ? event.update : model === undefined ? {} : { model })
         }
         case "BeginTurn":
-          return Effect.asVoid(session.beginTurn(event.messageId))
+          return Effect.asVoid(session.beginTurn(event.message))
         case "EndTurn":
           return session.endTurn
         case "Applied":

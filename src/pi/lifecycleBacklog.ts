@@ -20,6 +20,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type { HostIdentity } from "../session/Host.ts"
+import type { TurnMessage } from "../session/ReplyTracker.ts"
 import type { LifecycleStatus } from "../session/render.ts"
 
 /**
@@ -31,7 +32,8 @@ import type { LifecycleStatus } from "../session/render.ts"
 export type LifecycleEvent =
   | { readonly _tag: "Status"; readonly status: LifecycleStatus }
   | { readonly _tag: "Identity"; readonly update: Partial<HostIdentity> }
-  | { readonly _tag: "BeginTurn"; readonly messageId: string | undefined }
+  /** The turn's triggering message, by its sender's session id and its id (`IntercomSession.beginTurn`). */
+  | { readonly _tag: "BeginTurn"; readonly message: TurnMessage }
   | { readonly _tag: "EndTurn" }
   /**
    * Completed once every event queued before it was applied (with its

@@ -37,8 +37,9 @@ export interface HostIdentity {
  *   until the current work is done, then start a turn with it (pi's
  *   `deliverAs: "followUp"`);
  * - `passive`: show and store it, but start or steer no model turn (the
- *   sender chose `passive`, `inboundTrigger` said no, or a busy headless
- *   session already answered it).
+ *   sender chose `passive`, `inboundTrigger` said no, a busy headless
+ *   session already answered it, or its sender withdrew it — P73 `cancel` or
+ *   `supersede` — before the host took it: its text then says so).
  *
  * Replies that resolve this session's own blocking `ask` never reach the host:
  * they are the `ask` result (C-ORD-32).

@@ -28,9 +28,11 @@
  * so they stay where an abandoned one does, for the next generation or
  * process.
  *
- * It owns the waiting messages: a FIFO (Fifo.ts) that the fiber, `enqueue` and
- * the finalizer touch only from synchronous code, and that the finalizer
- * reads only after the fiber stopped.
+ * It owns the waiting messages: a FIFO (Fifo.ts), and the same by sender and
+ * id for `withdraw` (a message its sender withdrew is prepared again before
+ * its next attempt), that the fiber, `enqueue`, `withdraw` and the finalizer
+ * touch only from synchronous code, and that the finalizer reads only after
+ * the fiber stopped.
  */
 import { Cause, Duration, Effect, Exit, Fiber, Metric, Option, Queue, type Scope } from "effect"
 import { Fifo } from "../client/Fifo.ts"
@@ -86,17 +88,27 @@ export interface HandoffHooks {
 export interface HostHandoff {
   /** Queues a message for the host, behind every message not yet taken. */
   readonly enqueue: (context: InboundContext) => Effect.Effect<void>
+  /**
+   * Its sender withdrew the message `messageId` of `fromId` (P73): if the
+   * host has not taken it yet, its next attempt prepares it again
+   * (`HandoffHooks.prepare`); an attempt in progress is left as it is.
+   */
+  readonly withdraw: (fromId: string, messageId: string) => void
 }
 
-/** A message not yet taken by the host; `inbound` is set once it was prepared. */
+/** A message not yet taken by the host; `inbound` is set once it was prepared, `stale` once it must be again. */
 interface Entry {
   readonly context: InboundContext
   inbound: Inbound | undefined
+  stale: boolean
 }
 
 /** Whether an attempt's exit is the host saying its output is gone (`HostOutputGone`): final for the generation. */
 const outputGone = (exit: Exit.Exit<void, unknown>): boolean =>
   Exit.isFailure(exit) && Option.exists(Cause.findErrorOption(exit.cause), (error) => error instanceof HostOutputGone)
+
+/** A message's key: its sender's session id and its id (two senders may use one id). */
+const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 const describe = (from: SessionInfo): string => {
   const name = from.name?.trim()
@@ -126,13 +138,25 @@ export const makeHostHandoff = (
     let gone = false
     const wake = yield* Queue.sliding<true>(1)
 
-    const leave = (entry: Entry): void => void waiting.remove(entry)
+    /** The same entries by sender and message id, for `withdraw`. */
+    const byKey = new Map<string, Entry>()
+    const entryKey = (entry: Entry): string => keyOf(entry.context.from.id, entry.context.message.id)
+
+    const leave = (entry: Entry): void => {
+      waiting.remove(entry)
+      if (byKey.get(entryKey(entry)) === entry) byKey.delete(entryKey(entry))
+    }
 
     const prepared = (entry: Entry): Effect.Effect<Inbound> =>
-      entry.inbound !== undefined ? Effect.succeed(entry.inbound) : Effect.map(hooks.prepare(entry.context), (inbound) => {
-        entry.inbound = inbound
-        return inbound
-      })
+      entry.inbound !== undefined && !entry.stale
+        ? Effect.succeed(entry.inbound)
+        : Effect.map(Effect.suspend(() => {
+          entry.stale = false
+          return hooks.prepare(entry.context)
+        }), (inbound) => {
+          entry.inbound = inbound
+          return inbound
+        })
 
     /**
      * One hand-off: prepare (which may call the host, `exposeTool`), then
@@ -215,6 +239,7 @@ export const makeHostHandoff = (
       Effect.gen(function*() {
         retired = true
         yield* Fiber.interrupt(worker)
+        byKey.clear()
         for (const entry of waiting.takeAll()) yield* lastAttempt(entry)
       })
     )
@@ -222,11 +247,16 @@ export const makeHostHandoff = (
     return {
       enqueue: (context) =>
         Effect.suspend(() => {
-          const entry: Entry = { context, inbound: undefined }
+          const entry: Entry = { context, inbound: undefined, stale: false }
           // After retirement a late message gets its one attempt at once.
           if (retired) return lastAttempt(entry)
           waiting.push(entry)
+          byKey.set(entryKey(entry), entry)
           return Effect.asVoid(Queue.offer(wake, true))
-        })
+        }),
+      withdraw: (fromId, messageId) => {
+        const entry = byKey.get(keyOf(fromId, messageId))
+        if (entry !== undefined) entry.stale = true
+      }
     }
   })

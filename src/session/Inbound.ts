@@ -12,7 +12,9 @@
  * - Membership: a peer leaving, and a reconnect, are `Departures.ts`'s
  *   (`runDepartures`, started here).
  * - Controls: a sender cancelling or superseding a message drops its pending
- *   ask (P73).
+ *   ask (P73); one the host has not taken yet — or not yet received: the
+ *   controls are another stream — is handed over passive, marked withdrawn
+ *   (`prepare`), starting no turn, its ask closed.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -43,7 +45,7 @@
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
-import type { Message, ReceiptStatus } from "../protocol/frames.ts"
+import type { Message, MessageControl, ReceiptStatus } from "../protocol/frames.ts"
 import { AskAnsweredElsewhere, AskExpired, AskSuperseded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
@@ -59,6 +61,12 @@ import { newMessage } from "./Sending.ts"
 import type { ToolExposure } from "./ToolExposure.ts"
 
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
+
+/** How many withdrawn messages a generation remembers (`withdrawals` in `runInbound`). */
+const WITHDRAWALS_KEPT = 1000
+
+/** A withdrawal's key: the sender's session id and the message id (two senders may use one id). */
+const withdrawalKey = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 /**
  * The running inbound handling of a generation.
@@ -112,6 +120,12 @@ export const runInbound = (
      * or the next generation instead of losing them.
      */
     const unsaved = new Map<InboundContext, InboundMessage>()
+    /**
+     * The messages their senders withdrew (P73), by sender and id, with how, the newest WITHDRAWALS_KEPT: one
+     * the host has not taken yet is handed over passive, marked withdrawn (`prepare`), and so is one handed
+     * over again later (C-DLV-16).
+     */
+    const withdrawals = new Map<string, MessageControl["action"]>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
 
@@ -149,8 +163,19 @@ export const runInbound = (
         const { from, message } = context
         const expectsReply = message.expectsReply === true
         const busy = isBusy(lifecycle())
+        const withdrawn = withdrawals.get(withdrawalKey(from.id, message.id))
         let intent: DeliveryIntent
-        if (!host.hasUI && host.exitsWhenDone === true && busy && expectsReply && message.replyTo === undefined) {
+        if (withdrawn !== undefined) {
+          // P73: withdrawn before the host took it — shown and stored, marked so, but no turn acts on it (the
+          // turn an earlier preparation queued it for will not come). An ask whose withdrawal was handled before
+          // it was recorded (the control stream overtook the message's) is closed now.
+          tracker.unqueueTurn(from.id, message.id)
+          if (expectsReply) {
+            tracker.askWithdrawn(from.id, message.id)
+            yield* generation.pendingChanged
+          }
+          intent = "passive"
+        } else if (!host.hasUI && host.exitsWhenDone === true && busy && expectsReply && message.replyTo === undefined) {
           yield* answerBusy(context)
           intent = "passive"
         } else {
@@ -164,7 +189,7 @@ export const runInbound = (
           intent,
           from,
           message,
-          text: renderInbound(from, message, settings.replyHint),
+          text: renderInbound(from, message, settings.replyHint, withdrawn),
           expectsReply,
           delivery: context.delivery ?? "steer",
           ...(context.channel === undefined ? {} : { channel: context.channel })
@@ -328,6 +353,15 @@ export const runInbound = (
           // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
           tracker.askWithdrawn(event.from.id, event.control.messageId)
+          const key = withdrawalKey(event.from.id, event.control.messageId)
+          withdrawals.delete(key)
+          withdrawals.set(key, event.control.action)
+          if (withdrawals.size > WITHDRAWALS_KEPT) {
+            const oldest = withdrawals.keys().next()
+            if (oldest.done !== true) withdrawals.delete(oldest.value)
+          }
+          // Not taken by the host yet: prepared again before its next attempt, passive.
+          handoff.withdraw(event.from.id, event.control.messageId)
           return Effect.andThen(generation.pendingChanged, receipt(
             event.control.messageId,
             event.control.action === "cancel" ? "cancellation_requested" : "superseded"

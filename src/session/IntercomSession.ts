@@ -146,7 +146,7 @@ const make = (
           return wasBusy && status === "idle" ? Effect.andThen(set, inbound.settled) : set
         }),
       setIdentity: presence.setIdentity,
-      beginTurn: (messageId) => Effect.map(Clock.currentTimeMillis, (now) => tracker.beginTurn(messageId, now)),
+      beginTurn: (message) => Effect.map(Clock.currentTimeMillis, (now) => tracker.beginTurn(message, now)),
       endTurn: Effect.sync(() => tracker.endTurn()),
       waiting: Effect.sync(() => slot.current() !== undefined),
       pendingCount: Effect.map(Clock.currentTimeMillis, (now) => tracker.pending(now).length),

@@ -10,7 +10,7 @@
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 540 lines, half of them the JSDoc of its
+ * Size: one concept — about 560 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -63,6 +63,20 @@ export interface PendingAsk extends InboundContext {
 }
 
 /**
+ * The inbound message a turn starts with, as a host names it: by its sender
+ * and its id, since two senders may use one message id.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface TurnMessage {
+  /** Its sender's session id (`Inbound.from.id`). */
+  readonly from: string
+  /** Its message id (`Inbound.message.id`). */
+  readonly messageId: string
+}
+
+/**
  * What `reply` was told to answer: a sender (`to`), an exact ask (`replyTo`), both or neither.
  *
  * @category models
@@ -85,10 +99,16 @@ export interface ReplyTracker {
   /** Queues a delivered message as the context of a turn it will trigger; the newest 1,000 (at times up to 1,249) are kept. */
   readonly queueTurn: (context: InboundContext) => void
   /**
-   * A turn starts: its context is the given message (when known), else the
-   * oldest queued triggering message, else none.
+   * A turn starts: its context is the given message (by sender and id, when
+   * known), else the oldest queued triggering message, else none.
    */
-  readonly beginTurn: (messageId: string | undefined, now: number) => InboundContext | undefined
+  readonly beginTurn: (message: TurnMessage | undefined, now: number) => InboundContext | undefined
+  /**
+   * The message `messageId` of `from` (a session id), queued as a turn's
+   * context, will not start one: its sender withdrew it before the host took
+   * it (it is handed over passive). It leaves the queue.
+   */
+  readonly unqueueTurn: (from: string, messageId: string) => void
   /** The turn settled: no triggered-turn context any more. */
   readonly endTurn: () => void
   readonly currentTurn: () => InboundContext | undefined
@@ -103,7 +123,10 @@ export interface ReplyTracker {
    * else `to` must say whose. A `replyTo` also finds a recent ask that left
    * `pending` past this session's own timeout without its asker's wait being
    * known (the broker decides); `to` alone does not. Of the asks `to` names,
-   * closed ones count only when none is open.
+   * closed ones count only when none is open: with none open, the newest
+   * closed one of `to`'s (the turn's or not) is refused with what happened
+   * to it, and so is one named by `replyTo` and `to` though another asker's
+   * open ask uses its id.
    */
   readonly resolve: (
     target: ReplyTarget,
@@ -212,7 +235,7 @@ interface ClosedAsk {
   readonly at?: number | undefined
 }
 
-/** The key of a closed ask: its asker's session id and its message id (two askers may use one id). */
+/** The key of an inbound message (a pending, closed or lapsed ask, a turn's): its sender's session id and its id (two senders may use one id). */
 const closedKey = (from: string, askId: string): string => `${from}\u0000${askId}`
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -241,7 +264,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
    */
   const queued: Array<InboundContext> = []
   let current: InboundContext | undefined
-  /** Recent contexts by message id, so a host can name the message that triggered its turn. */
+  /**
+   * Recent contexts by sender and message id (`closedKey`: two senders may use one id), so a host can name the
+   * message that triggered its turn.
+   */
   const recent = new Map<string, InboundContext>()
   const RECENT_LIMIT = 1000
   /**
@@ -326,8 +352,9 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   }
 
   const remember = (context: InboundContext): void => {
-    recent.delete(context.message.id)
-    recent.set(context.message.id, context)
+    const key = keyOf(context)
+    recent.delete(key)
+    recent.set(key, context)
     while (recent.size > RECENT_LIMIT) {
       const oldest = recent.keys().next()
       if (oldest.done === true) break
@@ -362,11 +389,26 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     if (live[0] !== undefined) return live[0]
     const gone = [...lapsed.values()].filter(matches)
     if (gone.length > 1) return ambiguous(replyTo, gone)
-    if (gone[0] !== undefined) return gone[0]
-    // Named, but not from `to`.
-    const any = [...asks.values(), ...lapsed.values()].some((context) => context.message.id === replyTo) ||
-      current?.message.id === replyTo
-    return any ? new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` }) : undefined
+    return gone[0]
+  }
+
+  /** Whether any ask this session holds (pending, lapsed, closed, the turn's), from whomever, is named `replyTo`. */
+  const anyNamed = (replyTo: string): boolean =>
+    [...asks.values(), ...lapsed.values()].some((context) => context.message.id === replyTo) ||
+    current?.message.id === replyTo ||
+    closedNamed(replyTo, undefined) !== undefined
+
+  /**
+   * No open ask is from `to`: the refusal of the newest closed ask of the one sender `to` resolves to among
+   * the closed asks' askers (withdrawn, say, though not the turn's), if it resolves to one.
+   */
+  const closedFrom = (to: string, now: number): AskNoLongerOpen | undefined => {
+    const senders = [...new Map([...closed.values()].map((entry) => [entry.from.id, entry.from] as const)).values()]
+    const resolution = resolveTarget(senders, to)
+    if (resolution._tag !== "Found") return undefined
+    let newest: ClosedAsk | undefined
+    for (const entry of closed.values()) if (entry.from.id === resolution.session.id) newest = entry
+    return newest === undefined ? undefined : refusal(newest, now)
   }
 
   const resolve: ReplyTracker["resolve"] = (target, now) => {
@@ -375,15 +417,15 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     if (replyTo !== undefined) {
       const context = named(replyTo, to)
       if (context instanceof NoReplyContext) return context
-      if (context === undefined) {
-        const entry = closedNamed(replyTo, to)
-        if (entry !== undefined) return refusal(entry, now)
-        if (to !== undefined && closedNamed(replyTo, undefined) !== undefined) {
-          return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
-        }
-        return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
+      if (context !== undefined) return noLongerOpen(context, now) ?? context
+      // None open of that id from `to`: a closed one of `to`'s is refused with what happened to it, though
+      // another asker's open ask uses the id.
+      const entry = closedNamed(replyTo, to)
+      if (entry !== undefined) return refusal(entry, now)
+      if (to !== undefined && anyNamed(replyTo)) {
+        return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
-      return noLongerOpen(context, now) ?? context
+      return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
     }
     if (to === undefined) {
       // The turn's own ask closed: say so, rather than answer it anyway or answer another ask in its place.
@@ -401,7 +443,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const resolution = resolveTarget(senders, to)
     switch (resolution._tag) {
       case "NotFound":
-        return new NoReplyContext({ reason: `No pending ask from "${to}"` })
+        return closedFrom(to, now) ?? new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
         // A closed one (the turn's, withdrawn) counts only when none is open: its refusal.
@@ -447,15 +489,20 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       // Cut back to the newest RECENT_LIMIT a quarter of it at a time: one move of the array per 250 turns.
       if (queued.length >= RECENT_LIMIT + RECENT_LIMIT / 4) queued.splice(0, queued.length - RECENT_LIMIT)
     },
-    beginTurn: (messageId, now) => {
+    beginTurn: (message, now) => {
       prune(now)
-      if (messageId === undefined) {
+      if (message === undefined) {
         current = queued.shift()
       } else {
-        current = recent.get(messageId)
-        dropQueued((context) => context.message.id === messageId)
+        const key = closedKey(message.from, message.messageId)
+        current = recent.get(key)
+        dropQueued((context) => keyOf(context) === key)
       }
       return current
+    },
+    unqueueTurn: (from, messageId) => {
+      const key = closedKey(from, messageId)
+      dropQueued((context) => keyOf(context) === key)
     },
     endTurn: () => {
       current = undefined

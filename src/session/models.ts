@@ -17,7 +17,7 @@ import type { HostIdentity } from "./Host.ts"
 import type { AdmissionLimits } from "./InboundAdmission.ts"
 import type { ListScope } from "./project.ts"
 import type { LifecycleStatus } from "./render.ts"
-import type { InboundContext, PendingAsk } from "./ReplyTracker.ts"
+import type { InboundContext, PendingAsk, TurnMessage } from "./ReplyTracker.ts"
 import type { ChildBridge } from "./supervisorBridge.ts"
 import type { ToolVisibility } from "./ToolExposure.ts"
 import type { IntercomToolParams } from "./toolParams.ts"
@@ -354,11 +354,12 @@ export interface IntercomSessionService {
   /** A name or model change; pushed to the broker as presence. */
   readonly setIdentity: (update: Partial<HostIdentity>) => Effect.Effect<void>
   /**
-   * A model turn starts. `messageId` names the inbound message that triggered
-   * it; without one, the oldest message delivered with intent `trigger` is
-   * taken. That message is what `reply` with no `to` answers (C-RPL-2).
+   * A model turn starts. `message` names the inbound message that triggered
+   * it by its sender's session id and its id (two senders may use one id);
+   * without it, the oldest message delivered with intent `trigger` is taken.
+   * That message is what `reply` with no `to` answers (C-RPL-2).
    */
-  readonly beginTurn: (messageId?: string) => Effect.Effect<InboundContext | undefined>
+  readonly beginTurn: (message?: TurnMessage) => Effect.Effect<InboundContext | undefined>
   /** The turn settled: `reply` falls back to the single pending ask (C-RPL-3). */
   readonly endTurn: Effect.Effect<void>
   /** Whether a blocking `ask` holds the reply-waiter slot. */

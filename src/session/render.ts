@@ -4,7 +4,7 @@
  * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
  * agent prompted for one behaves the same with the other.
  *
- * Size: one concept — the runtime's wording, about 445 lines of small
+ * Size: one concept — the runtime's wording, about 470 lines of small
  * renderers and their JSDoc. Kept in one file so every text a model reads can
  * be checked against its neighbours (the same sender label, ages, hints);
  * the health tags and guidance are health.ts's and old-mail markers
@@ -13,7 +13,7 @@
 import type { InboundMessage } from "../client/events.ts"
 import { DEFAULT_GROUP } from "../config/group.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
-import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import type { Attachment, Message, MessageControl, SessionInfo } from "../protocol/frames.ts"
 import { queuedMarker } from "./oldMail.ts"
 import { deliveryGuidance, healthTags, peerState, SELF_GUIDANCE } from "./health.ts"
 import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
@@ -145,15 +145,38 @@ export const senderDisplay = (from: SessionInfo): string => from.name?.trim() ||
  * An inbound message as the recipient's agent sees it (C-DLV-18): sender,
  * cwd, how long ago it was queued when it waited in the broker's mailbox
  * (`queuedMarker`), the reply hint for asks when `replyHint` is on
- * (C-RPL-9), then body and attachments.
+ * (C-RPL-9) — or, for one its sender withdrew before the host took it
+ * (`withdrawn`), that it needs no action (`withdrawnNote`) — then body and
+ * attachments.
  *
  * @category rendering
  * @since 0.1.0
  */
-export const renderInbound = (from: SessionInfo, message: Message, replyHint: boolean): string => {
-  const hint = replyHint && message.expectsReply === true ? `\n\n${REPLY_HINT}` : ""
+export const renderInbound = (
+  from: SessionInfo,
+  message: Message,
+  replyHint: boolean,
+  withdrawn?: MessageControl["action"]
+): string => {
+  const hint = withdrawn !== undefined
+    ? `\n\n${withdrawnNote(from, withdrawn)}`
+    : replyHint && message.expectsReply === true
+    ? `\n\n${REPLY_HINT}`
+    : ""
   return `**From ${senderDisplay(from)}** (${from.cwd})${queuedMarker(message)}${hint}\n\n${messageBody(message)}`
 }
+
+/**
+ * What an inbound message its sender withdrew before the host took it says
+ * in place of the reply hint (P73: `cancel`, or `supersede` by a later message).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const withdrawnNote = (from: SessionInfo, action: MessageControl["action"]): string =>
+  `Withdrawn: ${senderDisplay(from)} ${
+    action === "cancel" ? "cancelled this message" : "replaced this message with a later one"
+  } before it reached you; it needs no action and no reply.`
 
 /**
  * The text an answer to an ask leaves in the history (C-TOOL-8): a failure

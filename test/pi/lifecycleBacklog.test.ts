@@ -27,19 +27,19 @@ describe("LifecycleBacklog", () => {
   it("the identity's updates are merged, an open turn is kept and an ended one dropped", () => {
     const { backlog } = collecting()
     backlog.offer({ _tag: "Identity", update: { name: "reviewer" } })
-    backlog.offer({ _tag: "BeginTurn", messageId: "m-1" })
+    backlog.offer({ _tag: "BeginTurn", message: { from: "s-1", messageId: "m-1" } })
     backlog.offer({ _tag: "EndTurn" })
     backlog.offer({ _tag: "Identity", update: { model: "m2" } })
-    backlog.offer({ _tag: "BeginTurn", messageId: "m-2" })
+    backlog.offer({ _tag: "BeginTurn", message: { from: "s-1", messageId: "m-2" } })
     backlog.offer({ _tag: "Status", status: "thinking" })
     assert.deepStrictEqual(backlog.start(), [
       { _tag: "Identity", update: { name: "reviewer", model: "m2" } },
-      { _tag: "BeginTurn", messageId: "m-2" },
+      { _tag: "BeginTurn", message: { from: "s-1", messageId: "m-2" } },
       { _tag: "Status", status: "thinking" }
     ])
 
     const ended = collecting().backlog
-    ended.offer({ _tag: "BeginTurn", messageId: "m-1" })
+    ended.offer({ _tag: "BeginTurn", message: { from: "s-1", messageId: "m-1" } })
     ended.offer({ _tag: "EndTurn" })
     assert.deepStrictEqual(ended.start(), [])
   })

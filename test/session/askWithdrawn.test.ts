@@ -6,6 +6,9 @@
  *   without `to` in that turn is refused, saying the asker withdrew it; it is
  *   never taken as the answer to another asker's single pending ask.
  * - A queued ask withdrawn before its turn: named by `replyTo`, the same.
+ * - A withdrawn ask that is not the turn's, named by `to` alone (in another
+ *   asker's turn or out of any), or by `replyTo` and `to` while another
+ *   asker's open ask uses its id: the same, never "No pending ask".
  * - A control from another sender naming the same message id leaves the ask
  *   open.
  * - An ask answered by a staged answer, then withdrawn: when the broker later
@@ -60,6 +63,40 @@ describe("an ask its asker withdrew", () => {
       assert.instanceOf(refused, AskNoLongerOpen)
       assert.strictEqual(refused.message, withdrawnText("q-b"))
       assert.deepStrictEqual(client.sends, [])
+    }))
+
+  it.effect("a withdrawn ask that is not the turn's: `to` naming its asker is refused as withdrawn, in another asker's turn and out of any", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+      yield* client.push(inboundMessage(B, "q-b", "B asks", { expectsReply: true }))
+      yield* settle
+      yield* withdraw(client, B, "q-b", "cancel")
+      const outOfTurn = yield* Effect.flip(session.reply({ to: "B", message: "late" }))
+      assert.instanceOf(outOfTurn, AskNoLongerOpen)
+      assert.strictEqual(outOfTurn.message, withdrawnText("q-b"))
+      yield* Queue.take(host.inbox)
+      yield* client.push(inboundMessage(C, "q-c", "C asks", { expectsReply: true }))
+      const fromC = yield* Queue.take(host.inbox)
+      yield* session.beginTurn({ from: fromC.from.id, messageId: fromC.message.id })
+      const inCsTurn = yield* Effect.flip(session.reply({ to: "B", message: "late" }))
+      assert.instanceOf(inCsTurn, AskNoLongerOpen)
+      assert.strictEqual(inCsTurn.message, withdrawnText("q-b"))
+      assert.deepStrictEqual(client.sends, [], "nothing was sent")
+    }))
+
+  it.effect("`replyTo` and `to` naming a withdrawn ask whose id another asker's open ask uses: refused as withdrawn", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
+      yield* client.push(inboundMessage(B, "q-1", "B asks", { expectsReply: true }))
+      yield* client.push(inboundMessage(C, "q-1", "C asks", { expectsReply: true }))
+      yield* settle
+      yield* withdraw(client, B, "q-1", "supersede")
+      const refused = yield* Effect.flip(session.reply({ to: "B", replyTo: "q-1", message: "late" }))
+      assert.instanceOf(refused, AskNoLongerOpen)
+      assert.strictEqual(refused.message, withdrawnText("q-1"))
+      assert.deepStrictEqual(client.sends, [], "nothing was sent, to B or to C")
+      const pending = yield* Effect.orDie(session.pending)
+      assert.deepStrictEqual(pending.asks.map((ask) => ask.from.id), [C.id], "C's ask is still owed")
     }))
 
   it.effect("a control from another sender naming the same message id leaves the ask open", () =>

@@ -150,7 +150,7 @@ describe("auto-threading end to end (P66)", () => {
       const third = yield* world.session("third-0000-cccc", { name: "Tester" })
       const asking = yield* Effect.forkChild(asker.session.ask({ to: "Worker", message: "status?" }))
       const question = yield* Queue.take(answerer.inbound)
-      yield* answerer.session.beginTurn(question.message.id)
+      yield* answerer.session.beginTurn({ from: question.from.id, messageId: question.message.id })
       const sent = yield* answerer.session.send({ to: "Tester", message: "please run the suite" })
       assert.strictEqual(sent._tag === "Sent" ? sent.replyTo : "declined", undefined)
       const got = yield* Queue.take(third.inbound)

@@ -277,7 +277,7 @@ describe("session over the broker core", () => {
       ))
       const inbound = yield* handed(b)
       assert.strictEqual(yield* Queue.size(b.inbox), 0, "a second question reached B")
-      yield* settle(b.session.beginTurn(inbound.message.id))
+      yield* settle(b.session.beginTurn({ from: inbound.from.id, messageId: inbound.message.id }))
       yield* settle(b.session.intercom({ action: "reply", message: `answer to ${inbound.message.content.text}` }))
       const results = yield* completed(asks)
       const winner = Number(inbound.message.content.text.slice(1)) - 1
@@ -312,7 +312,7 @@ describe("session over a real Unix socket", () => {
       const asking = yield* Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: "Retry POST too?" }))
       const inbound = yield* Queue.take(b.inbox)
       assert.strictEqual(inbound.message.content.text, "Retry POST too?")
-      yield* b.session.beginTurn(inbound.message.id)
+      yield* b.session.beginTurn({ from: inbound.from.id, messageId: inbound.message.id })
       const replied = yield* b.session.intercom({ action: "reply", message: "Only GET." })
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to A", false])
       const result = yield* Fiber.join(asking)

@@ -76,7 +76,7 @@ describe("reply with replyError (C-ASK-7)", () => {
       const receiver = yield* world.session("receiver")
       yield* sender.session.send({ to: "receiver", message: "fyi" })
       const plain = yield* Queue.take(receiver.inbound)
-      yield* receiver.session.beginTurn(plain.message.id)
+      yield* receiver.session.beginTurn({ from: plain.from.id, messageId: plain.message.id })
       const refused = yield* receiver.session.intercom({ action: "reply", replyError: "nope" })
       assert.isTrue(refused.isError)
       assert.strictEqual(refused.details["error"], "InvalidInput")

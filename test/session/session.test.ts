@@ -628,10 +628,23 @@ describe("C-RPL reply and pending through the session", () => {
       const { client, session } = yield* withPeers()
       yield* client.push(inboundMessage(C, "m-1", "fyi"))
       yield* settle
-      yield* session.beginTurn("m-1")
+      yield* session.beginTurn({ from: C.id, messageId: "m-1" })
       const result = yield* session.intercom({ action: "reply", message: "thanks" })
       assert.strictEqual(result.text, "Reply sent to C")
       assert.deepStrictEqual([client.sends[0]?.to, client.sends[0]?.message.replyTo], [C.id, undefined])
+    }))
+
+  it.effect("a turn the host names by sender and id is that sender's ask, though another asker's of the same id came later", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers()
+      yield* client.push(inboundMessage(B, "q-1", "B asks", { expectsReply: true }))
+      const fromB = yield* Queue.take(host.inbox)
+      yield* client.push(inboundMessage(C, "q-1", "C asks", { expectsReply: true }))
+      yield* settle
+      yield* session.beginTurn({ from: fromB.from.id, messageId: fromB.message.id })
+      yield* Effect.orDie(session.reply({ message: "for B" }))
+      assert.deepStrictEqual(client.sends.map((send) => [send.to, send.message.replyTo]), [[B.id, "q-1"]])
+      assert.deepStrictEqual((yield* Effect.orDie(session.pending)).asks.map((ask) => ask.from.id), [C.id])
     }))
 
   it.effect("several pending asks: `pending` lists them, reply needs `to`, a send with replyTo also resolves one", () =>

@@ -123,7 +123,7 @@ describe("C-RPL reply tracker", () => {
     tracker.endTurn()
     assert.strictEqual(errorText(tracker.resolve({}, 3)), "Multiple pending asks — specify `to`")
     // The host may also name the triggering message itself.
-    tracker.beginTurn("q2", 4)
+    tracker.beginTurn({ from: "p-1", messageId: "q2" }, 4)
     assert.strictEqual(errorText(tracker.resolve({}, 4)), "ok:q2")
   })
 
