@@ -277,7 +277,12 @@ export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): bo
  * it and was told so, so it is withdrawn, not lost in flight (sim seed 10658
  * of `--host-journal --strict`: C read m5, A's cancel was acknowledged and C
  * read the control, then C's generation closed with m5's checkpoint
- * interrupted).
+ * interrupted). So is one whose acknowledgement came after that end when
+ * the control about it was read on that same connection: the broker had
+ * applied the withdrawal before the close, and a durable broker answers its
+ * sender only after the commit, which the control does not wait for
+ * (`--host-journal --client-timings --strict` seed 52221: B read m13 and
+ * C's supersede control and was killed; C's answer came 9 ms later).
  */
 export const withdrawnAfterRead = (state: LedgerState, record: MessageRecord): boolean => {
   const lastRead = record.reads[record.reads.length - 1]
@@ -285,7 +290,10 @@ export const withdrawnAfterRead = (state: LedgerState, record: MessageRecord): b
   const at = state.controls.cancelled.get(record.id) ?? state.controls.superseded.get(keyOf(record.sender, record.id))
   if (at === undefined) return false
   const endedAt = state.links.get(lastRead.link)?.endedAt
-  return endedAt === undefined || endedAt >= at
+  if (endedAt === undefined || endedAt >= at) return true
+  return state.controls.reads.some((control) =>
+    control.link === lastRead.link && control.messageId === record.id && control.from === record.sender
+  )
 }
 
 /**
