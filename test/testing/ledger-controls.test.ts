@@ -26,6 +26,10 @@
  * before that client's connection ended (seed 10658, `--host-journal --strict`)
  * or with the cancel's control read there before it ended, the acknowledgement
  * coming after (seed 52221, `--host-journal --client-timings --strict`).
+ * One cancelled only after that close stays lost-in-flight unless the broker
+ * that acknowledged the cancel crashed before its receiver registered with it
+ * again (the copy kept for its reader, memory only, went with it: seed 52213,
+ * `--reader-return --client-timings --strict`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -366,6 +370,41 @@ describe("Ledger: controls", () => {
       diedUnread(ledger)
       now = 5
       cancelAcknowledged(ledger)
+      ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
+    })
+
+    /** B's `register` on a new link #3 to the same broker, read by it. */
+    const backOnLink3 = (ledger: Ledger) => {
+      ledger.linkOpened(3, B, "client-b", 0)
+      brokerTook(ledger, 3, [register])
+      ledger.clientRead(3, [registered])
+    }
+
+    it("cancelled only after that connection ended, by a broker that then crashed before B came back: withdrawn, not lost-in-flight (seed 52213)", () => {
+      const ledger = strictWorld()
+      diedUnread(ledger)
+      now = 5
+      cancelAcknowledged(ledger)
+      now = 10
+      ledger.brokerCrashed(0)
+      ledger.linkClosed(1)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled only after that connection ended, by a broker B registered with again before it crashed: lost-in-flight", () => {
+      const ledger = strictWorld()
+      diedUnread(ledger)
+      now = 5
+      cancelAcknowledged(ledger)
+      now = 7
+      backOnLink3(ledger)
+      now = 10
+      ledger.brokerCrashed(0)
+      ledger.linkClosed(1)
+      ledger.linkClosed(3)
       ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
     })
