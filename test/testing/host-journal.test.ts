@@ -17,7 +17,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "../../src/testing/Simulation.ts"
+import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { type Op, runWorkload } from "../../src/testing/Workload.ts"
 
 const journaled = (seed: number, config: Omit<SimulationConfig, "seed"> = {}): SimulationConfig => ({
@@ -52,6 +52,19 @@ describe("host journal: a generation closed while a checkpoint waits leaves the 
         assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
       }))
   }
+
+  // Seed 52221 (`--host-journal --client-timings --strict`): B read m13 and C's supersede control of it, and was
+  // killed with m13's checkpoint cut short; the durable broker answered C's supersede 9 ms after B's connection
+  // ended (the answer waits for the commit, the control does not). The ledger, comparing the answer with that
+  // end alone, called m13 lost in flight; the control read on that connection shows it was withdrawn first.
+  it.effect("seed 52221: a message superseded and told before its reader was killed, answered after, is withdrawn (strict)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(journaled(52221, { clientTimings: defaultClientTimingRanges, strictInFlight: true }))
+      const trace = report.trace.join("\n")
+      assert.match(trace, /B told m13 superseded/, trace)
+      assert.match(trace, /B: journal: checkpoint of m13 interrupted/, trace)
+      assert.deepStrictEqual(report.violations, [], trace)
+    }))
 
   for (const seed of [12, 22, 48, 159, 522, 605]) {
     it.effect(`seed ${seed} holds every invariant with host journals`, () =>

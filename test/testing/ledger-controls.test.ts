@@ -23,7 +23,13 @@
  * its control was read); and under `--strict` one written to a connection
  * that died unread, cancelled or superseded before that close, is withdrawn,
  * as is one read by a client that closed before its session took it, cancelled
- * before that client's connection ended (seed 10658, `--host-journal --strict`).
+ * before that client's connection ended (seed 10658, `--host-journal --strict`)
+ * or with the cancel's control read there before it ended, the acknowledgement
+ * coming after (seed 52221, `--host-journal --client-timings --strict`).
+ * One cancelled only after that close stays lost-in-flight unless the broker
+ * that acknowledged the cancel crashed before its receiver registered with it
+ * again (the copy kept for its reader, memory only, went with it: seed 52213,
+ * `--reader-return --client-timings --strict`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -367,22 +373,66 @@ describe("Ledger: controls", () => {
       ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
     })
+
+    /** B's `register` on a new link #3 to the same broker, read by it. */
+    const backOnLink3 = (ledger: Ledger) => {
+      ledger.linkOpened(3, B, "client-b", 0)
+      brokerTook(ledger, 3, [register])
+      ledger.clientRead(3, [registered])
+    }
+
+    it("cancelled only after that connection ended, by a broker that then crashed before B came back: withdrawn, not lost-in-flight (seed 52213)", () => {
+      const ledger = strictWorld()
+      diedUnread(ledger)
+      now = 5
+      cancelAcknowledged(ledger)
+      now = 10
+      ledger.brokerCrashed(0)
+      ledger.linkClosed(1)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled only after that connection ended, by a broker B registered with again before it crashed: lost-in-flight", () => {
+      const ledger = strictWorld()
+      diedUnread(ledger)
+      now = 5
+      cancelAcknowledged(ledger)
+      now = 7
+      backOnLink3(ledger)
+      now = 10
+      ledger.brokerCrashed(0)
+      ledger.linkClosed(1)
+      ledger.linkClosed(3)
+      ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual(["lost-in-flight"])
+    })
   })
 
   describe("a message read by its receiver's client, which closed before its session took it (--strict)", () => {
     let now = 0
-    /** A's `one` written to B's link #2 and read there; `cancel` has A cancel it (acknowledged) first; then #2 ends. */
-    const readThenClosed = (cancel: "before the close" | "after the close" | "none") => {
+    /**
+     * A's `one` written to B's link #2 and read there; `when` has A cancel it (acknowledged) before #2 ends,
+     * after, or write the cancel before, B read its control on #2, and the answer come only after #2 ended.
+     */
+    const readThenClosed = (when: "before the close" | "after the close" | "control read, answered after the close" | "none") => {
       now = 0
       const ledger = strictWritten(() => now)
       ledger.clientRead(2, [message])
-      if (cancel === "before the close") cancelAcknowledged(ledger)
+      if (when === "before the close") cancelAcknowledged(ledger)
+      if (when === "control read, answered after the close") {
+        ledger.clientWrote(1, [cancel])
+        brokerTook(ledger, 1, [cancel])
+        ledger.clientRead(2, [control("cancel")])
+      }
       now = 5
       ledger.clientClosed("client-b")
       ledger.linkClosed(2)
       ledger.brokerEnded(2)
       now = 10
-      if (cancel === "after the close") cancelAcknowledged(ledger)
+      if (when === "after the close") cancelAcknowledged(ledger)
+      if (when === "control read, answered after the close") ledger.clientRead(1, [cancelled])
       const tally = ledger.finish()
       return { kinds: ledger.violations.map((violation) => violation.kind), tally }
     }
@@ -395,6 +445,12 @@ describe("Ledger: controls", () => {
 
     it("cancelled only after that connection ended: lost-in-flight", () => {
       expect(readThenClosed("after the close").kinds).toEqual(["lost-in-flight"])
+    })
+
+    it("its cancel's control read on that connection, the cancel acknowledged only after it ended: withdrawn, not lost-in-flight (seed 52221)", () => {
+      const { kinds, tally } = readThenClosed("control read, answered after the close")
+      expect(kinds).toEqual([])
+      expect(tally.withdrawn).toBe(1)
     })
 
     it("not cancelled: lost-in-flight", () => {

@@ -29,6 +29,9 @@
  * lost on the way is refused as not found by its record on the next broker
  * until its timeout runs out, and ends as the grace's end would end it
  * (`DeliveryUnknown`), not as a question asked and left unanswered (helper sim192).
+ * And seed 52213 of the same with `--strict`, whose A cancels m12 after D's
+ * connection dropped with it unread, the copy kept for D then lost with a
+ * broker crash: withdrawn, not lost in flight (helper sweepd).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -236,6 +239,27 @@ describe("an ask lost with a broker crash, refused on every retry until its time
       assert.match(trace, /A ask C "question 16 A→C"/, trace)
       assert.match(trace, /broker #1 crashed/, trace)
       assert.match(trace, /A ask4 ended: DeliveryUnknown/, trace)
+      assert.deepStrictEqual(kinds(report), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("a cancel of a copy back in the mailbox, then lost with its broker's crash (--reader-return --client-timings --strict, seed 52213)", () => {
+  // D's client dropped its stalled connection (its liveness probe timed out) with A's m12 written to it and
+  // unread; A's cancel came 1.5 s later, acknowledged, which kept the copy for D's instance in memory only
+  // (WithdrawnCopies.ts), and broker #1 crashed before D came back: the copy went with it (docs/protocol.md).
+  // A was told m12 was cancelled and no client read it: withdrawn; the ledger had called it lost in flight.
+  it.effect("m12 is withdrawn, not lost-in-flight, and the run passes strict", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 52213, clientTimings: defaultClientTimingRanges, strictInFlight: true, tolerate: KNOWN_ISSUES },
+        undefined,
+        { readerReturn: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(trace, /frame\(s\) toward D lost with link #7 \(messages m11, m12\)/, trace)
+      assert.match(trace, /A cancels m12 \(to D\) → cancelled/, trace)
+      assert.match(trace, /broker #1 crashed/, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
       assert.isTrue(report.ok, trace)
     }))

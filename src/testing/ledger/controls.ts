@@ -78,7 +78,7 @@
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  *
- * Size: about 445 lines, one concept (controls on the wire and the fates
+ * Size: about 490 lines, one concept (controls on the wire and the fates
  * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
@@ -271,13 +271,62 @@ export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): bo
 }
 
 /**
+ * Whether `record`, written only to connections of its receiver that ended
+ * with it unread (no control about it read), was cancelled by its sender
+ * (acknowledged) only after the last of them ended, by a broker incarnation
+ * that then crashed with no connection of the receiver registered to it
+ * since that end. The cancel kept the copy in the mailbox for the client
+ * instance written it (WithdrawnCopies.ts), in memory only, and the crash
+ * took it: docs/protocol.md says a restart between the cancel and the
+ * client's return leaves the client untold. Its sender was told it was
+ * cancelled and no client read it, so it is withdrawn, not lost in flight
+ * (`--reader-return --client-timings --strict` seed 52213: D's client
+ * dropped its stalled connection with m12 written and unread, A cancelled
+ * m12 1.5 s later, and broker #1 crashed before D came back). Without the
+ * crash the copy waits for that instance, whose return reads it with the
+ * cancel (`withdrawnAfterRead`), and one that never returns leaves it
+ * lost in flight as before (review revled).
+ */
+export const cancelledCopyCrashed = (state: LedgerState, record: MessageRecord): boolean => {
+  if (record.reads.length !== 0 || record.writtenTo.length === 0 || controlHeard(state, record)) return false
+  let lastEnd = 0
+  for (const id of record.writtenTo) {
+    const endedAt = state.links.get(id)?.endedAt
+    if (endedAt === undefined) return false
+    lastEnd = Math.max(lastEnd, endedAt)
+  }
+  return state.controls.cancelAcks.some((ack) =>
+    ack.sender === record.sender && ack.messageId === record.id && ack.at >= lastEnd && state.crashedEpochs.has(ack.epoch) &&
+    !receiverBackTo(state, record, ack.epoch, lastEnd)
+  )
+}
+
+/**
+ * Whether a connection of `record`'s receiver to broker incarnation `epoch`, other than those it was written
+ * to, had its `register` read at or after `since`.
+ */
+const receiverBackTo = (state: LedgerState, record: MessageRecord, epoch: number, since: number): boolean => {
+  for (const link of state.links.values()) {
+    const at = link.registerReadAt ?? link.registeredAt
+    if (link.owner !== record.target || link.brokerEpoch !== epoch || record.writtenTo.includes(link.id)) continue
+    if (at !== undefined && at >= since) return true
+  }
+  return false
+}
+
+/**
  * Whether `record`, last read by a client of its receiver that closed before
  * its session took it, was cancelled or superseded by its sender
  * (acknowledged) before that client's connection ended: its sender withdrew
  * it and was told so, so it is withdrawn, not lost in flight (sim seed 10658
  * of `--host-journal --strict`: C read m5, A's cancel was acknowledged and C
  * read the control, then C's generation closed with m5's checkpoint
- * interrupted).
+ * interrupted). So is one whose acknowledgement came after that end when
+ * the control about it was read on that same connection: the broker had
+ * applied the withdrawal before the close, and a durable broker answers its
+ * sender only after the commit, which the control does not wait for
+ * (`--host-journal --client-timings --strict` seed 52221: B read m13 and
+ * C's supersede control and was killed; C's answer came 9 ms later).
  */
 export const withdrawnAfterRead = (state: LedgerState, record: MessageRecord): boolean => {
   const lastRead = record.reads[record.reads.length - 1]
@@ -285,7 +334,10 @@ export const withdrawnAfterRead = (state: LedgerState, record: MessageRecord): b
   const at = state.controls.cancelled.get(record.id) ?? state.controls.superseded.get(keyOf(record.sender, record.id))
   if (at === undefined) return false
   const endedAt = state.links.get(lastRead.link)?.endedAt
-  return endedAt === undefined || endedAt >= at
+  if (endedAt === undefined || endedAt >= at) return true
+  return state.controls.reads.some((control) =>
+    control.link === lastRead.link && control.messageId === record.id && control.from === record.sender
+  )
 }
 
 /**

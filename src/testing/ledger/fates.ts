@@ -10,7 +10,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
-import { cancelledUnread, checkControls, checkSupersedesHeard, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
+import { cancelledCopyCrashed, cancelledUnread, checkControls, checkSupersedesHeard, supersededUnread, withdrawnAfterRead, withdrawnOnTheWay } from "./controls.ts"
 import { answeredQuestions, checkAskExpiry, checkExpiredAfterAnswer, owedExpiry, retriesAnswered } from "./askExpiry.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
@@ -210,7 +210,8 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
       const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
       if (open.length === 0) {
         // Or its sender cancelled or superseded it before that connection ended: not queued again by design.
-        if (withdrawnAsks.has(record) || withdrawnOnTheWay(state, record)) {
+        // Or cancelled after that end, the copy kept for its reader lost with the broker that kept it.
+        if (withdrawnAsks.has(record) || withdrawnOnTheWay(state, record) || cancelledCopyCrashed(state, record)) {
           withdrawn++
           continue
         }
