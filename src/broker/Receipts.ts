@@ -26,7 +26,7 @@
  * push a flooding sender's oldest out, and a record ages from the send, a
  * route from the delivery (review revd D1; DeliveryRecords.withdrawal, also
  * read where a closing connection gives a message back:
- * MailDelivery.withdrawnOnTheWay). A `replace`-staged message whose target
+ * MailReturns.withdrawnOnTheWay). A `replace`-staged message whose target
  * its sender cancelled or superseded while it waited (C-DLV-6 acknowledged
  * it queued) is not refused when its window closes but delivered alone: no
  * control, the record left as it is (review revd D3). A supersede of an
