@@ -163,6 +163,12 @@ const CANCELLED_QUEUED: Outcome = {
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 export const MAX_ROUTES = 65_536
 
+/** How long a withdrawal outlives its route (OutboundRecords.ageRoute): a day. */
+const WITHDRAWAL_KEPT_MS = 24 * HOUR
+
+/** Withdrawals kept past their routes at most, overall; past it the oldest go first (`prune`). */
+export const MAX_KEPT_WITHDRAWALS = 4_096
+
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
   private readonly ctx: RouterContext
@@ -308,7 +314,7 @@ export class Receipts {
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
       if (oldest === undefined) break
-      routes.dropRoute(oldest)
+      routes.ageRoute(oldest, now)
     }
   }
 
@@ -380,17 +386,33 @@ export class Receipts {
    * which the record keeps (`droppedUnread`).
    */
   dropRoute(senderKey: string, messageId: string, unread = false): void {
-    const route = this.routeOf(senderKey, messageId)
-    if (route === undefined) return
+    const found = this.routes.find(senderKey, messageId)
+    if (found === undefined || !(found.routed || found.withdrawalKept)) return
     // Its receiver never got it: no instance was given it, so `recordedRoute` does not follow the record.
-    route.receiverInstance = UNKNOWN_INSTANCE
-    this.routes.dropRoute(route, unread)
+    found.receiverInstance = UNKNOWN_INSTANCE
+    // Its route aged out before this give-back, its withdrawal kept (`prune`): that stays, marked so.
+    if (found.withdrawalKept) return this.routes.settleKept(found, unread)
+    this.routes.dropRoute(found, unread)
   }
 
+  /**
+   * Routes past their hour go; one that keeps its sender's withdrawal
+   * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
+   * MAX_ROUTES bound does), where it stays a day, at most
+   * MAX_KEPT_WITHDRAWALS of them (the oldest go first): its message may
+   * still wait unwritten in an outbox or a parked list, and must not be
+   * delivered after its withdrawal when it is given back (review revao AO2).
+   */
   prune(now: number): void {
+    const routes = this.routes
     const cutoff = now - HOUR - 1
-    for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
-      this.routes.dropRoute(oldest)
+    for (let oldest = routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = routes.oldestRoute) {
+      routes.ageRoute(oldest, now)
+    }
+    const keptCutoff = now - WITHDRAWAL_KEPT_MS - 1
+    for (let oldest = routes.oldestKeptWithdrawal; oldest !== undefined; oldest = routes.oldestKeptWithdrawal) {
+      if (oldest.routedAt > keptCutoff && routes.withdrawalsKept <= MAX_KEPT_WITHDRAWALS) break
+      routes.dropKept(oldest)
     }
     this.held.expire(now)
   }
