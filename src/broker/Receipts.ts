@@ -344,11 +344,27 @@ export class Receipts {
    * False when neither names one.
    */
   given(mail: Mail, receiver: Session): boolean {
-    const found = this.routes.find(mail.senderKey, mail.message.id)
-    if (found === undefined || found.receiverKey !== receiver.key) return false
-    return found.routed
-      ? mayHold(found.receiverInstance, receiver)
-      : found.receiverInstance !== UNKNOWN_INSTANCE && found.receiverInstance === receiver.instance
+    return this.givenBy(mail.senderKey, mail.message.id, receiver) === true
+  }
+
+  /**
+   * Whether the message `control` is about went to `receiver`'s client
+   * instance, as its route — or, once that is gone, its record — names it
+   * (`given`); undefined when neither names an instance (none left, or its
+   * route dropped with the message: `dropRoute`). Read on the close path
+   * for a control given back alone (MailReturns.takeBack).
+   */
+  givenMessageOf(control: ControlFrame, receiver: Session): boolean | undefined {
+    return this.givenBy(control.senderKey, control.messageId, receiver)
+  }
+
+  /** `given` of `senderKey`'s message `messageId`; undefined when no route or record names an instance. */
+  private givenBy(senderKey: string, messageId: string, receiver: Session): boolean | undefined {
+    const found = this.routes.find(senderKey, messageId)
+    if (found === undefined) return undefined
+    if (found.routed) return found.receiverKey === receiver.key && mayHold(found.receiverInstance, receiver)
+    if (found.receiverInstance === UNKNOWN_INSTANCE) return undefined
+    return found.receiverKey === receiver.key && found.receiverInstance === receiver.instance
   }
 
   /**
