@@ -34,6 +34,7 @@ import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import { charsOf, isControl, isMessage, isSenderOrdered, isStranded, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
+import type { ParkedControls } from "./ParkedControls.ts"
 import { countParkedMail, returnWaitOf, waitsBehindParked } from "./ParkedOrder.ts"
 import type { OutboundItem, Peer, Returnable, ReturnWait } from "./Peer.ts"
 
@@ -54,6 +55,8 @@ export interface ForcedSide {
   readonly batchParked: () => Array<readonly [Peer, OutboundItem]>
   /** The readers whose own parked list may hold output, with a drainer at work (Output's). */
   readonly parkedReaders: ReadonlySet<Peer>
+  /** The count of control frames in the parked lists (ParkedControls.ts, Output's): raised for each control parked here. */
+  readonly controls: ParkedControls
   /** The outbox budgets: forced output is charged like any other (OutboxBudgets.ts). */
   readonly budgets: OutboxBudgets
   /** The takeovers' custody holds (CustodyHold.ts): forced output they cover is kept with them. */
@@ -165,6 +168,7 @@ export class ForcedOutput {
     const reader = wait.reader
     if (reader === recipient || reader.parked.length === 0 || !this.side.parkedReaders.has(reader)) return false
     reader.parked.push([recipient, item])
+    this.side.controls.joined(item)
     return true
   }
 
@@ -191,6 +195,7 @@ export class ForcedOutput {
    */
   parkOwn(recipient: Peer, item: SenderOrdered): void {
     recipient.parked.push([recipient, item])
+    this.side.controls.joined(item)
     // Its drainer may offer it ahead of a head that waits for another's room (ParkedDrain.offerOwnAhead).
     this.side.ownJoined(recipient)
     // A control frame is not counted: nothing waits behind it, and its offer uncounts nothing.

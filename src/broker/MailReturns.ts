@@ -36,6 +36,11 @@ export interface ReturnRoutes extends CopyRoutes {
   /** Whether `receiver`'s client instance was given `mail` (its route says so: Receipts.given). */
   readonly given: (mail: Mail, receiver: Session) => boolean
   /**
+   * Whether `control`'s message went to `receiver`'s client instance, as far as its route or record knows
+   * (Receipts.givenMessageOf): undefined when neither names an instance.
+   */
+  readonly givenMessageOf: (control: ControlFrame, receiver: Session) => boolean | undefined
+  /**
    * `senderKey`'s message `messageId`, withdrawn on its way, was given back
    * never written and is dropped: as `lost`, and no client read it
    * (Receipts.dropRoute with `unread`).
@@ -106,7 +111,11 @@ export class MailReturns {
    * session's connection now — after the mail given back before it — or,
    * with that session away, is dropped (a control needs both sides live);
    * so is one about a message an earlier give-back dropped never written
-   * (`aboutUngiven`: no client of its session got that message).
+   * (`aboutUngiven`: no client of its session got that message), and one
+   * whose message its session's live client instance was not given
+   * (`reachesLive`: its route names another — refused at the closed
+   * connection of the instance that read it, after another registered the
+   * session; a takeover's hand-over moves the route on with the message).
    * True when it went to its session's live connection (kept with a
    * takeover's hold there included): a takeover's hand-over passes a
    * control on only after its message went so (OutputEnd.handOver).
@@ -114,7 +123,7 @@ export class MailReturns {
   takeBack(item: Returnable | ControlFrame): boolean {
     if (item instanceof ControlFrame) {
       const live = liveSession(this.ctx, item.to)
-      if (live === undefined || this.aboutUngiven(item)) return false
+      if (live === undefined || this.aboutUngiven(item) || !this.reachesLive(item, live)) return false
       this.ctx.output.forceEnqueue(live.peer, item)
       return true
     }
@@ -255,6 +264,22 @@ export class MailReturns {
   }
 
   /**
+   * Whether `control` may go to `live`, its session's live connection: the
+   * client instance there was given its message — its route (or record)
+   * names that instance, moved on when the message was handed on there
+   * (Receipts.handedOn) — or a takeover's custody hold there covers it
+   * (the old close decides: CustodyHold.ts). With no route or record
+   * naming an instance (gone, or dropped with the message), the instance
+   * the control was written for (`ControlFrame.instance`). A look-up, for controls on the close path
+   * only.
+   */
+  private reachesLive(control: ControlFrame, live: Session): boolean {
+    const given = this.routes.givenMessageOf(control, live)
+    if (given === true || this.ctx.output.holds.holdOf(live.peer, control) !== undefined) return true
+    return given === undefined && mayHold(control.instance, live)
+  }
+
+  /**
    * A message withdrawn on its way that goes no further, its session live or its ask over: when no client
    * read it (never written), a control about it still parked at its sender's reader is dropped with it and
    * its route says it was dropped unread, so a control about it coming back alone reaches no one either
@@ -320,7 +345,9 @@ export class MailReturns {
       // message's fate, as one given back with it does: dropped with it, or made again with a kept copy
       // (review revao AO1, AO3, AO4). A scan of the parked lists, for a withdrawn message only.
       this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
-      if (this.withdrawn.keepCancelled(outbound, now)) return false
+      // A copy the mailbox's bounds push out at once leaves each reader its cancel alone, kept for its return as a
+      // control given back without its message is (`keepAlone`; review revaq).
+      if (this.withdrawn.keepCancelled(outbound, now, (control) => this.controls.keep(control, now, true))) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
       // record rewrite dropped its stored row. Read by no client (never written), the route says so: a control

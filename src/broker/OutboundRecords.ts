@@ -111,6 +111,11 @@ const CHAINED = 8
 const RESTORED = 16
 /** Its route was dropped with its message, which no client read (`dropRoute`'s `unread`; Receipts.droppedUnread). */
 const DROPPED_UNREAD = 32
+/**
+ * Its route aged out (its hour, or MAX_ROUTES) while it kept its sender's withdrawal: the record stays on the
+ * withdrawals' list (`keepWithdrawal`), on the route links, so that withdrawal outlives the route.
+ */
+const WITHDRAWAL_KEPT = 64
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -153,7 +158,8 @@ export class OutboundRecord implements Fingerprint {
   newerRecord: OutboundRecord | undefined = undefined
   /**
    * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
-   * with its message unread (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD).
+   * with its message unread, whether its withdrawal is kept past its route (RECORDED, ROUTED, IN_TABLE, CHAINED,
+   * RESTORED, DROPPED_UNREAD, WITHDRAWAL_KEPT).
    */
   parts = 0
   /** Its id's hash in the table (while in it). */
@@ -174,11 +180,15 @@ export class OutboundRecord implements Fingerprint {
    * rewritten to (Receipts.ts), that same object, so it allocates nothing. Kept with the route because the route
    * can outlive that record (the records' bounds push a flooding sender's oldest out; a record ages from
    * the send, a route from the delivery): a later cancel or supersede still finds the fate settled
-   * (DeliveryRecords.withdrawal). Cleared with the route.
+   * (DeliveryRecords.withdrawal). Cleared with the route — but for a route that aged out (its hour, or
+   * MAX_ROUTES): the withdrawal then stays on the withdrawals' list (`OutboundRecords.keepWithdrawal`), as the
+   * message it withdrew may still wait unwritten in an outbox or a parked list, and its give-back must find it
+   * withdrawn (review revao AO2).
    */
   withdrawal: Outcome | undefined = undefined
   private routedAtHigh = 0
   private routedAtLow = 0
+  /** The route list's links while routed; the withdrawals' list's while its withdrawal is kept past the route. */
   olderRoute: OutboundRecord | undefined = undefined
   newerRoute: OutboundRecord | undefined = undefined
 
@@ -246,6 +256,15 @@ export class OutboundRecord implements Fingerprint {
    */
   get droppedUnread(): boolean {
     return (this.parts & DROPPED_UNREAD) !== 0
+  }
+
+  /**
+   * Its route aged out while it kept its sender's withdrawal, which stays
+   * (`OutboundRecords.keepWithdrawal`): on the withdrawals' list, not the
+   * route list. `routedAt` then says when the route aged out.
+   */
+  get withdrawalKept(): boolean {
+    return (this.parts & WITHDRAWAL_KEPT) !== 0
   }
 
   /** It is the table's record of its (sender, id): `claim` needs no lookup. */
@@ -340,6 +359,10 @@ export class OutboundRecords {
   private newestRouteEntry: OutboundRecord | undefined = undefined
   private recordCount = 0
   private routeTotal = 0
+  /** The withdrawals kept past their routes (`keepWithdrawal`), oldest first, on the records' route links. */
+  private oldestKeptEntry: OutboundRecord | undefined = undefined
+  private newestKeptEntry: OutboundRecord | undefined = undefined
+  private keptTotal = 0
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
@@ -367,6 +390,16 @@ export class OutboundRecords {
   /** Route parts kept. */
   get routes(): number {
     return this.routeTotal
+  }
+
+  /** Withdrawals kept past their routes (`keepWithdrawal`). */
+  get withdrawalsKept(): number {
+    return this.keptTotal
+  }
+
+  /** The withdrawal kept past its route longest, if any. */
+  get oldestKeptWithdrawal(): OutboundRecord | undefined {
+    return this.oldestKeptEntry
   }
 
   /** Objects in the table (a record with both parts counts once). */
@@ -449,7 +482,7 @@ export class OutboundRecords {
    * alone when no other record shares its hash.
    */
   private release(record: OutboundRecord): void {
-    if ((record.parts & (RECORDED | ROUTED)) !== 0 || (record.parts & IN_TABLE) === 0) return
+    if ((record.parts & (RECORDED | ROUTED | WITHDRAWAL_KEPT)) !== 0 || (record.parts & IN_TABLE) === 0) return
     this.changes++
     this.count--
     const next = record.sameHash
@@ -509,9 +542,13 @@ export class OutboundRecords {
    */
   keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number): void {
     if (record.routed) this.unlinkRoute(record)
-    else this.routeTotal++
+    else {
+      // Routed again (a message under its id flushed or sent anew): its kept withdrawal, if any, leaves that list.
+      if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+      this.routeTotal++
+    }
     // A route made in this run names the instance given the message: with it gone, no record implies one.
-    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD)
+    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
     record.routedAt = at
@@ -532,6 +569,59 @@ export class OutboundRecords {
     record.withdrawal = undefined
     this.routeTotal--
     this.release(record)
+  }
+
+  /**
+   * Drops `record`'s route part as it ages out (its hour, or MAX_ROUTES
+   * newer routes: Receipts.prune, Receipts.addRoute) at `at`. A route that
+   * keeps its sender's withdrawal (`OutboundRecord.withdrawal`) leaves the
+   * record on the withdrawals' list instead, still in the table, with that
+   * withdrawal and the instance it names: the message may still wait
+   * unwritten in its receiver's outbox or a parked list, and whoever gives
+   * it back must find it withdrawn (DeliveryRecords.withdrawal,
+   * MailReturns.requeue; review revao AO2). One field test per aged route.
+   */
+  ageRoute(record: OutboundRecord, at: number): void {
+    if (record.withdrawal === undefined || !record.routed) return this.dropRoute(record)
+    this.unlinkRoute(record)
+    this.routeTotal--
+    record.parts = (record.parts & ~ROUTED) | WITHDRAWAL_KEPT
+    record.routedAt = at
+    record.olderRoute = this.newestKeptEntry
+    if (this.newestKeptEntry !== undefined) this.newestKeptEntry.newerRoute = record
+    else this.oldestKeptEntry = record
+    this.newestKeptEntry = record
+    this.keptTotal++
+  }
+
+  /**
+   * Marks the record whose withdrawal is kept past its route (`ageRoute`) as
+   * its message's give-back settled it: it names no client instance now,
+   * and `unread`, none read it (`droppedUnread`). It stays on the
+   * withdrawals' list, so a control about that message given back later
+   * still finds both (MailReturns.aboutUngiven).
+   */
+  settleKept(record: OutboundRecord, unread: boolean): void {
+    if ((record.parts & WITHDRAWAL_KEPT) === 0) return
+    if (unread) record.parts |= DROPPED_UNREAD
+  }
+
+  /** Takes `record`'s kept withdrawal off the withdrawals' list (bounds: Receipts.prune); the record may leave the table. */
+  dropKept(record: OutboundRecord): void {
+    if ((record.parts & WITHDRAWAL_KEPT) === 0) return
+    this.unlinkKept(record)
+    record.parts &= ~WITHDRAWAL_KEPT
+    record.withdrawal = undefined
+    this.release(record)
+  }
+
+  private unlinkKept(record: OutboundRecord): void {
+    if (record.olderRoute !== undefined) record.olderRoute.newerRoute = record.newerRoute
+    else this.oldestKeptEntry = record.newerRoute
+    if (record.newerRoute !== undefined) record.newerRoute.olderRoute = record.olderRoute
+    else this.newestKeptEntry = record.olderRoute
+    record.olderRoute = record.newerRoute = undefined
+    this.keptTotal--
   }
 
   private unlinkRecord(record: OutboundRecord): void {

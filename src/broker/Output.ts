@@ -42,6 +42,8 @@
  *   count and the drainers waiting on it; the one writer of `outboxChars`.
  * - ParkedOrder.ts: the per-sender counts of a reader's own parked mail
  *   and the tests of what waits behind it or behind a withheld return.
+ * - `controls` (ParkedControls.ts): the count of control frames parked,
+ *   raised and lowered by the parts that park and unpark them.
  * - `forced` (ForcedOutput.ts): output forced past the bounds, parked
  *   behind its sender's older parked mail or a withheld return's old output.
  * - `writes` (OutputWrites.ts): the writer's side — a write taken from an
@@ -64,7 +66,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 460 lines, past the guideline: one concept — the batch
+ * Size: about 475 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -78,6 +80,7 @@
  */
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import { ParkedControls } from "./ParkedControls.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { Deferred, Exit } from "effect"
@@ -100,6 +103,8 @@ export class Output {
   private parked: Array<readonly [Peer, OutboundItem]> = []
   /** Readers whose own parked list (`Peer.parked`) may hold output: from `parkFor` until it is empty. */
   private readonly parkedReaders = new Set<Peer>()
+  /** Control frames in the readers' parked lists (ParkedControls.ts): `dropParkedControls` scans none while zero. */
+  private readonly controls = new ParkedControls()
   /**
    * Departures withheld from a recipient until the departed sender's mail in
    * its own parked list is offered (`holdBehindParked`).
@@ -178,6 +183,7 @@ export class Output {
       ownJoined: (reader) => this.ownJoined(reader),
       batchParked: () => this.parked,
       parkedReaders: this.parkedReaders,
+      controls: this.controls,
       budgets: this.budgets,
       holds: this.holds,
       departureHolds: this.departureHolds
@@ -197,7 +203,8 @@ export class Output {
       replies: this.replies,
       feed,
       undeliverable: (item) => this.undeliverable(item),
-      unpark: (reader) => this.parkedReaders.delete(reader)
+      unpark: (reader) => this.parkedReaders.delete(reader),
+      controls: this.controls
     })
     this.end = new OutputEnd({
       charge: (peer, chars) => this.budgets.charge(peer, chars),
@@ -206,6 +213,7 @@ export class Output {
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
       undeliverable: (item) => this.undeliverable(item),
       unpark: (reader) => this.parkedReaders.delete(reader),
+      controls: this.controls,
       parkedOut: (reader) => feed.parkedOut(reader),
       departureHolds: this.departureHolds,
       holds: this.holds,
@@ -369,10 +377,17 @@ export class Output {
    * Takes every control frame for session `to` about the message under
    * `messageKey` out of the readers' parked lists (ParkedDrain.dropControls):
    * that message came back to the close path with `to` away, and the control
-   * shares its fate (MailReturns.requeue; review revao). Slow path only.
+   * shares its fate (MailReturns.requeue; review revao). Slow path only;
+   * no scan while no control is parked (`ParkedControls`, review revaq AQ3).
    */
   dropParkedControls(to: string, messageKey: string): void {
+    if (this.controls.size === 0) return
     this.drain.dropControls(this.parkedReaders, to, messageKey)
+  }
+
+  /** Control frames in the readers' parked lists now (ParkedControls.ts; tests, stats). */
+  get parkedControls(): number {
+    return this.controls.size
   }
 
   /** The drainers `ownJoined` marked try their head again, and offer what may go ahead of it. */
@@ -422,6 +437,7 @@ export class Output {
       } else if (entry[0] === reader && !ahead && isReadOnlyAnswer(item)) {
         ahead = true
       }
+      this.controls.joined(item)
       parked[kept++] = entry
     }
     parked.length = kept

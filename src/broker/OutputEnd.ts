@@ -39,6 +39,7 @@
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { uncountParkedMail } from "./ParkedOrder.ts"
@@ -61,6 +62,8 @@ export interface OutputSide {
   readonly undeliverable: (item: OutboundItem) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
+  /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control forced, handed over or taken back here. */
+  readonly controls: ParkedControls
   /** All of `reader`'s parked output is out: the departures held behind it go (FeedSource.parkedOut). */
   readonly parkedOut: (reader: Peer) => void
   /** The departures held behind recipients' own parked output (Output's). */
@@ -103,8 +106,12 @@ export class OutputEnd {
     for (const entry of entries) {
       const [recipient, item] = entry
       if (item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient === reader) own.push(entry)
-      else if (recipient.state === "closed") this.side.undeliverable(item)
+      if (recipient === reader) {
+        own.push(entry)
+        continue
+      }
+      this.side.controls.left(item)
+      if (recipient.state === "closed") this.side.undeliverable(item)
       else this.side.forceEnqueue(recipient, item)
     }
     reader.parked = own
@@ -123,7 +130,10 @@ export class OutputEnd {
     const own = reader.parked
     reader.parked = []
     const items: Array<OutboundItem> = []
-    for (let i = 0; i < own.length; i++) items.push(own[i]![1])
+    for (let i = 0; i < own.length; i++) {
+      items.push(own[i]![1])
+      this.side.controls.left(own[i]![1])
+    }
     return items
   }
 
@@ -249,7 +259,10 @@ export class OutputEnd {
     }
     if (taken.length === 0) return
     parked.length = kept
-    for (let i = 0; i < taken.length; i++) this.handOne(peer, taken[i]!, instance, forwarded, handed)
+    for (let i = 0; i < taken.length; i++) {
+      this.side.controls.left(taken[i]!)
+      this.handOne(peer, taken[i]!, instance, forwarded, handed)
+    }
     for (const item of taken) {
       if (!isMessage(item)) continue
       uncountParkedMail(peer, item.mail.senderKey)

@@ -73,6 +73,7 @@ import {
 } from "./OutboundItems.ts"
 import { isShut, type OutboxBudgets } from "./OutboxBudgets.ts"
 import type { FeedSource } from "./OutputWrites.ts"
+import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn } from "./ParkedOrder.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
@@ -95,6 +96,8 @@ export interface DrainSide {
   readonly undeliverable: (item: OutboundItem) => void
   /** `reader` is no longer among Output's readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
+  /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control offered or dropped here. */
+  readonly controls: ParkedControls
 }
 
 /** The drain of the readers' own parked lists (see the module header). */
@@ -297,6 +300,7 @@ export class ParkedDrain {
         break
       }
       parked.splice(i--, 1)
+      this.side.controls.left(item)
       this.offeredAhead++
       if (placed === "queued") queued = true
       const own = isMessage(item) ? item : undefined
@@ -347,6 +351,7 @@ export class ParkedDrain {
         const entry = parked[i]!
         const item = entry[1]
         if (!isControl(item) || item.to !== to || item.messageKey !== messageKey) parked[kept++] = entry
+        else this.side.controls.left(item)
       }
       if (kept === parked.length) continue
       parked.length = kept
@@ -372,6 +377,7 @@ export class ParkedDrain {
   private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean, queued: boolean): boolean {
     if (reader.parked[0] !== entry) return false
     const first = reader.parked.shift()
+    if (first !== undefined) this.side.controls.left(first[1])
     const toReader = first !== undefined && first[0] === reader
     const own = toReader && isMessage(first[1]) ? first[1] : undefined
     if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)

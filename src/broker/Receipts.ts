@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
  *
- * Size: about 615 lines, past the ~400 guideline, near half of them this
+ * Size: about 640 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -162,6 +162,12 @@ const CANCELLED_QUEUED: Outcome = {
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 export const MAX_ROUTES = 65_536
+
+/** How long a withdrawal outlives its route (OutboundRecords.ageRoute): a day. */
+const WITHDRAWAL_KEPT_MS = 24 * HOUR
+
+/** Withdrawals kept past their routes at most, overall; past it the oldest go first (`prune`). */
+export const MAX_KEPT_WITHDRAWALS = 4_096
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
@@ -308,7 +314,7 @@ export class Receipts {
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
       if (oldest === undefined) break
-      routes.dropRoute(oldest)
+      routes.ageRoute(oldest, now)
     }
   }
 
@@ -338,11 +344,27 @@ export class Receipts {
    * False when neither names one.
    */
   given(mail: Mail, receiver: Session): boolean {
-    const found = this.routes.find(mail.senderKey, mail.message.id)
-    if (found === undefined || found.receiverKey !== receiver.key) return false
-    return found.routed
-      ? mayHold(found.receiverInstance, receiver)
-      : found.receiverInstance !== UNKNOWN_INSTANCE && found.receiverInstance === receiver.instance
+    return this.givenBy(mail.senderKey, mail.message.id, receiver) === true
+  }
+
+  /**
+   * Whether the message `control` is about went to `receiver`'s client
+   * instance, as its route — or, once that is gone, its record — names it
+   * (`given`); undefined when neither names an instance (none left, or its
+   * route dropped with the message: `dropRoute`). Read on the close path
+   * for a control given back alone (MailReturns.takeBack).
+   */
+  givenMessageOf(control: ControlFrame, receiver: Session): boolean | undefined {
+    return this.givenBy(control.senderKey, control.messageId, receiver)
+  }
+
+  /** `given` of `senderKey`'s message `messageId`; undefined when no route or record names an instance. */
+  private givenBy(senderKey: string, messageId: string, receiver: Session): boolean | undefined {
+    const found = this.routes.find(senderKey, messageId)
+    if (found === undefined) return undefined
+    if (found.routed) return found.receiverKey === receiver.key && mayHold(found.receiverInstance, receiver)
+    if (found.receiverInstance === UNKNOWN_INSTANCE) return undefined
+    return found.receiverKey === receiver.key && found.receiverInstance === receiver.instance
   }
 
   /**
@@ -380,17 +402,33 @@ export class Receipts {
    * which the record keeps (`droppedUnread`).
    */
   dropRoute(senderKey: string, messageId: string, unread = false): void {
-    const route = this.routeOf(senderKey, messageId)
-    if (route === undefined) return
+    const found = this.routes.find(senderKey, messageId)
+    if (found === undefined || !(found.routed || found.withdrawalKept)) return
     // Its receiver never got it: no instance was given it, so `recordedRoute` does not follow the record.
-    route.receiverInstance = UNKNOWN_INSTANCE
-    this.routes.dropRoute(route, unread)
+    found.receiverInstance = UNKNOWN_INSTANCE
+    // Its route aged out before this give-back, its withdrawal kept (`prune`): that stays, marked so.
+    if (found.withdrawalKept) return this.routes.settleKept(found, unread)
+    this.routes.dropRoute(found, unread)
   }
 
+  /**
+   * Routes past their hour go; one that keeps its sender's withdrawal
+   * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
+   * MAX_ROUTES bound does), where it stays a day, at most
+   * MAX_KEPT_WITHDRAWALS of them (the oldest go first): its message may
+   * still wait unwritten in an outbox or a parked list, and must not be
+   * delivered after its withdrawal when it is given back (review revao AO2).
+   */
   prune(now: number): void {
+    const routes = this.routes
     const cutoff = now - HOUR - 1
-    for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
-      this.routes.dropRoute(oldest)
+    for (let oldest = routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = routes.oldestRoute) {
+      routes.ageRoute(oldest, now)
+    }
+    const keptCutoff = now - WITHDRAWAL_KEPT_MS - 1
+    for (let oldest = routes.oldestKeptWithdrawal; oldest !== undefined; oldest = routes.oldestKeptWithdrawal) {
+      if (oldest.routedAt > keptCutoff && routes.withdrawalsKept <= MAX_KEPT_WITHDRAWALS) break
+      routes.dropKept(oldest)
     }
     this.held.expire(now)
   }

@@ -338,6 +338,7 @@ export class Router {
       given: (given, receiver) => receipts.given(given, receiver),
       lostUnread: (senderKey, messageId) => receipts.dropRoute(senderKey, messageId, true),
       droppedUnread: (senderKey, messageId) => receipts.droppedUnread(senderKey, messageId),
+      givenMessageOf: (control, receiver) => receipts.givenMessageOf(control, receiver),
       givenTo: (senderKey, messageId) => receipts.givenTo(senderKey, messageId),
       handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {

@@ -216,9 +216,11 @@ export class WithdrawnCopies {
    * False when it is not so kept: never written, superseded (the new
    * message tells its client), or no instance known; true when noted, even
    * if the bounds pushed the copy out at once (then it went silently,
-   * MailDelivery's `evicted`).
+   * MailDelivery's `evicted`, and each reader's control goes to
+   * `pushedOut`, for the caller to keep alone for that reader's return: its
+   * control still parked was dropped for this copy's).
    */
-  keepCancelled(outbound: OutboundMessage, now: number): boolean {
+  keepCancelled(outbound: OutboundMessage, now: number, pushedOut: (control: ControlFrame) => void): boolean {
     const { mail } = outbound
     const given = this.readersOf(outbound)
     if (given === undefined) return false
@@ -241,6 +243,8 @@ export class WithdrawnCopies {
     const copy: Mail = { ...mail, queuedAt: now }
     this.markRead(copy, readers)
     this.put(copy)
+    // Pushed out at once (its note taken with it): the readers are still owed the cancel, without the message.
+    if (!this.copies.has(mail.recordKey)) for (const reader of kept) pushedOut(reader.control)
     return true
   }
 

@@ -7,8 +7,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { DELIVERED, DeliveryRecords, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
+import { DELIVERED, DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
 import { idHash, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
 const SENDERS = ["a", "b", "c"]
@@ -206,6 +207,34 @@ describe("OutboundRecords", () => {
     table.dropRoute(records[1]!)
     expect(table.size).toBe(0)
     expect(table.firstWithId("1")).toBeUndefined()
+  })
+
+  it("a route aging out with a withdrawal keeps it on the withdrawals' list, in age order, until routed again or dropped", () => {
+    const table = new OutboundRecords(SEED)
+    const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    const [plain, first, second] = ["1", "2", "3"].map((id) => table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined)))
+    for (const record of [plain!, first!, second!]) table.keepRoute(record, "b", 7, 1)
+    first!.withdrawal = CANCELLED
+    second!.withdrawal = CANCELLED
+    // No withdrawal: the route goes, and with no replay part the record leaves the table.
+    table.ageRoute(plain!, 5)
+    expect(table.find("a", "1")).toBeUndefined()
+    table.ageRoute(first!, 5)
+    table.ageRoute(second!, 6)
+    expect(table.routes).toBe(0)
+    expect(table.withdrawalsKept).toBe(2)
+    expect(table.oldestKeptWithdrawal).toBe(first)
+    expect(table.find("a", "2")).toMatchObject({ withdrawalKept: true, routed: false, withdrawal: CANCELLED, receiverInstance: 7, routedAt: 5 })
+    // Its give-back settles it unread: marked so, still kept.
+    table.settleKept(first!, true)
+    expect(table.find("a", "2")).toMatchObject({ withdrawalKept: true, droppedUnread: true })
+    // Routed again: off the withdrawals' list, on the route list.
+    table.keepRoute(second!, "b", 8, 7)
+    expect([table.withdrawalsKept, table.routes, second!.withdrawalKept]).toEqual([1, 1, false])
+    // Dropped (its day, or the bound: Receipts.prune): the record leaves the table.
+    table.dropKept(first!)
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, table.find("a", "2")]).toEqual([0, undefined, undefined])
+    expect(table.size).toBe(1)
   })
 
   it("tells apart ids whose hashes collide, whichever of them leaves first", () => {
