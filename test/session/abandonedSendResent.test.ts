@@ -1,27 +1,24 @@
 /**
- * Review revas AS1 (probe, not a fix): a retry that JOINED the client's
- * re-send and then timed out is forgotten by its connection
- * (ClientConnection.ts `send`, `sends.forget(inFlight)`, merge lateb). If
- * that connection then drops with the re-sent frame never read by the
- * broker (a broker that stopped reading: the liveness probe drops the link,
- * P96), the close no longer keeps the question among the unanswered, so the
- * next connection does not write it again. The asker's settle on that next
- * connection is answered, no verdict is read, and the ask waits as if its
- * question were delivered: the question is LOST (the answerer never gets
- * it). Before lateb, the joined re-send stayed in the table, was kept by the
- * close and written again on the next connection.
+ * A send every caller left unanswered is abandoned, not forgotten
+ * (PendingSends.ts, review revas AS1): if its connection then drops, the
+ * close keeps it among the unanswered and the next connection writes it
+ * again, so the question reaches its answerer. Two ways in: a retry that
+ * JOINED the client's re-send and timed out, and a first write that timed
+ * out. Forgotten (before the fix), the question was never written again:
+ * the asker's settle found no verdict and waited as if it were delivered,
+ * and the answerer never got it.
  *
  * Full sessions on the in-memory broker under TestClock: the asker's first
  * connection drops as the question is written; its second swallows every
- * write from the re-sent question on (the broker never reads them); its
- * third is sound.
+ * write from the re-sent question on (the broker never reads them), and the
+ * liveness probe drops it; its third is sound.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { type Connection, ConnectionClosed } from "../src/transport/Connection.ts"
-import { memoryWorld } from "./support/memoryWorld.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { type Connection, ConnectionClosed } from "../../src/transport/Connection.ts"
+import { memoryWorld } from "../support/memoryWorld.ts"
 
 const ASK_TIMEOUT = 120_000
 const SEND_TIMEOUT = 3_000
@@ -78,7 +75,7 @@ const stepUntil = (done: () => boolean, limitMs: number) =>
     return done()
   })
 
-describe("review revas AS1: a joined re-send forgotten on its timeout is never written again after a drop", () => {
+describe("a send abandoned on its timeout is written again after its connection drops", () => {
   it.effect("the question reaches the answerer after the connection that swallowed its re-send drops", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
@@ -109,7 +106,7 @@ describe("review revas AS1: a joined re-send forgotten on its timeout is never w
       )
     }))
 
-  it.effect("pre-existing twin (first write, no join): the question reaches the answerer after the connection that swallowed it drops", () =>
+  it.effect("a first write that timed out (no join): the question reaches the answerer after the connection that swallowed it drops", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       const link = dropThenSwallow(world, { drops: undefined, swallows: 1 })

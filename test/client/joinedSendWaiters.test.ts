@@ -1,12 +1,11 @@
 /**
- * Review revas AS3 (probe, not a fix): ClientConnection `send` (merge lateb)
- * forgets the client's re-send when ONE caller that joined it times out
- * (`sends.forget(inFlight)`), though another caller may still wait on the
- * same answer (C-BRK-8: the same send twice shares one answer). The
- * broker's answer, read after the first caller left, then finds no waiting
- * send and goes to `sinks.lateAnswer`; the second caller, still within its
- * own timeout, never gets it and fails with `RequestTimeout` (the message
- * was delivered). Before lateb the entry stayed until answered.
+ * Callers of one send are counted (PendingSends `join`/`leave`, review revas
+ * AS3): one caller that joined the client's re-send timing out does not
+ * abandon it while another caller of the same send (C-BRK-8) still waits,
+ * so the broker's answer, read after the first left, reaches the second.
+ * Before the fix the first caller's timeout forgot the send, the answer
+ * went to `sinks.lateAnswer`, and the second caller timed out on a
+ * delivered message.
  *
  * A fake broker in memory under TestClock: the first connection ends as the
  * send is read (never answered); on the second the client writes the send
@@ -15,12 +14,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { message } from "./support/broker.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
 const SEND_TIMEOUT = 1_000
 
-describe("review revas AS3: a joined re-send forgotten while another caller still waits on it", () => {
+describe("a joined re-send one caller left while another still waits on it", () => {
   it.effect("the second caller of the same send gets the broker's answer read after the first caller timed out", () =>
     Effect.gen(function*() {
       const fake = yield* memoryFakeBroker({
