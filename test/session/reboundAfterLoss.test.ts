@@ -1,17 +1,11 @@
 /**
- * Review revas AS2 (probe, not a fix): Sending.deliver (merge lateb) turns
- * a re-list that times out after `E_TARGET_REBOUND` into
- * `NotDelivered(E_TARGET_REBOUND)`, "the question went nowhere". That holds
- * only when the rebound answered the question's first write. When the
- * question was lost with its connection on the way (Resending.retrying) and
- * the broker reached next no longer holds its record (a broker restarted
- * without its state), the rebound answers the client's re-send, not the
- * first write — which the old broker may well have delivered. Resending's
- * own rule for this case ("a failure that stands says only what the broker
- * it reached next knows … the outcome is unknown, `ConnectionLost`") is not
- * applied to a rebound, and lateb's mapping now reports the question as
- * never delivered while its answerer holds it: the asker may ask again (a
- * duplicate). Before lateb the same run ended `DeliveryUnknown`.
+ * A rebound read after the question was lost with its connection is not
+ * "never delivered" (review revas AS2): the client marks such a refusal
+ * `TargetRebound.afterLoss` (Resending.ts), and Sending.deliver ends a
+ * re-list that then times out `DeliveryUnknown`, not
+ * `NotDelivered(E_TARGET_REBOUND)` — the refusal answered the client's
+ * re-send, and the first write, which the old broker delivered, is what the
+ * asker cannot know about.
  *
  * In memory under TestClock: broker A delivers the question to the
  * answerer; the asker never reads A's acknowledgement (its first
@@ -24,14 +18,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../src/client/IntercomClient.ts"
-import type { IntercomClientOptions } from "../src/client/options.ts"
-import { frameText, type OutFrame } from "../src/protocol/framing.ts"
-import { NotDelivered } from "../src/session/errors.ts"
-import { headless, Host, type Inbound } from "../src/session/Host.ts"
-import { IntercomSession, sessionRegistration } from "../src/session/IntercomSession.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { closeOnSimulatedTime, memoryNetwork } from "./support/memory.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { DeliveryUnknown, NotDelivered } from "../../src/session/errors.ts"
+import { headless, Host, type Inbound } from "../../src/session/Host.ts"
+import { IntercomSession, sessionRegistration } from "../../src/session/IntercomSession.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { closeOnSimulatedTime, memoryNetwork } from "../support/memory.ts"
 
 const ASK_TIMEOUT = 120_000
 
@@ -43,8 +37,8 @@ const stepUntil = (done: () => boolean, limitMs: number) =>
     return done()
   })
 
-describe("review revas AS2: a rebound read after the question was lost on the way is not 'never delivered'", () => {
-  it.effect("a question the old broker delivered does not end NotDelivered(E_TARGET_REBOUND) when the re-list times out", () =>
+describe("a rebound read after the question was lost on the way", () => {
+  it.effect("a question the old broker delivered ends DeliveryUnknown, not NotDelivered(E_TARGET_REBOUND), when the re-list times out", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const brokerA = yield* world.startBroker({ idleExit: null })
@@ -134,5 +128,6 @@ describe("review revas AS2: a rebound read after the question was lost on the wa
         failure instanceof NotDelivered,
         `the ask ended ${String(failure ?? JSON.stringify(result))}: "not delivered" for a question its answerer holds`
       )
+      assert.instanceOf(failure, DeliveryUnknown, `the ask ended ${String(failure ?? JSON.stringify(result))}`)
     }))
 })
