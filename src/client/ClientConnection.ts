@@ -401,26 +401,20 @@ export const openClientConnection = (
             if (!bare) sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
             return
           }
-          if (frame.type === "delivered") {
-            sends.settle(
-              pending,
-              Exit.succeed<Delivery>({
-                messageId: frame.messageId,
-                delivery: frame.delivery ?? "socket_delivered",
-                ...(pending.writtenAskTimeoutMs === undefined ? {} : { askTimeoutMs: pending.writtenAskTimeoutMs })
-              })
-            )
-          } else {
-            sends.settle(
-              pending,
-              Exit.fail(deliveryError({
-                messageId: frame.messageId,
-                code: frame.code ?? "",
-                reason: frame.reason,
-                retryable: frame.retryable ?? false
-              }))
-            )
-          }
+          const answer: SendAnswer = frame.type === "delivered"
+            ? Exit.succeed<Delivery>({
+              messageId: frame.messageId,
+              delivery: frame.delivery ?? "socket_delivered",
+              ...(pending.writtenAskTimeoutMs === undefined ? {} : { askTimeoutMs: pending.writtenAskTimeoutMs })
+            })
+            : Exit.fail(deliveryError({
+              messageId: frame.messageId,
+              code: frame.code ?? "",
+              reason: frame.reason,
+              retryable: frame.retryable ?? false
+            }))
+          // An abandoned send (every caller left: PendingSends.ts) has its answer read late, as one no send waits for.
+          if (!sends.settle(pending, answer) && !bare) sinks.lateAnswer(frame.messageId, answer, registered.frame.stateEpoch)
           return
         }
         case "delivery_queued": {
@@ -429,15 +423,13 @@ export const openClientConnection = (
             sinks.lateAnswer(frame.messageId, lateAnswer(frame), registered.frame.stateEpoch)
             return
           }
-          sends.settle(
-            pending,
-            Exit.succeed<Delivery>({
-              messageId: frame.messageId,
-              delivery: "staged",
-              threadId: frame.threadId,
-              deliverAt: frame.deliverAt
-            })
-          )
+          const answer: SendAnswer = Exit.succeed<Delivery>({
+            messageId: frame.messageId,
+            delivery: "staged",
+            threadId: frame.threadId,
+            deliverAt: frame.deliverAt
+          })
+          if (!sends.settle(pending, answer)) sinks.lateAnswer(frame.messageId, answer, registered.frame.stateEpoch)
           return
         }
         case "message": {
@@ -698,9 +690,12 @@ export const openClientConnection = (
               })
             )
           }
-          // A caller that gives up leaves the send as one whose first writer gave up does (`forget`): its answer, read
-          // later, finds no waiting send and is handed to `sinks.lateAnswer`, for an ask settling with the broker.
-          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => sends.forget(inFlight))
+          // A caller that gives up leaves (`leave`); the last to leave abandons the send, as its first writer's
+          // timeout does: it stays, kept by a close for the next connection to write again, and its answer, read
+          // later, is handed to `sinks.lateAnswer`, for an ask settling with the broker (PendingSends.ts).
+          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => sends.leave(inFlight)).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => sends.leave(inFlight)))
+          )
         }
         // A retry after a loss whose re-send was answered before it came back: that answer is its own.
         const kept = sends.collect(messageId, signature)
@@ -716,13 +711,14 @@ export const openClientConnection = (
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
           // written withdraws it (the broker never saw it, and a later send with the id must not join).
+          // One that gives up after leaves (abandons) it: see the joined case above.
           return writeThenAwait(
             writeText(text, "send").pipe(Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending)))),
             pending.answer,
             timeoutMs,
             "send",
-            () => sends.forget(pending)
-          )
+            () => sends.leave(pending)
+          ).pipe(Effect.onInterrupt(() => Effect.sync(() => sends.leave(pending))))
         })
       })
 

@@ -2,8 +2,9 @@
  * The broker's verdicts on a session's asks that came after their sender
  * stopped waiting for them (`IntercomClientService.lateVerdict`): an ask's
  * `send` whose acknowledgement was not read within the send timeout is
- * forgotten by its connection (ClientConnection.ts), so the broker's answer
- * to it, read later, finds no waiting send. The asker settles such an ask
+ * abandoned by its connection (PendingSends.ts; re-sent after a drop like
+ * any unanswered send), so the broker's answer to it, read later — there or
+ * on the next connection — finds no caller waiting. The asker settles such an ask
  * with the broker (src/session/Ask.ts `settleUnacknowledged`) and then needs
  * that answer — a refusal it must report as such, a `queued`, a delivery —
  * and whether the broker's `ask_expired` for it was read (it accepted the

@@ -22,12 +22,37 @@
  * what nobody collected when its grace ends (`release`), and all of it when
  * it closes.
  *
+ * A send whose every caller left before its answer came (timed out, or gave
+ * up once its frame was out) is ABANDONED, not forgotten: it stays here, its
+ * answer, read later, goes to `sinks.lateAnswer` (an ask settling with the
+ * broker may need it), and a close keeps it among the unanswered like any
+ * other, so the next connection writes it again (the broker answers that
+ * from its record, P46: never a second delivery) — forgotten, a send whose
+ * frame the broker never read was lost with the connection (review revas
+ * AS1). Callers are counted (`join`, `leave`): one caller leaving abandons
+ * nothing another still waits on (AS3). Only a write withdrawn before its
+ * frame left is forgotten (`forget`). Abandoned sends go when answered, with
+ * the close (then within the replay window, Resending.ts), and past
+ * `MAX_ABANDONED` the oldest is forgotten.
+ *
  * Owned by one connection and touched only by its synchronous code.
  */
 import { Deferred, Exit } from "effect"
 import { ConnectionLost, type DeliveryError } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import { askTimeoutAt, type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
+
+/**
+ * How many abandoned sends (every caller gone, no answer read) one
+ * connection keeps for their late answers and a re-send after a drop; past
+ * it the oldest is forgotten: its answer, read later, still reaches
+ * `sinks.lateAnswer`, but a drop no longer keeps it for the next connection.
+ * As many as a session may have asks open (`E_TOO_MANY_ASKS`).
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_ABANDONED = 1_024
 
 /** What a write at `now` carries as `askTimeoutMs`, kept only for an ask whose first send is known. */
 const writtenAskTimeout = (request: SendRequest, now: number): number | undefined =>
@@ -41,6 +66,11 @@ export interface UnansweredSend {
   readonly signature: string
   /** When it was first written, on whichever connection (Clock milliseconds). */
   readonly since: number
+  /**
+   * Every caller had left it unanswered (`PendingSends.leave`): re-sent, its
+   * answer is a late one (`sinks.lateAnswer`), not kept for a retry.
+   */
+  readonly abandoned: boolean
 }
 
 /**
@@ -66,7 +96,7 @@ export const addressedTo = (
 }
 
 /** A send waiting for its answer, and who waits for it. */
-export interface PendingSend extends UnansweredSend {
+export interface PendingSend extends Omit<UnansweredSend, "abandoned"> {
   /** The `askTimeoutMs` its last write carried (`askTimeoutAt`), for an ask sent with `askSince`. */
   readonly writtenAskTimeoutMs: number | undefined
   readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
@@ -75,7 +105,12 @@ export interface PendingSend extends UnansweredSend {
    * `answer`, so its answer is kept for the caller's retry (`settle`).
    */
   unclaimed: boolean
+  /** The callers waiting on `answer` (`begin`, `join`, less `leave`); none and not `unclaimed`: abandoned. */
+  waiters: number
 }
+
+/** Nobody waits for `pending`'s answer and none is kept for a retry: it is a late one (`sinks.lateAnswer`). */
+const isAbandoned = (pending: PendingSend): boolean => pending.waiters === 0 && !pending.unclaimed
 
 /** What the broker answered a send: the outcome a caller gets. */
 export type SendAnswer = Exit.Exit<Delivery, DeliveryError | ConnectionLost>
@@ -102,6 +137,8 @@ export class PendingSends {
   private lost: ReadonlyArray<UnansweredSend> = []
   /** Answers to re-sent sends that came before their caller did, by message id. */
   private readonly kept = new Map<string, KeptAnswer>()
+  /** How many entries of `table` are abandoned (`isAbandoned`), bounded by `MAX_ABANDONED`. */
+  private abandonedCount = 0
 
   /** The send waiting under this id, if any (a retry with the same id joins it). */
   get(messageId: string): PendingSend | undefined {
@@ -117,7 +154,8 @@ export class PendingSends {
       since,
       writtenAskTimeoutMs: writtenAskTimeout(request, since),
       answer: Deferred.makeUnsafe(),
-      unclaimed: false
+      unclaimed: false,
+      waiters: 1
     }
     this.table.set(request.message.id, pending)
     return pending
@@ -126,23 +164,54 @@ export class PendingSends {
   /** The send this answer is for, removed from the table; `undefined` for a late or unknown answer. */
   take(messageId: string): PendingSend | undefined {
     const pending = this.table.get(messageId)
-    if (pending !== undefined) this.table.delete(messageId)
+    if (pending === undefined) return undefined
+    this.table.delete(messageId)
+    if (isAbandoned(pending)) this.abandonedCount -= 1
     return pending
   }
 
   /**
    * Completes `pending` (just `take`n) with the broker's answer. A re-sent
    * send that no caller joined keeps it, for that caller's retry to `collect`.
+   * False when nobody waited for it and none is kept: an abandoned send's
+   * answer, which the connection hands to `sinks.lateAnswer`.
    */
-  settle(pending: PendingSend, answer: SendAnswer): void {
+  settle(pending: PendingSend, answer: SendAnswer): boolean {
     Deferred.doneUnsafe(pending.answer, answer)
     if (pending.unclaimed) this.kept.set(pending.request.message.id, { signature: pending.signature, answer })
+    return !isAbandoned(pending)
   }
 
-  /** A caller waits for `pending` (a retry joining the re-send): its answer is the caller's, not kept. */
+  /** A caller waits for `pending` (a retry joining the re-send, or the same send twice): its answer is the caller's, not kept. */
   join(pending: PendingSend): PendingSend["answer"] {
+    if (isAbandoned(pending) && this.table.get(pending.request.message.id) === pending) this.abandonedCount -= 1
     pending.unclaimed = false
+    pending.waiters += 1
     return pending.answer
+  }
+
+  /**
+   * A caller of `pending` stopped waiting with no answer read (its timeout,
+   * an interruption once its frame was out). The last to leave abandons it:
+   * it stays, for its late answer and a re-send after a drop (see the module
+   * header); past `MAX_ABANDONED` the oldest abandoned send is forgotten.
+   */
+  leave(pending: PendingSend): void {
+    if (pending.waiters === 0) return
+    pending.waiters -= 1
+    if (isAbandoned(pending) && this.table.get(pending.request.message.id) === pending) this.noteAbandoned()
+  }
+
+  /** One more entry is abandoned: counted, and the oldest forgotten past the bound. */
+  private noteAbandoned(): void {
+    this.abandonedCount += 1
+    if (this.abandonedCount <= MAX_ABANDONED) return
+    for (const [messageId, pending] of this.table) {
+      if (!isAbandoned(pending)) continue
+      this.table.delete(messageId)
+      this.abandonedCount -= 1
+      return
+    }
   }
 
   /**
@@ -167,14 +236,23 @@ export class PendingSends {
     for (const messageId of messageIds) {
       this.kept.delete(messageId)
       const pending = this.table.get(messageId)
-      if (pending !== undefined) pending.unclaimed = false
+      if (pending === undefined || !pending.unclaimed) continue
+      pending.unclaimed = false
+      if (isAbandoned(pending)) this.noteAbandoned()
     }
   }
 
-  /** Forgets `pending` if it is still the entry under its id (a write that failed, a timeout). */
+  /**
+   * Forgets `pending` if it is still the entry under its id: its write was
+   * withdrawn before its frame left (the broker never saw it, and a later
+   * send with the id must not join it). A send whose frame may have left is
+   * abandoned instead (`leave`).
+   */
   forget(pending: PendingSend): void {
     const messageId = pending.request.message.id
-    if (this.table.get(messageId) === pending) this.table.delete(messageId)
+    if (this.table.get(messageId) !== pending) return
+    this.table.delete(messageId)
+    if (isAbandoned(pending)) this.abandonedCount -= 1
   }
 
   /**
@@ -183,18 +261,22 @@ export class PendingSends {
    * `unanswered` — a child's `supervisor_send` too, in its place, or the
    * plain sends written after it would overtake it when the next connection
    * writes them again (that connection addresses it to the supervisor it is
-   * bound to: `retake`'s `encode`). Kept answers are dropped: a retry goes
+   * bound to: `retake`'s `encode`). Abandoned sends are kept too, marked
+   * so: the next connection writes them again, and hands their answers to
+   * `sinks.lateAnswer`. Kept answers are dropped: a retry goes
    * to the next connection, which writes its message again.
    */
   failAll(): void {
     this.kept.clear()
+    this.abandonedCount = 0
     const lost: Array<UnansweredSend> = []
     for (const [messageId, pending] of this.table) {
       lost.push({
         request: pending.request,
         frameType: pending.frameType,
         signature: pending.signature,
-        since: pending.since
+        since: pending.since,
+        abandoned: isAbandoned(pending)
       })
       Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "send", messageId })))
     }
@@ -215,7 +297,8 @@ export class PendingSends {
    * id is left as it is (and not written again); one whose frame cannot be
    * built for this connection is skipped, and its own retry reports why.
    * Nobody waits on a taken send until its caller's retry joins it: until
-   * then its answer is kept (`settle`).
+   * then its answer is kept (`settle`) — unless it was abandoned, whose
+   * answer is a late one.
    */
   retake(
     sends: ReadonlyArray<UnansweredSend>,
@@ -236,8 +319,10 @@ export class PendingSends {
         since: send.since,
         writtenAskTimeoutMs: writtenAskTimeout(send.request, now),
         answer: Deferred.makeUnsafe(),
-        unclaimed: true
+        unclaimed: !send.abandoned,
+        waiters: 0
       })
+      if (send.abandoned) this.noteAbandoned()
       texts.push(text)
       messageIds.push(messageId)
     }

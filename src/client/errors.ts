@@ -276,7 +276,16 @@ export class InvalidTarget extends Data.TaggedError("InvalidTarget")<DeliveryFie
 /** `E_TARGET_NOT_FOUND`: no live or recently disconnected session matches `to`, or the exact `targetId` is not live (P43, P47). */
 export class TargetNotFound extends Data.TaggedError("TargetNotFound")<DeliveryFields> {}
 /** `E_TARGET_REBOUND`: the exact target re-registered with a new endpoint epoch; retryable: list again and resend with the same message id (P47). */
-export class TargetRebound extends Data.TaggedError("TargetRebound")<DeliveryFields> {}
+export class TargetRebound extends Data.TaggedError("TargetRebound")<
+  DeliveryFields & {
+    /**
+     * The client's own mark: the refusal answered a write after the message was lost with a connection on the
+     * way (`Resending`), so it says only what the broker reached next knows — an earlier write may have been
+     * delivered. Absent when the refusal answered the first write.
+     */
+    readonly afterLoss?: boolean
+  }
+> {}
 /** `E_AMBIGUOUS_TARGET`: `to` matches several live sessions, or several disconnected ones that could get queued mail (P42, P49). */
 export class AmbiguousTarget extends Data.TaggedError("AmbiguousTarget")<DeliveryFields> {}
 /** `E_REPLY_TARGET`: `replyTo` names no open ask, or an ask that the target did not put to this session (P62). */

@@ -148,7 +148,8 @@ export interface Sending {
    * Sends to a locally resolved target (epoch-bound when the broker offers
    * `exact-send-v1`; after `E_TARGET_REBOUND` it re-lists once and resends
    * with the same message id, P47; a re-list left unanswered ends on the
-   * rebound, `NotDelivered`), or to the raw string when nothing
+   * rebound, `NotDelivered` — `DeliveryUnknown` when the rebound came after
+   * the message was lost with a connection, `TargetRebound.afterLoss`), or to the raw string when nothing
    * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
    * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
    * long as the asker waits, and `onResend`, which hears, just before the
@@ -228,9 +229,13 @@ export const makeSending = (generation: Generation): Sending => {
       return yield* sendOnce(exactRequest(message, target, exact, extra)).pipe(
         Effect.catchTag("TargetRebound", (rebound) =>
           Effect.gen(function*() {
-            // A re-list the broker does not answer leaves the rebound standing: the question went nowhere, so it
-            // is not delivered (E_TARGET_REBOUND), not "maybe delivered" (the list's own timeout).
-            const sessions = yield* client.list.pipe(Effect.catchTag("RequestTimeout", () => Effect.fail(rebound)))
+            // A re-list the broker does not answer leaves the rebound standing: when it answered the first write the
+            // question went nowhere, so it is not delivered (E_TARGET_REBOUND). One read after the question was lost
+            // with a connection answered a re-send, and the first write may have been delivered: "maybe delivered"
+            // (the list's own timeout, DeliveryUnknown; review revas AS2).
+            const sessions = yield* client.list.pipe(
+              Effect.catchTag("RequestTimeout", (timeout) => Effect.fail(rebound.afterLoss === true ? timeout : rebound))
+            )
             const again = resolveTarget(sessions, to)
             if (again._tag !== "Found") return yield* Effect.fail(rebound)
             if (again.session.id === selfId) return yield* new SelfTargetRefused()

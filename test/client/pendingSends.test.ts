@@ -8,13 +8,17 @@
  * order, leaves an id already waiting there alone, and skips a send whose
  * frame cannot be built. A retaken send's answer that comes before any
  * caller joined it is kept for one `collect` by the same send, until
- * `release` or the close.
+ * `release` or the close. A send every caller left (`leave`) is abandoned,
+ * not forgotten: it stays, its answer is a late one (`settle` false), the
+ * close keeps it among the unanswered, marked, and a retake of it keeps no
+ * answer; callers are counted, so one leaving abandons nothing another still
+ * waits on; at most `MAX_ABANDONED` are kept (review revas AS1, AS3).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
 import fc from "fast-check"
 import { deliveryError } from "../../src/client/errors.ts"
-import { addressedTo, PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
+import { addressedTo, MAX_ABANDONED, PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
 import { type SendFrameType, type SendRequest, signatureOf } from "../../src/client/requests.ts"
 
 const request = (id: string): SendRequest => ({ to: "beta", message: { id, timestamp: 0, content: { text: id } } })
@@ -74,7 +78,7 @@ describe("PendingSends", () => {
   it("addressedTo gives a lost supervisor_send this connection's supervisor and the matching signature, and leaves plain sends alone", () => {
     const lost = (id: string, frameType: SendFrameType, to: string): UnansweredSend => {
       const sent = { to, message: { id, timestamp: 0, content: { text: id } } }
-      return { request: sent, frameType, signature: signatureOf(sent, frameType), since: 0 }
+      return { request: sent, frameType, signature: signatureOf(sent, frameType), since: 0, abandoned: false }
     }
     const sends = [lost("m1", "supervisor_send", "sup-old"), lost("m2", "send", "beta"), lost("m3", "supervisor_send", "sup-new")]
     const addressed = addressedTo(sends, "sup-new")
@@ -101,7 +105,8 @@ describe("PendingSends", () => {
       request: request(id),
       frameType: "send",
       signature: id,
-      since
+      since,
+      abandoned: false
     }))
     const sends = new PendingSends()
     const already = sends.begin(request("m2"), "send", "m2", 9)
@@ -123,7 +128,7 @@ describe("PendingSends", () => {
   })
 
   describe("answers to retaken sends", () => {
-    const lostSend = (id: string): UnansweredSend => ({ request: request(id), frameType: "send", signature: id, since: 0 })
+    const lostSend = (id: string): UnansweredSend => ({ request: request(id), frameType: "send", signature: id, since: 0, abandoned: false })
     const delivered = (id: string): SendAnswer => Exit.succeed({ messageId: id, delivery: "socket_delivered" })
     /** A table that retook m1 and m2 and got both answered. */
     const answered = () => {
@@ -171,6 +176,67 @@ describe("PendingSends", () => {
       sends.failAll()
       assert.isUndefined(sends.collect("m1", "m1"))
       assert.isUndefined(sends.collect("m2", "m2"))
+    })
+  })
+  describe("abandoned sends (every caller left)", () => {
+    const delivered = (id: string): SendAnswer => Exit.succeed({ messageId: id, delivery: "socket_delivered" })
+
+    it("one caller leaving abandons nothing another still waits on; the last leaving does, and its answer is late", () => {
+      const sends = new PendingSends()
+      const first = sends.begin(request("m1"), "send", "m1", 0)
+      sends.join(first)
+      sends.leave(first)
+      assert.isTrue(sends.settle(sends.take("m1")!, delivered("m1")), "the answer of a send a caller still waits on went late")
+      const second = sends.begin(request("m2"), "send", "m2", 0)
+      sends.join(second)
+      sends.leave(second)
+      sends.leave(second)
+      assert.strictEqual(sends.get("m2"), second, "an abandoned send was forgotten")
+      assert.isFalse(sends.settle(sends.take("m2")!, delivered("m2")), "an abandoned send's answer was not late")
+    })
+
+    it("the close keeps an abandoned send, marked, in its place; retaken, its answer is late and not kept", () => {
+      const sends = new PendingSends()
+      sends.begin(request("m1"), "send", "m1", 0)
+      sends.leave(sends.begin(request("m2"), "send", "m2", 1))
+      sends.begin(request("m3"), "send", "m3", 2)
+      sends.failAll()
+      assert.deepStrictEqual(sends.unanswered().map((send) => [send.request.message.id, send.abandoned]), [
+        ["m1", false],
+        ["m2", true],
+        ["m3", false]
+      ])
+      const next = new PendingSends()
+      next.retake(sends.unanswered(), (send) => send.request.message.id, 0)
+      assert.isTrue(next.settle(next.take("m1")!, delivered("m1")), "a retaken send's answer was not kept")
+      assert.isFalse(next.settle(next.take("m2")!, delivered("m2")), "a retaken abandoned send's answer was not late")
+      assert.isUndefined(next.collect("m2", "m2"), "an abandoned send's answer was kept for a retry")
+      // Its retry joins it like any other: the answer is then the caller's.
+      next.retake(sends.unanswered(), (send) => send.request.message.id, 0)
+      next.join(next.get("m2")!)
+      assert.isTrue(next.settle(next.take("m2")!, delivered("m2")))
+    })
+
+    it("a write withdrawn before its frame left is forgotten, not abandoned", () => {
+      const sends = new PendingSends()
+      sends.forget(sends.begin(request("m1"), "send", "m1", 0))
+      assert.isUndefined(sends.get("m1"))
+      sends.failAll()
+      assert.deepStrictEqual(sends.unanswered(), [])
+    })
+
+    it(`keeps at most ${MAX_ABANDONED}: past it the oldest abandoned is forgotten, never one still waited on`, () => {
+      const sends = new PendingSends()
+      sends.begin(request("waiting"), "send", "waiting", 0)
+      for (let i = 0; i <= MAX_ABANDONED; i++) sends.leave(sends.begin(request(`a${i}`), "send", `a${i}`, i))
+      assert.isUndefined(sends.get("a0"), "the oldest abandoned send was kept past the bound")
+      assert.isDefined(sends.get("a1"))
+      assert.isDefined(sends.get(`a${MAX_ABANDONED}`))
+      assert.isDefined(sends.get("waiting"), "a send still waited on was forgotten for the bound")
+      // Answered ones make room: the next abandoned send pushes nothing out.
+      sends.take("a1")
+      sends.leave(sends.begin(request("b"), "send", "b", 0))
+      assert.isDefined(sends.get("a2"))
     })
   })
 })

@@ -237,8 +237,10 @@ export interface FakeBrokerOptions {
   readonly holdSendAnswers?: boolean
   /**
    * Whether a `send`'s `delivered` carries its delivery details
-   * (`delivery: "socket_delivered"`), as this project's broker writes it,
-   * rather than bare, as a base broker may (P41). Default: bare.
+   * (`delivery: "socket_delivered"`), as P41 has every broker write it,
+   * rather than bare, as only a cancel's answer is (P71) — a client fills in
+   * the defaults of a missing field (P41), so most tests need no more.
+   * Default: bare.
    */
   readonly detailedSendAnswers?: boolean
   /**
