@@ -21,7 +21,7 @@ describe("makeJournalKeeper: cleared", () => {
     Effect.gen(function*() {
       const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
       keeper.taken(context, true)
-      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.context.message.id), [context.message.id])
       assert.deepStrictEqual(yield* keeper.cleared, [], "no longer watched once handed over again")
     }))
 
@@ -41,6 +41,6 @@ describe("makeJournalKeeper: cleared", () => {
       })
       keeper.taken(context, true)
       assert.deepStrictEqual(yield* keeper.cleared, [], "nothing is known while the journal cannot be read")
-      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.context.message.id), [context.message.id])
     }))
 })
