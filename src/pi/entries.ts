@@ -10,6 +10,8 @@ import { CONTACT_SUPERVISOR_NAME, LOADER_NAME, TOOL_NAME } from "./names.ts"
 export const MESSAGE_TYPE = "intercom_message"
 /** The custom entry type of received messages and ask replies (C-TOOL-8). */
 export const RECEIVED_ENTRY = "intercom_received"
+/** The custom entry type saying a checkpointed received message was withdrawn by its sender (P73) before the agent had it. */
+export const WITHDRAWN_ENTRY = "intercom_withdrawn"
 /** The custom entry type of sent messages (C-TOOL-8). */
 export const SENT_ENTRY = "intercom_sent"
 /** The custom entry type of topic state: subscriptions, own publications, received records (C-TOP-15). */

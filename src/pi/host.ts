@@ -16,8 +16,15 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import * as Effect from "effect/Effect"
 import type { HistoryEntry, HostService, Inbound } from "../session/Host.ts"
-import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
-import { checkpointEntry, handledIn, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
+import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY, WITHDRAWN_ENTRY } from "./entries.ts"
+import {
+  checkpointEntry,
+  handledIn,
+  type HistoryData,
+  type MessageDetails,
+  undeliveredIn,
+  withdrawnEntry
+} from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
 import { makePiTopicStore } from "./topicStore.ts"
 
@@ -152,6 +159,8 @@ export const makePiHost = (input: {
           (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
         ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
+      withdrawn: (fromId, messageId, action) =>
+        access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action))),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

@@ -13,7 +13,10 @@
  *   anywhere in the session file, the message is in history (compaction only
  *   hides entries from the model, it never removes them).
  * - `undelivered` = checkpoints *of this session id* with no such message
- *   (and no ask's tool result naming them as its reply, below).
+ *   (and no ask's tool result naming them as its reply, below), each marked
+ *   `withdrawn` when an `intercom_withdrawn` entry of this session id names
+ *   it (its sender cancelled or replaced it before the agent had it, P73:
+ *   `withdrawnEntry`). Files written before that entry existed have none.
  *   A fork copies its parent's entries under a new session id, so it never
  *   takes its parent's mail over; a resume keeps the id, so it does.
  * - `handled` = every such message in the file (on any branch of the
@@ -37,7 +40,7 @@ import { Attachment, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
 
-import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
+import { MESSAGE_TYPE, RECEIVED_ENTRY, WITHDRAWN_ENTRY } from "./entries.ts"
 import { CONTACT_SUPERVISOR_NAME, TOOL_NAME } from "./names.ts"
 
 /** `details` of an `intercom_message` custom message. */
@@ -76,7 +79,21 @@ export const HistoryData = Schema.Struct({
 /** `data` of an `intercom_received` / `intercom_sent` entry. */
 export type HistoryData = typeof HistoryData.Type
 
+/**
+ * `data` of an `intercom_withdrawn` entry: the sender of the message
+ * `messageId` that `recipient` checkpointed withdrew it (P73), and how.
+ */
+export const WithdrawnData = Schema.Struct({
+  recipient: Schema.String,
+  fromId: Schema.String,
+  messageId: Schema.String,
+  action: Schema.Literals(["cancel", "supersede"])
+})
+/** `data` of an `intercom_withdrawn` entry. */
+export type WithdrawnData = typeof WithdrawnData.Type
+
 const decodeCheckpointData = Schema.decodeUnknownOption(Schema.Struct({ inbound: Checkpoint }))
+const decodeWithdrawnData = Schema.decodeUnknownOption(WithdrawnData)
 const decodeDetails = Schema.decodeUnknownOption(MessageDetails)
 
 /** The part of a pi session entry this module reads. */
@@ -137,6 +154,17 @@ export const checkpointEntry = (recipient: string, record: JournalRecord, instan
   }
 })
 
+/**
+ * The `intercom_withdrawn` entry data saying `recipient`'s checkpointed
+ * message `messageId` of `fromId` was withdrawn by its sender (`action`).
+ */
+export const withdrawnEntry = (
+  recipient: string,
+  fromId: string,
+  messageId: string,
+  action: WithdrawnData["action"]
+): WithdrawnData => ({ recipient, fromId, messageId, action })
+
 /** The `details` of a custom message, when it is an intercom message. */
 export const messageDetails = (entry: EntryView): MessageDetails | undefined => {
   if (entry.type !== "custom_message" || entry.customType !== MESSAGE_TYPE) return undefined
@@ -150,12 +178,15 @@ interface JournalScan {
   readonly inHistory: ReadonlyArray<HandledMessage>
   /** `recipient`'s checkpoints, in the order they were saved (repeats kept), with the instance each names. */
   readonly saved: ReadonlyArray<{ readonly record: JournalRecord; readonly instance: string | undefined }>
+  /** How `recipient`'s checkpointed messages were withdrawn (`intercom_withdrawn`), by (sender id, message id). */
+  readonly withdrawn: ReadonlyMap<string, WithdrawnData["action"]>
 }
 
 /** One pass over `entries`: what history holds, and `recipient`'s checkpoints. */
 const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan => {
   const inHistory: Array<HandledMessage> = []
   const saved: Array<{ readonly record: JournalRecord; readonly instance: string | undefined }> = []
+  const withdrawn = new Map<string, WithdrawnData["action"]>()
   for (const entry of entries) {
     const details = messageDetails(entry)
     if (details !== undefined) {
@@ -166,6 +197,13 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
     const answer = answeredBy(entry)
     if (answer !== undefined) {
       inHistory.push(answer)
+      continue
+    }
+    if (entry.type === "custom" && entry.customType === WITHDRAWN_ENTRY) {
+      const mark = decodeWithdrawnData(entry.data)
+      if (mark._tag === "Some" && mark.value.recipient === recipient) {
+        withdrawn.set(keyOf(mark.value.fromId, mark.value.messageId), mark.value.action)
+      }
       continue
     }
     if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
@@ -184,7 +222,7 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
       instance
     })
   }
-  return { inHistory, saved }
+  return { inHistory, saved, withdrawn }
 }
 
 /**
@@ -218,7 +256,7 @@ export const undeliveredIn = (
   entries: ReadonlyArray<EntryView>,
   leftTo: ReadonlySet<string> = new Set()
 ): ReadonlyArray<JournalRecord> => {
-  const { inHistory, saved } = scan(recipient, entries)
+  const { inHistory, saved, withdrawn } = scan(recipient, entries)
   const skipped = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
   for (const { instance, record } of saved) {
     if (instance !== undefined && leftTo.has(instance)) skipped.add(keyOf(record.from.id, record.message.id))
@@ -228,7 +266,8 @@ export const undeliveredIn = (
     const key = keyOf(record.from.id, record.message.id)
     if (skipped.has(key)) continue
     skipped.add(key)
-    restored.push(record)
+    const action = withdrawn.get(key)
+    restored.push(action === undefined ? record : { ...record, withdrawn: action })
   }
   return restored
 }

@@ -10,7 +10,7 @@
  */
 import { Context, Data, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
-import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import type { Attachment, Message, MessageControl, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry, TopicRecord, TopicSubscription } from "../protocol/topics.ts"
 
 /**
@@ -154,6 +154,12 @@ export interface JournalRecord {
    * restore such a message as a plain one.
    */
   readonly channel?: "supervisor" | undefined
+  /**
+   * How its sender withdrew it (P73) before the host took it, as the journal's
+   * `withdrawn` saved it: restored, it is handed over passive, marked
+   * withdrawn, its ask closed. Journals that keep no withdrawals never set it.
+   */
+  readonly withdrawn?: MessageControl["action"] | undefined
 }
 
 /**
@@ -179,6 +185,14 @@ export interface InboundJournal {
    * count. Read only when there is a `checkpoint`.
    */
   readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+  /**
+   * Saves that the sender of the checkpointed message `messageId` of `fromId`
+   * withdrew it (P73, `action`) before the agent's history held it;
+   * `undelivered` then returns its record with `withdrawn` set. Optional:
+   * without it, a withdrawal lasts only as long as its generation, and a
+   * message a later one restores is handed over live.
+   */
+  readonly withdrawn?: ((fromId: string, messageId: string, action: MessageControl["action"]) => Effect.Effect<void, unknown>) | undefined
   /**
    * The messages the agent's history already holds, oldest first. A new
    * generation remembers them in its de-duplication window (C-DLV-11), so a

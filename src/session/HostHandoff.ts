@@ -29,14 +29,14 @@
  * process.
  *
  * It owns the waiting messages: a FIFO (Fifo.ts), and the same by sender and
- * id for `withdraw` (a message its sender withdrew is prepared again before
- * its next attempt), that the fiber, `enqueue`, `withdraw` and the finalizer
+ * id for `withdraw` (a message its sender withdrew keeps how, and is prepared
+ * again before its next attempt), that the fiber, `enqueue`, `withdraw` and the finalizer
  * touch only from synchronous code, and that the finalizer reads only after
  * the fiber stopped.
  */
 import { Cause, Duration, Effect, Exit, Fiber, Metric, Option, Queue, type Scope } from "effect"
 import { Fifo } from "../client/Fifo.ts"
-import type { SessionInfo } from "../protocol/frames.ts"
+import type { MessageControl, SessionInfo } from "../protocol/frames.ts"
 import { HostOutputGone, type HostService, type Inbound } from "./Host.ts"
 import { handingOff } from "./InboundTracing.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
@@ -72,9 +72,11 @@ export interface HandoffHooks {
   /**
    * How the host gets the message (intent, rendering). Runs once per message,
    * when it reaches the head of the queue, so the intent reflects the
-   * session's state when the host is about to see it.
+   * session's state when the host is about to see it; `withdrawn`: how its
+   * sender withdrew it (P73), if it did before the host took it (then it is
+   * prepared again before its next attempt).
    */
-  readonly prepare: (context: InboundContext) => Effect.Effect<Inbound>
+  readonly prepare: (context: InboundContext, withdrawn: MessageControl["action"] | undefined) => Effect.Effect<Inbound>
   /** The host took the message. Runs uninterruptibly, right after the host did. */
   readonly taken: (context: InboundContext) => Effect.Effect<void>
 }
@@ -86,21 +88,26 @@ export interface HandoffHooks {
  * @since 0.1.0
  */
 export interface HostHandoff {
-  /** Queues a message for the host, behind every message not yet taken. */
-  readonly enqueue: (context: InboundContext) => Effect.Effect<void>
+  /** Queues a message for the host, behind every message not yet taken; `withdrawn` if its sender withdrew it already. */
+  readonly enqueue: (context: InboundContext, withdrawn?: MessageControl["action"]) => Effect.Effect<void>
   /**
    * Its sender withdrew the message `messageId` of `fromId` (P73): if the
-   * host has not taken it yet, its next attempt prepares it again
-   * (`HandoffHooks.prepare`); an attempt in progress is left as it is.
+   * host has not taken it yet, it keeps `action` and its next attempt
+   * prepares it again (`HandoffHooks.prepare`); an attempt in progress is
+   * left as it is. True when such a message was waiting.
    */
-  readonly withdraw: (fromId: string, messageId: string) => void
+  readonly withdraw: (fromId: string, messageId: string, action: MessageControl["action"]) => boolean
 }
 
-/** A message not yet taken by the host; `inbound` is set once it was prepared, `stale` once it must be again. */
+/**
+ * A message not yet taken by the host; `inbound` is set once it was prepared, `stale` once it must be again,
+ * `withdrawn` once its sender withdrew it.
+ */
 interface Entry {
   readonly context: InboundContext
   inbound: Inbound | undefined
   stale: boolean
+  withdrawn: MessageControl["action"] | undefined
 }
 
 /** Whether an attempt's exit is the host saying its output is gone (`HostOutputGone`): final for the generation. */
@@ -152,7 +159,7 @@ export const makeHostHandoff = (
         ? Effect.succeed(entry.inbound)
         : Effect.map(Effect.suspend(() => {
           entry.stale = false
-          return hooks.prepare(entry.context)
+          return hooks.prepare(entry.context, entry.withdrawn)
         }), (inbound) => {
           entry.inbound = inbound
           return inbound
@@ -245,18 +252,21 @@ export const makeHostHandoff = (
     )
 
     return {
-      enqueue: (context) =>
+      enqueue: (context, withdrawn) =>
         Effect.suspend(() => {
-          const entry: Entry = { context, inbound: undefined, stale: false }
+          const entry: Entry = { context, inbound: undefined, stale: false, withdrawn }
           // After retirement a late message gets its one attempt at once.
           if (retired) return lastAttempt(entry)
           waiting.push(entry)
           byKey.set(entryKey(entry), entry)
           return Effect.asVoid(Queue.offer(wake, true))
         }),
-      withdraw: (fromId, messageId) => {
+      withdraw: (fromId, messageId, action) => {
         const entry = byKey.get(keyOf(fromId, messageId))
-        if (entry !== undefined) entry.stale = true
+        if (entry === undefined) return false
+        entry.withdrawn = action
+        entry.stale = true
+        return true
       }
     }
   })

@@ -14,7 +14,10 @@
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73); one the host has not taken yet — or not yet received: the
  *   controls are another stream — is handed over passive, marked withdrawn
- *   (`prepare`), starting no turn, its ask closed.
+ *   (`prepare`), starting no turn, its ask closed as soon as it is recorded.
+ *   The hand-off keeps the withdrawal of a waiting message, the journal saves
+ *   it (so a later generation restoring the message hands it over withdrawn
+ *   too), and only a control naming a message not received yet waits here.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -41,6 +44,10 @@
  * either (they are kept too), so the journal never restores a message ahead
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
+ *
+ * Size note: ~400 lines, one concept (a generation's inbound handling); the
+ * hand-off queue, admission, journal rules and departures are their own
+ * modules already; what is left is the wiring of the three streams.
  */
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
@@ -62,7 +69,7 @@ import type { ToolExposure } from "./ToolExposure.ts"
 
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
 
-/** How many withdrawn messages a generation remembers (`withdrawals` in `runInbound`). */
+/** How many controls naming a message not received yet a generation remembers (`withdrawals` in `runInbound`). */
 const WITHDRAWALS_KEPT = 1000
 
 /** A withdrawal's key: the sender's session id and the message id (two senders may use one id). */
@@ -121,9 +128,9 @@ export const runInbound = (
      */
     const unsaved = new Map<InboundContext, InboundMessage>()
     /**
-     * The messages their senders withdrew (P73), by sender and id, with how, the newest WITHDRAWALS_KEPT: one
-     * the host has not taken yet is handed over passive, marked withdrawn (`prepare`), and so is one handed
-     * over again later (C-DLV-16).
+     * Withdrawals (P73) of messages not received yet (the control stream overtook the message's), by sender and
+     * id, with how, the newest WITHDRAWALS_KEPT: the message is handed over withdrawn when it comes (`handOver`).
+     * A waiting message's withdrawal is the hand-off's, a steered one's the journal's.
      */
     const withdrawals = new Map<string, MessageControl["action"]>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
@@ -158,22 +165,17 @@ export const runInbound = (
      * `passive` when the sender chose passive, `inboundTrigger` says no, or a
      * busy headless host already answered the ask.
      */
-    const prepare = (context: InboundContext): Effect.Effect<Inbound> =>
+    const prepare = (context: InboundContext, withdrawn: MessageControl["action"] | undefined): Effect.Effect<Inbound> =>
       Effect.gen(function*() {
         const { from, message } = context
         const expectsReply = message.expectsReply === true
         const busy = isBusy(lifecycle())
-        const withdrawn = withdrawals.get(withdrawalKey(from.id, message.id))
         let intent: DeliveryIntent
         if (withdrawn !== undefined) {
           // P73: withdrawn before the host took it — shown and stored, marked so, but no turn acts on it (the
-          // turn an earlier preparation queued it for will not come). An ask whose withdrawal was handled before
-          // it was recorded (the control stream overtook the message's) is closed now.
+          // turn an earlier preparation queued it for will not come). Its ask was closed when the withdrawal
+          // came, or when it was recorded (`handOver`).
           tracker.unqueueTurn(from.id, message.id)
-          if (expectsReply) {
-            tracker.askWithdrawn(from.id, message.id)
-            yield* generation.pendingChanged
-          }
           intent = "passive"
         } else if (!host.hasUI && host.exitsWhenDone === true && busy && expectsReply && message.replyTo === undefined) {
           yield* answerBusy(context)
@@ -297,12 +299,30 @@ export const runInbound = (
         )
       )
 
-    /** Pending at once (C-RPL-1), and for as long as the hand-off is retried. */
-    const handOver = (context: InboundContext): Effect.Effect<void> =>
+    /**
+     * Pending at once (C-RPL-1), and for as long as the hand-off is retried — unless its sender withdrew it
+     * already (`known`: the journal says so; or a control read before it, `withdrawals`): then its ask is closed
+     * at once, not when the hand-off reaches it behind a message the host refuses, and it waits withdrawn.
+     */
+    const handOver = (context: InboundContext, known?: MessageControl["action"]): Effect.Effect<void> =>
       Effect.suspend(() => {
+        const { from, message } = context
         tracker.record(context)
-        admission.hold(context.from.id, context.message.id)
-        return handoff.enqueue(context)
+        admission.hold(from.id, message.id)
+        const key = withdrawalKey(from.id, message.id)
+        const early = withdrawals.get(key)
+        withdrawals.delete(key)
+        const withdrawn = known ?? early
+        if (withdrawn === undefined) return handoff.enqueue(context)
+        if (message.expectsReply === true) tracker.askWithdrawn(from.id, message.id)
+        return Effect.andThen(
+          Effect.andThen(
+            message.expectsReply === true ? generation.pendingChanged : Effect.void,
+            // Read before the message was checkpointed: saved now, for a generation that restores it.
+            early === undefined ? Effect.void : journal.withdrawn(from.id, message.id, early, true)
+          ),
+          handoff.enqueue(context, withdrawn)
+        )
       })
 
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
@@ -313,7 +333,7 @@ export const runInbound = (
       admission.remember(held.fromId, held.messageId, held.receivedAt ?? started, started)
     }
     // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
-    for (const context of yield* journal.restore) yield* handOver(context)
+    for (const { context, withdrawn } of yield* journal.restore) yield* handOver(context, withdrawn)
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),
@@ -352,26 +372,36 @@ export const runInbound = (
           if (event._tag !== "Control") return Effect.void
           // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
-          tracker.askWithdrawn(event.from.id, event.control.messageId)
-          const key = withdrawalKey(event.from.id, event.control.messageId)
-          withdrawals.delete(key)
-          withdrawals.set(key, event.control.action)
-          if (withdrawals.size > WITHDRAWALS_KEPT) {
-            const oldest = withdrawals.keys().next()
-            if (oldest.done !== true) withdrawals.delete(oldest.value)
-          }
-          // Not taken by the host yet: prepared again before its next attempt, passive.
-          handoff.withdraw(event.from.id, event.control.messageId)
-          return Effect.andThen(generation.pendingChanged, receipt(
-            event.control.messageId,
-            event.control.action === "cancel" ? "cancellation_requested" : "superseded"
-          ))
+          const { from } = event
+          const { action, messageId } = event.control
+          tracker.askWithdrawn(from.id, messageId)
+          return Effect.gen(function*() {
+            // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
+            const waiting = handoff.withdraw(from.id, messageId, action)
+            if (!waiting && !admission.seen(from.id, messageId, yield* Clock.currentTimeMillis)) {
+              // Not received yet (or taken already, and forgotten): remembered for when it comes.
+              const key = withdrawalKey(from.id, messageId)
+              withdrawals.delete(key)
+              withdrawals.set(key, action)
+              if (withdrawals.size > WITHDRAWALS_KEPT) {
+                const oldest = withdrawals.keys().next()
+                if (oldest.done !== true) withdrawals.delete(oldest.value)
+              }
+            }
+            // Saved for a later generation that hands it over again (restored, or cleared from a busy agent's queue).
+            yield* journal.withdrawn(from.id, messageId, action, waiting)
+            yield* generation.pendingChanged
+            yield* receipt(messageId, action === "cancel" ? "cancellation_requested" : "superseded")
+          })
         })
       ),
       { startImmediately: true }
     )
 
     return {
-      settled: Effect.flatMap(journal.cleared, (contexts) => Effect.forEach(contexts, handOver, { discard: true }))
+      settled: Effect.flatMap(
+        journal.cleared,
+        (again) => Effect.forEach(again, ({ context, withdrawn }) => handOver(context, withdrawn), { discard: true })
+      )
     }
   })

@@ -16,13 +16,17 @@
  *   for the sender's `queue`) that is still missing from history when the
  *   run settles was cleared before it reached the model (Esc clears both of
  *   the host's queues), and is handed over again; one that reached history
- *   is never handed over twice.
+ *   is never handed over twice;
+ * - a withdrawal (P73) of a message the agent's history may not hold yet is
+ *   saved with the journal (`InboundJournal.withdrawn`), so the generation
+ *   that hands it over again hands it over withdrawn, not live.
  *
- * It owns the set of such messages not yet seen in history: a plain map
- * touched only by synchronous code of this generation's fibers.
+ * It owns the set of such messages not yet seen in history, with the
+ * withdrawal each got: a plain map touched only by synchronous code of this
+ * generation's fibers.
  */
 import { Effect, Schema } from "effect"
-import { DeliveryModeField, Message, SessionInfo } from "../protocol/frames.ts"
+import { DeliveryModeField, Message, type MessageControl, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
@@ -42,8 +46,22 @@ export const JournalRecordSchema = Schema.Struct({
   /** The sender's delivery mode when not `steer` (`delivery-v1`); records saved before it have none. */
   delivery: Schema.optionalKey(DeliveryModeField),
   /** `supervisor` for a child's message on the supervisor channel; records saved before it have none. */
-  channel: Schema.optionalKey(Schema.Literal("supervisor"))
+  channel: Schema.optionalKey(Schema.Literal("supervisor")),
+  /** How its sender withdrew it (P73); journals that keep withdrawals apart (pi's) never store it here. */
+  withdrawn: Schema.optionalKey(Schema.Literals(["cancel", "supersede"]))
 })
+
+/**
+ * A message to hand over again, with how its sender withdrew it when the
+ * journal says so (P73): it is then handed over passive, marked withdrawn.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Rehanded {
+  readonly context: InboundContext
+  readonly withdrawn: MessageControl["action"] | undefined
+}
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
@@ -60,22 +78,38 @@ export interface JournalKeeper {
    */
   readonly checkpoint: (context: InboundContext) => Effect.Effect<boolean>
   /** Checkpointed messages the host's history lacks, to hand over when the generation starts. */
-  readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
+  readonly restore: Effect.Effect<ReadonlyArray<Rehanded>>
   /** Messages the host's history holds, oldest first, for the generation's de-duplication window (none when the host does not say). */
   readonly handled: Effect.Effect<ReadonlyArray<HandledMessage>>
   /** The host took a message; `steered`: into a busy agent's queue (a `steer` or a `followUp`), which Esc may clear. */
   readonly taken: (context: InboundContext, steered: boolean) => void
   /** The agent's run settled: the steered and follow-up messages history still lacks, to hand over again. */
-  readonly cleared: Effect.Effect<ReadonlyArray<InboundContext>>
+  readonly cleared: Effect.Effect<ReadonlyArray<Rehanded>>
+  /**
+   * The sender withdrew a message (P73) the agent's history may not hold yet:
+   * one the host has not taken (`waiting`), or a steered or follow-up one it
+   * took. Saved with the journal when it keeps withdrawals (a failure is
+   * logged, never fatal); a steered one is handed over withdrawn if cleared.
+   * Nothing for a message the journal does not hold.
+   */
+  readonly withdrawn: (
+    fromId: string,
+    messageId: string,
+    action: MessageControl["action"],
+    waiting: boolean
+  ) => Effect.Effect<void>
 }
 
-const toContext = (record: JournalRecord): InboundContext => ({
-  from: record.from,
-  message: record.message,
-  receivedAt: record.receivedAt,
-  askTimeoutMs: record.askTimeoutMs,
-  delivery: record.delivery,
-  channel: record.channel
+const toRehanded = (record: JournalRecord): Rehanded => ({
+  context: {
+    from: record.from,
+    message: record.message,
+    receivedAt: record.receivedAt,
+    askTimeoutMs: record.askTimeoutMs,
+    delivery: record.delivery,
+    channel: record.channel
+  },
+  withdrawn: record.withdrawn
 })
 
 const toRecord = (context: InboundContext): JournalRecord => ({
@@ -125,9 +159,13 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       restore: Effect.succeed([]),
       handled,
       taken: () => {},
-      cleared: Effect.succeed([])
+      cleared: Effect.succeed([]),
+      withdrawn: () => Effect.void
     }
   }
+  const save = journal?.withdrawn
+  /** How each steered message was withdrawn, while it is in `steered`. */
+  const withdrawals = new Map<string, MessageControl["action"]>()
   return {
     checkpoint: (context) =>
       Effect.suspend(() => checkpoint(toRecord(context))).pipe(
@@ -142,7 +180,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
           )
         )
       ),
-    restore: Effect.map(undeliveredIn(undelivered), (records) => records.map(toContext)),
+    restore: Effect.map(undeliveredIn(undelivered), (records) => records.map(toRehanded)),
     handled,
     taken: (context, wasSteered) => {
       if (wasSteered) steered.set(keyOf(context.from.id, context.message.id), context)
@@ -152,12 +190,13 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       return undelivered.pipe(
         Effect.map((records) => {
           const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
-          const again: Array<InboundContext> = []
+          const again: Array<Rehanded> = []
           for (const [key, context] of steered) {
-            if (missing.has(key)) again.push(context)
+            if (missing.has(key)) again.push({ context, withdrawn: withdrawals.get(key) })
           }
           // Either back in the hand-off or in history: no longer watched.
           steered.clear()
+          withdrawals.clear()
           return again
         }),
         // Unread, nothing is known of them: they stay watched, for the next settle to check.
@@ -171,6 +210,21 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
           )
         )
       )
-    })
+    }),
+    withdrawn: (fromId, messageId, action, waiting) =>
+      Effect.suspend(() => {
+        const key = keyOf(fromId, messageId)
+        const wasSteered = steered.has(key)
+        if (wasSteered) withdrawals.set(key, action)
+        if (save === undefined || (!waiting && !wasSteered)) return Effect.void
+        return save(fromId, messageId, action).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning(
+              `Intercom could not save that message ${messageId} was withdrawn; a later session may hand it over live`,
+              cause
+            )
+          )
+        )
+      })
   }
 }

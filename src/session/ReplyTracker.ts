@@ -400,15 +400,26 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
 
   /**
    * No open ask is from `to`: the refusal of the newest closed ask of the one sender `to` resolves to among
-   * the closed asks' askers (withdrawn, say, though not the turn's), if it resolves to one.
+   * the closed asks' askers (withdrawn, say, though not the turn's), if it resolves to one — and only when
+   * that sender's newest ask this session still remembers (`recent`, by receive time) is that closed one: a
+   * newer one that lapsed (its asker may still wait) or was answered is not refused as an older one closed.
    */
   const closedFrom = (to: string, now: number): AskNoLongerOpen | undefined => {
     const senders = [...new Map([...closed.values()].map((entry) => [entry.from.id, entry.from] as const)).values()]
     const resolution = resolveTarget(senders, to)
     if (resolution._tag !== "Found") return undefined
+    const asker = resolution.session.id
     let newest: ClosedAsk | undefined
-    for (const entry of closed.values()) if (entry.from.id === resolution.session.id) newest = entry
-    return newest === undefined ? undefined : refusal(newest, now)
+    for (const entry of closed.values()) if (entry.from.id === asker) newest = entry
+    if (newest === undefined) return undefined
+    let latest: InboundContext | undefined
+    for (const context of recent.values()) {
+      if (context.from.id !== asker || context.message.expectsReply !== true) continue
+      if (latest === undefined || context.receivedAt >= latest.receivedAt) latest = context
+    }
+    // None remembered: the closed one is all that is known of that asker's asks.
+    if (latest !== undefined && latest.message.id !== newest.askId) return undefined
+    return refusal(newest, now)
   }
 
   const resolve: ReplyTracker["resolve"] = (target, now) => {

@@ -3,7 +3,9 @@
  * resumed session restores is what was checkpointed, including the sender's
  * delivery mode, so a restored `passive` message still starts no turn; and
  * what the history holds (`handled`), so a resumed process drops the broker's
- * copy of a message its agent already has (known issue 6).
+ * copy of a message its agent already has (known issue 6); and the
+ * `intercom_withdrawn` entries, so a restored message its sender withdrew is
+ * restored marked withdrawn (P73), while a file without them loads as before.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -16,7 +18,8 @@ import {
   inheritedInstance,
   type MessageDetails,
   undeliveredIn,
-  undeliveredInstances
+  undeliveredInstances,
+  withdrawnEntry
 } from "../../src/pi/journal.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
@@ -37,6 +40,30 @@ describe("pi inbound journal", () => {
       ["m-queue", "queue"],
       ["m-steer", undefined]
     ])
+  })
+
+  it("undelivered marks a checkpoint an intercom_withdrawn entry of this session names; another session's, or none, leaves it unmarked", () => {
+    const cancelled: JournalRecord = { from, message: message("delete it?", { id: "q-1", expectsReply: true }), receivedAt: 1 }
+    const replaced: JournalRecord = { from, message: message("draft", { id: "m-2" }), receivedAt: 2 }
+    const kept: JournalRecord = { from, message: message("keep", { id: "m-3" }), receivedAt: 3 }
+    const mark = (recipient: string, messageId: string, action: "cancel" | "supersede") => ({
+      type: "custom",
+      customType: "intercom_withdrawn",
+      data: withdrawnEntry(recipient, from.id, messageId, action)
+    })
+    const entries = [
+      ...[cancelled, replaced, kept].map(entryOf),
+      mark("me", "q-1", "cancel"),
+      mark("me", "m-2", "supersede"),
+      mark("a-fork", "m-3", "cancel"),
+      { type: "custom", customType: "intercom_withdrawn", data: { recipient: "me", messageId: "m-3" } }
+    ]
+    assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => [record.message.id, record.withdrawn]), [
+      ["q-1", "cancel"],
+      ["m-2", "supersede"],
+      ["m-3", undefined]
+    ])
+    assert.isFalse("withdrawn" in (undeliveredIn("me", [cancelled].map(entryOf))[0] ?? {}), "a file without the entry")
   })
 
   it("undelivered, leaving another live generation's: a message any checkpoint of which names an instance in leftTo is left out; one naming none is kept", () => {

@@ -1,7 +1,8 @@
 /**
  * The journal keeper's settle check (C-DLV-16) on its own: what a run that
- * settles hands over again, and what a journal that cannot be read then
- * leaves watched.
+ * settles hands over again (marked withdrawn when its sender withdrew it,
+ * P73, a withdrawal the journal saves), and what a journal that cannot be
+ * read then leaves watched.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -21,8 +22,38 @@ describe("makeJournalKeeper: cleared", () => {
     Effect.gen(function*() {
       const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
       keeper.taken(context, true)
-      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.context.message.id), [context.message.id])
       assert.deepStrictEqual(yield* keeper.cleared, [], "no longer watched once handed over again")
+    }))
+
+  it.effect("a steered message its sender withdrew is handed over again withdrawn, and the withdrawal is saved", () =>
+    Effect.gen(function*() {
+      const saves: Array<string> = []
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([record]),
+        withdrawn: (fromId, messageId, action) => Effect.sync(() => void saves.push(`${fromId}/${messageId}/${action}`))
+      })
+      keeper.taken(context, true)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.message.id, again.withdrawn]),
+        [[context.message.id, "cancel"]]
+      )
+      assert.deepStrictEqual(saves, [`${A_ID}/${context.message.id}/cancel`])
+    }))
+
+  it.effect("a withdrawal of a message neither waiting nor steered saves nothing", () =>
+    Effect.gen(function*() {
+      const saves: Array<string> = []
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([record]),
+        withdrawn: (fromId, messageId) => Effect.sync(() => void saves.push(`${fromId}/${messageId}`))
+      })
+      keeper.taken(context, false)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      assert.deepStrictEqual(saves, [])
     }))
 
   it.effect("a message taken while the agent was idle is not watched", () =>
@@ -41,6 +72,6 @@ describe("makeJournalKeeper: cleared", () => {
       })
       keeper.taken(context, true)
       assert.deepStrictEqual(yield* keeper.cleared, [], "nothing is known while the journal cannot be read")
-      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.context.message.id), [context.message.id])
     }))
 })
