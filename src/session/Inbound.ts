@@ -14,7 +14,11 @@
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73); one the host has not taken yet — or not yet received: the
  *   controls are another stream — is handed over passive, marked withdrawn
- *   (`prepare`), starting no turn, its ask closed.
+ *   (`prepare`), starting no turn, its ask closed. Whether a message was
+ *   withdrawn is the client's record (`IntercomClient.withdrawal`), made as
+ *   the control is read: `prepare` knows it before the control fiber handled
+ *   it, and in a later generation that is handed the message (one its host
+ *   refused until this one ended, or its journal restores).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -45,7 +49,7 @@
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
-import type { Message, MessageControl, ReceiptStatus } from "../protocol/frames.ts"
+import type { Message, ReceiptStatus } from "../protocol/frames.ts"
 import { AskAnsweredElsewhere, AskExpired, AskSuperseded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
@@ -61,12 +65,6 @@ import { newMessage } from "./Sending.ts"
 import type { ToolExposure } from "./ToolExposure.ts"
 
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
-
-/** How many withdrawn messages a generation remembers (`withdrawals` in `runInbound`). */
-const WITHDRAWALS_KEPT = 1000
-
-/** A withdrawal's key: the sender's session id and the message id (two senders may use one id). */
-const withdrawalKey = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 /**
  * The running inbound handling of a generation.
@@ -120,12 +118,6 @@ export const runInbound = (
      * or the next generation instead of losing them.
      */
     const unsaved = new Map<InboundContext, InboundMessage>()
-    /**
-     * The messages their senders withdrew (P73), by sender and id, with how, the newest WITHDRAWALS_KEPT: one
-     * the host has not taken yet is handed over passive, marked withdrawn (`prepare`), and so is one handed
-     * over again later (C-DLV-16).
-     */
-    const withdrawals = new Map<string, MessageControl["action"]>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
 
@@ -163,7 +155,9 @@ export const runInbound = (
         const { from, message } = context
         const expectsReply = message.expectsReply === true
         const busy = isBusy(lifecycle())
-        const withdrawn = withdrawals.get(withdrawalKey(from.id, message.id))
+        // P73: read from the client, which recorded the control as it read it — also one this generation's
+        // control fiber has not handled yet, or an earlier generation handled.
+        const withdrawn = yield* client.withdrawal(from.id, message.id)
         let intent: DeliveryIntent
         if (withdrawn !== undefined) {
           // P73: withdrawn before the host took it — shown and stored, marked so, but no turn acts on it (the
@@ -353,14 +347,8 @@ export const runInbound = (
           // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
           tracker.askWithdrawn(event.from.id, event.control.messageId)
-          const key = withdrawalKey(event.from.id, event.control.messageId)
-          withdrawals.delete(key)
-          withdrawals.set(key, event.control.action)
-          if (withdrawals.size > WITHDRAWALS_KEPT) {
-            const oldest = withdrawals.keys().next()
-            if (oldest.done !== true) withdrawals.delete(oldest.value)
-          }
-          // Not taken by the host yet: prepared again before its next attempt, passive.
+          // Not taken by the host yet: prepared again before its next attempt, passive (the client recorded the
+          // withdrawal, `prepare` reads it).
           handoff.withdraw(event.from.id, event.control.messageId)
           return Effect.andThen(generation.pendingChanged, receipt(
             event.control.messageId,
