@@ -13,16 +13,25 @@
  *   same client is handed (the host refused it until the first ended): still
  *   withdrawn there, not acted on.
  *
- * Over the fake client on the TestClock.
+ * Over the fake client on the TestClock; the last over a real client of a
+ * broker on the in-memory network (the sender's `cancel` reaches the
+ * receiving client as the broker writes it).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { MessageControl, SessionInfo } from "../../src/protocol/frames.ts"
-import { Host } from "../../src/session/Host.ts"
+import { Host, type HostService, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import type { FakeClient, RecordingHost } from "./support.ts"
+import { message } from "../support/broker.ts"
+import { memoryNetwork, settle as step } from "../support/memory.ts"
+import { settleWithin } from "../support/steps.ts"
+import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
+import type { FakeClient } from "./support.ts"
 import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, slowJournalSession, withPeers } from "./support.ts"
+
+const ALICE_ID = "aaaaaaaa-3333-4000-8000-00000000000a"
+const BOB_ID = "bbbbbbbb-3333-4000-8000-00000000000b"
 
 /** `from` withdraws (or replaces, by `supersededBy`) its message `messageId`. */
 const withdraw = (
@@ -100,37 +109,98 @@ describe("a control handled before the message it names", () => {
     }))
 })
 
+/** Builds one session generation of `client` in a Scope of its own; closing it ends the generation. */
+const generation = (client: IntercomClientService, host: HostService) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(
+      IntercomSession.layer().pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client), Host.layer(host)))
+      ),
+      scope
+    )
+    return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
+  })
+
+const identity = { name: "self", cwd: "/work", model: "test-model" }
+
 describe("a control handled by an earlier generation of the same client", () => {
   it.effect("a message cancelled while the first generation's host refused it is handed to the next generation passive, marked withdrawn", () =>
     Effect.gen(function*() {
       const client = yield* makeFakeClient(SELF.id)
       client.sessions = [SELF, B, C]
-      const build = (host: RecordingHost) =>
-        Effect.gen(function*() {
-          const scope = yield* Scope.make()
-          const context = yield* Layer.buildWithScope(
-            IntercomSession.layer().pipe(
-              Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host.service)))
-            ),
-            scope
-          )
-          return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
-        })
-      const first = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const first = yield* makeRecordingHost(identity)
       first.failDeliveries = 1000
-      const one = yield* build(first)
+      const one = yield* generation(client.service, first.service)
       yield* client.push(inboundMessage(C, "m-1", "please delete the branch"))
       yield* settle
       assert.deepStrictEqual(first.attempts, ["m-1"], "refused; retried later")
       yield* withdraw(client, C, "m-1", "cancel")
       yield* one.close
-      const second = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const two = yield* build(second)
+      const second = yield* makeRecordingHost(identity)
+      const two = yield* generation(client.service, second.service)
       yield* settle
       const handed = yield* Queue.take(second.inbox)
       assert.strictEqual(handed.message.id, "m-1")
       assert.strictEqual(handed.intent, "passive")
       assert.include(handed.text, CANCELLED)
+      assert.isUndefined(yield* two.session.beginTurn(), "no turn's context")
+    }))
+
+  it.effect("a message its first generation saved, then its sender replaced: restored by the next generation passive, marked withdrawn", () =>
+    Effect.gen(function*() {
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const saved: Array<JournalRecord> = []
+      const journal = {
+        checkpoint: (record: JournalRecord) => Effect.sync(() => void saved.push(record)),
+        undelivered: Effect.sync(() => [...saved])
+      }
+      const first = yield* makeRecordingHost(identity)
+      first.failDeliveries = 1000
+      const one = yield* generation(client.service, { ...first.service, journal })
+      yield* client.push(inboundMessage(C, "m-1", "use branch a"))
+      yield* settle
+      assert.deepStrictEqual(saved.map((record) => record.message.id), ["m-1"], "saved before the host refused it")
+      yield* withdraw(client, C, "m-1", "supersede", "m-2")
+      yield* one.close
+      const second = yield* makeRecordingHost(identity)
+      const two = yield* generation(client.service, { ...second.service, journal })
+      yield* settle
+      const handed = yield* Queue.take(second.inbox)
+      assert.strictEqual(handed.message.id, "m-1")
+      assert.strictEqual(handed.intent, "passive")
+      assert.include(handed.text, REPLACED)
+      assert.isUndefined(yield* two.session.beginTurn(), "no turn's context")
+    }))
+
+  it.effect("over a real client: a message its sender cancelled while the first generation's host refused it reaches the next generation passive", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, BOB_ID, "bob"))
+      const first = yield* makeRecordingHost(identity)
+      first.failDeliveries = 1000
+      const one = yield* generation(bob, first.service)
+      yield* step(bob.connect)
+      const alice = yield* world.session({ sessionId: ALICE_ID, name: "alice" })
+      const sent = message("please delete the branch")
+      yield* alice.client.send({ type: "send", to: "bob", message: sent })
+      yield* step(bob.list)
+      assert.deepStrictEqual(first.attempts, [sent.id], "refused; retried later")
+      yield* alice.client.send({ type: "cancel_message", messageId: sent.id })
+      const answer = yield* step(alice.client.next(["delivered", "delivery_failed"], (frame) => frame.messageId === sent.id), "cancel answer")
+      assert.strictEqual(answer.type, "delivered", "the broker sent bob the cancel")
+      // Two round trips on bob: the cancel written before them has been read by its client.
+      yield* step(bob.list)
+      yield* step(bob.list)
+      yield* step(one.close, "close")
+      const second = yield* makeRecordingHost(identity)
+      const two = yield* generation(bob, second.service)
+      yield* settleWithin(10, bob.list)
+      const taken = yield* Queue.clear(second.inbox)
+      assert.deepStrictEqual(taken.map((inbound) => [inbound.message.id, inbound.intent]), [[sent.id, "passive"]])
+      assert.include(taken[0]?.text ?? "", "Withdrawn: alice cancelled this message before it reached you")
       assert.isUndefined(yield* two.session.beginTurn(), "no turn's context")
     }))
 })
