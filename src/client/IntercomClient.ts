@@ -341,6 +341,7 @@ const make = (
       whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
+      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId)),
       status: Effect.sync(() => {
         const live = lifetime.live()
         return {

@@ -13,6 +13,11 @@
  * (src/session/Inbound.ts) sent its sender a second
  * `cancellation_requested` or `superseded` receipt.
  *
+ * The same record tells whether a message was withdrawn (`withdrawal`):
+ * read when the message is about to reach its host, which may be before
+ * the consumer of `controls` handled the control (another stream, another
+ * fiber), or in a later session generation of this client.
+ *
  * Bounded like RecentMessages: the last `capacity` triples, oldest
  * forgotten first. Controls are few (one per cancel or supersede a sender
  * makes, never per message), and one comes again only while it is not
@@ -24,6 +29,9 @@
  * code.
  */
 import type { MessageControl } from "../protocol/frames.ts"
+
+const keyOf = (senderId: string, messageId: string, action: MessageControl["action"]): string =>
+  `${senderId}\u0001${messageId}\u0001${action}`
 
 /** Remembers the (sender, message id, action) triples of the last `capacity` controls passed on. */
 export class RecentControls {
@@ -37,7 +45,7 @@ export class RecentControls {
 
   /** Records the control `senderId` sent; false when it was seen already (written again: drop it). */
   firstTime(senderId: string, control: MessageControl): boolean {
-    const key = `${senderId}\u0001${control.messageId}\u0001${control.action}`
+    const key = keyOf(senderId, control.messageId, control.action)
     const seen = this.seen
     if (seen.has(key)) return false
     seen.add(key)
@@ -48,5 +56,12 @@ export class RecentControls {
       }
     }
     return true
+  }
+
+  /** How `senderId` withdrew its message `messageId`, if a control of it is remembered (a cancel over a supersede). */
+  withdrawal(senderId: string, messageId: string): MessageControl["action"] | undefined {
+    if (this.seen.has(keyOf(senderId, messageId, "cancel"))) return "cancel"
+    if (this.seen.has(keyOf(senderId, messageId, "supersede"))) return "supersede"
+    return undefined
   }
 }

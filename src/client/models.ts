@@ -4,11 +4,11 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  *
- * Size note: about 420 lines, nearly all JSDoc on the service's operations
+ * Size note: about 430 lines, nearly all JSDoc on the service's operations
  * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
-import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
+import type { MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
 import type { Published, SavedTopics, SubscribedView, TopicsView } from "./ClientTopics.ts"
 import type {
@@ -373,6 +373,14 @@ export interface IntercomClientService extends QuestionOperations {
    * instance of it (`AnsweredElsewhere`, `reply-elsewhere-v1`).
    */
   readonly controls: Stream.Stream<ControlEvent>
+  /**
+   * How `senderId` withdrew its message `messageId` (P73 `cancel` or
+   * `supersede`), if this client read such a control lately (the newest
+   * 1,024): recorded as the control is read, so it is known before the
+   * consumer of `controls` handles it, and in every session generation of
+   * this client. `undefined`: no such control is known.
+   */
+  readonly withdrawal: (senderId: string, messageId: string) => Effect.Effect<MessageControl["action"] | undefined>
   readonly status: Effect.Effect<ClientStatus>
   /**
    * Until `resumeConfirmations`, confirms (`received-v1`) only what came

@@ -17,7 +17,10 @@
  *   (`prepare`), starting no turn, its ask closed as soon as it is recorded.
  *   The hand-off keeps the withdrawal of a waiting message, the journal saves
  *   it (so a later generation restoring the message hands it over withdrawn
- *   too), and only a control naming a message not received yet waits here.
+ *   too), and only a control naming a message not received yet waits here;
+ *   the client's own record of the controls it read (`IntercomClient.
+ *   withdrawal`) covers one not handled yet, or handled by an earlier
+ *   generation of the same client.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -301,28 +304,31 @@ export const runInbound = (
 
     /**
      * Pending at once (C-RPL-1), and for as long as the hand-off is retried — unless its sender withdrew it
-     * already (`known`: the journal says so; or a control read before it, `withdrawals`): then its ask is closed
+     * already (`known`: the journal says so; or a control read before it, `withdrawals` or the client's record):
+     * then its ask is closed
      * at once, not when the hand-off reaches it behind a message the host refuses, and it waits withdrawn.
      */
     const handOver = (context: InboundContext, known?: MessageControl["action"]): Effect.Effect<void> =>
-      Effect.suspend(() => {
+      Effect.gen(function*() {
         const { from, message } = context
         tracker.record(context)
         admission.hold(from.id, message.id)
         const key = withdrawalKey(from.id, message.id)
         const early = withdrawals.get(key)
         withdrawals.delete(key)
-        const withdrawn = known ?? early
-        if (withdrawn === undefined) return handoff.enqueue(context)
-        if (message.expectsReply === true) tracker.askWithdrawn(from.id, message.id)
-        return Effect.andThen(
-          Effect.andThen(
-            message.expectsReply === true ? generation.pendingChanged : Effect.void,
-            // Read before the message was checkpointed: saved now, for a generation that restores it.
-            early === undefined ? Effect.void : journal.withdrawn(from.id, message.id, early, true)
-          ),
-          handoff.enqueue(context, withdrawn)
-        )
+        // The client records each control as it reads it (`IntercomClient.withdrawal`): one this generation's
+        // control fiber has not handled yet, or an earlier generation of this client handled (the message kept
+        // by the client for this one, its host having refused it until that one ended).
+        const fresh = known === undefined ? early ?? (yield* client.withdrawal(from.id, message.id)) : undefined
+        const withdrawn = known ?? fresh
+        if (withdrawn === undefined) return yield* handoff.enqueue(context)
+        if (message.expectsReply === true) {
+          tracker.askWithdrawn(from.id, message.id)
+          yield* generation.pendingChanged
+        }
+        // Read before the message was checkpointed: saved now, for a generation that restores it.
+        if (fresh !== undefined) yield* journal.withdrawn(from.id, message.id, fresh, true)
+        yield* handoff.enqueue(context, withdrawn)
       })
 
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).

@@ -3,7 +3,8 @@
  * `received-v1` broker gives one this client never confirmed to its next
  * connection (Custody.ts), as it gives mail — reaches `controls` once
  * (RecentControls.ts). In memory, against a fake broker that writes the
- * controls it is told to ahead of each `list` answer.
+ * controls it is told to ahead of each `list` answer. `RecentControls`
+ * also tells how a message was withdrawn (`withdrawal`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -56,5 +57,22 @@ describe("RecentControls", () => {
     // Three seen, capacity two: the oldest, m0 from a, was forgotten.
     assert.isTrue(recent.firstTime("a", control("m0")))
     assert.isFalse(recent.firstTime("b", control("m0")))
+  })
+
+  it("tells how a message was withdrawn: by its sender only, a cancel over a supersede, forgotten past its capacity", () => {
+    const recent = new RecentControls(2)
+    const control = (messageId: string, action: "cancel" | "supersede") => ({ messageId, action, timestamp: 0 })
+    assert.isUndefined(recent.withdrawal("a", "m0"), "no control read")
+    recent.firstTime("a", control("m0", "supersede"))
+    assert.strictEqual(recent.withdrawal("a", "m0"), "supersede")
+    assert.isUndefined(recent.withdrawal("b", "m0"), "another sender's message with that id")
+    recent.firstTime("a", control("m0", "cancel"))
+    assert.strictEqual(recent.withdrawal("a", "m0"), "cancel")
+    // Capacity two: the supersede is forgotten first, then the cancel.
+    recent.firstTime("a", control("m1", "cancel"))
+    assert.strictEqual(recent.withdrawal("a", "m0"), "cancel")
+    recent.firstTime("a", control("m2", "cancel"))
+    assert.isUndefined(recent.withdrawal("a", "m0"))
+    assert.strictEqual(recent.withdrawal("a", "m2"), "cancel")
   })
 })

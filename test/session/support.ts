@@ -9,6 +9,7 @@ import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../.
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
 import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
 import { LateVerdicts } from "../../src/client/LateVerdicts.ts"
+import { RecentControls } from "../../src/client/RecentControls.ts"
 import type { SendAnswer } from "../../src/client/PendingSends.ts"
 import {
   deliveryError,
@@ -177,6 +178,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const askExpiryHub = yield* PubSub.unbounded<string>()
     const lateVerdicts = new LateVerdicts()
+    const recentControls = new RecentControls()
     const reconnectHub = yield* PubSub.unbounded<number>()
     const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
     const takenOverSignal = yield* Deferred.make<never, IntercomNotConnected>()
@@ -214,7 +216,13 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           else if (event._tag === "Joined") departed.delete(event.session.id)
           return Effect.asVoid(PubSub.publish(presenceHub, event))
         }),
-      control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
+      // As the real client: a cancel or supersede is recorded as it is read (`withdrawal`), before any subscriber
+      // sees it (the fake passes on one pushed twice, twice).
+      control: (event) =>
+        Effect.suspend(() => {
+          if (event._tag === "Control") recentControls.firstTime(event.from.id, event.control)
+          return Effect.asVoid(PubSub.publish(controlHub, event))
+        }),
       // As the real client: a new connection forgets the departures read on the last.
       reconnect: Effect.suspend(() => {
         fake.connects++
@@ -410,6 +418,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       whenTakenOver: Deferred.await(takenOverSignal),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
+      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId)),
       status: Effect.sync((): ClientStatus => ({
         connected: fake.connected,
         sessionId,

@@ -64,7 +64,7 @@ const restoredAfterCancel = (keepsWithdrawals: boolean) =>
     const client = yield* makeFakeClient(SELF.id)
     client.sessions = [SELF, B, C]
     const identity = { name: "self", cwd: "/work", model: "test-model" }
-    const build = (host: HostService) =>
+    const build = (host: HostService, client: FakeClient) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(
@@ -78,7 +78,7 @@ const restoredAfterCancel = (keepsWithdrawals: boolean) =>
 
     const first = yield* makeRecordingHost(identity)
     first.failDeliveries = 1_000
-    const one = yield* build({ ...first.service, journal })
+    const one = yield* build({ ...first.service, journal }, client)
     yield* client.push(inboundMessage(B, "q-1", "delete the branch?", { expectsReply: true }))
     yield* settle
     assert.deepStrictEqual(saved.map((record) => record.message.id), ["q-1"], "checkpointed")
@@ -86,8 +86,11 @@ const restoredAfterCancel = (keepsWithdrawals: boolean) =>
     assert.deepStrictEqual((yield* Effect.orDie(one.session.pending)).asks, [], "closed in generation 1")
     yield* one.close
 
+    // A new process (a new client, which never read the cancel): only the journal can say it was withdrawn.
+    const next = yield* makeFakeClient(SELF.id)
+    next.sessions = [SELF, B, C]
     const second = yield* makeRecordingHost(identity)
-    const two = yield* build({ ...second.service, journal })
+    const two = yield* build({ ...second.service, journal }, next)
     yield* settle
     const handed = yield* Queue.take(second.inbox)
     assert.strictEqual(handed.message.id, "q-1")
