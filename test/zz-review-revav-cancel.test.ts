@@ -1,0 +1,42 @@
+/**
+ * Review revav AV1 probe: a cancel of a message whose send TIMED OUT (the
+ * common reason to cancel) is no longer written. Since fixas the timed-out
+ * send stays "abandoned" in the table, and `cancelAfterSend`
+ * (ClientConnection.ts ~813) waits on its answer first: a broker that has
+ * not answered the send (the reason it timed out) never sees the cancel,
+ * and the user's cancel ends RequestTimeout. Before fixas the send was
+ * forgotten and the cancel was written at once (and answered).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { message } from "./support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+
+const SEND_TIMEOUT = 1_000
+
+describe("revav AV1: cancelling a message whose send timed out", () => {
+  it.effect("the cancel is written and answered though the send was never answered", () =>
+    Effect.gen(function*() {
+      const fake = yield* memoryFakeBroker({
+        detailedSendAnswers: true,
+        leaveSendUnanswered: () => true,
+        cancelAnswer: "cancelled"
+      })
+      const { client } = yield* makeClient(
+        memoryClientOptions(fake, "sender-0000-0001", "sender", { sendTimeoutMs: SEND_TIMEOUT })
+      )
+      yield* client.connect
+      const msg = message("hello")
+      const sending = yield* Effect.forkChild(Effect.exit(client.send({ to: "peer", message: msg })), { startImmediately: true })
+      yield* TestClock.adjust(SEND_TIMEOUT + 10)
+      const sent = yield* Fiber.join(sending)
+      assert.isTrue(Exit.isFailure(sent), "setup: the send was expected to time out")
+      const cancelling = yield* Effect.forkChild(Effect.exit(client.cancel(msg.id)), { startImmediately: true })
+      yield* TestClock.adjust(50)
+      yield* TestClock.adjust(SEND_TIMEOUT + 10)
+      const cancelled = yield* Fiber.join(cancelling)
+      assert.strictEqual(fake.ofType("cancel_message").length, 1, "the cancel_message frame was never written to the broker")
+      assert.isTrue(Exit.isSuccess(cancelled) && cancelled.value === true, `the cancel ended: ${String(cancelled)}`)
+    }))
+})
