@@ -1,0 +1,47 @@
+/**
+ * Review revav AV2 probe: a send whose caller was already told it TIMED OUT
+ * (the session's DeliveryUnknown: "Check with the recipient before sending
+ * it again, or it may arrive twice") is now written again by the client
+ * itself on the next connection after a drop (fixas: abandoned, kept by
+ * `failAll`, re-sent by `writeAgain`). A user who follows the advice — the
+ * recipient has not got it, so they send it again under a new id — gets it
+ * delivered twice when the broker never read the first frame (no replay
+ * record to answer from: P46 de-duplicates by id only). Before fixas a
+ * timed-out send was forgotten and never written again.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { message } from "./support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+
+const SEND_TIMEOUT = 1_000
+
+describe("revav AV2: a send its caller was told timed out", () => {
+  it.effect("is not written again by the client on the next connection", () =>
+    Effect.gen(function*() {
+      const timedOut = message("first")
+      const dropper = message("second")
+      const fake = yield* memoryFakeBroker({
+        detailedSendAnswers: true,
+        leaveSendUnanswered: (id) => id === timedOut.id,
+        dropOnSend: (connection, id) => connection === 1 && id === dropper.id
+      })
+      const { client } = yield* makeClient(
+        memoryClientOptions(fake, "sender-0000-0001", "sender", { sendTimeoutMs: SEND_TIMEOUT, reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* client.connect
+      const first = yield* Effect.forkChild(Effect.exit(client.send({ to: "peer", message: timedOut })), { startImmediately: true })
+      yield* TestClock.adjust(SEND_TIMEOUT + 10)
+      const firstExit = yield* Fiber.join(first)
+      assert.isTrue(Exit.isFailure(firstExit), "setup: the first send was expected to time out")
+      // Another send ends connection 1 unanswered; the client reconnects and writes what it lost.
+      const second = yield* Effect.forkChild(Effect.exit(client.send({ to: "peer", message: dropper })), { startImmediately: true })
+      for (let i = 0; i < 20 && fake.connections() < 2; i++) yield* TestClock.adjust(50)
+      yield* TestClock.adjust(200)
+      yield* Fiber.join(second)
+      assert.isAtLeast(fake.connections(), 2, "setup: the client reconnected")
+      const resentAfterTimeout = fake.ofType("send").filter((f) => f.connection >= 2 && JSON.stringify(f.frame).includes(timedOut.id))
+      assert.strictEqual(resentAfterTimeout.length, 0, "the client wrote again a send whose caller had been told it timed out")
+    }))
+})
