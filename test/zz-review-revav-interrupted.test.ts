@@ -10,7 +10,7 @@
  * (`cancel_ask`), not that the question is asked again on a new connection.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { message } from "./support/broker.ts"
 import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
