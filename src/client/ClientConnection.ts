@@ -523,8 +523,10 @@ export const openClientConnection = (
     // Every frame goes through the outbox, in order; the frames of one turn go out in one write (Outbox.ts).
     const outbox = new Outbox(connection)
     const writeTexts = (texts: ReadonlyArray<string>, operation: string) => outbox.write(texts, operation)
-    const writeText = (text: string, operation: string) =>
-      Effect.suspend(() => open ? outbox.write([text], operation) : Effect.fail(new ConnectionLost({ operation })))
+    const writeText = (text: string, operation: string, takenBack?: () => void) =>
+      Effect.suspend(() =>
+        open ? outbox.write([text], operation, takenBack) : Effect.fail(new ConnectionLost({ operation }))
+      )
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     let framesRead = 1
@@ -712,8 +714,13 @@ export const openClientConnection = (
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
           // written withdraws it (the broker never saw it, and a later send with the id must not join).
           // One that gives up after leaves (abandons) it: see the joined case above.
+          // Forgotten only when the outbox really took the frame back: one in a write the socket had not taken
+          // whole may still reach the broker, and is left (abandoned) for the close to keep (review revav AV4).
+          let withdrawn = false
           return writeThenAwait(
-            writeText(text, "send").pipe(Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending)))),
+            writeText(text, "send", () => {
+              withdrawn = true
+            }).pipe(Effect.onInterrupt(() => Effect.sync(() => withdrawn ? sends.forget(pending) : undefined))),
             pending.answer,
             timeoutMs,
             "send",
@@ -813,7 +820,10 @@ export const openClientConnection = (
     const cancelAfterSend: ClientConnection["cancel"] = (messageId, timeoutMs) =>
       Effect.suspend(() => {
         const inFlight = sends.get(messageId)
-        if (inFlight === undefined) return cancel(messageId, timeoutMs)
+        // A send nobody waits for any more (its callers timed out: the usual reason to cancel) is not waited for
+        // either: the broker that never answered it may never do, and it orders the cancel after the send it read
+        // (review revav AV1). Its answer and the cancel's are told apart by their details (P41, P71).
+        if (inFlight === undefined || sends.isAbandoned(inFlight)) return cancel(messageId, timeoutMs)
         return Deferred.await(inFlight.answer).pipe(
           Effect.exit, // the send's outcome is its caller's
           Effect.timeoutOrElse({

@@ -97,6 +97,11 @@ export interface LifetimeConfig {
   readonly livenessIntervalMs: number
   readonly livenessTimeoutMs: number
   readonly rejoinGraceMs: number
+  /**
+   * Whether an ask settling with the broker still needs the verdict on `messageId` (`LateVerdicts.watches`):
+   * a send abandoned by its callers is written again after a drop only then.
+   */
+  readonly awaitsVerdict: (messageId: string) => boolean
 }
 
 /**
@@ -384,7 +389,12 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
               live = undefined
               liveRetired = undefined
             }
-            resend.lost(connection.unanswered())
+            // A send every caller gave up on (told it timed out: check before sending it again) is written again
+            // only for an ask that still settles with the broker (review revas AS1); otherwise the caller's own
+            // resend could make it arrive twice (review revav AV2), and an interrupted caller withdrew it (AV3).
+            resend.lost(connection.unanswered().filter((send) =>
+              !send.abandoned || config.awaitsVerdict(send.request.message.id)
+            ))
             if (stopped) return retire(retired)
             const over = connection.takenOver()
             if (over !== undefined) {

@@ -204,7 +204,8 @@ const make = (
       sendTimeoutMs,
       livenessIntervalMs,
       livenessTimeoutMs,
-      rejoinGraceMs
+      rejoinGraceMs,
+      awaitsVerdict: (messageId) => lateVerdicts.watches(messageId)
     })
     const { disconnect, resend, takeover, withConnection } = lifetime
     // An ask's verdict (`ask-expiry-v1`) waits until the replies read before it were routed, but no longer than

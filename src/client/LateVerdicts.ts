@@ -64,6 +64,11 @@ export class LateVerdicts {
     this.watched.set(request.message.id, { request, answer: undefined, expired: false })
   }
 
+  /** Whether an ask is recording for `messageId` (it still settles with the broker). */
+  watches(messageId: string): boolean {
+    return this.watched.has(messageId)
+  }
+
   /** Stops recording for `messageId` and forgets what was read. */
   unwatch(messageId: string): void {
     this.watched.delete(messageId)

@@ -25,11 +25,12 @@
  * A send whose every caller left before its answer came (timed out, or gave
  * up once its frame was out) is ABANDONED, not forgotten: it stays here, its
  * answer, read later, goes to `sinks.lateAnswer` (an ask settling with the
- * broker may need it), and a close keeps it among the unanswered like any
- * other, so the next connection writes it again (the broker answers that
- * from its record, P46: never a second delivery) — forgotten, a send whose
- * frame the broker never read was lost with the connection (review revas
- * AS1). Callers are counted (`join`, `leave`): one caller leaving abandons
+ * broker may need it), and a close keeps it among the unanswered, marked
+ * abandoned: the client writes it again on the next connection only for an
+ * ask still settling with the broker (ConnectionLifetime.ts; the broker
+ * answers from its record, P46) — forgotten, a question whose frame the
+ * broker never read was lost with the connection (review revas AS1); a
+ * plain send whose caller was told it timed out is not (review revav AV2). Callers are counted (`join`, `leave`): one caller leaving abandons
  * nothing another still waits on (AS3). Only a write withdrawn before its
  * frame left is forgotten (`forget`). Abandoned sends go when answered, with
  * the close (then within the replay window, Resending.ts), and past
@@ -188,6 +189,11 @@ export class PendingSends {
     pending.unclaimed = false
     pending.waiters += 1
     return pending.answer
+  }
+
+  /** Whether every caller of `pending` left it unanswered (`leave`): nobody waits for its answer. */
+  isAbandoned(pending: PendingSend): boolean {
+    return isAbandoned(pending)
   }
 
   /**

@@ -1,23 +1,18 @@
 /**
- * Review revav AV3 probe (PRE-EXISTING: fails on 5155941b^1 too): a send
- * whose caller was interrupted once its frame was out (the user cancelled
- * the operation: Ctrl-C, its scope closed) is written again by the client
- * on the next connection after a drop. Before fixas the entry simply stayed
- * in the table (no `onInterrupt` after the write) and was re-sent with its
- * answer kept for a retry that never comes; fixas makes it "abandoned"
- * (`leave` in the new `onInterrupt`), still re-sent, its answer now late.
- * docs/client.md ~1471/1636 promise an interrupted ask drops its edge
- * (`cancel_ask`), not that the question is asked again on a new connection.
+ * A send whose caller was interrupted once its frame was out (the user gave up the operation: its scope
+ * closed) is not written again by the client on the next connection after a drop: nothing settles it, and the
+ * caller withdrew it (ConnectionLifetime.ts re-sends an abandoned send only for an ask still settling). Review
+ * `revav` AV3.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { message } from "./support/broker.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
 const SEND_TIMEOUT = 1_000
 
-describe("revav AV3: a send its caller interrupted once its frame was out", () => {
+describe("a send its caller interrupted once its frame was out", () => {
   it.effect("an interrupted send is not written again by the client on the next connection", () =>
     Effect.gen(function*() {
       const timedOut = message("first")

@@ -1,23 +1,17 @@
 /**
- * Review revav AV4 probe (the AS1 loss, left open where timeouts really
- * happen): a send whose timeout fires while its frame is in a transport
- * write the socket has not taken whole (a broker not reading: the common
- * cause of a send timeout) is FORGOTTEN, not abandoned — ClientConnection.ts
- * `send` forgets on any interruption of `writeText` (the outbox could not
- * withdraw the frame, and `writeText` passes no `takenBack`). The link then
- * dies with that write unfinished: the broker never read the question, and
- * the next connection does not write it again, so it is lost, its caller
- * told only "may or may not have been delivered". fixas abandons (and
- * re-sends) only a send whose write had completed.
+ * A question whose send timed out while its frame was in a transport write the socket had not taken whole
+ * (a broker not reading: the usual cause of a send timeout) is abandoned, not forgotten — the outbox could not
+ * take it back — so when the link dies with that write unfinished, the next connection writes it again for the
+ * ask still settling with the broker: never read by any broker, it would otherwise be lost. Review `revav` AV4.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, stallingDial } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, stallingDial } from "./support.ts"
 
 const SENDER = "cccccccc-5555-4000-8000-00000000000c"
 
-describe("revav AV4: a send that timed out inside an unfinished write, then the link died", () => {
+describe("a question that timed out inside an unfinished write, then the link died", () => {
   it.live("is written again on the next connection", () =>
     Effect.gen(function*() {
       const question = message("still there?", { expectsReply: true })
@@ -25,6 +19,8 @@ describe("revav AV4: a send that timed out inside an unfinished write, then the 
       const fake = yield* fakeBroker({ detailedSendAnswers: true })
       const { client } = yield* makeClient(fakeClientOptions(fake, SENDER, { sendTimeoutMs: 300, reconnectBaseMs: 10, dial }))
       yield* client.connect
+      // An ask settling with the broker watches its question's verdict (Ask.ts): that is what a lost question costs.
+      yield* client.lateVerdict({ to: "peer", message: question })
       stall()
       const sending = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
       yield* Deferred.await(stalled)

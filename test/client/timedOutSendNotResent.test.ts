@@ -1,23 +1,18 @@
 /**
- * Review revav AV2 probe: a send whose caller was already told it TIMED OUT
- * (the session's DeliveryUnknown: "Check with the recipient before sending
- * it again, or it may arrive twice") is now written again by the client
- * itself on the next connection after a drop (fixas: abandoned, kept by
- * `failAll`, re-sent by `writeAgain`). A user who follows the advice — the
- * recipient has not got it, so they send it again under a new id — gets it
- * delivered twice when the broker never read the first frame (no replay
- * record to answer from: P46 de-duplicates by id only). Before fixas a
- * timed-out send was forgotten and never written again.
+ * A plain send whose caller was told it timed out (the session's DeliveryUnknown: check with the recipient
+ * before sending it again) is not written again by the client after a drop: a caller who sends it again under
+ * a new id would otherwise have it delivered twice when the broker never read the first frame (P46
+ * de-duplicates by id only). Review `revav` AV2.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { message } from "./support/broker.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
 const SEND_TIMEOUT = 1_000
 
-describe("revav AV2: a send its caller was told timed out", () => {
+describe("a send its caller was told timed out", () => {
   it.effect("is not written again by the client on the next connection", () =>
     Effect.gen(function*() {
       const timedOut = message("first")

@@ -1,21 +1,17 @@
 /**
- * Review revav AV1 probe: a cancel of a message whose send TIMED OUT (the
- * common reason to cancel) is no longer written. Since fixas the timed-out
- * send stays "abandoned" in the table, and `cancelAfterSend`
- * (ClientConnection.ts ~813) waits on its answer first: a broker that has
- * not answered the send (the reason it timed out) never sees the cancel,
- * and the user's cancel ends RequestTimeout. Before fixas the send was
- * forgotten and the cancel was written at once (and answered).
+ * A cancel of a message whose send timed out (the usual reason to cancel) is written at once: the send,
+ * abandoned by its callers, is not waited for (`cancelAfterSend`), since the broker that never answered it may
+ * never do. Review `revav` AV1.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { message } from "./support/broker.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
 const SEND_TIMEOUT = 1_000
 
-describe("revav AV1: cancelling a message whose send timed out", () => {
+describe("cancelling a message whose send timed out", () => {
   it.effect("the cancel is written and answered though the send was never answered", () =>
     Effect.gen(function*() {
       const fake = yield* memoryFakeBroker({
