@@ -20,7 +20,7 @@ describe("a question that timed out inside an unfinished write, then the link di
       const { client } = yield* makeClient(fakeClientOptions(fake, SENDER, { sendTimeoutMs: 300, reconnectBaseMs: 10, dial }))
       yield* client.connect
       // An ask settling with the broker watches its question's verdict (Ask.ts): that is what a lost question costs.
-      yield* client.lateVerdict({ to: "peer", message: question })
+      yield* Effect.asVoid(client.lateVerdict({ to: "peer", message: question }))
       stall()
       const sending = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
       yield* Deferred.await(stalled)
