@@ -21,8 +21,10 @@
  * nor when that connection stayed up. Review revled's cases: one superseded but lost
  * from a live outbox is a `silent-loss` (with `control-before-message` when
  * its control was read); and under `--strict` one written to a connection
- * that died unread, cancelled or superseded before that close, is withdrawn,
- * as is one read by a client that closed before its session took it, cancelled
+ * that died unread, cancelled or superseded before that close, is withdrawn
+ * (also when cancelled again after it, answered `delivered` again: the first
+ * acknowledgement counts, seed 53118, `--parked-flush --unregister --delivery
+ * --strict`), as is one read by a client that closed before its session took it, cancelled
  * before that client's connection ended (seed 10658, `--host-journal --strict`)
  * or with the cancel's control read there before it ended, the acknowledgement
  * coming after (seed 52221, `--host-journal --client-timings --strict`).
@@ -360,6 +362,18 @@ describe("Ledger: controls", () => {
       const ledger = strictWorld()
       cancelAcknowledged(ledger)
       diedUnread(ledger)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("cancelled (acknowledged) before that connection ended and cancelled again after it: withdrawn, not lost-in-flight (seed 53118)", () => {
+      const ledger = strictWorld()
+      cancelAcknowledged(ledger)
+      now = 5
+      diedUnread(ledger)
+      now = 10
+      cancelAcknowledged(ledger)
       const tally = ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
       expect(tally.withdrawn).toBe(1)

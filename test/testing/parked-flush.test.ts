@@ -7,6 +7,9 @@
  * behind it (BrokerStats' counters, summed in `report.paths`) — with the
  * ledger's order, no-loss and C-BRK-33 checks holding; then the generated
  * workloads carry it only with the flag, and a generated seed reaches it.
+ * And seed 53118 of `--parked-flush --unregister --delivery --strict`, whose
+ * C cancels m21 before B's connection drops with it unread and again after:
+ * withdrawn, not lost in flight (helper sweepe).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -94,5 +97,24 @@ describe("the ParkedFlush op", () => {
       const report = yield* runWorkload({ seed: 4 }, [op], { parkedFlush: true })
       assert.isAtLeast(report.paths.ownParks, 1)
       assert.deepStrictEqual(report.violations.filter((violation) => violation.kind === "left-before-mail"), [])
+    }))
+})
+
+describe("a message cancelled before its receiver's connection died with it unread, and cancelled again after (--parked-flush --unregister --delivery --strict, seed 53118)", () => {
+  // C's m21 was written to B's link #11 after B's client stopped reading; C's cancel was acknowledged at once,
+  // then B unregistered and link #11 ended with m21 unread, so the broker did not queue it again. C cancelled
+  // m21 again 1.8 s later and the broker answered `delivered` again (docs/protocol.md: a repeated cancel). The
+  // ledger had kept the second answer's time, after the close, and called m21 lost in flight.
+  it.effect("m21 is withdrawn, not lost-in-flight, and the run passes strict", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 53118, strictInFlight: true, tolerate: KNOWN_ISSUES },
+        undefined,
+        { delivery: true, unregister: true, parkedFlush: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(trace, /C's cancel of m21 acknowledged[\s\S]*frame\(s\) toward B lost with link #11 \(messages m21\)[\s\S]*C's cancel of m21 acknowledged/, trace)
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.isTrue(report.ok, trace)
     }))
 })

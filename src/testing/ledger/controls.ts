@@ -138,7 +138,10 @@ export const cancelAnswered = (state: LedgerState, link: LinkRecord, messageId: 
   if (!state.controls.cancelsWritten.delete(key)) return
   const record = state.messages.get(messageId)
   if (record === undefined || record.sender !== link.owner) return
-  state.controls.cancelled.set(messageId, state.now())
+  // The first acknowledgement is when the broker withdrew it: a cancel repeated later is answered
+  // `delivered` again (docs/protocol.md) and must not move that time past a close it preceded
+  // (`--parked-flush --unregister --delivery --strict` seed 53118).
+  if (!state.controls.cancelled.has(messageId)) state.controls.cancelled.set(messageId, state.now())
   state.controls.cancelAcks.push({ sender: link.owner, messageId, epoch: link.brokerEpoch, seq: ++state.readSeq, at: state.now() })
   note(state, `   ${nameOf(state, link.owner)}'s cancel of ${record.alias} acknowledged (${record.reads.length} read(s) of it so far)`)
 }
@@ -258,7 +261,8 @@ export const supersededUnread = (state: LedgerState, record: MessageRecord): boo
  * before the last of them ended, with no control about it read: the broker
  * took it back at that close and did not queue it again
  * (`MailDelivery.withdrawnOnTheWay`), so it is withdrawn, not lost in
- * flight.
+ * flight. A cancel's first acknowledgement counts (`cancelAnswered`): one
+ * repeated after the close is answered `delivered` again and changes nothing.
  */
 export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): boolean => {
   if (record.reads.length !== 0 || record.writtenTo.length === 0 || controlHeard(state, record)) return false
