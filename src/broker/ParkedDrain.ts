@@ -56,6 +56,9 @@
  * instance, so it loads what it did as Output's own, and it allocates only the
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
+ *
+ * Size note: about 405 lines; one concept (offering parked items in order),
+ * its rules documented where they are kept.
  */
 import { Deferred, Effect } from "effect"
 import type { CustodyHolds } from "./CustodyHold.ts"

@@ -25,7 +25,7 @@
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
  *
- * Size: about 580 lines, over a third of them comments; one concept (the
+ * Size: about 590 lines, over a third of them comments; one concept (the
  * attempt, adoption and reconnect share every variable above, and split
  * apart each would need the others' state); the concerns restored on each
  * connection are their own modules, this one only calls them in order.

@@ -48,7 +48,7 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  *
- * Size note: ~400 lines, one concept (a generation's inbound handling); the
+ * Size note: about 415 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
