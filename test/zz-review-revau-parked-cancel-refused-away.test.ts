@@ -1,0 +1,70 @@
+/**
+ * Review revau AU3 (probe, fails on main d623e634): a cancel parked at its
+ * sender's reader (the receiver's outbox full) for a message its receiver
+ * READ AND CONFIRMED is lost when the receiver's connection closes and the
+ * drainer offers the cancel before the same client instance returns: the
+ * offer is refused at the closed connection (ParkedDrain.place → "refused" →
+ * Output.undeliverable → MailReturns.takeBack), and takeBack drops a control
+ * whose session is away (`live === undefined`) instead of keeping it for the
+ * instance it was written to, as a control given back alone at a close is
+ * kept (`keepAlone`, KeptControls). b-1's return never hears of the cancel
+ * its sender was answered `delivered` for. Offered after the return, the
+ * same cancel does reach b-1 (checked below), so only the timing decides.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ControlFrame } from "../src/broker/ControlFrame.ts"
+import type { Peer } from "../src/broker/Peer.ts"
+import { message } from "./support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+
+const HOUR = 3_600_000
+
+const parkedControl = (reader: Peer, recipient: Peer): boolean =>
+  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
+
+/** b-1 confirmed m1; d's cancel of it parked; b-1 closed; the cancel offered before (or after) b-1's return. */
+const scenario = (offeredBeforeReturn: boolean) =>
+  Effect.gen(function*() {
+    const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1 })
+    const m1 = message("m1")
+    w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+    w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
+    w.stick()
+    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
+    w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
+    w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+    assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+    w.closeAbandoned(w.b1)
+    if (offeredBeforeReturn) {
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked before the return: the test checks nothing")
+    }
+    const back = w.registerB("b-1")
+    for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+      // each step offers one parked item
+    }
+    for (let n = 0; n < 20; n++) {
+      w.framesOf(back)
+      if (!w.tryDrain(back)) break
+    }
+    assert.deepStrictEqual(w.answersOf(m1.id), ["delivered", "delivered"], "the cancel was not answered delivered: the test sets up nothing")
+    return { controls: w.controlsOf(back), m1: m1.id }
+  })
+
+describe("revau AU3: a parked cancel of a message its receiver read, refused at the receiver's closed connection", () => {
+  it.effect("offered after b-1's return: b-1 gets the cancel (the control rule's baseline)", () =>
+    Effect.gen(function*() {
+      const { controls, m1 } = yield* scenario(false)
+      assert.deepStrictEqual(controls.filter((c) => c.endsWith(m1)), [`cancel ${m1}`])
+    }))
+
+  it.effect("offered before b-1's return, the session away: b-1's return still gets the cancel", () =>
+    Effect.gen(function*() {
+      const { controls, m1 } = yield* scenario(true)
+      assert.deepStrictEqual(controls.filter((c) => c.endsWith(m1)), [`cancel ${m1}`], "b-1 read m1 and was never told of its cancel")
+    }))
+})
