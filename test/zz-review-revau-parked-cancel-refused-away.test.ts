@@ -62,6 +62,33 @@ describe("revau AU3: a parked cancel of a message its receiver read, refused at 
       assert.deepStrictEqual(controls.filter((c) => c.endsWith(m1)), [`cancel ${m1}`])
     }))
 
+  it.effect("offered while another instance, b-2, holds the session (refused by reachesLive): b-1's later return still gets the cancel", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1 })
+      const m1 = message("m1")
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+      w.stick()
+      w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
+      w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      w.closeAbandoned(w.b1)
+      const other = w.registerB("b-2")
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked: the test checks nothing")
+      assert.notInclude(w.controlsOf(other), `cancel ${m1.id}`, "b-2 got the cancel: not the case this probe is about")
+      w.batch(other, [{ type: "unregister" }])
+      const back = w.registerB("b-1")
+      for (let n = 0; n < 20; n++) {
+        w.framesOf(back)
+        if (!w.tryDrain(back)) break
+      }
+      assert.deepStrictEqual(w.controlsOf(back).filter((c) => c.endsWith(m1.id)), [`cancel ${m1.id}`], "b-1 read m1 and was never told of its cancel")
+    }))
+
   it.effect("offered before b-1's return, the session away: b-1's return still gets the cancel", () =>
     Effect.gen(function*() {
       const { controls, m1 } = yield* scenario(true)
