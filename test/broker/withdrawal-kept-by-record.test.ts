@@ -1,29 +1,27 @@
 /**
- * Review revau AU1 (probe, fails on main d623e634): the AO2 fix keeps a
- * withdrawal past its route only when the route held it. A cancel made
- * AFTER MAX_ROUTES newer routes pushed the route out follows the replay
- * record (Receipts.recordedRoute), is answered `delivered`, and writes its
- * withdrawal nowhere but the replay record's outcome (`route` is undefined
- * at Receipts.ts `if (route !== undefined) route.withdrawal = CANCELLED`).
- * When that record then ages (its hour) before the message, still unwritten
- * in b-1's outbox, is handed back, the give-back finds it not withdrawn
- * (DeliveryRecords.withdrawal: no record) and queues it in the mailbox:
- * b-1's return gets m1 after its sender was answered `delivered` to its cancel.
+ * A cancel made after MAX_ROUTES newer routes pushed its message's route out
+ * follows the replay record (Receipts.recordedRoute) and is answered
+ * `delivered`; its withdrawal is now kept with that record and on the
+ * withdrawals' list (OutboundRecords.keepWithdrawal: the message still waits
+ * unwritten in b-1's outbox), so when the replay record ages before the
+ * message is handed back, the give-back still finds it withdrawn: b-1's
+ * return gets m0, never m1 and never a cancel of m1 (review revau AU1; before
+ * the fix it got cancel m1, m0, m1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { MAX_ROUTES } from "../src/broker/Receipts.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 const parkedControl = (reader: Peer, recipient: Peer): boolean =>
   reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
-describe("revau AU1: a cancel that follows the replay record (route pushed out first)", () => {
+describe("a cancel that follows the replay record (route pushed out first): its withdrawal is kept (review revau AU1)", () => {
   it.effect("m1, cancelled and answered delivered, never reaches b-1's return after its record ages", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }

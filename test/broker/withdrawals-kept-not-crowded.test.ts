@@ -1,33 +1,28 @@
 /**
- * Review revau AU2 (probe, fails on main d623e634): the withdrawals' list
- * (OutboundRecords.ageRoute, bounded MAX_KEPT_WITHDRAWALS in Receipts.prune)
- * takes EVERY cancelled message's route as it ages, also those of messages
- * written and read long ago, which no give-back can ever find. Another
- * sender's ordinary cancels (each of a message its reader took at once)
- * therefore push the one withdrawal that matters — of m1, still unwritten in
- * b-1's stuck outbox — off the list in the same prune that aged it, and the
- * AO2 hole is back: b-1's `unregister` hands m1 back not withdrawn, the
- * mailbox keeps it, and b-1's return gets m1 after its cancel (and the
- * cancel of a message it never received).
- *
- * Same set-up as test/broker/control-parked-route-aged.test.ts (hand-driven
- * Router, controlWorld): d's m0 in b-1's stuck write, m1 in its outbox, d's
- * cancel of m1 parked at d's reader.
+ * Only a withdrawal made while its message may still wait unwritten or
+ * unconfirmed goes on the withdrawals' list when its route ages
+ * (OutboundRecords.ageRoute, Receipts' `mayStillWait`): another sender's
+ * MAX_KEPT_WITHDRAWALS ordinary cancels, each of a message its reader took
+ * at once, no longer push d's withdrawal of m1 — still unwritten in b-1's
+ * stuck outbox — off that list, so b-1's `unregister` hands m1 back
+ * withdrawn and b-1's return gets neither m1 nor a cancel of it (review
+ * revau AU2). Set-up as control-parked-route-aged.test.ts (hand-driven
+ * Router, controlWorld).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { MAX_KEPT_WITHDRAWALS } from "../src/broker/Receipts.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/Receipts.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 const parkedControl = (reader: Peer, recipient: Peer): boolean =>
   reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
-describe("revau AU2: other senders' ordinary cancels crowd a pending withdrawal off the withdrawals' list", () => {
+describe("other senders' ordinary cancels do not crowd a pending withdrawal off the withdrawals' list (review revau AU2)", () => {
   it.effect("m1, cancelled on its way, never reaches b-1's return however many other messages were cancelled", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
