@@ -1,22 +1,20 @@
 /**
- * Review revau AU3 (probe, fails on main d623e634): a cancel parked at its
- * sender's reader (the receiver's outbox full) for a message its receiver
- * READ AND CONFIRMED is lost when the receiver's connection closes and the
- * drainer offers the cancel before the same client instance returns: the
- * offer is refused at the closed connection (ParkedDrain.place → "refused" →
- * Output.undeliverable → MailReturns.takeBack), and takeBack drops a control
- * whose session is away (`live === undefined`) instead of keeping it for the
- * instance it was written to, as a control given back alone at a close is
- * kept (`keepAlone`, KeptControls). b-1's return never hears of the cancel
- * its sender was answered `delivered` for. Offered after the return, the
- * same cancel does reach b-1 (checked below), so only the timing decides.
+ * A cancel parked at its sender's reader (the receiver's outbox full) for a
+ * message its receiver READ AND CONFIRMED, offered by the drainer after the
+ * receiver's connection closed, is refused there (ParkedDrain → Output.refused
+ * → MailReturns.takeBack with `keepRefused`) and is now kept for the client
+ * instance it was written to (KeptControls), as a control given back alone
+ * at a close is: b-1's return gets it whether the drainer offered it before
+ * that return (the session away) or while another instance, b-2, held the
+ * session (refused by `reachesLive`), as it does when offered after the
+ * return (baseline). Before the fix the first two dropped it (review revau AU3).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../src/broker/ControlFrame.ts"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -55,7 +53,7 @@ const scenario = (offeredBeforeReturn: boolean) =>
     return { controls: w.controlsOf(back), m1: m1.id }
   })
 
-describe("revau AU3: a parked cancel of a message its receiver read, refused at the receiver's closed connection", () => {
+describe("a parked cancel of a message its receiver read, refused at the receiver's closed connection, is kept for that instance (review revau AU3)", () => {
   it.effect("offered after b-1's return: b-1 gets the cancel (the control rule's baseline)", () =>
     Effect.gen(function*() {
       const { controls, m1 } = yield* scenario(false)
