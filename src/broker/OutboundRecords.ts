@@ -554,7 +554,9 @@ export class OutboundRecords {
       this.routeTotal++
     }
     // A route made in this run names the instance given the message: with it gone, no record implies one.
-    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT | WITHDRAWN_WAITING)
+    // A withdrawal made while the message waited (WITHDRAWN_WAITING) stays so: a withdrawn copy routed again
+    // (flushed to a client that read it) waits once more, and its withdrawal outlives this route too.
+    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
     record.routedAt = at

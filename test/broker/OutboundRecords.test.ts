@@ -235,9 +235,12 @@ describe("OutboundRecords", () => {
     // Routed again: off the withdrawals' list, on the route list.
     table.keepRoute(second!, "b", 8, 7)
     expect([table.withdrawalsKept, table.routes, second!.withdrawalKept]).toEqual([1, 1, false])
+    // Its withdrawal, made while its message waited, outlives this route too (a withdrawn copy routed again).
+    table.ageRoute(second!, 8)
+    expect([table.withdrawalsKept, table.routes, second!.withdrawalKept]).toEqual([2, 0, true])
     // Dropped (its day, or the bound: Receipts.prune): the record leaves the table.
     table.dropKept(first!)
-    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, table.find("a", "2")]).toEqual([0, undefined, undefined])
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, table.find("a", "2")]).toEqual([1, second, undefined])
     expect(table.size).toBe(1)
   })
 
