@@ -651,7 +651,9 @@ export class OutboundRecords {
   /**
    * Forgets `record`'s withdrawal — a new send under its id is not withdrawn
    * (DeliveryRecords.keep) — taking it off the withdrawals' list if it is
-   * there; the record stays in the table.
+   * there; the record stays in the table. Only a record with a withdrawal is
+   * on that list or marked WITHDRAWN_WAITING (each is set with it and
+   * cleared with it), so a caller may skip one without.
    */
   forgetWithdrawal(record: OutboundRecord): void {
     if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
