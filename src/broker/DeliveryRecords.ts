@@ -170,8 +170,10 @@ export class DeliveryRecords {
     if (record.recorded) this.uncount(record)
     if (record !== candidate) record.fingerprintFrom(candidate)
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
-    // cancel or supersede is not this one's (review revf R1).
-    record.withdrawal = undefined
+    // cancel or supersede is not this one's (review revf R1) — nor does it hold a place on the withdrawals' list
+    // (review revau AU2). Only a record with a withdrawal can be on that list: one field test on the send path, as
+    // the field write it replaces.
+    if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
     this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes

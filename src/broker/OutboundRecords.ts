@@ -116,6 +116,11 @@ const DROPPED_UNREAD = 32
  * withdrawals' list (`keepWithdrawal`), on the route links, so that withdrawal outlives the route.
  */
 const WITHDRAWAL_KEPT = 64
+/**
+ * Its sender's withdrawal came while its message may still have waited for its receiver — unwritten or
+ * unconfirmed (Receipts' cancel and supersede paths): only such a withdrawal outlives the route (`ageRoute`).
+ */
+const WITHDRAWN_WAITING = 128
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -158,8 +163,9 @@ export class OutboundRecord implements Fingerprint {
   newerRecord: OutboundRecord | undefined = undefined
   /**
    * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
-   * with its message unread, whether its withdrawal is kept past its route (RECORDED, ROUTED, IN_TABLE, CHAINED,
-   * RESTORED, DROPPED_UNREAD, WITHDRAWAL_KEPT).
+   * with its message unread, whether its withdrawal is kept past its route, whether that withdrawal came while
+   * its message may still have waited (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD,
+   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING).
    */
   parts = 0
   /** Its id's hash in the table (while in it). */
@@ -548,6 +554,8 @@ export class OutboundRecords {
       this.routeTotal++
     }
     // A route made in this run names the instance given the message: with it gone, no record implies one.
+    // A withdrawal made while the message waited (WITHDRAWN_WAITING) stays so: a withdrawn copy routed again
+    // (flushed to a client that read it) waits once more, and its withdrawal outlives this route too.
     record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
@@ -565,7 +573,8 @@ export class OutboundRecords {
   dropRoute(record: OutboundRecord, unread = false): void {
     if (!record.routed) return
     this.unlinkRoute(record)
-    record.parts = unread ? (record.parts & ~ROUTED) | DROPPED_UNREAD : record.parts & ~ROUTED
+    const parts = record.parts & ~(ROUTED | WITHDRAWN_WAITING)
+    record.parts = unread ? parts | DROPPED_UNREAD : parts
     record.withdrawal = undefined
     this.routeTotal--
     this.release(record)
@@ -579,13 +588,39 @@ export class OutboundRecords {
    * withdrawal and the instance it names: the message may still wait
    * unwritten in its receiver's outbox or a parked list, and whoever gives
    * it back must find it withdrawn (DeliveryRecords.withdrawal,
-   * MailReturns.requeue; review revao AO2). One field test per aged route.
+   * MailReturns.requeue; review revao AO2). Only a withdrawal made while
+   * its message may still have waited so (`withdrawnWaiting`): one of a
+   * message written and confirmed before it can never be given back, and
+   * would only crowd the list (review revau AU2). A field and a bit test per
+   * aged route.
    */
   ageRoute(record: OutboundRecord, at: number): void {
-    if (record.withdrawal === undefined || !record.routed) return this.dropRoute(record)
+    if (record.withdrawal === undefined || !record.routed || (record.parts & WITHDRAWN_WAITING) === 0) {
+      return this.dropRoute(record)
+    }
     this.unlinkRoute(record)
     this.routeTotal--
-    record.parts = (record.parts & ~ROUTED) | WITHDRAWAL_KEPT
+    record.parts &= ~ROUTED
+    this.linkKept(record, at)
+  }
+
+  /**
+   * Marks `record`'s withdrawal (`OutboundRecord.withdrawal`, set by its
+   * sender's cancel or supersede) as made while its message may still have
+   * waited for its receiver, unwritten or unconfirmed: it outlives the route
+   * (`ageRoute`). With no route left (MAX_ROUTES or its hour took it; the
+   * withdrawal followed the replay record: Receipts.recordedRoute), it goes
+   * on the withdrawals' list now, at `at` (review revau AU1). The cancel and
+   * supersede paths only.
+   */
+  keepWithdrawal(record: OutboundRecord, at: number): void {
+    record.parts |= WITHDRAWN_WAITING
+    if ((record.parts & (ROUTED | WITHDRAWAL_KEPT)) === 0) this.linkKept(record, at)
+  }
+
+  /** Puts `record` on the withdrawals' list as its newest, kept from `at`. */
+  private linkKept(record: OutboundRecord, at: number): void {
+    record.parts |= WITHDRAWAL_KEPT
     record.routedAt = at
     record.olderRoute = this.newestKeptEntry
     if (this.newestKeptEntry !== undefined) this.newestKeptEntry.newerRoute = record
@@ -609,10 +644,21 @@ export class OutboundRecords {
   /** Takes `record`'s kept withdrawal off the withdrawals' list (bounds: Receipts.prune); the record may leave the table. */
   dropKept(record: OutboundRecord): void {
     if ((record.parts & WITHDRAWAL_KEPT) === 0) return
-    this.unlinkKept(record)
-    record.parts &= ~WITHDRAWAL_KEPT
-    record.withdrawal = undefined
+    this.forgetWithdrawal(record)
     this.release(record)
+  }
+
+  /**
+   * Forgets `record`'s withdrawal — a new send under its id is not withdrawn
+   * (DeliveryRecords.keep) — taking it off the withdrawals' list if it is
+   * there; the record stays in the table. Only a record with a withdrawal is
+   * on that list or marked WITHDRAWN_WAITING (each is set with it and
+   * cleared with it), so a caller may skip one without.
+   */
+  forgetWithdrawal(record: OutboundRecord): void {
+    if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+    record.parts &= ~(WITHDRAWAL_KEPT | WITHDRAWN_WAITING)
+    record.withdrawal = undefined
   }
 
   private unlinkKept(record: OutboundRecord): void {

@@ -66,7 +66,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 475 lines, past the guideline: one concept — the batch
+ * Size: about 490 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -139,7 +139,7 @@ export class Output {
    * the touched writers (`wakeTouched`), since a woken drainer runs at once.
    */
   private drainWakes: Array<Peer> = []
-  private readonly takeBack: (item: Returnable | ControlFrame) => boolean
+  private readonly takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
   private readonly requestFlush: () => void
@@ -148,7 +148,8 @@ export class Output {
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
-   *   true when it went to its session's live connection.
+   *   true when it went to its session's live connection; `keepRefused`: a control it cannot take now is kept for
+   *   the client instance it was written to if its rule allows (MailReturns.takeBack).
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
@@ -156,7 +157,7 @@ export class Output {
    * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
-    takeBack: (item: Returnable | ControlFrame) => boolean,
+    takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
@@ -203,6 +204,7 @@ export class Output {
       replies: this.replies,
       feed,
       undeliverable: (item) => this.undeliverable(item),
+      refused: (item) => this.refused(item),
       unpark: (reader) => this.parkedReaders.delete(reader),
       controls: this.controls
     })
@@ -472,5 +474,17 @@ export class Output {
    */
   undeliverable(item: OutboundItem): void {
     if (typeof item === "object" && ("frame" in item || isControl(item))) this.takeBack(item)
+  }
+
+  /**
+   * A parked item its recipient's connection refused (closed: ParkedDrain):
+   * as `undeliverable`, but a control frame its session's live connection
+   * cannot take now is kept for the client instance it was written to, as a
+   * control given back alone at a close is (MailReturns.takeBack's
+   * `keepRefused`; review revau AU3).
+   */
+  private refused(item: OutboundItem): void {
+    if (isControl(item)) this.takeBack(item, true)
+    else this.undeliverable(item)
   }
 }

@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
  *
- * Size: about 640 lines, past the ~400 guideline, near half of them this
+ * Size: about 695 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -159,6 +159,22 @@ const CANCELLED_QUEUED: Outcome = {
   reason: Reason.cancelledQueued,
   retryable: false
 }
+
+/**
+ * Whether a message `sender`'s connection sent to `receiver`'s may still wait
+ * there unwritten or unconfirmed — so that a close or an `unregister` could
+ * yet give it back: anything in `receiver`'s outbox, its write in progress or
+ * the part of it never taken, its custody (written, unconfirmed), its own
+ * parked list, a takeover's hold, or anything parked at `sender`'s reader.
+ * Field reads, no scan (over-broad when other output waits: then a
+ * withdrawal is kept that needed no keeping, within the list's bounds). Read
+ * on the cancel and supersede paths only, never on the send path (review
+ * revau AU2).
+ */
+const mayStillWait = (sender: Peer, receiver: Peer): boolean =>
+  receiver.outbox.length > 0 || receiver.writer.inFlight !== undefined || receiver.untakenRest !== undefined ||
+  (receiver.custody !== undefined && receiver.custody.size > 0) || receiver.parked.length > 0 ||
+  receiver.custodyHolds > 0 || sender.parked.length > 0
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 export const MAX_ROUTES = 65_536
@@ -271,6 +287,8 @@ export class Receipts {
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
+      // Read before the control joins the output (it would count as waiting).
+      const waiting = mayStillWait(sender.peer, target.peer)
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
@@ -284,8 +302,10 @@ export class Receipts {
         retryable: false
       }
       this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
-      // Kept with the route too, which may outlive the record (`withdrawnBy`).
-      if (route !== undefined) route.withdrawal = superseded
+      // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
+      // check followed the replay record), with that record (review revau AU1) — past both while the message
+      // may still wait unwritten (`keepWithdrawal`).
+      this.keepWithdrawal(route ?? this.routes.find(sender.key, message.supersedes), superseded, waiting, attempt.now)
       // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
       // ask back; a reply to it is refused as to any ask that is over).
       if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
@@ -560,6 +580,21 @@ export class Receipts {
   }
 
   /**
+   * Keeps `withdrawal` (a cancel's, a supersede's) on `record`, the route or,
+   * with that gone, the replay record of the withdrawn message: and, while
+   * that message may still wait unwritten or unconfirmed (`waiting`:
+   * `mayStillWait`, read before the control joins the output), past the route and the
+   * record (OutboundRecords.keepWithdrawal: the withdrawals' list, a day),
+   * so whoever gives it back finds it withdrawn (review revau AU1, AU2).
+   * Cancel and supersede paths only.
+   */
+  private keepWithdrawal(record: OutboundRecord | undefined, withdrawal: Outcome, waiting: boolean, now: number): void {
+    if (record === undefined) return
+    record.withdrawal = withdrawal
+    if (waiting) this.routes.keepWithdrawal(record, now)
+  }
+
+  /**
    * A cancel put off behind a takeover's custody hold (`CustodyHolds.deferCancel`)
    * is handled anew now that the hold ended, for whichever registration
    * holds `sender`'s session now (the sender asked for it, and the broker
@@ -598,9 +633,13 @@ export class Receipts {
       )
     if (this.mail.cancel(session, key, control)) {
       this.forget(key)
-      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`).
+      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
+      // past its hour as before (review revao AO2: kept whatever waits).
       const route = this.routeOf(session.key, messageId)
-      if (route !== undefined) route.withdrawal = CANCELLED_QUEUED
+      if (route !== undefined) {
+        route.withdrawal = CANCELLED_QUEUED
+        this.routes.keepWithdrawal(route, this.ctx.now())
+      }
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -636,11 +675,15 @@ export class Receipts {
         // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
         return this.answer(answerTo, messageId, false)
       }
+      // Read before the control joins the output (it would count as waiting).
+      const waiting = mayStillWait(session.peer, live.receiver.peer)
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       records.rewrite(session.key, messageId, CANCELLED)
-      // Kept with the route too, which may outlive the record (`withdrawnBy`).
-      if (route !== undefined) route.withdrawal = CANCELLED
+      // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
+      // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
+      // message may still wait unwritten (`keepWithdrawal`).
+      this.keepWithdrawal(route ?? this.routes.find(session.key, messageId), CANCELLED, waiting, now)
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)

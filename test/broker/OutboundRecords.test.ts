@@ -216,6 +216,10 @@ describe("OutboundRecords", () => {
     for (const record of [plain!, first!, second!]) table.keepRoute(record, "b", 7, 1)
     first!.withdrawal = CANCELLED
     second!.withdrawal = CANCELLED
+    // Both withdrawn while their messages may still have waited (Receipts' cancel path): routed, only marked.
+    table.keepWithdrawal(first!, 1)
+    table.keepWithdrawal(second!, 1)
+    expect([table.withdrawalsKept, table.routes]).toEqual([0, 3])
     // No withdrawal: the route goes, and with no replay part the record leaves the table.
     table.ageRoute(plain!, 5)
     expect(table.find("a", "1")).toBeUndefined()
@@ -231,10 +235,41 @@ describe("OutboundRecords", () => {
     // Routed again: off the withdrawals' list, on the route list.
     table.keepRoute(second!, "b", 8, 7)
     expect([table.withdrawalsKept, table.routes, second!.withdrawalKept]).toEqual([1, 1, false])
+    // Its withdrawal, made while its message waited, outlives this route too (a withdrawn copy routed again).
+    table.ageRoute(second!, 8)
+    expect([table.withdrawalsKept, table.routes, second!.withdrawalKept]).toEqual([2, 0, true])
     // Dropped (its day, or the bound: Receipts.prune): the record leaves the table.
     table.dropKept(first!)
-    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, table.find("a", "2")]).toEqual([0, undefined, undefined])
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, table.find("a", "2")]).toEqual([1, second, undefined])
     expect(table.size).toBe(1)
+  })
+
+  it("a withdrawal not marked as made while its message waited goes with its aged route (review revau AU2)", () => {
+    const table = new OutboundRecords(SEED)
+    const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    const record = table.claim(OutboundRecord.of("a", "t", messageOf("1"), undefined))
+    table.keepRoute(record, "b", 7, 1)
+    record.withdrawal = CANCELLED
+    table.ageRoute(record, 5)
+    expect([table.withdrawalsKept, table.routes, table.find("a", "1")]).toEqual([0, 0, undefined])
+  })
+
+  it("keepWithdrawal puts a record with no route on the withdrawals' list at once; forgetWithdrawal takes it off (review revau AU1, AU2)", () => {
+    const table = new OutboundRecords(SEED)
+    const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    const record = table.claim(OutboundRecord.of("a", "t", messageOf("1"), undefined))
+    table.keepRecord(record, CANCELLED, 1, 100)
+    record.withdrawal = CANCELLED
+    table.keepWithdrawal(record, 9)
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, record.routedAt]).toEqual([1, record, 9])
+    // Marked again (a supersede after the cancel): listed once.
+    table.keepWithdrawal(record, 10)
+    expect(table.withdrawalsKept).toBe(1)
+    // Its replay part goes; the kept withdrawal holds the record in the table.
+    table.dropRecord(record)
+    expect(table.find("a", "1")).toBe(record)
+    table.forgetWithdrawal(record)
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, record.withdrawal, record.withdrawalKept]).toEqual([0, undefined, undefined, false])
   })
 
   it("tells apart ids whose hashes collide, whichever of them leaves first", () => {
@@ -297,6 +332,22 @@ type RecordOp =
 
 describe("DeliveryRecords on the outbound records", () => {
   const limits = { windowMs: 10, retentionMs: 40, maxRecords: 8, maxBytes: Number.POSITIVE_INFINITY }
+
+  it("a new send under an id whose withdrawal is kept past its route takes it off the withdrawals' list (review revau AU2)", () => {
+    const records = new DeliveryRecords(limits)
+    const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    const table = records.table
+    records.set(OutboundRecord.of("a", "t", messageOf("1"), undefined), DELIVERED, 1)
+    const record = table.find("a", "1")!
+    table.keepRoute(record, "b", 7, 1)
+    record.withdrawal = CANCELLED
+    table.keepWithdrawal(record, 1)
+    table.ageRoute(record, 2)
+    expect([table.withdrawalsKept, records.withdrawal("a", "1", 2)]).toEqual([1, CANCELLED])
+    records.set(OutboundRecord.of("a", "t", messageOf("1"), undefined), DELIVERED, 3)
+    expect([table.withdrawalsKept, table.oldestKeptWithdrawal, records.withdrawal("a", "1", 3)]).toEqual([0, undefined, undefined])
+    expect(table.find("a", "1")?.withdrawalKept).toBe(false)
+  })
 
   it("a record is restored (Receipts.recordedRoute may follow it) from its restore until it is kept or routed again in this run", () => {
     const records = new DeliveryRecords(limits)

@@ -1,0 +1,67 @@
+/**
+ * Only a withdrawal made while its message may still wait unwritten or
+ * unconfirmed goes on the withdrawals' list when its route ages
+ * (OutboundRecords.ageRoute, Receipts' `mayStillWait`): another sender's
+ * MAX_KEPT_WITHDRAWALS ordinary cancels, each of a message its reader took
+ * at once, no longer push d's withdrawal of m1 — still unwritten in b-1's
+ * stuck outbox — off that list, so b-1's `unregister` hands m1 back
+ * withdrawn and b-1's return gets neither m1 nor a cancel of it (review
+ * revau AU2). Set-up as control-parked-route-aged.test.ts (hand-driven
+ * Router, controlWorld).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/Receipts.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
+
+const HOUR = 3_600_000
+
+const parkedControl = (reader: Peer, recipient: Peer): boolean =>
+  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
+
+describe("other senders' ordinary cancels do not crowd a pending withdrawal off the withdrawals' list (review revau AU2)", () => {
+  it.effect("m1, cancelled on its way, never reaches b-1's return however many other messages were cancelled", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
+      w.stick()
+      const m0 = message("m0")
+      const m1 = message("m1")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+      assert.strictEqual(w.b1.outbox.length, 1, "m1 is not waiting in b-1's outbox: the test sets up nothing")
+      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      // Another sender cancels MAX_KEPT_WITHDRAWALS messages its reader took at once (written, long settled).
+      const e = w.registerOther("e")
+      const sink = w.registerOther("sink")
+      for (let sent = 0; sent < MAX_KEPT_WITHDRAWALS; sent++) {
+        const n = message(`n${sent}`)
+        w.batch(e, [{ type: "send", to: "sink", message: n }])
+        sink.writer.flush()
+        w.batch(e, [{ type: "cancel_message", messageId: n.id }])
+        e.writer.flush()
+        sink.writer.flush()
+      }
+      // The hour passes: every route ages in one prune, each keeping its withdrawal; m1's is the oldest.
+      clock.now += HOUR + 1_000
+      w.router.prune(clock.now)
+      w.batch(w.b1, [{ type: "unregister" }])
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      w.closeAbandoned(w.b1)
+      const back = w.registerB("b-1")
+      for (let n = 0; n < 20; n++) {
+        w.framesOf(back)
+        if (!w.tryDrain(back)) break
+      }
+      const seen = messagesAndControls(w.framesOf(back))
+      assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
+      assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled on its way, reached b-1's return")
+      assert.notInclude(seen, `cancel ${m1.id}`, "b-1's return got a cancel of m1, which it never received")
+    }), 120_000)
+})
