@@ -9,7 +9,11 @@
  * workloads carry it only with the flag, and a generated seed reaches it.
  * And seed 53118 of `--parked-flush --unregister --delivery --strict`, whose
  * C cancels m21 before B's connection drops with it unread and again after:
- * withdrawn, not lost in flight (helper sweepe).
+ * withdrawn, not lost in flight (helper sweepe). And seed 53143 of the same
+ * flags, whose D asks B in the batch that parks D's flood to slow C, so the
+ * question waits on D's reader while A's later message to B goes straight to
+ * B's outbox, and B is killed before D's drainer reaches it: it goes back,
+ * withdrawn by D's `cancel_ask`, not a silent loss (helper sim53143).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -115,6 +119,33 @@ describe("a message cancelled before its receiver's connection died with it unre
       const trace = report.trace.join("\n")
       assert.match(trace, /C's cancel of m21 acknowledged[\s\S]*frame\(s\) toward B lost with link #11 \(messages m21\)[\s\S]*C's cancel of m21 acknowledged/, trace)
       assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("a question parked on its sender's reader, passed by another sender's message to its target, whose connection then ended (--parked-flush --unregister --delivery --strict, seed 53143)", () => {
+  // D's ask m39 to B came in one batch after m31–m38 to C, whose outbox was full (C reading its parked flush
+  // slowly): the broker parked m39 on D's reader behind them (Output.ts) and acknowledged it socket_delivered
+  // at its commit. A's m40, read later, went straight into B's outbox on link #3 and B read it; B was killed
+  // before D's drainer offered m39, which its closed connection refused and the mailbox took back, and D's
+  // cancel_ask (its ask ended ReplyPeerDisconnected) dropped it there. The ledger took A's m40 on #3 as proof
+  // that m39 had left #3's outbox, and called m39 a silent loss.
+  it.effect("m39 is withdrawn, not a silent loss, and the run passes strict", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 53143, strictInFlight: true, tolerate: KNOWN_ISSUES },
+        undefined,
+        { delivery: true, unregister: true, parkedFlush: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /D ask B "question 20 D→B"[\s\S]*B ← m40 from A[\s\S]*B is killed[\s\S]*D ask B "question 20 D→B" → ReplyPeerDisconnected/,
+        trace
+      )
+      assert.notMatch(trace, /B ← m39 /, trace)
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.strictEqual(report.messages.withdrawn, 1, trace)
       assert.isTrue(report.ok, trace)
     }))
 })

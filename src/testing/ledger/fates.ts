@@ -61,13 +61,20 @@ export const recordSaid = (state: LedgerState, messageId: string, answer: string
  * - a connection it was written to ended (to the broker, at or after
  *   `since`): what its client never confirmed goes back;
  * - it was never written, and a connection it was queued to (`queuedTo`)
- *   ended with it still in its outbox. An outbox is first in, first out, so
- *   it was no longer there if that connection was handed a message the broker
- *   read after it routed the question (`passedOn`: one whose `acceptSeq` is
- *   above the question's `ackMark`). An honest broker drops a question that
- *   sat unwritten in the outbox of a client that stopped reading when that
+ *   ended with it still in its outbox, or before it got there. It had left
+ *   that outbox if the connection was handed a later message of the same
+ *   sender (`passedOn`: one from the question's sender whose `acceptSeq` is
+ *   above the question's `ackMark`): the broker keeps each sender's order
+ *   towards a session, and an outbox is first in, first out. Not another
+ *   sender's: the question may have been parked on its sender's reader,
+ *   behind that sender's mail to a full outbox (Output.ts), while another
+ *   sender's later message went straight into the outbox; refused at the
+ *   connection's end, it goes back (`--parked-flush --unregister --delivery`
+ *   seed 53143). An honest broker drops a question that sat unwritten (in
+ *   the outbox of a client that stopped reading, or parked) when that
  *   connection ends, however long after the ask; one that loses it on a
- *   connection that reads on is caught, whenever that connection ends.
+ *   connection that reads on is caught, whenever that connection ends, if
+ *   its sender sent there again.
  *
  * A question whose connections are not known (queued, staged, restored: it
  * may reach one opened later) went back if any connection of its target
@@ -77,7 +84,7 @@ const wentBack = (
   state: LedgerState,
   record: MessageRecord,
   since: number,
-  passedOn: (linkId: number, mark: number) => boolean
+  passedOn: (linkId: number, sender: string, mark: number) => boolean
 ): boolean => {
   if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) return true
   const ended = (id: number): boolean => {
@@ -91,7 +98,7 @@ const wentBack = (
     return false
   }
   const mark = record.ackMark ?? 0
-  return queuedTo.some((id) => ended(id) && !passedOn(id, mark))
+  return queuedTo.some((id) => ended(id) && !passedOn(id, record.sender, mark))
 }
 
 /**
@@ -142,18 +149,23 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
       return since !== undefined && wentBack(state, record, since, passedOn)
     }
   }
-  // The highest `acceptSeq` of a message the broker handed over on each connection, built on first use.
-  let lastAccepted: Map<number, number> | undefined
-  const passedOn = (linkId: number, mark: number): boolean => {
+  // The highest `acceptSeq` of a message of each sender the broker handed over on each connection, built on
+  // first use (see `wentBack`: only the question's own sender's later mail proves it left the outbox).
+  let lastAccepted: Map<number, Map<string, number>> | undefined
+  const passedOn = (linkId: number, sender: string, mark: number): boolean => {
     if (lastAccepted === undefined) {
       lastAccepted = new Map()
       for (const message of state.messages.values()) {
         const seq = message.acceptSeq
         if (seq === undefined) continue
-        for (const id of message.writtenTo) lastAccepted.set(id, Math.max(lastAccepted.get(id) ?? 0, seq))
+        for (const id of message.writtenTo) {
+          let bySender = lastAccepted.get(id)
+          if (bySender === undefined) lastAccepted.set(id, bySender = new Map())
+          bySender.set(message.sender, Math.max(bySender.get(message.sender) ?? 0, seq))
+        }
       }
     }
-    return (lastAccepted.get(linkId) ?? 0) > mark
+    return (lastAccepted.get(linkId)?.get(sender) ?? 0) > mark
   }
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++

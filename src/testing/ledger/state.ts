@@ -297,14 +297,19 @@ export interface MessageRecord {
   /**
    * `LedgerState.acceptSeq` when its sender read the broker's answer: a
    * message with a higher `acceptSeq` was read by the broker after this one
-   * was routed, so it went into an outbox after this one did.
+   * was routed. One of the same sender to the same session went into an
+   * outbox after this one did (the broker keeps a sender's order); another
+   * sender's may have gone first, while this one was still parked on its
+   * sender's reader (Output.ts; see `wentBack` in ledger/fates.ts).
    */
   ackMark: number | undefined
   /**
    * An ask its sender was told went to a live connection (`socket_delivered`)
    * by the broker that routed it: the connections of its target to that
    * broker that existed when the sender read the answer — its question went
-   * into the outbox of one of them. Undefined otherwise (queued in the
+   * into the outbox of one of them, or was still parked on its way there
+   * (the answer is released by the store's commit, not by the question's
+   * leaving its sender's parked output). Undefined otherwise (queued in the
    * mailbox, staged, or restored by a later broker: it may reach a connection
    * opened later). See `withdrawn` in ledger/fates.ts.
    */

@@ -526,8 +526,11 @@ const confirmationLost = (state: LedgerState, record: MessageRecord, link: LinkR
 /**
  * Where the ask `record`, acknowledged on `link` as handed to a live
  * connection, was queued: its target's connections to the broker that
- * acknowledged it, as they are now (its question went into one of their
- * outboxes before the broker wrote the answer). Undefined for a send or a
+ * acknowledged it, as they are now (the broker routed its question to one
+ * of them before it wrote the answer; a durable broker's answer waits for
+ * its commit only, so the question may still be parked on its sender's
+ * reader then, on its way to that outbox: `wentBack` in ledger/fates.ts).
+ * Undefined for a send or a
  * reply, for a staged ask (it is queued when its window closes), and for an
  * ask first written to an earlier broker (a durable one restored it to its
  * mailbox, from which it goes to whichever connection registers next).
