@@ -2,10 +2,10 @@
  * Review revax (commit dcf9b107, client sends abandoned by their callers): probes that FAIL on main today.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { message } from "./support/broker.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./client/support.ts"
+import { fakeBroker, fakeClientOptions, makeClient, memoryClientOptions, memoryFakeBroker, stallingDial } from "./client/support.ts"
 
 const SEND_TIMEOUT = 1_000
 
@@ -33,5 +33,35 @@ describe("review revax AX-A1: a cancel written at once behind an abandoned send,
         Exit.isSuccess(cancelled) && cancelled.value === true,
         `the cancel the broker refused was reported carried out: ${String(cancelled)}`
       )
+    }))
+})
+
+describe("review revax AX-A2: a question queued behind an unfinished write when its send timed out, then the link died", () => {
+  it.live("is written again on the next connection for the ask still settling (never read by any broker)", () =>
+    Effect.gen(function*() {
+      const plain = message("first, stalls in the socket")
+      const question = message("still there?", { expectsReply: true })
+      const { cut, dial, stall, stalled } = stallingDial("send")
+      const fake = yield* fakeBroker({ detailedSendAnswers: true })
+      const { client } = yield* makeClient(
+        fakeClientOptions(fake, "cccccccc-5555-4000-8000-00000000000d", { sendTimeoutMs: 300, reconnectBaseMs: 10, dial })
+      )
+      yield* client.connect
+      // An ask settling with the broker watches its question's verdict (Ask.ts), as in stalledSendResent.test.ts.
+      yield* Effect.asVoid(client.lateVerdict({ to: "peer", message: question }))
+      stall()
+      const first = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: plain })), { startImmediately: true })
+      yield* Deferred.await(stalled)
+      // The question's frame queues behind the write the socket has not taken: its timeout takes it back unwritten.
+      const asking = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
+      assert.isTrue(Exit.isFailure(yield* Fiber.join(first)), "setup: the first send was expected to time out")
+      assert.isTrue(Exit.isFailure(yield* Fiber.join(asking)), "setup: the question's send was expected to time out")
+      assert.strictEqual(fake.ofType("send").length, 0, "setup: the broker read a stalled send")
+      yield* cut
+      yield* fake.until("the client reconnected", () => fake.connections() >= 2)
+      // A round trip on the new connection: anything the client writes again on it is written before this.
+      yield* client.list
+      const resent = fake.ofType("send").filter((f) => JSON.stringify(f.frame).includes(question.id))
+      assert.strictEqual(resent.length, 1, "the question an ask still settles on, never read by any broker, was not written again: lost")
     }))
 })
