@@ -65,3 +65,32 @@ describe("review revax AX-A2: a question queued behind an unfinished write when 
       assert.strictEqual(resent.length, 1, "the question an ask still settles on, never read by any broker, was not written again: lost")
     }))
 })
+
+describe("review revax AX-A3: a plain send whose write the transport refused whole while the socket still reads", () => {
+  it.live("its caller told it timed out, it is not written again by the client on the next connection", () =>
+    Effect.gen(function*() {
+      const plain = message("stalls, then its write is refused")
+      const { breakWrites, cut, dial, stall, stalled } = stallingDial("send")
+      const fake = yield* fakeBroker({ detailedSendAnswers: true })
+      const { client } = yield* makeClient(
+        fakeClientOptions(fake, "cccccccc-5555-4000-8000-00000000000e", { sendTimeoutMs: 300, reconnectBaseMs: 10, dial })
+      )
+      yield* client.connect
+      stall()
+      const sending = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: plain })), { startImmediately: true })
+      yield* Deferred.await(stalled)
+      // The write fails before the reader sees the link end: its frames never reached the broker.
+      yield* breakWrites
+      const sent = yield* Fiber.join(sending)
+      assert.isTrue(
+        Exit.isFailure(sent) && String(sent.cause).includes("RequestTimeout"),
+        `setup: the caller was expected to be told the send timed out: ${String(sent)}`
+      )
+      yield* cut
+      yield* fake.until("the client reconnected", () => fake.connections() >= 2)
+      // A round trip on the new connection: anything the client writes again on it is written before this.
+      yield* client.list
+      const resent = fake.ofType("send").filter((f) => JSON.stringify(f.frame).includes(plain.id))
+      assert.strictEqual(resent.length, 0, "the client wrote again a send whose caller had been told it timed out (review revav AV2)")
+    }))
+})
