@@ -361,6 +361,8 @@ export const openClientConnection = (
     // (or the broker's own `expired`/`superseded` notices) is in this process, the broker may forget them: the count tells it so
     // (broker/Custody.ts).
     const confirmsReceipt = granted.has(RECEIVED_V1)
+    /** A broker that settles asks writes delivery details on every send answer (P41): a bare answer is a cancel's. */
+    const settlesAsks = granted.has(ASK_EXPIRY_V1)
     /**
      * `close` has begun: the session is leaving, and a message read from now on reaches no one, so
      * nothing more is confirmed — the broker sends it to the session's next connection (known issue 8).
@@ -387,7 +389,10 @@ export const openClientConnection = (
         case "delivery_failed": {
           // Cancel answers are bare: no delivery details (P71).
           const bare = frame.type === "delivered" ? frame.delivery === undefined : frame.code === undefined
-          const cancel = bare ? cancels.take(frame.messageId) : undefined
+          // A broker that does not settle asks may answer a send bare too (P41), in frame order: an abandoned send
+          // of this id, written before the cancel that did not wait for it, takes the first (review revax AX-A1).
+          const sendFirst = bare && !settlesAsks && sends.abandonedFor(frame.messageId)
+          const cancel = bare && !sendFirst ? cancels.take(frame.messageId) : undefined
           if (cancel !== undefined) {
             sinks.cancelEnded(frame.messageId, frame.type === "delivered")
             Deferred.doneUnsafe(cancel.answer, Exit.succeed(frame.type === "delivered"))
@@ -720,7 +725,13 @@ export const openClientConnection = (
           return writeThenAwait(
             writeText(text, "send", () => {
               withdrawn = true
-            }).pipe(Effect.onInterrupt(() => Effect.sync(() => withdrawn ? sends.forget(pending) : undefined))),
+            }).pipe(
+              Effect.onInterrupt(() => Effect.sync(() => withdrawn ? sends.forget(pending) : undefined)),
+              // A write that failed before the close was read (the transport refused it) ends this caller's wait:
+              // it leaves, so a retry that joins and times out abandons the send rather than leaving a waiter
+              // no one is behind (review revax AX-A3); never written, it is forgotten.
+              Effect.tapError(() => Effect.sync(() => withdrawn ? sends.forget(pending) : sends.leave(pending)))
+            ),
             pending.answer,
             timeoutMs,
             "send",
@@ -822,7 +833,8 @@ export const openClientConnection = (
         const inFlight = sends.get(messageId)
         // A send nobody waits for any more (its callers timed out: the usual reason to cancel) is not waited for
         // either: the broker that never answered it may never do, and it orders the cancel after the send it read
-        // (review revav AV1). Its answer and the cancel's are told apart by their details (P41, P71).
+        // (review revav AV1). Its answer and the cancel's are told apart by their details, or, from a broker that
+        // may write bare send answers, by their order (`dispatch`; review revax AX-A1).
         if (inFlight === undefined || sends.isAbandoned(inFlight)) return cancel(messageId, timeoutMs)
         return Deferred.await(inFlight.answer).pipe(
           Effect.exit, // the send's outcome is its caller's

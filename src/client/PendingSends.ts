@@ -191,6 +191,12 @@ export class PendingSends {
     return pending.answer
   }
 
+  /** Whether the send of `messageId` waiting here was left unanswered by every caller (`isAbandoned`). */
+  abandonedFor(messageId: string): boolean {
+    const pending = this.table.get(messageId)
+    return pending !== undefined && isAbandoned(pending)
+  }
+
   /** Whether every caller of `pending` left it unanswered (`leave`): nobody waits for its answer. */
   isAbandoned(pending: PendingSend): boolean {
     return isAbandoned(pending)

@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
+import { ASK_EXPIRY_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
@@ -14,7 +15,9 @@ const SEND_TIMEOUT = 1_000
 describe("cancelling a message whose send timed out", () => {
   it.effect("the cancel is written and answered though the send was never answered", () =>
     Effect.gen(function*() {
+      // A broker that settles asks (`ask-expiry-v1`) writes details on every send answer: a bare one is a cancel's.
       const fake = yield* memoryFakeBroker({
+        features: [ASK_EXPIRY_V1],
         detailedSendAnswers: true,
         leaveSendUnanswered: () => true,
         cancelAnswer: "cancelled"

@@ -1,20 +1,26 @@
 /**
- * Review revax (commit dcf9b107, client sends abandoned by their callers): probes that FAIL on main today.
+ * Two edges of a send its callers abandoned (PendingSends.ts):
+ * - a cancel written at once behind it to a broker whose send answers may be bare (no `ask-expiry-v1`): the
+ *   broker answers in frame order, so the first bare answer is the send's and the cancel's own refusal is the
+ *   cancel's outcome (review `revax` AX-A1);
+ * - a plain send whose write the transport refused whole before the close was read: its caller leaves, so a
+ *   retry that joins and times out abandons it, and it is not written again after the drop though its caller
+ *   was told it timed out (AX-A3).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { message } from "./support/broker.ts"
-import { fakeBroker, fakeClientOptions, makeClient, memoryClientOptions, memoryFakeBroker, stallingDial } from "./client/support.ts"
+import { message } from "../support/broker.ts"
+import { fakeBroker, fakeClientOptions, makeClient, memoryClientOptions, memoryFakeBroker, stallingDial } from "./support.ts"
 
 const SEND_TIMEOUT = 1_000
 
-describe("review revax AX-A1: a cancel written at once behind an abandoned send, to a base broker (bare send answers)", () => {
+describe("a cancel written at once behind an abandoned send, to a base broker (bare send answers)", () => {
   it.effect("the broker's refusal of the cancel is the cancel's outcome, not the send's late bare delivered", () =>
     Effect.gen(function*() {
       // A base broker: a send's `delivered` is bare (as a cancel's answer, P71), and answered in frame order —
       // here only when the next frame comes (`holdSendAnswers`), so it goes out just ahead of the cancel's answer.
-      const fake = yield* memoryFakeBroker({ holdSendAnswers: true, cancelAnswer: "refused" })
+      const fake = yield* memoryFakeBroker({ holdSendAnswers: true, cancelAnswer: "refused", features: [] })
       const { client } = yield* makeClient(
         memoryClientOptions(fake, "sender-0000-0001", "sender", { sendTimeoutMs: SEND_TIMEOUT })
       )
@@ -36,37 +42,7 @@ describe("review revax AX-A1: a cancel written at once behind an abandoned send,
     }))
 })
 
-describe("review revax AX-A2: a question queued behind an unfinished write when its send timed out, then the link died", () => {
-  it.live("is written again on the next connection for the ask still settling (never read by any broker)", () =>
-    Effect.gen(function*() {
-      const plain = message("first, stalls in the socket")
-      const question = message("still there?", { expectsReply: true })
-      const { cut, dial, stall, stalled } = stallingDial("send")
-      const fake = yield* fakeBroker({ detailedSendAnswers: true })
-      const { client } = yield* makeClient(
-        fakeClientOptions(fake, "cccccccc-5555-4000-8000-00000000000d", { sendTimeoutMs: 300, reconnectBaseMs: 10, dial })
-      )
-      yield* client.connect
-      // An ask settling with the broker watches its question's verdict (Ask.ts), as in stalledSendResent.test.ts.
-      yield* Effect.asVoid(client.lateVerdict({ to: "peer", message: question }))
-      stall()
-      const first = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: plain })), { startImmediately: true })
-      yield* Deferred.await(stalled)
-      // The question's frame queues behind the write the socket has not taken: its timeout takes it back unwritten.
-      const asking = yield* Effect.forkScoped(Effect.exit(client.send({ to: "peer", message: question })), { startImmediately: true })
-      assert.isTrue(Exit.isFailure(yield* Fiber.join(first)), "setup: the first send was expected to time out")
-      assert.isTrue(Exit.isFailure(yield* Fiber.join(asking)), "setup: the question's send was expected to time out")
-      assert.strictEqual(fake.ofType("send").length, 0, "setup: the broker read a stalled send")
-      yield* cut
-      yield* fake.until("the client reconnected", () => fake.connections() >= 2)
-      // A round trip on the new connection: anything the client writes again on it is written before this.
-      yield* client.list
-      const resent = fake.ofType("send").filter((f) => JSON.stringify(f.frame).includes(question.id))
-      assert.strictEqual(resent.length, 1, "the question an ask still settles on, never read by any broker, was not written again: lost")
-    }))
-})
-
-describe("review revax AX-A3: a plain send whose write the transport refused whole while the socket still reads", () => {
+describe("a plain send whose write the transport refused whole while the socket still reads", () => {
   it.live("its caller told it timed out, it is not written again by the client on the next connection", () =>
     Effect.gen(function*() {
       const plain = message("stalls, then its write is refused")
