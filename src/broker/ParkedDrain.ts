@@ -57,7 +57,7 @@
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
  *
- * Size note: about 405 lines; one concept (offering parked items in order),
+ * Size note: about 410 lines; one concept (offering parked items in order),
  * its rules documented where they are kept.
  */
 import { Deferred, Effect } from "effect"
