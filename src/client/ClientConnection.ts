@@ -722,16 +722,24 @@ export const openClientConnection = (
           // Forgotten only when the outbox really took the frame back: one in a write the socket had not taken
           // whole may still reach the broker, and is left (abandoned) for the close to keep (review revav AV4).
           let withdrawn = false
+          const writing = writeText(text, "send", () => {
+            withdrawn = true
+          }).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => withdrawn ? sends.forget(pending) : undefined)),
+            // A write that failed before the close was read (the transport refused it) ends this caller's wait:
+            // it leaves, so a retry that joins and times out abandons the send rather than leaving a waiter
+            // no one is behind (review revax AX-A3); never written, it is forgotten.
+            Effect.tapError(() => Effect.sync(() => withdrawn ? sends.forget(pending) : sends.leave(pending)))
+          )
+          // The question of an ask settling with the broker is never taken back by its caller's timeout: written
+          // in the connection's Scope, it goes out when the writes ahead of it do, or stays in the table for the
+          // close to keep, whatever ends that write (review revax AX-A2: taken back, it was forgotten — lost after
+          // a drop, and "delivered" to the settle).
+          const written = sinks.awaitsVerdict(messageId)
+            ? Effect.flatMap(Effect.forkIn(writeText(text, "send"), scope), Fiber.join)
+            : writing
           return writeThenAwait(
-            writeText(text, "send", () => {
-              withdrawn = true
-            }).pipe(
-              Effect.onInterrupt(() => Effect.sync(() => withdrawn ? sends.forget(pending) : undefined)),
-              // A write that failed before the close was read (the transport refused it) ends this caller's wait:
-              // it leaves, so a retry that joins and times out abandons the send rather than leaving a waiter
-              // no one is behind (review revax AX-A3); never written, it is forgotten.
-              Effect.tapError(() => Effect.sync(() => withdrawn ? sends.forget(pending) : sends.leave(pending)))
-            ),
+            written,
             pending.answer,
             timeoutMs,
             "send",

@@ -168,6 +168,7 @@ const make = (
         lateVerdicts.expired(messageId)
         PubSub.publishUnsafe(askExpiryHub, messageId)
       },
+      awaitsVerdict: (messageId: string) => lateVerdicts.watches(messageId),
       lateAnswer: (messageId: string, answer: SendAnswer, stateEpoch: string | undefined) => {
         const request = lateVerdicts.answered(messageId, answer)
         // A settled ask the broker acknowledged late holds its edge there as one acknowledged in time (AK4).

@@ -126,6 +126,12 @@ export interface ClientSinks {
    */
   readonly lateAnswer: (messageId: string, answer: SendAnswer, stateEpoch: string | undefined) => void
   /**
+   * Whether an ask settling with the broker watches the verdict on
+   * `messageId` (`LateVerdicts.watches`): its question, once queued, is never
+   * taken back by its caller's send timeout.
+   */
+  readonly awaitsVerdict: (messageId: string) => boolean
+  /**
    * This client writes a `cancel_message` of `messageId` (once a send of
    * that id waiting here was answered): called before the frame is handed
    * to the socket, so before anything the broker writes after reading it.
