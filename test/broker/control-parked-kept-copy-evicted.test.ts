@@ -12,16 +12,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-/** Whether `reader`'s parked list holds a control frame for `recipient`. */
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 /** What `peer` is written, its own parked output offered one by one. */
 const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {

@@ -11,13 +11,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
-
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
+import { controlWorld as world, custodyFeatures, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
 
 const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
   for (let n = 0; n < 20; n++) {

@@ -11,15 +11,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 /** b-1 confirmed m1; d's cancel of it parked; b-1 closed; the cancel offered before (or after) b-1's return. */
 const scenario = (offeredBeforeReturn: boolean) =>

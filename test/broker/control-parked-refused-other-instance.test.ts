@@ -8,16 +8,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-/** Whether `reader`'s parked list holds a control frame for `recipient`. */
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 describe("a parked cancel refused at its receiver's closed connection, another client instance live", () => {
   it.effect("the other instance, never given the message, does not get the cancel", () =>

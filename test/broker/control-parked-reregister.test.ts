@@ -14,10 +14,7 @@ import { Effect } from "effect"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
-
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
+import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
 
 /** The controls waiting in `peer`'s outbox, as `to messageId`. */
 const controlsQueued = (peer: Peer): ReadonlyArray<string> =>

@@ -20,17 +20,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-/** Whether `reader`'s parked list holds a control frame for `recipient`. */
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 /** What `peer` is written, its own parked output offered one by one. */
 const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
@@ -50,11 +45,7 @@ const scenario = (
     const clock = { now: 1_000_000 }
     const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1, ...options }, clock)
     w.stick()
-    const m0 = message("m0")
-    const m1 = message("m1")
-    w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
-    w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-    assert.strictEqual(w.b1.outbox.length, 1, "m1 is not waiting in b-1's outbox: the test sets up nothing")
+    const { m0, m1 } = m1StuckBehindM0(w)
     w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
     assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
     age(w, clock)

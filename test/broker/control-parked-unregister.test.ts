@@ -21,10 +21,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
 
 const RETENTION_MS = 3_600_000
 
@@ -37,20 +36,12 @@ const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer
   return messagesAndControls(w.framesOf(peer))
 }
 
-/** Whether `reader`'s parked list holds a control frame for `recipient`. */
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
-
 describe("a cancel parked behind a full outbox when its receiver unregisters, its message never written", () => {
   it.effect("b-1's return gets neither the message nor its cancel, and d's cancel was answered delivered", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: RETENTION_MS, outboxCapacity: 1 })
       w.stick()
-      const m0 = message("m0")
-      const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
-      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-      assert.strictEqual(w.b1.outbox.length, 1, "m1 is not waiting in b-1's outbox: the test sets up nothing")
+      const { m0, m1 } = m1StuckBehindM0(w)
       w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
       assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
       w.batch(w.b1, [{ type: "unregister" }])

@@ -10,16 +10,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlFrame } from "../../src/broker/ControlFrame.ts"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-const parkedControl = (reader: Peer, recipient: Peer): boolean =>
-  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 describe("a cancel that follows the replay record (route pushed out first): its withdrawal is kept (review revau AU1)", () => {
   it.effect("m1, cancelled and answered delivered, never reaches b-1's return after its record ages", () =>
@@ -27,11 +22,7 @@ describe("a cancel that follows the replay record (route pushed out first): its 
       const clock = { now: 1_000_000 }
       const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
       w.stick()
-      const m0 = message("m0")
-      const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
-      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-      assert.strictEqual(w.b1.outbox.length, 1, "m1 is not waiting in b-1's outbox: the test sets up nothing")
+      const { m0, m1 } = m1StuckBehindM0(w)
       // m1's route pushed out by MAX_ROUTES newer routes; its replay record stays (the records' bound is larger).
       clock.now += 60_000
       const e = w.registerOther("e")

@@ -6,11 +6,12 @@
  */
 import { Effect } from "effect"
 import type { BrokerCoreOptions } from "../../src/broker/options.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
-import { registerFrame } from "./broker.ts"
+import { message, registerFrame } from "./broker.ts"
 import { fakeConnection } from "./fakeConnection.ts"
 import { type HandRouter, handRouter } from "./handRouter.ts"
 
@@ -18,6 +19,10 @@ import { type HandRouter, handRouter } from "./handRouter.ts"
 export const custodyFeatures = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
 /** A receiver with `rejoin-v1` and `takeover-v1`, no custody. */
 export const baseFeatures = [REJOIN_V1, TAKEOVER_V1]
+
+/** Whether `reader`'s parked list holds a control frame for `recipient`. */
+export const parkedControl = (reader: Peer, recipient: Peer): boolean =>
+  reader.parked.some(([to, item]) => to === recipient && item instanceof ControlFrame)
 
 /** A frame as far as these tests read it. */
 export interface Seen {
@@ -227,4 +232,18 @@ export const recordedSessions = (hand: Pick<HandRouter, "attach" | "batch">) => 
     return written.get(peer) ?? []
   }
   return { connect, framesOf }
+}
+
+/**
+ * `d` sends m0, then m1, to `b`: with an outbox of one frame and b-1 not
+ * reading (`stick`), m1 waits in b-1's outbox. Throws when it does not (the
+ * test would set up nothing).
+ */
+export const m1StuckBehindM0 = (w: Pick<Effect.Success<ReturnType<typeof controlWorld>>, "batch" | "d" | "b1">) => {
+  const m0 = message("m0")
+  const m1 = message("m1")
+  w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+  w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+  if (w.b1.outbox.length !== 1) throw new Error("m1 is not waiting in b-1's outbox: the test sets up nothing")
+  return { m0, m1 }
 }
