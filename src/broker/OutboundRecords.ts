@@ -41,7 +41,7 @@
  * bench/records-pause.ts, docs/performance.md "The records' table's
  * pause").
  *
- * Size: about 705 lines because the record and its table share the `parts`
+ * Size: about 700 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
  *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
