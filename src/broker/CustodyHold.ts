@@ -91,7 +91,10 @@
  * tells whether the new instance gets it; a hold kept for the sender's
  * other mail does not bring a message its old client confirmed to the new
  * one). A supersede never waits so: its new message is delivered at once
- * (Receipts.supersedes). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
+ * (Receipts.supersedes). Whether a hold may still bring a cancelled or
+ * superseded message to its holder — kept, or with a connection it waits
+ * for — is asked for the withdrawals' list (`CustodyHolds.mayGiveBack`,
+ * Receipts' `mayStillWait`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's
@@ -107,16 +110,16 @@
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
  *
- * Size: about 590 lines, past the ~400 guideline, over half of them this
+ * Size: about 615 lines, past the ~400 guideline, over half of them this
  * header and the JSDoc: one concept, the holds' lifecycle, whose every
  * step (take, carry, adopt, keep, end, the departures behind a hold) reads
  * and writes the same map of holds and the holders' counts; what a hold
  * keeps or may be given back of a reply (`keepsReply`, for a settling
- * answer), and which closes it waits for and what it keeps (`awaitedFor`,
+ * answer) or of a withdrawn message (`mayGiveBack`), and which closes it waits for and what it keeps (`awaitedFor`,
  * `keptFor`, for a reply that marks the asks they hold), read the same holds.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
-import { carriesMessage, isMessage, isSenderOrdered, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
+import { carriesMessage, isMessage, isSenderOrdered, mailAmong, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 
 /** How often the custody holds were made and used since the broker started (`BrokerStats.custodyHolds*`). */
@@ -550,6 +553,23 @@ export class CustodyHolds {
         return true
       }
     }
+    return false
+  }
+
+  /**
+   * Whether the message `control` is about (a cancel's or supersede's, for
+   * `holder`'s session) may still come to `holder` through a hold it holds:
+   * kept there (`items`), or in the custody, write in progress or untaken
+   * rest of a connection that hold waits for. False while `holder` holds
+   * none (one field test); else a scan of the hold's kept items and of what
+   * those connections hold — for a cancel or supersede only (Receipts'
+   * `mayStillWait`; review revaw AW1).
+   */
+  mayGiveBack(holder: Peer, control: ControlFrame): boolean {
+    const hold = this.holdOf(holder, control)
+    if (hold === undefined) return false
+    if (mailAmong(hold.items, control.messageKey, hold.items.length) !== undefined) return true
+    for (const old of hold.awaited) if (mayStillGiveBack(old, control.messageKey)) return true
     return false
   }
 

@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 760 lines, one concept: the fate of mail that is not being
+ * Size: about 770 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -120,6 +120,15 @@ interface Ended {
  */
 const unknownTargetInfo = (mail: Mail, now: number): string =>
   JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
+
+/**
+ * What a mailbox cancel did (MailDelivery.cancel): `none`, nothing of the
+ * sender's queued to withdraw; `deleted`, the mail left the mailbox and
+ * nothing of it is left anywhere to give back; `copy`, a copy a client
+ * instance read stays (kept for its return, or given to it live with the
+ * cancel: WithdrawnCopies.ts).
+ */
+export type MailboxCancel = "none" | "deleted" | "copy"
 
 /**
  * What the mailbox concern holds for sessions that are away (P49): queued
@@ -390,11 +399,11 @@ export class MailDelivery {
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
-   * any other leaves the mailbox.
+   * any other leaves the mailbox. Says which (MailboxCancel).
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): boolean {
+  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
     const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return false
+    if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return "none"
     const readers = this.withdrawn.readersOfCopy(queued)
     if (readers === undefined) this.mailbox.delete(messageKey)
     else {
@@ -420,7 +429,7 @@ export class MailDelivery {
       reason: Reason.cancelledQueued,
       retryable: false
     })
-    return true
+    return readers === undefined ? "deleted" : "copy"
   }
 
   /**

@@ -79,6 +79,19 @@ export const carriesMessage = (items: ReadonlyArray<Written> | undefined, messag
 }
 
 /**
+ * Whether `parked` (a connection's parked output: recipient and item pairs,
+ * `Peer.parked`) holds the message of record key `messageKey`. A scan, for a
+ * cancel or supersede only (Receipts' `mayStillWait`).
+ */
+export const parksMessage = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, messageKey: string): boolean => {
+  for (let i = 0; i < parked.length; i++) {
+    const item = parked[i]![1]
+    if (isMessage(item) && item.mail.recordKey === messageKey) return true
+  }
+  return false
+}
+
+/**
  * The mail of record key `messageKey` among the `limit` first of `items`
  * (an outbox, a write's returnable output, a hold's kept items), oldest
  * first; undefined when not there. A scan, only for a reply accepted

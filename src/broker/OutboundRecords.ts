@@ -41,7 +41,7 @@
  * bench/records-pause.ts, docs/performance.md "The records' table's
  * pause").
  *
- * Size: about 690 lines because the record and its table share the `parts`
+ * Size: about 700 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
  *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
@@ -100,6 +100,12 @@ const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
       replyErrorLength: fingerprint.replyErrorLength,
       replyErrorHash: fingerprint.replyErrorHash
     }
+
+/**
+ * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops the
+ * oldest at once (`linkKept`), so the list never holds more between prunes (review revaw AW4).
+ */
+export const MAX_KEPT_WITHDRAWALS = 4_096
 
 /** Bits of `OutboundRecord.parts`. */
 const RECORDED = 1
@@ -618,7 +624,10 @@ export class OutboundRecords {
     if ((record.parts & (ROUTED | WITHDRAWAL_KEPT)) === 0) this.linkKept(record, at)
   }
 
-  /** Puts `record` on the withdrawals' list as its newest, kept from `at`. */
+  /**
+   * Puts `record` on the withdrawals' list as its newest, kept from `at`; past MAX_KEPT_WITHDRAWALS, the
+   * oldest leaves it now (`dropKept`; the record may leave the table), not at the next prune (review revaw AW4).
+   */
   private linkKept(record: OutboundRecord, at: number): void {
     record.parts |= WITHDRAWAL_KEPT
     record.routedAt = at
@@ -627,6 +636,8 @@ export class OutboundRecords {
     else this.oldestKeptEntry = record
     this.newestKeptEntry = record
     this.keptTotal++
+    const oldest = this.oldestKeptEntry
+    if (this.keptTotal > MAX_KEPT_WITHDRAWALS && oldest !== undefined) this.dropKept(oldest)
   }
 
   /**
@@ -641,7 +652,7 @@ export class OutboundRecords {
     if (unread) record.parts |= DROPPED_UNREAD
   }
 
-  /** Takes `record`'s kept withdrawal off the withdrawals' list (bounds: Receipts.prune); the record may leave the table. */
+  /** Takes `record`'s kept withdrawal off the withdrawals' list (its day: Receipts.prune; the bound: `linkKept`); the record may leave the table. */
   dropKept(record: OutboundRecord): void {
     if ((record.parts & WITHDRAWAL_KEPT) === 0) return
     this.forgetWithdrawal(record)

@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
  *
- * Size: about 695 lines, past the ~400 guideline, near half of them this
+ * Size: about 700 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -136,10 +136,12 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
+import type { CustodyHolds } from "./CustodyHold.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
+import { carriesMessage, mailAmong, parksMessage } from "./OutboundItems.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -161,20 +163,26 @@ const CANCELLED_QUEUED: Outcome = {
 }
 
 /**
- * Whether a message `sender`'s connection sent to `receiver`'s may still wait
- * there unwritten or unconfirmed — so that a close or an `unregister` could
- * yet give it back: anything in `receiver`'s outbox, its write in progress or
- * the part of it never taken, its custody (written, unconfirmed), its own
- * parked list, a takeover's hold, or anything parked at `sender`'s reader.
- * Field reads, no scan (over-broad when other output waits: then a
- * withdrawal is kept that needed no keeping, within the list's bounds). Read
- * on the cancel and supersede paths only, never on the send path (review
- * revau AU2).
+ * Whether `sender`'s message that `control` (its cancel or supersede, for
+ * `receiver`'s session) is about may still wait for `receiver`'s connection
+ * unwritten or unconfirmed — so that a close or an `unregister` could yet
+ * give it back: in `receiver`'s outbox, its write in progress or the part of
+ * it never taken, its custody (written, unconfirmed), its own parked list,
+ * a takeover's hold it holds (CustodyHolds.mayGiveBack), or parked at
+ * `sender`'s reader. That very message, found by its record key (review
+ * revaw AW1: other output waiting there, an unrelated message parked at
+ * `sender`'s reader, says nothing about it): a scan of each of those lists
+ * that is not empty — for a full outbox, one test per item, so a cancel
+ * costs at most about as much as writing that outbox. Read on the cancel
+ * and supersede paths only, never on the send path.
  */
-const mayStillWait = (sender: Peer, receiver: Peer): boolean =>
-  receiver.outbox.length > 0 || receiver.writer.inFlight !== undefined || receiver.untakenRest !== undefined ||
-  (receiver.custody !== undefined && receiver.custody.size > 0) || receiver.parked.length > 0 ||
-  receiver.custodyHolds > 0 || sender.parked.length > 0
+const mayStillWait = (sender: Peer, receiver: Peer, control: ControlFrame, holds: CustodyHolds): boolean => {
+  const key = control.messageKey
+  return mailAmong(receiver.outbox, key, receiver.outbox.length) !== undefined ||
+    carriesMessage(receiver.writer.inFlight?.returnable, key) || carriesMessage(receiver.untakenRest, key) ||
+    receiver.custody?.holdsMessage(key) === true || parksMessage(receiver.parked, key) ||
+    holds.mayGiveBack(receiver, control) || parksMessage(sender.parked, key)
+}
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 export const MAX_ROUTES = 65_536
@@ -182,8 +190,6 @@ export const MAX_ROUTES = 65_536
 /** How long a withdrawal outlives its route (OutboundRecords.ageRoute): a day. */
 const WITHDRAWAL_KEPT_MS = 24 * HOUR
 
-/** Withdrawals kept past their routes at most, overall; past it the oldest go first (`prune`). */
-export const MAX_KEPT_WITHDRAWALS = 4_096
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
@@ -287,8 +293,7 @@ export class Receipts {
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
-      // Read before the control joins the output (it would count as waiting).
-      const waiting = mayStillWait(sender.peer, target.peer)
+      const waiting = mayStillWait(sender.peer, target.peer, control, this.ctx.output.holds)
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
@@ -435,7 +440,8 @@ export class Receipts {
    * Routes past their hour go; one that keeps its sender's withdrawal
    * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
    * MAX_ROUTES bound does), where it stays a day, at most
-   * MAX_KEPT_WITHDRAWALS of them (the oldest go first): its message may
+   * MAX_KEPT_WITHDRAWALS of them (OutboundRecords.ts: the oldest go first,
+   * as a new one joins, not here): its message may
    * still wait unwritten in an outbox or a parked list, and must not be
    * delivered after its withdrawal when it is given back (review revao AO2).
    */
@@ -446,8 +452,7 @@ export class Receipts {
       routes.ageRoute(oldest, now)
     }
     const keptCutoff = now - WITHDRAWAL_KEPT_MS - 1
-    for (let oldest = routes.oldestKeptWithdrawal; oldest !== undefined; oldest = routes.oldestKeptWithdrawal) {
-      if (oldest.routedAt > keptCutoff && routes.withdrawalsKept <= MAX_KEPT_WITHDRAWALS) break
+    for (let oldest = routes.oldestKeptWithdrawal; oldest !== undefined && oldest.routedAt <= keptCutoff; oldest = routes.oldestKeptWithdrawal) {
       routes.dropKept(oldest)
     }
     this.held.expire(now)
@@ -583,7 +588,7 @@ export class Receipts {
    * Keeps `withdrawal` (a cancel's, a supersede's) on `record`, the route or,
    * with that gone, the replay record of the withdrawn message: and, while
    * that message may still wait unwritten or unconfirmed (`waiting`:
-   * `mayStillWait`, read before the control joins the output), past the route and the
+   * `mayStillWait`: that very message), past the route and the
    * record (OutboundRecords.keepWithdrawal: the withdrawals' list, a day),
    * so whoever gives it back finds it withdrawn (review revau AU1, AU2).
    * Cancel and supersede paths only.
@@ -631,14 +636,16 @@ export class Receipts {
         key,
         instance
       )
-    if (this.mail.cancel(session, key, control)) {
+    const queued = this.mail.cancel(session, key, control)
+    if (queued !== "none") {
       this.forget(key)
       // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
-      // past its hour as before (review revao AO2: kept whatever waits).
+      // past its hour while a copy a client read stays (review revao AO2) — not when the mail was deleted
+      // outright: nothing of it is left to give back (review revaw AW2).
       const route = this.routeOf(session.key, messageId)
       if (route !== undefined) {
         route.withdrawal = CANCELLED_QUEUED
-        this.routes.keepWithdrawal(route, this.ctx.now())
+        if (queued === "copy") this.routes.keepWithdrawal(route, this.ctx.now())
       }
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
@@ -675,8 +682,7 @@ export class Receipts {
         // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
         return this.answer(answerTo, messageId, false)
       }
-      // Read before the control joins the output (it would count as waiting).
-      const waiting = mayStillWait(session.peer, live.receiver.peer)
+      const waiting = mayStillWait(session.peer, live.receiver.peer, control, output.holds)
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       records.rewrite(session.key, messageId, CANCELLED)

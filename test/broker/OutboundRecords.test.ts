@@ -8,7 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DELIVERED, DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { idHash, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import { idHash, MAX_KEPT_WITHDRAWALS, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
@@ -270,6 +270,34 @@ describe("OutboundRecords", () => {
     expect(table.find("a", "1")).toBe(record)
     table.forgetWithdrawal(record)
     expect([table.withdrawalsKept, table.oldestKeptWithdrawal, record.withdrawal, record.withdrawalKept]).toEqual([0, undefined, undefined, false])
+  })
+
+  it("the withdrawals' list never holds more than MAX_KEPT_WITHDRAWALS: one more put on it drops the oldest at once (review revaw AW4)", () => {
+    const table = new OutboundRecords(SEED)
+    const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    const kept: Array<OutboundRecord> = []
+    for (let n = 0; n <= MAX_KEPT_WITHDRAWALS; n++) {
+      const record = table.claim(OutboundRecord.of("a", "t", messageOf(`${n}`), undefined))
+      table.keepRoute(record, "b", 7, n)
+      record.withdrawal = CANCELLED
+      table.keepWithdrawal(record, n)
+      // Half age from the route list (Receipts.prune, addRoute), half go on the list with no route (no prune between).
+      if (n % 2 === 0) table.ageRoute(record, n)
+      else {
+        // Its replay record kept, its route gone (the withdrawal followed the record: review revau AU1).
+        table.keepRecord(record, CANCELLED, n, 100)
+        table.dropRoute(record)
+        record.withdrawal = CANCELLED
+        table.keepWithdrawal(record, n)
+      }
+      kept.push(record)
+      expect(table.withdrawalsKept).toBe(Math.min(n + 1, MAX_KEPT_WITHDRAWALS))
+    }
+    // The oldest went as the last joined: off the list and, holding nothing else, out of the table.
+    expect(table.oldestKeptWithdrawal).toBe(kept[1])
+    expect(table.find("a", "0")).toBeUndefined()
+    expect(kept[0]!.withdrawalKept).toBe(false)
+    expect(table.find("a", `${MAX_KEPT_WITHDRAWALS}`)).toBe(kept[MAX_KEPT_WITHDRAWALS])
   })
 
   it("tells apart ids whose hashes collide, whichever of them leaves first", () => {

@@ -11,7 +11,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/Receipts.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
 import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
 

@@ -119,10 +119,11 @@ export const controlWorld = (
       },
       /**
        * Registers a base session `sessionId` on a new connection (id 100 on, clear of `registerB`'s), with
-       * `session` fields over the defaults, its writes completing at once.
+       * `session` fields over the defaults, its writes completing at once — or, `stuckable`, never once `stick`
+       * was called (as b-1's).
        */
-      registerOther: (sessionId: string, session: Readonly<Record<string, unknown>> = {}): Peer => {
-        const peer = connect(nextOther++)
+      registerOther: (sessionId: string, session: Readonly<Record<string, unknown>> = {}, stuckable = false): Peer => {
+        const peer = connect(nextOther++, stuckable)
         batch(peer, [registerFrame({ sessionId, session })])
         return peer
       },
