@@ -149,15 +149,21 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     lifecycle({ _tag: "Status", status: "idle" }, ctx)
     await withGeneration(undefined, (generation) => generation.applied())
   })
+  // pi's last look at a message before it joins the context the model's request is built from: pi
+  // replaces the message with the one returned, in its state and in what it saves. A message its sender
+  // withdrew while it waited in pi's queue (a steer, a follow-up) enters marked withdrawn, passive
+  // (queuedInbound.ts); every other message, ours or not, is left as it is.
   // The message a turn works on is what `reply` without `to` answers (C-RPL-2): one that started the
   // turn or the follow-up after it. A message steered into a running turn does not take it over — else
   // a plain message from a third session would catch the answer the turn owes its asker.
-  pi.on("message_end", (event, ctx) => {
+  pi.on("message_end", async (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
-    const details = deliveredMessage(message.details)
+    const withdrawn = await withGeneration(undefined, (generation) => generation.entering(message))
+    const details = deliveredMessage(withdrawn?.details ?? message.details)
     if (details !== undefined && (details.intent === "trigger" || details.intent === "followUp")) {
       lifecycle({ _tag: "BeginTurn", message: { from: details.from, messageId: details.messageId } }, ctx)
     }
+    return withdrawn === undefined ? undefined : { message: { ...message, ...withdrawn } }
   })
 }

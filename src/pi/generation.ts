@@ -32,10 +32,11 @@
  * then that generation restored the journal's undelivered messages, and this
  * one hands over only those it checkpoints itself (and warns, with a UI).
  *
- * Size: one concept — one generation's life, about 540 lines: building its
+ * Size: one concept — one generation's life, about 555 lines: building its
  * runtime and layers, feeding pi's events to it, and closing it. What could
  * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
  * the status line's text and warnings, statusLine.ts; the pi host, host.ts;
+ * the messages waiting in pi's queue and their withdrawals, queuedInbound.ts;
  * the client instance, instance.ts);
  * the rest shares the generation's `PiAccess` and its close, so a split
  * would pass those between modules.
@@ -76,6 +77,7 @@ import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { claimInstance, liveInstances } from "./instance.ts"
 import { checkpointsDurable, type EntryView, inheritedInstance, undeliveredIn, undeliveredInstances } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
+import { makeQueuedInbound, type QueuedInbound } from "./queuedInbound.ts"
 import { STATUS_KEY } from "./names.ts"
 import {
   leftToOtherNotice,
@@ -141,6 +143,12 @@ export interface PiGeneration {
    * `APPLIED_WAIT`; at once when the generation closed). Never rejects.
    */
   readonly applied: () => Promise<void>
+  /**
+   * pi's `message_end` of a custom message: for an `intercom_message` its
+   * sender withdrew while it waited in pi's queue, the content and details it
+   * enters the model's context with (queuedInbound.ts); else undefined.
+   */
+  readonly entering: QueuedInbound["entering"]
   /** The newest context pi gave this generation's handlers. */
   readonly observe: (ctx: ExtensionContext) => void
   /** Ends the generation: idempotent; pi is never touched again. */
@@ -229,6 +237,8 @@ export const startGeneration = (input: {
     cwd: seed.cwd,
     model: seed.model
   }
+  /** The messages handed to pi with a turn, until they enter the model's context, and their withdrawals. */
+  const queued = makeQueuedInbound()
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
   /** A message was handed to pi since the status fiber last looked (one signal stands for any number). */
   const delivered = Effect.runSync(Queue.sliding<true>(1))
@@ -313,7 +323,8 @@ export const startGeneration = (input: {
       hasUI,
       interactive,
       checkpointInstance: instance?.forCheckpoint ?? Effect.succeed(undefined),
-      leftTo
+      leftTo,
+      queued
     })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
     const host = Host.layer({ ...piHost, deliver: (inbound) => Effect.tap(piHost.deliver(inbound), Queue.offer(delivered, true)) })
@@ -537,6 +548,7 @@ export const startGeneration = (input: {
       backlog.offer({ _tag: "Applied", done })
       return Effect.runPromise(Deferred.await(done).pipe(Effect.timeoutOption(APPLIED_WAIT), Effect.asVoid))
     },
+    entering: queued.entering,
     observe: (next) => {
       if (!closed) ctx = next
     },

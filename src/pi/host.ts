@@ -4,7 +4,8 @@
  * confirmation through `ctx.ui.confirm`; inbound messages as `intercom_message`
  * custom messages (idle → a triggered turn, busy → steered after the current
  * tool calls, or a follow-up after the run for a sender's `queue`, passive →
- * stored without a turn); history records and the
+ * stored without a turn; one withdrawn while it waits in pi's queue enters
+ * the model's context marked so, queuedInbound.ts); history records and the
  * inbound journal as session entries (`journal.ts`), each checkpoint naming
  * the client instance that received it (`instance.ts`); lazy exposure through
  * `pi.setActiveTools`.
@@ -26,6 +27,7 @@ import {
   withdrawnEntry
 } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
+import type { QueuedInbound } from "./queuedInbound.ts"
 import { makePiTopicStore } from "./topicStore.ts"
 
 /**
@@ -128,6 +130,8 @@ export const makePiHost = (input: {
    * checkpointed by one of them are that generation's to hand over, not this one's (journal.ts `undeliveredIn`).
    */
   readonly leftTo: ReadonlySet<string>
+  /** The generation's messages in pi's queue: those handed over with a turn, and their withdrawals. */
+  readonly queued: QueuedInbound
 }): HostService => {
   const { access, sessionId } = input
   return {
@@ -146,7 +150,11 @@ export const makePiHost = (input: {
           expectsReply: inbound.expectsReply,
           intent: inbound.intent
         }
-        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, sendOptions(inbound.intent, input.interactive))
+        const options = sendOptions(inbound.intent, input.interactive)
+        // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
+        // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
+        if (options.triggerTurn) input.queued.handed(inbound)
+        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
         pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })
       }),
     record: (entry) =>
@@ -160,7 +168,11 @@ export const makePiHost = (input: {
         ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
       withdrawn: (fromId, messageId, action) =>
-        access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action))),
+        Effect.andThen(
+          // Still in pi's queue, it enters the model's context marked withdrawn (queuedInbound.ts).
+          Effect.sync(() => input.queued.withdrawn(fromId, messageId, action)),
+          access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
+        ),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

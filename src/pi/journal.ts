@@ -48,7 +48,9 @@ export const MessageDetails = Schema.Struct({
   messageId: Schema.String,
   from: SessionInfo,
   expectsReply: Schema.Boolean,
-  intent: Schema.String
+  intent: Schema.String,
+  /** How its sender withdrew it (P73) while it waited in pi's queue: it entered the model's context so marked (queuedInbound.ts). */
+  withdrawn: Schema.optionalKey(Schema.Literals(["cancel", "supersede"]))
 })
 /** `details` of an `intercom_message` custom message. */
 export type MessageDetails = typeof MessageDetails.Type

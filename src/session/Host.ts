@@ -188,7 +188,9 @@ export interface InboundJournal {
   /**
    * Saves that the sender of the checkpointed message `messageId` of `fromId`
    * withdrew it (P73, `action`) before the agent's history held it;
-   * `undelivered` then returns its record with `withdrawn` set. Optional:
+   * `undelivered` then returns its record with `withdrawn` set; a host may
+   * also mark such a message still waiting in its agent's queue (pi's
+   * extension does, src/pi/queuedInbound.ts). Optional:
    * without it, a withdrawal lasts only as long as its generation, and a
    * message a later one restores is handed over live.
    */

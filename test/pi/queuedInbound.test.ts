@@ -1,0 +1,106 @@
+/**
+ * The rewrite of a message withdrawn while it waited in pi's queue
+ * (src/pi/queuedInbound.ts): at pi's `message_end` an `intercom_message` handed
+ * over with a turn and withdrawn since enters as the hand-off renders a
+ * withdrawn message, passive; one not withdrawn, one withdrawn after it entered,
+ * one never handed over here, and other custom messages are left as they are.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { SessionInfo } from "../../src/protocol/frames.ts"
+import type { Inbound } from "../../src/session/Host.ts"
+import { renderInbound } from "../../src/session/render.ts"
+import { makeQueuedInbound, QUEUED_KEPT } from "../../src/pi/queuedInbound.ts"
+
+const B: SessionInfo = {
+  id: "b0b0b0b0-1111-2222",
+  name: "B",
+  cwd: "/work/b",
+  model: "m",
+  pid: 1,
+  startedAt: 0,
+  lastActivity: 0
+}
+
+const inbound = (id: string, intent: Inbound["intent"], expectsReply = false): Inbound => {
+  const message = { id, timestamp: 0, content: { text: `body of ${id}` }, ...(expectsReply ? { expectsReply } : {}) }
+  return {
+    intent,
+    from: B,
+    message,
+    text: renderInbound(B, message, true),
+    expectsReply,
+    delivery: intent === "followUp" ? "queue" : "steer"
+  }
+}
+
+/** The custom message pi is handed for `handed` (the details the host gives it). */
+const piMessage = (handed: Inbound, customType = "intercom_message") => ({
+  customType,
+  details: { messageId: handed.message.id, from: handed.from, expectsReply: handed.expectsReply, intent: handed.intent }
+})
+
+describe("QueuedInbound", () => {
+  it("an ask withdrawn while it waited as a follow-up enters marked withdrawn, passive, with the hand-off's wording", () => {
+    const queued = makeQueuedInbound()
+    const ask = inbound("q-1", "followUp", true)
+    queued.handed(ask)
+    queued.withdrawn(B.id, "q-1", "cancel")
+    const entered = queued.entering(piMessage(ask))
+    assert.deepStrictEqual(entered, {
+      content: renderInbound(B, ask.message, false, "cancel"),
+      details: { messageId: "q-1", from: B, expectsReply: true, intent: "passive", withdrawn: "cancel" }
+    })
+    assert.include(entered?.content ?? "", "Withdrawn: B cancelled this message before it reached you")
+    assert.notInclude(entered?.content ?? "", "To reply")
+    // Entered once: a second message_end of it (none comes) would find nothing.
+    assert.isUndefined(queued.entering(piMessage(ask)))
+  })
+
+  it("a steered message superseded while queued says it was replaced", () => {
+    const queued = makeQueuedInbound()
+    const steered = inbound("m-2", "steer")
+    queued.handed(steered)
+    queued.withdrawn(B.id, "m-2", "supersede")
+    assert.include(queued.entering(piMessage(steered))?.content ?? "", "Withdrawn: B replaced this message with a later one")
+  })
+
+  it("a withdrawal noted just before pi was handed the message still applies when it enters", () => {
+    const queued = makeQueuedInbound()
+    const steered = inbound("m-3", "steer")
+    queued.withdrawn(B.id, "m-3", "cancel")
+    queued.handed(steered)
+    assert.strictEqual(queued.entering(piMessage(steered))?.details.withdrawn, "cancel")
+  })
+
+  it("a message not withdrawn, or withdrawn only after it entered, is left as it is", () => {
+    const queued = makeQueuedInbound()
+    const live = inbound("m-4", "followUp")
+    queued.handed(live)
+    assert.isUndefined(queued.entering(piMessage(live)))
+    queued.withdrawn(B.id, "m-4", "cancel")
+    assert.isUndefined(queued.entering(piMessage(live)), "the model has it: nothing changes")
+  })
+
+  it("another sender's message of the same id, a message never handed over here, and other custom types are left alone", () => {
+    const queued = makeQueuedInbound()
+    const mine = inbound("m-5", "steer")
+    queued.handed(mine)
+    queued.withdrawn(B.id, "m-5", "cancel")
+    const other = { ...mine, from: { ...B, id: "c0c0c0c0-1111-2222" } }
+    assert.isUndefined(queued.entering(piMessage(other)))
+    assert.isUndefined(queued.entering(piMessage(mine, "some_other_extension")))
+    assert.isUndefined(queued.entering({ customType: "intercom_message", details: { note: "no ids" } }))
+    assert.isDefined(queued.entering(piMessage(mine)), "ours is still rewritten")
+  })
+
+  it("keeps the newest QUEUED_KEPT handed-over messages: the oldest, never entered (cleared by Esc), is forgotten", () => {
+    const queued = makeQueuedInbound()
+    const first = inbound("m-0", "steer")
+    queued.handed(first)
+    for (let i = 1; i <= QUEUED_KEPT; i++) queued.handed(inbound(`m-${i}`, "steer"))
+    queued.withdrawn(B.id, "m-0", "cancel")
+    queued.withdrawn(B.id, `m-${QUEUED_KEPT}`, "cancel")
+    assert.isUndefined(queued.entering(piMessage(first)))
+    assert.isDefined(queued.entering(piMessage(inbound(`m-${QUEUED_KEPT}`, "steer"))))
+  })
+})
