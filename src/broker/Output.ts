@@ -213,7 +213,7 @@ export class Output {
       takeBack,
       roomMade: (peer) => this.writes.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
-      undeliverable: (item) => this.undeliverable(item),
+      refused: (item) => this.refused(item),
       unpark: (reader) => this.parkedReaders.delete(reader),
       controls: this.controls,
       parkedOut: (reader) => feed.parkedOut(reader),
@@ -477,8 +477,9 @@ export class Output {
   }
 
   /**
-   * A parked item its recipient's connection refused (closed: ParkedDrain):
-   * as `undeliverable`, but a control frame its session's live connection
+   * A parked item its recipient's connection refused (closed: ParkedDrain's
+   * offer, or forced at its reader's close, OutputEnd.forceParked): as
+   * `undeliverable`, but a control frame its session's live connection
    * cannot take now is kept for the client instance it was written to, as a
    * control given back alone at a close is (MailReturns.takeBack's
    * `keepRefused`; review revau AU3).

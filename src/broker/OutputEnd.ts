@@ -58,8 +58,12 @@ export interface OutputSide {
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
   readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void
-  /** An item that can no longer reach its connection goes back (Output.undeliverable). */
-  readonly undeliverable: (item: OutboundItem) => void
+  /**
+   * A parked item whose recipient's connection closed goes back as one its drainer found refused there: a
+   * control frame its session's live connection cannot take is kept for the client instance it was written
+   * to, if its rule allows (Output.refused, MailReturns.takeBack's `keepRefused`).
+   */
+  readonly refused: (item: OutboundItem) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control forced, handed over or taken back here. */
@@ -87,7 +91,10 @@ export class OutputEnd {
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped (mail for
    * a recipient whose session was taken over since goes where the session is
-   * now: Output.forceEnqueue takes it back at once). Its own
+   * now: Output.forceEnqueue takes it back at once; output for a recipient
+   * whose connection closed goes back as its drainer's refused offer would,
+   * a control frame kept for the client instance that read its message,
+   * `OutputSide.refused`). Its own
    * parked output is not written: it stays in its parked list, with no
    * drainer, for the close to take back (`takeOwnParked`) after the output
    * queued before it (its mailbox, flushed when it registered, goes to its
@@ -111,7 +118,8 @@ export class OutputEnd {
         continue
       }
       this.side.controls.left(item)
-      if (recipient.state === "closed") this.side.undeliverable(item)
+      // Closed: as its drainer's offer would have been refused there — a control kept for its reader's return.
+      if (recipient.state === "closed") this.side.refused(item)
       else this.side.forceEnqueue(recipient, item)
     }
     reader.parked = own
