@@ -236,8 +236,11 @@ export class MailReturns {
    * idle exit (review revv V2). With that instance live again already — it
    * unregistered, then registered on another connection before this one
    * closed (review revv V1) — it goes to it now, as its return would have
-   * taken it. The rest are dropped, as before: to another instance live now
-   * (it never got the message), for a short-lived session that ended, and
+   * taken it. With another instance live (a takeover: it never got the
+   * message), it is not given to that one but kept all the same, for the
+   * return of the instance that read it, as `keepRefused` keeps a parked
+   * control refused there (before, it was dropped, and that instance never
+   * learned of the cancel). The rest are dropped: for a short-lived session that ended, and
    * about a message given back here (its fate is the mailbox's:
    * `keepCancelled`) — and one about a message no client read, which an
    * earlier give-back dropped never written (`aboutUngiven`: a control that
@@ -252,8 +255,8 @@ export class MailReturns {
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
       if (returned.has(control.messageKey) || this.aboutUngiven(control)) continue
       const live = liveSession(this.ctx, control.to)
-      if (live === undefined) this.controls.keep(control, now, leftBy === "close")
-      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
+      if (live !== undefined && mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
+      else this.controls.keep(control, now, leftBy === "close")
     }
   }
 

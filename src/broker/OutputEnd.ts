@@ -52,8 +52,10 @@ export interface OutputSide {
   /**
    * Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
+   * `keepRefused`: a control it cannot give there now is kept for the client instance it was written to, if
+   * its rule allows (MailReturns.takeBack).
    */
-  readonly takeBack: (item: Returnable | ControlFrame) => boolean
+  readonly takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean
   /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
@@ -168,10 +170,14 @@ export class OutputEnd {
    * for a base client's write in progress (no custody, no hold), the control
    * waits for the close on the old connection (`Peer.controlsAtClose`); the
    * close gives it on only right after that message (MailReturns.giveBack).
-   * Any other is dropped: its message was confirmed by the old client (or,
-   * a base one's, written to it), or is an ask that is over (dropped here),
-   * so the new instance never got it from here and cannot act on a cancel
-   * or supersede of it (ControlFrame.ts, review ctlho).
+   * Any other never goes to the new instance, which never got its message
+   * from here and cannot act on a cancel or supersede of it
+   * (ControlFrame.ts, review ctlho): one whose message is not in this
+   * hand-over (the old client confirmed it, or a base one's was written to
+   * it) is kept for the return of the instance that read it
+   * (MailReturns.takeBack's `keepRefused`, KeptControls.ts); one whose
+   * message this hand-over took back and did not pass on (an ask that is
+   * over, dropped here) is dropped.
    *
    * `handed`: given when the session unregistered (Custody.handBack, no
    * `instance`): everything taken back is added to it, in order, and its
@@ -183,8 +189,9 @@ export class OutputEnd {
    */
   handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {
     const items = peer.outbox
-    // The record keys of the messages that went on to `instance` in this hand-over: one set per takeover.
-    const forwarded = instance === undefined ? undefined : new Set<string>()
+    // The record keys of the messages taken back in this hand-over, true for one that went on to `instance`:
+    // one map per takeover.
+    const forwarded = instance === undefined ? undefined : new Map<string, boolean>()
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -208,7 +215,9 @@ export class OutputEnd {
    * there. Such a control whose message is in `peer`'s write in progress
    * (a base client's: no custody, so no hold) waits for the close
    * (`Peer.controlsAtClose`): the new instance gets that message only if
-   * the socket never takes it. Any other is dropped. With `handed` (an
+   * the socket never takes it. One whose message is not in this hand-over
+   * at all is kept for the instance that read it; any other is dropped.
+   * With `handed` (an
    * `unregister`'s hand-back) the item is added to it, and a control is
    * left to the caller.
    */
@@ -216,7 +225,7 @@ export class OutputEnd {
     peer: Peer,
     item: Written,
     instance: Peer | undefined,
-    forwarded: Set<string> | undefined,
+    forwarded: Map<string, boolean> | undefined,
     handed?: Array<Written>
   ): void {
     if (instance === undefined || forwarded === undefined) {
@@ -225,12 +234,16 @@ export class OutputEnd {
       return
     }
     if (!isControl(item)) {
-      if (this.side.takeBack(item) && isMessage(item)) forwarded.add(item.mail.recordKey)
+      const went = this.side.takeBack(item)
+      if (isMessage(item)) forwarded.set(item.mail.recordKey, went)
       return
     }
-    if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) {
+    if (forwarded.get(item.messageKey) === true || this.side.holds.holdOf(instance, item) !== undefined) {
       this.side.takeBack(item)
     } else if (carriesMessage(peer.writer.inFlight?.returnable, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
+    // Its message not here (the old client confirmed it, or a base one's was written to it): kept for the return of
+    // the instance that read it, as a parked control refused at a closed connection is (MailReturns.takeBack).
+    else if (!forwarded.has(item.messageKey)) this.side.takeBack(item, true)
   }
 
   /**
@@ -253,7 +266,7 @@ export class OutputEnd {
   private handOverParked(
     peer: Peer,
     instance: Peer | undefined,
-    forwarded: Set<string> | undefined,
+    forwarded: Map<string, boolean> | undefined,
     handed: Array<Written> | undefined
   ): void {
     const parked = peer.parked
