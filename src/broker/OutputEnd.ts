@@ -39,6 +39,7 @@
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import type { LeftBy } from "./MailReturns.ts"
 import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
@@ -52,10 +53,10 @@ export interface OutputSide {
   /**
    * Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
-   * `keepRefused`: a control it cannot give there now is kept for the client instance it was written to, if
-   * its rule allows (MailReturns.takeBack).
+   * `refusedBy`: a control it cannot give there now is kept for the client instance it was written to, if
+   * its rule allows, holding the idle exit when that session left by a close (MailReturns.takeBack).
    */
-  readonly takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean
+  readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean
   /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
@@ -65,7 +66,7 @@ export interface OutputSide {
    * control frame its session's live connection cannot take is kept for the client instance it was written
    * to, if its rule allows (Output.refused, MailReturns.takeBack's `keepRefused`).
    */
-  readonly refused: (item: OutboundItem) => void
+  readonly refused: (item: OutboundItem, recipient: Peer) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control forced, handed over or taken back here. */
@@ -121,7 +122,7 @@ export class OutputEnd {
       }
       this.side.controls.left(item)
       // Closed: as its drainer's offer would have been refused there — a control kept for its reader's return.
-      if (recipient.state === "closed") this.side.refused(item)
+      if (recipient.state === "closed") this.side.refused(item, recipient)
       else this.side.forceEnqueue(recipient, item)
     }
     reader.parked = own
@@ -243,7 +244,8 @@ export class OutputEnd {
     } else if (carriesMessage(peer.writer.inFlight?.returnable, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
     // Its message not here (the old client confirmed it, or a base one's was written to it): kept for the return of
     // the instance that read it, as a parked control refused at a closed connection is (MailReturns.takeBack).
-    else if (!forwarded.has(item.messageKey)) this.side.takeBack(item, true)
+    // Taken over, not left by `unregister`: kept so, it holds a memory broker's idle exit.
+    else if (!forwarded.has(item.messageKey)) this.side.takeBack(item, "close")
   }
 
   /**
