@@ -185,11 +185,12 @@ export class MailReturns {
    * `register`: `Router.abandoned`): one that never got the message from
    * here cannot act on a cancel or supersede of it, and its client would
    * mark the unknown id replied and answer its sender (ControlFrame.ts,
-   * docs/protocol.md). Dropped so: a control whose message its old client
-   * confirmed reading, and one whose message is not forwarded — an ask that
-   * is over (`isStale`), mail requeued for a session that is away. With
-   * the session away, one whose message is not given back at all (its
-   * client confirmed it) is kept for that client's return (`keepAlone`). A
+   * docs/protocol.md). Not passed on so: a control whose message its old
+   * client confirmed reading, and one whose message is not forwarded — an
+   * ask that is over (`isStale`), mail requeued for a session that is away.
+   * With the session away or held by another instance, one whose message
+   * is not given back at all (its client confirmed it) is kept for that
+   * client's return (`keepAlone`); the others are dropped. A
    * close path, and an `unregister`'s hand-back of its custody and write
    * (Custody.handBack), only: the set of forwarded keys is made at the first
    * message forwarded. `leftBy`: how the connection's session left it, which
