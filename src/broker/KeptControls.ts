@@ -45,7 +45,10 @@
  * mostly never comes back — held, they would keep such a broker up for the
  * mailbox's retention (a day by default). They are still kept, aged and
  * bounded alike, for a client that registers the same instance again (pi's
- * `/reload`) while the broker is up.
+ * `/reload`) while the broker is up. One kept because a closed connection
+ * refused it (MailReturns' `keepRefused`) holds the exit as one kept at a
+ * close does, unless its session left that connection by `unregister`
+ * (Output.refusedBy).
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
  * and an `unregister`'s hand-back (`keep`; helper unregctl: the same

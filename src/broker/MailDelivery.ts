@@ -483,10 +483,10 @@ export class MailDelivery {
 
   /**
    * Output that could not be written where it was queued, given back (Output's `takeBack` side): as
-   * MailReturns.takeBack decides (`keepRefused` there). True when it went to its session's live connection.
+   * MailReturns.takeBack decides (`refusedBy` there). True when it went to its session's live connection.
    */
-  takeBack(item: Returnable | ControlFrame, keepRefused = false): boolean {
-    return this.returns.takeBack(item, keepRefused)
+  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy): boolean {
+    return this.returns.takeBack(item, refusedBy)
   }
 
   /** A message that was on its way to a connection that closed (MailReturns.requeue). */

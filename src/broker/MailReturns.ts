@@ -14,7 +14,7 @@
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
  *
- * Size: about 410 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 420 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
@@ -122,18 +122,21 @@ export class MailReturns {
    * True when it went to its session's live connection (kept with a
    * takeover's hold there included): a takeover's hand-over passes a
    * control on only after its message went so (OutputEnd.handOver).
-   * `keepRefused` (a control parked at its sender's reader that the closed
-   * connection it was for refused: Output.refused): one that cannot go now
-   * is kept for the client instance it was written to (`keepRefused`).
+   * `refusedBy` (a control parked at its sender's reader that the closed
+   * connection it was for refused, Output.refused; or one a takeover's
+   * hand-over passes on to no one, OutputEnd.handOver): one that cannot go
+   * now is kept for the client instance it was written to (`keepRefused`),
+   * holding a memory broker's idle exit when its session left the refusing
+   * connection by its close, not by `unregister` (`refusedBy`).
    */
-  takeBack(item: Returnable | ControlFrame, keepRefused = false): boolean {
+  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy): boolean {
     if (item instanceof ControlFrame) {
       const live = liveSession(this.ctx, item.to)
       if (live !== undefined && !this.aboutUngiven(item) && this.reachesLive(item, live)) {
         this.ctx.output.forceEnqueue(live.peer, item)
         return true
       }
-      if (keepRefused) this.keepRefused(item, live)
+      if (refusedBy !== undefined) this.keepRefused(item, live, refusedBy)
       return false
     }
     if ("mail" in item) return this.requeue(item)
@@ -182,11 +185,12 @@ export class MailReturns {
    * `register`: `Router.abandoned`): one that never got the message from
    * here cannot act on a cancel or supersede of it, and its client would
    * mark the unknown id replied and answer its sender (ControlFrame.ts,
-   * docs/protocol.md). Dropped so: a control whose message its old client
-   * confirmed reading, and one whose message is not forwarded — an ask that
-   * is over (`isStale`), mail requeued for a session that is away. With
-   * the session away, one whose message is not given back at all (its
-   * client confirmed it) is kept for that client's return (`keepAlone`). A
+   * docs/protocol.md). Not passed on so: a control whose message its old
+   * client confirmed reading, and one whose message is not forwarded — an
+   * ask that is over (`isStale`), mail requeued for a session that is away.
+   * With the session away or held by another instance, one whose message
+   * is not given back at all (its client confirmed it) is kept for that
+   * client's return (`keepAlone`); the others are dropped. A
    * close path, and an `unregister`'s hand-back of its custody and write
    * (Custody.handBack), only: the set of forwarded keys is made at the first
    * message forwarded. `leftBy`: how the connection's session left it, which
@@ -236,8 +240,11 @@ export class MailReturns {
    * idle exit (review revv V2). With that instance live again already — it
    * unregistered, then registered on another connection before this one
    * closed (review revv V1) — it goes to it now, as its return would have
-   * taken it. The rest are dropped, as before: to another instance live now
-   * (it never got the message), for a short-lived session that ended, and
+   * taken it. With another instance live (a takeover: it never got the
+   * message), it is not given to that one but kept all the same, for the
+   * return of the instance that read it, as `keepRefused` keeps a parked
+   * control refused there (before, it was dropped, and that instance never
+   * learned of the cancel). The rest are dropped: for a short-lived session that ended, and
    * about a message given back here (its fate is the mailbox's:
    * `keepCancelled`) — and one about a message no client read, which an
    * earlier give-back dropped never written (`aboutUngiven`: a control that
@@ -252,8 +259,8 @@ export class MailReturns {
       returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
       if (returned.has(control.messageKey) || this.aboutUngiven(control)) continue
       const live = liveSession(this.ctx, control.to)
-      if (live === undefined) this.controls.keep(control, now, leftBy === "close")
-      else if (mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
+      if (live !== undefined && mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
+      else this.controls.keep(control, now, leftBy === "close")
     }
   }
 
@@ -268,13 +275,16 @@ export class MailReturns {
    * session (`reachesLive` refused it there), for that instance's return —
    * unless its session ended, no client read its message (`aboutUngiven`),
    * or that instance is the live one (its route says it was not given the
-   * message). Kept not holding a memory broker's idle exit: how the session
-   * left is not known here (review revau AU3).
+   * message). It holds a memory broker's idle exit as one kept at a close
+   * does, unless its session left the connection that refused it by
+   * `unregister` (`leftBy`; a client's orderly shutdown, review revv V2):
+   * before, none held it (review revau AU3), and such a broker could exit
+   * owing it while the mailbox's mail for the same session held it up.
    */
-  private keepRefused(control: ControlFrame, live: Session | undefined): void {
+  private keepRefused(control: ControlFrame, live: Session | undefined, leftBy: LeftBy): void {
     if (this.port.isEnded(control.to) || this.aboutUngiven(control)) return
     if (live !== undefined && mayHold(control.instance, live)) return
-    this.controls.keep(control, this.ctx.now(), false)
+    this.controls.keep(control, this.ctx.now(), leftBy === "close")
   }
 
   /**

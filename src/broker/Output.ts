@@ -66,7 +66,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 490 lines, past the guideline: one concept — the batch
+ * Size: about 505 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -80,6 +80,7 @@
  */
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import type { LeftBy } from "./MailReturns.ts"
 import { ParkedControls } from "./ParkedControls.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
@@ -139,7 +140,7 @@ export class Output {
    * the touched writers (`wakeTouched`), since a woken drainer runs at once.
    */
   private drainWakes: Array<Peer> = []
-  private readonly takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean
+  private readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
   private readonly requestFlush: () => void
@@ -148,8 +149,9 @@ export class Output {
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
-   *   true when it went to its session's live connection; `keepRefused`: a control it cannot take now is kept for
-   *   the client instance it was written to if its rule allows (MailReturns.takeBack).
+   *   true when it went to its session's live connection; `refusedBy`: a control it cannot take now is kept for
+   *   the client instance it was written to if its rule allows, holding the idle exit when its session left the
+   *   refusing connection by its close (MailReturns.takeBack).
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
@@ -157,7 +159,7 @@ export class Output {
    * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
-    takeBack: (item: Returnable | ControlFrame, keepRefused?: boolean) => boolean,
+    takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
@@ -204,7 +206,7 @@ export class Output {
       replies: this.replies,
       feed,
       undeliverable: (item) => this.undeliverable(item),
-      refused: (item) => this.refused(item),
+      refused: (item, recipient) => this.refused(item, recipient),
       unpark: (reader) => this.parkedReaders.delete(reader),
       controls: this.controls
     })
@@ -213,7 +215,7 @@ export class Output {
       takeBack,
       roomMade: (peer) => this.writes.roomMade(peer),
       forceEnqueue: (recipient, item) => this.forceEnqueue(recipient, item),
-      undeliverable: (item) => this.undeliverable(item),
+      refused: (item, recipient) => this.refused(item, recipient),
       unpark: (reader) => this.parkedReaders.delete(reader),
       controls: this.controls,
       parkedOut: (reader) => feed.parkedOut(reader),
@@ -477,14 +479,26 @@ export class Output {
   }
 
   /**
-   * A parked item its recipient's connection refused (closed: ParkedDrain):
-   * as `undeliverable`, but a control frame its session's live connection
+   * A parked item its recipient's connection refused (closed: ParkedDrain's
+   * offer, or forced at its reader's close, OutputEnd.forceParked): as
+   * `undeliverable`, but a control frame its session's live connection
    * cannot take now is kept for the client instance it was written to, as a
    * control given back alone at a close is (MailReturns.takeBack's
-   * `keepRefused`; review revau AU3).
+   * `keepRefused`; review revau AU3), holding the idle exit as `refusedBy`
+   * says.
    */
-  private refused(item: OutboundItem): void {
-    if (isControl(item)) this.takeBack(item, true)
+  private refused(item: OutboundItem, recipient: Peer): void {
+    if (isControl(item)) this.takeBack(item, refusedBy(recipient))
     else this.undeliverable(item)
   }
 }
+
+/**
+ * How the session a control refused at `recipient` was for left that
+ * connection: by `unregister` while it stays open unregistered, or when it
+ * closed so (`Peer.closedUnregistered`); by its close (or a takeover)
+ * otherwise. A control kept so holds a memory broker's idle exit only then
+ * (MailReturns.keepRefused, KeptControls.ts).
+ */
+const refusedBy = (recipient: Peer): LeftBy =>
+  recipient.state === "unregistered" || (recipient.state === "closed" && recipient.closedUnregistered) ? "unregister" : "close"

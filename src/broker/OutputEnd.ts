@@ -39,6 +39,7 @@
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
+import type { LeftBy } from "./MailReturns.ts"
 import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
@@ -52,14 +53,20 @@ export interface OutputSide {
   /**
    * Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
+   * `refusedBy`: a control it cannot give there now is kept for the client instance it was written to, if
+   * its rule allows, holding the idle exit when that session left by a close (MailReturns.takeBack).
    */
-  readonly takeBack: (item: Returnable | ControlFrame) => boolean
+  readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean
   /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
   readonly forceEnqueue: (recipient: Peer, item: OutboundItem) => void
-  /** An item that can no longer reach its connection goes back (Output.undeliverable). */
-  readonly undeliverable: (item: OutboundItem) => void
+  /**
+   * A parked item whose recipient's connection closed goes back as one its drainer found refused there: a
+   * control frame its session's live connection cannot take is kept for the client instance it was written
+   * to, if its rule allows (Output.refused, MailReturns.takeBack's `keepRefused`).
+   */
+  readonly refused: (item: OutboundItem, recipient: Peer) => void
   /** `reader` is no longer among the readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control forced, handed over or taken back here. */
@@ -87,7 +94,10 @@ export class OutputEnd {
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped (mail for
    * a recipient whose session was taken over since goes where the session is
-   * now: Output.forceEnqueue takes it back at once). Its own
+   * now: Output.forceEnqueue takes it back at once; output for a recipient
+   * whose connection closed goes back as its drainer's refused offer would,
+   * a control frame kept for the client instance that read its message,
+   * `OutputSide.refused`). Its own
    * parked output is not written: it stays in its parked list, with no
    * drainer, for the close to take back (`takeOwnParked`) after the output
    * queued before it (its mailbox, flushed when it registered, goes to its
@@ -111,7 +121,8 @@ export class OutputEnd {
         continue
       }
       this.side.controls.left(item)
-      if (recipient.state === "closed") this.side.undeliverable(item)
+      // Closed: as its drainer's offer would have been refused there — a control kept for its reader's return.
+      if (recipient.state === "closed") this.side.refused(item, recipient)
       else this.side.forceEnqueue(recipient, item)
     }
     reader.parked = own
@@ -160,10 +171,14 @@ export class OutputEnd {
    * for a base client's write in progress (no custody, no hold), the control
    * waits for the close on the old connection (`Peer.controlsAtClose`); the
    * close gives it on only right after that message (MailReturns.giveBack).
-   * Any other is dropped: its message was confirmed by the old client (or,
-   * a base one's, written to it), or is an ask that is over (dropped here),
-   * so the new instance never got it from here and cannot act on a cancel
-   * or supersede of it (ControlFrame.ts, review ctlho).
+   * Any other never goes to the new instance, which never got its message
+   * from here and cannot act on a cancel or supersede of it
+   * (ControlFrame.ts, review ctlho): one whose message is not in this
+   * hand-over (the old client confirmed it, or a base one's was written to
+   * it) is kept for the return of the instance that read it
+   * (MailReturns.takeBack's `keepRefused`, KeptControls.ts); one whose
+   * message this hand-over took back and did not pass on (an ask that is
+   * over, dropped here) is dropped.
    *
    * `handed`: given when the session unregistered (Custody.handBack, no
    * `instance`): everything taken back is added to it, in order, and its
@@ -175,8 +190,9 @@ export class OutputEnd {
    */
   handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {
     const items = peer.outbox
-    // The record keys of the messages that went on to `instance` in this hand-over: one set per takeover.
-    const forwarded = instance === undefined ? undefined : new Set<string>()
+    // The record keys of the messages taken back in this hand-over, true for one that went on to `instance`:
+    // one map per takeover.
+    const forwarded = instance === undefined ? undefined : new Map<string, boolean>()
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -200,7 +216,9 @@ export class OutputEnd {
    * there. Such a control whose message is in `peer`'s write in progress
    * (a base client's: no custody, so no hold) waits for the close
    * (`Peer.controlsAtClose`): the new instance gets that message only if
-   * the socket never takes it. Any other is dropped. With `handed` (an
+   * the socket never takes it. One whose message is not in this hand-over
+   * at all is kept for the instance that read it; any other is dropped.
+   * With `handed` (an
    * `unregister`'s hand-back) the item is added to it, and a control is
    * left to the caller.
    */
@@ -208,7 +226,7 @@ export class OutputEnd {
     peer: Peer,
     item: Written,
     instance: Peer | undefined,
-    forwarded: Set<string> | undefined,
+    forwarded: Map<string, boolean> | undefined,
     handed?: Array<Written>
   ): void {
     if (instance === undefined || forwarded === undefined) {
@@ -217,12 +235,17 @@ export class OutputEnd {
       return
     }
     if (!isControl(item)) {
-      if (this.side.takeBack(item) && isMessage(item)) forwarded.add(item.mail.recordKey)
+      const went = this.side.takeBack(item)
+      if (isMessage(item)) forwarded.set(item.mail.recordKey, went)
       return
     }
-    if (forwarded.has(item.messageKey) || this.side.holds.holdOf(instance, item) !== undefined) {
+    if (forwarded.get(item.messageKey) === true || this.side.holds.holdOf(instance, item) !== undefined) {
       this.side.takeBack(item)
     } else if (carriesMessage(peer.writer.inFlight?.returnable, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
+    // Its message not here (the old client confirmed it, or a base one's was written to it): kept for the return of
+    // the instance that read it, as a parked control refused at a closed connection is (MailReturns.takeBack).
+    // Taken over, not left by `unregister`: kept so, it holds a memory broker's idle exit.
+    else if (!forwarded.has(item.messageKey)) this.side.takeBack(item, "close")
   }
 
   /**
@@ -245,7 +268,7 @@ export class OutputEnd {
   private handOverParked(
     peer: Peer,
     instance: Peer | undefined,
-    forwarded: Set<string> | undefined,
+    forwarded: Map<string, boolean> | undefined,
     handed: Array<Written> | undefined
   ): void {
     const parked = peer.parked

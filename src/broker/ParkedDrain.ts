@@ -97,8 +97,8 @@ export interface DrainSide {
   readonly feed: FeedSource
   /** An item that can no longer reach its connection goes back (Output.undeliverable). */
   readonly undeliverable: (item: OutboundItem) => void
-  /** A parked item its recipient's connection refused goes back, a control kept if it may be (Output.refused). */
-  readonly refused: (item: OutboundItem) => void
+  /** A parked item `recipient`'s connection refused goes back, a control kept if it may be (Output.refused). */
+  readonly refused: (item: OutboundItem, recipient: Peer) => void
   /** `reader` is no longer among Output's readers with parked output; true when it was. */
   readonly unpark: (reader: Peer) => boolean
   /** The count of control frames in the parked lists (ParkedControls.ts, Output's): lowered for each control offered or dropped here. */
@@ -311,7 +311,7 @@ export class ParkedDrain {
       const own = isMessage(item) ? item : undefined
       if (own === undefined && isReadOnlyAnswer(item)) readAnswered = true
       if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
-      if (placed === "refused") this.side.refused(item)
+      if (placed === "refused") this.side.refused(item, reader)
       // Last, as in `parkedOffered`: a woken drainer runs at once.
       if (own !== undefined) uncountParkedMail(reader, own.mail.senderKey)
     }
@@ -386,7 +386,7 @@ export class ParkedDrain {
     const toReader = first !== undefined && first[0] === reader
     const own = toReader && isMessage(first[1]) ? first[1] : undefined
     if (own !== undefined && !this.side.departureHolds.isEmpty) this.side.departureHolds.offered(reader, own)
-    if (first !== undefined && !accepted) this.side.refused(first[1])
+    if (first !== undefined && !accepted) this.side.refused(first[1], first[0])
     let readAnswered = false
     if (toReader && own === undefined) {
       // An answer of its own that the scan ahead stops at left: what is behind it may go ahead again.

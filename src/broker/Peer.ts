@@ -129,6 +129,11 @@ export class Peer {
   session: Session | undefined = undefined
   /** When the connection (re)entered the unregistered state, for the registration timeout (P15). */
   unregisteredSince: number
+  /**
+   * Closed with its session gone by `unregister` before (Registration.detach's `leftBy`): a control kept
+   * because this closed connection refused it then holds no memory broker's idle exit (Output.refusedBy).
+   */
+  closedUnregistered = false
   /** Extensions granted to this connection in `registered`. */
   features: ReadonlySet<string> = NO_FEATURES
   /**

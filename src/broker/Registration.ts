@@ -213,6 +213,7 @@ export class Registration {
     // Its session left by `unregister` before this close (what stayed behind a base client's write in progress then).
     const leftBy = peer.state === "unregistered" ? "unregister" : "close"
     const session = peer.session
+    peer.closedUnregistered = leftBy === "unregister"
     peer.state = "closed"
     peer.session = undefined
     if (session !== undefined) this.leave(session, false)

@@ -269,7 +269,7 @@ export class Router {
   ) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
-    const output = new Output((item, keepRefused) => mail.takeBack(item, keepRefused), {
+    const output = new Output((item, refusedBy) => mail.takeBack(item, refusedBy), {
       collect: (peer, items, out, departures, rejoins) => membership.collect(peer, items, out, departures, rejoins),
       taken: (peer) => membership.taken(peer),
       parkedOut: (reader) => membership.holds.parkedOut(reader),
