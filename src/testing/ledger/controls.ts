@@ -22,7 +22,9 @@
  * - `cancel-unheard`: the broker acknowledged a cancel of a message the
  *   receiver had not read yet, and the receiver read it afterwards (from
  *   the same broker incarnation) with no control cancel about it after
- *   that read: the cancel neither dequeued the message nor reached the
+ *   that read, read by the client instance that read it (on that
+ *   connection or a later one: a route outlives a reconnect; sim seed
+ *   53031): the cancel neither dequeued the message nor reached the
  *   receiver. A read from a later broker incarnation is not judged: routes
  *   are not stored (docs/protocol.md, "When a receipt is dropped": the
  *   broker stopped or restarted). Nor is a cancel whose control the broker
@@ -445,10 +447,14 @@ export const checkControls = (state: LedgerState): void => {
     if (first === undefined || first.seq < ack.seq) continue
     const firstLink = state.links.get(first.link)
     if (firstLink === undefined || firstLink.brokerEpoch !== ack.epoch) continue
-    const told = state.controls.reads.some((control) =>
-      control.action === "cancel" && control.messageId === ack.messageId && control.from === ack.sender &&
-      record.reads.some((read) => read.link === control.link && read.seq < control.seq)
-    )
+    // The control may come on a later connection of the client instance that read the message: a route
+    // outlives a reconnect, and a copy that instance confirmed is not sent again (seed 53031 of
+    // `--parked-flush --unregister --delivery --strict`).
+    const told = state.controls.reads.some((control) => {
+      const client = state.links.get(control.link)?.client
+      return control.action === "cancel" && control.messageId === ack.messageId && control.from === ack.sender &&
+        record.reads.some((read) => read.client === client && read.seq < control.seq)
+    })
     const cutShort = told ? undefined : cancelCutShort(state, record, ack.sender)
     if (cutShort !== undefined) {
       note(state, `   ${nameOf(state, ack.sender)}'s cancel of ${record.alias}: its control was on its way to ${
