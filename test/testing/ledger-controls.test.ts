@@ -26,7 +26,8 @@
  * that died unread, cancelled or superseded before that close, is withdrawn
  * (also when cancelled again after it, answered `delivered` again: the first
  * acknowledgement counts, seed 53118, `--parked-flush --unregister --delivery
- * --strict`), as is one read by a client that closed before its session took it, cancelled
+ * --strict`; so does a supersede's, when another send supersedes it again
+ * after the close), as is one read by a client that closed before its session took it, cancelled
  * before that client's connection ended (seed 10658, `--host-journal --strict`)
  * or with the cancel's control read there before it ended, the acknowledgement
  * coming after (seed 52221, `--host-journal --client-timings --strict`).
@@ -407,6 +408,27 @@ describe("Ledger: controls", () => {
       diedUnread(ledger)
       now = 10
       cancelAcknowledged(ledger)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("superseded (acknowledged) before that connection ended and superseded again by another send acknowledged after it: withdrawn, not lost-in-flight", () => {
+      const ledger = strictWorld()
+      superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+      now = 5
+      diedUnread(ledger)
+      now = 10
+      const three: Message = { id: "m-0003", timestamp: 0, content: { text: "three" }, supersedes: one.id }
+      const sendThree = JSON.stringify({ type: "send", to: B, message: three })
+      ledger.clientWrote(1, [sendThree])
+      brokerTook(ledger, 1, [sendThree])
+      ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: three.id, delivery: "queued" })])
+      ledger.clientRead(1, [JSON.stringify({
+        type: "message_receipt",
+        from: { ...from, id: B },
+        receipt: { messageId: three.id, status: "expired", timestamp: 0, detail: "Mailbox capacity evicted the delivery" }
+      })])
       const tally = ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
       expect(tally.withdrawn).toBe(1)

@@ -186,7 +186,10 @@ export const supersedeHeard = (state: LedgerState, record: MessageRecord): boole
 export const supersedeAnswered = (state: LedgerState, record: MessageRecord): void => {
   const old = record.message.supersedes
   if (old === undefined) return
-  state.controls.superseded.set(keyOf(record.sender, old), state.now())
+  // The first acknowledgement is when the broker withdrew it, as for a cancel (`cancelAnswered`): a later
+  // send superseding it again, acknowledged after a close the first preceded, must not move that time past it.
+  const key = keyOf(record.sender, old)
+  if (!state.controls.superseded.has(key)) state.controls.superseded.set(key, state.now())
   state.controls.supersedeAcks.push({ sender: record.sender, messageId: old, epoch: record.ackEpoch ?? 0, seq: ++state.readSeq, at: state.now() })
   note(state, `   ${nameOf(state, record.sender)}'s supersede of ${state.messages.get(old)?.alias ?? old} by ${record.alias} acknowledged`)
 }
@@ -263,8 +266,9 @@ export const supersededUnread = (state: LedgerState, record: MessageRecord): boo
  * before the last of them ended, with no control about it read: the broker
  * took it back at that close and did not queue it again
  * (`MailDelivery.withdrawnOnTheWay`), so it is withdrawn, not lost in
- * flight. A cancel's first acknowledgement counts (`cancelAnswered`): one
- * repeated after the close is answered `delivered` again and changes nothing.
+ * flight. A cancel's or supersede's first acknowledgement counts
+ * (`cancelAnswered`, `supersedeAnswered`): one repeated after the close,
+ * answered `delivered` again, changes nothing.
  */
 export const withdrawnOnTheWay = (state: LedgerState, record: MessageRecord): boolean => {
   if (record.reads.length !== 0 || record.writtenTo.length === 0 || controlHeard(state, record)) return false
