@@ -80,7 +80,7 @@
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
  *
- * Size: about 500 lines, one concept (controls on the wire and the fates
+ * Size: about 510 lines, one concept (controls on the wire and the fates
  * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
