@@ -65,6 +65,7 @@
  *                  drawn per client from the seed (simulation/withheldRejoin.ts); takeover-late-write
  *                  is tolerated only for a takeover such a registration made or suffered
  *   --strict       count messages lost in flight to a dying receiver as failures
+ *                  (with --workflow-bus, --workflow-bus-full too; --workflow refuses it)
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them
  *   --max-failures N  stop after N failing seeds (default 5)
@@ -132,14 +133,17 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
       const ops = request.replay ?? generateBusWorkflowWorkload(request.seed, request.ops, { parentRestarts: request.parentRestarts })
       yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
-      const report = yield* runBusWorkflow({ seed: request.seed, parentRestarts: request.parentRestarts }, ops)
+      const report = yield* runBusWorkflow(
+        { seed: request.seed, parentRestarts: request.parentRestarts, strictInFlight: request.strict },
+        ops
+      )
       yield* Console.log(report.bus.trace.join("\n"))
       const violations = [...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)]
       yield* Console.log(report.ok ? "ok" : violations.join("\n"))
       return report.ok
     }
     const started = performance.now()
-    const summary = yield* busWorkflowSoak(request)
+    const summary = yield* busWorkflowSoak({ ...request, strictInFlight: request.strict })
     yield* Console.log(formatBusWorkflowSummary(summary, performance.now() - started, request.args))
     return summary.failures.length === 0
   })
@@ -151,14 +155,17 @@ const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag:
       const ops = request.replay ?? generateBusFullWorkload(request.seed, request.ops, { parentReloads: request.parentRestarts })
       yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
-      const report = yield* runBusWorkflowFull({ seed: request.seed, parentReloads: request.parentRestarts }, ops)
+      const report = yield* runBusWorkflowFull(
+        { seed: request.seed, parentReloads: request.parentRestarts, strictInFlight: request.strict },
+        ops
+      )
       yield* Console.log(report.bus.trace.join("\n"))
       const violations = [...report.violations, ...report.bus.violations].map((v) => `${v.kind}: ${v.message}`)
       yield* Console.log(report.ok ? "ok" : violations.join("\n"))
       return report.ok
     }
     const started = performance.now()
-    const summary = yield* busFullSoak({ ...request, parentReloads: request.parentRestarts })
+    const summary = yield* busFullSoak({ ...request, parentReloads: request.parentRestarts, strictInFlight: request.strict })
     yield* Console.log(formatBusFullSummary(summary, performance.now() - started, request.args))
     return summary.failures.length === 0
   })

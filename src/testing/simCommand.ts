@@ -8,7 +8,7 @@
  * a workload is a usage error: effect/cli prints the help and the error, and
  * the process exits 2 (cli/exit.ts).
  *
- * Size: about 585 lines, one concept — the flags. Most of it is the flag
+ * Size: about 620 lines, one concept — the flags. Most of it is the flag
  * table itself, one declaration per flag with its help text, and the checks
  * that refuse a vacuous value or a --replay of another mode; the replay line they print is simArgs.ts's.
  */
@@ -86,6 +86,8 @@ export type SimRequest =
     readonly maxFailures: number
     /** `--parent-restarts`: the parent's process restarts too, keeping a `ParentJournal`. */
     readonly parentRestarts: boolean
+    /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. */
+    readonly strict: boolean
     /** The flags a failing seed's replay command repeats (simArgs.ts). */
     readonly args: SimArgs
   }
@@ -105,6 +107,8 @@ export type SimRequest =
     readonly maxFailures: number
     /** `--parent-restarts`: the parent reloads too (its generation replaced in-process), keeping a `ParentJournal`. */
     readonly parentRestarts: boolean
+    /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. */
+    readonly strict: boolean
     /** The flags a failing seed's replay command repeats (simArgs.ts). */
     readonly args: SimArgs
   }
@@ -306,7 +310,10 @@ const flags = {
     "withhold-rejoin",
     "About one client in two registers without rejoin-v1 (no feature, no instanceId: an older client), drawn per client from the seed, so its reconnects the broker sees late are takeovers; takeover-late-write is tolerated only for a takeover such a registration made or suffered (docs/testing.md)"
   ),
-  strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
+  strict: toggle(
+    "strict",
+    "Count messages lost in flight to a dying receiver as failures (also with --workflow-bus and --workflow-bus-full; not --workflow, which has no bus)"
+  ),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
   maxFailures: int("max-failures", SIM_DEFAULTS.maxFailures, "Stop after this many failing seeds"),
@@ -327,11 +334,14 @@ const isWorkflowMode = (input: SimFlags): boolean =>
 /**
  * The flags of `input` that shape a run (`SimArgs`): what a failing seed's
  * replay command repeats. A workflow mode honours only `--ops` and
- * `--parent-restarts`.
+ * `--parent-restarts`, and a workflow-bus mode `--strict` too (its bus
+ * ledger judges lost-in-flight; `--workflow` has no bus, and refuses it).
  */
 export const simArgsOf = (input: SimFlags): SimArgs => {
-  if (input.workflowBusFull) return { workflowBusFull: true, parentRestarts: input.parentRestarts, ops: input.ops }
-  if (input.workflowBus || input.parentRestarts) return { workflowBus: true, parentRestarts: input.parentRestarts, ops: input.ops }
+  if (input.workflowBusFull) return { workflowBusFull: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict }
+  if (input.workflowBus || input.parentRestarts) {
+    return { workflowBus: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict }
+  }
   if (input.workflow) return { workflow: true, ops: input.ops }
   return {
     ops: input.ops,
@@ -432,6 +442,13 @@ export const usageErrorOf = (input: SimFlags): CliError.InvalidValue | undefined
       "--parent-restarts restarts the parent of --workflow-bus or --workflow-bus-full; the --workflow world has no bus to restart it on"
     )
   }
+  if (input.strict && input.workflow && !input.workflowBus && !input.workflowBusFull && !input.parentRestarts) {
+    return invalid(
+      "strict",
+      "true",
+      "--strict judges messages lost in flight on the bus; the --workflow world has no bus (use --workflow-bus or --workflow-bus-full)"
+    )
+  }
   if (input.seeds < 1) return invalid("seeds", String(input.seeds), "a number of seeds of at least 1")
   if (input.ops < 1) return invalid("ops", String(input.ops), "a number of operations per run of at least 1")
   if (input.maxFailures < 1) return invalid("max-failures", String(input.maxFailures), "a number of failing seeds of at least 1")
@@ -497,10 +514,22 @@ export const simRequest = (input: SimFlags): SimRequest => {
     }
     // `usageErrorOf` refused a replay that is not the mode's op list.
     if (input.workflowBusFull) {
-      return { _tag: "WorkflowBusFull", ...fields, replay: busFullReplayOf(replay), parentRestarts: input.parentRestarts }
+      return {
+        _tag: "WorkflowBusFull",
+        ...fields,
+        replay: busFullReplayOf(replay),
+        parentRestarts: input.parentRestarts,
+        strict: input.strict
+      }
     }
     if (input.workflowBus || input.parentRestarts) {
-      return { _tag: "WorkflowBus", ...fields, replay: busWorkflowReplayOf(replay), parentRestarts: input.parentRestarts }
+      return {
+        _tag: "WorkflowBus",
+        ...fields,
+        replay: busWorkflowReplayOf(replay),
+        parentRestarts: input.parentRestarts,
+        strict: input.strict
+      }
     }
     return { _tag: "Workflow", ...fields, replay: workflowReplayOf(replay) }
   }

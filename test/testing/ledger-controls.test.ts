@@ -4,7 +4,9 @@
  * connection or before any copy, is `control-before-message`; one read after
  * it, or about a copy read and confirmed on an earlier connection, is not. A
  * cancel the broker acknowledged before the receiver first read the message
- * is `cancel-unheard` unless a control cancel followed that read, or the
+ * is `cancel-unheard` unless a control cancel followed that read (read by
+ * the client instance that read the message, on that connection or, the
+ * copy not sent again, a later one: sim seed 53031), or the
  * broker began to write that control on the connection of the read and its
  * client closed for good without reading it (sim seed 16890 of
  * `--custody-hold --delivery`: only a control cancel begun there, and only
@@ -24,7 +26,8 @@
  * that died unread, cancelled or superseded before that close, is withdrawn
  * (also when cancelled again after it, answered `delivered` again: the first
  * acknowledgement counts, seed 53118, `--parked-flush --unregister --delivery
- * --strict`), as is one read by a client that closed before its session took it, cancelled
+ * --strict`; so does a supersede's, when another send supersedes it again
+ * after the close), as is one read by a client that closed before its session took it, cancelled
  * before that client's connection ended (seed 10658, `--host-journal --strict`)
  * or with the cancel's control read there before it ended, the acknowledgement
  * coming after (seed 52221, `--host-journal --client-timings --strict`).
@@ -171,6 +174,37 @@ describe("Ledger: controls", () => {
     cancelAcknowledged(ledger)
     ledger.clientRead(2, [message, control("cancel")])
     expect(finished(ledger).kinds).toEqual([])
+  })
+
+  describe("a message first read after its cancel was acknowledged, the connection then dropping before the control (sim seed 53031)", () => {
+    /** A's cancel is acknowledged, B's client `client-b` reads `one` on link #2, which drops; link #3 (of `client`) registers. */
+    const readThenReconnect = (client: string) => {
+      const ledger = world()
+      cancelAcknowledged(ledger)
+      ledger.clientRead(2, [message])
+      ledger.linkClosed(2)
+      ledger.linkOpened(3, B, client, 0)
+      brokerTook(ledger, 3, [register])
+      return ledger
+    }
+
+    it("with the control read on the same client's next connection, the copy not sent again, is no violation", () => {
+      const ledger = readThenReconnect("client-b")
+      ledger.clientRead(3, [registered, control("cancel")])
+      expect(finished(ledger).kinds).toEqual([])
+    })
+
+    it("with no control on the next connection, is cancel-unheard", () => {
+      const ledger = readThenReconnect("client-b")
+      ledger.clientRead(3, [registered])
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
+
+    it("with the control read only by another client instance, is cancel-unheard", () => {
+      const ledger = readThenReconnect("client-b2")
+      ledger.clientRead(3, [registered, control("cancel")])
+      expect(finished(ledger).kinds).toEqual(["cancel-unheard"])
+    })
   })
 
   describe("a message first read after its cancel was acknowledged, whose client then closed for good (sim seed 16890)", () => {
@@ -374,6 +408,27 @@ describe("Ledger: controls", () => {
       diedUnread(ledger)
       now = 10
       cancelAcknowledged(ledger)
+      const tally = ledger.finish()
+      expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
+      expect(tally.withdrawn).toBe(1)
+    })
+
+    it("superseded (acknowledged) before that connection ended and superseded again by another send acknowledged after it: withdrawn, not lost-in-flight", () => {
+      const ledger = strictWorld()
+      superseded(ledger, JSON.stringify({ type: "delivered", messageId: two.id, delivery: "socket_delivered" }))
+      now = 5
+      diedUnread(ledger)
+      now = 10
+      const three: Message = { id: "m-0003", timestamp: 0, content: { text: "three" }, supersedes: one.id }
+      const sendThree = JSON.stringify({ type: "send", to: B, message: three })
+      ledger.clientWrote(1, [sendThree])
+      brokerTook(ledger, 1, [sendThree])
+      ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: three.id, delivery: "queued" })])
+      ledger.clientRead(1, [JSON.stringify({
+        type: "message_receipt",
+        from: { ...from, id: B },
+        receipt: { messageId: three.id, status: "expired", timestamp: 0, detail: "Mailbox capacity evicted the delivery" }
+      })])
       const tally = ledger.finish()
       expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
       expect(tally.withdrawn).toBe(1)

@@ -13,7 +13,11 @@
  * flags, whose D asks B in the batch that parks D's flood to slow C, so the
  * question waits on D's reader while A's later message to B goes straight to
  * B's outbox, and B is killed before D's drainer reaches it: it goes back,
- * withdrawn by D's `cancel_ask`, not a silent loss (helper sim53143).
+ * withdrawn by D's `cancel_ask`, not a silent loss (helper sim53143). And
+ * seed 53031 of the same flags, whose A cancels m6 as C's parked flush is
+ * written to C's new connection: C reads m6 there, the connection drops
+ * before the control behind it, and C's client reads the control on its
+ * next connection — heard, not `cancel-unheard` (helper sim53031).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -146,6 +150,30 @@ describe("a question parked on its sender's reader, passed by another sender's m
       assert.notMatch(trace, /B ← m39 /, trace)
       assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
       assert.strictEqual(report.messages.withdrawn, 1, trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("a cancel acknowledged as its message was on its way, whose control reached the receiver only on its next connection (--parked-flush --unregister --delivery --strict, seed 53031)", () => {
+  // C came back reading slowly (261 ms a write on link #9) and its parked flush put A's m6 in #9's outbox; A's
+  // cancel of m6 was acknowledged 9 ms later, before C read m6, so the broker put the control behind m6. C read
+  // and confirmed m6 on #9, whose connection dropped before the control; C's client read the control first
+  // thing on #15 (m6 not sent again) and its session answered cancellation_requested. The ledger counted a
+  // control only on the connection that read the message, and called the cancel unheard.
+  it.effect("C hears the cancel on its next connection, and the run passes strict", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 53031, strictInFlight: true, tolerate: KNOWN_ISSUES },
+        undefined,
+        { delivery: true, unregister: true, parkedFlush: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /A's cancel of m6 acknowledged \(0 read\(s\)[\s\S]*C ← m6 from A[\s\S]*C's connection drops[\s\S]*C connected: link #15[\s\S]*C told m6 cancelled \(after 0 read\(s\) of it on this connection, 1 in all\)/,
+        trace
+      )
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
       assert.isTrue(report.ok, trace)
     }))
 })

@@ -260,7 +260,8 @@ describe("sim command line", () => {
         seeds: 7,
         ops: 40,
         maxFailures: 5,
-        parentRestarts: false
+        parentRestarts: false,
+        strict: false
       })
       const one = yield* requestOf(["--workflow-bus", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "WorkflowBus" ? [one.seed, one.ops] : undefined, [9, 12])
@@ -283,6 +284,18 @@ describe("sim command line", () => {
       assert.include(error?.message, "--workflow-bus-full")
     }))
 
+  it.effect("--strict reaches --workflow-bus and --workflow-bus-full (their request and replay command); with --workflow it is a usage error (exit 2)", () =>
+    Effect.gen(function*() {
+      const bus = yield* requestOf(["--workflow-bus", "--strict", "--seeds", "7"])
+      assert.deepStrictEqual(bus._tag === "WorkflowBus" ? [bus.strict, bus.args.strict] : undefined, [true, true])
+      assert.include(bus._tag === "WorkflowBus" ? replayCommand(3, bus.args) : "", "--strict")
+      const full = yield* requestOf(["--workflow-bus-full", "--strict", "--seed", "3"])
+      assert.deepStrictEqual(full._tag === "WorkflowBusFull" ? [full.strict, full.args.strict] : undefined, [true, true])
+      const restarts = yield* requestOf(["--parent-restarts", "--strict", "--seeds", "2"])
+      assert.deepStrictEqual(restarts._tag === "WorkflowBus" ? restarts.strict : undefined, true)
+      assert.deepStrictEqual(yield* usageErrorsOf(["--workflow", "--strict"]), ["InvalidValue"])
+    }))
+
   it.effect("--workflow-bus-full runs the whole workflow layer on the bus: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow-bus-full", "--seeds", "7", "--from", "3"])
@@ -294,7 +307,8 @@ describe("sim command line", () => {
         seeds: 7,
         ops: 40,
         maxFailures: 5,
-        parentRestarts: false
+        parentRestarts: false,
+        strict: false
       })
       const one = yield* requestOf(["--workflow-bus-full", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "WorkflowBusFull" ? [one.seed, one.ops] : undefined, [9, 12])

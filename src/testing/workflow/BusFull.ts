@@ -211,7 +211,8 @@ export const runBusWorkflowFull = (
         { name: FULL_STAGE.child, agent: { mode: "manual" } }
       ],
       durability,
-      settleMs: config.settleMs ?? 15_000
+      settleMs: config.settleMs ?? 15_000,
+      ...(config.strictInFlight === true ? { strictInFlight: true } : {})
     }, script)
     // The world has settled and closed: the engine's own checks, then its Scope.
     parent.checkGroups()

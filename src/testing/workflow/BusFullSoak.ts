@@ -28,13 +28,20 @@ export const busFullSoak = (options: {
   readonly maxFailures?: number | undefined
   /** The workloads reload the parent too. */
   readonly parentReloads?: boolean | undefined
+  /** `--strict` (see `BusFullConfig.strictInFlight`). */
+  readonly strictInFlight?: boolean | undefined
 }): Effect.Effect<BusFullSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusFullReport> = []
     const tally: Record<string, number> = {}
     let runs = 0, events = 0, busMessages = 0, simulatedMs = 0, checks = 0
     for (let seed = options.from; seed < options.from + options.seeds; seed++) {
-      const report = yield* runBusWorkflowFull({ seed, ops: options.ops, parentReloads: options.parentReloads })
+      const report = yield* runBusWorkflowFull({
+        seed,
+        ops: options.ops,
+        parentReloads: options.parentReloads,
+        strictInFlight: options.strictInFlight
+      })
       runs++
       events += report.bus.events
       busMessages += report.bus.messages.acknowledged

@@ -126,6 +126,8 @@ export interface BusFullConfig {
   readonly durability?: "durable" | "memory" | undefined
   /** The generated workload also reloads the parent (`reload`). Default false. */
   readonly parentReloads?: boolean | undefined
+  /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. Default false. */
+  readonly strictInFlight?: boolean | undefined
 }
 
 /**

@@ -68,6 +68,8 @@ export interface BusWorkflowConfig {
   readonly settleMs?: number | undefined
   /** The generated workload restarts the parent's process too (`restart`). Default false. */
   readonly parentRestarts?: boolean | undefined
+  /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. Default false. */
+  readonly strictInFlight?: boolean | undefined
 }
 
 /** What one bus workflow run found. */
@@ -214,7 +216,8 @@ export const runBusWorkflow = (
         ...BUS_CHILDREN.map((name) => ({ name, supervisor: "P" }))
       ],
       durability: Prng.derive(config.seed, "bus-workflow-world").chance(0.5) ? "durable" : "memory",
-      settleMs: config.settleMs ?? 15_000
+      settleMs: config.settleMs ?? 15_000,
+      ...(config.strictInFlight === true ? { strictInFlight: true } : {})
     }, script)
     const order = checkTerminalOrder(recorder)
     const { checked } = order

@@ -32,13 +32,20 @@ export const busWorkflowSoak = (options: {
   readonly maxFailures?: number | undefined
   /** The workloads restart the parent's process too. */
   readonly parentRestarts?: boolean | undefined
+  /** `--strict` (see `BusWorkflowConfig.strictInFlight`). */
+  readonly strictInFlight?: boolean | undefined
 }): Effect.Effect<BusWorkflowSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusWorkflowReport> = []
     let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, restarts = 0, reloads = 0, restored = 0
     let busMessages = 0, events = 0, simulatedMs = 0
     for (let seed = options.from; seed < options.from + options.seeds; seed++) {
-      const report = yield* runBusWorkflow({ seed, ops: options.ops, parentRestarts: options.parentRestarts })
+      const report = yield* runBusWorkflow({
+        seed,
+        ops: options.ops,
+        parentRestarts: options.parentRestarts,
+        strictInFlight: options.strictInFlight
+      })
       runs++
       accepted += report.accepted
       checked += report.checked
