@@ -12,7 +12,7 @@ const HOUR = 60 * 60 * 1000
 describe("review revax AX-B1: a control of an earlier message with the same id", () => {
   it.effect("a fresh message reusing a cancelled message's id after the replay window is handed over live", () =>
     Effect.gen(function*() {
-      const { client, host, session } = yield* withPeers()
+      const { client, host } = yield* withPeers()
       // The first message with id m-1: handed over, acted on, then its sender cancels it (control handled).
       yield* client.push(inboundMessage(C, "m-1", "first task"))
       yield* settle
