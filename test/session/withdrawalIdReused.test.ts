@@ -1,15 +1,19 @@
 /**
- * Review revax (merge 1b934c02, Inbound.handOver consulting `IntercomClient.withdrawal`): probes that FAIL on
- * main today. Over the fake session client on the TestClock.
+ * A withdrawal (P73) is of one message, not of its (sender, id) for ever (review revax AX-B1): a sender that
+ * sends a new message under the id of one it cancelled earlier — once the broker's replay record and the
+ * session's admission window of the old one are past — has the new one handed over live, not withdrawn by the
+ * old one's cancel, which the client still remembers (`IntercomClient.withdrawal`, RecentControls.received).
+ * Over the fake session client, which forgets a pair's controls as a message of it is pushed, as the real
+ * client does for a message it passes on (test/client/controlsOnce.test.ts), on the TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { C, inboundMessage, settle, withPeers } from "./session/support.ts"
+import { C, inboundMessage, settle, withPeers } from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
-describe("review revax AX-B1: a control of an earlier message with the same id", () => {
+describe("a control of an earlier message with the same id (review revax AX-B1)", () => {
   it.effect("a fresh message reusing a cancelled message's id after the replay window is handed over live", () =>
     Effect.gen(function*() {
       const { client, host } = yield* withPeers()
