@@ -107,7 +107,14 @@ export interface FakeClientState {
   readonly posts: Array<Post>
   /** How a send is answered; default: delivered. */
   onSend: (request: SendRequest) => Effect.Effect<Delivery, SendError>
+  /** The client read `message` (after any control pushed before it: a control of its pair then was an earlier message's). */
   readonly push: (message: InboundMessage) => Effect.Effect<void>
+  /**
+   * The client read `message` before the controls pushed ahead of it here, which the session's control fiber
+   * handled first (two streams): as the broker writes a control only after its message, so those controls
+   * stay recorded (`withdrawal`).
+   */
+  readonly pushReadFirst: (message: InboundMessage) => Effect.Effect<void>
   readonly presence: (event: PresenceEvent) => Effect.Effect<void>
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
@@ -213,6 +220,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           recentControls.received(message.from.id, message.message.id)
           unhandled.offer({ ...message })
         }),
+      pushReadFirst: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
       presence: (event) =>
         Effect.suspend(() => {
