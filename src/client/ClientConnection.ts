@@ -16,14 +16,14 @@
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * cancels waiting for theirs (detached ones bounded) in PendingCancels.ts, the topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 915 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 920 lines; `rejoin-v1`'s `instanceId`, not handing on mail read while leaving or after the client's own drop, the one-session liveness `probe`, the settle that outlasts its first timeout and a send's answer read after its send stopped waiting, handed to `sinks.lateAnswer`, added some) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Option, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode } from "../protocol/delivery.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   ASK_EXPIRY_V1,
@@ -50,6 +50,7 @@ import {
   RequestTimeout,
   ResultsUnavailable,
   QuestionsUnavailable,
+  reboundAfterLoss,
   SupervisorAuthorizationFailed,
   type TakenOver,
   TopicsUnavailable
@@ -268,6 +269,21 @@ const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({
   ...(frame.threadId === undefined ? {} : { threadId: frame.threadId })
 })
 
+/**
+ * `answer` to the send `messageId` written again after a loss, read late, as the send's own retry would end on
+ * it (Resending.ts): a rebound is marked so (`TargetRebound.afterLoss`, review revas AS2), and a "not found" (or
+ * a reply's "no pending ask") is the loss — the outcome unknown, since the first write may have been delivered.
+ */
+const lostOnTheWay = (messageId: string, answer: SendAnswer): SendAnswer =>
+  Exit.isFailure(answer)
+    ? Exit.mapError(answer, (error) =>
+      error._tag === "TargetRebound"
+        ? reboundAfterLoss(error)
+        : error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk)
+        ? new ConnectionLost({ operation: "send", messageId })
+        : error)
+    : answer
+
 /** A send's answer read after its send stopped waiting (`ClientSinks.lateAnswer`), as the send would have ended. */
 const lateAnswer = (
   frame: Extract<BrokerFrame, { readonly type: "delivered" | "delivery_failed" | "delivery_queued" }>
@@ -418,8 +434,11 @@ export const openClientConnection = (
               reason: frame.reason,
               retryable: frame.retryable ?? false
             }))
-          // An abandoned send (every caller left: PendingSends.ts) has its answer read late, as one no send waits for.
-          if (!sends.settle(pending, answer) && !bare) sinks.lateAnswer(frame.messageId, answer, registered.frame.stateEpoch)
+          // An abandoned send (every caller left: PendingSends.ts) has its answer read late, as one no send waits for;
+          // one written again after a loss is read as its own retry would read it (Resending.ts).
+          if (!sends.settle(pending, answer) && !bare) {
+            sinks.lateAnswer(frame.messageId, pending.afterLoss ? lostOnTheWay(frame.messageId, answer) : answer, registered.frame.stateEpoch)
+          }
           return
         }
         case "delivery_queued": {

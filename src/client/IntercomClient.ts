@@ -123,6 +123,8 @@ const make = (
     // A cancel or supersede the broker wrote and this client never confirmed comes again with the next
     // connection, as mail does: it is passed on once (RecentControls.ts).
     const recentControls = new RecentControls()
+    // Read as a control is recorded and asked about, in the reader's synchronous code (RecentControls' time limit).
+    const clock = yield* Clock.Clock
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
     const askExpiryHub = yield* PubSub.unbounded<string>()
@@ -148,6 +150,8 @@ const make = (
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
         if (!recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)) return
+        // Not a copy of one read before: a control of its (sender, id) read earlier was an earlier message's (AX-B1).
+        recentControls.received(message.from.id, message.message.id)
         // A reply ends its ask: a later state loss does not list it (StateEpochs.ts).
         if (message.message.replyTo !== undefined) epochs.answered(message.message.replyTo)
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
@@ -156,7 +160,7 @@ const make = (
       },
       presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => {
-        if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control)) return
+        if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control, clock.currentTimeMillisUnsafe())) return
         // A reply of this client's that failed: its question may be asked again (RecentMessages.replyLost).
         // The broker sends that receipt from the reply's target: the asker.
         if (event._tag === "Receipt" && event.receipt.status === "expired") recent.replyLost(event.receipt.messageId, event.from.id)
@@ -343,7 +347,7 @@ const make = (
       whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
-      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId)),
+      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe())),
       status: Effect.sync(() => {
         const live = lifetime.live()
         return {

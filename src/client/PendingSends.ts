@@ -106,6 +106,11 @@ export interface PendingSend extends Omit<UnansweredSend, "abandoned"> {
    * `answer`, so its answer is kept for the caller's retry (`settle`).
    */
   unclaimed: boolean
+  /**
+   * Written on this connection again after an earlier one lost it (`retake`): a refusal of it speaks for this
+   * write only, and an earlier one may have been delivered (`TargetRebound.afterLoss`).
+   */
+  readonly afterLoss: boolean
   /** The callers waiting on `answer` (`begin`, `join`, less `leave`); none and not `unclaimed`: abandoned. */
   waiters: number
 }
@@ -156,6 +161,7 @@ export class PendingSends {
       writtenAskTimeoutMs: writtenAskTimeout(request, since),
       answer: Deferred.makeUnsafe(),
       unclaimed: false,
+      afterLoss: false,
       waiters: 1
     }
     this.table.set(request.message.id, pending)
@@ -332,6 +338,7 @@ export class PendingSends {
         writtenAskTimeoutMs: writtenAskTimeout(send.request, now),
         answer: Deferred.makeUnsafe(),
         unclaimed: !send.abandoned,
+        afterLoss: true,
         waiters: 0
       })
       if (send.abandoned) this.noteAbandoned()

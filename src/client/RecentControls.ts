@@ -18,12 +18,34 @@
  * the consumer of `controls` handled the control (another stream, another
  * fiber), or in a later session generation of this client.
  *
+ * A record is of one message, not of its (sender, id) pair for ever: a
+ * sender may send a new message under an id it used before, once the
+ * broker's replay record of the old one is gone (P46), and that message is
+ * not withdrawn by the old one's cancel (review revax AX-B1). The broker
+ * never writes a control before the message it is about (docs/protocol.md,
+ * "Receipts and control"), so a message passed on after a control of its
+ * pair is a new one (`received`: the message was read and is not a copy
+ * RecentMessages dropped), and the pair's record is forgotten: the new
+ * message is handed over live, and a cancel of it is passed on. A copy of
+ * the old message that RecentMessages no longer remembers is taken for a
+ * new one too — a duplicate it passes anyway; its control, which the
+ * broker writes behind it again, is then passed on again.
+ *
  * Bounded like RecentMessages: the last `capacity` triples, oldest
  * forgotten first. Controls are few (one per cancel or supersede a sender
  * makes, never per message), and one comes again only while it is not
  * confirmed, so this keeps no confirmation bound: a control forgotten past
  * `capacity` and then sent again (more than `capacity` controls read and
- * none confirmed) reaches `controls` a second time.
+ * none confirmed) reaches `controls` a second time. And in time: a record
+ * is kept `CONTROL_KEPT_MS` (30 days) from when the control was first
+ * read, on the client's Clock. That is the longest the broker may give the
+ * control or its withdrawn message again: a control, or a cancelled copy
+ * of its message, kept for this client instance's return lasts as long as
+ * the mailbox keeps mail, a day by default and at most 30 days
+ * (`--mailbox-retention`; the client cannot tell which), longer than the
+ * day a withdrawal outlives its route (Receipts.ts) and the hour of the
+ * replay record. Shorter, a control given again after it would be passed
+ * on twice.
  *
  * Owned by one `IntercomClient` and touched only by its synchronous inbound
  * code.
@@ -33,24 +55,38 @@ import type { MessageControl } from "../protocol/frames.ts"
 const keyOf = (senderId: string, messageId: string, action: MessageControl["action"]): string =>
   `${senderId}\u0001${messageId}\u0001${action}`
 
-/** Remembers the (sender, message id, action) triples of the last `capacity` controls passed on. */
+/**
+ * How long a control is remembered from when it was first read: 30 days, the longest mailbox retention a broker
+ * takes (`MAX_MAILBOX_RETENTION_MS`, src/broker/options.ts), for which it may keep a control or a cancelled copy
+ * of its message for this client instance's return.
+ */
+export const CONTROL_KEPT_MS = 30 * 86_400_000
+
+/** Remembers the (sender, message id, action) triples of the last `capacity` controls passed on, for `CONTROL_KEPT_MS`. */
 export class RecentControls {
-  /** The triples, in the order they were first received. */
-  private readonly seen = new Set<string>()
+  /** When each triple was first read, in that order. */
+  private readonly seen = new Map<string, number>()
   private readonly capacity: number
 
   constructor(capacity = 1024) {
     this.capacity = capacity
   }
 
-  /** Records the control `senderId` sent; false when it was seen already (written again: drop it). */
-  firstTime(senderId: string, control: MessageControl): boolean {
-    const key = keyOf(senderId, control.messageId, control.action)
+  /**
+   * Records the control `senderId` sent, read at `now` (the client's Clock); false when it was seen already
+   * (written again: drop it).
+   */
+  firstTime(senderId: string, control: MessageControl, now: number): boolean {
     const seen = this.seen
+    for (const [oldest, at] of seen) {
+      if (now - at < CONTROL_KEPT_MS) break
+      seen.delete(oldest)
+    }
+    const key = keyOf(senderId, control.messageId, control.action)
     if (seen.has(key)) return false
-    seen.add(key)
+    seen.set(key, now)
     if (seen.size > this.capacity) {
-      for (const oldest of seen) {
+      for (const oldest of seen.keys()) {
         seen.delete(oldest)
         break
       }
@@ -58,10 +94,28 @@ export class RecentControls {
     return true
   }
 
-  /** How `senderId` withdrew its message `messageId`, if a control of it is remembered (a cancel over a supersede). */
-  withdrawal(senderId: string, messageId: string): MessageControl["action"] | undefined {
-    if (this.seen.has(keyOf(senderId, messageId, "cancel"))) return "cancel"
-    if (this.seen.has(keyOf(senderId, messageId, "supersede"))) return "supersede"
+  /**
+   * A message `senderId` sent under `messageId` was passed on: any control of that pair read before it was
+   * about an earlier message with that id, and is forgotten (a control never comes before its message).
+   */
+  received(senderId: string, messageId: string): void {
+    if (this.seen.size === 0) return
+    this.seen.delete(keyOf(senderId, messageId, "cancel"))
+    this.seen.delete(keyOf(senderId, messageId, "supersede"))
+  }
+
+  /**
+   * How `senderId` withdrew its message `messageId`, if a control of it read less than `CONTROL_KEPT_MS` before
+   * `now` is remembered (a cancel over a supersede).
+   */
+  withdrawal(senderId: string, messageId: string, now: number): MessageControl["action"] | undefined {
+    if (this.kept(keyOf(senderId, messageId, "cancel"), now)) return "cancel"
+    if (this.kept(keyOf(senderId, messageId, "supersede"), now)) return "supersede"
     return undefined
+  }
+
+  private kept(key: string, now: number): boolean {
+    const at = this.seen.get(key)
+    return at !== undefined && now - at < CONTROL_KEPT_MS
   }
 }

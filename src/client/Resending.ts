@@ -29,7 +29,7 @@ import { Clock, Deferred, Duration, Effect } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
-import { ConnectionLost, IntercomNotConnected, TargetRebound } from "./errors.ts"
+import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
 import { askTimeLeft, type SendError, type SendRequest } from "./requests.ts"
@@ -215,16 +215,7 @@ export class Resending {
     ).pipe(
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
       Effect.catchTag("TargetRebound", (rebound) =>
-        Effect.fail(
-          lostOnTheWay.lost === undefined || rebound.afterLoss === true ? rebound : new TargetRebound({
-            messageId: rebound.messageId,
-            code: rebound.code,
-            reason: rebound.reason,
-            retryable: rebound.retryable,
-            message: rebound.message,
-            afterLoss: true
-          })
-        )),
+        Effect.fail(lostOnTheWay.lost === undefined ? rebound : reboundAfterLoss(rebound))),
       Effect.catchIf(
         (error) => error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk),
         (error) =>

@@ -9,7 +9,7 @@
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
  *
- * Size note: about 410 lines, one error class per failure a caller can meet,
+ * Size note: about 425 lines, one error class per failure a caller can meet,
  * each with its JSDoc and user-facing text; one vocabulary, kept together.
  */
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
@@ -289,6 +289,20 @@ export class TargetRebound extends Data.TaggedError("TargetRebound")<
     readonly afterLoss?: boolean
   }
 > {}
+/**
+ * `rebound` as read after its message was lost with a connection on the way: marked `afterLoss` (the same
+ * object when it is already).
+ */
+export const reboundAfterLoss = (rebound: TargetRebound): TargetRebound =>
+  rebound.afterLoss === true ? rebound : new TargetRebound({
+    messageId: rebound.messageId,
+    code: rebound.code,
+    reason: rebound.reason,
+    retryable: rebound.retryable,
+    message: rebound.message,
+    afterLoss: true
+  })
+
 /** `E_AMBIGUOUS_TARGET`: `to` matches several live sessions, or several disconnected ones that could get queued mail (P42, P49). */
 export class AmbiguousTarget extends Data.TaggedError("AmbiguousTarget")<DeliveryFields> {}
 /** `E_REPLY_TARGET`: `replyTo` names no open ask, or an ask that the target did not put to this session (P62). */

@@ -376,9 +376,12 @@ export interface IntercomClientService extends QuestionOperations {
   /**
    * How `senderId` withdrew its message `messageId` (P73 `cancel` or
    * `supersede`), if this client read such a control lately (the newest
-   * 1,024): recorded as the control is read, so it is known before the
-   * consumer of `controls` handles it, and in every session generation of
-   * this client. `undefined`: no such control is known.
+   * 1,024, for 30 days): recorded as the control is read, so it is known
+   * before the consumer of `controls` handles it, and in every session
+   * generation of this client. `undefined`: no such control is known, or a
+   * message with that (sender, id) was read after it — a new message the
+   * sender sent under an id it used before, which that control did not
+   * withdraw (RecentControls.ts).
    */
   readonly withdrawal: (senderId: string, messageId: string) => Effect.Effect<MessageControl["action"] | undefined>
   readonly status: Effect.Effect<ClientStatus>

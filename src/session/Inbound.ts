@@ -17,10 +17,11 @@
  *   (`prepare`), starting no turn, its ask closed as soon as it is recorded.
  *   The hand-off keeps the withdrawal of a waiting message, the journal saves
  *   it (so a later generation restoring the message hands it over withdrawn
- *   too), and only a control naming a message not received yet waits here;
- *   the client's own record of the controls it read (`IntercomClient.
- *   withdrawal`) covers one not handled yet, or handled by an earlier
- *   generation of the same client.
+ *   too), and the client's own record of the controls it read (`IntercomClient.
+ *   withdrawal`) covers a message not received here yet, or handled by an
+ *   earlier generation of the same client — and forgets a control once a new
+ *   message under its id is read, which a record kept here did not (review
+ *   revax AX-B1).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -48,7 +49,7 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  *
- * Size note: about 415 lines, one concept (a generation's inbound handling); the
+ * Size note: about 390 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -71,12 +72,6 @@ import { newMessage } from "./Sending.ts"
 import type { ToolExposure } from "./ToolExposure.ts"
 
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
-
-/** How many controls naming a message not received yet a generation remembers (`withdrawals` in `runInbound`). */
-const WITHDRAWALS_KEPT = 1000
-
-/** A withdrawal's key: the sender's session id and the message id (two senders may use one id). */
-const withdrawalKey = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 /**
  * The running inbound handling of a generation.
@@ -130,12 +125,6 @@ export const runInbound = (
      * or the next generation instead of losing them.
      */
     const unsaved = new Map<InboundContext, InboundMessage>()
-    /**
-     * Withdrawals (P73) of messages not received yet (the control stream overtook the message's), by sender and
-     * id, with how, the newest WITHDRAWALS_KEPT: the message is handed over withdrawn when it comes (`handOver`).
-     * A waiting message's withdrawal is the hand-off's, a steered one's the journal's.
-     */
-    const withdrawals = new Map<string, MessageControl["action"]>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
 
@@ -304,7 +293,7 @@ export const runInbound = (
 
     /**
      * Pending at once (C-RPL-1), and for as long as the hand-off is retried — unless its sender withdrew it
-     * already (`known`: the journal says so; or a control read before it, `withdrawals` or the client's record):
+     * already (`known`: the journal says so; or a control read before it, the client's record):
      * then its ask is closed
      * at once, not when the hand-off reaches it behind a message the host refuses, and it waits withdrawn.
      */
@@ -313,13 +302,11 @@ export const runInbound = (
         const { from, message } = context
         tracker.record(context)
         admission.hold(from.id, message.id)
-        const key = withdrawalKey(from.id, message.id)
-        const early = withdrawals.get(key)
-        withdrawals.delete(key)
         // The client records each control as it reads it (`IntercomClient.withdrawal`): one this generation's
-        // control fiber has not handled yet, or an earlier generation of this client handled (the message kept
-        // by the client for this one, its host having refused it until that one ended).
-        const fresh = known === undefined ? early ?? (yield* client.withdrawal(from.id, message.id)) : undefined
+        // control fiber handled before the message reached it (the streams are two) or has not handled yet, or one
+        // an earlier generation of this client handled (the message kept by the client for this one, its host
+        // having refused it until that one ended) — not one of an earlier message under this id (AX-B1).
+        const fresh = known === undefined ? yield* client.withdrawal(from.id, message.id) : undefined
         const withdrawn = known ?? fresh
         if (withdrawn === undefined) return yield* handoff.enqueue(context)
         if (message.expectsReply === true) {
@@ -383,17 +370,8 @@ export const runInbound = (
           tracker.askWithdrawn(from.id, messageId)
           return Effect.gen(function*() {
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
+            // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
             const waiting = handoff.withdraw(from.id, messageId, action)
-            if (!waiting && !admission.seen(from.id, messageId, yield* Clock.currentTimeMillis)) {
-              // Not received yet (or taken already, and forgotten): remembered for when it comes.
-              const key = withdrawalKey(from.id, messageId)
-              withdrawals.delete(key)
-              withdrawals.set(key, action)
-              if (withdrawals.size > WITHDRAWALS_KEPT) {
-                const oldest = withdrawals.keys().next()
-                if (oldest.done !== true) withdrawals.delete(oldest.value)
-              }
-            }
             // Saved for a later generation that hands it over again (restored, or cleared from a busy agent's queue).
             yield* journal.withdrawn(from.id, messageId, action, waiting)
             yield* generation.pendingChanged

@@ -10,7 +10,7 @@
  */
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
-import type { RequestTimeout } from "../client/errors.ts"
+import { ConnectionLost, type RequestTimeout } from "../client/errors.ts"
 import type { SendError, SendRequest } from "../client/requests.ts"
 import type { Delivery } from "../client/events.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
@@ -149,7 +149,8 @@ export interface Sending {
    * `exact-send-v1`; after `E_TARGET_REBOUND` it re-lists once and resends
    * with the same message id, P47; a re-list left unanswered ends on the
    * rebound, `NotDelivered` — `DeliveryUnknown` when the rebound came after
-   * the message was lost with a connection, `TargetRebound.afterLoss`), or to the raw string when nothing
+   * the message was lost with a connection, `TargetRebound.afterLoss`; so
+   * does a re-list that no longer finds the target), or to the raw string when nothing
    * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
    * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
    * long as the asker waits, and `onResend`, which hears, just before the
@@ -237,7 +238,13 @@ export const makeSending = (generation: Generation): Sending => {
               Effect.catchTag("RequestTimeout", (timeout) => Effect.fail(rebound.afterLoss === true ? timeout : rebound))
             )
             const again = resolveTarget(sessions, to)
-            if (again._tag !== "Found") return yield* Effect.fail(rebound)
+            // The target gone from the list: nothing is sent again. After a loss the first write, lost with its
+            // connection unacknowledged, may have been delivered: "maybe delivered", as for that loss itself.
+            if (again._tag !== "Found") {
+              return yield* Effect.fail(
+                rebound.afterLoss === true ? new ConnectionLost({ operation: "send", messageId: message.id }) : rebound
+              )
+            }
             if (again.session.id === selfId) return yield* new SelfTargetRefused()
             const onResend = options?.onResend
             if (onResend !== undefined) yield* onResend({ target: again.session, mark: yield* client.presenceMark })

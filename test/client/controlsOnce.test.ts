@@ -4,20 +4,64 @@
  * connection (Custody.ts), as it gives mail — reaches `controls` once
  * (RecentControls.ts). In memory, against a fake broker that writes the
  * controls it is told to ahead of each `list` answer. `RecentControls`
- * also tells how a message was withdrawn (`withdrawal`).
+ * also tells how a message was withdrawn (`withdrawal`): of one message, not
+ * of its (sender, id) for ever — a message read after a control of its pair
+ * is a new one under a reused id (review revax AX-B1), and a control is
+ * remembered for 30 days (`CONTROL_KEPT_MS`), on the TestClock here.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import type { ControlEvent } from "../../src/client/events.ts"
-import { RecentControls } from "../../src/client/RecentControls.ts"
+import { CONTROL_KEPT_MS, RecentControls } from "../../src/client/RecentControls.ts"
+import { MAX_MAILBOX_RETENTION_MS } from "../../src/broker/options.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const SENDER = { id: "dddddddd-3333-4000-8000-00000000000d", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
+
+const OTHER = { ...SENDER, id: "eeeeeeee-3333-4000-8000-00000000000e" }
 
 const controlFrame = (messageId: string, action: "cancel" | "supersede") => ({
   type: "message_control",
   from: SENDER,
   control: { messageId, action, timestamp: 1, ...(action === "supersede" ? { supersededBy: `${messageId}-2` } : {}) }
+})
+
+const messageFrame = (messageId: string, text: string) => ({
+  type: "message",
+  from: SENDER,
+  message: { id: messageId, timestamp: 1, content: { text } }
+})
+
+const HOUR = 60 * 60 * 1000
+
+type Frame = { readonly type: string; readonly [key: string]: unknown }
+
+/**
+ * Bob's client of a fake broker that writes the frames `listAfter` is given ahead of its list's answer, so
+ * they were read when it returns. Its liveness probe (a list) is put off past the longest clock adjustment
+ * here, so the TestClock moves no probe through the script.
+ */
+const scriptedClient = Effect.gen(function*() {
+  let script: ReadonlyArray<Frame> = []
+  const fake = yield* memoryFakeBroker({
+    beforeList: () => {
+      const frames = script
+      script = []
+      return frames
+    }
+  })
+  const { client } = yield* makeMemoryClient(
+    memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob", { livenessIntervalMs: 2 * CONTROL_KEPT_MS })
+  )
+  const controls = yield* subscribe(client.controls, "bob's controls")
+  yield* client.connect
+  const listAfter = (frames: ReadonlyArray<Frame>) =>
+    Effect.suspend(() => {
+      script = frames
+      return Effect.asVoid(client.list)
+    })
+  return { client, controls, listAfter }
 })
 
 const label = (event: ControlEvent): string =>
@@ -46,33 +90,72 @@ describe("a control written twice", () => {
     }))
 })
 
+describe("a control names one message, not its id for ever (review revax AX-B1)", () => {
+  it.effect("a new message its sender sent under a cancelled message's id is not withdrawn, and its own cancel is passed on", () =>
+    Effect.gen(function*() {
+      // m0 and its cancel; hours later, past the 1,024 messages the client remembers (RecentMessages: else it drops
+      // a new m0 as a copy), m0 again, a new message; then a cancel of that one.
+      const others = Array.from({ length: 1024 }, (_, i) => ({ ...messageFrame(`other-${i}`, "filler"), from: OTHER }))
+      const { client, controls, listAfter } = yield* scriptedClient
+      yield* listAfter([messageFrame("m0", "first"), controlFrame("m0", "cancel")])
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "m0"), "cancel", "setup: the first m0 was cancelled")
+      yield* TestClock.adjust(2 * HOUR)
+      yield* listAfter([...others, messageFrame("m0", "a new message under the same id")])
+      assert.isUndefined(yield* client.withdrawal(SENDER.id, "m0"), "the new m0 was taken as withdrawn by the old one's cancel")
+      yield* listAfter([controlFrame("m0", "cancel")])
+      yield* controls.next((event) => label(event) === "cancel m0")
+      yield* controls.next((event) => label(event) === "cancel m0")
+      assert.deepStrictEqual(controls.seen().map(label), ["cancel m0", "cancel m0"], "the new m0's cancel was dropped as a copy")
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "m0"), "cancel")
+    }))
+
+  it.effect("a control is remembered for CONTROL_KEPT_MS from when it was read, and then forgotten", () =>
+    Effect.gen(function*() {
+      const { client, controls, listAfter } = yield* scriptedClient
+      yield* listAfter([controlFrame("m0", "cancel")])
+      yield* TestClock.adjust(CONTROL_KEPT_MS - 1)
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "m0"), "cancel", "forgotten before its time")
+      yield* TestClock.adjust(1)
+      assert.isUndefined(yield* client.withdrawal(SENDER.id, "m0"), "remembered past its time")
+      // The same cancel given again past it is passed on again: nothing remembers it.
+      yield* listAfter([controlFrame("m0", "cancel")])
+      yield* controls.next((event) => label(event) === "cancel m0")
+      yield* controls.next((event) => label(event) === "cancel m0")
+      assert.deepStrictEqual(controls.seen().map(label), ["cancel m0", "cancel m0"])
+    }))
+
+  it("is as long as the longest mailbox retention a broker takes (the longest it may give a control again)", () => {
+    assert.strictEqual(CONTROL_KEPT_MS, MAX_MAILBOX_RETENTION_MS)
+  })
+})
+
 describe("RecentControls", () => {
   it("forgets the oldest control past its capacity, and only that one", () => {
     const recent = new RecentControls(2)
     const control = (messageId: string) => ({ messageId, action: "cancel" as const, timestamp: 0 })
-    assert.isTrue(recent.firstTime("a", control("m0")))
-    assert.isTrue(recent.firstTime("a", control("m1")))
-    assert.isFalse(recent.firstTime("a", control("m0")))
-    assert.isTrue(recent.firstTime("b", control("m0")), "another sender's control of a message with that id")
+    assert.isTrue(recent.firstTime("a", control("m0"), 0))
+    assert.isTrue(recent.firstTime("a", control("m1"), 0))
+    assert.isFalse(recent.firstTime("a", control("m0"), 0))
+    assert.isTrue(recent.firstTime("b", control("m0"), 0), "another sender's control of a message with that id")
     // Three seen, capacity two: the oldest, m0 from a, was forgotten.
-    assert.isTrue(recent.firstTime("a", control("m0")))
-    assert.isFalse(recent.firstTime("b", control("m0")))
+    assert.isTrue(recent.firstTime("a", control("m0"), 0))
+    assert.isFalse(recent.firstTime("b", control("m0"), 0))
   })
 
   it("tells how a message was withdrawn: by its sender only, a cancel over a supersede, forgotten past its capacity", () => {
     const recent = new RecentControls(2)
     const control = (messageId: string, action: "cancel" | "supersede") => ({ messageId, action, timestamp: 0 })
-    assert.isUndefined(recent.withdrawal("a", "m0"), "no control read")
-    recent.firstTime("a", control("m0", "supersede"))
-    assert.strictEqual(recent.withdrawal("a", "m0"), "supersede")
-    assert.isUndefined(recent.withdrawal("b", "m0"), "another sender's message with that id")
-    recent.firstTime("a", control("m0", "cancel"))
-    assert.strictEqual(recent.withdrawal("a", "m0"), "cancel")
+    assert.isUndefined(recent.withdrawal("a", "m0", 0), "no control read")
+    recent.firstTime("a", control("m0", "supersede"), 0)
+    assert.strictEqual(recent.withdrawal("a", "m0", 0), "supersede")
+    assert.isUndefined(recent.withdrawal("b", "m0", 0), "another sender's message with that id")
+    recent.firstTime("a", control("m0", "cancel"), 0)
+    assert.strictEqual(recent.withdrawal("a", "m0", 0), "cancel")
     // Capacity two: the supersede is forgotten first, then the cancel.
-    recent.firstTime("a", control("m1", "cancel"))
-    assert.strictEqual(recent.withdrawal("a", "m0"), "cancel")
-    recent.firstTime("a", control("m2", "cancel"))
-    assert.isUndefined(recent.withdrawal("a", "m0"))
-    assert.strictEqual(recent.withdrawal("a", "m2"), "cancel")
+    recent.firstTime("a", control("m1", "cancel"), 0)
+    assert.strictEqual(recent.withdrawal("a", "m0", 0), "cancel")
+    recent.firstTime("a", control("m2", "cancel"), 0)
+    assert.isUndefined(recent.withdrawal("a", "m0", 0))
+    assert.strictEqual(recent.withdrawal("a", "m2", 0), "cancel")
   })
 })

@@ -58,7 +58,7 @@ describe("a control handled before the message it names", () => {
     Effect.gen(function*() {
       const { client, host, session } = yield* withPeers()
       yield* withdraw(client, C, "m-1", "cancel")
-      yield* client.push(inboundMessage(C, "m-1", "please delete the branch"))
+      yield* client.pushReadFirst(inboundMessage(C, "m-1", "please delete the branch"))
       yield* settle
       const handed = yield* Queue.take(host.inbox)
       assert.strictEqual(handed.intent, "passive")
@@ -81,7 +81,7 @@ describe("a control handled before the message it names", () => {
     Effect.gen(function*() {
       const { client, host, session } = yield* withPeers()
       yield* withdraw(client, C, "m-1", "supersede", "m-2")
-      yield* client.push(inboundMessage(C, "m-1", "use branch a"))
+      yield* client.pushReadFirst(inboundMessage(C, "m-1", "use branch a"))
       yield* client.push(inboundMessage(C, "m-2", "use branch b"))
       yield* settle
       const old = yield* Queue.take(host.inbox)
@@ -99,7 +99,7 @@ describe("a control handled before the message it names", () => {
       yield* client.push(inboundMessage(C, "m-2", "use branch b"))
       yield* settle
       yield* withdraw(client, C, "m-1", "supersede", "m-2")
-      yield* client.push(inboundMessage(C, "m-1", "use branch a"))
+      yield* client.pushReadFirst(inboundMessage(C, "m-1", "use branch a"))
       yield* settle
       const replacement = yield* Queue.take(host.inbox)
       const old = yield* Queue.take(host.inbox)

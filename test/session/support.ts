@@ -3,7 +3,7 @@
  * `IntercomClient` (no socket, so TestClock drives every timer) and a host
  * that records what the session hands it.
  */
-import { Context, Deferred, Effect, Exit, Layer, PubSub, Queue, type Scope, Stream } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
@@ -107,7 +107,14 @@ export interface FakeClientState {
   readonly posts: Array<Post>
   /** How a send is answered; default: delivered. */
   onSend: (request: SendRequest) => Effect.Effect<Delivery, SendError>
+  /** The client read `message` (after any control pushed before it: a control of its pair then was an earlier message's). */
   readonly push: (message: InboundMessage) => Effect.Effect<void>
+  /**
+   * The client read `message` before the controls pushed ahead of it here, which the session's control fiber
+   * handled first (two streams): as the broker writes a control only after its message, so those controls
+   * stay recorded (`withdrawal`).
+   */
+  readonly pushReadFirst: (message: InboundMessage) => Effect.Effect<void>
   readonly presence: (event: PresenceEvent) => Effect.Effect<void>
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** The broker's `ask_expired` for `questionId` (`ask-expiry-v1`), as the real client hands it on (`askExpiry`). */
@@ -206,7 +213,14 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       posts: [],
       onSend: (request) => Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" }),
       // A copy, as each frame the real client reads is an object of its own (the buffer tells messages apart by identity).
-      push: (message) => Effect.sync(() => unhandled.offer({ ...message })),
+      // As the real client: a message passed on forgets the controls of its (sender, id) read before it (an earlier
+      // message's: RecentControls.received).
+      push: (message) =>
+        Effect.sync(() => {
+          recentControls.received(message.from.id, message.message.id)
+          unhandled.offer({ ...message })
+        }),
+      pushReadFirst: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
       presence: (event) =>
         Effect.suspend(() => {
@@ -220,8 +234,11 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       // sees it (the fake passes on one pushed twice, twice).
       control: (event) =>
         Effect.suspend(() => {
-          if (event._tag === "Control") recentControls.firstTime(event.from.id, event.control)
-          return Effect.asVoid(PubSub.publish(controlHub, event))
+          if (event._tag !== "Control") return Effect.asVoid(PubSub.publish(controlHub, event))
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            recentControls.firstTime(event.from.id, event.control, now)
+            return Effect.asVoid(PubSub.publish(controlHub, event))
+          })
         }),
       // As the real client: a new connection forgets the departures read on the last.
       reconnect: Effect.suspend(() => {
@@ -418,7 +435,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       whenTakenOver: Deferred.await(takenOverSignal),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
-      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId)),
+      withdrawal: (senderId, messageId) =>
+        Effect.map(Clock.currentTimeMillis, (now) => recentControls.withdrawal(senderId, messageId, now)),
       status: Effect.sync((): ClientStatus => ({
         connected: fake.connected,
         sessionId,

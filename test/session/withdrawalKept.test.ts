@@ -141,7 +141,7 @@ describe("a withdrawal kept until its message is handed over", () => {
       yield* settle
       // B's cancel is read before B's ask (the controls are a stream of their own).
       yield* withdraw(client, B, "q-1", "cancel")
-      yield* client.push(inboundMessage(B, "q-1", "delete the branch?", { expectsReply: true }))
+      yield* client.pushReadFirst(inboundMessage(B, "q-1", "delete the branch?", { expectsReply: true }))
       yield* settle
       assert.deepStrictEqual((yield* Effect.orDie(session.pending)).asks, [], "B withdrew q-1")
       const refused = yield* Effect.flip(session.reply({ to: "B", message: "yes, deleting it" }))
