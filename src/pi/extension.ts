@@ -14,7 +14,10 @@
  * does not pay for it) and each `session_shutdown`, whatever its reason,
  * closes it (C-ORD-35). pi calls the factory again for every session runtime,
  * so the current generation is state of this factory call, reached by every
- * callback through `current` — never module state.
+ * callback through `current` — never module state. So are the messages
+ * handed to pi's queue (`QueuedInbound`): they outlive a generation change,
+ * and pi's `message_end` reads them synchronously, never waiting for a
+ * generation to start.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
@@ -27,6 +30,7 @@ import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
 import { deliveredMessage, MESSAGE_TYPE, usedIntercom } from "./entries.ts"
 import { COMMAND_NAME } from "./names.ts"
+import { makeQueuedInbound } from "./queuedInbound.ts"
 import { registerRenderers } from "./render.ts"
 import { contactSupervisorTool } from "./supervisorTool.ts"
 import { intercomTool, loaderTool } from "./tool.ts"
@@ -51,6 +55,8 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   const childBridge = hasSupervisorGrant(bridge) ? bridge : undefined
   /** The generation of the current pi session, while one runs. */
   let current: Promise<PiGeneration> | undefined
+  /** The intercom messages in pi's queue and their withdrawals, for every generation of this session runtime. */
+  const queued = makeQueuedInbound()
 
   const withGeneration = <A>(fallback: A, f: (generation: PiGeneration) => A | Promise<A>): Promise<A> =>
     current === undefined ? Promise.resolve(fallback) : current.then(f, () => fallback)
@@ -124,7 +130,7 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     const previous = current
     const replaced = previous === undefined ? Promise.resolve() : previous.then((generation) => generation.close(), () => undefined)
     const starting = replaced.then(() => import("./generation.ts")).then((module) =>
-      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility, childBridge })
+      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility, childBridge, queued })
     )
     starting.catch(() => undefined) // reported where it is used (withGeneration); never unhandled
     current = starting
@@ -152,14 +158,15 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   // pi's last look at a message before it joins the context the model's request is built from: pi
   // replaces the message with the one returned, in its state and in what it saves. A message its sender
   // withdrew while it waited in pi's queue (a steer, a follow-up) enters marked withdrawn, passive
-  // (queuedInbound.ts); every other message, ours or not, is left as it is.
+  // (queuedInbound.ts); every other message, ours or not, is left as it is. Answered synchronously, from
+  // this factory call's `queued`: pi's agent loop waits for it, and a generation may be starting.
   // The message a turn works on is what `reply` without `to` answers (C-RPL-2): one that started the
   // turn or the follow-up after it. A message steered into a running turn does not take it over — else
   // a plain message from a third session would catch the answer the turn owes its asker.
-  pi.on("message_end", async (event, ctx) => {
+  pi.on("message_end", (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
-    const withdrawn = await withGeneration(undefined, (generation) => generation.entering(message))
+    const withdrawn = queued.entering(message)
     const details = deliveredMessage(withdrawn?.details ?? message.details)
     if (details !== undefined && (details.intent === "trigger" || details.intent === "followUp")) {
       lifecycle({ _tag: "BeginTurn", message: { from: details.from, messageId: details.messageId } }, ctx)

@@ -77,7 +77,7 @@ import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { claimInstance, liveInstances } from "./instance.ts"
 import { checkpointsDurable, type EntryView, inheritedInstance, undeliveredIn, undeliveredInstances } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
-import { makeQueuedInbound, type QueuedInbound } from "./queuedInbound.ts"
+import type { QueuedInbound } from "./queuedInbound.ts"
 import { STATUS_KEY } from "./names.ts"
 import {
   leftToOtherNotice,
@@ -143,12 +143,6 @@ export interface PiGeneration {
    * `APPLIED_WAIT`; at once when the generation closed). Never rejects.
    */
   readonly applied: () => Promise<void>
-  /**
-   * pi's `message_end` of a custom message: for an `intercom_message` its
-   * sender withdrew while it waited in pi's queue, the content and details it
-   * enters the model's context with (queuedInbound.ts); else undefined.
-   */
-  readonly entering: QueuedInbound["entering"]
   /** The newest context pi gave this generation's handlers. */
   readonly observe: (ctx: ExtensionContext) => void
   /** Ends the generation: idempotent; pi is never touched again. */
@@ -205,6 +199,11 @@ export const startGeneration = (input: {
    * the grant, and keeps that name whatever pi's session is called (C-SUP-9).
    */
   readonly childBridge?: GrantedChildBridge | undefined
+  /**
+   * The session runtime's messages handed to pi with a turn, until they enter the model's context, and their
+   * withdrawals (queuedInbound.ts): the factory call's, shared by its generations, read by its `message_end`.
+   */
+  readonly queued: QueuedInbound
 }): PiGeneration => {
   const { pi, seed } = input
   let ctx = input.ctx
@@ -237,8 +236,7 @@ export const startGeneration = (input: {
     cwd: seed.cwd,
     model: seed.model
   }
-  /** The messages handed to pi with a turn, until they enter the model's context, and their withdrawals. */
-  const queued = makeQueuedInbound()
+  const { queued } = input
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
   /** A message was handed to pi since the status fiber last looked (one signal stands for any number). */
   const delivered = Effect.runSync(Queue.sliding<true>(1))
@@ -548,7 +546,6 @@ export const startGeneration = (input: {
       backlog.offer({ _tag: "Applied", done })
       return Effect.runPromise(Deferred.await(done).pipe(Effect.timeoutOption(APPLIED_WAIT), Effect.asVoid))
     },
-    entering: queued.entering,
     observe: (next) => {
       if (!closed) ctx = next
     },

@@ -130,7 +130,7 @@ export const makePiHost = (input: {
    * checkpointed by one of them are that generation's to hand over, not this one's (journal.ts `undeliveredIn`).
    */
   readonly leftTo: ReadonlySet<string>
-  /** The generation's messages in pi's queue: those handed over with a turn, and their withdrawals. */
+  /** The session runtime's messages in pi's queue: those handed over with a turn, and their withdrawals. */
   readonly queued: QueuedInbound
 }): HostService => {
   const { access, sessionId } = input
@@ -153,8 +153,15 @@ export const makePiHost = (input: {
         const options = sendOptions(inbound.intent, input.interactive)
         // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
         // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
-        if (options.triggerTurn) input.queued.handed(inbound)
-        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
+        if (!options.triggerTurn) input.queued.handedWithoutTurn(inbound)
+        else input.queued.handed(inbound)
+        try {
+          pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
+        } catch (cause) {
+          // pi does not have it: the hand-off tries again, and notes it then.
+          if (options.triggerTurn) input.queued.notHanded(inbound)
+          throw cause
+        }
         pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })
       }),
     record: (entry) =>
@@ -167,10 +174,10 @@ export const makePiHost = (input: {
           (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
         ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
-      withdrawn: (fromId, messageId, action) =>
+      withdrawn: (fromId, messageId, action, waiting) =>
         Effect.andThen(
-          // Still in pi's queue, it enters the model's context marked withdrawn (queuedInbound.ts).
-          Effect.sync(() => input.queued.withdrawn(fromId, messageId, action)),
+          // Still in pi's queue (or about to be), it enters the model's context marked withdrawn (queuedInbound.ts).
+          Effect.sync(() => input.queued.withdrawn(fromId, messageId, action, waiting)),
           access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
         ),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))

@@ -1,5 +1,6 @@
 /**
- * The intercom messages a generation handed to pi with a turn to run (an idle
+ * The intercom messages a pi session runtime's generations handed to pi with
+ * a turn to run (an idle
  * session's trigger, a steer, a follow-up: `sendMessage` with `triggerTurn`)
  * that pi has not put into the model's context yet, and the withdrawals (P73:
  * its sender's `cancel` or `supersede`) that came for them meanwhile.
@@ -16,12 +17,19 @@
  * intercom turn; any other message is left as it is, and forgotten. A
  * withdrawal that comes after `message_end` changes nothing: the model has it.
  *
- * It owns two maps keyed by (sender id, message id), touched only by
- * synchronous code: the messages handed over and not yet entered, and the
- * withdrawals not yet matched to an entering message (one may come just
- * before pi was handed the message it names). Each keeps its newest
- * `QUEUED_KEPT`: a message pi dropped from its queue (Esc) never enters, and
- * is handed over again when the run settles (a new entry for its key).
+ * It owns, keyed by (sender id, message id) and touched only by synchronous
+ * code, the messages handed over with a turn and not yet entered (each with
+ * the withdrawal that came for it meanwhile), and the withdrawals of messages
+ * still in the session's hand-off (`waiting`: the host has not returned from
+ * `deliver` for them yet, so one may come just before pi is handed the message
+ * it names). The next hand-off of that key settles such a withdrawal: applied
+ * to a message handed over with a turn, dropped for one handed over without
+ * (already rendered withdrawn). Any other withdrawal — of a message already in
+ * the model's context, or never handed over here — is dropped at once: a later
+ * message reusing its (sender, id) is a new one, never shown withdrawn. Each
+ * map keeps its newest `QUEUED_KEPT`: a message pi dropped from its queue (Esc)
+ * never enters, and is handed over again when the run settles (a new entry for
+ * its key).
  */
 import type { MessageControl } from "../protocol/frames.ts"
 import type { Inbound } from "../session/Host.ts"
@@ -30,7 +38,8 @@ import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
 import type { MessageDetails } from "./journal.ts"
 
 /**
- * How many handed-over messages, and how many withdrawals, each map keeps.
+ * How many handed-over messages, and how many withdrawals waiting for their
+ * message's hand-off, each map keeps.
  *
  * @category constants
  * @since 0.1.0
@@ -50,16 +59,38 @@ export interface WithdrawnRendering {
 }
 
 /**
- * One generation's messages in pi's queue and their withdrawals.
+ * One pi session runtime's messages in pi's queue and their withdrawals:
+ * owned by the extension's factory call, shared by its generations, so a
+ * message one generation handed over is still found when it enters after the
+ * next one started.
  *
  * @category models
  * @since 0.1.0
  */
 export interface QueuedInbound {
-  /** pi was handed `inbound` with a turn to run: watched until it enters the model's context. */
+  /**
+   * pi is handed `inbound` with a turn to run: watched until it enters the
+   * model's context, withdrawn if a withdrawal noted while it was in the
+   * hand-off is waiting for it. Called before `sendMessage` (pi may run it at once).
+   */
   readonly handed: (inbound: Inbound) => void
-  /** Its sender withdrew the message `messageId` of `fromId` (P73), by `action`, before the agent's history held it. */
-  readonly withdrawn: (fromId: string, messageId: string, action: MessageControl["action"]) => void
+  /**
+   * pi is handed `inbound` without a turn (passive, or already marked
+   * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
+   */
+  readonly handedWithoutTurn: (inbound: Inbound) => void
+  /** `sendMessage` threw for `inbound` after `handed`: pi does not have it, so it is no longer watched. */
+  readonly notHanded: (inbound: Inbound) => void
+  /**
+   * The host's journal was told its sender withdrew the message `messageId`
+   * of `fromId` (P73) by `action`: the session tells it for every withdrawal
+   * of a message its agent's history may not hold yet — one still in the
+   * hand-off (`waiting`), or a steer or follow-up the host took, which may
+   * have entered the model's context already. Kept for a message watched
+   * here (handed over with a turn, not entered yet) and, when `waiting`, until
+   * that message's next hand-off; otherwise dropped.
+   */
+  readonly withdrawn: (fromId: string, messageId: string, action: MessageControl["action"], waiting?: boolean) => void
   /**
    * pi's `message_end` of a custom message: for an `intercom_message` handed
    * over here and withdrawn since, what it enters as; otherwise undefined
@@ -67,6 +98,12 @@ export interface QueuedInbound {
    * is answered at once.
    */
   readonly entering: (message: { readonly customType: string; readonly details?: unknown }) => WithdrawnRendering | undefined
+}
+
+/** A message handed over with a turn, not entered yet, and how its sender withdrew it meanwhile. */
+interface Watched {
+  readonly inbound: Inbound
+  withdrawn: MessageControl["action"] | undefined
 }
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
@@ -82,36 +119,55 @@ const keep = <A>(map: Map<string, A>, key: string, value: A): void => {
 }
 
 /**
- * An empty `QueuedInbound`, for one generation.
+ * An empty `QueuedInbound`, for one pi session runtime.
  *
  * @category constructors
  * @since 0.1.0
  */
 export const makeQueuedInbound = (): QueuedInbound => {
-  const queued = new Map<string, Inbound>()
-  const withdrawals = new Map<string, MessageControl["action"]>()
+  const queued = new Map<string, Watched>()
+  /** Withdrawals of messages in the session's hand-off, until that message's hand-off to pi. */
+  const handingOff = new Map<string, MessageControl["action"]>()
+  const keyOfInbound = (inbound: Inbound): string => keyOf(inbound.from.id, inbound.message.id)
   return {
-    handed: (inbound) => keep(queued, keyOf(inbound.from.id, inbound.message.id), inbound),
-    withdrawn: (fromId, messageId, action) => keep(withdrawals, keyOf(fromId, messageId), action),
+    handed: (inbound) => {
+      const key = keyOfInbound(inbound)
+      const withdrawn = handingOff.get(key)
+      handingOff.delete(key)
+      keep(queued, key, { inbound, withdrawn })
+    },
+    handedWithoutTurn: (inbound) => {
+      handingOff.delete(keyOfInbound(inbound))
+    },
+    notHanded: (inbound) => {
+      const key = keyOfInbound(inbound)
+      if (queued.get(key)?.inbound === inbound) queued.delete(key)
+    },
+    withdrawn: (fromId, messageId, action, waiting = false) => {
+      const key = keyOf(fromId, messageId)
+      const watched = queued.get(key)
+      if (watched !== undefined) watched.withdrawn = action
+      // In the hand-off: pi may be handed it next (a copy pi dropped from its queue, handed over again, too).
+      if (waiting) keep(handingOff, key, action)
+    },
     entering: (message) => {
       if (message.customType !== MESSAGE_TYPE) return undefined
       const delivered = deliveredMessage(message.details)
       if (delivered === undefined) return undefined
       const key = keyOf(delivered.from, delivered.messageId)
-      const inbound = queued.get(key)
-      if (inbound === undefined) return undefined
+      const watched = queued.get(key)
+      if (watched === undefined) return undefined
       queued.delete(key)
-      const action = withdrawals.get(key)
-      withdrawals.delete(key)
-      if (action === undefined || inbound.intent === "passive") return undefined
+      const { inbound, withdrawn } = watched
+      if (withdrawn === undefined || inbound.intent === "passive") return undefined
       return {
-        content: renderInbound(inbound.from, inbound.message, false, action),
+        content: renderInbound(inbound.from, inbound.message, false, withdrawn),
         details: {
           messageId: inbound.message.id,
           from: inbound.from,
           expectsReply: inbound.expectsReply,
           intent: "passive",
-          withdrawn: action
+          withdrawn
         }
       }
     }

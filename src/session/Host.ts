@@ -190,11 +190,16 @@ export interface InboundJournal {
    * withdrew it (P73, `action`) before the agent's history held it;
    * `undelivered` then returns its record with `withdrawn` set; a host may
    * also mark such a message still waiting in its agent's queue (pi's
-   * extension does, src/pi/queuedInbound.ts). Optional:
+   * extension does, src/pi/queuedInbound.ts). `waiting`: the host has not
+   * taken the message yet (`deliver` may still be about to hand it over
+   * live); else it is a steer or follow-up the host took, which its agent may
+   * have read already. Optional:
    * without it, a withdrawal lasts only as long as its generation, and a
    * message a later one restores is handed over live.
    */
-  readonly withdrawn?: ((fromId: string, messageId: string, action: MessageControl["action"]) => Effect.Effect<void, unknown>) | undefined
+  readonly withdrawn?:
+    | ((fromId: string, messageId: string, action: MessageControl["action"], waiting: boolean) => Effect.Effect<void, unknown>)
+    | undefined
   /**
    * The messages the agent's history already holds, oldest first. A new
    * generation remembers them in its de-duplication window (C-DLV-11), so a

@@ -217,7 +217,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         const wasSteered = steered.has(key)
         if (wasSteered) withdrawals.set(key, action)
         if (save === undefined || (!waiting && !wasSteered)) return Effect.void
-        return save(fromId, messageId, action).pipe(
+        return save(fromId, messageId, action, waiting).pipe(
           Effect.catchCause((cause) =>
             Effect.logWarning(
               `Intercom could not save that message ${messageId} was withdrawn; a later session may hand it over live`,

@@ -4,6 +4,10 @@
  * over with a turn and withdrawn since enters as the hand-off renders a
  * withdrawn message, passive; one not withdrawn, one withdrawn after it entered,
  * one never handed over here, and other custom messages are left as they are.
+ * A withdrawal is kept only for a message watched here or one still in the
+ * session's hand-off (`waiting`): a late one, or one of a message handed over
+ * already withdrawn, never marks a later message reusing its (sender, id),
+ * and such withdrawals never push out one that counts (review revaz AZ1, AZ2).
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
@@ -64,21 +68,60 @@ describe("QueuedInbound", () => {
     assert.include(queued.entering(piMessage(steered))?.content ?? "", "Withdrawn: B replaced this message with a later one")
   })
 
-  it("a withdrawal noted just before pi was handed the message still applies when it enters", () => {
+  it("a withdrawal noted while the message was in the hand-off, just before pi was handed it, still applies when it enters", () => {
     const queued = makeQueuedInbound()
     const steered = inbound("m-3", "steer")
-    queued.withdrawn(B.id, "m-3", "cancel")
+    queued.withdrawn(B.id, "m-3", "cancel", true)
     queued.handed(steered)
     assert.strictEqual(queued.entering(piMessage(steered))?.details.withdrawn, "cancel")
   })
 
-  it("a message not withdrawn, or withdrawn only after it entered, is left as it is", () => {
+  it("a message not withdrawn is left as it is; a withdrawal after it entered does not mark a later message of its id", () => {
     const queued = makeQueuedInbound()
     const live = inbound("m-4", "followUp")
     queued.handed(live)
     assert.isUndefined(queued.entering(piMessage(live)))
+    // The model has it; the session still tells the journal (a follow-up it took, in `steered` until the run settles).
     queued.withdrawn(B.id, "m-4", "cancel")
-    assert.isUndefined(queued.entering(piMessage(live)), "the model has it: nothing changes")
+    const again = inbound("m-4", "steer")
+    queued.handed(again)
+    assert.isUndefined(queued.entering(piMessage(again)), "a new message of the same (sender, id) enters live")
+  })
+
+  it("a withdrawal of a message handed over already withdrawn (without a turn) does not mark a later live one of its id", () => {
+    const queued = makeQueuedInbound()
+    // Inbound.ts handOver: read before the message came, saved with `waiting`, then handed over passive.
+    queued.withdrawn(B.id, "m-6", "supersede", true)
+    queued.handedWithoutTurn(inbound("m-6", "passive"))
+    const live = inbound("m-6", "steer")
+    queued.handed(live)
+    assert.isUndefined(queued.entering(piMessage(live)))
+  })
+
+  it("a withdrawal of a message neither watched nor in the hand-off is dropped: a later live one of its id is left as it is", () => {
+    const queued = makeQueuedInbound()
+    queued.withdrawn(B.id, "m-7", "supersede")
+    const live = inbound("m-7", "steer")
+    queued.handed(live)
+    assert.isUndefined(queued.entering(piMessage(live)))
+  })
+
+  it("withdrawals of messages not in pi's queue do not push out the withdrawal of one that is", () => {
+    const queued = makeQueuedInbound()
+    const waiting = inbound("w-1", "steer")
+    queued.handed(waiting)
+    queued.withdrawn(B.id, "w-1", "cancel")
+    for (let i = 0; i < QUEUED_KEPT; i++) queued.withdrawn(B.id, `old-${i}`, "cancel")
+    assert.strictEqual(queued.entering(piMessage(waiting))?.details.withdrawn, "cancel")
+  })
+
+  it("a message pi's sendMessage refused (notHanded) is no longer watched", () => {
+    const queued = makeQueuedInbound()
+    const refused = inbound("m-8", "steer")
+    queued.handed(refused)
+    queued.notHanded(refused)
+    queued.withdrawn(B.id, "m-8", "cancel")
+    assert.isUndefined(queued.entering(piMessage(refused)))
   })
 
   it("another sender's message of the same id, a message never handed over here, and other custom types are left alone", () => {

@@ -1,8 +1,9 @@
 /**
  * The journal keeper's settle check (C-DLV-16) on its own: what a run that
  * settles hands over again (marked withdrawn when its sender withdrew it,
- * P73, a withdrawal the journal saves), and what a journal that cannot be
- * read then leaves watched.
+ * P73, a withdrawal the journal saves, telling it whether the message was
+ * still in the hand-off), and what a journal that cannot be read then leaves
+ * watched.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -41,6 +42,20 @@ describe("makeJournalKeeper: cleared", () => {
         [[context.message.id, "cancel"]]
       )
       assert.deepStrictEqual(saves, [`${A_ID}/${context.message.id}/cancel`])
+    }))
+
+  it.effect("the host's journal is told whether the withdrawn message was still waiting in the hand-off", () =>
+    Effect.gen(function*() {
+      const saves: Array<string> = []
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([record]),
+        withdrawn: (_fromId, messageId, _action, waiting) => Effect.sync(() => void saves.push(`${messageId}/${waiting}`))
+      })
+      yield* keeper.withdrawn(A_ID, "waiting-1", "cancel", true)
+      keeper.taken(context, true)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      assert.deepStrictEqual(saves, ["waiting-1/true", `${context.message.id}/false`])
     }))
 
   it.effect("a withdrawal of a message neither waiting nor steered saves nothing", () =>
