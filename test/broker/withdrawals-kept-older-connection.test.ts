@@ -1,18 +1,19 @@
 /**
- * Review revay AY2 probe: the withdrawn message parked at an OLDER
- * connection of its sender, still open after that sender's session was
- * registered again on a new connection (a takeover: the old connection's
- * messages to others stay parked there, OutputEnd.forceOwnAnswers). The
- * new connection cancels it: Receipts' `mayStillWait` scans only the
- * sender's current connection's parked list (`session.peer.parked`), so the
- * withdrawal is not kept past the route's hour, and b's next instance gets
- * m2 after d's cancel. FAILS on main (058ee504 and f1b91434).
+ * The withdrawn message parked at an OLDER connection of its sender, still
+ * open after that sender's session registered again on a new connection
+ * (a takeover: the old connection's messages to others stay parked there,
+ * only its own answers are forced, OutputEnd.forceOwnAnswers). The new
+ * connection cancels it: Receipts' `mayStillWait` scans every parked
+ * reader's list (`Output.parksWithdrawn`, review revay AY2), not only the
+ * sender's current connection's, so the withdrawal outlives the route's
+ * hour and b's next instance never gets m2, whose cancel d was answered
+ * `delivered`. Hand-driven Router (controlWorld).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "./support/controlWorld.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -24,7 +25,7 @@ const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer
   return messagesAndControls(w.framesOf(peer))
 }
 
-describe("revay AY2: the withdrawn message parked at the sender's older connection", () => {
+describe("a withdrawal outlives its route while the withdrawn message is parked at its sender's older connection (review revay AY2)", () => {
   it.effect("m2, parked at d's old connection and cancelled from its new one, never reaches b's next instance", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }

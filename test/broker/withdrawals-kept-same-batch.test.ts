@@ -1,19 +1,19 @@
 /**
- * Review revay AY1 probe: a message sent and cancelled (or superseded) in ONE batch, the
- * message parked behind the receiver's full outbox. At the cancel the
- * message is still in Output's batch-parked list (`Output.parked`), not yet
- * in the sender's reader list (`Peer.parked`, filled at the batch's end by
- * `parkFor`), so Receipts' `mayStillWait` misses it: the withdrawal is not
- * kept past the route's hour, and b's next instance gets m2, whose cancel d
- * was answered `delivered`. FAILS on main (058ee504 and f1b91434).
- * Same scenario as withdrawals-kept-where-waiting's first case, the send and
- * cancel in one batch instead of two.
+ * A message sent and cancelled (or superseded) in ONE batch, parked behind
+ * the receiver's full outbox: at the cancel it is still in the batch's
+ * parked output (Output's, moved to the sender's reader list only by
+ * `parkFor` at the batch's end), and Receipts' `mayStillWait` finds it
+ * there (`Output.parksWithdrawn`, review revay AY1): the withdrawal
+ * outlives the route's hour, so b's next instance never gets m2, whose
+ * cancel d was answered `delivered` (or which m3 superseded). Same scenario
+ * as withdrawals-kept-where-waiting's first case, the send and the cancel in
+ * one batch instead of two. Hand-driven Router (controlWorld).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../src/broker/Peer.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "./support/controlWorld.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -25,7 +25,7 @@ const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer
   return messagesAndControls(w.framesOf(peer))
 }
 
-describe("revay AY1: send and cancel (or supersede) in one batch, the message parked", () => {
+describe("a withdrawal outlives its route while the withdrawn message is parked in the batch that withdraws it (review revay AY1)", () => {
   it.effect("m2, cancelled in the batch that parked it, never reaches b's next instance", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
