@@ -79,9 +79,10 @@ export const carriesMessage = (items: ReadonlyArray<Written> | undefined, messag
 }
 
 /**
- * Whether `parked` (a connection's parked output: recipient and item pairs,
- * `Peer.parked`) holds the message of record key `messageKey`. A scan, for a
- * cancel or supersede only (Receipts' `mayStillWait`).
+ * Whether `parked` (parked output: recipient and item pairs — a
+ * connection's, `Peer.parked`, or the batch's) holds the message of record
+ * key `messageKey`. A scan, for a cancel or supersede only (Receipts'
+ * `mayStillWait`, `Output.parksWithdrawn`).
  */
 export const parksMessage = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, messageKey: string): boolean => {
   for (let i = 0; i < parked.length; i++) {

@@ -35,6 +35,9 @@
  * made room (`room`, from `OutputWrites.roomMade`). The answer to an
  * `ask-expiry-v1` client's settling `list` may be held behind a reply
  * parked elsewhere (`enqueueSettleAnswer`, ParkedReplies.ts).
+ * A cancel or supersede asks whether the message it withdraws is parked
+ * anywhere, in the batch or any reader's list (`parksWithdrawn`, a scan off
+ * the send path, for Receipts' `mayStillWait`).
  *
  * Split by concern (2026-12-05, 2026-12-06); each part is reached through
  * a field of this class or is plain functions:
@@ -66,7 +69,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 505 lines, past the guideline: one concept — the batch
+ * Size: about 530 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -85,7 +88,7 @@ import { ParkedControls } from "./ParkedControls.ts"
 import { CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { Deferred, Exit } from "effect"
-import { charsOf, isControl, isMessage, isReadOnlyAnswer, isSenderOrdered } from "./OutboundItems.ts"
+import { charsOf, isControl, isMessage, isReadOnlyAnswer, isSenderOrdered, parksMessage } from "./OutboundItems.ts"
 import { isShut, type OutboxBudget, OutboxBudgets } from "./OutboxBudgets.ts"
 import { ForcedOutput } from "./ForcedOutput.ts"
 import { OutputEnd } from "./OutputEnd.ts"
@@ -387,6 +390,29 @@ export class Output {
   dropParkedControls(to: string, messageKey: string): void {
     if (this.controls.size === 0) return
     this.drain.dropControls(this.parkedReaders, to, messageKey)
+  }
+
+  /**
+   * Whether the message of record key `messageKey` is parked anywhere a
+   * drainer or this batch's end may still queue it: in the batch being
+   * handled (`parked`, before `parkFor` moves it to its reader — a send and
+   * its cancel or supersede in one batch) or in the list of any reader with
+   * parked output (`parkedReaders`: the sender's current connection, an
+   * older connection of its session still open after a takeover, whose
+   * messages to others stay parked there, `OutputEnd.forceOwnAnswers`, and
+   * a withheld return's reader that `ForcedOutput.parkBehindReturn` parked
+   * it behind, which is one of them by that method's own test). Receipts'
+   * `mayStillWait`, on the cancel and supersede paths only (review revay
+   * AY1, AY2); never on the send path. Cost: one test per item parked
+   * broker-wide, so bounded by what is parked: per connection at most the
+   * output of one batch (its reader reads no more until its drainer has
+   * offered it) and the forced output parked behind that; nothing while
+   * nothing is parked.
+   */
+  parksWithdrawn(messageKey: string): boolean {
+    if (parksMessage(this.parked, messageKey)) return true
+    for (const reader of this.parkedReaders) if (parksMessage(reader.parked, messageKey)) return true
+    return false
   }
 
   /** Control frames in the readers' parked lists now (ParkedControls.ts; tests, stats). */

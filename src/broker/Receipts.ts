@@ -136,7 +136,7 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import type { CustodyHolds } from "./CustodyHold.ts"
+import type { Output } from "./Output.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
@@ -163,25 +163,30 @@ const CANCELLED_QUEUED: Outcome = {
 }
 
 /**
- * Whether `sender`'s message that `control` (its cancel or supersede, for
+ * Whether the message that `control` (its sender's cancel or supersede, for
  * `receiver`'s session) is about may still wait for `receiver`'s connection
  * unwritten or unconfirmed — so that a close or an `unregister` could yet
  * give it back: in `receiver`'s outbox, its write in progress or the part of
- * it never taken, its custody (written, unconfirmed), its own parked list,
- * a takeover's hold it holds (CustodyHolds.mayGiveBack), or parked at
- * `sender`'s reader. That very message, found by its record key (review
- * revaw AW1: other output waiting there, an unrelated message parked at
- * `sender`'s reader, says nothing about it): a scan of each of those lists
- * that is not empty — for a full outbox, one test per item, so a cancel
- * costs at most about as much as writing that outbox. Read on the cancel
- * and supersede paths only, never on the send path.
+ * it never taken, its custody (written, unconfirmed), its own parked list
+ * (also at its close, when no drainer offers it any more), a takeover's hold
+ * it holds (CustodyHolds.mayGiveBack), or parked anywhere else
+ * (`Output.parksWithdrawn`: the batch being handled — a send and its cancel
+ * or supersede in one batch — and every reader's parked list — the
+ * sender's, an older connection of the sender's session still open after a
+ * takeover, a withheld return's reader; review revay AY1, AY2). That very
+ * message, found by its record key (review revaw AW1: other output waiting
+ * there, an unrelated message parked, says nothing about it): a scan of
+ * each of those lists that is not empty — one test per item: the
+ * receiver's output, so at most about as much as writing that outbox, and
+ * everything parked broker-wide (bounded as `parksWithdrawn` says). Read on
+ * the cancel and supersede paths only, never on the send path.
  */
-const mayStillWait = (sender: Peer, receiver: Peer, control: ControlFrame, holds: CustodyHolds): boolean => {
+const mayStillWait = (receiver: Peer, control: ControlFrame, output: Output): boolean => {
   const key = control.messageKey
   return mailAmong(receiver.outbox, key, receiver.outbox.length) !== undefined ||
     carriesMessage(receiver.writer.inFlight?.returnable, key) || carriesMessage(receiver.untakenRest, key) ||
     receiver.custody?.holdsMessage(key) === true || parksMessage(receiver.parked, key) ||
-    holds.mayGiveBack(receiver, control) || parksMessage(sender.parked, key)
+    output.holds.mayGiveBack(receiver, control) || output.parksWithdrawn(key)
 }
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
@@ -293,7 +298,7 @@ export class Receipts {
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
-      const waiting = mayStillWait(sender.peer, target.peer, control, this.ctx.output.holds)
+      const waiting = mayStillWait(target.peer, control, this.ctx.output)
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
@@ -682,7 +687,7 @@ export class Receipts {
         // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
         return this.answer(answerTo, messageId, false)
       }
-      const waiting = mayStillWait(session.peer, live.receiver.peer, control, output.holds)
+      const waiting = mayStillWait(live.receiver.peer, control, output)
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       records.rewrite(session.key, messageId, CANCELLED)
