@@ -4,7 +4,8 @@
  * stream of its own, here still busy saving an earlier control to the host's journal — handles that old cancel
  * after the new message reached the hand-off, and `handoff.withdraw` (Inbound.ts, control fiber) withdraws the
  * NEW message by its id. The client reads the cancels first, then the message, as a broker's registration gives
- * kept controls ahead of the mailbox's mail (MailDelivery hooks.registered).
+ * kept controls ahead of the mailbox's mail (MailDelivery hooks.registered). Not a regression of the merge:
+ * before it the new m-1 was withdrawn the same way (and by the record too); the residual of AX-B1.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
