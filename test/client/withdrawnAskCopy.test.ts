@@ -1,20 +1,17 @@
 /**
- * Review revbb BB1 probe (FAILS on main 515dd690). RecentControls.received forgets a pair's controls whenever
- * RecentMessages lets a message of that pair pass — taking it for a NEW message under a reused id. But
- * RecentMessages also lets a COPY of an old ask pass once by design: a reply of this client's that was lost
- * (its `expired` receipt, `replyLost`) reopens the ask's pair, "also when the broker asks nothing again ... a
- * later redelivery then passes once, a duplicate" (RecentMessages.ts header). Such a copy — here the ask and
- * its cancel written again to the next connection, as a `received-v1` broker gives what the client never
- * confirmed (or a cancelled copy and its cancel at a return, WithdrawnCopies.give) — makes the client forget
- * the cancel: `withdrawal` no longer says the ask was withdrawn, and the cancel written again reaches
- * `controls` a second time (the session answers its sender a second `cancellation_requested`). Before the
- * merge the record kept the cancel (`withdrawal` = "cancel") and dropped the second one.
- * Scripted fake broker as test/client/controlsOnce.test.ts.
+ * A copy of a withdrawn ask that RecentMessages lets pass once more — its pair reopened because this client's
+ * reply was lost (the reply's `expired` receipt, `replyLost`) — is the same message, not a new one under a
+ * reused id (review revbb BB1): the client keeps its cancel (`withdrawal` still says "cancel", so a session
+ * handing the copy over before the cancel written behind it is read hands it withdrawn), and that cancel,
+ * written again behind the copy, reaches `controls` once. Here the ask and its cancel come again as a
+ * `received-v1` broker gives what the client never confirmed (or a cancelled copy and its cancel at a return,
+ * WithdrawnCopies.give). In memory, against a fake broker that writes the frames it is told to ahead of each
+ * `list` answer (as test/client/controlsOnce.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { ControlEvent } from "../src/client/events.ts"
-import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./client/support.ts"
+import type { ControlEvent } from "../../src/client/events.ts"
+import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const SENDER = { id: "dddddddd-3333-4000-8000-00000000000d", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 
@@ -26,8 +23,8 @@ const cancel = { type: "message_control", from: SENDER, control: { messageId: "q
 const label = (event: ControlEvent): string =>
   event._tag === "Control" ? `${event.control.action} ${event.control.messageId}` : event._tag
 
-describe("revbb BB1: a copy of a withdrawn ask that RecentMessages lets pass again (its reply lost)", () => {
-  it.effect("keeps the ask withdrawn and does not pass its cancel on twice", () =>
+describe("a copy of a withdrawn ask passed on again after its reply was lost (review revbb BB1)", () => {
+  it.effect("keeps the ask withdrawn, and its cancel written again is not passed on twice", () =>
     Effect.gen(function*() {
       let script: ReadonlyArray<Frame> = []
       const fake = yield* memoryFakeBroker({
@@ -39,6 +36,7 @@ describe("revbb BB1: a copy of a withdrawn ask that RecentMessages lets pass aga
       })
       const { client } = yield* makeMemoryClient(memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob"))
       const controls = yield* subscribe(client.controls, "bob's controls")
+      const messages = yield* subscribe(client.messages, "bob's messages")
       yield* client.connect
       const listAfter = (frames: ReadonlyArray<Frame>) =>
         Effect.suspend(() => {
@@ -53,9 +51,12 @@ describe("revbb BB1: a copy of a withdrawn ask that RecentMessages lets pass aga
       assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel", "setup: the cancel was recorded")
       // bob's reply is lost (its `expired` receipt, from the asker): the ask's pair is reopened (RecentMessages).
       yield* listAfter([{ type: "message_receipt", from: SENDER, receipt: { messageId: "r1", status: "expired", timestamp: 4 } }])
-      // The ask written again (never confirmed), then its cancel: the same ask, still withdrawn. Read apart here,
-      // as two reads of the socket may split them: the session asks `withdrawal` as it hands the copy over.
+      // The ask written again (never confirmed), then its cancel, read apart (two reads of the socket may split
+      // them): the session asks `withdrawal` as it hands the copy over.
       yield* listAfter([ask])
+      yield* messages.next((message) => message.message.id === "q1")
+      yield* messages.next((message) => message.message.id === "q1")
+      assert.strictEqual(messages.seen().length, 2, "setup: the copy passed once more (its pair reopened)")
       assert.strictEqual(
         yield* client.withdrawal(SENDER.id, "q1"),
         "cancel",
