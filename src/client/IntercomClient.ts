@@ -149,9 +149,11 @@ const make = (
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
-        if (!recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)) return
+        const pass = recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)
+        if (pass === false) return
         // Not a copy of one read before: a control of its (sender, id) read earlier was an earlier message's (AX-B1).
-        recentControls.received(message.from.id, message.message.id)
+        // A question passed once more for a lost or cancelled reply is that same message: its controls stand (BB1).
+        if (pass === "new") recentControls.received(message.from.id, message.message.id)
         // A reply ends its ask: a later state loss does not list it (StateEpochs.ts).
         if (message.message.replyTo !== undefined) epochs.answered(message.message.replyTo)
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.

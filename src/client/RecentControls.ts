@@ -16,20 +16,27 @@
  * The same record tells whether a message was withdrawn (`withdrawal`):
  * read when the message is about to reach its host, which may be before
  * the consumer of `controls` handled the control (another stream, another
- * fiber), or in a later session generation of this client.
+ * fiber), or in a later session generation of this client; and by that
+ * consumer, as it handles the control, to tell whether it still applies (a
+ * new message under its id read since makes it forget it: review revbb BB2).
  *
  * A record is of one message, not of its (sender, id) pair for ever: a
  * sender may send a new message under an id it used before, once the
  * broker's replay record of the old one is gone (P46), and that message is
  * not withdrawn by the old one's cancel (review revax AX-B1). The broker
  * never writes a control before the message it is about (docs/protocol.md,
- * "Receipts and control"), so a message passed on after a control of its
- * pair is a new one (`received`: the message was read and is not a copy
- * RecentMessages dropped), and the pair's record is forgotten: the new
- * message is handed over live, and a cancel of it is passed on. A copy of
- * the old message that RecentMessages no longer remembers is taken for a
- * new one too — a duplicate it passes anyway; its control, which the
- * broker writes behind it again, is then passed on again.
+ * "Receipts and control"), so a message RecentMessages passes on as new
+ * after a control of its pair is a new one (`received`: not a copy it
+ * dropped), and the pair's record is forgotten: the new message is handed
+ * over live, and a cancel of it is passed on. Not so a question
+ * RecentMessages passes once more (`"again"`): its pair was reopened
+ * because this client's reply to it was lost or cancelled, and what comes
+ * is that same question, asked or delivered again — a withdrawn one
+ * stays withdrawn, and its control written again behind it is dropped
+ * (review revbb BB1). A copy of the old message that RecentMessages no
+ * longer remembers is taken for a new one — a duplicate it passes anyway;
+ * its control, which the broker writes behind it again, is then passed on
+ * again.
  *
  * Bounded like RecentMessages: the last `capacity` triples, oldest
  * forgotten first. Controls are few (one per cancel or supersede a sender
@@ -38,14 +45,16 @@
  * `capacity` and then sent again (more than `capacity` controls read and
  * none confirmed) reaches `controls` a second time. And in time: a record
  * is kept `CONTROL_KEPT_MS` (30 days) from when the control was first
- * read, on the client's Clock. That is the longest the broker may give the
- * control or its withdrawn message again: a control, or a cancelled copy
- * of its message, kept for this client instance's return lasts as long as
- * the mailbox keeps mail, a day by default and at most 30 days
- * (`--mailbox-retention`; the client cannot tell which), longer than the
- * day a withdrawal outlives its route (Receipts.ts) and the hour of the
- * replay record. Shorter, a control given again after it would be passed
- * on twice.
+ * read, on the client's Clock: the longest mailbox retention a broker
+ * takes (`--mailbox-retention`, a day by default; the client cannot tell
+ * which), for which a control, or a cancelled copy of its message, is kept
+ * for this client instance's return — longer than the day a withdrawal
+ * outlives its route (Receipts.ts) and the hour of the replay record. The
+ * broker counts that retention from when it kept the control or the copy
+ * (KeptControls.ts: as the connection it was written to ended without
+ * confirming it), which can be later than this read, so the bound is not
+ * exact: a control given again more than 30 days after it was first read
+ * is passed on a second time (review revbb BB3).
  *
  * Owned by one `IntercomClient` and touched only by its synchronous inbound
  * code.
@@ -58,7 +67,8 @@ const keyOf = (senderId: string, messageId: string, action: MessageControl["acti
 /**
  * How long a control is remembered from when it was first read: 30 days, the longest mailbox retention a broker
  * takes (`MAX_MAILBOX_RETENTION_MS`, src/broker/options.ts), for which it may keep a control or a cancelled copy
- * of its message for this client instance's return.
+ * of its message for this client instance's return — counted by the broker from when it kept it, which can be
+ * later than the read (the header says what that costs).
  */
 export const CONTROL_KEPT_MS = 30 * 86_400_000
 
@@ -95,8 +105,9 @@ export class RecentControls {
   }
 
   /**
-   * A message `senderId` sent under `messageId` was passed on: any control of that pair read before it was
-   * about an earlier message with that id, and is forgotten (a control never comes before its message).
+   * A new message `senderId` sent under `messageId` was passed on (RecentMessages' `"new"`, never a question it
+   * passes once more: `"again"`): any control of that pair read before it was about an earlier message with that
+   * id, and is forgotten (a control never comes before its message).
    */
   received(senderId: string, messageId: string): void {
     if (this.seen.size === 0) return

@@ -148,27 +148,32 @@ export class RecentMessages {
   }
 
   /**
-   * Records the message; false when it was seen already (a redelivery: drop
-   * it), unless a lost reply reopened it. `bound` says how far the client
-   * may confirm what it read: called only when a pair may be forgotten, and
-   * none from its message onward is. `ask`: the message asks for a reply,
-   * and its sender is remembered as the asker of its id.
+   * Records the message: `"new"` when its pair is not known (a message
+   * read for the first time — or one forgotten, past `capacity`); `"again"`
+   * when it passes once more because its pair was reopened (a question
+   * whose reply was lost or cancelled: the same message, asked again or
+   * delivered again); false when it was seen already (a redelivery: drop
+   * it). `bound` says how far the client may confirm what it read: called
+   * only when a pair may be forgotten, and none from its message onward is.
+   * `ask`: the message asks for a reply, and its sender is remembered as the
+   * asker of its id.
    */
-  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound, ask = false): boolean {
+  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound, ask = false): "new" | "again" | false {
     const key = pairOf(senderId, messageId)
     const seen = this.seen
     const reopened = this.reopened
     // A question asked again after its reply was lost passes once, in its place in the order.
-    if (seen.has(key)) return reopened.size > 0 && this.close(key)
+    if (seen.has(key)) return reopened.size > 0 && this.close(key) ? "again" : false
     seen.add(key)
-    if (reopened.size > 0) this.close(key)
+    // A reopened pair already forgotten from `seen` (past `capacity`): its question, asked again, all the same.
+    const again = reopened.size > 0 && this.close(key)
     if (ask) {
       this.askers.delete(messageId)
       this.askers.set(messageId, senderId)
       trim(this.askers, this.askersLimit)
     }
     if (seen.size > this.capacity) this.forget(bound())
-    return true
+    return again ? "again" : "new"
   }
 
   /**

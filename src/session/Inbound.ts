@@ -21,7 +21,9 @@
  *   withdrawal`) covers a message not received here yet, or handled by an
  *   earlier generation of the same client — and forgets a control once a new
  *   message under its id is read, which a record kept here did not (review
- *   revax AX-B1).
+ *   revax AX-B1). A control that record no longer holds when this fiber
+ *   reaches it (lagging behind a new message under its id) does nothing
+ *   (review revbb BB2).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -49,7 +51,7 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  *
- * Size note: about 390 lines, one concept (a generation's inbound handling); the
+ * Size note: about 400 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -367,8 +369,13 @@ export const runInbound = (
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
           const { from } = event
           const { action, messageId } = event.control
-          tracker.askWithdrawn(from.id, messageId)
           return Effect.gen(function*() {
+            // Still of a message under that id? This fiber is a stream of its own and may lag (a slow journal
+            // save): a new message its sender sent under the id since, read by the client after this control,
+            // made the client forget it (RecentControls.received), and it must neither withdraw that message
+            // nor close its ask, nor answer its id a receipt now about that message (review revbb BB2).
+            if ((yield* client.withdrawal(from.id, messageId)) === undefined) return
+            tracker.askWithdrawn(from.id, messageId)
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
             const waiting = handoff.withdraw(from.id, messageId, action)

@@ -107,11 +107,11 @@ describe("RecentMessages", () => {
 
   it("a pair is new once; the oldest is forgotten past the capacity", () => {
     const recent = new RecentMessages(2)
-    assert.isTrue(recent.firstTime("a", "1", all))
+    assert.strictEqual(recent.firstTime("a", "1", all), "new")
     assert.isFalse(recent.firstTime("a", "1", all))
-    assert.isTrue(recent.firstTime("b", "1", all), "the same id from another sender is another message")
-    assert.isTrue(recent.firstTime("a", "2", all))
-    assert.isTrue(recent.firstTime("a", "1", all), "forgotten: capacity 2")
+    assert.strictEqual(recent.firstTime("b", "1", all), "new", "the same id from another sender is another message")
+    assert.strictEqual(recent.firstTime("a", "2", all), "new")
+    assert.strictEqual(recent.firstTime("a", "1", all), "new", "forgotten: capacity 2")
   })
 
   it("nothing from the message the confirmations stop at onward is forgotten, past the capacity too", () => {
@@ -122,15 +122,15 @@ describe("RecentMessages", () => {
     })
     const unconfirmed = inbound("a", "2")
     let bound: ConfirmBound = unconfirmed
-    assert.isTrue(recent.firstTime("a", "1", () => bound))
-    assert.isTrue(recent.firstTime("a", "2", () => bound))
-    for (let i = 3; i <= 6; i++) assert.isTrue(recent.firstTime("a", `${i}`, () => bound))
+    assert.strictEqual(recent.firstTime("a", "1", () => bound), "new")
+    assert.strictEqual(recent.firstTime("a", "2", () => bound), "new")
+    for (let i = 3; i <= 6; i++) assert.strictEqual(recent.firstTime("a", `${i}`, () => bound), "new")
     assert.isFalse(recent.firstTime("a", "2", () => bound), "the bound's message is remembered")
     assert.isFalse(recent.firstTime("a", "3", () => bound), "and so is every one received after it")
-    assert.isTrue(recent.firstTime("a", "1", () => bound), "one received before it is forgotten past the capacity")
+    assert.strictEqual(recent.firstTime("a", "1", () => bound), "new", "one received before it is forgotten past the capacity")
     bound = "all"
-    assert.isTrue(recent.firstTime("a", "7", () => bound))
-    assert.isTrue(recent.firstTime("a", "2", () => bound), "all confirmed: back to the last 2")
+    assert.strictEqual(recent.firstTime("a", "7", () => bound), "new")
+    assert.strictEqual(recent.firstTime("a", "2", () => bound), "new", "all confirmed: back to the last 2")
   })
 })
 

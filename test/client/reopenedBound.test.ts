@@ -20,7 +20,7 @@ const reply = (i: number) => `reply-${i}`
 
 /** Alice's question `i` is read and answered by `reply(i)`, then that reply's cancel is written. */
 const answerAndCancel = (recent: RecentMessages, i: number): void => {
-  assert.isTrue(recent.firstTime(ALICE, ask(i), withheld, true))
+  assert.strictEqual(recent.firstTime(ALICE, ask(i), withheld, true), "new")
   recent.replied(reply(i), ask(i), ALICE, undefined)
   recent.cancelWritten(reply(i))
 }
@@ -33,7 +33,7 @@ describe("RecentMessages: the bound on reopened questions", () => {
     // Meanwhile more than `capacity` other questions have their replies' cancels written, answers never read.
     for (let i = 1; i <= capacity; i++) answerAndCancel(recent, i)
     // The broker carries the first cancel out: it asks question 0 again, ahead of the cancel's answer.
-    assert.isTrue(recent.firstTime(ALICE, ask(0), withheld, true), "the question asked again was dropped as a repeat")
+    assert.strictEqual(recent.firstTime(ALICE, ask(0), withheld, true), "again", "the question asked again was dropped as a repeat")
     recent.cancelEnded(reply(0), true)
   })
 
@@ -52,23 +52,23 @@ describe("RecentMessages: the bound on reopened questions", () => {
     }
     // Trimmed, the oldest abandoned pair was forgotten outright: asked again, its question passes as new, and a copy
     // behind it is a repeat (review revam: before, it stayed in `seen` and the question asked again was lost).
-    assert.isTrue(recent.firstTime(ALICE, ask(1), withheld, true), "the trimmed pair's question, asked again, was dropped")
+    assert.strictEqual(recent.firstTime(ALICE, ask(1), withheld, true), "new", "the trimmed pair's question, asked again, was dropped")
     assert.isFalse(recent.firstTime(ALICE, ask(1), withheld, true), "a copy behind the question asked again passed too")
-    assert.isTrue(recent.firstTime(ALICE, ask(2), withheld, true), "an abandoned pair within the bound was trimmed")
-    assert.isTrue(recent.firstTime(ALICE, ask(0), withheld, true), "the held pair was trimmed")
+    assert.strictEqual(recent.firstTime(ALICE, ask(2), withheld, true), "again", "an abandoned pair within the bound was trimmed")
+    assert.strictEqual(recent.firstTime(ALICE, ask(0), withheld, true), "again", "the held pair was trimmed")
   })
 
   it("a question whose reopened pair the bound trimmed passes once when asked again, a copy behind it does not", () => {
     const capacity = 2
     const recent = new RecentMessages(capacity)
     for (let i = 0; i <= capacity; i++) {
-      assert.isTrue(recent.firstTime(ALICE, `q${i}`, withheld, true))
+      assert.strictEqual(recent.firstTime(ALICE, `q${i}`, withheld, true), "new")
       recent.replied(`r${i}`, `q${i}`, ALICE, ALICE)
       recent.cancelWritten(`r${i}`)
       // Each cancel is let go unanswered: the broker may have carried it out and ask its question again.
       recent.cancelAbandoned(`r${i}`)
     }
-    assert.isTrue(recent.firstTime(ALICE, "q0", withheld, true), "the oldest question, asked again, was dropped: a loss")
+    assert.strictEqual(recent.firstTime(ALICE, "q0", withheld, true), "new", "the oldest question, asked again, was dropped: a loss")
     assert.isFalse(recent.firstTime(ALICE, "q0", withheld, true), "a copy behind it passed too")
   })
   it("a stop whose pair the bound trimmed keeps every pair: a redelivered message read after it is still a repeat", () => {
@@ -77,13 +77,13 @@ describe("RecentMessages: the bound on reopened questions", () => {
     let bound: ConfirmBound = "none"
     const now = (): ConfirmBound => bound
     const abandon = (i: number) => {
-      assert.isTrue(recent.firstTime(ALICE, ask(i), now, true))
+      assert.strictEqual(recent.firstTime(ALICE, ask(i), now, true), "new")
       recent.replied(reply(i), ask(i), ALICE, ALICE)
       recent.cancelWritten(reply(i))
       recent.cancelAbandoned(reply(i))
     }
     abandon(0)
-    assert.isTrue(recent.firstTime(ALICE, "plain", now))
+    assert.strictEqual(recent.firstTime(ALICE, "plain", now), "new")
     // Two more abandoned cancels: three reopened pairs, one past the bound, so question 0's is trimmed from `seen`.
     abandon(1)
     abandon(2)
@@ -93,7 +93,7 @@ describe("RecentMessages: the bound on reopened questions", () => {
       message: { id: ask(0), timestamp: 0, content: { text: "q" } }
     }
     bound = stop
-    assert.isTrue(recent.firstTime(ALICE, "later", now))
+    assert.strictEqual(recent.firstTime(ALICE, "later", now), "new")
     // A reconnect redelivers what was read after the stop: the plain message is a repeat.
     assert.isFalse(recent.firstTime(ALICE, "plain", now), "a message after the stop was forgotten: a duplicate")
   })

@@ -43,19 +43,19 @@ describe("RecentMessages: the questions this client answered", () => {
 
   it("a lost reply lets its own question pass again, and another sender's message with that id is still a repeat", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime("alice", "m1", all))
-    assert.isTrue(recent.firstTime("carol", "m1", all))
+    assert.strictEqual(recent.firstTime("alice", "m1", all), "new")
+    assert.strictEqual(recent.firstTime("carol", "m1", all), "new")
     recent.replied("r1", "m1", "alice", undefined)
     recent.replyLost("r1", "alice")
-    assert.isTrue(recent.firstTime("alice", "m1", all), "alice's question, asked again, was dropped")
+    assert.strictEqual(recent.firstTime("alice", "m1", all), "again", "alice's question, asked again, was dropped")
     assert.isFalse(recent.firstTime("carol", "m1", all), "carol's m1, delivered again, passed as new")
     assert.isFalse(recent.firstTime("alice", "m1", all), "alice's question passed a second time")
   })
 
   it("a cancel the broker refused remembers the question again; one it carried out lets the question asked again ahead of its answer pass", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime("alice", "m1", all))
-    assert.isTrue(recent.firstTime("alice", "m2", all))
+    assert.strictEqual(recent.firstTime("alice", "m1", all), "new")
+    assert.strictEqual(recent.firstTime("alice", "m2", all), "new")
     recent.replied("r1", "m1", "alice", undefined)
     recent.replied("r2", "m2", "alice", undefined)
     recent.cancelWritten("r1")
@@ -63,7 +63,7 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.isFalse(recent.firstTime("alice", "m1", all), "the question of a reply that stands passed again")
     // The broker's order (reply-lost-ask-again.test.ts): the question asked again, then the cancel's answer.
     recent.cancelWritten("r2")
-    assert.isTrue(recent.firstTime("alice", "m2", all), "the question of a cancelled reply was dropped")
+    assert.strictEqual(recent.firstTime("alice", "m2", all), "again", "the question of a cancelled reply was dropped")
     recent.cancelEnded("r2", true)
   })
 
@@ -71,7 +71,7 @@ describe("RecentMessages: the questions this client answered", () => {
   // still open then would let a later copy (a redelivery) through.
   it("a cancel carried out closes its question at its answer: a later copy is dropped, whether or not the question was asked again", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime("alice", "m1", all, true))
+    assert.strictEqual(recent.firstTime("alice", "m1", all, true), "new")
     recent.replied("r1", "m1", "alice", undefined)
     // Nothing asked again (the ask was over, or the broker had withdrawn the reply at a first cancel whose answer
     // was lost): the retried cancel is answered `delivered` all the same.
@@ -82,12 +82,12 @@ describe("RecentMessages: the questions this client answered", () => {
 
   it("a cancel retried after its first answer was lost: the question passes once, and not again after the retry's answer", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime("alice", "q1", all, true))
+    assert.strictEqual(recent.firstTime("alice", "q1", all, true), "new")
     recent.replied("r1", "q1", "alice", undefined)
     // The first cancel: the broker withdraws the reply and asks again; the answer is lost with the connection,
     // which tells the cancel abandoned: no answer, the pair left as it is (ClientConnection, review revag AG1).
     recent.cancelWritten("r1")
-    assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    assert.strictEqual(recent.firstTime("alice", "q1", all), "again", "the question asked again was dropped")
     recent.cancelAbandoned("r1")
     // The retry: `delivered` again (cancelled already), asking nothing.
     recent.cancelWritten("r1")
@@ -97,13 +97,13 @@ describe("RecentMessages: the questions this client answered", () => {
 
   it("a question reopened after its pair was forgotten passes once as new, and a copy behind it is a repeat", () => {
     const recent = new RecentMessages(2)
-    assert.isTrue(recent.firstTime("alice", "q1", all, true))
+    assert.strictEqual(recent.firstTime("alice", "q1", all, true), "new")
     recent.replied("r1", "q1", "alice", undefined)
-    assert.isTrue(recent.firstTime("carol", "m2", all))
-    assert.isTrue(recent.firstTime("carol", "m3", all))
+    assert.strictEqual(recent.firstTime("carol", "m2", all), "new")
+    assert.strictEqual(recent.firstTime("carol", "m3", all), "new")
     // alice's q1 is past `capacity` and forgotten; its reply is lost after that.
     recent.replyLost("r1", "alice")
-    assert.isTrue(recent.firstTime("alice", "q1", all), "the question asked again was dropped")
+    assert.strictEqual(recent.firstTime("alice", "q1", all), "again", "the question asked again was dropped")
     assert.isFalse(recent.firstTime("alice", "q1", all), "a copy behind the question asked again passed as well")
   })
 
@@ -111,56 +111,56 @@ describe("RecentMessages: the questions this client answered", () => {
   it("a reply by name to an ask older than the last `capacity` asks, still remembered, reopens that ask's asker's question", () => {
     const none = () => "none" as const
     const recent = new RecentMessages(2)
-    assert.isTrue(recent.firstTime(ALICE.id, "q1", none, true))
-    assert.isTrue(recent.firstTime(CAROL.id, "q2", none, true))
-    assert.isTrue(recent.firstTime(CAROL.id, "q3", none, true))
+    assert.strictEqual(recent.firstTime(ALICE.id, "q1", none, true), "new")
+    assert.strictEqual(recent.firstTime(CAROL.id, "q2", none, true), "new")
+    assert.strictEqual(recent.firstTime(CAROL.id, "q3", none, true), "new")
     // Confirmations withheld: every pair is remembered, q1's too.
     recent.replied("r1", "q1", "alice", undefined)
     recent.cancelWritten("r1")
-    assert.isTrue(recent.firstTime(ALICE.id, "q1", none), "alice's question, asked again after the cancel, was dropped")
+    assert.strictEqual(recent.firstTime(ALICE.id, "q1", none), "again", "alice's question, asked again after the cancel, was dropped")
   })
 
   it("a cancelled reply addressed by name lets the question of the sender of that ask pass again (review revaa AA1)", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
+    assert.strictEqual(recent.firstTime(ALICE.id, "m1", all, true), "new")
     recent.replied("r1", "m1", "alice", undefined)
     recent.cancelWritten("r1")
-    assert.isTrue(recent.firstTime(ALICE.id, "m1", all), "the question, asked again, was dropped")
+    assert.strictEqual(recent.firstTime(ALICE.id, "m1", all), "again", "the question, asked again, was dropped")
   })
 
   it("a reply's exact targetId, or its to as the exact id of a sender of the ask, names the asker over the ask's last sender", () => {
     for (const [to, targetId] of [[ALICE.id, undefined], ["alice", ALICE.id]] as const) {
       const recent = new RecentMessages(16)
-      assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
-      assert.isTrue(recent.firstTime(CAROL.id, "m1", all, true))
+      assert.strictEqual(recent.firstTime(ALICE.id, "m1", all, true), "new")
+      assert.strictEqual(recent.firstTime(CAROL.id, "m1", all, true), "new")
       recent.replied("r1", "m1", to, targetId)
       recent.cancelWritten("r1")
       assert.isFalse(recent.firstTime(CAROL.id, "m1", all), `carol's ask passed again (to ${to}, targetId ${targetId})`)
-      assert.isTrue(recent.firstTime(ALICE.id, "m1", all), `alice's ask was dropped (to ${to}, targetId ${targetId})`)
+      assert.strictEqual(recent.firstTime(ALICE.id, "m1", all), "again", `alice's ask was dropped (to ${to}, targetId ${targetId})`)
     }
   })
 
   it("a lost reply lets pass the question of the session its expired receipt comes from, whoever else asked with that id", () => {
     const recent = new RecentMessages(16)
-    assert.isTrue(recent.firstTime(ALICE.id, "m1", all, true))
+    assert.strictEqual(recent.firstTime(ALICE.id, "m1", all, true), "new")
     // carol's ask with the same id comes last: by name, the reply's asker is taken to be carol.
-    assert.isTrue(recent.firstTime(CAROL.id, "m1", all, true))
+    assert.strictEqual(recent.firstTime(CAROL.id, "m1", all, true), "new")
     recent.replied("r1", "m1", "alice", undefined)
     recent.replyLost("r1", ALICE.id)
     assert.isFalse(recent.firstTime(CAROL.id, "m1", all), "carol's ask passed again")
-    assert.isTrue(recent.firstTime(ALICE.id, "m1", all), "alice's ask, asked again, was dropped")
+    assert.strictEqual(recent.firstTime(ALICE.id, "m1", all), "again", "alice's ask, asked again, was dropped")
   })
 
   it("the message the confirmations stop at, asked again after its reply was lost, keeps its place: the messages read after it stay repeats", () => {
     const recent = new RecentMessages(2)
     const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }
     const bound = () => question
-    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound, true))
+    assert.strictEqual(recent.firstTime(ALICE.id, question.message.id, bound, true), "new")
     recent.replied("r1", question.message.id, ALICE.id, undefined)
-    assert.isTrue(recent.firstTime(ALICE.id, "m2", bound))
+    assert.strictEqual(recent.firstTime(ALICE.id, "m2", bound), "new")
     recent.replyLost("r1", ALICE.id)
-    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound), "the question, asked again, was dropped")
-    assert.isTrue(recent.firstTime(ALICE.id, "m3", bound))
+    assert.strictEqual(recent.firstTime(ALICE.id, question.message.id, bound), "again", "the question, asked again, was dropped")
+    assert.strictEqual(recent.firstTime(ALICE.id, "m3", bound), "new")
     assert.isFalse(recent.firstTime(ALICE.id, "m2", bound), "m2, delivered again, passed as new")
     assert.isFalse(recent.firstTime(ALICE.id, "m3", bound), "m3, delivered again, passed as new")
   })
@@ -170,12 +170,12 @@ describe("RecentMessages: the questions this client answered", () => {
     const question: InboundMessage = { from: ALICE, message: message("q?", { expectsReply: true }) }
     // Nothing is confirmed from the question on: it is the oldest message not handled.
     const bound = () => question
-    assert.isTrue(recent.firstTime(ALICE.id, question.message.id, bound, true))
+    assert.strictEqual(recent.firstTime(ALICE.id, question.message.id, bound, true), "new")
     recent.replied("r1", question.message.id, ALICE.id, undefined)
-    assert.isTrue(recent.firstTime(ALICE.id, "m2", bound))
+    assert.strictEqual(recent.firstTime(ALICE.id, "m2", bound), "new")
     recent.cancelWritten("r1")
     recent.cancelEnded("r1", false)
-    assert.isTrue(recent.firstTime(ALICE.id, "m3", bound))
+    assert.strictEqual(recent.firstTime(ALICE.id, "m3", bound), "new")
     // m2 and m3 were read after the bound: not confirmed, a reconnect delivers them again.
     assert.isFalse(recent.firstTime(ALICE.id, "m2", bound), "m2, delivered again, passed as new")
     assert.isFalse(recent.firstTime(ALICE.id, "m3", bound), "m3, delivered again, passed as new")

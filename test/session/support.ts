@@ -107,8 +107,17 @@ export interface FakeClientState {
   readonly posts: Array<Post>
   /** How a send is answered; default: delivered. */
   onSend: (request: SendRequest) => Effect.Effect<Delivery, SendError>
-  /** The client read `message` (after any control pushed before it: a control of its pair then was an earlier message's). */
+  /**
+   * The client read `message`, a new one (RecentMessages' `"new"`), after any control pushed before it: a control
+   * of its pair then was an earlier message's, and is forgotten (RecentControls.received), as the real client does.
+   */
   readonly push: (message: InboundMessage) => Effect.Effect<void>
+  /**
+   * The client read `message` again and passes it once more (RecentMessages' `"again"`: a question whose reply
+   * was lost or cancelled, asked or delivered again): the same message, so the controls of its pair read before
+   * it stand, as in the real client (review revbb BB1).
+   */
+  readonly pushAgain: (message: InboundMessage) => Effect.Effect<void>
   /**
    * The client read `message` before the controls pushed ahead of it here, which the session's control fiber
    * handled first (two streams): as the broker writes a control only after its message, so those controls
@@ -220,6 +229,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           recentControls.received(message.from.id, message.message.id)
           unhandled.offer({ ...message })
         }),
+      pushAgain: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       pushReadFirst: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
       presence: (event) =>
