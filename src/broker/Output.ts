@@ -45,8 +45,9 @@
  *   count and the drainers waiting on it; the one writer of `outboxChars`.
  * - ParkedOrder.ts: the per-sender counts of a reader's own parked mail
  *   and the tests of what waits behind it or behind a withheld return.
- * - `controls` (ParkedControls.ts): the count of control frames parked,
- *   raised and lowered by the parts that park and unpark them.
+ * - `controls` (ParkedControls.ts): the counts of control frames and, by
+ *   sender, of messages parked, raised and lowered by the parts that park
+ *   and unpark them.
  * - `forced` (ForcedOutput.ts): output forced past the bounds, parked
  *   behind its sender's older parked mail or a withheld return's old output.
  * - `writes` (OutputWrites.ts): the writer's side — a write taken from an
@@ -107,7 +108,10 @@ export class Output {
   private parked: Array<readonly [Peer, OutboundItem]> = []
   /** Readers whose own parked list (`Peer.parked`) may hold output: from `parkFor` until it is empty. */
   private readonly parkedReaders = new Set<Peer>()
-  /** Control frames in the readers' parked lists (ParkedControls.ts): `dropParkedControls` scans none while zero. */
+  /**
+   * Control frames, and messages by sender, in the readers' parked lists (ParkedControls.ts):
+   * `dropParkedControls` scans none while no control is, `parksWithdrawn` none while the sender has no message there.
+   */
   private readonly controls = new ParkedControls()
   /**
    * Departures withheld from a recipient until the departed sender's mail in
@@ -393,26 +397,34 @@ export class Output {
   }
 
   /**
-   * Whether the message of record key `messageKey` is parked anywhere a
-   * drainer or this batch's end may still queue it: in the batch being
-   * handled (`parked`, before `parkFor` moves it to its reader — a send and
-   * its cancel or supersede in one batch) or in the list of any reader with
-   * parked output (`parkedReaders`: the sender's current connection, an
-   * older connection of its session still open after a takeover, whose
-   * messages to others stay parked there, `OutputEnd.forceOwnAnswers`, and
-   * a withheld return's reader that `ForcedOutput.parkBehindReturn` parked
-   * it behind, which is one of them by that method's own test). Receipts'
-   * `mayStillWait`, on the cancel and supersede paths only (review revay
-   * AY1, AY2); never on the send path. Cost: one test per item parked
-   * broker-wide, so bounded by what is parked: per connection at most the
-   * output of one batch (its reader reads no more until its drainer has
-   * offered it) and the forced output parked behind that; nothing while
-   * nothing is parked.
+   * Whether the message of record key `messageKey`, of sender `senderKey`, is
+   * parked anywhere a drainer or this batch's end may still queue it: in the
+   * batch being handled (`parked`, before `parkFor` moves it to its reader —
+   * a send and its cancel or supersede in one batch) or in the list of any
+   * reader with parked output (`parkedReaders`: the sender's current
+   * connection, an older connection of its session still open after a
+   * takeover, whose messages to others stay parked there,
+   * `OutputEnd.forceOwnAnswers`, and a withheld return's reader that
+   * `ForcedOutput.parkBehindReturn` parked it behind, which is one of them by
+   * that method's own test). Receipts' `mayStillWait`, on the cancel and
+   * supersede paths only (review revay AY1, AY2); never on the send path.
+   * Cost: the batch's own parked output, and — only while `senderKey` has a
+   * message in some reader's list (`ParkedControls.messagesOf`) — one test
+   * per item parked broker-wide; a reader's own list can hold mail of many
+   * batches of others (ParkedDrain.place, ForcedOutput.behindOwnParked), so
+   * that is bounded by what is parked, not by one batch per connection
+   * (review revbc BC1, BC2: before the count, every cancel paid it).
    */
-  parksWithdrawn(messageKey: string): boolean {
+  parksWithdrawn(messageKey: string, senderKey: string): boolean {
     if (parksMessage(this.parked, messageKey)) return true
+    if (this.controls.messagesOf(senderKey) === 0) return false
     for (const reader of this.parkedReaders) if (parksMessage(reader.parked, messageKey)) return true
     return false
+  }
+
+  /** Messages of sender `senderKey` in the readers' parked lists now (ParkedControls.ts; tests). */
+  parkedMessagesOf(senderKey: string): number {
+    return this.controls.messagesOf(senderKey)
   }
 
   /** Control frames in the readers' parked lists now (ParkedControls.ts; tests, stats). */

@@ -177,16 +177,17 @@ const CANCELLED_QUEUED: Outcome = {
  * message, found by its record key (review revaw AW1: other output waiting
  * there, an unrelated message parked, says nothing about it): a scan of
  * each of those lists that is not empty — one test per item: the
- * receiver's output, so at most about as much as writing that outbox, and
- * everything parked broker-wide (bounded as `parksWithdrawn` says). Read on
- * the cancel and supersede paths only, never on the send path.
+ * receiver's output, so at most about as much as writing that outbox, and,
+ * only while the sender has a message parked somewhere, every reader's
+ * parked list (`parksWithdrawn`'s cost). Read on the cancel and supersede
+ * paths only, never on the send path.
  */
 const mayStillWait = (receiver: Peer, control: ControlFrame, output: Output): boolean => {
   const key = control.messageKey
   return mailAmong(receiver.outbox, key, receiver.outbox.length) !== undefined ||
     carriesMessage(receiver.writer.inFlight?.returnable, key) || carriesMessage(receiver.untakenRest, key) ||
     receiver.custody?.holdsMessage(key) === true || parksMessage(receiver.parked, key) ||
-    output.holds.mayGiveBack(receiver, control) || output.parksWithdrawn(key)
+    output.holds.mayGiveBack(receiver, control) || output.parksWithdrawn(key, control.senderKey)
 }
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
