@@ -21,6 +21,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ControlFrame } from "../src/broker/ControlFrame.ts"
+import { isMessage } from "../src/broker/OutboundItems.ts"
 import type { Peer } from "../src/broker/Peer.ts"
 import { closePeer } from "../src/broker/RouterContext.ts"
 import { frameText, type OutFrame } from "../src/protocol/framing.ts"
@@ -81,7 +82,7 @@ describe("revba BA3: a cancelled copy's cancel stuck on b-1's return at a takeov
       // b-1 returns on a connection whose socket takes nothing.
       const back = registerB("b-1", true)
       const stuckHere = [...(back.writer.inFlight?.returnable ?? []), ...back.outbox].flatMap((item) =>
-        item instanceof ControlFrame ? [`control ${item.messageId}`] : "mail" in item ? [`message ${item.mail.message.id}`] : []
+        item instanceof ControlFrame ? [`control ${item.messageId}`] : isMessage(item) ? [`message ${item.mail.message.id}`] : []
       )
       assert.deepStrictEqual(stuckHere, [`message ${m1.id}`, `control ${m1.id}`], "m1's copy and its cancel are not stuck on b-1's return: the test sets up nothing")
       const b2 = registerB("b-2")
