@@ -221,11 +221,14 @@ export class MailDelivery {
    * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
+   * @param mayReturn whether a client instance that held a live session's id before it can register as itself
+   *   again (Registration.mayReturn): the close path keeps a control for it only then (MailReturns' `keepRefused`).
    */
   constructor(
     ctx: RouterContext,
     routes: MailRoutes,
-    asks: MailAsks
+    asks: MailAsks,
+    mayReturn: (live: Session, instance: SessionInstance) => boolean
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -251,7 +254,8 @@ export class MailDelivery {
         if (ended !== undefined) this.lostToEnded(mail, ended)
       },
       put: (mail) => this.put(mail),
-      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined
+      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined,
+      mayReturn
     })
   }
 
@@ -485,8 +489,8 @@ export class MailDelivery {
    * Output that could not be written where it was queued, given back (Output's `takeBack` side): as
    * MailReturns.takeBack decides (`refusedBy` there). True when it went to its session's live connection.
    */
-  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy): boolean {
-    return this.returns.takeBack(item, refusedBy)
+  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage): boolean {
+    return this.returns.takeBack(item, refusedBy, cameBack)
   }
 
   /** A message that was on its way to a connection that closed (MailReturns.requeue). */
@@ -495,7 +499,7 @@ export class MailDelivery {
   }
 
   /** What a connection that closed gives back, oldest first (MailReturns.giveBack). */
-  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
+  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy): void {
     this.returns.giveBack(items, leftBy)
   }
 
