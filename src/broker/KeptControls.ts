@@ -17,8 +17,22 @@
  * goes right behind it, as it was written). Any other registration of the
  * session gets none (it never got the message) and leaves them for that
  * instance, as the mailbox's flush leaves a cancelled copy for the
- * instances that read it (WithdrawnCopies.ts; review revm M2, M3).
- * A control whose message comes back in the same close is not kept here
+ * instances that read it (WithdrawnCopies.ts; review revm M2, M3). For a
+ * client that sends no `instanceId` "that instance's return" is the
+ * broker's guess, as for every control it routes: the next registration of
+ * the id with none, when the instance registered with nothing known of the
+ * id (ClientInstances.returning) — a new process of that client is taken
+ * for it and given its controls (docs/protocol.md; review revba BA4).
+ * Also kept, with another instance holding the session (which is never
+ * given them), are the controls MailReturns keeps for the instance that
+ * read their message — given back alone at the old close, left in a
+ * takeover's hand-over, refused at the old connection, or whose withdrawn
+ * message came back there and went nowhere (review revba BA3) — but only
+ * for an instance that can register as itself again, one that sent an
+ * `instanceId` (Registration.mayReturn; review revba BA1): any other would
+ * wait here for no one.
+ * A control whose message comes back in the same close with its session
+ * away is not kept here
  * (the mailbox decides that message's fate, with a cancel made again when
  * its client may have read it: WithdrawnCopies.ts), nor one whose message
  * an earlier give-back dropped never written (its record says no client
@@ -46,9 +60,11 @@
  * mailbox's retention (a day by default). They are still kept, aged and
  * bounded alike, for a client that registers the same instance again (pi's
  * `/reload`) while the broker is up. One kept because a closed connection
- * refused it (MailReturns' `keepRefused`) holds the exit as one kept at a
- * close does, unless its session left that connection by `unregister`
- * (Output.refusedBy).
+ * refused it (MailReturns' `keepRefused`), or left in a takeover's
+ * hand-over, holds the exit as one kept at a close does, unless its own
+ * session left that connection by `unregister` — told by its session's key
+ * (`Peer.leftBy`), as at a close's give-back, since the connection may have
+ * registered another session since (review revba BA2).
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
  * and an `unregister`'s hand-back (`keep`; helper unregctl: the same

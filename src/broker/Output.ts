@@ -66,7 +66,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 510 lines, past the guideline: one concept — the batch
+ * Size: about 500 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.

@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 550 lines, one concept — a session's coming and going. The
+ * Size: about 565 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
