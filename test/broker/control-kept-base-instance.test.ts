@@ -9,7 +9,11 @@
  * cancel of a message it never received (docs/protocol.md, "Receipts and
  * control": the limit, and why this package's clients, which always send an
  * `instanceId`, are never taken so). A registration with an `instanceId` is
- * another client: it is given none.
+ * another client: it is given none, and the control goes then, since e-1
+ * can never register as itself again (KeptControls.takeFor's `mayReturn`;
+ * kept, it held a memory broker's idle exit for the mailbox's retention:
+ * review revba BA1's case with the session away). That case fails without
+ * the drop.
  *
  * e-1 (no `instanceId`, nothing known of `e`) was written m1; d cancelled
  * m1 with the cancel stuck in e-1's outbox behind m0; e-1's connection
@@ -50,12 +54,18 @@ describe("a control kept for a client instance that sent no instanceId", () => {
       assert.strictEqual(w.router.stats().keptControlsGiven, 1)
     }))
 
-  it.effect("a registration of e with an instanceId (another client) is given m0 but not the cancel", () =>
+  it.effect("a registration of e with an instanceId (another client) is given m0 but not the cancel, which goes: e-1 can never return", () =>
     Effect.gen(function*() {
       const { m0, m1, w } = yield* cancelKeptForBaseE1
+      assert.strictEqual(w.router.heldMail()?.controls, 1, "the cancel kept at e-1's close does not hold the idle exit: the test checks nothing")
       const other = w.registerOther("e", {}, false, { features: [RECEIVED_V1, REJOIN_V1], instanceId: "e-9" })
       assert.include(w.messagesOf(other), m0.id, "m0 did not reach the registration: the test checks nothing")
       assert.notInclude(w.controlsOf(other), `cancel ${m1.id}`, "a client that sent an instanceId was given e-1's cancel")
       assert.strictEqual(w.router.stats().keptControlsGiven, 0, "the kept cancel was given to another client")
+      // e-9 now holds e: a registration with no instanceId continues only the id's last holder, so e-1 never again.
+      assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for an instance that can never return holds the idle exit")
+      w.batch(other, [{ type: "unregister" }])
+      const later = w.registerOther("e")
+      assert.notInclude(w.controlsOf(later), `cancel ${m1.id}`, "a later base registration, a new instance, was given e-1's cancel")
     }))
 })
