@@ -39,14 +39,18 @@
  * rest, oldest first. At the client's own rejoin it goes to the new
  * connection as it is (that client may have read it: it drops the copy,
  * RecentControls.ts). At the close, to a takeover by another instance, it
- * follows the message it is about only when that message is given back
- * before it in the same close — without it that instance got a message its
- * sender had been told it withdrew; without the message (its old client
- * confirmed it, or it is an ask that is over) the control is dropped, as
- * that instance cannot act on it (MailReturns.giveBack). A message its
- * sender withdrew is given back to no new instance (its route names the
- * old one: MailReturns.requeue), so its control, in the same custody, is
- * dropped with it. With the session away it is dropped (MailReturns.takeBack),
+ * goes only right after the message it is about, given back before it in
+ * the same close — without it that instance got a message its sender had
+ * been told it withdrew — and never otherwise, as that instance cannot act
+ * on it (MailReturns.giveBack): without the message (its old client
+ * confirmed it) it is kept for the old instance's return, and so is one
+ * whose message, withdrawn, came back and went nowhere (a message its
+ * sender withdrew is given back to no new instance, its route naming the
+ * old one: MailReturns.requeue) when the old instance read that message
+ * (in this custody, or on an earlier connection); one whose message no
+ * client read, and any for an instance that can never register again (it
+ * sent no `instanceId`), is dropped (MailReturns' `keepAlone`, review
+ * revba BA1, BA3). With the session away it is dropped (MailReturns.takeBack),
  * unless its message, confirmed, is not given back with it: then it is kept
  * for the client instance given that message (KeptControls.ts) — at a
  * close, and at an `unregister`'s hand-back alike (`handBack`: its client
@@ -67,7 +71,7 @@
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
  *
- * Size: about 525 lines, past the ~400 guideline: one concept, the
+ * Size: about 530 lines, past the ~400 guideline: one concept, the
  * per-connection FIFO (`PeerCustody`, with whom it wrote to) and the
  * Router's part around it.
  */

@@ -17,8 +17,25 @@
  * goes right behind it, as it was written). Any other registration of the
  * session gets none (it never got the message) and leaves them for that
  * instance, as the mailbox's flush leaves a cancelled copy for the
- * instances that read it (WithdrawnCopies.ts; review revm M2, M3).
- * A control whose message comes back in the same close is not kept here
+ * instances that read it (WithdrawnCopies.ts; review revm M2, M3) — while
+ * that instance may still register as itself: one that sent no
+ * `instanceId` never can once another registered the id, and its controls
+ * go then (`takeFor`'s `mayReturn`; review revba BA1). For a
+ * client that sends no `instanceId` "that instance's return" is the
+ * broker's guess, as for every control it routes: the next registration of
+ * the id with none, when the instance registered with nothing known of the
+ * id (ClientInstances.returning) — a new process of that client is taken
+ * for it and given its controls (docs/protocol.md; review revba BA4).
+ * Also kept, with another instance holding the session (which is never
+ * given them), are the controls MailReturns keeps for the instance that
+ * read their message — given back alone at the old close, left in a
+ * takeover's hand-over, refused at the old connection, or whose withdrawn
+ * message came back there and went nowhere (review revba BA3) — but only
+ * for an instance that can register as itself again, one that sent an
+ * `instanceId` (Registration.mayReturn; review revba BA1): any other would
+ * wait here for no one.
+ * A control whose message comes back in the same close with its session
+ * away is not kept here
  * (the mailbox decides that message's fate, with a cancel made again when
  * its client may have read it: WithdrawnCopies.ts), nor one whose message
  * an earlier give-back dropped never written (its record says no client
@@ -46,9 +63,11 @@
  * mailbox's retention (a day by default). They are still kept, aged and
  * bounded alike, for a client that registers the same instance again (pi's
  * `/reload`) while the broker is up. One kept because a closed connection
- * refused it (MailReturns' `keepRefused`) holds the exit as one kept at a
- * close does, unless its session left that connection by `unregister`
- * (Output.refusedBy).
+ * refused it (MailReturns' `keepRefused`), or left in a takeover's
+ * hand-over, holds the exit as one kept at a close does, unless its own
+ * session left that connection by `unregister` — told by its session's key
+ * (`Peer.leftBy`), as at a close's give-back, since the connection may have
+ * registered another session since (review revba BA2).
  *
  * Owner: MailDelivery, in the Router's synchronous code: the close path
  * and an `unregister`'s hand-back (`keep`; helper unregctl: the same
@@ -58,7 +77,7 @@
  */
 import { AgedMap } from "./AgedMap.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
-import { mayHold, type Session } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 
 /** Sessions with kept controls, at most; past this the least recently kept go. */
 const MAX_RECEIVERS = 4096
@@ -163,27 +182,35 @@ export class KeptControls {
    * out, in the order they were kept. Those kept for other instances of its
    * session stay for their return (review revm M2: another instance's
    * registration never got their messages, and takes nothing from those
-   * that did), each with its own age. Controls kept at or before `cutoff`
-   * are dropped first.
+   * that did), each with its own age — unless that instance can never
+   * register as itself again now that `receiver` holds the session
+   * (`mayReturn` false: it sent no `instanceId`, so only the id's last
+   * holder, which `receiver` becomes, may be continued without one; or the
+   * bounds forgot it): those are dropped, since they would wait for no one
+   * and, kept at a close, hold a memory broker's idle exit for the
+   * mailbox's retention (review revba BA1). Controls kept at or before
+   * `cutoff` are dropped first.
    */
-  takeFor(receiver: Session, cutoff: number): ReadonlyArray<ControlFrame> {
+  takeFor(receiver: Session, cutoff: number, mayReturn: (instance: SessionInstance) => boolean): ReadonlyArray<ControlFrame> {
     if (this.byReceiver.size === 0) return []
     this.expire(cutoff)
     const list = this.byReceiver.get(receiver.key)
     if (list === undefined) return []
     const taken: Array<ControlFrame> = []
     const rest: Array<Kept> = []
+    const gone: Array<Kept> = []
     for (const kept of list.kept) {
-      if (!mayHold(kept.control.instance, receiver)) rest.push(kept)
-      else {
+      if (mayHold(kept.control.instance, receiver)) {
         taken.push(kept.control)
         if (kept.holdsExit) this.holding--
-      }
+      } else if (mayReturn(kept.control.instance)) rest.push(kept)
+      else gone.push(kept)
     }
     this.controls -= taken.length
     this.givenCount += taken.length
+    this.uncount(gone)
     if (rest.length === 0) this.byReceiver.delete(receiver.key)
-    else if (taken.length > 0) this.reage(receiver.key, rest)
+    else if (rest.length < list.kept.length) this.reage(receiver.key, rest)
     return taken
   }
 

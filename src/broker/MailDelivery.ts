@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 770 lines, one concept: the fate of mail that is not being
+ * Size: about 780 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -216,16 +216,21 @@ export class MailDelivery {
   private readonly asks: MailAsks
   /** What a closing connection gives back, item by item (MailReturns.ts). */
   private readonly returns: MailReturns
+  /** Whether a client instance that held a live session's id before it can register as itself again (Registration.mayReturn). */
+  private readonly mayReturn: (live: Session, instance: SessionInstance) => boolean
 
   /**
    * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
+   * @param mayReturn whether a client instance that held a live session's id before it can register as itself
+   *   again (Registration.mayReturn): the close path keeps a control for it only then (MailReturns' `keepRefused`).
    */
   constructor(
     ctx: RouterContext,
     routes: MailRoutes,
-    asks: MailAsks
+    asks: MailAsks,
+    mayReturn: (live: Session, instance: SessionInstance) => boolean
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -244,6 +249,7 @@ export class MailDelivery {
       (mail, code, reason, detail) => this.lost(mail, code, reason, detail),
       (mail) => this.askAgain(mail)
     )
+    this.mayReturn = mayReturn
     this.returns = new MailReturns(ctx, { routes, owed: this.owed, withdrawn: this.withdrawn, controls: this.controls, stale: this.stale }, {
       isEnded: (key) => this.ended.size > 0 && this.ended.has(key),
       failEnded: (mail, key) => {
@@ -251,7 +257,8 @@ export class MailDelivery {
         if (ended !== undefined) this.lostToEnded(mail, ended)
       },
       put: (mail) => this.put(mail),
-      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined
+      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined,
+      mayReturn
     })
   }
 
@@ -323,9 +330,11 @@ export class MailDelivery {
       const owed = this.owed.take(session.key)
       // Base frames only: a notice that needs an extension is never owed (`tellLive`).
       if (owed !== undefined) for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
-      // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts).
+      // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts); those
+      // kept for an instance that can no longer register as itself go (review revba BA1).
       if (this.controls.size > 0) {
-        for (const control of this.controls.takeFor(session, this.controlsCutoff(now))) this.ctx.output.enqueue(session.peer, control)
+        const mayReturn = (instance: SessionInstance) => this.mayReturn(session, instance)
+        for (const control of this.controls.takeFor(session, this.controlsCutoff(now), mayReturn)) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)
     },
@@ -485,8 +494,8 @@ export class MailDelivery {
    * Output that could not be written where it was queued, given back (Output's `takeBack` side): as
    * MailReturns.takeBack decides (`refusedBy` there). True when it went to its session's live connection.
    */
-  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy): boolean {
-    return this.returns.takeBack(item, refusedBy)
+  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage): boolean {
+    return this.returns.takeBack(item, refusedBy, cameBack)
   }
 
   /** A message that was on its way to a connection that closed (MailReturns.requeue). */
@@ -495,7 +504,7 @@ export class MailDelivery {
   }
 
   /** What a connection that closed gives back, oldest first (MailReturns.giveBack). */
-  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
+  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy): void {
     this.returns.giveBack(items, leftBy)
   }
 

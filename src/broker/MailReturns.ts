@@ -14,7 +14,7 @@
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
  *
- * Size: about 420 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 465 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
@@ -23,7 +23,7 @@ import type { AwayNotices } from "./AwayNotices.ts"
 import type { KeptControls } from "./KeptControls.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable } from "./Peer.ts"
-import { mayHold, type Session } from "./Registry.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { StaleAsks } from "./StaleAsks.ts"
 import type { CopyRoutes, WithdrawnCopies } from "./WithdrawnCopies.ts"
@@ -63,6 +63,11 @@ export interface ReturnPort {
   readonly put: (mail: Mail) => void
   /** Is the message under `recordKey` in the mailbox? */
   readonly isQueued: (recordKey: string) => boolean
+  /**
+   * Whether the client instance `instance`, which held `live`'s session before `live` (another instance), can
+   * register as itself again (Registration.mayReturn): only then is a control kept for it while `live` holds it.
+   */
+  readonly mayReturn: (live: Session, instance: SessionInstance) => boolean
 }
 
 /** The parts of the mailbox concern the close path decides with; all owned by MailDelivery. */
@@ -127,16 +132,19 @@ export class MailReturns {
    * hand-over passes on to no one, OutputEnd.handOver): one that cannot go
    * now is kept for the client instance it was written to (`keepRefused`),
    * holding a memory broker's idle exit when its session left the refusing
-   * connection by its close, not by `unregister` (`refusedBy`).
+   * connection by its close, not by `unregister` (`refusedBy`). `cameBack`:
+   * its message, which that hand-over took back and passed on to no one
+   * (withdrawn, not the new instance's): kept then only for an instance
+   * that read it (`readBy`).
    */
-  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy): boolean {
+  takeBack(item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage): boolean {
     if (item instanceof ControlFrame) {
       const live = liveSession(this.ctx, item.to)
       if (live !== undefined && !this.aboutUngiven(item) && this.reachesLive(item, live)) {
         this.ctx.output.forceEnqueue(live.peer, item)
         return true
       }
-      if (refusedBy !== undefined) this.keepRefused(item, live, refusedBy)
+      if (refusedBy !== undefined && (cameBack === undefined || this.readBy(item, cameBack))) this.keepRefused(item, live, refusedBy)
       return false
     }
     if ("mail" in item) return this.requeue(item)
@@ -189,17 +197,19 @@ export class MailReturns {
    * client confirmed reading, and one whose message is not forwarded — an
    * ask that is over (`isStale`), mail requeued for a session that is away.
    * With the session away or held by another instance, one whose message
-   * is not given back at all (its client confirmed it) is kept for that
-   * client's return (`keepAlone`); the others are dropped. A
+   * is not given back at all (its client confirmed it), and with another
+   * instance holding it, one whose message came back and went nowhere
+   * (withdrawn) and was read by the instance it was written to, is kept for
+   * that client's return (`keepAlone`); the others are dropped. A
    * close path, and an `unregister`'s hand-back of its custody and write
    * (Custody.handBack), only: the set of forwarded keys is made at the first
-   * message forwarded. `leftBy`: how the connection's session left it, which
-   * says whether a control kept holds a memory broker's idle exit
-   * (KeptControls.ts). A connection whose session left by `unregister` may
+   * message forwarded. `leftBy`: how each session (by key) left the
+   * connection, which says whether a control kept holds a memory broker's
+   * idle exit (KeptControls.ts). A connection whose session left by `unregister` may
    * close after that same client instance registered again elsewhere: its
    * rejoin took none of this, so such a control goes to it (`keepAlone`).
    */
-  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
+  giveBack(items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy): void {
     let forwarded: Set<string> | undefined
     let alone: Array<ControlFrame> | undefined
     for (let i = 0; i < items.length; i++) {
@@ -226,7 +236,7 @@ export class MailReturns {
   controlsHandedBack(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>): void {
     let away: Array<ControlFrame> | undefined
     for (const control of controls) if (!this.takeBack(control)) (away ??= []).push(control)
-    if (away !== undefined) this.keepAlone(away, items, "unregister")
+    if (away !== undefined) this.keepAlone(away, items, () => "unregister")
   }
 
   /**
@@ -244,23 +254,33 @@ export class MailReturns {
    * message), it is not given to that one but kept all the same, for the
    * return of the instance that read it, as `keepRefused` keeps a parked
    * control refused there (before, it was dropped, and that instance never
-   * learned of the cancel). The rest are dropped: for a short-lived session that ended, and
-   * about a message given back here (its fate is the mailbox's:
-   * `keepCancelled`) — and one about a message no client read, which an
-   * earlier give-back dropped never written (`aboutUngiven`: a control that
-   * reached the connection after its session's `unregister` had handed that
-   * message back; helper sim111).
+   * learned of the cancel) — if that instance can ever register again
+   * (`mayReturn`: it named itself; review revba BA1). So is one about a
+   * message given back here that went nowhere, its sender having withdrawn
+   * it, with another instance live, when the instance it was written to read
+   * that message (`readBy`: `requeueForwarded`'s `dropWithdrawn` leaves it
+   * owed to that client; review revba BA3). The rest are dropped: for a
+   * short-lived session that ended; about a message given back here with
+   * the session away (its fate is the mailbox's: `keepCancelled`), or with
+   * another instance live and not read by this one; and one about a message
+   * no client read, which an earlier give-back dropped never written
+   * (`aboutUngiven`: a control that reached the connection after its
+   * session's `unregister` had handed that message back; helper sim111).
    */
-  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: LeftBy): void {
-    let returned: Set<string> | undefined
+  private keepAlone(controls: ReadonlyArray<ControlFrame>, items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy): void {
+    let returned: Map<string, OutboundMessage> | undefined
     const now = this.ctx.now()
     for (const control of controls) {
       if (this.port.isEnded(control.to)) continue
-      returned ??= new Set(items.flatMap((item) => isMessage(item) ? [item.mail.recordKey] : []))
-      if (returned.has(control.messageKey) || this.aboutUngiven(control)) continue
+      returned ??= new Map(items.flatMap((item) => isMessage(item) ? [[item.mail.recordKey, item]] : []))
       const live = liveSession(this.ctx, control.to)
+      const message = returned.get(control.messageKey)
+      if (message !== undefined && (live === undefined || !this.readBy(control, message))) continue
+      if (this.aboutUngiven(control)) continue
       if (live !== undefined && mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
-      else this.controls.keep(control, now, leftBy === "close")
+      else if (live === undefined || this.port.mayReturn(live, control.instance)) {
+        this.controls.keep(control, now, leftBy(control.to) === "close")
+      }
     }
   }
 
@@ -275,7 +295,10 @@ export class MailReturns {
    * session (`reachesLive` refused it there), for that instance's return —
    * unless its session ended, no client read its message (`aboutUngiven`),
    * or that instance is the live one (its route says it was not given the
-   * message). It holds a memory broker's idle exit as one kept at a close
+   * message), or another instance holds the session and that one can never
+   * register as itself again (`mayReturn`: a base client's instance, which
+   * sent no `instanceId`; review revba BA1 — kept, it would hold the idle
+   * exit for no one). It holds a memory broker's idle exit as one kept at a close
    * does, unless its session left the connection that refused it by
    * `unregister` (`leftBy`; a client's orderly shutdown, review revv V2):
    * before, none held it (review revau AU3), and such a broker could exit
@@ -283,8 +306,22 @@ export class MailReturns {
    */
   private keepRefused(control: ControlFrame, live: Session | undefined, leftBy: LeftBy): void {
     if (this.port.isEnded(control.to) || this.aboutUngiven(control)) return
-    if (live !== undefined && mayHold(control.instance, live)) return
+    if (live !== undefined && (mayHold(control.instance, live) || !this.port.mayReturn(live, control.instance))) return
     this.controls.keep(control, this.ctx.now(), leftBy === "close")
+  }
+
+  /**
+   * Whether the client instance `control` was written to read `message`, its
+   * message, given back (WithdrawnCopies.readersOf: this connection's
+   * custody, or an earlier connection's mark): a control whose withdrawn
+   * message came back and went nowhere is owed to that instance only —
+   * another instance, such as one that had the message only in its outbox,
+   * never got it (review revba BA3). A look-up, for controls on the close
+   * path only.
+   */
+  private readBy(control: ControlFrame, message: OutboundMessage): boolean {
+    const readers = this.withdrawn.readersOf(message)
+    return readers !== undefined && readers.some((reader) => reader.receiverKey === control.to && reader.instance === control.instance)
   }
 
   /**
@@ -358,9 +395,15 @@ export class MailReturns {
       // the same one — its rejoin, or the connection it was handed on to — gets it with that control.
       if (withdrawn && !this.routes.given(mail, live)) {
         // Nor its control still parked at its sender's reader: that would reach the new instance, which never
-        // had the message, whichever instance read it (review revaq AQ1).
-        this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
+        // had the message, whichever instance read it (review revaq AQ1). Taken out, it is kept for the
+        // instance it was written to when that one read the message (`readBy`), as the control would be that
+        // comes back with it (`keepAlone`): the message goes no further, so that client's only word of the
+        // withdrawal is this control (review revba BA3).
+        const parked = this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
         this.dropWithdrawn(outbound)
+        for (const [recipient, control] of parked) {
+          if (this.readBy(control, outbound)) this.keepRefused(control, live, recipient.leftBy(control.to))
+        }
         return false
       }
       this.ctx.output.forceEnqueue(live.peer, outbound)

@@ -70,7 +70,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 530 lines, past the guideline: one concept — the batch
+ * Size: about 535 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -82,7 +82,7 @@
  * allocate nothing new (docs/performance.md, "Output split, thirty-second
  * stop").
  */
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { LeftBy } from "./MailReturns.ts"
 import { ParkedControls } from "./ParkedControls.ts"
@@ -147,7 +147,7 @@ export class Output {
    * the touched writers (`wakeTouched`), since a woken drainer runs at once.
    */
   private drainWakes: Array<Peer> = []
-  private readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean
+  private readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage) => boolean
   /** The outboxes' budgets and the characters charged against them (OutboxBudgets.ts). */
   private readonly budgets: OutboxBudgets
   private readonly requestFlush: () => void
@@ -158,7 +158,8 @@ export class Output {
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control frames;
    *   true when it went to its session's live connection; `refusedBy`: a control it cannot take now is kept for
    *   the client instance it was written to if its rule allows, holding the idle exit when its session left the
-   *   refusing connection by its close (MailReturns.takeBack).
+   *   refusing connection by its close; `cameBack`: its message, taken back with it and passed on to no one, which
+   *   that instance must have read (MailReturns.takeBack).
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
@@ -166,7 +167,7 @@ export class Output {
    * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
-    takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean,
+    takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage) => boolean,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
@@ -390,10 +391,12 @@ export class Output {
    * that message came back to the close path with `to` away, and the control
    * shares its fate (MailReturns.requeue; review revao). Slow path only;
    * no scan while no control is parked (`ParkedControls`, review revaq AQ3).
+   * Returns what it took, each with the connection it was parked for (the
+   * caller may keep one owed to the instance that read the message).
    */
-  dropParkedControls(to: string, messageKey: string): void {
-    if (this.controls.size === 0) return
-    this.drain.dropControls(this.parkedReaders, to, messageKey)
+  dropParkedControls(to: string, messageKey: string): ReadonlyArray<readonly [Peer, ControlFrame]> {
+    if (this.controls.size === 0) return []
+    return this.drain.dropControls(this.parkedReaders, to, messageKey)
   }
 
   /**
@@ -522,21 +525,13 @@ export class Output {
    * `undeliverable`, but a control frame its session's live connection
    * cannot take now is kept for the client instance it was written to, as a
    * control given back alone at a close is (MailReturns.takeBack's
-   * `keepRefused`; review revau AU3), holding the idle exit as `refusedBy`
-   * says.
+   * `keepRefused`; review revau AU3), holding the idle exit unless the
+   * control's own session left `recipient` by `unregister` (`Peer.leftBy`,
+   * by that session's key: the connection may have registered another since;
+   * review revba BA2).
    */
   private refused(item: OutboundItem, recipient: Peer): void {
-    if (isControl(item)) this.takeBack(item, refusedBy(recipient))
+    if (isControl(item)) this.takeBack(item, recipient.leftBy(item.to))
     else this.undeliverable(item)
   }
 }
-
-/**
- * How the session a control refused at `recipient` was for left that
- * connection: by `unregister` while it stays open unregistered, or when it
- * closed so (`Peer.closedUnregistered`); by its close (or a takeover)
- * otherwise. A control kept so holds a memory broker's idle exit only then
- * (MailReturns.keepRefused, KeptControls.ts).
- */
-const refusedBy = (recipient: Peer): LeftBy =>
-  recipient.state === "unregistered" || (recipient.state === "closed" && recipient.closedUnregistered) ? "unregister" : "close"

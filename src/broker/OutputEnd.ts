@@ -44,7 +44,7 @@ import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { carriesMessage, charsOf, isAnswer, isControl, isMessage, isStranded, isStrandedControl } from "./OutboundItems.ts"
 import { uncountParkedMail } from "./ParkedOrder.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type Written } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type Written } from "./Peer.ts"
 
 /** What the close and takeover side asks of Output, the owner of the state it changes. */
 export interface OutputSide {
@@ -54,9 +54,10 @@ export interface OutputSide {
    * Takes output that can no longer be written where it was queued (MailDelivery): mail, notices, control
    * frames; true when it went to its session's live connection (kept with a takeover's hold there included).
    * `refusedBy`: a control it cannot give there now is kept for the client instance it was written to, if
-   * its rule allows, holding the idle exit when that session left by a close (MailReturns.takeBack).
+   * its rule allows, holding the idle exit when that session left by a close; `cameBack`: its message, taken
+   * back with it and passed on to no one, which that instance must have read (MailReturns.takeBack).
    */
-  readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy) => boolean
+  readonly takeBack: (item: Returnable | ControlFrame, refusedBy?: LeftBy, cameBack?: OutboundMessage) => boolean
   /** `peer`'s outbox has room again: what waits for it tries again (OutputWrites.roomMade). */
   readonly roomMade: (peer: Peer) => void
   /** Queues `item` for `recipient` past its bounds, behind older mail of its sender (Output.forceEnqueue). */
@@ -176,9 +177,14 @@ export class OutputEnd {
    * (ControlFrame.ts, review ctlho): one whose message is not in this
    * hand-over (the old client confirmed it, or a base one's was written to
    * it) is kept for the return of the instance that read it
-   * (MailReturns.takeBack's `keepRefused`, KeptControls.ts); one whose
-   * message this hand-over took back and did not pass on (an ask that is
-   * over, dropped here) is dropped.
+   * (MailReturns.takeBack's `keepRefused`, KeptControls.ts); so is one whose
+   * message this hand-over took back and did not pass on (withdrawn, it is
+   * not the new instance's) when the instance it was written to read that
+   * message before (a cancelled copy given to its return: MailReturns'
+   * `readBy`; review revba BA3), and otherwise it is dropped (no client
+   * read it: an ask that is over, or mail still in the outbox). Kept for
+   * an instance only if it can register as itself again (it named itself:
+   * MailReturns' `keepRefused`, review revba BA1).
    *
    * `handed`: given when the session unregistered (Custody.handBack, no
    * `instance`): everything taken back is added to it, in order, and its
@@ -190,9 +196,9 @@ export class OutputEnd {
    */
   handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {
     const items = peer.outbox
-    // The record keys of the messages taken back in this hand-over, true for one that went on to `instance`:
-    // one map per takeover.
-    const forwarded = instance === undefined ? undefined : new Map<string, boolean>()
+    // The record keys of the messages taken back in this hand-over: true for one that went on to `instance`,
+    // the message itself for one that went nowhere. One map per takeover.
+    const forwarded = instance === undefined ? undefined : new Map<string, OutboundMessage | true>()
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -216,9 +222,10 @@ export class OutputEnd {
    * there. Such a control whose message is in `peer`'s write in progress
    * (a base client's: no custody, so no hold) waits for the close
    * (`Peer.controlsAtClose`): the new instance gets that message only if
-   * the socket never takes it. One whose message is not in this hand-over
-   * at all is kept for the instance that read it; any other is dropped.
-   * With `handed` (an
+   * the socket never takes it. Any other is kept for the instance it was
+   * written to if that one read its message — taken back here and gone
+   * nowhere, or not in this hand-over at all — and can register again
+   * (MailReturns.takeBack); dropped otherwise. With `handed` (an
    * `unregister`'s hand-back) the item is added to it, and a control is
    * left to the caller.
    */
@@ -226,7 +233,7 @@ export class OutputEnd {
     peer: Peer,
     item: Written,
     instance: Peer | undefined,
-    forwarded: Map<string, boolean> | undefined,
+    forwarded: Map<string, OutboundMessage | true> | undefined,
     handed?: Array<Written>
   ): void {
     if (instance === undefined || forwarded === undefined) {
@@ -236,16 +243,18 @@ export class OutputEnd {
     }
     if (!isControl(item)) {
       const went = this.side.takeBack(item)
-      if (isMessage(item)) forwarded.set(item.mail.recordKey, went)
+      if (isMessage(item)) forwarded.set(item.mail.recordKey, went ? true : item)
       return
     }
-    if (forwarded.get(item.messageKey) === true || this.side.holds.holdOf(instance, item) !== undefined) {
+    const message = forwarded.get(item.messageKey)
+    if (message === true || this.side.holds.holdOf(instance, item) !== undefined) {
       this.side.takeBack(item)
     } else if (carriesMessage(peer.writer.inFlight?.returnable, item.messageKey)) (peer.controlsAtClose ??= []).push(item)
-    // Its message not here (the old client confirmed it, or a base one's was written to it): kept for the return of
-    // the instance that read it, as a parked control refused at a closed connection is (MailReturns.takeBack).
-    // Taken over, not left by `unregister`: kept so, it holds a memory broker's idle exit.
-    else if (!forwarded.has(item.messageKey)) this.side.takeBack(item, "close")
+    // Its message not here (the old client confirmed it, or a base one's was written to it), or here and gone nowhere
+    // (`message`: kept only if the instance it was written to read it before, review revba BA3): kept for the return
+    // of that instance, as a parked control refused at a closed connection is (MailReturns.takeBack). Taken over, not
+    // left by `unregister`: kept so, it holds a memory broker's idle exit.
+    else this.side.takeBack(item, "close", message)
   }
 
   /**
@@ -268,7 +277,7 @@ export class OutputEnd {
   private handOverParked(
     peer: Peer,
     instance: Peer | undefined,
-    forwarded: Map<string, boolean> | undefined,
+    forwarded: Map<string, OutboundMessage | true> | undefined,
     handed: Array<Written> | undefined
   ): void {
     const parked = peer.parked

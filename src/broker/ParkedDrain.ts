@@ -57,10 +57,11 @@
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
  *
- * Size note: about 410 lines; one concept (offering parked items in order),
+ * Size note: about 420 lines; one concept (offering parked items in order),
  * its rules documented where they are kept.
  */
 import { Deferred, Effect } from "effect"
+import type { ControlFrame } from "./ControlFrame.ts"
 import type { CustodyHolds } from "./CustodyHold.ts"
 import type { DepartureHolds } from "./DepartureHolds.ts"
 import type { ForcedOutput } from "./ForcedOutput.ts"
@@ -80,6 +81,9 @@ import type { ParkedControls } from "./ParkedControls.ts"
 import type { ParkedReplies } from "./ParkedReplies.ts"
 import { returnWaitOf, uncountParkedMail, waitsBehindParked, waitsForReturn } from "./ParkedOrder.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
+
+/** `ParkedDrain.dropControls`' answer when it took nothing: shared, so the common case allocates nothing. */
+const NONE_TAKEN: ReadonlyArray<readonly [Peer, ControlFrame]> = []
 
 /** What the drain uses of Output's and its parts' (see the module header). */
 export interface DrainSide {
@@ -345,10 +349,12 @@ export class ParkedDrain {
    * `entry` is no longer the oldest and offers the next (`offerParked`); a
    * list left empty is unparked as when its last item is offered
    * (`parkedOffered`). Slow path: a scan of the lists, on the close path of
-   * a message withdrawn on its way only.
+   * a message withdrawn on its way only. Returns what it took, each with the
+   * connection it was parked for (none: a shared empty array).
    */
-  dropControls(readers: ReadonlySet<Peer>, to: string, messageKey: string): void {
-    if (readers.size === 0) return
+  dropControls(readers: ReadonlySet<Peer>, to: string, messageKey: string): ReadonlyArray<readonly [Peer, ControlFrame]> {
+    let taken: Array<readonly [Peer, ControlFrame]> | undefined
+    if (readers.size === 0) return NONE_TAKEN
     for (const reader of [...readers]) {
       const parked = reader.parked
       let kept = 0
@@ -356,7 +362,11 @@ export class ParkedDrain {
         const entry = parked[i]!
         const item = entry[1]
         if (!isControl(item) || item.to !== to || item.messageKey !== messageKey) parked[kept++] = entry
-        else this.side.controls.left(item)
+        else {
+          this.side.controls.left(item)
+          taken ??= []
+          taken.push([entry[0], item])
+        }
       }
       if (kept === parked.length) continue
       parked.length = kept
@@ -365,6 +375,7 @@ export class ParkedDrain {
         if (this.side.unpark(reader)) this.side.feed.parkedOut(reader)
       }
     }
+    return taken ?? NONE_TAKEN
   }
 
   /** The reader's oldest parked item, or undefined when all of it fitted. */

@@ -18,6 +18,7 @@ import type { Mail } from "../store/records.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import type { PeerCustody } from "./Custody.ts"
 import type { CustodyHold } from "./CustodyHold.ts"
+import type { LeftBy } from "./MailReturns.ts"
 import type { WithheldDeparture } from "./MembershipFeed.ts"
 import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
@@ -130,10 +131,14 @@ export class Peer {
   /** When the connection (re)entered the unregistered state, for the registration timeout (P15). */
   unregisteredSince: number
   /**
-   * Closed with its session gone by `unregister` before (Registration.detach's `leftBy`): a control kept
-   * because this closed connection refused it then holds no memory broker's idle exit (Output.refusedBy).
+   * The session keys that left this connection by `unregister` (Registration's `onUnregister`), the newest
+   * MAX_UNREGISTERED, each taken out as its session registers here again (`registeredHere`): how the session a
+   * control is for left this connection, which says whether one kept because this connection refused it, or
+   * gave it back at its close, holds a memory broker's idle exit (Output.refusedBy, Registration.detach;
+   * review revba BA2: the connection's own state says how its LAST session left, not an earlier one's). A key
+   * let go past the bound reads as left by the close. Undefined until one does (most connections).
    */
-  closedUnregistered = false
+  private unregisteredKeys: Array<string> | undefined = undefined
   /** Extensions granted to this connection in `registered`. */
   features: ReadonlySet<string> = NO_FEATURES
   /**
@@ -318,7 +323,39 @@ export class Peer {
   get isClosing(): boolean {
     return Deferred.isDoneUnsafe(this.closing)
   }
+
+  /** The session `key` left this connection by `unregister` (`unregisteredKeys`). */
+  leftByUnregister(key: string): void {
+    const keys = (this.unregisteredKeys ??= [])
+    const at = keys.indexOf(key)
+    if (at !== -1) keys.splice(at, 1)
+    keys.push(key)
+    if (keys.length > MAX_UNREGISTERED) keys.shift()
+  }
+
+  /** The session `key` registered on this connection: it no longer left it by `unregister` (`unregisteredKeys`). */
+  registeredHere(key: string): void {
+    const keys = this.unregisteredKeys
+    if (keys === undefined) return
+    const at = keys.indexOf(key)
+    if (at !== -1) keys.splice(at, 1)
+  }
+
+  /**
+   * How the session `key` left this connection, as far as it knows: by `unregister` (`unregisteredKeys`), or
+   * otherwise by its close or a takeover.
+   */
+  leftBy(key: string): LeftBy {
+    return this.unregisteredKeys !== undefined && this.unregisteredKeys.includes(key) ? "unregister" : "close"
+  }
 }
+
+/**
+ * Session keys a connection remembers as gone by `unregister` (`Peer.unregisteredKeys`): a client registers one
+ * session at a time on a connection, and what the key decides (a refused or given-back control's hold on the idle
+ * exit) is over once its output there is; more than this cycled through one connection is no case to keep whole.
+ */
+const MAX_UNREGISTERED = 8
 
 const NO_FEATURES: ReadonlySet<string> = new Set()
 

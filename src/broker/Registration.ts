@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 550 lines, one concept — a session's coming and going. The
+ * Size: about 565 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -143,7 +143,7 @@ export class Registration {
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
   private readonly abandon: (peer: Peer) => ReadonlyArray<Written>
-  private readonly giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: LeftBy) => void
+  private readonly giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy) => void
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -164,14 +164,14 @@ export class Registration {
    *   again: its writing stops, and what its client was given and never confirmed or never got is
    *   returned, oldest first (Router.abandoned).
    * @param giveBack what a closed connection gives back goes where its session is now, a control
-   *   only with its message (MailReturns.giveBack), told how that session left the connection.
+   *   only with its message (MailReturns.giveBack), told how each session left the connection.
    */
   constructor(
     ctx: RouterContext,
     membership: Membership,
     signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
     abandon: (peer: Peer) => ReadonlyArray<Written>,
-    giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: LeftBy) => void
+    giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy) => void
   ) {
     this.ctx = ctx
     this.membership = membership
@@ -210,16 +210,15 @@ export class Registration {
     this.attached.delete(peer)
     this.unregistered.delete(peer)
     if (peer.state === "observing") this.observers--
-    // Its session left by `unregister` before this close (what stayed behind a base client's write in progress then).
-    const leftBy = peer.state === "unregistered" ? "unregister" : "close"
     const session = peer.session
-    peer.closedUnregistered = leftBy === "unregister"
     peer.state = "closed"
     peer.session = undefined
     if (session !== undefined) this.leave(session, false)
     // To another instance, if any (its own rejoin took this connection's at its register; after an `unregister`, not
-    // even its own): a control only with its message.
-    this.giveBack(unwritten, leftBy)
+    // even its own): a control only with its message. Each session's own way of leaving: one that left by
+    // `unregister` before this close (what stayed behind a base client's write in progress then) may be an earlier
+    // one than the session registered here last (review revba BA2).
+    this.giveBack(unwritten, (key) => peer.leftBy(key))
   }
 
   /**
@@ -417,6 +416,7 @@ export class Registration {
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
+    peer.registeredHere(session.key)
     peer.features = featureSet(features)
     peer.instanceId = instanceId
     // Before anything of the old connection's is taken back to this one: the returns it withholds move here.
@@ -482,6 +482,19 @@ export class Registration {
     return known === NOTHING_KNOWN ? undefined : known
   }
 
+  /**
+   * Whether the client instance `instance`, which held `live`'s id before `live` (another instance) did, can
+   * register as itself again: a holder of the id known here (ClientInstances, noted as it was taken over or
+   * left) that named itself (`rejoin-v1`'s `instanceId`), which its register with that `instanceId` continues
+   * (`takenBack`, `returningInstance`). A base client's instance never can once another holds the id: a
+   * takeover by a client with no `instanceId` is a new instance, and a registration with none continues
+   * only the id's last holder, which `live` is now and will be as it leaves — so a control kept for it would
+   * wait for no one (MailReturns' `keepRefused`; review revba BA1). Nor can one the bounds let go.
+   */
+  mayReturn(live: Session, instance: SessionInstance): boolean {
+    return this.clientInstances.of(live.scopeKey, live.id).some((known) => known.instance === instance && known.instanceId !== undefined)
+  }
+
   /** Notes `holder`'s client instance as it stops holding its id, taken over by `taker` (not its own rejoin). */
   private takenOverBy(holder: Session, taker: Session): void {
     if (holder.instance === taker.instance || this.takenOverElsewhere.has(holder)) return
@@ -510,7 +523,10 @@ export class Registration {
   private onUnregister(peer: Peer): void {
     const session = peer.session
     peer.session = undefined
-    if (session !== undefined) this.leave(session, true)
+    if (session !== undefined) {
+      peer.leftByUnregister(session.key)
+      this.leave(session, true)
+    }
     peer.state = "unregistered"
     peer.unregisteredSince = this.ctx.now()
     this.admitUnregistered(peer)

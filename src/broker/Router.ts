@@ -269,7 +269,7 @@ export class Router {
   ) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
-    const output = new Output((item, refusedBy) => mail.takeBack(item, refusedBy), {
+    const output = new Output((item, refusedBy, cameBack) => mail.takeBack(item, refusedBy, cameBack), {
       collect: (peer, items, out, departures, rejoins) => membership.collect(peer, items, out, departures, rejoins),
       taken: (peer) => membership.taken(peer),
       parkedOut: (reader) => membership.holds.parkedOut(reader),
@@ -348,7 +348,7 @@ export class Router {
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
       askLost: (messageKey, deadline, at) => asks.askLost(messageKey, deadline, at)
-    })
+    }, (live, instance) => registration.mayReturn(live, instance))
     const receipts = new Receipts(
       ctx,
       mail,
@@ -407,7 +407,7 @@ export class Router {
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
     const custody = new Custody(ctx, (items, custody) => mail.unconfirmed(items, custody), {
-      giveBack: (items) => mail.giveBack(items, "unregister"),
+      giveBack: (items) => mail.giveBack(items, () => "unregister"),
       controlsHandedBack: (controls, items) => mail.controlsHandedBack(controls, items)
     })
     registration.observe(custody.hooks)

@@ -120,11 +120,16 @@ export const controlWorld = (
       /**
        * Registers a base session `sessionId` on a new connection (id 100 on, clear of `registerB`'s), with
        * `session` fields over the defaults, its writes completing at once — or, `stuckable`, never once `stick`
-       * was called (as b-1's).
+       * was called (as b-1's); `frame`: register fields over the defaults (`features`, `instanceId`).
        */
-      registerOther: (sessionId: string, session: Readonly<Record<string, unknown>> = {}, stuckable = false): Peer => {
+      registerOther: (
+        sessionId: string,
+        session: Readonly<Record<string, unknown>> = {},
+        stuckable = false,
+        frame: Readonly<Record<string, unknown>> = {}
+      ): Peer => {
         const peer = connect(nextOther++, stuckable)
-        batch(peer, [registerFrame({ sessionId, session })])
+        batch(peer, [registerFrame({ sessionId, session, frame })])
         return peer
       },
       /** Registers `d` again on a new connection. */
