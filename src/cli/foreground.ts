@@ -24,6 +24,7 @@ import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { checkAgentDirOrExit } from "./agentDirReport.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
+import { sqliteMissingMessage } from "../config/nodeSqlite.ts"
 import { ignoreStdioErrors } from "./logging.ts"
 import { resolveProcessPaths } from "./paths.ts"
 import { scopedWithGrace } from "./shutdown.ts"
@@ -64,10 +65,7 @@ export const reportError = (error: { readonly message: string }): Effect.Effect<
  * Asked of `module.isBuiltin`, which does not load the module.
  */
 export const sqliteMissing = (isBuiltin: (id: string) => boolean, nodeVersion: string): string | undefined =>
-  isBuiltin("node:sqlite")
-    ? undefined
-    : `The intercom broker needs node:sqlite, which this Node.js (${nodeVersion}) does not provide. ` +
-      `Upgrade Node.js to 22.19 or later, the versions effect-intercom supports.`
+  isBuiltin("node:sqlite") ? undefined : sqliteMissingMessage("The intercom broker", nodeVersion)
 
 /** The socket path, and why it is not `<intercomDir>/broker.sock` when it is not. */
 export const describeSocket = (paths: IntercomPaths): string =>

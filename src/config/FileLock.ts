@@ -48,6 +48,10 @@ import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import type { DatabaseSync } from "node:sqlite"
 import { errorCode, errorMessage } from "./errno.ts"
+import { requireNodeSqlite } from "./nodeSqlite.ts"
+
+/** Who needs `node:sqlite` here, for the message where this Node.js has none. */
+const LOCK_NEEDS = "The lock of an intercom file"
 
 /**
  * A live process — maybe a frozen one, maybe this one — holds the lock.
@@ -89,30 +93,11 @@ const sqliteCode = (error: unknown): number | undefined =>
 
 
 /**
- * `node:sqlite`, loaded synchronously and without the one-time
- * "ExperimentalWarning: SQLite is an experimental feature" line that Node 22
- * prints on stderr when the module is first loaded (a broker's stderr is its
- * log, a client's is its user's terminal). Other warnings pass through.
- */
-const loadSqlite = (): typeof import("node:sqlite") => {
-  const emitWarning = process.emitWarning
-  process.emitWarning = (warning: string | Error, ...rest: Array<unknown>): void => {
-    if (String(warning).includes("SQLite is an experimental feature")) return
-    Reflect.apply(emitWarning, process, [warning, ...rest])
-  }
-  try {
-    return process.getBuiltinModule("node:sqlite")
-  } finally {
-    process.emitWarning = emitWarning
-  }
-}
-
-/**
  * Opens (creating it 0600 if needed) the lock file and takes the exclusive lock; throws SQLite's error.
  * `betweenOpenAndLock` runs after the open, before the lock (a test's way into that window).
  */
 const lock = (file: string, probeGraceMs: number, betweenOpenAndLock?: () => void): DatabaseSync => {
-  const { DatabaseSync } = loadSqlite()
+  const { DatabaseSync } = requireNodeSqlite(LOCK_NEEDS)
   const previous = process.umask(0o177)
   let db: DatabaseSync
   try {
@@ -300,7 +285,7 @@ export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
     if (!fs.existsSync(file)) return false // nothing to lock: no holder has run here yet
     let db: DatabaseSync | undefined
     try {
-      db = new (loadSqlite().DatabaseSync)(file, { readOnly: true })
+      db = new (requireNodeSqlite(LOCK_NEEDS).DatabaseSync)(file, { readOnly: true })
       db.exec("BEGIN")
       db.prepare("SELECT count(*) FROM sqlite_master").get() // a shared lock: refused while someone holds it
       return false

@@ -38,13 +38,20 @@ import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
 import * as fs from "node:fs"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
+import * as NodeSqlite from "../config/nodeSqlite.ts"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
 import { isDamage, statementError, toSqlError } from "./SqliteFaults.ts"
 import { bindable, makeBatch, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
 import { makeStatementCache, MultipleStatements, type Prepared, prepareOne } from "./StatementCache.ts"
 
-/** The `node:sqlite` module. */
-export type SqliteModule = typeof import("node:sqlite")
+/** The `node:sqlite` module (src/config/nodeSqlite.ts). */
+export type SqliteModule = NodeSqlite.SqliteModule
+
+/**
+ * `node:sqlite`, loaded without Node 22's one-time experimental warning;
+ * `undefined` when Node has no such module (src/config/nodeSqlite.ts).
+ */
+export const loadNodeSqlite = NodeSqlite.loadNodeSqlite
 
 /** Pages written to the WAL before SQLite checkpoints it into the database file (and fsyncs both). */
 export const WAL_AUTOCHECKPOINT_PAGES = 10_000
@@ -95,27 +102,6 @@ export const DRIVER = "node-sqlite-builtin"
  */
 export const DEFAULT_BUSY_TIMEOUT_MS = 100
 const DEFAULT_STATEMENT_CACHE_SIZE = 256
-
-/**
- * `node:sqlite`, loaded synchronously and without the one-time
- * "ExperimentalWarning: SQLite is an experimental feature" line Node 22
- * prints when the module is first loaded. `undefined` when Node has no such
- * module (before 22.5, or 22.5–22.12 without `--experimental-sqlite`).
- */
-export const loadNodeSqlite = (): SqliteModule | undefined => {
-  const emitWarning = process.emitWarning
-  process.emitWarning = (warning: string | Error, ...rest: Array<unknown>): void => {
-    if (String(warning).includes("SQLite is an experimental feature")) return
-    Reflect.apply(emitWarning, process, [warning, ...rest])
-  }
-  try {
-    return typeof process.getBuiltinModule === "function" ? process.getBuiltinModule("node:sqlite") : undefined
-  } catch {
-    return undefined
-  } finally {
-    process.emitWarning = emitWarning
-  }
-}
 
 /** Rows as plain objects (node:sqlite returns null-prototype ones). */
 const plainRows = (rows: ReadonlyArray<Record<string, unknown>>): Array<Record<string, unknown>> => {

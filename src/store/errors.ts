@@ -14,6 +14,7 @@
  */
 import { Data } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { sqliteMissingMessage } from "../config/nodeSqlite.ts"
 import { causeText } from "../protocol/causeText.ts"
 
 /** `node:sqlite` cannot be loaded: this Node.js is too old (or started without it). */
@@ -21,8 +22,7 @@ export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
   readonly nodeVersion: string
 }> {
   override get message(): string {
-    return `The durable store needs node:sqlite, which this Node.js (${this.nodeVersion}) does not provide. ` +
-      `Upgrade Node.js to 22.19 or later, the versions effect-intercom supports.`
+    return sqliteMissingMessage("The durable store", this.nodeVersion)
   }
 }
 
