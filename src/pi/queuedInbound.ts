@@ -24,9 +24,12 @@
  * `deliver` for them yet, so one may come just before pi is handed the message
  * it names). The next hand-off of that key settles such a withdrawal: applied
  * to a message handed over with a turn, dropped for one handed over without
- * (already rendered withdrawn). Any other withdrawal — of a message already in
- * the model's context, or never handed over here — is dropped at once: a later
- * message reusing its (sender, id) is a new one, never shown withdrawn. Each
+ * (already rendered withdrawn); so does that key's `message_end` (the control
+ * was read after pi had the message, before the hand-off let it go). Any other
+ * withdrawal — of a message already in the model's context, or never handed
+ * over with a turn here — is dropped at once, and the host saves nothing for
+ * it (`withdrawn` says so): a later message reusing its (sender, id) is a new
+ * one, never shown withdrawn. Each
  * map keeps its newest `QUEUED_KEPT`: a message pi dropped from its queue (Esc)
  * never enters, and is handed over again when the run settles (a new entry for
  * its key).
@@ -84,13 +87,15 @@ export interface QueuedInbound {
   /**
    * The host's journal was told its sender withdrew the message `messageId`
    * of `fromId` (P73) by `action`: the session tells it for every withdrawal
-   * of a message its agent's history may not hold yet — one still in the
-   * hand-off (`waiting`), or a steer or follow-up the host took, which may
-   * have entered the model's context already. Kept for a message watched
-   * here (handed over with a turn, not entered yet) and, when `waiting`, until
-   * that message's next hand-off; otherwise dropped.
+   * it reads of a message it received — one still in the hand-off
+   * (`waiting`), or one the host took, which may have entered the model's
+   * context already. Kept for a message watched here (handed over with a
+   * turn, not entered yet) and, when `waiting`, until that message's next
+   * hand-off; otherwise dropped. True when kept: the message may still enter
+   * the model's context, so the withdrawal is worth saving; false for one
+   * already there, or never handed over with a turn here.
    */
-  readonly withdrawn: (fromId: string, messageId: string, action: MessageControl["action"], waiting?: boolean) => void
+  readonly withdrawn: (fromId: string, messageId: string, action: MessageControl["action"], waiting: boolean) => boolean
   /**
    * pi's `message_end` of a custom message: for an `intercom_message` handed
    * over here and withdrawn since, what it enters as; otherwise undefined
@@ -137,24 +142,31 @@ export const makeQueuedInbound = (): QueuedInbound => {
       keep(queued, key, { inbound, withdrawn })
     },
     handedWithoutTurn: (inbound) => {
-      handingOff.delete(keyOfInbound(inbound))
+      const key = keyOfInbound(inbound)
+      handingOff.delete(key)
+      // A copy handed over with a turn earlier (dropped from pi's queue by Esc) is replaced by this one, which enters as it is.
+      queued.delete(key)
     },
     notHanded: (inbound) => {
       const key = keyOfInbound(inbound)
       if (queued.get(key)?.inbound === inbound) queued.delete(key)
     },
-    withdrawn: (fromId, messageId, action, waiting = false) => {
+    withdrawn: (fromId, messageId, action, waiting) => {
       const key = keyOf(fromId, messageId)
       const watched = queued.get(key)
       if (watched !== undefined) watched.withdrawn = action
       // In the hand-off: pi may be handed it next (a copy pi dropped from its queue, handed over again, too).
       if (waiting) keep(handingOff, key, action)
+      return watched !== undefined || waiting
     },
     entering: (message) => {
       if (message.customType !== MESSAGE_TYPE) return undefined
       const delivered = deliveredMessage(message.details)
       if (delivered === undefined) return undefined
       const key = keyOf(delivered.from, delivered.messageId)
+      // A withdrawal reported `waiting` once pi had this message already (the hand-off had not let it go yet) was
+      // for this one: it must not mark a later message reusing the key (review revbd BD1).
+      handingOff.delete(key)
       const watched = queued.get(key)
       if (watched === undefined) return undefined
       queued.delete(key)
