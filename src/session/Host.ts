@@ -195,12 +195,21 @@ export interface InboundJournal {
    * already: src/pi/queuedInbound.ts). `waiting`: the session's hand-off
    * still held the message when the control was read — it may be about to
    * hand it over (live, then), or may have just handed it over; else the host
-   * took it, and its agent may have read it already. Optional:
+   * took it, and its agent may have read it already. `prepared`, when
+   * `waiting`: what the hand-off last prepared the message as — the very
+   * `Inbound` it gave `deliver`, if an attempt is in progress, which may have
+   * handed it over already. Optional:
    * without it, a withdrawal lasts only as long as its generation, and a
    * message a later one restores is handed over live.
    */
   readonly withdrawn?:
-    | ((fromId: string, messageId: string, action: MessageControl["action"], waiting: boolean) => Effect.Effect<void, unknown>)
+    | ((
+      fromId: string,
+      messageId: string,
+      action: MessageControl["action"],
+      waiting: boolean,
+      prepared: Inbound | undefined
+    ) => Effect.Effect<void, unknown>)
     | undefined
   /**
    * The messages the agent's history already holds, oldest first. A new

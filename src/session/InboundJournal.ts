@@ -27,7 +27,7 @@
  */
 import { Effect, Schema } from "effect"
 import { DeliveryModeField, Message, type MessageControl, SessionInfo } from "../protocol/frames.ts"
-import type { HandledMessage, InboundJournal, JournalRecord } from "./Host.ts"
+import type { HandledMessage, Inbound, InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
 /**
@@ -91,12 +91,14 @@ export interface JournalKeeper {
    * may not hold yet. Told to the journal when it keeps withdrawals, which
    * saves it unless its agent has the message already (a failure is logged,
    * never fatal); a steered one is handed over withdrawn if cleared.
+   * `prepared`: what the hand-off last prepared it as, when `waiting`.
    */
   readonly withdrawn: (
     fromId: string,
     messageId: string,
     action: MessageControl["action"],
-    waiting: boolean
+    waiting: boolean,
+    prepared: Inbound | undefined
   ) => Effect.Effect<void>
 }
 
@@ -211,7 +213,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         )
       )
     }),
-    withdrawn: (fromId, messageId, action, waiting) =>
+    withdrawn: (fromId, messageId, action, waiting, prepared) =>
       Effect.suspend(() => {
         const key = keyOf(fromId, messageId)
         if (steered.has(key)) withdrawals.set(key, action)
@@ -220,7 +222,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         // hand-off letting a message go and `taken` finds it neither (review revbd BD2, BD3). The host knows
         // whether its agent has the message already, and saves nothing then (src/pi/queuedInbound.ts).
         if (save === undefined) return Effect.void
-        return save(fromId, messageId, action, waiting).pipe(
+        return save(fromId, messageId, action, waiting, prepared).pipe(
           Effect.catchCause((cause) =>
             Effect.logWarning(
               `Intercom could not save that message ${messageId} was withdrawn; a later session may hand it over live`,

@@ -7,9 +7,9 @@
  * the keeper (after the hand-off let the message go: neither waiting nor
  * steered yet, review revbd BD3), after `taken` for an idle session's trigger
  * (not counted as steered, review revbd BD2), and inside `deliver` just after
- * pi was handed the message (still `waiting`, review revbd BD1). Each enters
- * marked withdrawn and is saved; a later live message reusing its (sender, id)
- * enters live.
+ * pi was handed the message (the hand-off still reports it `waiting`, with the
+ * `Inbound` it gave pi, review revbd BD1). Each enters marked withdrawn and is
+ * saved; a later live message reusing its (sender, id) enters live.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -50,15 +50,15 @@ const run = (live: Inbound, readAt: ReadAt, later: Inbound) =>
       checkpoint: () => Effect.void,
       undelivered: Effect.succeed([record]),
       // src/pi/host.ts: the `intercom_withdrawn` entry is appended only when QueuedInbound keeps the withdrawal.
-      withdrawn: (fromId, messageId, action, waiting) =>
+      withdrawn: (fromId, messageId, action, waiting, prepared) =>
         Effect.sync(() => {
-          if (queued.withdrawn(fromId, messageId, action, waiting)) saved.push(`${messageId}/${action}`)
+          if (queued.withdrawn(fromId, messageId, action, waiting, prepared)) saved.push(`${messageId}/${action}`)
         })
     })
     let handoff: HostHandoff | undefined
     const control = Effect.suspend(() => {
-      const waiting = handoff?.withdraw(B.id, live.message.id, "cancel") ?? false
-      return keeper.withdrawn(B.id, live.message.id, "cancel", waiting)
+      const found = handoff?.withdraw(B.id, live.message.id, "cancel")
+      return keeper.withdrawn(B.id, live.message.id, "cancel", found?.waiting ?? false, found?.prepared)
     })
     const prepared = [live, later]
     let taken = 0
@@ -102,7 +102,7 @@ describe("a withdrawal read after pi was handed the message, before it entered",
       assert.deepStrictEqual(result, { first: "cancel", second: undefined, saved: ["t-1/cancel"] })
     }))
 
-  it.effect("a steer whose control is read in `deliver` (still waiting) enters withdrawn; a later one of its id enters live", () =>
+  it.effect("a steer whose control is read in `deliver`, after pi had it, enters withdrawn; a later one of its id enters live", () =>
     Effect.gen(function*() {
       const result = yield* run(inbound("d-1", "steer"), "inDeliver", inbound("d-1", "steer"))
       assert.deepStrictEqual(result, { first: "cancel", second: undefined, saved: ["d-1/cancel"] })

@@ -36,7 +36,7 @@ describe("makeJournalKeeper: cleared", () => {
         withdrawn: (fromId, messageId, action) => Effect.sync(() => void saves.push(`${fromId}/${messageId}/${action}`))
       })
       keeper.taken(context, true)
-      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false, undefined)
       assert.deepStrictEqual(
         (yield* keeper.cleared).map((again) => [again.context.message.id, again.withdrawn]),
         [[context.message.id, "cancel"]]
@@ -52,9 +52,9 @@ describe("makeJournalKeeper: cleared", () => {
         undelivered: Effect.succeed([record]),
         withdrawn: (_fromId, messageId, _action, waiting) => Effect.sync(() => void saves.push(`${messageId}/${waiting}`))
       })
-      yield* keeper.withdrawn(A_ID, "waiting-1", "cancel", true)
+      yield* keeper.withdrawn(A_ID, "waiting-1", "cancel", true, undefined)
       keeper.taken(context, true)
-      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false, undefined)
       assert.deepStrictEqual(saves, ["waiting-1/true", `${context.message.id}/false`])
     }))
 
@@ -69,7 +69,7 @@ describe("makeJournalKeeper: cleared", () => {
       keeper.taken(context, false)
       // The host's agent may not have it yet (pi holds a trigger back while a run settles): the host decides
       // whether to save it, and saves nothing for a message its agent has (test/pi/queuedInbound.test.ts).
-      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false)
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false, undefined)
       assert.deepStrictEqual(saves, [`${A_ID}/${context.message.id}/false`])
       assert.deepStrictEqual(yield* keeper.cleared, [], "not steered: the settle hands nothing over again")
     }))
