@@ -174,11 +174,13 @@ export const makePiHost = (input: {
           (instance) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record, instance)))
         ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
-      withdrawn: (fromId, messageId, action, waiting) =>
-        Effect.andThen(
+      withdrawn: (fromId, messageId, action, waiting, prepared) =>
+        Effect.suspend(() =>
           // Still in pi's queue (or about to be), it enters the model's context marked withdrawn (queuedInbound.ts).
-          Effect.sync(() => input.queued.withdrawn(fromId, messageId, action, waiting)),
-          access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
+          // Saved only then: a message the model has already is never shown withdrawn, in this session or a later one.
+          input.queued.withdrawn(fromId, messageId, action, waiting, prepared)
+            ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
+            : Effect.void
         ),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },

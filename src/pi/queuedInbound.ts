@@ -24,9 +24,12 @@
  * `deliver` for them yet, so one may come just before pi is handed the message
  * it names). The next hand-off of that key settles such a withdrawal: applied
  * to a message handed over with a turn, dropped for one handed over without
- * (already rendered withdrawn). Any other withdrawal — of a message already in
- * the model's context, or never handed over here — is dropped at once: a later
- * message reusing its (sender, id) is a new one, never shown withdrawn. Each
+ * (already rendered withdrawn). One the hand-off reports for a message pi was
+ * handed already (the hand-off had not let it go yet) is not waiting. Any
+ * other withdrawal — of a message already in the model's context, or never handed
+ * over with a turn here — is dropped at once, and the host saves nothing for
+ * it (`withdrawn` says so): a later message reusing its (sender, id) is a new
+ * one, never shown withdrawn. Each
  * map keeps its newest `QUEUED_KEPT`: a message pi dropped from its queue (Esc)
  * never enters, and is handed over again when the run settles (a new entry for
  * its key).
@@ -84,13 +87,24 @@ export interface QueuedInbound {
   /**
    * The host's journal was told its sender withdrew the message `messageId`
    * of `fromId` (P73) by `action`: the session tells it for every withdrawal
-   * of a message its agent's history may not hold yet — one still in the
-   * hand-off (`waiting`), or a steer or follow-up the host took, which may
-   * have entered the model's context already. Kept for a message watched
-   * here (handed over with a turn, not entered yet) and, when `waiting`, until
-   * that message's next hand-off; otherwise dropped.
+   * it reads of a message it received — one still in the hand-off
+   * (`waiting`), or one the host took, which may have entered the model's
+   * context already. Kept for a message watched here (handed over with a
+   * turn, not entered yet) and, when `waiting`, until that message's next
+   * hand-off; otherwise dropped. `prepared`: what the hand-off last prepared
+   * it as, when `waiting` — if pi was handed that already (`deliver` returned,
+   * the hand-off has not let it go yet), it is not waiting. True when kept:
+   * the message may still enter the model's context, so the withdrawal is
+   * worth saving; false for one already there, or never handed over with a
+   * turn here.
    */
-  readonly withdrawn: (fromId: string, messageId: string, action: MessageControl["action"], waiting?: boolean) => void
+  readonly withdrawn: (
+    fromId: string,
+    messageId: string,
+    action: MessageControl["action"],
+    waiting: boolean,
+    prepared: Inbound | undefined
+  ) => boolean
   /**
    * pi's `message_end` of a custom message: for an `intercom_message` handed
    * over here and withdrawn since, what it enters as; otherwise undefined
@@ -128,27 +142,41 @@ export const makeQueuedInbound = (): QueuedInbound => {
   const queued = new Map<string, Watched>()
   /** Withdrawals of messages in the session's hand-off, until that message's hand-off to pi. */
   const handingOff = new Map<string, MessageControl["action"]>()
+  /**
+   * The hand-off's messages pi was handed (with a turn or without): a withdrawal the hand-off reports `waiting`
+   * for one of them came after pi had it (review revbd BD1). Weak: forgotten with the hand-off's entry.
+   */
+  const handedToPi = new WeakSet<Inbound>()
   const keyOfInbound = (inbound: Inbound): string => keyOf(inbound.from.id, inbound.message.id)
   return {
     handed: (inbound) => {
+      handedToPi.add(inbound)
       const key = keyOfInbound(inbound)
-      const withdrawn = handingOff.get(key)
+      // A copy pi dropped from its queue (Esc), handed over again, keeps the withdrawal that came for it there.
+      const withdrawn = handingOff.get(key) ?? queued.get(key)?.withdrawn
       handingOff.delete(key)
       keep(queued, key, { inbound, withdrawn })
     },
     handedWithoutTurn: (inbound) => {
-      handingOff.delete(keyOfInbound(inbound))
+      handedToPi.add(inbound)
+      const key = keyOfInbound(inbound)
+      handingOff.delete(key)
+      // A copy handed over with a turn earlier (dropped from pi's queue by Esc) is replaced by this one, which enters as it is.
+      queued.delete(key)
     },
     notHanded: (inbound) => {
       const key = keyOfInbound(inbound)
+      handedToPi.delete(inbound)
       if (queued.get(key)?.inbound === inbound) queued.delete(key)
     },
-    withdrawn: (fromId, messageId, action, waiting = false) => {
+    withdrawn: (fromId, messageId, action, waiting, prepared) => {
       const key = keyOf(fromId, messageId)
       const watched = queued.get(key)
       if (watched !== undefined) watched.withdrawn = action
-      // In the hand-off: pi may be handed it next (a copy pi dropped from its queue, handed over again, too).
-      if (waiting) keep(handingOff, key, action)
+      // In the hand-off, not handed to pi yet: pi may be handed it next (a copy pi dropped from its queue, too).
+      const ahead = waiting && (prepared === undefined || !handedToPi.has(prepared))
+      if (ahead) keep(handingOff, key, action)
+      return watched !== undefined || ahead
     },
     entering: (message) => {
       if (message.customType !== MESSAGE_TYPE) return undefined

@@ -186,19 +186,30 @@ export interface InboundJournal {
    */
   readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
   /**
-   * Saves that the sender of the checkpointed message `messageId` of `fromId`
-   * withdrew it (P73, `action`) before the agent's history held it;
-   * `undelivered` then returns its record with `withdrawn` set; a host may
-   * also mark such a message still waiting in its agent's queue (pi's
-   * extension does, src/pi/queuedInbound.ts). `waiting`: the host has not
-   * taken the message yet (`deliver` may still be about to hand it over
-   * live); else it is a steer or follow-up the host took, which its agent may
-   * have read already. Optional:
+   * The sender of the checkpointed message `messageId` of `fromId` withdrew
+   * it (P73, `action`): told for every withdrawal the session reads of a
+   * message it received. Saved when the agent's history may not hold the
+   * message yet, so that `undelivered` returns its record with `withdrawn`
+   * set; a host may also mark such a message still waiting in its agent's
+   * queue (pi's extension does, and saves nothing for one its model has
+   * already: src/pi/queuedInbound.ts). `waiting`: the session's hand-off
+   * still held the message when the control was read — it may be about to
+   * hand it over (live, then), or may have just handed it over; else the host
+   * took it, and its agent may have read it already. `prepared`, when
+   * `waiting`: what the hand-off last prepared the message as — the very
+   * `Inbound` it gave `deliver`, if an attempt is in progress, which may have
+   * handed it over already. Optional:
    * without it, a withdrawal lasts only as long as its generation, and a
    * message a later one restores is handed over live.
    */
   readonly withdrawn?:
-    | ((fromId: string, messageId: string, action: MessageControl["action"], waiting: boolean) => Effect.Effect<void, unknown>)
+    | ((
+      fromId: string,
+      messageId: string,
+      action: MessageControl["action"],
+      waiting: boolean,
+      prepared: Inbound | undefined
+    ) => Effect.Effect<void, unknown>)
     | undefined
   /**
    * The messages the agent's history already holds, oldest first. A new

@@ -94,9 +94,24 @@ export interface HostHandoff {
    * Its sender withdrew the message `messageId` of `fromId` (P73): if the
    * host has not taken it yet, it keeps `action` and its next attempt
    * prepares it again (`HandoffHooks.prepare`); an attempt in progress is
-   * left as it is. True when such a message was waiting.
+   * left as it is. Says whether such a message was waiting, and what it was
+   * last prepared as: an attempt in progress may have handed that to the host
+   * already (`deliver` returned, the hand-off has not let the message go yet).
    */
-  readonly withdraw: (fromId: string, messageId: string, action: MessageControl["action"]) => boolean
+  readonly withdraw: (fromId: string, messageId: string, action: MessageControl["action"]) => HandoffWithdrawal
+}
+
+/**
+ * What `HostHandoff.withdraw` found: `waiting`, the message was not taken yet
+ * (as far as the hand-off knows); `prepared`, what it was last prepared as,
+ * if it was.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HandoffWithdrawal {
+  readonly waiting: boolean
+  readonly prepared: Inbound | undefined
 }
 
 /**
@@ -263,10 +278,10 @@ export const makeHostHandoff = (
         }),
       withdraw: (fromId, messageId, action) => {
         const entry = byKey.get(keyOf(fromId, messageId))
-        if (entry === undefined) return false
+        if (entry === undefined) return { waiting: false, prepared: undefined }
         entry.withdrawn = action
         entry.stale = true
-        return true
+        return { waiting: true, prepared: entry.inbound }
       }
     }
   })

@@ -316,7 +316,7 @@ export const runInbound = (
           yield* generation.pendingChanged
         }
         // Read before the message was checkpointed: saved now, for a generation that restores it.
-        if (fresh !== undefined) yield* journal.withdrawn(from.id, message.id, fresh, true)
+        if (fresh !== undefined) yield* journal.withdrawn(from.id, message.id, fresh, true, undefined)
         yield* handoff.enqueue(context, withdrawn)
       })
 
@@ -378,9 +378,9 @@ export const runInbound = (
             tracker.askWithdrawn(from.id, messageId)
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
-            const waiting = handoff.withdraw(from.id, messageId, action)
+            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action)
             // Saved for a later generation that hands it over again (restored, or cleared from a busy agent's queue).
-            yield* journal.withdrawn(from.id, messageId, action, waiting)
+            yield* journal.withdrawn(from.id, messageId, action, waiting, prepared)
             yield* generation.pendingChanged
             yield* receipt(messageId, action === "cancel" ? "cancellation_requested" : "superseded")
           })

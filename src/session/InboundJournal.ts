@@ -27,7 +27,7 @@
  */
 import { Effect, Schema } from "effect"
 import { DeliveryModeField, Message, type MessageControl, SessionInfo } from "../protocol/frames.ts"
-import type { HandledMessage, InboundJournal, JournalRecord } from "./Host.ts"
+import type { HandledMessage, Inbound, InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
 /**
@@ -86,17 +86,19 @@ export interface JournalKeeper {
   /** The agent's run settled: the steered and follow-up messages history still lacks, to hand over again. */
   readonly cleared: Effect.Effect<ReadonlyArray<Rehanded>>
   /**
-   * The sender withdrew a message (P73) the agent's history may not hold yet:
-   * one the host has not taken (`waiting`), or a steered or follow-up one it
-   * took. Saved with the journal when it keeps withdrawals (a failure is
-   * logged, never fatal); a steered one is handed over withdrawn if cleared.
-   * Nothing for a message the journal does not hold.
+   * The sender withdrew a message (P73) this generation received: one the
+   * host has not taken (`waiting`), or one it took, which its agent's history
+   * may not hold yet. Told to the journal when it keeps withdrawals, which
+   * saves it unless its agent has the message already (a failure is logged,
+   * never fatal); a steered one is handed over withdrawn if cleared.
+   * `prepared`: what the hand-off last prepared it as, when `waiting`.
    */
   readonly withdrawn: (
     fromId: string,
     messageId: string,
     action: MessageControl["action"],
-    waiting: boolean
+    waiting: boolean,
+    prepared: Inbound | undefined
   ) => Effect.Effect<void>
 }
 
@@ -211,13 +213,16 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         )
       )
     }),
-    withdrawn: (fromId, messageId, action, waiting) =>
+    withdrawn: (fromId, messageId, action, waiting, prepared) =>
       Effect.suspend(() => {
         const key = keyOf(fromId, messageId)
-        const wasSteered = steered.has(key)
-        if (wasSteered) withdrawals.set(key, action)
-        if (save === undefined || (!waiting && !wasSteered)) return Effect.void
-        return save(fromId, messageId, action, waiting).pipe(
+        if (steered.has(key)) withdrawals.set(key, action)
+        // Every withdrawal, not only of a message waiting or steered: a trigger the host took may not have entered
+        // its agent's context yet either (pi holds one back while a run settles), and a control read between the
+        // hand-off letting a message go and `taken` finds it neither (review revbd BD2, BD3). The host knows
+        // whether its agent has the message already, and saves nothing then (src/pi/queuedInbound.ts).
+        if (save === undefined) return Effect.void
+        return save(fromId, messageId, action, waiting, prepared).pipe(
           Effect.catchCause((cause) =>
             Effect.logWarning(
               `Intercom could not save that message ${messageId} was withdrawn; a later session may hand it over live`,

@@ -7,7 +7,12 @@
  * A withdrawal is kept only for a message watched here or one still in the
  * session's hand-off (`waiting`): a late one, or one of a message handed over
  * already withdrawn, never marks a later message reusing its (sender, id),
- * and such withdrawals never push out one that counts (review revaz AZ1, AZ2).
+ * and such withdrawals never push out one that counts (review revaz AZ1, AZ2);
+ * nor does one the hand-off reports `waiting` for the very message it had
+ * handed pi already, or one of a message handed over again without a turn;
+ * a copy dropped from pi's queue keeps its withdrawal when handed over again
+ * (review revbd BD1, BD5).
+ * `withdrawn` says whether the withdrawal is kept: the host saves only those.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
@@ -48,7 +53,7 @@ describe("QueuedInbound", () => {
     const queued = makeQueuedInbound()
     const ask = inbound("q-1", "followUp", true)
     queued.handed(ask)
-    queued.withdrawn(B.id, "q-1", "cancel")
+    queued.withdrawn(B.id, "q-1", "cancel", false, undefined)
     const entered = queued.entering(piMessage(ask))
     assert.deepStrictEqual(entered, {
       content: renderInbound(B, ask.message, false, "cancel"),
@@ -64,14 +69,14 @@ describe("QueuedInbound", () => {
     const queued = makeQueuedInbound()
     const steered = inbound("m-2", "steer")
     queued.handed(steered)
-    queued.withdrawn(B.id, "m-2", "supersede")
+    queued.withdrawn(B.id, "m-2", "supersede", false, undefined)
     assert.include(queued.entering(piMessage(steered))?.content ?? "", "Withdrawn: B replaced this message with a later one")
   })
 
   it("a withdrawal noted while the message was in the hand-off, just before pi was handed it, still applies when it enters", () => {
     const queued = makeQueuedInbound()
     const steered = inbound("m-3", "steer")
-    queued.withdrawn(B.id, "m-3", "cancel", true)
+    queued.withdrawn(B.id, "m-3", "cancel", true, undefined)
     queued.handed(steered)
     assert.strictEqual(queued.entering(piMessage(steered))?.details.withdrawn, "cancel")
   })
@@ -82,7 +87,7 @@ describe("QueuedInbound", () => {
     queued.handed(live)
     assert.isUndefined(queued.entering(piMessage(live)))
     // The model has it; the session still tells the journal (a follow-up it took, in `steered` until the run settles).
-    queued.withdrawn(B.id, "m-4", "cancel")
+    queued.withdrawn(B.id, "m-4", "cancel", false, undefined)
     const again = inbound("m-4", "steer")
     queued.handed(again)
     assert.isUndefined(queued.entering(piMessage(again)), "a new message of the same (sender, id) enters live")
@@ -91,7 +96,7 @@ describe("QueuedInbound", () => {
   it("a withdrawal of a message handed over already withdrawn (without a turn) does not mark a later live one of its id", () => {
     const queued = makeQueuedInbound()
     // Inbound.ts handOver: read before the message came, saved with `waiting`, then handed over passive.
-    queued.withdrawn(B.id, "m-6", "supersede", true)
+    queued.withdrawn(B.id, "m-6", "supersede", true, undefined)
     queued.handedWithoutTurn(inbound("m-6", "passive"))
     const live = inbound("m-6", "steer")
     queued.handed(live)
@@ -100,7 +105,7 @@ describe("QueuedInbound", () => {
 
   it("a withdrawal of a message neither watched nor in the hand-off is dropped: a later live one of its id is left as it is", () => {
     const queued = makeQueuedInbound()
-    queued.withdrawn(B.id, "m-7", "supersede")
+    queued.withdrawn(B.id, "m-7", "supersede", false, undefined)
     const live = inbound("m-7", "steer")
     queued.handed(live)
     assert.isUndefined(queued.entering(piMessage(live)))
@@ -110,8 +115,8 @@ describe("QueuedInbound", () => {
     const queued = makeQueuedInbound()
     const waiting = inbound("w-1", "steer")
     queued.handed(waiting)
-    queued.withdrawn(B.id, "w-1", "cancel")
-    for (let i = 0; i < QUEUED_KEPT; i++) queued.withdrawn(B.id, `old-${i}`, "cancel")
+    queued.withdrawn(B.id, "w-1", "cancel", false, undefined)
+    for (let i = 0; i < QUEUED_KEPT; i++) queued.withdrawn(B.id, `old-${i}`, "cancel", false, undefined)
     assert.strictEqual(queued.entering(piMessage(waiting))?.details.withdrawn, "cancel")
   })
 
@@ -120,7 +125,7 @@ describe("QueuedInbound", () => {
     const refused = inbound("m-8", "steer")
     queued.handed(refused)
     queued.notHanded(refused)
-    queued.withdrawn(B.id, "m-8", "cancel")
+    queued.withdrawn(B.id, "m-8", "cancel", false, undefined)
     assert.isUndefined(queued.entering(piMessage(refused)))
   })
 
@@ -128,7 +133,7 @@ describe("QueuedInbound", () => {
     const queued = makeQueuedInbound()
     const mine = inbound("m-5", "steer")
     queued.handed(mine)
-    queued.withdrawn(B.id, "m-5", "cancel")
+    queued.withdrawn(B.id, "m-5", "cancel", false, undefined)
     const other = { ...mine, from: { ...B, id: "c0c0c0c0-1111-2222" } }
     assert.isUndefined(queued.entering(piMessage(other)))
     assert.isUndefined(queued.entering(piMessage(mine, "some_other_extension")))
@@ -136,13 +141,77 @@ describe("QueuedInbound", () => {
     assert.isDefined(queued.entering(piMessage(mine)), "ours is still rewritten")
   })
 
+  it("a withdrawal is kept, to be saved, only for a message watched or in the hand-off: not for one the model has already", () => {
+    const queued = makeQueuedInbound()
+    const live = inbound("k-1", "trigger")
+    queued.handed(live)
+    assert.isTrue(queued.withdrawn(B.id, "k-1", "cancel", false, undefined), "handed over with a turn, not entered: kept")
+    queued.entering(piMessage(live))
+    assert.isFalse(queued.withdrawn(B.id, "k-1", "cancel", false, undefined), "entered: the model has it, nothing to save")
+    assert.isFalse(queued.withdrawn(B.id, "k-2", "cancel", false, undefined), "never handed over with a turn here")
+    assert.isTrue(queued.withdrawn(B.id, "k-3", "cancel", true, undefined), "still in the hand-off: kept for its hand-off")
+  })
+
+  it("a withdrawal reported waiting after pi was handed the message marks it, and not a later live message of its id", () => {
+    const queued = makeQueuedInbound()
+    const first = inbound("r-1", "steer")
+    queued.handed(first)
+    // Read after `deliver` handed it to pi, before the hand-off let it go: the hand-off still says waiting.
+    queued.withdrawn(B.id, "r-1", "cancel", true, first)
+    assert.strictEqual(queued.entering(piMessage(first))?.details.withdrawn, "cancel")
+    const later = inbound("r-1", "steer")
+    queued.handed(later)
+    assert.isUndefined(queued.entering(piMessage(later)), "a later message reusing the id enters live")
+  })
+
+  it("a withdrawal reported waiting after pi was handed the message without a turn does not mark a later live one of its id", () => {
+    const queued = makeQueuedInbound()
+    const passive = inbound("r-2", "passive")
+    queued.handedWithoutTurn(passive)
+    assert.isFalse(queued.withdrawn(B.id, "r-2", "cancel", true, passive), "pi has it, passive: nothing to save")
+    const later = inbound("r-2", "steer")
+    queued.handed(later)
+    assert.isUndefined(queued.entering(piMessage(later)), "a later message reusing the id enters live")
+  })
+
+  it("a message the hand-off holds prepared but pi's sendMessage refused is still waiting for its next hand-off", () => {
+    const queued = makeQueuedInbound()
+    const refused = inbound("r-3", "steer")
+    queued.handed(refused)
+    queued.notHanded(refused)
+    assert.isTrue(queued.withdrawn(B.id, "r-3", "cancel", true, refused))
+    const again = inbound("r-3", "steer") // prepared again (the withdrawal made it stale), with a turn in this test
+    queued.handed(again)
+    assert.strictEqual(queued.entering(piMessage(again))?.details.withdrawn, "cancel")
+  })
+
+  it("a steer withdrawn in pi's queue and dropped from it (Esc) keeps its withdrawal when handed over again live", () => {
+    const queued = makeQueuedInbound()
+    queued.handed(inbound("x-1", "steer"))
+    // Read after the hand-off let it go, before the session counted it steered: the settle hands it over live.
+    queued.withdrawn(B.id, "x-1", "cancel", false, undefined)
+    const again = inbound("x-1", "steer")
+    queued.handed(again)
+    assert.strictEqual(queued.entering(piMessage(again))?.details.withdrawn, "cancel")
+  })
+
+  it("a copy handed over without a turn replaces one handed over with a turn earlier: a withdrawal after it entered marks nothing", () => {
+    const queued = makeQueuedInbound()
+    // Handed over as a steer, dropped from pi's queue by Esc, handed over again when the run settled: passive now.
+    queued.handed(inbound("e-1", "steer"))
+    const again = inbound("e-1", "passive")
+    queued.handedWithoutTurn(again)
+    assert.isFalse(queued.withdrawn(B.id, "e-1", "cancel", false, undefined), "the model has it: nothing to save")
+    assert.isUndefined(queued.entering(piMessage(again)), "it is left as it entered")
+  })
+
   it("keeps the newest QUEUED_KEPT handed-over messages: the oldest, never entered (cleared by Esc), is forgotten", () => {
     const queued = makeQueuedInbound()
     const first = inbound("m-0", "steer")
     queued.handed(first)
     for (let i = 1; i <= QUEUED_KEPT; i++) queued.handed(inbound(`m-${i}`, "steer"))
-    queued.withdrawn(B.id, "m-0", "cancel")
-    queued.withdrawn(B.id, `m-${QUEUED_KEPT}`, "cancel")
+    queued.withdrawn(B.id, "m-0", "cancel", false, undefined)
+    queued.withdrawn(B.id, `m-${QUEUED_KEPT}`, "cancel", false, undefined)
     assert.isUndefined(queued.entering(piMessage(first)))
     assert.isDefined(queued.entering(piMessage(inbound(`m-${QUEUED_KEPT}`, "steer"))))
   })
