@@ -219,8 +219,9 @@ const owedWait = (state: LedgerState, record: AskRecord): AskRecord["owedWait"] 
 
 /**
  * When the ask's own client last read the answer to a settling round trip,
- * on any of its connections, up to now (`AskRecord.settleAnsweredAt`);
- * undefined when it read none, or the client is not known.
+ * on any of its connections, since the ask started and up to now
+ * (`AskRecord.settleAnsweredAt`); undefined when it read none, or the
+ * client is not known.
  */
 const lastSettleAnswer = (state: LedgerState, record: AskRecord): number | undefined => {
   const client = record.client
@@ -228,7 +229,8 @@ const lastSettleAnswer = (state: LedgerState, record: AskRecord): number | undef
   let last: number | undefined
   for (const link of state.links.values()) {
     const at = link.settleAnsweredAt
-    if (link.client === client.key && at !== undefined && at <= state.now() && (last === undefined || at > last)) last = at
+    if (link.client !== client.key || at === undefined || at < record.startedAt || at > state.now()) continue
+    if (last === undefined || at > last) last = at
   }
   return last
 }

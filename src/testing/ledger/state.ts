@@ -385,8 +385,8 @@ export interface AskRecord {
   owedWait?: { readonly endedAt: number; readonly until: number } | undefined
   /**
    * For an ask that ended in a timeout: when its client last read the answer
-   * to a settling round trip, on any of its connections, by the time the
-   * wait ended (`LinkRecord.settleAnsweredAt`); undefined when it read none
+   * to a settling round trip, on any of its connections, since it started
+   * and by the time the wait ended (`LinkRecord.settleAnsweredAt`); undefined when it read none
    * or the ask's client is not known. The session routes the messages read
    * before that answer for at most the client's liveness timeout
    * (`routingHeld` in ledger/asks.ts).
