@@ -473,3 +473,83 @@ describe("Ledger: an ask that ended AskAnsweredElsewhere (reply-elsewhere-v1; an
     expect(replyReadByAnotherClient({ receivedV1: false, readAfter: true, endsElsewhere: true })).toHaveLength(1)
   })
 })
+
+/**
+ * A asks D through CLIENT_A on link #1 and reads the acknowledgement; D's
+ * reply is accepted and written to #1. A's client reads it `replyRead`
+ * (before its settling `list` at its deadline, or only after that list's
+ * answer), reads the answer, and A's wait ends in a timeout `endAfter` ms
+ * after that answer — the session routes what its client read before the
+ * answer for at most the liveness timeout (`settledReads`), so a wait that
+ * ends that long after it had the reply held behind a slow consumer (sim
+ * seed 3 of `--parked-flush --host-refusals --client-timings`). Returns
+ * what `answersAfterTimeout` reports.
+ */
+const replyReadThenSettled = (options: {
+  readonly endAfter: number
+  readonly replyRead?: "before the settle" | "after the answer"
+  readonly named?: boolean
+}): ReadonlyArray<string> => {
+  const { endAfter, named = true, replyRead = "before the settle" } = options
+  let now = 0
+  const ledger = new Ledger({ now: () => now })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: D, name: "d", scopeId: undefined })
+  ledger.linkOpened(1, A, CLIENT_A.key, 1)
+  ledger.linkOpened(2, D, "client-d", 1)
+  for (const [link, id, pid] of [[1, A, 1], [2, D, 4]] as const) {
+    const { id: _, ...session } = info(id, pid)
+    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    ledger.clientRead(link, [JSON.stringify({ type: "registered", sessionId: id })])
+  }
+  now = RECEIVED_AT
+  const alias = named ? ledger.askStarted(A, D, CLIENT_A) : ledger.askStarted(A, D)
+  const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
+  ledger.clientWrote(1, [ask])
+  ledger.brokerRead(1, [ask])
+  ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: question.id, delivery: "socket_delivered" })])
+  const answer = JSON.stringify({ type: "send", to: A, message: reply })
+  now = RECEIVED_AT + TIMEOUT_MS - 300
+  ledger.clientWrote(2, [answer])
+  ledger.brokerRead(2, [answer])
+  ledger.clientRead(2, [JSON.stringify({ type: "delivered", messageId: reply.id, delivery: "socket_delivered" })])
+  const replyFrame = JSON.stringify({ type: "message", from: info(D, 4), message: reply })
+  ledger.brokerWrote(1, [replyFrame])
+  if (replyRead === "before the settle") ledger.clientRead(1, [replyFrame])
+  const deadline = RECEIVED_AT + TIMEOUT_MS
+  now = deadline
+  ledger.clientWrote(1, [JSON.stringify({ type: "list", requestId: "settle", limit: 1, settle: true })])
+  const settled = JSON.stringify({ type: "sessions", requestId: "settle", sessions: [] })
+  ledger.brokerWrote(1, [settled])
+  if (replyRead === "after the answer") {
+    // Read out of the order written, 5 ms apart: what a broker answering the settle ahead of the reply would look like.
+    ledger.clientRead(1, [settled])
+    now = deadline + 5
+    ledger.clientRead(1, [replyFrame])
+  } else {
+    ledger.clientRead(1, [settled])
+  }
+  now = deadline + endAfter
+  ledger.askEnded(alias, "ReplyTimeout")
+  return ledger.answersAfterTimeout()
+}
+
+describe("Ledger: an ask whose reply its client read but its session had not routed within the bound (answer-after-timeout)", () => {
+  it("is not reported when the wait ended the liveness timeout after its settling answer, the reply read before that answer", () => {
+    expect(replyReadThenSettled({ endAfter: CLIENT_A.livenessTimeoutMs })).toEqual([])
+  })
+
+  it("is reported when the wait ended soon after the settling answer (the session routed what it read, and the reply was not taken)", () => {
+    const found = replyReadThenSettled({ endAfter: 40 })
+    expect(found).toHaveLength(1)
+    expect(found[0]).toContain("timed out, though the broker accepted")
+  })
+
+  it("is reported when the reply was read only after the settling answer, however long the wait went on", () => {
+    expect(replyReadThenSettled({ endAfter: CLIENT_A.livenessTimeoutMs, replyRead: "after the answer" })).toHaveLength(1)
+  })
+
+  it("is reported when the ask's client is not named (its liveness timeout unknown)", () => {
+    expect(replyReadThenSettled({ endAfter: CLIENT_A.livenessTimeoutMs, named: false })).toHaveLength(1)
+  })
+})

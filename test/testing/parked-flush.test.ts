@@ -17,11 +17,18 @@
  * seed 53031 of the same flags, whose A cancels m6 as C's parked flush is
  * written to C's new connection: C reads m6 there, the connection drops
  * before the control behind it, and C's client reads the control on its
- * next connection — heard, not `cancel-unheard` (helper sim53031).
+ * next connection — heard, not `cancel-unheard` (helper sim53031). And
+ * seeds 3 and 45 of `--parked-flush --host-refusals --client-timings`,
+ * whose D reads B's reply to its ask behind messages its host journal takes
+ * up to 1.5 s each to checkpoint: the session routes what was read before
+ * the settling answer for at most the liveness timeout, and the reply
+ * reaches D's session late by design, not an `answer-after-timeout`
+ * (helper simht).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { drawParkedFlush, type ParkedFlushDraw } from "../../src/testing/simulation/parkedFlush.ts"
+import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals } from "../../src/testing/Simulation.ts"
 import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
 import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
 
@@ -171,6 +178,46 @@ describe("a cancel acknowledged as its message was on its way, whose control rea
       assert.match(
         trace,
         /A's cancel of m6 acknowledged \(0 read\(s\)[\s\S]*C ← m6 from A[\s\S]*C's connection drops[\s\S]*C connected: link #15[\s\S]*C told m6 cancelled \(after 0 read\(s\) of it on this connection, 1 in all\)/,
+        trace
+      )
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("an ask whose reply its asker's client read behind messages its host journal checkpointed slowly (--parked-flush --host-refusals --client-timings, seeds 3 and 45)", () => {
+  // Seed 3: D asks B (3 s); B's reply m22 is written to D's link #19 at 128.077 s, 0.3 s before D's settling
+  // list is answered, but D's session is still checkpointing m11–m19 (0.1–1.5 s each, its host refusing some):
+  // the ask ends at the answer plus D's liveness timeout (2,231 ms), m22 not routed, and reaches D's host late.
+  // Seed 45: the same for D's ask1 and B's m29 (read 1.7 s before the answer; liveness timeout 3,001 ms). The
+  // ledger counted the asker as having heard the broker, and called both answer-after-timeout.
+  const run = (seed: number) =>
+    runWorkload(
+      { seed, hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals }, clientTimings: defaultClientTimingRanges, tolerate: ["takeover-late-write"] },
+      undefined,
+      { parkedFlush: true }
+    )
+
+  it.effect("seed 3: D's ask2 times out with m22 read and not routed within the bound, late by design, and the run passes", () =>
+    Effect.gen(function*() {
+      const report = yield* run(3)
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /D ask2 ended: ReplyTimeout[\s\S]*D ← m22 from B \(trigger\) "re: question 36 D→B"[\s\S]*ask2 of D timed out; m22, B's reply to it, read by its client on link #19 at 128077 ms, was not routed within its liveness timeout of the settling answer: late by design/,
+        trace
+      )
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+
+  it.effect("seed 45: D's ask1 times out with m29 read and not routed within the bound, late by design, and the run passes", () =>
+    Effect.gen(function*() {
+      const report = yield* run(45)
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /D ask1 ended: ReplyTimeout[\s\S]*D ← m29 from B \(trigger\) "re: question 8 D→B"[\s\S]*ask1 of D timed out; m29, B's reply to it, read by its client on link #11 at 10426 ms, was not routed within its liveness timeout of the settling answer: late by design/,
         trace
       )
       assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
