@@ -12,21 +12,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** What `peer` is written, its own parked output offered one by one. */
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
-
 /** The scenario of the header; `perTarget`: the mailbox's bytes per recipient. What b-1's return is written. */
 const scenario = (perTarget: number) =>
   Effect.gen(function*() {
@@ -44,7 +35,7 @@ const scenario = (perTarget: number) =>
       // each step offers one parked item
     }
     const back = w.registerB("b-1")
-    return { seen: drained(w, back), m1: m1.id }
+    return { seen: drainedSeen(w, back), m1: m1.id }
   })
 
 describe("a read message cancelled while its cancel is parked, given back with its session away", () => {

@@ -11,17 +11,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
-
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
+import { controlWorld as world, custodyFeatures, drainedSeen, parkedControl } from "../support/controlWorld.ts"
 
 describe("a parked cancel of a message its instance read, given back at an unregister", () => {
   it.effect("b-1's return gets the cancel of m1 exactly once", () =>
@@ -44,7 +35,7 @@ describe("a parked cancel of a message its instance read, given back at an unreg
       assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked at d's reader: the test checks nothing")
       w.closeAbandoned(w.b1)
       const back = w.registerB("b-1")
-      const seen = drained(w, back)
+      const seen = drainedSeen(w, back)
       assert.deepStrictEqual(seen.filter((s) => s.endsWith(m1.id)), [`message ${m1.id}`, `cancel ${m1.id}`])
     }))
 })

@@ -12,17 +12,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
-
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
+import { controlWorld as world, custodyFeatures, drainedSeen, parkedControl } from "../support/controlWorld.ts"
 
 describe("a parked cancel for an instance that never got a message another instance read", () => {
   it.effect("b-1's return gets no cancel of m1 (only b-0 read m1)", () =>
@@ -32,7 +23,7 @@ describe("a parked cancel for an instance that never got a message another insta
       const b0 = w.registerB("b-0")
       const m1 = message("m1")
       w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-      assert.include(drained(w, b0), `message ${m1.id}`, "b-0 was not written m1: the test sets up nothing")
+      assert.include(drainedSeen(w, b0), `message ${m1.id}`, "b-0 was not written m1: the test sets up nothing")
       w.closeAbandoned(b0)
       w.stick()
       w.batch(w.b1, [registerFrame({ sessionId: "b", frame: { features: custodyFeatures, instanceId: "b-1" } })])
@@ -47,7 +38,7 @@ describe("a parked cancel for an instance that never got a message another insta
       assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked at d's reader: the test checks nothing")
       w.closeAbandoned(w.b1)
       const back = w.registerB("b-1")
-      const seen = drained(w, back)
+      const seen = drainedSeen(w, back)
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled, was given to b-1, which never received it")
       assert.notInclude(seen, `cancel ${m1.id}`, "b-1's return got a cancel of m1, which it never received")
     }))

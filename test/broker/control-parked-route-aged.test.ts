@@ -20,22 +20,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** What `peer` is written, its own parked output offered one by one. */
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
-
 /** The scenario of the header; `age` makes m1's route and record go (after the cancel parked, before the hand-back). */
 const scenario = (
   options: { readonly replayRecords?: number },
@@ -56,7 +47,7 @@ const scenario = (
     assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked at d's reader: the test checks nothing")
     w.closeAbandoned(w.b1)
     const back = w.registerB("b-1")
-    return { seen: drained(w, back), m0: m0.id, m1: m1.id }
+    return { seen: drainedSeen(w, back), m0: m0.id, m1: m1.id }
   })
 
 describe("a parked cancel whose message's route aged out before the hand-back", () => {

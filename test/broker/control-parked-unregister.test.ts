@@ -21,21 +21,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0, parkedControl } from "../support/controlWorld.ts"
 
 const RETENTION_MS = 3_600_000
 
 /** What `peer` is written, its own parked output (a mailbox flush past its one-frame outbox) offered one by one. */
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
-
 describe("a cancel parked behind a full outbox when its receiver unregisters, its message never written", () => {
   it.effect("b-1's return gets neither the message nor its cancel, and d's cancel was answered delivered", () =>
     Effect.gen(function*() {
@@ -53,7 +44,7 @@ describe("a cancel parked behind a full outbox when its receiver unregisters, it
       assert.deepStrictEqual(w.answersOf(m1.id), ["delivered", "delivered"])
       w.closeAbandoned(w.b1)
       const back = w.registerB("b-1")
-      const seen = drained(w, back)
+      const seen = drainedSeen(w, back)
       assert.notInclude(seen, `cancel ${m1.id}`, "b-1's return got a cancel of m1, which it never received")
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled on its way, reached b-1's return")
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back to b-1's return")
@@ -79,7 +70,7 @@ describe("a cancel parked behind a full outbox when its receiver unregisters, it
       }
       w.closeAbandoned(w.b1)
       const back = w.registerB("b-1")
-      assert.include(drained(w, back), `cancel ${m1.id}`)
+      assert.include(drainedSeen(w, back), `cancel ${m1.id}`)
     }))
 
   it.effect("at a close instead: the cancel, refused at b-1's closed connection after b-1 came back, does not reach that return", () =>
@@ -100,7 +91,7 @@ describe("a cancel parked behind a full outbox when its receiver unregisters, it
         // each step offers one parked item
       }
       assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked at d's reader: the test checks nothing")
-      const seen = drained(w, back)
+      const seen = drainedSeen(w, back)
       assert.notInclude(seen, `cancel ${m1.id}`, "b-1's return got a cancel of m1, which it never received")
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled on its way, reached b-1's return")
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back to b-1's return")

@@ -13,20 +13,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0 } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
 
 const carries = (items: ReadonlyArray<unknown> | undefined, id: string): boolean =>
   (items ?? []).some((item) => typeof item === "object" && item !== null && "mail" in item && JSON.stringify(item).includes(id))
@@ -47,7 +38,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits in t
         // each step offers one parked item
       }
       w.closeAbandoned(w.b1)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m1.id}`, "m1, never written, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m0.id}`, "m0, cancelled while in b-1's write, reached b's next instance")
     }))
@@ -68,7 +59,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits in t
       for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
         // each step offers one parked item
       }
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m1.id}`, "m1, never written, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m0.id}`, "m0, cancelled while in b-1's untaken rest, reached b's next instance")
     }))
@@ -91,7 +82,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits in t
       clock.now += HOUR + 1_000
       w.router.prune(clock.now)
       w.closeAbandoned(b)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${ms[0]!.id}`, "m0, never read, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m2.id}`, "m2, cancelled while parked at b's own reader, reached b's next instance")
     }))
@@ -117,7 +108,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits in t
       clock.now += HOUR + 1_000
       w.router.prune(clock.now)
       w.closeAbandoned(b)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${ms[0]!.id}`, "m0, never read, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m2.id}`, "m2, cancelled while kept at b's closing reader, reached b's next instance")
     }))

@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, m1StuckBehindM0, parkedControl, returnAfterTheHour } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -43,19 +43,7 @@ describe("mailbox cancels that deleted their mail do not crowd a pending withdra
         e.writer.flush()
       }
       // The hour passes: every route ages in one prune; m1's withdrawal is the oldest kept.
-      clock.now += HOUR + 1_000
-      w.router.prune(clock.now)
-      w.batch(w.b1, [{ type: "unregister" }])
-      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
-        // each step offers one parked item
-      }
-      w.closeAbandoned(w.b1)
-      const back = w.registerB("b-1")
-      for (let n = 0; n < 20; n++) {
-        w.framesOf(back)
-        if (!w.tryDrain(back)) break
-      }
-      const seen = messagesAndControls(w.framesOf(back))
+      const seen = returnAfterTheHour(w, clock)
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled on its way, reached b-1's return")
       assert.notInclude(seen, `cancel ${m1.id}`, "b-1's return got a cancel of m1, which it never received")

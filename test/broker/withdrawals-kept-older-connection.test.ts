@@ -13,17 +13,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0 } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
 
 describe("a withdrawal outlives its route while the withdrawn message is parked at its sender's older connection (review revay AY2)", () => {
   it.effect("m2, parked at d's old connection and cancelled from its new one, never reaches b's next instance", () =>
@@ -52,7 +44,7 @@ describe("a withdrawal outlives its route while the withdrawn message is parked 
         // d2's answer, parked behind its control, is offered
       }
       const answers = w.framesOf(d2).filter((f) => f.messageId === m2.id && f.type !== "message_receipt").map((f) => f.type)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.deepStrictEqual(answers, ["delivered"], "d2's cancel of m2 was not answered delivered")
       assert.notInclude(seen, `message ${m2.id}`, "m2, cancelled (answered delivered) from d's new connection, reached b's next instance")

@@ -11,19 +11,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0 } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
-
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
 
 describe("a withdrawal outlives its route while the withdrawn message is parked in the batch that withdraws it (review revay AY1)", () => {
   it.effect("m2, cancelled in the batch that parked it, never reaches b's next instance", () =>
@@ -47,7 +38,7 @@ describe("a withdrawal outlives its route while the withdrawn message is parked 
         // d's answers, parked behind m2, are offered
       }
       const answers = w.answersOf(m2.id)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.strictEqual(answers.at(-1), "delivered", `d's cancel of m2 was not answered delivered: ${answers}`)
       assert.notInclude(seen, `message ${m2.id}`, "m2, cancelled (answered delivered) in the batch that parked it, reached b's next instance")
@@ -70,7 +61,7 @@ describe("a withdrawal outlives its route while the withdrawn message is parked 
         // each step offers one parked item
       }
       w.closeAbandoned(w.b1)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.include(seen, `message ${m3.id}`, "m3 did not reach b's next instance: the test checks nothing")
       assert.notInclude(seen, `message ${m2.id}`, "m2, superseded in the batch that parked it, reached b's next instance")

@@ -11,21 +11,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, messagesAndControls } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** What `peer` is written, its own parked output offered one by one. */
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
-
 describe("a withdrawal outlives its route while a takeover's custody hold may give the message back (review revay AY3)", () => {
   it.effect("m1, in b-1's custody when d supersedes it after b-2's takeover, never reaches b-2 after the route aged", () =>
     Effect.gen(function*() {
@@ -44,7 +35,7 @@ describe("a withdrawal outlives its route while a takeover's custody hold may gi
       for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
         // m3, parked at d's reader behind the hold, is offered
       }
-      const seen = drained(w, b2)
+      const seen = drainedSeen(w, b2)
       assert.include(seen, `message ${m3.id}`, `m3 did not reach b-2: the test checks nothing (${seen})`)
       assert.notInclude(seen, `message ${m1.id}`, "m1, superseded while b-1's custody held it, reached b-2")
     }))

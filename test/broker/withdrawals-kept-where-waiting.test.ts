@@ -12,21 +12,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, type Seen } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen, m1StuckBehindM0 } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** What `peer` is written, its own parked output offered one by one. */
-const drained = (w: { tryDrain: (reader: Peer) => boolean; framesOf: (peer: Peer) => ReadonlyArray<Seen> }, peer: Peer) => {
-  for (let n = 0; n < 20; n++) {
-    w.framesOf(peer)
-    if (!w.tryDrain(peer)) break
-  }
-  return messagesAndControls(w.framesOf(peer))
-}
-
 describe("a withdrawal outlives its route while the withdrawn message waits (review revaw AW1)", () => {
   it.effect("parked at its sender's reader: b's next instance never gets m2, cancelled while parked", () =>
     Effect.gen(function*() {
@@ -46,7 +37,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits (rev
         // each step offers one parked item
       }
       w.closeAbandoned(w.b1)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m2.id}`, "m2, cancelled while parked at d's reader, reached b's next instance")
     }))
@@ -65,7 +56,7 @@ describe("a withdrawal outlives its route while the withdrawn message waits (rev
       clock.now += HOUR + 1_000
       w.router.prune(clock.now)
       w.closeAbandoned(w.b1)
-      const seen = drained(w, w.registerB("b-2"))
+      const seen = drainedSeen(w, w.registerB("b-2"))
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled while unconfirmed, reached b's next instance")
     }))
 })

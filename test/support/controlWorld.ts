@@ -49,6 +49,39 @@ export const messagesAndControls = (frames: ReadonlyArray<Seen>): ReadonlyArray<
   )
 
 /**
+ * What `peer` is written once its drainer has offered what its batches parked (at most 20 steps, each
+ * after taking `peer`'s writes): its messages and controls, as `messagesAndControls` gives them.
+ */
+export const drainedSeen = (
+  w: { readonly tryDrain: (reader: Peer) => boolean; readonly framesOf: (peer: Peer) => ReadonlyArray<Seen> },
+  peer: Peer
+): ReadonlyArray<string> => {
+  for (let n = 0; n < 20; n++) {
+    w.framesOf(peer)
+    if (!w.tryDrain(peer)) break
+  }
+  return messagesAndControls(w.framesOf(peer))
+}
+
+/**
+ * The hour passes (every route ages in one prune), b-1 unregisters, d's parked items are offered, b-1's
+ * connection closes as abandoned and b-1 registers again: what that return is written (`drainedSeen`).
+ */
+export const returnAfterTheHour = (w: ControlWorld, clock: { now: number }): ReadonlyArray<string> => {
+  clock.now += 3_600_000 + 1_000
+  w.router.prune(clock.now)
+  w.batch(w.b1, [{ type: "unregister" }])
+  for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+    // each step offers one parked item
+  }
+  w.closeAbandoned(w.b1)
+  return drainedSeen(w, w.registerB("b-1"))
+}
+
+/** The world `controlWorld` makes. */
+export type ControlWorld = Effect.Success<ReturnType<typeof controlWorld>>
+
+/**
  * A hand-driven broker with sender `d` and receiver `b` (instance b-1, with
  * `features`); every connection's written frames are kept, parsed.
  * `stick()` makes b-1's writes never complete from then on (its socket
