@@ -4,6 +4,9 @@
  * sending over the simulated broker with its faults, and C-ORD-25 checked on it;
  * every message the parent accepted reaches its model once, also across the
  * parent's process restarting with a `ParentJournal` (C-DLV-14 for a parent).
+ * And seed 63116 under `--strict`: mail written to P's connection that died
+ * unread, lost with the memory-mode broker that crashed before P came back,
+ * is lost to that crash, not lost in flight (helper simwb).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -165,6 +168,26 @@ describe("bus-hosted workflow parent", () => {
         failure === undefined ? "" : [...failure.violations, ...failure.bus.violations.map((v) => `${v.kind}: ${v.message}`)].join("\n")
       )
     }))
+
+  // P (granted received-v1) dropped its connection with C1's m8 and C2's m9, m10 written and unread; the memory-mode
+  // broker #1 crashed 21 ms later, before P came back, and its custody copy went with it (docs/protocol.md: memory
+  // custody covers a connection's death, not the broker's). The ledger called them lost in flight (helper simwb).
+  it.effect("seed 63116 --strict (memory mode): mail written to P's dead connection, whose broker crashed before P came back, is lost to the crash, not lost in flight", () =>
+    Effect.gen(function*() {
+      const report = yield* runBusWorkflow({ seed: 63116, strictInFlight: true })
+      const trace = report.bus.trace.join("\n")
+      assert.strictEqual(report.bus.durability, "memory")
+      assert.match(
+        trace,
+        /frame\(s\) toward P lost with link #1 \(messages m8, m9, m10\)[\s\S]*broker #1 crashed[\s\S]*P connected: link #11 to broker #2/,
+        trace
+      )
+      assert.deepStrictEqual(report.bus.violations.map((violation) => violation.kind), [], trace)
+      assert.deepStrictEqual(report.violations, [], trace)
+      assert.strictEqual(report.bus.messages.lostInFlight, 0, trace)
+      assert.isAtLeast(report.bus.messages.lostToCrash, 3, trace)
+      assert.isTrue(report.ok, trace)
+    }), 60_000)
 
   for (const from of [1, 51, 101, 151]) {
     it.effect(`seeds ${from}–${from + 49} (20 ops, broker crashes, drops, stalls): every bus invariant and wf-bus-terminal-order hold`, () =>

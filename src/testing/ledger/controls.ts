@@ -315,7 +315,7 @@ export const cancelledCopyCrashed = (state: LedgerState, record: MessageRecord):
  * Whether a connection of `record`'s receiver to broker incarnation `epoch`, other than those it was written
  * to, had its `register` read at or after `since`.
  */
-const receiverBackTo = (state: LedgerState, record: MessageRecord, epoch: number, since: number): boolean => {
+export const receiverBackTo = (state: LedgerState, record: MessageRecord, epoch: number, since: number): boolean => {
   for (const link of state.links.values()) {
     const at = link.registerReadAt ?? link.registeredAt
     if (link.owner !== record.target || link.brokerEpoch !== epoch || record.writtenTo.includes(link.id)) continue
