@@ -131,14 +131,17 @@ export class Peer {
   /** When the connection (re)entered the unregistered state, for the registration timeout (P15). */
   unregisteredSince: number
   /**
-   * The session keys that left this connection by `unregister` (Registration's `onUnregister`), the newest
-   * MAX_UNREGISTERED, each taken out as its session registers here again (`registeredHere`): how the session a
-   * control is for left this connection, which says whether one kept because this connection refused it, or
-   * gave it back at its close, holds a memory broker's idle exit (Output.refusedBy, Registration.detach;
-   * review revba BA2: the connection's own state says how its LAST session left, not an earlier one's). A key
-   * let go past the bound reads as left by the close. Undefined until one does (most connections).
+   * The key of the session this connection registered last (`registeredHere`), and whether that session left
+   * it by `unregister` (`leftByUnregister`): how the session a control is for left this connection, which says
+   * whether one kept because this connection refused it, or gave it back at its close, holds a memory
+   * broker's idle exit (Output.refusedBy, Registration.detach; review revba BA2: the connection's own state
+   * says how its LAST session left, not an earlier one's). A connection holds one session at a time, and one
+   * taken over is ended (Registration: destroyed once its taker is registered), so every session it held
+   * before its last one left it by `unregister`: two fields, no list (review revbe BE1: a list of eight let an
+   * earlier session's `unregister` be forgotten, read as the close).
    */
-  private unregisteredKeys: Array<string> | undefined = undefined
+  private lastKey: string | undefined = undefined
+  private lastUnregistered = false
   /** Extensions granted to this connection in `registered`. */
   features: ReadonlySet<string> = NO_FEATURES
   /**
@@ -324,38 +327,25 @@ export class Peer {
     return Deferred.isDoneUnsafe(this.closing)
   }
 
-  /** The session `key` left this connection by `unregister` (`unregisteredKeys`). */
+  /** The session `key` left this connection by `unregister` (`lastKey`). */
   leftByUnregister(key: string): void {
-    const keys = (this.unregisteredKeys ??= [])
-    const at = keys.indexOf(key)
-    if (at !== -1) keys.splice(at, 1)
-    keys.push(key)
-    if (keys.length > MAX_UNREGISTERED) keys.shift()
+    if (key === this.lastKey) this.lastUnregistered = true
   }
 
-  /** The session `key` registered on this connection: it no longer left it by `unregister` (`unregisteredKeys`). */
+  /** The session `key` registered on this connection: the one it holds now (`lastKey`). */
   registeredHere(key: string): void {
-    const keys = this.unregisteredKeys
-    if (keys === undefined) return
-    const at = keys.indexOf(key)
-    if (at !== -1) keys.splice(at, 1)
+    this.lastKey = key
+    this.lastUnregistered = false
   }
 
   /**
-   * How the session `key` left this connection, as far as it knows: by `unregister` (`unregisteredKeys`), or
-   * otherwise by its close or a takeover.
+   * How the session `key` left this connection: by its close or a takeover only when it is the connection's
+   * last session and did not `unregister` (`lastKey`); any earlier one left by `unregister`.
    */
   leftBy(key: string): LeftBy {
-    return this.unregisteredKeys !== undefined && this.unregisteredKeys.includes(key) ? "unregister" : "close"
+    return key === this.lastKey && !this.lastUnregistered ? "close" : "unregister"
   }
 }
-
-/**
- * Session keys a connection remembers as gone by `unregister` (`Peer.unregisteredKeys`): a client registers one
- * session at a time on a connection, and what the key decides (a refused or given-back control's hold on the idle
- * exit) is over once its output there is; more than this cycled through one connection is no case to keep whole.
- */
-const MAX_UNREGISTERED = 8
 
 const NO_FEATURES: ReadonlySet<string> = new Set()
 

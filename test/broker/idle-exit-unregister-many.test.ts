@@ -1,22 +1,23 @@
 /**
- * Review revbe BE1 probe: `Peer.leftByUnregister` remembers only the newest
- * 8 session keys that left a connection by `unregister` (MAX_UNREGISTERED).
- * A connection whose session b left by `unregister`, and which then
- * registered and unregistered eight other sessions before it closed, reads
- * b as gone "by the close": the cancel kept for b-1, refused at that closed
- * connection, holds a memory broker's idle exit for the mailbox's retention,
- * though b left by `unregister` (review revv V2, revba BA2). Same setup as
- * test/broker/idle-exit-unregistered-then-other.test.ts, with eight more
- * sessions cycled through the connection. FAILS on main.
+ * A session that left its connection by `unregister` is known as gone so
+ * however many sessions the connection held after it: a connection holds
+ * one session at a time, so only its last one can have left by the close
+ * (`Peer.leftBy`). Before, the connection remembered the newest eight keys
+ * that left by `unregister`, so b, followed by eight other sessions cycled
+ * through the connection, read as gone "by the close", and the cancel kept
+ * for b-1, refused at that closed connection, held a memory broker's idle
+ * exit for the mailbox's retention (review revbe BE1; the rule: revv V2,
+ * revba BA2). Same setup as idle-exit-unregistered-then-other.test.ts, with
+ * eight more sessions cycled through the connection.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message, registerFrame } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, parkedControl } from "./support/controlWorld.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
 
 const RETENTION_MS = 3_600_000
 
-describe("revbe BE1: a session that left by unregister, then eight others cycled through its connection", () => {
+describe("a session that left by unregister, then eight others cycled through its connection (review revbe BE1)", () => {
   it.effect("the cancel kept for b-1, refused at the closed connection, does not hold the idle exit", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: RETENTION_MS, outboxCapacity: 1 })
