@@ -1,0 +1,59 @@
+/**
+ * Review revbf BF1 probe: the control fiber's new check (`client.withdrawal` still holds the control, fixbb BB2)
+ * skips a control it must act on when the client's record forgot it for another reason than a new message under
+ * its id: past RecentControls' capacity (1,024 newer controls read while the fiber lags on a slow journal save).
+ * The OLD message, still waiting in the hand-off behind one the host refuses, is then handed over live although
+ * its sender cancelled it before the host took it. Before fixbb the fiber withdrew it regardless.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer, Queue } from "effect"
+import { TestClock } from "effect/testing"
+import { IntercomClient } from "../src/client/IntercomClient.ts"
+import { Host } from "../src/session/Host.ts"
+import { IntercomSession } from "../src/session/IntercomSession.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./session/support.ts"
+
+describe("review revbf BF1: a control forgotten by capacity while the control fiber lags", () => {
+  it.effect("the cancelled message waiting in the hand-off is still handed over withdrawn", () =>
+    Effect.gen(function*() {
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const service = {
+        ...host.service,
+        journal: {
+          checkpoint: () => Effect.void,
+          undelivered: Effect.succeed([]),
+          handled: Effect.succeed([]),
+          // "other"'s withdrawal is saved slowly: the control fiber lags behind the client's reads meanwhile.
+          withdrawn: (_from: string, messageId: string) => messageId === "other" ? Effect.sleep(1_000) : Effect.void
+        }
+      }
+      yield* Layer.build(
+        IntercomSession.layer().pipe(
+          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+        )
+      ).pipe(Effect.map((context) => Context.get(context, IntercomSession)))
+      host.failDeliveries = 15
+      yield* client.push(inboundMessage(C, "other", "another task"))
+      yield* client.push(inboundMessage(C, "m-2", "do the risky thing"))
+      yield* settle
+      yield* client.control({ _tag: "Control", from: C, control: { messageId: "other", action: "cancel", timestamp: 0 } })
+      yield* settle
+      // Read while the fiber is saving "other"'s withdrawal: m-2's cancel, then 1,024 newer controls.
+      yield* client.control({ _tag: "Control", from: C, control: { messageId: "m-2", action: "cancel", timestamp: 0 } })
+      for (let i = 0; i < 1024; i++) {
+        yield* client.control({ _tag: "Control", from: B, control: { messageId: `x-${i}`, action: "cancel", timestamp: 0 } })
+      }
+      assert.isUndefined(yield* client.service.withdrawal(C.id, "m-2"), "setup: the record forgot m-2's cancel (capacity)")
+      for (let i = 0; i < 10; i++) {
+        yield* TestClock.adjust(500)
+        yield* settle
+      }
+      assert.strictEqual((yield* Queue.take(host.inbox)).message.id, "other", "setup: other first")
+      const second = yield* Queue.take(host.inbox)
+      assert.strictEqual(second.message.id, "m-2", "setup: m-2 next")
+      assert.strictEqual(second.intent, "passive", "m-2, cancelled before the host took it, was handed over live")
+      assert.include(second.text, "Withdrawn")
+    }))
+})
