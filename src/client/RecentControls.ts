@@ -16,9 +16,7 @@
  * The same record tells whether a message was withdrawn (`withdrawal`):
  * read when the message is about to reach its host, which may be before
  * the consumer of `controls` handled the control (another stream, another
- * fiber), or in a later session generation of this client; and by that
- * consumer, as it handles the control, to tell whether it still applies (a
- * new message under its id read since makes it forget it: review revbb BB2).
+ * fiber), or in a later session generation of this client.
  *
  * A record is of one message, not of its (sender, id) pair for ever: a
  * sender may send a new message under an id it used before, once the

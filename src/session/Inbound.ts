@@ -21,9 +21,12 @@
  *   withdrawal`) covers a message not received here yet, or handled by an
  *   earlier generation of the same client — and forgets a control once a new
  *   message under its id is read, which a record kept here did not (review
- *   revax AX-B1). A control that record no longer holds when this fiber
- *   reaches it (lagging behind a new message under its id) does nothing
- *   (review revbb BB2).
+ *   revax AX-B1). This fiber acts on every control it reads, also one that
+ *   record has forgotten by the time it gets there (review revbf BF1: it
+ *   forgets by count and age too, and a withdrawn message waiting in the
+ *   hand-off was handed over live); a new message under the id of an older
+ *   withdrawn one, read while this fiber lags behind that one's control, is
+ *   withdrawn with it (review revbb BB2, open).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -369,13 +372,8 @@ export const runInbound = (
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
           const { from } = event
           const { action, messageId } = event.control
+          tracker.askWithdrawn(from.id, messageId)
           return Effect.gen(function*() {
-            // Still of a message under that id? This fiber is a stream of its own and may lag (a slow journal
-            // save): a new message its sender sent under the id since, read by the client after this control,
-            // made the client forget it (RecentControls.received), and it must neither withdraw that message
-            // nor close its ask, nor answer its id a receipt now about that message (review revbb BB2).
-            if ((yield* client.withdrawal(from.id, messageId)) === undefined) return
-            tracker.askWithdrawn(from.id, messageId)
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
             const { prepared, waiting } = handoff.withdraw(from.id, messageId, action)

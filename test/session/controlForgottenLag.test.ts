@@ -1,19 +1,22 @@
 /**
- * Review revbf BF1 probe: the control fiber's new check (`client.withdrawal` still holds the control, fixbb BB2)
- * skips a control it must act on when the client's record forgot it for another reason than a new message under
- * its id: past RecentControls' capacity (1,024 newer controls read while the fiber lags on a slow journal save).
- * The OLD message, still waiting in the hand-off behind one the host refuses, is then handed over live although
- * its sender cancelled it before the host took it. Before fixbb the fiber withdrew it regardless.
+ * The control fiber acts on every control it reads, also one the client's
+ * record (`withdrawal`, RecentControls) forgot by the time the fiber gets
+ * there: the record forgets by count (1,024 newer controls) and age too, so
+ * a lagging fiber (a slow journal save) that skipped a control the record no
+ * longer held handed the cancelled message, still waiting in the hand-off
+ * behind one the host refuses, over live (review revbf BF1, a regression of
+ * the fix of revbb BB2, which is open again: a new message under the id of
+ * an older withdrawn one, read while the fiber lags, is withdrawn with it).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../src/client/IntercomClient.ts"
-import { Host } from "../src/session/Host.ts"
-import { IntercomSession } from "../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./session/support.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { Host } from "../../src/session/Host.ts"
+import { IntercomSession } from "../../src/session/IntercomSession.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
 
-describe("review revbf BF1: a control forgotten by capacity while the control fiber lags", () => {
+describe("a control the record forgot by count while the control fiber lags (review revbf BF1)", () => {
   it.effect("the cancelled message waiting in the hand-off is still handed over withdrawn", () =>
     Effect.gen(function*() {
       const client = yield* makeFakeClient(SELF.id)
