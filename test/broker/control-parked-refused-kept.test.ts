@@ -12,23 +12,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
+import { confirmedThenCancelParked, controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** b-1 confirmed m1; d's cancel of it parked; b-1 closed; the cancel offered before (or after) b-1's return. */
 const scenario = (offeredBeforeReturn: boolean) =>
   Effect.gen(function*() {
-    const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1 })
-    const m1 = message("m1")
-    w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-    w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
-    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
-    w.stick()
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
-    w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-    assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+    const { m1, w } = yield* confirmedThenCancelParked(HOUR)
     w.closeAbandoned(w.b1)
     if (offeredBeforeReturn) {
       for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {

@@ -8,24 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
+import { confirmedThenCancelParked, parkedControl } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 describe("a parked cancel refused at its receiver's closed connection, another client instance live", () => {
   it.effect("the other instance, never given the message, does not get the cancel", () =>
     Effect.gen(function*() {
-      const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1 })
-      const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
-      assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
-      w.stick()
-      w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-      w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      const { m1, w } = yield* confirmedThenCancelParked(HOUR)
       w.closeAbandoned(w.b1)
       assert.isTrue(parkedControl(w.d, w.b1), "the cancel left d's reader at b-1's close: the test checks nothing")
       const other = w.registerB("b-2")

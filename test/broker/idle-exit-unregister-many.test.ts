@@ -12,24 +12,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message, registerFrame } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
+import { registerFrame } from "../support/broker.ts"
+import { confirmedThenCancelParked, parkedControl } from "../support/controlWorld.ts"
 
 const RETENTION_MS = 3_600_000
 
 describe("a session that left by unregister, then eight others cycled through its connection (review revbe BE1)", () => {
   it.effect("the cancel kept for b-1, refused at the closed connection, does not hold the idle exit", () =>
     Effect.gen(function*() {
-      const w = yield* world(custodyFeatures, { mailboxRetention: RETENTION_MS, outboxCapacity: 1 })
-      const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-      w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
-      assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
-      w.stick()
-      w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-      w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      const { w } = yield* confirmedThenCancelParked(RETENTION_MS)
       w.batch(w.b1, [{ type: "unregister" }])
       for (let n = 1; n <= 8; n++) {
         w.batch(w.b1, [registerFrame({ sessionId: `c${n}` })])

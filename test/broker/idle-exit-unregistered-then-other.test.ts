@@ -21,22 +21,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message, registerFrame } from "../support/broker.ts"
-import { baseFeatures, controlWorld as world, custodyFeatures, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
+import { baseFeatures, confirmedThenCancelParked, controlWorld as world, custodyFeatures, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
 
 const RETENTION_MS = 3_600_000
 
 /** b-1 confirmed m1; d's cancel of it parked at d's reader behind b-1's full outbox (a socket that takes nothing). */
 const cancelParkedForB1 = Effect.gen(function*() {
-  const w = yield* world(custodyFeatures, { mailboxRetention: RETENTION_MS, outboxCapacity: 1 })
-  const m1 = message("m1")
-  w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
-  w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
-  assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
-  w.stick()
-  w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-  w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
-  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-  assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+  const { w } = yield* confirmedThenCancelParked(RETENTION_MS)
   const refusedAtClose = (): void => {
     w.closeAbandoned(w.b1)
     for (let n = 0; n < 20 && w.tryDrain(w.d); n++) {

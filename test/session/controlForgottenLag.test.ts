@@ -28,7 +28,8 @@ describe("a control the record forgot by count while the control fiber lags (rev
           checkpoint: () => Effect.void,
           undelivered: Effect.succeed([]),
           handled: Effect.succeed([]),
-          // "other"'s withdrawal is saved slowly: the control fiber lags behind the client's reads meanwhile.
+          // "other"'s withdrawal is saved slowly (the fault modelled: a slow disk write, on the TestClock the test
+          // moves; no barrier — every wait below is on a hand-off or a result): the control fiber lags behind the reads.
           withdrawn: (_from: string, messageId: string) => messageId === "other" ? Effect.sleep(1_000) : Effect.void
         }
       }

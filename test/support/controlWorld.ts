@@ -4,6 +4,7 @@
  * client instance b-1, and helpers to register `b` from other instances,
  * close connections, and read what each connection was written.
  */
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
@@ -286,3 +287,23 @@ export const m1StuckBehindM0 = (w: Pick<Effect.Success<ReturnType<typeof control
   if (w.b1.outbox.length !== 1) throw new Error("m1 is not waiting in b-1's outbox: the test sets up nothing")
   return { m0, m1 }
 }
+
+/**
+ * b-1 read and confirmed m1; then, b-1's writes stuck and its outbox (capacity 1) full behind m0, d's cancel
+ * of m1 parked at d's reader behind m2 (the scenario of the parked-control tests), in a world whose mailbox
+ * keeps mail `mailboxRetention` ms.
+ */
+export const confirmedThenCancelParked = (mailboxRetention: number) =>
+  Effect.gen(function*() {
+    const w = yield* controlWorld(custodyFeatures, { mailboxRetention, outboxCapacity: 1 })
+    const m1 = message("m1")
+    w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
+    w.batch(w.b1, [{ type: "received", frames: w.b1.framesWritten }])
+    assert.strictEqual(w.b1.custody?.size, 0, "b-1 did not confirm m1: the test sets up nothing")
+    w.stick()
+    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
+    w.batch(w.d, [{ type: "send", to: "b", message: message("m2") }])
+    w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+    assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+    return { w, m1 }
+  })
