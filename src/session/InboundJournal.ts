@@ -191,10 +191,12 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       if (steered.size === 0) return Effect.succeed([])
       return undelivered.pipe(
         Effect.map((records) => {
-          const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
+          const missing = new Map(records.map((record) => [keyOf(record.from.id, record.message.id), record]))
           const again: Array<Rehanded> = []
           for (const [key, context] of steered) {
-            if (missing.has(key)) again.push({ context, withdrawn: withdrawals.get(key) })
+            const record = missing.get(key)
+            // The journal's mark too: it saved a withdrawal told before `taken`, which this map never saw (review revbf BF3).
+            if (record !== undefined) again.push({ context, withdrawn: withdrawals.get(key) ?? record.withdrawn })
           }
           // Either back in the hand-off or in history: no longer watched.
           steered.clear()
