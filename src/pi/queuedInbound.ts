@@ -87,9 +87,9 @@ export interface QueuedInbound {
   /**
    * The host's journal was told its sender withdrew the message `messageId`
    * of `fromId` (P73) by `action`: the session tells it for every withdrawal
-   * it reads of a message it received — one still in the hand-off
-   * (`waiting`), or one the host took, which may have entered the model's
-   * context already. Kept for a message watched here (handed over with a
+   * it reads — of a message still in the hand-off (`waiting`), one the host
+   * took, which may have entered the model's context already, or one never
+   * handed over here at all. Kept for a message watched here (handed over with a
    * turn, not entered yet) and, when `waiting`, until that message's next
    * hand-off; otherwise dropped. `prepared`: what the hand-off last prepared
    * it as, when `waiting` — if pi was handed that already (`deliver` returned,
