@@ -82,7 +82,10 @@ export interface QueuedInbound {
    * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
    */
   readonly handedWithoutTurn: (inbound: Inbound) => void
-  /** `sendMessage` threw for `inbound` after `handed`: pi does not have it, so it is no longer watched. */
+  /**
+   * `sendMessage` threw for `inbound` after `handed` or `handedWithoutTurn`: pi does not have it, so it is no
+   * longer watched, nor counted as handed to pi (a withdrawal the hand-off reports `waiting` for it is kept).
+   */
   readonly notHanded: (inbound: Inbound) => void
   /**
    * The host's journal was told its sender withdrew the message `messageId`
