@@ -27,28 +27,57 @@ import {
   withdrawnEntry
 } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
+import type { EntryView } from "./journal.ts"
 import type { QueuedInbound } from "./queuedInbound.ts"
 import { makePiTopicStore } from "./topicStore.ts"
 
 /**
- * The generation's guarded access to its pi session.
+ * The part of pi's extension API the host (and its topic store) calls: small
+ * enough for a test to fake whole, typed (test/pi/hostRig.ts).
  *
  * @category models
  * @since 0.1.0
  */
-export interface PiAccess {
+export interface PiHostApi {
+  readonly sendMessage: ExtensionAPI["sendMessage"]
+  readonly appendEntry: ExtensionAPI["appendEntry"]
+  readonly getActiveTools: ExtensionAPI["getActiveTools"]
+  readonly setActiveTools: ExtensionAPI["setActiveTools"]
+  readonly events: Pick<ExtensionAPI["events"], "emit">
+}
+
+/**
+ * The part of pi's extension context the host (and its topic store) reads.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PiHostContext {
+  readonly ui: Pick<ExtensionContext["ui"], "confirm" | "notify">
+  readonly sessionManager: { readonly getEntries: () => ReadonlyArray<EntryView> }
+}
+
+/**
+ * The generation's guarded access to its pi session (`Api` and `Ctx`: what
+ * its user calls of pi's extension API and context; the whole of each for
+ * the generation).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PiAccess<Api = ExtensionAPI, Ctx = ExtensionContext> {
   /**
    * Runs `f` against the live pi session. Fails once the generation ended, or
    * when pi throws (a stale context after a reload or a session switch).
    */
-  readonly touch: <A>(f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) => Effect.Effect<A, StaleSession>
+  readonly touch: <A>(f: (pi: Api, ctx: Ctx) => A) => Effect.Effect<A, StaleSession>
   /**
    * As `touch`, and also while the generation closes — its runtime's
    * finalizers, which run inside pi's `session_shutdown`, while pi's context
    * is still the session's — for state the generation saves on its way out
    * (topic state). Fails once the close finished, or when pi throws.
    */
-  readonly touchWhileClosing: <A>(f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) => Effect.Effect<A, StaleSession>
+  readonly touchWhileClosing: <A>(f: (pi: Api, ctx: Ctx) => A) => Effect.Effect<A, StaleSession>
 }
 
 /**
@@ -117,7 +146,7 @@ const historyData = (entry: HistoryEntry): HistoryData =>
  * @since 0.1.0
  */
 export const makePiHost = (input: {
-  readonly access: PiAccess
+  readonly access: PiAccess<PiHostApi, PiHostContext>
   readonly sessionId: string
   readonly identity: HostService["identity"]
   readonly hasUI: boolean
@@ -158,8 +187,8 @@ export const makePiHost = (input: {
         try {
           pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
         } catch (cause) {
-          // pi does not have it: the hand-off tries again, and notes it then.
-          if (options.triggerTurn) input.queued.notHanded(inbound)
+          // pi does not have it, with a turn or without: the hand-off tries again, and notes it then (review revbf BF4).
+          input.queued.notHanded(inbound)
           throw cause
         }
         pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })

@@ -14,9 +14,10 @@
  *   hides entries from the model, it never removes them).
  * - `undelivered` = checkpoints *of this session id* with no such message
  *   (and no ask's tool result naming them as its reply, below), each marked
- *   `withdrawn` when an `intercom_withdrawn` entry of this session id names
- *   it (its sender cancelled or replaced it before the agent had it, P73:
- *   `withdrawnEntry`). Files written before that entry existed have none.
+ *   `withdrawn` when an `intercom_withdrawn` entry of this session id saved
+ *   after it names it (its sender cancelled or replaced it before the agent
+ *   had it, P73: `withdrawnEntry`); a later message reusing the (sender, id)
+ *   is not marked by it. Files written before that entry existed have none.
  *   A fork copies its parent's entries under a new session id, so it never
  *   takes its parent's mail over; a resume keeps the id, so it does.
  * - `handled` = every such message in the file (on any branch of the
@@ -178,17 +179,26 @@ export const messageDetails = (entry: EntryView): MessageDetails | undefined => 
 interface JournalScan {
   /** Intercom messages and replies named by ask results, in the order they were added (repeats kept). */
   readonly inHistory: ReadonlyArray<HandledMessage>
-  /** `recipient`'s checkpoints, in the order they were saved (repeats kept), with the instance each names. */
-  readonly saved: ReadonlyArray<{ readonly record: JournalRecord; readonly instance: string | undefined }>
-  /** How `recipient`'s checkpointed messages were withdrawn (`intercom_withdrawn`), by (sender id, message id). */
-  readonly withdrawn: ReadonlyMap<string, WithdrawnData["action"]>
+  /**
+   * `recipient`'s checkpoints, in the order they were saved (repeats kept), with the instance each names and how
+   * its sender withdrew it: the latest `intercom_withdrawn` entry of its (sender id, message id) saved after it.
+   */
+  readonly saved: ReadonlyArray<Saved>
+}
+
+/** One checkpoint of `recipient` a scan found. */
+interface Saved {
+  readonly record: JournalRecord
+  readonly instance: string | undefined
+  withdrawn: WithdrawnData["action"] | undefined
 }
 
 /** One pass over `entries`: what history holds, and `recipient`'s checkpoints. */
 const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan => {
   const inHistory: Array<HandledMessage> = []
-  const saved: Array<{ readonly record: JournalRecord; readonly instance: string | undefined }> = []
-  const withdrawn = new Map<string, WithdrawnData["action"]>()
+  const saved: Array<Saved> = []
+  /** The checkpoints saved so far, by (sender id, message id): a withdrawal names those, never one saved after it. */
+  const savedByKey = new Map<string, Array<Saved>>()
   for (const entry of entries) {
     const details = messageDetails(entry)
     if (details !== undefined) {
@@ -204,7 +214,10 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
     if (entry.type === "custom" && entry.customType === WITHDRAWN_ENTRY) {
       const mark = decodeWithdrawnData(entry.data)
       if (mark._tag === "Some" && mark.value.recipient === recipient) {
-        withdrawn.set(keyOf(mark.value.fromId, mark.value.messageId), mark.value.action)
+        // A later message reusing the (sender, id) was never withdrawn by it (it is saved after this entry).
+        for (const before of savedByKey.get(keyOf(mark.value.fromId, mark.value.messageId)) ?? []) {
+          before.withdrawn = mark.value.action
+        }
       }
       continue
     }
@@ -212,7 +225,7 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
     const decoded = decodeCheckpointData(entry.data)
     if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
     const { askTimeoutMs, channel, delivery, from, instance, message, receivedAt } = decoded.value.inbound
-    saved.push({
+    const checkpoint: Saved = {
       record: {
         from,
         message,
@@ -221,10 +234,16 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
         ...(delivery === undefined ? {} : { delivery }),
         ...(channel === undefined ? {} : { channel })
       },
-      instance
-    })
+      instance,
+      withdrawn: undefined
+    }
+    saved.push(checkpoint)
+    const key = keyOf(from.id, message.id)
+    const ofKey = savedByKey.get(key)
+    if (ofKey === undefined) savedByKey.set(key, [checkpoint])
+    else ofKey.push(checkpoint)
   }
-  return { inHistory, saved, withdrawn }
+  return { inHistory, saved }
 }
 
 /**
@@ -258,18 +277,17 @@ export const undeliveredIn = (
   entries: ReadonlyArray<EntryView>,
   leftTo: ReadonlySet<string> = new Set()
 ): ReadonlyArray<JournalRecord> => {
-  const { inHistory, saved, withdrawn } = scan(recipient, entries)
+  const { inHistory, saved } = scan(recipient, entries)
   const skipped = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
   for (const { instance, record } of saved) {
     if (instance !== undefined && leftTo.has(instance)) skipped.add(keyOf(record.from.id, record.message.id))
   }
   const restored: Array<JournalRecord> = []
-  for (const { record } of saved) {
+  for (const { record, withdrawn } of saved) {
     const key = keyOf(record.from.id, record.message.id)
     if (skipped.has(key)) continue
     skipped.add(key)
-    const action = withdrawn.get(key)
-    restored.push(action === undefined ? record : { ...record, withdrawn: action })
+    restored.push(withdrawn === undefined ? record : { ...record, withdrawn })
   }
   return restored
 }

@@ -82,14 +82,17 @@ export interface QueuedInbound {
    * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
    */
   readonly handedWithoutTurn: (inbound: Inbound) => void
-  /** `sendMessage` threw for `inbound` after `handed`: pi does not have it, so it is no longer watched. */
+  /**
+   * `sendMessage` threw for `inbound` after `handed` or `handedWithoutTurn`: pi does not have it, so it is no
+   * longer watched, nor counted as handed to pi (a withdrawal the hand-off reports `waiting` for it is kept).
+   */
   readonly notHanded: (inbound: Inbound) => void
   /**
    * The host's journal was told its sender withdrew the message `messageId`
    * of `fromId` (P73) by `action`: the session tells it for every withdrawal
-   * it reads of a message it received — one still in the hand-off
-   * (`waiting`), or one the host took, which may have entered the model's
-   * context already. Kept for a message watched here (handed over with a
+   * it reads — of a message still in the hand-off (`waiting`), one the host
+   * took, which may have entered the model's context already, or one never
+   * handed over here at all. Kept for a message watched here (handed over with a
    * turn, not entered yet) and, when `waiting`, until that message's next
    * hand-off; otherwise dropped. `prepared`: what the hand-off last prepared
    * it as, when `waiting` — if pi was handed that already (`deliver` returned,

@@ -14,7 +14,7 @@ import * as Schema from "effect/Schema"
 import { TopicEntry, TopicRecord, TopicSubscription } from "../protocol/topics.ts"
 import type { TopicStore } from "../session/Host.ts"
 import { TOPIC_ENTRY } from "./entries.ts"
-import type { PiAccess } from "./host.ts"
+import type { PiAccess, PiHostApi, PiHostContext } from "./host.ts"
 import type { EntryView } from "./journal.ts"
 
 /** `data` of an `intercom-topic` entry. */
@@ -47,7 +47,7 @@ export const latestTopicState = (
 }
 
 /** The host's topic store over the pi session `sessionId`. */
-export const makePiTopicStore = (access: PiAccess, sessionId: string): TopicStore => ({
+export const makePiTopicStore = (access: PiAccess<PiHostApi, PiHostContext>, sessionId: string): TopicStore => ({
   load: access.touch((_pi, ctx) => ctx.sessionManager.getEntries()).pipe(
     Effect.flatMap((entries) => latestTopicState(sessionId, entries))
   ),

@@ -187,8 +187,10 @@ export interface InboundJournal {
   readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
   /**
    * The sender of the checkpointed message `messageId` of `fromId` withdrew
-   * it (P73, `action`): told for every withdrawal the session reads of a
-   * message it received. Saved when the agent's history may not hold the
+   * it (P73, `action`): told for every withdrawal the session reads, whether
+   * or not it received the message (one not received yet is told again,
+   * `waiting`, when it comes; one never received, or taken by the host
+   * long ago, is told too). Saved when the agent's history may not hold the
    * message yet, so that `undelivered` returns its record with `withdrawn`
    * set; a host may also mark such a message still waiting in its agent's
    * queue (pi's extension does, and saves nothing for one its model has

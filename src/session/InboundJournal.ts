@@ -86,9 +86,10 @@ export interface JournalKeeper {
   /** The agent's run settled: the steered and follow-up messages history still lacks, to hand over again. */
   readonly cleared: Effect.Effect<ReadonlyArray<Rehanded>>
   /**
-   * The sender withdrew a message (P73) this generation received: one the
-   * host has not taken (`waiting`), or one it took, which its agent's history
-   * may not hold yet. Told to the journal when it keeps withdrawals, which
+   * The sender withdrew a message (P73): every control the session reads,
+   * whether or not this generation received the message — one the host has
+   * not taken (`waiting`), one it took, which its agent's history may not hold
+   * yet, or one it never got. Told to the journal when it keeps withdrawals, which
    * saves it unless its agent has the message already (a failure is logged,
    * never fatal); a steered one is handed over withdrawn if cleared.
    * `prepared`: what the hand-off last prepared it as, when `waiting`.
@@ -191,10 +192,12 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       if (steered.size === 0) return Effect.succeed([])
       return undelivered.pipe(
         Effect.map((records) => {
-          const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
+          const missing = new Map(records.map((record) => [keyOf(record.from.id, record.message.id), record]))
           const again: Array<Rehanded> = []
           for (const [key, context] of steered) {
-            if (missing.has(key)) again.push({ context, withdrawn: withdrawals.get(key) })
+            const record = missing.get(key)
+            // The journal's mark too: it saved a withdrawal told before `taken`, which this map never saw (review revbf BF3).
+            if (record !== undefined) again.push({ context, withdrawn: withdrawals.get(key) ?? record.withdrawn })
           }
           // Either back in the hand-off or in history: no longer watched.
           steered.clear()

@@ -66,6 +66,21 @@ describe("pi inbound journal", () => {
     assert.isFalse("withdrawn" in (undeliveredIn("me", [cancelled].map(entryOf))[0] ?? {}), "a file without the entry")
   })
 
+  it("undelivered applies an intercom_withdrawn entry only to checkpoints saved before it: a later message reusing the (sender, id) is restored live", () => {
+    const older: JournalRecord = { from, message: message("old draft", { id: "m-4" }), receivedAt: 1 }
+    const reused: JournalRecord = { from, message: message("a new message, the same id", { id: "m-4" }), receivedAt: 2 }
+    const mark = { type: "custom", customType: "intercom_withdrawn", data: withdrawnEntry("me", from.id, "m-4", "cancel") }
+    // The older message's withdrawal was saved, its checkpoint was not (a failed save): the new one was never withdrawn.
+    assert.deepStrictEqual(undeliveredIn("me", [mark, entryOf(reused)]).map((record) => [record.message.content.text, record.withdrawn]), [
+      ["a new message, the same id", undefined]
+    ])
+    // Saved before the withdrawal, the older one is restored withdrawn (each message once: the first checkpoint).
+    assert.deepStrictEqual(
+      undeliveredIn("me", [entryOf(older), mark, entryOf(reused)]).map((record) => [record.message.content.text, record.withdrawn]),
+      [["old draft", "cancel"]]
+    )
+  })
+
   it("undelivered, leaving another live generation's: a message any checkpoint of which names an instance in leftTo is left out; one naming none is kept", () => {
     const live = "11111111-1111-4111-8111-111111111111"
     const dead = "22222222-2222-4222-8222-222222222222"

@@ -81,6 +81,29 @@ describe("makeJournalKeeper: cleared", () => {
       assert.deepStrictEqual(yield* keeper.cleared, [])
     }))
 
+  it.effect("a steered message whose withdrawal only the host's journal kept (told before taken) is handed over again withdrawn (review revbf BF3)", () =>
+    Effect.gen(function*() {
+      // A journal like pi's: a saved withdrawal marks the undelivered record it names.
+      const saved = new Map<string, JournalRecord["withdrawn"]>()
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.sync(() => {
+          const action = saved.get(record.message.id)
+          return [action === undefined ? record : { ...record, withdrawn: action }]
+        }),
+        withdrawn: (_fromId, messageId, action) => Effect.sync(() => void saved.set(messageId, action))
+      })
+      // The control is read after the hand-off let the message go and before `taken`: the keeper had nothing
+      // steered to note it on, the host's journal saved it.
+      yield* keeper.withdrawn(context.from.id, context.message.id, "cancel", false, undefined)
+      keeper.taken(context, true)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.message.id, again.withdrawn]),
+        [[context.message.id, "cancel"]],
+        "cleared by Esc, it was handed over again live"
+      )
+    }))
+
   it.effect("a journal that cannot be read at the settle keeps the message watched for the next one", () =>
     Effect.gen(function*() {
       let reads = 0

@@ -113,12 +113,6 @@ export interface FakeClientState {
    */
   readonly push: (message: InboundMessage) => Effect.Effect<void>
   /**
-   * The client read `message` again and passes it once more (RecentMessages' `"again"`: a question whose reply
-   * was lost or cancelled, asked or delivered again): the same message, so the controls of its pair read before
-   * it stand, as in the real client (review revbb BB1).
-   */
-  readonly pushAgain: (message: InboundMessage) => Effect.Effect<void>
-  /**
    * The client read `message` before the controls pushed ahead of it here, which the session's control fiber
    * handled first (two streams): as the broker writes a control only after its message, so those controls
    * stay recorded (`withdrawal`).
@@ -229,7 +223,6 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           recentControls.received(message.from.id, message.message.id)
           unhandled.offer({ ...message })
         }),
-      pushAgain: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       pushReadFirst: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
       presence: (event) =>
