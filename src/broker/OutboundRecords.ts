@@ -54,7 +54,7 @@ import { randomInt } from "node:crypto"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
-import type { SessionInstance } from "./Registry.ts"
+import { idOfSessionKey, type SessionInstance } from "./Registry.ts"
 import { KeptShares } from "./KeptShares.ts"
 import { highOf, joined, lowOf } from "./SplitNumber.ts"
 
@@ -412,7 +412,7 @@ export class OutboundRecords {
     this.notice = notice
     this.shares = new KeptShares<OutboundRecord>(MAX_KEPT_WITHDRAWALS_PER_RECEIVER, (receiverKey) =>
       notice(
-        `Withdrawals kept for session ${receiverKey}: its share (${MAX_KEPT_WITHDRAWALS_PER_RECEIVER}) is full, ` +
+        `Withdrawals kept for session ${idOfSessionKey(receiverKey)}: its share (${MAX_KEPT_WITHDRAWALS_PER_RECEIVER}) is full, ` +
           "its oldest go first: a message of it withdrawn then, if given back later, is delivered live"
       ))
   }
