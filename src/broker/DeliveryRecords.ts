@@ -103,16 +103,21 @@ export interface RecordObserver {
 /** Replay records (P46); see the module header for what is kept how long. */
 export class DeliveryRecords {
   /** The outbound records, whose replay part this class keeps (their route part is Receipts'). */
-  readonly table = new OutboundRecords()
+  readonly table: OutboundRecords
   /** Records per sender, to find the heaviest when everything is inside the window. */
   private readonly perSender = new Map<string, number>()
   private bytes = 0
   private readonly limits: ReplayLimits
   private readonly observer: RecordObserver | undefined
 
-  constructor(limits: ReplayLimits, observer?: RecordObserver) {
+  /**
+   * @param notice a warning for the broker's log from the table (OutboundRecords: its withdrawals' list, or a
+   * receiver's share of it, overflowed).
+   */
+  constructor(limits: ReplayLimits, observer?: RecordObserver, notice?: (line: string) => void) {
     this.limits = limits
     this.observer = observer
+    this.table = new OutboundRecords(undefined, notice)
   }
 
   /** Records held. */

@@ -41,7 +41,10 @@
  * bench/records-pause.ts, docs/performance.md "The records' table's
  * pause").
  *
- * Size: about 700 lines because the record and its table share the `parts`
+ * Withdrawals kept past their routes (the withdrawals' list) are bounded
+ * overall and per receiver (KeptShares.ts, `linkKept`).
+ *
+ * Size: about 760 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
  *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
@@ -51,7 +54,8 @@ import { randomInt } from "node:crypto"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
-import type { SessionInstance } from "./Registry.ts"
+import { idOfSessionKey, type SessionInstance } from "./Registry.ts"
+import { KeptShares } from "./KeptShares.ts"
 import { highOf, joined, lowOf } from "./SplitNumber.ts"
 
 /** The outcome field of a record whose replay part is not kept: never answered to anyone. */
@@ -106,6 +110,15 @@ const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
  * oldest at once (`linkKept`), so the list never holds more between prunes (review revaw AW4).
  */
 export const MAX_KEPT_WITHDRAWALS = 4_096
+
+/**
+ * Withdrawals kept past their routes at most of messages to one receiver's session: its share of
+ * MAX_KEPT_WITHDRAWALS (KeptShares.ts). One more of that receiver drops its own oldest, not the list's:
+ * a receiver that never reads or confirms can fill only its share, so alone it never pushes another
+ * receiver's withdrawal off the list (review revay). A quarter of the list: it takes four receivers at their
+ * shares to fill it, and then the list's oldest goes, whoever's.
+ */
+export const MAX_KEPT_WITHDRAWALS_PER_RECEIVER = 1_024
 
 /** Bits of `OutboundRecord.parts`. */
 const RECORDED = 1
@@ -375,6 +388,11 @@ export class OutboundRecords {
   private oldestKeptEntry: OutboundRecord | undefined = undefined
   private newestKeptEntry: OutboundRecord | undefined = undefined
   private keptTotal = 0
+  /** The receivers' shares of the withdrawals' list (`linkKept`). */
+  private readonly shares: KeptShares<OutboundRecord>
+  /** The list's overflow was logged (`linkKept`) since it last held none. */
+  private keptFullTold = false
+  private readonly notice: (line: string) => void
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
@@ -384,9 +402,19 @@ export class OutboundRecords {
   private memoFirst: OutboundRecord | undefined = undefined
   private memoChanges = -1
 
-  /** @param seed the ids' hash seed: random unless a test needs it known. */
-  constructor(seed: number = randomInt(0x40000000)) {
+  /**
+   * @param seed the ids' hash seed: random unless a test needs it known.
+   * @param notice a warning line for the broker's log: the withdrawals' list, or a receiver's share of it,
+   * overflowed and began to drop its oldest (`linkKept`), once each time it fills after holding none.
+   */
+  constructor(seed: number = randomInt(0x40000000), notice: (line: string) => void = () => {}) {
     this.seed = seed
+    this.notice = notice
+    this.shares = new KeptShares<OutboundRecord>(MAX_KEPT_WITHDRAWALS_PER_RECEIVER, (receiverKey) =>
+      notice(
+        `Withdrawals kept for session ${idOfSessionKey(receiverKey)}: its share (${MAX_KEPT_WITHDRAWALS_PER_RECEIVER}) is full, ` +
+          "its oldest go first: a message of it withdrawn then, if given back later, is delivered live"
+      ))
   }
 
   /** The shard that holds id hash `hash`'s chain. */
@@ -407,6 +435,16 @@ export class OutboundRecords {
   /** Withdrawals kept past their routes (`keepWithdrawal`). */
   get withdrawalsKept(): number {
     return this.keptTotal
+  }
+
+  /** Withdrawals kept past their routes of messages to `receiverKey`'s session (its share: `linkKept`). */
+  withdrawalsKeptFor(receiverKey: string): number {
+    return this.shares.of(receiverKey)
+  }
+
+  /** Kept withdrawals dropped so far because their receiver's share overflowed (`linkKept`). */
+  get withdrawalShareOverflows(): number {
+    return this.shares.overflows
   }
 
   /** The withdrawal kept past its route longest, if any. */
@@ -607,7 +645,7 @@ export class OutboundRecords {
     this.unlinkRoute(record)
     this.routeTotal--
     record.parts &= ~ROUTED
-    this.linkKept(record, at)
+    this.linkKept(record, at, record.receiverKey)
   }
 
   /**
@@ -616,19 +654,24 @@ export class OutboundRecords {
    * waited for its receiver, unwritten or unconfirmed: it outlives the route
    * (`ageRoute`). With no route left (MAX_ROUTES or its hour took it; the
    * withdrawal followed the replay record: Receipts.recordedRoute), it goes
-   * on the withdrawals' list now, at `at` (review revau AU1). The cancel and
-   * supersede paths only.
+   * on the withdrawals' list now, at `at` (review revau AU1), in the share
+   * of `receiverKey`, the session the message was for (`linkKept`; by
+   * default the one its last route named). The cancel and supersede paths
+   * only.
    */
-  keepWithdrawal(record: OutboundRecord, at: number): void {
+  keepWithdrawal(record: OutboundRecord, at: number, receiverKey: string = record.receiverKey): void {
     record.parts |= WITHDRAWN_WAITING
-    if ((record.parts & (ROUTED | WITHDRAWAL_KEPT)) === 0) this.linkKept(record, at)
+    if ((record.parts & (ROUTED | WITHDRAWAL_KEPT)) === 0) this.linkKept(record, at, receiverKey)
   }
 
   /**
-   * Puts `record` on the withdrawals' list as its newest, kept from `at`; past MAX_KEPT_WITHDRAWALS, the
-   * oldest leaves it now (`dropKept`; the record may leave the table), not at the next prune (review revaw AW4).
+   * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
+   * (KeptShares.ts). Past that receiver's share (MAX_KEPT_WITHDRAWALS_PER_RECEIVER), that receiver's oldest
+   * leaves the list now (review revay); else, past MAX_KEPT_WITHDRAWALS, the list's oldest does (review revaw
+   * AW4) — each with `dropKept` (the record may leave the table), not at the next prune. Either overflow is
+   * logged (`notice`) the first time it drops one since its list last held none.
    */
-  private linkKept(record: OutboundRecord, at: number): void {
+  private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
     record.routedAt = at
     record.olderRoute = this.newestKeptEntry
@@ -636,8 +679,19 @@ export class OutboundRecords {
     else this.oldestKeptEntry = record
     this.newestKeptEntry = record
     this.keptTotal++
+    const ownOldest = this.shares.join(record, receiverKey)
+    if (ownOldest !== undefined) return this.dropKept(ownOldest)
     const oldest = this.oldestKeptEntry
-    if (this.keptTotal > MAX_KEPT_WITHDRAWALS && oldest !== undefined) this.dropKept(oldest)
+    if (this.keptTotal > MAX_KEPT_WITHDRAWALS && oldest !== undefined) {
+      if (!this.keptFullTold) {
+        this.keptFullTold = true
+        this.notice(
+          `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full, its oldest go first, ` +
+            "whichever session they are for: a message withdrawn then, if given back later, is delivered live"
+        )
+      }
+      this.dropKept(oldest)
+    }
   }
 
   /**
@@ -679,6 +733,8 @@ export class OutboundRecords {
     else this.newestKeptEntry = record.olderRoute
     record.olderRoute = record.newerRoute = undefined
     this.keptTotal--
+    this.shares.leave(record)
+    if (this.keptTotal === 0) this.keptFullTold = false
   }
 
   private unlinkRecord(record: OutboundRecord): void {

@@ -316,7 +316,7 @@ export class Receipts {
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).
-      this.keepWithdrawal(route ?? this.routes.find(sender.key, message.supersedes), superseded, waiting, attempt.now)
+      this.keepWithdrawal(route ?? this.routes.find(sender.key, message.supersedes), superseded, waiting, attempt.now, target.key)
       // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
       // ask back; a reply to it is refused as to any ask that is over).
       if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
@@ -446,8 +446,9 @@ export class Receipts {
    * Routes past their hour go; one that keeps its sender's withdrawal
    * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
    * MAX_ROUTES bound does), where it stays a day, at most
-   * MAX_KEPT_WITHDRAWALS of them (OutboundRecords.ts: the oldest go first,
-   * as a new one joins, not here): its message may
+   * MAX_KEPT_WITHDRAWALS of them and MAX_KEPT_WITHDRAWALS_PER_RECEIVER of
+   * one receiver's (OutboundRecords.ts: the oldest go first, the receiver's
+   * own past its share, as a new one joins, not here): its message may
    * still wait unwritten in an outbox or a parked list, and must not be
    * delivered after its withdrawal when it is given back (review revao AO2).
    */
@@ -596,13 +597,20 @@ export class Receipts {
    * that message may still wait unwritten or unconfirmed (`waiting`:
    * `mayStillWait`: that very message), past the route and the
    * record (OutboundRecords.keepWithdrawal: the withdrawals' list, a day),
-   * so whoever gives it back finds it withdrawn (review revau AU1, AU2).
+   * so whoever gives it back finds it withdrawn (review revau AU1, AU2),
+   * in the share of `receiverKey`, the session it was for (review revay).
    * Cancel and supersede paths only.
    */
-  private keepWithdrawal(record: OutboundRecord | undefined, withdrawal: Outcome, waiting: boolean, now: number): void {
+  private keepWithdrawal(
+    record: OutboundRecord | undefined,
+    withdrawal: Outcome,
+    waiting: boolean,
+    now: number,
+    receiverKey: string
+  ): void {
     if (record === undefined) return
     record.withdrawal = withdrawal
-    if (waiting) this.routes.keepWithdrawal(record, now)
+    if (waiting) this.routes.keepWithdrawal(record, now, receiverKey)
   }
 
   /**
@@ -695,7 +703,7 @@ export class Receipts {
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).
-      this.keepWithdrawal(route ?? this.routes.find(session.key, messageId), CANCELLED, waiting, now)
+      this.keepWithdrawal(route ?? this.routes.find(session.key, messageId), CANCELLED, waiting, now, live.receiver.key)
       // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
       // promise), so a receiver never drops a message whose record a crash leaves delivered.
       this.ctx.journal?.mark(live.receiver.peer)

@@ -264,6 +264,9 @@ export class Registry {
 /** The registry key of a session: its scope and its id. */
 export const sessionKey = (spaceKey: string, id: string): string => `${spaceKey}\u0000${id}`
 
+/** The session id in registry key `key` (`sessionKey`): what a log line names a session by. */
+export const idOfSessionKey = (key: string): string => key.slice(key.lastIndexOf("\u0000") + 1)
+
 /** The group every session is in unless it says otherwise (C-GRP-1). */
 export const DEFAULT_GROUP = "default"
 

@@ -303,7 +303,7 @@ export class Router {
           if (!outcome.ok) journal.mailGone(sender, id)
           if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
-      }),
+      }, (line) => ctx.log("warning", line)),
       journal,
       protocolError: (peer, detail) => {
         // One line per connection: a closing one still reads its `received` frames (known issue 20),

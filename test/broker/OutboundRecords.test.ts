@@ -8,7 +8,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DELIVERED, DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { idHash, MAX_KEPT_WITHDRAWALS, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import {
+  idHash,
+  MAX_KEPT_WITHDRAWALS,
+  MAX_KEPT_WITHDRAWALS_PER_RECEIVER,
+  OutboundRecord,
+  OutboundRecords
+} from "../../src/broker/OutboundRecords.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
@@ -272,13 +278,17 @@ describe("OutboundRecords", () => {
     expect([table.withdrawalsKept, table.oldestKeptWithdrawal, record.withdrawal, record.withdrawalKept]).toEqual([0, undefined, undefined, false])
   })
 
-  it("the withdrawals' list never holds more than MAX_KEPT_WITHDRAWALS: one more put on it drops the oldest at once (review revaw AW4)", () => {
-    const table = new OutboundRecords(SEED)
+  it("the withdrawals' list never holds more than MAX_KEPT_WITHDRAWALS: one more put on it drops the oldest at once, logged once (review revaw AW4)", () => {
+    const notices: Array<string> = []
+    const table = new OutboundRecords(SEED, (line) => notices.push(line))
     const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
     const kept: Array<OutboundRecord> = []
-    for (let n = 0; n <= MAX_KEPT_WITHDRAWALS; n++) {
+    // Five receivers, none past its share (KeptShares.ts): only the list's own bound drops any.
+    const receivers = 5
+    expect(Math.ceil((MAX_KEPT_WITHDRAWALS + 1) / receivers)).toBeLessThanOrEqual(MAX_KEPT_WITHDRAWALS_PER_RECEIVER)
+    for (let n = 0; n <= MAX_KEPT_WITHDRAWALS + 1; n++) {
       const record = table.claim(OutboundRecord.of("a", "t", messageOf(`${n}`), undefined))
-      table.keepRoute(record, "b", 7, n)
+      table.keepRoute(record, `b${n % receivers}`, 7, n)
       record.withdrawal = CANCELLED
       table.keepWithdrawal(record, n)
       // Half age from the route list (Receipts.prune, addRoute), half go on the list with no route (no prune between).
@@ -293,11 +303,70 @@ describe("OutboundRecords", () => {
       kept.push(record)
       expect(table.withdrawalsKept).toBe(Math.min(n + 1, MAX_KEPT_WITHDRAWALS))
     }
-    // The oldest went as the last joined: off the list and, holding nothing else, out of the table.
-    expect(table.oldestKeptWithdrawal).toBe(kept[1])
+    // The two oldest went as the last two joined: off the list and, holding nothing else, out of the table.
+    expect(table.oldestKeptWithdrawal).toBe(kept[2])
     expect(table.find("a", "0")).toBeUndefined()
     expect(kept[0]!.withdrawalKept).toBe(false)
-    expect(table.find("a", `${MAX_KEPT_WITHDRAWALS}`)).toBe(kept[MAX_KEPT_WITHDRAWALS])
+    expect(kept[1]!.withdrawalKept).toBe(false)
+    expect(table.find("a", `${MAX_KEPT_WITHDRAWALS + 1}`)).toBe(kept[MAX_KEPT_WITHDRAWALS + 1])
+    expect(table.withdrawalShareOverflows).toBe(0)
+    // The overflow is logged at the first drop, not at every one.
+    expect(notices).toHaveLength(1)
+    expect(notices[0]).toContain(`the list (${MAX_KEPT_WITHDRAWALS}) is full`)
+  })
+
+  /** `table`'s record of "a"'s message `id`, routed to `receiverKey` at `at`, withdrawn while it waited and aged out. */
+  const keptFor = (table: OutboundRecords, id: string, receiverKey: string, at: number): OutboundRecord => {
+    const record = table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined))
+    table.keepRoute(record, receiverKey, 7, at)
+    record.withdrawal = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    table.keepWithdrawal(record, at)
+    table.ageRoute(record, at)
+    return record
+  }
+
+  it("one receiver keeps at most MAX_KEPT_WITHDRAWALS_PER_RECEIVER withdrawals: one more drops its own oldest, not another receiver's older one, logged once (review revay)", () => {
+    const notices: Array<string> = []
+    const table = new OutboundRecords(SEED, (line) => notices.push(line))
+    const other = keptFor(table, "other", "b", 0)
+    const flooding: Array<OutboundRecord> = []
+    for (let n = 0; n < MAX_KEPT_WITHDRAWALS_PER_RECEIVER + 2; n++) flooding.push(keptFor(table, `${n}`, "flood", n + 1))
+    expect(table.withdrawalsKeptFor("flood")).toBe(MAX_KEPT_WITHDRAWALS_PER_RECEIVER)
+    expect(table.withdrawalsKeptFor("b")).toBe(1)
+    expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS_PER_RECEIVER + 1)
+    // The flooding receiver's two oldest went, off the list and out of the table; the other receiver's, older, stays.
+    expect([flooding[0]!.withdrawalKept, flooding[1]!.withdrawalKept, flooding[2]!.withdrawalKept]).toEqual([false, false, true])
+    expect([table.find("a", "0"), table.find("a", "1")]).toEqual([undefined, undefined])
+    expect(table.oldestKeptWithdrawal).toBe(other)
+    expect(table.withdrawalShareOverflows).toBe(2)
+    expect(notices).toEqual([expect.stringContaining(`session flood: its share (${MAX_KEPT_WITHDRAWALS_PER_RECEIVER}) is full`)])
+    // Routed again, a kept withdrawal leaves its share too: room for one more with no drop.
+    table.keepRoute(flooding[2]!, "flood", 8, 5_000)
+    expect(table.withdrawalsKeptFor("flood")).toBe(MAX_KEPT_WITHDRAWALS_PER_RECEIVER - 1)
+    keptFor(table, "late", "flood", 5_001)
+    expect([table.withdrawalsKeptFor("flood"), table.withdrawalShareOverflows, flooding[3]!.withdrawalKept]).toEqual([
+      MAX_KEPT_WITHDRAWALS_PER_RECEIVER,
+      2,
+      true
+    ])
+    // Emptied (its day: Receipts.prune), the share's next overflow is logged again.
+    for (let oldest = table.oldestKeptWithdrawal; oldest !== undefined; oldest = table.oldestKeptWithdrawal) table.dropKept(oldest)
+    expect([table.withdrawalsKept, table.withdrawalsKeptFor("flood"), table.withdrawalsKeptFor("b")]).toEqual([0, 0, 0])
+    for (let n = 0; n <= MAX_KEPT_WITHDRAWALS_PER_RECEIVER; n++) keptFor(table, `again${n}`, "flood", 6_000 + n)
+    expect(notices).toHaveLength(2)
+  })
+
+  it("keepWithdrawal with no route puts the record in the share of the receiver it names, not the one its last route named", () => {
+    const table = new OutboundRecords(SEED)
+    const record = table.claim(OutboundRecord.of("a", "t", messageOf("1"), undefined))
+    table.keepRoute(record, "old", 7, 1)
+    table.dropRoute(record)
+    table.keepRecord(record, DELIVERED, 1, 100)
+    record.withdrawal = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+    table.keepWithdrawal(record, 2, "live")
+    expect([table.withdrawalsKeptFor("live"), table.withdrawalsKeptFor("old")]).toEqual([1, 0])
+    table.forgetWithdrawal(record)
+    expect(table.withdrawalsKeptFor("live")).toBe(0)
   })
 
   it("tells apart ids whose hashes collide, whichever of them leaves first", () => {
