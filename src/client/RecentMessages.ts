@@ -60,8 +60,9 @@
  * held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
- * ask was withdrawn, answered or past its deadline, or its short-lived
- * asker ended: a later redelivery then passes once, a duplicate). Unlike a
+ * ask was answered or past its deadline, its short-lived asker ended, or it
+ * was withdrawn by a control this client has not read yet: a later
+ * redelivery then passes once, a duplicate). Unlike a
  * cancel, whose answer comes behind any question it asks again, no frame
  * marks where a question asked again would have come by: it is written to
  * the live connection or kept for the next, and whether the ask's edge is
@@ -70,6 +71,14 @@
  * question asked again, so it stays open (helper cancelb); a receipt that
  * said whether the question is asked again (a negotiated extension) would
  * make it exact.
+ * A question its sender withdrew (a cancel or supersede of it read:
+ * RecentControls, asked through `isWithdrawn`) is over, and the broker asks
+ * it nothing again: a lost or cancelled reply does not reopen its pair, and
+ * the withdrawal read closes one reopened before (`withdrawn`). A copy of it
+ * read after that is a redelivery of the message passed on already (dropped),
+ * and a message passed on "again" is always read before its pair's control —
+ * so a NEW message under a reused id is never taken for an old withdrawn
+ * question asked again, which kept the old cancel for it (review revbf BF2).
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of
@@ -142,9 +151,13 @@ export class RecentMessages {
    */
   private readonly sticky = new Map<string, "lost" | "abandoned">()
 
-  constructor(capacity = 1024) {
+  /** Whether the client's record of controls holds a withdrawal of the message it last read under (sender, id). */
+  private readonly isWithdrawn: (senderId: string, messageId: string) => boolean
+
+  constructor(capacity = 1024, isWithdrawn: (senderId: string, messageId: string) => boolean = () => false) {
     this.capacity = capacity
     this.askersLimit = capacity * ASKERS_PER_CAPACITY
+    this.isWithdrawn = isWithdrawn
   }
 
   /**
@@ -204,6 +217,8 @@ export class RecentMessages {
     const answered = this.replies.get(replyId)
     if (answered === undefined) return
     this.replies.delete(replyId)
+    // A withdrawn question is asked nothing again (review revbf BF2): a copy that comes is a redelivery.
+    if (this.isWithdrawn(targetId, answered.askId)) return
     const pair = pairOf(targetId, answered.askId)
     // Set before reopening, so a pair the bound trims at once takes its entry with it.
     this.sticky.set(pair, "lost")
@@ -229,7 +244,19 @@ export class RecentMessages {
     if (held === undefined) this.cancels.set(replyId, { pair, count: 1 })
     else held.count += 1
     this.holds.set(pair, (this.holds.get(pair) ?? 0) + 1)
-    this.reopen(pair)
+    // Held all the same, so its end releases what it took; but a withdrawn question is asked nothing again (BF2).
+    if (!this.isWithdrawn(answered.asker, answered.askId)) this.reopen(pair)
+  }
+
+  /**
+   * Its sender's cancel or supersede of the message `senderId` sent under `messageId` was read (passed on
+   * once): the broker asks a withdrawn question nothing again — not for a lost reply, not for a cancelled one —
+   * so a pair a lost or cancelled reply reopened is closed, and a copy read after this is a redelivery of the
+   * message passed on already: dropped (review revbf BF2). A cancel of a reply that still holds the pair keeps
+   * holding it (its end releases the hold) but keeps it reopened no more.
+   */
+  withdrawn(senderId: string, messageId: string): void {
+    if (this.reopened.size > 0) this.close(pairOf(senderId, messageId))
   }
 
   /**
