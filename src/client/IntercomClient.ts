@@ -152,8 +152,16 @@ const make = (
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
+      nextRead: () => recent.nextRead(),
+      lastRead: () => recent.lastRead,
       message: (message: InboundMessage) => {
-        const pass = recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)
+        const pass = recent.firstTime(
+          message.from.id,
+          message.message.id,
+          confirmBound,
+          message.message.expectsReply === true,
+          message.read
+        )
         if (pass === false) return
         // Not a copy of one read before: a control of its (sender, id) read earlier was an earlier message's (AX-B1).
         // A question passed once more for a lost or cancelled reply is that same message: its controls stand (BB1).
@@ -358,6 +366,7 @@ const make = (
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe())),
+      readSince: (senderId, messageId, mark) => Effect.sync(() => recent.readSince(senderId, messageId, mark)),
       status: Effect.sync(() => {
         const live = lifetime.live()
         return {

@@ -86,7 +86,15 @@
  * Reopening never takes a pair out of the order `forget` walks: it is kept
  * apart (`reopened`), so the message the confirmations stop at keeps its
  * place (review revaa AA3).
+ * It also numbers the messages read (`nextRead`) and keeps, per pair, the
+ * number of the last passed on, so a control marked with the number read
+ * before it (`lastRead`) can be told from a newer message under its id
+ * (`readSince`, review revbb BB2): a value in the map of pairs, no more.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
+ *
+ * Size note: about 430 lines, one concept (whether a message read under a
+ * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
+ * reopening rules' bookkeeping and their reasons.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
@@ -119,8 +127,13 @@ const trim = (entries: Set<string> | Map<string, unknown>, capacity: number): vo
  * client's confirmations stop at, and at least the last `capacity` ones.
  */
 export class RecentMessages {
-  /** The pairs, in the order they were first received. */
-  private readonly seen = new Set<string>()
+  /**
+   * The pairs, in the order they were first received, each with the read number (`nextRead`) of the last message
+   * passed on under it: `readSince` compares it with a control's.
+   */
+  private readonly seen = new Map<string, number>()
+  /** The read number of the last message read (`nextRead`): 0 before any. */
+  private reads = 0
   private readonly capacity: number
   /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
   private boundMessage: InboundMessage | undefined
@@ -171,13 +184,23 @@ export class RecentMessages {
    * `ask`: the message asks for a reply, and its sender is remembered as the
    * asker of its id.
    */
-  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound, ask = false): "new" | "again" | false {
+  firstTime(
+    senderId: string,
+    messageId: string,
+    bound: () => ConfirmBound,
+    ask = false,
+    read = this.reads
+  ): "new" | "again" | false {
     const key = pairOf(senderId, messageId)
     const seen = this.seen
     const reopened = this.reopened
     // A question asked again after its reply was lost passes once, in its place in the order.
-    if (seen.has(key)) return reopened.size > 0 && this.close(key) ? "again" : false
-    seen.add(key)
+    if (seen.has(key)) {
+      if (reopened.size === 0 || !this.close(key)) return false
+      seen.set(key, read)
+      return "again"
+    }
+    seen.set(key, read)
     // A reopened pair already forgotten from `seen` (past `capacity`): its question, asked again, all the same.
     const again = reopened.size > 0 && this.close(key)
     if (ask) {
@@ -187,6 +210,28 @@ export class RecentMessages {
     }
     if (seen.size > this.capacity) this.forget(bound())
     return again ? "again" : "new"
+  }
+
+  /**
+   * Numbers the next message read (every one, passed on or not: gaps are harmless): increasing, so a message
+   * read after a control has a higher number than the control's mark (`lastRead` as it was read).
+   */
+  nextRead(): number {
+    return ++this.reads
+  }
+
+  /** The number of the last message read: a control read now is read after every message numbered up to it. */
+  get lastRead(): number {
+    return this.reads
+  }
+
+  /**
+   * Whether a message `senderId` sent under `messageId` was passed on after `mark` (a control's `lastRead`): that
+   * control is then an earlier message's (a control never comes before its message; review revbb BB2). False
+   * when no such message is known: none came, or its pair was forgotten (past `capacity`).
+   */
+  readSince(senderId: string, messageId: string, mark: number): boolean {
+    return (this.seen.get(pairOf(senderId, messageId)) ?? 0) > mark
   }
 
   /**
@@ -384,7 +429,7 @@ export class RecentMessages {
     // A stop not in `seen` (trimmed as a reopened pair before it became the stop) is nowhere in the order: keep
     // everything rather than walk past the messages after it (the safe side of review revaa AA3).
     if (stop !== undefined && !seen.has(stop)) return
-    for (const oldest of seen) {
+    for (const oldest of seen.keys()) {
       if (seen.size <= this.capacity || oldest === stop) return
       seen.delete(oldest)
       this.forgetAsker(oldest)
