@@ -6,7 +6,8 @@
  * answers no `cancellation_requested` for its id — the control's read number (`ControlEvent` `read`) is lower
  * than the new message's, so it is an earlier message's. The client reads the cancel first, then the message,
  * as a broker's registration gives kept controls ahead of the mailbox's mail (MailDelivery hooks.registered).
- * The cancel of a message that still waits (test/session/controlForgottenLag.test.ts) is still acted on. Over
+ * The cancel of the message it is about, still waiting in the hand-off, is still acted on, also with a newer
+ * message under its id read behind it (and test/session/controlForgottenLag.test.ts: one the record forgot). Over
  * the fake session client, on the TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -87,6 +88,22 @@ describe("an old cancel the control fiber handles after a new message under its 
       assert.notInclude(second.text, "Withdrawn")
       assert.notInclude(receipts("m-1"), "cancellation_requested", "the old cancel was answered under the new m-1's id")
       assert.include(receipts("other"), "cancellation_requested", "setup: a cancel that applies is answered")
+    }))
+
+  it.effect("still withdraws the old message it is about while that one waits, a newer one under its id read behind it", () =>
+    Effect.gen(function*() {
+      const { client, drain } = yield* lagging
+      // The old m-2 waits behind "other"; its cancel is read, then a newer m-2 (joined to the one still waiting).
+      yield* client.push(inboundMessage(C, "m-2", "the old m-2"))
+      yield* settle
+      yield* client.control({ _tag: "Control", from: C, control: { messageId: "m-2", action: "cancel", timestamp: 0 } })
+      yield* client.push(inboundMessage(C, "m-2", "a newer m-2"))
+      yield* settle
+      assert.isTrue(yield* client.service.readSince(C.id, "m-2", 3), "setup: a newer m-2 was read after the cancel (marked 3: three messages read before it)")
+      const second = yield* drain
+      assert.strictEqual(second.message.content.text, "the old m-2", "setup: the old m-2 came next")
+      assert.strictEqual(second.intent, "passive", "the old m-2, cancelled while it waited, was handed over live")
+      assert.include(second.text, "Withdrawn")
     }))
 
   it.effect("does not close a new ask under that id", () =>
