@@ -469,7 +469,8 @@ export const openClientConnection = (
             ...(frame.channel === undefined ? {} : { channel: frame.channel }),
             ...(frame.replyError === undefined ? {} : { replyError: frame.replyError }),
             ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) }),
-            ...(frame.traceparent === undefined ? {} : { traceparent: frame.traceparent })
+            ...(frame.traceparent === undefined ? {} : { traceparent: frame.traceparent }),
+            read: sinks.nextRead()
           }
           if (sinks.bounded()) confirmations.note(message, dispatching)
           sinks.message(message)
@@ -501,7 +502,7 @@ export const openClientConnection = (
           sinks.control({ _tag: "Receipt", from: frame.from, receipt: frame.receipt })
           return
         case "message_control":
-          sinks.control({ _tag: "Control", from: frame.from, control: frame.control })
+          sinks.control({ _tag: "Control", from: frame.from, control: frame.control, read: sinks.lastRead() })
           return
         case "topic_published":
         case "topic_subscribed":

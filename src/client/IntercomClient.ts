@@ -119,12 +119,16 @@ const make = (
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     // A durable broker killed between writing a message and forgetting it delivers it again after its restart,
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
-    const recent = new RecentMessages()
     // A cancel or supersede the broker wrote and this client never confirmed comes again with the next
     // connection, as mail does: it is passed on once (RecentControls.ts).
     const recentControls = new RecentControls()
     // Read as a control is recorded and asked about, in the reader's synchronous code (RecentControls' time limit).
     const clock = yield* Clock.Clock
+    // A question its sender withdrew is not reopened by a lost or cancelled reply: the broker asks it nothing again.
+    const recent = new RecentMessages(
+      undefined,
+      (senderId, messageId) => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe()) !== undefined
+    )
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The ids of this session's asks the broker said expired unanswered (`askExpiry`, `ask-expiry-v1`). */
     const askExpiryHub = yield* PubSub.unbounded<string>()
@@ -148,8 +152,16 @@ const make = (
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
+      nextRead: () => recent.nextRead(),
+      lastRead: () => recent.lastRead,
       message: (message: InboundMessage) => {
-        const pass = recent.firstTime(message.from.id, message.message.id, confirmBound, message.message.expectsReply === true)
+        const pass = recent.firstTime(
+          message.from.id,
+          message.message.id,
+          confirmBound,
+          message.message.expectsReply === true,
+          message.read
+        )
         if (pass === false) return
         // Not a copy of one read before: a control of its (sender, id) read earlier was an earlier message's (AX-B1).
         // A question passed once more for a lost or cancelled reply is that same message: its controls stand (BB1).
@@ -162,7 +174,11 @@ const make = (
       },
       presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => {
-        if (event._tag === "Control" && !recentControls.firstTime(event.from.id, event.control, clock.currentTimeMillisUnsafe())) return
+        if (event._tag === "Control") {
+          if (!recentControls.firstTime(event.from.id, event.control, clock.currentTimeMillisUnsafe())) return
+          // A withdrawn question is asked nothing again: a copy of it read from now is a redelivery (BF2).
+          recent.withdrawn(event.from.id, event.control.messageId)
+        }
         // A reply of this client's that failed: its question may be asked again (RecentMessages.replyLost).
         // The broker sends that receipt from the reply's target: the asker.
         if (event._tag === "Receipt" && event.receipt.status === "expired") recent.replyLost(event.receipt.messageId, event.from.id)
@@ -350,6 +366,7 @@ const make = (
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe())),
+      readSince: (senderId, messageId, mark) => Effect.sync(() => recent.readSince(senderId, messageId, mark)),
       status: Effect.sync(() => {
         const live = lifetime.live()
         return {

@@ -29,9 +29,11 @@
  * over live, and a cancel of it is passed on. Not so a question
  * RecentMessages passes once more (`"again"`): its pair was reopened
  * because this client's reply to it was lost or cancelled, and what comes
- * is that same question, asked or delivered again — a withdrawn one
- * stays withdrawn, and its control written again behind it is dropped
- * (review revbb BB1). A copy of the old message that RecentMessages no
+ * is that same question, asked again — it comes before any control of it,
+ * since a withdrawn question is never reopened (RecentMessages, review
+ * revbf BF2) — and its control, read behind it, stands; a copy of a
+ * withdrawn one, and its control written again, are dropped (review revbb
+ * BB1). A copy of the old message that RecentMessages no
  * longer remembers is taken for a new one — a duplicate it passes anyway;
  * its control, which the broker writes behind it again, is then passed on
  * again.

@@ -60,8 +60,9 @@
  * held ones.
  * A reply's loss read from its `expired` receipt (`replyLost`) reopens its
  * pair until a copy passes, also when the broker asks nothing again (the
- * ask was withdrawn, answered or past its deadline, or its short-lived
- * asker ended: a later redelivery then passes once, a duplicate). Unlike a
+ * ask was answered or past its deadline, its short-lived asker ended, or it
+ * was withdrawn by a control this client has not read yet: a later
+ * redelivery then passes once, a duplicate). Unlike a
  * cancel, whose answer comes behind any question it asks again, no frame
  * marks where a question asked again would have come by: it is written to
  * the live connection or kept for the next, and whether the ask's edge is
@@ -70,6 +71,14 @@
  * question asked again, so it stays open (helper cancelb); a receipt that
  * said whether the question is asked again (a negotiated extension) would
  * make it exact.
+ * A question its sender withdrew (a cancel or supersede of it read:
+ * RecentControls, asked through `isWithdrawn`) is over, and the broker asks
+ * it nothing again: a lost or cancelled reply does not reopen its pair, and
+ * the withdrawal read closes one reopened before (`withdrawn`). A copy of it
+ * read after that is a redelivery of the message passed on already (dropped),
+ * and a message passed on "again" is always read before its pair's control —
+ * so a NEW message under a reused id is never taken for an old withdrawn
+ * question asked again, which kept the old cancel for it (review revbf BF2).
  * A reply addressed by name or id prefix names no asker: the asker is the
  * sender of the ask with that id this client read (`askers`), unless the
  * reply's exact `targetId`, or its `to` as the exact id of a sender of
@@ -77,7 +86,15 @@
  * Reopening never takes a pair out of the order `forget` walks: it is kept
  * apart (`reopened`), so the message the confirmations stop at keeps its
  * place (review revaa AA3).
+ * It also numbers the messages read (`nextRead`) and keeps, per pair, the
+ * number of the last passed on, so a control marked with the number read
+ * before it (`lastRead`) can be told from a newer message under its id
+ * (`readSince`, review revbb BB2): a value in the map of pairs, no more.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
+ *
+ * Size note: about 430 lines, one concept (whether a message read under a
+ * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
+ * reopening rules' bookkeeping and their reasons.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"
@@ -110,8 +127,13 @@ const trim = (entries: Set<string> | Map<string, unknown>, capacity: number): vo
  * client's confirmations stop at, and at least the last `capacity` ones.
  */
 export class RecentMessages {
-  /** The pairs, in the order they were first received. */
-  private readonly seen = new Set<string>()
+  /**
+   * The pairs, in the order they were first received, each with the read number (`nextRead`) of the last message
+   * passed on under it: `readSince` compares it with a control's.
+   */
+  private readonly seen = new Map<string, number>()
+  /** The read number of the last message read (`nextRead`): 0 before any. */
+  private reads = 0
   private readonly capacity: number
   /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
   private boundMessage: InboundMessage | undefined
@@ -142,9 +164,13 @@ export class RecentMessages {
    */
   private readonly sticky = new Map<string, "lost" | "abandoned">()
 
-  constructor(capacity = 1024) {
+  /** Whether the client's record of controls holds a withdrawal of the message it last read under (sender, id). */
+  private readonly isWithdrawn: (senderId: string, messageId: string) => boolean
+
+  constructor(capacity = 1024, isWithdrawn: (senderId: string, messageId: string) => boolean = () => false) {
     this.capacity = capacity
     this.askersLimit = capacity * ASKERS_PER_CAPACITY
+    this.isWithdrawn = isWithdrawn
   }
 
   /**
@@ -158,13 +184,23 @@ export class RecentMessages {
    * `ask`: the message asks for a reply, and its sender is remembered as the
    * asker of its id.
    */
-  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound, ask = false): "new" | "again" | false {
+  firstTime(
+    senderId: string,
+    messageId: string,
+    bound: () => ConfirmBound,
+    ask = false,
+    read = this.reads
+  ): "new" | "again" | false {
     const key = pairOf(senderId, messageId)
     const seen = this.seen
     const reopened = this.reopened
     // A question asked again after its reply was lost passes once, in its place in the order.
-    if (seen.has(key)) return reopened.size > 0 && this.close(key) ? "again" : false
-    seen.add(key)
+    if (seen.has(key)) {
+      if (reopened.size === 0 || !this.close(key)) return false
+      seen.set(key, read)
+      return "again"
+    }
+    seen.set(key, read)
     // A reopened pair already forgotten from `seen` (past `capacity`): its question, asked again, all the same.
     const again = reopened.size > 0 && this.close(key)
     if (ask) {
@@ -174,6 +210,28 @@ export class RecentMessages {
     }
     if (seen.size > this.capacity) this.forget(bound())
     return again ? "again" : "new"
+  }
+
+  /**
+   * Numbers the next message read (every one, passed on or not: gaps are harmless): increasing, so a message
+   * read after a control has a higher number than the control's mark (`lastRead` as it was read).
+   */
+  nextRead(): number {
+    return ++this.reads
+  }
+
+  /** The number of the last message read: a control read now is read after every message numbered up to it. */
+  get lastRead(): number {
+    return this.reads
+  }
+
+  /**
+   * Whether a message `senderId` sent under `messageId` was passed on after `mark` (a control's `lastRead`): that
+   * control is then an earlier message's (a control never comes before its message; review revbb BB2). False
+   * when no such message is known: none came, or its pair was forgotten (past `capacity`).
+   */
+  readSince(senderId: string, messageId: string, mark: number): boolean {
+    return (this.seen.get(pairOf(senderId, messageId)) ?? 0) > mark
   }
 
   /**
@@ -204,6 +262,8 @@ export class RecentMessages {
     const answered = this.replies.get(replyId)
     if (answered === undefined) return
     this.replies.delete(replyId)
+    // A withdrawn question is asked nothing again (review revbf BF2): a copy that comes is a redelivery.
+    if (this.isWithdrawn(targetId, answered.askId)) return
     const pair = pairOf(targetId, answered.askId)
     // Set before reopening, so a pair the bound trims at once takes its entry with it.
     this.sticky.set(pair, "lost")
@@ -229,7 +289,19 @@ export class RecentMessages {
     if (held === undefined) this.cancels.set(replyId, { pair, count: 1 })
     else held.count += 1
     this.holds.set(pair, (this.holds.get(pair) ?? 0) + 1)
-    this.reopen(pair)
+    // Held all the same, so its end releases what it took; but a withdrawn question is asked nothing again (BF2).
+    if (!this.isWithdrawn(answered.asker, answered.askId)) this.reopen(pair)
+  }
+
+  /**
+   * Its sender's cancel or supersede of the message `senderId` sent under `messageId` was read (passed on
+   * once): the broker asks a withdrawn question nothing again — not for a lost reply, not for a cancelled one —
+   * so a pair a lost or cancelled reply reopened is closed, and a copy read after this is a redelivery of the
+   * message passed on already: dropped (review revbf BF2). A cancel of a reply that still holds the pair keeps
+   * holding it (its end releases the hold) but keeps it reopened no more.
+   */
+  withdrawn(senderId: string, messageId: string): void {
+    if (this.reopened.size > 0) this.close(pairOf(senderId, messageId))
   }
 
   /**
@@ -357,7 +429,7 @@ export class RecentMessages {
     // A stop not in `seen` (trimmed as a reopened pair before it became the stop) is nowhere in the order: keep
     // everything rather than walk past the messages after it (the safe side of review revaa AA3).
     if (stop !== undefined && !seen.has(stop)) return
-    for (const oldest of seen) {
+    for (const oldest of seen.keys()) {
       if (seen.size <= this.capacity || oldest === stop) return
       seen.delete(oldest)
       this.forgetAsker(oldest)

@@ -50,6 +50,12 @@ export interface InboundMessage {
    * trace. The session runtime makes its receive span a child of it.
    */
   readonly traceparent?: string
+  /**
+   * The client's read number of it (RecentMessages.nextRead): higher than the `read` of every control read
+   * before it, so a control whose `read` is lower is an earlier message's (review revbb BB2). Absent from a
+   * message not read by an `IntercomClient` (a test's, a journal's).
+   */
+  readonly read?: number
 }
 
 /**
@@ -69,7 +75,16 @@ export type PresenceEvent =
  */
 export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
-  | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
+  | {
+    readonly _tag: "Control"
+    readonly from: SessionInfo
+    readonly control: MessageControl
+    /**
+     * The read number of the last message read before this control (RecentMessages.lastRead): it is of a message
+     * numbered at most this, never of one read after it (`IntercomClient.readSince`, review revbb BB2).
+     */
+    readonly read?: number
+  }
   /** `reply-elsewhere-v1`: the ask `messageId` was answered to another client instance of this session. */
   | ({ readonly _tag: "AnsweredElsewhere" } & AnsweredElsewhere)
 
@@ -109,6 +124,10 @@ export interface AnsweredElsewhere {
 
 /** Where a connection puts what nobody asked for; called synchronously by its reader. */
 export interface ClientSinks {
+  /** Numbers a message read, before it is passed to `message` (`InboundMessage.read`). */
+  readonly nextRead: () => number
+  /** The number of the last message read, as a control is read (`ControlEvent` `read`). */
+  readonly lastRead: () => number
   readonly message: (message: InboundMessage) => void
   readonly presence: (event: PresenceEvent) => void
   readonly control: (event: ControlEvent) => void

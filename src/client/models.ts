@@ -384,6 +384,13 @@ export interface IntercomClientService extends QuestionOperations {
    * withdraw (RecentControls.ts).
    */
   readonly withdrawal: (senderId: string, messageId: string) => Effect.Effect<MessageControl["action"] | undefined>
+  /**
+   * Whether a message `senderId` sent under `messageId` was passed on to `messages` after the control whose
+   * `read` is `mark` was read: that control is then an earlier message's under the same id, and does not
+   * withdraw this one (review revbb BB2). Known for the pairs `messages` remembers (the newest 1,024, and every
+   * one not yet confirmed); false for one forgotten — the control is then taken to apply.
+   */
+  readonly readSince: (senderId: string, messageId: string, mark: number) => Effect.Effect<boolean>
   readonly status: Effect.Effect<ClientStatus>
   /**
    * Until `resumeConfirmations`, confirms (`received-v1`) only what came

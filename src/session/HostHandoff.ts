@@ -97,8 +97,17 @@ export interface HostHandoff {
    * left as it is. Says whether such a message was waiting, and what it was
    * last prepared as: an attempt in progress may have handed that to the host
    * already (`deliver` returned, the hand-off has not let the message go yet).
+   * `readBy`: the control's read number (`ControlEvent` `read`); a waiting
+   * message the client read after it (its `InboundContext.read` higher) is a
+   * newer one under the same id, which the control does not withdraw: left
+   * as it is, and not `waiting` (review revbb BB2).
    */
-  readonly withdraw: (fromId: string, messageId: string, action: MessageControl["action"]) => HandoffWithdrawal
+  readonly withdraw: (
+    fromId: string,
+    messageId: string,
+    action: MessageControl["action"],
+    readBy?: number
+  ) => HandoffWithdrawal
 }
 
 /**
@@ -276,9 +285,12 @@ export const makeHostHandoff = (
           byKey.set(entryKey(entry), entry)
           return Effect.asVoid(Queue.offer(wake, true))
         }),
-      withdraw: (fromId, messageId, action) => {
+      withdraw: (fromId, messageId, action, readBy) => {
         const entry = byKey.get(keyOf(fromId, messageId))
-        if (entry === undefined) return { waiting: false, prepared: undefined }
+        const read = entry?.context.read
+        if (entry === undefined || (read !== undefined && readBy !== undefined && read > readBy)) {
+          return { waiting: false, prepared: undefined }
+        }
         entry.withdrawn = action
         entry.stale = true
         return { waiting: true, prepared: entry.inbound }

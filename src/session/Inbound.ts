@@ -24,9 +24,12 @@
  *   revax AX-B1). This fiber acts on every control it reads, also one that
  *   record has forgotten by the time it gets there (review revbf BF1: it
  *   forgets by count and age too, and a withdrawn message waiting in the
- *   hand-off was handed over live); a new message under the id of an older
- *   withdrawn one, read while this fiber lags behind that one's control, is
- *   withdrawn with it (review revbb BB2, open).
+ *   hand-off was handed over live). A control the client read before a
+ *   newer message under the same id (the control's read number, `read`,
+ *   lower than the message's) withdraws nothing of that message, whether it
+ *   waits in the hand-off, was taken, or is still to come (`readSince`): a
+ *   fiber lagging behind an old message's control leaves a new one under
+ *   the reused id live (review revbb BB2).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -257,7 +260,8 @@ export const runInbound = (
           askTimeoutMs: inbound.askTimeoutMs,
           channel: inbound.channel,
           delivery: inbound.delivery?.delivery,
-          trace
+          trace,
+          read: inbound.read
         }
         // C-DLV-14: saved before the host can lose it; if nothing saved it, the client keeps it until the host has it.
         // Not saved either while an earlier message is kept unsaved: a journal that held this one would hand it
@@ -370,13 +374,19 @@ export const runInbound = (
           if (event._tag !== "Control") return Effect.void
           // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
-          const { from } = event
+          const { from, read } = event
           const { action, messageId } = event.control
-          tracker.askWithdrawn(from.id, messageId)
           return Effect.gen(function*() {
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
-            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action)
+            // Read by the client before a newer message under the same id (review revbb BB2): that one is left live.
+            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action, read)
+            // A message under this id read by the client after the control (this fiber lagged behind): the control
+            // is an earlier one's, and that earlier one is not waiting here — so nothing is withdrawn, closed or
+            // answered under the id, whether the newer one waits, was taken, or is still to come. Asked only then,
+            // so the client's record forgetting the control by count or age never skips one (review revbf BF1).
+            if (!waiting && read !== undefined && (yield* client.readSince(from.id, messageId, read))) return
+            tracker.askWithdrawn(from.id, messageId)
             // Saved for a later generation that hands it over again (restored, or cleared from a busy agent's queue).
             yield* journal.withdrawn(from.id, messageId, action, waiting, prepared)
             yield* generation.pendingChanged

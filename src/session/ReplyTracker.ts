@@ -46,6 +46,11 @@ export interface InboundContext {
    * the parent of its hand-off spans and of a reply to it. Never journaled.
    */
   readonly trace?: Tracer.AnySpan | undefined
+  /**
+   * The client's read number of it (`InboundMessage.read`): a control read before it (a lower `read`) is an
+   * earlier message's under the same id (review revbb BB2). Never journaled: a restored message has none.
+   */
+  readonly read?: number | undefined
 }
 
 /**

@@ -1,12 +1,15 @@
 /**
- * A copy of a withdrawn ask that RecentMessages lets pass once more — its pair reopened because this client's
- * reply was lost (the reply's `expired` receipt, `replyLost`) — is the same message, not a new one under a
- * reused id (review revbb BB1): the client keeps its cancel (`withdrawal` still says "cancel", so a session
- * handing the copy over before the cancel written behind it is read hands it withdrawn), and that cancel,
- * written again behind the copy, reaches `controls` once. Here the ask and its cancel come again as a
- * `received-v1` broker gives what the client never confirmed (or a cancelled copy and its cancel at a return,
- * WithdrawnCopies.give). In memory, against a fake broker that writes the frames it is told to ahead of each
- * `list` answer (as test/client/controlsOnce.test.ts).
+ * Copies of an ask whose sender withdrew it, after this client's reply to it was lost (the reply's `expired`
+ * receipt, `replyLost`). Which copy is which (review revbb BB1, revbf BF2): the broker asks a question again for
+ * a lost reply only while the ask lasts, and a withdrawn ask is over. So
+ * - the sender's cancel read BEFORE the loss: nothing is asked again, and a copy that comes is a redelivery (a
+ *   `received-v1` broker giving what the client never confirmed, or a cancelled copy and its cancel at a return,
+ *   WithdrawnCopies.give) of the message passed on already: the pair is not reopened and the copy is dropped;
+ * - the loss read BEFORE the cancel: the question asked again passes once more ("again", the same message, not
+ *   a new one under a reused id), and the cancel read behind it closes the pair, so a copy after that is dropped.
+ * Either way the client keeps the cancel (`withdrawal` says "cancel", which a session reads as it hands a copy
+ * over), and that cancel, written again, reaches `controls` once. In memory, against a fake broker that writes
+ * the frames it is told to ahead of each `list` answer (as test/client/controlsOnce.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -23,48 +26,98 @@ const cancel = { type: "message_control", from: SENDER, control: { messageId: "q
 const label = (event: ControlEvent): string =>
   event._tag === "Control" ? `${event.control.action} ${event.control.messageId}` : event._tag
 
-describe("a copy of a withdrawn ask passed on again after its reply was lost (review revbb BB1)", () => {
-  it.effect("keeps the ask withdrawn, and its cancel written again is not passed on twice", () =>
+/** Bob, who read the ask and answered it (reply r1), with helpers to script the fake broker. */
+const answeredAsk = Effect.gen(function*() {
+  let script: ReadonlyArray<Frame> = []
+  const fake = yield* memoryFakeBroker({
+    beforeList: () => {
+      const frames = script
+      script = []
+      return frames
+    }
+  })
+  const { client } = yield* makeMemoryClient(memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob"))
+  const controls = yield* subscribe(client.controls, "bob's controls")
+  const messages = yield* subscribe(client.messages, "bob's messages")
+  yield* client.connect
+  const listAfter = (frames: ReadonlyArray<Frame>) =>
+    Effect.suspend(() => {
+      script = frames
+      return Effect.asVoid(client.list)
+    })
+  yield* listAfter([ask])
+  yield* Effect.orDie(client.send({ to: SENDER.id, message: { id: "r1", timestamp: 3, content: { text: "yes" }, replyTo: "q1" } }))
+  /** The ask and its cancel written again, then markers: once they are seen, anything before them was passed on. */
+  const againThenMarkers = listAfter([
+    ask,
+    cancel,
+    { ...ask, message: { id: "marker", timestamp: 6, content: { text: "marker" } } },
+    { ...cancel, control: { messageId: "marker", action: "cancel", timestamp: 6 } }
+  ]).pipe(
+    Effect.andThen(messages.next((message) => message.message.id === "marker")),
+    Effect.andThen(controls.next((event) => label(event) === "cancel marker"))
+  )
+  return { again: againThenMarkers, client, controls, listAfter, messages }
+})
+
+const lost = { type: "message_receipt", from: SENDER, receipt: { messageId: "r1", status: "expired", timestamp: 4 } }
+
+describe("copies of a withdrawn ask after its reply was lost (reviews revbb BB1, revbf BF2)", () => {
+  it.effect("cancel read before the loss: the copy is a redelivery, dropped; the ask stays withdrawn, its cancel passed once", () =>
     Effect.gen(function*() {
-      let script: ReadonlyArray<Frame> = []
-      const fake = yield* memoryFakeBroker({
-        beforeList: () => {
-          const frames = script
-          script = []
-          return frames
-        }
-      })
-      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob"))
-      const controls = yield* subscribe(client.controls, "bob's controls")
-      const messages = yield* subscribe(client.messages, "bob's messages")
-      yield* client.connect
-      const listAfter = (frames: ReadonlyArray<Frame>) =>
-        Effect.suspend(() => {
-          script = frames
-          return Effect.asVoid(client.list)
-        })
-      // bob reads the ask, answers it, then reads its sender's cancel of it.
-      yield* listAfter([ask])
-      yield* Effect.orDie(client.send({ to: SENDER.id, message: { id: "r1", timestamp: 3, content: { text: "yes" }, replyTo: "q1" } }))
+      const { again, client, controls, listAfter, messages } = yield* answeredAsk
       yield* listAfter([cancel])
       yield* controls.next((event) => label(event) === "cancel q1")
       assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel", "setup: the cancel was recorded")
-      // bob's reply is lost (its `expired` receipt, from the asker): the ask's pair is reopened (RecentMessages).
-      yield* listAfter([{ type: "message_receipt", from: SENDER, receipt: { messageId: "r1", status: "expired", timestamp: 4 } }])
-      // The ask written again (never confirmed), then its cancel, read apart (two reads of the socket may split
-      // them): the session asks `withdrawal` as it hands the copy over.
-      yield* listAfter([ask])
-      yield* messages.next((message) => message.message.id === "q1")
-      yield* messages.next((message) => message.message.id === "q1")
-      assert.strictEqual(messages.seen().length, 2, "setup: the copy passed once more (its pair reopened)")
-      assert.strictEqual(
-        yield* client.withdrawal(SENDER.id, "q1"),
-        "cancel",
-        "a copy of the withdrawn ask made the client forget that it was withdrawn"
+      // bob's reply is lost after the ask was withdrawn: the broker asks nothing again, the pair is not reopened.
+      yield* listAfter([lost])
+      yield* again
+      assert.deepStrictEqual(
+        messages.seen().map((message) => message.message.id),
+        ["q1", "marker"],
+        "a redelivered copy of the withdrawn ask was passed on again"
       )
-      // A marker control behind the cancel: once it is seen, any second cancel of q1 was published before it.
-      yield* listAfter([cancel, { ...cancel, control: { messageId: "marker", action: "cancel", timestamp: 5 } }])
-      yield* controls.next((event) => label(event) === "cancel marker")
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel", "the copy made the client forget the withdrawal")
+      assert.deepStrictEqual(
+        controls.seen().filter((event) => event._tag === "Control").map(label),
+        ["cancel q1", "cancel marker"],
+        "the cancel written again reached controls a second time"
+      )
+    }))
+
+  it.effect("loss read, then the cancel before the question asked again: the copy behind the cancel is dropped", () =>
+    Effect.gen(function*() {
+      const { again, client, controls, listAfter, messages } = yield* answeredAsk
+      // The question asked again was kept for a later connection, say, and the sender's cancel came first: read
+      // behind the cancel, the copy is of a withdrawn ask the consumer has, and passing it again adds nothing.
+      yield* listAfter([lost, cancel])
+      yield* controls.next((event) => label(event) === "cancel q1")
+      yield* again
+      assert.deepStrictEqual(
+        messages.seen().map((message) => message.message.id),
+        ["q1", "marker"],
+        "a copy of the withdrawn ask read after its cancel was passed on again"
+      )
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel")
+    }))
+
+  it.effect("loss read before the cancel: the question asked again passes once, the ask stays withdrawn, its cancel passed once", () =>
+    Effect.gen(function*() {
+      const { again, client, controls, listAfter, messages } = yield* answeredAsk
+      // The loss, then the question asked again (the broker writes it behind the receipt), then the sender's cancel.
+      yield* listAfter([lost, ask, cancel])
+      yield* controls.next((event) => label(event) === "cancel q1")
+      yield* messages.next((message) => message.message.id === "q1")
+      yield* messages.next((message) => message.message.id === "q1")
+      assert.deepStrictEqual(messages.seen().map((message) => message.message.id), ["q1", "q1"], "setup: asked again, it passed once more")
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel", "the question asked again lost the withdrawal")
+      yield* again
+      assert.deepStrictEqual(
+        messages.seen().map((message) => message.message.id),
+        ["q1", "q1", "marker"],
+        "a copy of the withdrawn ask read after its cancel was passed on again"
+      )
+      assert.strictEqual(yield* client.withdrawal(SENDER.id, "q1"), "cancel")
       assert.deepStrictEqual(
         controls.seen().filter((event) => event._tag === "Control").map(label),
         ["cancel q1", "cancel marker"],

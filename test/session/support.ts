@@ -198,6 +198,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     /** As the real client: presence events pushed so far, and the number of each session's latest `Left`. */
     let presenceRead = 0
     const lastLeft = new Map<string, number>()
+    /** As the real client: messages pushed are numbered as read, and each (sender, id) keeps its last's number. */
+    let reads = 0
+    const lastReadOf = new Map<string, number>()
     const fake: FakeClientState = {
       sessions: [info(sessionId, { name: "self" })],
       group: "default",
@@ -221,7 +224,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       push: (message) =>
         Effect.sync(() => {
           recentControls.received(message.from.id, message.message.id)
-          unhandled.offer({ ...message })
+          const read = ++reads
+          lastReadOf.set(`${message.from.id}\u0001${message.message.id}`, read)
+          unhandled.offer({ ...message, read })
         }),
       pushReadFirst: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
@@ -240,7 +245,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           if (event._tag !== "Control") return Effect.asVoid(PubSub.publish(controlHub, event))
           return Effect.flatMap(Clock.currentTimeMillis, (now) => {
             recentControls.firstTime(event.from.id, event.control, now)
-            return Effect.asVoid(PubSub.publish(controlHub, event))
+            return Effect.asVoid(PubSub.publish(controlHub, { ...event, read: reads }))
           })
         }),
       // As the real client: a new connection forgets the departures read on the last.
@@ -440,6 +445,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       controls: Stream.fromPubSub(controlHub),
       withdrawal: (senderId, messageId) =>
         Effect.map(Clock.currentTimeMillis, (now) => recentControls.withdrawal(senderId, messageId, now)),
+      readSince: (senderId, messageId, mark) =>
+        Effect.sync(() => (lastReadOf.get(`${senderId}\u0001${messageId}`) ?? 0) > mark),
       status: Effect.sync((): ClientStatus => ({
         connected: fake.connected,
         sessionId,
