@@ -322,7 +322,9 @@ export const runInbound = (
           tracker.askWithdrawn(from.id, message.id)
           yield* generation.pendingChanged
         }
-        // Read before the message was checkpointed: saved now, for a generation that restores it.
+        // Read before the message was checkpointed: saved now, for a generation that restores it. pi's journal
+        // applies a withdrawal only to checkpoints saved before it (src/pi/journal.ts `scan`), so this save, after
+        // the checkpoint, is the one that counts (test/session/controlFirstRestore).
         if (fresh !== undefined) yield* journal.withdrawn(from.id, message.id, fresh, true, undefined)
         yield* handoff.enqueue(context, withdrawn)
       })

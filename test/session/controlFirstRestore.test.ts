@@ -1,5 +1,5 @@
 /**
- * Review revbg probe (BG1): a message whose control (P73 cancel) is read
+ * A message whose control (P73 cancel) is read
  * BEFORE the message itself, in a generation whose host refuses it, is
  * restored by the next generation (a new client that never read the cancel)
  * from pi's real journal (the pi host over test/pi/hostRig.ts: `checkpoint`,
@@ -11,16 +11,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Queue, Scope } from "effect"
-import { IntercomClient } from "../src/client/IntercomClient.ts"
-import { WITHDRAWN_ENTRY } from "../src/pi/entries.ts"
-import { Host, type HostService } from "../src/session/Host.ts"
-import { IntercomSession } from "../src/session/IntercomSession.ts"
-import { makePiHostRig } from "./pi/hostRig.ts"
-import type { FakeClient } from "./session/support.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./session/support.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { WITHDRAWN_ENTRY } from "../../src/pi/entries.ts"
+import { Host, type HostService } from "../../src/session/Host.ts"
+import { IntercomSession } from "../../src/session/IntercomSession.ts"
+import { makePiHostRig } from "../pi/hostRig.ts"
+import type { FakeClient } from "./support.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
 
-describe("review revbg: control first, then its message, restored from pi's journal", () => {
-  it.effect("BG1: a message cancelled before it was read, refused by its host, is restored by the next generation passive, marked withdrawn", () =>
+describe("control first, then its message, restored from pi's journal", () => {
+  it.effect("a message cancelled before it was read, refused by its host, is restored by the next generation passive, marked withdrawn", () =>
     Effect.gen(function*() {
       const rig = makePiHostRig(SELF.id)
       const journal = rig.host.journal
