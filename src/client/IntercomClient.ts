@@ -233,7 +233,8 @@ const make = (
     const { disconnect, resend, takeover, withConnection } = lifetime
     // An ask's verdict (`ask-expiry-v1`) waits until the replies read before it were routed, but no longer than
     // the liveness timeout: a consumer that stopped handling (a host journal that never checkpoints) must not hold
-    // the ask past its timeout; a reply still unrouted then is late, as it was before the extension. Nobody handles
+    // the ask past its timeout; a reply still unrouted then is late, as it was before the extension (a session takes
+    // the reply to its live ask as it is read, `takeOnRead`, so its own never waits here). Nobody handles
     // what a closed client read: `disconnect` ends the wait at once.
     const settledReads = Effect.raceFirst(
       Effect.asVoid(Effect.timeoutOption(unhandled.caughtUp, livenessTimeoutMs)),
@@ -347,6 +348,8 @@ const make = (
         ).pipe(Effect.as(Effect.sync(() => lateVerdicts.take(request.message.id)))),
       settleRoundTrip: settleRoundTrip({ lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads }),
       messages: unhandled.stream,
+      takeOnRead: (take) =>
+        Effect.asVoid(Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove))),
       handled: (message) =>
         Effect.suspend(() => {
           unhandled.handled(message)

@@ -25,10 +25,16 @@
  * the messages read before an event were handled (a peer's reply and then its
  * departure: the reply first, C-ASK-9).
  *
+ * A consumer may also take a message as it is read (`takeOnOffer`): a
+ * synchronous check `offer` asks first, whose message, once taken, is the
+ * consumer's and never enters the buffer — it does not wait behind the
+ * unhandled ones, nor hold `caughtUp` or the confirmations (a session's
+ * reply to its live ask, C-ORD-32).
+ *
  * It owns the buffer: two FIFOs (Fifo.ts), the unhandled and the kept
- * messages, the read number of each unhandled one and the `caughtUp`
- * waiters, touched only by synchronous code (the reader's `offer`, the
- * consumer's pull, `keep`, `handled`).
+ * messages, the read number of each unhandled one, the `caughtUp`
+ * waiters and the taker, touched only by synchronous code (the reader's
+ * `offer`, the consumer's pull, `keep`, `handled`, `takeOnOffer`).
  */
 import { Array as Arr, Deferred, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
@@ -41,8 +47,15 @@ import { Fifo } from "./Fifo.ts"
  * @since 0.1.0
  */
 export interface UnhandledMessages {
-  /** A message was read: it waits behind every unhandled one. */
+  /** A message was read: the taker gets it if it takes it (`takeOnOffer`), else it waits behind every unhandled one. */
   readonly offer: (message: InboundMessage) => void
+  /**
+   * Installs `take`, which `offer` asks first about each message (plain
+   * synchronous code, on the reader's path): one it takes (true) is its
+   * caller's and is not buffered. One taker at a time: a later one replaces
+   * it. Returns the removal, which leaves a later taker in place.
+   */
+  readonly takeOnOffer: (take: (message: InboundMessage) => boolean) => () => void
   /**
    * The messages, one at a time, starting at the oldest unhandled one; a
    * message leaves when this run pulls the next one.
@@ -89,6 +102,8 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   const numbers = new WeakMap<InboundMessage, number>()
   /** `caughtUp` calls waiting, oldest (lowest `through`) first: each for the messages numbered up to `through`. */
   const waiters: Array<{ readonly through: number; readonly done: Deferred.Deferred<void> }> = []
+  /** Asked first about each offered message (`takeOnOffer`). */
+  let taker: ((message: InboundMessage) => boolean) | undefined
 
   /**
    * Completes the waiters whose messages have all left `unhandled`. Its messages are in read order
@@ -135,9 +150,16 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
 
   return {
     offer: (message) => {
+      if (taker !== undefined && taker(message)) return
       numbers.set(message, ++offered)
       unhandled.push(message)
       Queue.offerUnsafe(wake, true)
+    },
+    takeOnOffer: (take) => {
+      taker = take
+      return () => {
+        if (taker === take) taker = undefined
+      }
     },
     stream,
     handled: (message) => {

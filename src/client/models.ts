@@ -4,7 +4,7 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  *
- * Size note: about 430 lines, nearly all JSDoc on the service's operations
+ * Size note: about 445 lines, nearly all JSDoc on the service's operations
  * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
@@ -266,6 +266,18 @@ export interface IntercomClientService extends QuestionOperations {
    * that reads `messages` itself must not also run a session on the client.
    */
   readonly messages: Stream.Stream<InboundMessage>
+  /**
+   * Installs `take` for as long as the current Scope is open: the client asks
+   * it about each new message as it reads it, in the reader's synchronous
+   * code, before the message joins `messages`. A message it takes (true) is
+   * its caller's from then on: it never reaches `messages`, does not wait
+   * behind the messages read before it, and holds neither `caughtUp` nor a
+   * confirmation (`confirmWhenHandled`). `IntercomSession` resolves its live
+   * ask with a reply so, however slowly it handles the messages before it
+   * (C-ORD-32). One taker at a time: a later one replaces it. `take` must
+   * not throw, and must not wait: it runs on the read path of every message.
+   */
+  readonly takeOnRead: (take: (message: InboundMessage) => boolean) => Effect.Effect<void, never, Scope.Scope>
   /**
    * The consumer of `messages` is done with `message` (it handed it on): it
    * leaves the client now rather than at the next pull, so a consumer

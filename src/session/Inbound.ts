@@ -3,7 +3,10 @@
  *
  * - Messages (the single consumer of `IntercomClient.messages`): de-duplicated
  *   by (sender id, message id) (C-DLV-11), a reply to the live ask resolves
- *   its waiter before anything else (C-ORD-32), the rest is recorded with the
+ *   its waiter before anything else (C-ORD-32) — as the client reads it
+ *   (`IntercomClient.takeOnRead`), not behind the checkpoints of the messages
+ *   read before it; one read before its waiter was bound, in order — the
+ *   rest is recorded with the
  *   reply tracker and queued for the host (`HostHandoff.ts`, which retries a
  *   refused hand-off, C-DLV-12), with an intent (trigger / steer / passive)
  *   decided when the host is about to get it. A busy headless host that exits
@@ -57,11 +60,18 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  *
- * Size note: about 400 lines, one concept (a generation's inbound handling); the
+ * A reply taken as it is read is the ask's from then on: it never reaches
+ * `messages`, so neither this generation's message fiber nor a later
+ * generation hands it to a host. Its receipts (`receiver_received`, then
+ * `acknowledged` "matched reply waiter"), the activity it counts and its
+ * receive span follow on a fiber of their own; should the generation close
+ * before that fiber got to it, its receipts are posted as the Scope closes.
+ *
+ * Size note: about 450 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
-import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
+import { Cause, Clock, Effect, Queue, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, MessageControl, ReceiptStatus } from "../protocol/frames.ts"
@@ -143,6 +153,10 @@ export const runInbound = (
 
     const duplicateReceipt = (messageId: string) =>
       receipt(messageId, "acknowledged", "duplicate message id suppressed")
+
+    /** C-ORD-32: what follows a reply the live waiter took (C-HLT-3: a receive is intercom activity). */
+    const answeredWaiter = (messageId: string) =>
+      Effect.andThen(generation.noteActivity, receipt(messageId, "acknowledged", "matched reply waiter"))
 
     const shouldTrigger = (message: Message): boolean =>
       settings.inboundTrigger === "always" || (settings.inboundTrigger === "replies" && message.replyTo !== undefined)
@@ -241,11 +255,11 @@ export const runInbound = (
         // A redelivery of a message still being handed over joins it; it is answered once that one was taken.
         if (admission.join(from.id, message.id)) return "joined"
         yield* receipt(message.id, "receiver_received")
-        // C-ORD-32: a reply to the live waiter resolves it before any other handling.
+        // C-ORD-32: a reply to the live waiter resolves it before any other handling. One the client read while
+        // the waiter was live was taken then (`takeAtRead`); this one was read before its waiter was bound.
         if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
-          yield* generation.noteActivity // C-HLT-3: a receive is intercom activity
-          yield* receipt(message.id, "acknowledged", "matched reply waiter")
+          yield* answeredWaiter(message.id)
           return "reply_waiter"
         }
         const context: InboundContext = {
@@ -338,6 +352,45 @@ export const runInbound = (
     }
     // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
     for (const { context, withdrawn } of yield* journal.restore) yield* handOver(context, withdrawn)
+
+    // C-ORD-32: a reply to the live waiter resolves it as the client reads it, ahead of the messages read before it.
+    const clock = yield* Clock.Clock
+    /** Replies `takeAtRead` gave their waiter, whose receipts, activity and span are still to come. */
+    const takenAtRead = yield* Queue.unbounded<InboundMessage>()
+    /**
+     * Plain synchronous code on the client's read path (`IntercomClient.takeOnRead`): resolves the live waiter
+     * with its reply, true when it did. A copy of a message admitted already, or still being handed over, is
+     * left to the message fiber, which answers it as a duplicate or joins it, as it would have.
+     */
+    const takeAtRead = (inbound: InboundMessage): boolean => {
+      const { from, message } = inbound
+      // The common case first, and cheap: no live waiter on the question this answers (most messages answer none).
+      if (message.replyTo === undefined || slot.current()?.questionId !== message.replyTo) return false
+      const now = clock.currentTimeMillisUnsafe()
+      if (admission.seen(from.id, message.id, now) || admission.holds(from.id, message.id)) return false
+      if (!slot.route(inbound)) return false
+      admission.commit(from.id, message.id, now)
+      Queue.offerUnsafe(takenAtRead, inbound)
+      return true
+    }
+    const afterTaken = (inbound: InboundMessage): Effect.Effect<void> =>
+      receiving(inbound, () =>
+        Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter"))
+    // The Scope closes in reverse: the taker goes first (none is taken after), then the fiber (once done with the
+    // one it is at), then what it had not reached gets its receipts (the generation is over: no activity, no span).
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.clear(takenAtRead), (left) =>
+        Effect.forEach(left, (inbound) =>
+          Effect.andThen(
+            receipt(inbound.message.id, "receiver_received"),
+            receipt(inbound.message.id, "acknowledged", "matched reply waiter")
+          ), { discard: true }))
+    )
+    yield* Effect.forkScoped(
+      Stream.fromQueue(takenAtRead).pipe(Stream.runForEach((inbound) => Effect.uninterruptible(afterTaken(inbound)))),
+      { startImmediately: true }
+    )
+    yield* client.takeOnRead(takeAtRead)
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),

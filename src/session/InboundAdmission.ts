@@ -23,6 +23,8 @@ export interface InboundAdmission {
   readonly seen: (fromId: string, messageId: string, now: number) => boolean
   /** Marks it as being handed over, until `commit`. */
   readonly hold: (fromId: string, messageId: string) => void
+  /** True when it is held (being handed over); unlike `join`, counts nothing. */
+  readonly holds: (fromId: string, messageId: string) => boolean
   /** True when it is held: this copy joins the held one (and is counted). */
   readonly join: (fromId: string, messageId: string) => boolean
   /** Marks it handled (and no longer held); returns how many copies joined it while it was held. */
@@ -80,6 +82,7 @@ export const makeInboundAdmission = (limits: AdmissionLimits = {}): InboundAdmis
       return handled.has(keyOf(fromId, messageId))
     },
     hold: (fromId, messageId) => void held.set(keyOf(fromId, messageId), 0),
+    holds: (fromId, messageId) => held.has(keyOf(fromId, messageId)),
     join: (fromId, messageId) => {
       const key = keyOf(fromId, messageId)
       const joined = held.get(key)

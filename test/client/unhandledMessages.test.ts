@@ -131,4 +131,35 @@ describe("UnhandledMessages", () => {
       buffer.keep(m1)
       yield* buffer.caughtUp
     }))
+
+  it.effect("a message the taker takes as it is offered is not buffered, does not hold caughtUp, and the rest keep their order", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      const taken: Array<string> = []
+      buffer.offer(inbound("m1"))
+      const remove = buffer.takeOnOffer((m) => {
+        if (m.message.id !== "reply") return false
+        taken.push(m.message.id)
+        return true
+      })
+      buffer.offer(inbound("reply"))
+      buffer.offer(inbound("m2"))
+      assert.deepStrictEqual(taken, ["reply"], "taken in the offer, ahead of m1")
+      assert.strictEqual(buffer.size(), 2, "m1 and m2 wait")
+      const [m1] = yield* Stream.runCollect(Stream.take(buffer.stream, 1))
+      if (m1 !== undefined) buffer.handled(m1)
+      yield* Stream.runHead(buffer.stream)
+      const caughtUp = yield* Effect.forkChild(buffer.caughtUp, { startImmediately: true })
+      assert.isUndefined(caughtUp.pollUnsafe(), "m2 is not handled yet")
+      yield* Fiber.interrupt(caughtUp)
+      // Removed, it takes nothing more; a later taker's removal by an earlier one's handle leaves it in place.
+      remove()
+      buffer.offer(inbound("reply"))
+      assert.strictEqual(buffer.size(), 2, "offered to the buffer once the taker is gone")
+      const later = buffer.takeOnOffer(() => true)
+      remove()
+      buffer.offer(inbound("m3"))
+      assert.strictEqual(buffer.size(), 2, "the later taker took m3")
+      later()
+    }))
 })

@@ -431,6 +431,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         return fake.onSettle ?? Effect.andThen(unhandled.caughtUp, Effect.sync(() => fake.connected))
       }),
       messages: unhandled.stream,
+      takeOnRead: (take) =>
+        Effect.asVoid(Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove))),
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,

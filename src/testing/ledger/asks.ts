@@ -4,7 +4,7 @@
  * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
  * a reply that answers it, from the session it asked.
  *
- * Size: about 495 lines, half of them comments; one concept (hosts' hand-offs
+ * Size: about 450 lines, half of them comments; one concept (hosts' hand-offs
  * and asks' ends), most of it the `answer-after-timeout` judgement with its
  * excuses (`answersAfterTimeout`), and `refused-as-timeout`.
  */
@@ -12,7 +12,7 @@ import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"
 import { checkHandedAfterDrop } from "./dropped.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
-import { type AskClient, type AskRecord, clientProcessOf, type LedgerState, type MessageRecord, nameOf, type Read, recordFrom, resolveTarget } from "./state.ts"
+import { type AskClient, type AskRecord, clientProcessOf, type LedgerState, type MessageRecord, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
@@ -111,7 +111,6 @@ export const askEnded = (
   if (outcome === "ReplyTimeout") {
     record.heardBroker = heardBroker(state, record)
     record.owedWait = owedWait(state, record)
-    record.settleAnsweredAt = lastSettleAnswer(state, record)
   }
   if (reply === undefined) {
     note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
@@ -218,47 +217,6 @@ const owedWait = (state: LedgerState, record: AskRecord): AskRecord["owedWait"] 
 }
 
 /**
- * When the ask's own client last read the answer to a settling round trip,
- * on any of its connections, since the ask started and up to now
- * (`AskRecord.settleAnsweredAt`); undefined when it read none, or the
- * client is not known.
- */
-const lastSettleAnswer = (state: LedgerState, record: AskRecord): number | undefined => {
-  const client = record.client
-  if (client === undefined) return undefined
-  let last: number | undefined
-  for (const link of state.links.values()) {
-    const at = link.settleAnsweredAt
-    if (link.client !== client.key || at === undefined || at < record.startedAt || at > state.now()) continue
-    if (last === undefined || at > last) last = at
-  }
-  return last
-}
-
-/**
- * The read of `reply` by the ask's own client, at or before the answer to
- * its settling round trip, when the ask's wait ended its client's liveness
- * timeout or more after that answer: the session waits that long at most for
- * the messages its client read before the answer to be routed (`settledReads`
- * in src/client/IntercomClient.ts; docs/protocol.md), and a reply its
- * consumer had not routed by then is late, by design — held behind earlier
- * messages whose host journal checkpoints were slow (sim seed 3 of
- * `--parked-flush --host-refusals --client-timings`: B's reply read by D's
- * client 0.3 s before the answer, behind nine messages its session took
- * 0.1–1.5 s each to checkpoint). A consumer that routed everything read
- * ends the wait as soon as it is done, well inside that bound, so a reply
- * read and not taken then is still judged. Undefined when any of it does
- * not hold, or the ask's client is not known.
- */
-const routingHeld = (reply: MessageRecord, ask: AskRecord): Read | undefined => {
-  const client = ask.client
-  const answeredAt = ask.settleAnsweredAt
-  const endedAt = ask.endedAt
-  if (client === undefined || answeredAt === undefined || endedAt === undefined || endedAt - answeredAt < client.livenessTimeoutMs) return undefined
-  return reply.reads.find((read) => read.client === client.key && read.at <= answeredAt)
-}
-
-/**
  * An ask's own deadline, as its asker's timer counts it: from when it read
  * its question's acknowledgement, `askTimeoutMs` on (AskRecord.heardBroker).
  * Undefined when either is unknown.
@@ -312,10 +270,10 @@ export const refusedAsTimeout = (state: LedgerState): ReadonlyArray<string> => {
  * for good to another client of the asker's session before the wait ended
  * (`handedElsewhere`): the session had it; the ask's client never could.
  * Nor a reply its sender cancelled, the broker answering that the cancel
- * took (`controls.cancelled`): withdrawn, it reopened the ask. Nor a reply
- * the ask's client read before the answer to its settling round trip, the
- * wait ending a liveness timeout or more after that answer (`routingHeld`):
- * its session had not routed it within the bound it waits for that.
+ * took (`controls.cancelled`): withdrawn, it reopened the ask. A reply the
+ * ask's own client read while the ask waited is never excused: the session
+ * takes it for the ask as its client reads it, however slowly it handles
+ * the messages read before it (C-ORD-32).
  */
 export const answersAfterTimeout = (state: LedgerState): ReadonlyArray<string> => [
   ...timedOutAnswered(state),
@@ -349,13 +307,6 @@ const timedOutAnswered = (state: LedgerState): ReadonlyArray<string> => {
       note(state, `${ask.alias} of ${nameOf(state, ask.asker)} timed out; ${message.alias}, ${nameOf(state, message.sender)}'s reply to it, went for good to another client of ${
         nameOf(state, ask.asker)
       } (${elsewhere}) before its wait ended: not owed to the ask`)
-      continue
-    }
-    const held = routingHeld(message, ask)
-    if (held !== undefined) {
-      note(state, `${ask.alias} of ${nameOf(state, ask.asker)} timed out; ${message.alias}, ${nameOf(state, message.sender)}'s reply to it, read by its client on link #${
-        held.link
-      } at ${held.at} ms, was not routed within its liveness timeout of the settling answer: late by design`)
       continue
     }
     if (ask.heardBroker !== false) {

@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 565 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 555 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
@@ -383,15 +383,6 @@ export interface AskRecord {
    * it promised to wait for. Undefined otherwise.
    */
   owedWait?: { readonly endedAt: number; readonly until: number } | undefined
-  /**
-   * For an ask that ended in a timeout: when its client last read the answer
-   * to a settling round trip, on any of its connections, since it started
-   * and by the time the wait ended (`LinkRecord.settleAnsweredAt`); undefined when it read none
-   * or the ask's client is not known. The session routes the messages read
-   * before that answer for at most the client's liveness timeout
-   * (`routingHeld` in ledger/asks.ts).
-   */
-  settleAnsweredAt?: number | undefined
   /** When its wait ended (simulated ms); undefined while it has not. */
   endedAt?: number | undefined
 }
