@@ -114,7 +114,7 @@ describe("C-ORD-32 a reply to the live ask resolves it as it is read", () => {
       assert.isDefined(asking.pollUnsafe(), "the ask ended with no clock advance")
       assert.strictEqual((yield* Fiber.join(asking)).text, "**Reply from B:**\nGET only")
       // The broker's copy once more (say, given again after a reconnect, RecentMessages' "again").
-      yield* client.pushAgain(reply)
+      yield* client.pushReadFirst(reply)
       yield* settle
       assert.deepStrictEqual(receiptsOf(client, "answer"), ["receiver_received", "acknowledged: matched reply waiter"], "the copy waits behind m1")
       yield* TestClock.adjust(CHECKPOINT)
