@@ -14,7 +14,7 @@
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
  *
- * Size: about 470 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 480 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
@@ -365,11 +365,17 @@ export class MailReturns {
    * A message withdrawn on its way that goes no further, its session live or its ask over: when no client
    * read it (never written), a control about it still parked at its sender's reader is dropped with it and
    * its route says it was dropped unread, so a control about it coming back alone reaches no one either
-   * (`aboutUngiven`); when a client read it, the control stays, owed to that client (review revaq AQ1, AQ2).
+   * (`aboutUngiven`); when a client read it, a control for that client's instance stays, owed to it (review
+   * revaq AQ1, AQ2), and one for another instance goes (`readBy`): that one never received the message — it
+   * had it only unwritten, and an earlier instance read it — yet refused at its closed connection the
+   * control was kept for its return (`keepRefused`, which cannot ask which instance read the message).
    */
   private dropWithdrawn(outbound: OutboundMessage): void {
     const { mail } = outbound
-    if (this.withdrawn.readersOf(outbound) !== undefined) return this.routes.lost(mail.senderKey, mail.message.id)
+    if (this.withdrawn.readersOf(outbound) !== undefined) {
+      this.ctx.output.dropParkedControls(outbound.to, mail.recordKey, (control) => this.readBy(control, outbound))
+      return this.routes.lost(mail.senderKey, mail.message.id)
+    }
     this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
     this.routes.lostUnread(mail.senderKey, mail.message.id)
   }
