@@ -440,8 +440,12 @@ export class MailReturns {
       // (review revao AO1, AO3, AO4). A scan of the parked lists, for a withdrawn message only.
       this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
       // A copy the mailbox's bounds push out at once leaves each reader its cancel alone, kept for its return as a
-      // control given back without its message is (`keepAlone`; review revaq).
-      if (this.withdrawn.keepCancelled(outbound, now, (control) => this.controls.keep(control, now, true))) return false
+      // control given back without its message is (`keepAlone`; review revaq) — for a reader that can register as
+      // itself again only (`mayReturn`; review revbe BE2).
+      const keepFor = (control: ControlFrame) => {
+        if (this.port.mayReturn(control.to, control.instance)) this.controls.keep(control, now, true)
+      }
+      if (this.withdrawn.keepCancelled(outbound, now, keepFor)) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
       // record rewrite dropped its stored row. Read by no client (never written), the route says so: a control

@@ -9,7 +9,9 @@
  * retention and was collected by no one (review revbe BE2, and the same for
  * a base takeover of a base holder). So is one parked at its sender's
  * reader and refused at such an instance's closed connection
- * (`keepRefused`). Each case below fails without that check; the case where
+ * (`keepRefused`), and the cancel made again for such an instance that read
+ * a cancelled message whose kept copy the mailbox's bounds push out at once
+ * (WithdrawnCopies.keepCancelled). Each case below fails without that check; the case where
  * such an instance CAN return (nothing known of the id) is
  * test/broker/control-kept-base-instance.test.ts.
  *
@@ -104,6 +106,31 @@ describe("a control given back alone for a base client's instance that can never
       assert.isFalse(parkedControl(w.d, e1), "the cancel was not offered at e-1's closed connection: the test checks nothing")
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
       assert.strictEqual(w.router.stats().keptControls, 0, "the refused cancel was kept for e-1, which can never register as itself again")
+      assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-1 holds the idle exit")
+      nextIsNewInstance(w, m0, m1)
+    }))
+
+  it.effect("a received-v1 client with no instanceId after an instanceId holder: the cancel of its copy pushed out of the mailbox is not kept", () =>
+    Effect.gen(function*() {
+      const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1, mailboxBytesPerTarget: 4_096 })
+      const er = w.registerOther("e", {}, false, { features: [RECEIVED_V1, REJOIN_V1], instanceId: "e-r" })
+      w.batch(er, [{ type: "unregister" }])
+      const e1 = w.registerOther("e", {}, true, { features: [RECEIVED_V1] })
+      const m1 = message("x".repeat(8_000))
+      w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
+      assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
+      w.stick()
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
+      w.batch(w.d, [{ type: "send", to: "e", message: message("m2") }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+      assert.isTrue(parkedControl(w.d, e1), "the cancel is not parked at d's reader: the test sets up nothing")
+      w.closeAbandoned(e1)
+      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+        // each step offers one parked item
+      }
+      assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
+      assert.strictEqual(w.router.stats().keptControls, 0, "m1's cancel was kept for e-1, which can never register as itself again")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-1 holds the idle exit")
       nextIsNewInstance(w, m0, m1)
     }))
