@@ -216,21 +216,22 @@ export class MailDelivery {
   private readonly asks: MailAsks
   /** What a closing connection gives back, item by item (MailReturns.ts). */
   private readonly returns: MailReturns
-  /** Whether a client instance that held a live session's id before it can register as itself again (Registration.mayReturn). */
-  private readonly mayReturn: (live: Session, instance: SessionInstance) => boolean
+  /** Whether a client instance that held a session can register as itself again (Registration.mayReturn). */
+  private readonly mayReturn: (key: string, instance: SessionInstance) => boolean
 
   /**
    * @param routes told of every message flushed from the mailbox to a live session, and of every one it drops (receipt routes).
    * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
    *   whether an ask whose copy comes back, or is flushed, is still open.
-   * @param mayReturn whether a client instance that held a live session's id before it can register as itself
-   *   again (Registration.mayReturn): the close path keeps a control for it only then (MailReturns' `keepRefused`).
+   * @param mayReturn whether a client instance that held a session can register as itself again
+   *   (Registration.mayReturn): the close path keeps a control for it only then (MailReturns' `keepAlone`,
+   *   `keepRefused`), and a registration drops those kept for one that no longer can (KeptControls.takeFor).
    */
   constructor(
     ctx: RouterContext,
     routes: MailRoutes,
     asks: MailAsks,
-    mayReturn: (live: Session, instance: SessionInstance) => boolean
+    mayReturn: (key: string, instance: SessionInstance) => boolean
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -333,7 +334,7 @@ export class MailDelivery {
       // Controls of messages this client read before a drop, ahead of the mailbox's mail (KeptControls.ts); those
       // kept for an instance that can no longer register as itself go (review revba BA1).
       if (this.controls.size > 0) {
-        const mayReturn = (instance: SessionInstance) => this.mayReturn(session, instance)
+        const mayReturn = (instance: SessionInstance) => this.mayReturn(session.key, instance)
         for (const control of this.controls.takeFor(session, this.controlsCutoff(now), mayReturn)) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)

@@ -14,7 +14,7 @@
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
  *
- * Size: about 465 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 480 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
@@ -64,10 +64,11 @@ export interface ReturnPort {
   /** Is the message under `recordKey` in the mailbox? */
   readonly isQueued: (recordKey: string) => boolean
   /**
-   * Whether the client instance `instance`, which held `live`'s session before `live` (another instance), can
-   * register as itself again (Registration.mayReturn): only then is a control kept for it while `live` holds it.
+   * Whether the client instance `instance`, which held the session `key`, can register as itself again
+   * (Registration.mayReturn): only then is a control kept for it, whether another instance holds the session
+   * now or it is away.
    */
-  readonly mayReturn: (live: Session, instance: SessionInstance) => boolean
+  readonly mayReturn: (key: string, instance: SessionInstance) => boolean
 }
 
 /** The parts of the mailbox concern the close path decides with; all owned by MailDelivery. */
@@ -245,7 +246,9 @@ export class MailReturns {
    * confirmed it, so it may have shown it) is kept for the client instance
    * it was written to (`ControlFrame.instance`, however long it waited
    * unconfirmed: its message's route goes after an hour, review revm M1),
-   * for that instance's return (KeptControls.ts, helper ctlback); kept when
+   * for that instance's return (KeptControls.ts, helper ctlback) — if that
+   * instance can register as itself again (`mayReturn`: not a base client's
+   * instance that registered when the id was known; review revbe BE2); kept when
    * its session left by `unregister`, it does not hold a memory broker's
    * idle exit (review revv V2). With that instance live again already — it
    * unregistered, then registered on another connection before this one
@@ -278,7 +281,7 @@ export class MailReturns {
       if (message !== undefined && (live === undefined || !this.readBy(control, message))) continue
       if (this.aboutUngiven(control)) continue
       if (live !== undefined && mayHold(control.instance, live)) this.ctx.output.forceEnqueue(live.peer, control)
-      else if (live === undefined || this.port.mayReturn(live, control.instance)) {
+      else if (this.port.mayReturn(control.to, control.instance)) {
         this.controls.keep(control, now, leftBy(control.to) === "close")
       }
     }
@@ -298,15 +301,18 @@ export class MailReturns {
    * message), or another instance holds the session and that one can never
    * register as itself again (`mayReturn`: a base client's instance, which
    * sent no `instanceId`; review revba BA1 — kept, it would hold the idle
-   * exit for no one). It holds a memory broker's idle exit as one kept at a close
-   * does, unless its session left the connection that refused it by
+   * exit for no one), or its session is away and that instance is a base
+   * client's that registered when the id was known already (no registration
+   * continues it: `mayReturn`; review revbe BE2). It holds a memory broker's
+   * idle exit as one kept at a close does, unless its session left the connection that refused it by
    * `unregister` (`leftBy`; a client's orderly shutdown, review revv V2):
    * before, none held it (review revau AU3), and such a broker could exit
    * owing it while the mailbox's mail for the same session held it up.
    */
   private keepRefused(control: ControlFrame, live: Session | undefined, leftBy: LeftBy): void {
     if (this.port.isEnded(control.to) || this.aboutUngiven(control)) return
-    if (live !== undefined && (mayHold(control.instance, live) || !this.port.mayReturn(live, control.instance))) return
+    if (live !== undefined && mayHold(control.instance, live)) return
+    if (!this.port.mayReturn(control.to, control.instance)) return
     this.controls.keep(control, this.ctx.now(), leftBy === "close")
   }
 
@@ -359,11 +365,17 @@ export class MailReturns {
    * A message withdrawn on its way that goes no further, its session live or its ask over: when no client
    * read it (never written), a control about it still parked at its sender's reader is dropped with it and
    * its route says it was dropped unread, so a control about it coming back alone reaches no one either
-   * (`aboutUngiven`); when a client read it, the control stays, owed to that client (review revaq AQ1, AQ2).
+   * (`aboutUngiven`); when a client read it, a control for that client's instance stays, owed to it (review
+   * revaq AQ1, AQ2), and one for another instance goes (`readBy`): that one never received the message — it
+   * had it only unwritten, and an earlier instance read it — yet refused at its closed connection the
+   * control was kept for its return (`keepRefused`, which cannot ask which instance read the message).
    */
   private dropWithdrawn(outbound: OutboundMessage): void {
     const { mail } = outbound
-    if (this.withdrawn.readersOf(outbound) !== undefined) return this.routes.lost(mail.senderKey, mail.message.id)
+    if (this.withdrawn.readersOf(outbound) !== undefined) {
+      this.ctx.output.dropParkedControls(outbound.to, mail.recordKey, (control) => this.readBy(control, outbound))
+      return this.routes.lost(mail.senderKey, mail.message.id)
+    }
     this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
     this.routes.lostUnread(mail.senderKey, mail.message.id)
   }
@@ -428,8 +440,12 @@ export class MailReturns {
       // (review revao AO1, AO3, AO4). A scan of the parked lists, for a withdrawn message only.
       this.ctx.output.dropParkedControls(outbound.to, mail.recordKey)
       // A copy the mailbox's bounds push out at once leaves each reader its cancel alone, kept for its return as a
-      // control given back without its message is (`keepAlone`; review revaq).
-      if (this.withdrawn.keepCancelled(outbound, now, (control) => this.controls.keep(control, now, true))) return false
+      // control given back without its message is (`keepAlone`; review revaq) — for a reader that can register as
+      // itself again only (`mayReturn`; review revbe BE2).
+      const keepFor = (control: ControlFrame) => {
+        if (this.port.mayReturn(control.to, control.instance)) this.controls.keep(control, now, true)
+      }
+      if (this.withdrawn.keepCancelled(outbound, now, keepFor)) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
       // record rewrite dropped its stored row. Read by no client (never written), the route says so: a control

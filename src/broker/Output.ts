@@ -70,7 +70,7 @@
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
  *
- * Size: about 535 lines, past the guideline: one concept — the batch
+ * Size: about 540 lines, past the guideline: one concept — the batch
  * being handled, its parking and its end-of-batch wake of writers and
  * drainers — with the wiring of the parts split from it; over a third of
  * it is this header and JSDoc.
@@ -392,11 +392,16 @@ export class Output {
    * shares its fate (MailReturns.requeue; review revao). Slow path only;
    * no scan while no control is parked (`ParkedControls`, review revaq AQ3).
    * Returns what it took, each with the connection it was parked for (the
-   * caller may keep one owed to the instance that read the message).
+   * caller may keep one owed to the instance that read the message), but
+   * one `leave` says yes to, which stays parked.
    */
-  dropParkedControls(to: string, messageKey: string): ReadonlyArray<readonly [Peer, ControlFrame]> {
+  dropParkedControls(
+    to: string,
+    messageKey: string,
+    leave?: (control: ControlFrame) => boolean
+  ): ReadonlyArray<readonly [Peer, ControlFrame]> {
     if (this.controls.size === 0) return []
-    return this.drain.dropControls(this.parkedReaders, to, messageKey)
+    return this.drain.dropControls(this.parkedReaders, to, messageKey, leave)
   }
 
   /**

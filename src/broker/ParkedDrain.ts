@@ -57,7 +57,7 @@
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
  *
- * Size note: about 420 lines; one concept (offering parked items in order),
+ * Size note: about 430 lines; one concept (offering parked items in order),
  * its rules documented where they are kept.
  */
 import { Deferred, Effect } from "effect"
@@ -350,9 +350,16 @@ export class ParkedDrain {
    * list left empty is unparked as when its last item is offered
    * (`parkedOffered`). Slow path: a scan of the lists, on the close path of
    * a message withdrawn on its way only. Returns what it took, each with the
-   * connection it was parked for (none: a shared empty array).
+   * connection it was parked for (none: a shared empty array). `leave`: a
+   * control it says yes to stays parked (MailReturns' `dropWithdrawn`: one
+   * owed to an instance that read the message).
    */
-  dropControls(readers: ReadonlySet<Peer>, to: string, messageKey: string): ReadonlyArray<readonly [Peer, ControlFrame]> {
+  dropControls(
+    readers: ReadonlySet<Peer>,
+    to: string,
+    messageKey: string,
+    leave?: (control: ControlFrame) => boolean
+  ): ReadonlyArray<readonly [Peer, ControlFrame]> {
     let taken: Array<readonly [Peer, ControlFrame]> | undefined
     if (readers.size === 0) return NONE_TAKEN
     for (const reader of [...readers]) {
@@ -361,7 +368,7 @@ export class ParkedDrain {
       for (let i = 0; i < parked.length; i++) {
         const entry = parked[i]!
         const item = entry[1]
-        if (!isControl(item) || item.to !== to || item.messageKey !== messageKey) parked[kept++] = entry
+        if (!isControl(item) || item.to !== to || item.messageKey !== messageKey || leave?.(item) === true) parked[kept++] = entry
         else {
           this.side.controls.left(item)
           taken ??= []

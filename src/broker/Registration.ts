@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 565 lines, one concept — a session's coming and going. The
+ * Size: about 580 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -59,6 +59,7 @@ import {
   type Session,
   type SessionInstance,
   sessionKey,
+  sessionKeyParts,
   DEFAULT_GROUP,
   groupOf,
   groupSpaceKey,
@@ -483,16 +484,27 @@ export class Registration {
   }
 
   /**
-   * Whether the client instance `instance`, which held `live`'s id before `live` (another instance) did, can
-   * register as itself again: a holder of the id known here (ClientInstances, noted as it was taken over or
-   * left) that named itself (`rejoin-v1`'s `instanceId`), which its register with that `instanceId` continues
-   * (`takenBack`, `returningInstance`). A base client's instance never can once another holds the id: a
-   * takeover by a client with no `instanceId` is a new instance, and a registration with none continues
-   * only the id's last holder, which `live` is now and will be as it leaves — so a control kept for it would
-   * wait for no one (MailReturns' `keepRefused`; review revba BA1). Nor can one the bounds let go.
+   * Whether the client instance `instance`, which held the session `key` (its id in its scope), can register as
+   * itself again, so that a control kept for it (KeptControls.ts) may still be collected: one known here
+   * (ClientInstances, noted as it was taken over or left) that named itself (`rejoin-v1`'s `instanceId`), which
+   * its register with that `instanceId` continues (`takenBack`, `returningInstance`); or, with the session
+   * away, a base client's instance that is the id's last holder and registered with nothing known of the id
+   * (`mayBeBeforeStart`), which the next registration with no `instanceId` continues. Any other base client's
+   * instance never can: a registration with none continues only such a last holder, and a takeover by a client
+   * with none is a new instance — with another instance holding the id (review revba BA1), and also with the
+   * session away when it registered after an instance the broker knew of the id, such as an `instanceId`
+   * holder or a base takeover (review revbe BE2). Nor can one the bounds let go. With the session still
+   * registered to `instance` itself (a connection on its way out) the answer is yes: it may be noted as the
+   * last holder as it leaves.
    */
-  mayReturn(live: Session, instance: SessionInstance): boolean {
-    return this.clientInstances.of(live.scopeKey, live.id).some((known) => known.instance === instance && known.instanceId !== undefined)
+  mayReturn(key: string, instance: SessionInstance): boolean {
+    const { scopeKey, id } = sessionKeyParts(key)
+    const known = this.clientInstances.of(scopeKey, id)
+    if (known.some((one) => one.instance === instance && one.instanceId !== undefined)) return true
+    const holder = this.ctx.registry.byKey.get(key)
+    if (holder !== undefined) return holder.instance === instance
+    const last = known[0]
+    return last !== undefined && last.instance === instance && last.instanceId === undefined && last.mayBeBeforeStart
   }
 
   /** Notes `holder`'s client instance as it stops holding its id, taken over by `taker` (not its own rejoin). */

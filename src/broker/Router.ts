@@ -348,7 +348,7 @@ export class Router {
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),
       askLost: (messageKey, deadline, at) => asks.askLost(messageKey, deadline, at)
-    }, (live, instance) => registration.mayReturn(live, instance))
+    }, (key, instance) => registration.mayReturn(key, instance))
     const receipts = new Receipts(
       ctx,
       mail,
