@@ -70,7 +70,9 @@
  *   --no-shrink    report failing seeds without shrinking them
  *   --max-failures N  stop after N failing seeds (default 5)
  *   --tolerate K   violation kinds to report without failing, comma-separated
- *                  (default: the known issues, see docs/testing.md; "none" for none)
+ *                  (default: the known issues, see docs/testing.md; "none" for none;
+ *                  with --workflow-bus, --workflow-bus-full: of their bus, default none;
+ *                  --workflow refuses it)
  *
  * Exits 0 when every seed passes, 1 when any fails, 2 on a bad command line
  * (an unknown flag, a value that is not an integer, a --replay that is not a
@@ -134,7 +136,7 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
       yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       const report = yield* runBusWorkflow(
-        { seed: request.seed, parentRestarts: request.parentRestarts, strictInFlight: request.strict },
+        { seed: request.seed, parentRestarts: request.parentRestarts, strictInFlight: request.strict, tolerate: request.tolerate },
         ops
       )
       yield* Console.log(report.bus.trace.join("\n"))
@@ -156,7 +158,7 @@ const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag:
       yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       const report = yield* runBusWorkflowFull(
-        { seed: request.seed, parentReloads: request.parentRestarts, strictInFlight: request.strict },
+        { seed: request.seed, parentReloads: request.parentRestarts, strictInFlight: request.strict, tolerate: request.tolerate },
         ops
       )
       yield* Console.log(report.bus.trace.join("\n"))

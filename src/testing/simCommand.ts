@@ -88,6 +88,8 @@ export type SimRequest =
     readonly parentRestarts: boolean
     /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. */
     readonly strict: boolean
+    /** `--tolerate`: bus violation kinds reported without failing a run (none unless given). */
+    readonly tolerate: ReadonlyArray<ViolationKind>
     /** The flags a failing seed's replay command repeats (simArgs.ts). */
     readonly args: SimArgs
   }
@@ -109,6 +111,8 @@ export type SimRequest =
     readonly parentRestarts: boolean
     /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. */
     readonly strict: boolean
+    /** `--tolerate`: bus violation kinds reported without failing a run (none unless given). */
+    readonly tolerate: ReadonlyArray<ViolationKind>
     /** The flags a failing seed's replay command repeats (simArgs.ts). */
     readonly args: SimArgs
   }
@@ -174,6 +178,13 @@ export const toleratedKinds = (arg: Option.Option<string>, withJournal = false):
     onNone: () => withJournal ? KNOWN_ISSUES_WITH_JOURNAL : KNOWN_ISSUES,
     onSome: (list) => list === "none" ? [] : [...new Set(list.split(",").filter(isViolationKind))]
   })
+
+/**
+ * `--tolerate` in a workflow-bus mode: absent → nothing (those worlds'
+ * default: every bus violation fails the run); else as `toleratedKinds`.
+ */
+const busTolerated = (arg: Option.Option<string>): ReadonlyArray<ViolationKind> =>
+  Option.isNone(arg) ? [] : toleratedKinds(arg)
 
 /** `--replay`'s op lists, one per kind of world: the bus soak's, `--workflow`'s, `--workflow-bus`'s, `--workflow-bus-full`'s. */
 const BusReplay = Schema.Array(OpSchema)
@@ -319,7 +330,7 @@ const flags = {
   maxFailures: int("max-failures", SIM_DEFAULTS.maxFailures, "Stop after this many failing seeds"),
   tolerate: Flag.String("tolerate").pipe(
     Flag.withDescription(
-      "Violation kinds to report without failing, comma-separated, or \"none\" (default: the known issues, docs/testing.md)"
+      "Violation kinds to report without failing, comma-separated, or \"none\" (default: the known issues, docs/testing.md; with --workflow-bus and --workflow-bus-full, of their bus, default none; not --workflow, which has no bus)"
     ),
     Flag.optional
   )
@@ -334,13 +345,17 @@ const isWorkflowMode = (input: SimFlags): boolean =>
 /**
  * The flags of `input` that shape a run (`SimArgs`): what a failing seed's
  * replay command repeats. A workflow mode honours only `--ops` and
- * `--parent-restarts`, and a workflow-bus mode `--strict` too (its bus
- * ledger judges lost-in-flight; `--workflow` has no bus, and refuses it).
+ * `--parent-restarts`, and a workflow-bus mode `--strict` and `--tolerate`
+ * too (its bus ledger judges them; `--workflow` has no bus, and refuses
+ * both).
  */
 export const simArgsOf = (input: SimFlags): SimArgs => {
-  if (input.workflowBusFull) return { workflowBusFull: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict }
+  const tolerate = Option.getOrUndefined(input.tolerate)
+  if (input.workflowBusFull) {
+    return { workflowBusFull: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict, tolerate }
+  }
   if (input.workflowBus || input.parentRestarts) {
-    return { workflowBus: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict }
+    return { workflowBus: true, parentRestarts: input.parentRestarts, ops: input.ops, strict: input.strict, tolerate }
   }
   if (input.workflow) return { workflow: true, ops: input.ops }
   return {
@@ -449,6 +464,13 @@ export const usageErrorOf = (input: SimFlags): CliError.InvalidValue | undefined
       "--strict judges messages lost in flight on the bus; the --workflow world has no bus (use --workflow-bus or --workflow-bus-full)"
     )
   }
+  if (Option.isSome(input.tolerate) && input.workflow && !input.workflowBus && !input.workflowBusFull && !input.parentRestarts) {
+    return invalid(
+      "tolerate",
+      input.tolerate.value,
+      "--tolerate names bus violation kinds; the --workflow world has no bus, and its own violations all fail the run (use --workflow-bus or --workflow-bus-full)"
+    )
+  }
   if (input.seeds < 1) return invalid("seeds", String(input.seeds), "a number of seeds of at least 1")
   if (input.ops < 1) return invalid("ops", String(input.ops), "a number of operations per run of at least 1")
   if (input.maxFailures < 1) return invalid("max-failures", String(input.maxFailures), "a number of failing seeds of at least 1")
@@ -519,7 +541,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
         ...fields,
         replay: busFullReplayOf(replay),
         parentRestarts: input.parentRestarts,
-        strict: input.strict
+        strict: input.strict,
+        tolerate: busTolerated(input.tolerate)
       }
     }
     if (input.workflowBus || input.parentRestarts) {
@@ -528,7 +551,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
         ...fields,
         replay: busWorkflowReplayOf(replay),
         parentRestarts: input.parentRestarts,
-        strict: input.strict
+        strict: input.strict,
+        tolerate: busTolerated(input.tolerate)
       }
     }
     return { _tag: "Workflow", ...fields, replay: workflowReplayOf(replay) }

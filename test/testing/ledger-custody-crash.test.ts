@@ -6,7 +6,9 @@
  * in memory mode that custody is in memory (docs/protocol.md): it covers the
  * connection's death, not the broker's, so the message is lost to a crash,
  * not a `lost-in-flight` violation under `--strict` (`--workflow-bus
- * --strict` seed 63116). A base client's, one whose receiver came back to
+ * --strict` seed 63116; `--parked-flush --unregister --delivery --durability
+ * memory --strict` seed 63420, whose broker crashed before the connection
+ * ended). A base client's, one whose receiver came back to
  * that broker before the crash, and any in durable mode stay lost in flight.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -80,6 +82,34 @@ describe("Ledger: a custody copy lost with its memory-mode broker (--strict)", (
     const { at, ledger } = diedUnread({ custody: true })
     at(10)
     crashThenBack(ledger, true)
+    const tally = ledger.finish()
+    expect(kinds(ledger)).toEqual([])
+    expect(tally.lostToCrash).toBe(1)
+    expect(tally.lostInFlight).toBe(0)
+  })
+
+  // The shrunk workload of `--parked-flush --unregister --delivery --durability memory --strict` seed 63420:
+  // the broker crashed while B's connection still held the message, and B's client dropped it only later.
+  it("B granted received-v1, the broker crashed while B's connection held it unread and that connection ended after: lost to a crash (seed 63420)", () => {
+    let now = 0
+    const ledger = new Ledger({ now: () => now, strictInFlight: true, durable: false })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 1)
+    ledger.linkOpened(2, B, "client-b", 1)
+    brokerTook(ledger, 2, [register])
+    ledger.clientRead(2, [registered(true)])
+    ledger.clientWrote(1, [send])
+    brokerTook(ledger, 1, [send])
+    ledger.clientRead(1, [acked])
+    ledger.brokerWrote(2, [message])
+    now = 5
+    ledger.brokerCrashed(1)
+    now = 2005
+    ledger.linkClosed(1)
+    ledger.linkClosed(2)
+    now = 2010
+    backOn(ledger, 4, 2, true)
     const tally = ledger.finish()
     expect(kinds(ledger)).toEqual([])
     expect(tally.lostToCrash).toBe(1)

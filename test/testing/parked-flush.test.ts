@@ -23,11 +23,17 @@
  * up to 1.5 s each to checkpoint: the reply resolves the ask as D's client
  * reads it (C-ORD-32), not behind those checkpoints, where it once held the
  * ask past its timeout (helper simht excused it; helper corr fixed it).
+ * And seed 63420 of `--parked-flush --unregister --delivery
+ * --durability memory --strict`, whose C's m18 is written to B's connection
+ * after B stopped reading: that connection ends, the memory-mode broker
+ * crashes before B comes back, and B's custody copy goes with it — lost to
+ * the crash, not lost in flight; its shrunk workload has the crash before the
+ * connection's end (helper simlt; the ledger's rule is `custodyCrashed`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { drawParkedFlush, type ParkedFlushDraw } from "../../src/testing/simulation/parkedFlush.ts"
-import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals } from "../../src/testing/Simulation.ts"
+import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
 import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
 
@@ -180,6 +186,50 @@ describe("a cancel acknowledged as its message was on its way, whose control rea
         trace
       )
       assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("mail written to a received-v1 receiver that stopped reading, its memory-mode broker crashing before the receiver came back (--parked-flush --unregister --delivery --durability memory --strict, seed 63420)", () => {
+  const flags = { delivery: true, unregister: true, parkedFlush: true }
+  const config: SimulationConfig = { seed: 63420, durability: "memory", strictInFlight: true, tolerate: KNOWN_ISSUES }
+
+  // B stopped reading, C's passive m18 was written to B's link #3 and acknowledged, B unregistered and its
+  // client dropped #3 with m18 unread; broker #1 crashed 0.4 s later, before B came back to broker #2. One sweep
+  // called it lost in flight (a build of the ledger without custodyCrashed, helper simlt).
+  it.effect("the seed: m18, written to B's connection that ended unread before the crash, is lost to the crash", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(config, undefined, flags)
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /B's client stops reading[\s\S]*C send B "passive 16\.0 C→B" \(passive\) → m18 socket_delivered[\s\S]*frame\(s\) toward B lost with link #3 \(messages m18\)[\s\S]*broker #1 crashed[\s\S]*B connected: link #29 to broker #2/,
+        trace
+      )
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.strictEqual(report.messages.lostInFlight, 0, trace)
+      assert.strictEqual(report.messages.lostToCrash, 1, trace)
+      assert.isTrue(report.ok, trace)
+    }))
+
+  // The failing sweep's shrunk workload: the broker crashes while #3 still holds m1, and B's client drops #3
+  // (unread) only two seconds later, before B registers with broker #2.
+  it.effect("its shrunk workload: the broker crashes first, B's connection ends after with m1 unread; lost to the crash", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(config, [
+        { _tag: "Unregister", after: 0, session: 1, lingerOps: 2 },
+        { _tag: "DeliverySend", after: 0, from: 2, to: 1, mode: "passive", thread: 0, count: 1, gapMs: 0 },
+        { _tag: "CrashBroker", after: 0, downMs: 2054 }
+      ], flags)
+      const trace = report.trace.join("\n")
+      assert.match(
+        trace,
+        /→ m1 socket_delivered[\s\S]*broker #1 crashed[\s\S]*frame\(s\) toward B lost with link #3 \(messages m1\)[\s\S]*B connected: link #9 to broker #2/,
+        trace
+      )
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [], trace)
+      assert.strictEqual(report.messages.lostInFlight, 0, trace)
+      assert.strictEqual(report.messages.lostToCrash, 1, trace)
       assert.isTrue(report.ok, trace)
     }))
 })

@@ -261,7 +261,8 @@ describe("sim command line", () => {
         ops: 40,
         maxFailures: 5,
         parentRestarts: false,
-        strict: false
+        strict: false,
+        tolerate: []
       })
       const one = yield* requestOf(["--workflow-bus", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "WorkflowBus" ? [one.seed, one.ops] : undefined, [9, 12])
@@ -296,6 +297,30 @@ describe("sim command line", () => {
       assert.deepStrictEqual(yield* usageErrorsOf(["--workflow", "--strict"]), ["InvalidValue"])
     }))
 
+  it.effect("--tolerate reaches --workflow-bus and --workflow-bus-full (their request and replay command; absent, nothing is tolerated); with --workflow it is a usage error (exit 2)", () =>
+    Effect.gen(function*() {
+      const bus = yield* requestOf(["--workflow-bus", "--strict", "--tolerate", "lost-in-flight,fifo", "--seeds", "7"])
+      assert.deepStrictEqual(bus._tag === "WorkflowBus" ? [bus.tolerate, bus.args.tolerate] : undefined, [
+        ["lost-in-flight", "fifo"],
+        "lost-in-flight,fifo"
+      ])
+      assert.include(bus._tag === "WorkflowBus" ? replayCommand(3, bus.args) : "", "--tolerate lost-in-flight,fifo")
+      const full = yield* requestOf(["--workflow-bus-full", "--tolerate", "none", "--seed", "3"])
+      assert.deepStrictEqual(full._tag === "WorkflowBusFull" ? [full.tolerate, full.args.tolerate] : undefined, [[], "none"])
+      const restarts = yield* requestOf(["--parent-restarts", "--tolerate", "crash-loss", "--seeds", "2"])
+      assert.deepStrictEqual(restarts._tag === "WorkflowBus" ? restarts.tolerate : undefined, ["crash-loss"])
+      const absent = yield* requestOf(["--workflow-bus-full", "--seeds", "2"])
+      assert.deepStrictEqual(absent._tag === "WorkflowBusFull" ? [absent.tolerate, absent.args.tolerate] : undefined, [[], undefined])
+      assert.deepStrictEqual(yield* usageErrorsOf(["--workflow-bus", "--tolerate", "bogus"]), ["InvalidValue"])
+      assert.deepStrictEqual(yield* usageErrorsOf(["--workflow", "--tolerate", "fifo"]), ["InvalidValue"])
+      const { exit } = yield* parse(["--workflow", "--tolerate", "fifo"])
+      const failure = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
+      const error = failure?._tag === "Fail" && CliError.isCliError(failure.error) && failure.error._tag === "ShowHelp"
+        ? failure.error.errors[0]
+        : undefined
+      assert.include(error?.message, "no bus")
+    }))
+
   it.effect("--workflow-bus-full runs the whole workflow layer on the bus: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow-bus-full", "--seeds", "7", "--from", "3"])
@@ -308,7 +333,8 @@ describe("sim command line", () => {
         ops: 40,
         maxFailures: 5,
         parentRestarts: false,
-        strict: false
+        strict: false,
+        tolerate: []
       })
       const one = yield* requestOf(["--workflow-bus-full", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "WorkflowBusFull" ? [one.seed, one.ops] : undefined, [9, 12])

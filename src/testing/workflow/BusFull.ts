@@ -212,7 +212,8 @@ export const runBusWorkflowFull = (
       ],
       durability,
       settleMs: config.settleMs ?? 15_000,
-      ...(config.strictInFlight === true ? { strictInFlight: true } : {})
+      ...(config.strictInFlight === true ? { strictInFlight: true } : {}),
+      ...(config.tolerate === undefined ? {} : { tolerate: config.tolerate })
     }, script)
     // The world has settled and closed: the engine's own checks, then its Scope.
     parent.checkGroups()

@@ -4,6 +4,7 @@
  * (`npm run sim -- --workflow-bus-full`).
  */
 import { Effect } from "effect"
+import type { ViolationKind } from "../Ledger.ts"
 import { replayCommand, type SimArgs } from "../simArgs.ts"
 import { type BusFullReport, runBusWorkflowFull } from "./BusFull.ts"
 
@@ -30,6 +31,8 @@ export const busFullSoak = (options: {
   readonly parentReloads?: boolean | undefined
   /** `--strict` (see `BusFullConfig.strictInFlight`). */
   readonly strictInFlight?: boolean | undefined
+  /** `--tolerate` (see `BusFullConfig.tolerate`). */
+  readonly tolerate?: ReadonlyArray<ViolationKind> | undefined
 }): Effect.Effect<BusFullSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusFullReport> = []
@@ -40,7 +43,8 @@ export const busFullSoak = (options: {
         seed,
         ops: options.ops,
         parentReloads: options.parentReloads,
-        strictInFlight: options.strictInFlight
+        strictInFlight: options.strictInFlight,
+        tolerate: options.tolerate
       })
       runs++
       events += report.bus.events

@@ -7,6 +7,7 @@
  * generated from a seed: the same list for the same seed.
  */
 import { Schema } from "effect"
+import type { ViolationKind } from "../Ledger.ts"
 import { Prng } from "../Prng.ts"
 import type { WorkflowBrokenBuild } from "./links.ts"
 
@@ -128,6 +129,8 @@ export interface BusFullConfig {
   readonly parentReloads?: boolean | undefined
   /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. Default false. */
   readonly strictInFlight?: boolean | undefined
+  /** `--tolerate`: bus violation kinds reported without failing the run. Default none. */
+  readonly tolerate?: ReadonlyArray<ViolationKind> | undefined
 }
 
 /**

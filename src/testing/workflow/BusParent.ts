@@ -48,6 +48,7 @@ import { Clock, Effect } from "effect"
 import * as path from "node:path"
 import { formatSupervisorMessage } from "../../session/supervisorMessages.ts"
 import type { TerminalNotice } from "../../workflow/TerminalBarrier.ts"
+import type { ViolationKind } from "../Ledger.ts"
 import { Prng } from "../Prng.ts"
 import type { SimReport } from "../simulation/types.ts"
 import { runSimulation } from "../Workload.ts"
@@ -70,6 +71,8 @@ export interface BusWorkflowConfig {
   readonly parentRestarts?: boolean | undefined
   /** `--strict`: the bus ledger counts messages lost in flight to a dying receiver as violations. Default false. */
   readonly strictInFlight?: boolean | undefined
+  /** `--tolerate`: bus violation kinds reported without failing the run. Default none. */
+  readonly tolerate?: ReadonlyArray<ViolationKind> | undefined
 }
 
 /** What one bus workflow run found. */
@@ -217,7 +220,8 @@ export const runBusWorkflow = (
       ],
       durability: Prng.derive(config.seed, "bus-workflow-world").chance(0.5) ? "durable" : "memory",
       settleMs: config.settleMs ?? 15_000,
-      ...(config.strictInFlight === true ? { strictInFlight: true } : {})
+      ...(config.strictInFlight === true ? { strictInFlight: true } : {}),
+      ...(config.tolerate === undefined ? {} : { tolerate: config.tolerate })
     }, script)
     const order = checkTerminalOrder(recorder)
     const { checked } = order

@@ -4,6 +4,7 @@
  * (`npm run sim -- --workflow-bus`).
  */
 import { Effect } from "effect"
+import type { ViolationKind } from "../Ledger.ts"
 import { replayCommand, type SimArgs } from "../simArgs.ts"
 import { type BusWorkflowReport, runBusWorkflow } from "./BusParent.ts"
 
@@ -34,6 +35,8 @@ export const busWorkflowSoak = (options: {
   readonly parentRestarts?: boolean | undefined
   /** `--strict` (see `BusWorkflowConfig.strictInFlight`). */
   readonly strictInFlight?: boolean | undefined
+  /** `--tolerate` (see `BusWorkflowConfig.tolerate`). */
+  readonly tolerate?: ReadonlyArray<ViolationKind> | undefined
 }): Effect.Effect<BusWorkflowSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusWorkflowReport> = []
@@ -44,7 +47,8 @@ export const busWorkflowSoak = (options: {
         seed,
         ops: options.ops,
         parentRestarts: options.parentRestarts,
-        strictInFlight: options.strictInFlight
+        strictInFlight: options.strictInFlight,
+        tolerate: options.tolerate
       })
       runs++
       accepted += report.accepted
