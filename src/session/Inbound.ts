@@ -386,8 +386,11 @@ export const runInbound = (
             receipt(inbound.message.id, "acknowledged", "matched reply waiter")
           ), { discard: true }))
     )
+    // One reply at a time, taken from the queue inside the uninterruptible step that handles it: a stream would take
+    // every queued reply at once, and a close between two of them would leave the later ones out of the queue the
+    // finalizer clears, their receipts never posted (review revbj BJ1).
     yield* Effect.forkScoped(
-      Stream.fromQueue(takenAtRead).pipe(Stream.runForEach((inbound) => Effect.uninterruptible(afterTaken(inbound)))),
+      Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Queue.take(takenAtRead)), afterTaken))),
       { startImmediately: true }
     )
     yield* client.takeOnRead(takeAtRead)
