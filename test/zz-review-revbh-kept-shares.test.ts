@@ -1,7 +1,7 @@
 /**
  * Review revbh probes (merge wdshare, b6fe8924): the per-receiver share of
  * the withdrawals' list (KeptShares.ts, OutboundRecords.linkKept).
- * BH1 and BH2 FAIL on main (they state the rule the merge claims); BH-S is a
+ * BH1, BH2 and BH4 FAIL on main (they state the rule the merge claims); BH-S is a
  * model check of the share bookkeeping that passes (sound).
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -64,7 +64,16 @@ describe("review revbh: kept withdrawals' shares", () => {
     expect(notices).toHaveLength(2)
   })
 
-  it("BH-S (sound): under any mix of keep, age, route again, forget and drop, the shares sum to the list and none passes its bound", () => {
+  it("BH4: a receiver past its share while the list has room loses nothing (the share bites only when the list is full)", () => {
+    const table = new OutboundRecords(SEED)
+    const first = keptFor(table, "0", "busy", 0)
+    for (let n = 1; n <= MAX_KEPT_WITHDRAWALS_PER_RECEIVER; n++) keptFor(table, `${n}`, "busy", n)
+    // 1,025 kept of 4,096 allowed, no other receiver: before the merge all were kept; now busy's oldest is dropped.
+    expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS_PER_RECEIVER + 1)
+    expect(first.withdrawalKept).toBe(true)
+  })
+
+  it("BH-S (sound): under any mix of keep, age, route again, forget and drop, the shares sum to the list, which stays within its bound", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("keep" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }), direct: fc.boolean() }),
       fc.record({ kind: fc.constant("reroute" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }) }),
@@ -100,7 +109,7 @@ describe("review revbh: kept withdrawals' shares", () => {
           }
           const shares = [0, 1, 2].map((r) => table.withdrawalsKeptFor(`r${r}`))
           expect(shares.reduce((a, b) => a + b, 0)).toBe(table.withdrawalsKept)
-          for (const s of shares) expect(s).toBeLessThanOrEqual(MAX_KEPT_WITHDRAWALS_PER_RECEIVER)
+          expect(table.withdrawalsKept).toBeLessThanOrEqual(MAX_KEPT_WITHDRAWALS)
         }
       }),
       { numRuns: 30 }
