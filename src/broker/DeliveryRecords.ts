@@ -111,8 +111,8 @@ export class DeliveryRecords {
   private readonly observer: RecordObserver | undefined
 
   /**
-   * @param notice a warning for the broker's log from the table (OutboundRecords: its withdrawals' list, or a
-   * receiver's share of it, overflowed).
+   * @param notice a warning for the broker's log from the table (OutboundRecords: its withdrawals' list was full
+   * and dropped one; at most one line an hour).
    */
   constructor(limits: ReplayLimits, observer?: RecordObserver, notice?: (line: string) => void) {
     this.limits = limits

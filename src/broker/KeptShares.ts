@@ -1,20 +1,27 @@
 /**
  * Each receiver's share of the withdrawals' list (OutboundRecords'
  * withdrawals kept past their routes, review revao AO2): the kept
- * withdrawals of messages to one receiver's session, oldest first, and how
- * many. A withdrawal is kept only while its message may still wait for its
- * receiver, unwritten or unconfirmed (Receipts' `mayStillWait`) — almost
- * always because of that receiver: it does not read its socket, or (with
- * `received-v1`) never confirms. Such a receiver makes every cancel of a
- * message to it a kept withdrawal; with one bound for all, 4,096 of them
- * pushed every other receiver's kept withdrawals off the list, and those
- * messages, given back later, went out live (review revay). With a share, a
- * receiver past it loses its own oldest kept withdrawal, no one else's.
+ * withdrawals of messages to one receiver's session, oldest first, how
+ * many, and which receiver holds the most. A withdrawal is kept only while
+ * its message may still wait for its receiver, unwritten or unconfirmed
+ * (Receipts' `mayStillWait`) — almost always because of that receiver: it
+ * does not read its socket, or (with `received-v1`) never confirms. Such a
+ * receiver makes every cancel of a message to it a kept withdrawal. When
+ * the list is full, the one dropped is the oldest of the receiver holding
+ * the most (`largestOldest`), not the list's oldest: receivers that never
+ * confirm — even several sessions of one client — lose their own, and a
+ * receiver holding fewer than they do loses none (review revbh BH1). While
+ * the list has room nobody loses any, however many one receiver holds
+ * (BH4).
  *
- * A receiver's list is made of small place objects, one per kept
- * withdrawal, found from the record by a `Map`: the outbound records stay
- * as small as they are (they are kept by the hundred thousand; a kept
- * withdrawal is rare). Each step is O(1): no scan of the list.
+ * The largest is found in O(1) by count buckets: every share with `n` kept
+ * is on bucket `n`'s list, in the order it reached `n` (a tie goes to the
+ * share that reached that count first), and a count moves by one at a time,
+ * so the largest count moves by at most one per step. A receiver's list is
+ * made of small place objects, one per kept withdrawal, found from the
+ * record by a `Map`: the outbound records stay as small as they are (they
+ * are kept by the hundred thousand; a kept withdrawal is rare). Each step is
+ * O(1): no scan of the list.
  *
  * Owner: OutboundRecords, which joins and leaves a record here in step with
  * its withdrawals' list, on the cancel, supersede and route-aging paths
@@ -34,59 +41,58 @@ class Place<T> {
   }
 }
 
-/** One receiver's kept withdrawals, oldest first. */
+/** One receiver's kept withdrawals, oldest first, and its links on its count's bucket. */
 class Share<T> {
   readonly receiverKey: string
   oldest: Place<T> | undefined = undefined
   newest: Place<T> | undefined = undefined
   count = 0
-  /** Its overflow was reported (`KeptShares`' `full`) since the share last held none. */
-  told = false
+  /** The share before and after it on bucket `count`'s list. */
+  before: Share<T> | undefined = undefined
+  after: Share<T> | undefined = undefined
 
   constructor(receiverKey: string) {
     this.receiverKey = receiverKey
   }
 }
 
+/** The shares holding one count, in the order they reached it. */
+class Bucket<T> {
+  first: Share<T> | undefined = undefined
+  last: Share<T> | undefined = undefined
+}
+
 /**
- * The receivers' shares of the withdrawals' list (see the module header),
- * each at most `capacity`. `full` is told a receiver's key the first time
- * its share overflows since it last held none: once per episode, not per
- * withdrawal dropped, so a receiver that never confirms writes one line,
- * not one per cancel.
+ * The receivers' shares of the withdrawals' list (see the module header):
+ * how many each holds, each one's oldest, and the oldest of a receiver
+ * holding the most (`largestOldest`), for the caller to drop when its list
+ * is past its bound.
  */
 export class KeptShares<T extends object> {
   private readonly places = new Map<T, Place<T>>()
   private readonly shares = new Map<string, Share<T>>()
-  private readonly capacity: number
-  private readonly full: (receiverKey: string) => void
-  private overflowTotal = 0
-
-  /**
-   * @param capacity the most kept withdrawals of one receiver.
-   * @param full told a receiver's key when its share first overflows (see the class).
-   */
-  constructor(capacity: number, full: (receiverKey: string) => void) {
-    this.capacity = capacity
-    this.full = full
-  }
+  /** Bucket `n`: the shares holding `n` (index 0 unused); grows to the list's bound, plus one. */
+  private readonly buckets: Array<Bucket<T>> = []
+  /** The largest count of any share; 0 when none holds any. */
+  private largest = 0
 
   /** Kept withdrawals of messages to `receiverKey`'s session. */
   of(receiverKey: string): number {
     return this.shares.get(receiverKey)?.count ?? 0
   }
 
-  /** Kept withdrawals dropped so far because their receiver's share overflowed (`join`). */
-  get overflows(): number {
-    return this.overflowTotal
+  /** The receiver holding the most (the first to reach that count), if any holds one. */
+  get largestReceiver(): string | undefined {
+    return this.buckets[this.largest]?.first?.receiverKey
   }
 
-  /**
-   * `item` joins `receiverKey`'s share as its newest. Past `capacity`, the
-   * share's oldest is returned: the caller drops it from the withdrawals'
-   * list (which calls `leave`), so the share is back at its bound.
-   */
-  join(item: T, receiverKey: string): T | undefined {
+  /** The oldest kept withdrawal of the receiver holding the most (`largestReceiver`), if any. */
+  largestOldest(): T | undefined {
+    return this.buckets[this.largest]?.first?.oldest?.item
+  }
+
+  /** `item` joins `receiverKey`'s share as its newest. */
+  join(item: T, receiverKey: string): void {
     let share = this.shares.get(receiverKey)
     if (share === undefined) {
       share = new Share<T>(receiverKey)
@@ -97,18 +103,12 @@ export class KeptShares<T extends object> {
     if (share.newest !== undefined) share.newest.newer = place
     else share.oldest = place
     share.newest = place
-    share.count++
     this.places.set(item, place)
-    if (share.count <= this.capacity) return undefined
-    this.overflowTotal++
-    if (!share.told) {
-      share.told = true
-      this.full(receiverKey)
-    }
-    return share.oldest?.item
+    this.move(share, share.count + 1)
+    if (share.count > this.largest) this.largest = share.count
   }
 
-  /** `item` left the withdrawals' list (routed again, forgotten, its day, a bound): off its share, if on one. */
+  /** `item` left the withdrawals' list (routed again, forgotten, its day, the bound): off its share, if on one. */
   leave(item: T): void {
     const place = this.places.get(item)
     if (place === undefined) return
@@ -118,7 +118,37 @@ export class KeptShares<T extends object> {
     else share.oldest = place.newer
     if (place.newer !== undefined) place.newer.older = place.older
     else share.newest = place.older
-    share.count--
+    this.move(share, share.count - 1)
     if (share.count === 0) this.shares.delete(share.receiverKey)
+    // A count falls by one: the largest falls by at most one.
+    if (this.buckets[this.largest]?.first === undefined) this.largest--
+  }
+
+  /** `share` leaves its count's bucket and joins the last of `count`'s (none for 0). */
+  private move(share: Share<T>, count: number): void {
+    if (share.count > 0) {
+      const from = this.bucketOf(share.count)
+      if (share.before !== undefined) share.before.after = share.after
+      else from.first = share.after
+      if (share.after !== undefined) share.after.before = share.before
+      else from.last = share.before
+      share.before = share.after = undefined
+    }
+    share.count = count
+    if (count === 0) return
+    const to = this.bucketOf(count)
+    share.before = to.last
+    if (to.last !== undefined) to.last.after = share
+    else to.first = share
+    to.last = share
+  }
+
+  private bucketOf(count: number): Bucket<T> {
+    let bucket = this.buckets[count]
+    if (bucket === undefined) {
+      bucket = new Bucket<T>()
+      this.buckets[count] = bucket
+    }
+    return bucket
   }
 }

@@ -42,7 +42,8 @@
  * pause").
  *
  * Withdrawals kept past their routes (the withdrawals' list) are bounded
- * overall and per receiver (KeptShares.ts, `linkKept`).
+ * overall; when it is full, the receiver holding the most loses its oldest
+ * (KeptShares.ts, `linkKept`).
  *
  * Size: about 760 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
@@ -107,18 +108,16 @@ const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
 
 /**
  * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops the
- * oldest at once (`linkKept`), so the list never holds more between prunes (review revaw AW4).
+ * oldest of the receiver holding the most at once (`linkKept`, KeptShares.ts; reviews revaw AW4, revbh), so the
+ * list never holds more between prunes.
  */
 export const MAX_KEPT_WITHDRAWALS = 4_096
 
 /**
- * Withdrawals kept past their routes at most of messages to one receiver's session: its share of
- * MAX_KEPT_WITHDRAWALS (KeptShares.ts). One more of that receiver drops its own oldest, not the list's:
- * a receiver that never reads or confirms can fill only its share, so alone it never pushes another
- * receiver's withdrawal off the list (review revay). A quarter of the list: it takes four receivers at their
- * shares to fill it, and then the list's oldest goes, whoever's.
+ * The least time between two log lines about withdrawals dropped because the withdrawals' list was full
+ * (`linkKept`): each line carries how many were dropped since the last (review revbh BH2).
  */
-export const MAX_KEPT_WITHDRAWALS_PER_RECEIVER = 1_024
+export const KEPT_DROPS_NOTICE_INTERVAL_MS = 3_600_000
 
 /** Bits of `OutboundRecord.parts`. */
 const RECORDED = 1
@@ -390,8 +389,11 @@ export class OutboundRecords {
   private keptTotal = 0
   /** The receivers' shares of the withdrawals' list (`linkKept`). */
   private readonly shares: KeptShares<OutboundRecord>
-  /** The list's overflow was logged (`linkKept`) since it last held none. */
-  private keptFullTold = false
+  /** Kept withdrawals dropped because the list was full (`linkKept`), in all, and since the last log line. */
+  private keptDropTotal = 0
+  private keptDropsUntold = 0
+  /** When the last log line about them was written (`linkKept`); none yet: undefined. */
+  private keptDropsToldAt: number | undefined = undefined
   private readonly notice: (line: string) => void
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
@@ -404,17 +406,13 @@ export class OutboundRecords {
 
   /**
    * @param seed the ids' hash seed: random unless a test needs it known.
-   * @param notice a warning line for the broker's log: the withdrawals' list, or a receiver's share of it,
-   * overflowed and began to drop its oldest (`linkKept`), once each time it fills after holding none.
+   * @param notice a warning line for the broker's log: the withdrawals' list was full and a kept withdrawal
+   * was dropped (`linkKept`); at most one line per KEPT_DROPS_NOTICE_INTERVAL_MS, with the count since the last.
    */
   constructor(seed: number = randomInt(0x40000000), notice: (line: string) => void = () => {}) {
     this.seed = seed
     this.notice = notice
-    this.shares = new KeptShares<OutboundRecord>(MAX_KEPT_WITHDRAWALS_PER_RECEIVER, (receiverKey) =>
-      notice(
-        `Withdrawals kept for session ${idOfSessionKey(receiverKey)}: its share (${MAX_KEPT_WITHDRAWALS_PER_RECEIVER}) is full, ` +
-          "its oldest go first: a message of it withdrawn then, if given back later, is delivered live"
-      ))
+    this.shares = new KeptShares<OutboundRecord>()
   }
 
   /** The shard that holds id hash `hash`'s chain. */
@@ -442,9 +440,9 @@ export class OutboundRecords {
     return this.shares.of(receiverKey)
   }
 
-  /** Kept withdrawals dropped so far because their receiver's share overflowed (`linkKept`). */
-  get withdrawalShareOverflows(): number {
-    return this.shares.overflows
+  /** Kept withdrawals dropped so far because the withdrawals' list was full (`linkKept`). */
+  get withdrawalsDroppedFull(): number {
+    return this.keptDropTotal
   }
 
   /** The withdrawal kept past its route longest, if any. */
@@ -666,10 +664,11 @@ export class OutboundRecords {
 
   /**
    * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
-   * (KeptShares.ts). Past that receiver's share (MAX_KEPT_WITHDRAWALS_PER_RECEIVER), that receiver's oldest
-   * leaves the list now (review revay); else, past MAX_KEPT_WITHDRAWALS, the list's oldest does (review revaw
-   * AW4) — each with `dropKept` (the record may leave the table), not at the next prune. Either overflow is
-   * logged (`notice`) the first time it drops one since its list last held none.
+   * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, the oldest of the receiver holding the most leaves the list
+   * now (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list has
+   * room nobody's is dropped, BH4), with `dropKept` (the record may leave the table), not at the next prune
+   * (review revaw AW4). A drop is logged (`notice`): the first at once, later ones at most one line per
+   * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (BH2).
    */
   private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
@@ -679,19 +678,23 @@ export class OutboundRecords {
     else this.oldestKeptEntry = record
     this.newestKeptEntry = record
     this.keptTotal++
-    const ownOldest = this.shares.join(record, receiverKey)
-    if (ownOldest !== undefined) return this.dropKept(ownOldest)
-    const oldest = this.oldestKeptEntry
-    if (this.keptTotal > MAX_KEPT_WITHDRAWALS && oldest !== undefined) {
-      if (!this.keptFullTold) {
-        this.keptFullTold = true
-        this.notice(
-          `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full, its oldest go first, ` +
-            "whichever session they are for: a message withdrawn then, if given back later, is delivered live"
-        )
-      }
-      this.dropKept(oldest)
+    this.shares.join(record, receiverKey)
+    if (this.keptTotal <= MAX_KEPT_WITHDRAWALS) return
+    const largest = this.shares.largestReceiver
+    const victim = this.shares.largestOldest()
+    if (largest === undefined || victim === undefined) return
+    this.keptDropTotal++
+    this.keptDropsUntold++
+    if (this.keptDropsToldAt === undefined || at - this.keptDropsToldAt >= KEPT_DROPS_NOTICE_INTERVAL_MS) {
+      this.notice(
+        `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full; ${this.keptDropsUntold} dropped since the last ` +
+          `such line, each the oldest of the session holding the most (now ${idOfSessionKey(largest)}, ` +
+          `${this.shares.of(largest)}): a message withdrawn then, if given back later, is delivered live`
+      )
+      this.keptDropsToldAt = at
+      this.keptDropsUntold = 0
     }
+    this.dropKept(victim)
   }
 
   /**
@@ -734,7 +737,6 @@ export class OutboundRecords {
     record.olderRoute = record.newerRoute = undefined
     this.keptTotal--
     this.shares.leave(record)
-    if (this.keptTotal === 0) this.keptFullTold = false
   }
 
   private unlinkRecord(record: OutboundRecord): void {

@@ -446,9 +446,8 @@ export class Receipts {
    * Routes past their hour go; one that keeps its sender's withdrawal
    * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
    * MAX_ROUTES bound does), where it stays a day, at most
-   * MAX_KEPT_WITHDRAWALS of them and MAX_KEPT_WITHDRAWALS_PER_RECEIVER of
-   * one receiver's (OutboundRecords.ts: the oldest go first, the receiver's
-   * own past its share, as a new one joins, not here): its message may
+   * MAX_KEPT_WITHDRAWALS of them (OutboundRecords.ts: past it the oldest of
+   * the receiver holding the most goes, as a new one joins, not here): its message may
    * still wait unwritten in an outbox or a parked list, and must not be
    * delivered after its withdrawal when it is given back (review revao AO2).
    */
