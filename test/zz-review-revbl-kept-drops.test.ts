@@ -1,0 +1,91 @@
+/**
+ * Review revbl (merge fixbh, e058e9e4): probes of OutboundRecords.linkKept's
+ * drop log and KeptShares' tie rule. Each FAILS on main; see the report.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Outcome } from "../src/broker/DeliveryRecords.ts"
+import {
+  KEPT_DROPS_NOTICE_INTERVAL_MS,
+  MAX_KEPT_WITHDRAWALS,
+  OutboundRecord,
+  OutboundRecords
+} from "../src/broker/OutboundRecords.ts"
+import { DeliveryCode } from "../src/protocol/delivery.ts"
+import type { Message } from "../src/protocol/frames.ts"
+
+const SEED = 12345
+const HOUR = KEPT_DROPS_NOTICE_INTERVAL_MS
+const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
+const messageOf = (id: string): Message => ({ id, timestamp: 0, content: { text: "t" } })
+
+/** "a"'s message `id`, routed to `receiverKey` at `at`, withdrawn while it waited, its route aged out. */
+const keptFor = (table: OutboundRecords, id: string, receiverKey: string, at: number): OutboundRecord => {
+  const record = table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined))
+  table.keepRoute(record, receiverKey, 7, at)
+  record.withdrawal = CANCELLED
+  table.keepWithdrawal(record, at)
+  table.ageRoute(record, at)
+  return record
+}
+
+describe("review revbl probes", () => {
+  it("BL1: drops after the hour's first line, with no drop after the hour, are reported by some later line", () => {
+    const notices: Array<string> = []
+    const table = new OutboundRecords(SEED, (line) => notices.push(line))
+    let n = 0
+    const fill = (count: number, at: number) => {
+      for (let k = 0; k < count; k++, n++) keptFor(table, `m${n}`, `r${n % 8}`, at)
+    }
+    fill(MAX_KEPT_WITHDRAWALS + 1, 0)
+    fill(9, 1)
+    expect([notices.length, table.withdrawalsDroppedFull]).toEqual([1, 10])
+    // A day later the day's prune takes the oldest half; the list keeps working, never full again.
+    for (let k = 0; k < MAX_KEPT_WITHDRAWALS / 2; k++) table.dropKept(table.oldestKeptWithdrawal!)
+    fill(100, 25 * HOUR)
+    // The nine dropped after the first line were never logged: no line counts them.
+    expect(notices.some((line) => line.includes("; 9 dropped since the last such line"))).toBe(true)
+  })
+
+  it("BL2: after the clock steps back, a drop more than an hour later (by the clock) is logged", () => {
+    const notices: Array<string> = []
+    const table = new OutboundRecords(SEED, (line) => notices.push(line))
+    let n = 0
+    const fill = (count: number, at: number) => {
+      for (let k = 0; k < count; k++, n++) keptFor(table, `m${n}`, `r${n % 8}`, at)
+    }
+    fill(MAX_KEPT_WITHDRAWALS + 1, 10 * HOUR)
+    expect(notices).toHaveLength(1)
+    // The wall clock (Clock.currentTimeMillisUnsafe) is stepped back 8 hours.
+    fill(1, 2 * HOUR)
+    fill(1, 3 * HOUR + 1)
+    // Main: at - keptDropsToldAt is negative until 11 h, so no drop is logged for 9 hours of the clock.
+    expect(notices.length).toBeGreaterThanOrEqual(2)
+  })
+
+  it("BL3: a receiver holding one kept withdrawal keeps it when other sessions, each holding one, fill the list and one more joins", () => {
+    const table = new OutboundRecords(SEED)
+    const innocent = keptFor(table, "innocent", "d", 0)
+    // One party's many sessions, each with one kept withdrawal: the list is full.
+    for (let k = 0; k < MAX_KEPT_WITHDRAWALS - 1; k++) keptFor(table, `x${k}`, `x${k}`, 1 + k)
+    expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS)
+    keptFor(table, "more", `x${MAX_KEPT_WITHDRAWALS}`, MAX_KEPT_WITHDRAWALS + 1)
+    // Main: all hold 1, the tie goes to the share that reached 1 first — d, which did nothing to fill the list.
+    expect(innocent.withdrawalKept).toBe(true)
+  })
+
+  it("BL3b: on a tie at the largest, the share whose join filled the list loses its own oldest, not the older tied share", () => {
+    const table = new OutboundRecords(SEED)
+    const half = MAX_KEPT_WITHDRAWALS / 2
+    const a: Array<OutboundRecord> = []
+    for (let k = 0; k < half; k++) a.push(keptFor(table, `a${k}`, "a", k))
+    const b: Array<OutboundRecord> = []
+    for (let k = 0; k < half; k++) b.push(keptFor(table, `b${k}`, "b", half + k))
+    // Routed again: b holds half - 1, a half, the list has one place.
+    table.keepRoute(b[0]!, "b", 8, 10_000)
+    keptFor(table, "c0", "c", 10_001)
+    expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS)
+    // b's join fills it past the bound and ties a at `half`; main drops a's oldest.
+    keptFor(table, "bNew", "b", 10_002)
+    expect([a[0]!.withdrawalKept, b[1]!.withdrawalKept]).toEqual([true, false])
+  })
+})
