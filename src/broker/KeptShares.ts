@@ -15,8 +15,9 @@
  * (BH4).
  *
  * The largest is found in O(1) by count buckets: every share with `n` kept
- * is on bucket `n`'s list, in the order it reached `n` (a tie goes to the
- * share that reached that count first), and a count moves by one at a time,
+ * is on bucket `n`'s list, in the order it reached `n` (a tie goes against
+ * the share that reached that count last: the one whose join made it,
+ * review revbl BL3), and a count moves by one at a time,
  * so the largest count moves by at most one per step. A receiver's list is
  * made of small place objects, one per kept withdrawal, found from the
  * record by a `Map`: the outbound records stay as small as they are (they
@@ -81,14 +82,20 @@ export class KeptShares<T extends object> {
     return this.shares.get(receiverKey)?.count ?? 0
   }
 
-  /** The receiver holding the most (the first to reach that count), if any holds one. */
+  /**
+   * The receiver holding the most, if any holds one; of several holding as
+   * many, the LAST to reach that count — the one whose join made the tie,
+   * so a tie costs the share that just grew, not an older one (review
+   * revbl BL3: with every share at one, the receiver that joined last loses
+   * the withdrawal it just joined, not a bystander's).
+   */
   get largestReceiver(): string | undefined {
-    return this.buckets[this.largest]?.first?.receiverKey
+    return this.buckets[this.largest]?.last?.receiverKey
   }
 
   /** The oldest kept withdrawal of the receiver holding the most (`largestReceiver`), if any. */
   largestOldest(): T | undefined {
-    return this.buckets[this.largest]?.first?.oldest?.item
+    return this.buckets[this.largest]?.last?.oldest?.item
   }
 
   /** `item` joins `receiverKey`'s share as its newest. */

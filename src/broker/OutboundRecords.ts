@@ -394,6 +394,8 @@ export class OutboundRecords {
   private keptDropsUntold = 0
   /** When the last log line about them was written (`linkKept`); none yet: undefined. */
   private keptDropsToldAt: number | undefined = undefined
+  /** The receiver whose withdrawal the last drop took (`tellKeptDrops` names it). */
+  private keptDropsLargest = ""
   private readonly notice: (line: string) => void
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
@@ -685,16 +687,43 @@ export class OutboundRecords {
     if (largest === undefined || victim === undefined) return
     this.keptDropTotal++
     this.keptDropsUntold++
-    if (this.keptDropsToldAt === undefined || at - this.keptDropsToldAt >= KEPT_DROPS_NOTICE_INTERVAL_MS) {
-      this.notice(
-        `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full; ${this.keptDropsUntold} dropped since the last ` +
-          `such line, each the oldest of the session holding the most (now ${idOfSessionKey(largest)}, ` +
-          `${this.shares.of(largest)}): a message withdrawn then, if given back later, is delivered live`
-      )
-      this.keptDropsToldAt = at
-      this.keptDropsUntold = 0
-    }
+    this.keptDropsLargest = largest
     this.dropKept(victim)
+    this.tellKeptDrops(at)
+  }
+
+  /**
+   * The day's clean-up of the withdrawals' list (`Receipts.prune`, at
+   * `now`): drops every kept withdrawal kept at `cutoff` or before, and logs
+   * drops `linkKept` made since its last line that are still untold once the
+   * interval is over, though no drop came after it (review revbl BL1).
+   */
+  pruneKept(cutoff: number, now: number): void {
+    for (let oldest = this.oldestKeptEntry; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.oldestKeptEntry) {
+      this.dropKept(oldest)
+    }
+    this.tellKeptDrops(now)
+  }
+
+  /**
+   * Logs the kept withdrawals dropped since the last line (`linkKept`), if
+   * any: the first drop at once, then at most one line per
+   * KEPT_DROPS_NOTICE_INTERVAL_MS (`linkKept` at each drop, `pruneKept` at
+   * each prune); a clock stepped back counts as the interval over (review
+   * revbl BL2: the broker's `at` is the wall clock).
+   */
+  private tellKeptDrops(at: number): void {
+    if (this.keptDropsUntold === 0) return
+    const toldAt = this.keptDropsToldAt
+    if (toldAt !== undefined && at >= toldAt && at - toldAt < KEPT_DROPS_NOTICE_INTERVAL_MS) return
+    const largest = this.keptDropsLargest
+    this.notice(
+      `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full; ${this.keptDropsUntold} dropped since the last ` +
+        `such line, each the oldest of the session holding the most (last ${idOfSessionKey(largest)}, ` +
+        `${this.shares.of(largest)} now): a message withdrawn then, if given back later, is delivered live`
+    )
+    this.keptDropsToldAt = at
+    this.keptDropsUntold = 0
   }
 
   /**

@@ -457,10 +457,7 @@ export class Receipts {
     for (let oldest = routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = routes.oldestRoute) {
       routes.ageRoute(oldest, now)
     }
-    const keptCutoff = now - WITHDRAWAL_KEPT_MS - 1
-    for (let oldest = routes.oldestKeptWithdrawal; oldest !== undefined && oldest.routedAt <= keptCutoff; oldest = routes.oldestKeptWithdrawal) {
-      routes.dropKept(oldest)
-    }
+    routes.pruneKept(now - WITHDRAWAL_KEPT_MS - 1, now)
     this.held.expire(now)
   }
 

@@ -277,13 +277,14 @@ describe("OutboundRecords", () => {
     expect([table.withdrawalsKept, table.oldestKeptWithdrawal, record.withdrawal, record.withdrawalKept]).toEqual([0, undefined, undefined, false])
   })
 
-  it("the withdrawals' list never holds more than MAX_KEPT_WITHDRAWALS: one more put on it drops the oldest at once, logged once (review revaw AW4)", () => {
+  it("the withdrawals' list never holds more than MAX_KEPT_WITHDRAWALS: one more put on it drops one at once (the largest share's oldest), logged once (review revaw AW4)", () => {
     const notices: Array<string> = []
     const table = new OutboundRecords(SEED, (line) => notices.push(line))
     const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
     const kept: Array<OutboundRecord> = []
-    // Five receivers in turn: the one holding the most when the list is full (KeptShares.ts; the first to reach
-    // that count on a tie) holds the list's oldest, so here the list's oldest go.
+    // Five receivers in turn: when the list is full, the one holding the most loses its oldest (KeptShares.ts; on a
+    // tie the one whose join made it, review revbl BL3): b1's join ties b0 at 820, so b1's oldest (kept[1]) goes,
+    // then b2's join ties b0 again, and b2's oldest (kept[2]) goes.
     const receivers = 5
     for (let n = 0; n <= MAX_KEPT_WITHDRAWALS + 1; n++) {
       const record = table.claim(OutboundRecord.of("a", "t", messageOf(`${n}`), undefined))
@@ -302,11 +303,13 @@ describe("OutboundRecords", () => {
       kept.push(record)
       expect(table.withdrawalsKept).toBe(Math.min(n + 1, MAX_KEPT_WITHDRAWALS))
     }
-    // The two oldest went as the last two joined: off the list and, holding nothing else, out of the table.
-    expect(table.oldestKeptWithdrawal).toBe(kept[2])
-    expect(table.find("a", "0")).toBeUndefined()
-    expect(kept[0]!.withdrawalKept).toBe(false)
+    // Off the list (kept[2], holding nothing else, out of the table; kept[1] keeps its replay record); b0's oldest,
+    // the list's oldest, stays.
+    expect(table.oldestKeptWithdrawal).toBe(kept[0])
+    expect(table.find("a", "2")).toBeUndefined()
+    expect(kept[0]!.withdrawalKept).toBe(true)
     expect(kept[1]!.withdrawalKept).toBe(false)
+    expect(kept[2]!.withdrawalKept).toBe(false)
     expect(table.find("a", `${MAX_KEPT_WITHDRAWALS + 1}`)).toBe(kept[MAX_KEPT_WITHDRAWALS + 1])
     expect(table.withdrawalsDroppedFull).toBe(2)
     // The overflow is logged at the first drop, not at every one (within the hour: review revbh BH2).

@@ -117,7 +117,7 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
     expect(table.withdrawalsDroppedFull).toBe(11)
   })
 
-  it("BH-S (sound): under any mix of keep, age, route again, forget and drop, the shares sum to the list, which stays within its bound", () => {
+  it("under any mix of keep, age, route again, forget and drop below the bound, the shares sum to the list (the drops at the bound: KeptShares.model.test.ts)", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("keep" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }), direct: fc.boolean() }),
       fc.record({ kind: fc.constant("reroute" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }) }),

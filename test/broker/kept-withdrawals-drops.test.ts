@@ -1,17 +1,20 @@
 /**
- * Review revbl (merge fixbh, e058e9e4): probes of OutboundRecords.linkKept's
- * drop log and KeptShares' tie rule. Each FAILS on main; see the report.
+ * The withdrawals' list when full (OutboundRecords.linkKept, review revbl):
+ * every drop is told in some log line — also drops after a line with none
+ * after the interval (BL1: `pruneKept`, which Receipts.prune calls on
+ * every prune), and after the wall clock stepped back (BL2); and a tie at the
+ * largest share costs the share whose join made it, not an older one (BL3).
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Outcome } from "../src/broker/DeliveryRecords.ts"
+import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
 import {
   KEPT_DROPS_NOTICE_INTERVAL_MS,
   MAX_KEPT_WITHDRAWALS,
   OutboundRecord,
   OutboundRecords
-} from "../src/broker/OutboundRecords.ts"
-import { DeliveryCode } from "../src/protocol/delivery.ts"
-import type { Message } from "../src/protocol/frames.ts"
+} from "../../src/broker/OutboundRecords.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import type { Message } from "../../src/protocol/frames.ts"
 
 const SEED = 12345
 const HOUR = KEPT_DROPS_NOTICE_INTERVAL_MS
@@ -28,8 +31,8 @@ const keptFor = (table: OutboundRecords, id: string, receiverKey: string, at: nu
   return record
 }
 
-describe("review revbl probes", () => {
-  it("BL1: drops after the hour's first line, with no drop after the hour, are reported by some later line", () => {
+describe("the withdrawals' list when full: drops told, ties", () => {
+  it("drops after the hour's first line, with no drop after the hour, are told by the next prune after it", () => {
     const notices: Array<string> = []
     const table = new OutboundRecords(SEED, (line) => notices.push(line))
     let n = 0
@@ -42,11 +45,12 @@ describe("review revbl probes", () => {
     // A day later the day's prune takes the oldest half; the list keeps working, never full again.
     for (let k = 0; k < MAX_KEPT_WITHDRAWALS / 2; k++) table.dropKept(table.oldestKeptWithdrawal!)
     fill(100, 25 * HOUR)
-    // The nine dropped after the first line were never logged: no line counts them.
+    // Receipts.prune's part, as every prune does (before each send, and from the idle watcher); no cutoff here.
+    table.pruneKept(-1, 25 * HOUR)
     expect(notices.some((line) => line.includes("; 9 dropped since the last such line"))).toBe(true)
   })
 
-  it("BL2: after the clock steps back, a drop more than an hour later (by the clock) is logged", () => {
+  it("after the clock steps back, a drop more than an hour later (by the clock) is logged", () => {
     const notices: Array<string> = []
     const table = new OutboundRecords(SEED, (line) => notices.push(line))
     let n = 0
@@ -58,22 +62,20 @@ describe("review revbl probes", () => {
     // The wall clock (Clock.currentTimeMillisUnsafe) is stepped back 8 hours.
     fill(1, 2 * HOUR)
     fill(1, 3 * HOUR + 1)
-    // Main: at - keptDropsToldAt is negative until 11 h, so no drop is logged for 9 hours of the clock.
     expect(notices.length).toBeGreaterThanOrEqual(2)
   })
 
-  it("BL3: a receiver holding one kept withdrawal keeps it when other sessions, each holding one, fill the list and one more joins", () => {
+  it("a receiver holding one kept withdrawal keeps it when other sessions, each holding one, fill the list and one more joins", () => {
     const table = new OutboundRecords(SEED)
     const innocent = keptFor(table, "innocent", "d", 0)
     // One party's many sessions, each with one kept withdrawal: the list is full.
     for (let k = 0; k < MAX_KEPT_WITHDRAWALS - 1; k++) keptFor(table, `x${k}`, `x${k}`, 1 + k)
     expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS)
     keptFor(table, "more", `x${MAX_KEPT_WITHDRAWALS}`, MAX_KEPT_WITHDRAWALS + 1)
-    // Main: all hold 1, the tie goes to the share that reached 1 first — d, which did nothing to fill the list.
     expect(innocent.withdrawalKept).toBe(true)
   })
 
-  it("BL3b: on a tie at the largest, the share whose join filled the list loses its own oldest, not the older tied share", () => {
+  it("on a tie at the largest, the share whose join filled the list loses its own oldest, not the older tied share", () => {
     const table = new OutboundRecords(SEED)
     const half = MAX_KEPT_WITHDRAWALS / 2
     const a: Array<OutboundRecord> = []
@@ -84,7 +86,7 @@ describe("review revbl probes", () => {
     table.keepRoute(b[0]!, "b", 8, 10_000)
     keptFor(table, "c0", "c", 10_001)
     expect(table.withdrawalsKept).toBe(MAX_KEPT_WITHDRAWALS)
-    // b's join fills it past the bound and ties a at `half`; main drops a's oldest.
+    // b's join fills it past the bound and ties a at `half`: b loses its own oldest.
     keptFor(table, "bNew", "b", 10_002)
     expect([a[0]!.withdrawalKept, b[1]!.withdrawalKept]).toEqual([true, false])
   })
