@@ -32,13 +32,18 @@
  * And seed 52213 of the same with `--strict`, whose A cancels m12 after D's
  * connection dropped with it unread, the copy kept for D then lost with a
  * broker crash: withdrawn, not lost in flight (helper sweepd).
+ * And seed 7022 of `--reader-return --host-refusals`, whose A unregisters in
+ * the middle of its journal's checkpoint of m15, which C superseded: the
+ * broker, given m15 back unconfirmed, does not queue it again, and the new
+ * process of A's instance is handed m16 alone — withdrawn, not a silent
+ * loss (helper sim7022).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { dropControlsAtReturn } from "../../src/testing/BrokenBuilds.ts"
 import { drawReaderReturn } from "../../src/testing/simulation/readerReturn.ts"
-import { defaultClientTimingRanges } from "../../src/testing/Simulation.ts"
-import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals } from "../../src/testing/Simulation.ts"
+import { KNOWN_ISSUES, KNOWN_ISSUES_WITH_JOURNAL } from "../../src/testing/Soak.ts"
 import { generateWorkload, runWorkload, type Op } from "../../src/testing/Workload.ts"
 
 /** Two sessions (A, B), nothing varied, no pressure, no other controls. */
@@ -260,6 +265,37 @@ describe("a cancel of a copy back in the mailbox, then lost with its broker's cr
       assert.match(trace, /frame\(s\) toward D lost with link #7 \(messages m11, m12\)/, trace)
       assert.match(trace, /A cancels m12 \(to D\) → cancelled/, trace)
       assert.match(trace, /broker #1 crashed/, trace)
+      assert.deepStrictEqual(kinds(report), [], trace)
+      assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("a superseded message whose reader unregistered mid-checkpoint (--reader-return --host-refusals, seed 7022)", () => {
+  // A read C's m15, and its journal's checkpoint of it (so its hand-off and confirmation) was still running
+  // when C superseded m15 by m16 and A unregistered: the checkpoint was interrupted, m15 went back to the
+  // broker unconfirmed, superseded, and was not queued again (docs/protocol.md); a new process of A's client
+  // instance registered and was handed m16 alone. The ledger took the read for one by A's live client (the
+  // instance's key lives on) and called m15 a silent loss until it counted a process a new one resumed as
+  // ended (ledger/fates.ts, `readByEndedProcess`).
+  it.effect("m15 is withdrawn, not a silent loss, and the run passes", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        {
+          seed: 7022,
+          hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals },
+          tolerate: KNOWN_ISSUES_WITH_JOURNAL
+        },
+        undefined,
+        { readerReturn: true }
+      )
+      const trace = report.trace.join("\n")
+      assert.match(trace, /C's supersede of m15 by m16 acknowledged/, trace)
+      assert.match(trace, /reader return: A unregisters with C's control unconfirmed/, trace)
+      assert.match(trace, /A: journal: checkpoint of m15 interrupted/, trace)
+      assert.match(trace, /A client A\/c2 started again \(the same instance\)/, trace)
+      assert.match(trace, /A ← m16 from C/, trace)
+      assert.notMatch(trace, /A ← m15 /, trace)
+      assert.strictEqual(report.messages.withdrawn, 1, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
       assert.isTrue(report.ok, trace)
     }))

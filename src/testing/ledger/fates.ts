@@ -7,12 +7,12 @@
  * crash excuses nothing: the store should have kept the message
  * (`crash-loss`).
  *
- * Size: about 410 lines, one concept (each message's fate at the end), most
+ * Size: about 420 lines, one concept (each message's fate at the end), most
  * of it the classification's cases, each with the seed that taught it.
  */
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
+import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf, type Read } from "./state.ts"
 import {
   cancelledCopyCrashed,
   cancelledUnread,
@@ -141,6 +141,17 @@ const custodyCrashed = (state: LedgerState, record: MessageRecord): boolean => {
 }
 
 /**
+ * Whether `read` was made by a process of its client instance that a newer
+ * process resumed since (`Ledger.clientResumed`, `LinkRecord.process`): the
+ * reading process ended, though the instance lives on. Not a closed client:
+ * the broker owes what that process never confirmed to the instance's
+ * return, so such a message the return never got stays a silent loss unless
+ * its withdrawal or answer explains it.
+ */
+const readByEndedProcess = (state: LedgerState, read: Read): boolean =>
+  (state.links.get(read.link)?.process ?? 0) < (state.resumedClients.get(read.client) ?? 0)
+
+/**
  * Classifies every acknowledged message (call after the world quiesced,
  * with every session connected again) and records silent losses.
  * `endedOneShot` says whether a short-lived registration (`ephemeral-v1`)
@@ -239,9 +250,13 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
     }
     const lastRead = record.reads[record.reads.length - 1]
     if (lastRead !== undefined) {
-      if (state.closedClients.has(lastRead.client)) {
+      const closed = state.closedClients.has(lastRead.client)
+      if (closed || readByEndedProcess(state, lastRead)) {
         // Not asked again on the receiver's next connection: its asker had withdrawn it (see below); or its
-        // sender cancelled or superseded it, acknowledged, before that client's connection ended.
+        // sender cancelled or superseded it, acknowledged, before that client's connection ended. So also when
+        // the reader was a process a new one of the same client instance replaced (it unregistered and a pi
+        // process resumed it): that process ended as a closed client does, and the broker, given the message
+        // back unconfirmed, does not queue it again (`--reader-return --host-refusals` seed 7022).
         if (withdrawnAsks.has(record) || withdrawnAfterRead(state, record)) {
           withdrawn++
           continue
@@ -250,6 +265,8 @@ export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord)
           answered++
           continue
         }
+      }
+      if (closed) {
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was read by a client that closed before its session took it`)
         continue
