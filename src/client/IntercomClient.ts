@@ -368,7 +368,8 @@ const make = (
       whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
-      withdrawal: (senderId, messageId) => Effect.sync(() => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe())),
+      withdrawal: (senderId, messageId, receivedAt) =>
+        Effect.sync(() => recentControls.withdrawal(senderId, messageId, clock.currentTimeMillisUnsafe(), receivedAt)),
       readSince: (senderId, messageId, mark) => Effect.sync(() => recent.readSince(senderId, messageId, mark)),
       status: Effect.sync(() => {
         const live = lifetime.live()

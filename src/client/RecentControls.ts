@@ -72,10 +72,17 @@ const keyOf = (senderId: string, messageId: string, action: MessageControl["acti
  */
 export const CONTROL_KEPT_MS = 30 * 86_400_000
 
+/** One control as remembered: when it was first read (the client's Clock), and its broker stamp. */
+interface ReadControl {
+  readonly at: number
+  /** `MessageControl.timestamp`: when the broker wrote it, on the clock it stamps `brokerReceivedAt` with. */
+  readonly stamped: number
+}
+
 /** Remembers the (sender, message id, action) triples of the last `capacity` controls passed on, for `CONTROL_KEPT_MS`. */
 export class RecentControls {
-  /** When each triple was first read, in that order. */
-  private readonly seen = new Map<string, number>()
+  /** When each triple was first read, and stamped, in the order read. */
+  private readonly seen = new Map<string, ReadControl>()
   private readonly capacity: number
 
   constructor(capacity = 1024) {
@@ -88,13 +95,13 @@ export class RecentControls {
    */
   firstTime(senderId: string, control: MessageControl, now: number): boolean {
     const seen = this.seen
-    for (const [oldest, at] of seen) {
+    for (const [oldest, { at }] of seen) {
       if (now - at < CONTROL_KEPT_MS) break
       seen.delete(oldest)
     }
     const key = keyOf(senderId, control.messageId, control.action)
     if (seen.has(key)) return false
-    seen.set(key, now)
+    seen.set(key, { at: now, stamped: control.timestamp })
     if (seen.size > this.capacity) {
       for (const oldest of seen.keys()) {
         seen.delete(oldest)
@@ -117,16 +124,23 @@ export class RecentControls {
 
   /**
    * How `senderId` withdrew its message `messageId`, if a control of it read less than `CONTROL_KEPT_MS` before
-   * `now` is remembered (a cancel over a supersede).
+   * `now` is remembered (a cancel over a supersede). `receivedAt`: the message's `brokerReceivedAt`, when known —
+   * a control the broker stamped before it received the message is an earlier message's under the same id (one
+   * this client never read again: restored from a journal, say), and does not count (review revbi BI2).
    */
-  withdrawal(senderId: string, messageId: string, now: number): MessageControl["action"] | undefined {
-    if (this.kept(keyOf(senderId, messageId, "cancel"), now)) return "cancel"
-    if (this.kept(keyOf(senderId, messageId, "supersede"), now)) return "supersede"
+  withdrawal(
+    senderId: string,
+    messageId: string,
+    now: number,
+    receivedAt?: number
+  ): MessageControl["action"] | undefined {
+    if (this.kept(keyOf(senderId, messageId, "cancel"), now, receivedAt)) return "cancel"
+    if (this.kept(keyOf(senderId, messageId, "supersede"), now, receivedAt)) return "supersede"
     return undefined
   }
 
-  private kept(key: string, now: number): boolean {
-    const at = this.seen.get(key)
-    return at !== undefined && now - at < CONTROL_KEPT_MS
+  private kept(key: string, now: number, receivedAt: number | undefined): boolean {
+    const read = this.seen.get(key)
+    return read !== undefined && now - read.at < CONTROL_KEPT_MS && (receivedAt === undefined || read.stamped >= receivedAt)
   }
 }

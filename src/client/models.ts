@@ -393,9 +393,16 @@ export interface IntercomClientService extends QuestionOperations {
    * generation of this client. `undefined`: no such control is known, or a
    * message with that (sender, id) was read after it — a new message the
    * sender sent under an id it used before, which that control did not
-   * withdraw (RecentControls.ts).
+   * withdraw (RecentControls.ts). `receivedAt`: the message's
+   * `brokerReceivedAt`, when known; a control the broker stamped before it
+   * (`MessageControl.timestamp`, the same clock) is an earlier message's
+   * under that id, and does not count (review revbi BI2).
    */
-  readonly withdrawal: (senderId: string, messageId: string) => Effect.Effect<MessageControl["action"] | undefined>
+  readonly withdrawal: (
+    senderId: string,
+    messageId: string,
+    receivedAt?: number
+  ) => Effect.Effect<MessageControl["action"] | undefined>
   /**
    * Whether a message `senderId` sent under `messageId` was passed on to `messages` after the control whose
    * `read` is `mark` was read: that control is then an earlier message's under the same id, and does not

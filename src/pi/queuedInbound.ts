@@ -90,7 +90,8 @@ export interface QueuedInbound {
   /**
    * The host's journal was told its sender withdrew the message `messageId`
    * of `fromId` (P73) by `action`: the session tells it for every withdrawal
-   * it reads — of a message still in the hand-off (`waiting`), one the host
+   * it reads (but one of an earlier message than one under the same id it
+   * read or recorded since: `JournalKeeper.withdrawnEarlier`) — of a message still in the hand-off (`waiting`), one the host
    * took, which may have entered the model's context already, or one never
    * handed over here at all. Kept for a message watched here (handed over with a
    * turn, not entered yet) and, when `waiting`, until that message's next

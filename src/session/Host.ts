@@ -187,7 +187,9 @@ export interface InboundJournal {
   readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
   /**
    * The sender of the checkpointed message `messageId` of `fromId` withdrew
-   * it (P73, `action`): told for every withdrawal the session reads, whether
+   * it (P73, `action`): told for every withdrawal the session reads (but one
+   * of an earlier message than one under the same id the session read or
+   * recorded since, which this (sender, id) would name too), whether
    * or not it received the message (one not received yet is told again,
    * `waiting`, when it comes; one never received, or taken by the host
    * long ago, is told too). Saved when the agent's history may not hold the

@@ -39,7 +39,7 @@ import { Fifo } from "../client/Fifo.ts"
 import type { MessageControl, SessionInfo } from "../protocol/frames.ts"
 import { HostOutputGone, type HostService, type Inbound } from "./Host.ts"
 import { handingOff } from "./InboundTracing.ts"
-import type { InboundContext } from "./ReplyTracker.ts"
+import { type InboundContext, newerThanControl } from "./ReplyTracker.ts"
 
 /**
  * How long the hand-off waits before trying a refused message again (C-DLV-12).
@@ -100,13 +100,18 @@ export interface HostHandoff {
    * `readBy`: the control's read number (`ControlEvent` `read`); a waiting
    * message the client read after it (its `InboundContext.read` higher) is a
    * newer one under the same id, which the control does not withdraw: left
-   * as it is, and not `waiting` (review revbb BB2).
+   * as it is, and not `waiting` (review revbb BB2). `controlAt`: the
+   * control's broker stamp (`MessageControl.timestamp`); a waiting message
+   * the broker received after it (its `brokerReceivedAt` higher: one
+   * restored from a journal has no read number) is newer too
+   * (`newerThanControl`, review revbi BI2).
    */
   readonly withdraw: (
     fromId: string,
     messageId: string,
     action: MessageControl["action"],
-    readBy?: number
+    readBy?: number,
+    controlAt?: number
   ) => HandoffWithdrawal
 }
 
@@ -285,10 +290,9 @@ export const makeHostHandoff = (
           byKey.set(entryKey(entry), entry)
           return Effect.asVoid(Queue.offer(wake, true))
         }),
-      withdraw: (fromId, messageId, action, readBy) => {
+      withdraw: (fromId, messageId, action, readBy, controlAt) => {
         const entry = byKey.get(keyOf(fromId, messageId))
-        const read = entry?.context.read
-        if (entry === undefined || (read !== undefined && readBy !== undefined && read > readBy)) {
+        if (entry === undefined || newerThanControl(entry.context, readBy, controlAt)) {
           return { waiting: false, prepared: undefined }
         }
         entry.withdrawn = action

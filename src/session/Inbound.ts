@@ -27,12 +27,20 @@
  *   revax AX-B1). This fiber acts on every control it reads, also one that
  *   record has forgotten by the time it gets there (review revbf BF1: it
  *   forgets by count and age too, and a withdrawn message waiting in the
- *   hand-off was handed over live). A control the client read before a
- *   newer message under the same id (the control's read number, `read`,
- *   lower than the message's) withdraws nothing of that message, whether it
- *   waits in the hand-off, was taken, or is still to come (`readSince`): a
- *   fiber lagging behind an old message's control leaves a new one under
- *   the reused id live (review revbb BB2).
+ *   hand-off was handed over live). A control of an earlier message than
+ *   one under the same id — the client read the newer one after it (the
+ *   control's read number, `read`, lower than the message's: `readSince`),
+ *   or the broker received the newer one after it stamped the control (its
+ *   `timestamp` before the message's `brokerReceivedAt`: a message restored
+ *   from the journal has no read number) — withdraws nothing of the newer
+ *   one, whether it waits in the hand-off, was taken, or is still to come,
+ *   and answers nothing under the id: a fiber lagging behind an old
+ *   message's control, or an old control given again after a restart,
+ *   leaves a new message under the reused id live (reviews revbb BB2,
+ *   revbi BI2). The earlier message's ask, if the host took it, is closed
+ *   all the same (review revbi BI1); the host's journal, which knows a
+ *   message by (sender, id) only, is not told (`JournalKeeper.withdrawnEarlier`).
+ *   With neither mark the control withdraws the message, as before.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -67,7 +75,7 @@
  * receive span follow on a fiber of their own; should the generation close
  * before that fiber got to it, its receipts are posted as the Scope closes.
  *
- * Size note: about 450 lines, one concept (a generation's inbound handling); the
+ * Size note: about 490 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -328,8 +336,12 @@ export const runInbound = (
         // The client records each control as it reads it (`IntercomClient.withdrawal`): one this generation's
         // control fiber handled before the message reached it (the streams are two) or has not handled yet, or one
         // an earlier generation of this client handled (the message kept by the client for this one, its host
-        // having refused it until that one ended) — not one of an earlier message under this id (AX-B1).
-        const fresh = known === undefined ? yield* client.withdrawal(from.id, message.id) : undefined
+        // having refused it until that one ended) — not one of an earlier message under this id (AX-B1), read
+        // before this one (the client forgets it then) or stamped by the broker before it received this one (a
+        // message restored from the journal, which the client never read: review revbi BI2).
+        const fresh = known === undefined
+          ? yield* client.withdrawal(from.id, message.id, message.brokerReceivedAt)
+          : undefined
         const withdrawn = known ?? fresh
         if (withdrawn === undefined) return yield* handoff.enqueue(context)
         if (message.expectsReply === true) {
@@ -433,18 +445,32 @@ export const runInbound = (
           // P73: the sender withdrew or replaced a message. Its ask is closed, not answered: the turn it triggered
           // keeps it, and a reply there is refused as withdrawn rather than taken as the answer to another ask.
           const { from, read } = event
-          const { action, messageId } = event.control
+          const { action, messageId, timestamp } = event.control
           return Effect.gen(function*() {
             // Not taken by the host yet: it keeps the withdrawal, and is prepared again before its next attempt.
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
-            // Read by the client before a newer message under the same id (review revbb BB2): that one is left live.
-            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action, read)
-            // A message under this id read by the client after the control (this fiber lagged behind): the control
-            // is an earlier one's, and that earlier one is not waiting here — so nothing is withdrawn, closed or
-            // answered under the id, whether the newer one waits, was taken, or is still to come. Asked only then,
-            // so the client's record forgetting the control by count or age never skips one (review revbf BF1).
-            if (!waiting && read !== undefined && (yield* client.readSince(from.id, messageId, read))) return
-            tracker.askWithdrawn(from.id, messageId)
+            // A newer message under the same id — read by the client after the control (review revbb BB2), or
+            // received by the broker after it stamped the control (restored, review revbi BI2) — is left live.
+            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action, read, timestamp)
+            // A message under this id read by the client after the control (this fiber lagged behind), or recorded
+            // here and received by the broker after the control: the control is an earlier one's, and that earlier
+            // one is not waiting here. Asked only then, so the client's record forgetting the control by count or
+            // age never skips one (review revbf BF1).
+            if (
+              !waiting && (
+                tracker.recordedSince(from.id, messageId, read, timestamp) ||
+                (read !== undefined && (yield* client.readSince(from.id, messageId, read)))
+              )
+            ) {
+              // Its ask, if the host took it, is closed all the same, and a steered copy Esc clears is handed over
+              // again withdrawn; a newer ask under the id stays open (review revbi BI1). The host's journal and the
+              // sender are told nothing: the journal knows a message by (sender, id) only, and would mark the newer
+              // message withdrawn too.
+              tracker.askWithdrawn(from.id, messageId, read, timestamp)
+              journal.withdrawnEarlier(from.id, messageId, action, read, timestamp)
+              return yield* generation.pendingChanged
+            }
+            tracker.askWithdrawn(from.id, messageId, read, timestamp)
             // Saved for a later generation that hands it over again (restored, or cleared from a busy agent's queue).
             yield* journal.withdrawn(from.id, messageId, action, waiting, prepared)
             yield* generation.pendingChanged

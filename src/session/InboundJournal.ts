@@ -28,7 +28,7 @@
 import { Effect, Schema } from "effect"
 import { DeliveryModeField, Message, type MessageControl, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, Inbound, InboundJournal, JournalRecord } from "./Host.ts"
-import type { InboundContext } from "./ReplyTracker.ts"
+import { type InboundContext, newerThanControl } from "./ReplyTracker.ts"
 
 /**
  * A `JournalRecord` as a Schema, for journals that keep their records as
@@ -86,7 +86,8 @@ export interface JournalKeeper {
   /** The agent's run settled: the steered and follow-up messages history still lacks, to hand over again. */
   readonly cleared: Effect.Effect<ReadonlyArray<Rehanded>>
   /**
-   * The sender withdrew a message (P73): every control the session reads,
+   * The sender withdrew a message (P73): every control the session reads
+   * (but one of an earlier message under the id: `withdrawnEarlier`),
    * whether or not this generation received the message — one the host has
    * not taken (`waiting`), one it took, which its agent's history may not hold
    * yet, or one it never got. Told to the journal when it keeps withdrawals, which
@@ -101,6 +102,20 @@ export interface JournalKeeper {
     waiting: boolean,
     prepared: Inbound | undefined
   ) => Effect.Effect<void>
+  /**
+   * A control read (at read number `readBy`, stamped by the broker at `controlAt`) of an earlier message
+   * than one under its (sender, id) that the session read or recorded since (review revbi BI1): the host's
+   * journal, which knows a message by (sender, id) only, is told nothing — it would mark the newer one withdrawn.
+   * A steered message watched under the key that is not known to be newer (`newerThanControl`) is the one the
+   * control is about: handed over again withdrawn if cleared.
+   */
+  readonly withdrawnEarlier: (
+    fromId: string,
+    messageId: string,
+    action: MessageControl["action"],
+    readBy: number | undefined,
+    controlAt: number | undefined
+  ) => void
 }
 
 const toRehanded = (record: JournalRecord): Rehanded => ({
@@ -163,7 +178,8 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       handled,
       taken: () => {},
       cleared: Effect.succeed([]),
-      withdrawn: () => Effect.void
+      withdrawn: () => Effect.void,
+      withdrawnEarlier: () => {}
     }
   }
   const save = journal?.withdrawn
@@ -186,7 +202,11 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
     restore: Effect.map(undeliveredIn(undelivered), (records) => records.map(toRehanded)),
     handled,
     taken: (context, wasSteered) => {
-      if (wasSteered) steered.set(keyOf(context.from.id, context.message.id), context)
+      if (!wasSteered) return
+      const key = keyOf(context.from.id, context.message.id)
+      // Another message under the key (a newer one reusing the id): the withdrawal noted was the earlier one's.
+      if (steered.get(key) !== context) withdrawals.delete(key)
+      steered.set(key, context)
     },
     cleared: Effect.suspend(() => {
       if (steered.size === 0) return Effect.succeed([])
@@ -216,6 +236,11 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         )
       )
     }),
+    withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) => {
+      const key = keyOf(fromId, messageId)
+      const watched = steered.get(key)
+      if (watched !== undefined && !newerThanControl(watched, readBy, controlAt)) withdrawals.set(key, action)
+    },
     withdrawn: (fromId, messageId, action, waiting, prepared) =>
       Effect.suspend(() => {
         const key = keyOf(fromId, messageId)

@@ -10,7 +10,7 @@
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  *
- * Size: one concept — about 600 lines, half of them the JSDoc of its
+ * Size: one concept — about 650 lines, half of them the JSDoc of its
  * interface and of the expiry arithmetic (`askTiming`), which the tracker and
  * `pending`'s rendering share so that both count on one clock.
  */
@@ -51,6 +51,29 @@ export interface InboundContext {
    * earlier message's under the same id (review revbb BB2). Never journaled: a restored message has none.
    */
   readonly read?: number | undefined
+}
+
+/**
+ * Whether `context` is known to be a newer message than the one a control of its (sender, id) is about — a
+ * sender may send a new message under an id it used before (P46), and a control never comes before its message:
+ * the client read it after the control (its `read` above the control's `readBy`, `ControlEvent` `read`), or the
+ * broker received it after it stamped the control (its `message.brokerReceivedAt` above the control's
+ * `controlAt`, `MessageControl.timestamp`; the broker stamps both on its one clock). Evidence either way is enough;
+ * with neither (a restored message has no `read`, a base broker's message may have no `brokerReceivedAt`) it is not
+ * known to be newer, and the control applies to it, as it always did (reviews revbb BB2, revbi BI2).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const newerThanControl = (
+  context: InboundContext,
+  readBy: number | undefined,
+  controlAt: number | undefined
+): boolean => {
+  const { read } = context
+  if (read !== undefined && readBy !== undefined && read > readBy) return true
+  const receivedAt = context.message.brokerReceivedAt
+  return receivedAt !== undefined && controlAt !== undefined && controlAt < receivedAt
 }
 
 /**
@@ -167,8 +190,19 @@ export interface ReplyTracker {
    * answered by a staged answer not yet delivered is closed so too (the
    * answer being replaced later no longer reopens it). A message of `from`
    * that is no ask, or neither pending here nor so answered, is left as it is.
+   * `readBy`, `controlAt`: the control's read number and broker stamp, when
+   * known — an ask under the id known to be newer than the control
+   * (`newerThanControl`) is not its: it stays open, and while it is open
+   * under the id nothing is closed there (the closed record is by (sender,
+   * id) and would refuse a reply to it; reviews revbb BB2, revbi BI1).
    */
-  readonly askWithdrawn: (from: string, messageId: string) => void
+  readonly askWithdrawn: (from: string, messageId: string, readBy?: number, controlAt?: number) => void
+  /**
+   * Whether the latest message `from` sent under `messageId` that this session recorded (among the last 1,000
+   * it recorded) is known to be newer than a control of that id read at `readBy` and stamped at `controlAt`
+   * (`newerThanControl`): the control is then an earlier message's (reviews revbb BB2, revbi BI2).
+   */
+  readonly recordedSince: (from: string, messageId: string, readBy?: number, controlAt?: number) => boolean
   /**
    * The broker replaced the staged answer `replyId` before delivering it (a `superseded` receipt):
    * the ask it answered is pending again, unless answered since. True when it is.
@@ -552,16 +586,22 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       const known = closed.get(closedKey(context.from.id, id))
       close(context.from, id, known?.why ?? "refused", known?.at)
     },
-    askWithdrawn: (from, messageId) => {
+    askWithdrawn: (from, messageId, readBy, controlAt) => {
       const key = closedKey(from, messageId)
-      const own = asks.get(key) ??
-        lapsed.get(key) ??
-        (current?.from.id === from && current.message.id === messageId ? current : undefined)
+      /** Of the message the control is about, as far as can be told: not one known to be newer. */
+      const its = (context: InboundContext | undefined): InboundContext | undefined =>
+        context === undefined || newerThanControl(context, readBy, controlAt) ? undefined : context
+      const pendingAsk = asks.get(key)
+      const lapsedAsk = lapsed.get(key)
+      // A newer ask under the id is open: the control is an earlier message's, and closing the pair would refuse it.
+      if (pendingAsk !== its(pendingAsk) || lapsedAsk !== its(lapsedAsk)) return
+      const own = pendingAsk ?? lapsedAsk ??
+        its(current?.from.id === from && current.message.id === messageId ? current : undefined)
       // A staged answer to it being replaced later no longer reopens it; an ask answered so (in neither
       // `asks` nor the turn) is closed as withdrawn too.
       let answered: InboundContext | undefined
       for (const [replyId, entry] of staged) {
-        if (entry.from.id === from && entry.message.id === messageId) {
+        if (entry.from.id === from && entry.message.id === messageId && its(entry) !== undefined) {
           answered = entry
           staged.delete(replyId)
         }
@@ -571,6 +611,10 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       asks.delete(key)
       lapsed.delete(key)
       if (!closed.has(key)) close(target.from, messageId, "withdrawn", undefined)
+    },
+    recordedSince: (from, messageId, readBy, controlAt) => {
+      const latest = recent.get(closedKey(from, messageId))
+      return latest !== undefined && newerThanControl(latest, readBy, controlAt)
     },
     replyDropped: (replyId) => {
       const ask = staged.get(replyId)

@@ -132,6 +132,15 @@ describe("a control names one message, not its id for ever (review revax AX-B1)"
 })
 
 describe("RecentControls", () => {
+  it("does not count, for a message the broker received after it, a control the broker stamped before (revbi BI2)", () => {
+    const recent = new RecentControls()
+    recent.firstTime("a", { messageId: "m0", action: "cancel", timestamp: 100 }, 0)
+    assert.isUndefined(recent.withdrawal("a", "m0", 0, 101), "an earlier message's cancel withdrew a newer one")
+    assert.strictEqual(recent.withdrawal("a", "m0", 0, 100), "cancel", "stamped as the message was received")
+    assert.strictEqual(recent.withdrawal("a", "m0", 0, 40), "cancel")
+    assert.strictEqual(recent.withdrawal("a", "m0", 0), "cancel", "no receive stamp: as before")
+  })
+
   it("forgets the oldest control past its capacity, and only that one", () => {
     const recent = new RecentControls(2)
     const control = (messageId: string) => ({ messageId, action: "cancel" as const, timestamp: 0 })

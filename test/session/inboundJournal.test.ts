@@ -44,6 +44,46 @@ describe("makeJournalKeeper: cleared", () => {
       assert.deepStrictEqual(saves, [`${A_ID}/${context.message.id}/cancel`])
     }))
 
+  it.effect("an earlier message's control, read before a newer one under its id, marks only the older steered message (review revbi BI1)", () =>
+    Effect.gen(function*() {
+      const saves: Array<string> = []
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([record]),
+        withdrawn: (_fromId, messageId) => Effect.sync(() => void saves.push(messageId))
+      })
+      // The old message, read as number 1, steered; its cancel read at 2 (a newer message under the id read at 3).
+      keeper.taken({ ...context, read: 1 }, true)
+      keeper.withdrawnEarlier(context.from.id, context.message.id, "cancel", 2, undefined)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[1, "cancel"]],
+        "the old steered message Esc cleared was handed over again live"
+      )
+      // The newer message, read as number 3, steered: the old control does not mark it.
+      keeper.taken({ ...context, read: 3 }, true)
+      keeper.withdrawnEarlier(context.from.id, context.message.id, "cancel", 2, undefined)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[3, undefined]],
+        "the newer steered message was marked withdrawn by an older one's control"
+      )
+      assert.deepStrictEqual(saves, [], "the host's journal, which cannot tell the two apart, was told")
+    }))
+
+  it.effect("a newer message under the id steered after the older one's withdrawal was noted is not marked by it", () =>
+    Effect.gen(function*() {
+      const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
+      keeper.taken({ ...context, read: 1 }, true)
+      keeper.withdrawnEarlier(context.from.id, context.message.id, "cancel", 2, undefined)
+      keeper.taken({ ...context, read: 3 }, true)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[3, undefined]],
+        "the newer steered message was handed over again withdrawn by the older one's control"
+      )
+    }))
+
   it.effect("the host's journal is told whether the withdrawn message was still waiting in the hand-off", () =>
     Effect.gen(function*() {
       const saves: Array<string> = []

@@ -445,8 +445,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       whenTakenOver: Deferred.await(takenOverSignal),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
-      withdrawal: (senderId, messageId) =>
-        Effect.map(Clock.currentTimeMillis, (now) => recentControls.withdrawal(senderId, messageId, now)),
+      withdrawal: (senderId, messageId, receivedAt) =>
+        Effect.map(Clock.currentTimeMillis, (now) => recentControls.withdrawal(senderId, messageId, now, receivedAt)),
       readSince: (senderId, messageId, mark) =>
         Effect.sync(() => (lastReadOf.get(`${senderId}\u0001${messageId}`) ?? 0) > mark),
       status: Effect.sync((): ClientStatus => ({
