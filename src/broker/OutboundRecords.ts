@@ -45,7 +45,7 @@
  * overall; when it is full, the receiver holding the most loses its oldest
  * (KeptShares.ts, `linkKept`).
  *
- * Size: about 760 lines because the record and its table share the `parts`
+ * Size: about 790 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
  *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)

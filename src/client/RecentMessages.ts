@@ -92,7 +92,7 @@
  * (`readSince`, review revbb BB2): a value in the map of pairs, no more.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
  *
- * Size note: about 430 lines, one concept (whether a message read under a
+ * Size note: about 440 lines, one concept (whether a message read under a
  * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
  * reopening rules' bookkeeping and their reasons.
  */
