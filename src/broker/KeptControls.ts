@@ -20,11 +20,15 @@
  * instances that read it (WithdrawnCopies.ts; review revm M2, M3) — while
  * that instance may still register as itself: one that sent no
  * `instanceId` never can once another registered the id, and its controls
- * go then (`takeFor`'s `mayReturn`; review revba BA1) — and one that
- * registered when the id was known already (after an `instanceId` holder,
- * or by a takeover) never can at all, so nothing is kept for it even with
- * its session away (MailReturns asks `mayReturn` then too; review revbe
- * BE2: kept at a close, it held the idle exit for no one). For a
+ * go then (`takeFor`'s `mayReturn`; review revba BA1) — and one that is
+ * not the id's last known holder registered with nothing known of the id
+ * (it registered after an `instanceId` holder, or by a takeover, or another
+ * client took the id over from another group and holds it there) never
+ * can at all, so nothing is kept for it even with its session away
+ * (MailReturns asks `mayReturn` then too; reviews revbe BE2, revbk BK2:
+ * kept at a close, it held the idle exit for no one). An instance that
+ * moved the session to another group keeps its controls here while it
+ * holds the id there (review revbk BK1). For a
  * client that sends no `instanceId` "that instance's return" is the
  * broker's guess, as for every control it routes: the next registration of
  * the id with none, when the instance registered with nothing known of the

@@ -14,7 +14,7 @@
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
  *
- * Size: about 480 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 490 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
@@ -26,7 +26,7 @@ import type { Mail, OutboundItem, OutboundMessage, Returnable } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { StaleAsks } from "./StaleAsks.ts"
-import type { CopyRoutes, WithdrawnCopies } from "./WithdrawnCopies.ts"
+import type { CopyRoutes, Reader, WithdrawnCopies } from "./WithdrawnCopies.ts"
 
 /**
  * How the session of a connection that gives mail back left it: at the
@@ -248,7 +248,9 @@ export class MailReturns {
    * unconfirmed: its message's route goes after an hour, review revm M1),
    * for that instance's return (KeptControls.ts, helper ctlback) — if that
    * instance can register as itself again (`mayReturn`: not a base client's
-   * instance that registered when the id was known; review revbe BE2); kept when
+   * instance other than the id's last known holder registered with nothing
+   * known of it, nor, the id live in another group, any but that holder's
+   * own; reviews revbe BE2, revbk BK1, BK2); kept when
    * its session left by `unregister`, it does not hold a memory broker's
    * idle exit (review revv V2). With that instance live again already — it
    * unregistered, then registered on another connection before this one
@@ -301,9 +303,10 @@ export class MailReturns {
    * message), or another instance holds the session and that one can never
    * register as itself again (`mayReturn`: a base client's instance, which
    * sent no `instanceId`; review revba BA1 — kept, it would hold the idle
-   * exit for no one), or its session is away and that instance is a base
-   * client's that registered when the id was known already (no registration
-   * continues it: `mayReturn`; review revbe BE2). It holds a memory broker's
+   * exit for no one), or its session is away and no registration continues
+   * that instance (`mayReturn`: a base client's instance that is not the
+   * id's last known holder registered with nothing known of it, or any but
+   * the instance holding the id in another group; reviews revbe BE2, revbk BK2). It holds a memory broker's
    * idle exit as one kept at a close does, unless its session left the connection that refused it by
    * `unregister` (`leftBy`; a client's orderly shutdown, review revv V2):
    * before, none held it (review revau AU3), and such a broker could exit
@@ -445,11 +448,14 @@ export class MailReturns {
       const keepFor = (control: ControlFrame) => {
         if (this.port.mayReturn(control.to, control.instance)) this.controls.keep(control, now, true)
       }
-      if (this.withdrawn.keepCancelled(outbound, now, keepFor)) return false
+      const mayReturn = (reader: Reader) => this.port.mayReturn(reader.receiverKey, reader.instance)
+      if (this.withdrawn.keepCancelled(outbound, now, mayReturn, keepFor)) return false
       // Its sender was answered already: silently, also an ask past its deadline — never `expired` after its
       // cancel or supersede, nor its record rewritten so (helper ctlback; review revl L7 above). The withdrawal's
       // record rewrite dropped its stored row. Read by no client (never written), the route says so: a control
-      // about it still on its way (parked behind a full outbox) then reaches no one (`aboutUngiven`).
+      // about it still on its way (parked behind a full outbox) then reaches no one (`aboutUngiven`). Read only by
+      // instances that can never register as themselves again, it goes as a copy kept for them would at its
+      // expiry (`routes.lost`, MailDelivery.prune): nothing more is said to its sender (review revbk BK3).
       if (this.withdrawn.readersOf(outbound) === undefined) this.routes.lostUnread(mail.senderKey, mail.message.id)
       else this.routes.lost(mail.senderKey, mail.message.id)
       return false

@@ -11,7 +11,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 580 lines, one concept — a session's coming and going. The
+ * Size: about 585 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
  * take an id, which is this module's own question, so they stay here. The
@@ -493,16 +493,25 @@ export class Registration {
    * instance never can: a registration with none continues only such a last holder, and a takeover by a client
    * with none is a new instance — with another instance holding the id (review revba BA1), and also with the
    * session away when it registered after an instance the broker knew of the id, such as an `instanceId`
-   * holder or a base takeover (review revbe BE2). Nor can one the bounds let go. With the session still
+   * holder or a base takeover (review revbe BE2). With the id live in another group of the scope (a takeover
+   * reaches across groups), only that holder's own instance can: its move back (review revbk BK1); the one it
+   * took the id from may be the last known holder, yet no registration continues it (review revbk BK2). Nor
+   * can one the bounds let go. With the session still
    * registered to `instance` itself (a connection on its way out) the answer is yes: it may be noted as the
    * last holder as it leaves.
    */
   mayReturn(key: string, instance: SessionInstance): boolean {
-    const { scopeKey, id } = sessionKeyParts(key)
+    const { scopeKey, spaceKey, id } = sessionKeyParts(key)
     const known = this.clientInstances.of(scopeKey, id)
     if (known.some((one) => one.instance === instance && one.instanceId !== undefined)) return true
     const holder = this.ctx.registry.byKey.get(key)
     if (holder !== undefined) return holder.instance === instance
+    // The id held in another group of the scope (a takeover reaches across groups): that holder's own
+    // instance can come back here as itself (its move, review revbk BK1); no other can — the holder is
+    // neither noted as it moved nor as it leaves, so `known[0]` may be the very instance it took the id from
+    // (review revbk BK2). One taken over there already holds the id for no one.
+    const elsewhere = this.liveElsewhere(scopeKey, spaceKey, id).filter((other) => !this.takenOverElsewhere.has(other))
+    if (elsewhere.length > 0) return elsewhere.some((other) => other.instance === instance)
     const last = known[0]
     return last !== undefined && last.instance === instance && last.instanceId === undefined && last.mayBeBeforeStart
   }

@@ -289,16 +289,19 @@ export const groupSpaceKey = (scopeKey: string, group: string): string =>
   group === DEFAULT_GROUP ? scopeKey : `${scopeKey}\u0003group:${group}`
 
 /**
- * The scope key and the id a session key (`sessionKey` of a `groupSpaceKey`) was built of: the id
- * follows the last NUL, the scope key ends at the group's U+0003 if there is one. Exact because no
+ * The scope key, the group space key and the id a session key (`sessionKey` of a `groupSpaceKey`) was
+ * built of: the id follows the last NUL, the space key is all before it, and the scope key ends at the
+ * group's U+0003 if there is one. Exact because no
  * id, scope id or group holds a control character (protocol/limits.ts `LABEL_CONTROL`). For a
  * session that is away, whose key is all a kept control names (Registration.mayReturn).
  */
-export const sessionKeyParts = (key: string): { readonly scopeKey: string; readonly id: string } => {
+export const sessionKeyParts = (
+  key: string
+): { readonly scopeKey: string; readonly spaceKey: string; readonly id: string } => {
   const idAt = key.lastIndexOf("\u0000")
   const spaceKey = key.slice(0, idAt)
   const groupAt = spaceKey.indexOf("\u0003")
-  return { scopeKey: groupAt === -1 ? spaceKey : spaceKey.slice(0, groupAt), id: key.slice(idAt + 1) }
+  return { scopeKey: groupAt === -1 ? spaceKey : spaceKey.slice(0, groupAt), spaceKey, id: key.slice(idAt + 1) }
 }
 
 /**

@@ -69,7 +69,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 370 lines, one concept: the cancelled copies' state and the
+ * Size: about 390 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -214,13 +214,21 @@ export class WithdrawnCopies {
    * as the message names it. Written on an earlier connection counts
    * (`readersOf`: a return that dropped before the copy was written to it).
    * False when it is not so kept: never written, superseded (the new
-   * message tells its client), or no instance known; true when noted, even
+   * message tells its client), no instance known, or none of its readers
+   * can register as itself again (`mayReturn`: Registration.mayReturn; the
+   * caller drops it as a copy kept would go at its expiry, silently — its
+   * sender was answered already); true when noted, even
    * if the bounds pushed the copy out at once (then it went silently,
    * MailDelivery's `evicted`, and each reader's control goes to
    * `pushedOut`, for the caller to keep alone for that reader's return: its
    * control still parked was dropped for this copy's).
    */
-  keepCancelled(outbound: OutboundMessage, now: number, pushedOut: (control: ControlFrame) => void): boolean {
+  keepCancelled(
+    outbound: OutboundMessage,
+    now: number,
+    mayReturn: (reader: Reader) => boolean,
+    pushedOut: (control: ControlFrame) => void
+  ): boolean {
     const { mail } = outbound
     const given = this.readersOf(outbound)
     if (given === undefined) return false
@@ -230,7 +238,10 @@ export class WithdrawnCopies {
     // object, marked with itself and those still owed): they stay owed it too (review revs S2).
     const earlier = this.copies.size > 0 ? this.copies.get(mail.recordKey) : undefined
     let readers: ReadonlyArray<Reader> = earlier?.readers ?? []
-    for (const reader of given) readers = withReader(readers, reader)
+    // Only for a reader that can register as itself again: no registration takes a copy kept for another
+    // (`withheldFrom`), which held a memory broker's idle exit for the mailbox's retention (review revbk BK3).
+    for (const reader of given) if (mayReturn(reader)) readers = withReader(readers, reader)
+    if (readers.length === 0) return false
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,
