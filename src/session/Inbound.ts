@@ -5,8 +5,9 @@
  *   by (sender id, message id) (C-DLV-11), a reply to the live ask resolves
  *   its waiter before anything else (C-ORD-32) — as the client reads it
  *   (`IntercomClient.takeOnRead`), not behind the checkpoints of the messages
- *   read before it; one read before its waiter was bound, in order — the
- *   rest is recorded with the
+ *   read before it; one read before its waiter was bound as the waiter is
+ *   bound (`ReplyWaiterSlot.onBound`), if the message fiber has not reached
+ *   it yet — the rest is recorded with the
  *   reply tracker and queued for the host (`HostHandoff.ts`, which retries a
  *   refused hand-off, C-DLV-12), with an intent (trigger / steer / passive)
  *   decided when the host is about to get it. A busy headless host that exits
@@ -66,8 +67,13 @@
  * `acknowledged` "matched reply waiter"), the activity it counts and its
  * receive span follow on a fiber of their own; should the generation close
  * before that fiber got to it, its receipts are posted as the Scope closes.
+ * A reply read before its waiter was bound waits in the client behind the
+ * messages read before it; binding the waiter takes it there (the client's
+ * look-back, the same `takeAtRead`), unless the message fiber is at it
+ * already (it routes it itself, or has handed it to the host), and it goes
+ * on as one taken as it is read — then leaves the client as handled.
  *
- * Size note: about 450 lines, one concept (a generation's inbound handling); the
+ * Size note: about 490 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -256,7 +262,8 @@ export const runInbound = (
         if (admission.join(from.id, message.id)) return "joined"
         yield* receipt(message.id, "receiver_received")
         // C-ORD-32: a reply to the live waiter resolves it before any other handling. One the client read while
-        // the waiter was live was taken then (`takeAtRead`); this one was read before its waiter was bound.
+        // the waiter was live was taken then (`takeAtRead`), one read before its waiter was bound as it was bound
+        // (the look-back, unless this fiber was at it already); this one was at this fiber when its waiter was bound.
         if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
           yield* answeredWaiter(message.id)
@@ -357,6 +364,11 @@ export const runInbound = (
     const clock = yield* Clock.Clock
     /** Replies `takeAtRead` gave their waiter, whose receipts, activity and span are still to come. */
     const takenAtRead = yield* Queue.unbounded<InboundMessage>()
+    /** Those of them the client's look-back took from its unhandled messages: marked handled there once answered. */
+    const tookBack = new WeakSet<InboundMessage>()
+    /** The client's `handled` for a reply the look-back took (under `confirmWhenHandled`, it confirms what it held). */
+    const leftClient = (inbound: InboundMessage): Effect.Effect<void> =>
+      tookBack.has(inbound) ? client.handled(inbound) : Effect.void
     /**
      * Plain synchronous code on the client's read path (`IntercomClient.takeOnRead`): resolves the live waiter
      * with its reply, true when it did. A copy of a message admitted already, or still being handed over, is
@@ -374,8 +386,11 @@ export const runInbound = (
       return true
     }
     const afterTaken = (inbound: InboundMessage): Effect.Effect<void> =>
-      receiving(inbound, () =>
-        Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter"))
+      Effect.andThen(
+        receiving(inbound, () =>
+          Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter")),
+        leftClient(inbound)
+      )
     // The Scope closes in reverse: the taker goes first (none is taken after), then the fiber (once done with the
     // one it is at), then what it had not reached gets its receipts (the generation is over: no activity, no span).
     yield* Effect.addFinalizer(() =>
@@ -383,7 +398,7 @@ export const runInbound = (
         Effect.forEach(left, (inbound) =>
           Effect.andThen(
             receipt(inbound.message.id, "receiver_received"),
-            receipt(inbound.message.id, "acknowledged", "matched reply waiter")
+            Effect.andThen(receipt(inbound.message.id, "acknowledged", "matched reply waiter"), leftClient(inbound))
           ), { discard: true }))
     )
     // One reply at a time, taken from the queue inside the uninterruptible step that handles it: a stream would take
@@ -393,7 +408,18 @@ export const runInbound = (
       Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Queue.take(takenAtRead)), afterTaken))),
       { startImmediately: true }
     )
-    yield* client.takeOnRead(takeAtRead)
+    const lookBack = yield* client.takeOnRead(takeAtRead)
+    // A reply read before its waiter was bound waits in the client behind what the message fiber has not reached:
+    // binding the waiter takes it there, at once. Removed before the taker (the Scope closes in reverse).
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        slot.onBound(() => {
+          const taken = lookBack()
+          if (taken !== undefined) tookBack.add(taken)
+        })
+      ),
+      (remove) => Effect.sync(remove)
+    )
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),
