@@ -73,7 +73,7 @@
  * already (it routes it itself, or has handed it to the host), and it goes
  * on as one taken as it is read — then leaves the client as handled.
  *
- * Size note: about 490 lines, one concept (a generation's inbound handling); the
+ * Size note: about 500 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -151,6 +151,11 @@ export const runInbound = (
     const unsaved = new Map<InboundContext, InboundMessage>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
+    /**
+     * The message the message fiber is admitting, until its handling ends: one past the waiter's check (routed to
+     * no waiter) and in its checkpoint is not held yet, so `takeAtRead` asks this to leave a copy of it to the fiber.
+     */
+    let admitting: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
@@ -311,7 +316,12 @@ export const runInbound = (
      */
     const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
       Effect.uninterruptibleMask((interruptible) =>
-        receiving(inbound, (trace) => admit(inbound, trace, interruptible)).pipe(
+        receiving(inbound, (trace) => {
+          admitting = inbound
+          return Effect.ensuring(admit(inbound, trace, interruptible), Effect.sync(() => {
+            admitting = undefined
+          }))
+        }).pipe(
           Effect.catchCauseIf((cause) => !Cause.hasInterruptsOnly(cause), Effect.logError),
           Effect.andThen(Effect.suspend(() => {
             if (keptNow !== inbound) return client.handled(inbound)
@@ -371,8 +381,9 @@ export const runInbound = (
       tookBack.has(inbound) ? client.handled(inbound) : Effect.void
     /**
      * Plain synchronous code on the client's read path (`IntercomClient.takeOnRead`): resolves the live waiter
-     * with its reply, true when it did. A copy of a message admitted already, or still being handed over, is
-     * left to the message fiber, which answers it as a duplicate or joins it, as it would have.
+     * with its reply, true when it did. A copy of a message admitted already, being admitted (`admitting`) or
+     * still being handed over, is left to the message fiber, which answers it as a duplicate or joins it, as it
+     * would have.
      */
     const takeAtRead = (inbound: InboundMessage): boolean => {
       const { from, message } = inbound
@@ -380,6 +391,7 @@ export const runInbound = (
       if (message.replyTo === undefined || slot.current()?.questionId !== message.replyTo) return false
       const now = clock.currentTimeMillisUnsafe()
       if (admission.seen(from.id, message.id, now) || admission.holds(from.id, message.id)) return false
+      if (admitting !== undefined && admitting.from.id === from.id && admitting.message.id === message.id) return false
       if (!slot.route(inbound)) return false
       admission.commit(from.id, message.id, now)
       Queue.offerUnsafe(takenAtRead, inbound)

@@ -98,7 +98,35 @@ describe("C-ORD-32 a reply read before its waiter was bound", () => {
       assert.deepStrictEqual(receiptsOf(client, "answer"), ["receiver_received", "acknowledged: matched reply waiter"], "one of each, in that order")
     }))
 
-  it.effect("one the message fiber is at already (past the waiter's check, in its checkpoint) is left to it: handed to the host once, the wait not answered", () =>
+  it.effect("a failed-turn reply read twice before the wait bound is taken once: the wait binds again (C-DQ-8), and its binding leaves the copy to the message fiber, a duplicate", () =>
+    Effect.gen(function*() {
+      const { client, wait } = yield* generationWith(true)
+      yield* client.push(inboundMessage(C, "m1", "first"))
+      yield* settle
+      const failed = { ...inboundMessage(SUP, "failed", "", { replyTo: QUESTION_ID }), replyError: "the turn failed" }
+      yield* client.push(failed)
+      yield* client.pushReadFirst(failed)
+      yield* settle
+      // The binding takes the first: it ends the wait, which binds a fresh waiter (the wait goes on, C-DQ-8), and
+      // that binding looks back too: the copy of a reply admitted already is not an answer to take.
+      const waiting = yield* Effect.forkChild(wait)
+      yield* settle
+      assert.isUndefined(waiting.pollUnsafe(), "a failed turn is not an answer: the wait goes on")
+      assert.deepStrictEqual(receiptsOf(client, "failed"), ["receiver_received", "acknowledged: matched reply waiter"], "taken once")
+      yield* TestClock.adjust(CHECKPOINT)
+      yield* settle
+      assert.deepStrictEqual(receiptsOf(client, "failed"), [
+        "receiver_received",
+        "acknowledged: matched reply waiter",
+        "acknowledged: duplicate message id suppressed"
+      ], "the copy reached the message fiber, which answers it as a duplicate")
+      yield* client.push(answer)
+      yield* settle
+      const result = yield* Fiber.join(waiting)
+      assert.strictEqual(result._tag === "Reply" ? result.reply.message.content.text : result._tag, "Stable")
+    }))
+
+  it.effect("one the message fiber is at already (past the waiter's check, in its checkpoint) is left to it, and so is a copy read then: handed to the host once, the wait not answered", () =>
     Effect.gen(function*() {
       const { checkpointed, client, host, wait } = yield* generationWith(true)
       yield* client.push(answer)
@@ -107,11 +135,20 @@ describe("C-ORD-32 a reply read before its waiter was bound", () => {
       const waiting = yield* Effect.forkChild(wait)
       yield* settle
       assert.isUndefined(waiting.pollUnsafe(), "the binding did not take the answer from under the message fiber")
+      // The broker's copy once more, read while the fiber is still in the answer's checkpoint (not yet held for the
+      // host): it is the fiber's too — it joins the hand-off — not a reply for the now live wait.
+      yield* client.pushReadFirst(answer)
+      yield* settle
+      assert.isUndefined(waiting.pollUnsafe(), "the copy did not answer the wait either")
       yield* TestClock.adjust(CHECKPOINT)
       yield* settle
       assert.deepStrictEqual(checkpointed, ["answer"])
       assert.deepStrictEqual(host.attempts, ["answer"], "handed to the host once")
-      assert.deepStrictEqual(receiptsOf(client, "answer"), ["receiver_received", "acknowledged: accepted by receiver"])
+      assert.deepStrictEqual(receiptsOf(client, "answer"), [
+        "receiver_received",
+        "acknowledged: accepted by receiver",
+        "acknowledged: duplicate message id suppressed"
+      ], "the copy joined the hand-off")
       assert.isUndefined(waiting.pollUnsafe(), "never also the wait's answer")
       yield* Fiber.interrupt(waiting)
     }))
