@@ -12,6 +12,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { TestClock } from "effect/testing"
+import type { InboundMessage } from "../../src/client/events.ts"
 import { waitDurably } from "../../src/session/DurableQuestion.ts"
 import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
 import type { HostService } from "../../src/session/Host.ts"
@@ -52,7 +53,13 @@ const generationWith = (slow: boolean) =>
         undelivered: Effect.succeed([])
       }
     }
-    const generation = yield* makeGeneration({ client: client.service, host: service, settings: resolveSettings({}), afterConnect: Effect.void })
+    /** Each message the session said it was done with (`handled`), in order: what `confirmWhenHandled` confirms. */
+    const handled: Array<string> = []
+    const clientService = {
+      ...client.service,
+      handled: (message: InboundMessage) => Effect.andThen(Effect.sync(() => void handled.push(message.message.id)), client.service.handled(message))
+    }
+    const generation = yield* makeGeneration({ client: clientService, host: service, settings: resolveSettings({}), afterConnect: Effect.void })
     yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
     /** The durable wait on QUESTION_ID, bound as it starts. */
     const wait = Effect.suspend(() => {
@@ -60,7 +67,7 @@ const generationWith = (slow: boolean) =>
       const message = { id: QUESTION_ID, timestamp: 0, content: { text: "Stable or experimental API?" } }
       return waitDurably(generation, bound, { questionId: QUESTION_ID, reason: "need_decision", message, targetId: SUP.id }, Effect.void)
     })
-    return { client, host, checkpointed, wait }
+    return { client, host, checkpointed, handled, wait }
   })
 
 const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
@@ -73,7 +80,7 @@ const answer = inboundMessage(SUP, "answer", "Stable", { replyTo: QUESTION_ID })
 describe("C-ORD-32 a reply read before its waiter was bound", () => {
   it.effect("waiting behind a slow checkpoint, it answers the wait as the wait binds; it is not handed to the host and is acknowledged once", () =>
     Effect.gen(function*() {
-      const { checkpointed, client, host, wait } = yield* generationWith(true)
+      const { checkpointed, client, handled, host, wait } = yield* generationWith(true)
       yield* client.push(inboundMessage(C, "m1", "first"))
       yield* settle
       // Read while no one waits: it waits in the client behind m1, whose checkpoint holds the message fiber.
@@ -88,6 +95,7 @@ describe("C-ORD-32 a reply read before its waiter was bound", () => {
       assert.strictEqual(result._tag === "Reply" ? result.reply.message.content.text : result._tag, "Stable")
       assert.deepStrictEqual(checkpointed, [], "answered while m1 is still checkpointing")
       assert.deepStrictEqual(receiptsOf(client, "answer"), ["receiver_received", "acknowledged: matched reply waiter"])
+      assert.deepStrictEqual(handled, ["answer"], "taken from the client's unhandled messages, it is marked handled there (confirmed under confirmWhenHandled)")
       // m1 still reaches the host; the answer never does, nor is answered again.
       yield* TestClock.adjust(CHECKPOINT)
       yield* settle
