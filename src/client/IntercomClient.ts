@@ -349,7 +349,10 @@ const make = (
       settleRoundTrip: settleRoundTrip({ lifetime, livenessTimeoutMs, rejoinGraceMs, settledReads }),
       messages: unhandled.stream,
       takeOnRead: (take) =>
-        Effect.asVoid(Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove))),
+        Effect.as(
+          Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove)),
+          () => unhandled.takeWaiting(take)
+        ),
       handled: (message) =>
         Effect.suspend(() => {
           unhandled.handled(message)

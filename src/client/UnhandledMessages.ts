@@ -29,12 +29,17 @@
  * synchronous check `offer` asks first, whose message, once taken, is the
  * consumer's and never enters the buffer — it does not wait behind the
  * unhandled ones, nor hold `caughtUp` or the confirmations (a session's
- * reply to its live ask, C-ORD-32).
+ * reply to its live ask, C-ORD-32). The same check may also look back
+ * (`takeWaiting`) through the messages read and not yet reached by the
+ * consumer — behind the one it is at, kept ones aside — and take one
+ * there, as if it were read now (a reply read before its ask's waiter was
+ * bound).
  *
  * It owns the buffer: two FIFOs (Fifo.ts), the unhandled and the kept
  * messages, the read number of each unhandled one, the `caughtUp`
- * waiters and the taker, touched only by synchronous code (the reader's
- * `offer`, the consumer's pull, `keep`, `handled`, `takeOnOffer`).
+ * waiters, the taker and the message the consumer is at, touched only by
+ * synchronous code (the reader's `offer`, the consumer's pull, `keep`,
+ * `handled`, `takeOnOffer`, `takeWaiting`).
  */
 import { Array as Arr, Deferred, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
@@ -56,6 +61,13 @@ export interface UnhandledMessages {
    * it. Returns the removal, which leaves a later taker in place.
    */
   readonly takeOnOffer: (take: (message: InboundMessage) => boolean) => () => void
+  /**
+   * Asks `take` (plain synchronous code), oldest first, about the messages
+   * read and not yet reached by the consumer: neither the one it is at (it
+   * decides about that one itself) nor a kept one (passed on already). The
+   * first it takes (true) leaves, as a handled one does, and is returned.
+   */
+  readonly takeWaiting: (take: (message: InboundMessage) => boolean) => InboundMessage | undefined
   /**
    * The messages, one at a time, starting at the oldest unhandled one; a
    * message leaves when this run pulls the next one.
@@ -104,6 +116,8 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   const waiters: Array<{ readonly through: number; readonly done: Deferred.Deferred<void> }> = []
   /** Asked first about each offered message (`takeOnOffer`). */
   let taker: ((message: InboundMessage) => boolean) | undefined
+  /** The message the consumer's run last emitted and has not pulled past: `takeWaiting` leaves it to the consumer. */
+  let atConsumer: InboundMessage | undefined
 
   /**
    * Completes the waiters whose messages have all left `unhandled`. Its messages are in read order
@@ -133,16 +147,20 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
 
   const stream = Stream.fromPull(Effect.sync(() => {
     requeueKept()
+    // A run that ended in the middle of a message left it here: this run starts with it.
+    atConsumer = undefined
     /** The message this run last emitted; it leaves when the run asks for the next. */
     let current: InboundMessage | undefined
     const next: Effect.Effect<InboundMessage> = Effect.suspend(() => {
       if (current !== undefined) {
         remove(current)
         current = undefined
+        atConsumer = undefined
       }
       const head = unhandled.peek()
       if (head === undefined) return Effect.andThen(Queue.take(wake), next)
       current = head
+      atConsumer = head
       return Effect.succeed(head)
     })
     return Effect.map(next, Arr.of)
@@ -160,6 +178,11 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
       return () => {
         if (taker === take) taker = undefined
       }
+    },
+    takeWaiting: (take) => {
+      const taken = unhandled.find(take, atConsumer)
+      if (taken !== undefined) remove(taken)
+      return taken
     },
     stream,
     handled: (message) => {

@@ -276,8 +276,18 @@ export interface IntercomClientService extends QuestionOperations {
    * ask with a reply so, however slowly it handles the messages before it
    * (C-ORD-32). One taker at a time: a later one replaces it. `take` must
    * not throw, and must not wait: it runs on the read path of every message.
+   *
+   * Gives back the look-back, plain synchronous code for the same caller:
+   * it asks `take`, oldest first, about the messages read already and not
+   * yet reached by the consumer of `messages` — behind the one it is at; a
+   * kept one is passed on already — and the first it takes leaves the client
+   * as a handled one does and is returned (a reply read before the ask
+   * waiting on it was bound). Under `confirmWhenHandled` the caller then
+   * calls `handled` with it, so what it held back is confirmed.
    */
-  readonly takeOnRead: (take: (message: InboundMessage) => boolean) => Effect.Effect<void, never, Scope.Scope>
+  readonly takeOnRead: (
+    take: (message: InboundMessage) => boolean
+  ) => Effect.Effect<() => InboundMessage | undefined, never, Scope.Scope>
   /**
    * The consumer of `messages` is done with `message` (it handed it on): it
    * leaves the client now rather than at the next pull, so a consumer

@@ -5,8 +5,9 @@
  *   by (sender id, message id) (C-DLV-11), a reply to the live ask resolves
  *   its waiter before anything else (C-ORD-32) — as the client reads it
  *   (`IntercomClient.takeOnRead`), not behind the checkpoints of the messages
- *   read before it; one read before its waiter was bound, in order — the
- *   rest is recorded with the
+ *   read before it; one read before its waiter was bound as the waiter is
+ *   bound (`ReplyWaiterSlot.onBound`), if the message fiber has not reached
+ *   it yet — the rest is recorded with the
  *   reply tracker and queued for the host (`HostHandoff.ts`, which retries a
  *   refused hand-off, C-DLV-12), with an intent (trigger / steer / passive)
  *   decided when the host is about to get it. A busy headless host that exits
@@ -74,8 +75,13 @@
  * `acknowledged` "matched reply waiter"), the activity it counts and its
  * receive span follow on a fiber of their own; should the generation close
  * before that fiber got to it, its receipts are posted as the Scope closes.
+ * A reply read before its waiter was bound waits in the client behind the
+ * messages read before it; binding the waiter takes it there (the client's
+ * look-back, the same `takeAtRead`), unless the message fiber is at it
+ * already (it routes it itself, or has handed it to the host), and it goes
+ * on as one taken as it is read — then leaves the client as handled.
  *
- * Size note: about 490 lines, one concept (a generation's inbound handling); the
+ * Size note: about 530 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -153,6 +159,11 @@ export const runInbound = (
     const unsaved = new Map<InboundContext, InboundMessage>()
     /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
+    /**
+     * The message the message fiber is admitting, until its handling ends: one past the waiter's check (routed to
+     * no waiter) and in its checkpoint is not held yet, so `takeAtRead` asks this to leave a copy of it to the fiber.
+     */
+    let admitting: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
@@ -264,7 +275,8 @@ export const runInbound = (
         if (admission.join(from.id, message.id)) return "joined"
         yield* receipt(message.id, "receiver_received")
         // C-ORD-32: a reply to the live waiter resolves it before any other handling. One the client read while
-        // the waiter was live was taken then (`takeAtRead`); this one was read before its waiter was bound.
+        // the waiter was live was taken then (`takeAtRead`), one read before its waiter was bound as it was bound
+        // (the look-back, unless this fiber was at it already); this one was at this fiber when its waiter was bound.
         if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
           yield* answeredWaiter(message.id)
@@ -312,7 +324,12 @@ export const runInbound = (
      */
     const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
       Effect.uninterruptibleMask((interruptible) =>
-        receiving(inbound, (trace) => admit(inbound, trace, interruptible)).pipe(
+        receiving(inbound, (trace) => {
+          admitting = inbound
+          return Effect.ensuring(admit(inbound, trace, interruptible), Effect.sync(() => {
+            admitting = undefined
+          }))
+        }).pipe(
           Effect.catchCauseIf((cause) => !Cause.hasInterruptsOnly(cause), Effect.logError),
           Effect.andThen(Effect.suspend(() => {
             if (keptNow !== inbound) return client.handled(inbound)
@@ -369,10 +386,16 @@ export const runInbound = (
     const clock = yield* Clock.Clock
     /** Replies `takeAtRead` gave their waiter, whose receipts, activity and span are still to come. */
     const takenAtRead = yield* Queue.unbounded<InboundMessage>()
+    /** Those of them the client's look-back took from its unhandled messages: marked handled there once answered. */
+    const tookBack = new WeakSet<InboundMessage>()
+    /** The client's `handled` for a reply the look-back took (under `confirmWhenHandled`, it confirms what it held). */
+    const leftClient = (inbound: InboundMessage): Effect.Effect<void> =>
+      tookBack.has(inbound) ? client.handled(inbound) : Effect.void
     /**
      * Plain synchronous code on the client's read path (`IntercomClient.takeOnRead`): resolves the live waiter
-     * with its reply, true when it did. A copy of a message admitted already, or still being handed over, is
-     * left to the message fiber, which answers it as a duplicate or joins it, as it would have.
+     * with its reply, true when it did. A copy of a message admitted already, being admitted (`admitting`) or
+     * still being handed over, is left to the message fiber, which answers it as a duplicate or joins it, as it
+     * would have.
      */
     const takeAtRead = (inbound: InboundMessage): boolean => {
       const { from, message } = inbound
@@ -380,14 +403,18 @@ export const runInbound = (
       if (message.replyTo === undefined || slot.current()?.questionId !== message.replyTo) return false
       const now = clock.currentTimeMillisUnsafe()
       if (admission.seen(from.id, message.id, now) || admission.holds(from.id, message.id)) return false
+      if (admitting !== undefined && admitting.from.id === from.id && admitting.message.id === message.id) return false
       if (!slot.route(inbound)) return false
       admission.commit(from.id, message.id, now)
       Queue.offerUnsafe(takenAtRead, inbound)
       return true
     }
     const afterTaken = (inbound: InboundMessage): Effect.Effect<void> =>
-      receiving(inbound, () =>
-        Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter"))
+      Effect.andThen(
+        receiving(inbound, () =>
+          Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter")),
+        leftClient(inbound)
+      )
     // The Scope closes in reverse: the taker goes first (none is taken after), then the fiber (once done with the
     // one it is at), then what it had not reached gets its receipts (the generation is over: no activity, no span).
     yield* Effect.addFinalizer(() =>
@@ -395,7 +422,7 @@ export const runInbound = (
         Effect.forEach(left, (inbound) =>
           Effect.andThen(
             receipt(inbound.message.id, "receiver_received"),
-            receipt(inbound.message.id, "acknowledged", "matched reply waiter")
+            Effect.andThen(receipt(inbound.message.id, "acknowledged", "matched reply waiter"), leftClient(inbound))
           ), { discard: true }))
     )
     // One reply at a time, taken from the queue inside the uninterruptible step that handles it: a stream would take
@@ -405,7 +432,18 @@ export const runInbound = (
       Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Queue.take(takenAtRead)), afterTaken))),
       { startImmediately: true }
     )
-    yield* client.takeOnRead(takeAtRead)
+    const lookBack = yield* client.takeOnRead(takeAtRead)
+    // A reply read before its waiter was bound waits in the client behind what the message fiber has not reached:
+    // binding the waiter takes it there, at once. Removed before the taker (the Scope closes in reverse).
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        slot.onBound(() => {
+          const taken = lookBack()
+          if (taken !== undefined) tookBack.add(taken)
+        })
+      ),
+      (remove) => Effect.sync(remove)
+    )
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),

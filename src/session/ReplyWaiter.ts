@@ -12,6 +12,10 @@
  *   waiting in the client) when the generation closes.
  * - The outcome is a `Deferred`: a reply routed before the asker started to
  *   wait is kept, never lost.
+ * - A waiter bound to its question (`bind`) is announced at once, in the
+ *   same synchronous step, to the one hook the inbound handling installs
+ *   (`onBound`): it takes a reply read before the waiter was bound from the
+ *   client's unhandled messages and routes it here (C-ORD-32).
  *
  * The slot is a plain field owned by one `IntercomSession`, touched only by
  * synchronous code.
@@ -80,6 +84,13 @@ export interface ReplyWaiterSlot {
    * rejoined target); a no-op for a waiter that no longer holds the slot.
    */
   readonly bind: (waiter: Waiter, correlation: Correlation) => Waiter
+  /**
+   * Installs `bound`, which `bind` calls (synchronously, after the slot
+   * holds the bound waiter) whenever it binds the waiter holding the slot.
+   * One hook at a time: a later one replaces it. Returns the removal, which
+   * leaves a later hook in place.
+   */
+  readonly onBound: (bound: () => void) => () => void
   /** Frees the slot if (and only if) `waiter` still holds it. */
   readonly release: (waiter: Waiter) => void
   /**
@@ -123,6 +134,7 @@ const sameName = (a: string | undefined, b: string | undefined): boolean =>
 export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
   let current: Waiter | undefined
   let endedBy: WaitEnd | undefined
+  let announce: (() => void) | undefined
   const closed = Deferred.makeUnsafe<never, WaitEnd>()
 
   return {
@@ -140,8 +152,16 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
     },
     bind: (waiter, correlation) => {
       const bound: Waiter = { ...waiter, ...correlation }
-      if (current?.outcome === waiter.outcome) current = bound
+      if (current?.outcome !== waiter.outcome) return bound
+      current = bound
+      announce?.()
       return bound
+    },
+    onBound: (hook) => {
+      announce = hook
+      return () => {
+        if (announce === hook) announce = undefined
+      }
     },
     release: (waiter) => {
       if (current?.outcome === waiter.outcome) current = undefined

@@ -162,4 +162,36 @@ describe("UnhandledMessages", () => {
       assert.strictEqual(buffer.size(), 2, "the later taker took m3")
       later()
     }))
+  it.effect("takeWaiting takes the first message it accepts behind the one the consumer is at, never that one nor a kept one; the consumer never sees it", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["k", "m1", "reply", "again", "m2"]) buffer.offer(inbound(id))
+      const seen: Array<string> = []
+      const atM1 = yield* Deferred.make<void>()
+      const go = yield* Deferred.make<void>()
+      const consumer = yield* Effect.forkChild(
+        Stream.runForEach(Stream.take(buffer.stream, 3), (m) =>
+          Effect.suspend(() => {
+            seen.push(m.message.id)
+            if (m.message.id === "k") buffer.keep(m)
+            return m.message.id === "m1" ? Effect.andThen(Deferred.succeed(atM1, undefined), Deferred.await(go)) : Effect.void
+          })),
+        { startImmediately: true }
+      )
+      yield* Deferred.await(atM1)
+      const asked: Array<string> = []
+      const accept = (ids: ReadonlyArray<string>) => (m: InboundMessage) => {
+        asked.push(m.message.id)
+        return ids.includes(m.message.id)
+      }
+      assert.isUndefined(buffer.takeWaiting(accept(["k", "m1"])), "k is kept, m1 is the consumer's")
+      assert.deepStrictEqual(asked, ["reply", "again", "m2"], "asked about those behind m1 only, oldest first")
+      asked.length = 0
+      assert.strictEqual(buffer.takeWaiting(accept(["reply", "again"]))?.message.id, "reply", "the first it accepts")
+      assert.deepStrictEqual(asked, ["reply"], "and no further")
+      assert.strictEqual(buffer.size(), 4, "k, m1, again and m2 wait")
+      yield* Deferred.succeed(go, undefined)
+      yield* Fiber.join(consumer)
+      assert.deepStrictEqual(seen, ["k", "m1", "again"], "the consumer never saw the taken one")
+    }))
 })

@@ -432,7 +432,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       }),
       messages: unhandled.stream,
       takeOnRead: (take) =>
-        Effect.asVoid(Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove))),
+        Effect.as(
+          Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove)),
+          () => unhandled.takeWaiting(take)
+        ),
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
