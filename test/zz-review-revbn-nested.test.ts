@@ -1,0 +1,86 @@
+/**
+ * Review revbn probe BN1: a reply the reader path takes (`takeAtRead`) resumes the waiting wait synchronously
+ * inside `slot.route`; a failed-turn reply (C-DQ-8) rebinds there, and the binding's look-back runs BEFORE the
+ * outer `admission.commit`. A copy of that same reply waiting in the client is then taken by the nested look-back
+ * too: the one reply is answered twice in one step (two "matched reply waiter" acknowledgements for one read),
+ * where the copy should reach the message fiber as a duplicate.
+ * The copy got into the buffer while the id was remembered (seen); the dedupe window (500 ms here, an hour or
+ * 1000 messages by default) then forgot it before the next copy was read.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { waitDurably } from "../src/session/DurableQuestion.ts"
+import { makeGeneration, resolveSettings } from "../src/session/Generation.ts"
+import type { HostService } from "../src/session/Host.ts"
+import { runInbound } from "../src/session/Inbound.ts"
+import { makeToolExposure } from "../src/session/ToolExposure.ts"
+import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./session/support.ts"
+
+const QUESTION_ID = "q-1"
+
+const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
+  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
+    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
+  )
+
+describe("review revbn BN1: nested look-back inside takeAtRead's route", () => {
+  it.effect("a copy waiting in the client is not answered together with the copy read now", () =>
+    Effect.gen(function*() {
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, SUP, C]
+      client.onAskQuestion = (asked) =>
+        Effect.succeed({
+          id: asked.questionId,
+          state: "awaiting_input",
+          reason: asked.reason,
+          ownerId: SUP.id,
+          childId: SELF.id,
+          childName: "self",
+          message: asked.text,
+          createdAt: 0
+        })
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const service: HostService = {
+        ...host.service,
+        journal: {
+          checkpoint: () => Effect.as(Effect.sleep("1 hour"), true),
+          undelivered: Effect.succeed([])
+        }
+      }
+      const generation = yield* makeGeneration({
+        client: client.service,
+        host: service,
+        settings: resolveSettings({ inboundDedupe: { windowMs: 500 } }),
+        afterConnect: Effect.void
+      })
+      yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
+      // The message fiber is held by m1's checkpoint for the whole probe.
+      yield* client.push(inboundMessage(C, "m1", "first"))
+      yield* settle
+      const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
+      const question = { id: QUESTION_ID, timestamp: 0, content: { text: "Stable or experimental API?" } }
+      const waiting = yield* Effect.forkChild(
+        waitDurably(generation, bound, { questionId: QUESTION_ID, reason: "need_decision", message: question, targetId: SUP.id }, Effect.void)
+      )
+      yield* settle
+      const failed = { ...inboundMessage(SUP, "failed", "", { replyTo: QUESTION_ID }), replyError: "the turn failed" }
+      // Read live: taken at read; the wait goes on (C-DQ-8) with a fresh waiter.
+      yield* client.pushReadFirst(failed)
+      yield* settle
+      // A copy read while the id is remembered: not taken, it waits behind m1 (the fiber will call it a duplicate).
+      yield* client.pushReadFirst(failed)
+      yield* settle
+      assert.deepStrictEqual(receiptsOf(client, "failed"), ["receiver_received", "acknowledged: matched reply waiter"])
+      // The dedupe window forgets the id (m1 is still checkpointing).
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      // One more copy, read live: taken (the id was forgotten) — once.
+      yield* client.pushReadFirst(failed)
+      yield* settle
+      const acks = receiptsOf(client, "failed").filter((status) => status === "acknowledged: matched reply waiter")
+      assert.strictEqual(acks.length, 2, `one read answered once: ${JSON.stringify(receiptsOf(client, "failed"))}`)
+      assert.isUndefined(waiting.pollUnsafe())
+      yield* Fiber.interrupt(waiting)
+    }))
+})
