@@ -46,7 +46,7 @@ export class Fifo<A extends object> {
     return true
   }
 
-  /** The oldest item after `skip` that `test` accepts, if any (`skip` itself is never asked about). */
+  /** The oldest item other than `skip` that `test` accepts, if any (`skip` itself is never asked about). */
   find(test: (item: A) => boolean, skip?: A): A | undefined {
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i]

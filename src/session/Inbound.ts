@@ -164,6 +164,13 @@ export const runInbound = (
      * no waiter) and in its checkpoint is not held yet, so `takeAtRead` asks this to leave a copy of it to the fiber.
      */
     let admitting: InboundMessage | undefined
+    /**
+     * The reply `takeAtRead` is routing, during its `slot.route`: the wait resumes inside that call (a Deferred
+     * resumes its waiter synchronously) and may bind again (a failed-turn reply, C-DQ-8), whose look-back runs
+     * before this reply is committed — a copy of it waiting in the client is left to the fiber, not taken too
+     * (review revbn BN1: one reply answered twice).
+     */
+    let routing: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
@@ -404,7 +411,16 @@ export const runInbound = (
       const now = clock.currentTimeMillisUnsafe()
       if (admission.seen(from.id, message.id, now) || admission.holds(from.id, message.id)) return false
       if (admitting !== undefined && admitting.from.id === from.id && admitting.message.id === message.id) return false
-      if (!slot.route(inbound)) return false
+      if (routing !== undefined && routing.from.id === from.id && routing.message.id === message.id) return false
+      const outer = routing
+      routing = inbound
+      let routed: boolean
+      try {
+        routed = slot.route(inbound)
+      } finally {
+        routing = outer
+      }
+      if (!routed) return false
       admission.commit(from.id, message.id, now)
       Queue.offerUnsafe(takenAtRead, inbound)
       return true

@@ -1,21 +1,22 @@
 /**
- * Review revbn probe BN1: a reply the reader path takes (`takeAtRead`) resumes the waiting wait synchronously
+ * A reply the reader path takes (`takeAtRead`) resumes the waiting wait synchronously
  * inside `slot.route`; a failed-turn reply (C-DQ-8) rebinds there, and the binding's look-back runs BEFORE the
  * outer `admission.commit`. A copy of that same reply waiting in the client is then taken by the nested look-back
- * too: the one reply is answered twice in one step (two "matched reply waiter" acknowledgements for one read),
- * where the copy should reach the message fiber as a duplicate.
+ * too, unless `takeAtRead` leaves a copy of the reply it is routing to the message fiber (review revbn BN1: the
+ * one reply was answered twice, two "matched reply waiter" acknowledgements for one read); the copy reaches the
+ * message fiber as a duplicate.
  * The copy got into the buffer while the id was remembered (seen); the dedupe window (500 ms here, an hour or
  * 1000 messages by default) then forgot it before the next copy was read.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { waitDurably } from "../src/session/DurableQuestion.ts"
-import { makeGeneration, resolveSettings } from "../src/session/Generation.ts"
-import type { HostService } from "../src/session/Host.ts"
-import { runInbound } from "../src/session/Inbound.ts"
-import { makeToolExposure } from "../src/session/ToolExposure.ts"
-import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./session/support.ts"
+import { waitDurably } from "../../src/session/DurableQuestion.ts"
+import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
+import type { HostService } from "../../src/session/Host.ts"
+import { runInbound } from "../../src/session/Inbound.ts"
+import { makeToolExposure } from "../../src/session/ToolExposure.ts"
+import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./support.ts"
 
 const QUESTION_ID = "q-1"
 
@@ -24,7 +25,7 @@ const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly 
     receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
   )
 
-describe("review revbn BN1: nested look-back inside takeAtRead's route", () => {
+describe("a look-back nested inside takeAtRead's route", () => {
   it.effect("a copy waiting in the client is not answered together with the copy read now", () =>
     Effect.gen(function*() {
       const client = yield* makeFakeClient(SELF.id)
