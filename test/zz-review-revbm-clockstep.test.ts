@@ -1,0 +1,79 @@
+/**
+ * Review revbm BM1 probes. The broker stamps `brokerReceivedAt` and a control's `timestamp` with its wall clock
+ * (Broker.ts `clock.currentTimeMillisUnsafe()`), which can step back (NTP step, VM resume, a durable broker restarted
+ * on a host whose clock is behind). A cancel made after such a step carries a `timestamp` below the `brokerReceivedAt`
+ * of the very message it cancels. `newerThanControl` (ReplyTracker.ts) takes EITHER sign as proof of a newer message,
+ * so the clock's word overrides the exact read numbers (the message read before the control: `read` <= the
+ * control's `read`) — and `RecentControls.withdrawal(…, receivedAt)` drops the control the same way. Rule: a message
+ * its sender withdrew is handed to the host withdrawn, never live; a withdrawn ask is closed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer, Queue } from "effect"
+import { TestClock } from "effect/testing"
+import { IntercomClient } from "../src/client/IntercomClient.ts"
+import { Host } from "../src/session/Host.ts"
+import { IntercomSession } from "../src/session/IntercomSession.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./session/support.ts"
+
+const HOUR = 60 * 60 * 1000
+/** The broker received m-1 at this wall-clock time; its clock then stepped back one second before the cancel. */
+const RECEIVED = 10_000_000
+const STEPPED_BACK = RECEIVED - 1_000
+
+const start = Effect.gen(function*() {
+  const client = yield* makeFakeClient(SELF.id)
+  client.sessions = [SELF, B, C]
+  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+  const context = yield* Layer.build(
+    IntercomSession.layer().pipe(
+      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host.service)))
+    )
+  )
+  return { client, host, session: Context.get(context, IntercomSession) }
+})
+
+describe("revbm BM1: a control the broker stamped before its own message's brokerReceivedAt (clock stepped back)", () => {
+  it.effect("a cancelled message waiting in the hand-off is handed over withdrawn", () =>
+    Effect.gen(function*() {
+      const { client, host } = yield* start
+      host.failDeliveries = 3
+      // m-1 read (read 1), then its cancel (read 1: about a message numbered at most 1 — this one).
+      yield* client.push(inboundMessage(C, "m-1", "do the thing", { brokerReceivedAt: RECEIVED }))
+      yield* settle
+      yield* client.control({
+        _tag: "Control",
+        from: C,
+        control: { messageId: "m-1", action: "cancel", timestamp: STEPPED_BACK }
+      })
+      yield* settle
+      for (let i = 0; i < 10; i++) {
+        yield* TestClock.adjust(500)
+        yield* settle
+      }
+      const handed = yield* Queue.take(host.inbox)
+      assert.strictEqual(handed.message.id, "m-1", "setup: m-1 handed over")
+      assert.include(handed.text, "Withdrawn", "the message its sender cancelled was handed over live")
+    }))
+
+  it.effect("a cancelled ask the host took is closed", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* start
+      yield* client.push({
+        ...inboundMessage(C, "q-1", "a question", { expectsReply: true, brokerReceivedAt: RECEIVED }),
+        askTimeoutMs: 3 * HOUR
+      })
+      yield* settle
+      assert.strictEqual((yield* Queue.take(host.inbox)).intent, "trigger", "setup: the ask was live")
+      yield* client.control({
+        _tag: "Control",
+        from: C,
+        control: { messageId: "q-1", action: "cancel", timestamp: STEPPED_BACK }
+      })
+      yield* settle
+      assert.deepStrictEqual(
+        (yield* Effect.orDie(session.pending)).asks.map((ask) => ask.message.id),
+        [],
+        "the ask its sender cancelled is still pending"
+      )
+    }))
+})
