@@ -11,7 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import { IntercomClient } from "../src/client/IntercomClient.ts"
-import { Host } from "../src/session/Host.ts"
+import { Host, type JournalRecord } from "../src/session/Host.ts"
 import { IntercomSession } from "../src/session/IntercomSession.ts"
 import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./session/support.ts"
 
@@ -75,5 +75,49 @@ describe("revbm BM1: a control the broker stamped before its own message's broke
         [],
         "the ask its sender cancelled is still pending"
       )
+    }))
+
+  // Not fixed by deciding on read numbers first: a message restored from the journal has none, so only the broker
+  // can make the assumption true (a control stamped no earlier than the message it is about).
+  it.effect("a restored message its sender cancelled after the clock stepped back is handed over withdrawn", () =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust(2 * HOUR)
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const restored: JournalRecord = {
+        from: C,
+        message: { id: "m-1", timestamp: 0, brokerReceivedAt: RECEIVED, content: { text: "restored task" } },
+        receivedAt: 2 * HOUR
+      }
+      const service = {
+        ...host.service,
+        journal: {
+          checkpoint: () => Effect.void,
+          undelivered: Effect.succeed([restored]),
+          handled: Effect.succeed([]),
+          withdrawn: () => Effect.void
+        }
+      }
+      host.failDeliveries = 3
+      yield* Layer.build(
+        IntercomSession.layer().pipe(
+          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+        )
+      )
+      yield* settle
+      yield* client.control({
+        _tag: "Control",
+        from: C,
+        control: { messageId: "m-1", action: "cancel", timestamp: STEPPED_BACK }
+      })
+      yield* settle
+      for (let i = 0; i < 10; i++) {
+        yield* TestClock.adjust(500)
+        yield* settle
+      }
+      const handed = yield* Queue.take(host.inbox)
+      assert.strictEqual(handed.message.id, "m-1", "setup: m-1 handed over")
+      assert.include(handed.text, "Withdrawn", "the restored message its sender cancelled was handed over live")
     }))
 })
