@@ -109,6 +109,11 @@ export class DeliveryRecords {
   private bytes = 0
   private readonly limits: ReplayLimits
   private readonly observer: RecordObserver | undefined
+  /**
+   * The `timestamp` of the cancel control made for a message, by that message's record (`noteCancel`): weak, so
+   * nothing outlives the record, and nothing is added to a record that was never cancelled.
+   */
+  private readonly cancelStamps = new WeakMap<OutboundRecord, number>()
 
   /**
    * @param notice a warning for the broker's log from the table (OutboundRecords: its withdrawals' list was full
@@ -149,6 +154,24 @@ export class DeliveryRecords {
     return !outcome.ok && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
       ? outcome
       : undefined
+  }
+
+  /**
+   * `sender` cancelled its message `id`, and the broker stamped the control it made so at `at`
+   * (`MessageControl.timestamp`; Receipts' cancel). A cancel made again for that message later — a copy its
+   * client read kept for that client's return (WithdrawnCopies.keepCancelled) — carries this stamp
+   * (`cancelStamp`): the client tells a control given again from another message's under a reused id by its
+   * stamp, and would pass the same cancel on twice (review revbm BM2). Cancel paths only.
+   */
+  noteCancel(sender: string, id: string, at: number): void {
+    const found = this.table.find(sender, id)
+    if (found !== undefined) this.cancelStamps.set(found, at)
+  }
+
+  /** The stamp of the cancel `noteCancel` noted for `sender`'s message `id`, while its record is kept. Give-back path only. */
+  cancelStamp(sender: string, id: string): number | undefined {
+    const found = this.table.find(sender, id)
+    return found === undefined ? undefined : this.cancelStamps.get(found)
   }
 
   /**

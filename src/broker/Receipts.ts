@@ -128,7 +128,7 @@
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
  *
- * Size: about 705 lines, past the ~400 guideline, near half of them this
+ * Size: about 715 lines, past the ~400 guideline, near half of them this
  * header and the JSDoc: one concept, the receipt route and what travels
  * along it (receipts, a cancel, a supersede), each reading and moving the
  * same route records.
@@ -636,10 +636,11 @@ export class Receipts {
   private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
     const { output, records } = this.ctx
     const key = recordKeyOf(session.key, messageId)
+    const stamp = this.ctx.now()
     // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
     const control = (receiverKey: string, instance: SessionInstance) =>
       new ControlFrame(
-        Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: this.ctx.now() }),
+        Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp }),
         receiverKey,
         session.key,
         session.presentSince,
@@ -648,6 +649,8 @@ export class Receipts {
       )
     const queued = this.mail.cancel(session, key, control)
     if (queued !== "none") {
+      // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.
+      if (queued === "copy") records.noteCancel(session.key, messageId, stamp)
       this.forget(key)
       // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
       // past its hour while a copy a client read stays (review revao AO2) — not when the mail was deleted
@@ -683,6 +686,9 @@ export class Receipts {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
       const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)
+      // Its message given back unconfirmed is kept with a cancel made again (WithdrawnCopies.keepCancelled): stamped as
+      // this one, which its client may have read (review revbm BM2).
+      records.noteCancel(session.key, messageId, now)
       if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
         // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
         // client may yet confirm it as it closes, so whether the new instance gets it is known only then

@@ -211,7 +211,8 @@ export class WithdrawnCopies {
    * confirmed it (`unconfirmed`): it may show it, and the cancel written
    * behind it may not have reached it. Its control is made again (the one
    * given back with it is dropped with the recipient away), from the sender
-   * as the message names it. Written on an earlier connection counts
+   * as the message names it, stamped as the cancel first made for it
+   * (DeliveryRecords.cancelStamp), which that client may have read. Written on an earlier connection counts
    * (`readersOf`: a return that dropped before the copy was written to it).
    * False when it is not so kept: never written, superseded (the new
    * message tells its client), no instance known, or none of its readers
@@ -242,7 +243,10 @@ export class WithdrawnCopies {
     // (`withheldFrom`), which held a memory broker's idle exit for the mailbox's retention (review revbk BK3).
     for (const reader of given) if (mayReturn(reader)) readers = withReader(readers, reader)
     if (readers.length === 0) return false
-    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp: now })
+    // Stamped as the cancel first made for it, which its client may have read: a stamp of its own would make the
+    // client pass the same cancel on twice, as another message's under a reused id (review revbm BM2).
+    const timestamp = this.ctx.records.cancelStamp(mail.senderKey, mail.message.id) ?? now
+    const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,
       control: new ControlFrame(text, reader.receiverKey, mail.senderKey, 0, mail.recordKey, reader.instance)

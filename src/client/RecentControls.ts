@@ -91,7 +91,10 @@ export class RecentControls {
 
   /**
    * Records the control `senderId` sent, read at `now` (the client's Clock); false when it was seen already
-   * (written again: drop it).
+   * (written again: drop it) — the same (sender, message id, action) with a broker stamp (`timestamp`) no later
+   * than the one remembered. One stamped later is another message's under the reused id (an old cancel given
+   * again at registration, then the new message's own: review revbm BM2), passed on and remembered instead; the
+   * broker gives a control again with the stamp it made it with.
    */
   firstTime(senderId: string, control: MessageControl, now: number): boolean {
     const seen = this.seen
@@ -100,7 +103,9 @@ export class RecentControls {
       seen.delete(oldest)
     }
     const key = keyOf(senderId, control.messageId, control.action)
-    if (seen.has(key)) return false
+    const known = seen.get(key)
+    if (known !== undefined && control.timestamp <= known.stamped) return false
+    if (known !== undefined) seen.delete(key)
     seen.set(key, { at: now, stamped: control.timestamp })
     if (seen.size > this.capacity) {
       for (const oldest of seen.keys()) {

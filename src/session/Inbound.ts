@@ -31,9 +31,10 @@
  *   hand-off was handed over live). A control of an earlier message than
  *   one under the same id — the client read the newer one after it (the
  *   control's read number, `read`, lower than the message's: `readSince`),
- *   or the broker received the newer one after it stamped the control (its
- *   `timestamp` before the message's `brokerReceivedAt`: a message restored
- *   from the journal has no read number) — withdraws nothing of the newer
+ *   or, for a message with no read number (restored from the journal), the
+ *   broker received the newer one after it stamped the control (its
+ *   `timestamp` before the message's `brokerReceivedAt`; read numbers, when
+ *   both are known, decide alone: review revbm BM1) — withdraws nothing of the newer
  *   one, whether it waits in the hand-off, was taken, or is still to come,
  *   and answers nothing under the id: a fiber lagging behind an old
  *   message's control, or an old control given again after a restart,
@@ -362,9 +363,11 @@ export const runInbound = (
         // an earlier generation of this client handled (the message kept by the client for this one, its host
         // having refused it until that one ended) — not one of an earlier message under this id (AX-B1), read
         // before this one (the client forgets it then) or stamped by the broker before it received this one (a
-        // message restored from the journal, which the client never read: review revbi BI2).
+        // message restored from the journal, which the client never read: review revbi BI2). A message the client
+        // read is judged by that alone, its receive stamp not passed: the broker's clock may step back and stamp
+        // the message's own cancel before it (review revbm BM1).
         const fresh = known === undefined
-          ? yield* client.withdrawal(from.id, message.id, message.brokerReceivedAt)
+          ? yield* client.withdrawal(from.id, message.id, context.read === undefined ? message.brokerReceivedAt : undefined)
           : undefined
         const withdrawn = known ?? fresh
         if (withdrawn === undefined) return yield* handoff.enqueue(context)

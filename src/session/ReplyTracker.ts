@@ -58,9 +58,12 @@ export interface InboundContext {
  * sender may send a new message under an id it used before (P46), and a control never comes before its message:
  * the client read it after the control (its `read` above the control's `readBy`, `ControlEvent` `read`), or the
  * broker received it after it stamped the control (its `message.brokerReceivedAt` above the control's
- * `controlAt`, `MessageControl.timestamp`; the broker stamps both on its one clock). Evidence either way is enough;
- * with neither (a restored message has no `read`, a base broker's message may have no `brokerReceivedAt`) it is not
- * known to be newer, and the control applies to it, as it always did (reviews revbb BB2, revbi BI2).
+ * `controlAt`, `MessageControl.timestamp`; the broker stamps both on its one clock). With both read numbers known
+ * they decide alone: they are exact, while the broker's wall clock may step back and stamp a control before its own
+ * message (review revbm BM1). The stamps decide only for a message with no read number (restored from the journal),
+ * which relies on that clock not stepping back. With neither (a base broker's message may have no
+ * `brokerReceivedAt`) it is not known to be newer, and the control applies to it, as it always did (reviews revbb
+ * BB2, revbi BI2).
  *
  * @category models
  * @since 0.1.0
@@ -71,7 +74,7 @@ export const newerThanControl = (
   controlAt: number | undefined
 ): boolean => {
   const { read } = context
-  if (read !== undefined && readBy !== undefined && read > readBy) return true
+  if (read !== undefined && readBy !== undefined) return read > readBy
   const receivedAt = context.message.brokerReceivedAt
   return receivedAt !== undefined && controlAt !== undefined && controlAt < receivedAt
 }

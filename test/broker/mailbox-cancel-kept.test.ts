@@ -15,6 +15,9 @@
  * - I1: a copy P49's other holder of an identity read is kept for that
  *   holder, whose return takes it.
  * - I6: mail taken out of a write in progress at `unregister` counts as read.
+ * - revbm BM2: the cancel made again for a kept copy carries the stamp of the
+ *   one first written (its client may have read it, and tells a control given
+ *   again from another message's by its stamp).
  *
  * On a Router driven by hand (control-instance.test.ts's world): writes
  * complete at once, and each connection's frames are recorded.
@@ -203,5 +206,45 @@ describe("I6: a message in the write in progress at `unregister`, then cancelled
       assert.deepStrictEqual(w.answersOf(m0.id), ["delivered", "delivered"])
       const again = w.registerB("b-1")
       assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m0.id}`, `cancel ${m0.id}`])
+    }))
+})
+
+/** The `timestamp`s of the cancels `frames` hold, in order. */
+const cancelStamps = (frames: ReadonlyArray<{ readonly type: string; readonly control?: { readonly action?: string; readonly timestamp?: number } }>) =>
+  frames.flatMap((frame) => frame.type === "message_control" && frame.control?.action === "cancel" ? [frame.control.timestamp] : [])
+
+describe("revbm BM2: the cancel made again for a kept copy", () => {
+  it.effect("cancelled on its way, the drop a minute later: the return's cancel carries the first cancel's stamp", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const w = yield* world(custodyFeatures, {}, clock)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      const first = cancelStamps(w.framesOf(w.b1))
+      assert.deepStrictEqual(first, [1_000_000], "the cancel was not written to b-1: the test sets up nothing")
+      clock.now += 60_000
+      w.closeAbandoned(w.b1)
+      const again = w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m0.id}`, `cancel ${m0.id}`])
+      assert.deepStrictEqual(cancelStamps(w.framesOf(again)), first, "the cancel given again was stamped anew")
+    }))
+
+  it.effect("cancelled in the mailbox, given to the return, which drops a minute later: the next return's cancel carries the first stamp", () =>
+    Effect.gen(function*() {
+      const clock = { now: 1_000_000 }
+      const w = yield* world(custodyFeatures, {}, clock)
+      const m0 = message("m0")
+      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
+      w.closeAbandoned(w.b1)
+      clock.now += 1_000
+      w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
+      const first = w.registerB("b-1")
+      assert.deepStrictEqual(cancelStamps(w.framesOf(first)), [1_001_000], "the cancel was not written to the return: the test sets up nothing")
+      clock.now += 60_000
+      w.closeAbandoned(first)
+      const again = w.registerB("b-1")
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(again)), [`message ${m0.id}`, `cancel ${m0.id}`])
+      assert.deepStrictEqual(cancelStamps(w.framesOf(again)), [1_001_000], "the cancel given again was stamped anew")
     }))
 })

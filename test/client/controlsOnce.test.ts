@@ -141,6 +141,22 @@ describe("RecentControls", () => {
     assert.strictEqual(recent.withdrawal("a", "m0", 0), "cancel", "no receive stamp: as before")
   })
 
+  it("passes on a control stamped later than the one remembered under its (sender, id, action), once (revbm BM2)", () => {
+    const HOUR = 60 * 60 * 1000
+    const recent = new RecentControls()
+    // At registration, an OLD m-1's cancel given again (the broker stamped it long ago); the new m-1, restored from the
+    // host's journal (received by the broker at 2 h), was never read by this client, so nothing forgets that cancel.
+    assert.isTrue(recent.firstTime("c", { messageId: "m-1", action: "cancel", timestamp: 0 }, 3 * HOUR))
+    assert.isUndefined(recent.withdrawal("c", "m-1", 3 * HOUR, 2 * HOUR), "setup: the old cancel withdrew the new m-1")
+    // The sender cancels the NEW m-1, stamped 3 h: another control, not a copy of the old one.
+    const newCancel = { messageId: "m-1", action: "cancel" as const, timestamp: 3 * HOUR }
+    assert.isTrue(recent.firstTime("c", newCancel, 3 * HOUR + 1), "the new message's cancel was dropped as a copy of the old one's")
+    assert.strictEqual(recent.withdrawal("c", "m-1", 3 * HOUR + 1, 2 * HOUR), "cancel")
+    // The same cancel given again (its stamp unchanged), or the old one given again: copies, dropped.
+    assert.isFalse(recent.firstTime("c", newCancel, 3 * HOUR + 2), "a control given again was passed on twice")
+    assert.isFalse(recent.firstTime("c", { messageId: "m-1", action: "cancel", timestamp: 0 }, 3 * HOUR + 3))
+  })
+
   it("forgets the oldest control past its capacity, and only that one", () => {
     const recent = new RecentControls(2)
     const control = (messageId: string) => ({ messageId, action: "cancel" as const, timestamp: 0 })

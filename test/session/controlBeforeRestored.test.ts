@@ -109,7 +109,7 @@ describe("an old control of a reused id and a new message restored under it", ()
       assert.notInclude(receipts, "cancellation_requested", "the old cancel was answered under the new m-1's id")
     }))
 
-  it.effect("a cancel the broker stamped after it received the restored message still withdraws it", () =>
+  it.effect("a cancel the broker stamped in the millisecond it received the restored message still withdraws it", () =>
     Effect.gen(function*() {
       const { client, host } = yield* restart(() => Effect.void)
       yield* client.control({ _tag: "Control", from: C, control: { messageId: "m-1", action: "cancel", timestamp: 2 * HOUR } })
