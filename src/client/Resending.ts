@@ -210,7 +210,17 @@ export class Resending {
     return this.retrying((c) =>
       c.send(request, this.sendTimeoutMs).pipe(
         Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
-        Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
+            // A caller that came only after the client wrote this send again on this connection (it joined that
+            // re-send, took its kept answer, or wrote it once more after it) never saw the loss itself, but
+            // what it reads here answers a write after it all the same.
+            else if (lostOnTheWay.lost === undefined && c.writtenAfterLoss(request)) {
+              lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
+            }
+          })
+        )
       )
     ).pipe(
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
