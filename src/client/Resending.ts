@@ -196,7 +196,8 @@ export class Resending {
    * 250 ms, until the grace ends, or, for an ask, until its timeout since its
    * first send (`askTimeLeft`) runs out; closing the client ends the wait between
    * tries at once (then `IntercomNotConnected`). If the send was lost with a connection on
-   * the way, a failure that stands says only what the broker it reached
+   * the way — this caller's, or one the client wrote it again after before this caller came
+   * (`ClientConnection.writtenAfterLoss`) — a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
    * `ConnectionLost` — at the grace's end, and when the client is closed (or
