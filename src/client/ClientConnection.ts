@@ -186,6 +186,11 @@ export interface ClientConnection {
    * connection.
    */
   readonly resend: (sends: ReadonlyArray<UnansweredSend>, keepMs: number) => Effect.Effect<void, ConnectionLost>
+  /**
+   * Whether this connection wrote `request` (as `frameType`, default `send`) again after an earlier one lost it
+   * (`resend`): an answer to it read here speaks only for a write after the loss, whoever waited for it.
+   */
+  readonly writtenAfterLoss: (request: SendRequest, frameType?: SendFrameType) => boolean
   /** `authorize_supervisor`: a capability for `childName`, or the restore of `capability` (C-SUP-8, C-SUP-15). */
   readonly authorize: (
     childName: string,
@@ -905,6 +910,8 @@ export const openClientConnection = (
       send,
       unanswered: () => sends.unanswered(),
       resend,
+      writtenAfterLoss: (request, frameType = "send") =>
+        sends.writtenAfterLoss(request.message.id, signatureOf(request, frameType)),
       authorize,
       cancel: cancelAfterSend,
       topic: (frame, timeoutMs) =>

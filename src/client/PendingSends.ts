@@ -20,7 +20,10 @@
  * is then kept here, under its message id, and the fiber's retry collects it
  * (`collect`) instead of writing the message once more. The connection drops
  * what nobody collected when its grace ends (`release`), and all of it when
- * it closes.
+ * it closes. It remembers, for its life, which sends it wrote again so
+ * (`writtenAfterLoss`): any answer to one of them read here — joined,
+ * collected, or to a write of it once more after `release` — speaks only for
+ * a write after the loss.
  *
  * A send whose every caller left before its answer came (timed out, or gave
  * up once its frame was out) is ABANDONED, not forgotten: it stays here, its
@@ -107,7 +110,8 @@ export interface PendingSend extends Omit<UnansweredSend, "abandoned"> {
    */
   unclaimed: boolean
   /**
-   * Written on this connection again after an earlier one lost it (`retake`): a refusal of it speaks for this
+   * Written on this connection again after an earlier one lost it (`retake`), or written here once more after
+   * such a re-send (`begin`: a retry after its answer was read or `release`d): a refusal of it speaks for this
    * write only, and an earlier one may have been delivered (`TargetRebound.afterLoss`).
    */
   readonly afterLoss: boolean
@@ -145,13 +149,31 @@ export class PendingSends {
   private readonly kept = new Map<string, KeptAnswer>()
   /** How many entries of `table` are abandoned (`isAbandoned`), bounded by `MAX_ABANDONED`. */
   private abandonedCount = 0
+  /**
+   * The sends this connection wrote again after an earlier one lost them (`retake`), by message id, with their
+   * signature: as many as that batch held, for the connection's life. A later write of the same send here
+   * (`begin`) is one after the loss too (`afterLoss`), its answer kept or not (`writtenAfterLoss`).
+   */
+  private readonly resent = new Map<string, string>()
+
+  /**
+   * Whether this connection wrote the send `messageId` (with this `signature`) again after an earlier one lost it
+   * (`retake`): every answer to it read here speaks for a write after the loss, whoever waits for it — a caller
+   * that joined the re-send, collected its kept answer, or wrote it once more after `release`.
+   */
+  writtenAfterLoss(messageId: string, signature: string): boolean {
+    return this.resent.get(messageId) === signature
+  }
 
   /** The send waiting under this id, if any (a retry with the same id joins it). */
   get(messageId: string): PendingSend | undefined {
     return this.table.get(messageId)
   }
 
-  /** Enters a send about to be written; its answer is the returned entry's `answer`. */
+  /**
+   * Enters a send about to be written; its answer is the returned entry's `answer`. Marked `afterLoss` when this
+   * connection wrote the same send again after a loss (`writtenAfterLoss`).
+   */
   begin(request: SendRequest, frameType: SendFrameType, signature: string, since: number): PendingSend {
     const pending: PendingSend = {
       request,
@@ -161,7 +183,8 @@ export class PendingSends {
       writtenAskTimeoutMs: writtenAskTimeout(request, since),
       answer: Deferred.makeUnsafe(),
       unclaimed: false,
-      afterLoss: false,
+      // A retry after its re-send's answer was read (or dropped by `release`) writes it again here: still after the loss.
+      afterLoss: this.writtenAfterLoss(request.message.id, signature),
       waiters: 1
     }
     this.table.set(request.message.id, pending)
@@ -248,7 +271,8 @@ export class PendingSends {
   /**
    * The grace of these re-sent sends is over: their answers kept and not
    * collected are dropped, and one still to come is not kept. A retry after
-   * this writes its message again (the broker answers it from its record).
+   * this writes its message again (the broker answers it from its record),
+   * still marked `afterLoss` (`writtenAfterLoss`): the send was lost once.
    */
   release(messageIds: ReadonlyArray<string>): void {
     for (const messageId of messageIds) {
@@ -286,6 +310,7 @@ export class PendingSends {
    */
   failAll(): void {
     this.kept.clear()
+    this.resent.clear()
     this.abandonedCount = 0
     const lost: Array<UnansweredSend> = []
     for (const [messageId, pending] of this.table) {
@@ -342,6 +367,7 @@ export class PendingSends {
         waiters: 0
       })
       if (send.abandoned) this.noteAbandoned()
+      this.resent.set(messageId, send.signature)
       texts.push(text)
       messageIds.push(messageId)
     }

@@ -196,7 +196,8 @@ export class Resending {
    * 250 ms, until the grace ends, or, for an ask, until its timeout since its
    * first send (`askTimeLeft`) runs out; closing the client ends the wait between
    * tries at once (then `IntercomNotConnected`). If the send was lost with a connection on
-   * the way, a failure that stands says only what the broker it reached
+   * the way — this caller's, or one the client wrote it again after before this caller came
+   * (`ClientConnection.writtenAfterLoss`) — a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
    * `ConnectionLost` — at the grace's end, and when the client is closed (or
@@ -210,7 +211,17 @@ export class Resending {
     return this.retrying((c) =>
       c.send(request, this.sendTimeoutMs).pipe(
         Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
-        Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
+            // A caller that came only after the client wrote this send again on this connection (it joined that
+            // re-send, took its kept answer, or wrote it once more after it) never saw the loss itself, but
+            // what it reads here answers a write after it all the same.
+            else if (lostOnTheWay.lost === undefined && c.writtenAfterLoss(request)) {
+              lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
+            }
+          })
+        )
       )
     ).pipe(
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).

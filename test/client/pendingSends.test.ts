@@ -8,7 +8,8 @@
  * order, leaves an id already waiting there alone, and skips a send whose
  * frame cannot be built. A retaken send's answer that comes before any
  * caller joined it is kept for one `collect` by the same send, until
- * `release` or the close. A send every caller left (`leave`) is abandoned,
+ * `release` or the close; a send written once more after that is still
+ * marked `afterLoss`, until the close. A send every caller left (`leave`) is abandoned,
  * not forgotten: it stays, its answer is a late one (`settle` false), the
  * close keeps it among the unanswered, marked, and a retake of it keeps no
  * answer; callers are counted, so one leaving abandons nothing another still
@@ -169,6 +170,23 @@ describe("PendingSends", () => {
       assert.isUndefined(sends.collect("m1", "m1"))
       assert.isUndefined(sends.collect("m3", "m3"))
       assert.deepStrictEqual(sends.collect("m2", "m2"), delivered("m2"), "release dropped another batch's answer")
+    })
+
+    it("a send written once more after release is marked afterLoss, as its re-send was; another send of its id is not", () => {
+      const sends = answered()
+      sends.release(["m1", "m2"])
+      assert.isUndefined(sends.collect("m1", "m1"), "setup: release kept the answer")
+      assert.isTrue(sends.begin(request("m1"), "send", "m1", 5).afterLoss, "the retry after release read as a first write")
+      assert.isTrue(sends.writtenAfterLoss("m1", "m1"))
+      assert.isFalse(sends.begin(request("m2"), "send", "another signature", 5).afterLoss, "a different send marked")
+      assert.isFalse(sends.begin(request("m9"), "send", "m9", 5).afterLoss, "a send never lost marked")
+    })
+
+    it("the close forgets which sends were written again after a loss", () => {
+      const sends = answered()
+      sends.failAll()
+      assert.isFalse(sends.writtenAfterLoss("m1", "m1"))
+      assert.isFalse(sends.begin(request("m1"), "send", "m1", 5).afterLoss)
     })
 
     it("the close drops every kept answer", () => {
