@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
@@ -65,18 +66,40 @@ export const drainedSeen = (
 }
 
 /**
- * The hour passes (every route ages in one prune), b-1 unregisters, d's parked items are offered, b-1's
- * connection closes as abandoned and b-1 registers again: what that return is written (`drainedSeen`).
+ * b-1 unregisters, d's parked items are offered, b-1's connection closes as abandoned and b-1 registers
+ * again: what that return is written (`drainedSeen`).
  */
-export const returnAfterTheHour = (w: ControlWorld, clock: { now: number }): ReadonlyArray<string> => {
-  clock.now += 3_600_000 + 1_000
-  w.router.prune(clock.now)
+export const b1LeavesAndReturns = (w: ControlWorld): ReadonlyArray<string> => {
   w.batch(w.b1, [{ type: "unregister" }])
   for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
     // each step offers one parked item
   }
   w.closeAbandoned(w.b1)
   return drainedSeen(w, w.registerB("b-1"))
+}
+
+/**
+ * The hour passes (every route ages in one prune), then `b1LeavesAndReturns`: what b-1's return is written.
+ */
+export const returnAfterTheHour = (w: ControlWorld, clock: { now: number }): ReadonlyArray<string> => {
+  clock.now += 3_600_000 + 1_000
+  w.router.prune(clock.now)
+  return b1LeavesAndReturns(w)
+}
+
+/**
+ * Every route the broker holds is pushed out (Receipts keeps MAX_ROUTES) by as many newer ones: new
+ * sessions `e` and `sink` register and `e` sends `sink` MAX_ROUTES messages, ids `prefix0`, `prefix1`, ….
+ * Replay records stay (their bound is larger).
+ */
+export const pushOutRoutes = (w: ControlWorld, prefix: string): void => {
+  const e = w.registerOther("e")
+  const sink = w.registerOther("sink")
+  for (let sent = 0; sent < MAX_ROUTES; sent++) {
+    w.batch(e, [{ type: "send", to: "sink", message: message(`${prefix}${sent}`) }])
+    e.writer.flush()
+    sink.writer.flush()
+  }
 }
 
 /** The world `controlWorld` makes. */
