@@ -345,3 +345,41 @@ export const m1CancelParked = (clock: { now: number }) =>
     assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
     return { w, m0, m1 }
   })
+
+/**
+ * d's m1 written to `e1` (a registration of `e`); then `e1`'s writes stuck (`stick`), d sends `e` m0 and
+ * cancels m1: with an outbox of one frame, the cancel waits in `e1`'s outbox behind m0. Fails the test when
+ * it does not (it would set up nothing).
+ */
+export const cancelInOutboxOf = (w: ControlWorld, e1: Peer) => {
+  const m1 = message("m1")
+  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
+  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
+  w.stick()
+  const m0 = message("m0")
+  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
+  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+  assert.strictEqual(e1.outbox.length, 1, "the cancel is not waiting in e-1's outbox: the test sets up nothing")
+  return { m0, m1 }
+}
+
+/**
+ * d's `m1` written to `e1` (a registration of `e`); then `e1`'s writes stuck, d sends `e` m0 and m2 and
+ * cancels m1, whose cancel parks at d's reader (an outbox of one frame); `e1`'s connection closes as
+ * abandoned and d's parked items are offered. Fails the test when the cancel did not park.
+ */
+export const cancelParkedThenClosed = (w: ControlWorld, e1: Peer, m1: { readonly id: string }) => {
+  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
+  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
+  w.stick()
+  const m0 = message("m0")
+  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
+  w.batch(w.d, [{ type: "send", to: "e", message: message("m2") }])
+  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+  assert.isTrue(parkedControl(w.d, e1), "the cancel is not parked at d's reader: the test sets up nothing")
+  w.closeAbandoned(e1)
+  for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+    // each step offers one parked item
+  }
+  return { m0 }
+}
