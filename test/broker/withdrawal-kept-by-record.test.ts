@@ -10,14 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  b1LeavesAndReturns,
-  controlWorld as world,
-  custodyFeatures,
-  m1StuckBehindM0,
-  parkedControl,
-  pushOutRoutes
-} from "../support/controlWorld.ts"
+import { b1LeavesAndReturns, m1StuckWorld, parkedControl, pushOutRoutes } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -25,9 +18,7 @@ describe("a cancel that follows the replay record (route pushed out first): its 
   it.effect("m1, cancelled and answered delivered, never reaches b-1's return after its record ages", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
+      const { w, m0, m1 } = yield* m1StuckWorld(clock)
       // m1's route pushed out by MAX_ROUTES newer routes; its replay record stays (the records' bound is larger).
       clock.now += 60_000
       pushOutRoutes(w, "n")

@@ -19,9 +19,8 @@ import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
 import {
   b1LeavesAndReturns,
-  controlWorld as world,
   custodyFeatures,
-  m1StuckBehindM0,
+  m1StuckWorld,
   parkedControl,
   pushOutRoutes
 } from "../support/controlWorld.ts"
@@ -32,9 +31,7 @@ describe("a withdrawal kept with no route is charged to its receiver's share (re
   it.effect("m1, cancelled by d along its replay record, never reaches b-1's return though d's cancels to a never-confirming a fill the list", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
+      const { w, m0, m1 } = yield* m1StuckWorld(clock)
       // a confirms nothing it is written: every message to it stays in its custody, so each cancel is kept.
       const a = w.registerOther("a", {}, false, { features: custodyFeatures, instanceId: "a-1" })
       const flood: Array<string> = []

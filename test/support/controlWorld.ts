@@ -332,15 +332,24 @@ export const confirmedThenCancelParked = (mailboxRetention: number) =>
   })
 
 /**
- * The world of the kept-withdrawals tests: a broker on `clock` whose mailbox keeps mail a day, b-1's writes
- * stuck and its outbox (capacity 1) full behind m0, d's m1 waiting in it (`m1StuckBehindM0`), and d's cancel
- * of m1 parked at d's reader. Fails the test when the cancel is not parked (it would set up nothing).
+ * A broker on `clock` whose mailbox keeps mail a day, b-1's writes stuck and its outbox (capacity 1) full
+ * behind m0, d's m1 waiting in it (`m1StuckBehindM0`): where the kept-withdrawals tests start.
  */
-export const m1CancelParked = (clock: { now: number }) =>
+export const m1StuckWorld = (clock: { now: number }) =>
   Effect.gen(function*() {
     const w = yield* controlWorld(custodyFeatures, { mailboxRetention: 24 * 3_600_000, outboxCapacity: 1 }, clock)
     w.stick()
     const { m0, m1 } = m1StuckBehindM0(w)
+    return { w, m0, m1 }
+  })
+
+/**
+ * The world of the kept-withdrawals tests: `m1StuckWorld`, and d's cancel of m1 parked at d's reader. Fails
+ * the test when the cancel is not parked (it would set up nothing).
+ */
+export const m1CancelParked = (clock: { now: number }) =>
+  Effect.gen(function*() {
+    const { w, m0, m1 } = yield* m1StuckWorld(clock)
     w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
     assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
     return { w, m0, m1 }
