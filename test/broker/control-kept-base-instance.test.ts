@@ -22,8 +22,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
-import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { cancelInOutboxOf, controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -31,14 +30,7 @@ const HOUR = 3_600_000
 const cancelKeptForBaseE1 = Effect.gen(function*() {
   const w = yield* world(custodyFeatures, { mailboxRetention: HOUR })
   const e1 = w.registerOther("e", {}, true)
-  const m1 = message("m1")
-  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-  w.stick()
-  const m0 = message("m0")
-  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
-  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-  assert.strictEqual(e1.outbox.length, 1, "the cancel is not waiting in e-1's outbox: the test sets up nothing")
+  const { m0, m1 } = cancelInOutboxOf(w, e1)
   w.closeAbandoned(e1)
   assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for e-1: the test sets up nothing")
   return { w, m0, m1 }

@@ -25,20 +25,20 @@ import { Effect } from "effect"
 import { RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { message } from "../support/broker.ts"
-import { type ControlWorld, controlWorld as world, custodyFeatures, parkedControl } from "../support/controlWorld.ts"
+import {
+  cancelInOutboxOf,
+  cancelParkedThenClosed,
+  type ControlWorld,
+  controlWorld as world,
+  custodyFeatures,
+  parkedControl
+} from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
 /** m1 written to `e1`, its cancel stuck in `e1`'s outbox behind m0, then `e1` dropped; what the close kept. */
 const cancelGivenBackAlone = (w: ControlWorld, e1: Peer) => {
-  const m1 = message("m1")
-  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-  w.stick()
-  const m0 = message("m0")
-  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
-  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-  assert.strictEqual(e1.outbox.length, 1, "the cancel is not waiting in e-1's outbox: the test sets up nothing")
+  const { m0, m1 } = cancelInOutboxOf(w, e1)
   w.closeAbandoned(e1)
   assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
   return { m0, m1, kept: w.router.stats().keptControls, holding: w.router.heldMail()?.controls ?? 0 }
@@ -91,18 +91,7 @@ describe("a control given back alone for a base client's instance that can never
       w.batch(er, [{ type: "unregister" }])
       const e1 = w.registerOther("e", {}, true)
       const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-      assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-      w.stick()
-      const m0 = message("m0")
-      w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
-      w.batch(w.d, [{ type: "send", to: "e", message: message("m2") }])
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, e1), "the cancel is not parked at d's reader: the test sets up nothing")
-      w.closeAbandoned(e1)
-      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
-        // each step offers one parked item
-      }
+      const { m0 } = cancelParkedThenClosed(w, e1, m1)
       assert.isFalse(parkedControl(w.d, e1), "the cancel was not offered at e-1's closed connection: the test checks nothing")
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
       assert.strictEqual(w.router.stats().keptControls, 0, "the refused cancel was kept for e-1, which can never register as itself again")
@@ -117,18 +106,7 @@ describe("a control given back alone for a base client's instance that can never
       w.batch(er, [{ type: "unregister" }])
       const e1 = w.registerOther("e", {}, true, { features: [RECEIVED_V1] })
       const m1 = message("x".repeat(8_000))
-      w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-      assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-      w.stick()
-      const m0 = message("m0")
-      w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
-      w.batch(w.d, [{ type: "send", to: "e", message: message("m2") }])
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, e1), "the cancel is not parked at d's reader: the test sets up nothing")
-      w.closeAbandoned(e1)
-      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
-        // each step offers one parked item
-      }
+      const { m0 } = cancelParkedThenClosed(w, e1, m1)
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
       assert.strictEqual(w.router.stats().keptControls, 0, "m1's cancel was kept for e-1, which can never register as itself again")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-1 holds the idle exit")

@@ -14,7 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
+import { controlWorld as world, custodyFeatures, drainedSeen } from "../support/controlWorld.ts"
 
 describe("a parked control taken out as the head its reader's drainer waits on", () => {
   it.effect("the cancel leaves d's parked list, the drainer waiting on it ends, b-1's return gets m1 and one cancel", () =>
@@ -37,12 +37,7 @@ describe("a parked control taken out as the head its reader's drainer waits on",
       assert.isDefined(drainer.pollUnsafe(), "d's drainer still waits on the cancel taken out of its list")
       yield* Fiber.interrupt(drainer)
       w.closeAbandoned(w.b1)
-      const back = w.registerB("b-1")
-      for (let n = 0; n < 20; n++) {
-        w.framesOf(back)
-        if (!w.tryDrain(back)) break
-      }
-      const seen = messagesAndControls(w.framesOf(back))
+      const seen = drainedSeen(w, w.registerB("b-1"))
       assert.deepStrictEqual(seen.filter((s) => s.endsWith(m1.id)), [`message ${m1.id}`, `cancel ${m1.id}`])
     }))
 })

@@ -6,39 +6,19 @@
  * largest share costs the share whose join made it, not an older one (BL3).
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
 import {
   KEPT_DROPS_NOTICE_INTERVAL_MS,
   MAX_KEPT_WITHDRAWALS,
   OutboundRecord,
   OutboundRecords
 } from "../../src/broker/OutboundRecords.ts"
-import { DeliveryCode } from "../../src/protocol/delivery.ts"
-import type { Message } from "../../src/protocol/frames.ts"
+import { keptFor, noticedTable, SEED } from "../support/keptWithdrawals.ts"
 
-const SEED = 12345
 const HOUR = KEPT_DROPS_NOTICE_INTERVAL_MS
-const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
-const messageOf = (id: string): Message => ({ id, timestamp: 0, content: { text: "t" } })
-
-/** "a"'s message `id`, routed to `receiverKey` at `at`, withdrawn while it waited, its route aged out. */
-const keptFor = (table: OutboundRecords, id: string, receiverKey: string, at: number): OutboundRecord => {
-  const record = table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined))
-  table.keepRoute(record, receiverKey, 7, at)
-  record.withdrawal = CANCELLED
-  table.keepWithdrawal(record, at)
-  table.ageRoute(record, at)
-  return record
-}
 
 describe("the withdrawals' list when full: drops told, ties", () => {
   it("drops after the hour's first line, with no drop after the hour, are told by the next prune after it", () => {
-    const notices: Array<string> = []
-    const table = new OutboundRecords(SEED, (line) => notices.push(line))
-    let n = 0
-    const fill = (count: number, at: number) => {
-      for (let k = 0; k < count; k++, n++) keptFor(table, `m${n}`, `r${n % 8}`, at)
-    }
+    const { fill, notices, table } = noticedTable()
     fill(MAX_KEPT_WITHDRAWALS + 1, 0)
     fill(9, 1)
     expect([notices.length, table.withdrawalsDroppedFull]).toEqual([1, 10])
@@ -51,12 +31,7 @@ describe("the withdrawals' list when full: drops told, ties", () => {
   })
 
   it("after the clock steps back, a drop more than an hour later (by the clock) is logged", () => {
-    const notices: Array<string> = []
-    const table = new OutboundRecords(SEED, (line) => notices.push(line))
-    let n = 0
-    const fill = (count: number, at: number) => {
-      for (let k = 0; k < count; k++, n++) keptFor(table, `m${n}`, `r${n % 8}`, at)
-    }
+    const { fill, notices } = noticedTable()
     fill(MAX_KEPT_WITHDRAWALS + 1, 10 * HOUR)
     expect(notices).toHaveLength(1)
     // The wall clock (Clock.currentTimeMillisUnsafe) is stepped back 8 hours.

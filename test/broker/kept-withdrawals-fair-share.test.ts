@@ -11,29 +11,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
 import {
   KEPT_DROPS_NOTICE_INTERVAL_MS,
   MAX_KEPT_WITHDRAWALS,
   OutboundRecord,
   OutboundRecords
 } from "../../src/broker/OutboundRecords.ts"
-import { DeliveryCode } from "../../src/protocol/delivery.ts"
-import type { Message } from "../../src/protocol/frames.ts"
-
-const SEED = 12345
-const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
-const messageOf = (id: string): Message => ({ id, timestamp: 0, content: { text: "t" } })
-
-/** "a"'s message `id`, routed to `receiverKey` at `at`, withdrawn while it waited, its route aged out. */
-const keptFor = (table: OutboundRecords, id: string, receiverKey: string, at: number): OutboundRecord => {
-  const record = table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined))
-  table.keepRoute(record, receiverKey, 7, at)
-  record.withdrawal = CANCELLED
-  table.keepWithdrawal(record, at)
-  table.ageRoute(record, at)
-  return record
-}
+import { CANCELLED, keptFor, messageOf, noticedTable, SEED } from "../support/keptWithdrawals.ts"
 
 describe("the withdrawals' list drops the oldest of the receiver holding the most, only when full (review revbh)", () => {
   it("BH1: four flooding receivers (one client's four sessions) filling the list lose their own oldest, not an innocent receiver's older one", () => {
@@ -94,12 +78,7 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
   })
 
   it("BH2: drops are logged at most once per KEPT_DROPS_NOTICE_INTERVAL_MS, each line counting those since the last, though the list never empties", () => {
-    const notices: Array<string> = []
-    const table = new OutboundRecords(SEED, (line) => notices.push(line))
-    let n = 0
-    const fill = (count: number, at: number) => {
-      for (let k = 0; k < count; k++, n++) keptFor(table, `m${n}`, `r${n % 8}`, at)
-    }
+    const { fill, notices, table } = noticedTable()
     fill(MAX_KEPT_WITHDRAWALS + 1, 0)
     expect(notices).toHaveLength(1)
     expect(notices[0]).toContain("; 1 dropped since the last such line")

@@ -10,9 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
-import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
+import { b1LeavesAndReturns, m1StuckWorld, parkedControl, pushOutRoutes } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -20,35 +18,17 @@ describe("a cancel that follows the replay record (route pushed out first): its 
   it.effect("m1, cancelled and answered delivered, never reaches b-1's return after its record ages", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
+      const { w, m0, m1 } = yield* m1StuckWorld(clock)
       // m1's route pushed out by MAX_ROUTES newer routes; its replay record stays (the records' bound is larger).
       clock.now += 60_000
-      const e = w.registerOther("e")
-      const sink = w.registerOther("sink")
-      for (let sent = 0; sent < MAX_ROUTES; sent++) {
-        w.batch(e, [{ type: "send", to: "sink", message: message(`n${sent}`) }])
-        e.writer.flush()
-        sink.writer.flush()
-      }
+      pushOutRoutes(w, "n")
       // The cancel now follows the record to b-1 (same instance, live): answered delivered, its control parked.
       w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
       assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
       // m1's replay record ages (its hour from the send); m1 still waits unwritten in b-1's outbox.
       clock.now += HOUR
       w.router.prune(clock.now)
-      w.batch(w.b1, [{ type: "unregister" }])
-      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
-        // each step offers one parked item
-      }
-      w.closeAbandoned(w.b1)
-      const back = w.registerB("b-1")
-      for (let n = 0; n < 20; n++) {
-        w.framesOf(back)
-        if (!w.tryDrain(back)) break
-      }
-      const seen = messagesAndControls(w.framesOf(back))
+      const seen = b1LeavesAndReturns(w)
       assert.deepStrictEqual(w.answersOf(m1.id), ["delivered", "delivered"], "the send and its cancel were not both answered delivered: the test sets up nothing")
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m1.id}`, "m1, whose cancel its sender was answered delivered for, reached b-1's return")

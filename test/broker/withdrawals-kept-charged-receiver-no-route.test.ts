@@ -16,9 +16,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
 import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
-import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, messagesAndControls, parkedControl } from "../support/controlWorld.ts"
+import {
+  b1LeavesAndReturns,
+  custodyFeatures,
+  m1StuckWorld,
+  parkedControl,
+  pushOutRoutes
+} from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -26,9 +31,7 @@ describe("a withdrawal kept with no route is charged to its receiver's share (re
   it.effect("m1, cancelled by d along its replay record, never reaches b-1's return though d's cancels to a never-confirming a fill the list", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
+      const { w, m0, m1 } = yield* m1StuckWorld(clock)
       // a confirms nothing it is written: every message to it stays in its custody, so each cancel is kept.
       const a = w.registerOther("a", {}, false, { features: custodyFeatures, instanceId: "a-1" })
       const flood: Array<string> = []
@@ -42,13 +45,7 @@ describe("a withdrawal kept with no route is charged to its receiver's share (re
       assert.isTrue(a.custody?.holdsMessage(recordKeyOf(w.d.session?.key ?? "", flood[0]!)) === true, "n0 is not in a's custody: the test sets up nothing")
       // Every route so far pushed out by MAX_ROUTES newer ones; the replay records stay.
       clock.now += 60_000
-      const e = w.registerOther("e")
-      const sink = w.registerOther("sink")
-      for (let sent = 0; sent < MAX_ROUTES; sent++) {
-        w.batch(e, [{ type: "send", to: "sink", message: message(`r${sent}`) }])
-        e.writer.flush()
-        sink.writer.flush()
-      }
+      pushOutRoutes(w, "r")
       // The cancels follow the records to b-1 and a (same instances, live): each kept on the list at once.
       w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
       assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
@@ -61,17 +58,7 @@ describe("a withdrawal kept with no route is charged to its receiver's share (re
       // The hour passes (the replay records age; the withdrawals stay a day), and b-1 leaves and comes back.
       clock.now += HOUR
       w.router.prune(clock.now)
-      w.batch(w.b1, [{ type: "unregister" }])
-      for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
-        // each step offers one parked item
-      }
-      w.closeAbandoned(w.b1)
-      const back = w.registerB("b-1")
-      for (let n = 0; n < 20; n++) {
-        w.framesOf(back)
-        if (!w.tryDrain(back)) break
-      }
-      const seen = messagesAndControls(w.framesOf(back))
+      const seen = b1LeavesAndReturns(w)
       assert.deepStrictEqual(w.answersOf(m1.id), ["delivered", "delivered"], "m1's cancel did not follow its record: the test sets up nothing")
       assert.include(seen, `message ${m0.id}`, "m0, never confirmed, did not come back: the test checks nothing")
       assert.notInclude(seen, `message ${m1.id}`, "m1, cancelled on its way, reached b-1's return")

@@ -16,19 +16,13 @@ import { Effect } from "effect"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
 import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, parkedControl, returnAfterTheHour } from "../support/controlWorld.ts"
-
-const HOUR = 3_600_000
+import { custodyFeatures, m1CancelParked, returnAfterTheHour } from "../support/controlWorld.ts"
 
 describe("a kept withdrawal is charged to its receiver's share of the withdrawals' list (review revbh BH3)", () => {
   it.effect("m1, cancelled by d on its way to b, never reaches b-1's return though d then cancels enough messages to a never-confirming a to fill the list", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      const { w, m0, m1 } = yield* m1CancelParked(clock)
       const a = w.registerOther("a", {}, false, { features: custodyFeatures, instanceId: "a-1" })
       for (let sent = 0; sent < MAX_KEPT_WITHDRAWALS; sent++) {
         const n = message(`n${sent}`)

@@ -13,19 +13,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, m1StuckBehindM0, parkedControl, returnAfterTheHour } from "../support/controlWorld.ts"
-
-const HOUR = 3_600_000
+import { m1CancelParked, returnAfterTheHour } from "../support/controlWorld.ts"
 
 describe("other senders' ordinary cancels do not crowd a pending withdrawal off the withdrawals' list (review revau AU2)", () => {
   it.effect("m1, cancelled on its way, never reaches b-1's return however many other messages were cancelled", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const w = yield* world(custodyFeatures, { mailboxRetention: 24 * HOUR, outboxCapacity: 1 }, clock)
-      w.stick()
-      const { m0, m1 } = m1StuckBehindM0(w)
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+      const { w, m0, m1 } = yield* m1CancelParked(clock)
       // Another sender cancels MAX_KEPT_WITHDRAWALS messages its reader took at once (written, long settled).
       const e = w.registerOther("e")
       const sink = w.registerOther("sink")

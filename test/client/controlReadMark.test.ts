@@ -8,13 +8,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
+import { type ScriptFrame, scriptedListClient } from "./support.ts"
 
 const SENDER = { id: "dddddddd-3333-4000-8000-00000000000d", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 
-type Frame = { readonly type: string; readonly [key: string]: unknown }
-
-const message = (id: string, text: string): Frame => ({
+const message = (id: string, text: string): ScriptFrame => ({
   type: "message",
   from: SENDER,
   message: { id, timestamp: 1, content: { text } }
@@ -24,23 +22,7 @@ const cancel = { type: "message_control", from: SENDER, control: { messageId: "m
 describe("a control's read mark (review revbb BB2)", () => {
   it.effect("is the last message's read number, and readSince turns true only once a new message of its pair passed", () =>
     Effect.gen(function*() {
-      let script: ReadonlyArray<Frame> = []
-      const fake = yield* memoryFakeBroker({
-        beforeList: () => {
-          const frames = script
-          script = []
-          return frames
-        }
-      })
-      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob"))
-      const controls = yield* subscribe(client.controls, "bob's controls")
-      const messages = yield* subscribe(client.messages, "bob's messages")
-      yield* client.connect
-      const listAfter = (frames: ReadonlyArray<Frame>) =>
-        Effect.suspend(() => {
-          script = frames
-          return Effect.asVoid(client.list)
-        })
+      const { client, controls, listAfter, messages } = yield* scriptedListClient
       yield* listAfter([message("m1", "old task"), cancel])
       const old = yield* messages.next((inbound) => inbound.message.id === "m1")
       const control = yield* controls.next((event) => event._tag === "Control")

@@ -14,11 +14,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ControlEvent } from "../../src/client/events.ts"
-import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
+import { scriptedListClient } from "./support.ts"
 
 const SENDER = { id: "dddddddd-3333-4000-8000-00000000000d", cwd: "/w", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
-
-type Frame = { readonly type: string; readonly [key: string]: unknown }
 
 const ask = { type: "message", from: SENDER, message: { id: "q1", timestamp: 1, content: { text: "still need this?" }, expectsReply: true } }
 const cancel = { type: "message_control", from: SENDER, control: { messageId: "q1", action: "cancel", timestamp: 2 } }
@@ -28,23 +26,7 @@ const label = (event: ControlEvent): string =>
 
 /** Bob, who read the ask and answered it (reply r1), with helpers to script the fake broker. */
 const answeredAsk = Effect.gen(function*() {
-  let script: ReadonlyArray<Frame> = []
-  const fake = yield* memoryFakeBroker({
-    beforeList: () => {
-      const frames = script
-      script = []
-      return frames
-    }
-  })
-  const { client } = yield* makeMemoryClient(memoryClientOptions(fake, "bbbbbbbb-3333-4000-8000-00000000000b", "bob"))
-  const controls = yield* subscribe(client.controls, "bob's controls")
-  const messages = yield* subscribe(client.messages, "bob's messages")
-  yield* client.connect
-  const listAfter = (frames: ReadonlyArray<Frame>) =>
-    Effect.suspend(() => {
-      script = frames
-      return Effect.asVoid(client.list)
-    })
+  const { client, controls, listAfter, messages } = yield* scriptedListClient
   yield* listAfter([ask])
   yield* Effect.orDie(client.send({ to: SENDER.id, message: { id: "r1", timestamp: 3, content: { text: "yes" }, replyTo: "q1" } }))
   /** The ask and its cancel written again, then markers: once they are seen, anything before them was passed on. */

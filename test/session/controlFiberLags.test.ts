@@ -11,54 +11,34 @@
  * the fake session client, on the TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
+import { Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import {
+  C,
+  holdControlFiber,
+  inboundMessage,
+  journalSession,
+  retryFiveSeconds,
+  settle,
+  slowWithdrawalJournal
+} from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
 /** C's first m-1 handed over, then (2 h later) C's "other" waiting in the hand-off while its withdrawal is saved slowly. */
 const lagging = Effect.gen(function*() {
-  const client = yield* makeFakeClient(SELF.id)
-  client.sessions = [SELF, B, C]
-  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-  // A journal that saves withdrawals, one of them slowly (a disk write).
-  const service = {
-    ...host.service,
-    journal: {
-      checkpoint: () => Effect.void,
-      undelivered: Effect.succeed([]),
-      handled: Effect.succeed([]),
-      withdrawn: (_from: string, messageId: string) => messageId === "other" ? Effect.sleep(1_000) : Effect.void
-    }
-  }
-  const context = yield* Layer.build(
-    IntercomSession.layer().pipe(
-      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-    )
-  )
-  const session = Context.get(context, IntercomSession)
+  const { client, host, session } = yield* journalSession(slowWithdrawalJournal("other"))
   yield* client.push(inboundMessage(C, "m-1", "first task"))
   yield* settle
   assert.strictEqual((yield* Queue.take(host.inbox)).intent, "trigger", "setup: the first m-1 was live")
   // Past the broker's replay record and the admission window (as withdrawalIdReused.test.ts).
   yield* TestClock.adjust(2 * HOUR)
-  // The host refuses hand-offs for a while: C's "other" waits in the hand-off, and so does what comes behind it.
-  host.failDeliveries = 15 // 1.5 s at HANDOFF_RETRY_INTERVAL (100 ms)
-  yield* client.push(inboundMessage(C, "other", "another task"))
-  yield* settle
-  // The client reads C's cancel of "other": the control fiber withdraws it and saves that (slowly).
-  yield* client.control({ _tag: "Control", from: C, control: { messageId: "other", action: "cancel", timestamp: 0 } })
-  yield* settle
+  // The host refuses hand-offs for a while: C's "other" waits in the hand-off, and so does what comes behind it;
+  // the client reads C's cancel of "other": the control fiber withdraws it and saves that (slowly).
+  yield* holdControlFiber({ client, host })
   /** Until the host took both: "other", then what came behind it. */
   const drain = Effect.gen(function*() {
-    for (let i = 0; i < 10; i++) {
-      yield* TestClock.adjust(500)
-      yield* settle
-    }
+    yield* retryFiveSeconds
     assert.strictEqual((yield* Queue.take(host.inbox)).message.id, "other", "setup: other first")
     return yield* Queue.take(host.inbox)
   })

@@ -10,14 +10,10 @@
  * the control's own read is dropped by the pi host (nothing handed yet).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Queue, Scope } from "effect"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { Effect, Queue } from "effect"
 import { WITHDRAWN_ENTRY } from "../../src/pi/entries.ts"
-import { Host, type HostService } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { makePiHostRig } from "../pi/hostRig.ts"
-import type { FakeClient } from "./support.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, sessionGeneration, settle } from "./support.ts"
 
 describe("control first, then its message, restored from pi's journal", () => {
   it.effect("a message cancelled before it was read, refused by its host, is restored by the next generation passive, marked withdrawn", () =>
@@ -26,23 +22,12 @@ describe("control first, then its message, restored from pi's journal", () => {
       const journal = rig.host.journal
       if (journal === undefined) throw new Error("setup: the pi host has a journal")
       const identity = { name: "self", cwd: "/work", model: "test-model" }
-      const build = (host: HostService, client: FakeClient) =>
-        Effect.gen(function*() {
-          const scope = yield* Scope.make()
-          const context = yield* Layer.buildWithScope(
-            IntercomSession.layer({}).pipe(
-              Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host)))
-            ),
-            scope
-          )
-          return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
-        })
 
       const client = yield* makeFakeClient(SELF.id)
       client.sessions = [SELF, B, C]
       const first = yield* makeRecordingHost(identity)
       first.failDeliveries = 1_000
-      const one = yield* build({ ...first.service, journal }, client)
+      const one = yield* sessionGeneration({ ...first.service, journal }, client)
       // The client read the message, then its cancel; the control fiber handles the cancel first (pushReadFirst).
       yield* client.control({ _tag: "Control", from: C, control: { messageId: "m-1", action: "cancel", timestamp: 0 } })
       yield* settle
@@ -55,7 +40,7 @@ describe("control first, then its message, restored from pi's journal", () => {
       const next = yield* makeFakeClient(SELF.id)
       next.sessions = [SELF, B, C]
       const second = yield* makeRecordingHost(identity)
-      const two = yield* build({ ...second.service, journal }, next)
+      const two = yield* sessionGeneration({ ...second.service, journal }, next)
       yield* settle
       const handed = yield* Queue.take(second.inbox)
       assert.strictEqual(handed.message.id, "m-1")

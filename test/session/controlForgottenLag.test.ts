@@ -9,35 +9,15 @@
  * an older withdrawn one, read while the fiber lags, is withdrawn with it).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
-import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { Effect, Queue } from "effect"
+import { B, C, inboundMessage, journalSession, retryFiveSeconds, settle, slowWithdrawalJournal } from "./support.ts"
 
 describe("a control the record forgot by count while the control fiber lags (review revbf BF1)", () => {
   it.effect("the cancelled message waiting in the hand-off is still handed over withdrawn", () =>
     Effect.gen(function*() {
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, B, C]
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const service = {
-        ...host.service,
-        journal: {
-          checkpoint: () => Effect.void,
-          undelivered: Effect.succeed([]),
-          handled: Effect.succeed([]),
-          // "other"'s withdrawal is saved slowly (the fault modelled: a slow disk write, on the TestClock the test
-          // moves; no barrier — every wait below is on a hand-off or a result): the control fiber lags behind the reads.
-          withdrawn: (_from: string, messageId: string) => messageId === "other" ? Effect.sleep(1_000) : Effect.void
-        }
-      }
-      yield* Layer.build(
-        IntercomSession.layer().pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-        )
-      ).pipe(Effect.map((context) => Context.get(context, IntercomSession)))
+      // "other"'s withdrawal is saved slowly (the fault modelled: a slow disk write, on the TestClock the test
+      // moves; no barrier — every wait below is on a hand-off or a result): the control fiber lags behind the reads.
+      const { client, host } = yield* journalSession(slowWithdrawalJournal("other"))
       host.failDeliveries = 15
       yield* client.push(inboundMessage(C, "other", "another task"))
       yield* client.push(inboundMessage(C, "m-2", "do the risky thing"))
@@ -50,10 +30,7 @@ describe("a control the record forgot by count while the control fiber lags (rev
         yield* client.control({ _tag: "Control", from: B, control: { messageId: `x-${i}`, action: "cancel", timestamp: 0 } })
       }
       assert.isUndefined(yield* client.service.withdrawal(C.id, "m-2"), "setup: the record forgot m-2's cancel (capacity)")
-      for (let i = 0; i < 10; i++) {
-        yield* TestClock.adjust(500)
-        yield* settle
-      }
+      yield* retryFiveSeconds
       assert.strictEqual((yield* Queue.take(host.inbox)).message.id, "other", "setup: other first")
       const second = yield* Queue.take(host.inbox)
       assert.strictEqual(second.message.id, "m-2", "setup: m-2 next")

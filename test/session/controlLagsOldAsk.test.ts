@@ -7,37 +7,25 @@
  * ask under the id staying open is test/session/controlFiberLags.test.ts's. Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
+import { Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import {
+  C,
+  holdControlFiber,
+  inboundMessage,
+  journalSession,
+  retryFiveSeconds,
+  settle,
+  slowWithdrawalJournal
+} from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
 describe("a lagging control fiber and an old ask the host took", () => {
   it.effect("closes the old ask its sender withdrew, a newer plain message under its id read after the cancel", () =>
     Effect.gen(function*() {
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, B, C]
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const service = {
-        ...host.service,
-        journal: {
-          checkpoint: () => Effect.void,
-          undelivered: Effect.succeed([]),
-          handled: Effect.succeed([]),
-          // The control fiber lags: saving "other"'s withdrawal is a slow disk write.
-          withdrawn: (_from: string, messageId: string) => messageId === "other" ? Effect.sleep(1_000) : Effect.void
-        }
-      }
-      const context = yield* Layer.build(
-        IntercomSession.layer().pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-        )
-      )
-      const session = Context.get(context, IntercomSession)
+      // The control fiber lags: saving "other"'s withdrawal is a slow disk write.
+      const { client, host, session } = yield* journalSession(slowWithdrawalJournal("other"))
       // C asks m-1; the host takes it live: a pending ask.
       // Its asker waits 3 h (ask-timeout-v1), so it is still pending past the admission window below.
       yield* client.push({ ...inboundMessage(C, "m-1", "old question", { expectsReply: true }), askTimeoutMs: 3 * HOUR })
@@ -51,20 +39,13 @@ describe("a lagging control fiber and an old ask the host took", () => {
       // Past the broker's replay record and the admission window (as controlFiberLags.test.ts).
       yield* TestClock.adjust(2 * HOUR)
       assert.strictEqual((yield* Effect.orDie(session.pending)).asks.length, 1, "setup: still pending 2 h on")
-      host.failDeliveries = 15
       // The control fiber is held up saving the withdrawal of "other".
-      yield* client.push(inboundMessage(C, "other", "another task"))
-      yield* settle
-      yield* client.control({ _tag: "Control", from: C, control: { messageId: "other", action: "cancel", timestamp: 0 } })
-      yield* settle
+      yield* holdControlFiber({ client, host })
       // C withdraws the old ask m-1 (read by the client now) and later sends a plain message reusing the id.
       yield* client.control({ _tag: "Control", from: C, control: { messageId: "m-1", action: "cancel", timestamp: 0 } })
       yield* client.push(inboundMessage(C, "m-1", "unrelated note"))
       yield* settle
-      for (let i = 0; i < 10; i++) {
-        yield* TestClock.adjust(500)
-        yield* settle
-      }
+      yield* retryFiveSeconds
       assert.strictEqual((yield* Queue.take(host.inbox)).message.id, "other", "setup: other handed over")
       const second = yield* Queue.take(host.inbox)
       assert.strictEqual(second.message.content.text, "unrelated note", "setup: the new m-1 was handed over")

@@ -1,9 +1,14 @@
 /**
  * Test doubles for the session runtime: a scriptable in-memory
  * `IntercomClient` (no socket, so TestClock drives every timer) and a host
- * that records what the session hands it.
+ * that records what the session hands it, and the session worlds built on
+ * them (peers listed, a host journal given, one generation in its own Scope).
+ *
+ * Size note: ~690 lines, past the ~400 guide: the fake client is most of it,
+ * and the session worlds beside it are what the session tests share.
  */
-import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, type Scope, Stream } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
@@ -39,7 +44,8 @@ import {
   Host,
   type HostIdentity,
   type HostService,
-  type Inbound
+  type Inbound,
+  type InboundJournal
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
 import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
@@ -587,6 +593,78 @@ export const reboundOnce = (client: FakeClient, peer: SessionInfo): void => {
 }
 
 /**
+ * A session (SELF, with B and C listed) over the fake client and a recording
+ * host whose host journal is `journal`: the world for tests of what the
+ * session tells, or waits on, its host's journal. Built in the current Scope.
+ */
+export const journalSession = (journal: InboundJournal): Effect.Effect<UnitSession, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, B, C]
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const context = yield* Layer.build(
+      IntercomSession.layer({}).pipe(
+        Layer.provide(
+          Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer({ ...host.service, journal }))
+        )
+      )
+    )
+    return { client, host, session: Context.get(context, IntercomSession) }
+  })
+
+/**
+ * A host journal that saves nothing but whose save of the withdrawal of
+ * `slowId` takes 1 s on the clock (a slow disk write): while it runs, the
+ * session's control fiber lags behind what the client reads.
+ */
+export const slowWithdrawalJournal = (slowId: string): InboundJournal => ({
+  checkpoint: () => Effect.void,
+  undelivered: Effect.succeed([]),
+  handled: Effect.succeed([]),
+  withdrawn: (_from, messageId) => messageId === slowId ? Effect.sleep(1_000) : Effect.void
+})
+
+/**
+ * Holds `journalSession(slowWithdrawalJournal("other"))`'s control fiber: the
+ * host refuses the next 15 hand-offs (1.5 s at HANDOFF_RETRY_INTERVAL), C's
+ * "other" waits in the hand-off, and the client reads C's cancel of it, whose
+ * slow save the control fiber is then busy with.
+ */
+export const holdControlFiber = (unit: Pick<UnitSession, "client" | "host">) =>
+  Effect.gen(function*() {
+    unit.host.failDeliveries = 15
+    yield* unit.client.push(inboundMessage(C, "other", "another task"))
+    yield* settle
+    yield* unit.client.control({ _tag: "Control", from: C, control: { messageId: "other", action: "cancel", timestamp: 0 } })
+    yield* settle
+  })
+
+/** Moves the TestClock 5 s in 500 ms steps, settling after each: a refusing hand-off retries its way through. */
+export const retryFiveSeconds = Effect.gen(function*() {
+  for (let i = 0; i < 10; i++) {
+    yield* TestClock.adjust(500)
+    yield* settle
+  }
+})
+
+/**
+ * A session generation over `client` and `host` in a Scope of its own, with
+ * `close` to end it: the world for tests across generations (one session
+ * ends, the next restores from the same journal).
+ */
+export const sessionGeneration = (host: HostService, client: FakeClient) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(
+      IntercomSession.layer({}).pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host)))
+      ),
+      scope
+    )
+    return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
+  })
+
+/**
  * A session (SELF, with B and C listed) whose host journal saves each message
  * that `waits` picks only once `gate` opens (a slow disk): what is read after
  * such a message waits for that save, a departure's `caughtUp` included.
@@ -594,23 +672,11 @@ export const reboundOnce = (client: FakeClient, peer: SessionInfo): void => {
 export const slowJournalSessionFor = (waits: (messageId: string) => boolean) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
-    const client = yield* makeFakeClient(SELF.id)
-    client.sessions = [SELF, B, C]
-    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-    const service = {
-      ...host.service,
-      journal: {
-        checkpoint: (context: { readonly message: { readonly id: string } }) =>
-          waits(context.message.id) ? Deferred.await(gate) : Effect.void,
-        undelivered: Effect.succeed([])
-      }
-    }
-    const context = yield* Layer.build(
-      IntercomSession.layer({}).pipe(
-        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-      )
-    )
-    return { client, gate, session: Context.get(context, IntercomSession) }
+    const { client, session } = yield* journalSession({
+      checkpoint: (context) => waits(context.message.id) ? Deferred.await(gate) : Effect.void,
+      undelivered: Effect.succeed([])
+    })
+    return { client, gate, session }
   })
 
 /** `slowJournalSessionFor` where every message waits for the gate. */

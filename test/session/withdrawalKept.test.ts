@@ -16,16 +16,14 @@
  * Over the fake client on the TestClock (the hand-off's retry runs on it).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Queue, Scope } from "effect"
+import { Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import type { MessageControl, SessionInfo } from "../../src/protocol/frames.ts"
 import { AskNoLongerOpen } from "../../src/session/errors.ts"
-import { Host, type HostService, type InboundJournal, type JournalRecord } from "../../src/session/Host.ts"
+import { type InboundJournal, type JournalRecord } from "../../src/session/Host.ts"
 import { HANDOFF_RETRY_INTERVAL } from "../../src/session/HostHandoff.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import type { FakeClient } from "./support.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, sessionGeneration, settle, withPeers } from "./support.ts"
 
 /** `from` withdraws (or replaces) its message `messageId`. */
 const withdraw = (client: FakeClient, from: SessionInfo, messageId: string, action: MessageControl["action"]) =>
@@ -64,21 +62,10 @@ const restoredAfterCancel = (keepsWithdrawals: boolean) =>
     const client = yield* makeFakeClient(SELF.id)
     client.sessions = [SELF, B, C]
     const identity = { name: "self", cwd: "/work", model: "test-model" }
-    const build = (host: HostService, client: FakeClient) =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(
-          IntercomSession.layer({}).pipe(
-            Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host)))
-          ),
-          scope
-        )
-        return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
-      })
 
     const first = yield* makeRecordingHost(identity)
     first.failDeliveries = 1_000
-    const one = yield* build({ ...first.service, journal }, client)
+    const one = yield* sessionGeneration({ ...first.service, journal }, client)
     yield* client.push(inboundMessage(B, "q-1", "delete the branch?", { expectsReply: true }))
     yield* settle
     assert.deepStrictEqual(saved.map((record) => record.message.id), ["q-1"], "checkpointed")
@@ -90,7 +77,7 @@ const restoredAfterCancel = (keepsWithdrawals: boolean) =>
     const next = yield* makeFakeClient(SELF.id)
     next.sessions = [SELF, B, C]
     const second = yield* makeRecordingHost(identity)
-    const two = yield* build({ ...second.service, journal }, next)
+    const two = yield* sessionGeneration({ ...second.service, journal }, next)
     yield* settle
     const handed = yield* Queue.take(second.inbox)
     assert.strictEqual(handed.message.id, "q-1")

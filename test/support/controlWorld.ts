@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
+import { MAX_ROUTES } from "../../src/broker/Receipts.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
@@ -65,18 +66,40 @@ export const drainedSeen = (
 }
 
 /**
- * The hour passes (every route ages in one prune), b-1 unregisters, d's parked items are offered, b-1's
- * connection closes as abandoned and b-1 registers again: what that return is written (`drainedSeen`).
+ * b-1 unregisters, d's parked items are offered, b-1's connection closes as abandoned and b-1 registers
+ * again: what that return is written (`drainedSeen`).
  */
-export const returnAfterTheHour = (w: ControlWorld, clock: { now: number }): ReadonlyArray<string> => {
-  clock.now += 3_600_000 + 1_000
-  w.router.prune(clock.now)
+export const b1LeavesAndReturns = (w: ControlWorld): ReadonlyArray<string> => {
   w.batch(w.b1, [{ type: "unregister" }])
   for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
     // each step offers one parked item
   }
   w.closeAbandoned(w.b1)
   return drainedSeen(w, w.registerB("b-1"))
+}
+
+/**
+ * The hour passes (every route ages in one prune), then `b1LeavesAndReturns`: what b-1's return is written.
+ */
+export const returnAfterTheHour = (w: ControlWorld, clock: { now: number }): ReadonlyArray<string> => {
+  clock.now += 3_600_000 + 1_000
+  w.router.prune(clock.now)
+  return b1LeavesAndReturns(w)
+}
+
+/**
+ * Every route the broker holds is pushed out (Receipts keeps MAX_ROUTES) by as many newer ones: new
+ * sessions `e` and `sink` register and `e` sends `sink` MAX_ROUTES messages, ids `prefix0`, `prefix1`, ….
+ * Replay records stay (their bound is larger).
+ */
+export const pushOutRoutes = (w: ControlWorld, prefix: string): void => {
+  const e = w.registerOther("e")
+  const sink = w.registerOther("sink")
+  for (let sent = 0; sent < MAX_ROUTES; sent++) {
+    w.batch(e, [{ type: "send", to: "sink", message: message(`${prefix}${sent}`) }])
+    e.writer.flush()
+    sink.writer.flush()
+  }
 }
 
 /** The world `controlWorld` makes. */
@@ -307,3 +330,65 @@ export const confirmedThenCancelParked = (mailboxRetention: number) =>
     assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
     return { w, m1 }
   })
+
+/**
+ * A broker on `clock` whose mailbox keeps mail a day, b-1's writes stuck and its outbox (capacity 1) full
+ * behind m0, d's m1 waiting in it (`m1StuckBehindM0`): where the kept-withdrawals tests start.
+ */
+export const m1StuckWorld = (clock: { now: number }) =>
+  Effect.gen(function*() {
+    const w = yield* controlWorld(custodyFeatures, { mailboxRetention: 24 * 3_600_000, outboxCapacity: 1 }, clock)
+    w.stick()
+    const { m0, m1 } = m1StuckBehindM0(w)
+    return { w, m0, m1 }
+  })
+
+/**
+ * The world of the kept-withdrawals tests: `m1StuckWorld`, and d's cancel of m1 parked at d's reader. Fails
+ * the test when the cancel is not parked (it would set up nothing).
+ */
+export const m1CancelParked = (clock: { now: number }) =>
+  Effect.gen(function*() {
+    const { w, m0, m1 } = yield* m1StuckWorld(clock)
+    w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+    assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")
+    return { w, m0, m1 }
+  })
+
+/**
+ * d's m1 written to `e1` (a registration of `e`); then `e1`'s writes stuck (`stick`), d sends `e` m0 and
+ * cancels m1: with an outbox of one frame, the cancel waits in `e1`'s outbox behind m0. Fails the test when
+ * it does not (it would set up nothing).
+ */
+export const cancelInOutboxOf = (w: ControlWorld, e1: Peer) => {
+  const m1 = message("m1")
+  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
+  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
+  w.stick()
+  const m0 = message("m0")
+  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
+  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+  assert.strictEqual(e1.outbox.length, 1, "the cancel is not waiting in e-1's outbox: the test sets up nothing")
+  return { m0, m1 }
+}
+
+/**
+ * d's `m1` written to `e1` (a registration of `e`); then `e1`'s writes stuck, d sends `e` m0 and m2 and
+ * cancels m1, whose cancel parks at d's reader (an outbox of one frame); `e1`'s connection closes as
+ * abandoned and d's parked items are offered. Fails the test when the cancel did not park.
+ */
+export const cancelParkedThenClosed = (w: ControlWorld, e1: Peer, m1: { readonly id: string }) => {
+  w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
+  assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
+  w.stick()
+  const m0 = message("m0")
+  w.batch(w.d, [{ type: "send", to: "e", message: m0 }])
+  w.batch(w.d, [{ type: "send", to: "e", message: message("m2") }])
+  w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
+  assert.isTrue(parkedControl(w.d, e1), "the cancel is not parked at d's reader: the test sets up nothing")
+  w.closeAbandoned(e1)
+  for (let n = 0; n < 10 && w.tryDrain(w.d); n++) {
+    // each step offers one parked item
+  }
+  return { m0 }
+}
