@@ -42,7 +42,10 @@
  *   revbi BI2). The earlier message's ask, if the host took it, is closed
  *   all the same (review revbi BI1); the host's journal, which knows a
  *   message by (sender, id) only, is not told (`JournalKeeper.withdrawnEarlier`).
- *   With neither mark the control withdraws the message, as before.
+ *   With neither mark the control withdraws the message, as before. A message
+ *   whose `supersedes` names one still waiting in the hand-off withdraws it as
+ *   its control would, when the client read no such control (`supersededBy`):
+ *   a message restored from the journal may never get its control (helper sim7022).
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -82,7 +85,7 @@
  * already (it routes it itself, or has handed it to the host), and it goes
  * on as one taken as it is read — then leaves the client as handled.
  *
- * Size note: about 530 lines, one concept (a generation's inbound handling); the
+ * Size note: about 575 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules and departures are their own
  * modules already; what is left is the wiring of the three streams.
  */
@@ -310,6 +313,7 @@ export const runInbound = (
         // to the next generation before that earlier one, which the client or the broker gives it afterwards.
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
         if (!saved) unsaved.set(context, inbound)
+        if (message.supersedes !== undefined) yield* supersededBy(context, message.supersedes)
         yield* handOver(context)
         // Its sender had left already (read after its departure: parked output, or a broker that reorders):
         // no one waits for an answer (C-RPL-10).
@@ -380,6 +384,29 @@ export const runInbound = (
         // the checkpoint, is the one that counts (test/session/controlFirstRestore).
         if (fresh !== undefined) yield* journal.withdrawn(from.id, message.id, fresh, true, undefined)
         yield* handoff.enqueue(context, withdrawn)
+      })
+
+    /**
+     * P73 from the message itself: `context` names `replaced` in `supersedes`, and the client read no control for
+     * it (the broker sends that control first, and the control fiber acts on it). A message under that id still
+     * waiting in the hand-off is withdrawn as the control would withdraw it — the control may never come: a
+     * message restored from the journal was read by a process that ended before it confirmed it, and the broker
+     * keeps the control only for that process's client instance, or drops it with the copy it did not queue again
+     * (helper sim7022). Judged with the superseding message's read number and broker stamp, which the control
+     * would carry, so a newer message under the id is left live. One the host took already is left as it is
+     * (docs/client.md, withdrawn messages).
+     */
+    const supersededBy = (context: InboundContext, replaced: string): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const { from, message, read } = context
+        if ((yield* client.withdrawal(from.id, replaced)) !== undefined) return
+        const controlAt = message.brokerReceivedAt
+        const { prepared, waiting } = handoff.withdraw(from.id, replaced, "supersede", read, controlAt)
+        if (!waiting) return
+        tracker.askWithdrawn(from.id, replaced, read, controlAt)
+        yield* journal.withdrawn(from.id, replaced, "supersede", true, prepared)
+        yield* generation.pendingChanged
+        yield* receipt(replaced, "superseded")
       })
 
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
