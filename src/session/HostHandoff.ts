@@ -126,6 +126,7 @@ export interface HostHandoff {
 export interface HandoffWithdrawal {
   readonly waiting: boolean
   readonly prepared: Inbound | undefined
+  readonly already?: MessageControl["action"] | undefined
 }
 
 /**
@@ -295,6 +296,8 @@ export const makeHostHandoff = (
         if (entry === undefined || newerThanControl(entry.context, readBy, controlAt)) {
           return { waiting: false, prepared: undefined }
         }
+        const already = entry.withdrawn
+        if (already !== undefined) return { waiting: true, prepared: entry.inbound, already }
         entry.withdrawn = action
         entry.stale = true
         return { waiting: true, prepared: entry.inbound }

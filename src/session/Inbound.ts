@@ -401,8 +401,8 @@ export const runInbound = (
         const { from, message, read } = context
         if ((yield* client.withdrawal(from.id, replaced)) !== undefined) return
         const controlAt = message.brokerReceivedAt
-        const { prepared, waiting } = handoff.withdraw(from.id, replaced, "supersede", read, controlAt)
-        if (!waiting) return
+        const { already, prepared, waiting } = handoff.withdraw(from.id, replaced, "supersede", read, controlAt)
+        if (!waiting || already !== undefined) return
         tracker.askWithdrawn(from.id, replaced, read, controlAt)
         yield* journal.withdrawn(from.id, replaced, "supersede", true, prepared)
         yield* generation.pendingChanged
@@ -417,7 +417,28 @@ export const runInbound = (
       admission.remember(held.fromId, held.messageId, held.receivedAt ?? started, started)
     }
     // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
-    for (const { context, withdrawn } of yield* journal.restore) yield* handOver(context, withdrawn)
+    const restored = yield* journal.restore
+    // One a later restored message of its sender supersedes — both checkpointed, the control never saved, both
+    // confirmed, so the broker gives nothing again — is handed over withdrawn, as the control would have had it
+    // (review revbp BP4); its sender is told, as the control fiber would have after the save it never made.
+    const supersededLater = new Set<string>()
+    const superseded: Array<boolean> = []
+    for (let i = restored.length - 1; i >= 0; i--) {
+      const { context } = restored[i]!
+      superseded[i] = supersededLater.has(`${context.from.id}\u0000${context.message.id}`)
+      const named = context.message.supersedes
+      if (named !== undefined) supersededLater.add(`${context.from.id}\u0000${named}`)
+    }
+    for (let i = 0; i < restored.length; i++) {
+      const { context, withdrawn } = restored[i]!
+      if (withdrawn !== undefined || superseded[i] !== true) {
+        yield* handOver(context, withdrawn)
+        continue
+      }
+      yield* handOver(context, "supersede")
+      yield* journal.withdrawn(context.from.id, context.message.id, "supersede", true, undefined)
+      yield* receipt(context.message.id, "superseded")
+    }
 
     // C-ORD-32: a reply to the live waiter resolves it as the client reads it, ahead of the messages read before it.
     const clock = yield* Clock.Clock
@@ -535,7 +556,8 @@ export const runInbound = (
             // Not received yet: the client's record of the control (`withdrawal`) tells `handOver` when it comes.
             // A newer message under the same id — read by the client after the control (review revbb BB2), or
             // received by the broker after it stamped the control (restored, review revbi BI2) — is left live.
-            const { prepared, waiting } = handoff.withdraw(from.id, messageId, action, read, timestamp)
+            const { already, prepared, waiting } = handoff.withdraw(from.id, messageId, action, read, timestamp)
+            if (already !== undefined) return
             // A message under this id read by the client after the control (this fiber lagged behind), or recorded
             // here and received by the broker after the control: the control is an earlier one's, and that earlier
             // one is not waiting here. Asked only then, so the client's record forgetting the control by count or
