@@ -23,7 +23,11 @@ export class BrokerStamps {
 
   /** A stamp for now: the clock's reading, or the last stamp given when the clock reads earlier than it. */
   next(): number {
-    const now = this.clock()
+    return this.at(this.clock())
+  }
+
+  /** As `next`, for a caller that read the clock already (`now`, on the same clock): one comparison. */
+  at(now: number): number {
     if (now > this.last) this.last = now
     return this.last
   }

@@ -319,7 +319,7 @@ export class Send {
       record: recorded,
       frame,
       now,
-      stamp: this.ctx.stamps.next(),
+      stamp: this.ctx.stamps.at(now),
       staged: false
     }
     const refusal = this.refusal(attempt)
@@ -466,7 +466,7 @@ export class Send {
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
     // Stamped again: a control it sends now (a supersede) is stamped as sent now, never below a stamp given before.
-    const attempt: SendAttempt = { ...staged.attempt, target, now, stamp: this.ctx.stamps.next(), staged: true }
+    const attempt: SendAttempt = { ...staged.attempt, target, now, stamp: this.ctx.stamps.at(now), staged: true }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) {
       this.staging?.refuseDue(staged, target.infoJson, refusal)

@@ -48,6 +48,7 @@ describe("BrokerStamps", () => {
     assert.strictEqual(stamps.next(), START, "a stamp went back with the clock")
     clock.now = START + 1
     assert.strictEqual(stamps.next(), START + 1, "a stamp did not follow the clock forward again")
+    assert.strictEqual(stamps.at(START - STEP), START + 1, "a stamp for a reading taken earlier went back")
   })
 
   it("a floor holds the stamps up until the clock passes it", () => {
