@@ -83,13 +83,17 @@
  * messages read before it; binding the waiter takes it there (the client's
  * look-back, the same `takeAtRead`), unless the message fiber is at it
  * already (it routes it itself, or has handed it to the host), and it goes
- * on as one taken as it is read — then leaves the client as handled.
+ * on as one taken as it is read — then leaves the client as handled. That
+ * read-time route is ReplyAtRead.ts's; this module tells it which message
+ * the message fiber is admitting.
  *
- * Size note: about 575 lines, one concept (a generation's inbound handling); the
- * hand-off queue, admission, journal rules and departures are their own
- * modules already; what is left is the wiring of the three streams.
+ * Size note: about 530 lines, one concept (a generation's inbound handling); the
+ * hand-off queue, admission, journal rules, departures and the read-time
+ * route are their own modules already; what is left is the wiring of the
+ * three streams and the rules that tie them (controls against the messages
+ * they are about, restore).
  */
-import { Cause, Clock, Effect, Queue, type Scope, Stream, type Tracer } from "effect"
+import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, MessageControl, ReceiptStatus } from "../protocol/frames.ts"
@@ -101,6 +105,7 @@ import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
 import { type Admission, receiving } from "./InboundTracing.ts"
 import { makeJournalKeeper } from "./InboundJournal.ts"
+import { runReplyAtRead } from "./ReplyAtRead.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
 import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
@@ -168,13 +173,6 @@ export const runInbound = (
      * no waiter) and in its checkpoint is not held yet, so `takeAtRead` asks this to leave a copy of it to the fiber.
      */
     let admitting: InboundMessage | undefined
-    /**
-     * The reply `takeAtRead` is routing, during its `slot.route`: the wait resumes inside that call (a Deferred
-     * resumes its waiter synchronously) and may bind again (a failed-turn reply, C-DQ-8), whose look-back runs
-     * before this reply is committed — a copy of it waiting in the client is left to the fiber, not taken too
-     * (review revbn BN1: one reply answered twice).
-     */
-    let routing: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
@@ -441,76 +439,15 @@ export const runInbound = (
     }
 
     // C-ORD-32: a reply to the live waiter resolves it as the client reads it, ahead of the messages read before it.
-    const clock = yield* Clock.Clock
-    /** Replies `takeAtRead` gave their waiter, whose receipts, activity and span are still to come. */
-    const takenAtRead = yield* Queue.unbounded<InboundMessage>()
-    /** Those of them the client's look-back took from its unhandled messages: marked handled there once answered. */
-    const tookBack = new WeakSet<InboundMessage>()
-    /** The client's `handled` for a reply the look-back took (under `confirmWhenHandled`, it confirms what it held). */
-    const leftClient = (inbound: InboundMessage): Effect.Effect<void> =>
-      tookBack.has(inbound) ? client.handled(inbound) : Effect.void
-    /**
-     * Plain synchronous code on the client's read path (`IntercomClient.takeOnRead`): resolves the live waiter
-     * with its reply, true when it did. A copy of a message admitted already, being admitted (`admitting`) or
-     * still being handed over, is left to the message fiber, which answers it as a duplicate or joins it, as it
-     * would have.
-     */
-    const takeAtRead = (inbound: InboundMessage): boolean => {
-      const { from, message } = inbound
-      // The common case first, and cheap: no live waiter on the question this answers (most messages answer none).
-      if (message.replyTo === undefined || slot.current()?.questionId !== message.replyTo) return false
-      const now = clock.currentTimeMillisUnsafe()
-      if (admission.seen(from.id, message.id, now) || admission.holds(from.id, message.id)) return false
-      if (admitting !== undefined && admitting.from.id === from.id && admitting.message.id === message.id) return false
-      if (routing !== undefined && routing.from.id === from.id && routing.message.id === message.id) return false
-      const outer = routing
-      routing = inbound
-      let routed: boolean
-      try {
-        routed = slot.route(inbound)
-      } finally {
-        routing = outer
-      }
-      if (!routed) return false
-      admission.commit(from.id, message.id, now)
-      Queue.offerUnsafe(takenAtRead, inbound)
-      return true
-    }
-    const afterTaken = (inbound: InboundMessage): Effect.Effect<void> =>
-      Effect.andThen(
-        receiving(inbound, () =>
-          Effect.as(Effect.andThen(receipt(inbound.message.id, "receiver_received"), answeredWaiter(inbound.message.id)), "reply_waiter")),
-        leftClient(inbound)
-      )
-    // The Scope closes in reverse: the taker goes first (none is taken after), then the fiber (once done with the
-    // one it is at), then what it had not reached gets its receipts (the generation is over: no activity, no span).
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Queue.clear(takenAtRead), (left) =>
-        Effect.forEach(left, (inbound) =>
-          Effect.andThen(
-            receipt(inbound.message.id, "receiver_received"),
-            Effect.andThen(receipt(inbound.message.id, "acknowledged", "matched reply waiter"), leftClient(inbound))
-          ), { discard: true }))
-    )
-    // One reply at a time, taken from the queue inside the uninterruptible step that handles it: a stream would take
-    // every queued reply at once, and a close between two of them would leave the later ones out of the queue the
-    // finalizer clears, their receipts never posted (review revbj BJ1).
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Queue.take(takenAtRead)), afterTaken))),
-      { startImmediately: true }
-    )
-    const lookBack = yield* client.takeOnRead(takeAtRead)
-    // A reply read before its waiter was bound waits in the client behind what the message fiber has not reached:
-    // binding the waiter takes it there, at once. Removed before the taker (the Scope closes in reverse).
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        slot.onBound(() => {
-          const taken = lookBack()
-          if (taken !== undefined) tookBack.add(taken)
-        })
-      ),
-      (remove) => Effect.sync(remove)
-    )
+    yield* runReplyAtRead({
+      client,
+      slot,
+      admission,
+      admitting: (fromId, messageId) =>
+        admitting !== undefined && admitting.from.id === fromId && admitting.message.id === messageId,
+      receipt,
+      answeredWaiter
+    })
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),
