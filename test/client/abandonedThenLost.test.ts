@@ -1,22 +1,22 @@
 /**
- * Review revbo BO2 probe: a retry of a send whose first caller timed out, and whose connection was then lost.
+ * A retry of a send whose first caller timed out, and whose connection was then lost, reads its verdict as one
+ * after the loss (Resending.ts `lostOnTheWay` records abandoned sends too, review revbo BO2).
  *
  * Connection 1 takes the send's frame and never answers it (the broker's answer is lost with it, say); the first
  * caller times out (outcome unknown) and the connection drops with the send unanswered. It is abandoned, so the
- * next connection does not write it again (ConnectionLifetime.ts) and does not count it as written after a loss
- * (PendingSends.ts `resent`). The caller retries the same message there ("not found": not back yet): once the
- * grace is over, the first write may still have been delivered by a broker that forgot it, so the retry should
+ * next connection does not write it again (ConnectionLifetime.ts), but the client records it as lost on the
+ * way. The caller retries the same message there ("not found": not back yet): once the grace is over, the first write may still have been delivered by a broker that forgot it, so the retry should
  * end ConnectionLost (outcome unknown), not TargetNotFound (never delivered).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, type Fiber } from "effect"
-import type { Dialer } from "../src/client/Dialer.ts"
-import { ConnectionLost, RequestTimeout } from "../src/client/errors.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { advance, memoryNetwork, settle, step } from "./support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./client/support.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import { ConnectionLost, RequestTimeout } from "../../src/client/errors.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000f8"
 
@@ -26,7 +26,7 @@ const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>): unknown => {
   return Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
 }
 
-describe("revbo BO2: a retry of a send timed out, then lost with its connection", () => {
+describe("a retry of a send timed out, then lost with its connection", () => {
   it.effect("fails with ConnectionLost once the rejoin grace is over", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()

@@ -1,5 +1,6 @@
 /**
- * Review revbo BO1 probe: a caller that comes to a send lost on the way only after a SECOND connection loss.
+ * A caller that comes to a send lost on the way only after a SECOND connection loss reads its verdict as one after
+ * the loss (Resending.ts `lostOnTheWay`, review revbo BO1): the record is the client's, not the connection's.
  *
  * The first caller's send is lost as connection 1 writes it; connection 2 writes it again ("not found": the
  * target is not back), and drops while the first caller waits between tries, so the send is not unanswered there
@@ -9,13 +10,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, type Fiber } from "effect"
-import type { Dialer } from "../src/client/Dialer.ts"
-import { ConnectionLost } from "../src/client/errors.ts"
-import { frameText } from "../src/protocol/framing.ts"
-import type { Connection } from "../src/transport/Connection.ts"
-import { message } from "./support/broker.ts"
-import { advance, memoryNetwork, settle, step } from "./support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./client/support.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000f7"
 
@@ -25,7 +26,7 @@ const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>): unknown => {
   return Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
 }
 
-describe("revbo BO1: a later caller of a send lost on the way, come after a second loss", () => {
+describe("a later caller of a send lost on the way, come after a second loss", () => {
   it.effect("fails with ConnectionLost once the rejoin grace is over, as the first caller does", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
