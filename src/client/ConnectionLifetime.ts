@@ -284,7 +284,8 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
         connectTimeoutMs,
         ...(only === undefined ? {} : { ifFree: true }),
         ...(only === "ifReleased" ? { ifReleased: true } : {}),
-        ...(options.dial === undefined ? {} : { dial: options.dial })
+        ...(options.dial === undefined ? {} : { dial: options.dial }),
+        lostOnTheWay: (messageId, signature, now) => resend.lostOnTheWay(messageId, signature, now)
       },
       sinks
     ).pipe(

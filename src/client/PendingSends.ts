@@ -155,6 +155,15 @@ export class PendingSends {
    * (`begin`) is one after the loss too (`afterLoss`), its answer kept or not (`writtenAfterLoss`).
    */
   private readonly resent = new Map<string, string>()
+  /**
+   * Whether an earlier connection lost a send unanswered (the client's record, Resending.ts `lostOnTheWay`):
+   * a write of it here is after the loss even when this connection did not write it again (`begin`).
+   */
+  private readonly lostBefore: (messageId: string, signature: string, now: number) => boolean
+
+  constructor(lostBefore: (messageId: string, signature: string, now: number) => boolean = () => false) {
+    this.lostBefore = lostBefore
+  }
 
   /**
    * Whether this connection wrote the send `messageId` (with this `signature`) again after an earlier one lost it
@@ -172,7 +181,7 @@ export class PendingSends {
 
   /**
    * Enters a send about to be written; its answer is the returned entry's `answer`. Marked `afterLoss` when this
-   * connection wrote the same send again after a loss (`writtenAfterLoss`).
+   * connection wrote the same send again after a loss (`writtenAfterLoss`), or an earlier one lost it (`lostBefore`).
    */
   begin(request: SendRequest, frameType: SendFrameType, signature: string, since: number): PendingSend {
     const pending: PendingSend = {
@@ -184,7 +193,8 @@ export class PendingSends {
       answer: Deferred.makeUnsafe(),
       unclaimed: false,
       // A retry after its re-send's answer was read (or dropped by `release`) writes it again here: still after the loss.
-      afterLoss: this.writtenAfterLoss(request.message.id, signature),
+      // So is the first write here of a send an earlier connection lost (after a second loss, or abandoned before it).
+      afterLoss: this.writtenAfterLoss(request.message.id, signature) || this.lostBefore(request.message.id, signature, since),
       waiters: 1
     }
     this.table.set(request.message.id, pending)
