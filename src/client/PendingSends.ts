@@ -23,7 +23,8 @@
  * it closes. It remembers, for its life, which sends it wrote again so
  * (`writtenAfterLoss`): any answer to one of them read here — joined,
  * collected, or to a write of it once more after `release` — speaks only for
- * a write after the loss.
+ * a write after the loss; so does one to a send an earlier connection lost
+ * (the client's record, asked through `lostBefore`: Resending.ts).
  *
  * A send whose every caller left before its answer came (timed out, or gave
  * up once its frame was out) is ABANDONED, not forgotten: it stays here, its
