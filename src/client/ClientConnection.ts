@@ -91,6 +91,11 @@ export interface RegisterRequest {
   /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
   readonly dial?: Dialer
   /**
+   * Whether an earlier connection lost the send `messageId` (with this `signature`) unanswered, as of `now`
+   * (Resending.ts `lostOnTheWay`): a write of it here is one after the loss (`PendingSend.afterLoss`). None by default.
+   */
+  readonly lostOnTheWay?: (messageId: string, signature: string, now: number) => boolean
+  /**
    * `reclaim-v1`: register only if no live connection holds the id (taking it back after a takeover);
    * refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
    */
@@ -362,7 +367,7 @@ export const openClientConnection = (
 
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
-    const sends = new PendingSends()
+    const sends = new PendingSends(request.lostOnTheWay)
     // A cancel let go unanswered (dropped past the bound, or cut off by the close) leaves its question's pair
     // reopened; one the close cuts off whose frame never left is withdrawn, as one its caller took back.
     const cancels = new PendingCancels(sinks.cancelAbandoned, sinks.cancelWithdrawn)

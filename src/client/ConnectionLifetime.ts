@@ -284,7 +284,8 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
         connectTimeoutMs,
         ...(only === undefined ? {} : { ifFree: true }),
         ...(only === "ifReleased" ? { ifReleased: true } : {}),
-        ...(options.dial === undefined ? {} : { dial: options.dial })
+        ...(options.dial === undefined ? {} : { dial: options.dial }),
+        lostOnTheWay: (messageId, signature, now) => resend.lostOnTheWay(messageId, signature, now)
       },
       sinks
     ).pipe(
@@ -392,9 +393,11 @@ export const makeConnectionLifetime = (config: LifetimeConfig): ConnectionLifeti
             // A send every caller gave up on (told it timed out: check before sending it again) is written again
             // only for an ask that still settles with the broker (review revas AS1); otherwise the caller's own
             // resend could make it arrive twice (review revav AV2), and an interrupted caller withdrew it (AV3).
-            resend.lost(connection.unanswered().filter((send) =>
-              !send.abandoned || config.awaitsVerdict(send.request.message.id)
-            ))
+            // All of them are recorded as lost on the way all the same (Resending.ts `lostOnTheWay`, review revbo BO2).
+            resend.lost(
+              connection.unanswered(),
+              (send) => !send.abandoned || config.awaitsVerdict(send.request.message.id)
+            )
             if (stopped) return retire(retired)
             const over = connection.takenOver()
             if (over !== undefined) {

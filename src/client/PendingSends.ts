@@ -23,7 +23,8 @@
  * it closes. It remembers, for its life, which sends it wrote again so
  * (`writtenAfterLoss`): any answer to one of them read here — joined,
  * collected, or to a write of it once more after `release` — speaks only for
- * a write after the loss.
+ * a write after the loss; so does one to a send an earlier connection lost
+ * (the client's record, asked through `lostBefore`: Resending.ts).
  *
  * A send whose every caller left before its answer came (timed out, or gave
  * up once its frame was out) is ABANDONED, not forgotten: it stays here, its
@@ -155,6 +156,15 @@ export class PendingSends {
    * (`begin`) is one after the loss too (`afterLoss`), its answer kept or not (`writtenAfterLoss`).
    */
   private readonly resent = new Map<string, string>()
+  /**
+   * Whether an earlier connection lost a send unanswered (the client's record, Resending.ts `lostOnTheWay`):
+   * a write of it here is after the loss even when this connection did not write it again (`begin`).
+   */
+  private readonly lostBefore: (messageId: string, signature: string, now: number) => boolean
+
+  constructor(lostBefore: (messageId: string, signature: string, now: number) => boolean = () => false) {
+    this.lostBefore = lostBefore
+  }
 
   /**
    * Whether this connection wrote the send `messageId` (with this `signature`) again after an earlier one lost it
@@ -172,7 +182,7 @@ export class PendingSends {
 
   /**
    * Enters a send about to be written; its answer is the returned entry's `answer`. Marked `afterLoss` when this
-   * connection wrote the same send again after a loss (`writtenAfterLoss`).
+   * connection wrote the same send again after a loss (`writtenAfterLoss`), or an earlier one lost it (`lostBefore`).
    */
   begin(request: SendRequest, frameType: SendFrameType, signature: string, since: number): PendingSend {
     const pending: PendingSend = {
@@ -184,7 +194,8 @@ export class PendingSends {
       answer: Deferred.makeUnsafe(),
       unclaimed: false,
       // A retry after its re-send's answer was read (or dropped by `release`) writes it again here: still after the loss.
-      afterLoss: this.writtenAfterLoss(request.message.id, signature),
+      // So is the first write here of a send an earlier connection lost (after a second loss, or abandoned before it).
+      afterLoss: this.writtenAfterLoss(request.message.id, signature) || this.lostBefore(request.message.id, signature, since),
       waiters: 1
     }
     this.table.set(request.message.id, pending)

@@ -19,7 +19,14 @@
  *   not have registered again yet. An ask's retries end sooner, when its
  *   timeout runs out, on the failure that stands.
  *
- * Owns the batch of sends the closed connections left unanswered. What it
+ * Owns the batch of sends the closed connections left unanswered, and the
+ * record of every send a connection lost unanswered (`lostOnTheWay`, abandoned
+ * ones too), for the client's life: a send of the same id and signature later,
+ * on any connection and by any caller, may have been delivered by its first
+ * write, so a "not found" it ends on is `ConnectionLost` and a rebound is
+ * marked `afterLoss`. Entries expire `REPLAY_WINDOW_MS` after the send was
+ * first written (checked on use, no timer); past `MAX_LOST_ON_THE_WAY` the
+ * oldest recorded is forgotten. What it
  * reads of the connection state ConnectionLifetime.ts owns — the live
  * connection's retirement, whether a connection may still come, whether the
  * rejoin grace is on — it asks through `ResendSide`, and it gets connections
@@ -32,7 +39,7 @@ import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
-import { askTimeLeft, type SendError, type SendRequest } from "./requests.ts"
+import { askTimeLeft, type SendError, type SendRequest, signatureOf } from "./requests.ts"
 import type { StateEpochs } from "./StateEpochs.ts"
 
 /**
@@ -43,6 +50,21 @@ import type { StateEpochs } from "./StateEpochs.ts"
  * @since 0.1.0
  */
 export const LOST_BACKOFF_MS = 250
+
+/**
+ * How many sends lost on the way the client remembers at most (`Resending.lostOnTheWay`): past it, the one
+ * recorded first is forgotten, and a later send of it reads its verdict as one never lost.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const MAX_LOST_ON_THE_WAY = 1_024
+
+/** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its first write. */
+interface LostSend {
+  readonly signature: string
+  readonly since: number
+}
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -87,6 +109,11 @@ export interface ResendSide {
 export class Resending {
   /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
   private unsent: ReadonlyArray<UnansweredSend> = []
+  /**
+   * Every send a connection lost unanswered, by message id, abandoned or not, written again or not; each until
+   * `REPLAY_WINDOW_MS` after its first write, at most `MAX_LOST_ON_THE_WAY` (the one recorded first forgotten).
+   */
+  private readonly lostSends = new Map<string, LostSend>()
   private readonly side: ResendSide
   /** The epochs a delivery is acknowledged in (`StateEpochs.acknowledged`). */
   private readonly epochs: StateEpochs
@@ -103,9 +130,45 @@ export class Resending {
     return Effect.raceFirst(Effect.sleep(Duration.millis(ms)), this.side.whenStopped)
   }
 
-  /** A closed connection's unanswered sends, taken for the next connection (merged by id with those already kept). */
-  lost(unanswered: ReadonlyArray<UnansweredSend>): void {
-    this.unsent = mergeUnsent(this.unsent, unanswered)
+  /**
+   * A closed connection's unanswered sends: all recorded as lost on the way (`lostOnTheWay`), and those
+   * `writeAgain` keeps taken for the next connection (merged by id with those already kept). Recording is not
+   * re-sending: an abandoned send left out of the batch is recorded all the same.
+   */
+  lost(unanswered: ReadonlyArray<UnansweredSend>, writeAgain: (send: UnansweredSend) => boolean): void {
+    for (const send of unanswered) this.record(send)
+    this.unsent = mergeUnsent(this.unsent, unanswered.filter(writeAgain))
+  }
+
+  /** Records `send` as lost on the way, its first write kept if it was lost before; drops what expired or overflowed. */
+  private record(send: UnansweredSend): void {
+    const messageId = send.request.message.id
+    const known = this.lostSends.get(messageId)
+    if (known !== undefined && known.signature === send.signature) return
+    this.lostSends.delete(messageId)
+    this.lostSends.set(messageId, { signature: send.signature, since: send.since })
+    for (const [id, lost] of this.lostSends) {
+      if (send.since - lost.since >= REPLAY_WINDOW_MS) this.lostSends.delete(id)
+    }
+    if (this.lostSends.size > MAX_LOST_ON_THE_WAY) {
+      const oldest = this.lostSends.keys().next()
+      if (oldest.done !== true) this.lostSends.delete(oldest.value)
+    }
+  }
+
+  /**
+   * Whether a connection lost the send `messageId` with this `signature` unanswered within `REPLAY_WINDOW_MS` of
+   * its first write, as of `now`: any answer to it read since speaks only for a write after the loss, whoever waits
+   * for it (an expired entry is dropped here). Plain synchronous code: a connection's `begin` asks it per send.
+   */
+  lostOnTheWay(messageId: string, signature: string, now: number): boolean {
+    const lost = this.lostSends.get(messageId)
+    if (lost === undefined) return false
+    if (now - lost.since >= REPLAY_WINDOW_MS) {
+      this.lostSends.delete(messageId)
+      return false
+    }
+    return lost.signature === signature
   }
 
   /**
@@ -212,12 +275,12 @@ export class Resending {
       c.send(request, this.sendTimeoutMs).pipe(
         Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
         Effect.tapError((error) =>
-          Effect.sync(() => {
+          Effect.map(Clock.currentTimeMillis, (now) => {
             if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
-            // A caller that came only after the client wrote this send again on this connection (it joined that
-            // re-send, took its kept answer, or wrote it once more after it) never saw the loss itself, but
-            // what it reads here answers a write after it all the same.
-            else if (lostOnTheWay.lost === undefined && c.writtenAfterLoss(request)) {
+            // A caller that came only after a connection lost this send (it joined the re-send, took its kept
+            // answer, or wrote it once more after it, on this connection or after another loss; or retried one
+            // abandoned before the loss) never saw the loss itself, but what it reads answers a write after it.
+            else if (lostOnTheWay.lost === undefined && (c.writtenAfterLoss(request) || this.lostOnTheWay(request.message.id, signatureOf(request, "send"), now))) {
               lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
             }
           })

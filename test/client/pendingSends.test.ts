@@ -172,7 +172,7 @@ describe("PendingSends", () => {
       assert.deepStrictEqual(sends.collect("m2", "m2"), delivered("m2"), "release dropped another batch's answer")
     })
 
-    it("a send written once more after release is marked afterLoss, as its re-send was; another send of its id is not", () => {
+    it("a send written once more after release is marked afterLoss, as its re-send was; one of its id with another signature, or one never lost, is not", () => {
       const sends = answered()
       sends.release(["m1", "m2"])
       assert.isUndefined(sends.collect("m1", "m1"), "setup: release kept the answer")
@@ -180,6 +180,12 @@ describe("PendingSends", () => {
       assert.isTrue(sends.writtenAfterLoss("m1", "m1"))
       assert.isFalse(sends.begin(request("m2"), "send", "another signature", 5).afterLoss, "a different send marked")
       assert.isFalse(sends.begin(request("m9"), "send", "m9", 5).afterLoss, "a send never lost marked")
+    })
+
+    it("a first write here of a send an earlier connection lost (the client's record) is marked afterLoss; others are not", () => {
+      const sends = new PendingSends((id, signature, now) => id === "m1" && signature === "m1" && now === 5)
+      assert.isTrue(sends.begin(request("m1"), "send", "m1", 5).afterLoss, "a send lost before read as a first write")
+      assert.isFalse(sends.begin(request("m2"), "send", "m2", 5).afterLoss, "a send never lost marked")
     })
 
     it("the close forgets which sends were written again after a loss", () => {

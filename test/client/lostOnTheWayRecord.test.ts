@@ -1,0 +1,59 @@
+/**
+ * The client's record of sends lost on the way (Resending.ts `lostOnTheWay`): every send a connection lost
+ * unanswered is recorded, abandoned or not and whether or not it is written again; it is matched by id and
+ * signature, expires `REPLAY_WINDOW_MS` after the send's first write, and past `MAX_LOST_ON_THE_WAY` the one
+ * recorded first is forgotten. Plain synchronous code, no connection: the side is never used.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
+import type { UnansweredSend } from "../../src/client/PendingSends.ts"
+import { MAX_LOST_ON_THE_WAY, Resending } from "../../src/client/Resending.ts"
+import { StateEpochs } from "../../src/client/StateEpochs.ts"
+import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
+
+const unused = new IntercomNotConnected({ reason: "no connection in this test" })
+const resending = () =>
+  new Resending({
+    withConnection: () => Effect.fail(unused),
+    retirementOf: () => undefined,
+    ended: () => true,
+    whenStopped: Effect.void,
+    rejoining: () => false
+  }, new StateEpochs(), 1_000)
+
+const lostSend = (id: string, since: number, abandoned: boolean): UnansweredSend => ({
+  request: { to: "beta", message: { id, timestamp: 0, content: { text: id } } },
+  frameType: "send",
+  signature: `sig-${id}`,
+  since,
+  abandoned
+})
+
+describe("Resending.lostOnTheWay", () => {
+  it("records every lost send, abandoned ones and those not written again too, by id and signature", () => {
+    const resend = resending()
+    resend.lost([lostSend("m1", 0, false), lostSend("m2", 0, true)], (send) => !send.abandoned)
+    assert.isTrue(resend.lostOnTheWay("m1", "sig-m1", 10))
+    assert.isTrue(resend.lostOnTheWay("m2", "sig-m2", 10), "an abandoned send left out of the batch not recorded")
+    assert.isFalse(resend.lostOnTheWay("m1", "another signature", 10), "another send of a lost id recorded")
+    assert.isFalse(resend.lostOnTheWay("m9", "sig-m9", 10), "a send never lost recorded")
+  })
+
+  it("forgets a send REPLAY_WINDOW_MS after its first write, even when lost again later", () => {
+    const resend = resending()
+    resend.lost([lostSend("m1", 100, false)], () => true)
+    resend.lost([lostSend("m1", 100 + REPLAY_WINDOW_MS - 1, false)], () => true)
+    assert.isTrue(resend.lostOnTheWay("m1", "sig-m1", 100 + REPLAY_WINDOW_MS - 1))
+    assert.isFalse(resend.lostOnTheWay("m1", "sig-m1", 100 + REPLAY_WINDOW_MS))
+  })
+
+  it(`keeps at most MAX_LOST_ON_THE_WAY sends, the one recorded first forgotten`, () => {
+    const resend = resending()
+    const sends = Array.from({ length: MAX_LOST_ON_THE_WAY + 1 }, (_, i) => lostSend(`m${i}`, 0, true))
+    resend.lost(sends, () => false)
+    assert.isFalse(resend.lostOnTheWay("m0", "sig-m0", 1), "the oldest kept past the bound")
+    assert.isTrue(resend.lostOnTheWay("m1", "sig-m1", 1))
+    assert.isTrue(resend.lostOnTheWay(`m${MAX_LOST_ON_THE_WAY}`, `sig-m${MAX_LOST_ON_THE_WAY}`, 1))
+  })
+})
