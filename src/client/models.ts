@@ -4,7 +4,7 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  *
- * Size note: about 455 lines, nearly all JSDoc on the service's operations
+ * Size note: about 465 lines, nearly all JSDoc on the service's operations
  * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
