@@ -290,7 +290,7 @@ export class Questions {
       senderEnd: child.senderEnd,
       fromJson: child.infoJson,
       message,
-      brokerReceivedAt: this.ctx.stamps.at(now),
+      brokerReceivedAt: now,
       spaceKey: target.space.key,
       targetKey: target.key,
       targetId: target.id,
