@@ -60,7 +60,7 @@ export const LOST_BACKOFF_MS = 250
  */
 export const MAX_LOST_ON_THE_WAY = 1_024
 
-/** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its first write. */
+/** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its latest lost write. */
 interface LostSend {
   readonly signature: string
   readonly since: number
@@ -111,7 +111,7 @@ export class Resending {
   private unsent: ReadonlyArray<UnansweredSend> = []
   /**
    * Every send a connection lost unanswered, by message id, abandoned or not, written again or not; each until
-   * `REPLAY_WINDOW_MS` after its first write, at most `MAX_LOST_ON_THE_WAY` (the one recorded first forgotten).
+   * `REPLAY_WINDOW_MS` after its latest lost write, at most `MAX_LOST_ON_THE_WAY` (the one recorded first forgotten).
    */
   private readonly lostSends = new Map<string, LostSend>()
   private readonly side: ResendSide
@@ -140,13 +140,18 @@ export class Resending {
     this.unsent = mergeUnsent(this.unsent, unanswered.filter(writeAgain))
   }
 
-  /** Records `send` as lost on the way, its first write kept if it was lost before; drops what expired or overflowed. */
+  /**
+   * Records `send` as lost on the way, as of its latest lost write: a fresh write of it lost again (a caller's retry
+   * written anew, `begin`) moves the window on, while the client's own re-send keeps its first write's time (review
+   * revbr BR1: the window ran from the first write only, and a later lost write was forgotten with it). Drops what
+   * expired or overflowed.
+   */
   private record(send: UnansweredSend): void {
     const messageId = send.request.message.id
     const known = this.lostSends.get(messageId)
-    if (known !== undefined && known.signature === send.signature) return
+    const since = known !== undefined && known.signature === send.signature ? Math.max(known.since, send.since) : send.since
     this.lostSends.delete(messageId)
-    this.lostSends.set(messageId, { signature: send.signature, since: send.since })
+    this.lostSends.set(messageId, { signature: send.signature, since })
     for (const [id, lost] of this.lostSends) {
       if (send.since - lost.since >= REPLAY_WINDOW_MS) this.lostSends.delete(id)
     }
@@ -158,7 +163,7 @@ export class Resending {
 
   /**
    * Whether a connection lost the send `messageId` with this `signature` unanswered within `REPLAY_WINDOW_MS` of
-   * its first write, as of `now`: any answer to it read since speaks only for a write after the loss, whoever waits
+   * its latest lost write, as of `now`: any answer to it read since speaks only for a write after the loss, whoever waits
    * for it (an expired entry is dropped here). Plain synchronous code: a connection's `begin` asks it per send.
    */
   lostOnTheWay(messageId: string, signature: string, now: number): boolean {
@@ -272,20 +277,25 @@ export class Resending {
     lostOnTheWay: { lost: ConnectionLost | undefined }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
     return this.retrying((c) =>
-      c.send(request, this.sendTimeoutMs).pipe(
-        Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
-        Effect.tapError((error) =>
-          Effect.map(Clock.currentTimeMillis, (now) => {
-            if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
-            // A caller that came only after a connection lost this send (it joined the re-send, took its kept
-            // answer, or wrote it once more after it, on this connection or after another loss; or retried one
-            // abandoned before the loss) never saw the loss itself, but what it reads answers a write after it.
-            else if (lostOnTheWay.lost === undefined && (c.writtenAfterLoss(request) || this.lostOnTheWay(request.message.id, signatureOf(request, "send"), now))) {
-              lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
-            }
-          })
+      // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
+      // answer was read, a write entered inside the window and answered just after it lost its mark).
+      Effect.flatMap(Clock.currentTimeMillis, (writtenAt) => {
+        const recorded = this.lostOnTheWay(request.message.id, signatureOf(request, "send"), writtenAt)
+        return c.send(request, this.sendTimeoutMs).pipe(
+          Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
+          Effect.tapError((error) =>
+            Effect.sync(() => {
+              if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
+              // A caller that came only after a connection lost this send (it joined the re-send, took its kept
+              // answer, or wrote it once more after it, on this connection or after another loss; or retried one
+              // abandoned before the loss) never saw the loss itself, but what it reads answers a write after it.
+              else if (lostOnTheWay.lost === undefined && (recorded || c.writtenAfterLoss(request))) {
+                lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
+              }
+            })
+          )
         )
-      )
+      })
     ).pipe(
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
       Effect.catchTag("TargetRebound", (rebound) =>
