@@ -85,9 +85,12 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
 import { programTeardown } from "../cli/programExit.ts"
 import { packageInfo } from "../config/install.ts"
+import { formatBuildStamp, readBuildStamp } from "./BuildStamp.ts"
 import { replayCommand } from "./simArgs.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
@@ -206,8 +209,15 @@ const runRequest = (request: SimRequest): Effect.Effect<boolean> =>
     return summary.failures.length === 0
   })
 
+/** Prints which build runs (BuildStamp.ts): dist/ is this module's parent's parent, src/ beside it. */
+const printBuild: Effect.Effect<void> = Effect.gen(function*() {
+  const distRoot = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
+  const stamp = yield* Effect.sync(() => readBuildStamp(distRoot, path.join(path.dirname(distRoot), "src")))
+  for (const line of formatBuildStamp(stamp)) yield* Console.log(line)
+})
+
 simCommand((request) =>
-  Effect.flatMap(runRequest(request), (ok) => ok ? Effect.void : Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
+  Effect.flatMap(Effect.andThen(printBuild, runRequest(request)), (ok) => ok ? Effect.void : Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
 ).pipe(
   Command.run({ version: packageInfo()?.version ?? "unknown" }),
   Effect.provide(NodeServices.layer),

@@ -1,7 +1,8 @@
 /**
  * `npm run sim` as a process (`node dist/testing/sim-cli.js`; npm test builds
  * first): an unknown flag, or a value the command refuses, is rejected with
- * exit 2 and says why, and no seed runs; a workflow seed runs a `--replay` op list.
+ * exit 2 and says why, and no seed runs; a workflow seed runs a `--replay` op list, its
+ * report opening with the build's stamp (BuildStamp.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -30,11 +31,12 @@ describe("sim-cli process", () => {
       assert.notInclude(stdout, "runs:")
     }))
 
-  it.live("--workflow --seed S --replay JSON runs that op list, not the seed's", () =>
+  it.live("--workflow --seed S --replay JSON runs that op list, not the seed's, its report opening with the build's stamp", () =>
     Effect.gen(function*() {
       const ops = [{ pause: 0, op: "ParentBusy", busy: true }, { pause: 100, op: "ChildSend", child: 0, kind: "send" }]
       const { code, stdout } = yield* runToClose(SIM_CLI, ["--workflow", "--seed", "2", "--replay", JSON.stringify(ops)])
       assert.strictEqual(code, 0, stdout)
+      assert.match(stdout, /^build [0-9a-f]{12} \(\d+ compiled modules\)\n/)
       assert.include(stdout, "workflow seed 2, 2 ops (replayed):")
       for (const op of ops) assert.include(stdout, `  ${JSON.stringify(op)}`)
       assert.match(stdout, /\nok\n?$/)
