@@ -37,11 +37,14 @@
  * broker, given m15 back unconfirmed, does not queue it again, and the new
  * process of A's instance is handed m16 alone — withdrawn, not a silent
  * loss (helper sim7022).
+ * Last, the op counts itself (`SimReport.insertedOps["reader return"]`): reached
+ * when its receiver was handed the message in time, short of its case (skipped)
+ * when it was not and the op went on without that read.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { dropControlsAtReturn } from "../../src/testing/BrokenBuilds.ts"
-import { drawReaderReturn } from "../../src/testing/simulation/readerReturn.ts"
+import { drawReaderReturn, type ReaderReturnDraw } from "../../src/testing/simulation/readerReturn.ts"
 import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals } from "../../src/testing/Simulation.ts"
 import { KNOWN_ISSUES, KNOWN_ISSUES_WITH_JOURNAL } from "../../src/testing/Soak.ts"
 import { generateWorkload, runWorkload, type Op } from "../../src/testing/Workload.ts"
@@ -298,5 +301,42 @@ describe("a superseded message whose reader unregistered mid-checkpoint (--reade
       assert.strictEqual(report.messages.withdrawn, 1, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
       assert.isTrue(report.ok, trace)
+    }))
+})
+
+describe("the ReaderReturn op counts whether it reached its case (SimReport.insertedOps)", () => {
+  const op: ReaderReturnDraw = {
+    _tag: "ReaderReturn",
+    after: 100,
+    sender: 0,
+    receiver: 1,
+    shape: "control",
+    readMs: 500,
+    confirmMs: 50,
+    delayMs: 0,
+    dropMs: 20,
+    side: "client",
+    action: "cancel",
+    leave: "drop",
+    notSession: []
+  }
+  const tallyOf = (ops: ReadonlyArray<Op>) =>
+    runWorkload({ seed: 1 }, ops, plain).pipe(
+      Effect.map((report) => ({ tally: report.insertedOps["reader return"], trace: report.trace.join("\n") }))
+    )
+
+  it.effect("a receiver handed the message in time: reached", () =>
+    Effect.gen(function*() {
+      const { tally, trace } = yield* tallyOf([op])
+      assert.deepStrictEqual(tally, { reached: 1, skipped: 0 }, trace)
+      assert.match(trace, /reader return: reached its case \(B had "reader-return \d+ A→B" before its control or drop\)/, trace)
+    }))
+
+  it.effect("a receiver whose client reads nothing for longer than readMs: short of its case, and the op goes on", () =>
+    Effect.gen(function*() {
+      const { tally, trace } = yield* tallyOf([{ _tag: "Stall", after: 0, session: 1, side: "client", ms: 5000 }, op])
+      assert.deepStrictEqual(tally, { reached: 0, skipped: 1 }, trace)
+      assert.match(trace, /reader return: short of its case: B did not have "reader-return \d+ A→B" within 500 ms/, trace)
+      assert.match(trace, /A's cancel of m1 /, trace)
     }))
 })
