@@ -39,7 +39,7 @@ import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
-import { askTimeLeft, type SendError, type SendRequest, signatureOf } from "./requests.ts"
+import { askTimeLeft, type SendError, type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
 import type { StateEpochs } from "./StateEpochs.ts"
 
 /**
@@ -59,6 +59,19 @@ export const LOST_BACKOFF_MS = 250
  * @since 0.1.0
  */
 export const MAX_LOST_ON_THE_WAY = 1_024
+
+/**
+ * How a send is written on each connection it tries (`Resending.send`): under which frame, and the request as that
+ * connection writes it — a child's `supervisor_send` goes to the supervisor the connection is bound to. `addressed`
+ * is asked once per write, just before it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SendWriting {
+  readonly frameType: SendFrameType
+  readonly addressed: (connection: ClientConnection) => SendRequest
+}
 
 /** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its latest lost write. */
 interface LostSend {
@@ -253,10 +266,15 @@ export class Resending {
    * may mean "not asked again yet" (a durable broker killed before it
    * stored an ask it had already delivered: the asker re-sends it once it
    * is back, docs/store.md): the send is retried with the same id until the
-   * grace ends, then the failure stands.
+   * grace ends, then the failure stands. A child's `supervisor_send` goes this way too (`writing`: its frame, addressed
+   * on each connection to that connection's supervisor), with the same handling of a loss (review revbr BR4: it went
+   * through `retrying` alone, and a "not found" or a rebound after a loss failed at once, read as the first write's).
    */
-  send(request: SendRequest): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
-    return this.sendRejoining(request, 0, { lost: undefined })
+  send(
+    request: SendRequest,
+    writing: SendWriting = { frameType: "send", addressed: () => request }
+  ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
+    return this.sendRejoining(request, writing, 0, { lost: undefined })
   }
 
   /**
@@ -273,6 +291,7 @@ export class Resending {
    */
   private sendRejoining(
     request: SendRequest,
+    writing: SendWriting,
     attempt: number,
     lostOnTheWay: { lost: ConnectionLost | undefined }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
@@ -280,8 +299,9 @@ export class Resending {
       // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
       // answer was read, a write entered inside the window and answered just after it lost its mark).
       Effect.flatMap(Clock.currentTimeMillis, (writtenAt) => {
-        const recorded = this.lostOnTheWay(request.message.id, signatureOf(request, "send"), writtenAt)
-        return c.send(request, this.sendTimeoutMs).pipe(
+        const addressed = writing.addressed(c)
+        const recorded = this.lostOnTheWay(request.message.id, signatureOf(addressed, writing.frameType), writtenAt)
+        return c.send(addressed, this.sendTimeoutMs, writing.frameType).pipe(
           Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
           Effect.tapError((error) =>
             Effect.sync(() => {
@@ -289,7 +309,7 @@ export class Resending {
               // A caller that came only after a connection lost this send (it joined the re-send, took its kept
               // answer, or wrote it once more after it, on this connection or after another loss; or retried one
               // abandoned before the loss) never saw the loss itself, but what it reads answers a write after it.
-              else if (lostOnTheWay.lost === undefined && (recorded || c.writtenAfterLoss(request))) {
+              else if (lostOnTheWay.lost === undefined && (recorded || c.writtenAfterLoss(addressed, writing.frameType))) {
                 lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
               }
             })
@@ -316,7 +336,7 @@ export class Resending {
             // question asked and left unanswered (sim seed 192 of `--reader-return --client-timings`).
             const left = askTimeLeft(request, yield* Clock.currentTimeMillis)
             if (left !== undefined && left <= 0) return yield* Effect.fail(lostOnTheWay.lost ?? error)
-            return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
+            return yield* this.sendRejoining(request, writing, attempt + 1, lostOnTheWay)
           })
       )
     )
