@@ -24,9 +24,10 @@
  * ones too), for the client's life: a send of the same id and signature later,
  * on any connection and by any caller, may have been delivered by its first
  * write, so a "not found" it ends on is `ConnectionLost` and a rebound is
- * marked `afterLoss`. Entries expire `REPLAY_WINDOW_MS` after the send was
- * first written (checked on use, no timer); past `MAX_LOST_ON_THE_WAY` the
- * oldest recorded is forgotten. What it
+ * marked `afterLoss`. Entries are kept by id and signature (a send of
+ * another signature under a reused id is another entry) and expire
+ * `REPLAY_WINDOW_MS` after the send's latest lost write (checked on use, no
+ * timer); past `MAX_LOST_ON_THE_WAY` the oldest recorded is forgotten. What it
  * reads of the connection state ConnectionLifetime.ts owns — the live
  * connection's retirement, whether a connection may still come, whether the
  * rejoin grace is on — it asks through `ResendSide`, and it gets connections
@@ -73,11 +74,11 @@ export interface SendWriting {
   readonly addressed: (connection: ClientConnection) => SendRequest
 }
 
-/** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its latest lost write. */
-interface LostSend {
-  readonly signature: string
-  readonly since: number
-}
+/**
+ * The record's key for the send `messageId` with this `signature` (what makes a retry the same send): two sends under
+ * one id with other signatures are two entries (review revbr BR3: keyed by id alone, the later replaced the earlier).
+ */
+const lostKey = (messageId: string, signature: string): string => JSON.stringify([messageId, signature])
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -123,10 +124,11 @@ export class Resending {
   /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
   private unsent: ReadonlyArray<UnansweredSend> = []
   /**
-   * Every send a connection lost unanswered, by message id, abandoned or not, written again or not; each until
-   * `REPLAY_WINDOW_MS` after its latest lost write, at most `MAX_LOST_ON_THE_WAY` (the one recorded first forgotten).
+   * Every send a connection lost unanswered, by message id and signature (`lostKey`), abandoned or not, written again
+   * or not, with its latest lost write's time; each until `REPLAY_WINDOW_MS` after it, at most `MAX_LOST_ON_THE_WAY`
+   * (the one recorded first forgotten).
    */
-  private readonly lostSends = new Map<string, LostSend>()
+  private readonly lostSends = new Map<string, number>()
   private readonly side: ResendSide
   /** The epochs a delivery is acknowledged in (`StateEpochs.acknowledged`). */
   private readonly epochs: StateEpochs
@@ -160,13 +162,13 @@ export class Resending {
    * expired or overflowed.
    */
   private record(send: UnansweredSend): void {
-    const messageId = send.request.message.id
-    const known = this.lostSends.get(messageId)
-    const since = known !== undefined && known.signature === send.signature ? Math.max(known.since, send.since) : send.since
-    this.lostSends.delete(messageId)
-    this.lostSends.set(messageId, { signature: send.signature, since })
-    for (const [id, lost] of this.lostSends) {
-      if (send.since - lost.since >= REPLAY_WINDOW_MS) this.lostSends.delete(id)
+    const key = lostKey(send.request.message.id, send.signature)
+    const known = this.lostSends.get(key)
+    const since = known === undefined ? send.since : Math.max(known, send.since)
+    this.lostSends.delete(key)
+    this.lostSends.set(key, since)
+    for (const [recorded, lostSince] of this.lostSends) {
+      if (send.since - lostSince >= REPLAY_WINDOW_MS) this.lostSends.delete(recorded)
     }
     if (this.lostSends.size > MAX_LOST_ON_THE_WAY) {
       const oldest = this.lostSends.keys().next()
@@ -180,13 +182,14 @@ export class Resending {
    * for it (an expired entry is dropped here). Plain synchronous code: a connection's `begin` asks it per send.
    */
   lostOnTheWay(messageId: string, signature: string, now: number): boolean {
-    const lost = this.lostSends.get(messageId)
-    if (lost === undefined) return false
-    if (now - lost.since >= REPLAY_WINDOW_MS) {
-      this.lostSends.delete(messageId)
+    const key = lostKey(messageId, signature)
+    const since = this.lostSends.get(key)
+    if (since === undefined) return false
+    if (now - since >= REPLAY_WINDOW_MS) {
+      this.lostSends.delete(key)
       return false
     }
-    return lost.signature === signature
+    return true
   }
 
   /**
