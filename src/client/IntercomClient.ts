@@ -275,18 +275,21 @@ const make = (
           if (askId !== undefined) recent.replied(request.message.id, askId, request.to, request.targetId)
           return tracedSend(request, "send", (traced) => resend.send(traced))
         }).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
+      // Retried and read after a loss as a plain send is (Resending.ts `send`), written on each connection to the
+      // supervisor that connection is bound to.
       supervisorSend: (request) =>
         tracedSend({ ...request, to: SUPERVISOR_TO }, "supervisor_send", (traced) =>
-          resend.retrying((c) => {
-            const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
-            // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor). With no
-            // supervisor known it answers no question this client can name: not recorded, or its asker would be
-            // taken to be whoever last asked with that id (review revaj AJ3).
-            const askId = traced.message.replyTo
-            if (askId !== undefined && supervisor !== "") recent.replied(traced.message.id, askId, supervisor, supervisor)
-            return c.send({ ...traced, to: supervisor }, sendTimeoutMs, "supervisor_send").pipe(
-              Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery)))
-            )
+          resend.send(traced, {
+            frameType: "supervisor_send",
+            addressed: (c) => {
+              const supervisor = c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? ""
+              // A reply to the supervisor's question, recorded as a plain send's is (its asker: the supervisor). With
+              // no supervisor known it answers no question this client can name: not recorded, or its asker would be
+              // taken to be whoever last asked with that id (review revaj AJ3).
+              const askId = traced.message.replyTo
+              if (askId !== undefined && supervisor !== "") recent.replied(traced.message.id, askId, supervisor, supervisor)
+              return { ...traced, to: supervisor }
+            }
           })),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       // The connection tells the sinks as the cancel is written and as its answer is read (`cancelWritten`, `cancelEnded` above).

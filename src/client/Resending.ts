@@ -24,9 +24,10 @@
  * ones too), for the client's life: a send of the same id and signature later,
  * on any connection and by any caller, may have been delivered by its first
  * write, so a "not found" it ends on is `ConnectionLost` and a rebound is
- * marked `afterLoss`. Entries expire `REPLAY_WINDOW_MS` after the send was
- * first written (checked on use, no timer); past `MAX_LOST_ON_THE_WAY` the
- * oldest recorded is forgotten. What it
+ * marked `afterLoss`. Entries are kept by id and signature (a send of
+ * another signature under a reused id is another entry) and expire
+ * `REPLAY_WINDOW_MS` after the send's latest lost write (checked on use, no
+ * timer); past `MAX_LOST_ON_THE_WAY` the oldest recorded is forgotten. What it
  * reads of the connection state ConnectionLifetime.ts owns — the live
  * connection's retirement, whether a connection may still come, whether the
  * rejoin grace is on — it asks through `ResendSide`, and it gets connections
@@ -39,7 +40,7 @@ import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
-import { askTimeLeft, type SendError, type SendRequest, signatureOf } from "./requests.ts"
+import { askTimeLeft, type SendError, type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
 import type { StateEpochs } from "./StateEpochs.ts"
 
 /**
@@ -60,11 +61,24 @@ export const LOST_BACKOFF_MS = 250
  */
 export const MAX_LOST_ON_THE_WAY = 1_024
 
-/** A send a connection lost unanswered, as the record keeps it: what makes a retry the same send, and its latest lost write. */
-interface LostSend {
-  readonly signature: string
-  readonly since: number
+/**
+ * How a send is written on each connection it tries (`Resending.send`): under which frame, and the request as that
+ * connection writes it — a child's `supervisor_send` goes to the supervisor the connection is bound to. `addressed`
+ * is asked once per write, just before it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SendWriting {
+  readonly frameType: SendFrameType
+  readonly addressed: (connection: ClientConnection) => SendRequest
 }
+
+/**
+ * The record's key for the send `messageId` with this `signature` (what makes a retry the same send): two sends under
+ * one id with other signatures are two entries (review revbr BR3: keyed by id alone, the later replaced the earlier).
+ */
+const lostKey = (messageId: string, signature: string): string => JSON.stringify([messageId, signature])
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -110,10 +124,11 @@ export class Resending {
   /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
   private unsent: ReadonlyArray<UnansweredSend> = []
   /**
-   * Every send a connection lost unanswered, by message id, abandoned or not, written again or not; each until
-   * `REPLAY_WINDOW_MS` after its latest lost write, at most `MAX_LOST_ON_THE_WAY` (the one recorded first forgotten).
+   * Every send a connection lost unanswered, by message id and signature (`lostKey`), abandoned or not, written again
+   * or not, with its latest lost write's time; each until `REPLAY_WINDOW_MS` after it, at most `MAX_LOST_ON_THE_WAY`
+   * (the one recorded first forgotten).
    */
-  private readonly lostSends = new Map<string, LostSend>()
+  private readonly lostSends = new Map<string, number>()
   private readonly side: ResendSide
   /** The epochs a delivery is acknowledged in (`StateEpochs.acknowledged`). */
   private readonly epochs: StateEpochs
@@ -147,13 +162,13 @@ export class Resending {
    * expired or overflowed.
    */
   private record(send: UnansweredSend): void {
-    const messageId = send.request.message.id
-    const known = this.lostSends.get(messageId)
-    const since = known !== undefined && known.signature === send.signature ? Math.max(known.since, send.since) : send.since
-    this.lostSends.delete(messageId)
-    this.lostSends.set(messageId, { signature: send.signature, since })
-    for (const [id, lost] of this.lostSends) {
-      if (send.since - lost.since >= REPLAY_WINDOW_MS) this.lostSends.delete(id)
+    const key = lostKey(send.request.message.id, send.signature)
+    const known = this.lostSends.get(key)
+    const since = known === undefined ? send.since : Math.max(known, send.since)
+    this.lostSends.delete(key)
+    this.lostSends.set(key, since)
+    for (const [recorded, lostSince] of this.lostSends) {
+      if (send.since - lostSince >= REPLAY_WINDOW_MS) this.lostSends.delete(recorded)
     }
     if (this.lostSends.size > MAX_LOST_ON_THE_WAY) {
       const oldest = this.lostSends.keys().next()
@@ -167,13 +182,14 @@ export class Resending {
    * for it (an expired entry is dropped here). Plain synchronous code: a connection's `begin` asks it per send.
    */
   lostOnTheWay(messageId: string, signature: string, now: number): boolean {
-    const lost = this.lostSends.get(messageId)
-    if (lost === undefined) return false
-    if (now - lost.since >= REPLAY_WINDOW_MS) {
-      this.lostSends.delete(messageId)
+    const key = lostKey(messageId, signature)
+    const since = this.lostSends.get(key)
+    if (since === undefined) return false
+    if (now - since >= REPLAY_WINDOW_MS) {
+      this.lostSends.delete(key)
       return false
     }
-    return lost.signature === signature
+    return true
   }
 
   /**
@@ -253,10 +269,15 @@ export class Resending {
    * may mean "not asked again yet" (a durable broker killed before it
    * stored an ask it had already delivered: the asker re-sends it once it
    * is back, docs/store.md): the send is retried with the same id until the
-   * grace ends, then the failure stands.
+   * grace ends, then the failure stands. A child's `supervisor_send` goes this way too (`writing`: its frame, addressed
+   * on each connection to that connection's supervisor), with the same handling of a loss (review revbr BR4: it went
+   * through `retrying` alone, and a "not found" or a rebound after a loss failed at once, read as the first write's).
    */
-  send(request: SendRequest): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
-    return this.sendRejoining(request, 0, { lost: undefined })
+  send(
+    request: SendRequest,
+    writing: SendWriting = { frameType: "send", addressed: () => request }
+  ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
+    return this.sendRejoining(request, writing, 0, { lost: undefined })
   }
 
   /**
@@ -273,6 +294,7 @@ export class Resending {
    */
   private sendRejoining(
     request: SendRequest,
+    writing: SendWriting,
     attempt: number,
     lostOnTheWay: { lost: ConnectionLost | undefined }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
@@ -280,8 +302,9 @@ export class Resending {
       // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
       // answer was read, a write entered inside the window and answered just after it lost its mark).
       Effect.flatMap(Clock.currentTimeMillis, (writtenAt) => {
-        const recorded = this.lostOnTheWay(request.message.id, signatureOf(request, "send"), writtenAt)
-        return c.send(request, this.sendTimeoutMs).pipe(
+        const addressed = writing.addressed(c)
+        const recorded = this.lostOnTheWay(request.message.id, signatureOf(addressed, writing.frameType), writtenAt)
+        return c.send(addressed, this.sendTimeoutMs, writing.frameType).pipe(
           Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
           Effect.tapError((error) =>
             Effect.sync(() => {
@@ -289,7 +312,7 @@ export class Resending {
               // A caller that came only after a connection lost this send (it joined the re-send, took its kept
               // answer, or wrote it once more after it, on this connection or after another loss; or retried one
               // abandoned before the loss) never saw the loss itself, but what it reads answers a write after it.
-              else if (lostOnTheWay.lost === undefined && (recorded || c.writtenAfterLoss(request))) {
+              else if (lostOnTheWay.lost === undefined && (recorded || c.writtenAfterLoss(addressed, writing.frameType))) {
                 lostOnTheWay.lost = new ConnectionLost({ operation: "send", messageId: request.message.id })
               }
             })
@@ -316,7 +339,7 @@ export class Resending {
             // question asked and left unanswered (sim seed 192 of `--reader-return --client-timings`).
             const left = askTimeLeft(request, yield* Clock.currentTimeMillis)
             if (left !== undefined && left <= 0) return yield* Effect.fail(lostOnTheWay.lost ?? error)
-            return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
+            return yield* this.sendRejoining(request, writing, attempt + 1, lostOnTheWay)
           })
       )
     )

@@ -318,6 +318,11 @@ export interface FakeBrokerOptions {
    * it). Default: answered at once.
    */
   readonly settleAnsweredAfterLists?: number
+  /**
+   * The refusal (`delivery_failed` with this code and reason) a `send` or `supervisor_send` of this message id gets
+   * on this connection, in place of `delivered`. Default: none (delivered).
+   */
+  readonly refuseSend?: (connection: number, messageId: string) => { readonly code: string; readonly reason: string } | undefined
   /** Whether a `send` (of this message id) on this connection ends the connection unanswered. Default: never. */
   readonly dropOnSend?: (connection: number, messageId: unknown) => boolean
   /**
@@ -453,7 +458,10 @@ export const makeFakeBroker = (
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
               if (options.dropOnSend?.(id, messageId) === true) return yield* connection.end
               if (typeof messageId === "string" && options.leaveSendUnanswered?.(messageId) === true) break
-              const answer = options.detailedSendAnswers === true
+              const refusal = typeof messageId === "string" ? options.refuseSend?.(id, messageId) : undefined
+              const answer = refusal !== undefined
+                ? { type: "delivery_failed", messageId, ...refusal }
+                : options.detailedSendAnswers === true
                 ? { type: "delivered", messageId, delivery: "socket_delivered" }
                 : { type: "delivered", messageId }
               if (options.holdSendAnswers === true) held.push(answer)

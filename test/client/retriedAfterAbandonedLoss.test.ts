@@ -1,0 +1,30 @@
+/**
+ * A caller's own retry of a send lost on the way, written afresh outside the client's re-sent batch (the first
+ * send was abandoned before the loss, and nothing settles it, so the client does not write it again), and
+ * abandoned in its turn, has its late answer read as one after the loss: the connection marks the write
+ * `afterLoss` from the client's record as it enters it (PendingSends.ts `begin`), so a rebound read late is
+ * `TargetRebound.afterLoss` and a "not found" is the loss (`ConnectionLost`) — the first write may have been
+ * delivered (the `late` task's leftover; closed by the record fixbo added, pinned here).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ConnectionLost, TargetRebound } from "../../src/client/errors.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import { retriedAfterAbandonedLoss } from "./retriedAfterAbandonedLoss.ts"
+
+describe("a caller's retry written afresh after its send was abandoned and lost, abandoned again", () => {
+  it.effect("a late rebound is marked afterLoss", () =>
+    Effect.gen(function*() {
+      const read = yield* retriedAfterAbandonedLoss("asker-0000-0101", { code: DeliveryCode.TargetRebound, reason: Reason.targetRebound })
+      assert.strictEqual(read.writesOnSecond, 1, "setup: the retry was not the one write on connection 2")
+      assert.instanceOf(read.failure, TargetRebound, `setup: the late verdict was ${String(read.failure)}`)
+      assert.isTrue(read.failure instanceof TargetRebound && read.failure.afterLoss === true, "the late rebound read as the first write's")
+    }))
+
+  it.effect("a late not found is read as the loss", () =>
+    Effect.gen(function*() {
+      const read = yield* retriedAfterAbandonedLoss("asker-0000-0102", { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound })
+      assert.strictEqual(read.writesOnSecond, 1, "setup: the retry was not the one write on connection 2")
+      assert.instanceOf(read.failure, ConnectionLost, `the late verdict was ${String(read.failure)}`)
+    }))
+})
