@@ -6,7 +6,8 @@
  * it withdraws the taken one as a control about a taken message would: its ask closed, the journal told
  * (`withdrawn`, `waiting` false: pi marks one still in its queue), its sender answered `superseded` — once, also
  * when the real control comes after it, and not for a message restored already withdrawn. A `supersedes` naming a
- * message this session never handled withdraws nothing. Fake client, TestClock.
+ * message this session never handled withdraws nothing, nor does one naming an id whose message here the broker
+ * received after the superseding one (a newer message under a reused id). Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
@@ -157,6 +158,18 @@ describe("supersedes naming a message the host took already", () => {
         { withdrawals: ["m2 supersede taken"], superseded: 1 },
         "the new m2 was taken for the one restored withdrawn, and left live"
       )
+    }))
+
+  it.effect("a restored message under the id that the broker received after the superseding one: left live", () =>
+    Effect.gen(function*() {
+      // The m2 restored is a newer one under the reused id: the broker received it after m3, which named the old m2.
+      const { client, withdrawals } = yield* restart([{
+        ...restored,
+        message: { ...restored.message, brokerReceivedAt: 2 * HOUR + 500 }
+      }])
+      yield* client.push(superseding)
+      yield* drain
+      assert.deepStrictEqual({ withdrawals, superseded: supersededReceipts(client, "m2") }, { withdrawals: [], superseded: 0 })
     }))
 
   it.effect("naming a message this session never handled: nothing is withdrawn or answered", () =>
