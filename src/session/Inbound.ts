@@ -43,9 +43,13 @@
  *   all the same (review revbi BI1); the host's journal, which knows a
  *   message by (sender, id) only, is not told (`JournalKeeper.withdrawnEarlier`).
  *   With neither mark the control withdraws the message, as before. A message
- *   whose `supersedes` names one still waiting in the hand-off withdraws it as
- *   its control would, when the client read no such control (`supersededBy`):
- *   a message restored from the journal may never get its control (helper sim7022).
+ *   whose `supersedes` names one still waiting in the hand-off, or one the host
+ *   took that this session handled (the admission window knows it), withdraws
+ *   it as its control would, when the client read no such control
+ *   (`supersededBy`): a message restored from the journal may never get its
+ *   control (helper sim7022, task supkeep). Such withdrawals, and the ones the
+ *   journal restores, are noted (UnreadWithdrawals.ts) so that neither a later
+ *   control nor a second `supersedes` tells the host or the sender again.
  *
  * With a host journal that saves (`InboundJournal.ts`; one with only
  * `handled` saves nothing), an accepted message is
@@ -87,7 +91,7 @@
  * read-time route is ReplyAtRead.ts's; this module tells it which message
  * the message fiber is admitting.
  *
- * Size note: about 530 lines, one concept (a generation's inbound handling); the
+ * Size note: about 555 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules, departures and the read-time
  * route are their own modules already; what is left is the wiring of the
  * three streams and the rules that tie them (controls against the messages
@@ -104,6 +108,7 @@ import { runDepartures } from "./Departures.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
 import { type Admission, receiving } from "./InboundTracing.ts"
+import { UnreadWithdrawals } from "./UnreadWithdrawals.ts"
 import { makeJournalKeeper } from "./InboundJournal.ts"
 import { runReplyAtRead } from "./ReplyAtRead.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
@@ -157,6 +162,8 @@ export const runInbound = (
     const { background, client, host, settings, slot, tracker } = generation
     const admission = makeInboundAdmission(settings.inboundDedupe)
     const journal = makeJournalKeeper(host.journal)
+    /** Withdrawals made here with no control read behind them (restored withdrawn, or by a `supersedes`). */
+    const unreadWithdrawals = new UnreadWithdrawals()
     /** The intent each message was prepared with, until the host took it. */
     const intents = new WeakMap<InboundContext, DeliveryIntent>()
     /**
@@ -291,6 +298,8 @@ export const runInbound = (
           yield* answeredWaiter(message.id)
           return "reply_waiter"
         }
+        // A new message under its key: a withdrawal made here of an earlier one is not this one's.
+        unreadWithdrawals.forget(from.id, message.id)
         const context: InboundContext = {
           from,
           // A failure reply no wait took (an ask made below the session, or a late one): its text says
@@ -386,23 +395,32 @@ export const runInbound = (
 
     /**
      * P73 from the message itself: `context` names `replaced` in `supersedes`, and the client read no control for
-     * it (the broker sends that control first, and the control fiber acts on it). A message under that id still
-     * waiting in the hand-off is withdrawn as the control would withdraw it — the control may never come: a
-     * message restored from the journal was read by a process that ended before it confirmed it, and the broker
-     * keeps the control only for that process's client instance, or drops it with the copy it did not queue again
-     * (helper sim7022). Judged with the superseding message's read number and broker stamp, which the control
-     * would carry, so a newer message under the id is left live. One the host took already is left as it is
-     * (docs/client.md, withdrawn messages).
+     * it (the broker sends that control first, and the control fiber acts on it). The message under that id is
+     * withdrawn as the control would withdraw it — the control may never come: a message restored from the
+     * journal was read by a process that ended before it confirmed it, and the broker keeps the control only for
+     * that process's client instance, or drops it with the copy it did not queue again (helper sim7022). Still
+     * waiting in the hand-off, it is handed over withdrawn; taken by the host already (restored and taken as the
+     * generation started, or held by the agent's history: the admission window knows it), its ask is closed and
+     * the journal told (`waiting` false), as for a control about a taken message (task supkeep) — but not one
+     * this session never handled: nothing says it was read here. Judged with the superseding message's read
+     * number and broker stamp, which the control would carry, so a newer message under the id is left live.
+     * Once only: a withdrawal made here, or restored, is noted (`unreadWithdrawals`).
      */
     const supersededBy = (context: InboundContext, replaced: string): Effect.Effect<void> =>
       Effect.gen(function*() {
         const { from, message, read } = context
         if ((yield* client.withdrawal(from.id, replaced)) !== undefined) return
+        if (unreadWithdrawals.get(from.id, replaced) !== undefined) return
         const controlAt = message.brokerReceivedAt
         const { already, prepared, waiting } = handoff.withdraw(from.id, replaced, "supersede", read, controlAt)
-        if (!waiting || already !== undefined) return
+        if (already !== undefined) return
+        if (!waiting) {
+          const now = yield* Clock.currentTimeMillis
+          if (!admission.seen(from.id, replaced, now) || tracker.recordedSince(from.id, replaced, read, controlAt)) return
+        }
+        unreadWithdrawals.note(from.id, replaced, "supersede")
         tracker.askWithdrawn(from.id, replaced, read, controlAt)
-        yield* journal.withdrawn(from.id, replaced, "supersede", true, prepared)
+        yield* journal.withdrawn(from.id, replaced, "supersede", waiting, prepared)
         yield* generation.pendingChanged
         yield* receipt(replaced, "superseded")
       })
@@ -429,10 +447,12 @@ export const runInbound = (
     }
     for (let i = 0; i < restored.length; i++) {
       const { context, withdrawn } = restored[i]!
+      if (withdrawn !== undefined) unreadWithdrawals.note(context.from.id, context.message.id, withdrawn)
       if (withdrawn !== undefined || superseded[i] !== true) {
         yield* handOver(context, withdrawn)
         continue
       }
+      unreadWithdrawals.note(context.from.id, context.message.id, "supersede")
       yield* handOver(context, "supersede")
       yield* journal.withdrawn(context.from.id, context.message.id, "supersede", true, undefined)
       yield* receipt(context.message.id, "superseded")
@@ -495,6 +515,9 @@ export const runInbound = (
             // received by the broker after it stamped the control (restored, review revbi BI2) — is left live.
             const { already, prepared, waiting } = handoff.withdraw(from.id, messageId, action, read, timestamp)
             if (already !== undefined) return
+            // Taken by the host withdrawn already, with no control read for it (restored so, or by a `supersedes`):
+            // this control is that withdrawal's, told once (task supkeep).
+            if (!waiting && unreadWithdrawals.get(from.id, messageId) !== undefined) return
             // A message under this id read by the client after the control (this fiber lagged behind), or recorded
             // here and received by the broker after the control: the control is an earlier one's, and that earlier
             // one is not waiting here. Asked only then, so the client's record forgetting the control by count or

@@ -1,0 +1,49 @@
+/**
+ * The withdrawals a session generation made with no control read by its client behind them: a message the host
+ * journal restored already withdrawn (the last process saved its control), or one a later message of its sender
+ * withdrew by naming it in `supersedes` (the control may never come: Inbound.ts `supersededBy`).
+ *
+ * Why: the client's own record of the controls it read (`IntercomClient.withdrawal`) passes each control on once,
+ * and the hand-off knows the withdrawal of a message still waiting (`HostHandoff.withdraw`'s `already`). Neither
+ * knows these once the host took the message: a second `supersedes` naming it, or its real control read later
+ * (the broker kept it for this client instance), would withdraw it again — its sender answered twice, the journal
+ * told twice, a cancelled one relabelled superseded. This record says it was withdrawn here already.
+ *
+ * Owner: one generation's inbound handling (Inbound.ts), on its message and control fibers; no state outside the
+ * generation. Bounded: the newest MAX_KEPT, the oldest forgotten first (a control that late, or a repeated
+ * `supersedes`, is then acted on again, as before this record). A new message read under a key forgets it
+ * (`forget`): a withdrawal of the old message is not the new one's.
+ */
+import type { MessageControl } from "../protocol/frames.ts"
+
+/** Withdrawals remembered, at most: far more than a generation restores or sees superseded without a control. */
+const MAX_KEPT = 1024
+
+/** A message's key: its sender's session id and its id (two senders may use one id). */
+const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
+
+/** Withdrawals made with no control read behind them, by sender and message id (see the module header). */
+export class UnreadWithdrawals {
+  private readonly byKey = new Map<string, MessageControl["action"]>()
+
+  /** The message `messageId` of `fromId` was withdrawn here by `action`, with no control read for it. */
+  note(fromId: string, messageId: string, action: MessageControl["action"]): void {
+    const key = keyOf(fromId, messageId)
+    this.byKey.delete(key)
+    this.byKey.set(key, action)
+    if (this.byKey.size > MAX_KEPT) {
+      const oldest = this.byKey.keys().next()
+      if (oldest.done !== true) this.byKey.delete(oldest.value)
+    }
+  }
+
+  /** How that message was withdrawn here, if it was (and is still remembered). */
+  get(fromId: string, messageId: string): MessageControl["action"] | undefined {
+    return this.byKey.size === 0 ? undefined : this.byKey.get(keyOf(fromId, messageId))
+  }
+
+  /** A new message under that key was read: what was withdrawn before is not it. */
+  forget(fromId: string, messageId: string): void {
+    if (this.byKey.size > 0) this.byKey.delete(keyOf(fromId, messageId))
+  }
+}
