@@ -4,7 +4,7 @@
  * that records what the session hands it, and the session worlds built on
  * them (peers listed, a host journal given, one generation in its own Scope).
  *
- * Size note: ~690 lines, past the ~400 guide: the fake client is most of it,
+ * Size note: ~730 lines, past the ~400 guide: the fake client is most of it,
  * and the session worlds beside it are what the session tests share.
  */
 import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, Scope, Stream } from "effect"
@@ -45,7 +45,8 @@ import {
   type HostIdentity,
   type HostService,
   type Inbound,
-  type InboundJournal
+  type InboundJournal,
+  type JournalRecord
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
 import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
@@ -639,6 +640,14 @@ export const holdControlFiber = (unit: Pick<UnitSession, "client" | "host">) =>
     yield* settle
   })
 
+/** Moves the TestClock 4 s in 200 ms steps, settling after each: a refusing hand-off retries until the host took everything. */
+export const drainHandOff = Effect.gen(function*() {
+  for (let i = 0; i < 20; i++) {
+    yield* TestClock.adjust(200)
+    yield* settle
+  }
+})
+
 /** Moves the TestClock 5 s in 500 ms steps, settling after each: a refusing hand-off retries its way through. */
 export const retryFiveSeconds = Effect.gen(function*() {
   for (let i = 0; i < 10; i++) {
@@ -662,6 +671,42 @@ export const sessionGeneration = (host: HostService, client: FakeClient) =>
       scope
     )
     return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
+  })
+
+/**
+ * A session restarted two hours into the TestClock (SELF, with B and C
+ * listed) whose host journal restores `records` as undelivered, nothing as
+ * handled, and saves nothing; its host refuses the first `refused` hand-offs
+ * (5 unless given), so what is restored waits in the hand-off. `before` runs
+ * on the client before the session starts (a control it records first, say).
+ * `withdrawals`: each withdrawal the journal was told, `"<messageId> <action>"`,
+ * oldest first. Built in the current Scope and settled once.
+ */
+export const restoredSession = (
+  records: ReadonlyArray<JournalRecord>,
+  options: { readonly refused?: number; readonly before?: (client: FakeClient) => Effect.Effect<void> } = {}
+) =>
+  Effect.gen(function*() {
+    const withdrawals: Array<string> = []
+    yield* TestClock.adjust(2 * 60 * 60 * 1000)
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, B, C]
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const journal: InboundJournal = {
+      checkpoint: () => Effect.void,
+      undelivered: Effect.succeed(records),
+      handled: Effect.succeed([]),
+      withdrawn: (_from, messageId, action) => Effect.sync(() => void withdrawals.push(`${messageId} ${action}`))
+    }
+    host.failDeliveries = options.refused ?? 5
+    if (options.before !== undefined) yield* options.before(client)
+    const context = yield* Layer.build(
+      IntercomSession.layer().pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer({ ...host.service, journal })))
+      )
+    )
+    yield* settle
+    return { client, host, session: Context.get(context, IntercomSession), withdrawals }
   })
 
 /**
