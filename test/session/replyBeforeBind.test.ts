@@ -18,7 +18,17 @@ import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts
 import type { HostService } from "../../src/session/Host.ts"
 import { runInbound } from "../../src/session/Inbound.ts"
 import { makeToolExposure } from "../../src/session/ToolExposure.ts"
-import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./support.ts"
+import {
+  C,
+  inboundMessage,
+  makeFakeClient,
+  makeRecordingHost,
+  receiptsFor as receiptsOf,
+  savesEveryQuestion,
+  SELF,
+  settle,
+  SUP
+} from "./support.ts"
 
 /** How long the host journal takes to checkpoint each message, when it has one. */
 const CHECKPOINT = "2 seconds"
@@ -32,17 +42,7 @@ const generationWith = (slow: boolean) =>
   Effect.gen(function*() {
     const client = yield* makeFakeClient(SELF.id)
     client.sessions = [SELF, SUP, C]
-    client.onAskQuestion = (asked) =>
-      Effect.succeed({
-        id: asked.questionId,
-        state: "awaiting_input",
-        reason: asked.reason,
-        ownerId: SUP.id,
-        childId: SELF.id,
-        childName: "self",
-        message: asked.text,
-        createdAt: 0
-      })
+    client.onAskQuestion = savesEveryQuestion(SELF.id)
     const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
     const checkpointed: Array<string> = []
     const service: HostService = !slow ? host.service : {
@@ -69,11 +69,6 @@ const generationWith = (slow: boolean) =>
     })
     return { client, host, checkpointed, handled, wait }
   })
-
-const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
-  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
-    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
-  )
 
 const answer = inboundMessage(SUP, "answer", "Stable", { replyTo: QUESTION_ID })
 

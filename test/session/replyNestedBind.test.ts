@@ -16,31 +16,26 @@ import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts
 import type { HostService } from "../../src/session/Host.ts"
 import { runInbound } from "../../src/session/Inbound.ts"
 import { makeToolExposure } from "../../src/session/ToolExposure.ts"
-import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./support.ts"
+import {
+  C,
+  inboundMessage,
+  makeFakeClient,
+  makeRecordingHost,
+  receiptsFor as receiptsOf,
+  savesEveryQuestion,
+  SELF,
+  settle,
+  SUP
+} from "./support.ts"
 
 const QUESTION_ID = "q-1"
-
-const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
-  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
-    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
-  )
 
 describe("a look-back nested inside takeAtRead's route", () => {
   it.effect("a copy waiting in the client is not answered together with the copy read now", () =>
     Effect.gen(function*() {
       const client = yield* makeFakeClient(SELF.id)
       client.sessions = [SELF, SUP, C]
-      client.onAskQuestion = (asked) =>
-        Effect.succeed({
-          id: asked.questionId,
-          state: "awaiting_input",
-          reason: asked.reason,
-          ownerId: SUP.id,
-          childId: SELF.id,
-          childName: "self",
-          message: asked.text,
-          createdAt: 0
-        })
+      client.onAskQuestion = savesEveryQuestion(SELF.id)
       const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
       const service: HostService = {
         ...host.service,

@@ -730,6 +730,28 @@ export const slowJournalSession = slowJournalSessionFor(() => true)
 /** A supervisor (named "planner") for child-session tests; in another group, so `list` never names it. */
 export const SUP = info("sup-1111-2222-3333", { name: "planner" })
 
+/**
+ * A fake client's `onAskQuestion` for a broker that saves every durable question `childId` (named "self") asks
+ * SUP: the record it answers is awaiting input, made at 0.
+ */
+export const savesEveryQuestion = (childId: string): FakeClient["onAskQuestion"] => (asked) =>
+  Effect.succeed({
+    id: asked.questionId,
+    state: "awaiting_input",
+    reason: asked.reason,
+    ownerId: SUP.id,
+    childId,
+    childName: "self",
+    message: asked.text,
+    createdAt: 0
+  })
+
+/** The receipts the fake client posted for message `id`, oldest first: each `status`, or `"status: detail"`. */
+export const receiptsFor = (client: Pick<FakeClient, "receipts">, id: string): ReadonlyArray<string> =>
+  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
+    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
+  )
+
 /** A complete child bridge to SUP, carrying a grant (C-SUP-1). */
 export const supervisorBridge: ChildBridge = {
   supervisorTarget: "planner",
