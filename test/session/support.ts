@@ -4,9 +4,10 @@
  * that records what the session hands it, and the session worlds built on
  * them (peers listed, a host journal given, one generation in its own Scope).
  *
- * Size note: ~730 lines, past the ~400 guide: the fake client is most of it,
+ * Size note: ~790 lines, past the ~400 guide: the fake client is most of it,
  * and the session worlds beside it are what the session tests share.
  */
+import { assert } from "@effect/vitest"
 import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
@@ -49,6 +50,10 @@ import {
   type JournalRecord
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
+import { waitDurably } from "../../src/session/DurableQuestion.ts"
+import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
+import { runInbound } from "../../src/session/Inbound.ts"
+import { makeToolExposure } from "../../src/session/ToolExposure.ts"
 import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
 
 /** The fake client's `rejoinGraceMs` (the real client's default). */
@@ -761,3 +766,39 @@ export const supervisorBridge: ChildBridge = {
   sessionName: undefined,
   grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
 }
+
+/**
+ * A generation (SELF, with SUP and C listed) running its inbound handling over the fake client, the host idle
+ * and tools always exposed, with no session around it: the world for tests of a durable question's wait
+ * (`waitDurably`) and the replies the reader path takes for it. The broker saves every durable question; the
+ * host's journal is `journal` (the recording host's own unless given); `options` are the session's settings.
+ * `handled`: each message the session said it was done with, in order (what `confirmWhenHandled` confirms).
+ * `wait(questionId)`: the durable wait on that question to SUP, its waiter bound as the wait starts.
+ */
+export const durableWaitGeneration = (journal?: InboundJournal, options: IntercomSessionOptions = {}) =>
+  Effect.gen(function*() {
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, SUP, C]
+    client.onAskQuestion = savesEveryQuestion(SELF.id)
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const service: HostService = journal === undefined ? host.service : { ...host.service, journal }
+    const handled: Array<string> = []
+    const clientService: IntercomClientService = {
+      ...client.service,
+      handled: (message) => Effect.andThen(Effect.sync(() => void handled.push(message.message.id)), client.service.handled(message))
+    }
+    const generation = yield* makeGeneration({
+      client: clientService,
+      host: service,
+      settings: resolveSettings(options),
+      afterConnect: Effect.void
+    })
+    yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
+    const wait = (questionId: string) =>
+      Effect.suspend(() => {
+        const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
+        const message = { id: questionId, timestamp: 0, content: { text: "Stable or experimental API?" } }
+        return waitDurably(generation, bound, { questionId, reason: "need_decision", message, targetId: SUP.id }, Effect.void)
+      })
+    return { client, host, handled, generation, wait }
+  })
