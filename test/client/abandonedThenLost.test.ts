@@ -10,9 +10,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ConnectionLost, RequestTimeout } from "../../src/client/errors.ts"
-import { advance, settle, step } from "../support/memory.ts"
-import { failureOf, lostOnTheWayClient } from "./lostOnTheWay.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
+import { advance, step } from "../support/memory.ts"
+import { failureOf, lostOnTheWayClient, timedOutThenDropped } from "./lostOnTheWay.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000f8"
 
@@ -21,11 +21,7 @@ describe("a retry of a send timed out, then lost with its connection", () => {
     Effect.gen(function*() {
       // Connection 1 swallows the send's frame: the client cannot tell it from one delivered whose answer was lost.
       const { client, opened, request } = yield* lostOnTheWayClient(ID, ["swallow"], { sendTimeoutMs: 1000 })
-      const first = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(first), RequestTimeout, "setup: the first caller did not time out")
-      yield* settle(opened[0]!.destroy)
-      yield* advance("1 second")
+      yield* timedOutThenDropped(client, opened[0]!, request, "first caller", "1 second")
       assert.strictEqual((yield* client.status).connections, 2, "setup: the client did not reconnect")
       const retry = yield* step(client.send(request))
       yield* advance("15 seconds")

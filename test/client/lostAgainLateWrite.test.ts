@@ -6,11 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ConnectionLost, RequestTimeout } from "../../src/client/errors.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
 import type { UnansweredSend } from "../../src/client/PendingSends.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
-import { advance, settle, step } from "../support/memory.ts"
-import { failureOf, lostOnTheWayClient, unconnectedResending as resending } from "./lostOnTheWay.ts"
+import { advance, step } from "../support/memory.ts"
+import { failureOf, lostOnTheWayClient, timedOutThenDropped, unconnectedResending as resending } from "./lostOnTheWay.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000b1"
 
@@ -35,18 +35,10 @@ describe("a send written afresh and lost again", () => {
     Effect.gen(function*() {
       // Connections 1 and 2 swallow sends: each write may have been delivered, its answer lost.
       const { client, opened, request } = yield* lostOnTheWayClient(ID, ["swallow", "swallow"], { sendTimeoutMs: 1000 })
-      const first = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(first), RequestTimeout, "setup: the first caller did not time out")
-      yield* settle(opened[0]!.destroy)
-      yield* advance("110 seconds")
+      yield* timedOutThenDropped(client, opened[0]!, request, "first caller", "110 seconds")
       assert.strictEqual((yield* client.status).connections, 2, "setup: the client did not reconnect")
       // A retry written afresh on connection 2 (the abandoned send was not written again), swallowed too.
-      const second = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(second), RequestTimeout, "setup: the second caller did not time out")
-      yield* settle(opened[1]!.destroy)
-      yield* advance("10 seconds")
+      yield* timedOutThenDropped(client, opened[1]!, request, "second caller", "10 seconds")
       assert.strictEqual((yield* client.status).connections, 3, "setup: the client did not reconnect again")
       const retry = yield* step(client.send(request))
       yield* advance("15 seconds")

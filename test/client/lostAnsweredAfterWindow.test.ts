@@ -6,10 +6,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Deferred, Effect } from "effect"
-import { ConnectionLost, RequestTimeout } from "../../src/client/errors.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
-import { advance, settle, step } from "../support/memory.ts"
-import { failureOf, lostOnTheWayClient } from "./lostOnTheWay.ts"
+import { advance, step } from "../support/memory.ts"
+import { failureOf, lostOnTheWayClient, timedOutThenDropped } from "./lostOnTheWay.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000b2"
 
@@ -24,11 +24,7 @@ describe("a retry written in the window, answered just after it", () => {
         { sendTimeoutMs: 1000 }
       )
       const t0 = yield* Clock.currentTimeMillis
-      const first = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(first), RequestTimeout, "setup: the first caller did not time out")
-      yield* settle(opened[0]!.destroy)
-      yield* advance("1 second")
+      yield* timedOutThenDropped(client, opened[0]!, request, "first caller", "1 second")
       assert.strictEqual((yield* client.status).connections, 2, "setup: the client did not reconnect")
       const now = yield* Clock.currentTimeMillis
       yield* advance(`${Math.round(t0 + REPLAY_WINDOW_MS - 200 - now)} millis`)

@@ -6,9 +6,10 @@
  * Owns nothing past the test's Scope.
  */
 import { assert } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, type Fiber } from "effect"
+import { Cause, Deferred, type Duration, Effect, Exit, type Fiber } from "effect"
 import type { Dialer } from "../../src/client/Dialer.ts"
-import { IntercomNotConnected } from "../../src/client/errors.ts"
+import { IntercomNotConnected, RequestTimeout } from "../../src/client/errors.ts"
+import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import type { SendRequest } from "../../src/client/requests.ts"
 import { Resending } from "../../src/client/Resending.ts"
@@ -16,7 +17,7 @@ import { StateEpochs } from "../../src/client/StateEpochs.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
-import { memoryNetwork, settle } from "../support/memory.ts"
+import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
 import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 /** The failure `fiber` ended with, squashed (`undefined` if it succeeded); it must have ended. */
@@ -94,3 +95,23 @@ export const unconnectedResending = (): Resending =>
     whenStopped: Effect.void,
     rejoining: () => false
   }, new StateEpochs(), 1_000)
+
+/**
+ * A caller's send of `request` written on `connection`, which swallows it: the caller times out (asserted, 2 s
+ * on, as `who`), then `connection` drops and `after` passes (the client's reconnect). Needs a `sendTimeoutMs`
+ * under 2 s.
+ */
+export const timedOutThenDropped = (
+  client: IntercomClientService,
+  connection: Connection,
+  request: SendRequest,
+  who: string,
+  after: Duration.Input
+) =>
+  Effect.gen(function*() {
+    const caller = yield* step(client.send(request))
+    yield* advance("2 seconds")
+    assert.instanceOf(failureOf(caller), RequestTimeout, `setup: the ${who} did not time out`)
+    yield* settle(connection.destroy)
+    yield* advance(after)
+  })
