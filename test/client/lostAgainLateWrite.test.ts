@@ -5,36 +5,14 @@
  * Resending.ts `record` kept the first write's time).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, type Fiber } from "effect"
-import type { Dialer } from "../../src/client/Dialer.ts"
-import { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../../src/client/errors.ts"
+import { Effect } from "effect"
+import { ConnectionLost } from "../../src/client/errors.ts"
 import type { UnansweredSend } from "../../src/client/PendingSends.ts"
-import { Resending } from "../../src/client/Resending.ts"
-import { StateEpochs } from "../../src/client/StateEpochs.ts"
-import { frameText } from "../../src/protocol/framing.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
-import { message } from "../support/broker.ts"
-import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+import { advance, step } from "../support/memory.ts"
+import { failureOf, lostOnTheWayClient, timedOutThenDropped, unconnectedResending as resending } from "./lostOnTheWay.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000b1"
-
-const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>): unknown => {
-  const exit = fiber.pollUnsafe()
-  if (exit === undefined) return assert.fail("still running")
-  return Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-}
-
-const unused = new IntercomNotConnected({ reason: "no connection in this test" })
-const resending = () =>
-  new Resending({
-    withConnection: () => Effect.fail(unused),
-    retirementOf: () => undefined,
-    ended: () => true,
-    whenStopped: Effect.void,
-    rejoining: () => false
-  }, new StateEpochs(), 1_000)
 
 const lostSend = (since: number): UnansweredSend => ({
   request: { to: "beta", message: { id: "m1", timestamp: 0, content: { text: "m1" } } },
@@ -55,35 +33,12 @@ describe("a send written afresh and lost again", () => {
 
   it.effect("a retry after the second loss, past the first write's window, ends ConnectionLost", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const opened: Array<Connection> = []
-      const dial: Dialer = (address) =>
-        Effect.map(world.dial(address), (connection): Connection => {
-          opened.push(connection)
-          if (opened.length > 2) return connection
-          // Connections 1 and 2 swallow sends: each write may have been delivered, its answer lost.
-          const swallowSend: Connection["write"] = (frames) =>
-            frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`)) ? Effect.void : connection.write(frames)
-          return { ...connection, write: swallowSend, writeAll: (frames) => swallowSend(frames) ?? Effect.void }
-        })
-      const { client } = yield* makeMemoryClient(
-        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100, sendTimeoutMs: 1000 })
-      )
-      yield* settle(client.connect)
-      const request = { to: "not-back-yet", message: message("x") }
-      const first = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(first), RequestTimeout, "setup: the first caller did not time out")
-      yield* settle(opened[0]!.destroy)
-      yield* advance("110 seconds")
+      // Connections 1 and 2 swallow sends: each write may have been delivered, its answer lost.
+      const { client, opened, request } = yield* lostOnTheWayClient(ID, ["swallow", "swallow"], { sendTimeoutMs: 1000 })
+      yield* timedOutThenDropped(client, opened[0]!, request, "first caller", "110 seconds")
       assert.strictEqual((yield* client.status).connections, 2, "setup: the client did not reconnect")
       // A retry written afresh on connection 2 (the abandoned send was not written again), swallowed too.
-      const second = yield* step(client.send(request))
-      yield* advance("2 seconds")
-      assert.instanceOf(failureOf(second), RequestTimeout, "setup: the second caller did not time out")
-      yield* settle(opened[1]!.destroy)
-      yield* advance("10 seconds")
+      yield* timedOutThenDropped(client, opened[1]!, request, "second caller", "10 seconds")
       assert.strictEqual((yield* client.status).connections, 3, "setup: the client did not reconnect again")
       const retry = yield* step(client.send(request))
       yield* advance("15 seconds")

@@ -9,44 +9,17 @@
  * as the first caller does, not TargetNotFound.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, type Fiber } from "effect"
-import type { Dialer } from "../../src/client/Dialer.ts"
+import { Effect } from "effect"
 import { ConnectionLost } from "../../src/client/errors.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
-import { message } from "../support/broker.ts"
-import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+import { advance, settle, step } from "../support/memory.ts"
+import { failureOf, lostOnTheWayClient } from "./lostOnTheWay.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000f7"
-
-const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>): unknown => {
-  const exit = fiber.pollUnsafe()
-  if (exit === undefined) return assert.fail("still running")
-  return Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-}
 
 describe("a later caller of a send lost on the way, come after a second loss", () => {
   it.effect("fails with ConnectionLost once the rejoin grace is over, as the first caller does", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const opened: Array<Connection> = []
-      const dial: Dialer = (address) =>
-        Effect.map(world.dial(address), (connection): Connection => {
-          opened.push(connection)
-          if (opened.length !== 1) return connection
-          const dropOnSend: Connection["write"] = (frames) =>
-            frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
-              ? Effect.andThen(connection.destroy, Effect.void)
-              : connection.write(frames)
-          return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
-        })
-      const { client } = yield* makeMemoryClient(
-        memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
-      )
-      yield* settle(client.connect)
-      const request = { to: "not-back-yet", message: message("x") }
+      const { client, opened, request } = yield* lostOnTheWayClient(ID, ["drop"])
       const first = yield* step(client.send(request))
       yield* advance("1 second")
       assert.strictEqual((yield* client.status).connections, 2, "setup: the client did not reconnect")

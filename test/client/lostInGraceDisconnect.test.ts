@@ -14,10 +14,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Effect, Exit, type Fiber } from "effect"
 import type { Dialer } from "../../src/client/Dialer.ts"
 import { ConnectionLost, TargetNotFound } from "../../src/client/errors.ts"
-import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle, step } from "../support/memory.ts"
+import { lostOnTheWayClient } from "./lostOnTheWay.ts"
 import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-0000000000e1"
@@ -33,24 +33,9 @@ const completed = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> => {
  * registers; with `askTimeoutMs`, the send is an ask with that timeout from now.
  */
 const lostOnTheWay = (askTimeoutMs?: number) => Effect.gen(function*() {
-  const world = yield* memoryNetwork()
-  yield* world.startBroker({ idleExit: null })
-  let dialed = 0
-  const dial: Dialer = (address) =>
-    Effect.map(world.dial(address), (connection): Connection => {
-      if (++dialed !== 1) return connection
-      const dropOnSend: Connection["write"] = (frames) =>
-        frames.some((frame) => frameText(frame).startsWith(`{"type":"send"`))
-          ? Effect.andThen(connection.destroy, Effect.void)
-          : connection.write(frames)
-      return { ...connection, write: dropOnSend, writeAll: (frames) => dropOnSend(frames) ?? Effect.void }
-    })
-  const { client } = yield* makeMemoryClient(
-    memoryClientOptions({ ...world, dial }, ID, "sender", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
-  )
-  yield* settle(client.connect)
+  const { client, request: send } = yield* lostOnTheWayClient(ID, ["drop"])
   const request = askTimeoutMs === undefined
-    ? { to: "not-back-yet", message: message("x") }
+    ? send
     : {
       to: "not-back-yet",
       message: message("question", { expectsReply: true }),

@@ -5,22 +5,10 @@
  * recorded first is forgotten. Plain synchronous code, no connection: the side is never used.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { IntercomNotConnected } from "../../src/client/errors.ts"
 import type { UnansweredSend } from "../../src/client/PendingSends.ts"
-import { MAX_LOST_ON_THE_WAY, Resending } from "../../src/client/Resending.ts"
-import { StateEpochs } from "../../src/client/StateEpochs.ts"
+import { MAX_LOST_ON_THE_WAY } from "../../src/client/Resending.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
-
-const unused = new IntercomNotConnected({ reason: "no connection in this test" })
-const resending = () =>
-  new Resending({
-    withConnection: () => Effect.fail(unused),
-    retirementOf: () => undefined,
-    ended: () => true,
-    whenStopped: Effect.void,
-    rejoining: () => false
-  }, new StateEpochs(), 1_000)
+import { unconnectedResending as resending } from "./lostOnTheWay.ts"
 
 const lostSend = (id: string, since: number, abandoned: boolean): UnansweredSend => ({
   request: { to: "beta", message: { id, timestamp: 0, content: { text: id } } },

@@ -10,12 +10,10 @@
  * Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Queue } from "effect"
+import { Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host, type JournalRecord } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, type FakeClient, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import type { JournalRecord } from "../../src/session/Host.ts"
+import { C, type FakeClient, restoredSession, settle } from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
@@ -31,36 +29,12 @@ const oldCancel = (client: FakeClient) =>
   client.control({ _tag: "Control", from: C, control: { messageId: "m-1", action: "cancel", timestamp: 0 } })
 
 /**
- * Starts a session whose journal restores `restored`, its host refusing the first `refused` deliveries; `before`
- * runs first. `withdrawals`: the ids the journal was told were withdrawn.
+ * Starts a session whose journal restores `restored`, its host refusing the first `refused` deliveries (the host is
+ * not ready at once: the restored message waits in the hand-off); `before` runs first. `withdrawals`: the withdrawals
+ * the journal was told of.
  */
 const restart = (before: (client: FakeClient) => Effect.Effect<void>, refused = 5) =>
-  Effect.gen(function*() {
-    const withdrawals: Array<string> = []
-    yield* TestClock.adjust(2 * HOUR)
-    const client = yield* makeFakeClient(SELF.id)
-    client.sessions = [SELF, B, C]
-    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-    const service = {
-      ...host.service,
-      journal: {
-        checkpoint: () => Effect.void,
-        undelivered: Effect.succeed([restored]),
-        handled: Effect.succeed([]),
-        withdrawn: (_from: string, messageId: string) => Effect.sync(() => void withdrawals.push(messageId))
-      }
-    }
-    // The host is not ready at once: the restored message waits in the hand-off.
-    host.failDeliveries = refused
-    yield* before(client)
-    yield* Layer.build(
-      IntercomSession.layer().pipe(
-        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-      )
-    )
-    yield* settle
-    return { client, host, withdrawals }
-  })
+  restoredSession([restored], { refused, before })
 
 /** Lets the hand-off retry until the host takes the message; returns what it took. */
 const handedOver = (host: Effect.Success<ReturnType<typeof restart>>["host"]) =>

@@ -10,11 +10,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
-import { TestClock } from "effect/testing"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { Host, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, type FakeClient, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import {
+  B,
+  C,
+  type FakeClient,
+  inboundMessage,
+  makeFakeClient,
+  makeRecordingHost,
+  restoredSession,
+  retryFiveSeconds,
+  SELF,
+  settle
+} from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 /** The broker received m-1 at this wall-clock time; its clock then stepped back one second before the cancel. */
@@ -52,10 +62,7 @@ describe("a control the broker stamped before its own message's brokerReceivedAt
         control: { messageId: "m-1", action: "cancel", timestamp: STEPPED_BACK }
       })
       yield* settle
-      for (let i = 0; i < 10; i++) {
-        yield* TestClock.adjust(500)
-        yield* settle
-      }
+      yield* retryFiveSeconds
       const handed = yield* Queue.take(host.inbox)
       assert.strictEqual(handed.message.id, "m-1", "setup: m-1 handed over")
       assert.include(handed.text, "Withdrawn", "the message its sender cancelled was handed over live")
@@ -108,41 +115,19 @@ describe("a control the broker stamped before its own message's brokerReceivedAt
   // hold (stamps that never go back within a run and across a restart); until it does, this fails as pinned here.
   it.effect.fails("a restored message its sender cancelled after the clock stepped back is handed over withdrawn", () =>
     Effect.gen(function*() {
-      yield* TestClock.adjust(2 * HOUR)
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, B, C]
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
       const restored: JournalRecord = {
         from: C,
         message: { id: "m-1", timestamp: 0, brokerReceivedAt: RECEIVED, content: { text: "restored task" } },
         receivedAt: 2 * HOUR
       }
-      const service = {
-        ...host.service,
-        journal: {
-          checkpoint: () => Effect.void,
-          undelivered: Effect.succeed([restored]),
-          handled: Effect.succeed([]),
-          withdrawn: () => Effect.void
-        }
-      }
-      host.failDeliveries = 3
-      yield* Layer.build(
-        IntercomSession.layer().pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-        )
-      )
-      yield* settle
+      const { client, host } = yield* restoredSession([restored], { refused: 3 })
       yield* client.control({
         _tag: "Control",
         from: C,
         control: { messageId: "m-1", action: "cancel", timestamp: STEPPED_BACK }
       })
       yield* settle
-      for (let i = 0; i < 10; i++) {
-        yield* TestClock.adjust(500)
-        yield* settle
-      }
+      yield* retryFiveSeconds
       const handed = yield* Queue.take(host.inbox)
       assert.strictEqual(handed.message.id, "m-1", "setup: m-1 handed over")
       assert.include(handed.text, "Withdrawn", "the restored message its sender cancelled was handed over live")

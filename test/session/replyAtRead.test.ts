@@ -13,7 +13,7 @@ import { TestClock } from "effect/testing"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { Host } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, receiptsFor as receiptsOf, SELF, settle } from "./support.ts"
 
 /** How long the host journal takes to checkpoint each message. */
 const CHECKPOINT = "2 seconds"
@@ -39,11 +39,6 @@ const slowCheckpointSession = Effect.gen(function*() {
   )
   return { client, host, checkpointed, session: Context.get(context, IntercomSession) }
 })
-
-const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
-  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
-    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
-  )
 
 describe("C-ORD-32 a reply to the live ask resolves it as it is read", () => {
   it.effect("behind two messages whose checkpoints are slow, the reply resolves the ask at once; it is not handed to the host and is acknowledged once", () =>

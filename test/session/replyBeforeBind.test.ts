@@ -12,68 +12,28 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { TestClock } from "effect/testing"
-import type { InboundMessage } from "../../src/client/events.ts"
-import { waitDurably } from "../../src/session/DurableQuestion.ts"
-import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
-import type { HostService } from "../../src/session/Host.ts"
-import { runInbound } from "../../src/session/Inbound.ts"
-import { makeToolExposure } from "../../src/session/ToolExposure.ts"
-import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./support.ts"
+import type { InboundJournal } from "../../src/session/Host.ts"
+import { C, durableWaitGeneration, inboundMessage, receiptsFor as receiptsOf, settle, SUP } from "./support.ts"
 
 /** How long the host journal takes to checkpoint each message, when it has one. */
 const CHECKPOINT = "2 seconds"
 const QUESTION_ID = "q-1"
 
 /**
- * A generation running its inbound handling over the fake client: with a host journal that takes
- * `CHECKPOINT` per message (`slow`), or none; and a broker that saves every durable question.
+ * `durableWaitGeneration` with a host journal that takes `CHECKPOINT` per message (`slow`; `checkpointed`: the
+ * ids it saved, in order), or the recording host's own; `wait` is the durable wait on QUESTION_ID.
  */
 const generationWith = (slow: boolean) =>
   Effect.gen(function*() {
-    const client = yield* makeFakeClient(SELF.id)
-    client.sessions = [SELF, SUP, C]
-    client.onAskQuestion = (asked) =>
-      Effect.succeed({
-        id: asked.questionId,
-        state: "awaiting_input",
-        reason: asked.reason,
-        ownerId: SUP.id,
-        childId: SELF.id,
-        childName: "self",
-        message: asked.text,
-        createdAt: 0
-      })
-    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
     const checkpointed: Array<string> = []
-    const service: HostService = !slow ? host.service : {
-      ...host.service,
-      journal: {
-        checkpoint: (record) =>
-          Effect.andThen(Effect.sleep(CHECKPOINT), Effect.sync(() => void checkpointed.push(record.message.id))),
-        undelivered: Effect.succeed([])
-      }
+    const journal: InboundJournal | undefined = !slow ? undefined : {
+      checkpoint: (record) =>
+        Effect.andThen(Effect.sleep(CHECKPOINT), Effect.sync(() => void checkpointed.push(record.message.id))),
+      undelivered: Effect.succeed([])
     }
-    /** Each message the session said it was done with (`handled`), in order: what `confirmWhenHandled` confirms. */
-    const handled: Array<string> = []
-    const clientService = {
-      ...client.service,
-      handled: (message: InboundMessage) => Effect.andThen(Effect.sync(() => void handled.push(message.message.id)), client.service.handled(message))
-    }
-    const generation = yield* makeGeneration({ client: clientService, host: service, settings: resolveSettings({}), afterConnect: Effect.void })
-    yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
-    /** The durable wait on QUESTION_ID, bound as it starts. */
-    const wait = Effect.suspend(() => {
-      const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
-      const message = { id: QUESTION_ID, timestamp: 0, content: { text: "Stable or experimental API?" } }
-      return waitDurably(generation, bound, { questionId: QUESTION_ID, reason: "need_decision", message, targetId: SUP.id }, Effect.void)
-    })
-    return { client, host, checkpointed, handled, wait }
+    const { client, handled, host, wait } = yield* durableWaitGeneration(journal)
+    return { client, host, checkpointed, handled, wait: wait(QUESTION_ID) }
   })
-
-const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
-  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
-    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
-  )
 
 const answer = inboundMessage(SUP, "answer", "Stable", { replyTo: QUESTION_ID })
 

@@ -11,59 +11,21 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { waitDurably } from "../../src/session/DurableQuestion.ts"
-import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
-import type { HostService } from "../../src/session/Host.ts"
-import { runInbound } from "../../src/session/Inbound.ts"
-import { makeToolExposure } from "../../src/session/ToolExposure.ts"
-import { C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, SUP } from "./support.ts"
+import { C, durableWaitGeneration, inboundMessage, receiptsFor as receiptsOf, settle, SUP } from "./support.ts"
 
 const QUESTION_ID = "q-1"
-
-const receiptsOf = (client: { readonly receipts: () => ReadonlyArray<{ readonly messageId: string; readonly status: string; readonly detail?: string | undefined }> }, id: string) =>
-  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
-    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
-  )
 
 describe("a look-back nested inside takeAtRead's route", () => {
   it.effect("a copy waiting in the client is not answered together with the copy read now", () =>
     Effect.gen(function*() {
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, SUP, C]
-      client.onAskQuestion = (asked) =>
-        Effect.succeed({
-          id: asked.questionId,
-          state: "awaiting_input",
-          reason: asked.reason,
-          ownerId: SUP.id,
-          childId: SELF.id,
-          childName: "self",
-          message: asked.text,
-          createdAt: 0
-        })
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const service: HostService = {
-        ...host.service,
-        journal: {
-          checkpoint: () => Effect.as(Effect.sleep("1 hour"), true),
-          undelivered: Effect.succeed([])
-        }
-      }
-      const generation = yield* makeGeneration({
-        client: client.service,
-        host: service,
-        settings: resolveSettings({ inboundDedupe: { windowMs: 500 } }),
-        afterConnect: Effect.void
-      })
-      yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
+      const { client, wait } = yield* durableWaitGeneration(
+        { checkpoint: () => Effect.as(Effect.sleep("1 hour"), true), undelivered: Effect.succeed([]) },
+        { inboundDedupe: { windowMs: 500 } }
+      )
       // The message fiber is held by m1's checkpoint for the whole probe.
       yield* client.push(inboundMessage(C, "m1", "first"))
       yield* settle
-      const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
-      const question = { id: QUESTION_ID, timestamp: 0, content: { text: "Stable or experimental API?" } }
-      const waiting = yield* Effect.forkChild(
-        waitDurably(generation, bound, { questionId: QUESTION_ID, reason: "need_decision", message: question, targetId: SUP.id }, Effect.void)
-      )
+      const waiting = yield* Effect.forkChild(wait(QUESTION_ID))
       yield* settle
       const failed = { ...inboundMessage(SUP, "failed", "", { replyTo: QUESTION_ID }), replyError: "the turn failed" }
       // Read live: taken at read; the wait goes on (C-DQ-8) with a fresh waiter.

@@ -8,12 +8,9 @@
  * Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
-import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host, type JournalRecord } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, type FakeClient, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { Effect, Queue } from "effect"
+import type { JournalRecord } from "../../src/session/Host.ts"
+import { C, drainHandOff, type FakeClient, inboundMessage, restoredSession, settle } from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
@@ -28,40 +25,8 @@ const restored: JournalRecord = {
 const superseding = inboundMessage(C, "m3", "new instructions", { brokerReceivedAt: 2 * HOUR, supersedes: "m2" })
 
 /** Starts a session whose journal restores `record` (m2), its host refusing the first `refused` deliveries. */
-const restart = (refused: number, record: JournalRecord = restored) =>
-  Effect.gen(function*() {
-    const withdrawals: Array<string> = []
-    yield* TestClock.adjust(2 * HOUR)
-    const client = yield* makeFakeClient(SELF.id)
-    client.sessions = [SELF, B, C]
-    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-    const service = {
-      ...host.service,
-      journal: {
-        checkpoint: () => Effect.void,
-        undelivered: Effect.succeed([record]),
-        handled: Effect.succeed([]),
-        withdrawn: (_from: string, messageId: string, action: string) =>
-          Effect.sync(() => void withdrawals.push(`${messageId} ${action}`))
-      }
-    }
-    host.failDeliveries = refused
-    const session = yield* Layer.build(
-      IntercomSession.layer().pipe(
-        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-      )
-    ).pipe(Effect.map((context) => Context.get(context, IntercomSession)))
-    yield* settle
-    return { client, host, session, withdrawals }
-  })
+const restart = (refused: number, record: JournalRecord = restored) => restoredSession([record], { refused })
 
-/** Lets the hand-off retry until the host took everything. */
-const drain = Effect.gen(function*() {
-  for (let i = 0; i < 20; i++) {
-    yield* TestClock.adjust(200)
-    yield* settle
-  }
-})
 
 /** The next message the host took. */
 const next = (host: Effect.Success<ReturnType<typeof restart>>["host"]) => Queue.take(host.inbox)
@@ -77,7 +42,7 @@ describe("a restored message its sender superseded while no process of the clien
       const { client, host, withdrawals } = yield* restart(5)
       yield* client.push(superseding)
       yield* settle
-      yield* drain
+      yield* drainHandOff
       const old = yield* next(host)
       const replacement = yield* next(host)
       assert.strictEqual(old.message.id, "m2", "setup: the restored m2 comes first")
@@ -99,7 +64,7 @@ describe("a restored message its sender superseded while no process of the clien
       })
       yield* client.push(superseding)
       yield* settle
-      yield* drain
+      yield* drainHandOff
       const old = yield* next(host)
       assert.include(old.text, "Withdrawn")
       assert.deepStrictEqual(withdrawals, ["m2 supersede"], "m2's withdrawal was saved twice")
@@ -125,7 +90,7 @@ describe("a restored message its sender superseded while no process of the clien
       yield* settle
       const after = yield* Effect.orDie(session.pending)
       assert.deepStrictEqual(after.asks.map((ask) => ask.message.id), [], "the superseded ask m2 is still owed")
-      yield* drain
+      yield* drainHandOff
       assert.strictEqual((yield* next(host)).intent, "passive", "the superseded ask m2 was handed over live")
     }))
 })

@@ -6,12 +6,9 @@
  * client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
-import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host, type JournalRecord } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { Effect, Queue } from "effect"
+import type { JournalRecord } from "../../src/session/Host.ts"
+import { C, drainHandOff, restoredSession } from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
@@ -37,30 +34,8 @@ const records: ReadonlyArray<JournalRecord> = [
 describe("a superseding message restored with the message it names", () => {
   it.effect("the restored m2 is handed over withdrawn", () =>
     Effect.gen(function*() {
-      yield* TestClock.adjust(2 * HOUR)
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, B, C]
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const service = {
-        ...host.service,
-        journal: {
-          checkpoint: () => Effect.void,
-          undelivered: Effect.succeed(records),
-          handled: Effect.succeed([]),
-          withdrawn: () => Effect.void
-        }
-      }
-      host.failDeliveries = 5
-      yield* Layer.build(
-        IntercomSession.layer().pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-        )
-      ).pipe(Effect.map((context) => Context.get(context, IntercomSession)))
-      yield* settle
-      for (let i = 0; i < 20; i++) {
-        yield* TestClock.adjust(200)
-        yield* settle
-      }
+      const { host } = yield* restoredSession(records)
+      yield* drainHandOff
       const old = yield* Queue.take(host.inbox)
       assert.strictEqual(old.message.id, "m2", "setup: the restored m2 comes first")
       assert.include(old.text, "Withdrawn", "the restored m2 was handed over live though the restored m3 supersedes it")

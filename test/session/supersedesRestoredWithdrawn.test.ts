@@ -7,12 +7,9 @@
  * a second time (BP3). Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Queue } from "effect"
-import { TestClock } from "effect/testing"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host, type JournalRecord } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { C, type FakeClient, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, B } from "./support.ts"
+import { Effect, Queue } from "effect"
+import type { JournalRecord } from "../../src/session/Host.ts"
+import { C, drainHandOff, type FakeClient, inboundMessage, restoredSession, settle } from "./support.ts"
 
 const HOUR = 60 * 60 * 1000
 
@@ -25,39 +22,7 @@ const restoredWithdrawn = (withdrawn: "cancel" | "supersede"): JournalRecord => 
 
 const superseding = inboundMessage(C, "m3", "new instructions", { brokerReceivedAt: 2 * HOUR, supersedes: "m2" })
 
-const restart = (record: JournalRecord) =>
-  Effect.gen(function*() {
-    const withdrawals: Array<string> = []
-    yield* TestClock.adjust(2 * HOUR)
-    const client = yield* makeFakeClient(SELF.id)
-    client.sessions = [SELF, B, C]
-    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-    const service = {
-      ...host.service,
-      journal: {
-        checkpoint: () => Effect.void,
-        undelivered: Effect.succeed([record]),
-        handled: Effect.succeed([]),
-        withdrawn: (_from: string, messageId: string, action: string) =>
-          Effect.sync(() => void withdrawals.push(`${messageId} ${action}`))
-      }
-    }
-    host.failDeliveries = 5
-    yield* Layer.build(
-      IntercomSession.layer().pipe(
-        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-      )
-    ).pipe(Effect.map((context) => Context.get(context, IntercomSession)))
-    yield* settle
-    return { client, host, withdrawals }
-  })
-
-const drain = Effect.gen(function*() {
-  for (let i = 0; i < 20; i++) {
-    yield* TestClock.adjust(200)
-    yield* settle
-  }
-})
+const restart = (record: JournalRecord) => restoredSession([record])
 
 const receiptsOf = (client: FakeClient, messageId: string) =>
   client.posts.flatMap((post) =>
@@ -70,7 +35,7 @@ describe("supersedes naming a message restored already withdrawn", () => {
       const { client, host, withdrawals } = yield* restart(restoredWithdrawn("supersede"))
       yield* client.push(superseding)
       yield* settle
-      yield* drain
+      yield* drainHandOff
       const old = yield* Queue.take(host.inbox)
       assert.strictEqual(old.message.id, "m2", "setup: the restored m2 comes first")
       assert.include(old.text, "Withdrawn", "setup: m2 handed over withdrawn")
@@ -87,7 +52,7 @@ describe("supersedes naming a message restored already withdrawn", () => {
       const cancelledText = yield* Effect.gen(function*() {
         yield* client.push(superseding)
         yield* settle
-        yield* drain
+        yield* drainHandOff
         return (yield* Queue.take(host.inbox)).text
       })
       assert.deepStrictEqual(
@@ -111,7 +76,7 @@ describe("the real control read after the superseding message", () => {
         control: { messageId: "m2", action: "supersede", timestamp: 2 * HOUR }
       })
       yield* settle
-      yield* drain
+      yield* drainHandOff
       assert.deepStrictEqual(
         { superseded: receiptsOf(client, "m2").filter((status) => status === "superseded"), withdrawals },
         { superseded: ["superseded"], withdrawals: ["m2 supersede"] },

@@ -22,6 +22,7 @@ import {
   info,
   makeFakeClient,
   makeRecordingHost,
+  savesEveryQuestion,
   settle,
   SUP,
   supervisorBridge,
@@ -318,17 +319,7 @@ describe("contact_supervisor when its generation closes while it waits (C-ORD-35
         settings: resolveSettings({}),
         afterConnect: Effect.void
       }).pipe(Scope.provide(scope))
-      client.onAskQuestion = (asked) =>
-        Effect.succeed({
-          id: asked.questionId,
-          state: "awaiting_input",
-          reason: asked.reason,
-          ownerId: SUP.id,
-          childId: "self-0000-0000",
-          childName: "self",
-          message: asked.text,
-          createdAt: 0
-        })
+      client.onAskQuestion = savesEveryQuestion("self-0000-0000")
       const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
       const question = { id: "q-1", timestamp: 0, content: { text: "?" } }
       // Once the question is saved, the supervisor leaves (its live wait ends without an answer) and the

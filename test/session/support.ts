@@ -4,9 +4,10 @@
  * that records what the session hands it, and the session worlds built on
  * them (peers listed, a host journal given, one generation in its own Scope).
  *
- * Size note: ~690 lines, past the ~400 guide: the fake client is most of it,
+ * Size note: ~790 lines, past the ~400 guide: the fake client is most of it,
  * and the session worlds beside it are what the session tests share.
  */
+import { assert } from "@effect/vitest"
 import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
@@ -45,9 +46,14 @@ import {
   type HostIdentity,
   type HostService,
   type Inbound,
-  type InboundJournal
+  type InboundJournal,
+  type JournalRecord
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
+import { waitDurably } from "../../src/session/DurableQuestion.ts"
+import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
+import { runInbound } from "../../src/session/Inbound.ts"
+import { makeToolExposure } from "../../src/session/ToolExposure.ts"
 import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
 
 /** The fake client's `rejoinGraceMs` (the real client's default). */
@@ -639,6 +645,14 @@ export const holdControlFiber = (unit: Pick<UnitSession, "client" | "host">) =>
     yield* settle
   })
 
+/** Moves the TestClock 4 s in 200 ms steps, settling after each: a refusing hand-off retries until the host took everything. */
+export const drainHandOff = Effect.gen(function*() {
+  for (let i = 0; i < 20; i++) {
+    yield* TestClock.adjust(200)
+    yield* settle
+  }
+})
+
 /** Moves the TestClock 5 s in 500 ms steps, settling after each: a refusing hand-off retries its way through. */
 export const retryFiveSeconds = Effect.gen(function*() {
   for (let i = 0; i < 10; i++) {
@@ -665,6 +679,42 @@ export const sessionGeneration = (host: HostService, client: FakeClient) =>
   })
 
 /**
+ * A session restarted two hours into the TestClock (SELF, with B and C
+ * listed) whose host journal restores `records` as undelivered, nothing as
+ * handled, and saves nothing; its host refuses the first `refused` hand-offs
+ * (5 unless given), so what is restored waits in the hand-off. `before` runs
+ * on the client before the session starts (a control it records first, say).
+ * `withdrawals`: each withdrawal the journal was told, `"<messageId> <action>"`,
+ * oldest first. Built in the current Scope and settled once.
+ */
+export const restoredSession = (
+  records: ReadonlyArray<JournalRecord>,
+  options: { readonly refused?: number; readonly before?: (client: FakeClient) => Effect.Effect<void> } = {}
+) =>
+  Effect.gen(function*() {
+    const withdrawals: Array<string> = []
+    yield* TestClock.adjust(2 * 60 * 60 * 1000)
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, B, C]
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const journal: InboundJournal = {
+      checkpoint: () => Effect.void,
+      undelivered: Effect.succeed(records),
+      handled: Effect.succeed([]),
+      withdrawn: (_from, messageId, action) => Effect.sync(() => void withdrawals.push(`${messageId} ${action}`))
+    }
+    host.failDeliveries = options.refused ?? 5
+    if (options.before !== undefined) yield* options.before(client)
+    const context = yield* Layer.build(
+      IntercomSession.layer().pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer({ ...host.service, journal })))
+      )
+    )
+    yield* settle
+    return { client, host, session: Context.get(context, IntercomSession), withdrawals }
+  })
+
+/**
  * A session (SELF, with B and C listed) whose host journal saves each message
  * that `waits` picks only once `gate` opens (a slow disk): what is read after
  * such a message waits for that save, a departure's `caughtUp` included.
@@ -685,6 +735,28 @@ export const slowJournalSession = slowJournalSessionFor(() => true)
 /** A supervisor (named "planner") for child-session tests; in another group, so `list` never names it. */
 export const SUP = info("sup-1111-2222-3333", { name: "planner" })
 
+/**
+ * A fake client's `onAskQuestion` for a broker that saves every durable question `childId` (named "self") asks
+ * SUP: the record it answers is awaiting input, made at 0.
+ */
+export const savesEveryQuestion = (childId: string): FakeClient["onAskQuestion"] => (asked) =>
+  Effect.succeed({
+    id: asked.questionId,
+    state: "awaiting_input",
+    reason: asked.reason,
+    ownerId: SUP.id,
+    childId,
+    childName: "self",
+    message: asked.text,
+    createdAt: 0
+  })
+
+/** The receipts the fake client posted for message `id`, oldest first: each `status`, or `"status: detail"`. */
+export const receiptsFor = (client: Pick<FakeClient, "receipts">, id: string): ReadonlyArray<string> =>
+  client.receipts().filter((receipt) => receipt.messageId === id).map((receipt) =>
+    receipt.detail === undefined ? receipt.status : `${receipt.status}: ${receipt.detail}`
+  )
+
 /** A complete child bridge to SUP, carrying a grant (C-SUP-1). */
 export const supervisorBridge: ChildBridge = {
   supervisorTarget: "planner",
@@ -694,3 +766,39 @@ export const supervisorBridge: ChildBridge = {
   sessionName: undefined,
   grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
 }
+
+/**
+ * A generation (SELF, with SUP and C listed) running its inbound handling over the fake client, the host idle
+ * and tools always exposed, with no session around it: the world for tests of a durable question's wait
+ * (`waitDurably`) and the replies the reader path takes for it. The broker saves every durable question; the
+ * host's journal is `journal` (the recording host's own unless given); `options` are the session's settings.
+ * `handled`: each message the session said it was done with, in order (what `confirmWhenHandled` confirms).
+ * `wait(questionId)`: the durable wait on that question to SUP, its waiter bound as the wait starts.
+ */
+export const durableWaitGeneration = (journal?: InboundJournal, options: IntercomSessionOptions = {}) =>
+  Effect.gen(function*() {
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, SUP, C]
+    client.onAskQuestion = savesEveryQuestion(SELF.id)
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const service: HostService = journal === undefined ? host.service : { ...host.service, journal }
+    const handled: Array<string> = []
+    const clientService: IntercomClientService = {
+      ...client.service,
+      handled: (message) => Effect.andThen(Effect.sync(() => void handled.push(message.message.id)), client.service.handled(message))
+    }
+    const generation = yield* makeGeneration({
+      client: clientService,
+      host: service,
+      settings: resolveSettings(options),
+      afterConnect: Effect.void
+    })
+    yield* runInbound(generation, () => "idle", makeToolExposure("always", service))
+    const wait = (questionId: string) =>
+      Effect.suspend(() => {
+        const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
+        const message = { id: questionId, timestamp: 0, content: { text: "Stable or experimental API?" } }
+        return waitDurably(generation, bound, { questionId, reason: "need_decision", message, targetId: SUP.id }, Effect.void)
+      })
+    return { client, host, handled, generation, wait }
+  })
