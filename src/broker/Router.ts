@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 780 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 790 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -46,6 +46,7 @@ import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protoc
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { shownValue } from "../protocol/shownValue.ts"
 import { Asks } from "./Asks.ts"
+import { BrokerStamps } from "./BrokerStamps.ts"
 import { Custody } from "./Custody.ts"
 import { DeliveryRecords, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
@@ -283,6 +284,7 @@ export class Router {
     const ctx: RouterContext = {
       options,
       now,
+      stamps: new BrokerStamps(now),
       log: (level, message) => {
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
       },
@@ -710,7 +712,11 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
-    for (const stored of recovered.mail) this.mail.restore(stored.mail)
+    for (const stored of recovered.mail) {
+      // No stamp of this run below one the last run gave (its clock may have been ahead of this host's).
+      this.ctx.stamps.floor(stored.mail.brokerReceivedAt)
+      this.mail.restore(stored.mail)
+    }
     this.mail.restoreDone()
   }
 

@@ -319,6 +319,7 @@ export class Send {
       record: recorded,
       frame,
       now,
+      stamp: this.ctx.stamps.at(now),
       staged: false
     }
     const refusal = this.refusal(attempt)
@@ -340,7 +341,7 @@ export class Send {
       senderEnd: sender.senderEnd,
       fromJson: sender.infoJson,
       message,
-      brokerReceivedAt: now,
+      brokerReceivedAt: attempt.stamp,
       spaceKey: space.key,
       targetKey,
       targetId: resolution.id,
@@ -358,7 +359,7 @@ export class Send {
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
     const forwarded = replyError === undefined
-      ? Encode.messageFrame(sender.infoJson, message, now, now)
+      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, now)
       : largestReplyErrorFrame(mail, now)
     if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
@@ -464,7 +465,8 @@ export class Send {
     this.prune(now)
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
-    const attempt: SendAttempt = { ...staged.attempt, target, now, staged: true }
+    // Stamped again: a control it sends now (a supersede) is stamped as sent now, never below a stamp given before.
+    const attempt: SendAttempt = { ...staged.attempt, target, now, stamp: this.ctx.stamps.at(now), staged: true }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) {
       this.staging?.refuseDue(staged, target.infoJson, refusal)
