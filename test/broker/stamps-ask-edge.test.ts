@@ -1,16 +1,15 @@
 /**
- * Review revbq (probe, bq2): the merge `stamps` gives an ask's mail `brokerReceivedAt` = the stamp (held up after the
- * clock stepped back) while its edge still opens with `deadline: attempt.now + askTimeoutMs` (Asks.ts, `asks.delivered`).
- * The broker relies on "every edge's deadline is its ask's receipt plus its timeout" (MailDelivery.lost →
- * Asks.askLost matches the edge by `mail.brokerReceivedAt + askTimeoutMs`; StaleAsks.silencedByKey likewise): after a
- * step back they differ, so an ask the mailbox lost (its short-lived receiver ended unread; its asker told `expired`)
- * keeps its edge open until its deadline.
+ * An ask's edge is on its mail's scale (review revbq bq2): its `deadline` is its mail's `brokerReceivedAt` (a stamp,
+ * held up while the clock reads behind the last stamp given) plus its timeout, as MailDelivery.lost → Asks.askLost and
+ * StaleAsks' by-key memory rely on. So an ask the mailbox lost after the clock stepped back (its short-lived receiver
+ * ended unread; its asker told `expired`) closes its edge, as it does on an unmoved clock. (Was the reviewer's probe
+ * test/zz-review-revbq-askedge.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { EPHEMERAL_V1 } from "../src/protocol/features.ts"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+import { EPHEMERAL_V1 } from "../../src/protocol/features.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const START = 1_000_000
 
@@ -32,7 +31,7 @@ const lostAskLeavesEdges = (step: number) =>
     return w.router.stats().asks
   })
 
-describe("revbq bq2: an ask lost by the mailbox closes its edge", () => {
+describe("an ask's edge on the stamps' scale (revbq bq2): an ask lost by the mailbox closes its edge", () => {
   it.effect("the clock as it is: no edge left", () =>
     Effect.gen(function*() {
       assert.strictEqual(yield* lostAskLeavesEdges(0), 0)

@@ -1,15 +1,15 @@
 /**
- * Review revbq (probe, bq3): `Asks.withdrawnEarly` asks whether a withdrawal's time (`withdraw(key, now)`: the CLOCK)
- * lies within [mail.brokerReceivedAt, + askTimeoutMs) — since the merge `stamps`, brokerReceivedAt is the STAMP, held
- * above the clock after a step back. So an ask withdrawn by `cancel_ask` while the clock reads behind the stamp, whose
- * copy then comes back unconfirmed past its deadline, is taken for one that expired: its asker, who withdrew it, gets
- * an `expired` receipt (a false verdict) and its replay record is rewritten (a retry hears E_DELIVERY_EXPIRED).
- * As test/broker/stale-closed-ask.test.ts "withdrawn by cancel_ask", with the clock stepped back before the ask.
+ * An ask's withdrawal is on its mail's scale (review revbq bq3): `cancel_ask` records the withdrawal with the broker's
+ * stamp, so `Asks.withdrawnEarly` — withdrawn within [brokerReceivedAt, brokerReceivedAt + askTimeoutMs)? — compares
+ * stamps with stamps. An ask withdrawn while the clock reads behind the last stamp, whose copy then comes back
+ * unconfirmed past its deadline, is still known withdrawn: its asker is not told `expired` (which would be a false
+ * verdict) and a retry still hears `delivered`. As test/broker/stale-closed-ask.test.ts "withdrawn by cancel_ask", with
+ * the clock stepped back before the ask. (Was the reviewer's probe test/zz-review-revbq-withdrawn.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
 
 const START = 1_000_000
 const ASK_TIMEOUT_MS = 60_000
@@ -34,7 +34,7 @@ const withdrawnThenGivenBack = (step: number) =>
     return { ask, w }
   })
 
-describe("revbq bq3: an ask withdrawn by cancel_ask, given back unconfirmed past its deadline", () => {
+describe("an ask's withdrawal on the stamps' scale (revbq bq3): an ask withdrawn by cancel_ask, given back unconfirmed past its deadline", () => {
   it.effect("the clock as it is: its asker gets no expired receipt, a retry still hears delivered", () =>
     Effect.gen(function*() {
       const { ask, w } = yield* withdrawnThenGivenBack(0)

@@ -1,23 +1,25 @@
 /**
- * Review revbq (probe, bq1): a durable broker restarted on a host whose clock is behind floors its stamps only at the
- * restored MAIL; a message the last run DELIVERED is not in the mail, yet its replay record is restored and a cancel
- * after the restart is routed to its receiver (Receipts.recordedRoute) — stamped by the stepped-back clock, below the
- * brokerReceivedAt the receiver's client holds (and keeps in its host journal).
+ * A durable broker restarted on a host whose clock is behind stamps no lower than its last run did (review revbq
+ * bq1): a message the last run DELIVERED is not in the restored mail, yet its replay record is restored and a cancel
+ * after the restart is routed to its receiver (Receipts.recordedRoute); its control's stamp must not be below the
+ * `brokerReceivedAt` the receiver's client holds. The floor comes from the highest stamp the last run stored with its
+ * commits (docs/store.md), not only from the restored mail. (Was the reviewer's probe
+ * test/zz-review-revbq-delivered.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../src/store/MailStore.ts"
-import { assertDelivered } from "./support/assertions.ts"
-import { settled } from "./support/barrier.ts"
-import { message, messageFor, send } from "./support/broker.ts"
-import { durableBroker } from "./support/durable.ts"
-import { advance, memoryNetwork } from "./support/memory.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
 
 const START = 1_000_000
 const STEP = 5_000
 
-describe("revbq bq1: a durable restart on an earlier clock, message delivered in the last run", () => {
+describe("stamps across a durable restart (revbq bq1): a durable restart on an earlier clock, message delivered in the last run", () => {
   it.effect("a cancel of a message the last run delivered is not stamped before its brokerReceivedAt", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
