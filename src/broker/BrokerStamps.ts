@@ -8,8 +8,17 @@
  *
  * Only stamps come from here: timers and expiry read the broker's clock as it
  * is (clamping those would freeze broker time during a step back). Plain
- * synchronous code: one comparison per stamp.
+ * synchronous code: one comparison per stamp. A durable broker stores the
+ * highest stamp with its commits (StoreJournal.take) and floors the next
+ * run's stamps at it (Router.restore, capped at `MAX_FLOOR_AHEAD_MS` past
+ * that run's clock).
  */
+
+/**
+ * How far past the clock a restart's floor may hold the stamps (a day): a store written under a far-future clock
+ * must not freeze them for longer (Router.restore caps the floor there, with a log line).
+ */
+export const MAX_FLOOR_AHEAD_MS = 24 * 60 * 60 * 1000
 
 /** Non-decreasing millisecond stamps read from a wall clock that may step back. */
 export class BrokerStamps {
@@ -32,8 +41,13 @@ export class BrokerStamps {
     return this.last
   }
 
-  /** No later stamp is below `at` (at recovery: the latest stamp a durable broker's last run stored). */
+  /** No later stamp is below `at` (at recovery: the highest stamp a durable broker's last run stored). */
   floor(at: number): void {
     if (at > this.last) this.last = at
+  }
+
+  /** The highest stamp given (or floor set) so far; -Infinity before any: what a durable broker stores (StoreJournal.take). */
+  get highest(): number {
+    return this.last
   }
 }

@@ -18,6 +18,7 @@ import { advance, memoryNetwork } from "../support/memory.ts"
 
 const START = 1_000_000
 const STEP = 5_000
+const DAY = 24 * 60 * 60 * 1000
 
 describe("stamps across a durable restart (revbq bq1): a durable restart on an earlier clock, message delivered in the last run", () => {
   it.effect("a cancel of a message the last run delivered is not stamped before its brokerReceivedAt", () =>
@@ -44,5 +45,22 @@ describe("stamps across a durable restart (revbq bq1): a durable restart on an e
       yield* settled([back.client, bob.client])
       const control = yield* bob.client.next("message_control", (frame) => frame.control.messageId === m0.id, "1 second")
       assert.isAtLeast(control.control.timestamp ?? 0, received)
+    }))
+
+  it.effect("a store's far-future highest stamp holds the stamps at most a day past the clock, and is stored over", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      disk.stampHigh = START + 10 * DAY // written by a broker whose clock read ten days ahead
+      yield* TestClock.setTime(START)
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const m0 = message("for bob")
+      assertDelivered(yield* send(alice.client, "bob", m0))
+      const received = (yield* messageFor(bob.client, m0.id)).message.brokerReceivedAt
+      assert.strictEqual(received, START + DAY, "the stamps did not start at the cap")
+      yield* advance(1_000) // committed
+      assert.strictEqual(disk.stampHigh, START + DAY, "the capped highest stamp was not stored over the far one")
     }))
 })
