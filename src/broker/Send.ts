@@ -465,7 +465,8 @@ export class Send {
     this.prune(now)
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
-    // Stamped again: a control it sends now (a supersede) is stamped as sent now, never below a stamp given before.
+    // Stamped again: a control it sends now (a supersede) is stamped as sent now, never below a stamp given before
+    // (review revbq bq4); its message keeps the `brokerReceivedAt` it was staged with.
     const attempt: SendAttempt = { ...staged.attempt, target, now, stamp: this.ctx.stamps.at(now), staged: true }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) {
@@ -483,7 +484,8 @@ export class Send {
     }
     const inSendersBatch = leaving && output.inBatch
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
-    this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
+    // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
+    this.handOver({ ...staged.attempt, stamp: attempt.stamp }, staged.mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)

@@ -41,7 +41,9 @@ export interface SendAttempt {
   readonly now: number
   /**
    * The broker's stamp for this send (BrokerStamps.ts): its `brokerReceivedAt`, and the `timestamp` of a
-   * control it sends (a supersede). Not below any stamp given before, even when `now` stepped back.
+   * control it sends (a supersede). Not below any stamp given before, even when `now` stepped back. A
+   * `replace`-staged message handed over as its window closes (Send.deliverStaged) is stamped again then, for
+   * the control sent then; its mail keeps the `brokerReceivedAt` it was staged with (read that, not this).
    */
   readonly stamp: number
   /**
