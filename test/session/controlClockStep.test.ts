@@ -107,8 +107,11 @@ describe("a control the broker stamped before its own message's brokerReceivedAt
 
   // Known limit (docs/client.md): a message restored from the journal has no read number, so the stamps decide, and a
   // cancel stamped after the broker's clock stepped back reads as an earlier message's. Only the broker can make this
-  // hold: this broker does (its stamps never go back, test/broker/stamps-clock-step.test.ts), so the hand-made stamps
-  // here are a base broker's, against which the client still fails as pinned.
+  // hold: this broker does — its stamps never go back within a run (test/broker/stamps-clock-step.test.ts) nor across a
+  // durable restart, whether the message was still stored or delivered before it (stamps-clock-step,
+  // stamps-delivered-restart.test.ts) — so the hand-made stamps here (a cancel below its message's brokerReceivedAt)
+  // are a base broker's, which this broker cannot give; against such a broker the client still fails as pinned. Not
+  // made an end-to-end pass: the client's side is unchanged, and the broker's side is what the broker tests hold.
   it.effect.fails("a restored message its sender cancelled after the clock stepped back is handed over withdrawn", () =>
     Effect.gen(function*() {
       yield* TestClock.adjust(2 * HOUR)
