@@ -58,11 +58,21 @@
  * is held for (Output.enqueueSettleAnswer, ParkedReplies.ts). Withdrawn or
  * answered edges are deleted, not expired: no notice.
  *
+ * One scale: an ask's life is measured on the broker's stamps
+ * (BrokerStamps.ts), never half on the clock — its edge's `deadline` and
+ * `openedAt` from its mail's `brokerReceivedAt`, its withdrawals stamped as
+ * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
+ * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
+ * clock reads behind the last stamp (it stepped back; review revbq). Only
+ * the firing stays on the clock: an edge expires when the clock reaches its
+ * deadline, so after a step back an ask waits up to the step longer, never
+ * less.
+ *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 575 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 590 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
@@ -414,8 +424,9 @@ export class Asks {
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
-        deadline: attempt.now + mail.askTimeoutMs,
-        openedAt: attempt.now,
+        // On the stamps' scale, as the mail's `brokerReceivedAt` (module header, "One scale").
+        deadline: mail.brokerReceivedAt + mail.askTimeoutMs,
+        openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       })
     }
@@ -481,7 +492,7 @@ export class Asks {
    */
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
-    if (edge.deadline > now) this.withdraw(edge.messageKey, now)
+    if (edge.deadline > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
   }
 
   /**
@@ -492,15 +503,19 @@ export class Asks {
    * ask's life (`withdrawnWithin`; review revs S3).
    */
   private withdrawAnswered(messageKey: string, now: number): void {
-    if (!this.withdrawnWithin(messageKey, now - this.answered.windowMs, now + 1)) this.withdraw(messageKey, now)
+    const stamp = this.ctx.stamps.at(now)
+    if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
   }
 
-  /** Remembers the ask `messageKey` as withdrawn at `now` (see `withdrawn`), in the store too when there is one. */
-  private withdraw(messageKey: string, now: number): void {
-    const evicted = this.withdrawn.set(messageKey, messageKey, now)
+  /**
+   * Remembers the ask `messageKey` as withdrawn at `stamp` (see `withdrawn`; a stamp, on its mail's
+   * `brokerReceivedAt` scale), in the store too when there is one.
+   */
+  private withdraw(messageKey: string, stamp: number): void {
+    const evicted = this.withdrawn.set(messageKey, messageKey, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
-    journal.askWithdrawn(messageKey, now)
+    journal.askWithdrawn(messageKey, stamp)
     for (const key of evicted) journal.withdrawalGone(key)
   }
 
@@ -533,7 +548,7 @@ export class Asks {
       askerKey: mail.senderKey,
       targetKey: mail.targetKey,
       deadline,
-      openedAt: now,
+      openedAt: mail.brokerReceivedAt,
       // Whether its asker asked for `ask-expiry-v1` was not stored with the mail: told as if it did, which
       // reaches only a live asker granted it (`tellLive`); a base asker is never written the frame.
       notify: true

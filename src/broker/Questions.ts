@@ -290,7 +290,7 @@ export class Questions {
       senderEnd: child.senderEnd,
       fromJson: child.infoJson,
       message,
-      brokerReceivedAt: now,
+      brokerReceivedAt: this.ctx.stamps.at(now),
       spaceKey: target.space.key,
       targetKey: target.key,
       targetId: target.id,

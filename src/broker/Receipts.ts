@@ -295,7 +295,7 @@ export class Receipts {
         messageId: message.supersedes,
         action: "supersede",
         supersededBy: message.id,
-        timestamp: attempt.now
+        timestamp: attempt.stamp
       })
       const messageKey = recordKeyOf(sender.key, message.supersedes)
       const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
@@ -636,7 +636,7 @@ export class Receipts {
   private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
     const { output, records } = this.ctx
     const key = recordKeyOf(session.key, messageId)
-    const stamp = this.ctx.now()
+    const stamp = this.ctx.stamps.next()
     // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
     const control = (receiverKey: string, instance: SessionInstance) =>
       new ControlFrame(
@@ -684,11 +684,11 @@ export class Receipts {
     const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
     if (live !== undefined && live.sender === session) {
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
-      const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
+      const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp })
       const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)
       // Its message given back unconfirmed is kept with a cancel made again (WithdrawnCopies.keepCancelled): stamped as
       // this one, which its client may have read (review revbm BM2).
-      records.noteCancel(session.key, messageId, now)
+      records.noteCancel(session.key, messageId, stamp)
       if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
         // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
         // client may yet confirm it as it closes, so whether the new instance gets it is known only then

@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 780 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 815 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -46,6 +46,7 @@ import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protoc
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { shownValue } from "../protocol/shownValue.ts"
 import { Asks } from "./Asks.ts"
+import { BrokerStamps, MAX_FLOOR_AHEAD_MS } from "./BrokerStamps.ts"
 import { Custody } from "./Custody.ts"
 import { DeliveryRecords, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
@@ -283,6 +284,7 @@ export class Router {
     const ctx: RouterContext = {
       options,
       now,
+      stamps: new BrokerStamps(now),
       log: (level, message) => {
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
       },
@@ -698,6 +700,7 @@ export class Router {
   restore(recovered: Recovered): void {
     const now = this.ctx.now()
     const journal = this.ctx.journal
+    this.restoreStamps(recovered, now)
     journal?.restoreSeq(recovered.nextSeq)
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
@@ -712,6 +715,31 @@ export class Router {
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
     for (const stored of recovered.mail) this.mail.restore(stored.mail)
     this.mail.restoreDone()
+  }
+
+  /**
+   * No stamp of this run below one the last run gave (its clock may have been ahead of this host's): the
+   * stamps start at the highest it stored, or (a store written before it stored one) at its restored mail's
+   * latest `brokerReceivedAt` — but at most `MAX_FLOOR_AHEAD_MS` past the clock, so that a store written under
+   * a far-future clock does not freeze them: then they start there, it is logged, and the lower highest is
+   * stored over the far one.
+   */
+  private restoreStamps(recovered: Recovered, now: number): void {
+    let floor = recovered.stampHigh ?? Number.NEGATIVE_INFINITY
+    for (const stored of recovered.mail) if (stored.mail.brokerReceivedAt > floor) floor = stored.mail.brokerReceivedAt
+    const cap = now + MAX_FLOOR_AHEAD_MS
+    const capped = floor > cap
+    if (capped) {
+      this.ctx.log(
+        "warning",
+        `The store's stamps reach ${new Date(floor).toISOString()}, more than a day past this host's clock: stamps start at ${
+          new Date(cap).toISOString()
+        } instead, and a client may see a stamp below one the last run gave`
+      )
+      floor = cap
+    }
+    this.ctx.stamps.floor(floor)
+    this.ctx.journal?.restoreStamps(this.ctx.stamps, capped ? Number.NEGATIVE_INFINITY : recovered.stampHigh ?? Number.NEGATIVE_INFINITY)
   }
 
   /**

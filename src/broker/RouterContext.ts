@@ -6,6 +6,7 @@
  * is owned by more than one of them.
  */
 import { Deferred, Effect, Queue } from "effect"
+import type { BrokerStamps } from "./BrokerStamps.ts"
 import type { DeliveryRecords } from "./DeliveryRecords.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
@@ -38,6 +39,11 @@ export interface RouterContext {
   readonly options: ResolvedCoreOptions
   /** Milliseconds on the broker's `Clock` (TestClock in tests). */
   readonly now: () => number
+  /**
+   * Stamps for what a client compares (`brokerReceivedAt`, a control's
+   * `timestamp`): never below one given before, whatever the clock does (BrokerStamps.ts).
+   */
+  readonly stamps: BrokerStamps
   readonly log: (level: BrokerEvent["level"], message: string) => void
   readonly registry: Registry
   readonly output: Output

@@ -319,6 +319,7 @@ export class Send {
       record: recorded,
       frame,
       now,
+      stamp: this.ctx.stamps.at(now),
       staged: false
     }
     const refusal = this.refusal(attempt)
@@ -340,7 +341,7 @@ export class Send {
       senderEnd: sender.senderEnd,
       fromJson: sender.infoJson,
       message,
-      brokerReceivedAt: now,
+      brokerReceivedAt: attempt.stamp,
       spaceKey: space.key,
       targetKey,
       targetId: resolution.id,
@@ -358,7 +359,7 @@ export class Send {
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
     const forwarded = replyError === undefined
-      ? Encode.messageFrame(sender.infoJson, message, now, now)
+      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, now)
       : largestReplyErrorFrame(mail, now)
     if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
@@ -464,7 +465,9 @@ export class Send {
     this.prune(now)
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
-    const attempt: SendAttempt = { ...staged.attempt, target, now, staged: true }
+    // Stamped again: a control it sends now (a supersede) is stamped as sent now, never below a stamp given before
+    // (review revbq bq4); its message keeps the `brokerReceivedAt` it was staged with.
+    const attempt: SendAttempt = { ...staged.attempt, target, now, stamp: this.ctx.stamps.at(now), staged: true }
     const refusal = this.refusal(attempt)
     if (refusal !== undefined) {
       this.staging?.refuseDue(staged, target.infoJson, refusal)
@@ -481,7 +484,8 @@ export class Send {
     }
     const inSendersBatch = leaving && output.inBatch
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
-    this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
+    // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
+    this.handOver({ ...staged.attempt, stamp: attempt.stamp }, staged.mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)

@@ -40,6 +40,13 @@ export interface SendAttempt {
   readonly frame: { readonly [key: string]: unknown }
   readonly now: number
   /**
+   * The broker's stamp for this send (BrokerStamps.ts): its `brokerReceivedAt`, and the `timestamp` of a
+   * control it sends (a supersede). Not below any stamp given before, even when `now` stepped back. A
+   * `replace`-staged message handed over as its window closes (Send.deliverStaged) is stamped again then, for
+   * the control sent then; its mail keeps the `brokerReceivedAt` it was staged with (read that, not this).
+   */
+  readonly stamp: number
+  /**
    * A staged `replace` message checked again as its window closes
    * (Send.deliverStaged): accepted already (`delivery_queued`), so a stage
    * refuses it only for what makes its delivery wrong now, not for what

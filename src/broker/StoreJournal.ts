@@ -41,7 +41,7 @@
  * drops the mail releases it: it has no table of its own (docs/performance.md,
  * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 700 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
+ * Size: about 725 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, the silenced asks' in SilencedJournal.ts, and the entries it keeps per message in JournalEntries.ts. What a
  * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
@@ -51,6 +51,7 @@ import { Deferred, Effect } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
 import type { MailCommit, StoredMail, StoredRecord, StoredWithdrawal } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
+import type { BrokerStamps } from "./BrokerStamps.ts"
 import { ByMessage } from "./ByMessage.ts"
 import { type Fingerprint, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { HeldAck, HeldAckWithNotice, JournalMail, SentRecord } from "./JournalEntries.ts"
@@ -118,6 +119,10 @@ export class StoreJournal {
   private stored = 0
   private nextCommit: Deferred.Deferred<void> | undefined
   private lastPrune = 0
+  /** The broker's stamps, once restored (`restoreStamps`): their highest is stored when it moved (`take`). */
+  private stamps: BrokerStamps | undefined = undefined
+  /** The highest stamp stored (or, while a commit of a higher one is in flight, still the one before it). */
+  private stampStored = Number.NEGATIVE_INFINITY
   /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
   private heldAcks: Array<HeldAck> = []
   /**
@@ -497,6 +502,15 @@ export class StoreJournal {
     if (this.notices.gone(seq)) this.flushLater()
   }
 
+  /**
+   * At startup: the broker's `stamps`, whose highest goes with each commit once it moved past `stored`
+   * (the store's, `Recovered.stampHigh`; -Infinity to store the next whatever it is).
+   */
+  restoreStamps(stamps: BrokerStamps, stored: number): void {
+    this.stamps = stamps
+    this.stampStored = stored
+  }
+
   /** Takes what is pending for one commit (undefined when nothing is). */
   take(now: number): TakenBatch | undefined {
     this.woken = false
@@ -504,7 +518,11 @@ export class StoreJournal {
     const prune = now - this.lastPrune >= PRUNE_EVERY_MS
       ? { recordsBefore: now - this.retentionMs, edgesUntil: now }
       : undefined
+    // With the commit that stores what it was given with (or the next, for output no commit holds: docs/store.md).
+    const highest = this.stamps?.highest
+    const stampHigh = highest !== undefined && highest > this.stampStored ? highest : undefined
     if (
+      stampHigh === undefined &&
       this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
       this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty &&
       this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0 && this.silenced.isEmpty
@@ -524,6 +542,7 @@ export class StoreJournal {
       edgePuts: [...this.edgePuts.values()],
       edgeDeletes: [...this.edgeDeletes],
       prune,
+      stampHigh,
       ...this.notices.take(),
       ...this.takeWithdrawals(),
       ...this.silenced.take()
@@ -572,6 +591,8 @@ export class StoreJournal {
   /** `taken` is stored: output held behind it may go. */
   committed(taken: TakenBatch): void {
     this.failure = undefined
+    const stamp = taken.batch.stampHigh
+    if (stamp !== undefined && stamp > this.stampStored) this.stampStored = stamp
     if (taken.upTo > this.stored) this.stored = taken.upTo
     const waiting = this.nextCommit
     this.nextCommit = undefined

@@ -245,7 +245,7 @@ export class WithdrawnCopies {
     if (readers.length === 0) return false
     // Stamped as the cancel first made for it, which its client may have read: a stamp of its own would make the
     // client pass the same cancel on twice, as another message's under a reused id (review revbm BM2).
-    const timestamp = this.ctx.records.cancelStamp(mail.senderKey, mail.message.id) ?? now
+    const timestamp = this.ctx.records.cancelStamp(mail.senderKey, mail.message.id) ?? this.ctx.stamps.next()
     const text = Encode.controlFrame(mail.fromJson, { messageId: mail.message.id, action: "cancel", timestamp })
     const kept = readers.map((reader): KeptFor => ({
       ...reader,

@@ -4,7 +4,8 @@
  * answer a retried send (P46), the open ask edges a reply needs (P61), the
  * asks withdrawn after their reply closed them (WithdrawnAsks.ts), the
  * failure notices owed to senders (OwedNotices.ts), and the `expired`
- * receipts owed for asks that went silently as answered (SilencedAsks.ts).
+ * receipts owed for asks that went silently as answered (SilencedAsks.ts),
+ * and the highest stamp the broker gave (0013_stamp_high.ts, BrokerStamps.ts).
  *
  * The broker never reads it while it routes: its in-memory tables are the
  * working set, and the store is their write-behind copy, committed in batches
@@ -17,7 +18,7 @@
  * be made outside a broker so that it outlives a simulated crash, as a disk
  * would.
  *
- * Size: about 475 lines, one concept: the store's interface and its two
+ * Size: about 495 lines, one concept: the store's interface and its two
  * implementations side by side, so that they cannot drift apart. Each kind of
  * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
  * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the
@@ -137,6 +138,11 @@ export interface MailCommit extends NoticeChanges, WithdrawalChanges, SilencedCh
    * withdrawals no ask can outlive by then (WithdrawnAsks.ts).
    */
   readonly prune?: { readonly recordsBefore: number; readonly edgesUntil: number } | undefined
+  /**
+   * The highest stamp the broker gave (BrokerStamps.ts), when it changed since the last commit: it replaces
+   * the stored one (0013_stamp_high.ts), read back as `Recovered.stampHigh`.
+   */
+  readonly stampHigh?: number | undefined
 }
 
 /** What `load` returns: the state to restore, and the next mail and notice sequence numbers. */
@@ -154,6 +160,8 @@ export interface Recovered extends RecoveredNotices, RecoveredWithdrawals, Recov
    * the store, and the same for every later load of it.
    */
   readonly stateEpoch: string
+  /** The highest stamp the last run stored (`MailCommit.stampHigh`), if any: the floor of this run's stamps. */
+  readonly stampHigh?: number | undefined
 }
 
 /** The store's operations; see the module header. */
@@ -169,7 +177,7 @@ export interface MailStoreService {
 /** A commit that has nothing in it (the writer skips those). */
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
-  batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined &&
+  batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined && batch.stampHigh === undefined &&
   noNoticeChanges(batch) && noWithdrawalChanges(batch) && noSilencedChanges(batch)
 
 // ---------------------------------------------------------------------------------------------
@@ -196,6 +204,8 @@ export interface MemoryMailState {
   nextSeq: number
   /** The id of the state held here (`Recovered.stateEpoch`): made with the state, outlives every broker that uses it. */
   readonly stateEpoch: string
+  /** The highest stamp stored (`MailCommit.stampHigh`, the `stamp_high` row), undefined before the first. */
+  stampHigh: number | undefined
   /** Commits applied (for tests and the simulation's report). */
   commits: number
   /**
@@ -215,6 +225,7 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   silencedAsks: new Map(),
   nextSeq: 1,
   stateEpoch: randomUUID(),
+  stampHigh: undefined,
   commits: 0,
   down: false
 })
@@ -265,6 +276,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
         edges,
         nextSeq: state.nextSeq,
         stateEpoch: state.stateEpoch,
+        stampHigh: state.stampHigh,
         ...notices,
         ...withdrawals,
         ...silenced
@@ -290,6 +302,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       applyMemoryNotices(state.notices, batch)
       applyMemoryWithdrawals(state.withdrawals, batch, batch.prune?.edgesUntil)
       applyMemorySilenced(state.silencedAsks, batch)
+      if (batch.stampHigh !== undefined) state.stampHigh = batch.stampHigh
       if (batch.prune !== undefined) {
         const { edgesUntil, recordsBefore } = batch.prune
         for (const [key, row] of state.records) if (row.at < recordsBefore) state.records.delete(key)
@@ -301,13 +314,14 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 
 // ---------------------------------------------------------------------------------------------
 // The SQLite implementation (schema: migrations/0001_mail.ts, 0006_mail_by_seq.ts, 0007_replay_blocks.ts,
-// 0008_owed_notices.ts, 0009_withdrawn_asks.ts, 0010_state_epoch.ts, 0012_silenced_asks.ts).
+// 0008_owed_notices.ts, 0009_withdrawn_asks.ts, 0010_state_epoch.ts, 0012_silenced_asks.ts, 0013_stamp_high.ts).
 
 const BlockRow = Schema.Struct({ n: Schema.Number, body: Schema.String })
 const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
 const EdgeRow = Schema.Struct({ message_key: Schema.String, body: Schema.String })
 const NextSeqRow = Schema.Struct({ next: Schema.Number })
 const EpochRow = Schema.Struct({ epoch: Schema.String })
+const StampRow = Schema.Struct({ stamp: Schema.Number })
 
 /** Rows of a query, each decoded by `schema`; a row that does not decode fails the load. */
 const rowsOf = <S extends Schema.Top>(schema: S, table: string, rows: ReadonlyArray<unknown>) => {
@@ -359,7 +373,12 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
       sql: "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",
       rows: change.edgePuts.map((edge) => [edge.messageKey, edge.deadline, encodeEdge(edge)])
     },
-    { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
+    { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) },
+    {
+      // One row: the highest stamp given so far replaces the one before (lower after a far-future one was capped).
+      sql: "INSERT INTO stamp_high (id, stamp) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET stamp = excluded.stamp",
+      rows: change.stampHigh === undefined ? [] : [[change.stampHigh]]
+    }
   ]
   if (change.prune !== undefined) {
     // A block goes once its newest record is past the window and every block before it has gone: a
@@ -442,7 +461,10 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (stateEpoch === undefined) {
           return yield* failCorrupt(new CorruptRow({ table: "state epoch", key: "1", detail: "the row is missing" }))
         }
-        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, stateEpoch, ...notices, ...withdrawals, ...silenced }
+        const stamp = rowsOf(StampRow, "stamp high", yield* sql`SELECT stamp FROM stamp_high WHERE id = 1`)
+        if (stamp instanceof CorruptRow) return yield* failCorrupt(stamp)
+        const stampHigh = stamp[0]?.stamp
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, stateEpoch, stampHigh, ...notices, ...withdrawals, ...silenced }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
     // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's

@@ -28,7 +28,7 @@ export interface StoredWithdrawal {
   /** The ask's record key (its asker's registry key and its message id), as its edge was keyed. */
   readonly messageKey: string
   /**
-   * When it was withdrawn (broker clock, ms): it counts for the ask open then
+   * When it was withdrawn (the broker's stamp, ms: the scale of its ask's `brokerReceivedAt`, Asks.ts): it counts for the ask open then
    * (Asks.withdrawnWithin), and is kept `MAX_ASK_TIMEOUT_MS` from then.
    */
   readonly at: number

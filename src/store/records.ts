@@ -22,9 +22,14 @@ export interface AskEdge {
   readonly messageId: string
   readonly askerKey: string
   readonly targetKey: string
-  /** When the edge expires (broker clock, ms). */
+  /**
+   * When the edge expires (ms): `openedAt` plus its timeout; it fires when the broker's clock reaches it.
+   */
   readonly deadline: number
-  /** When the ask was delivered (broker clock, ms); absent on edges stored by an older broker. */
+  /**
+   * When the ask was received (its `brokerReceivedAt`, a broker stamp, ms; a durable question's edge: the broker's
+   * clock when it opened); absent on edges stored by an older broker.
+   */
   readonly openedAt?: number | undefined
   /**
    * A durable supervisor question's edge (Questions.ts), which that concern

@@ -5,8 +5,10 @@
  * read numbers are exact and decide alone (`newerThanControl`, ReplyTracker.ts; `handOver` asks
  * `IntercomClient.withdrawal` with no receive stamp for a message it read): the cancelled message is handed over
  * withdrawn, its ask closed (review revbm BM1). A message restored from the journal has no read number, so only the
- * stamps can tell: that case relies on the broker's clock not stepping back (docs/client.md), pinned as a known
- * limit below. Fake client, TestClock.
+ * stamps can tell: that case relies on the broker's stamps not going back (docs/client.md). This broker's never do
+ * (BrokerStamps.ts; test/broker/stamps-clock-step.test.ts holds it, within a run and across a durable restart), so
+ * the case below is reachable only against a broker that stamps from a clock that stepped back (a base broker): it
+ * stays pinned as the client's known limit there. Fake client with hand-made stamps, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
@@ -112,7 +114,11 @@ describe("a control the broker stamped before its own message's brokerReceivedAt
 
   // Known limit (docs/client.md): a message restored from the journal has no read number, so the stamps decide, and a
   // cancel stamped after the broker's clock stepped back reads as an earlier message's. Only the broker can make this
-  // hold (stamps that never go back within a run and across a restart); until it does, this fails as pinned here.
+  // hold: this broker does — its stamps never go back within a run (test/broker/stamps-clock-step.test.ts) nor across a
+  // durable restart, whether the message was still stored or delivered before it (stamps-clock-step,
+  // stamps-delivered-restart.test.ts) — so the hand-made stamps here (a cancel below its message's brokerReceivedAt)
+  // are a base broker's, which this broker cannot give; against such a broker the client still fails as pinned. Not
+  // made an end-to-end pass: the client's side is unchanged, and the broker's side is what the broker tests hold.
   it.effect.fails("a restored message its sender cancelled after the clock stepped back is handed over withdrawn", () =>
     Effect.gen(function*() {
       const restored: JournalRecord = {

@@ -144,7 +144,7 @@ describe("Database.layer", () => {
           ] as const
         })
       )
-      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
       assert.deepStrictEqual(tables, ["replay_blocks"])
     }))
 

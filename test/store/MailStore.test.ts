@@ -34,6 +34,7 @@ import { migration as owedNotices0008 } from "../../src/store/migrations/0008_ow
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import { migration as silencedAsks0012 } from "../../src/store/migrations/0012_silenced_asks.ts"
+import { migration as stampHigh0013 } from "../../src/store/migrations/0013_stamp_high.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
@@ -313,6 +314,7 @@ describe("MailStore", () => {
       yield* withdrawnAsks0009 // and withdrawn asks
       yield* stateEpoch0010 // and the state epoch
       yield* silencedAsks0012 // and the silenced asks
+      yield* stampHigh0013 // and the highest stamp
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
     }).pipe(Effect.provide(bareSqlite)))
@@ -336,6 +338,7 @@ describe("MailStore", () => {
       yield* withdrawnAsks0009 // and withdrawn asks
       yield* stateEpoch0010 // and the state epoch
       yield* silencedAsks0012 // and the silenced asks
+      yield* stampHigh0013 // and the highest stamp
       const store = yield* makeSqlite
       const loaded = yield* store.load(0)
       assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.recordKey]), [[1, "mike"], [2, "zulu"], [3, "alpha"]])
@@ -381,6 +384,7 @@ describe("MailStore", () => {
       yield* withdrawnAsks0009 // and withdrawn asks
       yield* stateEpoch0010 // and the state epoch
       yield* silencedAsks0012 // and the silenced asks
+      yield* stampHigh0013 // and the highest stamp
       const store = yield* makeSqlite
       const loaded = (yield* store.load(0)).records
       assert.strictEqual(loaded.length, 1_002)

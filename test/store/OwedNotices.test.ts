@@ -19,6 +19,7 @@ import { migration as owedNotices0008 } from "../../src/store/migrations/0008_ow
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import { migration as silencedAsks0012 } from "../../src/store/migrations/0012_silenced_asks.ts"
+import { migration as stampHigh0013 } from "../../src/store/migrations/0013_stamp_high.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { askExpiredFrame, receiptFrame } from "../../src/broker/encode.ts"
 import { CorruptRow } from "../../src/store/mailCodec.ts"
@@ -86,6 +87,7 @@ describe("MailStore: failure notices owed to senders", () => {
       yield* withdrawnAsks0009 // the store loads withdrawn asks too
       yield* stateEpoch0010 // and the state epoch
       yield* silencedAsks0012 // and the silenced asks
+      yield* stampHigh0013 // and the highest stamp
       const store = yield* makeSqlite
       yield* store.commit(commitOf({ noticePuts: [noticeOf(7, "alice", 70)] }))
       const loaded = yield* store.load(0)

@@ -18,7 +18,7 @@ import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { tempDir } from "./support.ts"
 
 /** The build before `r`: every migration through 0010. */
-const { "0011_replay_receiver": _added, "0012_silenced_asks": _later, ...beforeR } = migrations
+const { "0011_replay_receiver": _added, "0012_silenced_asks": _later, "0013_stamp_high": _latest, ...beforeR } = migrations
 
 /** A delivered record of alice's message `key` to bob, delivered to `receiverId` when given. */
 const deliveredRecord = (key: string, receiverId?: string): StoredRecord => ({
@@ -79,7 +79,7 @@ describe("replay outcome r and its marker migration 0011", () => {
         migrations,
         Effect.all([recordedIds, Effect.flatMap(MailStore, (store) => store.load(0))])
       )
-      assert.deepStrictEqual(ids, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+      assert.deepStrictEqual(ids, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
       assert.deepStrictEqual(loaded.records, [old])
     }))
 
@@ -100,6 +100,6 @@ describe("replay outcome r and its marker migration 0011", () => {
       const error = yield* Effect.flip(withStore(file, beforeR, Effect.flatMap(MailStore, (store) => store.load(0))))
       assert.instanceOf(error, DatabaseTooNew)
       assert.include(error.message, "written by a newer effect-intercom")
-      assert.deepInclude(error, { found: 12, known: 10 })
+      assert.deepInclude(error, { found: 13, known: 10 })
     }))
 })

@@ -102,7 +102,7 @@ describe("MailStore: the expired owed for asks that went silently as answered", 
           )
         ))
       )
-      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
       assert.deepStrictEqual(mail, ["kept"])
       assert.deepStrictEqual(loaded.silenced, [silencedOf("q1", "r1", 10)])
     }))

@@ -99,7 +99,7 @@ describe("MailStore: asks withdrawn after their reply closed them", () => {
           )
         ))
       )
-      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
       assert.deepStrictEqual(mail, ["kept"])
       assert.deepStrictEqual(loaded.edges, [edge])
       assert.deepStrictEqual(loaded.withdrawals, [withdrawalOf("alice", "q1", 10)])

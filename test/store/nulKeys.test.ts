@@ -21,6 +21,7 @@ import { migration as owedNotices0008 } from "../../src/store/migrations/0008_ow
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import { migration as silencedAsks0012 } from "../../src/store/migrations/0012_silenced_asks.ts"
+import { migration as stampHigh0013 } from "../../src/store/migrations/0013_stamp_high.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { cutsAtNul } from "./nulSqlite.ts"
 import { tempDir } from "./support.ts"
@@ -109,6 +110,7 @@ describe("keys with NULs through a node:sqlite that cuts TEXT at NUL (Node 22)",
       yield* withdrawnAsks0009
       yield* stateEpoch0010 // and the state epoch
       yield* silencedAsks0012 // and the silenced asks
+      yield* stampHigh0013 // and the highest stamp
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [record])
     }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:", loadSqlite: cutsAtNul }))))

@@ -35,8 +35,8 @@ export interface Seen {
   readonly reason?: string
   /** A `delivery_failed` answer's code. */
   readonly code?: string
-  readonly message?: { readonly id: string; readonly supersedes?: string }
-  readonly control?: { readonly action: string; readonly messageId: string }
+  readonly message?: { readonly id: string; readonly supersedes?: string; readonly brokerReceivedAt?: number }
+  readonly control?: { readonly action: string; readonly messageId: string; readonly timestamp?: number }
   readonly receipt?: { readonly messageId: string; readonly status: string; readonly detail?: string }
 }
 

@@ -21,6 +21,7 @@
  * - `0011_replay_receiver` a marker, no schema: replay blocks may hold the outcome `r` (`MailStore`,
  *   replayBlock.ts), so an older build refuses the file as newer rather than failing its load as corrupt
  * - `0012_silenced_asks` the `expired` owed for asks that went silently as answered (`MailStore`, SilencedAsks.ts)
+ * - `0013_stamp_high` the highest stamp the broker gave, its floor at a restart (`MailStore`, BrokerStamps.ts)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -58,6 +59,7 @@ import { migration as withdrawnAsks } from "./0009_withdrawn_asks.ts"
 import { migration as stateEpoch } from "./0010_state_epoch.ts"
 import { migration as replayReceiver } from "./0011_replay_receiver.ts"
 import { migration as silencedAsks } from "./0012_silenced_asks.ts"
+import { migration as stampHigh } from "./0013_stamp_high.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -75,5 +77,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0009_withdrawn_asks": withdrawnAsks,
   "0010_state_epoch": stateEpoch,
   "0011_replay_receiver": replayReceiver,
-  "0012_silenced_asks": silencedAsks
+  "0012_silenced_asks": silencedAsks,
+  "0013_stamp_high": stampHigh
 }

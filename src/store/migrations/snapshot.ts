@@ -122,11 +122,15 @@ const statements: ReadonlyArray<string> = [
     reply_key TEXT PRIMARY KEY NOT NULL,
     silenced_at INTEGER NOT NULL,
     body TEXT NOT NULL
-  ) WITHOUT ROWID`
+  ) WITHOUT ROWID`,
+  `CREATE TABLE stamp_high (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    stamp INTEGER NOT NULL
+  )`
 ]
 
-/** This build's snapshot: the schema of migrations 0001–0012. */
-export const snapshot: SchemaSnapshot = { through: 12, statements }
+/** This build's snapshot: the schema of migrations 0001–0013. */
+export const snapshot: SchemaSnapshot = { through: 13, statements }
 
 /** The Migrator's table as the Migrator makes it (SQLite keeps the text without `IF NOT EXISTS`). */
 export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "${TABLE}" (

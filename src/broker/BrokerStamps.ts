@@ -1,0 +1,53 @@
+/**
+ * The broker's stamps: `brokerReceivedAt` on a message it accepts and a
+ * control's `timestamp`. Owns the last stamp given, so that stamps never go
+ * backwards when the wall clock does (an NTP step, a VM resumed, a durable
+ * broker restarted on a host whose clock is behind): a client reads a control
+ * stamped before a message's `brokerReceivedAt` as about an earlier message
+ * under the same (sender, id) (docs/protocol.md, "Controls").
+ *
+ * Only stamps come from here: timers and expiry read the broker's clock as it
+ * is (clamping those would freeze broker time during a step back). Plain
+ * synchronous code: one comparison per stamp. A durable broker stores the
+ * highest stamp with its commits (StoreJournal.take) and floors the next
+ * run's stamps at it (Router.restore, capped at `MAX_FLOOR_AHEAD_MS` past
+ * that run's clock).
+ */
+
+/**
+ * How far past the clock a restart's floor may hold the stamps (a day): a store written under a far-future clock
+ * must not freeze them for longer (Router.restore caps the floor there, with a log line).
+ */
+export const MAX_FLOOR_AHEAD_MS = 24 * 60 * 60 * 1000
+
+/** Non-decreasing millisecond stamps read from a wall clock that may step back. */
+export class BrokerStamps {
+  private last = Number.NEGATIVE_INFINITY
+  private readonly clock: () => number
+
+  /** @param clock milliseconds on the broker's `Clock` (TestClock in tests). */
+  constructor(clock: () => number) {
+    this.clock = clock
+  }
+
+  /** A stamp for now: the clock's reading, or the last stamp given when the clock reads earlier than it. */
+  next(): number {
+    return this.at(this.clock())
+  }
+
+  /** As `next`, for a caller that read the clock already (`now`, on the same clock): one comparison. */
+  at(now: number): number {
+    if (now > this.last) this.last = now
+    return this.last
+  }
+
+  /** No later stamp is below `at` (at recovery: the highest stamp a durable broker's last run stored). */
+  floor(at: number): void {
+    if (at > this.last) this.last = at
+  }
+
+  /** The highest stamp given (or floor set) so far; -Infinity before any: what a durable broker stores (StoreJournal.take). */
+  get highest(): number {
+    return this.last
+  }
+}
