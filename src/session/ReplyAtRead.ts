@@ -133,7 +133,9 @@ export const runReplyAtRead = (ports: ReplyAtReadPorts): Effect.Effect<void, nev
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         slot.onBound(() => {
-          const taken = lookBack()
+          // Only the messages answering the bound question are looked at: none, for a brand-new question.
+          const questionId = slot.current()?.questionId
+          const taken = questionId === undefined ? undefined : lookBack(questionId)
           if (taken !== undefined) tookBack.add(taken)
         })
       ),
