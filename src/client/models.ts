@@ -281,7 +281,7 @@ export interface IntercomClientService extends QuestionOperations {
    * it asks `take`, oldest first, about the messages read already and not
    * yet reached by the consumer of `messages` that answer the question
    * `replyTo` names (their `replyTo`; found through an index, so a question
-   * none answers costs nothing however many wait) — behind the one it is at; a
+   * none answers takes constant time however many wait) — behind the one it is at; a
    * kept one is passed on already — and the first it takes leaves the client
    * as a handled one does and is returned (a reply read before the ask
    * waiting on it was bound). Under `confirmWhenHandled` the caller then
