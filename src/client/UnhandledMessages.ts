@@ -126,29 +126,34 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   /**
    * The messages in `unhandled` or `kept` that answer a question, by its id (`replyTo`), each list in read order
    * (the order of `unhandled`, kept ones among them): exactly those two FIFOs' replies, a key dropped with its last
-   * message. `takeWaiting` looks here, not through the buffer.
+   * message. `takeWaiting` looks here, not through the buffer. A question nearly always has one reply waiting at
+   * most: that one stands alone, and a list is made only for a second (this is on every reply's read path).
    */
-  const byReplyTo = new Map<string, Array<InboundMessage>>()
+  const byReplyTo = new Map<string, InboundMessage | Array<InboundMessage>>()
   /** Which of the indexed messages are in `kept` (`takeWaiting` leaves them). */
   const isKept = new WeakSet<InboundMessage>()
 
   const indexed = (message: InboundMessage): void => {
     const replyTo = message.message.replyTo
     if (replyTo === undefined) return
-    const list = byReplyTo.get(replyTo)
-    if (list === undefined) byReplyTo.set(replyTo, [message])
-    else list.push(message)
+    const entry = byReplyTo.get(replyTo)
+    if (entry === undefined) byReplyTo.set(replyTo, message)
+    else if (Array.isArray(entry)) entry.push(message)
+    else byReplyTo.set(replyTo, [entry, message])
   }
 
   /** `message` left both FIFOs. */
   const unindexed = (message: InboundMessage): void => {
     const replyTo = message.message.replyTo
     if (replyTo === undefined) return
-    const list = byReplyTo.get(replyTo)
-    if (list === undefined) return
-    const at = list.indexOf(message)
-    if (at >= 0) list.splice(at, 1)
-    if (list.length === 0) byReplyTo.delete(replyTo)
+    const entry = byReplyTo.get(replyTo)
+    if (entry === message) {
+      byReplyTo.delete(replyTo)
+    } else if (Array.isArray(entry)) {
+      const at = entry.indexOf(message)
+      if (at >= 0) entry.splice(at, 1)
+      if (entry.length === 0) byReplyTo.delete(replyTo)
+    }
   }
 
   /**
@@ -218,9 +223,10 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
       }
     },
     takeWaiting: (replyTo, take) => {
-      const list = byReplyTo.get(replyTo)
-      if (list === undefined) return undefined
-      const taken = list.find((message) => message !== atConsumer && !isKept.has(message) && take(message))
+      const entry = byReplyTo.get(replyTo)
+      if (entry === undefined) return undefined
+      const waiting = (message: InboundMessage) => message !== atConsumer && !isKept.has(message) && take(message)
+      const taken = Array.isArray(entry) ? entry.find(waiting) : waiting(entry) ? entry : undefined
       if (taken !== undefined) remove(taken)
       return taken
     },
