@@ -46,15 +46,6 @@ export class Fifo<A extends object> {
     return true
   }
 
-  /** The oldest item other than `skip` that `test` accepts, if any (`skip` itself is never asked about). */
-  find(test: (item: A) => boolean, skip?: A): A | undefined {
-    for (let i = this.head; i < this.items.length; i++) {
-      const item = this.items[i]
-      if (item !== undefined && item !== skip && test(item)) return item
-    }
-    return undefined
-  }
-
   /** Takes every item out, oldest first. */
   takeAll(): Array<A> {
     const taken: Array<A> = []

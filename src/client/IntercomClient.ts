@@ -354,7 +354,7 @@ const make = (
       takeOnRead: (take) =>
         Effect.as(
           Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove)),
-          () => unhandled.takeWaiting(take)
+          (replyTo: string) => unhandled.takeWaiting(replyTo, take)
         ),
       handled: (message) =>
         Effect.suspend(() => {

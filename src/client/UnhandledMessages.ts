@@ -33,10 +33,14 @@
  * (`takeWaiting`) through the messages read and not yet reached by the
  * consumer — behind the one it is at, kept ones aside — and take one
  * there, as if it were read now (a reply read before its ask's waiter was
- * bound).
+ * bound). It looks only at the messages that answer the question it names
+ * (`replyTo`), found through an index of the waiting messages by `replyTo`:
+ * a look-back for a question nothing waiting answers — every brand-new ask
+ * — costs the same with ten thousand messages waiting as with none.
  *
  * It owns the buffer: two FIFOs (Fifo.ts), the unhandled and the kept
- * messages, the read number of each unhandled one, the `caughtUp`
+ * messages, the index by `replyTo` of the messages in either, the read
+ * number of each unhandled one, the `caughtUp`
  * waiters, the taker and the message the consumer is at, touched only by
  * synchronous code (the reader's `offer`, the consumer's pull, `keep`,
  * `handled`, `takeOnOffer`, `takeWaiting`).
@@ -63,11 +67,12 @@ export interface UnhandledMessages {
   readonly takeOnOffer: (take: (message: InboundMessage) => boolean) => () => void
   /**
    * Asks `take` (plain synchronous code), oldest first, about the messages
-   * read and not yet reached by the consumer: neither the one it is at (it
-   * decides about that one itself) nor a kept one (passed on already). The
-   * first it takes (true) leaves, as a handled one does, and is returned.
+   * read and not yet reached by the consumer whose `replyTo` is `replyTo`:
+   * neither the one it is at (it decides about that one itself) nor a kept
+   * one (passed on already). The first it takes (true) leaves, as a handled
+   * one does, and is returned. Constant time when no such message waits.
    */
-  readonly takeWaiting: (take: (message: InboundMessage) => boolean) => InboundMessage | undefined
+  readonly takeWaiting: (replyTo: string, take: (message: InboundMessage) => boolean) => InboundMessage | undefined
   /**
    * The messages, one at a time, starting at the oldest unhandled one; a
    * message leaves when this run pulls the next one.
@@ -118,6 +123,38 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   let taker: ((message: InboundMessage) => boolean) | undefined
   /** The message the consumer's run last emitted and has not pulled past: `takeWaiting` leaves it to the consumer. */
   let atConsumer: InboundMessage | undefined
+  /**
+   * The messages in `unhandled` or `kept` that answer a question, by its id (`replyTo`), each list in read order
+   * (the order of `unhandled`, kept ones among them): exactly those two FIFOs' replies, a key dropped with its last
+   * message. `takeWaiting` looks here, not through the buffer. A question nearly always has one reply waiting at
+   * most: that one stands alone, and a list is made only for a second (this is on every reply's read path).
+   */
+  const byReplyTo = new Map<string, InboundMessage | Array<InboundMessage>>()
+  /** Which of the indexed messages are in `kept` (`takeWaiting` leaves them). */
+  const isKept = new WeakSet<InboundMessage>()
+
+  const indexed = (message: InboundMessage): void => {
+    const replyTo = message.message.replyTo
+    if (replyTo === undefined) return
+    const entry = byReplyTo.get(replyTo)
+    if (entry === undefined) byReplyTo.set(replyTo, message)
+    else if (Array.isArray(entry)) entry.push(message)
+    else byReplyTo.set(replyTo, [entry, message])
+  }
+
+  /** `message` left both FIFOs. */
+  const unindexed = (message: InboundMessage): void => {
+    const replyTo = message.message.replyTo
+    if (replyTo === undefined) return
+    const entry = byReplyTo.get(replyTo)
+    if (entry === message) {
+      byReplyTo.delete(replyTo)
+    } else if (Array.isArray(entry)) {
+      const at = entry.indexOf(message)
+      if (at >= 0) entry.splice(at, 1)
+      if (entry.length === 0) byReplyTo.delete(replyTo)
+    }
+  }
 
   /**
    * Completes the waiters whose messages have all left `unhandled`. Its messages are in read order
@@ -134,14 +171,19 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   }
 
   const remove = (message: InboundMessage): void => {
-    if (unhandled.remove(message)) release()
+    if (!unhandled.remove(message)) return
+    unindexed(message)
+    release()
   }
 
   /** A new run starts with what an earlier one kept and never saw handled, oldest first. */
   const requeueKept = (): void => {
     if (kept.size === 0) return
     const later = unhandled.takeAll()
-    for (const message of kept.takeAll()) unhandled.push(message)
+    for (const message of kept.takeAll()) {
+      isKept.delete(message)
+      unhandled.push(message)
+    }
     for (const message of later) unhandled.push(message)
   }
 
@@ -171,6 +213,7 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
       if (taker !== undefined && taker(message)) return
       numbers.set(message, ++offered)
       unhandled.push(message)
+      indexed(message)
       Queue.offerUnsafe(wake, true)
     },
     takeOnOffer: (take) => {
@@ -179,19 +222,28 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
         if (taker === take) taker = undefined
       }
     },
-    takeWaiting: (take) => {
-      const taken = unhandled.find(take, atConsumer)
+    takeWaiting: (replyTo, take) => {
+      const entry = byReplyTo.get(replyTo)
+      if (entry === undefined) return undefined
+      const waiting = (message: InboundMessage) => message !== atConsumer && !isKept.has(message) && take(message)
+      const taken = Array.isArray(entry) ? entry.find(waiting) : waiting(entry) ? entry : undefined
       if (taken !== undefined) remove(taken)
       return taken
     },
     stream,
     handled: (message) => {
-      if (unhandled.remove(message)) release()
-      else kept.remove(message)
+      if (unhandled.remove(message)) {
+        unindexed(message)
+        release()
+      } else if (kept.remove(message)) {
+        isKept.delete(message)
+        unindexed(message)
+      }
     },
     keep: (message) => {
       if (!unhandled.remove(message)) return
       kept.push(message)
+      isKept.add(message)
       release()
     },
     oldest: () => kept.peek() ?? unhandled.peek(),

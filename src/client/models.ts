@@ -279,7 +279,9 @@ export interface IntercomClientService extends QuestionOperations {
    *
    * Gives back the look-back, plain synchronous code for the same caller:
    * it asks `take`, oldest first, about the messages read already and not
-   * yet reached by the consumer of `messages` — behind the one it is at; a
+   * yet reached by the consumer of `messages` that answer the question
+   * `replyTo` names (their `replyTo`; found through an index, so a question
+   * none answers takes constant time however many wait) — behind the one it is at; a
    * kept one is passed on already — and the first it takes leaves the client
    * as a handled one does and is returned (a reply read before the ask
    * waiting on it was bound). Under `confirmWhenHandled` the caller then
@@ -287,7 +289,7 @@ export interface IntercomClientService extends QuestionOperations {
    */
   readonly takeOnRead: (
     take: (message: InboundMessage) => boolean
-  ) => Effect.Effect<() => InboundMessage | undefined, never, Scope.Scope>
+  ) => Effect.Effect<(replyTo: string) => InboundMessage | undefined, never, Scope.Scope>
   /**
    * The consumer of `messages` is done with `message` (it handed it on): it
    * leaves the client now rather than at the next pull, so a consumer

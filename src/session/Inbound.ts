@@ -86,12 +86,13 @@
  * A reply read before its waiter was bound waits in the client behind the
  * messages read before it; binding the waiter takes it there (the client's
  * look-back, the same `takeAtRead`), unless the message fiber is at it
- * already (it routes it itself, or has handed it to the host), and it goes
+ * already (it routes it itself — also when the wait bound during its
+ * checkpoint and that saved nothing — or hands it to the host), and it goes
  * on as one taken as it is read — then leaves the client as handled. That
  * read-time route is ReplyAtRead.ts's; this module tells it which message
  * the message fiber is admitting.
  *
- * Size note: about 555 lines, one concept (a generation's inbound handling); the
+ * Size note: about 570 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules, departures and the read-time
  * route are their own modules already; what is left is the wiring of the
  * three streams and the rules that tie them (controls against the messages
@@ -319,6 +320,16 @@ export const runInbound = (
         // Not saved either while an earlier message is kept unsaved: a journal that held this one would hand it
         // to the next generation before that earlier one, which the client or the broker gives it afterwards.
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
+        // A reply whose waiter was bound during the checkpoint (the binding's look-back leaves this fiber's message
+        // to it): nothing saved, it answers the wait, as one reached after the bind. A saved one stays the host's:
+        // the journal would hand it over again in a later generation (docs/client.md, Streams).
+        if (!saved && message.replyTo !== undefined) {
+          const at = yield* Clock.currentTimeMillis
+          if (slot.route(inbound, () => admission.commit(from.id, message.id, at))) {
+            yield* answeredWaiter(message.id)
+            return "reply_waiter"
+          }
+        }
         if (!saved) unsaved.set(context, inbound)
         if (message.supersedes !== undefined) yield* supersededBy(context, message.supersedes)
         yield* handOver(context)

@@ -17,6 +17,24 @@
  *   a time inside an uninterruptible step (review revbj BJ1); what it had not
  *   reached when the generation closes gets its receipts as the Scope closes.
  *
+ * The wait's continuation runs inside `slot.route` (Effect resumes a fiber
+ * awaiting a Deferred at once, up to its first suspension or its fiber's
+ * step budget), so on the client's read path or inside a bind's look-back.
+ * The rule that keeps that safe: everything owed to a taken reply — its
+ * admission commit, its place in the receipts queue, the look-back's mark —
+ * is done in `route`'s `taking`, before the resume; after it only the
+ * routing mark is restored. What the continuation can do there:
+ * - bind again (a failed-turn reply, C-DQ-8, BN1), and so look back: the
+ *   routing mark and the admission window leave it every copy of the reply
+ *   being routed; the client's look-back only asks, and removes what was
+ *   taken once its search returned (UnhandledMessages.ts);
+ * - close this generation: the finalizer finds the reply queued and posts
+ *   its receipts (and `handled`, for one the look-back took);
+ * - anything else is on clients' and slots' plain synchronous code or
+ *   suspends the fiber: it cannot call the reader's `offer` (only the
+ *   connection's reader does), and a wait that blocks suspends its own
+ *   fiber, not the read.
+ *
  * Owns the queue of taken replies and the routing mark; the waiter slot is
  * `ReplyWaiter.ts`'s, the admission window `InboundAdmission.ts`'s, and the
  * message fiber's own route (a reply read before its wait, reached in
@@ -74,6 +92,8 @@ export const runReplyAtRead = (ports: ReplyAtReadPorts): Effect.Effect<void, nev
     const tookBack = new WeakSet<InboundMessage>()
     /** The reply `takeAtRead` is routing, during its `slot.route` (review revbn BN1). */
     let routing: InboundMessage | undefined
+    /** Whether `takeAtRead` is being asked by the client's look-back (during `lookBack`), not by a read. */
+    let lookingBack = false
     /** The client's `handled` for a reply the look-back took (under `confirmWhenHandled`, it confirms what it held). */
     const leftClient = (inbound: InboundMessage): Effect.Effect<void> =>
       tookBack.has(inbound) ? client.handled(inbound) : Effect.void
@@ -93,16 +113,18 @@ export const runReplyAtRead = (ports: ReplyAtReadPorts): Effect.Effect<void, nev
       if (routing !== undefined && routing.from.id === from.id && routing.message.id === message.id) return false
       const outer = routing
       routing = inbound
-      let routed: boolean
+      const fromLookBack = lookingBack
       try {
-        routed = slot.route(inbound)
+        // Everything owed to the reply is done before the waiter resumes (inside `route`): the wait's continuation
+        // may bind again (a nested look-back) or close this generation, whose finalizer must find the reply queued.
+        return slot.route(inbound, () => {
+          admission.commit(from.id, message.id, now)
+          if (fromLookBack) tookBack.add(inbound)
+          Queue.offerUnsafe(takenAtRead, inbound)
+        })
       } finally {
         routing = outer
       }
-      if (!routed) return false
-      admission.commit(from.id, message.id, now)
-      Queue.offerUnsafe(takenAtRead, inbound)
-      return true
     }
 
     const afterTaken = (inbound: InboundMessage): Effect.Effect<void> =>
@@ -133,8 +155,16 @@ export const runReplyAtRead = (ports: ReplyAtReadPorts): Effect.Effect<void, nev
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         slot.onBound(() => {
-          const taken = lookBack()
-          if (taken !== undefined) tookBack.add(taken)
+          // Only the messages answering the bound question are looked at: none, for a brand-new question.
+          const questionId = slot.current()?.questionId
+          if (questionId === undefined) return
+          const outer = lookingBack
+          lookingBack = true
+          try {
+            lookBack(questionId)
+          } finally {
+            lookingBack = outer
+          }
         })
       ),
       (remove) => Effect.sync(remove)

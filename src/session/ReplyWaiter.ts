@@ -96,9 +96,13 @@ export interface ReplyWaiterSlot {
   /**
    * Resolves the current waiter when `message` is its reply: `replyTo` equals
    * the question id and the sender is the target by exact id or by name
-   * ignoring case (C-ASK-4). True when it was consumed.
+   * ignoring case (C-ASK-4), and its wait has not ended. True when it was
+   * consumed. `taking`, when given, runs once the reply is known to be the
+   * waiter's and before the waiter is resumed: the wait's continuation runs
+   * synchronously inside this call (Effect resumes a fiber awaiting a
+   * Deferred at once), so what the caller owes the reply is done before it.
    */
-  readonly route: (inbound: InboundMessage) => boolean
+  readonly route: (inbound: InboundMessage, taking?: () => void) => boolean
   /** Ends `waiter`'s wait if it still holds the slot (its target left, C-ASK-9). */
   readonly peerLeft: (waiter: Waiter, error: WaitEnd) => void
   /** Ends the current wait if it waits on the question `questionId` (the broker dropped or replaced it, C-DLV-9). */
@@ -166,11 +170,13 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
     release: (waiter) => {
       if (current?.outcome === waiter.outcome) current = undefined
     },
-    route: (inbound) => {
+    route: (inbound, taking) => {
       const waiter = current
       if (waiter === undefined || waiter.questionId === undefined) return false
       if (inbound.message.replyTo !== waiter.questionId) return false
       if (inbound.from.id !== waiter.targetId && !sameName(inbound.from.name, waiter.targetName)) return false
+      if (Deferred.isDoneUnsafe(waiter.outcome)) return false
+      taking?.()
       return Deferred.doneUnsafe(waiter.outcome, Exit.succeed(inbound))
     },
     peerLeft: (waiter, error) => {

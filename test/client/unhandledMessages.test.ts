@@ -8,9 +8,9 @@ import { Deferred, Effect, Fiber, Stream } from "effect"
 import type { InboundMessage } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
 
-const inbound = (id: string): InboundMessage => ({
+const inbound = (id: string, replyTo?: string): InboundMessage => ({
   from: { id: "sender", name: "sender", cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
-  message: { id, timestamp: 0, content: { text: id } }
+  message: { id, timestamp: 0, content: { text: id }, ...(replyTo === undefined ? {} : { replyTo }) }
 })
 
 describe("UnhandledMessages", () => {
@@ -162,10 +162,11 @@ describe("UnhandledMessages", () => {
       assert.strictEqual(buffer.size(), 2, "the later taker took m3")
       later()
     }))
-  it.effect("takeWaiting takes the first message it accepts behind the one the consumer is at, never that one nor a kept one; the consumer never sees it", () =>
+  it.effect("takeWaiting takes the first message answering its question that it accepts behind the one the consumer is at, never that one nor a kept one; the consumer never sees it", () =>
     Effect.gen(function*() {
       const buffer = yield* makeUnhandledMessages
-      for (const id of ["k", "m1", "reply", "again", "m2"]) buffer.offer(inbound(id))
+      for (const id of ["k", "m1", "reply", "again", "m2"]) buffer.offer(inbound(id, "q"))
+      buffer.offer(inbound("other", "q2"))
       const seen: Array<string> = []
       const atM1 = yield* Deferred.make<void>()
       const go = yield* Deferred.make<void>()
@@ -184,14 +185,55 @@ describe("UnhandledMessages", () => {
         asked.push(m.message.id)
         return ids.includes(m.message.id)
       }
-      assert.isUndefined(buffer.takeWaiting(accept(["k", "m1"])), "k is kept, m1 is the consumer's")
-      assert.deepStrictEqual(asked, ["reply", "again", "m2"], "asked about those behind m1 only, oldest first")
+      assert.isUndefined(buffer.takeWaiting("q", accept(["k", "m1", "other"])), "k is kept, m1 is the consumer's")
+      assert.deepStrictEqual(asked, ["reply", "again", "m2"], "asked about those behind m1 answering q only, oldest first")
       asked.length = 0
-      assert.strictEqual(buffer.takeWaiting(accept(["reply", "again"]))?.message.id, "reply", "the first it accepts")
+      assert.strictEqual(buffer.takeWaiting("q", accept(["reply", "again"]))?.message.id, "reply", "the first it accepts")
       assert.deepStrictEqual(asked, ["reply"], "and no further")
-      assert.strictEqual(buffer.size(), 4, "k, m1, again and m2 wait")
+      assert.strictEqual(buffer.size(), 5, "k, m1, again, m2 and other wait")
       yield* Deferred.succeed(go, undefined)
       yield* Fiber.join(consumer)
       assert.deepStrictEqual(seen, ["k", "m1", "again"], "the consumer never saw the taken one")
+    }))
+
+  it.effect("takeWaiting asks about no message when none waiting answers its question, however many wait", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (let i = 0; i < 10_000; i++) buffer.offer(inbound(`m${i}`, i % 2 === 0 ? undefined : `old${i}`))
+      let asked = 0
+      const never = () => {
+        asked++
+        return false
+      }
+      for (let i = 0; i < 1_000; i++) assert.isUndefined(buffer.takeWaiting(`new${i}`, never))
+      assert.strictEqual(asked, 0, "a brand-new question looks at nothing")
+      assert.isUndefined(buffer.takeWaiting("old1", never))
+      assert.strictEqual(asked, 1, "the one message answering old1, and only it")
+      assert.strictEqual(buffer.size(), 10_000)
+    }))
+
+  it.effect("the index follows the messages out: handled, kept and put back, taken", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      const [a, b, c, d] = [inbound("a", "q"), inbound("b", "q"), inbound("c", "q"), inbound("d", "q")]
+      for (const m of [a, b, c, d]) buffer.offer(m)
+      const ids = (taken: InboundMessage | undefined) => taken?.message.id
+      const any = () => true
+      // A run passes a and b on and keeps them, and ends at b.
+      yield* Stream.runForEach(Stream.take(buffer.stream, 2), (m) => Effect.sync(() => buffer.keep(m)))
+      buffer.handled(c)
+      assert.strictEqual(ids(buffer.takeWaiting("q", any)), "d", "a and b are kept, c handled")
+      assert.isUndefined(buffer.takeWaiting("q", any), "only kept ones are left")
+      // A new run puts a and b back and is at a: b is takeable again, behind it.
+      buffer.offer(inbound("e", "q"))
+      const again = yield* Stream.runHead(buffer.stream)
+      assert.strictEqual(ids(again._tag === "Some" ? again.value : undefined), "a", "the kept ones first")
+      assert.strictEqual(ids(buffer.takeWaiting("q", any)), "b", "put back, no longer kept")
+      assert.strictEqual(ids(buffer.takeWaiting("q", any)), "e")
+      assert.isUndefined(buffer.takeWaiting("q", any), "a is the consumer's")
+      buffer.handled(a)
+      assert.strictEqual(buffer.size(), 0)
+      buffer.offer(inbound("f", "q"))
+      assert.strictEqual(ids(buffer.takeWaiting("q", any)), "f", "a key emptied and filled again")
     }))
 })

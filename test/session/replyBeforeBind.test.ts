@@ -5,7 +5,8 @@
  * once (the client's look-back), not when the message fiber reaches it
  * behind a slow host-journal checkpoint — unless that fiber is at it already,
  * or the hand-off holds it: then it is not taken at all (never both answered
- * and handed to the host). The slow checkpoint and the refusing host are the
+ * and handed to the host); the fiber at it answers the wait itself when the
+ * wait bound during a checkpoint that then saved nothing. The slow checkpoint and the refusing host are the
  * faults modelled (an `Effect.sleep` on the TestClock, a failing `deliver`),
  * never barriers: the answers are checked before any clock advance.
  */
@@ -21,14 +22,18 @@ const QUESTION_ID = "q-1"
 
 /**
  * `durableWaitGeneration` with a host journal that takes `CHECKPOINT` per message (`slow`; `checkpointed`: the
- * ids it saved, in order), or the recording host's own; `wait` is the durable wait on QUESTION_ID.
+ * ids it saved, in order) — and then fails to save it (`failing`) — or the recording host's own; `wait` is the
+ * durable wait on QUESTION_ID.
  */
-const generationWith = (slow: boolean) =>
+const generationWith = (slow: boolean, failing = false) =>
   Effect.gen(function*() {
     const checkpointed: Array<string> = []
     const journal: InboundJournal | undefined = !slow ? undefined : {
       checkpoint: (record) =>
-        Effect.andThen(Effect.sleep(CHECKPOINT), Effect.sync(() => void checkpointed.push(record.message.id))),
+        Effect.andThen(
+          Effect.sleep(CHECKPOINT),
+          failing ? Effect.fail("disk full") : Effect.sync(() => void checkpointed.push(record.message.id))
+        ),
       undelivered: Effect.succeed([])
     }
     const { client, handled, host, wait } = yield* durableWaitGeneration(journal)
@@ -147,5 +152,37 @@ describe("C-ORD-32 a reply read before its waiter was bound", () => {
       ], "taken once; the joined copy answered as a duplicate then")
       assert.isUndefined(waiting.pollUnsafe(), "still no answer for the wait")
       yield* Fiber.interrupt(waiting)
+    }))
+
+  it.effect("one the message fiber is checkpointing as the wait binds, whose checkpoint then fails (nothing saved it), answers the wait: never handed to the host", () =>
+    Effect.gen(function*() {
+      const { client, handled, host, wait } = yield* generationWith(true, true)
+      yield* client.push(answer)
+      yield* settle
+      // The fiber found no waiter for it and is checkpointing it; the binding leaves it to the fiber.
+      const waiting = yield* Effect.forkChild(wait)
+      yield* settle
+      assert.isUndefined(waiting.pollUnsafe(), "the binding did not take the answer from under the message fiber")
+      // The checkpoint fails: nothing saved the answer, and the wait is bound now.
+      yield* TestClock.adjust(CHECKPOINT)
+      yield* settle
+      const done = waiting.pollUnsafe()
+      assert.isDefined(done, "the wait has its answer")
+      const result = yield* Fiber.join(waiting)
+      assert.strictEqual(result._tag === "Reply" ? result.reply.message.content.text : result._tag, "Stable")
+      assert.deepStrictEqual(receiptsOf(client, "answer"), ["receiver_received", "acknowledged: matched reply waiter"])
+      assert.deepStrictEqual(handled, ["answer"], "it leaves the client as handled")
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      assert.deepStrictEqual(host.attempts, [], "the answer never went to the host")
+      // The broker's copy, later: a duplicate.
+      yield* client.push(answer)
+      yield* settle
+      assert.deepStrictEqual(receiptsOf(client, "answer"), [
+        "receiver_received",
+        "acknowledged: matched reply waiter",
+        "acknowledged: duplicate message id suppressed"
+      ])
+      assert.deepStrictEqual(host.attempts, [], "nor its copy")
     }))
 })

@@ -446,7 +446,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       takeOnRead: (take) =>
         Effect.as(
           Effect.acquireRelease(Effect.sync(() => unhandled.takeOnOffer(take)), (remove) => Effect.sync(remove)),
-          () => unhandled.takeWaiting(take)
+          (replyTo: string) => unhandled.takeWaiting(replyTo, take)
         ),
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
