@@ -183,7 +183,7 @@ export const makePiHost = (input: {
         // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
         // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
         if (!options.triggerTurn) input.queued.handedWithoutTurn(inbound)
-        else input.queued.handed(inbound)
+        else input.queued.handed(inbound, details)
         try {
           pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
         } catch (cause) {
@@ -211,6 +211,10 @@ export const makePiHost = (input: {
             ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
             : Effect.void
         ),
+      // An earlier message's control: marks that message if it still waits in pi's queue; saved nowhere, as the
+      // journal knows a message by (sender, id) only and would mark the newer one too.
+      withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) =>
+        input.queued.withdrawnEarlier(fromId, messageId, action, readBy, controlAt),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

@@ -236,7 +236,8 @@ export const runInbound = (
           text: renderInbound(from, message, settings.replyHint, withdrawn),
           expectsReply,
           delivery: context.delivery ?? "steer",
-          ...(context.channel === undefined ? {} : { channel: context.channel })
+          ...(context.channel === undefined ? {} : { channel: context.channel }),
+          ...(context.read === undefined ? {} : { read: context.read })
         }
       })
 

@@ -122,7 +122,8 @@ export interface JournalKeeper {
    * than one under its (sender, id) that the session read or recorded since (review revbi BI1): the host's
    * journal, which knows a message by (sender, id) only, is told nothing — it would mark the newer one withdrawn.
    * A steered message watched under the key that is not known to be newer (`newerThanControl`) is the one the
-   * control is about: handed over again withdrawn if cleared.
+   * control is about: handed over again withdrawn if cleared. The host is told (`InboundJournal.withdrawnEarlier`),
+   * to mark such a message its agent still holds in its queue.
    */
   readonly withdrawnEarlier: (
     fromId: string,
@@ -201,6 +202,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
     }
   }
   const save = journal?.withdrawn
+  const earlier = journal?.withdrawnEarlier
   return {
     checkpoint: (context) =>
       Effect.suspend(() => checkpoint(toRecord(context))).pipe(
@@ -263,6 +265,8 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       // The newest steered message under the key not known to be newer than the control is the one it is about.
       const watched = steered.get(keyOf(fromId, messageId))?.findLast((entry) => !newerThanControl(entry.context, readBy, controlAt))
       if (watched !== undefined) watched.withdrawn = action
+      // The host's agent may still hold it in its queue (pi's steer or follow-up queue): marked there, saved nowhere.
+      earlier?.(fromId, messageId, action, readBy, controlAt)
     },
     withdrawn: (fromId, messageId, action, waiting, prepared) =>
       Effect.suspend(() => {
