@@ -86,8 +86,20 @@ export interface QueuedInbound {
   /**
    * pi is handed `inbound` without a turn (passive, or already marked
    * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
+   * `held`: pi is busy, so it holds the message until its turn ends
+   * (`_pendingCustomMessages`) and saves it then without a `message_end` the
+   * extension sees — the details object it was handed with: watched until
+   * then (`flushing`), so a withdrawal meanwhile is kept (saved) and marks it.
    */
-  readonly handedWithoutTurn: (inbound: Inbound) => void
+  readonly handedWithoutTurn: (inbound: Inbound, held?: unknown) => void
+  /**
+   * pi is about to save a message it held while busy (its turn ends: the extension's `turn_end` or
+   * `agent_before_settle`), handed over with the details object `details`: for one watched here (`held`) and
+   * withdrawn since, what it is saved and enters as; otherwise undefined. No longer watched either way.
+   */
+  readonly flushing: (details: unknown) => WithdrawnRendering | undefined
+  /** pi saved every message it held (its turn ended): those still watched as held are no longer. */
+  readonly flushed: () => void
   /**
    * `sendMessage` threw for `inbound` after `handed` or `handedWithoutTurn`: pi does not have it, so it is no
    * longer watched, nor counted as handed to pi (a withdrawal the hand-off reports `waiting` for it is kept).
@@ -142,8 +154,22 @@ interface Watched {
   readonly inbound: Inbound
   /** The details object pi was handed it with (`handed`), if known. */
   readonly details: unknown
+  /** Handed over without a turn while pi was busy: pi holds it until its turn ends (`handedWithoutTurn`). */
+  readonly held: boolean
   withdrawn: MessageControl["action"] | undefined
 }
+
+/** What `inbound`, withdrawn by `withdrawn`, enters the model's context as: passive, marked so. */
+const rendering = (inbound: Inbound, withdrawn: MessageControl["action"]): WithdrawnRendering => ({
+  content: renderInbound(inbound.from, inbound.message, false, withdrawn),
+  details: {
+    messageId: inbound.message.id,
+    from: inbound.from,
+    expectsReply: inbound.expectsReply,
+    intent: "passive",
+    withdrawn
+  }
+})
 
 /** One message (a copy handed over again), not two under one reused (sender, id). */
 const sameMessage = (a: Inbound, b: Inbound): boolean =>
@@ -198,14 +224,27 @@ export const makeQueuedInbound = (): QueuedInbound => {
       const copy = unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
       const withdrawn = handingOff.get(key) ?? copy?.withdrawn
       handingOff.delete(key)
-      keep(queued, key, [...(queued.get(key) ?? []), { inbound, details, withdrawn }])
+      keep(queued, key, [...(queued.get(key) ?? []), { inbound, details, held: false, withdrawn }])
     },
-    handedWithoutTurn: (inbound) => {
+    handedWithoutTurn: (inbound, held) => {
       handedToPi.add(inbound)
       const key = keyOfInbound(inbound)
       handingOff.delete(key)
       // A copy handed over with a turn earlier (dropped from pi's queue by Esc) is replaced by this one, which enters as it is.
       unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
+      if (held !== undefined) keep(queued, key, [...(queued.get(key) ?? []), { inbound, details: held, held: true, withdrawn: undefined }])
+    },
+    flushing: (details) => {
+      const delivered = deliveredMessage(details)
+      if (delivered === undefined) return undefined
+      const key = keyOf(delivered.from, delivered.messageId)
+      const held = queued.get(key)?.find((entry) => entry.held && entry.details === details)
+      if (held === undefined) return undefined
+      unwatch(key, (entry) => entry === held)
+      return held.withdrawn === undefined ? undefined : rendering(held.inbound, held.withdrawn)
+    },
+    flushed: () => {
+      for (const key of [...queued.keys()]) unwatch(key, (entry) => entry.held)
     },
     notHanded: (inbound) => {
       handedToPi.delete(inbound)
@@ -239,22 +278,13 @@ export const makeQueuedInbound = (): QueuedInbound => {
       if (delivered === undefined) return undefined
       const key = keyOf(delivered.from, delivered.messageId)
       // The one pi was handed with these very details; else (details not known) the oldest under the key.
-      const watched = queued.get(key)
+      const watched = queued.get(key)?.filter((entry) => !entry.held)
       const entered = watched?.find((entry) => entry.details === message.details) ?? watched?.[0]
       if (entered === undefined) return undefined
       unwatch(key, (entry) => entry === entered)
       const { inbound, withdrawn } = entered
       if (withdrawn === undefined || inbound.intent === "passive") return undefined
-      return {
-        content: renderInbound(inbound.from, inbound.message, false, withdrawn),
-        details: {
-          messageId: inbound.message.id,
-          from: inbound.from,
-          expectsReply: inbound.expectsReply,
-          intent: "passive",
-          withdrawn
-        }
-      }
+      return rendering(inbound, withdrawn)
     }
   }
 }
