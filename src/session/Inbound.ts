@@ -88,7 +88,7 @@
  * read-time route is ReplyAtRead.ts's; this module tells it which message
  * the message fiber is admitting.
  *
- * Size note: about 530 lines, one concept (a generation's inbound handling); the
+ * Size note: about 535 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules, departures and the read-time
  * route are their own modules already; what is left is the wiring of the
  * three streams and the rules that tie them (controls against the messages

@@ -76,9 +76,12 @@ const sameMessage = (a: InboundContext, b: InboundContext): boolean =>
   a.read !== undefined && b.read !== undefined ? a.read === b.read : a.message === b.message
 
 /** Whether the journal's `record` is the checkpoint of `context`'s message: the same stamps, not only its key. */
-const recordOf = (record: JournalRecord, context: InboundContext): boolean =>
-  record.message.timestamp === context.message.timestamp &&
-  record.message.brokerReceivedAt === context.message.brokerReceivedAt
+const recordOf = (record: JournalRecord, context: InboundContext): boolean => {
+  const saved = record.message.brokerReceivedAt
+  const received = context.message.brokerReceivedAt
+  return record.message.timestamp === context.message.timestamp &&
+    (saved === undefined || received === undefined || saved === received)
+}
 
 /**
  * The journal side of one generation's inbound handling.
