@@ -106,6 +106,24 @@ describe("makeJournalKeeper: cleared", () => {
       )
     }))
 
+  it.effect("a withdrawal only the host's journal kept marks, of two steered messages under one reused id, the one its record is", () =>
+    Effect.gen(function*() {
+      const older: InboundContext = { ...context, message: { ...context.message, timestamp: 1 }, read: 1 }
+      const newer: InboundContext = { ...context, message: { ...context.message, timestamp: 2 }, read: 2 }
+      // The journal restores the older checkpoint of the key (pi's: the first), marked withdrawn.
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([{ ...record, message: older.message, withdrawn: "cancel" }])
+      })
+      keeper.taken(older, true)
+      keeper.taken(newer, true)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[1, "cancel"], [2, undefined]],
+        "the older message's saved withdrawal marked the newer one too"
+      )
+    }))
+
   it.effect("the host's journal is told whether the withdrawn message was still waiting in the hand-off", () =>
     Effect.gen(function*() {
       const saves: Array<string> = []
