@@ -19,7 +19,7 @@
  * and pi's `message_end` reads them synchronously, never waiting for a
  * generation to start.
  */
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import type { BoundaryContextPreview, ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 import { readChildBridge } from "../session/supervisorBridge.ts"
@@ -163,6 +163,20 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   // The message a turn works on is what `reply` without `to` answers (C-RPL-2): one that started the
   // turn or the follow-up after it. A message steered into a running turn does not take it over — else
   // a plain message from a third session would catch the answer the turn owes its asker.
+  // A message handed over without a turn while pi is busy is held by pi until the turn ends, then saved with no
+  // `message_end` an extension sees (agent-session.js `_flushPendingCustomMessages`, right after the extensions'
+  // `turn_end` and `agent_before_settle`). Here, its last look: one its sender withdrew meanwhile is marked in
+  // place — as pi applies a `message_end` replacement — so it is saved and enters marked (queuedInbound.ts).
+  const markHeld = (pending: BoundaryContextPreview["pendingMessages"]): void => {
+    for (const message of pending) {
+      if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) continue
+      const withdrawn = queued.flushing(message.details)
+      if (withdrawn !== undefined) Object.assign(message, withdrawn)
+    }
+    queued.flushed()
+  }
+  pi.on("turn_end", (event) => markHeld(event.context.pendingMessages))
+  pi.on("agent_before_settle", (event) => markHeld(event.context.pendingMessages))
   pi.on("message_end", (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return

@@ -54,6 +54,7 @@ export interface PiHostApi {
  */
 export interface PiHostContext {
   readonly ui: Pick<ExtensionContext["ui"], "confirm" | "notify">
+  readonly isIdle: ExtensionContext["isIdle"]
   readonly sessionManager: { readonly getEntries: () => ReadonlyArray<EntryView> }
 }
 
@@ -172,7 +173,7 @@ export const makePiHost = (input: {
         Effect.orElseSucceed(() => false)
       ),
     deliver: (inbound) =>
-      access.touch((pi) => {
+      access.touch((pi, ctx) => {
         const details: MessageDetails = {
           messageId: inbound.message.id,
           from: inbound.from,
@@ -182,8 +183,9 @@ export const makePiHost = (input: {
         const options = sendOptions(inbound.intent, input.interactive)
         // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
         // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
-        if (!options.triggerTurn) input.queued.handedWithoutTurn(inbound)
-        else input.queued.handed(inbound)
+        // Without one while pi is busy, pi holds it until the turn ends and saves it then, unseen: watched till then.
+        if (!options.triggerTurn) input.queued.handedWithoutTurn(inbound, ctx.isIdle() ? undefined : details)
+        else input.queued.handed(inbound, details)
         try {
           pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
         } catch (cause) {
@@ -211,6 +213,10 @@ export const makePiHost = (input: {
             ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
             : Effect.void
         ),
+      // An earlier message's control: marks that message if it still waits in pi's queue; saved nowhere, as the
+      // journal knows a message by (sender, id) only and would mark the newer one too.
+      withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) =>
+        input.queued.withdrawnEarlier(fromId, messageId, action, readBy, controlAt),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

@@ -19,7 +19,10 @@
  *
  * It owns, keyed by (sender id, message id) and touched only by synchronous
  * code, the messages handed over with a turn and not yet entered (each with
- * the withdrawal that came for it meanwhile), and the withdrawals of messages
+ * the withdrawal that came for it meanwhile; several under one key when a
+ * sender reuses an id, each told apart at `message_end` by the details
+ * object pi was handed it with, and an earlier one's control marking only
+ * it: `withdrawnEarlier`), and the withdrawals of messages
  * still in the session's hand-off (`waiting`: the host has not returned from
  * `deliver` for them yet, so one may come just before pi is handed the message
  * it names). The next hand-off of that key settles such a withdrawal: applied
@@ -37,6 +40,7 @@
 import type { MessageControl } from "../protocol/frames.ts"
 import type { Inbound } from "../session/Host.ts"
 import { renderInbound } from "../session/render.ts"
+import { newerThanControl } from "../session/ReplyTracker.ts"
 import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
 import type { MessageDetails } from "./journal.ts"
 
@@ -74,14 +78,28 @@ export interface QueuedInbound {
   /**
    * pi is handed `inbound` with a turn to run: watched until it enters the
    * model's context, withdrawn if a withdrawal noted while it was in the
-   * hand-off is waiting for it. Called before `sendMessage` (pi may run it at once).
+   * hand-off is waiting for it. Called before `sendMessage` (pi may run it at once). `details`: the very object
+   * pi is handed as the message's details, which pi's `message_end` carries: it tells this message from another
+   * under the same (sender, id) (a sender reusing an id) in pi's queues, which pi drains in its own order.
    */
-  readonly handed: (inbound: Inbound) => void
+  readonly handed: (inbound: Inbound, details?: unknown) => void
   /**
    * pi is handed `inbound` without a turn (passive, or already marked
    * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
+   * `held`: pi is busy, so it holds the message until its turn ends
+   * (`_pendingCustomMessages`) and saves it then without a `message_end` the
+   * extension sees — the details object it was handed with: watched until
+   * then (`flushing`), so a withdrawal meanwhile is kept (saved) and marks it.
    */
-  readonly handedWithoutTurn: (inbound: Inbound) => void
+  readonly handedWithoutTurn: (inbound: Inbound, held?: unknown) => void
+  /**
+   * pi is about to save a message it held while busy (its turn ends: the extension's `turn_end` or
+   * `agent_before_settle`), handed over with the details object `details`: for one watched here (`held`) and
+   * withdrawn since, what it is saved and enters as; otherwise undefined. No longer watched either way.
+   */
+  readonly flushing: (details: unknown) => WithdrawnRendering | undefined
+  /** pi saved every message it held (its turn ended): those still watched as held are no longer. */
+  readonly flushed: () => void
   /**
    * `sendMessage` threw for `inbound` after `handed` or `handedWithoutTurn`: pi does not have it, so it is no
    * longer watched, nor counted as handed to pi (a withdrawal the hand-off reports `waiting` for it is kept).
@@ -110,6 +128,19 @@ export interface QueuedInbound {
     prepared: Inbound | undefined
   ) => boolean
   /**
+   * The session read a control (at `readBy`, stamped at `controlAt`) of an earlier message than one under its
+   * (sender, id) it read since (`InboundJournal.withdrawnEarlier`): the newest message watched under the key that
+   * is not known to be newer (`newerThanControl`) is the one it is about, and enters marked withdrawn. Nothing is
+   * saved (a saved withdrawal names the key, so the newer message too).
+   */
+  readonly withdrawnEarlier: (
+    fromId: string,
+    messageId: string,
+    action: MessageControl["action"],
+    readBy: number | undefined,
+    controlAt: number | undefined
+  ) => void
+  /**
    * pi's `message_end` of a custom message: for an `intercom_message` handed
    * over here and withdrawn since, what it enters as; otherwise undefined
    * (and the message is no longer watched). A map lookup: any other message
@@ -121,8 +152,28 @@ export interface QueuedInbound {
 /** A message handed over with a turn, not entered yet, and how its sender withdrew it meanwhile. */
 interface Watched {
   readonly inbound: Inbound
+  /** The details object pi was handed it with (`handed`), if known. */
+  readonly details: unknown
+  /** Handed over without a turn while pi was busy: pi holds it until its turn ends (`handedWithoutTurn`). */
+  readonly held: boolean
   withdrawn: MessageControl["action"] | undefined
 }
+
+/** What `inbound`, withdrawn by `withdrawn`, enters the model's context as: passive, marked so. */
+const rendering = (inbound: Inbound, withdrawn: MessageControl["action"]): WithdrawnRendering => ({
+  content: renderInbound(inbound.from, inbound.message, false, withdrawn),
+  details: {
+    messageId: inbound.message.id,
+    from: inbound.from,
+    expectsReply: inbound.expectsReply,
+    intent: "passive",
+    withdrawn
+  }
+})
+
+/** One message (a copy handed over again), not two under one reused (sender, id). */
+const sameMessage = (a: Inbound, b: Inbound): boolean =>
+  a.read !== undefined && b.read !== undefined ? a.read === b.read : a.message === b.message
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
@@ -143,7 +194,8 @@ const keep = <A>(map: Map<string, A>, key: string, value: A): void => {
  * @since 0.1.0
  */
 export const makeQueuedInbound = (): QueuedInbound => {
-  const queued = new Map<string, Watched>()
+  /** Messages watched, by key; several under one key (a sender reusing an id) in the order handed over. */
+  const queued = new Map<string, Array<Watched>>()
   /** Withdrawals of messages in the session's hand-off, until that message's hand-off to pi. */
   const handingOff = new Map<string, MessageControl["action"]>()
   /**
@@ -152,56 +204,87 @@ export const makeQueuedInbound = (): QueuedInbound => {
    */
   const handedToPi = new WeakSet<Inbound>()
   const keyOfInbound = (inbound: Inbound): string => keyOf(inbound.from.id, inbound.message.id)
+  /** Removes the watched entries of `key` that `drop` picks; returns the last one removed. */
+  const unwatch = (key: string, drop: (watched: Watched) => boolean): Watched | undefined => {
+    const watched = queued.get(key)
+    if (watched === undefined) return undefined
+    const dropped = watched.filter(drop)
+    if (dropped.length === 0) return undefined
+    const kept = watched.filter((entry) => !drop(entry))
+    if (kept.length === 0) queued.delete(key)
+    else queued.set(key, kept)
+    return dropped.at(-1)
+  }
   return {
-    handed: (inbound) => {
+    handed: (inbound, details) => {
       handedToPi.add(inbound)
       const key = keyOfInbound(inbound)
-      // A copy pi dropped from its queue (Esc), handed over again, keeps the withdrawal that came for it there.
-      const withdrawn = handingOff.get(key) ?? queued.get(key)?.withdrawn
+      // A copy pi dropped from its queue (Esc), handed over again, keeps the withdrawal that came for it there;
+      // another message under the key (a newer one reusing the id) is watched beside it, with its own.
+      const copy = unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
+      const withdrawn = handingOff.get(key) ?? copy?.withdrawn
       handingOff.delete(key)
-      keep(queued, key, { inbound, withdrawn })
+      keep(queued, key, [...(queued.get(key) ?? []), { inbound, details, held: false, withdrawn }])
     },
-    handedWithoutTurn: (inbound) => {
+    handedWithoutTurn: (inbound, held) => {
       handedToPi.add(inbound)
       const key = keyOfInbound(inbound)
       handingOff.delete(key)
       // A copy handed over with a turn earlier (dropped from pi's queue by Esc) is replaced by this one, which enters as it is.
-      queued.delete(key)
+      unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
+      if (held !== undefined) keep(queued, key, [...(queued.get(key) ?? []), { inbound, details: held, held: true, withdrawn: undefined }])
+    },
+    flushing: (details) => {
+      const delivered = deliveredMessage(details)
+      if (delivered === undefined) return undefined
+      const key = keyOf(delivered.from, delivered.messageId)
+      const held = queued.get(key)?.find((entry) => entry.held && entry.details === details)
+      if (held === undefined) return undefined
+      unwatch(key, (entry) => entry === held)
+      return held.withdrawn === undefined ? undefined : rendering(held.inbound, held.withdrawn)
+    },
+    flushed: () => {
+      for (const key of [...queued.keys()]) unwatch(key, (entry) => entry.held)
     },
     notHanded: (inbound) => {
-      const key = keyOfInbound(inbound)
       handedToPi.delete(inbound)
-      if (queued.get(key)?.inbound === inbound) queued.delete(key)
+      unwatch(keyOfInbound(inbound), (entry) => entry.inbound === inbound)
     },
     withdrawn: (fromId, messageId, action, waiting, prepared) => {
       const key = keyOf(fromId, messageId)
-      const watched = queued.get(key)
-      if (watched !== undefined) watched.withdrawn = action
       // In the hand-off, not handed to pi yet: pi may be handed it next (a copy pi dropped from its queue, too).
       const ahead = waiting && (prepared === undefined || !handedToPi.has(prepared))
       if (ahead) keep(handingOff, key, action)
-      return watched !== undefined || ahead
+      // The control is the newest message's under the key (an earlier one's goes to `withdrawnEarlier`): the
+      // newest watched one, unless that message is still in the hand-off, where an older one watched is not it.
+      const watched = queued.get(key)
+      const target = !waiting
+        ? watched?.at(-1)
+        : prepared === undefined
+        ? undefined
+        : watched?.findLast((entry) => sameMessage(entry.inbound, prepared))
+      if (target !== undefined) target.withdrawn = action
+      return target !== undefined || ahead
+    },
+    withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) => {
+      const target = queued.get(keyOf(fromId, messageId))?.findLast((entry) =>
+        !newerThanControl(entry.inbound, readBy, controlAt)
+      )
+      if (target !== undefined) target.withdrawn = action
     },
     entering: (message) => {
       if (message.customType !== MESSAGE_TYPE) return undefined
       const delivered = deliveredMessage(message.details)
       if (delivered === undefined) return undefined
       const key = keyOf(delivered.from, delivered.messageId)
-      const watched = queued.get(key)
-      if (watched === undefined) return undefined
-      queued.delete(key)
-      const { inbound, withdrawn } = watched
+      // The one pi was handed with these very details; else (details not known) the oldest under the key.
+      const watched = queued.get(key)?.filter((entry) => !entry.held)
+      const entered = watched?.find((entry) => entry.details === message.details) ?? watched?.[0]
+      if (entered === undefined) return undefined
+      unwatch(key, (entry) => entry === entered)
+      const { inbound, withdrawn } = entered
       if (withdrawn === undefined || inbound.intent === "passive") return undefined
-      return {
-        content: renderInbound(inbound.from, inbound.message, false, withdrawn),
-        details: {
-          messageId: inbound.message.id,
-          from: inbound.from,
-          expectsReply: inbound.expectsReply,
-          intent: "passive",
-          withdrawn
-        }
-      }
+      return rendering(inbound, withdrawn)
     }
   }
 }

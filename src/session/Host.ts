@@ -7,6 +7,10 @@
  * The host *pushes* lifecycle changes into the session (`setStatus`,
  * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
  * into the host (`deliver`) with the intent it decided on.
+ *
+ * Size note: about 400 lines, one concept (the port and its models); most of
+ * it is the JSDoc each optional part needs (the journal's rules above all:
+ * what is told when, and what a host may save).
  */
 import { Context, Data, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
@@ -74,6 +78,13 @@ export interface Inbound {
    * capability is bound to, and the text carries its run metadata (C-SUP-5).
    */
   readonly channel?: "supervisor" | undefined
+  /**
+   * The client's read number of the message (`InboundMessage.read`); none for
+   * one restored from the journal. With its `message.brokerReceivedAt`, tells
+   * it from an older message under the same (sender, id) that a control is
+   * about (`InboundJournal.withdrawnEarlier`).
+   */
+  readonly read?: number | undefined
 }
 
 /**
@@ -214,6 +225,24 @@ export interface InboundJournal {
       waiting: boolean,
       prepared: Inbound | undefined
     ) => Effect.Effect<void, unknown>)
+    | undefined
+  /**
+   * A control the session read (at read number `readBy`, stamped by the
+   * broker at `controlAt`) of an earlier message than one under its (sender,
+   * id) that it read or recorded since: not saved (`withdrawn` would name the
+   * newer one too), but a host may mark the earlier message if it still
+   * waits in its agent's queue — a handed-over message (`Inbound`, with its
+   * `read` and `message.brokerReceivedAt`) not known to be newer than the
+   * control (`newerThanControl`, ReplyTracker.ts). Optional.
+   */
+  readonly withdrawnEarlier?:
+    | ((
+      fromId: string,
+      messageId: string,
+      action: MessageControl["action"],
+      readBy: number | undefined,
+      controlAt: number | undefined
+    ) => void)
     | undefined
   /**
    * The messages the agent's history already holds, oldest first. A new

@@ -41,7 +41,8 @@
  *   leaves a new message under the reused id live (reviews revbb BB2,
  *   revbi BI2). The earlier message's ask, if the host took it, is closed
  *   all the same (review revbi BI1); the host's journal, which knows a
- *   message by (sender, id) only, is not told (`JournalKeeper.withdrawnEarlier`).
+ *   message by (sender, id) only, saves nothing, but may mark it in its
+ *   agent's queue (`JournalKeeper.withdrawnEarlier`).
  *   With neither mark the control withdraws the message, as before. A message
  *   whose `supersedes` names one still waiting in the hand-off, or one the host
  *   took that this session handled (the admission window knows it), withdraws
@@ -244,7 +245,8 @@ export const runInbound = (
           text: renderInbound(from, message, settings.replyHint, withdrawn),
           expectsReply,
           delivery: context.delivery ?? "steer",
-          ...(context.channel === undefined ? {} : { channel: context.channel })
+          ...(context.channel === undefined ? {} : { channel: context.channel }),
+          ...(context.read === undefined ? {} : { read: context.read })
         }
       })
 
@@ -540,9 +542,9 @@ export const runInbound = (
               )
             ) {
               // Its ask, if the host took it, is closed all the same, and a steered copy Esc clears is handed over
-              // again withdrawn; a newer ask under the id stays open (review revbi BI1). The host's journal and the
-              // sender are told nothing: the journal knows a message by (sender, id) only, and would mark the newer
-              // message withdrawn too.
+              // again withdrawn; a newer ask under the id stays open (review revbi BI1). The host's journal saves
+              // nothing and the sender is told nothing: the journal knows a message by (sender, id) only, and would
+              // mark the newer message withdrawn too; the host may mark the old one still in its agent's queue.
               tracker.askWithdrawn(from.id, messageId, read, timestamp)
               journal.withdrawnEarlier(from.id, messageId, action, read, timestamp)
               return yield* generation.pendingChanged

@@ -65,6 +65,24 @@ export interface Rehanded {
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
+/** A steered message the keeper watches, and how its sender withdrew it meanwhile. */
+interface Steered {
+  context: InboundContext
+  withdrawn: MessageControl["action"] | undefined
+}
+
+/** Whether `a` and `b` are one message (a copy handed over again), not two under one reused (sender, id). */
+const sameMessage = (a: InboundContext, b: InboundContext): boolean =>
+  a.read !== undefined && b.read !== undefined ? a.read === b.read : a.message === b.message
+
+/** Whether the journal's `record` is the checkpoint of `context`'s message: the same stamps, not only its key. */
+const recordOf = (record: JournalRecord, context: InboundContext): boolean => {
+  const saved = record.message.brokerReceivedAt
+  const received = context.message.brokerReceivedAt
+  return record.message.timestamp === context.message.timestamp &&
+    (saved === undefined || received === undefined || saved === received)
+}
+
 /**
  * The journal side of one generation's inbound handling.
  *
@@ -107,7 +125,8 @@ export interface JournalKeeper {
    * than one under its (sender, id) that the session read or recorded since (review revbi BI1): the host's
    * journal, which knows a message by (sender, id) only, is told nothing — it would mark the newer one withdrawn.
    * A steered message watched under the key that is not known to be newer (`newerThanControl`) is the one the
-   * control is about: handed over again withdrawn if cleared.
+   * control is about: handed over again withdrawn if cleared. The host is told (`InboundJournal.withdrawnEarlier`),
+   * to mark such a message its agent still holds in its queue.
    */
   readonly withdrawnEarlier: (
     fromId: string,
@@ -166,8 +185,11 @@ const handledIn = (journal: InboundJournal): Effect.Effect<ReadonlyArray<Handled
  * @since 0.1.0
  */
 export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalKeeper => {
-  /** Steered and follow-up messages the host took that history did not hold yet, by (sender id, message id). */
-  const steered = new Map<string, InboundContext>()
+  /**
+   * Steered and follow-up messages the host took that history did not hold yet, by (sender id, message id), each
+   * with how its sender withdrew it meanwhile; several under one key (a sender reusing an id) in the order taken.
+   */
+  const steered = new Map<string, Array<Steered>>()
   const handled = journal === undefined ? Effect.succeed([]) : handledIn(journal)
   const checkpoint = journal?.checkpoint
   const undelivered = journal?.undelivered
@@ -183,8 +205,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
     }
   }
   const save = journal?.withdrawn
-  /** How each steered message was withdrawn, while it is in `steered`. */
-  const withdrawals = new Map<string, MessageControl["action"]>()
+  const earlier = journal?.withdrawnEarlier
   return {
     checkpoint: (context) =>
       Effect.suspend(() => checkpoint(toRecord(context))).pipe(
@@ -204,9 +225,13 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
     taken: (context, wasSteered) => {
       if (!wasSteered) return
       const key = keyOf(context.from.id, context.message.id)
-      // Another message under the key (a newer one reusing the id): the withdrawal noted was the earlier one's.
-      if (steered.get(key) !== context) withdrawals.delete(key)
-      steered.set(key, context)
+      const watched = steered.get(key)
+      // The same message taken again (a copy Esc cleared, handed over again) keeps what was noted for it; another
+      // message under the key (a newer one reusing the id) is watched beside it, so Esc hands both over again.
+      const same = watched?.find((entry) => sameMessage(entry.context, context))
+      if (same !== undefined) same.context = context
+      else if (watched === undefined) steered.set(key, [{ context, withdrawn: undefined }])
+      else watched.push({ context, withdrawn: undefined })
     },
     cleared: Effect.suspend(() => {
       if (steered.size === 0) return Effect.succeed([])
@@ -214,14 +239,17 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         Effect.map((records) => {
           const missing = new Map(records.map((record) => [keyOf(record.from.id, record.message.id), record]))
           const again: Array<Rehanded> = []
-          for (const [key, context] of steered) {
+          for (const [key, watched] of steered) {
             const record = missing.get(key)
-            // The journal's mark too: it saved a withdrawal told before `taken`, which this map never saw (review revbf BF3).
-            if (record !== undefined) again.push({ context, withdrawn: withdrawals.get(key) ?? record.withdrawn })
+            if (record === undefined) continue
+            for (const { context, withdrawn } of watched) {
+              // The journal's mark too, for the message it names: it saved a withdrawal told before `taken`, which
+              // this map never saw (review revbf BF3).
+              again.push({ context, withdrawn: withdrawn ?? (recordOf(record, context) ? record.withdrawn : undefined) })
+            }
           }
           // Either back in the hand-off or in history: no longer watched.
           steered.clear()
-          withdrawals.clear()
           return again
         }),
         // Unread, nothing is known of them: they stay watched, for the next settle to check.
@@ -237,14 +265,24 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
       )
     }),
     withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) => {
-      const key = keyOf(fromId, messageId)
-      const watched = steered.get(key)
-      if (watched !== undefined && !newerThanControl(watched, readBy, controlAt)) withdrawals.set(key, action)
+      // The newest steered message under the key not known to be newer than the control is the one it is about.
+      const watched = steered.get(keyOf(fromId, messageId))?.findLast((entry) => !newerThanControl(entry.context, readBy, controlAt))
+      if (watched !== undefined) watched.withdrawn = action
+      // The host's agent may still hold it in its queue (pi's steer or follow-up queue): marked there, saved nowhere.
+      earlier?.(fromId, messageId, action, readBy, controlAt)
     },
     withdrawn: (fromId, messageId, action, waiting, prepared) =>
       Effect.suspend(() => {
-        const key = keyOf(fromId, messageId)
-        if (steered.has(key)) withdrawals.set(key, action)
+        // Of the newest message under the key the session read (an earlier one's control goes to
+        // `withdrawnEarlier`): the newest steered one, unless that message is still in the hand-off (`waiting`),
+        // where an older steered one under the key is not it; but the one the hand-off handed over already is.
+        const watched = steered.get(keyOf(fromId, messageId))
+        const target = !waiting
+          ? watched?.at(-1)
+          : prepared === undefined
+          ? undefined
+          : watched?.find((entry) => entry.context.message === prepared.message)
+        if (target !== undefined) target.withdrawn = action
         // Every withdrawal, not only of a message waiting or steered: a trigger the host took may not have entered
         // its agent's context yet either (pi holds one back while a run settles), and a control read between the
         // hand-off letting a message go and `taken` finds it neither (review revbd BD2, BD3). The host knows

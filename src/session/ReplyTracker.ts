@@ -69,7 +69,7 @@ export interface InboundContext {
  * @since 0.1.0
  */
 export const newerThanControl = (
-  context: InboundContext,
+  context: { readonly read?: number | undefined; readonly message: Message },
   readBy: number | undefined,
   controlAt: number | undefined
 ): boolean => {

@@ -29,6 +29,8 @@ export interface PiHostRig {
   readonly entries: ReadonlyArray<EntryView>
   /** pi's `sendMessage` throws for the next `count` messages (pi keeps none of them). */
   readonly refuseSends: (count: number) => void
+  /** pi's agent runs (`isIdle` false: a message without a turn is held until the turn ends) or not. */
+  readonly setBusy: (busy: boolean) => void
   /** The host's journal told a withdrawal, as the session's control fiber tells it (`InboundJournal.withdrawn`). */
   readonly withdrawn: NonNullable<NonNullable<HostService["journal"]>["withdrawn"]>
 }
@@ -41,6 +43,7 @@ export const makePiHostRig = (sessionId = "pi-session-1"): PiHostRig => {
   const sent: Array<SentMessage> = []
   const entries: Array<EntryView> = []
   let refusing = 0
+  let busy = false
   let active: Array<string> = []
   const api: PiHostApi = {
     sendMessage: (message, options) => {
@@ -59,6 +62,7 @@ export const makePiHostRig = (sessionId = "pi-session-1"): PiHostRig => {
   }
   const ctx: PiHostContext = {
     ui: { confirm: () => Promise.resolve(false), notify: () => {} },
+    isIdle: () => !busy,
     sessionManager: { getEntries: () => entries }
   }
   const touch = <A>(f: (pi: PiHostApi, ctx: PiHostContext) => A): Effect.Effect<A, StaleSession> =>
@@ -85,6 +89,9 @@ export const makePiHostRig = (sessionId = "pi-session-1"): PiHostRig => {
     entries,
     refuseSends: (count) => {
       refusing = count
+    },
+    setBusy: (value) => {
+      busy = value
     }
   }
 }

@@ -42,6 +42,9 @@ const inbound = (id: string, intent: Inbound["intent"], expectsReply = false): I
   }
 }
 
+/** `handed` prepared again for another hand-off (after a refusal, or Esc): the same message, a new `Inbound`. */
+const copyOf = (handed: Inbound, intent: Inbound["intent"] = handed.intent): Inbound => ({ ...handed, intent })
+
 /** The custom message pi is handed for `handed` (the details the host gives it). */
 const piMessage = (handed: Inbound, customType = "intercom_message") => ({
   customType,
@@ -180,17 +183,18 @@ describe("QueuedInbound", () => {
     queued.handed(refused)
     queued.notHanded(refused)
     assert.isTrue(queued.withdrawn(B.id, "r-3", "cancel", true, refused))
-    const again = inbound("r-3", "steer") // prepared again (the withdrawal made it stale), with a turn in this test
+    const again = copyOf(refused) // prepared again (the withdrawal made it stale), with a turn in this test
     queued.handed(again)
     assert.strictEqual(queued.entering(piMessage(again))?.details.withdrawn, "cancel")
   })
 
   it("a steer withdrawn in pi's queue and dropped from it (Esc) keeps its withdrawal when handed over again live", () => {
     const queued = makeQueuedInbound()
-    queued.handed(inbound("x-1", "steer"))
+    const first = inbound("x-1", "steer")
+    queued.handed(first)
     // Read after the hand-off let it go, before the session counted it steered: the settle hands it over live.
     queued.withdrawn(B.id, "x-1", "cancel", false, undefined)
-    const again = inbound("x-1", "steer")
+    const again = copyOf(first)
     queued.handed(again)
     assert.strictEqual(queued.entering(piMessage(again))?.details.withdrawn, "cancel")
   })
@@ -198,8 +202,9 @@ describe("QueuedInbound", () => {
   it("a copy handed over without a turn replaces one handed over with a turn earlier: a withdrawal after it entered marks nothing", () => {
     const queued = makeQueuedInbound()
     // Handed over as a steer, dropped from pi's queue by Esc, handed over again when the run settled: passive now.
-    queued.handed(inbound("e-1", "steer"))
-    const again = inbound("e-1", "passive")
+    const first = inbound("e-1", "steer")
+    queued.handed(first)
+    const again = copyOf(first, "passive")
     queued.handedWithoutTurn(again)
     assert.isFalse(queued.withdrawn(B.id, "e-1", "cancel", false, undefined), "the model has it: nothing to save")
     assert.isUndefined(queued.entering(piMessage(again)), "it is left as it entered")

@@ -6,7 +6,9 @@
  * with the reply hint, and the session saves it so (src/pi/queuedInbound.ts,
  * the extension's `message_end`); a withdrawn follow-up starts no intercom
  * turn, so a reply without `to` in the request pi still makes for it finds
- * nothing to answer. The sender is a plain client of the
+ * nothing to answer. A passive message pi holds until the agent's turn ends
+ * (saved then with no `message_end` the extension sees) is marked in place
+ * by the extension's `turn_end` and saved so. The sender is a plain client of the
  * world's broker; the receiver's `cancellation_requested` receipt says its
  * session noted the withdrawal, so no sleep orders anything.
  */
@@ -132,4 +134,43 @@ describe("pi extension: a message withdrawn while it waits in pi's queue", { tim
       }
     })
   }
+
+  it("a passive message pi holds until the turn ends, cancelled meanwhile, is saved and reaches the model marked withdrawn", async () => {
+    const b = await openPi(world, { name: "bravo" })
+    const sender = await openSender()
+    try {
+      await act(b, { action: "status" }) // B is on the bus
+      const id = `p-held-${randomUUID()}`
+      const body = "a passive note about the held branch"
+      // Busy in a tool until two messages were handed to pi: pi holds passive ones until the tool's turn ends.
+      b.script(call("wait_for_intercom", { messages: 2 }), say("done with the tool"))
+      const before = b.calls.length
+      const busy = nextEvent(b, (event) => event.type === "tool_execution_start" && event.toolName === "wait_for_intercom")
+      const bRun = b.session().prompt("work")
+      await busy
+      const handed = nextEvent(b, (event) => event.type === "tool_execution_update")
+      await run(sender.client.send({
+        to: b.session().sessionId,
+        delivery: "passive",
+        message: { id, timestamp: Date.now(), content: { text: body } }
+      }))
+      await handed // held by pi
+      assert.isTrue(await run(sender.client.cancel(id)), "the cancel reached bravo")
+      await sender.cancelTold(id) // bravo's session noted the withdrawal
+      await run(sender.client.send({
+        to: b.session().sessionId,
+        delivery: "passive",
+        message: { id: `note-${randomUUID()}`, timestamp: Date.now(), content: { text: "another passive note" } }
+      }))
+      await bRun
+
+      const text = seen(b.calls.slice(before).at(-1) ?? [], body) ?? ""
+      assert.include(text, "Withdrawn: sender cancelled this message before it reached you; it needs no action and no reply.")
+      const stored = intercomMessages(b.session()).filter((message) => message.endsWith(body))
+      assert.deepStrictEqual(stored, [text], "saved unmarked")
+    } finally {
+      await sender.close()
+      await b.quit()
+    }
+  })
 })

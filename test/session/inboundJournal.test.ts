@@ -71,7 +71,7 @@ describe("makeJournalKeeper: cleared", () => {
       assert.deepStrictEqual(saves, [], "the host's journal, which cannot tell the two apart, was told")
     }))
 
-  it.effect("a newer message under the id steered after the older one's withdrawal was noted is not marked by it", () =>
+  it.effect("a newer message under the id steered after the older one's withdrawal was noted is not marked by it, and Esc hands both over again", () =>
     Effect.gen(function*() {
       const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
       keeper.taken({ ...context, read: 1 }, true)
@@ -79,8 +79,48 @@ describe("makeJournalKeeper: cleared", () => {
       keeper.taken({ ...context, read: 3 }, true)
       assert.deepStrictEqual(
         (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
-        [[3, undefined]],
-        "the newer steered message was handed over again withdrawn by the older one's control"
+        [[1, "cancel"], [3, undefined]],
+        "the newer steered message replaced the older one, or was marked by its control"
+      )
+    }))
+
+  it.effect("two messages under one reused (sender, id), both steered and cleared by Esc, are both handed over again, each with its own withdrawal", () =>
+    Effect.gen(function*() {
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([record]),
+        withdrawn: () => Effect.void
+      })
+      const older: InboundContext = { ...context, read: 1 }
+      const newer: InboundContext = { ...context, message: message("the newer one", { id: context.message.id }), read: 2 }
+      keeper.taken(older, true)
+      keeper.taken(newer, true)
+      // The newer one's own control (read after it): it marks the newer one only.
+      yield* keeper.withdrawn(context.from.id, context.message.id, "supersede", false, undefined)
+      // The older one taken again (a copy handed over again before the settle) is not a third message.
+      keeper.taken(older, true)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[1, undefined], [2, "supersede"]],
+        "Esc handed only the newer message over again (the older one lost), or marked the wrong one"
+      )
+    }))
+
+  it.effect("a withdrawal only the host's journal kept marks, of two steered messages under one reused id, the one its record is", () =>
+    Effect.gen(function*() {
+      const older: InboundContext = { ...context, message: { ...context.message, timestamp: 1 }, read: 1 }
+      const newer: InboundContext = { ...context, message: { ...context.message, timestamp: 2 }, read: 2 }
+      // The journal restores the older checkpoint of the key (pi's: the first), marked withdrawn.
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([{ ...record, message: older.message, withdrawn: "cancel" }])
+      })
+      keeper.taken(older, true)
+      keeper.taken(newer, true)
+      assert.deepStrictEqual(
+        (yield* keeper.cleared).map((again) => [again.context.read, again.withdrawn]),
+        [[1, "cancel"], [2, undefined]],
+        "the older message's saved withdrawal marked the newer one too"
       )
     }))
 
