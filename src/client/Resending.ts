@@ -16,9 +16,9 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found, or a reply whose ask the broker does not
  *   hold, is retried until the rejoin grace is over (`send`): its target may
- *   not have registered again yet; so is, after a loss, one whose target is not
- *   connected (a child's supervisor away, a blocking ask's target). An ask's
- *   retries end sooner, when its timeout runs out, on the failure that stands.
+ *   not have registered again yet; so is, after a loss, a child's
+ *   `supervisor_send` refused as its supervisor away. An ask's retries end
+ *   sooner, when its timeout runs out, on the failure that stands.
  *
  * Owns the batch of sends the closed connections left unanswered, and the
  * record of every send a connection lost unanswered (`lostOnTheWay`, abandoned
@@ -347,10 +347,11 @@ export class Resending {
       Effect.catchIf(
         (error) =>
           error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) ||
-          // After a loss, a target away — a child's supervisor (the broker's refusal on the supervisor channel, never
-          // "not found"), or a plain ask's target — is "not back yet" too, and the first write may have been
-          // delivered: retried through the grace, ending as the loss if it stands (review revbs BS3).
-          (error._tag === "TargetDisconnected" && lostOnTheWay.lost !== undefined),
+          // After a loss, a child's supervisor away (the broker's refusal on the supervisor channel, which never says
+          // "not found") is "not back yet" too, and the first write may have been delivered: retried through the
+          // grace, ending as the loss if it stands (review revbs BS3).
+          (writing.frameType === "supervisor_send" && error._tag === "TargetDisconnected" &&
+            lostOnTheWay.lost !== undefined),
         (error) =>
           Effect.gen({ self: this }, function*() {
             const now = yield* Clock.currentTimeMillis
