@@ -16,8 +16,9 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found, or a reply whose ask the broker does not
  *   hold, is retried until the rejoin grace is over (`send`): its target may
- *   not have registered again yet. An ask's retries end sooner, when its
- *   timeout runs out, on the failure that stands.
+ *   not have registered again yet; so is, after a loss, a child's
+ *   `supervisor_send` refused as its supervisor away. An ask's retries end
+ *   sooner, when its timeout runs out, on the failure that stands.
  *
  * Owns the batch of sends the closed connections left unanswered, and the
  * record of every send a connection lost unanswered (`lostOnTheWay`, abandoned
@@ -74,11 +75,11 @@ export interface SendWriting {
   readonly addressed: (connection: ClientConnection) => SendRequest
 }
 
-/**
- * The record's key for the send `messageId` with this `signature` (what makes a retry the same send): two sends under
- * one id with other signatures are two entries (review revbr BR3: keyed by id alone, the later replaced the earlier).
- */
-const lostKey = (messageId: string, signature: string): string => JSON.stringify([messageId, signature])
+/** A send in the record of sends lost on the way: its latest lost write's time, and when it was recorded (the bound's order). */
+interface LostEntry {
+  readonly since: number
+  readonly order: number
+}
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -124,11 +125,16 @@ export class Resending {
   /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
   private unsent: ReadonlyArray<UnansweredSend> = []
   /**
-   * Every send a connection lost unanswered, by message id and signature (`lostKey`), abandoned or not, written again
-   * or not, with its latest lost write's time; each until `REPLAY_WINDOW_MS` after it, at most `MAX_LOST_ON_THE_WAY`
-   * (the one recorded first forgotten).
+   * Every send a connection lost unanswered, by message id, then by signature (two sends under one id with other
+   * signatures are two entries, review revbr BR3), abandoned or not, written again or not, with its latest lost write's
+   * time; each until `REPLAY_WINDOW_MS` after it, at most `MAX_LOST_ON_THE_WAY` in all (`lostCount`). Keyed by id
+   * first so that a send never lost is told at once, with no key built from its content (review revbs BS2).
    */
-  private readonly lostSends = new Map<string, number>()
+  private readonly lostSends = new Map<string, Map<string, LostEntry>>()
+  /** How many (id, signature) entries `lostSends` holds in all: the bound counts them. */
+  private lostCount = 0
+  /** How many times a send was recorded: the `order` of the next entry recorded. */
+  private recordings = 0
   private readonly side: ResendSide
   /** The epochs a delivery is acknowledged in (`StateEpochs.acknowledged`). */
   private readonly epochs: StateEpochs
@@ -162,18 +168,31 @@ export class Resending {
    * expired or overflowed.
    */
   private record(send: UnansweredSend): void {
-    const key = lostKey(send.request.message.id, send.signature)
-    const known = this.lostSends.get(key)
-    const since = known === undefined ? send.since : Math.max(known, send.since)
-    this.lostSends.delete(key)
-    this.lostSends.set(key, since)
-    for (const [recorded, lostSince] of this.lostSends) {
-      if (send.since - lostSince >= REPLAY_WINDOW_MS) this.lostSends.delete(recorded)
+    const messageId = send.request.message.id
+    const known = this.lostSends.get(messageId)
+    const since = Math.max(known?.get(send.signature)?.since ?? send.since, send.since)
+    this.forget(messageId, send.signature)
+    const signatures = this.lostSends.get(messageId) ?? new Map<string, LostEntry>()
+    signatures.set(send.signature, { since, order: this.recordings++ })
+    this.lostSends.set(messageId, signatures)
+    this.lostCount += 1
+    // Expired entries go; past the bound, the one recorded first (the one whose record was least recently renewed).
+    let oldest: { readonly messageId: string; readonly signature: string; readonly order: number } | undefined
+    for (const [recordedId, recorded] of this.lostSends) {
+      for (const [signature, entry] of recorded) {
+        if (send.since - entry.since >= REPLAY_WINDOW_MS) this.forget(recordedId, signature)
+        else if (oldest === undefined || entry.order < oldest.order) oldest = { messageId: recordedId, signature, order: entry.order }
+      }
     }
-    if (this.lostSends.size > MAX_LOST_ON_THE_WAY) {
-      const oldest = this.lostSends.keys().next()
-      if (oldest.done !== true) this.lostSends.delete(oldest.value)
-    }
+    if (this.lostCount > MAX_LOST_ON_THE_WAY && oldest !== undefined) this.forget(oldest.messageId, oldest.signature)
+  }
+
+  /** Drops the entry of the send `messageId` with this `signature`, if recorded (and its id once it has none left). */
+  private forget(messageId: string, signature: string): void {
+    const signatures = this.lostSends.get(messageId)
+    if (signatures === undefined || !signatures.delete(signature)) return
+    this.lostCount -= 1
+    if (signatures.size === 0) this.lostSends.delete(messageId)
   }
 
   /**
@@ -182,11 +201,11 @@ export class Resending {
    * for it (an expired entry is dropped here). Plain synchronous code: a connection's `begin` asks it per send.
    */
   lostOnTheWay(messageId: string, signature: string, now: number): boolean {
-    const key = lostKey(messageId, signature)
-    const since = this.lostSends.get(key)
-    if (since === undefined) return false
-    if (now - since >= REPLAY_WINDOW_MS) {
-      this.lostSends.delete(key)
+    if (this.lostCount === 0) return false
+    const entry = this.lostSends.get(messageId)?.get(signature)
+    if (entry === undefined) return false
+    if (now - entry.since >= REPLAY_WINDOW_MS) {
+      this.forget(messageId, signature)
       return false
     }
     return true
@@ -303,7 +322,9 @@ export class Resending {
       // answer was read, a write entered inside the window and answered just after it lost its mark).
       Effect.flatMap(Clock.currentTimeMillis, (writtenAt) => {
         const addressed = writing.addressed(c)
-        const recorded = this.lostOnTheWay(request.message.id, signatureOf(addressed, writing.frameType), writtenAt)
+        // The signature is built only for an id the record holds: a send never lost builds no string here (BS2).
+        const recorded = this.lostSends.has(request.message.id) &&
+          this.lostOnTheWay(request.message.id, signatureOf(addressed, writing.frameType), writtenAt)
         return c.send(addressed, this.sendTimeoutMs, writing.frameType).pipe(
           Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
           Effect.tapError((error) =>
@@ -324,7 +345,13 @@ export class Resending {
       Effect.catchTag("TargetRebound", (rebound) =>
         Effect.fail(lostOnTheWay.lost === undefined ? rebound : reboundAfterLoss(rebound))),
       Effect.catchIf(
-        (error) => error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk),
+        (error) =>
+          error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) ||
+          // After a loss, a child's supervisor away (the broker's refusal on the supervisor channel, which never says
+          // "not found") is "not back yet" too, and the first write may have been delivered: retried through the
+          // grace, ending as the loss if it stands (review revbs BS3).
+          (writing.frameType === "supervisor_send" && error._tag === "TargetDisconnected" &&
+            lostOnTheWay.lost !== undefined),
         (error) =>
           Effect.gen({ self: this }, function*() {
             const now = yield* Clock.currentTimeMillis

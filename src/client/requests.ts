@@ -79,11 +79,17 @@ export type SendError = DeliveryError | RequestTimeout | ConnectionLost
 /** The frame a send goes in: `send`, or a child's `supervisor_send` (extension `supervisor-v1`). */
 export type SendFrameType = "send" | "supervisor_send"
 
-/** What makes two sends with one id "the same" (C-BRK-8): frame, target and authored content. */
+/**
+ * What makes two sends with one id "the same" (C-BRK-8): frame, target and authored content. A child's
+ * `supervisor_send` is signed under `SUPERVISOR_TO` whichever supervisor a connection addressed it to: it is the same
+ * send to the client on every connection (PendingSends.ts `addressedTo`), and the record of sends lost on the way
+ * (Resending.ts `lostOnTheWay`) finds its write to a new supervisor as one after the loss of its write to the old
+ * (review revbs BS1: signed by its supervisor's id, a retry after a rebinding was read as a send never lost).
+ */
 export const signatureOf = (request: SendRequest, frameType: SendFrameType): string =>
   JSON.stringify([
     frameType,
-    request.to,
+    frameType === "supervisor_send" ? SUPERVISOR_TO : request.to,
     request.message.content,
     request.message.replyTo ?? null,
     request.message.expectsReply ?? null,
