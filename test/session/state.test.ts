@@ -309,4 +309,25 @@ describe("C-ASK-1…4 reply-waiter slot", () => {
       slot2.teardown(new SessionEnded())
       assert.deepStrictEqual(yield* Effect.exit(Deferred.await(second.outcome)), Exit.fail(new SessionEnded()))
     }))
+
+  it.effect("a reply for a wait that ended but still holds the slot is refused, and nothing owed to a taken reply is done for it", () =>
+    Effect.gen(function*() {
+      // Without the check, `taking` would commit the reply's admission and queue its receipts for a wait that never
+      // gets it, and the refused reply would reach the message fiber as a duplicate: neither the wait's nor the
+      // host's (review revbv bv1).
+      const slot = makeReplyWaiterSlot()
+      const reserved = slot.reserve()
+      if (reserved === undefined) return assert.fail("no reservation")
+      const waiter = slot.bind(reserved, { questionId: "q1", targetId: target.id, targetName: "Target" })
+      // The wait ends (its target left) and its release has not run yet: the slot still holds it.
+      slot.peerLeft(waiter, new SessionEnded())
+      assert.isTrue(yield* Deferred.isDone(waiter.outcome))
+      assert.strictEqual(slot.current()?.outcome, waiter.outcome)
+      let took = 0
+      const routed = slot.route(inboundMessage(target, "r1", "answer", { replyTo: "q1" }), () => {
+        took++
+      })
+      assert.isFalse(routed, "the ended wait took the reply")
+      assert.strictEqual(took, 0, "what is owed to a taken reply was done for one the wait never gets")
+    }))
 })
