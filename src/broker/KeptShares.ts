@@ -24,6 +24,17 @@
  * are kept by the hundred thousand; a kept withdrawal is rare). Each step is
  * O(1): no scan of the list.
  *
+ * A kept withdrawal whose message's give-back settled it (the mailbox
+ * dropped the message: OutboundRecords.settleKept) guards nothing that can
+ * still be delivered live; it stays for a late control about that message
+ * (MailReturns.aboutUngiven). Each receiver's settled ones are a second
+ * order of their own (`settle` moves one there, as its newest), with count
+ * buckets of their own, and when the list is full a settled one goes
+ * before any still waiting: the oldest settled of the receiver holding the
+ * most settled, and only with none settled anywhere the oldest waiting of
+ * the receiver holding the most waiting (`largestOldest`). A receiver's
+ * share (`of`) counts both.
+ *
  * Owner: OutboundRecords, which joins and leaves a record here in step with
  * its withdrawals' list, on the cancel, supersede and route-aging paths
  * only (never the plain send path).
@@ -63,13 +74,8 @@ class Bucket<T> {
   last: Share<T> | undefined = undefined
 }
 
-/**
- * The receivers' shares of the withdrawals' list (see the module header):
- * how many each holds, each one's oldest, and the oldest of a receiver
- * holding the most (`largestOldest`), for the caller to drop when its list
- * is past its bound.
- */
-export class KeptShares<T extends object> {
+/** One order of the receivers' shares (waiting, or settled): count buckets over receivers' lists. */
+class CountShares<T extends object> {
   private readonly places = new Map<T, Place<T>>()
   private readonly shares = new Map<string, Share<T>>()
   /** Bucket `n`: the shares holding `n` (index 0 unused); grows to the list's bound, plus one. */
@@ -115,10 +121,15 @@ export class KeptShares<T extends object> {
     if (share.count > this.largest) this.largest = share.count
   }
 
-  /** `item` left the withdrawals' list (routed again, forgotten, its day, the bound): off its share, if on one. */
-  leave(item: T): void {
+  /** The receiver whose share holds `item`, if one does. */
+  receiverOf(item: T): string | undefined {
+    return this.places.get(item)?.share.receiverKey
+  }
+
+  /** `item` left this order: off its share, if on one; whether it was on one. */
+  leave(item: T): boolean {
     const place = this.places.get(item)
-    if (place === undefined) return
+    if (place === undefined) return false
     this.places.delete(item)
     const share = place.share
     if (place.older !== undefined) place.older.newer = place.newer
@@ -129,6 +140,7 @@ export class KeptShares<T extends object> {
     if (share.count === 0) this.shares.delete(share.receiverKey)
     // A count falls by one: the largest falls by at most one.
     if (this.buckets[this.largest]?.first === undefined) this.largest--
+    return true
   }
 
   /** `share` leaves its count's bucket and joins the last of `count`'s (none for 0). */
@@ -157,5 +169,68 @@ export class KeptShares<T extends object> {
       this.buckets[count] = bucket
     }
     return bucket
+  }
+}
+
+/**
+ * The receivers' shares of the withdrawals' list (see the module header):
+ * how many each holds, settled or waiting, and the one to drop when the
+ * list is past its bound (`largestOldest`): a settled one before any still
+ * waiting, each order fair by count buckets.
+ */
+export class KeptShares<T extends object> {
+  private readonly waiting = new CountShares<T>()
+  private readonly settled = new CountShares<T>()
+
+  /** Kept withdrawals of messages to `receiverKey`'s session, settled or waiting. */
+  of(receiverKey: string): number {
+    return this.waiting.of(receiverKey) + this.settled.of(receiverKey)
+  }
+
+  /** Of those, the ones whose give-back settled them (`settle`). */
+  settledOf(receiverKey: string): number {
+    return this.settled.of(receiverKey)
+  }
+
+  /**
+   * The receiver whose withdrawal `largestOldest` names: the one holding the
+   * most settled, if any is settled; else the one holding the most waiting.
+   * Of several holding as many, the LAST to reach that count — the one
+   * whose join (or settle) made the tie, so a tie costs the share that just
+   * grew, not an older one (review revbl BL3).
+   */
+  get largestReceiver(): string | undefined {
+    return this.settled.largestReceiver ?? this.waiting.largestReceiver
+  }
+
+  /**
+   * The one to drop when the list is full: the oldest settled of the
+   * receiver holding the most settled, or, with none settled, the oldest of
+   * the receiver holding the most still waiting; none: undefined.
+   */
+  largestOldest(): T | undefined {
+    return this.settled.largestOldest() ?? this.waiting.largestOldest()
+  }
+
+  /** `item` joins `receiverKey`'s share as its newest, still waiting. */
+  join(item: T, receiverKey: string): void {
+    this.waiting.join(item, receiverKey)
+  }
+
+  /**
+   * `item`'s give-back settled it: it leaves its receiver's waiting order
+   * and joins that receiver's settled one as its newest. Settled already,
+   * or on no share: nothing.
+   */
+  settle(item: T): void {
+    const receiverKey = this.waiting.receiverOf(item)
+    if (receiverKey === undefined) return
+    this.waiting.leave(item)
+    this.settled.join(item, receiverKey)
+  }
+
+  /** `item` left the withdrawals' list (routed again, forgotten, its day, the bound): off its share, if on one. */
+  leave(item: T): void {
+    if (!this.waiting.leave(item)) this.settled.leave(item)
   }
 }

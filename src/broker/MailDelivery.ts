@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 780 lines, one concept: the fate of mail that is not being
+ * Size: about 805 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -95,7 +95,7 @@ import type { RegistrationHooks } from "./Registration.ts"
 import type { Session, SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
 import type { SendAttempt } from "./SendStage.ts"
-import { goesTo, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
+import { goesTo, type Reader, type WithdrawnCopy, WithdrawnCopies, type WrittenTo } from "./WithdrawnCopies.ts"
 
 const DAY = 86_400_000
 
@@ -338,9 +338,34 @@ export class MailDelivery {
         for (const control of this.controls.takeFor(session, this.controlsCutoff(now), mayReturn)) this.ctx.output.enqueue(session.peer, control)
       }
       this.flush(session, now)
+      // Cancelled copies kept for instances of this session that can no longer register as themselves (this one
+      // the id's last holder now) go, as those instances' kept controls did in `takeFor`.
+      if (this.withdrawn.size > 0) this.releaseCopies(session)
     },
     left: (session, now, unregistered) => {
       if (unregistered && session.ephemeral) this.endedUnread(session, now)
+    }
+  }
+
+  /**
+   * `session` registered: each cancelled copy kept for another client
+   * instance of it that can never register as itself again now
+   * (`mayReturn`: a base client's instance, with this one the id's last
+   * holder) is no longer kept for that instance; one kept for no other
+   * leaves the mailbox as it would at its expiry, silently (`routes.lost`:
+   * its sender was answered `cancelled` already). Kept, it waited for no
+   * one and held a memory broker's idle exit for the mailbox's retention.
+   */
+  private releaseCopies(session: Session): void {
+    const keys = this.withdrawn.keptFor(session.key)
+    if (keys === undefined) return
+    const gone = (reader: Reader) => reader.receiverKey === session.key && !this.mayReturn(session.key, reader.instance)
+    for (const recordKey of keys) {
+      if (!this.withdrawn.release(recordKey, gone)) continue
+      const mail = this.mailbox.get(recordKey)
+      if (mail === undefined) continue
+      this.mailbox.delete(recordKey)
+      this.routes.lost(mail.senderKey, mail.message.id)
     }
   }
 

@@ -42,8 +42,9 @@
  * pause").
  *
  * Withdrawals kept past their routes (the withdrawals' list) are bounded
- * overall; when it is full, the receiver holding the most loses its oldest
- * (KeptShares.ts, `linkKept`).
+ * overall; when it is full, the receiver holding the most loses its oldest,
+ * a settled one (`settleKept`) before any still waiting (KeptShares.ts,
+ * `linkKept`).
  *
  * Size: about 790 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
@@ -668,7 +669,7 @@ export class OutboundRecords {
    * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
    * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, the oldest of the receiver holding the most leaves the list
    * now (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list has
-   * room nobody's is dropped, BH4), with `dropKept` (the record may leave the table), not at the next prune
+   * room nobody's is dropped, BH4) — of the settled ones (`settleKept`) first, while any is kept — with `dropKept` (the record may leave the table), not at the next prune
    * (review revaw AW4). A drop is logged (`notice`): the first at once, later ones at most one line per
    * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (BH2).
    */
@@ -731,11 +732,16 @@ export class OutboundRecords {
    * its message's give-back settled it: it names no client instance now,
    * and `unread`, none read it (`droppedUnread`). It stays on the
    * withdrawals' list, so a control about that message given back later
-   * still finds both (MailReturns.aboutUngiven).
+   * still finds both (MailReturns.aboutUngiven), but in its receiver's
+   * settled order (KeptShares.settle): when the list is full a settled one
+   * is dropped before any still waiting, whose message a give-back could
+   * yet deliver live.
    */
   settleKept(record: OutboundRecord, unread: boolean): void {
     if ((record.parts & WITHDRAWAL_KEPT) === 0) return
     if (unread) record.parts |= DROPPED_UNREAD
+    // It guards no message that can still be given back live: on a full list it goes before any still waiting.
+    this.shares.settle(record)
   }
 
   /** Takes `record`'s kept withdrawal off the withdrawals' list (its day: Receipts.prune; the bound: `linkKept`); the record may leave the table. */

@@ -69,7 +69,7 @@
  * cancel and registration paths touch it, the mailbox's drops and puts when
  * it is not empty (a size check), and nothing on the ordinary send path.
  *
- * Size: about 390 lines, one concept: the cancelled copies' state and the
+ * Size: about 410 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -374,6 +374,25 @@ export class WithdrawnCopies {
     if (this.copies.size === 0) return undefined
     const keys = this.byReceiver.get(receiverKey)
     return keys === undefined ? undefined : [...keys]
+  }
+
+  /**
+   * Lets go of the readers of the cancelled copy `recordKey` that `gone`
+   * says can never come back for it (a base client's instance, once another
+   * instance became the id's last holder: Registration.mayReturn); true when
+   * none is left, the copy forgotten (`take`): the caller drops it from the
+   * mailbox as it would go at its expiry. The rest stay owed it.
+   */
+  release(recordKey: string, gone: (reader: Reader) => boolean): boolean {
+    const copy = this.copies.get(recordKey)
+    if (copy === undefined || !copy.readers.some(gone)) return false
+    const rest = copy.readers.filter((reader) => !gone(reader))
+    if (rest.length === 0) {
+      this.take(recordKey)
+      return true
+    }
+    this.note(recordKey, { readers: rest })
+    return false
   }
 
   /** Forgets the copy `recordKey` (it left the mailbox) and returns it, if it was a cancelled one. */

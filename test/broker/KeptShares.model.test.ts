@@ -3,8 +3,10 @@
  * each receiver's kept items oldest first, its count, and the step at which
  * it last reached its count; the largest is the receiver with the most, on
  * a tie the one that reached that count LAST (the share whose join made the
- * tie, review revbl BL3); its oldest is the one dropped. Random join / leave / drop / re-join of the
- * item just left, and a linkKept-like bound (small, so it is reached).
+ * tie, review revbl BL3); its oldest is the one dropped. Settled items (their give-back settled them) are
+ * a second order per receiver, counted the same way, and one of them is dropped before any still waiting.
+ * Random join / leave / drop / re-join of the item just left / settle, and a linkKept-like bound (small, so
+ * it is reached).
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -48,19 +50,53 @@ class Reference {
   }
 }
 
+/**
+ * The naive two orders: each receiver's waiting items and its settled ones, each order its own Reference; the
+ * one dropped is the settled order's largest's oldest, else the waiting order's; a share counts both.
+ */
+class TwoOrders {
+  readonly waiting = new Reference()
+  readonly settled = new Reference()
+  join(item: Item, key: string): void {
+    this.waiting.join(item, key)
+  }
+  settle(item: Item): void {
+    for (const [key, share] of this.waiting.shares) {
+      if (!share.items.includes(item)) continue
+      this.waiting.leave(item)
+      this.settled.join(item, key)
+      return
+    }
+  }
+  leave(item: Item): void {
+    this.waiting.leave(item)
+    this.settled.leave(item)
+  }
+  largest(): [string, Item] | undefined {
+    return this.settled.largest() ?? this.waiting.largest()
+  }
+  of(key: string): number {
+    return (this.waiting.shares.get(key)?.items.length ?? 0) + (this.settled.shares.get(key)?.items.length ?? 0)
+  }
+  all(): Array<Item> {
+    return [...this.waiting.all(), ...this.settled.all()]
+  }
+}
+
 const op = fc.oneof(
   fc.record({ kind: fc.constant("join" as const), receiver: fc.integer({ min: 0, max: 3 }) }),
   fc.record({ kind: fc.constant("leave" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("dropLargest" as const) }),
+  fc.record({ kind: fc.constant("settle" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("rejoin" as const), pick: fc.nat(), receiver: fc.integer({ min: 0, max: 3 }) })
 )
 
 describe("KeptShares against a naive reference", () => {
-  it("after any join/leave/drop/re-join sequence the counts, the largest receiver and its oldest match the reference", () => {
+  it("after any join/leave/drop/re-join/settle sequence the counts, the largest receiver and its oldest (a settled one first) match the reference", () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), fc.integer({ min: 1, max: 12 }), (ops, bound) => {
         const shares = new KeptShares<Item>()
-        const reference = new Reference()
+        const reference = new TwoOrders()
         let next = 0
         let total = 0
         for (const o of ops) {
@@ -78,6 +114,13 @@ describe("KeptShares against a naive reference", () => {
               reference.leave(victim!)
               total--
             }
+          } else if (o.kind === "settle") {
+            // Its give-back settled it (OutboundRecords.settleKept): settled again, or on no share, nothing.
+            const held = reference.all()
+            if (held.length === 0) continue
+            const item = held[o.pick % held.length]!
+            shares.settle(item)
+            reference.settle(item)
           } else {
             const held = reference.all()
             if (held.length === 0) continue
@@ -94,7 +137,10 @@ describe("KeptShares against a naive reference", () => {
           }
           const expected = reference.largest()
           expect([shares.largestReceiver, shares.largestOldest()]).toEqual([expected?.[0], expected?.[1]])
-          for (const r of [0, 1, 2, 3]) expect(shares.of(`r${r}`)).toBe(reference.shares.get(`r${r}`)?.items.length ?? 0)
+          for (const r of [0, 1, 2, 3]) {
+            expect(shares.of(`r${r}`)).toBe(reference.of(`r${r}`))
+            expect(shares.settledOf(`r${r}`)).toBe(reference.settled.shares.get(`r${r}`)?.items.length ?? 0)
+          }
         }
       }),
       { numRuns: 300 }

@@ -9,9 +9,14 @@
  * retention and was collected by no one (review revbe BE2, and the same for
  * a base takeover of a base holder). So is one parked at its sender's
  * reader and refused at such an instance's closed connection
- * (`keepRefused`), and the cancel made again for such an instance that read
- * a cancelled message whose kept copy the mailbox's bounds push out at once
- * (WithdrawnCopies.keepCancelled). Each case below fails without that check; the case where
+ * (`keepRefused`). Each of those cases fails without that check. The last
+ * case, a cancelled message such an instance read, too large for the
+ * mailbox, checks only that no cancel is left kept for it: since review
+ * revbk BK3, WithdrawnCopies.keepCancelled keeps no copy for a reader that
+ * cannot return, so nothing is pushed out and MailReturns' `keepFor` (the
+ * cancel of a copy pushed out at once, kept alone) never reaches its own
+ * `mayReturn` check here; the case fails only with both checks removed
+ * (seen), and keepCancelled's alone: cancelled-copy-base-never-returns.test.ts. The case where
  * such an instance CAN return (nothing known of the id) is
  * test/broker/control-kept-base-instance.test.ts.
  *
@@ -99,7 +104,7 @@ describe("a control given back alone for a base client's instance that can never
       nextIsNewInstance(w, m0, m1)
     }))
 
-  it.effect("a received-v1 client with no instanceId after an instanceId holder: the cancel of its copy pushed out of the mailbox is not kept", () =>
+  it.effect("a received-v1 client with no instanceId after an instanceId holder: its message, cancelled and too large for the mailbox, leaves no cancel kept for it (neither a copy nor a pushed-out cancel)", () =>
     Effect.gen(function*() {
       const w = yield* world(custodyFeatures, { mailboxRetention: HOUR, outboxCapacity: 1, mailboxBytesPerTarget: 4_096 })
       const er = w.registerOther("e", {}, false, { features: [RECEIVED_V1, REJOIN_V1], instanceId: "e-r" })

@@ -77,6 +77,41 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
     expect(["x", "y", "z"].map((r) => table.withdrawalsKeptFor(r))).toEqual([MAX_KEPT_WITHDRAWALS / 2 - 2, MAX_KEPT_WITHDRAWALS / 2 - 1, 3])
   })
 
+  it("a full list drops a settled kept withdrawal (its give-back settled it) before one still waiting, the settled ones of the receiver holding the most settled first", () => {
+    const table = new OutboundRecords(SEED)
+    // x: its oldest still waiting, then 2,100 settled (the mailbox dropped their messages after a give-back).
+    const waitingX = keptFor(table, "wx", "x", 0)
+    const settledX: Array<OutboundRecord> = []
+    for (let n = 0; n < 2_100; n++) {
+      const record = keptFor(table, `sx${n}`, "x", 1 + n)
+      table.settleKept(record, false)
+      settledX.push(record)
+    }
+    // w: 5 settled, fewer than x's; y: waiting only, as many as fill the list.
+    const settledW: Array<OutboundRecord> = []
+    for (let n = 0; n < 5; n++) {
+      const record = keptFor(table, `sw${n}`, "w", 3_000 + n)
+      table.settleKept(record, true)
+      settledW.push(record)
+    }
+    const y: Array<OutboundRecord> = []
+    for (let n = table.withdrawalsKept; n < MAX_KEPT_WITHDRAWALS; n++) y.push(keptFor(table, `y${n}`, "y", 4_000 + n))
+    expect([table.withdrawalsKept, table.withdrawalsKeptFor("x"), table.withdrawalsDroppedFull]).toEqual([MAX_KEPT_WITHDRAWALS, 2_101, 0])
+    // Full: x holds the most, but its one still waiting stays; its oldest settled goes.
+    keptFor(table, "y-more", "y", 9_000)
+    expect([waitingX.withdrawalKept, settledX[0]!.withdrawalKept, settledX[1]!.withdrawalKept]).toEqual([true, false, true])
+    expect([table.withdrawalsKeptFor("x"), table.withdrawalsDroppedFull]).toEqual([2_100, 1])
+    // y holds the most waiting (1,991 > x's 1), yet the 2,104 settled left go first, wherever they are (x's, then w's).
+    for (let n = 0; n < 2_099 + 5; n++) keptFor(table, `y-again${n}`, "y", 10_000 + n)
+    expect(settledX.every((record) => !record.withdrawalKept)).toBe(true)
+    expect(settledW.map((record) => record.withdrawalKept)).toEqual([false, false, false, false, false])
+    expect(y.every((record) => record.withdrawalKept)).toBe(true)
+    expect(waitingX.withdrawalKept).toBe(true)
+    // None settled is left: now the receiver holding the most waiting (y) loses its own oldest.
+    keptFor(table, "y-last", "y", 20_000)
+    expect([y[0]!.withdrawalKept, waitingX.withdrawalKept, table.withdrawalsKeptFor("x")]).toEqual([false, true, 1])
+  })
+
   it("BH2: drops are logged at most once per KEPT_DROPS_NOTICE_INTERVAL_MS, each line counting those since the last, though the list never empties", () => {
     const { fill, notices, table } = noticedTable()
     fill(MAX_KEPT_WITHDRAWALS + 1, 0)
@@ -96,11 +131,12 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
     expect(table.withdrawalsDroppedFull).toBe(11)
   })
 
-  it("under any mix of keep, age, route again, forget and drop below the bound, the shares sum to the list (the drops at the bound: KeptShares.model.test.ts)", () => {
+  it("under any mix of keep, age, route again, forget, settle and drop below the bound, the shares sum to the list (the drops at the bound: KeptShares.model.test.ts)", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("keep" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }), direct: fc.boolean() }),
       fc.record({ kind: fc.constant("reroute" as const), id: fc.integer({ min: 0, max: 2_000 }), receiver: fc.integer({ min: 0, max: 2 }) }),
       fc.record({ kind: fc.constant("forget" as const), id: fc.integer({ min: 0, max: 2_000 }) }),
+      fc.record({ kind: fc.constant("settle" as const), id: fc.integer({ min: 0, max: 2_000 }) }),
       fc.record({ kind: fc.constant("dropOldest" as const) })
     )
     fc.assert(
@@ -126,6 +162,9 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
           } else if (o.kind === "forget") {
             const record = table.find("a", `${o.id}`)
             if (record !== undefined) table.forgetWithdrawal(record)
+          } else if (o.kind === "settle") {
+            const record = table.find("a", `${o.id}`)
+            if (record !== undefined) table.settleKept(record, false)
           } else {
             const oldest = table.oldestKeptWithdrawal
             if (oldest !== undefined) table.dropKept(oldest)
