@@ -594,11 +594,13 @@ export const openClientConnection = (
           }
         })
         framesRead += texts.length
-        if (!messages || !confirmsReceipt || leaving || dropped) return Effect.void
+        // What the routing found worth a warning (a message under a reused id dropped as a copy), logged here.
+        const warnings = messages ? sinks.warnings() : undefined
+        if (!messages || !confirmsReceipt || leaving || dropped) return warnings ?? Effect.void
         // While no session takes messages (its generation retired) they wait in this process, where a close
         // would lose them, so they stay the broker's until a session takes them again (known issue 9); under
         // `confirmWhenHandled`, so do the oldest unhandled message and everything after it (known issue 21).
-        return confirm
+        return warnings === undefined ? confirm : Effect.andThen(warnings, confirm)
       })
 
     const failPending = Effect.sync(() => {

@@ -34,7 +34,9 @@
  *   `rejoinGraceMs` before the failure stands (Resending.ts).
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md; or sent again after a reconnect because
- *   it was not confirmed) reaches `messages` once.
+ *   it was not confirmed) reaches `messages` once. One dropped so whose own
+ *   timestamp differs from the one passed on (most likely a new message
+ *   under a reused id) is counted in `status` and logged once per pair.
  *
  * The connection's lifetime — attempt, adopt, reconnect, take back,
  * disconnect — and the connection state it shares are ConnectionLifetime.ts's:
@@ -76,7 +78,7 @@ import { KeptReceipts } from "./KeptReceipts.ts"
 import type { IntercomClientService } from "./models.ts"
 import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
 import { RecentControls } from "./RecentControls.ts"
-import { RecentMessages } from "./RecentMessages.ts"
+import { describeReusedDrop, RecentMessages } from "./RecentMessages.ts"
 import { SUPERVISOR_TO } from "./requests.ts"
 import { settleRoundTrip } from "./SettleRoundTrip.ts"
 import { LateVerdicts } from "./LateVerdicts.ts"
@@ -160,7 +162,8 @@ const make = (
           message.message.id,
           confirmBound,
           message.message.expectsReply === true,
-          message.read
+          message.read,
+          message.message.timestamp
         )
         if (pass === false) return
         // Not a copy of one read before: a control of its (sender, id) read earlier was an earlier message's (AX-B1).
@@ -171,6 +174,13 @@ const make = (
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
         confirmations.read()
         unhandled.offer(membership.isDeparted(message.from.id) ? { ...message, senderLeft: true } : message)
+      },
+      // A message dropped as a copy though its own timestamp differed: most likely a new one under a reused id.
+      warnings: () => {
+        const reused = recent.takeReused()
+        return reused === undefined
+          ? undefined
+          : Effect.forEach(reused, (drop) => Effect.logWarning(describeReusedDrop(drop)), { discard: true })
       },
       presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => {
@@ -388,6 +398,7 @@ const make = (
           lastError: lifetime.lastError(),
           supervisorSessionId: live?.supervisorSessionId,
           stateEpoch: epochs.epoch,
+          reusedIdDrops: recent.reusedDrops,
           ...(takeover.error?.takenOver === undefined ? {} : { takenOver: takeover.error.takenOver })
         }
       }),

@@ -90,9 +90,21 @@
  * number of the last passed on, so a control marked with the number read
  * before it (`lastRead`) can be told from a newer message under its id
  * (`readSince`, review revbb BB2): a value in the map of pairs, no more.
+ * A new message its sender sent under an id it used before, while the pair
+ * is remembered, is dropped as a copy: the pair is all that is known of a
+ * message. Its own `timestamp` does not tell a reuse from a copy for sure —
+ * the broker keeps and stores it as sent, and this client's re-send writes
+ * the same request, but a retry is the same message whatever its timestamp
+ * (P46 leaves it out of the fingerprint), and the broker's notice of a
+ * durable question (Questions.notify) is stamped with the question's
+ * `createdAt`, which a memory-mode broker restarted takes anew as the child
+ * asks again — so it changes nothing passed on; a drop
+ * whose timestamp differs from the one passed on is counted (`reusedDrops`)
+ * and told once per pair (`takeReused`) for the client to log: ids must be
+ * unique per sender.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
  *
- * Size note: about 440 lines, one concept (whether a message read under a
+ * Size note: about 520 lines, one concept (whether a message read under a
  * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
  * reopening rules' bookkeeping and their reasons.
  */
@@ -107,6 +119,37 @@ const pairOf = (senderId: string, messageId: string): string => `${senderId}${PA
  * keeps every pair while confirmations are withheld, so this bounds only a consumer that never handles.
  */
 const ASKERS_PER_CAPACITY = 64
+
+/** What is kept of a pair in `seen`: of the last message passed on under it, its read number and `timestamp`. */
+interface Seen {
+  /** Its read number (`nextRead`): `readSince` compares it with a control's. */
+  read: number
+  /** Its own `timestamp` (its sender's); undefined when none was given to `firstTime`. */
+  stamp: number | undefined
+  /** A drop under the pair whose `timestamp` differed was told already (`takeReused`): once per pair. */
+  told: boolean
+}
+
+/**
+ * A message dropped as a copy of one passed on under its (sender, id), though its `timestamp` differs from that
+ * one's: most likely a new message under a reused id, lost to the reader.
+ */
+export interface ReusedDrop {
+  readonly senderId: string
+  readonly messageId: string
+  /** The `timestamp` of the message passed on under the pair. */
+  readonly passed: number
+  /** The `timestamp` of the one dropped. */
+  readonly dropped: number
+}
+
+/** The warning a client logs for a `ReusedDrop`: which message was lost, and what its sender must do. */
+export const describeReusedDrop = (drop: ReusedDrop): string =>
+  `Intercom: dropped a message from session ${drop.senderId} under id ${JSON.stringify(drop.messageId)} as a copy ` +
+  `of the one read before under that id, though its timestamp (${drop.dropped}) is not that one's (${drop.passed}): ` +
+  `most likely a new message under a reused id, which this session never saw. Message ids must be unique per ` +
+  `sender: the sender should give every new message a fresh id (a UUID). Told once per (sender, id); ` +
+  `IntercomClient.status counts every such drop (reusedIdDrops).`
 
 /** The question a reply of this client's answered: its id, and the sender it was taken to be from. */
 interface Answered {
@@ -127,11 +170,12 @@ const trim = (entries: Set<string> | Map<string, unknown>, capacity: number): vo
  * client's confirmations stop at, and at least the last `capacity` ones.
  */
 export class RecentMessages {
-  /**
-   * The pairs, in the order they were first received, each with the read number (`nextRead`) of the last message
-   * passed on under it: `readSince` compares it with a control's.
-   */
-  private readonly seen = new Map<string, number>()
+  /** The pairs, in the order they were first received, each with what is kept of the last message passed on under it. */
+  private readonly seen = new Map<string, Seen>()
+  /** How many messages were dropped as copies though their `timestamp` differed from the one passed on. */
+  private reused = 0
+  /** The drops of `reused` not taken yet by `takeReused`, the first of each pair only; undefined while none. */
+  private untold: Array<ReusedDrop> | undefined
   /** The read number of the last message read (`nextRead`): 0 before any. */
   private reads = 0
   private readonly capacity: number
@@ -182,25 +226,35 @@ export class RecentMessages {
    * it). `bound` says how far the client may confirm what it read: called
    * only when a pair may be forgotten, and none from its message onward is.
    * `ask`: the message asks for a reply, and its sender is remembered as the
-   * asker of its id.
+   * asker of its id. `timestamp`: the message's own; a drop whose timestamp
+   * differs from the one passed on under the pair is counted (`reusedDrops`)
+   * and told (`takeReused`), and still dropped (see the module header).
    */
   firstTime(
     senderId: string,
     messageId: string,
     bound: () => ConfirmBound,
     ask = false,
-    read = this.reads
+    read = this.reads,
+    timestamp?: number
   ): "new" | "again" | false {
     const key = pairOf(senderId, messageId)
     const seen = this.seen
     const reopened = this.reopened
+    const known = seen.get(key)
     // A question asked again after its reply was lost passes once, in its place in the order.
-    if (seen.has(key)) {
-      if (reopened.size === 0 || !this.close(key)) return false
-      seen.set(key, read)
+    if (known !== undefined) {
+      if (reopened.size === 0 || !this.close(key)) {
+        if (timestamp !== undefined && known.stamp !== undefined && timestamp !== known.stamp) {
+          this.droppedReused(known, senderId, messageId, timestamp)
+        }
+        return false
+      }
+      known.read = read
+      known.stamp = timestamp
       return "again"
     }
-    seen.set(key, read)
+    seen.set(key, { read, stamp: timestamp, told: false })
     // A reopened pair already forgotten from `seen` (past `capacity`): its question, asked again, all the same.
     const again = reopened.size > 0 && this.close(key)
     if (ask) {
@@ -226,12 +280,30 @@ export class RecentMessages {
   }
 
   /**
+   * How many messages were dropped as copies of one passed on under their (sender, id) though their own
+   * `timestamp` differed from that one's: most likely new messages under reused ids, which the reader lost.
+   */
+  get reusedDrops(): number {
+    return this.reused
+  }
+
+  /**
+   * The drops `reusedDrops` counted since the last call, the first under each pair only (a pair is told once
+   * while it is remembered); undefined when there is none, so the caller's common path allocates nothing.
+   */
+  takeReused(): ReadonlyArray<ReusedDrop> | undefined {
+    const untold = this.untold
+    this.untold = undefined
+    return untold
+  }
+
+  /**
    * Whether a message `senderId` sent under `messageId` was passed on after `mark` (a control's `lastRead`): that
    * control is then an earlier message's (a control never comes before its message; review revbb BB2). False
    * when no such message is known: none came, or its pair was forgotten (past `capacity`).
    */
   readSince(senderId: string, messageId: string, mark: number): boolean {
-    return (this.seen.get(pairOf(senderId, messageId)) ?? 0) > mark
+    return (this.seen.get(pairOf(senderId, messageId))?.read ?? 0) > mark
   }
 
   /**
@@ -367,6 +439,16 @@ export class RecentMessages {
     if (holds === 1) this.holds.delete(pair)
     else this.holds.set(pair, holds - 1)
     return pair
+  }
+
+  /** A message dropped under a pair whose last passed-on message had another `timestamp`: counted, told once per pair. */
+  private droppedReused(known: Seen, senderId: string, messageId: string, timestamp: number): void {
+    this.reused += 1
+    if (known.told || known.stamp === undefined) return
+    known.told = true
+    const drop: ReusedDrop = { senderId, messageId, passed: known.stamp, dropped: timestamp }
+    if (this.untold === undefined) this.untold = [drop]
+    else this.untold.push(drop)
   }
 
   /** `pair`'s message is a repeat again: true when it was reopened. */

@@ -3,6 +3,7 @@
  * events, receipts and controls, and the delivery details of a send — the
  * shapes `IntercomClient`'s streams and `send` yield.
  */
+import type { Effect } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
@@ -129,6 +130,11 @@ export interface ClientSinks {
   /** The number of the last message read, as a control is read (`ControlEvent` `read`). */
   readonly lastRead: () => number
   readonly message: (message: InboundMessage) => void
+  /**
+   * What the reader logs once a batch of frames was routed (a message dropped as a copy though its timestamp
+   * differed: RecentMessages.takeReused); undefined when there is nothing, the common case.
+   */
+  readonly warnings: () => Effect.Effect<void> | undefined
   readonly presence: (event: PresenceEvent) => void
   readonly control: (event: ControlEvent) => void
   /** A subscribed topic's record (`topics-v1`). */

@@ -4,7 +4,7 @@
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
  *
- * Size note: about 465 lines, nearly all JSDoc on the service's operations
+ * Size note: about 475 lines, nearly all JSDoc on the service's operations
  * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
@@ -72,6 +72,14 @@ export interface ClientStatus {
    * broker process; undefined before connecting, or from a broker without it.
    */
   readonly stateEpoch?: string | undefined
+  /**
+   * Messages dropped as copies of one this client passed on under the same
+   * (sender, message id), though their own `timestamp` differed from that
+   * one's: most likely new messages their sender sent under an id it used
+   * before, which this session never saw (a warning names the first of each
+   * pair; message ids must be unique per sender). Over the client's life.
+   */
+  readonly reusedIdDrops: number
   /**
    * Set while another process holds this session, having taken it over
    * (`takeover-v1`): the client does not take it back from a live holder,

@@ -79,7 +79,8 @@ describe("IntercomClient operations", () => {
           connections: 1,
           lastError: null,
           supervisorSessionId: null,
-          stateEpoch: "string"
+          stateEpoch: "string",
+          reusedIdDrops: 0
         }
       )
     }))

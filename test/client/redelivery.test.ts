@@ -50,6 +50,8 @@ describe("redelivery after a durable broker's crash", () => {
       assert.strictEqual((yield* second.core.stats).sessions, 1)
       assert.strictEqual(disk.mail.size, 0, "the second broker wrote it (and forgot it)")
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.id), [msg.id])
+      // The restored copy carries the message's own timestamp: not taken for a new message under a reused id.
+      assert.strictEqual((yield* bob.status).reusedIdDrops, 0, "the restored copy's timestamp differed from the first's")
     }))
 })
 

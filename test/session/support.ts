@@ -471,7 +471,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         features: fake.connected ? fake.features : [],
         connections: fake.connects,
         lastError: undefined,
-        supervisorSessionId: fake.connected ? fake.supervisorSessionId : undefined
+        supervisorSessionId: fake.connected ? fake.supervisorSessionId : undefined,
+        reusedIdDrops: 0
       })),
       holdConfirmations: Effect.sync(() => void fake.confirmations.push("hold")),
       resumeConfirmations: Effect.sync(() => void fake.confirmations.push("resume")),
