@@ -84,7 +84,7 @@ import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ELSEWHERE_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
-import { type AskEdge, AskEdges } from "./AskEdges.ts"
+import { type AskEdge, askDueOf, AskEdges, dueOf } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { AnsweredAsks } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
@@ -326,7 +326,7 @@ export class Asks {
     this.edges.delete(key)
     const edge = reply.answers
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
-    this.answered.answered(key, attempt.targetKey, edge?.deadline ?? attempt.now, attempt.record, attempt.now)
+    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now)
     if (edge === undefined) return
     // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
     // written yet, in its outbox or write in progress.
@@ -424,8 +424,9 @@ export class Asks {
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
-        // On the stamps' scale, as the mail's `brokerReceivedAt` (module header, "One scale").
+        // On the stamps' scale, as the mail's `brokerReceivedAt` (module header, "One scale"); fired on the clock.
         deadline: mail.brokerReceivedAt + mail.askTimeoutMs,
+        dueAt: askDueOf(mail, this.ctx.stamps),
         openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       })
@@ -449,7 +450,7 @@ export class Asks {
     this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
-    if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
+    if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
@@ -482,7 +483,7 @@ export class Asks {
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
-    if (edge !== undefined && edge.deadline === deadline && edge.deadline > now) this.withdrawNow(edge, now)
+    if (edge !== undefined && edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
   }
 
   /**
@@ -492,7 +493,7 @@ export class Asks {
    */
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
-    if (edge.deadline > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
+    if (dueOf(edge) > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
   }
 
   /**
@@ -541,13 +542,15 @@ export class Asks {
   openStaged(mail: Mail, now: number): void {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
-    if (deadline <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
+    const dueAt = askDueOf(mail, this.ctx.stamps)
+    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,
       askerKey: mail.senderKey,
       targetKey: mail.targetKey,
       deadline,
+      dueAt,
       openedAt: mail.brokerReceivedAt,
       // Whether its asker asked for `ask-expiry-v1` was not stored with the mail: told as if it did, which
       // reaches only a live asker granted it (`tellLive`); a base asker is never written the frame.
@@ -558,8 +561,8 @@ export class Asks {
   /** Opens `edge`, waking the expiry fiber when its asker is to be told and it is due before the fiber wakes. */
   private open(edge: AskEdge): void {
     this.edges.open(edge)
-    if (edge.notify === true && (this.scheduled === undefined || edge.deadline < this.scheduled)) {
-      this.scheduled = edge.deadline
+    if (edge.notify === true && (this.scheduled === undefined || dueOf(edge) < this.scheduled)) {
+      this.scheduled = dueOf(edge)
       this.wake()
     }
   }
@@ -578,7 +581,7 @@ export class Asks {
   /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
   isOpen(messageKey: string, now: number): boolean {
     const edge = this.edges.get(messageKey)
-    return edge !== undefined && edge.deadline > now
+    return edge !== undefined && dueOf(edge) > now
   }
 
   /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */

@@ -298,6 +298,7 @@ export class Questions {
       queuedAt: now,
       // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
       askTimeoutMs: MAX_ASK_TIMEOUT_MS,
+      askDueAt: now + MAX_ASK_TIMEOUT_MS,
       channel: "supervisor",
       delivery: STEER
     }
@@ -393,7 +394,9 @@ export class Questions {
       messageId: notice.questionId,
       askerKey: notice.child.key,
       targetKey: notice.supervisor.key,
+      // On the broker's clock, not the stamps (docs/store.md): its own due time too.
       deadline: now + MAX_ASK_TIMEOUT_MS,
+      dueAt: now + MAX_ASK_TIMEOUT_MS,
       openedAt: now,
       question: true
     })

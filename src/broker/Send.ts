@@ -333,6 +333,7 @@ export class Send {
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
     // target registers again in its own space — another group's for a supervisor crossing (C-SUP-12, 14).
     const space = resolution.target?.space ?? sender.space
+    const askTimeoutMs = askTimeoutOf(attempt, this.ctx.options.askTimeoutMs)
     const mail: Mail = {
       recordKey: recordKeyOf(sender.key, message.id),
       senderKey: sender.key,
@@ -347,7 +348,9 @@ export class Send {
       targetId: resolution.id,
       targetIdentity: resolution.target?.identity ?? resolution.remembered?.identity,
       queuedAt: now,
-      askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
+      askTimeoutMs,
+      // Its edge fires by the clock, its timeout from now (records.ts): `brokerReceivedAt` may lead the clock.
+      askDueAt: askTimeoutMs === undefined ? undefined : now + askTimeoutMs,
       channel: route?.channel,
       replyError,
       delivery,

@@ -1,18 +1,16 @@
 /**
- * Review revbu bu1, through a durable restart (the case bq1's floor is for): a broker whose last run's clock read an
- * hour ahead of this host's stores that hour in `stamp_high`; the restart floors its stamps there (Router.restoreStamps),
- * and every ask sent in the next hour gets a deadline an hour out (Asks.ts:427, a stamp) that fires on the clock — so a
- * one-second ask still takes a reply two seconds later. The same run with the clocks agreeing refuses it; the stepped
- * one fails on main.
+ * A durable restart on a clock behind the last run's: the stamps are floored at the stored highest stamp
+ * (Router.restoreStamps), and an ask sent then still closes at its own timeout on this run's clock, so a late
+ * reply is refused (review revbu bu1, through a restart; the case with the clocks agreeing alongside).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../src/store/MailStore.ts"
-import { assertDelivered } from "./support/assertions.ts"
-import { message, messageFor, send } from "./support/broker.ts"
-import { durableBroker } from "./support/durable.ts"
-import { advance, memoryNetwork } from "./support/memory.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
@@ -41,7 +39,7 @@ const replyTwoSecondsIn = (ahead: number) =>
     return answer.type
   })
 
-describe("review revbu bu1 (restart): after a durable restart on a clock an hour behind, a 1 s ask is closed 2 s in", () => {
+describe("after a durable restart on a clock an hour behind, a 1 s ask is closed 2 s in", () => {
   it.effect("clocks agreeing: the late reply is refused", () =>
     Effect.gen(function*() {
       assert.strictEqual(yield* replyTwoSecondsIn(0), "delivery_failed")

@@ -1,14 +1,13 @@
 /**
- * Review revbu bu1 probe: an ask's edge fires on the clock but its deadline is on the stamps' scale
- * (Asks.ts:427-429), so once the stamps run ahead of the clock — a clock stepped forward then back (NTP), or a
- * durable restart floored at a stored stamp up to a day ahead (Router.restoreStamps) — every NEW ask, whatever its
- * own timeout, stays open (and answerable) for that whole difference. Before stamps2 the edge was `now + timeout`.
- * The case on an unmoved clock passes; the stepped one fails on main.
+ * An ask's edge keeps its deadline on the stamps' scale (its mail's `brokerReceivedAt` plus its timeout, for
+ * withdrawals and copies) but fires on the broker's clock at its own due time, the clock at receipt plus its
+ * timeout (`AskEdge.dueAt`): once the stamps lead the clock — a clock stepped forward, then back — a new ask
+ * still closes when its own timeout runs out, not when the clock catches up with the stamps (review revbu bu1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
@@ -28,7 +27,7 @@ const openAfterTimeout = (step: number) =>
     return w.router.stats().asks
   })
 
-describe("review revbu bu1: an ask sent after the stamps ran ahead of the clock expires within its own timeout", () => {
+describe("an ask sent while the stamps lead the clock expires within its own timeout", () => {
   it.effect("the clock as it is: the edge has closed 2 s into a 1 s ask", () =>
     Effect.gen(function*() {
       assert.strictEqual(yield* openAfterTimeout(0), 0)

@@ -1,15 +1,12 @@
 /**
- * Review revbu bu2 probe: a message frame's `brokerReceivedAt` is a stamp (BrokerStamps, Send.ts:344) while its
- * `brokerDeliveredAt` is still the raw clock (Send.ts:362, Asks.messageFrameFor's `deliveredAt` = `now`), so after
- * the clock steps back a message handed over at once reads as delivered before it was received — while client.md
- * ("two stamps of the broker's one clock") and protocol.md ("The stamps are the broker's clock", the gap "is how
- * long it waited") say the two are one scale, and IntercomSession's askTiming takes their difference as the
- * mailbox wait. On an unmoved clock the gap is 0; after a step back it is negative — fails on main.
+ * A message frame's `brokerDeliveredAt` is a stamp, as its `brokerReceivedAt` is (BrokerStamps): a message
+ * handed over at once reads as delivered when it was received, also after the broker's clock stepped back —
+ * the gap is the mailbox wait IntercomSession's askTiming reads, never negative (review revbu bu2).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
 
 const START = 1_000_000_000
 const STEP = 5_000
@@ -36,7 +33,7 @@ const liveGap = (step: number) =>
     return gapOf(w.framesOf(w.b1), m1.id)
   })
 
-describe("review revbu bu2: a message handed over at once is not delivered before it was received", () => {
+describe("a message handed over at once is not delivered before it was received", () => {
   it.effect("the clock as it is: brokerDeliveredAt - brokerReceivedAt is 0", () =>
     Effect.gen(function*() {
       assert.strictEqual(yield* liveGap(0), 0)
