@@ -64,9 +64,13 @@
  * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
  * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
  * clock reads behind the last stamp (it stepped back; review revbq). Only
- * the firing stays on the clock: an edge expires when the clock reaches its
- * deadline, so after a step back an ask waits up to the step longer, never
- * less.
+ * the firing is on the clock: an edge expires at its own due time there
+ * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
+ * `Mail.askDueAt`; a restored edge's, its deadline less how far the stored
+ * stamps lead this run's clock, BrokerStamps.restoredLead), so an ask sent
+ * while the stamps lead the clock still closes at its own timeout (review
+ * revbu bu1). A durable supervisor question's edge (Questions.ts) is on the
+ * clock throughout.
  *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
@@ -131,6 +135,8 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * granted `ask-timeout-v1`, the channel with `supervisor-v1`, a failure
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
  * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
+ * `deliveredAt` is a broker stamp (BrokerStamps, as the mail's
+ * `brokerReceivedAt`): never below it, so the gap is the wait in the broker.
  */
 export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)

@@ -48,7 +48,7 @@ export class BrokerStamps {
   }
 
   /**
-   * At recovery: the highest stamp the last run stored (or its mail and ask edges carry), uncapped, against this
+   * At recovery: the highest stamp the last run stored (or its restored mail carries), uncapped, against this
    * run's clock `now`. Sets `restoredLead`; the floor is set apart (`floor`, capped by Router.restore).
    */
   restoredFrom(high: number, now: number): void {

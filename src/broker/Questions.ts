@@ -302,7 +302,7 @@ export class Questions {
       channel: "supervisor",
       delivery: STEER
     }
-    this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, now))
+    this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, mail.brokerReceivedAt))
   }
 
   /** The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. */

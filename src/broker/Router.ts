@@ -721,16 +721,15 @@ export class Router {
 
   /**
    * No stamp of this run below one the last run gave (its clock may have been ahead of this host's): the
-   * stamps start at the highest it stored, or any higher `brokerReceivedAt` of its restored mail or `openedAt`
-   * of its restored ask edges (a store written before it stored one) — but at most `MAX_FLOOR_AHEAD_MS` past
-   * the clock, so that a store written under a far-future clock does not freeze them: then they start there,
-   * it is logged, and the lower highest is stored over the far one. How far that highest, uncapped, leads
-   * the clock is what a restored ask's due time is told by (BrokerStamps.restoredLead).
+   * stamps start at the highest it stored, or (a store written before it stored one) at its restored mail's
+   * latest `brokerReceivedAt` — but at most `MAX_FLOOR_AHEAD_MS` past the clock, so that a store written under
+   * a far-future clock does not freeze them: then they start there, it is logged, and the lower highest is
+   * stored over the far one. How far that highest, uncapped, leads the clock is what a restored ask's due time
+   * is told by (BrokerStamps.restoredLead).
    */
   private restoreStamps(recovered: Recovered, now: number): void {
     let floor = recovered.stampHigh ?? Number.NEGATIVE_INFINITY
     for (const stored of recovered.mail) if (stored.mail.brokerReceivedAt > floor) floor = stored.mail.brokerReceivedAt
-    for (const edge of recovered.edges) if (edge.openedAt !== undefined && edge.openedAt > floor) floor = edge.openedAt
     this.ctx.stamps.restoredFrom(floor, now)
     const cap = now + MAX_FLOOR_AHEAD_MS
     const capped = floor > cap

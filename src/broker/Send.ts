@@ -362,8 +362,8 @@ export class Send {
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
     const forwarded = replyError === undefined
-      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, now)
-      : largestReplyErrorFrame(mail, now)
+      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, attempt.stamp)
+      : largestReplyErrorFrame(mail, attempt.stamp)
     if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
@@ -402,7 +402,7 @@ export class Send {
     const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined &&
         delivery === undefined && traceparent === undefined
       ? forwarded
-      : messageFrameFor(mail, target.peer, now)
+      : messageFrameFor(mail, target.peer, attempt.stamp)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
@@ -479,7 +479,7 @@ export class Send {
     }
     const output = this.ctx.output
     const item: OutboundMessage = {
-      frame: messageFrameFor(staged.mail, target.peer, now),
+      frame: messageFrameFor(staged.mail, target.peer, attempt.stamp),
       mail: staged.mail,
       to: target.key,
       // The incarnation that staged it, gone or not (Rejoins.ts).

@@ -177,7 +177,8 @@ export class StaleAsks {
       this.ctx.journal?.askSilenced(reply, mail, now)
     } else if (!early) {
       // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
-      // Its edge's deadline: every edge's is its ask's receipt plus its timeout, a staged ask's too (its edge opens
+      // Its edge's deadline: every ask's edge's is its receipt plus its timeout (a durable question's: on the clock,
+      // Questions.openEdge), a staged ask's too (its edge opens
       // later, its deadline counts from the send: Send.deliverStaged hands the staged attempt on). Not looked up by
       // the ask's key: an ask reusing the id has an edge and a deadline of its own (review revac AC2).
       const deadline = mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
