@@ -77,7 +77,7 @@ interface Answer {
   readonly askKey: string
   readonly askerKey: string
   readonly reply: OutboundRecord
-  /** The ask edge's deadline (broker clock): past it no asker waits, and a registration is not told. */
+  /** The ask edge's due time (broker clock, AskEdges.dueOf): past it no asker waits, and a registration is not told. */
   readonly until: number
   told: SessionInstance | undefined
 }

@@ -3,19 +3,34 @@
  * reply is accepted only along an open edge, and a mutual ask is refused
  * while the reverse edge is open (counted per pair). Each edge has its own
  * deadline — the broker's ask timeout, or the one its asker announced
- * (`ask-timeout-v1`) — and expires exactly then, in deadline order, through a
- * min-heap (`nextDeadline` tells the broker's expiry fiber when to prune);
- * edges outlive disconnects (P61).
+ * (`ask-timeout-v1`) — and expires exactly then on the broker's clock (its
+ * `dueAt`: the deadline itself is a stamp, records.ts), in that order,
+ * through a min-heap (`nextDeadline` tells the broker's expiry fiber when to
+ * prune); edges outlive disconnects (P61).
  */
-import type { AskEdge } from "../store/records.ts"
+import type { AskEdge, Mail } from "../store/records.ts"
+import type { BrokerStamps } from "./BrokerStamps.ts"
 
 /** An open ask: its type lives with the other stored records (src/store/records.ts). */
 export type { AskEdge } from "../store/records.ts"
 
+/**
+ * When `edge` fires on the broker's clock (ms): its `dueAt`, which every edge the broker opens or restores has;
+ * its `deadline` only for an edge built without one (a test's).
+ */
+export const dueOf = (edge: AskEdge): number => edge.dueAt ?? edge.deadline
+
+/**
+ * When the ask `mail` (one with `askTimeoutMs`) is due on the broker's clock (ms): its `askDueAt`, or, restored
+ * from a store, its receipt plus its timeout less how far the last run's stamps led this clock (BrokerStamps).
+ */
+export const askDueOf = (mail: Mail, stamps: BrokerStamps): number =>
+  mail.askDueAt ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0) - stamps.restoredLead
+
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
 const askedKey = (targetKey: string, messageId: string) => `${targetKey}\u0002${messageId}`
 
-/** Deadlines of open edges, earliest first; entries of edges closed early are skipped lazily. */
+/** Due times of open edges (`dueOf`), earliest first; entries of edges closed early are skipped lazily. */
 class DeadlineHeap {
   private entries: Array<AskEdge> = []
 
@@ -29,7 +44,7 @@ class DeadlineHeap {
     let i = entries.length - 1
     while (i > 0) {
       const parent = (i - 1) >> 1
-      if (entries[parent]!.deadline <= edge.deadline) break
+      if (dueOf(entries[parent]!) <= dueOf(edge)) break
       entries[i] = entries[parent]!
       i = parent
     }
@@ -49,8 +64,8 @@ class DeadlineHeap {
       const left = 2 * i + 1
       if (left >= entries.length) break
       const right = left + 1
-      const child = right < entries.length && entries[right]!.deadline < entries[left]!.deadline ? right : left
-      if (entries[child]!.deadline >= last.deadline) break
+      const child = right < entries.length && dueOf(entries[right]!) < dueOf(entries[left]!) ? right : left
+      if (dueOf(entries[child]!) >= dueOf(last)) break
       entries[i] = entries[child]!
       i = child
     }
@@ -105,7 +120,8 @@ export class AskEdges {
   }
 
   /**
-   * When the oldest open edge opened (broker clock, ms), or undefined when
+   * When the oldest open edge opened (its `openedAt`: a broker stamp, ms; a
+   * durable question's, the broker's clock), or undefined when
    * none is open or none knows it. A walk over the open edges: for metrics
    * collection, never for the per-frame path.
    */
@@ -193,12 +209,13 @@ export class AskEdges {
   }
 
   /**
-   * The earliest deadline in the heap, or undefined when it is empty: when
+   * The earliest due time in the heap (broker clock, `dueOf`), or undefined when it is empty: when
    * `prune` next has something to do. May be a closed edge's leftover entry
    * (then `prune` only drops it), never later than the earliest open edge's.
    */
   nextDeadline(): number | undefined {
-    return this.deadlines.peek()?.deadline
+    const next = this.deadlines.peek()
+    return next === undefined ? undefined : dueOf(next)
   }
 
   /** How many open edges tell their asker when they expire (`AskEdge.notify`). */
@@ -206,9 +223,9 @@ export class AskEdges {
     return this.notifying
   }
 
-  /** Closes every edge whose deadline has passed (`deadline <= now`), telling `expired` of each with `now`. */
+  /** Closes every edge due by `now` (`dueOf(edge) <= now`, the broker's clock), telling `expired` of each with `now`. */
   prune(now: number, expired?: (edge: AskEdge, now: number) => void): void {
-    for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now; next = this.deadlines.peek()) {
+    for (let next = this.deadlines.peek(); next !== undefined && dueOf(next) <= now; next = this.deadlines.peek()) {
       this.deadlines.pop()
       // Only if that entry is still the open edge (it may have been closed or reopened since).
       if (this.edges.get(next.messageKey) === next) {

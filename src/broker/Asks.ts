@@ -64,15 +64,19 @@
  * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
  * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
  * clock reads behind the last stamp (it stepped back; review revbq). Only
- * the firing stays on the clock: an edge expires when the clock reaches its
- * deadline, so after a step back an ask waits up to the step longer, never
- * less.
+ * the firing is on the clock: an edge expires at its own due time there
+ * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
+ * `Mail.askDueAt`; a restored edge's, its deadline less how far the stored
+ * stamps lead this run's clock, BrokerStamps.restoredLead), so an ask sent
+ * while the stamps lead the clock still closes at its own timeout (review
+ * revbu bu1). A durable supervisor question's edge (Questions.ts) is on the
+ * clock throughout.
  *
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 590 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 600 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
@@ -84,7 +88,7 @@ import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ELSEWHERE_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
-import { type AskEdge, AskEdges } from "./AskEdges.ts"
+import { type AskEdge, askDueOf, AskEdges, dueOf } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { AnsweredAsks } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
@@ -131,6 +135,8 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * granted `ask-timeout-v1`, the channel with `supervisor-v1`, a failure
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
  * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
+ * `deliveredAt` is a broker stamp (BrokerStamps, as the mail's
+ * `brokerReceivedAt`): never below it, so the gap is the wait in the broker.
  */
 export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
@@ -326,7 +332,7 @@ export class Asks {
     this.edges.delete(key)
     const edge = reply.answers
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
-    this.answered.answered(key, attempt.targetKey, edge?.deadline ?? attempt.now, attempt.record, attempt.now)
+    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now)
     if (edge === undefined) return
     // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
     // written yet, in its outbox or write in progress.
@@ -424,8 +430,9 @@ export class Asks {
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
-        // On the stamps' scale, as the mail's `brokerReceivedAt` (module header, "One scale").
+        // On the stamps' scale, as the mail's `brokerReceivedAt` (module header, "One scale"); fired on the clock.
         deadline: mail.brokerReceivedAt + mail.askTimeoutMs,
+        dueAt: askDueOf(mail, this.ctx.stamps),
         openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       })
@@ -449,7 +456,7 @@ export class Asks {
     this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
-    if (edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
+    if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
@@ -482,7 +489,7 @@ export class Asks {
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
-    if (edge !== undefined && edge.deadline === deadline && edge.deadline > now) this.withdrawNow(edge, now)
+    if (edge !== undefined && edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
   }
 
   /**
@@ -492,7 +499,7 @@ export class Asks {
    */
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
-    if (edge.deadline > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
+    if (dueOf(edge) > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
   }
 
   /**
@@ -541,13 +548,15 @@ export class Asks {
   openStaged(mail: Mail, now: number): void {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
-    if (deadline <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
+    const dueAt = askDueOf(mail, this.ctx.stamps)
+    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,
       askerKey: mail.senderKey,
       targetKey: mail.targetKey,
       deadline,
+      dueAt,
       openedAt: mail.brokerReceivedAt,
       // Whether its asker asked for `ask-expiry-v1` was not stored with the mail: told as if it did, which
       // reaches only a live asker granted it (`tellLive`); a base asker is never written the frame.
@@ -558,8 +567,8 @@ export class Asks {
   /** Opens `edge`, waking the expiry fiber when its asker is to be told and it is due before the fiber wakes. */
   private open(edge: AskEdge): void {
     this.edges.open(edge)
-    if (edge.notify === true && (this.scheduled === undefined || edge.deadline < this.scheduled)) {
-      this.scheduled = edge.deadline
+    if (edge.notify === true && (this.scheduled === undefined || dueOf(edge) < this.scheduled)) {
+      this.scheduled = dueOf(edge)
       this.wake()
     }
   }
@@ -578,7 +587,7 @@ export class Asks {
   /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
   isOpen(messageKey: string, now: number): boolean {
     const edge = this.edges.get(messageKey)
-    return edge !== undefined && edge.deadline > now
+    return edge !== undefined && dueOf(edge) > now
   }
 
   /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */

@@ -23,6 +23,7 @@ export const MAX_FLOOR_AHEAD_MS = 24 * 60 * 60 * 1000
 /** Non-decreasing millisecond stamps read from a wall clock that may step back. */
 export class BrokerStamps {
   private last = Number.NEGATIVE_INFINITY
+  private lead = 0
   private readonly clock: () => number
 
   /** @param clock milliseconds on the broker's `Clock` (TestClock in tests). */
@@ -44,6 +45,24 @@ export class BrokerStamps {
   /** No later stamp is below `at` (at recovery: the highest stamp a durable broker's last run stored). */
   floor(at: number): void {
     if (at > this.last) this.last = at
+  }
+
+  /**
+   * At recovery: the highest stamp the last run stored (or its restored mail carries), uncapped, against this
+   * run's clock `now`. Sets `restoredLead`; the floor is set apart (`floor`, capped by Router.restore).
+   */
+  restoredFrom(high: number, now: number): void {
+    this.lead = high > now ? high - now : 0
+  }
+
+  /**
+   * How far (ms, never below 0) the last run's stamps led this run's clock at recovery (`restoredFrom`; 0 for a
+   * broker that restored nothing): a stored ask's due time on this clock is its deadline (a stamp) less this —
+   * its timeout from its receipt, counting the time the last run saw pass and none of the time the broker was
+   * down unless this clock says so (AskEdge.dueAt).
+   */
+  get restoredLead(): number {
+    return this.lead
   }
 
   /** The highest stamp given (or floor set) so far; -Infinity before any: what a durable broker stores (StoreJournal.take). */

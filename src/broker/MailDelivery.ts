@@ -666,7 +666,7 @@ export class MailDelivery {
       if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
       return
     }
-    this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, now), mail, to: live.key, senderSince: 0 })
+    this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })
     this.routes.flushed(mail, live, now)
   }
 
@@ -740,7 +740,7 @@ export class MailDelivery {
         continue
       }
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, this.ctx.stamps.at(now)), mail, to: session.key, senderSince: 0 })
       this.routes.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
     }
@@ -769,7 +769,9 @@ export class MailDelivery {
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)
-    // Its own edge only: every edge's deadline is its ask's receipt plus its timeout (StaleAsks.drop).
+    // Its own edge only, told by its deadline: an ask's edge's is its receipt plus its timeout, a stamp (StaleAsks.drop);
+    // a durable question's edge's is the clock when it opened plus its timeout (Questions.openEdge), which matches
+    // its mail's only while the stamps do not lead the clock.
     if (mail.message.expectsReply === true && mail.askTimeoutMs !== undefined) {
       this.asks.askLost(mail.recordKey, mail.brokerReceivedAt + mail.askTimeoutMs, now)
     }

@@ -35,7 +35,7 @@ import {
   type SessionRow,
   TRAFFIC_RING_SIZE
 } from "../protocol/observe.ts"
-import type { AskEdges } from "./AskEdges.ts"
+import { type AskEdges, dueOf } from "./AskEdges.ts"
 import type { Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -214,7 +214,7 @@ export class Observe {
     let askCount = 0
     for (const edge of edges.values()) {
       // An edge past its deadline is closed at the next send's prune; it is no longer open.
-      if (edge.deadline <= now) continue
+      if (dueOf(edge) <= now) continue
       askCount++
       pending.set(edge.targetKey, (pending.get(edge.targetKey) ?? 0) + 1)
       waiting.set(edge.askerKey, (waiting.get(edge.askerKey) ?? 0) + 1)

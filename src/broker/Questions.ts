@@ -298,10 +298,11 @@ export class Questions {
       queuedAt: now,
       // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
       askTimeoutMs: MAX_ASK_TIMEOUT_MS,
+      askDueAt: now + MAX_ASK_TIMEOUT_MS,
       channel: "supervisor",
       delivery: STEER
     }
-    this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, now))
+    this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, mail.brokerReceivedAt))
   }
 
   /** The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. */
@@ -393,7 +394,9 @@ export class Questions {
       messageId: notice.questionId,
       askerKey: notice.child.key,
       targetKey: notice.supervisor.key,
+      // On the broker's clock, not the stamps (docs/store.md): its own due time too.
       deadline: now + MAX_ASK_TIMEOUT_MS,
+      dueAt: now + MAX_ASK_TIMEOUT_MS,
       openedAt: now,
       question: true
     })

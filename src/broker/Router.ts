@@ -704,7 +704,9 @@ export class Router {
     journal?.restoreSeq(recovered.nextSeq)
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
-    for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
+    // Each fires on this run's clock: its deadline (a stamp of the last run) less how far those stamps lead it.
+    const lead = this.ctx.stamps.restoredLead
+    for (const edge of recovered.edges) if (edge.deadline - lead > now) this.asks.edges.restore({ ...edge, dueAt: edge.deadline - lead })
     for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced, StaleAsks.ts).
@@ -722,11 +724,13 @@ export class Router {
    * stamps start at the highest it stored, or (a store written before it stored one) at its restored mail's
    * latest `brokerReceivedAt` — but at most `MAX_FLOOR_AHEAD_MS` past the clock, so that a store written under
    * a far-future clock does not freeze them: then they start there, it is logged, and the lower highest is
-   * stored over the far one.
+   * stored over the far one. How far that highest, uncapped, leads the clock is what a restored ask's due time
+   * is told by (BrokerStamps.restoredLead).
    */
   private restoreStamps(recovered: Recovered, now: number): void {
     let floor = recovered.stampHigh ?? Number.NEGATIVE_INFINITY
     for (const stored of recovered.mail) if (stored.mail.brokerReceivedAt > floor) floor = stored.mail.brokerReceivedAt
+    this.ctx.stamps.restoredFrom(floor, now)
     const cap = now + MAX_FLOOR_AHEAD_MS
     const capped = floor > cap
     if (capped) {

@@ -333,6 +333,7 @@ export class Send {
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
     // target registers again in its own space — another group's for a supervisor crossing (C-SUP-12, 14).
     const space = resolution.target?.space ?? sender.space
+    const askTimeoutMs = askTimeoutOf(attempt, this.ctx.options.askTimeoutMs)
     const mail: Mail = {
       recordKey: recordKeyOf(sender.key, message.id),
       senderKey: sender.key,
@@ -347,7 +348,9 @@ export class Send {
       targetId: resolution.id,
       targetIdentity: resolution.target?.identity ?? resolution.remembered?.identity,
       queuedAt: now,
-      askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
+      askTimeoutMs,
+      // Its edge fires by the clock, its timeout from now (records.ts): `brokerReceivedAt` may lead the clock.
+      askDueAt: askTimeoutMs === undefined ? undefined : now + askTimeoutMs,
       channel: route?.channel,
       replyError,
       delivery,
@@ -359,8 +362,8 @@ export class Send {
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
     const forwarded = replyError === undefined
-      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, now)
-      : largestReplyErrorFrame(mail, now)
+      ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, attempt.stamp)
+      : largestReplyErrorFrame(mail, attempt.stamp)
     if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
@@ -399,7 +402,7 @@ export class Send {
     const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined &&
         delivery === undefined && traceparent === undefined
       ? forwarded
-      : messageFrameFor(mail, target.peer, now)
+      : messageFrameFor(mail, target.peer, attempt.stamp)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
@@ -476,7 +479,7 @@ export class Send {
     }
     const output = this.ctx.output
     const item: OutboundMessage = {
-      frame: messageFrameFor(staged.mail, target.peer, now),
+      frame: messageFrameFor(staged.mail, target.peer, attempt.stamp),
       mail: staged.mail,
       to: target.key,
       // The incarnation that staged it, gone or not (Rejoins.ts).

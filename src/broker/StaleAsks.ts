@@ -58,7 +58,8 @@
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { MAX_ANSWERED } from "./AnsweredAsks.ts"
-import type { AskEdge } from "./AskEdges.ts"
+import { askDueOf, type AskEdge } from "./AskEdges.ts"
+import type { BrokerStamps } from "./BrokerStamps.ts"
 import { DELIVERED } from "./DeliveryRecords.ts"
 import type { MailAsks } from "./MailDelivery.ts"
 import type { Mail } from "./Peer.ts"
@@ -69,7 +70,7 @@ import type { StoredSilenced } from "../store/MailStore.ts"
 export const MAX_SILENCED_BY_KEY = MAX_ANSWERED
 
 /** What StaleAsks uses of the Router's context: the clock, the replay records and the store's journal. */
-export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal">
+export type StaleAsksContext = Pick<RouterContext, "now" | "records" | "journal" | "stamps">
 
 /**
  * How a stale ask that expired unanswered is lost: as mail the mailbox
@@ -167,7 +168,7 @@ export class StaleAsks {
     const now = this.ctx.now()
     const early = this.asks.withdrawnEarly(mail)
     const reply = early ? undefined : answeredBy ?? this.asks.answeredCopy(mail)
-    if (reply?.answers === undefined && !early && pastDeadline(mail, now)) {
+    if (reply?.answers === undefined && !early && pastDeadline(mail, now, this.ctx.stamps)) {
       return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
     }
     // Remembered before its deadline too (review revw W2): should the reply be lost, the ask is asked again.
@@ -176,7 +177,8 @@ export class StaleAsks {
       this.ctx.journal?.askSilenced(reply, mail, now)
     } else if (!early) {
       // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
-      // Its edge's deadline: every edge's is its ask's receipt plus its timeout, a staged ask's too (its edge opens
+      // Its edge's deadline: every ask's edge's is its receipt plus its timeout (a durable question's: on the clock,
+      // Questions.openEdge), a staged ask's too (its edge opens
       // later, its deadline counts from the send: Send.deliverStaged hands the staged attempt on). Not looked up by
       // the ask's key: an ask reusing the id has an edge and a deadline of its own (review revac AC2).
       const deadline = mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
@@ -257,7 +259,6 @@ export class StaleAsks {
   }
 }
 
-/** An ask whose own timeout, from when the broker received it, has run out at `now`. */
-const pastDeadline = (mail: Mail, now: number): boolean =>
-  mail.message.expectsReply === true && mail.askTimeoutMs !== undefined &&
-  mail.brokerReceivedAt + mail.askTimeoutMs <= now
+/** An ask whose own timeout, from when the broker received it, has run out at `now` (its due time, AskEdges.askDueOf). */
+const pastDeadline = (mail: Mail, now: number, stamps: BrokerStamps): boolean =>
+  mail.message.expectsReply === true && mail.askTimeoutMs !== undefined && askDueOf(mail, stamps) <= now

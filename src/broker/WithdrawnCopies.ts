@@ -301,7 +301,7 @@ export class WithdrawnCopies {
       // the copy for those, never again for a reader told here that confirmed (review revr R4).
       const given: Mail = { ...mail }
       this.markRead(given, [...(rest ?? []), reader])
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(given, session.peer, now), mail: given, to: session.key, senderSince: 0 })
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(given, session.peer, this.ctx.stamps.at(now)), mail: given, to: session.key, senderSince: 0 })
       this.routes.handedOn(given, session)
       this.ctx.output.enqueue(session.peer, reader.control)
       this.givenCount++

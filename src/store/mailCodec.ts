@@ -131,11 +131,15 @@ export const encodeOutcome = (outcome: Outcome): string =>
 
 /** JSON text of mail, message included. */
 export const encodeMail = (mail: Mail): string =>
-  // A short-lived sender's end is the running broker's (records.ts `SenderEnd`): not stored. Only such mail is copied.
-  mail.senderEnd === undefined ? JSON.stringify(mail) : JSON.stringify({ ...mail, senderEnd: undefined })
+  // A short-lived sender's end and an ask's due time are the running broker's (records.ts `SenderEnd`, `askDueAt`):
+  // not stored. Only such mail is copied.
+  mail.senderEnd === undefined && mail.askDueAt === undefined
+    ? JSON.stringify(mail)
+    : JSON.stringify({ ...mail, senderEnd: undefined, askDueAt: undefined })
 
-/** JSON text of an ask edge. */
-export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)
+/** JSON text of an ask edge, less its due time on the running broker's clock (records.ts `AskEdge.dueAt`). */
+export const encodeEdge = (edge: AskEdge): string =>
+  edge.dueAt === undefined ? JSON.stringify(edge) : JSON.stringify({ ...edge, dueAt: undefined })
 
 /** A stored row that does not decode: what it was and why. */
 export class CorruptRow extends Data.TaggedError("CorruptRow")<{

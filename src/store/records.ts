@@ -23,9 +23,17 @@ export interface AskEdge {
   readonly askerKey: string
   readonly targetKey: string
   /**
-   * When the edge expires (ms): `openedAt` plus its timeout; it fires when the broker's clock reaches it.
+   * The ask's receipt plus its timeout (ms), on the stamps' scale as `openedAt` (a durable question's edge: the
+   * broker's clock when it opened plus its timeout): what the ask is told by (its withdrawals, its copies).
    */
   readonly deadline: number
+  /**
+   * When the edge fires, on the broker's clock (ms): `deadline` less however far the stamps led the clock when
+   * the ask was received (`Mail.askDueAt`; a restored edge's: `deadline` less how far the last run's stamps led
+   * this run's clock, BrokerStamps.restoredLead). Kept in memory only, never stored (encodeEdge leaves it out);
+   * absent only on an edge just decoded from the store, which Router.restore gives one.
+   */
+  readonly dueAt?: number | undefined
   /**
    * When the ask was received (its `brokerReceivedAt`, a broker stamp, ms; a durable question's edge: the broker's
    * clock when it opened); absent on edges stored by an older broker.
@@ -75,6 +83,13 @@ export interface Mail {
   readonly fromJson: string
   readonly message: Message
   readonly brokerReceivedAt: number
+  /**
+   * An ask's due time on the broker's clock (ms): that clock when it was received plus its timeout, when its edge
+   * fires (`AskEdge.dueAt`); `brokerReceivedAt` is a stamp, ahead of that clock after it stepped back. Undefined
+   * for a message that is not an ask and for mail restored from a store (then `brokerReceivedAt + askTimeoutMs`
+   * less BrokerStamps.restoredLead). Kept in memory only, never stored (encodeMail leaves it out).
+   */
+  readonly askDueAt?: number | undefined
   /**
    * The routing namespace of its target, whose mailbox keeps it: the
    * sender's, except for traffic across groups (a child's `supervisor_send`,

@@ -8,6 +8,7 @@
  * MailAsks fake answering as Asks would.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { BrokerStamps } from "../../src/broker/BrokerStamps.ts"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
 import type { MailAsks } from "../../src/broker/MailDelivery.ts"
 import { StaleAsks } from "../../src/broker/StaleAsks.ts"
@@ -32,7 +33,7 @@ describe("a deep copy's debt goes with the reply of the edge it had", () => {
     journal.putMail(reply1)
     journal.putMail(reply2)
     const records = new DeliveryRecords({ windowMs: HOUR, retentionMs: HOUR, maxRecords: 1_000, maxBytes: 1_000_000 })
-    const stale = new StaleAsks({ now: () => NOW, records, journal }, asks, () => {}, () => {})
+    const stale = new StaleAsks({ now: () => NOW, records, journal, stamps: new BrokerStamps(() => NOW) }, asks, () => {}, () => {})
     stale.drop(first)
     const debts = (journal.take(NOW)?.batch.silencedPuts ?? []).map((row) => [row.replyKey, row.ask.brokerReceivedAt])
     assert.deepStrictEqual(debts, [[reply1.recordKey, first.brokerReceivedAt]], "the earlier ask's debt is not stored with its own reply")

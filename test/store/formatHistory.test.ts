@@ -68,7 +68,8 @@ const mailKeys = {
   delivery: true,
   traceparent: true,
   answers: true
-} satisfies Record<keyof Mail, true>
+  // `askDueAt` is the running broker's, never stored (encodeMail leaves it out): not part of the format.
+} satisfies Record<Exclude<keyof Mail, "askDueAt">, true>
 const deliveryKeys = { delivery: true, queueMode: true, threadId: true } satisfies Record<keyof DeliveryChoice, true>
 const edgeKeys = {
   messageKey: true,
@@ -79,7 +80,8 @@ const edgeKeys = {
   openedAt: true,
   question: true,
   notify: true
-} satisfies Record<keyof AskEdge, true>
+  // `dueAt` is the running broker's, never stored (encodeEdge leaves it out): not part of the format.
+} satisfies Record<Exclude<keyof AskEdge, "dueAt">, true>
 const fingerprintKeys = {
   targetId: true,
   textLength: true,
