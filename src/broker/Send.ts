@@ -433,6 +433,16 @@ export class Send {
     for (let i = 0; i < stages.length; i++) stages[i]!.delivered?.(attempt, mail, target)
   }
 
+  /** Whether a send stage says a staged `attempt`'s `supersedes` names a message settled meanwhile (it goes without). */
+  private supersedesSettled(attempt: SendAttempt): boolean {
+    if (attempt.message.supersedes === undefined) return false
+    const stages = this.stages
+    for (let i = 0; i < stages.length; i++) {
+      if (stages[i]!.supersedesSettled?.(attempt) === true) return true
+    }
+    return false
+  }
+
   /** The first send stage that refuses `attempt` (in the stages' order, P45's precedence), if any. */
   private refusal(attempt: SendAttempt): Refusal | undefined {
     // Indexed: `for…of` makes an iterator per loop until optimised.
@@ -472,16 +482,17 @@ export class Send {
       return true
     }
     const output = this.ctx.output
+    const mail = this.supersedesSettled(attempt) ? withoutSupersedes(staged.mail) : staged.mail
     const item: OutboundMessage = {
-      frame: messageFrameFor(staged.mail, target.peer, now),
-      mail: staged.mail,
+      frame: messageFrameFor(mail, target.peer, now),
+      mail,
       to: target.key,
       // The incarnation that staged it, gone or not (Rejoins.ts).
       senderSince: staged.attempt.sender.presentSince
     }
     const inSendersBatch = leaving && output.inBatch
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
-    this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
+    this.handOver(staged.attempt, mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)
@@ -652,6 +663,12 @@ export class Send {
     const prunes = this.prunes
     for (let i = 0; i < prunes.length; i++) prunes[i]!(now)
   }
+}
+
+/** `mail` with its message naming no superseded message (a staged one whose target was settled meanwhile). */
+const withoutSupersedes = (mail: Mail): Mail => {
+  const { supersedes: _settled, ...message } = mail.message
+  return { ...mail, message }
 }
 
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
