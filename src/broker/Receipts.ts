@@ -277,12 +277,18 @@ export class Receipts {
       }
       return undefined
     },
+    // Settled meanwhile, a staged message's `supersedes` goes too: with no control before it, the field would tell
+    // a receiver whose control was dropped (a restart) to withdraw the old message again, under another fate (bt1).
+    supersedesSettled: (attempt) =>
+      attempt.staged && attempt.message.supersedes !== undefined &&
+      this.withdrawnBy(attempt.sender, attempt.message.supersedes, attempt.now) !== undefined,
     // The receiver learns of the supersede before the new message.
     beforeDelivery: (attempt, target) => {
       const { message, sender } = attempt
       if (message.supersedes === undefined) return
       // Settled already (a `replace`-staged message whose sender cancelled or superseded its target while it
-      // waited: the check let it through): the new message goes alone — no control, the record left as it is.
+      // waited: the check let it through): the new message goes alone — no control, the record left as it is, and
+      // no `supersedes` (`supersedesSettled`).
       if (this.withdrawnBy(sender, message.supersedes, attempt.now) !== undefined) return
       // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
       // gets the new message alone, and the old one never: MailReturns.requeue).

@@ -437,6 +437,16 @@ export class Send {
     for (let i = 0; i < stages.length; i++) stages[i]!.delivered?.(attempt, mail, target)
   }
 
+  /** Whether a send stage says a staged `attempt`'s `supersedes` names a message settled meanwhile (it goes without). */
+  private supersedesSettled(attempt: SendAttempt): boolean {
+    if (attempt.message.supersedes === undefined) return false
+    const stages = this.stages
+    for (let i = 0; i < stages.length; i++) {
+      if (stages[i]!.supersedesSettled?.(attempt) === true) return true
+    }
+    return false
+  }
+
   /** The first send stage that refuses `attempt` (in the stages' order, P45's precedence), if any. */
   private refusal(attempt: SendAttempt): Refusal | undefined {
     // Indexed: `for…of` makes an iterator per loop until optimised.
@@ -478,9 +488,10 @@ export class Send {
       return true
     }
     const output = this.ctx.output
+    const mail = this.supersedesSettled(attempt) ? withoutSupersedes(staged.mail) : staged.mail
     const item: OutboundMessage = {
-      frame: messageFrameFor(staged.mail, target.peer, attempt.stamp),
-      mail: staged.mail,
+      frame: messageFrameFor(mail, target.peer, attempt.stamp),
+      mail,
       to: target.key,
       // The incarnation that staged it, gone or not (Rejoins.ts).
       senderSince: staged.attempt.sender.presentSince
@@ -488,7 +499,7 @@ export class Send {
     const inSendersBatch = leaving && output.inBatch
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
     // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
-    this.handOver({ ...staged.attempt, stamp: attempt.stamp }, staged.mail, target, item, !inSendersBatch)
+    this.handOver({ ...staged.attempt, stamp: attempt.stamp }, mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
     this.ctx.journal?.markDelivery(target.peer)
@@ -659,6 +670,12 @@ export class Send {
     const prunes = this.prunes
     for (let i = 0; i < prunes.length; i++) prunes[i]!(now)
   }
+}
+
+/** `mail` with its message naming no superseded message (a staged one whose target was settled meanwhile). */
+const withoutSupersedes = (mail: Mail): Mail => {
+  const { supersedes: _settled, ...message } = mail.message
+  return { ...mail, message }
 }
 
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */

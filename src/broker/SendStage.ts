@@ -71,6 +71,12 @@ export interface SendStage {
   readonly reroute?: (sender: Session, to: string, message: Message, now: number) => Session | undefined
   /** Refuses the send, or lets it on (undefined). */
   readonly check?: (attempt: SendAttempt) => Refusal | undefined
+  /**
+   * A staged message checked again as its window closes (`attempt.staged`, let through): true when its
+   * `supersedes` names a message whose fate its sender settled while it waited (cancelled, or superseded by
+   * another send) — it goes without the field, naming nothing its receiver has not been told the fate of already.
+   */
+  readonly supersedesSettled?: (attempt: SendAttempt) => boolean
   /** Runs just before the message is queued for a live recipient (e.g. a supersede notice first). */
   readonly beforeDelivery?: (attempt: SendAttempt, target: Session) => void
   /** The message was queued for a live recipient. */

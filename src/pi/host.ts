@@ -208,8 +208,11 @@ export const makePiHost = (input: {
       withdrawn: (fromId, messageId, action, waiting, prepared) =>
         Effect.suspend(() =>
           // Still in pi's queue (or about to be), it enters the model's context marked withdrawn (queuedInbound.ts).
-          // Saved only then: a message the model has already is never shown withdrawn, in this session or a later one.
-          input.queued.withdrawn(fromId, messageId, action, waiting, prepared)
+          // Saved then, and for one the host took (`waiting` false), which history holds or will: no process restores
+          // that, so the model is never shown withdrawn a message it has, but the next process knows its withdrawal
+          // was told (`handledIn`) and tells it no second time (review revbt bt1). Not for one the hand-off reports
+          // waiting that pi has in the model's context already (review revbf BF4's passive case).
+          input.queued.withdrawn(fromId, messageId, action, waiting, prepared) || !waiting
             ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
             : Effect.void
         ),

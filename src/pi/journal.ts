@@ -26,7 +26,9 @@
  *   `from` in their details, a failure reply's error result too: the agent
  *   got the reply as that result), with the checkpoint's receive time (or the
  *   result's time) when there is one: what a resumed process must not hand the agent again when
- *   the broker sends it a copy (known issue 6). A fork's copies of its
+ *   the broker sends it a copy (known issue 6). Each is marked `withdrawn` as `undelivered`
+ *   marks its latest checkpoint (the host saves a withdrawal of a message it took too, src/pi/host.ts),
+ *   so the resumed process tells that withdrawal no second time (review revbt bt1). A fork's copies of its
  *   parent's messages count too, which is harmless: the broker never sends
  *   the parent's mail to the fork.
  * - A checkpoint is durable only once pi has written the session file
@@ -311,19 +313,30 @@ export const undeliveredInstances = (recipient: string, entries: ReadonlyArray<E
  * The intercom messages `entries` hold (history, `InboundJournal.handled`),
  * and the replies ask tool results name, each once, in the order they were
  * added, with the receive time of the checkpoint `recipient` saved for it
- * (else the tool result's time) when there is one.
+ * (else the tool result's time) when there is one, and how its sender
+ * withdrew it when an `intercom_withdrawn` entry saved after the latest such
+ * checkpoint says so (a later message reusing the (sender, id) is not marked
+ * by it: review revbt bt1).
  */
 export const handledIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<HandledMessage> => {
   const { inHistory, saved } = scan(recipient, entries)
-  const receivedAt = new Map(saved.map(({ record }) => [keyOf(record.from.id, record.message.id), record.receivedAt]))
+  /** The latest checkpoint of each (sender id, message id). */
+  const latest = new Map(saved.map((checkpoint) => [keyOf(checkpoint.record.from.id, checkpoint.record.message.id), checkpoint]))
   const seen = new Set<string>()
   const handled: Array<HandledMessage> = []
   for (const held of inHistory) {
     const key = keyOf(held.fromId, held.messageId)
     if (seen.has(key)) continue
     seen.add(key)
-    const at = receivedAt.get(key) ?? held.receivedAt
-    handled.push(at === undefined ? held : { fromId: held.fromId, messageId: held.messageId, receivedAt: at })
+    const checkpoint = latest.get(key)
+    const at = checkpoint?.record.receivedAt ?? held.receivedAt
+    const withdrawn = checkpoint?.withdrawn
+    handled.push({
+      fromId: held.fromId,
+      messageId: held.messageId,
+      ...(at === undefined ? {} : { receivedAt: at }),
+      ...(withdrawn === undefined ? {} : { withdrawn })
+    })
   }
   return handled
 }

@@ -268,6 +268,11 @@ export interface HandledMessage {
   readonly fromId: string
   readonly messageId: string
   readonly receivedAt?: number | undefined
+  /**
+   * How its sender withdrew it, when the journal was told (`withdrawn`) and saved it: a later generation tells
+   * neither the host nor the sender of that withdrawal again (review revbt bt1).
+   */
+  readonly withdrawn?: MessageControl["action"] | undefined
 }
 
 /**

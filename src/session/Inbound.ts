@@ -93,7 +93,7 @@
  * read-time route is ReplyAtRead.ts's; this module tells it which message
  * the message fiber is admitting.
  *
- * Size note: about 570 lines, one concept (a generation's inbound handling); the
+ * Size note: about 580 lines, one concept (a generation's inbound handling); the
  * hand-off queue, admission, journal rules, departures and the read-time
  * route are their own modules already; what is left is the wiring of the
  * three streams and the rules that tie them (controls against the messages
@@ -417,21 +417,22 @@ export const runInbound = (
      * the journal told (`waiting` false), as for a control about a taken message (task supkeep) — but not one
      * this session never handled: nothing says it was read here. Judged with the superseding message's read
      * number and broker stamp, which the control would carry, so a newer message under the id is left live.
-     * Once only: a withdrawal made here, or restored, is noted (`unreadWithdrawals`).
+     * Once only: a withdrawal made here, restored, or held by the agent's history, is noted (`unreadWithdrawals`).
      */
     const supersededBy = (context: InboundContext, replaced: string): Effect.Effect<void> =>
       Effect.gen(function*() {
         const { from, message, read } = context
+        // Read first: from the record's check to its note nothing yields, so the control fiber cannot act between (bt4).
+        const now = yield* Clock.currentTimeMillis
         if ((yield* client.withdrawal(from.id, replaced)) !== undefined) return
         if (unreadWithdrawals.get(from.id, replaced) !== undefined) return
         const controlAt = message.brokerReceivedAt
         const { already, prepared, waiting } = handoff.withdraw(from.id, replaced, "supersede", read, controlAt)
         if (already !== undefined) return
-        if (!waiting) {
-          const now = yield* Clock.currentTimeMillis
-          if (!admission.seen(from.id, replaced, now) || tracker.recordedSince(from.id, replaced, read, controlAt)) return
-        }
-        unreadWithdrawals.note(from.id, replaced, "supersede")
+        if (
+          !waiting && (!admission.seen(from.id, replaced, now) || tracker.recordedSince(from.id, replaced, read, controlAt))
+        ) return
+        unreadWithdrawals.note(from.id, replaced, "supersede", true)
         tracker.askWithdrawn(from.id, replaced, read, controlAt)
         yield* journal.withdrawn(from.id, replaced, "supersede", waiting, prepared)
         yield* generation.pendingChanged
@@ -444,6 +445,8 @@ export const runInbound = (
     const started = yield* Clock.currentTimeMillis
     for (const held of yield* journal.handled) {
       admission.remember(held.fromId, held.messageId, held.receivedAt ?? started, started)
+      // Withdrawn in an earlier process, which saved it: told no second time (review revbt bt1).
+      if (held.withdrawn !== undefined) unreadWithdrawals.note(held.fromId, held.messageId, held.withdrawn, false)
     }
     // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
     const restored = yield* journal.restore
@@ -460,12 +463,12 @@ export const runInbound = (
     }
     for (let i = 0; i < restored.length; i++) {
       const { context, withdrawn } = restored[i]!
-      if (withdrawn !== undefined) unreadWithdrawals.note(context.from.id, context.message.id, withdrawn)
+      if (withdrawn !== undefined) unreadWithdrawals.note(context.from.id, context.message.id, withdrawn, false)
       if (withdrawn !== undefined || superseded[i] !== true) {
         yield* handOver(context, withdrawn)
         continue
       }
-      unreadWithdrawals.note(context.from.id, context.message.id, "supersede")
+      unreadWithdrawals.note(context.from.id, context.message.id, "supersede", true)
       yield* handOver(context, "supersede")
       yield* journal.withdrawn(context.from.id, context.message.id, "supersede", true, undefined)
       yield* receipt(context.message.id, "superseded")
@@ -529,8 +532,13 @@ export const runInbound = (
             const { already, prepared, waiting } = handoff.withdraw(from.id, messageId, action, read, timestamp)
             if (already !== undefined) return
             // Taken by the host withdrawn already, with no control read for it (restored so, or by a `supersedes`):
-            // this control is that withdrawal's, told once (task supkeep).
-            if (!waiting && unreadWithdrawals.get(from.id, messageId) !== undefined) return
+            // this control is that withdrawal's, told once (task supkeep) — its sender answered now if an earlier
+            // process saved it and may have ended before it answered (review revbt bt2).
+            if (!waiting && unreadWithdrawals.get(from.id, messageId) !== undefined) {
+              const owed = unreadWithdrawals.answer(from.id, messageId)
+              if (owed !== undefined) yield* receipt(messageId, owed === "cancel" ? "cancellation_requested" : "superseded")
+              return
+            }
             // A message under this id read by the client after the control (this fiber lagged behind), or recorded
             // here and received by the broker after the control: the control is an earlier one's, and that earlier
             // one is not waiting here. Asked only then, so the client's record forgetting the control by count or

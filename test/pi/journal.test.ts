@@ -144,6 +144,40 @@ describe("pi inbound journal", () => {
     assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-3"])
   })
 
+  it("handled marks a message history holds withdrawn when an intercom_withdrawn entry of this session names it after its latest checkpoint (review revbt bt1)", () => {
+    const messageEntry = (messageId: string) => {
+      const details: MessageDetails = { messageId, from, expectsReply: false, intent: "steer" }
+      return { type: "custom_message", customType: "intercom_message", details }
+    }
+    const mark = (recipient: string, messageId: string, action: "cancel" | "supersede") => ({
+      type: "custom",
+      customType: "intercom_withdrawn",
+      data: withdrawnEntry(recipient, from.id, messageId, action)
+    })
+    const saved = (id: string, receivedAt: number) => entryOf({ from, message: message(id, { id }), receivedAt })
+    const entries = [
+      // Taken, in the model's context, then cancelled: the host's journal saved the withdrawal.
+      saved("m-1", 1),
+      messageEntry("m-1"),
+      mark("me", "m-1", "cancel"),
+      // Superseded, then a new message reusing its id, saved after the withdrawal: that one is live.
+      saved("m-2", 2),
+      messageEntry("m-2"),
+      mark("me", "m-2", "supersede"),
+      saved("m-2", 3),
+      messageEntry("m-2"),
+      // Another session's withdrawal (a fork's parent) marks nothing of this one.
+      saved("m-3", 4),
+      messageEntry("m-3"),
+      mark("a-fork", "m-3", "cancel")
+    ]
+    assert.deepStrictEqual(handledIn("me", entries), [
+      { fromId: from.id, messageId: "m-1", receivedAt: 1, withdrawn: "cancel" },
+      { fromId: from.id, messageId: "m-2", receivedAt: 3 },
+      { fromId: from.id, messageId: "m-3", receivedAt: 4 }
+    ])
+  })
+
   it("inheritedInstance: the instance the latest checkpoint of this session names; none when it names none, nor from another session's (a fork's copies)", () => {
     const record = (id: string): JournalRecord => ({ from, message: message(id, { id }), receivedAt: 1 })
     const saved = (recipient: string, id: string, instance?: string) => ({

@@ -5,7 +5,9 @@
  * handed with a turn or without (passive): a withdrawal the session's
  * hand-off then reports `waiting` for the very `Inbound` it tried is one pi
  * may still be handed, so the host saves it (review revbf BF4); one for a
- * message pi accepted without a turn is not (the model has it).
+ * message pi accepted without a turn is not (the model has it). One for a
+ * message the host took is saved, so that the next process, which finds it
+ * in history, knows it was withdrawn (review revbt bt1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
@@ -61,5 +63,13 @@ describe("makePiHost (over a fake pi)", () => {
       yield* rig.host.deliver(passive)
       yield* rig.withdrawn(B.id, "p-3", "cancel", true, passive)
       assert.deepStrictEqual(savedWithdrawals(rig.entries), [])
+    }))
+  it.effect("a message in the model's context the host took (not waiting in the hand-off): its withdrawal is saved, for the next process's history (review revbt bt1)", () =>
+    Effect.gen(function*() {
+      const rig = makePiHostRig()
+      // Accepted without a turn: in the model's context, as in the case above, but reported taken.
+      yield* rig.host.deliver(inbound("p-4", "passive"))
+      yield* rig.withdrawn(B.id, "p-4", "supersede", false, undefined)
+      assert.deepStrictEqual(savedWithdrawals(rig.entries), ["p-4"])
     }))
 })

@@ -7,7 +7,10 @@
  * (`withdrawn`, `waiting` false: pi marks one still in its queue), its sender answered `superseded` — once, also
  * when the real control comes after it, and not for a message restored already withdrawn. A `supersedes` naming a
  * message this session never handled withdraws nothing, nor does one naming an id whose message here the broker
- * received after the superseding one (a newer message under a reused id). Fake client, TestClock.
+ * received after the superseding one (a newer message under a reused id). Nor does one naming a message the agent's
+ * history holds withdrawn (an earlier process saved its withdrawal: review revbt bt1). The real control given again
+ * for a message an earlier process saved withdrawn answers its sender once, telling the journal nothing (that
+ * process may have ended between its save and its answer: review revbt bt2). Fake client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
@@ -29,11 +32,14 @@ const restored: JournalRecord = {
 /** m3, which its sender sent to replace m2 once the last process was gone: the broker received it later. */
 const superseding = inboundMessage(C, "m3", "new instructions", { brokerReceivedAt: 2 * HOUR, supersedes: "m2" })
 
-/** A session whose journal restores `undelivered` and whose agent's history holds `handled`; the host takes all. */
-const restart = (undelivered: ReadonlyArray<JournalRecord>, handled: ReadonlyArray<HandledMessage> = []) =>
+/**
+ * A session whose journal restores `undelivered` and whose agent's history holds `handled`, started `after` from now
+ * (2 hours by default); the host takes all.
+ */
+const restart = (undelivered: ReadonlyArray<JournalRecord>, handled: ReadonlyArray<HandledMessage> = [], after = 2 * HOUR) =>
   Effect.gen(function*() {
     const withdrawals: Array<string> = []
-    yield* TestClock.adjust(2 * HOUR)
+    yield* TestClock.adjust(after)
     const client = yield* makeFakeClient(SELF.id)
     client.sessions = [SELF, B, C]
     const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
@@ -178,5 +184,83 @@ describe("supersedes naming a message the host took already", () => {
       yield* client.push(superseding)
       yield* drain
       assert.deepStrictEqual({ withdrawals, superseded: supersededReceipts(client, "m2") }, { withdrawals: [], superseded: 0 })
+    }))
+  // Review revbt bt1: the last process read m2's cancel after its host took it (the journal told and saved it, its
+  // sender answered); m3, replace-staged before the cancel, then came naming m2 with no control (a broker before
+  // bt1's fix: test/broker/staged-supersede). m2 is known here only from the agent's history, which says so.
+  it.effect("held by the agent's history withdrawn by a cancel: a later supersedes naming it tells nobody", () =>
+    Effect.gen(function*() {
+      const { client, withdrawals } = yield* restart([], [{
+        fromId: C.id,
+        messageId: "m2",
+        receivedAt: 2 * HOUR - 1000,
+        withdrawn: "cancel"
+      }])
+      yield* client.push(superseding)
+      yield* drain
+      assert.deepStrictEqual(
+        { withdrawals, superseded: supersededReceipts(client, "m2") },
+        { withdrawals: [], superseded: 0 },
+        "m2, cancelled before the restart, was withdrawn again as superseded"
+      )
+    }))
+
+  // The path review revbt named: the last process read m2's real supersede and acted on it (journal told with m2
+  // taken, sender answered), then ended before it saved or confirmed m3; the broker gives m3 again, naming m2, with
+  // no control. The next process is handed what the first one's journal was told, through the agent's history.
+  it.effect("withdrawn by its real control in the last process, the superseding message given again: told once", () =>
+    Effect.gen(function*() {
+      const held: HandledMessage = { fromId: C.id, messageId: "m2", receivedAt: 2 * HOUR - 1000 }
+      const first = yield* restart([], [held])
+      yield* first.client.control({ _tag: "Control", from: C, control: { messageId: "m2", action: "supersede", timestamp: 2 * HOUR } })
+      yield* drain
+      assert.deepStrictEqual(first.withdrawals, ["m2 supersede taken"], "setup: the first process told its journal")
+      // Started at once: within the de-duplication window (an hour) of m2's receipt, as a quick restart is.
+      const second = yield* restart([], [{ ...held, withdrawn: "supersede" }], 0)
+      yield* second.client.push(superseding)
+      yield* drain
+      assert.deepStrictEqual(
+        { withdrawals: second.withdrawals, superseded: supersededReceipts(second.client, "m2") },
+        { withdrawals: [], superseded: 0 },
+        "the second process withdrew m2 again"
+      )
+    }))
+
+  // Review revbt bt2: the last process saved m2's cancel in the journal and ended before its receipt went out (the
+  // control path saves, then answers). The broker gives the kept control again to this client instance.
+  it.effect("restored withdrawn by a cancel and taken so, the kept control given again: its sender is answered once", () =>
+    Effect.gen(function*() {
+      const { client, host, withdrawals } = yield* restart([{ ...restored, withdrawn: "cancel" }])
+      assert.include((yield* Queue.take(host.inbox)).text, "Withdrawn", "setup: m2 handed over withdrawn")
+      for (let given = 0; given < 2; given++) {
+        yield* client.control({ _tag: "Control", from: C, control: { messageId: "m2", action: "cancel", timestamp: 2 * HOUR } })
+        yield* drain
+      }
+      const answered = client.posts.filter((post) =>
+        post._tag === "Receipt" && post.receipt.messageId === "m2" && post.receipt.status === "cancellation_requested"
+      ).length
+      assert.deepStrictEqual(
+        { withdrawals, answered },
+        { withdrawals: [], answered: 1 },
+        "the re-given cancel of a restored-withdrawn m2 left its sender unanswered, or told the journal again"
+      )
+    }))
+
+  // Review revbt bt3: the restore loop's own note (both checkpointed, review revbp BP4).
+  it.effect("restored with its superseding message, both taken, the real control later: told once", () =>
+    Effect.gen(function*() {
+      const m3: JournalRecord = {
+        from: C,
+        message: { id: "m3", timestamp: HOUR + 10, brokerReceivedAt: HOUR + 10, supersedes: "m2", content: { text: "new" } },
+        receivedAt: HOUR + 10
+      }
+      const { client, withdrawals } = yield* restart([restored, m3])
+      yield* client.control({ _tag: "Control", from: C, control: { messageId: "m2", action: "supersede", timestamp: HOUR + 10 } })
+      yield* drain
+      assert.deepStrictEqual(
+        { withdrawals, superseded: supersededReceipts(client, "m2") },
+        { withdrawals: ["m2 supersede"], superseded: 1 },
+        "the real control withdrew m2 again after the restore did"
+      )
     }))
 })
