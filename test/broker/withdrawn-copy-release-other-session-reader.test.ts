@@ -1,18 +1,17 @@
 /**
- * Review revbx (merge wdkeep): MailDelivery.releaseCopies lets go only of
- * readers OF THE REGISTERING SESSION that can never return (`gone` checks
- * `reader.receiverKey === session.key`). A copy also read by another
- * session's instance (P49's other holder of the identity, review revi I1)
- * must stay kept for that one. Passes on main; fails with the receiverKey
- * check removed from `gone` (MailDelivery.ts:362) — no merged test covers it.
+ * MailDelivery.releaseCopies lets go only of readers OF THE REGISTERING
+ * SESSION that can never return (`gone` checks `reader.receiverKey ===
+ * session.key`). A copy also read by another session's instance (P49's
+ * other holder of the identity, review revi I1) stays kept for that one
+ * (review revbx BX4: no test covered that guard).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { RECEIVED_V1 } from "../src/protocol/features.ts"
-import { message, registerFrame } from "./support/broker.ts"
-import { messagesAndControls, readerWorld } from "./support/controlWorld.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { messagesAndControls, readerWorld } from "../support/controlWorld.ts"
 
-describe("review revbx: a released copy stays kept for another session's reader", () => {
+describe("a released cancelled copy stays kept for another session's reader", () => {
   it.effect("b's base reader released at b-9's registration; f-1, which read it too, still gets the message and its cancel", () =>
     Effect.gen(function*() {
       const { batch, router, connect, framesOf, closeAbandoned, register } = yield* readerWorld()
