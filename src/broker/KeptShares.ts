@@ -9,10 +9,15 @@
  * receiver makes every cancel of a message to it a kept withdrawal. When
  * the list is full, the one dropped is the oldest of the receiver holding
  * the most (`largestOldest`), not the list's oldest: receivers that never
- * confirm — even several sessions of one client — lose their own, and a
- * receiver holding fewer than they do loses none (review revbh BH1). While
- * the list has room nobody loses any, however many one receiver holds
- * (BH4).
+ * confirm — even several sessions of one client — lose their own, and of
+ * the withdrawals still waiting a receiver holding fewer than they do loses
+ * none (review revbh BH1). A settled one goes before any still waiting,
+ * whoever holds it (below): a receiver's one settled withdrawal goes while
+ * another holds thousands still waiting. That is the trade-off: a settled
+ * one only guards a late control about a message the mailbox dropped
+ * already, a waiting one a message a give-back could still deliver live
+ * (review revbx BX2). While the list has room nobody loses any, however
+ * many one receiver holds (BH4).
  *
  * The largest is found in O(1) by count buckets: every share with `n` kept
  * is on bucket `n`'s list, in the order it reached `n` (a tie goes against
@@ -28,12 +33,13 @@
  * dropped the message: OutboundRecords.settleKept) guards nothing that can
  * still be delivered live; it stays for a late control about that message
  * (MailReturns.aboutUngiven). Each receiver's settled ones are a second
- * order of their own (`settle` moves one there, as its newest), with count
- * buckets of their own, and when the list is full a settled one goes
- * before any still waiting: the oldest settled of the receiver holding the
- * most settled, and only with none settled anywhere the oldest waiting of
- * the receiver holding the most waiting (`largestOldest`). A receiver's
- * share (`of`) counts both.
+ * order of their own, in the order they SETTLED (`settle` moves one there
+ * as its newest: O(1), where keeping them by when each was kept would mean
+ * a sorted insert; review revbx BX1), with count buckets of their own, and
+ * when the list is full a settled one goes before any still waiting: the
+ * earliest settled of the receiver holding the most settled, and only with
+ * none settled anywhere the oldest waiting of the receiver holding the
+ * most waiting (`largestOldest`). A receiver's share (`of`) counts both.
  *
  * Owner: OutboundRecords, which joins and leaves a record here in step with
  * its withdrawals' list, on the cancel, supersede and route-aging paths
@@ -99,7 +105,7 @@ class CountShares<T extends object> {
     return this.buckets[this.largest]?.last?.receiverKey
   }
 
-  /** The oldest kept withdrawal of the receiver holding the most (`largestReceiver`), if any. */
+  /** The first in this order (oldest kept, or earliest settled) of the receiver holding the most (`largestReceiver`), if any. */
   largestOldest(): T | undefined {
     return this.buckets[this.largest]?.last?.oldest?.item
   }
@@ -204,9 +210,10 @@ export class KeptShares<T extends object> {
   }
 
   /**
-   * The one to drop when the list is full: the oldest settled of the
-   * receiver holding the most settled, or, with none settled, the oldest of
-   * the receiver holding the most still waiting; none: undefined.
+   * The one to drop when the list is full: the earliest settled (by when
+   * `settle` moved it, not when it was kept) of the receiver holding the
+   * most settled, or, with none settled, the oldest kept of the receiver
+   * holding the most still waiting; none: undefined.
    */
   largestOldest(): T | undefined {
     return this.settled.largestOldest() ?? this.waiting.largestOldest()

@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 805 lines, one concept: the fate of mail that is not being
+ * Size: about 830 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -365,8 +365,30 @@ export class MailDelivery {
       const mail = this.mailbox.get(recordKey)
       if (mail === undefined) continue
       this.mailbox.delete(recordKey)
-      this.routes.lost(mail.senderKey, mail.message.id)
+      this.copyLeft(mail, gone)
     }
+  }
+
+  /**
+   * A cancelled copy kept for the readers `keptFor` tells left the mailbox
+   * (released, expired or evicted), silently: its sender was answered
+   * already. Its route goes (`routes.lost`) only when it names one of those
+   * readers, whose write was given back as this copy. One naming another
+   * client instance (a reader the cancel told while live, as P49's other
+   * holder, handed the message on) names a write that may still hold the
+   * message unwritten: dropped, it would take with it the withdrawal that
+   * write's give-back must find, and past the replay record's hour the
+   * message would come back live (review revbx BX3). It ages as any other.
+   */
+  private copyLeft(mail: Mail, keptFor: (reader: Reader) => boolean): void {
+    const given = this.routes.givenTo(mail.senderKey, mail.message.id)
+    if (given === undefined || !keptFor({ receiverKey: given.receiverKey, instance: given.receiverInstance })) return
+    this.routes.lost(mail.senderKey, mail.message.id)
+  }
+
+  /** `copy`'s readers as `copyLeft` asks: whether `reader` is one of them (its session and client instance). */
+  private static keptForAny(copy: WithdrawnCopy): (reader: Reader) => boolean {
+    return (reader) => copy.readers.some((kept) => kept.receiverKey === reader.receiverKey && kept.instance === reader.instance)
   }
 
   /**
@@ -621,7 +643,8 @@ export class MailDelivery {
     this.controls.expire(this.controlsCutoff(now))
     this.owed.expire(now - NOTICE_RETENTION_MS - 1)
     for (const mail of this.mailbox.expire(now)) {
-      if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
+      const copy = this.withdrawn.take(mail.recordKey)
+      if (copy !== undefined) this.copyLeft(mail, MailDelivery.keptForAny(copy))
       else if (this.stale.isStale(mail, now)) this.stale.drop(mail)
       else this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
     }
@@ -682,9 +705,8 @@ export class MailDelivery {
    */
   private evicted(eviction: Eviction): void {
     // A cancelled copy goes silently: its sender was answered already.
-    if (this.withdrawn.take(eviction.mail.recordKey) !== undefined) {
-      return this.routes.lost(eviction.mail.senderKey, eviction.mail.message.id)
-    }
+    const copy = this.withdrawn.take(eviction.mail.recordKey)
+    if (copy !== undefined) return this.copyLeft(eviction.mail, MailDelivery.keptForAny(copy))
     // An ask over before the sweep reached it (its deadline passed, no send since): expired first, as `prune` says.
     if (this.stale.isStale(eviction.mail, this.ctx.now())) return this.stale.drop(eviction.mail)
     this.lost(

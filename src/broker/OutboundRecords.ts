@@ -42,9 +42,10 @@
  * pause").
  *
  * Withdrawals kept past their routes (the withdrawals' list) are bounded
- * overall; when it is full, the receiver holding the most loses its oldest,
- * a settled one (`settleKept`) before any still waiting (KeptShares.ts,
- * `linkKept`).
+ * overall; when it is full, a settled one (`settleKept`) goes before any
+ * still waiting — the earliest settled of the receiver holding the most
+ * settled — else the oldest of the receiver holding the most waiting
+ * (KeptShares.ts, `linkKept`).
  *
  * Size: about 790 lines because the record and its table share the `parts`
  * bits and the chain and list links; apart, each would reach into the other.
@@ -667,9 +668,10 @@ export class OutboundRecords {
 
   /**
    * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
-   * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, the oldest of the receiver holding the most leaves the list
-   * now (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list has
-   * room nobody's is dropped, BH4) — of the settled ones (`settleKept`) first, while any is kept — with `dropKept` (the record may leave the table), not at the next prune
+   * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, one leaves the list now: while any is settled (`settleKept`),
+   * the earliest settled of the receiver holding the most settled; else the oldest of the receiver holding
+   * the most (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list
+   * has room nobody's is dropped, BH4) — with `dropKept` (the record may leave the table), not at the next prune
    * (review revaw AW4). A drop is logged (`notice`): the first at once, later ones at most one line per
    * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (BH2).
    */

@@ -35,7 +35,11 @@
  * a reader given it again already) gets neither and takes nothing: the copy
  * stays in the mailbox for the readers not told yet (`withheldFrom`; review
  * revm M2, M3). A copy that expires or is evicted from the mailbox goes
- * silently: its sender was answered already.
+ * silently: its sender was answered already. Its route goes with it only
+ * when it names one of the copy's readers (MailDelivery.copyLeft): one
+ * naming a reader the cancel told while live names a write that may still
+ * hold the message, whose give-back must find it withdrawn (review revbx
+ * BX3).
  *
  * Memory only: the cancel's record rewrite drops the copy's stored row, as
  * before, so a durable broker that restarts keeps nothing of it (see

@@ -97,7 +97,7 @@ describe("the withdrawals' list drops the oldest of the receiver holding the mos
     const y: Array<OutboundRecord> = []
     for (let n = table.withdrawalsKept; n < MAX_KEPT_WITHDRAWALS; n++) y.push(keptFor(table, `y${n}`, "y", 4_000 + n))
     expect([table.withdrawalsKept, table.withdrawalsKeptFor("x"), table.withdrawalsDroppedFull]).toEqual([MAX_KEPT_WITHDRAWALS, 2_101, 0])
-    // Full: x holds the most, but its one still waiting stays; its oldest settled goes.
+    // Full: x holds the most, but its one still waiting stays; its earliest settled goes.
     keptFor(table, "y-more", "y", 9_000)
     expect([waitingX.withdrawalKept, settledX[0]!.withdrawalKept, settledX[1]!.withdrawalKept]).toEqual([true, false, true])
     expect([table.withdrawalsKeptFor("x"), table.withdrawalsDroppedFull]).toEqual([2_100, 1])
