@@ -19,7 +19,7 @@
  * and pi's `message_end` reads them synchronously, never waiting for a
  * generation to start.
  */
-import type { BoundaryContextPreview, ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 import { readChildBridge } from "../session/supervisorBridge.ts"
@@ -30,7 +30,7 @@ import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
 import { deliveredMessage, MESSAGE_TYPE, usedIntercom } from "./entries.ts"
 import { COMMAND_NAME } from "./names.ts"
-import { makeQueuedInbound } from "./queuedInbound.ts"
+import { makeQueuedInbound, savedDetails } from "./queuedInbound.ts"
 import { registerRenderers } from "./render.ts"
 import { contactSupervisorTool } from "./supervisorTool.ts"
 import { intercomTool, loaderTool } from "./tool.ts"
@@ -151,6 +151,9 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   // agent_end is not idle: pi may still retry or run queued messages.
   // Awaited by pi: the idle presence (acceptsAsks, C-HLT-3) reaches the broker before the run counts as settled.
   pi.on("agent_settled", async (_event, ctx) => {
+    // pi saved what it held while the run streamed (its end flushes them): watched no longer. One handed over
+    // meanwhile (pi streams till this returns) is not in the session yet, and stays watched.
+    queued.settled(() => savedDetails(ctx.sessionManager.getEntries()))
     lifecycle({ _tag: "EndTurn" }, ctx)
     lifecycle({ _tag: "Status", status: "idle" }, ctx)
     await withGeneration(undefined, (generation) => generation.applied())
@@ -163,20 +166,6 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   // The message a turn works on is what `reply` without `to` answers (C-RPL-2): one that started the
   // turn or the follow-up after it. A message steered into a running turn does not take it over — else
   // a plain message from a third session would catch the answer the turn owes its asker.
-  // A message handed over without a turn while pi is busy is held by pi until the turn ends, then saved with no
-  // `message_end` an extension sees (agent-session.js `_flushPendingCustomMessages`, right after the extensions'
-  // `turn_end` and `agent_before_settle`). Here, its last look: one its sender withdrew meanwhile is marked in
-  // place — as pi applies a `message_end` replacement — so it is saved and enters marked (queuedInbound.ts).
-  const markHeld = (pending: BoundaryContextPreview["pendingMessages"]): void => {
-    for (const message of pending) {
-      if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) continue
-      const withdrawn = queued.flushing(message.details)
-      if (withdrawn !== undefined) Object.assign(message, withdrawn)
-    }
-    queued.flushed()
-  }
-  pi.on("turn_end", (event) => markHeld(event.context.pendingMessages))
-  pi.on("agent_before_settle", (event) => markHeld(event.context.pendingMessages))
   pi.on("message_end", (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return

@@ -28,7 +28,7 @@ import {
 } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
 import type { EntryView } from "./journal.ts"
-import type { QueuedInbound } from "./queuedInbound.ts"
+import { type HeldMessage, type QueuedInbound, savedDetails } from "./queuedInbound.ts"
 import { makePiTopicStore } from "./topicStore.ts"
 
 /**
@@ -54,8 +54,10 @@ export interface PiHostApi {
  */
 export interface PiHostContext {
   readonly ui: Pick<ExtensionContext["ui"], "confirm" | "notify">
-  readonly isIdle: ExtensionContext["isIdle"]
-  readonly sessionManager: { readonly getEntries: () => ReadonlyArray<EntryView> }
+  readonly sessionManager: {
+    readonly getEntries: () => ReadonlyArray<EntryView>
+    readonly getLeafEntry: () => EntryView | undefined
+  }
 }
 
 /**
@@ -164,6 +166,16 @@ export const makePiHost = (input: {
   readonly queued: QueuedInbound
 }): HostService => {
   const { access, sessionId } = input
+  /**
+   * The `details` objects of the session's `intercom_message` entries, when pi holds a message watched under
+   * (`fromId`, `messageId`) (a scan of the session, only then); undefined otherwise, or when pi refused.
+   */
+  const savedIfHeld = (fromId: string, messageId: string): Effect.Effect<ReadonlySet<unknown> | undefined> =>
+    input.queued.holds(fromId, messageId)
+      ? access.touch((_pi, ctx) => savedDetails(ctx.sessionManager.getEntries())).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      : Effect.succeed(undefined)
   return {
     identity: input.identity,
     hasUI: input.hasUI,
@@ -181,17 +193,27 @@ export const makePiHost = (input: {
           intent: inbound.intent
         }
         const options = sendOptions(inbound.intent, input.interactive)
-        // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
-        // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
-        // Without one while pi is busy, pi holds it until the turn ends and saves it then, unseen: watched till then.
-        if (!options.triggerTurn) input.queued.handedWithoutTurn(inbound, ctx.isIdle() ? undefined : details)
-        else input.queued.handed(inbound, details)
-        try {
-          pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
-        } catch (cause) {
-          // pi does not have it, with a turn or without: the hand-off tries again, and notes it then (review revbf BF4).
-          input.queued.notHanded(inbound)
-          throw cause
+        if (options.triggerTurn) {
+          // With a turn to run it may wait in pi's queue, where a withdrawal can still reach it (queuedInbound.ts).
+          // Noted first: pi's `message_end` of it must find it, however soon pi runs it.
+          input.queued.handed(inbound, details)
+          try {
+            pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, options)
+          } catch (cause) {
+            // pi does not have it: the hand-off tries again, and notes it then (review revbf BF4).
+            input.queued.notHanded(inbound)
+            throw cause
+          }
+        } else {
+          // Without one, pi saves it before `sendMessage` returns, or, while its agent streams, holds it until the
+          // turn ends (agent-session.js `sendCustomMessage`), keeping this content array and details object: a
+          // withdrawal meanwhile rewrites them in place (queuedInbound.ts `HeldMessage`). Held exactly when pi's
+          // newest entry is not this message (not `isIdle`: false while compacting, when pi saves it at once).
+          const held: HeldMessage = { content: [{ type: "text", text: inbound.text }], details }
+          pi.sendMessage({ customType: MESSAGE_TYPE, content: held.content, display: true, details }, options)
+          const leaf = ctx.sessionManager.getLeafEntry()
+          const saved = leaf?.type === "custom_message" && leaf.details === details
+          input.queued.handedWithoutTurn(inbound, saved ? undefined : held)
         }
         pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })
       }),
@@ -206,20 +228,26 @@ export const makePiHost = (input: {
         ),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries(), input.leftTo)),
       withdrawn: (fromId, messageId, action, waiting, prepared) =>
-        Effect.suspend(() =>
-          // Still in pi's queue (or about to be), it enters the model's context marked withdrawn (queuedInbound.ts).
-          // Saved then, and for one the host took (`waiting` false), which history holds or will: no process restores
-          // that, so the model is never shown withdrawn a message it has, but the next process knows its withdrawal
-          // was told (`handledIn`) and tells it no second time (review revbt bt1). Not for one the hand-off reports
-          // waiting that pi has in the model's context already (review revbf BF4's passive case).
-          input.queued.withdrawn(fromId, messageId, action, waiting, prepared) || !waiting
-            ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
-            : Effect.void
+        Effect.flatMap(
+          savedIfHeld(fromId, messageId),
+          (saved) =>
+            // Still in pi's queue (or about to be), or held by pi, it enters the model's context marked withdrawn
+            // (queuedInbound.ts). Saved then, and for one the host took (`waiting` false), which history holds or
+            // will: no process restores that, so the model is never shown withdrawn a message it has, but the next
+            // process knows its withdrawal was told (`handledIn`) and tells it no second time (review revbt bt1).
+            // Not for one the hand-off reports waiting that pi has in the model's context already (review revbf
+            // BF4's passive case).
+            input.queued.withdrawn(fromId, messageId, action, waiting, prepared, saved) || !waiting
+              ? access.touch((pi) => pi.appendEntry(WITHDRAWN_ENTRY, withdrawnEntry(sessionId, fromId, messageId, action)))
+              : Effect.void
         ),
       // An earlier message's control: marks that message if it still waits in pi's queue; saved nowhere, as the
       // journal knows a message by (sender, id) only and would mark the newer one too.
       withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) =>
-        input.queued.withdrawnEarlier(fromId, messageId, action, readBy, controlAt),
+        Effect.runSync(Effect.flatMap(
+          savedIfHeld(fromId, messageId),
+          (saved) => Effect.sync(() => input.queued.withdrawnEarlier(fromId, messageId, action, readBy, controlAt, saved))
+        )),
       handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),

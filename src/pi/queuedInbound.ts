@@ -36,13 +36,17 @@
  * map keeps its newest `QUEUED_KEPT`: a message pi dropped from its queue (Esc)
  * never enters, and is handed over again when the run settles (a new entry for
  * its key).
+ *
+ * It also watches the passive messages pi holds while its agent streams
+ * (`HeldMessage`): one withdrawn meanwhile is rewritten in place, before pi
+ * saves it; one pi saved is forgotten when the run settles (`settled`).
  */
 import type { MessageControl } from "../protocol/frames.ts"
 import type { Inbound } from "../session/Host.ts"
 import { renderInbound } from "../session/render.ts"
 import { newerThanControl } from "../session/ReplyTracker.ts"
 import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
-import type { MessageDetails } from "./journal.ts"
+import type { EntryView, MessageDetails } from "./journal.ts"
 
 /**
  * How many handed-over messages, and how many withdrawals waiting for their
@@ -52,6 +56,26 @@ import type { MessageDetails } from "./journal.ts"
  * @since 0.1.0
  */
 export const QUEUED_KEPT = 1000
+
+/**
+ * A passive message pi holds while its agent runs (`sendCustomMessage`
+ * pushes it to `_pendingCustomMessages` while `isStreaming`) and saves when
+ * the turn ends, with no `message_end` an extension sees. pi keeps the very
+ * `content` array and `details` object it was handed (agent-session.js
+ * `sendCustomMessage` builds its message from `message.content` and
+ * `message.details`; `_appendCustomMessage` saves them as they are then): a
+ * withdrawal rewrites both in place, so pi saves, and the model gets, the
+ * message marked withdrawn.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HeldMessage {
+  /** The `content` pi was handed: rewritten to the withdrawn rendering. */
+  readonly content: Array<{ type: "text"; text: string }>
+  /** The `details` pi was handed: given the withdrawn rendering's fields. */
+  readonly details: MessageDetails
+}
 
 /**
  * What a withdrawn message enters the model's context as: its content and
@@ -84,22 +108,21 @@ export interface QueuedInbound {
    */
   readonly handed: (inbound: Inbound, details?: unknown) => void
   /**
-   * pi is handed `inbound` without a turn (passive, or already marked
+   * pi was handed `inbound` without a turn (passive, or already marked
    * withdrawn): a withdrawal waiting for its hand-off is done, and dropped.
-   * `held`: pi is busy, so it holds the message until its turn ends
-   * (`_pendingCustomMessages`) and saves it then without a `message_end` the
-   * extension sees — the details object it was handed with: watched until
-   * then (`flushing`), so a withdrawal meanwhile is kept (saved) and marks it.
+   * `held`: pi holds it (it was streaming: the message is not in its session
+   * yet) until its turn ends — watched until a withdrawal marks it in place
+   * (`withdrawn`) or pi saved it (`settled`).
    */
-  readonly handedWithoutTurn: (inbound: Inbound, held?: unknown) => void
+  readonly handedWithoutTurn: (inbound: Inbound, held?: HeldMessage) => void
+  /** Whether a message pi holds is watched under (`fromId`, `messageId`): a withdrawal of it needs `saved`. */
+  readonly holds: (fromId: string, messageId: string) => boolean
   /**
-   * pi is about to save a message it held while busy (its turn ends: the extension's `turn_end` or
-   * `agent_before_settle`), handed over with the details object `details`: for one watched here (`held`) and
-   * withdrawn since, what it is saved and enters as; otherwise undefined. No longer watched either way.
+   * pi's run settled: the held messages it saved (`saved()`: the `details`
+   * objects of its session's `intercom_message` entries, read only when one
+   * is watched) are no longer watched.
    */
-  readonly flushing: (details: unknown) => WithdrawnRendering | undefined
-  /** pi saved every message it held (its turn ended): those still watched as held are no longer. */
-  readonly flushed: () => void
+  readonly settled: (saved: () => ReadonlySet<unknown>) => void
   /**
    * `sendMessage` threw for `inbound` after `handed` or `handedWithoutTurn`: pi does not have it, so it is no
    * longer watched, nor counted as handed to pi (a withdrawal the hand-off reports `waiting` for it is kept).
@@ -118,27 +141,34 @@ export interface QueuedInbound {
    * the hand-off has not let it go yet), it is not waiting. True when kept:
    * the message may still enter the model's context, so the withdrawal is
    * worth saving; false for one already there, or never handed over with a
-   * turn here.
+   * turn here. A message pi holds (`handedWithoutTurn`'s `held`) is marked
+   * in place at once, if pi has not saved it yet: `saved`, the `details`
+   * objects of its session's `intercom_message` entries (`holds` says when
+   * it is needed; undefined: unknown, so the message is taken as saved and
+   * left as it is).
    */
   readonly withdrawn: (
     fromId: string,
     messageId: string,
     action: MessageControl["action"],
     waiting: boolean,
-    prepared: Inbound | undefined
+    prepared: Inbound | undefined,
+    saved?: ReadonlySet<unknown>
   ) => boolean
   /**
    * The session read a control (at `readBy`, stamped at `controlAt`) of an earlier message than one under its
    * (sender, id) it read since (`InboundJournal.withdrawnEarlier`): the newest message watched under the key that
-   * is not known to be newer (`newerThanControl`) is the one it is about, and enters marked withdrawn. Nothing is
-   * saved (a saved withdrawal names the key, so the newer message too).
+   * is not known to be newer (`newerThanControl`) is the one it is about, and enters marked withdrawn (one pi
+   * holds: in place, as `withdrawn`, with `saved`). Nothing is saved (a saved withdrawal names the key, so the
+   * newer message too).
    */
   readonly withdrawnEarlier: (
     fromId: string,
     messageId: string,
     action: MessageControl["action"],
     readBy: number | undefined,
-    controlAt: number | undefined
+    controlAt: number | undefined,
+    saved?: ReadonlySet<unknown>
   ) => void
   /**
    * pi's `message_end` of a custom message: for an `intercom_message` handed
@@ -154,8 +184,8 @@ interface Watched {
   readonly inbound: Inbound
   /** The details object pi was handed it with (`handed`), if known. */
   readonly details: unknown
-  /** Handed over without a turn while pi was busy: pi holds it until its turn ends (`handedWithoutTurn`). */
-  readonly held: boolean
+  /** Handed over without a turn while pi streamed: pi holds it until its turn ends (`handedWithoutTurn`). */
+  readonly held: HeldMessage | undefined
   withdrawn: MessageControl["action"] | undefined
 }
 
@@ -171,11 +201,33 @@ const rendering = (inbound: Inbound, withdrawn: MessageControl["action"]): Withd
   }
 })
 
+/**
+ * The `details` objects of pi's saved `intercom_message` entries (`entries`: its session's): a message pi held
+ * is saved once its details object is among them (`HeldMessage`).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const savedDetails = (entries: ReadonlyArray<EntryView>): ReadonlySet<unknown> => {
+  const saved = new Set<unknown>()
+  for (const entry of entries) {
+    if (entry.type === "custom_message" && entry.customType === MESSAGE_TYPE) saved.add(entry.details)
+  }
+  return saved
+}
+
 /** One message (a copy handed over again), not two under one reused (sender, id). */
 const sameMessage = (a: Inbound, b: Inbound): boolean =>
   a.read !== undefined && b.read !== undefined ? a.read === b.read : a.message === b.message
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
+
+/** Rewrites the message pi holds as `held` to what `inbound`, withdrawn by `action`, enters as: pi saves that. */
+const markInPlace = (held: HeldMessage, inbound: Inbound, action: MessageControl["action"]): void => {
+  const marked = rendering(inbound, action)
+  held.content.splice(0, held.content.length, { type: "text", text: marked.content })
+  Object.assign(held.details, marked.details)
+}
 
 /** Sets `key` as the newest of `map`, dropping the oldest past `QUEUED_KEPT`. */
 const keep = <A>(map: Map<string, A>, key: string, value: A): void => {
@@ -204,6 +256,24 @@ export const makeQueuedInbound = (): QueuedInbound => {
    */
   const handedToPi = new WeakSet<Inbound>()
   const keyOfInbound = (inbound: Inbound): string => keyOf(inbound.from.id, inbound.message.id)
+  /**
+   * `target`, watched under `key`, is withdrawn by `action`. One pi holds is marked in place unless pi saved it
+   * (`saved`; unknown: taken as saved), and no longer watched: false when pi saved it (the model has it).
+   */
+  const withdraw = (
+    key: string,
+    target: Watched,
+    action: MessageControl["action"],
+    saved: ReadonlySet<unknown> | undefined
+  ): boolean => {
+    target.withdrawn = action
+    const held = target.held
+    if (held === undefined) return true
+    unwatch(key, (entry) => entry === target)
+    if (saved === undefined || saved.has(held.details)) return false
+    markInPlace(held, target.inbound, action)
+    return true
+  }
   /** Removes the watched entries of `key` that `drop` picks; returns the last one removed. */
   const unwatch = (key: string, drop: (watched: Watched) => boolean): Watched | undefined => {
     const watched = queued.get(key)
@@ -224,7 +294,7 @@ export const makeQueuedInbound = (): QueuedInbound => {
       const copy = unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
       const withdrawn = handingOff.get(key) ?? copy?.withdrawn
       handingOff.delete(key)
-      keep(queued, key, [...(queued.get(key) ?? []), { inbound, details, held: false, withdrawn }])
+      keep(queued, key, [...(queued.get(key) ?? []), { inbound, details, held: undefined, withdrawn }])
     },
     handedWithoutTurn: (inbound, held) => {
       handedToPi.add(inbound)
@@ -232,25 +302,25 @@ export const makeQueuedInbound = (): QueuedInbound => {
       handingOff.delete(key)
       // A copy handed over with a turn earlier (dropped from pi's queue by Esc) is replaced by this one, which enters as it is.
       unwatch(key, (entry) => sameMessage(entry.inbound, inbound))
-      if (held !== undefined) keep(queued, key, [...(queued.get(key) ?? []), { inbound, details: held, held: true, withdrawn: undefined }])
+      if (held !== undefined) {
+        keep(queued, key, [...(queued.get(key) ?? []), { inbound, details: held.details, held, withdrawn: undefined }])
+      }
     },
-    flushing: (details) => {
-      const delivered = deliveredMessage(details)
-      if (delivered === undefined) return undefined
-      const key = keyOf(delivered.from, delivered.messageId)
-      const held = queued.get(key)?.find((entry) => entry.held && entry.details === details)
-      if (held === undefined) return undefined
-      unwatch(key, (entry) => entry === held)
-      return held.withdrawn === undefined ? undefined : rendering(held.inbound, held.withdrawn)
-    },
-    flushed: () => {
-      for (const key of [...queued.keys()]) unwatch(key, (entry) => entry.held)
+    holds: (fromId, messageId) => queued.get(keyOf(fromId, messageId))?.some((entry) => entry.held !== undefined) === true,
+    settled: (saved) => {
+      let savedDetails: ReadonlySet<unknown> | undefined
+      for (const [key, watched] of [...queued]) {
+        if (!watched.some((entry) => entry.held !== undefined)) continue
+        savedDetails ??= saved()
+        const inSession = savedDetails
+        unwatch(key, (entry) => entry.held !== undefined && inSession.has(entry.held.details))
+      }
     },
     notHanded: (inbound) => {
       handedToPi.delete(inbound)
       unwatch(keyOfInbound(inbound), (entry) => entry.inbound === inbound)
     },
-    withdrawn: (fromId, messageId, action, waiting, prepared) => {
+    withdrawn: (fromId, messageId, action, waiting, prepared, saved) => {
       const key = keyOf(fromId, messageId)
       // In the hand-off, not handed to pi yet: pi may be handed it next (a copy pi dropped from its queue, too).
       const ahead = waiting && (prepared === undefined || !handedToPi.has(prepared))
@@ -263,14 +333,13 @@ export const makeQueuedInbound = (): QueuedInbound => {
         : prepared === undefined
         ? undefined
         : watched?.findLast((entry) => sameMessage(entry.inbound, prepared))
-      if (target !== undefined) target.withdrawn = action
-      return target !== undefined || ahead
+      const kept = target !== undefined && withdraw(key, target, action, saved)
+      return kept || ahead
     },
-    withdrawnEarlier: (fromId, messageId, action, readBy, controlAt) => {
-      const target = queued.get(keyOf(fromId, messageId))?.findLast((entry) =>
-        !newerThanControl(entry.inbound, readBy, controlAt)
-      )
-      if (target !== undefined) target.withdrawn = action
+    withdrawnEarlier: (fromId, messageId, action, readBy, controlAt, saved) => {
+      const key = keyOf(fromId, messageId)
+      const target = queued.get(key)?.findLast((entry) => !newerThanControl(entry.inbound, readBy, controlAt))
+      if (target !== undefined) withdraw(key, target, action, saved)
     },
     entering: (message) => {
       if (message.customType !== MESSAGE_TYPE) return undefined
@@ -278,7 +347,7 @@ export const makeQueuedInbound = (): QueuedInbound => {
       if (delivered === undefined) return undefined
       const key = keyOf(delivered.from, delivered.messageId)
       // The one pi was handed with these very details; else (details not known) the oldest under the key.
-      const watched = queued.get(key)?.filter((entry) => !entry.held)
+      const watched = queued.get(key)?.filter((entry) => entry.held === undefined)
       const entered = watched?.find((entry) => entry.details === message.details) ?? watched?.[0]
       if (entered === undefined) return undefined
       unwatch(key, (entry) => entry === entered)

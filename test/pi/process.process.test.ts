@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { PI_CLI, type Record_, resultText, runPi, toolEnd } from "./cli.ts"
-import { closeWorld, EXTENSION, INTERCOM_BIN, makeWorld, ROOT } from "./support.ts"
+import { closeWorld, EXTENSION, INTERCOM_BIN, makeWorld, ROOT, textOf } from "./support.ts"
 
 const world = makeWorld()
 afterAll(() => closeWorld(world))
@@ -77,7 +77,7 @@ describe("pi extension in pi processes", { timeout: 90_000 }, () => {
     )
     const delivered = entries.filter((entry) =>
       typeof entry === "object" && entry !== null && Reflect.get(entry, "type") === "custom_message" &&
-      String(Reflect.get(entry, "content")).endsWith("survive the crash")
+      textOf({ role: "custom", content: Reflect.get(entry, "content") }).endsWith("survive the crash")
     )
     assert.strictEqual(delivered.length, 1, "delivered exactly once")
   })

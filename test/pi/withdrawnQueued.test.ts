@@ -8,7 +8,9 @@
  * turn, so a reply without `to` in the request pi still makes for it finds
  * nothing to answer. A passive message pi holds until the agent's turn ends
  * (saved then with no `message_end` the extension sees) is marked in place
- * by the extension's `turn_end` and saved so. The sender is a plain client of the
+ * when its withdrawal comes — pi keeps the content array and details object
+ * it was handed — and saved so, with no `turn_end` or `agent_before_settle`
+ * handler (each makes pi build the boundary context). The sender is a plain client of the
  * world's broker; the receiver's `cancellation_requested` receipt says its
  * session noted the withdrawal, so no sleep orders anything.
  */
@@ -170,6 +172,18 @@ describe("pi extension: a message withdrawn while it waits in pi's queue", { tim
       assert.deepStrictEqual(stored, [text], "saved unmarked")
     } finally {
       await sender.close()
+      await b.quit()
+    }
+  })
+
+  it("the extension registers no turn_end or agent_before_settle handler (pi would build the boundary context for each)", async () => {
+    const b = await openPi(world, { name: "charlie" })
+    try {
+      await act(b, { action: "status" }) // the extension is loaded and its generation started
+      assert.isTrue(b.session().hasExtensionHandlers("message_end"), "the extension is not loaded: the test checks nothing")
+      assert.isFalse(b.session().hasExtensionHandlers("turn_end"))
+      assert.isFalse(b.session().hasExtensionHandlers("agent_before_settle"))
+    } finally {
       await b.quit()
     }
   })
