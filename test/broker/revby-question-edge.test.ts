@@ -2,17 +2,18 @@
  * Review revby by2: a durable supervisor question's edge stores its deadline on the broker's clock (Questions.openEdge,
  * docs/store.md), yet Router.restore gives every restored edge `dueAt = deadline - restoredLead`, the correction for a
  * deadline on the stamps' scale. When the stored stamps lead the new clock, a question's edge is restored that much
- * early — or, leading by more than its time left, dropped at startup.
+ * early — or, leading by more than its time left, dropped at startup. Now a question's edge stored without a due
+ * time (the row below, as this stop's earlier builds wrote it) is restored due at its deadline.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { recordKeyOf } from "../src/broker/DeliveryRecords.ts"
-import { encodeEdge } from "../src/store/mailCodec.ts"
-import { makeMemoryMailState } from "../src/store/MailStore.ts"
-import type { AskEdge } from "../src/store/records.ts"
-import { durableBroker } from "./support/durable.ts"
-import { memoryNetwork } from "./support/memory.ts"
+import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
+import { encodeEdge } from "../../src/store/mailCodec.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import type { AskEdge } from "../../src/store/records.ts"
+import { durableBroker } from "../support/durable.ts"
+import { memoryNetwork } from "../support/memory.ts"
 
 const START = 1_000_000_000
 const DAY = 24 * 60 * 60 * 1000

@@ -3,16 +3,17 @@
  * the new clock (Router.restore, BrokerStamps.restoredLead). While the stamps sit at a restart's floor ahead of
  * the clock, every ask gets the same (frozen) stamp, so that lead measures the floor against the restart's clock,
  * not the ask's own receipt: restored, the ask is due a full timeout after the restart again — the time the last
- * run saw pass is lost, and each quick restart while the floor leads reopens the whole timeout.
+ * run saw pass is lost, and each quick restart while the floor leads reopens the whole timeout. Now the edge is
+ * stored with its due time on the clock (mailCodec.encodeEdge) and restored at it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../src/store/MailStore.ts"
-import { assertDelivered } from "./support/assertions.ts"
-import { message, messageFor, send } from "./support/broker.ts"
-import { durableBroker } from "./support/durable.ts"
-import { advance, memoryNetwork } from "./support/memory.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000

@@ -1,12 +1,13 @@
 /**
  * Review revby by3: stats-v1 `asks.oldestAgeMs` is the broker's clock less the oldest edge's `openedAt`
- * (Stats.snapshot, AskEdges.oldestOpenedAt) — but `openedAt` is a stamp since review revbu bu1, so while the
- * stamps lead the clock (a clock stepped forward, then back) an ask open for 5 s reads 0 ms old.
+ * (Stats.snapshot, then AskEdges.oldestOpenedAt) — but `openedAt` is a stamp since review revbu bu1, so while the
+ * stamps lead the clock (a clock stepped forward, then back) an ask open for 5 s reads 0 ms old; observe-v1's
+ * `askedAt`/`deadline` were stamps too. Now both are on the clock (AskEdges.askedAtOf, dueOf).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "./support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "./support/controlWorld.ts"
+import { message } from "../support/broker.ts"
+import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
