@@ -21,11 +21,19 @@ export type { AskEdge } from "../store/records.ts"
 export const dueOf = (edge: AskEdge): number => edge.dueAt ?? edge.deadline
 
 /**
- * When the ask `mail` (one with `askTimeoutMs`) is due on the broker's clock (ms): its `askDueAt`, or, restored
- * from a store, its receipt plus its timeout less how far the last run's stamps led this clock (BrokerStamps).
+ * When the ask `mail` (one with `askTimeoutMs`) is due on the broker's clock (ms): its `askDueAt` (stored with it),
+ * or, for a row of this stop's earlier builds without one, its receipt plus its timeout less how far the last run's
+ * stamps led this clock (BrokerStamps.restoredLead).
  */
 export const askDueOf = (mail: Mail, stamps: BrokerStamps): number =>
   mail.askDueAt ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0) - stamps.restoredLead
+
+/**
+ * When `edge`'s ask was received on the broker's clock (ms): its due time less its timeout (`deadline - openedAt`,
+ * both on one scale); undefined for an edge stored without `openedAt`. What operators are shown (stats, observe).
+ */
+export const askedAtOf = (edge: AskEdge): number | undefined =>
+  edge.openedAt === undefined ? undefined : dueOf(edge) - (edge.deadline - edge.openedAt)
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
 const askedKey = (targetKey: string, messageId: string) => `${targetKey}\u0002${messageId}`
@@ -120,15 +128,14 @@ export class AskEdges {
   }
 
   /**
-   * When the oldest open edge opened (its `openedAt`: a broker stamp, ms; a
-   * durable question's, the broker's clock), or undefined when
-   * none is open or none knows it. A walk over the open edges: for metrics
-   * collection, never for the per-frame path.
+   * When the oldest open edge's ask was received on the broker's clock (`askedAtOf`), or undefined when none is
+   * open or none knows it. A walk over the open edges: for metrics collection, never for the per-frame path.
    */
-  oldestOpenedAt(): number | undefined {
+  oldestAskedAt(): number | undefined {
     let oldest: number | undefined
     for (const edge of this.edges.values()) {
-      if (edge.openedAt !== undefined && (oldest === undefined || edge.openedAt < oldest)) oldest = edge.openedAt
+      const at = askedAtOf(edge)
+      if (at !== undefined && (oldest === undefined || at < oldest)) oldest = at
     }
     return oldest
   }

@@ -66,8 +66,8 @@
  * clock reads behind the last stamp (it stepped back; review revbq). Only
  * the firing is on the clock: an edge expires at its own due time there
  * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
- * `Mail.askDueAt`; a restored edge's, its deadline less how far the stored
- * stamps lead this run's clock, BrokerStamps.restoredLead), so an ask sent
+ * `Mail.askDueAt`, stored with both and restored as they are, review
+ * revby by1), so an ask sent
  * while the stamps lead the clock still closes at its own timeout (review
  * revbu bu1). A durable supervisor question's edge (Questions.ts) is on the
  * clock throughout.

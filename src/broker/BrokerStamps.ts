@@ -56,10 +56,11 @@ export class BrokerStamps {
   }
 
   /**
-   * How far (ms, never below 0) the last run's stamps led this run's clock at recovery (`restoredFrom`; 0 for a
-   * broker that restored nothing): a stored ask's due time on this clock is its deadline (a stamp) less this —
-   * its timeout from its receipt, counting the time the last run saw pass and none of the time the broker was
-   * down unless this clock says so (AskEdge.dueAt).
+   * How far (ms, never below 0) the last run's highest stored stamp led this run's clock at recovery
+   * (`restoredFrom`; 0 for a broker that restored nothing). Only the fallback for an ask stored without its due
+   * time (a row of this stop's earlier builds; AskEdge.dueAt, Mail.askDueAt): its due time is then its deadline (a
+   * stamp) less this — exact only while the stamps led the clock by as much when it was received as at the last
+   * commit (not after a restart's floor or a capped one).
    */
   get restoredLead(): number {
     return this.lead

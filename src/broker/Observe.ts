@@ -35,7 +35,7 @@ import {
   type SessionRow,
   TRAFFIC_RING_SIZE
 } from "../protocol/observe.ts"
-import { type AskEdges, dueOf } from "./AskEdges.ts"
+import { askedAtOf, type AskEdges, dueOf } from "./AskEdges.ts"
 import type { Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -220,12 +220,14 @@ export class Observe {
       waiting.set(edge.askerKey, (waiting.get(edge.askerKey) ?? 0) + 1)
       // Edges are kept in the order they were opened: the first ones are the oldest.
       if (asks.length < MAX_OBSERVED_ASKS) {
+        const askedAt = askedAtOf(edge)
         asks.push({
           messageId: edge.messageId,
           from: partyOf(edge.askerKey, byKey.get(edge.askerKey)),
           to: partyOf(edge.targetKey, byKey.get(edge.targetKey)),
-          ...(edge.openedAt === undefined ? {} : { askedAt: edge.openedAt }),
-          deadline: edge.deadline
+          // On the broker's clock, as `at` (the edge's own times are stamps): when it is due, and asked that long before.
+          ...(askedAt === undefined ? {} : { askedAt }),
+          deadline: dueOf(edge)
         })
       }
     }

@@ -704,9 +704,14 @@ export class Router {
     journal?.restoreSeq(recovered.nextSeq)
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
-    // Each fires on this run's clock: its deadline (a stamp of the last run) less how far those stamps lead it.
+    // Each fires at the due time it was stored with, on the last run's clock (a clock now behind that one makes it
+    // wait up to the step longer, docs/store.md); a row without one (this stop's earlier builds): a question's edge
+    // at its deadline (on the clock), an ask's at its deadline (a stamp) less how far the stored stamps lead this clock.
     const lead = this.ctx.stamps.restoredLead
-    for (const edge of recovered.edges) if (edge.deadline - lead > now) this.asks.edges.restore({ ...edge, dueAt: edge.deadline - lead })
+    for (const edge of recovered.edges) {
+      const dueAt = edge.dueAt ?? (edge.question === true ? edge.deadline : edge.deadline - lead)
+      if (dueAt > now) this.asks.edges.restore({ ...edge, dueAt })
+    }
     for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     // Before the mail: a restored reply takes up the debt stored for it (MailDelivery.restoreSilenced, StaleAsks.ts).
@@ -724,8 +729,8 @@ export class Router {
    * stamps start at the highest it stored, or (a store written before it stored one) at its restored mail's
    * latest `brokerReceivedAt` — but at most `MAX_FLOOR_AHEAD_MS` past the clock, so that a store written under
    * a far-future clock does not freeze them: then they start there, it is logged, and the lower highest is
-   * stored over the far one. How far that highest, uncapped, leads the clock is what a restored ask's due time
-   * is told by (BrokerStamps.restoredLead).
+   * stored over the far one. How far that highest, uncapped, leads the clock is what a restored ask stored
+   * without its due time falls back on (BrokerStamps.restoredLead).
    */
   private restoreStamps(recovered: Recovered, now: number): void {
     let floor = recovered.stampHigh ?? Number.NEGATIVE_INFINITY

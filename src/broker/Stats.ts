@@ -63,7 +63,7 @@ export class Stats {
   snapshot(): BrokerStatsSnapshot {
     const s = this.sources
     const now = this.ctx.now()
-    const oldest = s.asks.oldestOpenedAt()
+    const oldest = s.asks.oldestAskedAt()
     const routed = s.routed
     return {
       at: now,

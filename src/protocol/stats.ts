@@ -81,7 +81,7 @@ export const BrokerStatsSnapshot = Schema.Struct({
   asks: Schema.Struct({
     /** Open ask edges (asks awaiting their reply). */
     open: Count,
-    /** Age of the oldest open ask, ms; null when none is open or its age is unknown (restored from the store). */
+    /** Age of the oldest open ask on the broker clock, ms; null when none is open or its age is unknown (restored from the store). */
     oldestAgeMs: Schema.NullOr(Schema.Finite)
   }),
   /** The durable store's commits (absent for a memory-only broker). */

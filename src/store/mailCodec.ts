@@ -64,6 +64,8 @@ const EdgeSchema = Schema.Struct({
   askerKey: Schema.String,
   targetKey: Schema.String,
   deadline: Schema.Number,
+  // Its due time on the clock of the run that stored it (records.ts `AskEdge.dueAt`); absent in rows of older builds.
+  dueAt: Schema.optional(Schema.Number),
   openedAt: Schema.optional(Schema.Number),
   question: Schema.optional(Schema.Literal(true)),
   notify: Schema.optional(Schema.Literal(true))
@@ -83,6 +85,8 @@ const MailSchema = Schema.Struct({
   targetIdentity: Schema.optional(Schema.String),
   queuedAt: Schema.Number,
   askTimeoutMs: Schema.optional(Schema.Number),
+  // An ask's due time on the clock of the run that stored it (records.ts `Mail.askDueAt`); absent in older rows.
+  askDueAt: Schema.optional(Schema.Number),
   channel: Schema.optional(Schema.Literal("supervisor")),
   replyError: Schema.optional(Schema.String),
   delivery: Schema.optional(DeliverySchema),
@@ -131,15 +135,11 @@ export const encodeOutcome = (outcome: Outcome): string =>
 
 /** JSON text of mail, message included. */
 export const encodeMail = (mail: Mail): string =>
-  // A short-lived sender's end and an ask's due time are the running broker's (records.ts `SenderEnd`, `askDueAt`):
-  // not stored. Only such mail is copied.
-  mail.senderEnd === undefined && mail.askDueAt === undefined
-    ? JSON.stringify(mail)
-    : JSON.stringify({ ...mail, senderEnd: undefined, askDueAt: undefined })
+  // A short-lived sender's end is the running broker's (records.ts `SenderEnd`): not stored. Only such mail is copied.
+  mail.senderEnd === undefined ? JSON.stringify(mail) : JSON.stringify({ ...mail, senderEnd: undefined })
 
-/** JSON text of an ask edge, less its due time on the running broker's clock (records.ts `AskEdge.dueAt`). */
-export const encodeEdge = (edge: AskEdge): string =>
-  edge.dueAt === undefined ? JSON.stringify(edge) : JSON.stringify({ ...edge, dueAt: undefined })
+/** JSON text of an ask edge, its due time on this run's clock included (records.ts `AskEdge.dueAt`). */
+export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)
 
 /** A stored row that does not decode: what it was and why. */
 export class CorruptRow extends Data.TaggedError("CorruptRow")<{

@@ -28,10 +28,10 @@ export interface AskEdge {
    */
   readonly deadline: number
   /**
-   * When the edge fires, on the broker's clock (ms): `deadline` less however far the stamps led the clock when
-   * the ask was received (`Mail.askDueAt`; a restored edge's: `deadline` less how far the last run's stamps led
-   * this run's clock, BrokerStamps.restoredLead). Kept in memory only, never stored (encodeEdge leaves it out);
-   * absent only on an edge just decoded from the store, which Router.restore gives one.
+   * When the edge fires, on the broker's clock (ms): that clock when the ask was received plus its timeout
+   * (`Mail.askDueAt`; a durable question's edge: its `deadline`). Stored with the edge (review revby by1) and
+   * restored as it is, a reading of the last run's clock; absent only in a row of this stop's earlier builds, which
+   * Router.restore gives one by the derived rule (BrokerStamps.restoredLead).
    */
   readonly dueAt?: number | undefined
   /**
@@ -86,8 +86,8 @@ export interface Mail {
   /**
    * An ask's due time on the broker's clock (ms): that clock when it was received plus its timeout, when its edge
    * fires (`AskEdge.dueAt`); `brokerReceivedAt` is a stamp, ahead of that clock after it stepped back. Undefined
-   * for a message that is not an ask and for mail restored from a store (then `brokerReceivedAt + askTimeoutMs`
-   * less BrokerStamps.restoredLead). Kept in memory only, never stored (encodeMail leaves it out).
+   * for a message that is not an ask. Stored with the mail (review revby by1), a reading of the clock of the run
+   * that received it; absent only in a row of this stop's earlier builds (then AskEdges.askDueOf derives it).
    */
   readonly askDueAt?: number | undefined
   /**

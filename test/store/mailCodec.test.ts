@@ -9,7 +9,16 @@ import * as fc from "fast-check"
 import { DELIVERED, type Fingerprint, type Outcome, QUEUED } from "../../src/broker/DeliveryRecords.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
 import type { Mail } from "../../src/broker/Peer.ts"
-import { CorruptRow, decodeMail, decodeRecord, encodeFingerprint, encodeMail, encodeOutcome } from "../../src/store/mailCodec.ts"
+import {
+  CorruptRow,
+  decodeEdge,
+  decodeMail,
+  decodeRecord,
+  encodeEdge,
+  encodeFingerprint,
+  encodeMail,
+  encodeOutcome
+} from "../../src/store/mailCodec.ts"
 
 const optional = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
 const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.double({ noNaN: true, noDefaultInfinity: true }))
@@ -152,5 +161,37 @@ describe("mailCodec", () => {
     const decoded = decodeMail(mail.recordKey, encodeMail(mail))
     assert.notInstanceOf(decoded, CorruptRow)
     if (!(decoded instanceof CorruptRow)) assert.deepStrictEqual(decoded.answers, answers)
+  })
+
+  it("an ask's due time on the clock is stored: its mail's askDueAt and its edge's dueAt decode back (review revby by1)", () => {
+    const mail: Mail = {
+      recordKey: "\u0000alice\u0001q1",
+      senderKey: "\u0000alice",
+      senderId: "alice",
+      senderIdentity: undefined,
+      fromJson: JSON.stringify({ id: "alice", name: "alice" }),
+      message: { id: "q1", timestamp: 1, expectsReply: true, content: { text: "?" } },
+      brokerReceivedAt: 3_600_010,
+      spaceKey: "",
+      targetKey: "\u0000bob",
+      targetId: "bob",
+      targetIdentity: undefined,
+      queuedAt: 10,
+      askTimeoutMs: 10_000,
+      askDueAt: 10_010
+    }
+    const decodedMail = decodeMail(mail.recordKey, encodeMail(mail))
+    assert.notInstanceOf(decodedMail, CorruptRow)
+    if (!(decodedMail instanceof CorruptRow)) assert.strictEqual(decodedMail.askDueAt, 10_010)
+    const edge = {
+      messageKey: mail.recordKey,
+      messageId: "q1",
+      askerKey: "\u0000alice",
+      targetKey: "\u0000bob",
+      deadline: 3_610_010,
+      dueAt: 10_010,
+      openedAt: 3_600_010
+    }
+    assert.deepStrictEqual(decodeEdge(edge.messageKey, encodeEdge(edge)), edge)
   })
 })
