@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: about 465 lines, almost all of it short methods that hand a
+ * Size: about 475 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -26,6 +26,7 @@ import { replyStagedAt } from "./ledger/delivery.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, checkControlsReachReaders, InstanceLedger } from "./ledger/instances.ts"
+import { readByClientOf, type ReaderStage } from "./ledger/readers.ts"
 import { JoinLedger } from "./ledger/joins.ts"
 import {
   answeredElsewhereFalsely,
@@ -420,6 +421,14 @@ export class Ledger {
   /** Whether `sender`'s reply to `questionId` was still staged at `at` (ledger/delivery.ts, `replyStagedAt`). */
   replyStagedAt(sender: string, questionId: string, at: number): boolean {
     return replyStagedAt(this.state, sender, questionId, at)
+  }
+
+  /**
+   * Whether a client of session `owner` read the message whose text is `text` (for `confirmation written`,
+   * and wrote its confirmation of it): ledger/readers.ts, what an inserted op waits on.
+   */
+  readByClientOf(owner: string, text: string, stage: ReaderStage): boolean {
+    return readByClientOf(this.state, owner, text, stage)
   }
 
   // -------------------------------------------------------------------------
