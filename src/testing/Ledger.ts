@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: about 475 lines, almost all of it short methods that hand a
+ * Size: about 490 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -156,6 +156,23 @@ export class Ledger {
   addSession(meta: SessionMeta): void {
     this.state.sessions.set(meta.id, meta)
     this.state.byName.set(meta.name.toLowerCase(), meta.id)
+  }
+
+  /**
+   * Session `id` moved to `group`: a client instance of it registered there (simulation/groupMove.ts). It
+   * is judged in that group from now on, and as sharing every group it was in before (`SessionMeta.movedFrom`).
+   */
+  sessionMoved(id: string, group: string | undefined): void {
+    const meta = this.state.sessions.get(id)
+    if (meta === undefined) return
+    const from = meta.group?.trim() || "default"
+    const movedFrom = [...(meta.movedFrom ?? []), from].filter((name, index, all) => all.indexOf(name) === index)
+    this.state.sessions.set(id, { ...meta, group, movedFrom })
+  }
+
+  /** The groups session `id` moved from (`sessionMoved`), none for one that never moved. */
+  movedFrom(id: string): ReadonlyArray<string> {
+    return this.state.sessions.get(id)?.movedFrom ?? []
   }
 
   /** The display name of session `id` (the id itself if unknown). */

@@ -187,9 +187,10 @@ const DELAY_SPAN_MS = 1000
  * When it runs out the op goes on — the world it makes is still one to judge — but short of the order it
  * was drawn for (R's client never read the message before the control or the drop), so the run counts it
  * as skipped (`insertedOp`): a seed meant to reach a reader's return that never did is otherwise
- * indistinguishable from one that did and passed (seed 7022's first reading).
+ * indistinguishable from one that did and passed (seed 7022's first reading). The group move waits on it
+ * too (simulation/groupMove.ts).
  */
-const awaitRead = (
+export const awaitRead = (
   sim: SimulationService,
   session: SimSession,
   text: string,
