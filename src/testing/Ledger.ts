@@ -15,7 +15,7 @@
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
  *
- * Size: about 465 lines, almost all of it short methods that hand a
+ * Size: about 490 lines, almost all of it short methods that hand a
  * call on to those modules or set one field of the state (one per event or
  * check the simulation reports); the next concern added should bring a
  * face of its own rather than grow this one.
@@ -26,6 +26,7 @@ import { replyStagedAt } from "./ledger/delivery.ts"
 import { DepartureLedger } from "./ledger/departure.ts"
 import { takenAfterDrop } from "./ledger/dropped.ts"
 import { checkControlInstances, checkControlsReachReaders, InstanceLedger } from "./ledger/instances.ts"
+import { readByClientOf, type ReaderStage } from "./ledger/readers.ts"
 import { JoinLedger } from "./ledger/joins.ts"
 import {
   answeredElsewhereFalsely,
@@ -155,6 +156,23 @@ export class Ledger {
   addSession(meta: SessionMeta): void {
     this.state.sessions.set(meta.id, meta)
     this.state.byName.set(meta.name.toLowerCase(), meta.id)
+  }
+
+  /**
+   * Session `id` moved to `group`: a client instance of it registered there (simulation/groupMove.ts). It
+   * is judged in that group from now on, and as sharing every group it was in before (`SessionMeta.movedFrom`).
+   */
+  sessionMoved(id: string, group: string | undefined): void {
+    const meta = this.state.sessions.get(id)
+    if (meta === undefined) return
+    const from = meta.group?.trim() || "default"
+    const movedFrom = [...(meta.movedFrom ?? []), from].filter((name, index, all) => all.indexOf(name) === index)
+    this.state.sessions.set(id, { ...meta, group, movedFrom })
+  }
+
+  /** The groups session `id` moved from (`sessionMoved`), none for one that never moved. */
+  movedFrom(id: string): ReadonlyArray<string> {
+    return this.state.sessions.get(id)?.movedFrom ?? []
   }
 
   /** The display name of session `id` (the id itself if unknown). */
@@ -420,6 +438,14 @@ export class Ledger {
   /** Whether `sender`'s reply to `questionId` was still staged at `at` (ledger/delivery.ts, `replyStagedAt`). */
   replyStagedAt(sender: string, questionId: string, at: number): boolean {
     return replyStagedAt(this.state, sender, questionId, at)
+  }
+
+  /**
+   * Whether a client of session `owner` read the message whose text is `text` (for `confirmation written`,
+   * and wrote its confirmation of it): ledger/readers.ts, what an inserted op waits on.
+   */
+  readByClientOf(owner: string, text: string, stage: ReaderStage): boolean {
+    return readByClientOf(this.state, owner, text, stage)
   }
 
   // -------------------------------------------------------------------------

@@ -140,6 +140,7 @@ export const formatFailure = (
     ...(args.settleHold === true ? ["settleHold: true"] : []),
     ...(args.instanceControl === true ? ["instanceControl: true"] : []),
     ...(args.readerReturn === true ? ["readerReturn: true"] : []),
+    ...(args.groupMove === true ? ["groupMove: true"] : []),
     ...(args.staleAsk === true ? ["staleAsk: true"] : []),
     ...(args.answerTakeover === true ? ["answerTakeover: true"] : []),
     ...(args.answerMailbox === true ? ["answerMailbox: true"] : []),

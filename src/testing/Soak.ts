@@ -212,6 +212,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     settleHold: options.settleHold === true,
     instanceControl: options.instanceControl === true,
     readerReturn: options.readerReturn === true,
+    groupMove: options.groupMove === true,
     staleAsk: options.staleAsk === true,
     answerTakeover: options.answerTakeover === true,
     answerMailbox: options.answerMailbox === true,

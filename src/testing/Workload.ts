@@ -30,6 +30,7 @@ import { insertInstanceControl, instanceControlOp } from "./simulation/instanceC
 import { insertParkedFlush, parkedFlushOp } from "./simulation/parkedFlush.ts"
 import { floodOp, insertPressure, stormOp } from "./simulation/pressure.ts"
 import { insertReaderReturn, readerReturnOp } from "./simulation/readerReturn.ts"
+import { groupMoveOp, insertGroupMove } from "./simulation/groupMove.ts"
 import { insertSettleCustody, settleCustodyOp } from "./simulation/settleCustody.ts"
 import { insertSettleHold, settleHoldOp } from "./simulation/settleHold.ts"
 import { insertStaleAsk, staleAskOp } from "./simulation/staleAsk.ts"
@@ -74,6 +75,7 @@ const INSERTED: { readonly [K in InsertedKind]: InsertedOp<OpOf<K>> } = {
   SettleCustody: settleCustodyOp,
   InstanceControl: instanceControlOp,
   ReaderReturn: readerReturnOp,
+  GroupMove: groupMoveOp,
   StaleAsk: staleAskOp,
   AnswerTakeover: answerTakeoverOp,
   AnswerMailbox: answerMailboxOp
@@ -96,7 +98,8 @@ const INSERTIONS: ReadonlyArray<readonly [(options: WorkloadOptions) => boolean,
   [(options) => options.readerReturn === true, insertReaderReturn],
   [(options) => options.staleAsk === true, insertStaleAsk],
   [(options) => options.answerTakeover === true, insertAnswerTakeover],
-  [(options) => options.answerMailbox === true, insertAnswerMailbox]
+  [(options) => options.answerMailbox === true, insertAnswerMailbox],
+  [(options) => options.groupMove === true, insertGroupMove]
 ]
 
 /** Whether `op` is one a workload flag inserts (an entry of `INSERTED`). */

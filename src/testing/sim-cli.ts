@@ -35,6 +35,9 @@
  *   --reader-return  one reader return per workload: a reader's connection drops (or it
  *                  unregisters) holding its sender's control or message unconfirmed, the sender
  *                  cancels or supersedes, and the same instance comes back (simulation/readerReturn.ts)
+ *   --group-move   one group move per workload: a reader holds its sender's control unconfirmed
+ *                  when its client instance moves it to another group and back; the control must
+ *                  reach it back in the first group (simulation/groupMove.ts)
  *   --stale-ask    one stale ask per workload: a target holds an ask's question unread past its
  *                  deadline and gives it back after the asker timed out (simulation/staleAsk.ts)
  *   --answer-takeover  one answer by a takeover per workload: a new client instance of an ask's

@@ -35,6 +35,7 @@ export interface SimArgs {
   readonly settleHold?: boolean
   readonly instanceControl?: boolean
   readonly readerReturn?: boolean
+  readonly groupMove?: boolean
   readonly staleAsk?: boolean
   readonly answerTakeover?: boolean
   readonly answerMailbox?: boolean
@@ -79,6 +80,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("settle-hold", args.settleHold),
     ...toggle("instance-control", args.instanceControl),
     ...toggle("reader-return", args.readerReturn),
+    ...toggle("group-move", args.groupMove),
     ...toggle("stale-ask", args.staleAsk),
     ...toggle("answer-takeover", args.answerTakeover),
     ...toggle("answer-mailbox", args.answerMailbox),

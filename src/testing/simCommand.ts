@@ -261,6 +261,10 @@ const flags = {
     "reader-return",
     "Insert one reader return into each workload: a reader's connection drops (or, holding a control, it unregisters) while it holds its sender's control or message unconfirmed, the sender cancels or supersedes, and the same client instance reconnects (or, after the unregister, a new process of it registers), which must be given the control (control-never-reached-reader; simulation/readerReturn.ts; docs/testing.md)"
   ),
+  groupMove: toggle(
+    "group-move",
+    "Insert one group move into each workload: a reader holds its sender's control unconfirmed when its client instance moves the session to another group (a new process of the same instance registers it there) and, a while later, back: the control must reach it back in the first group (control-never-reached-reader; simulation/groupMove.ts; docs/testing.md). The summary says in how many runs the op reached its case (the reader's client read and confirmed the message before its control) and which seeds skipped it or fell short"
+  ),
   staleAsk: toggle(
     "stale-ask",
     "Insert one stale ask into each workload: a target stops reading, an ask of it times out, and the target's connection drops after the asker's cancel_ask, giving the question back past its deadline: its asker must be told it expired (ask-expired-untold; simulation/staleAsk.ts; docs/testing.md)"
@@ -375,6 +379,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     settleHold: input.settleHold,
     instanceControl: input.instanceControl,
     readerReturn: input.readerReturn,
+    groupMove: input.groupMove,
     staleAsk: input.staleAsk,
     answerTakeover: input.answerTakeover,
     answerMailbox: input.answerMailbox,
@@ -583,6 +588,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.settleHold ? { settleHold: true } : {}),
     ...(input.instanceControl ? { instanceControl: true } : {}),
     ...(input.readerReturn ? { readerReturn: true } : {}),
+    ...(input.groupMove ? { groupMove: true } : {}),
     ...(input.staleAsk ? { staleAsk: true } : {}),
     ...(input.answerTakeover ? { answerTakeover: true } : {}),
     ...(input.answerMailbox ? { answerMailbox: true } : {}),

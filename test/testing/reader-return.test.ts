@@ -38,8 +38,10 @@
  * process of A's instance is handed m16 alone — withdrawn, not a silent
  * loss (helper sim7022).
  * Last, the op counts itself (`SimReport.insertedOps["reader return"]`): reached
- * when its receiver was handed the message in time, short of its case (skipped)
- * when it was not and the op went on without that read.
+ * when its receiver's client read the message in time (and, in the `control`
+ * shape, wrote its confirmation) — also while a busy host refuses the hand-off
+ * (`--host-refusals`) — short of its case (skipped) when it did not and the op
+ * went on without that read.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -325,18 +327,38 @@ describe("the ReaderReturn op counts whether it reached its case (SimReport.inse
       Effect.map((report) => ({ tally: report.insertedOps["reader return"], trace: report.trace.join("\n") }))
     )
 
-  it.effect("a receiver handed the message in time: reached", () =>
+  it.effect("a receiver whose client read and confirmed the message in time: reached", () =>
     Effect.gen(function*() {
       const { tally, trace } = yield* tallyOf([op])
       assert.deepStrictEqual(tally, { reached: 1, skipped: 0 }, trace)
-      assert.match(trace, /reader return: reached its case \(B had "reader-return \d+ A→B" before its control or drop\)/, trace)
+      assert.match(trace, /reader return: reached its case \(B's client did read and confirm "reader-return \d+ A→B" before its control or drop\)/, trace)
+    }))
+
+  // With --host-refusals a busy host refuses the hand-off while B's client has read the message and confirmed it
+  // (its journal's checkpoint landed): the case needs that read, not the host's. Here every host is busy for 5 s
+  // from a message's first hand-off, longer than the op's readMs; waiting on B's inbox counted it short.
+  it.effect("a receiver whose client read and confirmed the message while its busy host refuses it: reached", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload(
+        { seed: 1, hostJournal: { ...defaultHostJournal, refusals: { chance: 1, busyMs: [5000, 5000] } } },
+        [op],
+        plain
+      )
+      const trace = report.trace.join("\n")
+      assert.match(trace, /host refused m1: busy/, trace)
+      assert.deepStrictEqual(report.insertedOps["reader return"], { reached: 1, skipped: 0 }, trace)
+      assert.match(trace, /reader return: reached its case \(B's client did read and confirm "reader-return \d+ A→B"/, trace)
+      // Counted before B's host was handed m1 (if it ever was): the read the op waited on was its client's.
+      const counted = report.trace.findIndex((line) => line.includes("reader return: reached its case"))
+      const handed = report.trace.findIndex((line) => / B ← m1 /.test(line))
+      assert.isTrue(handed === -1 || handed > counted, trace)
     }))
 
   it.effect("a receiver whose client reads nothing for longer than readMs: short of its case, and the op goes on", () =>
     Effect.gen(function*() {
       const { tally, trace } = yield* tallyOf([{ _tag: "Stall", after: 0, session: 1, side: "client", ms: 5000 }, op])
       assert.deepStrictEqual(tally, { reached: 0, skipped: 1 }, trace)
-      assert.match(trace, /reader return: short of its case: B did not have "reader-return \d+ A→B" within 500 ms/, trace)
+      assert.match(trace, /reader return: short of its case: B's client did not read and confirm "reader-return \d+ A→B" within 500 ms/, trace)
       assert.match(trace, /A's cancel of m1 /, trace)
     }))
 })

@@ -515,9 +515,18 @@ export const groupOf = (state: LedgerState, id: string): string => {
   return group === "" ? "default" : group
 }
 
-/** Whether two sessions of the world share a scope but not a group: traffic between them crosses a group. */
-export const crossesGroup = (state: LedgerState, a: string, b: string): boolean =>
-  knows(state, a) && knows(state, b) && scopeOf(state, a) === scopeOf(state, b) && groupOf(state, a) !== groupOf(state, b)
+/** Every group session `id` has been in: its group, and those it moved from (`SessionMeta.movedFrom`). */
+const groupsOf = (state: LedgerState, id: string): ReadonlyArray<string> => [groupOf(state, id), ...(state.sessions.get(id)?.movedFrom ?? [])]
+
+/**
+ * Whether two sessions of the world share a scope but no group: traffic between them crosses a group. A
+ * session that moved (`SessionMeta.movedFrom`) shares every group it has been in.
+ */
+export const crossesGroup = (state: LedgerState, a: string, b: string): boolean => {
+  if (!knows(state, a) || !knows(state, b) || scopeOf(state, a) !== scopeOf(state, b)) return false
+  const theirs = groupsOf(state, b)
+  return !groupsOf(state, a).some((group) => theirs.includes(group))
+}
 
 /**
  * Whether message `record` may cross from its sender's group to `receiver`'s

@@ -304,8 +304,14 @@ export interface SessionMeta {
    * fate; what it does to the others is checked as ever.
    */
   readonly hostile?: boolean
-  /** Its group (`groups-v1`); absent or blank is `default`. */
+  /** Its group (`groups-v1`); absent or blank is `default`. After a group move (`Ledger.sessionMoved`), the one it is in now. */
   readonly group?: string | undefined
+  /**
+   * The groups it moved from (a client instance that registered it in another group, simulation/groupMove.ts):
+   * traffic and presence between it and those groups are never judged as crossing a group, since frames of
+   * either side of a move may still be on their way.
+   */
+  readonly movedFrom?: ReadonlyArray<string> | undefined
   /** Registered short-lived (`ephemeral-v1`): forgotten by the broker once it leaves. */
   readonly ephemeral?: boolean
   /** A delegated child (`supervisor-v1`): the id of the supervisor it is bound to. */

@@ -5,6 +5,9 @@
  * membership view agrees with its scope's list (membershipViews.ts, once
  * every reconnect's rejoin grace is over), every ask settled, and every
  * acknowledged message accounted for; then nothing may keep running.
+ *
+ * A session that moved to another group (simulation/groupMove.ts) first
+ * registers once more in each group it was in, then in its own again.
  */
 import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
@@ -19,6 +22,9 @@ import type { SimReport } from "./types.ts"
 import type { World } from "./world.ts"
 
 /** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
+/** How long a moved session stays registered in each group it was in at the end, for its mail there to reach it. */
+const REVISIT_MS = 5_000
+
 const CLOSE_BOUND_MS = 5 * 60_000
 
 /** Simulated time between two looks at a closing world (the step of `worldStep`). */
@@ -68,6 +74,23 @@ export const finish = (
       if (state.client === undefined) yield* lifecycle(world, state, "starts", startSession(world, state))
     }
     yield* advance(world, settleMs)
+    // A session a group move took elsewhere (simulation/groupMove.ts) is owed what was sent to it in every
+    // group it was in — the broker keeps a session's mail in the group it was sent in: its client instance
+    // registers it in each of them once more, then in its own again, before the mailbox is judged.
+    let revisited = false
+    for (const state of states) {
+      const home = state.meta.group?.trim() || "default"
+      const visited = ledger.movedFrom(state.meta.id).filter((group) => group !== home)
+      if (visited.length === 0 || state.client === undefined) continue
+      revisited = true
+      const handle = handleOf(world, state)
+      for (const group of visited) {
+        yield* handle.moveGroup(group)
+        yield* advance(world, REVISIT_MS)
+      }
+      yield* handle.moveGroup(undefined)
+    }
+    if (revisited) yield* advance(world, settleMs)
     // Hostile sessions leave before the checks: the world to check is the healthy one.
     for (const hostile of hostiles) yield* stopHostile(world, hostile)
     if (hostiles.length > 0) yield* advance(world, 1_000)

@@ -7,7 +7,7 @@
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
  *
- * Size: about 450 lines, one handle whose actions share the step helpers
+ * Size: about 470 lines, one handle whose actions share the step helpers
  * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
@@ -400,6 +400,22 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         yield* startSession(world, state, client.key)
       })
     ),
+    moveGroup: (group) =>
+      lifecycle(
+        world,
+        state,
+        `moves to group ${group ?? (state.meta.group?.trim() || "default")}: its process dies and a new one of its client instance registers there`,
+        Effect.gen(function*() {
+          const client = state.client
+          if (client === undefined || state.meta.ephemeral === true) {
+            world.ledger.note(`${name} group move: skipped (${client === undefined ? "not running" : "short-lived"})`)
+            return
+          }
+          yield* stopSession(world, state, "kill", true)
+          world.ledger.sessionMoved(state.meta.id, group ?? state.meta.group)
+          yield* startSession(world, state, client.key, group ?? state.meta.group)
+        })
+      ),
     kill: lifecycle(world, state, "is killed", stopSession(world, state, "kill")),
     replaceGeneration: lifecycle(
       world,

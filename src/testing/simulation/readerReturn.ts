@@ -16,9 +16,10 @@
  *
  * The op, in order, in one of two shapes (as in test/testing/reader-return.test.ts):
  *
- * - `control`: S sends R and waits for the broker's answer; once R's agent
- *   has the message (polled, at most `readMs`) and `confirmMs` more have
- *   passed for R's confirmation, R's client stops reading, S cancels or
+ * - `control`: S sends R and waits for the broker's answer; once R's client
+ *   read the message and wrote its confirmation (polled in the ledger, at
+ *   most `readMs`) and `confirmMs` more have passed for that confirmation
+ *   to reach the broker, R's client stops reading, S cancels or
  *   supersedes that send (the broker writes the control, which R never
  *   reads) and `dropMs` later R's connection drops on `side` — or, with
  *   `leave` `unregister`, R leaves by `unregister` instead (the control
@@ -26,7 +27,7 @@
  *   new process of R registers as the same client instance, as a pi process
  *   resuming the session file does (`SimSession.unregisterAndResume`);
  * - `copy`: R's client writes take `delayMs` for a while, S sends R; once
- *   R's agent has the message (its confirmation still on its way) R's
+ *   R's client read the message (its confirmation still on its way) R's
  *   connection drops on `side`, and `dropMs` later S cancels or supersedes;
  * - `both`: as `copy`, but once R read the message its client stops
  *   reading and S cancels or supersedes before the drop (`dropMs` after the
@@ -45,6 +46,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
+import type { ReaderStage } from "../ledger/readers.ts"
 import { ControlAction, runControl } from "./controls.ts"
 import { nextRunning } from "./running.ts"
 import type { Insert, InsertedOp } from "./inserted.ts"
@@ -175,22 +177,29 @@ const SEND_ANSWER_WAIT = "2 seconds"
 /** How long R's client writes stay slow in the `copy` shape, beyond `delayMs` (the drop ends them anyway). */
 const DELAY_SPAN_MS = 1000
 
-/** Whether `session`'s current generation was handed the message `text`. */
-const hasMessage = (session: SimSession, text: string): Effect.Effect<boolean> =>
-  Effect.map(session.inbox, (inbound) => inbound.some((item) => item.message.content.text === text))
-
 /**
- * Advances the world until `session`'s host was handed the message `text` (its inbox), at most `readMs`;
- * whether it was. When it runs out the op goes on — the world it makes is still one to judge — but short of
- * the order it was drawn for (the receiver never had the message before the control or the drop; with
- * `--host-refusals` a busy host refusing the hand-off is the usual cause), so the run counts it as skipped
- * (`insertedOp`): a seed meant to reach a reader's return that never did is otherwise indistinguishable from
- * one that did and passed (seed 7022's first reading).
+ * Advances the world until `session`'s client read the message `text` (the ledger's record of its reads,
+ * ledger/readers.ts) and, for `confirmation written`, wrote its confirmation of it, at most `readMs`;
+ * whether it did. That read is what the op's case needs — the broker wrote the message to R and, in the
+ * `control` shape, R confirmed it before the control comes — not R's host having been handed it: with
+ * `--host-refusals` a busy host refuses the hand-off while R's client has read the message and confirmed
+ * it once its journal's checkpoint landed (waiting on the host left 8 of seeds 0–11 short of their case).
+ * When it runs out the op goes on — the world it makes is still one to judge — but short of the order it
+ * was drawn for (R's client never read the message before the control or the drop), so the run counts it
+ * as skipped (`insertedOp`): a seed meant to reach a reader's return that never did is otherwise
+ * indistinguishable from one that did and passed (seed 7022's first reading). The group move waits on it
+ * too (simulation/groupMove.ts).
  */
-const awaitRead = (sim: SimulationService, session: SimSession, text: string, readMs: number): Effect.Effect<boolean> =>
+export const awaitRead = (
+  sim: SimulationService,
+  session: SimSession,
+  text: string,
+  readMs: number,
+  stage: ReaderStage
+): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     let waited = 0
-    while (!(yield* hasMessage(session, text))) {
+    while (!sim.ledger.readByClientOf(session.id, text, stage)) {
       if (waited >= readMs) return false
       yield* sim.advance(READ_POLL_MS)
       waited += READ_POLL_MS
@@ -201,15 +210,28 @@ const awaitRead = (sim: SimulationService, session: SimSession, text: string, re
 /** How the trace and the soak's summary name this op (`SimulationService.insertedOp`). */
 const OP = "reader return"
 
-/** Counts the op as having reached its case, or as short of it when the receiver never had the message in time. */
-const counted = (sim: SimulationService, read: boolean, receiver: SimSession, text: string, readMs: number): Effect.Effect<void> =>
-  read
-    ? sim.insertedOp(OP, "reached", `reader return: reached its case (${receiver.name} had "${text}" before its control or drop)`)
+/** Counts the op as having reached its case, or as short of it when the receiver's client never read (and, for `confirmation written`, confirmed) the message in time. */
+const counted = (
+  sim: SimulationService,
+  read: boolean,
+  receiver: SimSession,
+  text: string,
+  readMs: number,
+  stage: ReaderStage
+): Effect.Effect<void> => {
+  const what = stage === "read" ? "read" : "read and confirm"
+  return read
+    ? sim.insertedOp(OP, "reached", `reader return: reached its case (${receiver.name}'s client did ${what} "${text}" before its control or drop)`)
     : sim.insertedOp(
       OP,
       "skipped",
-      `reader return: short of its case: ${receiver.name} did not have "${text}" within ${readMs} ms, the op went on without that read`
+      `reader return: short of its case: ${receiver.name}'s client did not ${what} "${text}" within ${readMs} ms, the op went on without that read`
     )
+}
+
+/** Waits for the read `stage` names (`awaitRead`) and counts the op by it (`counted`). */
+const readCounted = (sim: SimulationService, receiver: SimSession, text: string, readMs: number, stage: ReaderStage): Effect.Effect<void> =>
+  Effect.flatMap(awaitRead(sim, receiver, text, readMs, stage), (read) => counted(sim, read, receiver, text, readMs, stage))
 
 /** Runs the op with the drawn sessions, or the next running sessions after them that fit. */
 export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, counter: number): Effect.Effect<void> =>
@@ -229,7 +251,7 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       const sent = yield* sender.send(receiver.name, text)
       if (sent === undefined) return yield* sim.insertedOp(OP, "skipped", "reader return: skipped (the sender stopped)")
       yield* sent.result(SEND_ANSWER_WAIT)
-      yield* counted(sim, yield* awaitRead(sim, receiver, text, op.readMs), receiver, text, op.readMs)
+      yield* readCounted(sim, receiver, text, op.readMs, "confirmation written")
       yield* sim.advance(op.confirmMs)
       yield* receiver.stall("client")
       yield* runControl(sender, op.action, 0, counter, receiver.name, true)
@@ -243,7 +265,7 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       yield* receiver.delayWrites("client", op.delayMs, op.delayMs + DELAY_SPAN_MS)
       const sent = yield* sender.send(receiver.name, text)
       if (sent === undefined) return yield* sim.insertedOp(OP, "skipped", "reader return: skipped (the sender stopped)")
-      yield* counted(sim, yield* awaitRead(sim, receiver, text, op.readMs), receiver, text, op.readMs)
+      yield* readCounted(sim, receiver, text, op.readMs, "read")
       yield* receiver.stall("client")
       yield* sent.result(SEND_ANSWER_WAIT)
       yield* runControl(sender, op.action, 0, counter, receiver.name, true)
@@ -253,7 +275,7 @@ export const runReaderReturn = (sim: SimulationService, op: ReaderReturnDraw, co
       yield* receiver.delayWrites("client", op.delayMs, op.delayMs + DELAY_SPAN_MS)
       const sent = yield* sender.send(receiver.name, text)
       if (sent === undefined) return yield* sim.insertedOp(OP, "skipped", "reader return: skipped (the sender stopped)")
-      yield* counted(sim, yield* awaitRead(sim, receiver, text, op.readMs), receiver, text, op.readMs)
+      yield* readCounted(sim, receiver, text, op.readMs, "read")
       yield* receiver.drop(op.side)
       yield* sent.result(SEND_ANSWER_WAIT)
       yield* sim.advance(op.dropMs)

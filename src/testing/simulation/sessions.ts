@@ -296,9 +296,15 @@ export const closeGeneration = (world: World, state: SessionState): Effect.Effec
  * is that client instance again — what a pi process that resumes the session file does (its
  * `instanceId` inherited from the journal, src/pi/instance.ts): the same key, so the same
  * `instanceId`, timings and `rejoin-v1` draw, and to the ledger the same client instance, in a new
- * process (`Ledger.clientResumed`: what the earlier process read, this one never saw).
+ * process (`Ledger.clientResumed`: what the earlier process read, this one never saw). With `group`, the
+ * new client registers the session in that group instead of its own (a group move, simulation/groupMove.ts).
  */
-export const startSession = (world: World, state: SessionState, resumes?: string): Effect.Effect<void> =>
+export const startSession = (
+  world: World,
+  state: SessionState,
+  resumes?: string,
+  group: string | undefined = state.meta.group
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (state.client !== undefined || world.state.finished) return
     const key = resumes ?? `${state.meta.name}/c${++state.clients}`
@@ -322,7 +328,7 @@ export const startSession = (world: World, state: SessionState, resumes?: string
       socketPath: SIM_ADDRESS,
       sessionId: state.meta.id,
       scopeId: state.meta.scopeId,
-      ...(state.meta.group === undefined ? {} : { group: state.meta.group }),
+      ...(group === undefined ? {} : { group }),
       ...(state.meta.ephemeral === true ? { ephemeral: true } : {}),
       ...(state.ownerToken === undefined ? {} : { ownerToken: state.ownerToken, issuedGrants: state.issued }),
       ...(state.grant === undefined

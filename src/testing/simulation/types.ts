@@ -4,7 +4,7 @@
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
  *
- * Size: about 515 lines, nearly all JSDoc'd fields of those few types; one
+ * Size: about 525 lines, nearly all JSDoc'd fields of those few types; one
  * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
@@ -437,6 +437,15 @@ export interface SimSession {
    * Skipped (noted) for a stopped or short-lived session.
    */
   readonly unregisterAndResume: Effect.Effect<void>
+  /**
+   * Moves the session to another group (`groups-v1`): its process dies (as `kill`) and a new process of
+   * the same client instance (the same `instanceId`, as `unregisterAndResume`) registers it in `group`, or
+   * back in its own group when `group` is undefined. Its `group` above stays its own; the ledger judges it in
+   * the new one, and as sharing the one it left (`Ledger.sessionMoved`). Skipped (noted) for a stopped or
+   * short-lived session. What the broker owed the instance in the group it left must reach it when it comes
+   * back there (simulation/groupMove.ts).
+   */
+  readonly moveGroup: (group: string | undefined) => Effect.Effect<void>
   /** The process dies: its connection drops on its side, then everything closes. */
   readonly kill: Effect.Effect<void>
   /** A new session generation over the same client (what a host reload does). */

@@ -15,6 +15,7 @@ import { InstanceControlFields } from "../simulation/instanceControl.ts"
 import { ParkedFlushFields } from "../simulation/parkedFlush.ts"
 import { FloodFields, StormFields } from "../simulation/pressure.ts"
 import { ReaderReturnFields } from "../simulation/readerReturn.ts"
+import { GroupMoveFields } from "../simulation/groupMove.ts"
 import { SettleCustodyFields } from "../simulation/settleCustody.ts"
 import { SettleHoldFields } from "../simulation/settleHold.ts"
 import { StaleAskFields } from "../simulation/staleAsk.ts"
@@ -62,6 +63,7 @@ export const OpSchema = Schema.Union([
   op("SettleCustody", SettleCustodyFields),
   op("InstanceControl", InstanceControlFields),
   op("ReaderReturn", ReaderReturnFields),
+  op("GroupMove", GroupMoveFields),
   op("StaleAsk", StaleAskFields),
   op("AnswerTakeover", AnswerTakeoverFields),
   op("AnswerMailbox", AnswerMailboxFields),
@@ -87,6 +89,7 @@ export type InsertedKind =
   | "SettleCustody"
   | "InstanceControl"
   | "ReaderReturn"
+  | "GroupMove"
   | "StaleAsk"
   | "AnswerTakeover"
   | "AnswerMailbox"
@@ -141,6 +144,8 @@ export const trafficWeights: OpWeights = {
   InstanceControl: 0,
   // Never drawn by weight: `readerReturn` inserts it from a stream of its own (simulation/readerReturn.ts).
   ReaderReturn: 0,
+  // Never drawn by weight: `groupMove` inserts it from a stream of its own (simulation/groupMove.ts).
+  GroupMove: 0,
   // Never drawn by weight: `staleAsk` inserts it from a stream of its own (simulation/staleAsk.ts).
   StaleAsk: 0,
   // Never drawn by weight: `answerTakeover` inserts it from a stream of its own (simulation/answerTakeover.ts).

@@ -127,6 +127,14 @@ export interface WorkloadOptions {
    */
   readonly readerReturn?: boolean
   /**
+   * Insert one `GroupMove` (simulation/groupMove.ts), drawn from a stream of
+   * its own: a reader holds its sender's control unconfirmed when its client
+   * instance moves the session to another group and back, and the control
+   * must reach it back in the first group (`control-never-reached-reader`).
+   * Default false.
+   */
+  readonly groupMove?: boolean
+  /**
    * Insert one `StaleAsk` (simulation/staleAsk.ts), drawn from a stream of
    * its own: an ask whose question its target's connection holds unread
    * past the deadline and gives back after the asker's wait timed out,
