@@ -28,7 +28,7 @@
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
  *
- * Size: one concept, about 520 lines — the Router's side of durable
+ * Size: one concept, about 530 lines — the Router's side of durable
  * questions (its six frames, the send stage that turns a reply into an
  * answer, the three small tables above, and their hand-over on a takeover
  * and release on a leave, indexed by session key); the SQL side is

@@ -44,7 +44,7 @@
  *
  * Size: one concept — the service: the options' timings, the hubs and the
  * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 500 lines, half of them this header and the
+ * operations over them (about 515 lines, half of them this header and the
  * service object, a quarter the class's JSDoc examples). Each concern is its
  * own module: when connections may confirm what they read
  * ConfirmationPolicy.ts, the models models.ts, supervisor grants

@@ -8,7 +8,7 @@
  * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
  * into the host (`deliver`) with the intent it decided on.
  *
- * Size note: about 400 lines, one concept (the port and its models); most of
+ * Size note: about 415 lines, one concept (the port and its models); most of
  * it is the JSDoc each optional part needs (the journal's rules above all:
  * what is told when, and what a host may save).
  */

@@ -18,7 +18,7 @@
  * `pauseReading` holds the chunks that still come (the socket paused) until
  * `resumeReading`.
  *
- * Size: about 400 lines, kept whole: the read side (pulled or pushed) and the
+ * Size: about 410 lines, kept whole: the read side (pulled or pushed) and the
  * write side share the socket's listeners, its close and its one failure.
  */
 import { Effect, type Scope } from "effect"

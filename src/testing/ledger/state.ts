@@ -4,7 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  *
- * Size: about 555 lines, nearly all the JSDoc'd fields of the state's types;
+ * Size: about 565 lines, nearly all the JSDoc'd fields of the state's types;
  * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
