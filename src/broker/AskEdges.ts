@@ -29,6 +29,17 @@ export const askDueOf = (mail: Mail, stamps: BrokerStamps): number =>
   mail.askDueAt ?? mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0) - stamps.restoredLead
 
 /**
+ * A restored ask `mail` whose stored due time (`askDueAt`, on the last run's clock) lies beyond its own timeout from
+ * `now`, with its due time brought down to that; any other mail as it is. A clock set back across a restart must not
+ * keep an ask open by the step (review revbz bz1, as Router.restore bounds the edges): a staged ask's edge opens at
+ * it (Asks.openStaged), and a copy of an ask is judged stale by it (StaleAsks.pastDeadline).
+ */
+export const boundedAsk = (mail: Mail, now: number): Mail =>
+  mail.askDueAt !== undefined && mail.askTimeoutMs !== undefined && mail.askDueAt > now + mail.askTimeoutMs
+    ? { ...mail, askDueAt: now + mail.askTimeoutMs }
+    : mail
+
+/**
  * When `edge`'s ask was received on the broker's clock (ms): its due time less its timeout (`deadline - openedAt`,
  * both on one scale); undefined for an edge stored without `openedAt`. What operators are shown (stats, observe).
  */

@@ -48,6 +48,7 @@ import { shownValue } from "../protocol/shownValue.ts"
 import { Asks } from "./Asks.ts"
 import { BrokerStamps, MAX_FLOOR_AHEAD_MS } from "./BrokerStamps.ts"
 import { Custody } from "./Custody.ts"
+import { boundedAsk } from "./AskEdges.ts"
 import { DeliveryRecords, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
@@ -704,12 +705,14 @@ export class Router {
     journal?.restoreSeq(recovered.nextSeq)
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
-    // Each fires at the due time it was stored with, on the last run's clock (a clock now behind that one makes it
-    // wait up to the step longer, docs/store.md); a row without one (this stop's earlier builds): a question's edge
-    // at its deadline (on the clock), an ask's at its deadline (a stamp) less how far the stored stamps lead this clock.
+    // Each fires at the due time it was stored with, on the last run's clock, but no later than its own timeout from
+    // now: a clock set back across the restart must not stretch it by the step (review revbz bz1; docs/store.md). A
+    // row without one (this stop's earlier builds): a question's edge at its deadline (on the clock), an ask's at
+    // its deadline (a stamp) less how far the stored stamps lead this clock.
     const lead = this.ctx.stamps.restoredLead
     for (const edge of recovered.edges) {
-      const dueAt = edge.dueAt ?? (edge.question === true ? edge.deadline : edge.deadline - lead)
+      const stored = edge.dueAt ?? (edge.question === true ? edge.deadline : edge.deadline - lead)
+      const dueAt = edge.openedAt === undefined ? stored : Math.min(stored, now + (edge.deadline - edge.openedAt))
       if (dueAt > now) this.asks.edges.restore({ ...edge, dueAt })
     }
     for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
@@ -720,7 +723,7 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
-    for (const stored of recovered.mail) this.mail.restore(stored.mail)
+    for (const stored of recovered.mail) this.mail.restore(boundedAsk(stored.mail, now))
     this.mail.restoreDone()
   }
 
