@@ -12,36 +12,25 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { boundedAsk } from "../../src/broker/AskEdges.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import type { Mail } from "../../src/store/records.ts"
-import { assertDelivered } from "../support/assertions.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000
 /** A 10 s ask received under a clock `ahead` ms ahead, the broker restarted on the corrected clock, `after` ms pass. */
 const replyAfterRestart = (ahead: number, after: number) =>
   Effect.gen(function*() {
-    const world = yield* memoryNetwork()
-    const disk = makeMemoryMailState()
+    const { run } = yield* askRestartWorld("10 seconds")
     yield* TestClock.setTime(START + ahead)
-    const first = yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    const alice0 = yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob0 = yield* world.session({ sessionId: "bob", name: "bob" })
-    const q = message("q", { expectsReply: true })
-    assertDelivered(yield* send(alice0.client, "bob", q))
-    yield* messageFor(bob0.client, q.id)
+    const first = yield* run
+    const q = yield* askBob(first.alice, first.bob)
     yield* advance(1_000) // committed: q's edge is stored with its due time on this clock
-    yield* first.crash
+    yield* first.broker.crash
 
     yield* TestClock.setTime(START)
-    yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+    const { bob } = yield* run
     yield* advance(after)
-    const answer = yield* send(bob.client, "alice", message("late", { replyTo: q.id }))
-    return answer.type
+    return yield* lateReply(bob, q)
   })
 
 describe("a restored ask does not outlive its own timeout after the restart (review revbz bz1)", () => {

@@ -9,45 +9,34 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000
 const YEAR = 365 * 24 * 60 * 60 * 1000
 
 const replyAfterTwoRestarts = (ahead: number) =>
   Effect.gen(function*() {
-    const world = yield* memoryNetwork()
-    const disk = makeMemoryMailState()
+    const { run } = yield* askRestartWorld("10 seconds")
     yield* TestClock.setTime(START + ahead)
-    const first = yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    const alice0 = yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob0 = yield* world.session({ sessionId: "bob", name: "bob" })
-    const q = message("q", { expectsReply: true })
-    assertDelivered(yield* send(alice0.client, "bob", q))
-    yield* messageFor(bob0.client, q.id)
+    const first = yield* run
+    const q = yield* askBob(first.alice, first.bob)
     yield* advance(1_000) // committed: q's edge is stored, its mail written
-    yield* first.crash
+    yield* first.broker.crash
 
     yield* TestClock.setTime(START)
-    const second = yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    const alice1 = yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob1 = yield* world.session({ sessionId: "bob", name: "bob" })
+    const second = yield* run
     const m1 = message("m1")
-    assertDelivered(yield* send(alice1.client, "bob", m1)) // a commit: the capped highest stamp is stored
-    yield* messageFor(bob1.client, m1.id)
+    assertDelivered(yield* send(second.alice.client, "bob", m1)) // a commit: the capped highest stamp is stored
+    yield* messageFor(second.bob.client, m1.id)
     yield* advance(1_000)
-    yield* second.crash
+    yield* second.broker.crash
 
-    yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+    const third = yield* run
     yield* advance(20_000) // 22 s of run time since q, a 10 s ask
-    const answer = yield* send(bob.client, "alice", message("late", { replyTo: q.id }))
-    return answer.type
+    return yield* lateReply(third.bob, q)
   })
 
 describe("review revby by1: an ask from a far-future store, restored twice", () => {

@@ -9,11 +9,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { message, send } from "../support/broker.ts"
+import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
@@ -21,32 +20,22 @@ const HOUR = 60 * 60 * 1000
 /** A 10 s ask sent in run 2, 8 s pass, crash, run 3 at once on the same clock, 4 s more: 12 s since the ask. */
 const replyTwelveSecondsIn = (ahead: number) =>
   Effect.gen(function*() {
-    const world = yield* memoryNetwork()
-    const disk = makeMemoryMailState()
+    const { run } = yield* askRestartWorld("10 seconds")
     yield* TestClock.setTime(START + ahead)
-    const first = yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    const alice0 = yield* world.session({ sessionId: "alice", name: "alice" })
-    yield* world.session({ sessionId: "bob", name: "bob" })
-    assertDelivered(yield* send(alice0.client, "bob", message("m0")))
+    const first = yield* run
+    assertDelivered(yield* send(first.alice.client, "bob", message("m0")))
     yield* advance(1_000)
-    yield* first.crash
+    yield* first.broker.crash
 
     yield* TestClock.setTime(START)
-    const second = yield* durableBroker(world, disk, { askTimeout: "10 seconds" })
-    const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob = yield* world.session({ sessionId: "bob", name: "bob" })
-    const q = message("q", { expectsReply: true })
-    assertDelivered(yield* send(alice.client, "bob", q))
-    yield* messageFor(bob.client, q.id)
+    const second = yield* run
+    const q = yield* askBob(second.alice, second.bob)
     yield* advance(8_000) // committed: q's edge is stored; 2 s of its timeout left
-    yield* second.crash
+    yield* second.broker.crash
 
-    yield* durableBroker(world, disk, { askTimeout: "10 seconds" }) // at once, the clock where run 2 stopped
-    yield* world.session({ sessionId: "alice", name: "alice" })
-    const bob3 = yield* world.session({ sessionId: "bob", name: "bob" })
+    const third = yield* run // at once, the clock where run 2 stopped
     yield* advance(4_000) // 12 s since q: 2 s past its timeout
-    const answer = yield* send(bob3.client, "alice", message("late", { replyTo: q.id }))
-    return answer.type
+    return yield* lateReply(third.bob, q)
   })
 
 describe("review revby by1: an ask restored while the stamps sit at a floor ahead keeps its elapsed time", () => {
