@@ -7,6 +7,8 @@
  * message fiber as a duplicate.
  * The copy got into the buffer while the id was remembered (seen); the dedupe window (500 ms here, an hour or
  * 1000 messages by default) then forgot it before the next copy was read.
+ * The host journal's one-hour checkpoint (an `Effect.sleep` on the TestClock) is the slow save being modelled,
+ * which holds the message fiber at its first message; it is never waited out as a barrier.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
