@@ -5,10 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { assertDelivered } from "../support/assertions.ts"
-import { message, send } from "../support/broker.ts"
-import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { askBob, askRestartWorld, firstRunAhead, lateReply } from "../support/restartWorld.ts"
 import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000
@@ -17,13 +14,7 @@ const HOUR = 60 * 60 * 1000
 const replyTwoSecondsIn = (ahead: number) =>
   Effect.gen(function*() {
     const { run } = yield* askRestartWorld("1 second")
-    yield* TestClock.setTime(START + ahead)
-    const first = yield* run
-    assertDelivered(yield* send(first.alice.client, "bob", message("m0")))
-    yield* advance(1_000) // committed, with the highest stamp
-    yield* first.broker.crash
-
-    yield* TestClock.setTime(START)
+    yield* firstRunAhead(run, START, ahead)
     const { alice, bob } = yield* run
     const q = yield* askBob(alice, bob)
     yield* advance(2_000) // twice q's timeout

@@ -7,18 +7,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
 
 const openAfterTimeout = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START + step }
-    const w = yield* world(custodyFeatures, { askTimeout: "1 second" }, clock)
-    // A message while the clock reads `step` ahead: the stamps reach START + step.
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-    clock.now = START // the clock is set right again
+    // A message while the clock reads `step` ahead (the stamps reach START + step), then the clock set right again.
+    const { clock, w } = yield* steppedWorld(START + step, START, { askTimeout: "1 second" })
     const q = message("q", { expectsReply: true })
     w.batch(w.d, [{ type: "send", to: "b", message: q }])
     assert.strictEqual(w.router.stats().asks, 1, "setup: q's edge open")

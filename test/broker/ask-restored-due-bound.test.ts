@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { boundedAsk } from "../../src/broker/AskEdges.ts"
 import type { Mail } from "../../src/store/records.ts"
-import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { askBob, askRestartWorld, lateReply } from "../support/restartWorld.ts"
 import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000

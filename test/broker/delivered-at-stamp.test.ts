@@ -6,7 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import type { Seen } from "../support/controlWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000_000
 const STEP = 5_000
@@ -24,10 +25,7 @@ const gapOf = (frames: ReadonlyArray<Seen>, id: string): number => {
 
 const liveGap = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START }
-    const w = yield* world(custodyFeatures, {}, clock)
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-    clock.now = START - step
+    const { w } = yield* steppedWorld(START, START - step)
     const m1 = message("m1")
     w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
     return gapOf(w.framesOf(w.b1), m1.id)

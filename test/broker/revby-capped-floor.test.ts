@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { askBob, askRestartWorld, lateReply } from "../support/restartWorld.ts"
 import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000

@@ -8,10 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { assertDelivered } from "../support/assertions.ts"
-import { message, send } from "../support/broker.ts"
-import { askBob, askRestartWorld, lateReply } from "../support/askRestarts.ts"
+import { askBob, askRestartWorld, firstRunAhead, lateReply } from "../support/restartWorld.ts"
 import { advance } from "../support/memory.ts"
 
 const START = 1_000_000_000
@@ -21,13 +18,7 @@ const HOUR = 60 * 60 * 1000
 const replyTwelveSecondsIn = (ahead: number) =>
   Effect.gen(function*() {
     const { run } = yield* askRestartWorld("10 seconds")
-    yield* TestClock.setTime(START + ahead)
-    const first = yield* run
-    assertDelivered(yield* send(first.alice.client, "bob", message("m0")))
-    yield* advance(1_000)
-    yield* first.broker.crash
-
-    yield* TestClock.setTime(START)
+    yield* firstRunAhead(run, START, ahead)
     const second = yield* run
     const q = yield* askBob(second.alice, second.bob)
     yield* advance(8_000) // committed: q's edge is stored; 2 s of its timeout left

@@ -7,17 +7,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000_000
 const HOUR = 60 * 60 * 1000
 
 const ageAfterFiveSeconds = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START + step }
-    const w = yield* world(custodyFeatures, { askTimeout: "1 minute" }, clock)
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }]) // the stamps reach START + step
-    clock.now = START // the clock is set right again
+    // The stamps reach START + step, then the clock is set right again.
+    const { clock, w } = yield* steppedWorld(START + step, START, { askTimeout: "1 minute" })
     w.batch(w.d, [{ type: "send", to: "b", message: message("q", { expectsReply: true }) }])
     assert.strictEqual(w.router.stats().asks, 1, "setup: q's edge open")
     clock.now = START + 5_000
@@ -38,10 +36,8 @@ describe("review revby by3: the oldest open ask's age is on the clock", () => {
 
 const observedAfterFiveSeconds = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START + step }
-    const w = yield* world(custodyFeatures, { askTimeout: "1 minute" }, clock)
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }]) // the stamps reach START + step
-    clock.now = START // the clock is set right again
+    // The stamps reach START + step, then the clock is set right again.
+    const { clock, w } = yield* steppedWorld(START + step, START, { askTimeout: "1 minute" })
     const q = message("q", { expectsReply: true })
     w.batch(w.d, [{ type: "send", to: "b", message: q }])
     clock.now = START + 5_000

@@ -9,16 +9,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { EPHEMERAL_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { custodyFeatures } from "../support/controlWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000
 
 const lostAskLeavesEdges = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START }
-    const w = yield* world(custodyFeatures, { askTimeout: "1 minute" }, clock)
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-    clock.now = START - step
+    const { w } = yield* steppedWorld(START, START - step, { askTimeout: "1 minute" })
     w.closeAbandoned(w.b1)
     const b2 = w.registerB("b-2", [...custodyFeatures, EPHEMERAL_V1], { ephemeral: true })
     const q = message("q", { expectsReply: true })

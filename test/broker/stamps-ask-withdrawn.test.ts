@@ -9,7 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, type Seen } from "../support/controlWorld.ts"
+import type { Seen } from "../support/controlWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000
 const ASK_TIMEOUT_MS = 60_000
@@ -21,10 +22,7 @@ const receipts = (frames: ReadonlyArray<Seen>, id: string) =>
 
 const withdrawnThenGivenBack = (step: number) =>
   Effect.gen(function*() {
-    const clock = { now: START }
-    const w = yield* world(custodyFeatures, { askTimeout: ASK_TIMEOUT_MS }, clock)
-    w.batch(w.d, [{ type: "send", to: "b", message: message("m0") }])
-    clock.now = START - step
+    const { clock, w } = yield* steppedWorld(START, START - step, { askTimeout: ASK_TIMEOUT_MS })
     const ask = message("still need this?", { expectsReply: true })
     w.batch(w.d, [{ type: "send", to: "b", message: ask }])
     assert.include(w.messagesOf(w.b1), ask.id, "setup: the ask written to b-1")

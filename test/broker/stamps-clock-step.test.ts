@@ -11,13 +11,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { BrokerStamps } from "../../src/broker/BrokerStamps.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { controlWorld, custodyFeatures, type Seen } from "../support/controlWorld.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import type { Seen } from "../support/controlWorld.ts"
+import { advance } from "../support/memory.ts"
+import { restartWorld } from "../support/restartWorld.ts"
+import { steppedWorld } from "../support/steppedClock.ts"
 
 const START = 1_000_000
 /** How far the wall clock steps back. */
@@ -64,11 +64,7 @@ describe("BrokerStamps", () => {
 describe("a control made after the broker's clock stepped back is not stamped before its message", () => {
   it.effect("a cancel: its timestamp is not below the cancelled message's brokerReceivedAt", () =>
     Effect.gen(function*() {
-      const clock = { now: START }
-      const w = yield* controlWorld(custodyFeatures, {}, clock)
-      const m0 = message("m0")
-      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
-      clock.now = START - STEP
+      const { w, m0 } = yield* steppedWorld(START, START - STEP)
       w.batch(w.d, [{ type: "cancel_message", messageId: m0.id }])
       const frames = w.framesOf(w.b1)
       assert.strictEqual(receivedAt(frames, m0.id), START, "setup: m0 stamped before the step")
@@ -77,11 +73,7 @@ describe("a control made after the broker's clock stepped back is not stamped be
 
   it.effect("a supersede: its timestamp and the new message's brokerReceivedAt are not below the old one's", () =>
     Effect.gen(function*() {
-      const clock = { now: START }
-      const w = yield* controlWorld(custodyFeatures, {}, clock)
-      const m0 = message("m0")
-      w.batch(w.d, [{ type: "send", to: "b", message: m0 }])
-      clock.now = START - STEP
+      const { w, m0 } = yield* steppedWorld(START, START - STEP)
       const m1 = { ...message("m1"), supersedes: m0.id }
       w.batch(w.d, [{ type: "send", to: "b", message: m1 }])
       const frames = w.framesOf(w.b1)
@@ -93,26 +85,21 @@ describe("a control made after the broker's clock stepped back is not stamped be
 describe("a durable broker restarted on a host whose clock is behind", () => {
   it.effect("a cancel of a message the last run stored is not stamped before its brokerReceivedAt", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
+      const { disk, run } = yield* restartWorld()
       yield* TestClock.setTime(START)
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const away = yield* world.session({ sessionId: "bob", name: "bob" })
-      yield* away.client.send({ type: "unregister" })
-      yield* alice.client.next("session_left", (frame) => frame.sessionId === "bob")
+      const first = yield* run
+      yield* first.bob.client.send({ type: "unregister" })
+      yield* first.alice.client.next("session_left", (frame) => frame.sessionId === "bob")
       const m0 = message("for bob, away")
-      assertDelivered(yield* send(alice.client, "bob", m0), "queued")
+      assertDelivered(yield* send(first.alice.client, "bob", m0), "queued")
       yield* advance(1_000) // committed
       assert.strictEqual(disk.mail.size, 1, "m0 was not stored: the test sets up nothing")
-      yield* first.crash
+      yield* first.broker.crash
 
       yield* TestClock.setTime(START - STEP)
-      yield* durableBroker(world, disk)
-      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const { alice: back, bob } = yield* run
       const received = (yield* messageFor(bob.client, m0.id)).message.brokerReceivedAt ?? 0
       assert.isAtLeast(received, START, "setup: m0 keeps the last run's stamp")
-      const back = yield* world.session({ sessionId: "alice", name: "alice" })
       yield* back.client.send({ type: "cancel_message", messageId: m0.id })
       yield* settled([back.client, bob.client])
       const control = yield* bob.client.next("message_control", (frame) => frame.control.messageId === m0.id, "1 second")

@@ -9,12 +9,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { advance } from "../support/memory.ts"
+import { restartWorld } from "../support/restartWorld.ts"
 
 const START = 1_000_000
 const STEP = 5_000
@@ -23,24 +22,19 @@ const DAY = 24 * 60 * 60 * 1000
 describe("stamps across a durable restart (revbq bq1): a durable restart on an earlier clock, message delivered in the last run", () => {
   it.effect("a cancel of a message the last run delivered is not stamped before its brokerReceivedAt", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
+      const { disk, run } = yield* restartWorld()
       yield* TestClock.setTime(START)
-      const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob0 = yield* world.session({ sessionId: "bob", name: "bob" })
+      const first = yield* run
       const m0 = message("for bob, live")
-      assertDelivered(yield* send(alice.client, "bob", m0))
-      const received = (yield* messageFor(bob0.client, m0.id)).message.brokerReceivedAt ?? 0
+      assertDelivered(yield* send(first.alice.client, "bob", m0))
+      const received = (yield* messageFor(first.bob.client, m0.id)).message.brokerReceivedAt ?? 0
       assert.isAtLeast(received, START, "setup: m0 stamped by the first run's clock")
       yield* advance(1_000) // committed
       assert.strictEqual(disk.mail.size, 0, "setup: m0 left the store (delivered)")
-      yield* first.crash
+      yield* first.broker.crash
 
       yield* TestClock.setTime(START - STEP)
-      yield* durableBroker(world, disk)
-      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
-      const back = yield* world.session({ sessionId: "alice", name: "alice" })
+      const { alice: back, bob } = yield* run
       yield* back.client.send({ type: "cancel_message", messageId: m0.id })
       yield* settled([back.client, bob.client])
       const control = yield* bob.client.next("message_control", (frame) => frame.control.messageId === m0.id, "1 second")
@@ -49,13 +43,10 @@ describe("stamps across a durable restart (revbq bq1): a durable restart on an e
 
   it.effect("a store's far-future highest stamp holds the stamps at most a day past the clock, and is stored over", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
+      const { disk, run } = yield* restartWorld()
       disk.stampHigh = START + 10 * DAY // written by a broker whose clock read ten days ahead
       yield* TestClock.setTime(START)
-      yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const { alice, bob } = yield* run
       const m0 = message("for bob")
       assertDelivered(yield* send(alice.client, "bob", m0))
       const received = (yield* messageFor(bob.client, m0.id)).message.brokerReceivedAt

@@ -14,16 +14,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
-import { message } from "../support/broker.ts"
-import {
-  b1LeavesAndReturns,
-  custodyFeatures,
-  m1StuckWorld,
-  parkedControl,
-  pushOutRoutes
-} from "../support/controlWorld.ts"
+import { b1LeavesAndReturns, parkedControl } from "../support/controlWorld.ts"
+import { floodedNoRoutes } from "../support/floodedNoRoutes.ts"
 
 const HOUR = 3_600_000
 
@@ -31,21 +23,8 @@ describe("a withdrawal kept with no route is charged to its receiver's share (re
   it.effect("m1, cancelled by d along its replay record, never reaches b-1's return though d's cancels to a never-confirming a fill the list", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const { w, m0, m1 } = yield* m1StuckWorld(clock)
-      // a confirms nothing it is written: every message to it stays in its custody, so each cancel is kept.
-      const a = w.registerOther("a", {}, false, { features: custodyFeatures, instanceId: "a-1" })
-      const flood: Array<string> = []
-      for (let sent = 0; sent < MAX_KEPT_WITHDRAWALS; sent++) {
-        const n = message(`n${sent}`)
-        flood.push(n.id)
-        w.batch(w.d, [{ type: "send", to: "a", message: n }])
-        w.d.writer.flush()
-        a.writer.flush()
-      }
-      assert.isTrue(a.custody?.holdsMessage(recordKeyOf(w.d.session?.key ?? "", flood[0]!)) === true, "n0 is not in a's custody: the test sets up nothing")
-      // Every route so far pushed out by MAX_ROUTES newer ones; the replay records stay.
-      clock.now += 60_000
-      pushOutRoutes(w, "r")
+      // a confirms nothing it is written, so each cancel is kept; every route so far is pushed out.
+      const { w, m0, m1, a, flood } = yield* floodedNoRoutes(clock)
       // The cancels follow the records to b-1 and a (same instances, live): each kept on the list at once.
       w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
       assert.isTrue(parkedControl(w.d, w.b1), "the cancel is not parked at d's reader: the test sets up nothing")

@@ -16,10 +16,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
 import { message } from "../support/broker.ts"
-import { b1LeavesAndReturns, custodyFeatures, m1StuckWorld, pushOutRoutes } from "../support/controlWorld.ts"
+import { b1LeavesAndReturns } from "../support/controlWorld.ts"
+import { floodedNoRoutes } from "../support/floodedNoRoutes.ts"
 
 const HOUR = 3_600_000
 
@@ -27,21 +26,8 @@ describe("a supersede's withdrawal kept with no route is charged to its target's
   it.effect("m1, superseded by d along its replay record, never reaches b-1's return though d's supersedes of messages to a never-confirming a fill the list", () =>
     Effect.gen(function*() {
       const clock = { now: 1_000_000 }
-      const { w, m0, m1 } = yield* m1StuckWorld(clock)
-      // a confirms nothing it is written: every message to it stays in its custody, so each supersede is kept.
-      const a = w.registerOther("a", {}, false, { features: custodyFeatures, instanceId: "a-1" })
-      const flood: Array<string> = []
-      for (let sent = 0; sent < MAX_KEPT_WITHDRAWALS; sent++) {
-        const n = message(`n${sent}`)
-        flood.push(n.id)
-        w.batch(w.d, [{ type: "send", to: "a", message: n }])
-        w.d.writer.flush()
-        a.writer.flush()
-      }
-      assert.isTrue(a.custody?.holdsMessage(recordKeyOf(w.d.session?.key ?? "", flood[0]!)) === true, "n0 is not in a's custody: the test sets up nothing")
-      // Every route so far pushed out by MAX_ROUTES newer ones; the replay records stay.
-      clock.now += 60_000
-      pushOutRoutes(w, "r")
+      // a confirms nothing it is written, so each supersede is kept; every route so far is pushed out.
+      const { w, m0, m1, a, flood } = yield* floodedNoRoutes(clock)
       // The supersedes follow the records to b-1 and a (same instances, live): each withdrawal kept on the list at once.
       const m1b = message("m1b", { supersedes: m1.id })
       w.batch(w.d, [{ type: "send", to: "b", message: m1b }])

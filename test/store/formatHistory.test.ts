@@ -9,7 +9,8 @@
  * or fingerprint field it does not know is dropped without a word (its
  * Schema ignores unknown keys: the last test shows it) — the mail would be
  * restored without, say, the ask edge it reopens. So `FORMATS` below lists,
- * for each change, the fields and tags the store holds from then on and the
+ * for each change, the fields and tags the store holds from then on (the
+ * first entry in full, each later one as what it added and removed) and the
  * marker migration that came with it. The field lists are checked against
  * the types at compile time (`satisfies Record<keyof T, true>`: a new field
  * is a type error here until it is listed), and against the block reader's
@@ -115,13 +116,24 @@ const current = {
   refused: Object.keys(refusedKeys)
 }
 
+/** The lists of a `StoredShape`: what a later entry of `FORMATS` may add to or remove from. */
+type ShapeList = "mail" | "message" | "delivery" | "edge" | "fingerprint" | "accepted" | "refused" | "notices"
+
+/** A change to what the store holds: its marker migration and what it added and removed (`outcomeTags`: the new tags). */
+interface ShapeChange {
+  readonly through: string
+  readonly added?: Partial<Record<ShapeList, ReadonlyArray<string>>>
+  readonly removed?: Partial<Record<ShapeList, ReadonlyArray<string>>>
+  readonly outcomeTags?: string
+}
+
 /**
- * What the store holds, oldest first; the last entry is this build's. Begun
- * at 0011 (the earlier changes predate this check). Add an entry — with a
- * new marker migration — whenever a list or the tags change; never edit a
+ * What the store holds, oldest first: the first entry in full, each later one as its change from the entry
+ * before (`SHAPES` has them all in full; the last is this build's). Begun at 0011 (the earlier changes predate
+ * this check). Add an entry — with a new marker migration — whenever a list or the tags change; never edit a
  * released entry (an older build was written against it), as with migrations.
  */
-const FORMATS: ReadonlyArray<StoredShape> = [
+const FORMATS: readonly [StoredShape, ...ReadonlyArray<ShapeChange>] = [
   {
     through: "0011_replay_receiver",
     mail: [
@@ -181,65 +193,39 @@ const FORMATS: ReadonlyArray<StoredShape> = [
   },
   // An ask's due time on the clock of the run that stored it (review revby by1). 0013 was not released without
   // them: only this stop's earlier builds wrote 0013 stores whose rows lack them (they restore by the derived rule).
-  {
-    through: "0013_stamp_high",
-    mail: [
-      "recordKey",
-      "senderKey",
-      "senderId",
-      "senderIdentity",
-      "senderEnd",
-      "fromJson",
-      "message",
-      "brokerReceivedAt",
-      "spaceKey",
-      "targetKey",
-      "targetId",
-      "targetIdentity",
-      "queuedAt",
-      "askTimeoutMs",
-      "channel",
-      "replyError",
-      "delivery",
-      "traceparent",
-      "answers",
-      "askDueAt"
-    ],
-    message: [
-      "id",
-      "timestamp",
-      "content",
-      "senderSequence",
-      "brokerReceivedAt",
-      "brokerDeliveredAt",
-      "receiverReceivedAt",
-      "injectedAt",
-      "supersedes",
-      "retryOf",
-      "replyTo",
-      "expectsReply"
-    ],
-    delivery: ["delivery", "queueMode", "threadId"],
-    edge: ["messageKey", "messageId", "askerKey", "targetKey", "deadline", "openedAt", "question", "notify", "dueAt"],
-    fingerprint: [
-      "targetId",
-      "textLength",
-      "textHash",
-      "attachmentsLength",
-      "attachmentsHash",
-      "replyTo",
-      "expectsReply",
-      "supersedes",
-      "retryOf",
-      "replyErrorLength",
-      "replyErrorHash"
-    ],
-    accepted: ["ok", "delivery", "staged", "receiverId"],
-    refused: ["ok", "code", "reason", "retryable"],
-    outcomeTags: "dfqr",
-    notices: ["ask_expired", "message_receipt:expired", "message_receipt:superseded"]
-  }
+  { through: "0013_stamp_high", added: { mail: ["askDueAt"], edge: ["dueAt"] } }
 ]
+
+/** `shape` after `change`: each list less what it removed, plus what it added; its tags, when it names them. */
+const applied = (shape: StoredShape, change: ShapeChange): StoredShape => {
+  const list = (part: ShapeList): ReadonlyArray<string> => {
+    const removed = change.removed?.[part] ?? []
+    return [...shape[part].filter((key) => !removed.includes(key)), ...(change.added?.[part] ?? [])]
+  }
+  return {
+    through: change.through,
+    mail: list("mail"),
+    message: list("message"),
+    delivery: list("delivery"),
+    edge: list("edge"),
+    fingerprint: list("fingerprint"),
+    accepted: list("accepted"),
+    refused: list("refused"),
+    outcomeTags: change.outcomeTags ?? shape.outcomeTags,
+    notices: list("notices")
+  }
+}
+
+const [first, ...changes] = FORMATS
+/** Every entry of `FORMATS` in full, oldest first. */
+const SHAPES: ReadonlyArray<StoredShape> = changes.reduce<ReadonlyArray<StoredShape>>(
+  (shapes, change) => [...shapes, applied(shapes[shapes.length - 1]!, change)],
+  [first]
+)
+/** This build's shape: the last entry's. */
+const last = SHAPES[SHAPES.length - 1]!
+/** What a failing check asks for. */
+const addAMarker = "Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it."
 
 const sorted = (keys: ReadonlyArray<string>): ReadonlyArray<string> => [...keys].sort()
 
@@ -295,34 +281,31 @@ const acceptedNotices = (): ReadonlyArray<string> => {
 
 describe("the stored formats' history", () => {
   it("this build's mail, message, delivery, ask edge, fingerprint and outcome fields are the last entry's", () => {
-    const last = FORMATS[FORMATS.length - 1]!
     for (const part of ["mail", "message", "delivery", "edge", "fingerprint", "accepted", "refused"] as const) {
       assert.deepStrictEqual(
         sorted(current[part]),
         sorted(last[part]),
         `the stored ${part} fields changed since ${last.through}: a build without the change would drop or ` +
-          `refuse them. Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it.`
+          `refuse them. ${addAMarker}`
       )
     }
   })
 
   it("the replay block reads exactly the last entry's outcome tags", () => {
-    const last = FORMATS[FORMATS.length - 1]!
     assert.strictEqual(
       acceptedTags(),
       last.outcomeTags,
       `the replay block's outcome tags changed since ${last.through}: an older build would call the store ` +
-        `corrupt. Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it.`
+        `corrupt. ${addAMarker}`
     )
   })
 
   it("an owed notice's load accepts exactly the last entry's notice kinds", () => {
-    const last = FORMATS[FORMATS.length - 1]!
     assert.deepStrictEqual(
       sorted(acceptedNotices()),
       sorted(last.notices),
       `the owed notices a load accepts changed since ${last.through}: an older build would call the store ` +
-        `corrupt. Add a marker migration (see 0011_replay_receiver.ts) and a FORMATS entry naming it.`
+        `corrupt. ${addAMarker}`
     )
   })
 
