@@ -5,7 +5,8 @@
  * `afterLoss` from the client's record as it enters it (PendingSends.ts `begin`), so a rebound read late is
  * `TargetRebound.afterLoss` and a "not found" or a "target disconnected" is the loss (`ConnectionLost`) — the
  * first write may have been delivered (the `late` task's leftover; closed by the record fixbo added, pinned here;
- * the "target disconnected" read so since task askver, one rule with the ask's own retry, src/client/afterLoss.ts).
+ * the "target disconnected" — an ask's, or a child's `supervisorSend`'s "supervisor away" — read so since task
+ * askver, one rule with the send's own retry, src/client/afterLoss.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -35,6 +36,17 @@ describe("a caller's retry written afresh after its send was abandoned and lost,
         code: DeliveryCode.TargetDisconnected,
         reason: Reason.targetDisconnected
       })
+      assert.strictEqual(read.writesOnSecond, 1, "setup: the retry was not the one write on connection 2")
+      assert.instanceOf(read.failure, ConnectionLost, `the late verdict was ${String(read.failure)}`)
+    }))
+
+  it.effect("a child's supervisorSend: a late 'supervisor away' is read as the loss, as its own retry ends on it", () =>
+    Effect.gen(function*() {
+      const read = yield* retriedAfterAbandonedLoss(
+        "child-0000-0104",
+        { code: DeliveryCode.TargetDisconnected, reason: Reason.supervisorAway },
+        "supervisor"
+      )
       assert.strictEqual(read.writesOnSecond, 1, "setup: the retry was not the one write on connection 2")
       assert.instanceOf(read.failure, ConnectionLost, `the late verdict was ${String(read.failure)}`)
     }))
