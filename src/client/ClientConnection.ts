@@ -23,7 +23,7 @@
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Option, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   ASK_EXPIRY_V1,
@@ -42,6 +42,7 @@ import {
 import type { QuestionResultFrame } from "../protocol/questions.ts"
 import type { BrokerFrame, MessageFrame, ReceiptStatus, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
+import { answerAfterLoss } from "./afterLoss.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
   ConnectionLost,
@@ -50,7 +51,6 @@ import {
   RequestTimeout,
   ResultsUnavailable,
   QuestionsUnavailable,
-  reboundAfterLoss,
   SupervisorAuthorizationFailed,
   type TakenOver,
   TopicsUnavailable
@@ -279,21 +279,6 @@ const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({
   ...(frame.threadId === undefined ? {} : { threadId: frame.threadId })
 })
 
-/**
- * `answer` to the send `messageId` written again after a loss, read late, as the send's own retry would end on
- * it (Resending.ts): a rebound is marked so (`TargetRebound.afterLoss`, review revas AS2), and a "not found" (or
- * a reply's "no pending ask") is the loss — the outcome unknown, since the first write may have been delivered.
- */
-const lostOnTheWay = (messageId: string, answer: SendAnswer): SendAnswer =>
-  Exit.isFailure(answer)
-    ? Exit.mapError(answer, (error) =>
-      error._tag === "TargetRebound"
-        ? reboundAfterLoss(error)
-        : error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk)
-        ? new ConnectionLost({ operation: "send", messageId })
-        : error)
-    : answer
-
 /** A send's answer read after its send stopped waiting (`ClientSinks.lateAnswer`), as the send would have ended. */
 const lateAnswer = (
   frame: Extract<BrokerFrame, { readonly type: "delivered" | "delivery_failed" | "delivery_queued" }>
@@ -445,9 +430,9 @@ export const openClientConnection = (
               retryable: frame.retryable ?? false
             }))
           // An abandoned send (every caller left: PendingSends.ts) has its answer read late, as one no send waits for;
-          // one written again after a loss is read as its own retry would read it (Resending.ts).
+          // one written again after a loss is read as its own retry would read it (afterLoss.ts, one rule for both).
           if (!sends.settle(pending, answer) && !bare) {
-            sinks.lateAnswer(frame.messageId, pending.afterLoss ? lostOnTheWay(frame.messageId, answer) : answer, registered.frame.stateEpoch)
+            sinks.lateAnswer(frame.messageId, pending.afterLoss ? answerAfterLoss(frame.messageId, answer) : answer, registered.frame.stateEpoch)
           }
           return
         }

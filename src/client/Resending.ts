@@ -16,9 +16,11 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found, or a reply whose ask the broker does not
  *   hold, is retried until the rejoin grace is over (`send`): its target may
- *   not have registered again yet; so is, after a loss, a child's
- *   `supervisor_send` refused as its supervisor away. An ask's retries end
- *   sooner, when its timeout runs out, on the failure that stands.
+ *   not have registered again yet; so is, after a loss, a send refused
+ *   "target disconnected" (an ask's; a child's `supervisor_send` refused as
+ *   its supervisor away): which refusals are, afterLoss.ts says, one rule
+ *   with a late answer's. An ask's retries end sooner, when its timeout runs
+ *   out, on the failure that stands.
  *
  * Owns the batch of sends the closed connections left unanswered, and the
  * record of every send a connection lost unanswered (`lostOnTheWay`, abandoned
@@ -36,7 +38,7 @@
  */
 import { Clock, Deferred, Duration, Effect } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { Reason } from "../protocol/delivery.ts"
+import { retriedInGrace } from "./afterLoss.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
@@ -288,7 +290,10 @@ export class Resending {
    * may mean "not asked again yet" (a durable broker killed before it
    * stored an ask it had already delivered: the asker re-sends it once it
    * is back, docs/store.md): the send is retried with the same id until the
-   * grace ends, then the failure stands. A child's `supervisor_send` goes this way too (`writing`: its frame, addressed
+   * grace ends, then the failure stands. After a loss, so is a "target
+   * disconnected" (`retriedInGrace`, afterLoss.ts): an ask's re-send refused
+   * so failed at once, a "not delivered" though the first write may have
+   * been. A child's `supervisor_send` goes this way too (`writing`: its frame, addressed
    * on each connection to that connection's supervisor), with the same handling of a loss (review revbr BR4: it went
    * through `retrying` alone, and a "not found" or a rebound after a loss failed at once, read as the first write's).
    */
@@ -344,14 +349,10 @@ export class Resending {
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
       Effect.catchTag("TargetRebound", (rebound) =>
         Effect.fail(lostOnTheWay.lost === undefined ? rebound : reboundAfterLoss(rebound))),
+      // One rule with a late answer's (afterLoss.ts): after a loss, "target disconnected" too — an ask's, or a child's
+      // "supervisor away" (review revbs BS3) — is "not back yet", and the first write may have been delivered.
       Effect.catchIf(
-        (error) =>
-          error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) ||
-          // After a loss, a child's supervisor away (the broker's refusal on the supervisor channel, which never says
-          // "not found") is "not back yet" too, and the first write may have been delivered: retried through the
-          // grace, ending as the loss if it stands (review revbs BS3).
-          (writing.frameType === "supervisor_send" && error._tag === "TargetDisconnected" &&
-            lostOnTheWay.lost !== undefined),
+        (error) => retriedInGrace(error, lostOnTheWay.lost !== undefined),
         (error) =>
           Effect.gen({ self: this }, function*() {
             const now = yield* Clock.currentTimeMillis

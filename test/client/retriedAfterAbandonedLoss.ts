@@ -8,10 +8,13 @@
  * question's send; the first settling round trip ends connection 1; once the retry is abandoned, the next list on
  * connection 2 is preceded by `refusal` for the question, read as the retry's late answer. The retry is watched
  * (`lateVerdict`) as an ask settling with the broker watches it; the first send was not, so nothing writes it again.
+ * The question goes as a plain `send`, or as a child's `supervisorSend` (the client then holds a grant and the fake
+ * grants `supervisor-v1`), watched as a blocking `contact_supervisor` watches it.
  */
 import { Cause, Effect, Exit, Fiber, type Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { ASK_EXPIRY_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { SUPERVISOR_TO } from "../../src/client/requests.ts"
+import { ASK_EXPIRY_V1, LIST_PAGE_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
@@ -23,16 +26,22 @@ export interface RetriedAfterAbandonedLoss {
   readonly writesOnSecond: number
 }
 
-/** Runs the set-up (module header) with `refusal` as the late answer to the retry. */
+/**
+ * Runs the set-up (module header) with `refusal` as the late answer to the retry: the question a plain `send`, or
+ * (`channel` "supervisor") a child's `supervisorSend` to its supervisor, watched as a blocking `contact_supervisor`
+ * watches it (under `SUPERVISOR_TO`).
+ */
 export const retriedAfterAbandonedLoss = (
   sessionId: string,
-  refusal: { readonly code: string; readonly reason: string }
+  refusal: { readonly code: string; readonly reason: string },
+  channel: "send" | "supervisor" = "send"
 ): Effect.Effect<RetriedAfterAbandonedLoss, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const question = message("well?", { expectsReply: true })
     const armed = { refusal: false }
+    const supervised = channel === "supervisor"
     const fake = yield* memoryFakeBroker({
-      features: [ASK_EXPIRY_V1, LIST_PAGE_V1],
+      features: supervised ? [ASK_EXPIRY_V1, LIST_PAGE_V1, SUPERVISOR_V1] : [ASK_EXPIRY_V1, LIST_PAGE_V1],
       leaveSendUnanswered: (messageId) => messageId === question.id,
       dropOnSettle: (connection) => connection === 1,
       beforeList: () => {
@@ -42,12 +51,18 @@ export const retriedAfterAbandonedLoss = (
       }
     })
     const { client } = yield* makeClient(
-      memoryClientOptions(fake, sessionId, "asker", { sendTimeoutMs: SEND_TIMEOUT, reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      memoryClientOptions(fake, sessionId, "asker", {
+        sendTimeoutMs: SEND_TIMEOUT,
+        reconnectBaseMs: 100,
+        reconnectMaxMs: 100,
+        ...(supervised ? { supervisorGrant: { capability: "granted-capability", supervisorSessionId: "sup-1" } } : {})
+      })
     )
     yield* client.connect
-    const request = { to: "peer", message: question }
+    const request = { to: supervised ? SUPERVISOR_TO : "peer", message: question }
+    const sendIt = supervised ? client.supervisorSend({ message: question }) : client.send(request)
     // The first send times out (abandoned, nobody watching), and its connection is lost.
-    const first = yield* Effect.forkChild(Effect.exit(client.send(request)), { startImmediately: true })
+    const first = yield* Effect.forkChild(Effect.exit(sendIt), { startImmediately: true })
     yield* TestClock.adjust(SEND_TIMEOUT + 1)
     yield* Fiber.join(first)
     const dropping = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
@@ -55,14 +70,14 @@ export const retriedAfterAbandonedLoss = (
     yield* Fiber.join(dropping)
     // The caller retries it, watched, on connection 2, and times out again.
     const verdict = yield* client.lateVerdict(request)
-    const retry = yield* Effect.forkChild(Effect.exit(client.send(request)), { startImmediately: true })
+    const retry = yield* Effect.forkChild(Effect.exit(sendIt), { startImmediately: true })
     yield* TestClock.adjust(SEND_TIMEOUT + 1)
     yield* Fiber.join(retry)
     armed.refusal = true
     const settling = yield* Effect.forkChild(client.settleRoundTrip, { startImmediately: true })
     yield* TestClock.adjust(1_000)
     yield* Fiber.join(settling)
-    const writesOnSecond = fake.ofType("send").filter((f) => f.connection === 2).length
+    const writesOnSecond = fake.ofType(supervised ? "supervisor_send" : "send").filter((f) => f.connection === 2).length
     const read = yield* verdict
     const failure = read.answer !== undefined && Exit.isFailure(read.answer) ? Cause.squash(read.answer.cause) : read.answer
     return { failure, writesOnSecond }

@@ -5,7 +5,11 @@
  * joining it while it waits, or by collecting its kept answer once it came —
  * so the message id is written once on the new connection, and the caller
  * does not wait out a 250 ms back-off once the new connection is up. A kept
- * answer nobody collects is dropped when the send's timeout has passed.
+ * answer nobody collects is dropped when the send's timeout has passed. An
+ * ask whose re-send the next broker refuses "target disconnected" is retried
+ * through the rejoin grace and ends `ConnectionLost` if the refusal stands
+ * (afterLoss.ts: the first write may have been delivered); before task askver it
+ * failed at once with `TargetDisconnected`, a "not delivered".
  *
  * The in-memory network runs the real broker core under TestClock; a
  * recording dialer keeps every frame the client writes, per connection.
@@ -13,6 +17,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Dialer } from "../../src/client/Dialer.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -25,6 +30,9 @@ import { advance, type MemoryNetwork, memoryNetwork, now, settle, step } from ".
 import { makeMemoryClient, memoryClientOptions, recordingWrites } from "./support.ts"
 
 const A_ID = "aaaaaaaa-2222-4000-8000-00000000000a"
+
+/** The rejoin grace of the client whose ask is refused after the loss (`rejoinGraceMs`). */
+const REJOIN_GRACE_MS = 2_000
 
 /** A dialer into `world` that keeps each connection it opens and the frames the client writes on it. */
 const recordingDialer = (world: MemoryNetwork) => {
@@ -80,7 +88,7 @@ const sendLostInCrash = (
     yield* world.startBroker({ idleExit: null })
     const betaBack = yield* world.session({ sessionId: "beta" })
     if (betaLeaves) yield* betaBack.client.destroy
-    return { sending, recording, betaBack, lostAt }
+    return { sending, recording, betaBack, lostAt, world }
   })
 
 /**
@@ -140,15 +148,48 @@ describe("a caller's retry after its connection was lost", () => {
       yield* betaBack.client.expectNothing("message")
     }))
 
-  it.effect("a refusal of the re-send is the caller's outcome, with one write of the id and no 250 ms wait", () =>
+  it.effect("an ask whose re-send is refused 'target disconnected' is retried through the rejoin grace, then ends ConnectionLost (maybe delivered), not a plain refusal", () =>
     Effect.gen(function*() {
-      // An ask: the new broker knows beta only as gone, and refuses it.
+      // An ask: the new broker knows beta only as gone, and refuses it; the first write may have been delivered by a
+      // broker that is gone, so that refusal says nothing of it (afterLoss.ts). It failed at once TargetDisconnected.
       const ask = message("which branch?", { expectsReply: true })
-      const { lostAt, recording, sending } = yield* sendLostInCrash(ask, { reconnectBaseMs: 10 }, true)
+      const { recording, sending } = yield* sendLostInCrash(ask, { reconnectBaseMs: 10, rejoinGraceMs: REJOIN_GRACE_MS }, true)
 
-      const outcome = yield* outcomeRightAfterReconnect(recording, sending, lostAt, ask.id)
-      const error = Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
-      assert.deepInclude(error, { _tag: "TargetDisconnected", code: "E_TARGET_DISCONNECTED", messageId: ask.id })
+      yield* advance("20 millis")
+      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
+      assert.isUndefined(sending.pollUnsafe(), "the refusal of the re-send stood at once, inside the rejoin grace")
+      // In steps of 100 ms (each retry a round trip on the network) to a second past the grace's end.
+      let endedAfterMs: number | undefined
+      for (let elapsed = 100; elapsed <= REJOIN_GRACE_MS + 1_000; elapsed += 100) {
+        yield* advance("100 millis")
+        if (endedAfterMs === undefined && sending.pollUnsafe() !== undefined) endedAfterMs = elapsed
+      }
+      const outcome = sending.pollUnsafe()
+      assert.isDefined(outcome, "the ask still waited a second after the rejoin grace")
+      assert.isAtLeast(endedAfterMs ?? 0, REJOIN_GRACE_MS - 100, "ended before the rejoin grace was over")
+      const error = outcome !== undefined && Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
+      assert.instanceOf(error, ConnectionLost, `the ask got ${String(error)}`)
+      assert.deepInclude(error, { operation: "send", messageId: ask.id })
+      assert.isAbove(sendsOn(recording, 1, ask.id), 1, "not written again in the rejoin grace")
+    }))
+
+  it.effect("an ask whose re-send is refused 'target disconnected' reaches its target when it comes back within the rejoin grace", () =>
+    Effect.gen(function*() {
+      const ask = message("which branch?", { expectsReply: true })
+      const { recording, sending, world } = yield* sendLostInCrash(ask, { reconnectBaseMs: 10, rejoinGraceMs: REJOIN_GRACE_MS }, true)
+
+      yield* advance("500 millis")
+      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
+      assert.isUndefined(sending.pollUnsafe(), "the refusal of the re-send stood at once, inside the rejoin grace")
+      // beta registers again half-way through the grace: the next retry finds it.
+      const betaAgain = yield* world.session({ sessionId: "beta" })
+      yield* advance("1 second")
+      const outcome = sending.pollUnsafe()
+      assert.isDefined(outcome, "the ask still waited a second after its target came back")
+      assert.isTrue(outcome !== undefined && Exit.isSuccess(outcome), `the ask failed: ${outcome !== undefined && Exit.isFailure(outcome) ? Cause.pretty(outcome.cause) : ""}`)
+      assert.strictEqual((yield* betaAgain.client.next("message")).message.id, ask.id)
+      yield* betaAgain.client.roundTrip
+      yield* betaAgain.client.expectNothing("message")
     }))
 
   it.effect("a retry that comes back after the re-send was answered collects its kept answer and writes nothing", () =>
