@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 830 lines, one concept: the fate of mail that is not being
+ * Size: about 840 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -433,6 +433,11 @@ export class MailDelivery {
   queue(mail: Mail): Outcome {
     // A resend over a cancelled copy, its replay record gone (an hour; the copy stays a day): a new message,
     // not the copy a client read, so it is no longer kept as one (review revi I4). A size check when none is.
+    // Its route goes whatever reader it names — not `copyLeft`'s rule: it is the old message's, and kept it would
+    // tie this one to a client instance that never got it (a receipt along it would reach the sender as this
+    // one's). Nor could the rule keep a withdrawal for a told reader's stuck write (review revbx BX3): the
+    // resend's own replay record, written next, forgets it (DeliveryRecords.keep, review revf R1), so that write
+    // gives the old message back as not withdrawn — a gap of reused ids, not of this call.
     if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
     let refused: Outcome | undefined
     for (const eviction of this.mailbox.put(mail)) {
@@ -788,6 +793,11 @@ export class MailDelivery {
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
+    // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
+    // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot
+    // already (DeliveryRecords.keep): dropping it takes no withdrawal a stuck write still needs (review revbx
+    // BX3's shape; test/broker/lost-route-other-holder.test.ts).
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)

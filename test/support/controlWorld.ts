@@ -225,19 +225,24 @@ export const controlWorld = (
  * session (named "B" in /tmp) on a new connection — with `custodyFeatures`
  * and that client instance when one is given, a base client otherwise;
  * `closeAbandoned` closes a connection whose unconfirmed writes go back;
- * every connection's written frames are kept, parsed (`framesOf`).
+ * every connection's written frames are kept, parsed (`framesOf`); a
+ * connection `stick`ed never completes a write from then on (its socket
+ * takes none of it, so its close gives it back). `options`: the broker's;
+ * `clock`: its clock, which the test may move.
  */
-export const readerWorld = () =>
+export const readerWorld = (options: BrokerCoreOptions = {}, clock: { now: number } = { now: 1_000_000 }) =>
   Effect.gen(function*() {
-    const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000)
+    const { attach, batch, close, router } = yield* handRouter(options, () => clock.now)
     const written = new Map<Peer, Array<Seen>>()
+    const stuck = new Set<Peer>()
     let nextId = 1
     const connect = (): Peer => {
       const frames: Array<Seen> = []
-      const peer = attach({
+      const peer: Peer = attach({
         ...fakeConnection(nextId++, false),
-        unfinishedWrite: () => undefined,
+        unfinishedWrite: () => (stuck.has(peer) ? 0 : undefined),
         write: (out: ReadonlyArray<OutFrame>) => {
+          if (stuck.has(peer)) return Effect.never
           for (const frame of out) frames.push(JSON.parse(frameText(frame)))
           return undefined
         }
@@ -260,7 +265,10 @@ export const readerWorld = () =>
       batch(peer, [registerFrame({ sessionId, name: "B", cwd: "/tmp", frame })])
       return peer
     }
-    return { batch, router, connect, framesOf, closeAbandoned, register }
+    const stick = (peer: Peer): void => {
+      stuck.add(peer)
+    }
+    return { batch, router, connect, framesOf, closeAbandoned, register, stick }
   })
 
 /**
