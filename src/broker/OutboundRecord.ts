@@ -11,9 +11,10 @@
  *
  * This module owns the record's layout — its fields, the `parts` bits that
  * say which parts it keeps and how it sits in the table, and the fingerprint
- * of a send (`OutboundRecord.of`) — and nothing that moves it: the table,
- * its age lists and the withdrawals' list (OutboundRecords.ts) set the bits
- * and the links. The bits are exported for that module alone.
+ * of a send (`OutboundRecord.of`) — and nothing that moves it: the table and
+ * its age lists (OutboundRecords.ts) set the bits and the links, the
+ * withdrawals' list (KeptWithdrawals.ts) the route links of a withdrawal kept
+ * past its route. The bits are exported for those two modules alone.
  *
  * Owner: the Router's synchronous code, through OutboundRecords.
  */

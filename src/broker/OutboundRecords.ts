@@ -1,13 +1,16 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
- * with an age order for each of a record's two parts. Size: about 520 lines
- * because the table, its age lists and the withdrawals' list share the
- * records' `parts` bits and route links; apart, each would reach into the
+ * with an age order for each of a record's two parts. Size: about 450 lines,
+ * one concept — the hashed table and the two age lists share the records'
+ * `parts` bits: each keep or drop moves a record on a list and decides
+ * whether it leaves the table (`release`); apart, each would reach into the
  * other.
  *
  * A record is one per accepted message, holding its replay record and its
  * receipt route. DeliveryRecords (the replay part) and Receipts (the route
- * part) keep their bounds with it.
+ * part) keep their bounds with it; the withdrawals kept past their routes
+ * are on a list of their own (KeptWithdrawals.ts), which this table keeps
+ * in step with the records' `parts` bits.
  *
  * The table is keyed by a hash of the message id alone, a small integer
  * computed from the id the message already carries, so no key string is
@@ -42,18 +45,12 @@
  * bench/records-pause.ts, docs/performance.md "The records' table's
  * pause").
  *
- * Withdrawals kept past their routes (the withdrawals' list) are bounded
- * overall; when it is full, a settled one (`settleKept`) goes before any
- * still waiting — the earliest settled of the receiver holding the most
- * settled — else the oldest of the receiver holding the most waiting
- * (KeptShares.ts, `linkKept`).
- *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
  * and Receipts (the route part) each write only their own part.
  */
 import { randomInt } from "node:crypto"
 import type { Outcome } from "./DeliveryRecords.ts"
-import { KeptShares } from "./KeptShares.ts"
+import { KeptWithdrawals } from "./KeptWithdrawals.ts"
 import {
   CHAINED,
   DROPPED_UNREAD,
@@ -66,20 +63,7 @@ import {
   WITHDRAWAL_KEPT,
   WITHDRAWN_WAITING
 } from "./OutboundRecord.ts"
-import { idOfSessionKey, type SessionInstance } from "./Registry.ts"
-
-/**
- * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops the
- * oldest of the receiver holding the most at once (`linkKept`, KeptShares.ts; reviews revaw AW4, revbh), so the
- * list never holds more between prunes.
- */
-export const MAX_KEPT_WITHDRAWALS = 4_096
-
-/**
- * The least time between two log lines about withdrawals dropped because the withdrawals' list was full
- * (`linkKept`): each line carries how many were dropped since the last (review revbh BH2).
- */
-export const KEPT_DROPS_NOTICE_INTERVAL_MS = 3_600_000
+import type { SessionInstance } from "./Registry.ts"
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -111,19 +95,7 @@ export class OutboundRecords {
   private recordCount = 0
   private routeTotal = 0
   /** The withdrawals kept past their routes (`keepWithdrawal`), oldest first, on the records' route links. */
-  private oldestKeptEntry: OutboundRecord | undefined = undefined
-  private newestKeptEntry: OutboundRecord | undefined = undefined
-  private keptTotal = 0
-  /** The receivers' shares of the withdrawals' list (`linkKept`). */
-  private readonly shares: KeptShares<OutboundRecord>
-  /** Kept withdrawals dropped because the list was full (`linkKept`), in all, and since the last log line. */
-  private keptDropTotal = 0
-  private keptDropsUntold = 0
-  /** When the last log line about them was written (`linkKept`); none yet: undefined. */
-  private keptDropsToldAt: number | undefined = undefined
-  /** The receiver whose withdrawal the last drop took (`tellKeptDrops` names it). */
-  private keptDropsLargest = ""
-  private readonly notice: (line: string) => void
+  private readonly kept: KeptWithdrawals
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
@@ -136,12 +108,12 @@ export class OutboundRecords {
   /**
    * @param seed the ids' hash seed: random unless a test needs it known.
    * @param notice a warning line for the broker's log: the withdrawals' list was full and a kept withdrawal
-   * was dropped (`linkKept`); at most one line per KEPT_DROPS_NOTICE_INTERVAL_MS, with the count since the last.
+   * was dropped (`linkKept`); at most one line per KEPT_DROPS_NOTICE_INTERVAL_MS (KeptWithdrawals.ts), with the
+   * count since the last.
    */
   constructor(seed: number = randomInt(0x40000000), notice: (line: string) => void = () => {}) {
     this.seed = seed
-    this.notice = notice
-    this.shares = new KeptShares<OutboundRecord>()
+    this.kept = new KeptWithdrawals(notice)
   }
 
   /** The shard that holds id hash `hash`'s chain. */
@@ -161,22 +133,22 @@ export class OutboundRecords {
 
   /** Withdrawals kept past their routes (`keepWithdrawal`). */
   get withdrawalsKept(): number {
-    return this.keptTotal
+    return this.kept.size
   }
 
   /** Withdrawals kept past their routes of messages to `receiverKey`'s session (its share: `linkKept`). */
   withdrawalsKeptFor(receiverKey: string): number {
-    return this.shares.of(receiverKey)
+    return this.kept.of(receiverKey)
   }
 
   /** Kept withdrawals dropped so far because the withdrawals' list was full (`linkKept`). */
   get withdrawalsDroppedFull(): number {
-    return this.keptDropTotal
+    return this.kept.droppedFull
   }
 
   /** The withdrawal kept past its route longest, if any. */
   get oldestKeptWithdrawal(): OutboundRecord | undefined {
-    return this.oldestKeptEntry
+    return this.kept.oldest
   }
 
   /** Objects in the table (a record with both parts counts once). */
@@ -321,7 +293,7 @@ export class OutboundRecords {
     if (record.routed) this.unlinkRoute(record)
     else {
       // Routed again (a message under its id flushed or sent anew): its kept withdrawal, if any, leaves that list.
-      if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+      if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.kept.unlink(record)
       this.routeTotal++
     }
     // A route made in this run names the instance given the message: with it gone, no record implies one.
@@ -393,31 +365,18 @@ export class OutboundRecords {
 
   /**
    * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
-   * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, one leaves the list now: while any is settled (`settleKept`),
-   * the earliest settled of the receiver holding the most settled; else the oldest of the receiver holding
-   * the most (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list
-   * has room nobody's is dropped, BH4) — with `dropKept` (the record may leave the table), not at the next prune
-   * (review revaw AW4). A drop is logged (`notice`): the first at once, later ones at most one line per
-   * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (BH2).
+   * (KeptWithdrawals.link). Past MAX_KEPT_WITHDRAWALS, the one that list names leaves it now — with `dropKept`
+   * (the record may leave the table), not at the next prune (review revaw AW4) — and the drop is logged
+   * (KeptWithdrawals.tellDrops): the first at once, later ones at most one line per
+   * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (review revbh BH2).
    */
   private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
     record.routedAt = at
-    record.olderRoute = this.newestKeptEntry
-    if (this.newestKeptEntry !== undefined) this.newestKeptEntry.newerRoute = record
-    else this.oldestKeptEntry = record
-    this.newestKeptEntry = record
-    this.keptTotal++
-    this.shares.join(record, receiverKey)
-    if (this.keptTotal <= MAX_KEPT_WITHDRAWALS) return
-    const largest = this.shares.largestReceiver
-    const victim = this.shares.largestOldest()
-    if (largest === undefined || victim === undefined) return
-    this.keptDropTotal++
-    this.keptDropsUntold++
-    this.keptDropsLargest = largest
+    const victim = this.kept.link(record, receiverKey)
+    if (victim === undefined) return
     this.dropKept(victim)
-    this.tellKeptDrops(at)
+    this.kept.tellDrops(at)
   }
 
   /**
@@ -427,31 +386,10 @@ export class OutboundRecords {
    * interval is over, though no drop came after it (review revbl BL1).
    */
   pruneKept(cutoff: number, now: number): void {
-    for (let oldest = this.oldestKeptEntry; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.oldestKeptEntry) {
+    for (let oldest = this.kept.oldest; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.kept.oldest) {
       this.dropKept(oldest)
     }
-    this.tellKeptDrops(now)
-  }
-
-  /**
-   * Logs the kept withdrawals dropped since the last line (`linkKept`), if
-   * any: the first drop at once, then at most one line per
-   * KEPT_DROPS_NOTICE_INTERVAL_MS (`linkKept` at each drop, `pruneKept` at
-   * each prune); a clock stepped back counts as the interval over (review
-   * revbl BL2: the broker's `at` is the wall clock).
-   */
-  private tellKeptDrops(at: number): void {
-    if (this.keptDropsUntold === 0) return
-    const toldAt = this.keptDropsToldAt
-    if (toldAt !== undefined && at >= toldAt && at - toldAt < KEPT_DROPS_NOTICE_INTERVAL_MS) return
-    const largest = this.keptDropsLargest
-    this.notice(
-      `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full; ${this.keptDropsUntold} dropped since the last ` +
-        `such line, each the oldest of the session holding the most (last ${idOfSessionKey(largest)}, ` +
-        `${this.shares.of(largest)} now): a message withdrawn then, if given back later, is delivered live`
-    )
-    this.keptDropsToldAt = at
-    this.keptDropsUntold = 0
+    this.kept.tellDrops(now)
   }
 
   /**
@@ -468,7 +406,7 @@ export class OutboundRecords {
     if ((record.parts & WITHDRAWAL_KEPT) === 0) return
     if (unread) record.parts |= DROPPED_UNREAD
     // It guards no message that can still be given back live: on a full list it goes before any still waiting.
-    this.shares.settle(record)
+    this.kept.settle(record)
   }
 
   /** Takes `record`'s kept withdrawal off the withdrawals' list (its day: Receipts.prune; the bound: `linkKept`); the record may leave the table. */
@@ -486,19 +424,9 @@ export class OutboundRecords {
    * cleared with it), so a caller may skip one without.
    */
   forgetWithdrawal(record: OutboundRecord): void {
-    if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+    if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.kept.unlink(record)
     record.parts &= ~(WITHDRAWAL_KEPT | WITHDRAWN_WAITING)
     record.withdrawal = undefined
-  }
-
-  private unlinkKept(record: OutboundRecord): void {
-    if (record.olderRoute !== undefined) record.olderRoute.newerRoute = record.newerRoute
-    else this.oldestKeptEntry = record.newerRoute
-    if (record.newerRoute !== undefined) record.newerRoute.olderRoute = record.olderRoute
-    else this.newestKeptEntry = record.olderRoute
-    record.olderRoute = record.newerRoute = undefined
-    this.keptTotal--
-    this.shares.leave(record)
   }
 
   private unlinkRecord(record: OutboundRecord): void {

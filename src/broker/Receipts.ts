@@ -453,7 +453,7 @@ export class Receipts {
    * Routes past their hour go; one that keeps its sender's withdrawal
    * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
    * MAX_ROUTES bound does), where it stays a day, at most
-   * MAX_KEPT_WITHDRAWALS of them (OutboundRecords.ts: past it the oldest of
+   * MAX_KEPT_WITHDRAWALS of them (KeptWithdrawals.ts: past it the oldest of
    * the receiver holding the most goes, as a new one joins, not here): its message may
    * still wait unwritten in an outbox or a parked list, and must not be
    * delivered after its withdrawal when it is given back (review revao AO2).
