@@ -42,8 +42,8 @@
  * most waiting (`largestOldest`). A receiver's share (`of`) counts both.
  *
  * Owner: KeptWithdrawals, which joins and leaves a record here in step with
- * the withdrawals' list, on the cancel, supersede and route-aging paths
- * only (never the plain send path).
+ * the withdrawals' list: only a record whose withdrawal is kept past its
+ * route (never a plain send's record).
  */
 
 /** One kept withdrawal on its receiver's list. */

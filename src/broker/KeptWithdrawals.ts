@@ -13,16 +13,19 @@
  * full, one leaves as another joins: a settled one (`settle`) before any
  * still waiting — the earliest settled of the receiver holding the most
  * settled — else the oldest of the receiver holding the most waiting
- * (`link`; reviews revaw AW4, revbh BH1, BH4, revbx). Each drop is logged,
- * the first at once, then at most one line per
- * KEPT_DROPS_NOTICE_INTERVAL_MS counting those since the last (`tellDrops`;
- * reviews revbh BH2, revbl BL1, BL2).
+ * (`link`; reviews revaw AW4, revbh BH1, BH4, revbx BX1, BX2). Each drop
+ * is logged, the first at once, then at most one line per
+ * KEPT_DROPS_NOTICE_INTERVAL_MS counting those since the last
+ * (`tellDrops`; reviews revbh BH2, revbl BL1, BL2).
  *
  * This module owns the list's links, its count, the shares and the drops'
  * log; the record's bits (WITHDRAWAL_KEPT, WITHDRAWN_WAITING) and whether
  * a dropped record leaves the table stay with the table (OutboundRecords.ts,
- * `linkKept`, `dropKept`), which calls in here on the cancel, supersede and
- * route-aging paths only, never on a plain send.
+ * `linkKept`, `dropKept`), which calls in here only for a record whose
+ * withdrawal is kept or to be kept: on the cancel, supersede and
+ * route-aging paths, and when a message under such a record's id is routed
+ * or sent again (`keepRoute`, `forgetWithdrawal`) — never for a plain
+ * send's record.
  *
  * Owner: OutboundRecords.
  */

@@ -14,9 +14,10 @@
  * of a send (`OutboundRecord.of`) — and nothing that moves it: the table and
  * its age lists (OutboundRecords.ts) set the bits and the links, the
  * withdrawals' list (KeptWithdrawals.ts) the route links of a withdrawal kept
- * past its route. The bits are exported for those two modules alone.
+ * past its route. The bits are exported for the table alone.
  *
- * Owner: the Router's synchronous code, through OutboundRecords.
+ * Owner: the Router's synchronous code: the send pipeline makes a record
+ * (`OutboundRecord.of`), OutboundRecords keeps and moves it.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
