@@ -33,7 +33,7 @@ import path from "node:path"
 import { pathToFileURL } from "node:url"
 import v8 from "node:v8"
 import type * as DeliveryRecordsModule from "../src/broker/DeliveryRecords.ts"
-import type * as OutboundRecordsModule from "../src/broker/OutboundRecords.ts"
+import type * as OutboundRecordModule from "../src/broker/OutboundRecord.ts"
 import type { Mail } from "../src/broker/Peer.ts"
 import type * as StoreJournalModule from "../src/broker/StoreJournal.ts"
 import type * as DatabaseModule from "../src/store/Database.ts"
@@ -61,7 +61,7 @@ interface Build {
   readonly name: string
   readonly journalModule: typeof StoreJournalModule
   readonly records: typeof DeliveryRecordsModule
-  readonly outbound: typeof OutboundRecordsModule
+  readonly outbound: typeof OutboundRecordModule
   readonly database: typeof DatabaseModule
   readonly mailStore: typeof MailStoreModule
 }
@@ -72,7 +72,10 @@ const load = async (name: string, src: string): Promise<Build> => {
     name,
     journalModule: await from<typeof StoreJournalModule>("broker/StoreJournal.ts"),
     records: await from<typeof DeliveryRecordsModule>("broker/DeliveryRecords.ts"),
-    outbound: await from<typeof OutboundRecordsModule>("broker/OutboundRecords.ts"),
+    // The record's class is in OutboundRecord.ts since its table was split off; before, in OutboundRecords.ts.
+    outbound: await from<typeof OutboundRecordModule>(
+      fs.existsSync(path.join(src, "broker/OutboundRecord.ts")) ? "broker/OutboundRecord.ts" : "broker/OutboundRecords.ts"
+    ),
     database: await from<typeof DatabaseModule>("store/Database.ts"),
     mailStore: await from<typeof MailStoreModule>("store/MailStore.ts")
   }
@@ -110,7 +113,7 @@ interface JournalLike {
   mailGone(a: string, b?: string): void
   take(now: number): StoreJournalModule.TakenBatch | undefined
   committed(taken: StoreJournalModule.TakenBatch): void
-  readonly recordSent?: (record: OutboundRecordsModule.OutboundRecord, outcome: DeliveryRecordsModule.Outcome, at: number) => void
+  readonly recordSent?: (record: OutboundRecordModule.OutboundRecord, outcome: DeliveryRecordsModule.Outcome, at: number) => void
   readonly record: (sender: string, key: string, fingerprint: DeliveryRecordsModule.Fingerprint, outcome: DeliveryRecordsModule.Outcome, at: number) => void
 }
 

@@ -52,7 +52,7 @@ eachArg(process.argv.slice(2), USAGE, (arg) => {
 const MAX_RECORDS = 262_144
 const MAX_ROUTES = 65_536
 
-/** The broker record's fields (OutboundRecords.ts), so the heap holds objects of its size; `chain` for `smi-3`. */
+/** The broker record's fields (OutboundRecord.ts), so the heap holds objects of its size; `chain` for `smi-3`. */
 class Rec {
   readonly senderKey: string
   readonly id: string

@@ -3,7 +3,7 @@
  * (`reply-elsewhere-v1`; sim seed 16843 of `--settle-hold --delivery`).
  *
  * Owns: which reply answered each recently answered ask — the ask's record
- * key to the reply's outbound record (OutboundRecords.ts), whose route part
+ * key to the reply's outbound record (OutboundRecord.ts), whose route part
  * names the client instance the reply was given to and moves with it when
  * it is handed on (Receipts.handedOn, given back, flushed from the mailbox).
  *
@@ -59,7 +59,7 @@
  */
 import { AgedMap } from "./AgedMap.ts"
 import { idOfKey } from "./DeliveryRecords.ts"
-import type { OutboundRecord } from "./OutboundRecords.ts"
+import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Peer } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 

@@ -12,7 +12,8 @@
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Outcome } from "../store/records.ts"
-import { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
+import { OutboundRecord } from "./OutboundRecord.ts"
+import { OutboundRecords } from "./OutboundRecords.ts"
 
 /** A send's fingerprint and outcome: their types live with the other stored records (src/store/records.ts). */
 export type { Fingerprint, Outcome } from "../store/records.ts"

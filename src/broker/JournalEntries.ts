@@ -10,7 +10,7 @@ import type { StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
-import type { OutboundRecord } from "./OutboundRecords.ts"
+import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { Holdable } from "./ReadAcks.ts"
 

@@ -1,8 +1,8 @@
 /**
- * Each receiver's share of the withdrawals' list (OutboundRecords'
- * withdrawals kept past their routes, review revao AO2): the kept
- * withdrawals of messages to one receiver's session, oldest first, how
- * many, and which receiver holds the most. A withdrawal is kept only while
+ * Each receiver's share of the withdrawals' list (KeptWithdrawals.ts:
+ * OutboundRecords' withdrawals kept past their routes, review revao AO2):
+ * the kept withdrawals of messages to one receiver's session, oldest
+ * first, how many, and which receiver holds the most. A withdrawal is kept only while
  * its message may still wait for its receiver, unwritten or unconfirmed
  * (Receipts' `mayStillWait`) — almost always because of that receiver: it
  * does not read its socket, or (with `received-v1`) never confirms. Such a
@@ -41,9 +41,9 @@
  * none settled anywhere the oldest waiting of the receiver holding the
  * most waiting (`largestOldest`). A receiver's share (`of`) counts both.
  *
- * Owner: OutboundRecords, which joins and leaves a record here in step with
- * its withdrawals' list, on the cancel, supersede and route-aging paths
- * only (never the plain send path).
+ * Owner: KeptWithdrawals, which joins and leaves a record here in step with
+ * the withdrawals' list: only a record whose withdrawal is kept past its
+ * route (never a plain send's record).
  */
 
 /** One kept withdrawal on its receiver's list. */

@@ -1,13 +1,16 @@
 /**
- * One record per accepted message, found by its sender and its id: what the
- * broker keeps of a message after routing it. Its two parts are the replay
- * record (P46: fingerprint and outcome, with the bounds DeliveryRecords.ts
- * applies) and the receipt route (P70: who sent it to whom, with the bounds
- * Receipts.ts applies). Both live in one object, so a delivered message keeps
- * one heap object and one table slot rather than two of each plus age-list
- * nodes and a built key string: every object kept per message is work for the
- * garbage collector, which traced and promoted them on every scavenge
- * (docs/performance.md, "Per-message records, second stop").
+ * The table of outbound records (OutboundRecord.ts), found by sender and id,
+ * with an age order for each of a record's two parts. Size: about 450 lines,
+ * one concept — the hashed table and the two age lists share the records'
+ * `parts` bits: each keep or drop moves a record on a list and decides
+ * whether it leaves the table (`release`); apart, each would reach into the
+ * other.
+ *
+ * A record is one per accepted message, holding its replay record and its
+ * receipt route. DeliveryRecords (the replay part) and Receipts (the route
+ * part) keep their bounds with it; the withdrawals kept past their routes
+ * are on a list of their own (KeptWithdrawals.ts), which this table keeps
+ * in step with the records' `parts` bits.
  *
  * The table is keyed by a hash of the message id alone, a small integer
  * computed from the id the message already carries, so no key string is
@@ -19,7 +22,8 @@
  * list of its own — replay records in the order they were (last) kept,
  * routes in the order they were (last) added — with no node object per
  * entry; each concern expires and evicts from its oldest in O(1) a step. A
- * record leaves the table when neither part is kept.
+ * record leaves the table when neither part is kept, nor a withdrawal past
+ * its route.
  *
  * Lookups miss the cache once the table holds the hour's records (up to
  * 262,144), so each costs what it touches. A new send makes three: the
@@ -41,106 +45,25 @@
  * bench/records-pause.ts, docs/performance.md "The records' table's
  * pause").
  *
- * Withdrawals kept past their routes (the withdrawals' list) are bounded
- * overall; when it is full, a settled one (`settleKept`) goes before any
- * still waiting — the earliest settled of the receiver holding the most
- * settled — else the oldest of the receiver holding the most waiting
- * (KeptShares.ts, `linkKept`).
- *
- * Size: about 790 lines because the record and its table share the `parts`
- * bits and the chain and list links; apart, each would reach into the other.
- *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
  * and Receipts (the route part) each write only their own part.
  */
 import { randomInt } from "node:crypto"
-import { DeliveryCode } from "../protocol/delivery.ts"
-import type { Message } from "../protocol/frames.ts"
-import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
-import { idOfSessionKey, type SessionInstance } from "./Registry.ts"
-import { KeptShares } from "./KeptShares.ts"
-import { highOf, joined, lowOf } from "./SplitNumber.ts"
-
-/** The outcome field of a record whose replay part is not kept: never answered to anyone. */
-const NOT_RECORDED: Outcome = { ok: false, code: DeliveryCode.DeliveryFailed, reason: "not recorded", retryable: true }
-
-/**
- * 53-bit string hash (cyrb53). The fingerprint hashes message text instead of
- * keeping it: 4,096 records of 1 MiB texts would otherwise pin gigabytes.
- */
-export const hash = (text: string): number => {
-  let h1 = 0xdeadbeef
-  let h2 = 0x41c6ce57
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    h1 = Math.imul(h1 ^ c, 2654435761)
-    h2 = Math.imul(h2 ^ c, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
-}
-
-const NO_ATTACHMENTS_HASH = hash("")
-
-/**
- * The fingerprint fields most sends leave at their defaults (attachments,
- * reply, ask, supersede and retry fields, a failure reply's text): one shared
- * object when set, none otherwise, so a plain send's record carries one field
- * for all of them.
- */
-type RareFingerprint = Omit<Fingerprint, "targetId" | "textLength" | "textHash">
-
-/** `fingerprint`'s rare fields, or undefined when they are all at their defaults. */
-const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
-  fingerprint.attachmentsLength === 0 && fingerprint.attachmentsHash === NO_ATTACHMENTS_HASH &&
-    fingerprint.replyTo === undefined && fingerprint.expectsReply === undefined && fingerprint.supersedes === undefined &&
-    fingerprint.retryOf === undefined && fingerprint.replyErrorLength === -1 && fingerprint.replyErrorHash === 0
-    ? undefined
-    : {
-      attachmentsLength: fingerprint.attachmentsLength,
-      attachmentsHash: fingerprint.attachmentsHash,
-      replyTo: fingerprint.replyTo,
-      expectsReply: fingerprint.expectsReply,
-      supersedes: fingerprint.supersedes,
-      retryOf: fingerprint.retryOf,
-      replyErrorLength: fingerprint.replyErrorLength,
-      replyErrorHash: fingerprint.replyErrorHash
-    }
-
-/**
- * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops the
- * oldest of the receiver holding the most at once (`linkKept`, KeptShares.ts; reviews revaw AW4, revbh), so the
- * list never holds more between prunes.
- */
-export const MAX_KEPT_WITHDRAWALS = 4_096
-
-/**
- * The least time between two log lines about withdrawals dropped because the withdrawals' list was full
- * (`linkKept`): each line carries how many were dropped since the last (review revbh BH2).
- */
-export const KEPT_DROPS_NOTICE_INTERVAL_MS = 3_600_000
-
-/** Bits of `OutboundRecord.parts`. */
-const RECORDED = 1
-const ROUTED = 2
-const IN_TABLE = 4
-/** In the table behind another record of its hash (in its chain, not the table's slot). */
-const CHAINED = 8
-/** Its replay part was restored from the store at startup and not kept again since (`restored`). */
-const RESTORED = 16
-/** Its route was dropped with its message, which no client read (`dropRoute`'s `unread`; Receipts.droppedUnread). */
-const DROPPED_UNREAD = 32
-/**
- * Its route aged out (its hour, or MAX_ROUTES) while it kept its sender's withdrawal: the record stays on the
- * withdrawals' list (`keepWithdrawal`), on the route links, so that withdrawal outlives the route.
- */
-const WITHDRAWAL_KEPT = 64
-/**
- * Its sender's withdrawal came while its message may still have waited for its receiver — unwritten or
- * unconfirmed (Receipts' cancel and supersede paths): only such a withdrawal outlives the route (`ageRoute`).
- */
-const WITHDRAWN_WAITING = 128
+import type { Outcome } from "./DeliveryRecords.ts"
+import { KeptWithdrawals } from "./KeptWithdrawals.ts"
+import {
+  CHAINED,
+  DROPPED_UNREAD,
+  IN_TABLE,
+  NOT_RECORDED,
+  type OutboundRecord,
+  RECORDED,
+  RESTORED,
+  ROUTED,
+  WITHDRAWAL_KEPT,
+  WITHDRAWN_WAITING
+} from "./OutboundRecord.ts"
+import type { SessionInstance } from "./Registry.ts"
 
 /**
  * The table's key for message id `id`: a 30-bit hash (a small integer),
@@ -152,220 +75,6 @@ export const idHash = (id: string, seed: number): number => {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
   return (h ^ (h >>> 16)) & 0x3fffffff
-}
-
-/**
- * What the broker keeps of one message (see the module header). The
- * fingerprint fields are meaningful while `recorded`, the route fields while
- * `routed`; the links and `parts` belong to the table. Few fields, most of
- * them shared strings or small integers: it is kept by the hundred thousand.
- * The two times and the text hash are kept in halves (SplitNumber.ts), so no
- * field of a record points to a heap number of its own.
- */
-export class OutboundRecord implements Fingerprint {
-  readonly senderKey: string
-  readonly id: string
-
-  // --- The replay record (P46) ---------------------------------------------------
-  targetId = ""
-  textLength = 0
-  private textHashHigh = 0
-  private textHashLow = 0
-  /** The fingerprint's other fields, when any is not at its default. */
-  rare: RareFingerprint | undefined = undefined
-  /** What the send came to, as answered and replayed. */
-  outcome: Outcome = NOT_RECORDED
-  private recordedAtHigh = 0
-  private recordedAtLow = 0
-  /** Estimated memory of the record (DeliveryRecords' byte bound). */
-  bytes = 0
-  olderRecord: OutboundRecord | undefined = undefined
-  newerRecord: OutboundRecord | undefined = undefined
-  /**
-   * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
-   * with its message unread, whether its withdrawal is kept past its route, whether that withdrawal came while
-   * its message may still have waited (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD,
-   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING).
-   */
-  parts = 0
-  /** Its id's hash in the table (while in it). */
-  idHash = 0
-  /** The next record of the same hash in the table, if any. */
-  sameHash: OutboundRecord | undefined = undefined
-
-  // --- The receipt route (P70) ----------------------------------------------------
-  /** The registry key of the session it was delivered to (the sender's is `senderKey`). */
-  receiverKey = ""
-  /**
-   * The client instance of that session it was given to (`Session.instance`): where it was routed, or
-   * handed on to since (a takeover's hand-over, a closed connection's give-back). A small integer.
-   */
-  receiverInstance: SessionInstance = 0
-  /**
-   * How its sender withdrew it, if it did: the cancelled or superseded outcome its replay record was
-   * rewritten to (Receipts.ts), that same object, so it allocates nothing. Kept with the route because the route
-   * can outlive that record (the records' bounds push a flooding sender's oldest out; a record ages from
-   * the send, a route from the delivery): a later cancel or supersede still finds the fate settled
-   * (DeliveryRecords.withdrawal). Cleared with the route — but for a route that aged out (its hour, or
-   * MAX_ROUTES): the withdrawal then stays on the withdrawals' list (`OutboundRecords.keepWithdrawal`), as the
-   * message it withdrew may still wait unwritten in an outbox or a parked list, and its give-back must find it
-   * withdrawn (review revao AO2).
-   */
-  withdrawal: Outcome | undefined = undefined
-  private routedAtHigh = 0
-  private routedAtLow = 0
-  /** The route list's links while routed; the withdrawals' list's while its withdrawal is kept past the route. */
-  olderRoute: OutboundRecord | undefined = undefined
-  newerRoute: OutboundRecord | undefined = undefined
-
-  constructor(senderKey: string, id: string, fingerprint: Fingerprint | undefined) {
-    this.senderKey = senderKey
-    this.id = id
-    if (fingerprint !== undefined) this.fingerprintFrom(fingerprint)
-  }
-
-  /** The text's hash (`hash`), a fingerprint field. */
-  get textHash(): number {
-    return joined(this.textHashHigh, this.textHashLow)
-  }
-
-  set textHash(value: number) {
-    this.textHashHigh = highOf(value)
-    this.textHashLow = lowOf(value, this.textHashHigh)
-  }
-
-  /** When the record was (last) kept (broker clock, ms). */
-  get recordedAt(): number {
-    return joined(this.recordedAtHigh, this.recordedAtLow)
-  }
-
-  set recordedAt(value: number) {
-    this.recordedAtHigh = highOf(value)
-    this.recordedAtLow = lowOf(value, this.recordedAtHigh)
-  }
-
-  /** When the route was (last) added (broker clock, ms). */
-  get routedAt(): number {
-    return joined(this.routedAtHigh, this.routedAtLow)
-  }
-
-  set routedAt(value: number) {
-    this.routedAtHigh = highOf(value)
-    this.routedAtLow = lowOf(value, this.routedAtHigh)
-  }
-
-  /** The replay part is kept (on the record list). */
-  get recorded(): boolean {
-    return (this.parts & RECORDED) !== 0
-  }
-
-  /** The route part is kept (on the route list). */
-  get routed(): boolean {
-    return (this.parts & ROUTED) !== 0
-  }
-
-  /**
-   * Its replay part was found stored at startup (DeliveryRecords.restore) and
-   * neither kept again nor routed in this run: a message delivered before the
-   * restart, whose route was not stored (Receipts.recordedRoute). A record
-   * kept or routed in this run is not, even once its route is gone.
-   */
-  get restored(): boolean {
-    return (this.parts & RESTORED) !== 0
-  }
-
-  /**
-   * Its route was dropped in this run with its message, which no client
-   * instance read: withdrawn on its way and given back never written
-   * (`dropRoute` with `unread`; helper sim111). Cleared when it is routed
-   * again. A control about it reaches no one (Receipts.droppedUnread).
-   */
-  get droppedUnread(): boolean {
-    return (this.parts & DROPPED_UNREAD) !== 0
-  }
-
-  /**
-   * Its route aged out while it kept its sender's withdrawal, which stays
-   * (`OutboundRecords.keepWithdrawal`): on the withdrawals' list, not the
-   * route list. `routedAt` then says when the route aged out.
-   */
-  get withdrawalKept(): boolean {
-    return (this.parts & WITHDRAWAL_KEPT) !== 0
-  }
-
-  /** It is the table's record of its (sender, id): `claim` needs no lookup. */
-  get inTable(): boolean {
-    return (this.parts & IN_TABLE) !== 0
-  }
-
-  get attachmentsLength(): number {
-    return this.rare?.attachmentsLength ?? 0
-  }
-
-  get attachmentsHash(): number {
-    return this.rare?.attachmentsHash ?? NO_ATTACHMENTS_HASH
-  }
-
-  get replyTo(): string | undefined {
-    return this.rare?.replyTo
-  }
-
-  get expectsReply(): boolean | undefined {
-    return this.rare?.expectsReply
-  }
-
-  get supersedes(): string | undefined {
-    return this.rare?.supersedes
-  }
-
-  get retryOf(): string | undefined {
-    return this.rare?.retryOf
-  }
-
-  get replyErrorLength(): number {
-    return this.rare?.replyErrorLength ?? -1
-  }
-
-  get replyErrorHash(): number {
-    return this.rare?.replyErrorHash ?? 0
-  }
-
-  /**
-   * A record for `senderKey`'s send of `message` to `targetId`, fingerprinted
-   * (text and attachments hashed, with their lengths) and not yet kept: the
-   * send pipeline compares it with a kept record, then keeps it.
-   */
-  static of(senderKey: string, targetId: string, message: Message, replyError: string | undefined): OutboundRecord {
-    const record = new OutboundRecord(senderKey, message.id, undefined)
-    const text = message.content.text
-    record.targetId = targetId
-    record.textLength = text.length
-    record.textHash = hash(text)
-    const attachments = message.content.attachments === undefined ? undefined : JSON.stringify(message.content.attachments)
-    if (
-      attachments === undefined && message.replyTo === undefined && message.expectsReply === undefined &&
-      message.supersedes === undefined && message.retryOf === undefined && replyError === undefined
-    ) return record
-    record.rare = {
-      attachmentsLength: attachments === undefined ? 0 : attachments.length,
-      attachmentsHash: attachments === undefined ? NO_ATTACHMENTS_HASH : hash(attachments),
-      replyTo: message.replyTo,
-      expectsReply: message.expectsReply,
-      supersedes: message.supersedes,
-      retryOf: message.retryOf,
-      replyErrorLength: replyError === undefined ? -1 : replyError.length,
-      replyErrorHash: replyError === undefined ? 0 : hash(replyError)
-    }
-    return record
-  }
-
-  /** Takes `other`'s fingerprint (a new send under a kept id). */
-  fingerprintFrom(other: Fingerprint): void {
-    this.targetId = other.targetId
-    this.textLength = other.textLength
-    this.textHash = other.textHash
-    this.rare = other instanceof OutboundRecord ? other.rare : rareOf(other)
-  }
 }
 
 /** How many `Map`s the table is split over (a power of two; see the module header). */
@@ -386,19 +95,7 @@ export class OutboundRecords {
   private recordCount = 0
   private routeTotal = 0
   /** The withdrawals kept past their routes (`keepWithdrawal`), oldest first, on the records' route links. */
-  private oldestKeptEntry: OutboundRecord | undefined = undefined
-  private newestKeptEntry: OutboundRecord | undefined = undefined
-  private keptTotal = 0
-  /** The receivers' shares of the withdrawals' list (`linkKept`). */
-  private readonly shares: KeptShares<OutboundRecord>
-  /** Kept withdrawals dropped because the list was full (`linkKept`), in all, and since the last log line. */
-  private keptDropTotal = 0
-  private keptDropsUntold = 0
-  /** When the last log line about them was written (`linkKept`); none yet: undefined. */
-  private keptDropsToldAt: number | undefined = undefined
-  /** The receiver whose withdrawal the last drop took (`tellKeptDrops` names it). */
-  private keptDropsLargest = ""
-  private readonly notice: (line: string) => void
+  private readonly kept: KeptWithdrawals
   private count = 0
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
@@ -411,12 +108,12 @@ export class OutboundRecords {
   /**
    * @param seed the ids' hash seed: random unless a test needs it known.
    * @param notice a warning line for the broker's log: the withdrawals' list was full and a kept withdrawal
-   * was dropped (`linkKept`); at most one line per KEPT_DROPS_NOTICE_INTERVAL_MS, with the count since the last.
+   * was dropped (`linkKept`); at most one line per KEPT_DROPS_NOTICE_INTERVAL_MS (KeptWithdrawals.ts), with the
+   * count since the last.
    */
   constructor(seed: number = randomInt(0x40000000), notice: (line: string) => void = () => {}) {
     this.seed = seed
-    this.notice = notice
-    this.shares = new KeptShares<OutboundRecord>()
+    this.kept = new KeptWithdrawals(notice)
   }
 
   /** The shard that holds id hash `hash`'s chain. */
@@ -436,22 +133,22 @@ export class OutboundRecords {
 
   /** Withdrawals kept past their routes (`keepWithdrawal`). */
   get withdrawalsKept(): number {
-    return this.keptTotal
+    return this.kept.size
   }
 
   /** Withdrawals kept past their routes of messages to `receiverKey`'s session (its share: `linkKept`). */
   withdrawalsKeptFor(receiverKey: string): number {
-    return this.shares.of(receiverKey)
+    return this.kept.of(receiverKey)
   }
 
   /** Kept withdrawals dropped so far because the withdrawals' list was full (`linkKept`). */
   get withdrawalsDroppedFull(): number {
-    return this.keptDropTotal
+    return this.kept.droppedFull
   }
 
   /** The withdrawal kept past its route longest, if any. */
   get oldestKeptWithdrawal(): OutboundRecord | undefined {
-    return this.oldestKeptEntry
+    return this.kept.oldest
   }
 
   /** Objects in the table (a record with both parts counts once). */
@@ -596,7 +293,7 @@ export class OutboundRecords {
     if (record.routed) this.unlinkRoute(record)
     else {
       // Routed again (a message under its id flushed or sent anew): its kept withdrawal, if any, leaves that list.
-      if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+      if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.kept.unlink(record)
       this.routeTotal++
     }
     // A route made in this run names the instance given the message: with it gone, no record implies one.
@@ -668,31 +365,18 @@ export class OutboundRecords {
 
   /**
    * Puts `record` on the withdrawals' list as its newest, kept from `at`, in `receiverKey`'s share
-   * (KeptShares.ts). Past MAX_KEPT_WITHDRAWALS, one leaves the list now: while any is settled (`settleKept`),
-   * the earliest settled of the receiver holding the most settled; else the oldest of the receiver holding
-   * the most (review revbh BH1: not the list's oldest, which may be an innocent receiver's; while the list
-   * has room nobody's is dropped, BH4) — with `dropKept` (the record may leave the table), not at the next prune
-   * (review revaw AW4). A drop is logged (`notice`): the first at once, later ones at most one line per
-   * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (BH2).
+   * (KeptWithdrawals.link). Past MAX_KEPT_WITHDRAWALS, the one that list names leaves it now — with `dropKept`
+   * (the record may leave the table), not at the next prune (review revaw AW4) — and the drop is logged
+   * (KeptWithdrawals.tellDrops): the first at once, later ones at most one line per
+   * KEPT_DROPS_NOTICE_INTERVAL_MS (by `at`), counting those dropped since the last line (review revbh BH2).
    */
   private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
     record.routedAt = at
-    record.olderRoute = this.newestKeptEntry
-    if (this.newestKeptEntry !== undefined) this.newestKeptEntry.newerRoute = record
-    else this.oldestKeptEntry = record
-    this.newestKeptEntry = record
-    this.keptTotal++
-    this.shares.join(record, receiverKey)
-    if (this.keptTotal <= MAX_KEPT_WITHDRAWALS) return
-    const largest = this.shares.largestReceiver
-    const victim = this.shares.largestOldest()
-    if (largest === undefined || victim === undefined) return
-    this.keptDropTotal++
-    this.keptDropsUntold++
-    this.keptDropsLargest = largest
+    const victim = this.kept.link(record, receiverKey)
+    if (victim === undefined) return
     this.dropKept(victim)
-    this.tellKeptDrops(at)
+    this.kept.tellDrops(at)
   }
 
   /**
@@ -702,31 +386,10 @@ export class OutboundRecords {
    * interval is over, though no drop came after it (review revbl BL1).
    */
   pruneKept(cutoff: number, now: number): void {
-    for (let oldest = this.oldestKeptEntry; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.oldestKeptEntry) {
+    for (let oldest = this.kept.oldest; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.kept.oldest) {
       this.dropKept(oldest)
     }
-    this.tellKeptDrops(now)
-  }
-
-  /**
-   * Logs the kept withdrawals dropped since the last line (`linkKept`), if
-   * any: the first drop at once, then at most one line per
-   * KEPT_DROPS_NOTICE_INTERVAL_MS (`linkKept` at each drop, `pruneKept` at
-   * each prune); a clock stepped back counts as the interval over (review
-   * revbl BL2: the broker's `at` is the wall clock).
-   */
-  private tellKeptDrops(at: number): void {
-    if (this.keptDropsUntold === 0) return
-    const toldAt = this.keptDropsToldAt
-    if (toldAt !== undefined && at >= toldAt && at - toldAt < KEPT_DROPS_NOTICE_INTERVAL_MS) return
-    const largest = this.keptDropsLargest
-    this.notice(
-      `Withdrawals kept: the list (${MAX_KEPT_WITHDRAWALS}) is full; ${this.keptDropsUntold} dropped since the last ` +
-        `such line, each the oldest of the session holding the most (last ${idOfSessionKey(largest)}, ` +
-        `${this.shares.of(largest)} now): a message withdrawn then, if given back later, is delivered live`
-    )
-    this.keptDropsToldAt = at
-    this.keptDropsUntold = 0
+    this.kept.tellDrops(now)
   }
 
   /**
@@ -743,7 +406,7 @@ export class OutboundRecords {
     if ((record.parts & WITHDRAWAL_KEPT) === 0) return
     if (unread) record.parts |= DROPPED_UNREAD
     // It guards no message that can still be given back live: on a full list it goes before any still waiting.
-    this.shares.settle(record)
+    this.kept.settle(record)
   }
 
   /** Takes `record`'s kept withdrawal off the withdrawals' list (its day: Receipts.prune; the bound: `linkKept`); the record may leave the table. */
@@ -761,19 +424,9 @@ export class OutboundRecords {
    * cleared with it), so a caller may skip one without.
    */
   forgetWithdrawal(record: OutboundRecord): void {
-    if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.unlinkKept(record)
+    if ((record.parts & WITHDRAWAL_KEPT) !== 0) this.kept.unlink(record)
     record.parts &= ~(WITHDRAWAL_KEPT | WITHDRAWN_WAITING)
     record.withdrawal = undefined
-  }
-
-  private unlinkKept(record: OutboundRecord): void {
-    if (record.olderRoute !== undefined) record.olderRoute.newerRoute = record.newerRoute
-    else this.oldestKeptEntry = record.newerRoute
-    if (record.newerRoute !== undefined) record.newerRoute.olderRoute = record.olderRoute
-    else this.newestKeptEntry = record.olderRoute
-    record.olderRoute = record.newerRoute = undefined
-    this.keptTotal--
-    this.shares.leave(record)
   }
 
   private unlinkRecord(record: OutboundRecord): void {

@@ -81,7 +81,7 @@
  * hold, its parked mailbox flush).
  *
  * A route is the route part of the message's outbound record
- * (OutboundRecords.ts), beside its replay record: one object per message,
+ * (OutboundRecord.ts), beside its replay record: one object per message,
  * found by the message id the message already carries, so the per-message
  * path builds no key string and keeps no object of its own for the route
  * (docs/performance.md). Ids are per sender: a sender's cancel or supersede
@@ -142,7 +142,8 @@ import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { carriesMessage, mailAmong, parksMessage } from "./OutboundItems.ts"
-import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
+import { OutboundRecord } from "./OutboundRecord.ts"
+import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import { mayHold, type Session, type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
@@ -452,7 +453,7 @@ export class Receipts {
    * Routes past their hour go; one that keeps its sender's withdrawal
    * leaves it on the withdrawals' list (OutboundRecords.ageRoute, as the
    * MAX_ROUTES bound does), where it stays a day, at most
-   * MAX_KEPT_WITHDRAWALS of them (OutboundRecords.ts: past it the oldest of
+   * MAX_KEPT_WITHDRAWALS of them (KeptWithdrawals.ts: past it the oldest of
    * the receiver holding the most goes, as a new one joins, not here): its message may
    * still wait unwritten in an outbox or a parked list, and must not be
    * delivered after its withdrawal when it is given back (review revao AO2).

@@ -7,7 +7,7 @@
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
-import type { OutboundRecord } from "./OutboundRecords.ts"
+import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail } from "./Peer.ts"
 import type { RecentSession } from "./RecentSessions.ts"
 import type { Session } from "./Registry.ts"
@@ -31,7 +31,7 @@ export interface SendAttempt {
   /** For a reply: the record key of the ask it answers (the target's `replyTo`), built once. */
   readonly replyKey: string | undefined
   /**
-   * The message's outbound record (OutboundRecords.ts), fingerprinted and
+   * The message's outbound record (OutboundRecord.ts), fingerprinted and
    * kept with the send's outcome: a stage that keeps something per message
    * (a receipt route) keeps it there.
    */

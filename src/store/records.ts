@@ -152,7 +152,7 @@ export type Outcome =
  * timestamps or sequence numbers. Text and attachments are hashed (with their
  * lengths, so a collision also needs equal lengths), and so is a failure
  * reply's `replyError` (C-BRK-8), when there is one. Kept as fields of the
- * message's one outbound record (OutboundRecords.ts), not as an object or a
+ * message's one outbound record (OutboundRecord.ts), not as an object or a
  * string of its own: records are kept by the hundred thousand, and every
  * object they hold is work for the garbage collector.
  */

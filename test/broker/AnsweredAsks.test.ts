@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AnsweredAsks, MAX_ANSWERED } from "../../src/broker/AnsweredAsks.ts"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
 import { message } from "../support/broker.ts"
 
 const WINDOW_MS = 1_000

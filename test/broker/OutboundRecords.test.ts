@@ -8,12 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DELIVERED, DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import {
-  idHash,
-  MAX_KEPT_WITHDRAWALS,
-  OutboundRecord,
-  OutboundRecords
-} from "../../src/broker/OutboundRecords.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/KeptWithdrawals.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
+import { idHash, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 

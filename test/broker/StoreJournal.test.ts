@@ -11,7 +11,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
 import { Effect } from "effect"
 import { resolveCoreOptions } from "../../src/broker/options.ts"
 import { type Mail, Peer } from "../../src/broker/Peer.ts"

@@ -6,12 +6,9 @@
  * largest share costs the share whose join made it, not an older one (BL3).
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  KEPT_DROPS_NOTICE_INTERVAL_MS,
-  MAX_KEPT_WITHDRAWALS,
-  OutboundRecord,
-  OutboundRecords
-} from "../../src/broker/OutboundRecords.ts"
+import { KEPT_DROPS_NOTICE_INTERVAL_MS, MAX_KEPT_WITHDRAWALS } from "../../src/broker/KeptWithdrawals.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
+import { OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import { keptFor, noticedTable, SEED } from "../support/keptWithdrawals.ts"
 
 const HOUR = KEPT_DROPS_NOTICE_INTERVAL_MS

@@ -11,12 +11,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import {
-  KEPT_DROPS_NOTICE_INTERVAL_MS,
-  MAX_KEPT_WITHDRAWALS,
-  OutboundRecord,
-  OutboundRecords
-} from "../../src/broker/OutboundRecords.ts"
+import { KEPT_DROPS_NOTICE_INTERVAL_MS, MAX_KEPT_WITHDRAWALS } from "../../src/broker/KeptWithdrawals.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
+import { OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import { CANCELLED, keptFor, messageOf, noticedTable, SEED } from "../support/keptWithdrawals.ts"
 
 describe("the withdrawals' list drops the oldest of the receiver holding the most, only when full (review revbh)", () => {

@@ -13,7 +13,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/KeptWithdrawals.ts"
 import { message } from "../support/broker.ts"
 import { custodyFeatures, m1CancelParked, returnAfterTheHour } from "../support/controlWorld.ts"
 

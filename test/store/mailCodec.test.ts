@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { DELIVERED, type Fingerprint, type Outcome, QUEUED } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
 import type { Mail } from "../../src/broker/Peer.ts"
 import {
   CorruptRow,

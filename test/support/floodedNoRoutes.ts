@@ -8,7 +8,7 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
-import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/OutboundRecords.ts"
+import { MAX_KEPT_WITHDRAWALS } from "../../src/broker/KeptWithdrawals.ts"
 import { message } from "./broker.ts"
 import { custodyFeatures, m1StuckWorld, pushOutRoutes } from "./controlWorld.ts"
 

@@ -4,7 +4,8 @@
  * no broker around it.
  */
 import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
+import { OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
