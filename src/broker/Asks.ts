@@ -485,11 +485,17 @@ export class Asks {
    * expired, and the sweep closes its edge, telling its asker (`expired`);
    * nor when the edge open under the key is not that copy's — its
    * `deadline` (the copy's receipt plus its timeout) another: an ask that
-   * reused the id past the replay window (review revae AE1).
+   * reused the id past the replay window (review revae AE1). Never a
+   * durable question's edge: its notification is a frame, not mail, so no
+   * lost copy is ever its; one under the key is the question's that a child
+   * asked by the id of an ask of its own, notified after that ask, whose
+   * deadline — on the clock, `deadline` on the stamps — may equal the ask's
+   * while the stamps lead the clock (test/broker/stamps-question-edge-lost).
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
-    if (edge !== undefined && edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
+    if (edge === undefined || edge.question === true) return
+    if (edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
   }
 
   /**
