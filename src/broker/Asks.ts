@@ -502,10 +502,16 @@ export class Asks {
    * Its asker withdraws the ask of the open `edge`: the edge closes, and the
    * ask is remembered as withdrawn unless its deadline has passed (it
    * expired: a copy of it given back after that owes its asker `expired`).
+   * Stamped now, but never below the ask's receipt (`openedAt`): an ask
+   * restored from a store whose stamps were past the capped floor
+   * (Router.restore) was received above every stamp this run gives for a
+   * while, and its withdrawal must fall within its life (`withdrawnWithin`).
    */
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
-    if (dueOf(edge) > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
+    if (dueOf(edge) <= now) return
+    const stamp = this.ctx.stamps.at(now)
+    this.withdraw(edge.messageKey, edge.openedAt !== undefined && edge.openedAt > stamp ? edge.openedAt : stamp)
   }
 
   /**
