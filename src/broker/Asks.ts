@@ -332,7 +332,7 @@ export class Asks {
     this.edges.delete(key)
     const edge = reply.answers
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
-    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now)
+    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now, edge?.openedAt)
     if (edge === undefined) return
     // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
     // written yet, in its outbox or write in progress.
@@ -519,10 +519,13 @@ export class Asks {
    * `now`, unless it already was within the replay window (the same ask:
    * an id sent again within it is a replay): its earliest withdrawal stands,
    * so a second cancel after its deadline does not move the time out of the
-   * ask's life (`withdrawnWithin`; review revs S3).
+   * ask's life (`withdrawnWithin`; review revs S3). Never stamped below the
+   * ask's receipt, as `withdrawNow`.
    */
   private withdrawAnswered(messageKey: string, now: number): void {
-    const stamp = this.ctx.stamps.at(now)
+    const at = this.ctx.stamps.at(now)
+    const openedAt = this.answered.openedAtOf(messageKey)
+    const stamp = openedAt !== undefined && openedAt > at ? openedAt : at
     if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
   }
 
