@@ -79,6 +79,8 @@ interface Answer {
   readonly reply: OutboundRecord
   /** The ask edge's due time (broker clock, AskEdges.dueOf): past it no asker waits, and a registration is not told. */
   readonly until: number
+  /** The ask's receipt, a stamp (`AskEdge.openedAt`), when its edge knew it: no withdrawal of it is stamped lower. */
+  readonly openedAt: number | undefined
   told: SessionInstance | undefined
 }
 
@@ -131,10 +133,11 @@ export class AnsweredAsks {
 
   /**
    * The ask `askKey` of the session `askerKey`, open until `until`, was
-   * answered at `now` by the reply whose outbound record is `reply`.
+   * answered at `now` by the reply whose outbound record is `reply`; the
+   * ask was received at the stamp `openedAt`, when known.
    */
-  answered(askKey: string, askerKey: string, until: number, reply: OutboundRecord, now: number): void {
-    const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, told: undefined }, now)
+  answered(askKey: string, askerKey: string, until: number, reply: OutboundRecord, now: number, openedAt?: number): void {
+    const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, openedAt, told: undefined }, now)
     let keys = this.byAsker.get(askerKey)
     if (keys === undefined) {
       keys = new Set()
@@ -164,6 +167,11 @@ export class AnsweredAsks {
   tookOver(peer: Peer, old: Peer): void {
     const pending = writing(old) ? old : this.behind.get(old)
     if (pending !== undefined && writing(pending)) this.behind.set(peer, pending)
+  }
+
+  /** The stamp the answered ask `askKey` was received at (`answered`'s `openedAt`), or undefined when unknown. */
+  openedAtOf(askKey: string): number | undefined {
+    return this.answers.size === 0 ? undefined : this.answers.get(askKey)?.openedAt
   }
 
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */

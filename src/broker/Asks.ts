@@ -332,7 +332,7 @@ export class Asks {
     this.edges.delete(key)
     const edge = reply.answers
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
-    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now)
+    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now, edge?.openedAt)
     if (edge === undefined) return
     // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
     // written yet, in its outbox or write in progress.
@@ -485,21 +485,33 @@ export class Asks {
    * expired, and the sweep closes its edge, telling its asker (`expired`);
    * nor when the edge open under the key is not that copy's — its
    * `deadline` (the copy's receipt plus its timeout) another: an ask that
-   * reused the id past the replay window (review revae AE1).
+   * reused the id past the replay window (review revae AE1). Never a
+   * durable question's edge: its notification is a frame, not mail, so no
+   * lost copy is ever its; one under the key is the question's that a child
+   * asked by the id of an ask of its own, notified after that ask, whose
+   * deadline — on the clock, `deadline` on the stamps — may equal the ask's
+   * while the stamps lead the clock (test/broker/stamps-question-edge-lost).
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
-    if (edge !== undefined && edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
+    if (edge === undefined || edge.question === true) return
+    if (edge.deadline === deadline && dueOf(edge) > now) this.withdrawNow(edge, now)
   }
 
   /**
    * Its asker withdraws the ask of the open `edge`: the edge closes, and the
    * ask is remembered as withdrawn unless its deadline has passed (it
    * expired: a copy of it given back after that owes its asker `expired`).
+   * Stamped now, but never below the ask's receipt (`openedAt`): an ask
+   * restored from a store whose stamps were past the capped floor
+   * (Router.restore) was received above every stamp this run gives for a
+   * while, and its withdrawal must fall within its life (`withdrawnWithin`).
    */
   private withdrawNow(edge: AskEdge, now: number): void {
     this.edges.delete(edge.messageKey)
-    if (dueOf(edge) > now) this.withdraw(edge.messageKey, this.ctx.stamps.at(now))
+    if (dueOf(edge) <= now) return
+    const stamp = this.ctx.stamps.at(now)
+    this.withdraw(edge.messageKey, edge.openedAt !== undefined && edge.openedAt > stamp ? edge.openedAt : stamp)
   }
 
   /**
@@ -507,10 +519,13 @@ export class Asks {
    * `now`, unless it already was within the replay window (the same ask:
    * an id sent again within it is a replay): its earliest withdrawal stands,
    * so a second cancel after its deadline does not move the time out of the
-   * ask's life (`withdrawnWithin`; review revs S3).
+   * ask's life (`withdrawnWithin`; review revs S3). Never stamped below the
+   * ask's receipt, as `withdrawNow`.
    */
   private withdrawAnswered(messageKey: string, now: number): void {
-    const stamp = this.ctx.stamps.at(now)
+    const at = this.ctx.stamps.at(now)
+    const openedAt = this.answered.openedAtOf(messageKey)
+    const stamp = openedAt !== undefined && openedAt > at ? openedAt : at
     if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
   }
 

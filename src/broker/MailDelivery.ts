@@ -801,9 +801,9 @@ export class MailDelivery {
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)
-    // Its own edge only, told by its deadline: an ask's edge's is its receipt plus its timeout, a stamp (StaleAsks.drop);
-    // a durable question's edge's is the clock when it opened plus its timeout (Questions.openEdge), which matches
-    // its mail's only while the stamps do not lead the clock.
+    // Its own edge only, told by its deadline: an ask's edge's is its receipt plus its timeout, a stamp (StaleAsks.drop).
+    // Never a durable question's edge under the same key (its deadline is on the clock, and may equal this one while
+    // the stamps lead it): no mail is a question's notification, and Asks.askLost leaves such an edge open.
     if (mail.message.expectsReply === true && mail.askTimeoutMs !== undefined) {
       this.asks.askLost(mail.recordKey, mail.brokerReceivedAt + mail.askTimeoutMs, now)
     }
