@@ -11,18 +11,16 @@ import { Deferred, Effect, Exit } from "effect"
 import { randomUUID } from "node:crypto"
 import { SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { SupervisorAuthorizationFailedFrame, SupervisorAuthorizedFrame } from "../protocol/frames.ts"
+import type { ClientConnection } from "./ClientConnection.ts"
 import type { ConnectionWrites } from "./ConnectionWrites.ts"
-import { ConnectionLost, type RequestTimeout, SupervisorAuthorizationFailed } from "./errors.ts"
+import { ConnectionLost, SupervisorAuthorizationFailed } from "./errors.ts"
 import { SUPERVISOR_UNAVAILABLE, writeThenAwait } from "./requests.ts"
 
-/** The `authorize_supervisor` requests of one connection, as `makeAuthorizeRequests` makes them. */
-export interface AuthorizeRequests {
-  /** A capability for `childName`, or the restore of `capability` (ClientConnection.ts `authorize`). */
-  readonly authorize: (
-    childName: string,
-    capability: string | undefined,
-    timeoutMs: number
-  ) => Effect.Effect<string, SupervisorAuthorizationFailed | RequestTimeout | ConnectionLost>
+/**
+ * The `authorize_supervisor` requests of one connection, as `makeAuthorizeRequests` makes them: the
+ * connection's `authorize` (ClientConnection.ts), and what the reader and the close call.
+ */
+export interface AuthorizeRequests extends Pick<ClientConnection, "authorize"> {
   /** The broker's answer was read: settles the request waiting for it, if one still does. */
   readonly answer: (frame: SupervisorAuthorizedFrame | SupervisorAuthorizationFailedFrame) => void
   /** The connection closed: every request still waiting fails with `ConnectionLost`. */

@@ -16,26 +16,23 @@ import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effe
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, DeliveredFrame, DeliveryFailedFrame, DeliveryQueuedFrame } from "../protocol/frames.ts"
+import type { ClientConnection } from "./ClientConnection.ts"
 import type { ConnectionWrites } from "./ConnectionWrites.ts"
 import { ConnectionLost, deliveryError, reboundAfterLoss, RequestTimeout } from "./errors.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
 import { PendingCancels } from "./PendingCancels.ts"
-import { addressedTo, PendingSends, type SendAnswer, type UnansweredSend } from "./PendingSends.ts"
+import { addressedTo, PendingSends, type SendAnswer } from "./PendingSends.ts"
 import type { Registered } from "./RegisterHandshake.ts"
-import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf, writeThenAwait } from "./requests.ts"
+import { awaitAnswer, sendFrameText, signatureOf, writeThenAwait } from "./requests.ts"
 
-/** The sends and cancels of one connection, as `makeConnectionSends` makes them; see the module header. */
-export interface ConnectionSends {
-  /** A `send`, or with `supervisor_send` a child's message to its supervisor (ClientConnection.ts `send`). */
-  readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
-  /** Writes sends another connection left unanswered, as one batch (ClientConnection.ts `resend`). */
-  readonly resend: (sends: ReadonlyArray<UnansweredSend>, keepMs: number) => Effect.Effect<void, ConnectionLost>
-  /** `cancel_message` (P71), written once a send of the id still waiting is answered: true when the broker cancelled it. */
-  readonly cancel: (messageId: string, timeoutMs: number) => Effect.Effect<boolean, RequestTimeout | ConnectionLost>
-  /** Whether this connection wrote `request` again after an earlier one lost it (ClientConnection.ts `writtenAfterLoss`). */
-  readonly writtenAfterLoss: (request: SendRequest, frameType?: SendFrameType) => boolean
-  /** Once the connection has closed, the sends it had taken and not seen answered, in order (empty while open). */
-  readonly unanswered: () => ReadonlyArray<UnansweredSend>
+/**
+ * The sends and cancels of one connection, as `makeConnectionSends` makes them: the connection's `send`,
+ * `resend`, `cancel`, `writtenAfterLoss` and `unanswered` (ClientConnection.ts says what each does), and what
+ * the reader and the close call; see the module header.
+ */
+export interface ConnectionSends
+  extends Pick<ClientConnection, "send" | "resend" | "cancel" | "writtenAfterLoss" | "unanswered">
+{
   /** A `delivered` or `delivery_failed` was read: the cancel or send it answers, or `sinks.lateAnswer`. */
   readonly answered: (frame: DeliveredFrame | DeliveryFailedFrame) => void
   /** A `delivery_queued` was read: the send it answers, or `sinks.lateAnswer`. */

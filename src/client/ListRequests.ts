@@ -12,8 +12,9 @@ import { Deferred, Effect, Exit, type Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { ASK_EXPIRY_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import type { SessionInfo, SessionsFrame } from "../protocol/frames.ts"
+import type { ClientConnection } from "./ClientConnection.ts"
 import type { ConnectionWrites } from "./ConnectionWrites.ts"
-import { ConnectionLost, type RequestTimeout } from "./errors.ts"
+import { ConnectionLost } from "./errors.ts"
 import { writeThenAwait } from "./requests.ts"
 
 /** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
@@ -22,20 +23,11 @@ interface SessionsPage {
   readonly nextCursor?: string
 }
 
-/** The `list` requests of one connection, as `makeListRequests` makes them; see the module header. */
-export interface ListRequests {
-  /** Every live session of the own group, or of `group` (ClientConnection.ts `list`). */
-  readonly list: (
-    timeoutMs: number,
-    group?: string
-  ) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
-  /** The liveness probe (ClientConnection.ts `probe`). */
-  readonly probe: (timeoutMs: number) => Effect.Effect<void, RequestTimeout | ConnectionLost>
-  /** The asker's settling round trip (ClientConnection.ts `settle`). */
-  readonly settle: <E>(
-    timeoutMs: number,
-    keepWaiting: Effect.Effect<number | undefined, E>
-  ) => Effect.Effect<boolean, RequestTimeout | ConnectionLost | E>
+/**
+ * The `list` requests of one connection, as `makeListRequests` makes them: the connection's `list`, `probe`
+ * and `settle` (ClientConnection.ts says what each does), and what the reader and the close call.
+ */
+export interface ListRequests extends Pick<ClientConnection, "list" | "probe" | "settle"> {
   /** A `sessions` frame was read: answers the request waiting for it, if one still does. */
   readonly answer: (frame: SessionsFrame) => void
   /** The connection closed: every request still waiting fails with `ConnectionLost`. */
