@@ -84,7 +84,7 @@ export interface WarmUpReport {
 /** The 100 characters of every synthetic message (the bench's size). */
 const TEXT = JSON.stringify("w".repeat(100))
 
-/** The extensions `IntercomClient` asks for (ClientConnection.ts: all but the live view). */
+/** The extensions `IntercomClient` asks for (RegisterHandshake.ts: all but the live view). */
 const CLIENT_FEATURES = EXTENSION_FEATURES.filter((feature) => feature !== OBSERVE_V1)
 
 const processCpuMs = (): number => {

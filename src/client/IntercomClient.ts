@@ -53,8 +53,10 @@
  * the takeover and its take-back ClientTakeover.ts, re-sending what a
  * connection lost Resending.ts, the departures read and the membership
  * reconciliation ClientMembership.ts (the view MembershipView.ts), the
- * broker's state epoch StateEpochs.ts; the per-connection tables are
- * ClientConnection.ts's, the unanswered sends PendingSends.ts's, the
+ * broker's state epoch StateEpochs.ts; one connection and the close of its
+ * tables are ClientConnection.ts's (its parts: ConnectionReader.ts,
+ * ConnectionWrites.ts, ConnectionSends.ts, ListRequests.ts,
+ * AuthorizeRequests.ts, RegisterHandshake.ts), the unanswered sends PendingSends.ts's, the
  * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
  * connection KeptReceipts.ts's, an asker's settling round trip
  * SettleRoundTrip.ts's.

@@ -1,7 +1,7 @@
 /**
  * What a refusal read after a loss means: the one rule the client reads a send's answer by once a connection lost
  * that send on the way, whoever reads it — the send's own retry through the rejoin grace (Resending.ts `send`) or a
- * connection that read it late, after its caller stopped waiting (ClientConnection.ts, `ClientSinks.lateAnswer`).
+ * connection that read it late, after its caller stopped waiting (ConnectionSends.ts, `ClientSinks.lateAnswer`).
  *
  * A write after a loss is answered by the broker reached next, which may not know what became of the first write (a
  * broker restarted, or a durable one killed after delivering it and before storing it). A refusal that says only what

@@ -3,7 +3,7 @@
  * send of the same id, which the close failed) writes nothing and ends unwritten. An earlier cancel of that
  * id the close cut off unanswered may have been carried out, and left the question's pair reopened: the
  * unwritten one must not close it, or the question the broker asks again on the next connection is dropped
- * as a repeat (review revaj AJ1, the `!open` path of ClientConnection's `cancel`).
+ * as a repeat (review revaj AJ1, the `!writes.open` path of ConnectionSends' `cancel`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"

@@ -4,7 +4,7 @@
  * was read may still have been carried out, the question asked again: so
  * the question's pair stays reopened and a copy passes once (a possible
  * duplicate, never a loss) until the late answer is read, which closes it
- * (ClientConnection's `cancel`, RecentMessages.cancelEnded; review revag
+ * (ConnectionSends' `cancel`, RecentMessages.cancelEnded; review revag
  * AG1). A cancel waiting for the reply's own answer lets nothing go before
  * its frame is written (RecentMessages.cancelWritten; review revaa AA2); a
  * second caller of the same cancel still waiting after the first gave up

@@ -85,7 +85,7 @@ describe("RecentMessages: the questions this client answered", () => {
     assert.strictEqual(recent.firstTime("alice", "q1", all, true), "new")
     recent.replied("r1", "q1", "alice", undefined)
     // The first cancel: the broker withdraws the reply and asks again; the answer is lost with the connection,
-    // which tells the cancel abandoned: no answer, the pair left as it is (ClientConnection, review revag AG1).
+    // which tells the cancel abandoned: no answer, the pair left as it is (ConnectionSends.failAll, review revag AG1).
     recent.cancelWritten("r1")
     assert.strictEqual(recent.firstTime("alice", "q1", all), "again", "the question asked again was dropped")
     recent.cancelAbandoned("r1")

@@ -3,7 +3,7 @@
  * (`--delivery`), where C's stalled reader returns m20 after C's client has
  * dropped the connection itself (a failed liveness probe). Under
  * `received-v1` the client does not hand it to the host
- * (src/client/ClientConnection.ts, `dropped`); with that guard reverted the
+ * (src/client/ConnectionReader.ts, `dropped`); with that guard reverted the
  * run fails `handed-after-drop`.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -3,7 +3,7 @@
  * (ledger/dropped.ts): a message whose only copy B's `received-v1` client
  * took off a connection after it had dropped that connection itself is
  * reported when B's host, or B's ask, is handed it (seed 10425,
- * `--delivery`, with ClientConnection's `dropped` guard reverted); not when
+ * `--delivery`, with ConnectionReader's `dropped` guard reverted); not when
  * a client of B read a copy on a connection it held first, nor when the
  * broker had not granted that connection `received-v1` (then the broker
  * counts the message delivered, and handing it on is right).

@@ -10,7 +10,7 @@
  * wire taps never see them. Under `received-v1` such a message is the
  * broker's: it gives it to the session's next connection, or withdraws it
  * when its sender cancelled it meanwhile, and the client does not hand it on
- * (src/client/ClientConnection.ts, `dropped`; seed 10425). This module
+ * (src/client/ConnectionReader.ts, `dropped`; seed 10425). This module
  * remembers those late frames and judges what a session is handed against
  * them: its host (`Ledger.hostDelivered`), or its ask (a reply).
  */
