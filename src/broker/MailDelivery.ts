@@ -435,9 +435,10 @@ export class MailDelivery {
     // not the copy a client read, so it is no longer kept as one (review revi I4). A size check when none is.
     // Its route goes whatever reader it names — not `copyLeft`'s rule: it is the old message's, and kept it would
     // tie this one to a client instance that never got it (a receipt along it would reach the sender as this
-    // one's). Nor could the rule keep a withdrawal for a told reader's stuck write (review revbx BX3): the
-    // resend's own replay record, written next, forgets it (DeliveryRecords.keep, review revf R1), so that write
-    // gives the old message back as not withdrawn — a gap of reused ids, not of this call.
+    // one's). Nor does a told reader's stuck write (review revbx BX3) need the route: the resend's own replay
+    // record, written next, forgets the withdrawal (DeliveryRecords.keep, review revf R1) but notes it for the
+    // old message, which that write's give-back finds so and drops (DeliveryRecords.withdrawnBeforeResend,
+    // MailReturns.requeueForwarded; review cpback).
     if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
     let refused: Outcome | undefined
     for (const eviction of this.mailbox.put(mail)) {
@@ -796,8 +797,9 @@ export class MailDelivery {
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot
-    // already (DeliveryRecords.keep): dropping it takes no withdrawal a stuck write still needs (review revbx
-    // BX3's shape; test/broker/lost-route-other-holder.test.ts).
+    // already and noted for the old message's give-back (DeliveryRecords.keep, withdrawnBeforeResend): dropping
+    // it takes no withdrawal a stuck write still needs (review revbx BX3's shape;
+    // test/broker/lost-route-other-holder.test.ts).
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)
