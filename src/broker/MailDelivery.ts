@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 840 lines, one concept: the fate of mail that is not being
+ * Size: about 860 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -493,6 +493,21 @@ export class MailDelivery {
       retryable: false
     })
     return readers === undefined ? "deleted" : "copy"
+  }
+
+  /**
+   * Its sender superseded the message `messageKey` (Receipts' supersede
+   * stage: the control went to the live client instance its route names)
+   * while a copy of it waits in the mailbox — given back unconfirmed by that
+   * reader, P49's other holder of the identity of the session it names,
+   * which is away: the copy leaves silently (the record says superseded, its
+   * sender answered), so no return of that session is given it live after
+   * the supersede (review cpback). Its route stays, keeping the withdrawal. A
+   * size check when the mailbox is empty; supersede sends only.
+   */
+  superseded(messageKey: string): void {
+    if (this.mailbox.size === 0 || this.mailbox.get(messageKey) === undefined) return
+    this.mailbox.delete(messageKey)
   }
 
   /**
