@@ -9,9 +9,18 @@
  * past the bound, records older than the window go first (oldest first); if
  * every record is younger, the sender holding the most records loses its
  * oldest — one flooding sender never costs the others their window.
+ *
+ * A new send under an id whose earlier message its sender withdrew makes the
+ * record forget that withdrawal (the new message is not withdrawn: review
+ * revf R1), but the withdrawn message may still wait in a write that never
+ * completed. So the forgetting is noted by the message's record key with the
+ * new send's stamp (`forgotten`, a day, bounded): a message under that key
+ * given back later, received before that stamp, is still the withdrawn one's
+ * (`withdrawnBeforeResend`; review cpback).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Outcome } from "../store/records.ts"
+import { AgedMap } from "./AgedMap.ts"
 import { OutboundRecord } from "./OutboundRecord.ts"
 import { OutboundRecords } from "./OutboundRecords.ts"
 
@@ -32,6 +41,15 @@ export const deliveredTo = (receiverId: string, targetId: string): Outcome =>
 
 /** The answer to a send queued in the mailbox. */
 export const QUEUED: Outcome = { ok: true, delivery: "queued" }
+
+/**
+ * How long a withdrawal a new send under its id made its record forget is still found for the messages received
+ * before that send (`withdrawnBeforeResend`): a day, as a withdrawal outlives its route on the withdrawals' list.
+ */
+const FORGOTTEN_MS = 86_400_000
+
+/** Such withdrawals kept at most, overall; past it the oldest go (a message given back after that is not found withdrawn). */
+const MAX_FORGOTTEN = 4096
 
 /** A kept replay record: its fingerprint and outcome. */
 export interface DeliveryRecord extends Fingerprint {
@@ -115,15 +133,30 @@ export class DeliveryRecords {
    * nothing outlives the record, and nothing is added to a record that was never cancelled.
    */
   private readonly cancelStamps = new WeakMap<OutboundRecord, number>()
+  /**
+   * Withdrawals a new send under their message's id made its record forget (`keep`), by record key: the stamp
+   * that send's message was given (`stamp`). Empty unless a sender reused the id of a message it withdrew.
+   */
+  private readonly forgotten = new AgedMap<string, number>(MAX_FORGOTTEN)
+  /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
+  private readonly stamp: (now: number) => number
 
   /**
    * @param notice a warning for the broker's log from the table (OutboundRecords: its withdrawals' list was full
    * and dropped one; at most one line an hour).
+   * @param stamp the broker's stamp at a clock reading (BrokerStamps.at; by default the reading itself), as
+   * `brokerReceivedAt` is given: `forgotten` compares a given-back message's with it.
    */
-  constructor(limits: ReplayLimits, observer?: RecordObserver, notice?: (line: string) => void) {
+  constructor(
+    limits: ReplayLimits,
+    observer?: RecordObserver,
+    notice?: (line: string) => void,
+    stamp: (now: number) => number = (now) => now
+  ) {
     this.limits = limits
     this.observer = observer
     this.table = new OutboundRecords(undefined, notice)
+    this.stamp = stamp
   }
 
   /** Records held. */
@@ -201,8 +234,12 @@ export class DeliveryRecords {
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
     // cancel or supersede is not this one's (review revf R1) — nor does it hold a place on the withdrawals' list
     // (review revau AU2). Only a record with a withdrawal can be on that list: one field test on the send path, as
-    // the field write it replaces.
-    if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
+    // the field write it replaces. The withdrawn message may still wait unwritten: noted, for its give-back
+    // (`withdrawnBeforeResend`, review cpback).
+    if (record.withdrawal !== undefined) {
+      this.forgotten.put(recordKeyOf(record.senderKey, record.id), this.stamp(now), now)
+      this.table.forgetWithdrawal(record)
+    }
     this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
@@ -227,8 +264,24 @@ export class DeliveryRecords {
     this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt })
   }
 
-  /** Drops records past the retention time. */
+  /**
+   * Whether a message under `recordKey` received at the stamp `receivedAt`
+   * (`Mail.brokerReceivedAt`), given back, is one its sender withdrew before
+   * a new send under its id made the record forget that (`keep`): received
+   * before that send, within a day of it. Such a message is not the new
+   * one, whose own give-back finds it live: same stamp or later. A message
+   * sent in the same millisecond as the new one (a stamp tie) is not found
+   * so. Give-back path only; a size check when no withdrawal was forgotten.
+   */
+  withdrawnBeforeResend(recordKey: string, receivedAt: number): boolean {
+    if (this.forgotten.size === 0) return false
+    const before = this.forgotten.get(recordKey)
+    return before !== undefined && receivedAt < before
+  }
+
+  /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */
   prune(now: number): void {
+    if (this.forgotten.size > 0) this.forgotten.expire(now - FORGOTTEN_MS - 1)
     const cutoff = now - this.limits.retentionMs - 1
     for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
       this.drop(oldest)

@@ -60,7 +60,7 @@
  * rides on each copy of the message (review revi I3, I7), and a resend
  * queued over a kept copy is a new message (I4).
  *
- * Size: about 840 lines, one concept: the fate of mail that is not being
+ * Size: about 860 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -435,9 +435,10 @@ export class MailDelivery {
     // not the copy a client read, so it is no longer kept as one (review revi I4). A size check when none is.
     // Its route goes whatever reader it names — not `copyLeft`'s rule: it is the old message's, and kept it would
     // tie this one to a client instance that never got it (a receipt along it would reach the sender as this
-    // one's). Nor could the rule keep a withdrawal for a told reader's stuck write (review revbx BX3): the
-    // resend's own replay record, written next, forgets it (DeliveryRecords.keep, review revf R1), so that write
-    // gives the old message back as not withdrawn — a gap of reused ids, not of this call.
+    // one's). Nor does a told reader's stuck write (review revbx BX3) need the route: the resend's own replay
+    // record, written next, forgets the withdrawal (DeliveryRecords.keep, review revf R1) but notes it for the
+    // old message, which that write's give-back finds so and drops (DeliveryRecords.withdrawnBeforeResend,
+    // MailReturns.requeueForwarded; review cpback).
     if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
     let refused: Outcome | undefined
     for (const eviction of this.mailbox.put(mail)) {
@@ -492,6 +493,21 @@ export class MailDelivery {
       retryable: false
     })
     return readers === undefined ? "deleted" : "copy"
+  }
+
+  /**
+   * Its sender superseded the message `messageKey` (Receipts' supersede
+   * stage: the control went to the live client instance its route names)
+   * while a copy of it waits in the mailbox — given back unconfirmed by that
+   * reader, P49's other holder of the identity of the session it names,
+   * which is away: the copy leaves silently (the record says superseded, its
+   * sender answered), so no return of that session is given it live after
+   * the supersede (review cpback). Its route stays, keeping the withdrawal. A
+   * size check when the mailbox is empty; supersede sends only.
+   */
+  superseded(messageKey: string): void {
+    if (this.mailbox.size === 0 || this.mailbox.get(messageKey) === undefined) return
+    this.mailbox.delete(messageKey)
   }
 
   /**
@@ -796,8 +812,9 @@ export class MailDelivery {
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot
-    // already (DeliveryRecords.keep): dropping it takes no withdrawal a stuck write still needs (review revbx
-    // BX3's shape; test/broker/lost-route-other-holder.test.ts).
+    // already and noted for the old message's give-back (DeliveryRecords.keep, withdrawnBeforeResend): dropping
+    // it takes no withdrawal a stuck write still needs (review revbx BX3's shape;
+    // test/broker/lost-route-other-holder.test.ts).
     this.routes.lost(mail.senderKey, mail.message.id)
     const now = this.ctx.now()
     this.tellLost(mail, detail, now, knownTarget)

@@ -386,6 +386,10 @@ export class MailReturns {
   /** `requeue`: true when the message went to its session's live connection. */
   private requeueForwarded(outbound: OutboundMessage): boolean {
     const { mail } = outbound
+    // Withdrawn before a new send under its id, whose record forgot that (DeliveryRecords.withdrawnBeforeResend):
+    // it goes silently, and touches nothing under its record key — the mailbox's place and the route there are
+    // the new message's (review cpback: it replaced the resend in the mailbox, and came back live as not withdrawn).
+    if (this.ctx.records.withdrawnBeforeResend(mail.recordKey, mail.brokerReceivedAt)) return false
     const now = this.ctx.now()
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): not queued again, and not given to a client instance it was not given before the withdrawal.

@@ -320,6 +320,8 @@ export class Receipts {
         retryable: false
       }
       this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
+      // A copy of it waiting in the mailbox for its session (given back by the reader told now) goes with it.
+      this.mail.superseded(messageKey)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).

@@ -282,10 +282,11 @@ export class Router {
       perOutbox: options.outboxChars,
       total: options.outboxCharsTotal
     }, (level, message) => ctx.log(level, message), () => signal(signals.output), (peer) => staging.roomFor(peer))
+    const stamps = new BrokerStamps(now)
     const ctx: RouterContext = {
       options,
       now,
-      stamps: new BrokerStamps(now),
+      stamps,
       log: (level, message) => {
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
       },
@@ -306,7 +307,7 @@ export class Router {
           if (!outcome.ok) journal.mailGone(sender, id)
           if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
-      }, (line) => ctx.log("warning", line)),
+      }, (line) => ctx.log("warning", line), (at) => stamps.at(at)),
       journal,
       protocolError: (peer, detail) => {
         // One line per connection: a closing one still reads its `received` frames (known issue 20),

@@ -10,7 +10,9 @@
  * the new m0, which waits for c unread. The withdrawal that f-1's give-back
  * would need is not the route's to keep here: the resend's own replay
  * record forgets it (DeliveryRecords.keep, review revf R1), whichever rule
- * `queue` follows — see the comment at that call.
+ * `queue` follows, and notes it for the old message's give-back
+ * (DeliveryRecords.withdrawnBeforeResend; withdrawn-copy-resend-given-back
+ * .test.ts) — see the comment at that call.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

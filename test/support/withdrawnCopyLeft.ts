@@ -32,10 +32,11 @@ export const copyLeftWorld = (options: BrokerCoreOptions, clock: { now: number }
     const { batch, closeAbandoned, connect, framesOf, router, stick } = yield* readerWorld(options, clock)
     /**
      * A new connection registers `sessionId` with `frame`'s fields, named `name` in cwd /tmp: every session
-     * named B so holds one identity (P49).
+     * named B so holds one identity (P49). `stuck`: its writes never complete, from before its registration.
      */
-    const reg = (sessionId: string, frame: Readonly<Record<string, unknown>>, name = "B"): Peer => {
+    const reg = (sessionId: string, frame: Readonly<Record<string, unknown>>, name = "B", stuck = false): Peer => {
       const peer = connect()
+      if (stuck) stick(peer)
       batch(peer, [registerFrame({ sessionId, name, cwd: "/tmp", frame })])
       return peer
     }
