@@ -7,7 +7,7 @@
  *
  * A sender cancelling or superseding a message drops its pending ask (P73);
  * one the host has not taken yet — or not yet received: the controls are
- * another stream — is handed over passive, marked withdrawn (Inbound.ts's
+ * another stream — is handed over passive, marked withdrawn (InboundIntent.ts's
  * `prepare`), starting no turn, its ask closed as soon as it is recorded. The
  * hand-off keeps the withdrawal of a waiting message, the journal saves it (so
  * a later generation restoring the message hands it over withdrawn too), and
