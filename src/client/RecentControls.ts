@@ -10,7 +10,7 @@
  * still in the socket, so it must send it again. The message it is about
  * comes again too and is dropped (RecentMessages.ts); without this the
  * control was passed on a second time, and a consumer answering it
- * (src/session/Inbound.ts) sent its sender a second
+ * (src/session/InboundControls.ts) sent its sender a second
  * `cancellation_requested` or `superseded` receipt.
  *
  * The same record tells whether a message was withdrawn (`withdrawal`):

@@ -212,7 +212,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           return notDelivered("Reply", display)(error)
         })
       )
-      // A staged answer (replace) that a later message of the thread replaces reopens the ask (Inbound.ts).
+      // A staged answer (replace) that a later message of the thread replaces reopens the ask (InboundControls.ts).
       tracker.markReplied(context.from.id, context.message.id, delivery.delivery === "staged" ? message.id : undefined)
       yield* sending.recordSent(display, message)
       return {

@@ -8,8 +8,9 @@
  * C-DLV-12) joins it instead of reaching the host twice, and `commit` says how
  * many copies joined, so each can be answered once the first was taken.
  *
- * Synchronous; owned by the session's inbound handling (`Inbound.ts`), whose
- * fibers call it only from synchronous code.
+ * Synchronous; owned by the session's inbound handling (`Inbound.ts`, which
+ * passes it to its restore and control rules: InboundRestore.ts,
+ * InboundControls.ts), whose fibers call it only from synchronous code.
  */
 
 /**

@@ -15,7 +15,7 @@
  * | `Actions.ts` | list / send / reply / pending / status |
  * | `Ask.ts` | the blocking ask that holds the reply-waiter slot |
  * | `SupervisorContact.ts` | a delegated child's `contact_supervisor`, sharing that slot |
- * | `Inbound.ts` | the message, membership and control fibers |
+ * | `Inbound.ts` | the message, membership and control fibers (the control rules: `InboundControls.ts`) |
  * | `InboundJournal.ts` | checkpoint, restore and Esc-clear redelivery with a host journal |
  * | `ToolExposure.ts` | lazy exposure of the tool (`load_intercom`) |
  * | `IntercomTool.ts` | `intercom(params)`: check once, act, render |

@@ -1,7 +1,7 @@
 /**
  * The withdrawals a session generation made with no control read by its client behind them: a message the host
  * journal restored already withdrawn (the last process saved its control), or one a later message of its sender
- * withdrew by naming it in `supersedes` (the control may never come: Inbound.ts `supersededBy`).
+ * withdrew by naming it in `supersedes` (the control may never come: InboundControls.ts `supersededBy`).
  *
  * Why: the client's own record of the controls it read (`IntercomClient.withdrawal`) passes each control on once,
  * and the hand-off knows the withdrawal of a message still waiting (`HostHandoff.withdraw`'s `already`). Neither
@@ -14,8 +14,9 @@
  * the two, so the real control given again (the broker keeps it for this client instance) answers the sender once
  * (`answer`), telling the host nothing (review revbt bt2). One made here was answered here.
  *
- * Owner: one generation's inbound handling (Inbound.ts), on its message and control fibers; no state outside the
- * generation. Bounded: the newest MAX_KEPT, the oldest forgotten first (a control that late, or a repeated
+ * Owner: one generation's inbound handling (Inbound.ts builds it), on its message and control fibers: noted by its
+ * restore (InboundRestore.ts) and `supersededBy`, read by the control rules (InboundControls.ts), forgotten by the
+ * message fiber's admission (Inbound.ts); no state outside the generation. Bounded: the newest MAX_KEPT, the oldest forgotten first (a control that late, or a repeated
  * `supersedes`, is then acted on again, as before this record). A new message read under a key forgets it
  * (`forget`): a withdrawal of the old message is not the new one's.
  */

@@ -1,8 +1,8 @@
 /**
  * Two messages under one (sender, id) in pi's queues at once (a sender reusing an id, P46), through the pi host
  * (`makePiHost` over the typed rig, test/pi/hostRig.ts) and the session's journal keeper wired to it: the older
- * one's control, read after the newer one (`JournalKeeper.withdrawnEarlier`, as Inbound.ts's control fiber calls
- * it), marks the older one where pi still holds it, and only it — pi's `message_end` of each is told apart by the
+ * one's control, read after the newer one (`JournalKeeper.withdrawnEarlier`, as InboundControls.ts's control fiber
+ * calls it), marks the older one where pi still holds it, and only it — pi's `message_end` of each is told apart by the
  * details object pi was handed it with, whatever order pi drains its queues in (steers before follow-ups).
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -38,7 +38,7 @@ type ReadAt = "inDeliver" | "beforeTaken" | "afterTaken"
 
 /**
  * Hands `live` over through a real HostHandoff to a host wired as pi's (`handed` with a turn), reading a `cancel`
- * of it at `readAt` as Inbound.ts's control fiber does; then `later`, a new message reusing its id, live.
+ * of it at `readAt` as InboundControls.ts's control fiber does; then `later`, a new message reusing its id, live.
  * Gives what each enters the model's context as, and the withdrawals the host saved.
  */
 const run = (live: Inbound, readAt: ReadAt, later: Inbound) =>

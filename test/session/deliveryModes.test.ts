@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { Reason } from "../../src/protocol/delivery.ts"
-import { intentFor } from "../../src/session/Inbound.ts"
+import { intentFor } from "../../src/session/InboundIntent.ts"
 import { B, inboundMessage, settle, withPeers } from "./support.ts"
 
 describe("outgoing delivery modes", () => {

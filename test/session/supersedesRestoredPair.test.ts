@@ -2,7 +2,7 @@
  * A superseding message restored from the host journal together with the message it names (the last process
  * checkpointed both, its control fiber not yet having saved the withdrawal when it ended; both confirmed, so the
  * broker gives nothing again): the old message is handed over withdrawn, as the control would have had it (review
- * revbp BP4: Inbound.ts's restore looks for a later restored message of the sender that supersedes it). Fake
+ * revbp BP4: InboundRestore.ts's restore looks for a later restored message of the sender that supersedes it). Fake
  * client, TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
