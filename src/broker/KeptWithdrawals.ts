@@ -21,11 +21,12 @@
  * This module owns the list's links, its count, the shares and the drops'
  * log; the record's bits (WITHDRAWAL_KEPT, WITHDRAWN_WAITING) and whether
  * a dropped record leaves the table stay with the table (OutboundRecords.ts,
- * `linkKept`, `dropKept`), which calls in here only for a record whose
+ * `linkKept`, `dropKept`), which changes the list only for a record whose
  * withdrawal is kept or to be kept: on the cancel, supersede and
  * route-aging paths, and when a message under such a record's id is routed
  * or sent again (`keepRoute`, `forgetWithdrawal`) — never for a plain
- * send's record.
+ * send's record; each prune reads the list's oldest and may log its drops
+ * (`oldest`, `tellDrops`), and the counts are read by the status.
  *
  * Owner: OutboundRecords.
  */
@@ -34,8 +35,9 @@ import { KeptShares } from "./KeptShares.ts"
 import { idOfSessionKey } from "./Registry.ts"
 
 /**
- * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops the
- * oldest of the receiver holding the most at once (`KeptWithdrawals.link`, KeptShares.ts; reviews revaw AW4,
+ * Withdrawals kept past their routes at most, overall (the withdrawals' list): one more put on it drops one at
+ * once — a settled one (its give-back settled) before any still waiting, each the oldest of the receiver
+ * holding the most of its kind (review revbx BX1) (`KeptWithdrawals.link`, KeptShares.ts; reviews revaw AW4,
  * revbh), so the list never holds more between prunes.
  */
 export const MAX_KEPT_WITHDRAWALS = 4_096

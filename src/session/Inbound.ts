@@ -72,7 +72,8 @@
  * (InboundControls.ts), departures (Departures.ts) and the read-time route
  * (ReplyAtRead.ts). What stays here is the wiring of the three streams and
  * the message fiber's admission, whose state (`unsaved`, `keptNow`,
- * `admitting`) only it and the hand-off's `taken` touch.
+ * `admitting`) only it and the hand-off's `taken` write (`admitting` is
+ * also read through the callback handed to `runReplyAtRead`).
  */
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { InboundMessage } from "../client/events.ts"

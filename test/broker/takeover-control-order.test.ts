@@ -2,7 +2,7 @@
  * Review revh3 (C-ORD): a `message_control` frame — a sender's cancel or
  * supersede — must not reach the receiver's connection ahead of the message
  * it is about. The receiving client marks an unknown id replied
- * (session/Inbound.ts `markReplied`) and then gets the message: a withdrawn
+ * (`ReplyTracker.markReplied`) and then gets the message: a withdrawn
  * ask stayed pending.
  *
  * At a takeover of a `received-v1` recipient `b` by another instance, the
