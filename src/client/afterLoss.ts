@@ -5,7 +5,7 @@
  *
  * A write after a loss is answered by the broker reached next, which may not know what became of the first write (a
  * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
- * is classified here, in one table (`BY_REFUSAL`, docs/client.md "after a loss"): one that follows from the write
+ * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
  * itself (malformed, oversize, to the sender itself) was the first write's too, "not delivered", and is passed on as
  * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired); one that
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
