@@ -16,11 +16,13 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found, or a reply whose ask the broker does not
  *   hold, is retried until the rejoin grace is over (`send`): its target may
- *   not have registered again yet; so is, after a loss, a send refused
- *   "target disconnected" (an ask's; a child's `supervisor_send` refused as
- *   its supervisor away): which refusals are, afterLoss.ts says, one rule
- *   with a late answer's. An ask's retries end sooner, when its timeout runs
- *   out, on the failure that stands.
+ *   not have registered again yet; so is, after a loss, every refusal that
+ *   says only what the next broker holds now and may change within the
+ *   grace ("target disconnected" — an ask's; a child's `supervisor_send`
+ *   refused as its supervisor away —, an ambiguous target, …), while one no
+ *   retry can change ends as the loss at once: which refusals are which,
+ *   afterLoss.ts says, one rule with a late answer's. An ask's retries end
+ *   sooner, when its timeout runs out, on the failure that stands.
  *
  * Owns the batch of sends the closed connections left unanswered, and the
  * record of every send a connection lost unanswered (`lostOnTheWay`, abandoned
@@ -38,7 +40,7 @@
  */
 import { Clock, Deferred, Duration, Effect } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { retriedInGrace } from "./afterLoss.ts"
+import { afterLossOf, lostWithRefusal, retriedInGrace } from "./afterLoss.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { Delivery } from "./events.ts"
@@ -313,8 +315,9 @@ export class Resending {
    * (`ClientConnection.writtenAfterLoss`) — a failure that stands says only what the broker it reached
    * next knows, not what became of the first attempt (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
-   * `ConnectionLost` — at the grace's end, and when the client is closed (or
-   * no connection will come again) during the wait between tries.
+   * `ConnectionLost` carrying that refusal — at the grace's end, and when the client is closed (or
+   * no connection will come again) during the wait between tries; at once for a refusal no retry can change
+   * (afterLoss.ts `unknown`).
    */
   private sendRejoining(
     request: SendRequest,
@@ -322,6 +325,9 @@ export class Resending {
     attempt: number,
     lostOnTheWay: { lost: ConnectionLost | undefined }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
+    // What the send ends on when `error` stands: after a loss, the loss carrying that refusal (afterLoss.ts).
+    const standing = (error: SendError | IntercomNotConnected): SendError | IntercomNotConnected =>
+      lostOnTheWay.lost === undefined ? error : lostWithRefusal(lostOnTheWay.lost, error)
     return this.retrying((c) =>
       // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
       // answer was read, a write entered inside the window and answered just after it lost its mark).
@@ -349,24 +355,31 @@ export class Resending {
       // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
       Effect.catchTag("TargetRebound", (rebound) =>
         Effect.fail(lostOnTheWay.lost === undefined ? rebound : reboundAfterLoss(rebound))),
-      // One rule with a late answer's (afterLoss.ts): after a loss, "target disconnected" too — an ask's, or a child's
-      // "supervisor away" (review revbs BS3) — is "not back yet", and the first write may have been delivered.
+      // One rule with a late answer's (afterLoss.ts): after a loss, a refusal that says only what the next broker
+      // holds now and no retry can change ends as the loss at once, carrying it.
+      Effect.catchIf(
+        (error) => lostOnTheWay.lost !== undefined && afterLossOf(error) === "unknown",
+        (error) => Effect.fail(standing(error))
+      ),
+      // The same rule: "not found", "target disconnected" (an ask's, or a child's "supervisor away", review revbs
+      // BS3) and the other refusals it classes `retried` may mean "not back yet", and the first write may have been
+      // delivered.
       Effect.catchIf(
         (error) => retriedInGrace(error, lostOnTheWay.lost !== undefined),
         (error) =>
           Effect.gen({ self: this }, function*() {
             const now = yield* Clock.currentTimeMillis
             if (!this.side.rejoining(now)) {
-              return yield* Effect.fail(lostOnTheWay.lost ?? error)
+              return yield* Effect.fail(standing(error))
             }
             yield* this.backOff(Math.min(250, 25 * 2 ** attempt))
             // Closed during the wait: a send lost on the way has an unknown outcome, whatever the next broker said.
-            if (this.side.ended() && lostOnTheWay.lost !== undefined) return yield* Effect.fail(lostOnTheWay.lost)
+            if (this.side.ended() && lostOnTheWay.lost !== undefined) return yield* Effect.fail(standing(error))
             // An ask whose timeout ran out during the wait is not written again, and ends as at the grace's
             // end, on the failure that stands: not as an ask timed out unwritten, which its asker takes for a
             // question asked and left unanswered (sim seed 192 of `--reader-return --client-timings`).
             const left = askTimeLeft(request, yield* Clock.currentTimeMillis)
-            if (left !== undefined && left <= 0) return yield* Effect.fail(lostOnTheWay.lost ?? error)
+            if (left !== undefined && left <= 0) return yield* Effect.fail(standing(error))
             return yield* this.sendRejoining(request, writing, attempt + 1, lostOnTheWay)
           })
       )

@@ -4,58 +4,168 @@
  * connection that read it late, after its caller stopped waiting (ConnectionSends.ts, `ClientSinks.lateAnswer`).
  *
  * A write after a loss is answered by the broker reached next, which may not know what became of the first write (a
- * broker restarted, or a durable one killed after delivering it and before storing it). A refusal that says only what
- * that broker does not hold now — the target not found, not connected (an ask's "target disconnected", a child's
- * `supervisor_send` refused "supervisor away"), or no pending ask for a reply — may mean "not back yet" and is
- * retried through the grace; if it stands, the outcome is unknown: the loss (`ConnectionLost`), never a "not
- * delivered". A rebound is marked `afterLoss`. Owns no state: plain synchronous functions.
+ * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
+ * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
+ * itself (malformed, oversize, to the sender itself) was the first write's too, "not delivered", and is passed on as
+ * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired); one that
+ * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
+ * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
+ * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
+ * never a "not delivered". A rebound is marked `afterLoss`. Owns no state: a constant table and plain synchronous
+ * functions.
  */
 import { Exit } from "effect"
 import { Reason } from "../protocol/delivery.ts"
-import { ConnectionLost, type IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
+import { ConnectionLost, type DeliveryError, type IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
 import type { SendAnswer } from "./PendingSends.ts"
 import type { SendError } from "./requests.ts"
 
 /**
- * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, says only what the
- * broker reached next does not hold now — the target not found or not connected there, or no pending ask for a
- * reply — so the first write may have been delivered all the same: if it stands, it is the loss.
+ * What a refusal read as the answer to a write of a send after a connection lost it on the way says of the first
+ * write, and so what the send ends as:
+ * - `asGiven` — it follows from the write itself (the first write was refused the same way), or the broker's record
+ *   of the first write gives it: true of the first write, passed on as it is;
+ * - `retried` — it says what the broker reached next holds now, which a restart may have emptied and which may fill
+ *   again within the rejoin grace: retried through it, and if it stands, the loss;
+ * - `unknown` — it says what that broker holds now, and no retry within the grace can change it: the loss at once;
+ * - `rebound` — the exact target re-registered: the refusal marked `afterLoss` (the caller lists and sends again).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type AfterLoss = "asGiven" | "retried" | "unknown" | "rebound"
+
+/**
+ * Every refusal of a send, by its class, and why (docs/client.md has the table in prose). A function reads the reason
+ * where one code covers refusals of both kinds. Typed over every `DeliveryError`: a new refusal must be classified.
+ */
+const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string) => AfterLoss) } = {
+  // From the write itself: its fields, its size, its target's form, the sender's own id or name.
+  InvalidMessage: "asGiven",
+  InvalidTarget: "asGiven",
+  MessageTooLarge: "asGiven",
+  SelfTarget: "asGiven",
+  // The broker's record of the first write (P46): the message was cancelled, superseded, or expired in the mailbox;
+  // or the client's own `ASK_TIMED_OUT_UNWRITTEN`, an ask whose timeout ran out, however its first write went.
+  DeliveryCancelled: "asGiven",
+  DeliverySuperseded: "asGiven",
+  DeliveryExpired: "asGiven",
+  // The registry, the ask edges and the staging a restart empties, refilled as sessions come back in the grace.
+  TargetNotFound: "retried",
+  TargetDisconnected: "retried",
+  AmbiguousTarget: "retried",
+  CrossGroup: "retried",
+  ReplyTargetMismatch: "retried",
+  TooManyAsks: "retried",
+  ReplaceQueueFull: "retried",
+  // A durable broker's failed commit (it clears once one succeeds), or another broker's code the client does not know.
+  DeliveryFailed: "retried",
+  // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
+  // maybe), does not.
+  SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
+  // Broker state no retry within the grace changes: the asked session's own ask waits on this one; a record under
+  // this id whose target `to` no longer resolves to; a full mailbox (or the record's eviction: the reason says which);
+  // this connection's registration, its binding, the extensions this broker granted.
+  MutualAsk: "unknown",
+  MessageIdReuse: "unknown",
+  DeliveryEvicted: "unknown",
+  SenderNotFound: "unknown",
+  SupervisorUnauthorized: "unknown",
+  SupervisorTargetMismatch: "unknown",
+  DeliveryUnsupported: "unknown",
+  TargetRebound: "rebound"
+}
+
+/**
+ * What `error`, read as the answer to a write of a send after a connection lost it on the way, says of the first
+ * write (`AfterLoss`, the table `BY_REFUSAL`). A timeout, a loss or no connection is no refusal: `asGiven`.
  *
  * @category predicates
  * @since 0.1.0
  */
-export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean =>
-  error._tag === "TargetNotFound" || error._tag === "TargetDisconnected" ||
-  (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk)
+export const afterLossOf = (error: SendError | IntercomNotConnected): AfterLoss => {
+  const refusal = refusalOf(error)
+  if (refusal === undefined) return "asGiven"
+  const entry = BY_REFUSAL[refusal._tag]
+  return typeof entry === "function" ? entry(refusal.reason) : entry
+}
+
+/** `error` when it is the broker's (or the client's own) refusal of the write; undefined for a timeout, a loss, no connection. */
+const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | undefined => {
+  switch (error._tag) {
+    case "RequestTimeout":
+    case "ConnectionLost":
+    case "IntercomNotConnected":
+      return undefined
+    default:
+      return error
+  }
+}
+
+/**
+ * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
+ * write's fate unknown (`retried` or `unknown`): if it stands, it is the loss.
+ *
+ * @category predicates
+ * @since 0.1.0
+ */
+export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean => {
+  const kind = afterLossOf(error)
+  return kind === "retried" || kind === "unknown"
+}
 
 /**
  * Whether a send refused just after a reconnect is retried through the rejoin grace (Resending.ts `send`): a "not
  * found" or a reply's "no pending ask" always (a broker restart empties its registry: the target, or the asker, may
- * not be back yet); after a loss (`afterLoss`), every refusal `unknownAfterLoss` names, "target disconnected" too.
- * Without a loss a "target disconnected" stands at once: it answers the first write, and the target was gone then.
+ * not be back yet); after a loss (`afterLoss`), every refusal the table classes `retried`. Without a loss any other
+ * refusal stands at once: it answers the first write.
  *
  * @category predicates
  * @since 0.1.0
  */
 export const retriedInGrace = (error: SendError | IntercomNotConnected, afterLoss: boolean): boolean =>
   afterLoss
-    ? unknownAfterLoss(error)
+    ? afterLossOf(error) === "retried"
     : error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk)
+
+/**
+ * The loss `lost` as a send lost on the way ends on `error`, the refusal that stood: carrying it
+ * (`ConnectionLost.refusal`, said in its message) when it leaves the first write unknown (`unknownAfterLoss`), so
+ * that its reader learns what the broker answers now (the target away, say); `lost` itself otherwise.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const lostWithRefusal = (lost: ConnectionLost, error: SendError | IntercomNotConnected): ConnectionLost => {
+  const refusal = refusalOf(error)
+  return refusal === undefined || !unknownAfterLoss(refusal) || lost.refusal === refusal
+    ? lost
+    : new ConnectionLost({
+      operation: lost.operation,
+      ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
+      refusal
+    })
+}
 
 /**
  * `answer` to the send `messageId` written after a connection lost it, read after its caller stopped waiting, as the
  * send's own retry would end on it once the grace is over: a rebound marked `afterLoss` (review revas AS2), a refusal
- * `unknownAfterLoss` names the loss (`ConnectionLost`, outcome unknown), any other answer as it is.
+ * that leaves the first write unknown the loss (`ConnectionLost`, outcome unknown) carrying it, any other answer as it
+ * is.
  *
  * @category constructors
  * @since 0.1.0
  */
 export const answerAfterLoss = (messageId: string, answer: SendAnswer): SendAnswer =>
   Exit.isFailure(answer)
-    ? Exit.mapError(answer, (error) =>
-      error._tag === "TargetRebound"
-        ? reboundAfterLoss(error)
-        : unknownAfterLoss(error)
-        ? new ConnectionLost({ operation: "send", messageId })
-        : error)
+    ? Exit.mapError(answer, (error) => {
+      switch (afterLossOf(error)) {
+        case "asGiven":
+          return error
+        case "rebound":
+          return error._tag === "TargetRebound" ? reboundAfterLoss(error) : error
+        default:
+          return lostWithRefusal(new ConnectionLost({ operation: "send", messageId }), error)
+      }
+    })
     : answer

@@ -9,7 +9,7 @@
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
  *
- * Size note: about 425 lines, one error class per failure a caller can meet,
+ * Size note: about 440 lines, one error class per failure a caller can meet,
  * each with its JSDoc and user-facing text; one vocabulary, kept together.
  */
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
@@ -84,17 +84,29 @@ export class IntercomOptionError extends Data.TaggedError("IntercomOptionError")
   }
 }
 
-/** A request was sent but the connection dropped before its answer: the outcome is unknown. */
+/**
+ * A request was sent but the connection dropped before its answer: the outcome is unknown. For a send that the
+ * broker reached next then refused (afterLoss.ts), that refusal is `refusal`, said in the message.
+ */
 export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   /** `send`, `list`, `cancel`, or `post` (a frame without an answer). */
   readonly operation: string
   /** For a send: its message id, safe to resend. */
   readonly messageId?: string
+  /**
+   * For a send: the refusal the broker reached after the loss answered its last write with, which says what that
+   * broker holds now (the target not connected, say) and nothing of the first write. Absent when none stood.
+   */
+  readonly refusal?: DeliveryError
 }> {
   override get message(): string {
-    return this.messageId === undefined
-      ? `Intercom connection lost during ${this.operation}`
-      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
+    if (this.messageId === undefined) return `Intercom connection lost during ${this.operation}`
+    const now = this.refusal === undefined
+      ? ""
+      : ` The broker reached since refuses it now: ${
+        causeText(this.refusal.reason).replace(/\.$/, "")
+      } (${this.refusal.code}) — that says what it holds now, not what became of the first attempt.`
+    return `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
   }
 }
 

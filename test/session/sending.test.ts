@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ConnectionLost, RequestTimeout, SelfTarget, TargetNotFound } from "../../src/client/errors.ts"
-import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import { ConnectionLost, RequestTimeout, SelfTarget, TargetDisconnected, TargetNotFound } from "../../src/client/errors.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { notDelivered } from "../../src/session/Sending.ts"
 import { B, C, inboundMessage, settle, withPeers } from "./support.ts"
 
@@ -27,6 +27,25 @@ describe("Sending.notDelivered", () => {
       error.message,
       `Message to "B" may or may not have been delivered: the connection to the broker was lost before it ` +
         `acknowledged the message. Check with the recipient before sending it again, or it may arrive twice.`
+    )
+  })
+
+  it("a send lost, then refused by the broker reached since, is DeliveryUnknown naming that refusal and what to do", () => {
+    const refusal = new TargetDisconnected({
+      messageId: "m1",
+      code: DeliveryCode.TargetDisconnected,
+      reason: Reason.targetDisconnected,
+      retryable: false,
+      message: Reason.targetDisconnected
+    })
+    const error = notDelivered("Message", "B")(new ConnectionLost({ operation: "send", messageId: "m1", refusal }))
+    assert.strictEqual(error._tag, "DeliveryUnknown")
+    assert.strictEqual(
+      error.message,
+      `Message to "B" may or may not have been delivered: the connection to the broker was lost before it ` +
+        `acknowledged the message, and the broker reached since refuses it now: target session is not currently ` +
+        `connected; blocking asks are not queued (E_TARGET_DISCONNECTED), which says nothing of the first attempt. ` +
+        `Check with the recipient before sending it again, or it may arrive twice.`
     )
   })
 
