@@ -76,7 +76,7 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 600 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 615 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
