@@ -76,7 +76,7 @@
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  *
- * Size: about 600 lines, past the ~400 guideline: one concept, the ask
+ * Size: about 615 lines, past the ~400 guideline: one concept, the ask
  * edges' lifecycle in the send pipeline; telling an ask that closed early
  * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
  * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
@@ -487,10 +487,11 @@ export class Asks {
    * `deadline` (the copy's receipt plus its timeout) another: an ask that
    * reused the id past the replay window (review revae AE1). Never a
    * durable question's edge: its notification is a frame, not mail, so no
-   * lost copy is ever its; one under the key is the question's that a child
-   * asked by the id of an ask of its own, notified after that ask, whose
+   * lost copy is ever its. A child is refused a question under the id of
+   * its ask still open (Questions.ts, helper askqkey), so the two share a
+   * key only in a world that refusal does not reach; there the question's
    * deadline — on the clock, `deadline` on the stamps — may equal the ask's
-   * while the stamps lead the clock (test/broker/stamps-question-edge-lost).
+   * while the stamps lead the clock (helper stampq).
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)

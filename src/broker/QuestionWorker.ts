@@ -102,7 +102,9 @@ export const runQuestionWorker = (
                   else questions.write(item.session, answeredFrame(record))
                 })
               )
-          })
+          }),
+          // After `wait`: an ask under the question's id is refused throughout (Questions' `asking`, then `waiters`).
+          Effect.ensuring(Effect.sync(() => questions.asked(item.session, item.questionId)))
         )
       case "Received":
         return store.get(item.questionId).pipe(

@@ -18,7 +18,19 @@
  * - `present`: the live sessions granted `questions-v1` by id, to tell a child
  *   that is away (revival, C-DQ-10) from one that is reconnecting;
  * - `replying`: questions whose live reply is on its way to the store, so a
- *   supervisor that reconnects meanwhile is not asked them again.
+ *   supervisor that reconnects meanwhile is not asked them again;
+ * - `asking`: questions asked (`question_ask` queued for the fiber) and not
+ *   handled yet, by the record key of the child's question.
+ *
+ * A question id is a message id of its child (its notification is a message
+ * from the child under it), and a question's edge is keyed as the child's
+ * ordinary ask under that id would be: one id for both would have the edge
+ * opened last replace the other's. So the child is refused the second
+ * (helper askqkey): a `question_ask` under the id of its ordinary ask still
+ * open fails `QuestionIdTaken`, and an ask (`expectsReply`) under the id of
+ * a question it asked (`asking`) or waits on (`waiters`) fails
+ * `E_MESSAGE_ID_REUSE` in this concern's send stage — at a map size check
+ * per ask while no question is asked or waited on, nothing for other sends.
  *
  * Waiters and notices are indexed by the session key of the child and of the
  * supervisor, so a session leaving touches only its own entries. A takeover
@@ -28,9 +40,9 @@
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
  *
- * Size: one concept, about 530 lines — the Router's side of durable
+ * Size: one concept, about 575 lines — the Router's side of durable
  * questions (its six frames, the send stage that turns a reply into an
- * answer, the three small tables above, and their hand-over on a takeover
+ * answer and refuses an ask under a question's id, the small tables above, and their hand-over on a takeover
  * and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the
  * takeover hand-over read and write the same waiters and notices in one
@@ -40,6 +52,7 @@
 import { Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { STEER } from "../protocol/deliveryModes.ts"
 import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
@@ -47,7 +60,7 @@ import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
 import { messageFrameFor } from "./Asks.ts"
-import type { AskEdges } from "./AskEdges.ts"
+import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
@@ -130,7 +143,10 @@ export const QuestionText = {
     "Only a delegated child bound to its supervisor (supervisor-v1 with a capability) can ask a durable question",
   badId: "Invalid question: the question id must match [A-Za-z0-9_-]+",
   emptyText: "Invalid question: the question text is empty",
-  childOwner: "A delegated child cannot act for a supervisor: answer, list and stop belong to the supervisor session"
+  childOwner: "A delegated child cannot act for a supervisor: answer, list and stop belong to the supervisor session",
+  /** `QuestionIdTaken` for a question under the id of its child's ordinary ask still open (to `target`, a session id). */
+  idOfAsk: (questionId: string, target: string) =>
+    `Question id "${questionId}" is the id of an ask this session sent to ${target}, still open; message ids (a question's too) must be unique per sender. Ask the question with a new id`
 } as const
 
 /** The question concern's Router half; see the module header. */
@@ -148,6 +164,8 @@ export class Questions {
   private readonly noticesTo = new SetIndex<string, string>()
   private readonly present = new Map<string, Session>()
   private readonly replying = new Set<string>()
+  /** Record keys of questions asked and not handled yet by the fiber (`asked`), with how many `question_ask`s each. */
+  private readonly asking = new Map<string, number>()
 
   constructor(
     ctx: RouterContext,
@@ -192,6 +210,16 @@ export class Questions {
    * refused as any late reply; the notification says how to answer instead.)
    */
   readonly stage: SendStage = {
+    // An ask under the id of a question its sender asked or waits on (module header); a plain send reads one field.
+    check: (attempt) => {
+      if (attempt.message.expectsReply !== true || (this.waiters.size === 0 && this.asking.size === 0)) return undefined
+      const id = attempt.message.id
+      const sender = attempt.sender.key
+      if (this.waiters.get(id)?.key !== sender && (this.asking.size === 0 || !this.asking.has(recordKeyOf(sender, id)))) {
+        return undefined
+      }
+      return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
+    },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
       if (key === undefined || this.notices.size === 0) return
@@ -245,6 +273,14 @@ export class Questions {
     this.deleteWaiter(questionId)
     this.waiters.set(questionId, session)
     this.waitingBy.add(session.key, questionId)
+  }
+
+  /** The fiber handled a `question_ask` of `session` for `questionId` (saved or failed): one fewer `asking`. */
+  asked(session: Session, questionId: string): void {
+    const key = recordKeyOf(session.key, questionId)
+    const count = this.asking.get(key) ?? 1
+    if (count <= 1) this.asking.delete(key)
+    else this.asking.set(key, count - 1)
   }
 
   /** The live reply to `questionId` was handled by the fiber (saved or refused). */
@@ -438,6 +474,15 @@ export class Questions {
       return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.badId)
     }
     if (frame.text.trim() === "") return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.emptyText)
+    const now = this.ctx.now()
+    const key = recordKeyOf(session.key, frame.questionId)
+    // The id of its ordinary ask still open: the question's edge would replace the ask's (module header).
+    const edge = this.edges.get(key)
+    if (edge !== undefined && edge.question !== true && dueOf(edge) > now) {
+      const target = this.ctx.registry.byKey.get(edge.targetKey)?.id ?? "a session that has left"
+      return this.fail(session, frame.requestId, "QuestionIdTaken", QuestionText.idOfAsk(frame.questionId, target))
+    }
+    this.asking.set(key, (this.asking.get(key) ?? 0) + 1)
     this.offer({
       _tag: "Ask",
       session,
@@ -446,7 +491,7 @@ export class Questions {
       reason: frame.reason,
       text: frame.text,
       ownerId,
-      at: this.ctx.now()
+      at: now
     })
   }
 

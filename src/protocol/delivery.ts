@@ -91,6 +91,14 @@ export const Reason = {
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
   messageIdReuse: "Message id was reused with different authored content",
+  /**
+   * Ours (`questions-v1`): an ask whose id is the id of a durable question its
+   * sender asked and still waits on (its `question_ask` queued or saved): the
+   * question's notification is a message from the child under that id, and
+   * both keep their ask edge under it. Starts as `messageIdReuse` does.
+   */
+  messageIdOfQuestion: (messageId: string) =>
+    `Message id was reused: "${messageId}" is the id of a durable question this session asked and still waits on; message ids (a question's too) must be unique per sender. Ask with a new id`,
   superseded: (newId: string) => `Superseded by ${newId}`,
   cancelled: "Sender cancelled the delivery",
   cancelledQueued: "Sender cancelled the queued delivery",

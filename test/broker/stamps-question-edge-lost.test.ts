@@ -1,14 +1,15 @@
 /**
- * A lost ask ends its own edge only, never a durable question's (Asks.askLost). A question's notification is a frame,
- * not mail, so no mailbox copy of it is ever lost; but a child may send an ordinary ask under its question's id, and
- * the question notified after it opens the question's edge under the same message key (Questions.openEdge), replacing
- * the ask's. `MailDelivery.lost` names the edge it ends by the ask's deadline, a stamp (receipt + timeout), while the
- * question's edge's deadline is on the clock (opened + MAX_ASK_TIMEOUT_MS): while the stamps lead the clock by L, the
- * two agree when the question is notified L after the ask (a 30-day ask). Such an ask's mailbox copy lost then closed
- * the question's edge as withdrawn, and the supervisor's answer was refused. On a durable broker (memory disk) with a
- * memory question store; the stamps are put ahead by a send an hour ahead of the clock, which is then set back. Time
- * passes on the TestClock only as modelled: the store's lazy flush (`LAZY_FLUSH`, so the stored edges can be read),
- * the lead, and the mailbox's retention.
+ * A lost ask ends its own edge only, never a durable question's (Asks.askLost). `MailDelivery.lost` names the edge it
+ * ends by key and by the ask's deadline, a stamp (receipt + timeout), while a question's edge's deadline is on the
+ * clock (opened + MAX_ASK_TIMEOUT_MS): while the stamps lead the clock by L, the two agree when the question is
+ * notified L after the ask (a 30-day ask). Helper stampq found a child's question asked under the id of its ordinary
+ * ask taking the ask's edge over, and the ask's lost mailbox copy then closing the question's edge as withdrawn.
+ * Since helper askqkey that question is refused (`QuestionIdTaken`: ids are unique per sender; also
+ * question-id-ask-collision.test.ts), so here the child asks it again under a new id, as the refusal says, and the
+ * deadlines still agree: the keys tell the edges apart. On a durable broker (memory disk) with a memory question
+ * store; the stamps are put ahead by a send an hour ahead of the clock, which is then set back. Time passes on the
+ * TestClock only as modelled: the store's lazy flush (`LAZY_FLUSH`, so the stored edges can be read), the lead, and
+ * the mailbox's retention.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -31,8 +32,8 @@ const TOKEN = "owner-token-of-the-supervisor"
 /** How long after its `question_ask` is sent the broker opens the question's edge (the wire's send step). */
 const ASK_TO_EDGE_MS = 1
 
-describe("a lost ask under its question's id, the stamps an hour ahead of the clock", () => {
-  it.effect("the question's edge, notified the lead after the ask, stays open: the supervisor's answer is saved", () =>
+describe("a lost ask and its child's question of the same deadline, the stamps an hour ahead of the clock", () => {
+  it.effect("refused under the ask's id, the question asked under a new one keeps its edge: the answer is saved", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(START)
       const net = yield* memoryNetwork()
@@ -65,15 +66,21 @@ describe("a lost ask under its question's id, the stamps an hour ahead of the cl
       const askDeadline = [...disk.edges.values()][0]?.deadline ?? assert.fail("setup: the ask's edge is not stored")
       assert.isAbove(askDeadline, START + HOUR + MAX_ASK_TIMEOUT_MS - 1, "setup: the ask was not stamped ahead")
 
-      // The question, the lead later: its edge (on the clock) gets the ask's deadline (a stamp).
-      yield* advanceTo(askDeadline - MAX_ASK_TIMEOUT_MS - ASK_TO_EDGE_MS)
-      yield* child.client.send({ type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" })
+      // The question, the lead later: refused under the open ask's id, asked again under a new one, whose edge (on
+      // the clock) gets the ask's deadline (a stamp).
+      // Two sends' steps: the refused `question_ask`, then the one asked again.
+      yield* advanceTo(askDeadline - MAX_ASK_TIMEOUT_MS - 2 * ASK_TO_EDGE_MS)
+      const question = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+      yield* child.client.send(question)
+      const refused = yield* child.client.next(["question_result", "question_failed"])
+      assert.strictEqual(refused.type === "question_failed" ? refused.error : refused.type, "QuestionIdTaken")
+      yield* child.client.send({ ...question, requestId: "r-2", questionId: "q-2" })
       assert.strictEqual((yield* child.client.next(["question_result", "question_failed"])).type, "question_result")
-      yield* messageFor(supervisor.client, "q-1")
-      yield* advance(LAZY_FLUSH) // the question's edge stored over the ask's
-      const stored = [...disk.edges.values()]
-      assert.strictEqual(stored.length, 1, "setup: not one stored edge")
-      assert.include(stored[0]!.text, `"question":true`, "setup: the stored edge is not the question's")
+      yield* messageFor(supervisor.client, "q-2")
+      yield* advance(LAZY_FLUSH) // the question's edge stored beside the ask's
+      const stored = [...disk.edges.values()].filter((edge) => edge.text.includes(`"question":true`))
+      assert.strictEqual(stored.length, 1, "setup: not one stored question edge")
+      assert.strictEqual(disk.edges.size, 2, "setup: the ask's edge is not stored beside the question's")
       assert.strictEqual(stored[0]!.deadline, askDeadline, "setup: the question's edge's deadline is not the ask's")
 
       // bob leaves without confirming: the ask's copy goes back to the mailbox, where it outlives the retention.
@@ -83,12 +90,12 @@ describe("a lost ask under its question's id, the stamps an hour ahead of the cl
       yield* net.session({ sessionId: "someone-else" }) // a registration prunes the mailbox
       yield* child.client.next("message_receipt", (f) => f.receipt.messageId === ask.id && f.receipt.status === "expired")
 
-      assert.strictEqual((yield* broker.core.stats).asks, 1, "the lost ask closed its question's edge")
-      const answer = message("go left", { replyTo: "q-1" })
+      assert.strictEqual((yield* broker.core.stats).asks, 1, "not the question's edge alone open after the ask was lost")
+      const answer = message("go left", { replyTo: "q-2" })
       const verdict = yield* send(supervisor.client, "child-worker", answer)
       assert.strictEqual(verdict.type, "delivered", `the supervisor's answer was refused: ${verdict.type === "delivery_failed" ? verdict.reason : ""}`)
       yield* messageFor(child.client, answer.id)
       yield* child.client.roundTrip
-      assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
+      assert.strictEqual(questions.records.get("q-2")?.answer, "go left")
     }))
 })
