@@ -136,15 +136,20 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
  * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
  * `deliveredAt` is a broker stamp (BrokerStamps, as the mail's
- * `brokerReceivedAt`): never below it, so the gap is the wait in the broker.
+ * `brokerReceivedAt`): the frame carries it, or the receipt when it is
+ * lower, so it is never below the receipt and the gap is the wait in the
+ * broker. It is lower only for mail a durable broker restored from above
+ * its capped stamp floor, delivered before this run's stamps reach its
+ * receipt (Router.restoreStamps; review revcb item 4).
  */
 export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
+  const receivedAt = mail.brokerReceivedAt
   return Encode.messageFrame(
     mail.fromJson,
     failure?.message ?? mail.message,
-    mail.brokerReceivedAt,
-    deliveredAt,
+    receivedAt,
+    deliveredAt < receivedAt ? receivedAt : deliveredAt,
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
     mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
     failure?.replyError,
