@@ -94,6 +94,7 @@ import { AnsweredAsks } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { mailAmong } from "./OutboundItems.ts"
+import { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -555,6 +556,25 @@ export class Asks {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
     const evicted = this.withdrawn.set(messageKey, messageKey, at)
     for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
+  }
+
+  /**
+   * A message the store kept (at startup) that is a reply, carrying the edge
+   * it closed (`answers`): its ask is known answered again (`answered`), as
+   * it was before the restart, so a `cancel_ask` or `cancel_message` of it
+   * is remembered (`withdrawAnswered`) and the reply, lost then, does not
+   * open it again (`answerLost`; review revcb item 1). The entry is kept the
+   * window from now; the reply's restored record names no client instance
+   * until it is routed in this run. Nothing for any other message, for a
+   * durable question's reply (its edge is the Questions concern's), or over
+   * an edge open under the ask's key.
+   */
+  restoreAnswered(mail: Mail, now: number): void {
+    const edge = mail.answers
+    if (edge === undefined || edge.question === true || this.edges.get(edge.messageKey) !== undefined) return
+    const id = mail.message.id
+    const record = this.ctx.records.table.find(mail.senderKey, id) ?? new OutboundRecord(mail.senderKey, id, undefined)
+    this.answered.answered(edge.messageKey, edge.askerKey, dueOf(edge), record, now, edge.openedAt)
   }
 
   /**

@@ -1,29 +1,28 @@
 /**
- * Review revcb, probe 1 (MEDIUM; pre-existing, but docs/store.md's new sentence claims it covered): an ask answered
- * before a durable restart and withdrawn after it is not remembered withdrawn. AnsweredAsks lives in memory only, so
- * after the restart `cancel_ask` finds neither the ask's edge (the reply closed it) nor an answered entry, and
- * records nothing (Asks.ts cancel_ask: `withdrawAnswered` only when `answered.has`). The reply, restored and then
- * lost (its reader leaves, the mailbox's retention passes), reopens the ask (Asks.answerLost) and the replier's
- * second reply is taken — what stamps-capped-floor-withdrawn's "answered, then withdrawn, its reply lost" cases
- * forbid when the reply came in the same run. Both with the clocks agreeing and with the last run's clock ten days
- * ahead (the floor capped): store.md says an ask "restored from above the capped floor is withdrawn at a stamp no
- * lower than its receipt (...; after a reply closed its edge, `withdrawAnswered`), so it is still known withdrawn".
+ * Review revcb item 1: an ask answered before a durable restart and withdrawn after it was not remembered withdrawn.
+ * Which reply answered an ask (AnsweredAsks) lives in memory only, so after the restart `cancel_ask` found neither the
+ * ask's edge (the reply closed it) nor an answered entry, and recorded nothing; the reply, restored and then lost (its
+ * reader leaves, the mailbox's retention passes), opened the ask again (Asks.answerLost) and the replier's second
+ * reply was taken. The restored reply carries the edge it closed (`answers`): the ask is now known answered again at
+ * startup (Asks.restoreAnswered, from Router.restore), so the withdrawal is remembered (`withdrawAnswered`). Both with
+ * the clocks agreeing and with the last run's clock ten days ahead (the stamp floor capped: the withdrawal is stamped
+ * no lower than the ask's receipt, docs/store.md). (Was the reviewer's probe test/zz-review-cb-1.test.ts.)
  * On a durable broker (memory disk) on the TestClock; time passes only as modelled: the store's lazy flush
  * (`LAZY_FLUSH`), the clock set back across the restart, and the mailbox's retention (1 s).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { MAX_FLOOR_AHEAD_MS } from "../src/broker/BrokerStamps.ts"
-import { LAZY_FLUSH } from "../src/broker/StoreWriter.ts"
-import type { Message } from "../src/protocol/index.ts"
-import { RECEIVED_V1 } from "../src/protocol/features.ts"
-import { makeMemoryMailState } from "../src/store/MailStore.ts"
-import { assertDelivered } from "./support/assertions.ts"
-import { ackFor, message, messageFor } from "./support/broker.ts"
-import { durableBroker } from "./support/durable.ts"
-import { advance, memoryNetwork } from "./support/memory.ts"
-import type { WireClient } from "./support/wire.ts"
+import { MAX_FLOOR_AHEAD_MS } from "../../src/broker/BrokerStamps.ts"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import type { Message } from "../../src/protocol/index.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { ackFor, message, messageFor } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+import type { WireClient } from "../support/wire.ts"
 
 const START = 1_000_000_000
 const ASK_TIMEOUT_MS = 60_000
@@ -78,7 +77,7 @@ const answeredBeforeRestartWithdrawnAfter = (ahead: number) =>
     return { asks, again: again.type }
   })
 
-describe("revcb probe 1: an ask answered before a durable restart, withdrawn after it, its restored reply lost", () => {
+describe("an ask answered before a durable restart, withdrawn after it, its restored reply lost", () => {
   it.effect("the clocks agreeing: the ask is not opened again, a second reply is refused", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* answeredBeforeRestartWithdrawnAfter(0), { asks: 0, again: "delivery_failed" })
