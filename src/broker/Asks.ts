@@ -63,7 +63,9 @@
  * `openedAt` from its mail's `brokerReceivedAt`, its withdrawals stamped as
  * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
  * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
- * clock reads behind the last stamp (it stepped back; review revbq). Only
+ * clock reads behind the last stamp (it stepped back; review revbq) —
+ * a withdrawal at the very stamp a later ask under its key was received
+ * told from that ask's by order (`openedAfter`, review revcb item 2). Only
  * the firing is on the clock: an edge expires at its own due time there
  * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
  * `Mail.askDueAt`, stored with both and restored as they are, review
@@ -109,6 +111,16 @@ export const MAX_ASKS = 262_144
 
 /** Withdrawn asks that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
+
+/**
+ * One remembered withdrawal (`Asks.withdrawn`'s value): the object tells it
+ * from a later withdrawal under the same key, which replaces it.
+ */
+interface Withdrawal {
+  readonly messageKey: string
+  /** An ask under its key opened after it was made (`noteOpenedAfter`): it is not the newest ask's. */
+  beforeAsk: boolean
+}
 /** How many of a replier's oldest unconfirmed items a reply looks through for the ask it answers (`answeredBy`). */
 const ANSWERED_SCAN = 64
 
@@ -180,19 +192,30 @@ export class Asks {
    * Asks their asker withdrew (`cancel_ask`, `cancel_message`) while the
    * broker knew them open or answered — an edge open before its deadline,
    * or a reply recorded as answering it (`answered`, kept the replay
-   * window) — by message key (the value is the key too, so that what the
+   * window) — by message key (the value names the key too, so that what the
    * bound pushes out is known), with when, for as long as an ask can last
    * (bounded: MAX_WITHDRAWN). A cancel of an id the broker does not know
    * as such (never sent, not an ask, expired already) adds nothing, so one
    * session cannot push out another's withdrawals but by asks of its own.
    * A withdrawal counts only for the ask under that key that was open when
-   * it was made (`withdrawnWithin`): should its reply be lost, the ask stays
+   * it was made (`withdrawnWithin`, `openedAfter`): should its reply be lost, the ask stays
    * withdrawn (`answerLost` does not open it again), and a copy of it given
    * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
    * a reply restored after a restart and lost then does not reopen its ask.
    */
-  private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
+  private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
+  /**
+   * For an ask opened (its mail and its edge) while a withdrawal under its
+   * key was remembered: that withdrawal, made before it, so never its own
+   * (`noteOpenedAfter`). Its stamp alone cannot say so: the stamps hold
+   * still while they lead the clock, so it may equal the ask's receipt, and
+   * a withdrawal of an ask restored from above a capped floor is stamped at
+   * that ask's receipt, above a later ask's (review revcb item 2). Weak: it
+   * goes with the ask's objects; asks and withdrawals restored from the
+   * store have none, and are judged by their stamps alone.
+   */
+  private readonly openedAfter = new WeakMap<Mail | AskEdge, Withdrawal>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -385,7 +408,7 @@ export class Asks {
    */
   withdrawnEarly(mail: Mail): boolean {
     return mail.askTimeoutMs !== undefined &&
-      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs)
+      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs, mail)
   }
 
   /**
@@ -404,11 +427,30 @@ export class Asks {
     return reply?.answers !== undefined && !this.lostAnswers.has(reply.answers) ? reply : undefined
   }
 
-  /** Whether the ask `messageKey` was withdrawn at or after `from` and before `until` (its life: see `withdrawn`). */
-  private withdrawnWithin(messageKey: string, from: number, until: number): boolean {
+  /**
+   * Whether the ask `messageKey` was withdrawn at or after `from` and before
+   * `until` (its life: see `withdrawn`) — not by a withdrawal made before
+   * the ask `ask` (its mail or edge) opened (`openedAfter`), whatever its stamp.
+   */
+  private withdrawnWithin(messageKey: string, from: number, until: number, ask?: Mail | AskEdge): boolean {
     if (this.withdrawn.size === 0) return false
-    const at = this.withdrawn.setAt(messageKey)
-    return at !== undefined && from <= at && at < until
+    const found = this.withdrawn.lookup(messageKey)
+    if (found === undefined || from > found.at || found.at >= until) return false
+    return ask === undefined || !found.value.beforeAsk || this.openedAfter.get(ask) !== found.value
+  }
+
+  /**
+   * The ask `mail` opens its `edge`: a withdrawal remembered under its key
+   * now was made before it, an earlier ask's (`openedAfter`). A size check
+   * while none is remembered.
+   */
+  private noteOpenedAfter(mail: Mail, edge: AskEdge): void {
+    if (this.withdrawn.size === 0) return
+    const earlier = this.withdrawn.get(edge.messageKey)
+    if (earlier === undefined) return
+    earlier.beforeAsk = true
+    this.openedAfter.set(mail, earlier)
+    this.openedAfter.set(edge, earlier)
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -431,7 +473,7 @@ export class Asks {
     },
     delivered: (attempt, mail, target) => {
       if (mail.askTimeoutMs === undefined) return
-      this.open({
+      const edge: AskEdge = {
         messageKey: mail.recordKey,
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
@@ -441,7 +483,9 @@ export class Asks {
         dueAt: askDueOf(mail, this.ctx.stamps),
         openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
-      })
+      }
+      this.noteOpenedAfter(mail, edge)
+      this.open(edge)
     }
   }
 
@@ -464,9 +508,12 @@ export class Asks {
     this.lostAnswers.add(edge)
     if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
-    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline)) return
+    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, edge)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
-    this.open({ ...edge })
+    const again = { ...edge }
+    const earlier = this.openedAfter.get(edge)
+    if (earlier !== undefined) this.openedAfter.set(again, earlier)
+    this.open(again)
   }
 
   /**
@@ -523,7 +570,8 @@ export class Asks {
   /**
    * The answered ask `messageKey` (its edge closed by a reply) withdrawn at
    * `now`, unless it already was within the replay window (the same ask:
-   * an id sent again within it is a replay): its earliest withdrawal stands,
+   * an id sent again within it is a replay; not a withdrawal an ask under
+   * the key opened after, `beforeAsk`): its earliest withdrawal stands,
    * so a second cancel after its deadline does not move the time out of the
    * ask's life (`withdrawnWithin`; review revs S3). Never stamped below the
    * ask's receipt, as `withdrawNow`.
@@ -532,7 +580,9 @@ export class Asks {
     const at = this.ctx.stamps.at(now)
     const openedAt = this.answered.openedAtOf(messageKey)
     const stamp = openedAt !== undefined && openedAt > at ? openedAt : at
-    if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
+    const found = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
+    const earlier = found !== undefined && found.beforeAsk
+    if (earlier || !this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
   }
 
   /**
@@ -540,11 +590,11 @@ export class Asks {
    * `brokerReceivedAt` scale), in the store too when there is one.
    */
   private withdraw(messageKey: string, stamp: number): void {
-    const evicted = this.withdrawn.set(messageKey, messageKey, stamp)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
     journal.askWithdrawn(messageKey, stamp)
-    for (const key of evicted) journal.withdrawalGone(key)
+    for (const gone of evicted) journal.withdrawalGone(gone.messageKey)
   }
 
   /**
@@ -554,8 +604,8 @@ export class Asks {
    */
   restoreWithdrawn(messageKey: string, at: number, now: number): void {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
-    const evicted = this.withdrawn.set(messageKey, messageKey, at)
-    for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, at)
+    for (const gone of evicted) this.ctx.journal?.withdrawalGone(gone.messageKey)
   }
 
   /**
@@ -589,7 +639,7 @@ export class Asks {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     const dueAt = askDueOf(mail, this.ctx.stamps)
-    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
+    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline, mail)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,
