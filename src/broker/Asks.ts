@@ -1,4 +1,9 @@
 /**
+ * Size: about 690 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
+ * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
+ * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it.
+ *
  * Asks and replies (P60–P64) in the send pipeline: a delivered
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
  * an open edge from the target to the replier and closes it, an ask towards a
@@ -77,13 +82,6 @@
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
- *
- * Size: about 600 lines, past the ~400 guideline: one concept, the ask
- * edges' lifecycle in the send pipeline; telling an ask that closed early
- * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
- * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
- * and which reply answered an ask (`answered`, reply-elsewhere-v1, with its
- * registration hook `hooks`) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
