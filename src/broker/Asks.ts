@@ -1,4 +1,9 @@
 /**
+ * Size: about 690 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
+ * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
+ * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it.
+ *
  * Asks and replies (P60–P64) in the send pipeline: a delivered
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
  * an open edge from the target to the replier and closes it, an ask towards a
@@ -63,7 +68,9 @@
  * `openedAt` from its mail's `brokerReceivedAt`, its withdrawals stamped as
  * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
  * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
- * clock reads behind the last stamp (it stepped back; review revbq). Only
+ * clock reads behind the last stamp (it stepped back; review revbq) —
+ * a withdrawal at the very stamp a later ask under its key was received
+ * told from that ask's by order (`openedAfter`, review revcb item 2). Only
  * the firing is on the clock: an edge expires at its own due time there
  * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
  * `Mail.askDueAt`, stored with both and restored as they are, review
@@ -75,13 +82,6 @@
  * A reply along an open edge, addressed to a live session that is not its
  * asker while the asker has left (by a name a new session now holds), is
  * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
- *
- * Size: about 615 lines, past the ~400 guideline: one concept, the ask
- * edges' lifecycle in the send pipeline; telling an ask that closed early
- * from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a
- * reply marks where, `markHeld`, and which withdrawals count: `withdrawnWithin`)
- * and which reply answered an ask (`answered`, reply-elsewhere-v1, with its
- * registration hook `hooks`) grew it.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -94,6 +94,7 @@ import { AnsweredAsks } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { mailAmong } from "./OutboundItems.ts"
+import { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -108,6 +109,16 @@ export const MAX_ASKS = 262_144
 
 /** Withdrawn asks that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
+
+/**
+ * One remembered withdrawal (`Asks.withdrawn`'s value): the object tells it
+ * from a later withdrawal under the same key, which replaces it.
+ */
+interface Withdrawal {
+  readonly messageKey: string
+  /** An ask under its key opened after it was made (`noteOpenedAfter`): it is not the newest ask's. */
+  beforeAsk: boolean
+}
 /** How many of a replier's oldest unconfirmed items a reply looks through for the ask it answers (`answeredBy`). */
 const ANSWERED_SCAN = 64
 
@@ -136,15 +147,20 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
  * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
  * `deliveredAt` is a broker stamp (BrokerStamps, as the mail's
- * `brokerReceivedAt`): never below it, so the gap is the wait in the broker.
+ * `brokerReceivedAt`): the frame carries it, or the receipt when it is
+ * lower, so it is never below the receipt and the gap is the wait in the
+ * broker. It is lower only for mail a durable broker restored from above
+ * its capped stamp floor, delivered before this run's stamps reach its
+ * receipt (Router.restoreStamps; review revcb item 4).
  */
 export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
+  const receivedAt = mail.brokerReceivedAt
   return Encode.messageFrame(
     mail.fromJson,
     failure?.message ?? mail.message,
-    mail.brokerReceivedAt,
-    deliveredAt,
+    receivedAt,
+    deliveredAt < receivedAt ? receivedAt : deliveredAt,
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
     mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
     failure?.replyError,
@@ -174,19 +190,30 @@ export class Asks {
    * Asks their asker withdrew (`cancel_ask`, `cancel_message`) while the
    * broker knew them open or answered — an edge open before its deadline,
    * or a reply recorded as answering it (`answered`, kept the replay
-   * window) — by message key (the value is the key too, so that what the
+   * window) — by message key (the value names the key too, so that what the
    * bound pushes out is known), with when, for as long as an ask can last
    * (bounded: MAX_WITHDRAWN). A cancel of an id the broker does not know
    * as such (never sent, not an ask, expired already) adds nothing, so one
    * session cannot push out another's withdrawals but by asks of its own.
    * A withdrawal counts only for the ask under that key that was open when
-   * it was made (`withdrawnWithin`): should its reply be lost, the ask stays
+   * it was made (`withdrawnWithin`, `openedAfter`): should its reply be lost, the ask stays
    * withdrawn (`answerLost` does not open it again), and a copy of it given
    * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
    * a reply restored after a restart and lost then does not reopen its ask.
    */
-  private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
+  private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
+  /**
+   * For an ask opened (its mail and its edge) while a withdrawal under its
+   * key was remembered: that withdrawal, made before it, so never its own
+   * (`noteOpenedAfter`). Its stamp alone cannot say so: the stamps hold
+   * still while they lead the clock, so it may equal the ask's receipt, and
+   * a withdrawal of an ask restored from above a capped floor is stamped at
+   * that ask's receipt, above a later ask's (review revcb item 2). Weak: it
+   * goes with the ask's objects; asks and withdrawals restored from the
+   * store have none, and are judged by their stamps alone.
+   */
+  private readonly openedAfter = new WeakMap<Mail | AskEdge, Withdrawal>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -379,7 +406,7 @@ export class Asks {
    */
   withdrawnEarly(mail: Mail): boolean {
     return mail.askTimeoutMs !== undefined &&
-      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs)
+      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs, mail)
   }
 
   /**
@@ -398,11 +425,30 @@ export class Asks {
     return reply?.answers !== undefined && !this.lostAnswers.has(reply.answers) ? reply : undefined
   }
 
-  /** Whether the ask `messageKey` was withdrawn at or after `from` and before `until` (its life: see `withdrawn`). */
-  private withdrawnWithin(messageKey: string, from: number, until: number): boolean {
+  /**
+   * Whether the ask `messageKey` was withdrawn at or after `from` and before
+   * `until` (its life: see `withdrawn`) — not by a withdrawal made before
+   * the ask `ask` (its mail or edge) opened (`openedAfter`), whatever its stamp.
+   */
+  private withdrawnWithin(messageKey: string, from: number, until: number, ask?: Mail | AskEdge): boolean {
     if (this.withdrawn.size === 0) return false
-    const at = this.withdrawn.setAt(messageKey)
-    return at !== undefined && from <= at && at < until
+    const found = this.withdrawn.lookup(messageKey)
+    if (found === undefined || from > found.at || found.at >= until) return false
+    return ask === undefined || !found.value.beforeAsk || this.openedAfter.get(ask) !== found.value
+  }
+
+  /**
+   * The ask `mail` opens its `edge`: a withdrawal remembered under its key
+   * now was made before it, an earlier ask's (`openedAfter`). A size check
+   * while none is remembered.
+   */
+  private noteOpenedAfter(mail: Mail, edge: AskEdge): void {
+    if (this.withdrawn.size === 0) return
+    const earlier = this.withdrawn.get(edge.messageKey)
+    if (earlier === undefined) return
+    earlier.beforeAsk = true
+    this.openedAfter.set(mail, earlier)
+    this.openedAfter.set(edge, earlier)
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -425,7 +471,7 @@ export class Asks {
     },
     delivered: (attempt, mail, target) => {
       if (mail.askTimeoutMs === undefined) return
-      this.open({
+      const edge: AskEdge = {
         messageKey: mail.recordKey,
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
@@ -435,7 +481,9 @@ export class Asks {
         dueAt: askDueOf(mail, this.ctx.stamps),
         openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
-      })
+      }
+      this.noteOpenedAfter(mail, edge)
+      this.open(edge)
     }
   }
 
@@ -458,9 +506,12 @@ export class Asks {
     this.lostAnswers.add(edge)
     if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
-    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline)) return
+    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, edge)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
-    this.open({ ...edge })
+    const again = { ...edge }
+    const earlier = this.openedAfter.get(edge)
+    if (earlier !== undefined) this.openedAfter.set(again, earlier)
+    this.open(again)
   }
 
   /**
@@ -518,7 +569,8 @@ export class Asks {
   /**
    * The answered ask `messageKey` (its edge closed by a reply) withdrawn at
    * `now`, unless it already was within the replay window (the same ask:
-   * an id sent again within it is a replay): its earliest withdrawal stands,
+   * an id sent again within it is a replay; not a withdrawal an ask under
+   * the key opened after, `beforeAsk`): its earliest withdrawal stands,
    * so a second cancel after its deadline does not move the time out of the
    * ask's life (`withdrawnWithin`; review revs S3). Never stamped below the
    * ask's receipt, as `withdrawNow`.
@@ -527,7 +579,9 @@ export class Asks {
     const at = this.ctx.stamps.at(now)
     const openedAt = this.answered.openedAtOf(messageKey)
     const stamp = openedAt !== undefined && openedAt > at ? openedAt : at
-    if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
+    const found = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
+    const earlier = found !== undefined && found.beforeAsk
+    if (earlier || !this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
   }
 
   /**
@@ -535,11 +589,11 @@ export class Asks {
    * `brokerReceivedAt` scale), in the store too when there is one.
    */
   private withdraw(messageKey: string, stamp: number): void {
-    const evicted = this.withdrawn.set(messageKey, messageKey, stamp)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
     journal.askWithdrawn(messageKey, stamp)
-    for (const key of evicted) journal.withdrawalGone(key)
+    for (const gone of evicted) journal.withdrawalGone(gone.messageKey)
   }
 
   /**
@@ -549,8 +603,27 @@ export class Asks {
    */
   restoreWithdrawn(messageKey: string, at: number, now: number): void {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
-    const evicted = this.withdrawn.set(messageKey, messageKey, at)
-    for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, at)
+    for (const gone of evicted) this.ctx.journal?.withdrawalGone(gone.messageKey)
+  }
+
+  /**
+   * A message the store kept (at startup) that is a reply, carrying the edge
+   * it closed (`answers`): its ask is known answered again (`answered`), as
+   * it was before the restart, so a `cancel_ask` or `cancel_message` of it
+   * is remembered (`withdrawAnswered`) and the reply, lost then, does not
+   * open it again (`answerLost`; review revcb item 1). The entry is kept the
+   * window from now; the reply's restored record names no client instance
+   * until it is routed in this run. Nothing for any other message, for a
+   * durable question's reply (its edge is the Questions concern's), or over
+   * an edge open under the ask's key.
+   */
+  restoreAnswered(mail: Mail, now: number): void {
+    const edge = mail.answers
+    if (edge === undefined || edge.question === true || this.edges.get(edge.messageKey) !== undefined) return
+    const id = mail.message.id
+    const record = this.ctx.records.table.find(mail.senderKey, id) ?? new OutboundRecord(mail.senderKey, id, undefined)
+    this.answered.answered(edge.messageKey, edge.askerKey, dueOf(edge), record, now, edge.openedAt)
   }
 
   /**
@@ -565,7 +638,7 @@ export class Asks {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     const dueAt = askDueOf(mail, this.ctx.stamps)
-    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline)) return
+    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline, mail)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,

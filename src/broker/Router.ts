@@ -697,7 +697,8 @@ export class Router {
    * them, the failure notices owed to senders (in the order they were
    * issued), the `expired` owed for asks that went silently as answered,
    * and the mail not yet written, queued again for its recipients
-   * in the order it was accepted.
+   * in the order it was accepted — each reply among it making the ask it
+   * answered known answered again (Asks.restoreAnswered).
    */
   restore(recovered: Recovered): void {
     const now = this.ctx.now()
@@ -724,7 +725,11 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
-    for (const stored of recovered.mail) this.mail.restore(boundedAsk(stored.mail, now))
+    for (const stored of recovered.mail) {
+      // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
+      this.asks.restoreAnswered(stored.mail, now)
+      this.mail.restore(boundedAsk(stored.mail, now))
+    }
     this.mail.restoreDone()
   }
 
