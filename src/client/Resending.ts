@@ -40,9 +40,9 @@
  */
 import { Clock, Deferred, Duration, Effect } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { afterLossOf, lostWithRefusal, retriedInGrace } from "./afterLoss.ts"
+import { afterLossOf, endedAfterLoss, retriedInGrace } from "./afterLoss.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
-import { ConnectionLost, IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
+import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
 import type { Delivery } from "./events.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
 import { askTimeLeft, type SendError, type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
@@ -325,9 +325,10 @@ export class Resending {
     attempt: number,
     lostOnTheWay: { lost: ConnectionLost | undefined }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
-    // What the send ends on when `error` stands: after a loss, the loss carrying that refusal (afterLoss.ts).
+    // What the send ends on when `error` stands: after a loss, as afterLoss.ts reads it (the loss carrying the
+    // refusal, or a rebound marked `afterLoss`).
     const standing = (error: SendError | IntercomNotConnected): SendError | IntercomNotConnected =>
-      lostOnTheWay.lost === undefined ? error : lostWithRefusal(lostOnTheWay.lost, error)
+      lostOnTheWay.lost === undefined ? error : endedAfterLoss(lostOnTheWay.lost, error)
     return this.retrying((c) =>
       // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
       // answer was read, a write entered inside the window and answered just after it lost its mark).
@@ -352,13 +353,15 @@ export class Resending {
         )
       })
     ).pipe(
-      // A rebound read after a loss answers a re-send: the first write may have been delivered (review revas AS2).
-      Effect.catchTag("TargetRebound", (rebound) =>
-        Effect.fail(lostOnTheWay.lost === undefined ? rebound : reboundAfterLoss(rebound))),
-      // One rule with a late answer's (afterLoss.ts): after a loss, a refusal that says only what the next broker
-      // holds now and no retry can change ends as the loss at once, carrying it.
+      // One rule with a late answer's (afterLoss.ts): after a loss, a rebound answers a re-send, the first write
+      // maybe delivered (marked `afterLoss`, review revas AS2); a refusal that says only what the next broker holds
+      // now and no retry can change ends as the loss at once, carrying it.
       Effect.catchIf(
-        (error) => lostOnTheWay.lost !== undefined && afterLossOf(error) === "unknown",
+        (error) => {
+          if (lostOnTheWay.lost === undefined) return false
+          const kind = afterLossOf(error)
+          return kind === "rebound" || kind === "unknown"
+        },
         (error) => Effect.fail(standing(error))
       ),
       // The same rule: "not found", "target disconnected" (an ask's, or a child's "supervisor away", review revbs

@@ -11,12 +11,19 @@
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". A rebound is marked `afterLoss`. Owns no state: a constant table and plain synchronous
+ * never a "not delivered". A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
+ * for both of its readers. Owns no state: a constant table and plain synchronous
  * functions.
  */
 import { Exit } from "effect"
 import { Reason } from "../protocol/delivery.ts"
-import { ConnectionLost, type DeliveryError, type IntercomNotConnected, reboundAfterLoss } from "./errors.ts"
+import {
+  ConnectionLost,
+  type DeliveryError,
+  type IntercomNotConnected,
+  reboundAfterLoss,
+  type TargetRebound
+} from "./errors.ts"
 import type { SendAnswer } from "./PendingSends.ts"
 import type { SendError } from "./requests.ts"
 
@@ -148,24 +155,37 @@ export const lostWithRefusal = (lost: ConnectionLost, error: SendError | Interco
 }
 
 /**
+ * What a send lost on the way (`lost`) ends on when `error` stands, by its class (`afterLossOf`): a rebound marked
+ * `afterLoss` (review revas AS2), a refusal that leaves the first write unknown the loss carrying it
+ * (`lostWithRefusal`), any other failure as it is. The one reading of both the send's own retry (Resending.ts `send`)
+ * and a late answer (`answerAfterLoss`).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const endedAfterLoss = <E extends SendError | IntercomNotConnected>(
+  lost: ConnectionLost,
+  error: E
+): E | ConnectionLost | TargetRebound => {
+  switch (afterLossOf(error)) {
+    case "asGiven":
+      return error
+    case "rebound":
+      return error._tag === "TargetRebound" ? reboundAfterLoss(error) : error
+    default:
+      return lostWithRefusal(lost, error)
+  }
+}
+
+/**
  * `answer` to the send `messageId` written after a connection lost it, read after its caller stopped waiting, as the
- * send's own retry would end on it once the grace is over: a rebound marked `afterLoss` (review revas AS2), a refusal
- * that leaves the first write unknown the loss (`ConnectionLost`, outcome unknown) carrying it, any other answer as it
- * is.
+ * send's own retry would end on it once the grace is over (`endedAfterLoss`): a refusal the table retries is the loss
+ * at once here, as no retry follows.
  *
  * @category constructors
  * @since 0.1.0
  */
 export const answerAfterLoss = (messageId: string, answer: SendAnswer): SendAnswer =>
   Exit.isFailure(answer)
-    ? Exit.mapError(answer, (error) => {
-      switch (afterLossOf(error)) {
-        case "asGiven":
-          return error
-        case "rebound":
-          return error._tag === "TargetRebound" ? reboundAfterLoss(error) : error
-        default:
-          return lostWithRefusal(new ConnectionLost({ operation: "send", messageId }), error)
-      }
-    })
+    ? Exit.mapError(answer, (error) => endedAfterLoss(new ConnectionLost({ operation: "send", messageId }), error))
     : answer

@@ -137,11 +137,15 @@ export interface IntercomClientOptions {
    */
   readonly shouldReconnect?: Effect.Effect<boolean>
   /**
-   * For this long after a reconnect, a send whose target is not found is
-   * retried (every 250 ms, same message id) instead of failing: after a broker
-   * restart its target may simply not have registered again yet. Once it is
-   * over, the client reconciles its membership view with a `list`
-   * (`presenceEvents`, MembershipView.ts). Default 10 s.
+   * For this long after a reconnect, a send whose target is not found, or a
+   * reply whose ask is not pending, is retried (same message id, after 25,
+   * 50, 100, 200, then every 250 ms) instead of failing: after a broker
+   * restart its target (or asker) may simply not be back yet. A send lost
+   * with a connection on the way is retried so too on every refusal
+   * afterLoss.ts classes `retried` ("target disconnected", an ambiguous
+   * target, …: the next broker's state now), and ends `ConnectionLost` if it
+   * stands. Once the grace is over, the client reconciles its membership
+   * view with a `list` (`presenceEvents`, MembershipView.ts). Default 10 s.
    */
   readonly rejoinGraceMs?: number
   /**

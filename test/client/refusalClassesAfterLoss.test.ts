@@ -7,6 +7,10 @@
  * ambiguous target or a mutual ask after a loss failed at once as given, a "not delivered" though the first write
  * may have been delivered, and the loss said nothing of what the next broker answered.
  *
+ * A refusal passed on as given reaches the caller from the client's own re-send on the next connection, right after
+ * the reconnect, with no second write of the id (test/client/retryAfterLoss.test.ts checked so for a "target
+ * disconnected" until task askver made that refusal retried).
+ *
  * Through the client's own retry (refusedAfterLoss.ts: a fake broker in memory under TestClock, the first write lost
  * with connection 1, every later write refused as the test says) and through a late answer's reading
  * (`answerAfterLoss`, the same rule, pure).
@@ -14,10 +18,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Option } from "effect"
 import { answerAfterLoss } from "../../src/client/afterLoss.ts"
-import { ConnectionLost, DeliveryCancelled, deliveryError, InvalidTarget, MutualAsk } from "../../src/client/errors.ts"
+import { LOST_BACKOFF_MS } from "../../src/client/Resending.ts"
+import {
+  ConnectionLost,
+  DeliveryCancelled,
+  deliveryError,
+  InvalidTarget,
+  MessageTooLarge,
+  MutualAsk
+} from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { message } from "../support/broker.ts"
-import { REJOIN_GRACE_MS, refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
+import { RECONNECT_MS, REJOIN_GRACE_MS, refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
 
 const viaSend: SendVia = (client, sent) => client.send({ to: "peer", message: sent })
 
@@ -32,6 +44,21 @@ describe("a send lost on the way, then refused by the next broker, by the refusa
       assert.instanceOf(ended.failure, InvalidTarget, `the send got ${String(ended.failure)}`)
       assert.strictEqual(ended.laterWrites, 1, "written again")
       assert.isAtMost(ended.endedAfterMs ?? Infinity, AT_ONCE_MS, "not ended at once")
+    }))
+
+  it.effect("from the write itself (too large): the caller's retry takes the re-send's refusal as given right after the reconnect — one write of the id, no 250 ms wait", () =>
+    Effect.gen(function*() {
+      // The client writes the lost send again first thing on the next connection; the caller's retry joins that
+      // write (or takes its kept answer) as soon as the dead connection is retired, not after a LOST_BACKOFF_MS wait.
+      const refusal = { code: DeliveryCode.MessageTooLarge, reason: Reason.tooLarge(2_000_000, 1_048_576) }
+      const ended = yield* refusedAfterLoss("cls-0000-0008", message("x"), refusal, viaSend, 10)
+      assert.instanceOf(ended.failure, MessageTooLarge, `the send got ${String(ended.failure)}`)
+      assert.strictEqual(ended.laterWrites, 1, "the id was written more than once after the loss")
+      assert.isAtMost(
+        ended.endedAfterMs ?? Infinity,
+        RECONNECT_MS + LOST_BACKOFF_MS / 2,
+        `ended ${ended.endedAfterMs} ms after the loss, the reconnect ${RECONNECT_MS} ms after it`
+      )
     }))
 
   it.effect("from the record of the first write (cancelled): fails at once as given", () =>

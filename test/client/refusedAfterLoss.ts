@@ -32,15 +32,20 @@ export interface RefusedAfterLoss {
   readonly endedAfterMs: number | undefined
 }
 
+/** How long after the loss the client reconnects (`reconnectBaseMs`, the first reconnect's fixed wait). */
+export const RECONNECT_MS = 100
+
 /**
  * Sends `message` via `via` on a fresh client whose first connection ends as the send is written, its later ones
- * answering every write of it with `refusal`; runs the clock past the rejoin grace and says how the send ended.
+ * answering every write of it with `refusal`; runs the clock past the rejoin grace, in steps of `stepMs` (when the
+ * send ended is known to that step), and says how the send ended.
  */
 export const refusedAfterLoss = (
   sessionId: string,
   message: Message,
   refusal: { readonly code: string; readonly reason: string },
-  via: SendVia
+  via: SendVia,
+  stepMs = 100
 ): Effect.Effect<RefusedAfterLoss, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const fake = yield* memoryFakeBroker({
@@ -51,17 +56,17 @@ export const refusedAfterLoss = (
     const { client } = yield* makeClient(
       memoryClientOptions(fake, sessionId, "worker", {
         supervisorGrant: { capability: "granted-capability", supervisorSessionId: "sup-1" },
-        reconnectBaseMs: 100,
-        reconnectMaxMs: 100,
+        reconnectBaseMs: RECONNECT_MS,
+        reconnectMaxMs: RECONNECT_MS,
         rejoinGraceMs: REJOIN_GRACE_MS
       })
     )
     yield* client.connect
     const sending = yield* Effect.forkChild(Effect.exit(via(client, message)), { startImmediately: true })
     let endedAfterMs: number | undefined
-    // In steps of 100 ms to the grace's end and a little past it: when the send ended tells a grace from none.
-    for (let elapsed = 100; elapsed <= REJOIN_GRACE_MS + 1_000; elapsed += 100) {
-      yield* TestClock.adjust(100)
+    // In steps to the grace's end and a little past it: when the send ended tells a grace from none.
+    for (let elapsed = stepMs; elapsed <= REJOIN_GRACE_MS + 1_000; elapsed += stepMs) {
+      yield* TestClock.adjust(stepMs)
       if (endedAfterMs === undefined && sending.pollUnsafe() !== undefined) endedAfterMs = elapsed
     }
     const ended = sending.pollUnsafe()

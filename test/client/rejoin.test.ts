@@ -1,7 +1,9 @@
 /**
  * After a broker restart, a send to a session that has not registered again
  * yet is retried for a grace period rather than failed as "not found" — the
- * state is transient. In memory under TestClock: the broker crashes and a new
+ * state is transient. An ask no connection lost, refused "target
+ * disconnected" in that grace, is not retried: the refusal answers its only
+ * write (afterLoss.ts `retriedInGrace`). In memory under TestClock: the broker crashes and a new
  * one starts; the sender reconnects fast, its target slowly.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -10,7 +12,7 @@ import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { randomUUID } from "node:crypto"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { gatedStore } from "../support/durable.ts"
-import { advance, type MemoryNetwork, memoryNetwork } from "../support/memory.ts"
+import { advance, type MemoryNetwork, memoryNetwork, step } from "../support/memory.ts"
 import { makeMemoryClient } from "./support.ts"
 
 /**
@@ -44,7 +46,7 @@ describe("a send while its target rejoins a restarted broker", () => {
     yield* advance(1_000)
     assert.strictEqual((yield* sender.status).connections, 2)
     assert.isFalse((yield* target.status).connected)
-    return { broker, sender, target }
+    return { broker, sender, target, world }
   })
 
   it.effect("announces the reconnect once the new connection is live (`reconnects`), with the rejoin grace", () =>
@@ -112,6 +114,25 @@ describe("a send while its target rejoins a restarted broker", () => {
       const tries = yield* refusals
       yield* advance(5_000)
       assert.strictEqual(yield* refusals, tries, "no retry after the grace")
+    }))
+
+  it.effect("an ask never lost on the way, refused 'target disconnected' inside the grace, fails at once with it: written once", () =>
+    Effect.gen(function*() {
+      const { broker, sender, world } = yield* setup
+      // "gone" registers with the new broker and leaves: it knows that id only as gone, and refuses an ask to it.
+      const gone = yield* world.session({ sessionId: "gone" })
+      yield* step(gone.client.destroy)
+      const refusals = Effect.map(broker.core.metrics, (metrics) => metrics.routed.refusedByCode["E_TARGET_DISCONNECTED"] ?? 0)
+      // The ask's only write answers it: no connection lost it, so the refusal says what became of it (afterLoss.ts
+      // retries it through the grace only after a loss).
+      const asking = yield* step(
+        sender.send({ to: "gone", message: { id: randomUUID(), timestamp: 0, expectsReply: true, content: { text: "?" } } })
+      )
+      assert.isDefined(asking.pollUnsafe(), "the refused ask still waited, inside the rejoin grace")
+      const error = yield* Effect.flip(Fiber.join(asking))
+      assert.strictEqual(error._tag, "TargetDisconnected")
+      yield* advance(2_000)
+      assert.strictEqual(yield* refusals, 1, "the ask was written again in the grace")
     }))
 
   it.effect("a reply whose ask the restarted broker has not seen again is retried until the asker asks again", () =>

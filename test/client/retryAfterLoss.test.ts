@@ -170,6 +170,9 @@ describe("a caller's retry after its connection was lost", () => {
       const error = outcome !== undefined && Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
       assert.instanceOf(error, ConnectionLost, `the ask got ${String(error)}`)
       assert.deepInclude(error, { operation: "send", messageId: ask.id })
+      // The refusal that stood is the one this test is about, not a "not found" read the same way.
+      const refusal = error instanceof ConnectionLost ? error.refusal : undefined
+      assert.deepInclude(refusal, { _tag: "TargetDisconnected", code: "E_TARGET_DISCONNECTED", messageId: ask.id })
       assert.isAbove(sendsOn(recording, 1, ask.id), 1, "not written again in the rejoin grace")
     }))
 
