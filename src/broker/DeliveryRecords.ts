@@ -15,8 +15,9 @@
  * revf R1), but the withdrawn message may still wait in a write that never
  * completed. So the forgetting is noted by the message's record key with the
  * withdrawn message's fingerprint and the new send's stamp (`forgotten`, a
- * day, bounded): a message under that key given back later, received before
- * that stamp and of that fingerprint, is the withdrawn one (`withdrawnBeforeResend`;
+ * day, bounded): a message under that key given back later, of that
+ * fingerprint and received before that stamp (or at it, when the new send's
+ * fingerprint is another), is the withdrawn one (`withdrawnBeforeResend`;
  * reviews cpback, revcc). Any other — an older message under the id its
  * sender never withdrew (review revcc item 2), the new one — is not.
  */
@@ -45,8 +46,8 @@ export const deliveredTo = (receiverId: string, targetId: string): Outcome =>
 export const QUEUED: Outcome = { ok: true, delivery: "queued" }
 
 /**
- * How long a withdrawal a new send under its id made its record forget is still found for the messages received
- * before that send (`withdrawnBeforeResend`): a day, as a withdrawal outlives its route on the withdrawals' list.
+ * How long a withdrawal a new send under its id made its record forget is still found for the withdrawn message's
+ * give-back (`withdrawnBeforeResend`): a day, as a withdrawal outlives its route on the withdrawals' list.
  */
 const FORGOTTEN_MS = 86_400_000
 
