@@ -14,12 +14,15 @@
  * record forget that withdrawal (the new message is not withdrawn: review
  * revf R1), but the withdrawn message may still wait in a write that never
  * completed. So the forgetting is noted by the message's record key with the
- * new send's stamp (`forgotten`, a day, bounded): a message under that key
- * given back later, received before that stamp, is still the withdrawn one's
- * (`withdrawnBeforeResend`; review cpback).
+ * withdrawn message's fingerprint and the new send's stamp (`forgotten`, a
+ * day, bounded): a message under that key given back later, of that
+ * fingerprint and received before that stamp (or at it, when the new send's
+ * fingerprint is another), is the withdrawn one (`withdrawnBeforeResend`;
+ * reviews cpback, revcc). Any other — an older message under the id its
+ * sender never withdrew (review revcc item 2), the new one — is not.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
-import type { Fingerprint, Outcome } from "../store/records.ts"
+import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { OutboundRecord } from "./OutboundRecord.ts"
 import { OutboundRecords } from "./OutboundRecords.ts"
@@ -43,13 +46,28 @@ export const deliveredTo = (receiverId: string, targetId: string): Outcome =>
 export const QUEUED: Outcome = { ok: true, delivery: "queued" }
 
 /**
- * How long a withdrawal a new send under its id made its record forget is still found for the messages received
- * before that send (`withdrawnBeforeResend`): a day, as a withdrawal outlives its route on the withdrawals' list.
+ * How long a withdrawal a new send under its id made its record forget is still found for the withdrawn message's
+ * give-back (`withdrawnBeforeResend`): a day, as a withdrawal outlives its route on the withdrawals' list.
  */
 const FORGOTTEN_MS = 86_400_000
 
 /** Such withdrawals kept at most, overall; past it the oldest go (a message given back after that is not found withdrawn). */
 const MAX_FORGOTTEN = 4096
+
+/**
+ * A withdrawal a new send under its message's id made its record forget (`DeliveryRecords.keep`): the withdrawn
+ * message's fingerprint, as its record held it then, and the stamp the new send's message was given.
+ */
+interface ForgottenWithdrawal {
+  readonly fingerprint: Fingerprint
+  readonly resendStamp: number
+  /** The new send's fingerprint is the withdrawn message's (the same text to the same target again). */
+  readonly resendAlike: boolean
+}
+
+/** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
+const isWithdrawal = (outcome: Outcome): boolean =>
+  !outcome.ok && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
 
 /** A kept replay record: its fingerprint and outcome. */
 export interface DeliveryRecord extends Fingerprint {
@@ -64,6 +82,15 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
   (a.replyTo ?? "") === (b.replyTo ?? "") && (a.expectsReply ?? "") === (b.expectsReply ?? "") &&
   (a.supersedes ?? "") === (b.supersedes ?? "") && (a.retryOf ?? "") === (b.retryOf ?? "") &&
   a.replyErrorLength === b.replyErrorLength && a.replyErrorHash === b.replyErrorHash
+
+/**
+ * The fingerprint of the send that made `mail` (as `OutboundRecord.of` took it: its sender, target id, message and
+ * failure reply's text): how a copy given back or waiting in the mailbox is told from another message under its id
+ * (`withdrawnBeforeResend`, MailDelivery.superseded; review revcc). Builds a record and hashes the text: off the
+ * send path.
+ */
+export const fingerprintOfMail = (mail: Mail): Fingerprint =>
+  OutboundRecord.of(mail.senderKey, mail.targetId, mail.message, mail.replyError)
 
 /**
  * The key of a message everywhere a string key is needed — mailbox, ask
@@ -134,10 +161,11 @@ export class DeliveryRecords {
    */
   private readonly cancelStamps = new WeakMap<OutboundRecord, number>()
   /**
-   * Withdrawals a new send under their message's id made its record forget (`keep`), by record key: the stamp
-   * that send's message was given (`stamp`). Empty unless a sender reused the id of a message it withdrew.
+   * Withdrawals a new send under their message's id made its record forget (`keep`), by record key: the withdrawn
+   * message's fingerprint and the stamp that send's message was given (`stamp`). Empty unless a sender reused the
+   * id of a message it withdrew.
    */
-  private readonly forgotten = new AgedMap<string, number>(MAX_FORGOTTEN)
+  private readonly forgotten = new AgedMap<string, ForgottenWithdrawal>(MAX_FORGOTTEN)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
   private readonly stamp: (now: number) => number
 
@@ -184,10 +212,7 @@ export class DeliveryRecords {
     if (found === undefined) return undefined
     if (found.withdrawal !== undefined) return found.withdrawal
     if (!found.recorded || now - found.recordedAt > this.limits.retentionMs) return undefined
-    const outcome = found.outcome
-    return !outcome.ok && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
-      ? outcome
-      : undefined
+    return isWithdrawal(found.outcome) ? found.outcome : undefined
   }
 
   /**
@@ -230,16 +255,25 @@ export class DeliveryRecords {
   private keep(candidate: OutboundRecord, outcome: Outcome, now: number, restored = false): void {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
-    if (record !== candidate) record.fingerprintFrom(candidate)
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
     // cancel or supersede is not this one's (review revf R1) — nor does it hold a place on the withdrawals' list
     // (review revau AU2). Only a record with a withdrawal can be on that list: one field test on the send path, as
     // the field write it replaces. The withdrawn message may still wait unwritten: noted, for its give-back
-    // (`withdrawnBeforeResend`, review cpback).
-    if (record.withdrawal !== undefined) {
-      this.forgotten.put(recordKeyOf(record.senderKey, record.id), this.stamp(now), now)
-      this.table.forgetWithdrawal(record)
+    // (`withdrawnBeforeResend`, reviews cpback, revcc), with its own fingerprint — the record's until the line
+    // below writes the new send's over it (no send under the id was kept since the withdrawal: it would have
+    // forgotten it already) — and the new send's stamp. Its record may say so alone, kept past its window
+    // (prune walks the age list from its oldest, which after a clock step back is younger than the window) while
+    // its route went (review revcc item 3): the outcome is read only under a reused id (`record !== candidate`).
+    if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
+      const withdrawn: ForgottenWithdrawal = {
+        fingerprint: new OutboundRecord(record.senderKey, record.id, record),
+        resendStamp: this.stamp(now),
+        resendAlike: sameFingerprint(candidate, record)
+      }
+      this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
+      if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
     }
+    if (record !== candidate) record.fingerprintFrom(candidate)
     this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
@@ -266,17 +300,29 @@ export class DeliveryRecords {
 
   /**
    * Whether a message under `recordKey` received at the stamp `receivedAt`
-   * (`Mail.brokerReceivedAt`), given back, is one its sender withdrew before
-   * a new send under its id made the record forget that (`keep`): received
-   * before that send, within a day of it. Such a message is not the new
-   * one, whose own give-back finds it live: same stamp or later. A message
-   * sent in the same millisecond as the new one (a stamp tie) is not found
-   * so. Give-back path only; a size check when no withdrawal was forgotten.
+   * (`Mail.brokerReceivedAt`), of the fingerprint `given()`, given back, is
+   * the one its sender withdrew before a new send under its id made the
+   * record forget that (`keep`), within a day of that send: its fingerprint
+   * is the withdrawn message's (an older message under the id its sender
+   * never withdrew, of another, is not: review revcc item 2), and it was
+   * received before the new send — or at its stamp, a tie, when the new
+   * send's fingerprint is another: after the clock stepped back (or a
+   * durable restart's floor ahead of it) stamps stand still, and the
+   * fingerprints tell the two apart (review revcc item 3). A later message
+   * (the new one, or one after it) is not. Not told apart: an older message
+   * under the id of the withdrawn one's very fingerprint (the same text to
+   * the same target) goes with it; in a stamp tie with a new send of that
+   * same fingerprint the withdrawn one is found live (delivered), and a
+   * third send under the id of the withdrawn one's fingerprint, in a tie,
+   * goes. Give-back path only; a size check when no withdrawal was
+   * forgotten, the fingerprint built only under a forgotten key.
    */
-  withdrawnBeforeResend(recordKey: string, receivedAt: number): boolean {
+  withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
     if (this.forgotten.size === 0) return false
-    const before = this.forgotten.get(recordKey)
-    return before !== undefined && receivedAt < before
+    const withdrawn = this.forgotten.get(recordKey)
+    if (withdrawn === undefined) return false
+    if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
+    return sameFingerprint(given(), withdrawn.fingerprint)
   }
 
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */

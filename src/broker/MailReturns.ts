@@ -18,7 +18,7 @@
  * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
-import { QUEUED } from "./DeliveryRecords.ts"
+import { fingerprintOfMail, QUEUED } from "./DeliveryRecords.ts"
 import type { AwayNotices } from "./AwayNotices.ts"
 import type { KeptControls } from "./KeptControls.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
@@ -386,10 +386,13 @@ export class MailReturns {
   /** `requeue`: true when the message went to its session's live connection. */
   private requeueForwarded(outbound: OutboundMessage): boolean {
     const { mail } = outbound
-    // Withdrawn before a new send under its id, whose record forgot that (DeliveryRecords.withdrawnBeforeResend):
-    // it goes silently, and touches nothing under its record key — the mailbox's place and the route there are
-    // the new message's (review cpback: it replaced the resend in the mailbox, and came back live as not withdrawn).
-    if (this.ctx.records.withdrawnBeforeResend(mail.recordKey, mail.brokerReceivedAt)) return false
+    // Withdrawn before a new send under its id, whose record forgot that (DeliveryRecords.withdrawnBeforeResend:
+    // that message's fingerprint, received before that send): it goes silently, and touches nothing under its
+    // record key — the mailbox's place and the route there are the new message's (review cpback: it replaced the
+    // resend in the mailbox, and came back live as not withdrawn). Another message under the id is not it (revcc).
+    if (this.ctx.records.withdrawnBeforeResend(mail.recordKey, mail.brokerReceivedAt, () => fingerprintOfMail(mail))) {
+      return false
+    }
     const now = this.ctx.now()
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): not queued again, and not given to a client instance it was not given before the withdrawal.

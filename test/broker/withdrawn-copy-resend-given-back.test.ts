@@ -13,15 +13,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { custodyFeatures, type Seen } from "../support/controlWorld.ts"
-import { copyLeftWorld, HOUR, toldReader } from "../support/withdrawnCopyLeft.ts"
-
-/** The texts of the messages `id` among `frames`, in order. */
-const textsOf = (frames: ReadonlyArray<Seen>, id: string): ReadonlyArray<string> =>
-  frames.flatMap((frame) => {
-    const text = (frame.message as { readonly content?: { readonly text?: string } } | undefined)?.content?.text
-    return frame.type === "message" && frame.message?.id === id ? [text ?? "?"] : []
-  })
+import { custodyFeatures } from "../support/controlWorld.ts"
+import { copyLeftWorld, HOUR, textsOf, toldReader } from "../support/withdrawnCopyLeft.ts"
 
 describe("a cancelled message given back after a resend under its id", () => {
   it.effect("c's return gets the resend's text, not the cancelled one", () =>

@@ -115,3 +115,17 @@ export const ownReader = (w: CopyLeftWorld): { readonly m0: Message } => {
 /** The statuses of the receipts for `id` among `frames`, in order. */
 export const receiptsOf = (frames: ReadonlyArray<Seen>, id: string): ReadonlyArray<string> =>
   frames.flatMap((frame) => (frame.type === "message_receipt" && frame.receipt?.messageId === id ? [frame.receipt.status] : []))
+
+/**
+ * The texts of the messages `id` among `frames`, in order ("?" for one with no text): the frame's message read by
+ * narrowing (`in`, `typeof`), as `Seen` does not declare its content.
+ */
+export const textsOf = (frames: ReadonlyArray<Seen>, id: string): ReadonlyArray<string> =>
+  frames.flatMap((frame) => {
+    if (frame.type !== "message" || frame.message?.id !== id) return []
+    const found: unknown = frame.message
+    const content = typeof found === "object" && found !== null && "content" in found ? found.content : undefined
+    return typeof content === "object" && content !== null && "text" in content && typeof content.text === "string"
+      ? [content.text]
+      : ["?"]
+  })
