@@ -127,6 +127,8 @@ export class AskEdges {
   private readonly deadlines = new DeadlineHeap()
   /** Open edges whose asker is told when they expire (`AskEdge.notify`). */
   private notifying = 0
+  /** Open durable questions' edges (`AskEdge.question`): Questions.ts's send stage reads edges only while one is. */
+  private questions = 0
   private readonly observer: EdgeObserver | undefined
 
   constructor(observer?: EdgeObserver) {
@@ -181,6 +183,7 @@ export class AskEdges {
     this.openPerAsked.set(asked, others === undefined ? edge : countOf(others) + 1)
     this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
     if (edge.notify === true) this.notifying++
+    if (edge.question === true) this.questions++
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -236,6 +239,11 @@ export class AskEdges {
     return next === undefined ? undefined : dueOf(next)
   }
 
+  /** How many open edges are durable questions' (`AskEdge.question`), restored ones too. */
+  get questionCount(): number {
+    return this.questions
+  }
+
   /** How many open edges tell their asker when they expire (`AskEdge.notify`). */
   get notifyingCount(): number {
     return this.notifying
@@ -262,5 +270,6 @@ export class AskEdges {
     else this.openPerAsked.set(asked, left)
     decrement(this.openPerAsker, edge.askerKey)
     if (edge.notify === true) this.notifying--
+    if (edge.question === true) this.questions--
   }
 }

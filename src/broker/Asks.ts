@@ -539,10 +539,16 @@ export class Asks {
    * reused the id past the replay window (review revae AE1). Never a
    * durable question's edge: its notification is a frame, not mail, so no
    * lost copy is ever its. A child is refused a question under the id of
-   * its ask still open (Questions.ts, helper askqkey), so the two share a
-   * key only in a world that refusal does not reach; there the question's
-   * deadline — on the clock, `deadline` on the stamps — may equal the ask's
-   * while the stamps lead the clock (helper stampq).
+   * its ask still open or staged (Questions.ts, helper askqkey, review revcf
+   * R1), so the two share a key only once the ask's edge has closed while a
+   * copy of it is still out (one its recipient read and did not confirm,
+   * given back later). The guard matters there only if the copy's deadline
+   * (its receipt stamp plus its timeout) equals the question's (the clock at
+   * its notification plus MAX_ASK_TIMEOUT_MS), which takes the stamps having
+   * led the clock at the ask's receipt by at least MAX_ASK_TIMEOUT_MS less
+   * the ask's own timeout (a clock set back that far). No test builds that
+   * world (review revcf R5: removing the guard fails no test), and none is
+   * known to be reachable otherwise; the guard is kept as a defence.
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)

@@ -27,10 +27,15 @@
  * ordinary ask under that id would be: one id for both would have the edge
  * opened last replace the other's. So the child is refused the second
  * (helper askqkey): a `question_ask` under the id of its ordinary ask still
- * open fails `QuestionIdTaken`, and an ask (`expectsReply`) under the id of
- * a question it asked (`asking`) or waits on (`waiters`) fails
- * `E_MESSAGE_ID_REUSE` in this concern's send stage — at a map size check
- * per ask while no question is asked or waited on, nothing for other sends.
+ * open, or accepted and `replace`-staged (no edge until its window closes;
+ * ReplaceStaging.stagedAsk, review revcf R1), fails `QuestionIdTaken`; an ask
+ * (`expectsReply`) under the id of a question it asked (`asking`), waits on
+ * (`waiters`) or whose edge is open (restored at a durable broker's start
+ * before the child asks again; review revcf R4) fails `E_MESSAGE_ID_REUSE`
+ * in this concern's send stage. Its cost on the send path: one field read
+ * per send (`expectsReply`), three size checks per ask while no question is
+ * asked, waited on or has an edge open. Both read live state, not P46's
+ * records: once the other use is over its id is free again (docs/protocol.md).
  *
  * Waiters and notices are indexed by the session key of the child and of the
  * supervisor, so a session leaving touches only its own entries. A takeover
@@ -40,7 +45,7 @@
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
  *
- * Size: one concept, about 575 lines — the Router's side of durable
+ * Size: one concept, about 600 lines — the Router's side of durable
  * questions (its six frames, the send stage that turns a reply into an
  * answer and refuses an ask under a question's id, the small tables above, and their hand-over on a takeover
  * and release on a leave, indexed by session key); the SQL side is
@@ -156,6 +161,8 @@ export class Questions {
   private readonly work: Queue.Queue<QuestionWork>
   /** The supervisor a bound child was admitted with (Supervisor.ts), undefined for anyone else. */
   private readonly supervisorOf: (session: Session) => SupervisorRef | undefined
+  /** The recipient key of a sender's `replace`-staged ask under a message id (ReplaceStaging.stagedAsk), if one is. */
+  private readonly stagedAskTo: (senderKey: string, messageId: string) => string | undefined
   private readonly waiters = new Map<string, Session>()
   /** Question ids of `waiters` by the waiting session's key. */
   private readonly waitingBy = new SetIndex<string, string>()
@@ -171,12 +178,14 @@ export class Questions {
     ctx: RouterContext,
     edges: AskEdges,
     work: Queue.Queue<QuestionWork>,
-    supervisorOf: (session: Session) => SupervisorRef | undefined
+    supervisorOf: (session: Session) => SupervisorRef | undefined,
+    stagedAskTo: (senderKey: string, messageId: string) => string | undefined
   ) {
     this.ctx = ctx
     this.edges = edges
     this.work = work
     this.supervisorOf = supervisorOf
+    this.stagedAskTo = stagedAskTo
   }
 
   readonly frames: FrameHandlers = {
@@ -212,13 +221,14 @@ export class Questions {
   readonly stage: SendStage = {
     // An ask under the id of a question its sender asked or waits on (module header); a plain send reads one field.
     check: (attempt) => {
-      if (attempt.message.expectsReply !== true || (this.waiters.size === 0 && this.asking.size === 0)) return undefined
+      if (attempt.message.expectsReply !== true) return undefined
+      if (this.waiters.size === 0 && this.asking.size === 0 && this.edges.questionCount === 0) return undefined
       const id = attempt.message.id
       const sender = attempt.sender.key
-      if (this.waiters.get(id)?.key !== sender && (this.asking.size === 0 || !this.asking.has(recordKeyOf(sender, id)))) {
-        return undefined
+      if (this.waiters.get(id)?.key === sender || this.isQuestionKey(recordKeyOf(sender, id))) {
+        return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
       }
-      return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
+      return undefined
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -243,6 +253,15 @@ export class Questions {
         at: attempt.now
       })
     }
+  }
+
+  /**
+   * Is `key` (a record key) a question asked and not handled yet (`asking`), or one whose edge is open — notified
+   * through this broker, or restored at startup before its child asked again (C-DQ-6; review revcf R4)?
+   */
+  private isQuestionKey(key: string): boolean {
+    if (this.asking.size !== 0 && this.asking.has(key)) return true
+    return this.edges.questionCount !== 0 && this.edges.get(key)?.question === true
   }
 
   /** Questions notified through this broker and still open, and waiters: for stats and tests. */
@@ -477,9 +496,13 @@ export class Questions {
     const now = this.ctx.now()
     const key = recordKeyOf(session.key, frame.questionId)
     // The id of its ordinary ask still open: the question's edge would replace the ask's (module header).
+    // Or of its ask accepted and `replace`-staged, with no edge until its window closes (review revcf R1).
     const edge = this.edges.get(key)
-    if (edge !== undefined && edge.question !== true && dueOf(edge) > now) {
-      const target = this.ctx.registry.byKey.get(edge.targetKey)?.id ?? "a session that has left"
+    const askTo = edge !== undefined && edge.question !== true && dueOf(edge) > now
+      ? edge.targetKey
+      : this.stagedAskTo(session.key, frame.questionId)
+    if (askTo !== undefined) {
+      const target = this.ctx.registry.byKey.get(askTo)?.id ?? "a session that has left"
       return this.fail(session, frame.requestId, "QuestionIdTaken", QuestionText.idOfAsk(frame.questionId, target))
     }
     this.asking.set(key, (this.asking.get(key) ?? 0) + 1)

@@ -58,7 +58,7 @@
  * then goes (`moveDepartureHold`). Its sender may withdraw a staged message
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  *
- * Size: about 510 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 530 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -142,6 +142,10 @@ const decrement = (counts: Map<string, number>, key: string): void => {
   if (count === 0) counts.delete(key)
   else counts.set(key, count)
 }
+
+/** Is `entry` the ask `messageId` of `senderKey`? */
+const isAskOf = (entry: Staged, senderKey: string, messageId: string): boolean =>
+  entry.mail.senderKey === senderKey && entry.mail.message.id === messageId && entry.mail.message.expectsReply === true
 
 /** The staging area; see the module header. */
 export class ReplaceStaging {
@@ -270,6 +274,22 @@ export class ReplaceStaging {
         this.cancel(entry)
         return entry
       }
+    }
+    return undefined
+  }
+
+  /**
+   * `senderKey`'s ask (`expectsReply`) `messageId` staged or due, or undefined:
+   * accepted already (`delivery_queued`), so a durable question under its id
+   * is refused (Questions.ts, review revcf R1). A walk over the staged
+   * messages like `withdraw`'s, on a `question_ask`, not the per-frame path;
+   * a size check while nothing is staged.
+   */
+  stagedAsk(senderKey: string, messageId: string): Staged | undefined {
+    if (this.size === 0) return undefined
+    for (const entry of this.staged.values()) if (isAskOf(entry, senderKey, messageId)) return entry
+    for (const dueFor of this.due.values()) {
+      for (const entry of dueFor.values()) if (isAskOf(entry, senderKey, messageId)) return entry
     }
     return undefined
   }

@@ -71,8 +71,10 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
   // Broker state no retry within the grace changes: the asked session's own ask waits on this one; a record under
-  // this id whose target `to` no longer resolves to; a full mailbox (or the record's eviction: the reason says which);
-  // this connection's registration, its binding, the extensions this broker granted.
+  // this id whose target `to` no longer resolves to, or a durable question of this session's under it (Questions.ts's
+  // stage: the question's state now, which a retry does not end, not the first write's fate); a full mailbox (or the
+  // record's eviction: the reason says which); this connection's registration, its binding, the extensions this
+  // broker granted.
   MutualAsk: "unknown",
   MessageIdReuse: "unknown",
   DeliveryEvicted: "unknown",

@@ -45,7 +45,7 @@ const world = Effect.gen(function*() {
 const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
 
 describe("one id for a child's ordinary ask and its durable question", () => {
-  it.effect("ask first: the question is refused QuestionIdTaken naming the id and the ask; bob's reply is delivered", () =>
+  it.effect("ask first: the question is refused QuestionIdTaken naming the id and the ask's target (bob); bob's reply is delivered", () =>
     Effect.gen(function*() {
       const { broker, bob, child, supervisor } = yield* world
       const ask = { ...message("left or right?", { expectsReply: true }), id: "q-1" }
@@ -58,7 +58,7 @@ describe("one id for a child's ordinary ask and its durable question", () => {
       if (verdict.type !== "question_failed") return
       assert.strictEqual(verdict.error, "QuestionIdTaken")
       assert.include(verdict.reason, `"q-1"`)
-      assert.include(verdict.reason, "ask")
+      assert.include(verdict.reason, "an ask this session sent to bob")
       assert.include(verdict.reason, "unique per sender")
       yield* supervisor.roundTrip
       yield* supervisor.expectNothing("message", (frame) => frame.message.id === "q-1")
