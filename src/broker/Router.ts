@@ -32,7 +32,7 @@
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
  *
- * Size: one concept — the wiring, about 830 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 840 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
