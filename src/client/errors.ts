@@ -103,9 +103,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
     if (this.messageId === undefined) return `Intercom connection lost during ${this.operation}`
     const now = this.refusal === undefined
       ? ""
-      : ` The broker reached since refuses it now: ${
-        causeText(this.refusal.reason).replace(/\.$/, "")
-      } (${this.refusal.code}) — that says what it holds now, not what became of the first attempt.`
+      : ` The broker reached since refused the re-send: «${this.refusal.reason}» (${this.refusal.code}) — a refusal of the re-send by what that broker holds now, not what became of the first attempt.`
     return `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
   }
 }
