@@ -1,4 +1,7 @@
 /**
+ * Size note: about 440 lines, one error class per failure a caller can meet,
+ * each with its JSDoc and user-facing text; one vocabulary, kept together.
+ *
  * Typed client errors. Every message is written for the person reading a tool
  * result or a terminal: it says what failed and, where it helps, what to do.
  *
@@ -8,9 +11,6 @@
  *   delivery error, the broker's reason verbatim), never a code or a kind;
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
- *
- * Size note: about 440 lines, one error class per failure a caller can meet,
- * each with its JSDoc and user-facing text; one vocabulary, kept together.
  */
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
