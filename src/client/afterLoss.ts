@@ -6,8 +6,8 @@
  * A write after a loss is answered by the broker reached next, which may not know what became of the first write (a
  * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
  * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
- * itself (malformed, oversize, to the sender itself) was the first write's too, "not delivered", and is passed on as
- * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired); one that
+ * itself (malformed, a target of no valid form) was the first write's too, "not delivered", and is passed on as
+ * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired, evicted); one that
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
@@ -47,16 +47,17 @@ export type AfterLoss = "asGiven" | "retried" | "unknown" | "rebound"
  * where one code covers refusals of both kinds. Typed over every `DeliveryError`: a new refusal must be classified.
  */
 const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string) => AfterLoss) } = {
-  // From the write itself: its fields, its size, its target's form, the sender's own id or name.
+  // From the write itself: its fields, its target's form.
   InvalidMessage: "asGiven",
   InvalidTarget: "asGiven",
-  MessageTooLarge: "asGiven",
-  SelfTarget: "asGiven",
   // The broker's record of the first write (P46): the message was cancelled, superseded, or expired in the mailbox;
   // or the client's own `ASK_TIMED_OUT_UNWRITTEN`, an ask whose timeout ran out, however its first write went.
   DeliveryCancelled: "asGiven",
   DeliverySuperseded: "asGiven",
   DeliveryExpired: "asGiven",
+  // The record's eviction (queued, then evicted: never delivered) is the first write's; "evicted at once, so nothing
+  // was queued" is the mailbox full now (review revce CE2).
+  DeliveryEvicted: (reason) => reason === Reason.evicted ? "asGiven" : "unknown",
   // The registry, the ask edges and the staging a restart empties, refilled as sessions come back in the grace.
   TargetNotFound: "retried",
   TargetDisconnected: "retried",
@@ -65,6 +66,9 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   ReplyTargetMismatch: "retried",
   TooManyAsks: "retried",
   ReplaceQueueFull: "retried",
+  // `to` resolved to the sender itself now; the resolution is tiered (exact id, names, id prefixes), so a session
+  // named `to`, not back yet, may have taken the first write (review revce CE1).
+  SelfTarget: "retried",
   // A durable broker's failed commit (it clears once one succeeds), or another broker's code the client does not know.
   DeliveryFailed: "retried",
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
@@ -72,12 +76,12 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
   // Broker state no retry within the grace changes: the asked session's own ask waits on this one; a record under
   // this id whose target `to` no longer resolves to, or a durable question of this session's under it (Questions.ts's
-  // stage: the question's state now, which a retry does not end, not the first write's fate); a full mailbox (or the
-  // record's eviction: the reason says which); this connection's registration, its binding, the extensions this
-  // broker granted.
+  // stage: the question's state now, which a retry does not end, not the first write's fate); the forwarded frame's
+  // size, which counts the sender's registered info as it is now (its status may have grown since: review revce CE4);
+  // this connection's registration, its binding, the extensions this broker granted.
   MutualAsk: "unknown",
   MessageIdReuse: "unknown",
-  DeliveryEvicted: "unknown",
+  MessageTooLarge: "unknown",
   SenderNotFound: "unknown",
   SupervisorUnauthorized: "unknown",
   SupervisorTargetMismatch: "unknown",

@@ -1,4 +1,7 @@
 /**
+ * Size note: about 440 lines, one error class per failure a caller can meet,
+ * each with its JSDoc and user-facing text; one vocabulary, kept together.
+ *
  * Typed client errors. Every message is written for the person reading a tool
  * result or a terminal: it says what failed and, where it helps, what to do.
  *
@@ -8,9 +11,6 @@
  *   delivery error, the broker's reason verbatim), never a code or a kind;
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
- *
- * Size note: about 440 lines, one error class per failure a caller can meet,
- * each with its JSDoc and user-facing text; one vocabulary, kept together.
  */
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
@@ -103,9 +103,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
     if (this.messageId === undefined) return `Intercom connection lost during ${this.operation}`
     const now = this.refusal === undefined
       ? ""
-      : ` The broker reached since refuses it now: ${
-        causeText(this.refusal.reason).replace(/\.$/, "")
-      } (${this.refusal.code}) — that says what it holds now, not what became of the first attempt.`
+      : ` The broker reached since refused the re-send: «${this.refusal.reason}» (${this.refusal.code}) — a refusal of the re-send by what that broker holds now, not what became of the first attempt.`
     return `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
   }
 }

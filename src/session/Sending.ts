@@ -13,7 +13,6 @@ import { randomUUID } from "node:crypto"
 import { ConnectionLost, type RequestTimeout } from "../client/errors.ts"
 import type { SendError, SendRequest } from "../client/requests.ts"
 import type { Delivery } from "../client/events.ts"
-import { causeText } from "../protocol/causeText.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
@@ -82,8 +81,8 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
         reason: error.refusal === undefined
           ? "the connection to the broker was lost before it acknowledged the message"
           : `the connection to the broker was lost before it acknowledged the message, and the broker reached since ` +
-            `refuses it now: ${causeText(error.refusal.reason).replace(/\.$/, "")} (${error.refusal.code}), which says ` +
-            `nothing of the first attempt`
+            `refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), a refusal of the re-send that ` +
+            `says nothing of the first attempt`
       })
     default:
       return new NotDelivered({ kind, to, reason: error.reason, code: error.code })

@@ -67,6 +67,7 @@ describe("a send lost on the way, then refused by the next broker, by the refusa
       const ended = yield* refusedAfterLoss("cls-0000-0002", message("x"), refusal, viaSend)
       assert.instanceOf(ended.failure, DeliveryCancelled, `the send got ${String(ended.failure)}`)
       assert.strictEqual(ended.laterWrites, 1, "written again")
+      assert.isAtMost(ended.endedAfterMs ?? Infinity, AT_ONCE_MS, "not ended at once")
     }))
 
   it.effect("broker state a retry can change (an ambiguous target): retried through the grace, then ConnectionLost carrying it", () =>
@@ -95,6 +96,11 @@ describe("a send lost on the way, then refused by the next broker, by the refusa
       const retried = yield* refusedAfterLoss("cls-0000-0005", message("x"), away, viaSend)
       assert.instanceOf(retried.failure, ConnectionLost, `the send got ${String(retried.failure)}`)
       assert.isAbove(retried.laterWrites, 1, "not written again in the rejoin grace")
+      assert.strictEqual(
+        retried.failure instanceof ConnectionLost ? retried.failure.refusal?.reason : undefined,
+        Reason.supersedeDisconnected,
+        "the loss does not carry the refusal"
+      )
       const noRoute = { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       const atOnce = yield* refusedAfterLoss("cls-0000-0006", message("x"), noRoute, viaSend)
       assert.instanceOf(atOnce.failure, ConnectionLost, `the send got ${String(atOnce.failure)}`)
@@ -111,8 +117,9 @@ describe("a send lost on the way, then refused by the next broker, by the refusa
       assert.include(text, `message ${sent.id}; it may or may not have been delivered.`)
       assert.include(
         text,
-        "The broker reached since refuses it now: target session is not currently connected; blocking asks are not " +
-          "queued (E_TARGET_DISCONNECTED) — that says what it holds now, not what became of the first attempt."
+        "The broker reached since refused the re-send: «Target session is not currently connected; blocking asks are " +
+          "not queued» (E_TARGET_DISCONNECTED) — a refusal of the re-send by what that broker holds now, not what " +
+          "became of the first attempt."
       )
       assert.include(text, "Retrying with the same message id within 2 minutes")
     }))

@@ -43,8 +43,9 @@ describe("Sending.notDelivered", () => {
     assert.strictEqual(
       error.message,
       `Message to "B" may or may not have been delivered: the connection to the broker was lost before it ` +
-        `acknowledged the message, and the broker reached since refuses it now: target session is not currently ` +
-        `connected; blocking asks are not queued (E_TARGET_DISCONNECTED), which says nothing of the first attempt. ` +
+        `acknowledged the message, and the broker reached since refused the re-send: «Target session is not currently ` +
+        `connected; blocking asks are not queued» (E_TARGET_DISCONNECTED), a refusal of the re-send that says nothing ` +
+        `of the first attempt. ` +
         `Check with the recipient before sending it again, or it may arrive twice.`
     )
   })
