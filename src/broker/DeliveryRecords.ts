@@ -59,7 +59,11 @@ const MAX_FORGOTTEN = 4096
  * message's fingerprint, as its record held it then, and the stamp the new send's message was given.
  */
 interface ForgottenWithdrawal {
-  readonly fingerprint: Fingerprint
+  /**
+   * Undefined when the record never held one: a route made for mail flushed after its record left the table
+   * (`Receipts.addRoute`). Then the stamp alone tells, as before review revcc (review revcg CG2).
+   */
+  readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
   /** The new send's fingerprint is the withdrawn message's (the same text to the same target again). */
   readonly resendAlike: boolean
@@ -85,8 +89,8 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
 
 /**
  * The fingerprint of the send that made `mail` (as `OutboundRecord.of` took it: its sender, target id, message and
- * failure reply's text): how a copy given back or waiting in the mailbox is told from another message under its id
- * (`withdrawnBeforeResend`, MailDelivery.superseded; review revcc). Builds a record and hashes the text: off the
+ * failure reply's text): how a copy given back is told from another message under its id (`withdrawnBeforeResend`;
+ * review revcc). Builds a record and hashes the text: off the
  * send path.
  */
 export const fingerprintOfMail = (mail: Mail): Fingerprint =>
@@ -266,7 +270,7 @@ export class DeliveryRecords {
     // its route went (review revcc item 3): the outcome is read only under a reused id (`record !== candidate`).
     if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
       const withdrawn: ForgottenWithdrawal = {
-        fingerprint: new OutboundRecord(record.senderKey, record.id, record),
+        fingerprint: record.targetId === "" ? undefined : new OutboundRecord(record.senderKey, record.id, record),
         resendStamp: this.stamp(now),
         resendAlike: sameFingerprint(candidate, record)
       }
@@ -314,15 +318,18 @@ export class DeliveryRecords {
    * the same target) goes with it; in a stamp tie with a new send of that
    * same fingerprint the withdrawn one is found live (delivered), and a
    * third send under the id of the withdrawn one's fingerprint, in a tie,
-   * goes. Give-back path only; a size check when no withdrawal was
-   * forgotten, the fingerprint built only under a forgotten key.
+   * goes. When the withdrawn message's record never held a fingerprint (a
+   * route made for mail flushed after its record left the table), any
+   * message received before the new send is found withdrawn, by the stamp
+   * alone (review revcg CG2). Give-back path only; a size check when no
+   * withdrawal was forgotten, the fingerprint built only under a forgotten key.
    */
   withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
     if (this.forgotten.size === 0) return false
     const withdrawn = this.forgotten.get(recordKey)
     if (withdrawn === undefined) return false
     if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
-    return sameFingerprint(given(), withdrawn.fingerprint)
+    return withdrawn.fingerprint === undefined || sameFingerprint(given(), withdrawn.fingerprint)
   }
 
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */

@@ -82,7 +82,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { deliveredTo, type Fingerprint, fingerprintOfMail, type Outcome, QUEUED, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
@@ -493,34 +493,6 @@ export class MailDelivery {
       retryable: false
     })
     return readers === undefined ? "deleted" : "copy"
-  }
-
-  /**
-   * Its sender superseded the message `messageKey` (Receipts' supersede
-   * stage: the control went to the live client instance its route names)
-   * while a copy of it waits in the mailbox — given back unconfirmed by that
-   * reader, P49's other holder of the identity of the session it names,
-   * which is away: the copy leaves silently (the record says superseded, its
-   * sender answered), so no return of that session is given it live after
-   * the supersede (review cpback). Only a copy that can be the superseded
-   * message: of `record`'s fingerprint (the replay record of the id the
-   * supersede names, read before its rewrite), and waiting for `reader`,
-   * the session the supersede went to (its route's), or a session whose
-   * identity it holds (P49). Under a reused id the mailbox may hold another
-   * message — a later send to a session of another identity, m0's record
-   * pushed out by then so the record is that send's (review revcc item 1) —
-   * which stays; with no record kept nothing is told apart and nothing
-   * leaves. Its route stays, keeping the withdrawal. A size check when the
-   * mailbox is empty; supersede sends only.
-   */
-  superseded(messageKey: string, record: Fingerprint, reader: Session): void {
-    if (this.mailbox.size === 0) return
-    const copy = this.mailbox.get(messageKey)
-    if (copy === undefined) return
-    const forReader = copy.targetKey === reader.key ||
-      (copy.targetIdentity !== undefined && copy.targetIdentity === reader.identity)
-    if (!forReader || !sameFingerprint(fingerprintOfMail(copy), record)) return
-    this.mailbox.delete(messageKey)
   }
 
   /**

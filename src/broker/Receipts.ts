@@ -319,12 +319,11 @@ export class Receipts {
         reason: Reason.superseded(message.id),
         retryable: false
       }
-      // A copy of it waiting in the mailbox for its session (given back by the reader told now) goes with it —
-      // that copy only, told by its record's fingerprint: under a reused id the mailbox may hold a later message
-      // the supersede is not about (review revcc item 1). Read before the rewrite (which keeps the fingerprint).
-      const record = this.ctx.records.get(sender.key, message.supersedes, attempt.now)
+      // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
+      // told now) stays: neither the mailbox's key nor the replay record tells it from a later message under a
+      // reused id, which must not be lost (reviews revcc item 1, revcg CG1). Known: that session's return gets it
+      // live (docs/protocol.md).
       this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
-      if (record !== undefined) this.mail.superseded(messageKey, record, target)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).

@@ -1,11 +1,16 @@
 /**
- * Superseded mail waiting in the mailbox (review cpback, defect 2, probed by
- * helper cpcopy): c's m0, taken by P49's other holder b-1 of c's identity,
- * given back unconfirmed when b-1 dropped, waits in the mailbox for c while
- * its route names b-1, live again (e holds the identity too, so b-1's return
- * takes nothing). d sends m1 to b with `supersedes: m0`: b-1 is told m0 is
- * superseded and gets m1. The copy waiting for c is withdrawn with it, so
- * c's return is not given m0 live after its supersede. The world is
+ * Superseded mail waiting in the mailbox (found by helper cpcopy): c's m0,
+ * taken by P49's other holder b-1 of c's identity, given back unconfirmed
+ * when b-1 dropped, waits in the mailbox for c while its route names b-1, live
+ * again (e holds the identity too, so b-1's return takes nothing). d sends m1
+ * to b with `supersedes: m0`: b-1 is told m0 is superseded and gets m1 — and
+ * c's return is still given m0 live. A KNOWN DEFECT, written as the behaviour
+ * wanted and marked `fails`: taking the copy out by its key lost a later
+ * message under a reused id (reviews revcc item 1, revcg CG1:
+ * superseded-later-reused-id.test.ts), and neither the key nor the replay
+ * record tells the two apart — the route needs a reference of its own to the
+ * message it names (docs/protocol.md). When it is fixed, this fails as
+ * "expected to fail": drop the `.fails`. The world is
  * test/support/withdrawnCopyLeft.ts's.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -15,7 +20,7 @@ import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts
 import { copyLeftWorld } from "../support/withdrawnCopyLeft.ts"
 
 describe("a message superseded while a copy of it waits in the mailbox for its session", () => {
-  it.effect("b-1 gets the supersede and m1; c's return is given no m0", () =>
+  it.effect.fails("b-1 gets the supersede and m1; c's return is given no m0", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({})
       w.closeAbandoned(w.reg("c", {}))
