@@ -7,7 +7,7 @@
  * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
  * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
  * itself (malformed, a target of no valid form) was the first write's too, "not delivered", and is passed on as
- * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired, evicted); one that
+ * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired; not an eviction, which may follow a read); one that
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
@@ -55,9 +55,10 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   DeliveryCancelled: "asGiven",
   DeliverySuperseded: "asGiven",
   DeliveryExpired: "asGiven",
-  // The record's eviction (queued, then evicted: never delivered) is the first write's; "evicted at once, so nothing
-  // was queued" is the mailbox full now (review revce CE2).
-  DeliveryEvicted: (reason) => reason === Reason.evicted ? "asGiven" : "unknown",
+  // Neither eviction tells the first write's fate: "evicted at once, so nothing was queued" is the mailbox full now,
+  // and the record's "evicted the delivery" is written also of mail its recipient read, gave back unconfirmed, and
+  // lost to the mailbox's bound (review revci CI2; review revce CE2 had made the record's as given).
+  DeliveryEvicted: "unknown",
   // The registry, the ask edges and the staging a restart empties, refilled as sessions come back in the grace.
   TargetNotFound: "retried",
   TargetDisconnected: "retried",

@@ -1,48 +1,55 @@
 /**
- * Review revce, item CE2: a `DeliveryEvicted` read after a loss is classed by its reason (afterLoss.ts `BY_REFUSAL`).
- * "Mailbox capacity evicted the delivery" (`Reason.evicted`) is the broker's record of the first write (queued, then
- * evicted: never delivered) and is passed on as given; "… evicted the delivery at once, so nothing was queued …"
- * (`Reason.notQueued`) is the mailbox full now and leaves the first write unknown: the loss at once, carrying it.
- * Until this fix (since task afterloss2) both were the loss, the record's verdict among them.
+ * A `DeliveryEvicted` read after a loss is the loss, whichever its reason (afterLoss.ts `BY_REFUSAL`).
+ * "… evicted the delivery at once, so nothing was queued …" (`Reason.notQueued`) is the mailbox full now; the
+ * broker's record "Mailbox capacity evicted the delivery" (`Reason.evicted`) is written also of mail its recipient
+ * READ: written to a `received-v1` recipient that closed before confirming, given back to the mailbox (Custody.ts),
+ * then pushed out by the mailbox's bound (MailDelivery.ts `evicted` → `lost`). Review revce CE2 had made the record's
+ * "not delivered", passed on as given; review revci CI2 showed the read one, so both end the loss, carrying the
+ * refusal (until task afterloss2, the record's was passed on as given).
  *
- * Part 1, real broker core in memory (as test/broker/send.test.ts's eviction test): the record of an evicted message
- * answers its re-send E_DELIVERY_EVICTED with `Reason.evicted`. Part 2, the client on a fake broker under TestClock
- * (refusedAfterLoss.ts): its first write lost, every later write refused so.
+ * Part 1, real broker core in memory (mailbox capacity 1): the delivered-and-read message's re-send is answered
+ * E_DELIVERY_EVICTED with `Reason.evicted`. Part 2, the client on a fake broker under TestClock
+ * (refusedAfterLoss.ts): its first write lost, every later write refused with exactly that answer.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ConnectionLost, DeliveryEvicted } from "../../src/client/errors.ts"
+import { ConnectionLost } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
-import { message, send } from "../support/broker.ts"
+import { settled } from "../support/barrier.ts"
+import { message, messageFor, send } from "../support/broker.ts"
 import { withMemoryBroker } from "../support/memory.ts"
 import { refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
 
-describe("an eviction read after a loss, by its reason (review revce CE2)", () => {
-  it.effect("the record's eviction (the broker's answer to a re-send of evicted mail) is passed on as given, at once", () =>
+const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
+
+describe("an eviction read after a loss is the loss, whichever its reason (reviews revce CE2, revci CI2)", () => {
+  it.effect("the record's eviction of a message its recipient read is the loss at once, carrying it", () =>
     Effect.gen(function*() {
-      // Part 1: the record's answer to a re-send of an evicted message.
+      // Part 1: delivered and read, given back unconfirmed, evicted; the re-send is answered from that record.
       const broker = yield* withMemoryBroker({ mailboxCapacity: 1 })
-      const sender = yield* broker.session({ sessionId: "cccccccc-2222-4000-8000-0000000000ce", name: "sender" })
-      const target = yield* broker.session({ sessionId: "target", name: "Target" })
-      yield* target.client.destroy
-      yield* sender.client.next("session_left")
-      const evicted = message("queued, then evicted")
-      assertDelivered(yield* send(sender.client, "target", evicted), "queued")
-      assertDelivered(yield* send(sender.client, "target", message("pushes it out")), "queued")
-      const replay = yield* send(sender.client, "target", evicted)
-      assertFailed(replay, "E_DELIVERY_EVICTED", Reason.evicted)
+      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const read = message("delivered and read, never confirmed")
+      assertDelivered(yield* send(alice.client, "bob", read))
+      assert.strictEqual((yield* messageFor(bob.client, read.id)).message.id, read.id, "setup: bob did not read it")
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      assertDelivered(yield* send(alice.client, "bob", message("pushes it out")), "queued")
+      assertFailed(yield* send(alice.client, "bob", read), "E_DELIVERY_EVICTED", Reason.evicted)
 
       // Part 2: the client reading that answer to its re-send after a loss.
-      const viaSend: SendVia = (client, m) => client.send({ to: "target", message: m })
+      const viaSend: SendVia = (client, m) => client.send({ to: "bob", message: m })
       const ended = yield* refusedAfterLoss(
-        "dddddddd-2222-4000-8000-0000000000ce",
-        evicted,
-        { code: "E_DELIVERY_EVICTED", reason: Reason.evicted },
+        "eeeeeeee-2222-4000-8000-0000000000c2",
+        read,
+        { code: DeliveryCode.DeliveryEvicted, reason: Reason.evicted },
         viaSend
       )
-      assert.instanceOf(ended.failure, DeliveryEvicted, `the record's eviction ended as ${String(ended.failure)}`)
+      assert.instanceOf(ended.failure, ConnectionLost, `a message its recipient read ended as ${String(ended.failure)}`)
       assert.strictEqual(ended.laterWrites, 1, "written again")
+      assert.strictEqual(ended.failure instanceof ConnectionLost ? ended.failure.refusal?.reason : undefined, Reason.evicted)
     }))
 
   it.effect("a mailbox full now (nothing queued) is the loss at once, carrying it", () =>
