@@ -32,12 +32,19 @@ export const askDueOf = (mail: Mail, stamps: BrokerStamps): number =>
  * A restored ask `mail` whose stored due time (`askDueAt`, on the last run's clock) lies beyond its own timeout from
  * `now`, with its due time brought down to that; any other mail as it is. A clock set back across a restart must not
  * keep an ask open by the step (review revbz bz1, as Router.restore bounds the edges): a staged ask's edge opens at
- * it (Asks.openStaged), and a copy of an ask is judged stale by it (StaleAsks.pastDeadline).
+ * it (Asks.openStaged), and a copy of an ask is judged stale by it (StaleAsks.pastDeadline). A reply's `answers`
+ * edge likewise, by its ask's timeout (`deadline - openedAt`): its ask is known answered until it (Asks.restoreAnswered)
+ * and opens again at it when the reply is lost (Asks.answerLost; review revch CH1, CH4).
  */
-export const boundedAsk = (mail: Mail, now: number): Mail =>
-  mail.askDueAt !== undefined && mail.askTimeoutMs !== undefined && mail.askDueAt > now + mail.askTimeoutMs
+export const boundedAsk = (mail: Mail, now: number): Mail => {
+  const asked = mail.askDueAt !== undefined && mail.askTimeoutMs !== undefined && mail.askDueAt > now + mail.askTimeoutMs
     ? { ...mail, askDueAt: now + mail.askTimeoutMs }
     : mail
+  const edge = asked.answers
+  if (edge === undefined || edge.openedAt === undefined) return asked
+  const latest = now + (edge.deadline - edge.openedAt)
+  return dueOf(edge) > latest ? { ...asked, answers: { ...edge, dueAt: latest } } : asked
+}
 
 /**
  * When `edge`'s ask was received on the broker's clock (ms): its due time less its timeout (`deadline - openedAt`,

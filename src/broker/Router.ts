@@ -733,8 +733,9 @@ export class Router {
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
     for (const stored of recovered.mail) {
       // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
-      this.asks.restoreAnswered(stored.mail, now)
-      this.mail.restore(boundedAsk(stored.mail, now))
+      const mail = boundedAsk(stored.mail, now)
+      this.asks.restoreAnswered(mail, now)
+      this.mail.restore(mail)
     }
     this.mail.restoreDone()
   }
