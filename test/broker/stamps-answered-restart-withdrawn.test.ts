@@ -7,8 +7,10 @@
  * startup (Asks.restoreAnswered, from Router.restore), so the withdrawal is remembered (`withdrawAnswered`). Both with
  * the clocks agreeing and with the last run's clock ten days ahead (the stamp floor capped: the withdrawal is stamped
  * no lower than the ask's receipt, docs/store.md). (Was the reviewer's probe test/zz-review-cb-1.test.ts.)
+ * The same world not withdrawn: review revch CH4 (the last describe).
  * On a durable broker (memory disk) on the TestClock; time passes only as modelled: the store's lazy flush
- * (`LAZY_FLUSH`), the clock set back across the restart, and the mailbox's retention (1 s).
+ * (`LAZY_FLUSH`), the clock set back across the restart, the mailbox's retention (1 s), and, not withdrawn, the
+ * ask's timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -41,7 +43,7 @@ const sendFlushed = (client: WireClient, to: string, msg: Message) =>
  * the ask and leaves; the reply outlives the mailbox's retention and is lost. The asks left open, and the broker's
  * answer to bob's second reply.
  */
-const answeredBeforeRestartWithdrawnAfter = (ahead: number) =>
+const answeredBeforeRestartWithdrawnAfter = (ahead: number, options: { readonly withdraw: boolean } = { withdraw: true }) =>
   Effect.gen(function*() {
     const net = yield* memoryNetwork()
     const disk = makeMemoryMailState()
@@ -65,13 +67,17 @@ const answeredBeforeRestartWithdrawnAfter = (ahead: number) =>
     yield* TestClock.setTime(START)
     const second = yield* run
     yield* messageFor(second.alice.client, reply.id) // the restored reply, read again, never confirmed
-    yield* second.alice.client.send({ type: "cancel_ask", messageId: ask.id })
-    yield* second.alice.client.roundTrip
+    if (options.withdraw) {
+      yield* second.alice.client.send({ type: "cancel_ask", messageId: ask.id })
+      yield* second.alice.client.roundTrip
+    }
     yield* second.alice.client.destroy
     yield* second.bob.client.next("session_left", (frame) => frame.sessionId === "alice")
     yield* advance("2 seconds")
     yield* net.session({ sessionId: "someone-else" }) // a registration prunes the mailbox: the reply is lost
     yield* second.bob.client.next("message_receipt", (f) => f.receipt.messageId === reply.id && f.receipt.status === "expired")
+    // Not withdrawn, the lost reply reopens the ask: past its timeout from its receipt, and from the restart.
+    if (!options.withdraw) yield* advance(ASK_TIMEOUT_MS + 1_000)
     const asks = (yield* second.broker.core.stats).asks
     const again = yield* sendFlushed(second.bob.client, "alice", message("yes, again", { replyTo: ask.id }))
     return { asks, again: again.type }
@@ -86,5 +92,22 @@ describe("an ask answered before a durable restart, withdrawn after it, its rest
   it.effect("the last run's clock ten days ahead: the ask is not opened again, a second reply is refused", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* answeredBeforeRestartWithdrawnAfter(10 * MAX_FLOOR_AHEAD_MS), { asks: 0, again: "delivery_failed" })
+    }))
+})
+
+// Review revch CH4 (MEDIUM, older than fixcb): `answerLost` reopened the restored reply's edge until its stored due
+// time on the last run's clock, so with that clock ten days ahead a second reply after the ask's timeout was delivered.
+// Fixed: a restored reply's `answers` edge is due no later than its ask's timeout from the restart
+// (AskEdges.boundedAsk, in Router.restore).
+describe("an ask answered before a durable restart, NOT withdrawn, its restored reply lost, past its timeout (review revch CH4)", () => {
+  it.effect("control, clocks agreeing: the reopened ask has expired, a second reply is refused", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual((yield* answeredBeforeRestartWithdrawnAfter(0, { withdraw: false })).again, "delivery_failed")
+    }))
+
+  it.effect("the last run's clock ten days ahead: the reopened ask has expired too, a second reply is refused", () =>
+    Effect.gen(function*() {
+      const { again } = yield* answeredBeforeRestartWithdrawnAfter(10 * MAX_FLOOR_AHEAD_MS, { withdraw: false })
+      assert.deepStrictEqual(again, "delivery_failed")
     }))
 })
