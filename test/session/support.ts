@@ -4,8 +4,12 @@
  * that records what the session hands it, and the session worlds built on
  * them (peers listed, a host journal given, one generation in its own Scope).
  *
- * Size note: ~790 lines, past the ~400 guide: the fake client is most of it,
+ * Size note: ~810 lines, past the ~400 guide: the fake client is most of it,
  * and the session worlds beside it are what the session tests share.
+ *
+ * One `Effect.sleep` here, in `slowWithdrawalJournal`: a slow journal save
+ * modelled on the TestClock (its users move the clock past it), never a
+ * barrier.
  */
 import { assert } from "@effect/vitest"
 import { Clock, Context, Deferred, Effect, Exit, Layer, PubSub, Queue, Scope, Stream } from "effect"
@@ -621,8 +625,9 @@ export const journalSession = (journal: InboundJournal): Effect.Effect<UnitSessi
 
 /**
  * A host journal that saves nothing but whose save of the withdrawal of
- * `slowId` takes 1 s on the clock (a slow disk write): while it runs, the
- * session's control fiber lags behind what the client reads.
+ * `slowId` takes 1 s on the TestClock (a modelled slow disk write, not a
+ * barrier): while it runs, the session's control fiber lags behind what the
+ * client reads.
  */
 export const slowWithdrawalJournal = (slowId: string): InboundJournal => ({
   checkpoint: () => Effect.void,
