@@ -1,5 +1,5 @@
 /**
- * Size: about 690 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 710 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it.
@@ -168,6 +168,23 @@ export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, d
     mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
   )
 }
+
+/**
+ * Whether `recipient`'s `message` frame for `mail` (`messageFrameFor`) is
+ * not the base frame — the message as sent with the broker's two stamps
+ * and no other field — because it carries a field `recipient` was granted
+ * an extension for, or a failure reply's mark (either form). False: the
+ * base frame the send pipeline built for its size check is the one to
+ * write, with no second encoding (issue 16). Tests the recipient's grants,
+ * not only the mail's fields: an ask always has `askTimeoutMs`, and a base
+ * recipient is written it without.
+ */
+export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">): boolean =>
+  mail.replyError !== undefined ||
+  (mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1)) ||
+  (mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1)) ||
+  (mail.delivery !== undefined && recipient.features.has(DELIVERY_V1)) ||
+  (mail.traceparent !== undefined && recipient.features.has(TRACE_V1))
 
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */
 export class Asks {

@@ -1,0 +1,149 @@
+/**
+ * An ask's `message` frame is encoded once per encoding its recipient needs
+ * (issue 16): a base recipient (not granted `ask-timeout-v1`) is written the
+ * frame the size check built — its message stringified once — and exactly
+ * the base frame, with no field only an extension client was granted; a
+ * recipient granted `ask-timeout-v1` is written the extended frame, with
+ * the ask's `askTimeoutMs`. `Encode.messageFrame` (the one place a
+ * `message` frame's message is stringified) is wrapped by a counter that
+ * calls through: nothing it builds changes. `extendsBaseFrame`, which
+ * decides it, is held to `messageFrameFor` for every extension field, granted
+ * or not. Driven by hand (handRouter.ts):
+ * each batch is handled and its output written in the test's own step.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { vi } from "vitest"
+import { extendsBaseFrame, messageFrameFor } from "../../src/broker/Asks.ts"
+import * as Encode from "../../src/broker/encode.ts"
+import type { Mail, Peer } from "../../src/broker/Peer.ts"
+import { STEER } from "../../src/protocol/deliveryModes.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+/** How many `message` frames were encoded (`Encode.messageFrame` calls) since the counter was last reset. */
+const encoded = vi.hoisted(() => ({ messageFrames: 0 }))
+
+vi.mock("../../src/broker/encode.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../../src/broker/encode.ts")>()
+  return {
+    ...original,
+    messageFrame: (...args: Parameters<typeof original.messageFrame>) => {
+      encoded.messageFrames++
+      return original.messageFrame(...args)
+    }
+  }
+})
+
+const ANNOUNCED_MS = 120_000
+
+interface WrittenMessage {
+  readonly keys: ReadonlyArray<string>
+  readonly message: Message
+  readonly askTimeoutMs?: number
+}
+
+/** An asker granted `ask-timeout-v1` asks `recipientFeatures`' session (announcing ANNOUNCED_MS): what it was written, and how many encodings the send made. */
+const askOnce = (recipientFeatures: ReadonlyArray<string>) => Effect.gen(function*() {
+  const { attach, batch } = yield* handRouter({})
+  const written = new Map<Peer, Array<OutFrame>>()
+  const connect = (id: number): Peer => {
+    const frames: Array<OutFrame> = []
+    const peer = attach({
+      ...fakeConnection(id, false),
+      write: (out: ReadonlyArray<OutFrame>) => {
+        frames.push(...out)
+        return undefined
+      }
+    })
+    written.set(peer, frames)
+    return peer
+  }
+  const asker = connect(1)
+  batch(asker, [registerFrame({ sessionId: "asker", frame: { features: [ASK_TIMEOUT_V1] } })])
+  const recipient = connect(2)
+  batch(recipient, [registerFrame({ sessionId: "recipient", frame: { features: recipientFeatures } })])
+  const ask = message("well?", { expectsReply: true })
+  encoded.messageFrames = 0
+  batch(asker, [{ type: "send", to: "recipient", message: ask, askTimeoutMs: ANNOUNCED_MS }])
+  const encodings = encoded.messageFrames
+  const messages = (written.get(recipient) ?? []).flatMap((frame): Array<WrittenMessage> => {
+    const parsed: Record<string, unknown> & WrittenMessage = JSON.parse(frameText(frame))
+    return parsed["type"] === "message" ? [{ ...parsed, keys: Object.keys(parsed) }] : []
+  })
+  assert.strictEqual(messages.length, 1, "the recipient was written the ask once")
+  return { ask, encodings, written: messages[0]! }
+})
+
+describe("an ask's message frame, encoded once per encoding needed", () => {
+  it.effect("a base recipient is written exactly the base frame (no askTimeoutMs), its message encoded once", () =>
+    Effect.gen(function*() {
+      const { ask, encodings, written } = yield* askOnce([])
+      assert.deepStrictEqual(written.keys, ["type", "from", "message"])
+      const { brokerReceivedAt, brokerDeliveredAt, ...sent } = written.message
+      assert.deepStrictEqual(sent, ask)
+      assert.isNumber(brokerReceivedAt)
+      assert.strictEqual(brokerDeliveredAt, brokerReceivedAt)
+      assert.strictEqual(encodings, 1, "the size check's frame is the one written")
+    }))
+
+  it.effect("a recipient granted ask-timeout-v1 is written the extended frame, with the ask's askTimeoutMs", () =>
+    Effect.gen(function*() {
+      const { ask, written } = yield* askOnce([ASK_TIMEOUT_V1])
+      assert.deepStrictEqual(written.keys, ["type", "from", "message", "askTimeoutMs"])
+      assert.strictEqual(written.askTimeoutMs, ANNOUNCED_MS)
+      assert.strictEqual(written.message.id, ask.id)
+    }))
+})
+
+const STAMP = 1_000_000
+
+/** A mail with each extension field in `fields` set, received at STAMP. */
+const mailWith = (fields: ReadonlySet<string>): Mail => ({
+  recordKey: "k",
+  senderKey: "s",
+  senderId: "asker",
+  senderIdentity: undefined,
+  fromJson: `{"id":"asker"}`,
+  message: message("a question", { expectsReply: true, timestamp: 0 }),
+  brokerReceivedAt: STAMP,
+  spaceKey: "",
+  targetKey: "t",
+  targetId: "recipient",
+  targetIdentity: undefined,
+  queuedAt: STAMP,
+  askTimeoutMs: fields.has("askTimeoutMs") ? ANNOUNCED_MS : undefined,
+  channel: fields.has("channel") ? "supervisor" : undefined,
+  replyError: fields.has("replyError") ? "it failed" : undefined,
+  delivery: fields.has("delivery") ? STEER : undefined,
+  traceparent: fields.has("traceparent") ? "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" : undefined
+})
+
+const FIELDS: ReadonlyArray<readonly [field: string, feature: string]> = [
+  ["askTimeoutMs", ASK_TIMEOUT_V1],
+  ["channel", SUPERVISOR_V1],
+  ["delivery", DELIVERY_V1],
+  ["traceparent", TRACE_V1],
+  ["replyError", ""]
+]
+
+describe("extendsBaseFrame", () => {
+  it("is false exactly when messageFrameFor's frame for the recipient is the base frame, for each extension field alone, granted or not", () => {
+    for (const [field, feature] of FIELDS) {
+      for (const granted of [false, true]) {
+        const mail = mailWith(new Set([field]))
+        const recipient = { features: new Set(granted && feature !== "" ? [feature] : []) }
+        const frame = frameText(messageFrameFor(mail, recipient, STAMP))
+        const base = frameText(Encode.messageFrame(mail.fromJson, mail.message, STAMP, STAMP))
+        assert.strictEqual(extendsBaseFrame(mail, recipient), frame !== base, `${field}, granted: ${granted}`)
+      }
+    }
+    const plain = mailWith(new Set())
+    const everything = { features: new Set(FIELDS.map(([, feature]) => feature)) }
+    assert.isFalse(extendsBaseFrame(plain, everything), "a plain message with every grant")
+  })
+})
