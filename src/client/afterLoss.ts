@@ -7,7 +7,8 @@
  * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
  * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
  * itself (malformed, a target of no valid form) was the first write's too, "not delivered", and is passed on as
- * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired; not an eviction, which may follow a read); one that
+ * given, as is one that the broker's record of the first write gives and that no read can have preceded (cancelled,
+ * superseded; not an eviction or an expiry, which may follow a read); one that
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
@@ -17,6 +18,7 @@
  */
 import { Exit } from "effect"
 import { Reason } from "../protocol/delivery.ts"
+import { ASK_TIMED_OUT_UNWRITTEN, type SendError } from "./requests.ts"
 import {
   ConnectionLost,
   type DeliveryError,
@@ -25,7 +27,6 @@ import {
   type TargetRebound
 } from "./errors.ts"
 import type { SendAnswer } from "./PendingSends.ts"
-import type { SendError } from "./requests.ts"
 
 /**
  * What a refusal read as the answer to a write of a send after a connection lost it on the way says of the first
@@ -50,11 +51,15 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // From the write itself: its fields, its target's form.
   InvalidMessage: "asGiven",
   InvalidTarget: "asGiven",
-  // The broker's record of the first write (P46): the message was cancelled, superseded, or expired in the mailbox;
-  // or the client's own `ASK_TIMED_OUT_UNWRITTEN`, an ask whose timeout ran out, however its first write went.
+  // The broker's record of the first write (P46): its sender cancelled or superseded it — no read comes before either.
   DeliveryCancelled: "asGiven",
   DeliverySuperseded: "asGiven",
-  DeliveryExpired: "asGiven",
+  // The record's "expired" is written also of mail its recipient read, gave back unconfirmed, and left in the mailbox
+  // past its retention (MailDelivery.ts `prune`), as of an ask given back whose timeout ran out (StaleAsks.ts): the
+  // loss, as an eviction is (review revci CI2; task afterloss3). The client's own `ASK_TIMED_OUT_UNWRITTEN` (an ask
+  // whose timeout ran out before its re-send, however its first write went) is passed on: its asker settles with the
+  // broker on it, knowing the first write may have arrived (session/Ask.ts `timedOutUnwritten`).
+  DeliveryExpired: (reason) => reason === ASK_TIMED_OUT_UNWRITTEN ? "asGiven" : "unknown",
   // Neither eviction tells the first write's fate: "evicted at once, so nothing was queued" is the mailbox full now,
   // and the record's "evicted the delivery" is written also of mail its recipient read, gave back unconfirmed, and
   // lost to the mailbox's bound (review revci CI2; review revce CE2 had made the record's as given).
