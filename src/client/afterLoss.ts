@@ -12,7 +12,8 @@
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
+ * never a "not delivered". An id reuse from the broker's record says that broker took the first write (`received`:
+ * the loss, so marked). A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
  * for both of its readers. Owns no state: a constant table and plain synchronous
  * functions.
  */
@@ -36,12 +37,15 @@ import type { SendAnswer } from "./PendingSends.ts"
  * - `retried` — it says what the broker reached next holds now, which a restart may have emptied and which may fill
  *   again within the rejoin grace: retried through it, and if it stands, the loss;
  * - `unknown` — it says what that broker holds now, and no retry within the grace can change it: the loss at once;
+ * - `received` — it is the broker's record of the first write itself, which that broker took (its id is taken, by
+ *   this sender, for the session `to` named then): the loss at once, marked `firstWriteReceived` — most likely
+ *   delivered, never "not delivered", and not read as the caller reusing an id;
  * - `rebound` — the exact target re-registered: the refusal marked `afterLoss` (the caller lists and sends again).
  *
  * @category models
  * @since 0.1.0
  */
-export type AfterLoss = "asGiven" | "retried" | "unknown" | "rebound"
+export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "rebound"
 
 /**
  * Every refusal of a send, by its class, and why (docs/client.md has the table in prose). A function reads the reason
@@ -80,13 +84,15 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
-  // Broker state no retry within the grace changes: the asked session's own ask waits on this one; a record under
-  // this id whose target `to` no longer resolves to, or a durable question of this session's under it (Questions.ts's
-  // stage: the question's state now, which a retry does not end, not the first write's fate); the forwarded frame's
+  // The broker's record under this id names another target (broker/Send.ts `replayed`): the re-send is the first
+  // write again, its content the same, so that record is the first write's, taken for the session `to` named then
+  // (another holds the name now) — received (task afterloss3). Questions.ts's stage (a durable question of this
+  // session's under the id) is the question's state now, which a retry does not end, not the first write's fate.
+  MessageIdReuse: (reason) => reason === Reason.messageIdReuse ? "received" : "unknown",
+  // Broker state no retry within the grace changes: the asked session's own ask waits on this one; the forwarded frame's
   // size, which counts the sender's registered info as it is now (its status may have grown since: review revce CE4);
   // this connection's registration, its binding, the extensions this broker granted.
   MutualAsk: "unknown",
-  MessageIdReuse: "unknown",
   MessageTooLarge: "unknown",
   SenderNotFound: "unknown",
   SupervisorUnauthorized: "unknown",
@@ -123,14 +129,15 @@ const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | und
 
 /**
  * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
- * write's fate unknown (`retried` or `unknown`): if it stands, it is the loss.
+ * write's fate unknown (`retried`, `unknown`, or `received`: taken by that broker, what became of it there not
+ * said): if it stands, it is the loss.
  *
  * @category predicates
  * @since 0.1.0
  */
 export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean => {
   const kind = afterLossOf(error)
-  return kind === "retried" || kind === "unknown"
+  return kind === "retried" || kind === "unknown" || kind === "received"
 }
 
 /**
@@ -150,7 +157,8 @@ export const retriedInGrace = (error: SendError | IntercomNotConnected, afterLos
 /**
  * The loss `lost` as a send lost on the way ends on `error`, the refusal that stood: carrying it
  * (`ConnectionLost.refusal`, said in its message) when it leaves the first write unknown (`unknownAfterLoss`), so
- * that its reader learns what the broker answers now (the target away, say); `lost` itself otherwise.
+ * that its reader learns what the broker answers now (the target away, say), marked `firstWriteReceived` when that
+ * refusal is the broker's record of the first write (`received`); `lost` itself otherwise.
  *
  * @category constructors
  * @since 0.1.0
@@ -162,7 +170,8 @@ export const lostWithRefusal = (lost: ConnectionLost, error: SendError | Interco
     : new ConnectionLost({
       operation: lost.operation,
       ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
-      refusal
+      refusal,
+      ...(afterLossOf(refusal) === "received" ? { firstWriteReceived: true } : {})
     })
 }
 
