@@ -52,8 +52,11 @@ export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "reboun
  * where one code covers refusals of both kinds. Typed over every `DeliveryError`: a new refusal must be classified.
  */
 const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string) => AfterLoss) } = {
-  // From the write itself: its fields, its target's form.
-  InvalidMessage: "asGiven",
+  // From the write itself: its fields, its target's form. Not the answer a takeover gives a `supervisor_send` held
+  // on a connection not granted `supervisor-v1` (broker/PeerReader.ts `refuseHeldSends`): that connection's grants,
+  // which the first write's connection may have had — connection state, as the client's own `SupervisorUnauthorized`
+  // for a missing grant is (task afterloss3).
+  InvalidMessage: (reason) => reason === Reason.supervisorSendUngranted ? "unknown" : "asGiven",
   InvalidTarget: "asGiven",
   // The broker's record of the first write (P46): its sender cancelled or superseded it — no read comes before either.
   DeliveryCancelled: "asGiven",
