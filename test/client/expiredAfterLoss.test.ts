@@ -54,6 +54,7 @@ describe("an expiry read after a loss is the loss (task afterloss3; as review re
       assert.instanceOf(ended.failure, ConnectionLost, `a message its recipient read ended as ${String(ended.failure)}`)
       assert.strictEqual(ended.laterWrites, 1, "written again")
       assert.strictEqual(ended.failure instanceof ConnectionLost ? ended.failure.refusal?.reason : undefined, Reason.expired)
+      assert.isTrue(ended.endedAtReconnect, `not ended at once: ${ended.endedAfterMs} ms after the loss`)
     }))
 
   it("a DeliveryExpired with the client's own 'ask timed out unwritten' reason is still read as given (afterLossOf), for its asker to settle on", () => {

@@ -66,6 +66,7 @@ describe("a supervisorSend lost on the way, then refused by the next broker", ()
       const ended = yield* refusedAfterLoss("child-0000-0007", message("progress"), ungranted, viaSupervisor)
       assert.instanceOf(ended.failure, ConnectionLost, `the supervisorSend got ${String(ended.failure)}`)
       assert.strictEqual(ended.laterWrites, 1, "written again: a retry in the grace cannot change this connection's grants")
+      assert.isTrue(ended.endedAtReconnect, `not ended at once: ${ended.endedAfterMs} ms after the loss`)
       assert.deepInclude(ended.failure instanceof ConnectionLost ? ended.failure.refusal : undefined, ungranted)
       // Read late, the same (answerAfterLoss).
       const late = answerAfterLoss("m-late", Exit.fail(deliveryError({ messageId: "m-late", ...ungranted, retryable: false })))
