@@ -72,7 +72,7 @@ describe("a send by name lost on the way, its name taken by another session befo
       assert.include(error.message, "most likely reached that earlier session")
       assert.notInclude(error.message, "not what became of the first attempt")
       // A session's reading of it: delivery unknown, its first attempt most likely arrived — not "not delivered".
-      const read = notDelivered("message", "bob")(error)
+      const read = notDelivered("Message", "bob")(error)
       assert.strictEqual(read._tag, "DeliveryUnknown")
       assert.include(read.message, "most likely arrived there")
       assert.notInclude(read.message, "says nothing of the first attempt")
