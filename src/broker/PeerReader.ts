@@ -87,9 +87,6 @@ const frameType = (text: string): string | undefined => {
   return isFrameDecodeError(frame) ? undefined : frame.type
 }
 
-/** The answer to a held `supervisor_send` from a connection not granted `supervisor-v1` (`refuseHeldSends`). */
-const NO_SUPERVISOR_V1 = Reason.withoutExtension("supervisor_send", SUPERVISOR_V1, "to send to a supervisor")
-
 /** A held frame, parsed, when it is a `send` or `supervisor_send`; otherwise undefined. */
 const heldSend = (text: string): { readonly type: string; readonly [key: string]: unknown } | undefined => {
   const frame = parseFrameText(text)
@@ -244,7 +241,7 @@ export class PeerReader implements FrameReceiver {
       router.output.forceEnqueue(
         this.peer,
         frame.type === "supervisor_send" && !this.peer.features.has(SUPERVISOR_V1)
-          ? Encode.deliveryFailedFrame(id, DeliveryCode.InvalidMessage, NO_SUPERVISOR_V1, isRetryable(DeliveryCode.InvalidMessage))
+          ? Encode.deliveryFailedFrame(id, DeliveryCode.InvalidMessage, Reason.supervisorSendUngranted, isRetryable(DeliveryCode.InvalidMessage))
           : router.recordedAnswer(this.peer, senderKey, frame) ??
             Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
       )

@@ -355,12 +355,13 @@ export class Resending {
     ).pipe(
       // One rule with a late answer's (afterLoss.ts): after a loss, a rebound answers a re-send, the first write
       // maybe delivered (marked `afterLoss`, review revas AS2); a refusal that says only what the next broker holds
-      // now and no retry can change ends as the loss at once, carrying it.
+      // now and no retry can change, or that is the record of the first write this broker took, ends as the loss at
+      // once, carrying it.
       Effect.catchIf(
         (error) => {
           if (lostOnTheWay.lost === undefined) return false
           const kind = afterLossOf(error)
-          return kind === "rebound" || kind === "unknown"
+          return kind === "rebound" || kind === "unknown" || kind === "received"
         },
         (error) => Effect.fail(standing(error))
       ),

@@ -7,16 +7,19 @@
  * broker restarted, or a durable one killed after delivering it and before storing it). Every refusal a send can get
  * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
  * itself (malformed, a target of no valid form) was the first write's too, "not delivered", and is passed on as
- * given, as is one that the broker's record of the first write gives (cancelled, superseded, expired; not an eviction, which may follow a read); one that
+ * given, as is one that the broker's record of the first write gives and that no read can have preceded (cancelled,
+ * superseded; not an eviction or an expiry, which may follow a read); one that
  * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
+ * never a "not delivered". An id reuse from the broker's record says that broker took the first write (`received`:
+ * the loss, so marked). A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
  * for both of its readers. Owns no state: a constant table and plain synchronous
  * functions.
  */
 import { Exit } from "effect"
 import { Reason } from "../protocol/delivery.ts"
+import { ASK_TIMED_OUT_UNWRITTEN, type SendError } from "./requests.ts"
 import {
   ConnectionLost,
   type DeliveryError,
@@ -25,7 +28,6 @@ import {
   type TargetRebound
 } from "./errors.ts"
 import type { SendAnswer } from "./PendingSends.ts"
-import type { SendError } from "./requests.ts"
 
 /**
  * What a refusal read as the answer to a write of a send after a connection lost it on the way says of the first
@@ -35,26 +37,36 @@ import type { SendError } from "./requests.ts"
  * - `retried` — it says what the broker reached next holds now, which a restart may have emptied and which may fill
  *   again within the rejoin grace: retried through it, and if it stands, the loss;
  * - `unknown` — it says what that broker holds now, and no retry within the grace can change it: the loss at once;
+ * - `received` — it is the broker's record of the first write itself, which that broker took (its id is taken, by
+ *   this sender, for the session `to` named then): the loss at once, marked `firstWriteReceived` — most likely
+ *   delivered, never "not delivered", and not read as the caller reusing an id;
  * - `rebound` — the exact target re-registered: the refusal marked `afterLoss` (the caller lists and sends again).
  *
  * @category models
  * @since 0.1.0
  */
-export type AfterLoss = "asGiven" | "retried" | "unknown" | "rebound"
+export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "rebound"
 
 /**
  * Every refusal of a send, by its class, and why (docs/client.md has the table in prose). A function reads the reason
  * where one code covers refusals of both kinds. Typed over every `DeliveryError`: a new refusal must be classified.
  */
 const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string) => AfterLoss) } = {
-  // From the write itself: its fields, its target's form.
-  InvalidMessage: "asGiven",
+  // From the write itself: its fields, its target's form. Not the answer a takeover gives a `supervisor_send` held
+  // on a connection not granted `supervisor-v1` (broker/PeerReader.ts `refuseHeldSends`): that connection's grants,
+  // which the first write's connection may have had — connection state, as the client's own `SupervisorUnauthorized`
+  // for a missing grant is (task afterloss3).
+  InvalidMessage: (reason) => reason === Reason.supervisorSendUngranted ? "unknown" : "asGiven",
   InvalidTarget: "asGiven",
-  // The broker's record of the first write (P46): the message was cancelled, superseded, or expired in the mailbox;
-  // or the client's own `ASK_TIMED_OUT_UNWRITTEN`, an ask whose timeout ran out, however its first write went.
+  // The broker's record of the first write (P46): its sender cancelled or superseded it — no read comes before either.
   DeliveryCancelled: "asGiven",
   DeliverySuperseded: "asGiven",
-  DeliveryExpired: "asGiven",
+  // The record's "expired" is written also of mail its recipient read, gave back unconfirmed, and left in the mailbox
+  // past its retention (MailDelivery.ts `prune`), as of an ask given back whose timeout ran out (StaleAsks.ts): the
+  // loss, as an eviction is (review revci CI2; task afterloss3). The client's own `ASK_TIMED_OUT_UNWRITTEN` (an ask
+  // whose timeout ran out before its re-send, however its first write went) is passed on: its asker settles with the
+  // broker on it, knowing the first write may have arrived (session/Ask.ts `timedOutUnwritten`).
+  DeliveryExpired: (reason) => reason === ASK_TIMED_OUT_UNWRITTEN ? "asGiven" : "unknown",
   // Neither eviction tells the first write's fate: "evicted at once, so nothing was queued" is the mailbox full now,
   // and the record's "evicted the delivery" is written also of mail its recipient read, gave back unconfirmed, and
   // lost to the mailbox's bound (review revci CI2; review revce CE2 had made the record's as given).
@@ -75,13 +87,15 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
-  // Broker state no retry within the grace changes: the asked session's own ask waits on this one; a record under
-  // this id whose target `to` no longer resolves to, or a durable question of this session's under it (Questions.ts's
-  // stage: the question's state now, which a retry does not end, not the first write's fate); the forwarded frame's
+  // The broker's record under this id names another target (broker/Send.ts `replayed`): the re-send is the first
+  // write again, its content the same, so that record is the first write's, taken for the session `to` named then
+  // (another holds the name now) — received (task afterloss3). Questions.ts's stage (a durable question of this
+  // session's under the id) is the question's state now, which a retry does not end, not the first write's fate.
+  MessageIdReuse: (reason) => reason === Reason.messageIdReuse ? "received" : "unknown",
+  // Broker state no retry within the grace changes: the asked session's own ask waits on this one; the forwarded frame's
   // size, which counts the sender's registered info as it is now (its status may have grown since: review revce CE4);
   // this connection's registration, its binding, the extensions this broker granted.
   MutualAsk: "unknown",
-  MessageIdReuse: "unknown",
   MessageTooLarge: "unknown",
   SenderNotFound: "unknown",
   SupervisorUnauthorized: "unknown",
@@ -118,14 +132,15 @@ const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | und
 
 /**
  * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
- * write's fate unknown (`retried` or `unknown`): if it stands, it is the loss.
+ * write's fate unknown (`retried`, `unknown`, or `received`: taken by that broker, what became of it there not
+ * said): if it stands, it is the loss.
  *
  * @category predicates
  * @since 0.1.0
  */
 export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean => {
   const kind = afterLossOf(error)
-  return kind === "retried" || kind === "unknown"
+  return kind === "retried" || kind === "unknown" || kind === "received"
 }
 
 /**
@@ -145,7 +160,8 @@ export const retriedInGrace = (error: SendError | IntercomNotConnected, afterLos
 /**
  * The loss `lost` as a send lost on the way ends on `error`, the refusal that stood: carrying it
  * (`ConnectionLost.refusal`, said in its message) when it leaves the first write unknown (`unknownAfterLoss`), so
- * that its reader learns what the broker answers now (the target away, say); `lost` itself otherwise.
+ * that its reader learns what the broker answers now (the target away, say), marked `firstWriteReceived` when that
+ * refusal is the broker's record of the first write (`received`); `lost` itself otherwise.
  *
  * @category constructors
  * @since 0.1.0
@@ -157,7 +173,8 @@ export const lostWithRefusal = (lost: ConnectionLost, error: SendError | Interco
     : new ConnectionLost({
       operation: lost.operation,
       ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
-      refusal
+      refusal,
+      ...(afterLossOf(refusal) === "received" ? { firstWriteReceived: true } : {})
     })
 }
 

@@ -98,13 +98,23 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
    * broker holds now (the target not connected, say) and nothing of the first write. Absent when none stood.
    */
   readonly refusal?: DeliveryError
+  /**
+   * For a send: `refusal` is the broker's record of the first write itself — an id reuse, the record under this id
+   * naming the session `to` meant then, another holding that name now (afterLoss.ts `received`). That broker took
+   * the first write; most likely it was delivered there. Absent otherwise.
+   */
+  readonly firstWriteReceived?: boolean
 }> {
   override get message(): string {
     if (this.messageId === undefined) return `Intercom connection lost during ${this.operation}`
+    const lost = `Intercom connection lost before the broker confirmed message ${this.messageId}`
+    if (this.refusal !== undefined && this.firstWriteReceived === true) {
+      return `${lost}; the broker took the first attempt: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id names the session the target meant then, and another session holds that name now. The first attempt most likely reached that earlier session: this was its re-send, not another message under its id. Do not send it again unless that session's owner says it did not arrive, and then under a new message id.`
+    }
     const now = this.refusal === undefined
       ? ""
       : ` The broker reached since refused the re-send: «${this.refusal.reason}» (${this.refusal.code}) — a refusal of the re-send by what that broker holds now, not what became of the first attempt.`
-    return `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
+    return `${lost}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
   }
 }
 

@@ -2,6 +2,7 @@
  * Delivery failure codes and their reason strings (P45). Base-protocol reasons
  * are part of the wire contract: clients match on them, so keep them verbatim.
  */
+import { SUPERVISOR_V1 } from "./features.ts"
 
 /**
  * The `code` of a `delivery_failed` frame (P45), by name. The client turns
@@ -161,6 +162,14 @@ export const Reason = {
    */
   withoutExtension: (frameType: string, extension: string, purpose: string) =>
     `"${frameType}" frame without the ${extension} extension: register with "${extension}" in features ${purpose}`,
+  /**
+   * Ours: `withoutExtension` of a `supervisor_send` held at a takeover on a
+   * connection not granted `supervisor-v1` (PeerReader.ts
+   * `refuseHeldSends`): the connection's grants, not the frame's fields — a
+   * client reading it after a loss classes it so (client/afterLoss.ts).
+   */
+  supervisorSendUngranted:
+    `"supervisor_send" frame without the ${SUPERVISOR_V1} extension: register with "${SUPERVISOR_V1}" in features to send to a supervisor`,
   invalidChannel: "Invalid channel",
   /**
    * Ours (C-TOOL-6): a send whose `message.content.text` holds a control

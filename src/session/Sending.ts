@@ -80,6 +80,12 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
         to,
         reason: error.refusal === undefined
           ? "the connection to the broker was lost before it acknowledged the message"
+          : error.firstWriteReceived === true
+          // An id reuse from the broker's record: the broker took the first attempt, for the session `to` meant then.
+          ? `the connection to the broker was lost before it acknowledged the message, and the broker, which took ` +
+            `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
+            `attempt went to the session "${to}" named then and another session holds that name now; it most likely ` +
+            `arrived there`
           : `the connection to the broker was lost before it acknowledged the message, and the broker reached since ` +
             `refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), a refusal of the re-send that ` +
             `says nothing of the first attempt`

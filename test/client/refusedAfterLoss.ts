@@ -30,6 +30,12 @@ export interface RefusedAfterLoss {
   readonly laterWrites: number
   /** How long after the loss the send ended (ms on the TestClock), or undefined if it had not ended by the grace's end. */
   readonly endedAfterMs: number | undefined
+  /**
+   * Whether the send ended within the millisecond the reconnect came in (the first reconnect is due `RECONNECT_MS`
+   * after the loss): 1 ms before it no later connection was up, and at it one was and the send had ended — by the
+   * reconnect's own round trips, no timer after them. Any back-off (the shortest is 25 ms) makes it false.
+   */
+  readonly endedAtReconnect: boolean
 }
 
 /** How long after the loss the client reconnects (`reconnectBaseMs`, the first reconnect's fixed wait). */
@@ -37,8 +43,8 @@ export const RECONNECT_MS = 100
 
 /**
  * Sends `message` via `via` on a fresh client whose first connection ends as the send is written, its later ones
- * answering every write of it with `refusal`; runs the clock past the rejoin grace, in steps of `stepMs` (when the
- * send ended is known to that step), and says how the send ended.
+ * answering every write of it with `refusal`; runs the clock to 1 ms before the reconnect, to it, then past the
+ * rejoin grace in steps of `stepMs` (when the send ended is known to that step), and says how the send ended.
  */
 export const refusedAfterLoss = (
   sessionId: string,
@@ -63,9 +69,15 @@ export const refusedAfterLoss = (
     )
     yield* client.connect
     const sending = yield* Effect.forkChild(Effect.exit(via(client, message)), { startImmediately: true })
-    let endedAfterMs: number | undefined
+    const reconnected = () => fake.frames.some((f) => f.connection > 1)
+    // To 1 ms before the reconnect, then to it: what the reconnect's own round trips settle, with no timer after it.
+    yield* TestClock.adjust(RECONNECT_MS - 1)
+    const before = !reconnected() && sending.pollUnsafe() === undefined
+    yield* TestClock.adjust(1)
+    const endedAtReconnect = before && reconnected() && sending.pollUnsafe() !== undefined
+    let endedAfterMs: number | undefined = sending.pollUnsafe() === undefined ? undefined : RECONNECT_MS
     // In steps to the grace's end and a little past it: when the send ended tells a grace from none.
-    for (let elapsed = stepMs; elapsed <= REJOIN_GRACE_MS + 1_000; elapsed += stepMs) {
+    for (let elapsed = RECONNECT_MS + stepMs; elapsed <= REJOIN_GRACE_MS + 1_000; elapsed += stepMs) {
       yield* TestClock.adjust(stepMs)
       if (endedAfterMs === undefined && sending.pollUnsafe() !== undefined) endedAfterMs = elapsed
     }
@@ -78,5 +90,5 @@ export const refusedAfterLoss = (
     ).length
     const exit = ended !== undefined && Exit.isSuccess(ended) ? ended.value : undefined
     const failure = exit === undefined ? "still running" : Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-    return { failure, laterWrites, endedAfterMs }
+    return { failure, laterWrites, endedAfterMs, endedAtReconnect }
   })

@@ -12,7 +12,10 @@
  * failed at once with `TargetDisconnected`, a "not delivered".
  *
  * The in-memory network runs the real broker core under TestClock; a
- * recording dialer keeps every frame the client writes, per connection.
+ * recording dialer keeps every frame the client writes and reads, per
+ * connection: both 'target disconnected' tests check that this is the
+ * refusal the client met (with the new broker never knowing beta, "not
+ * found", read the same way, every other check passed).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
@@ -34,17 +37,33 @@ const A_ID = "aaaaaaaa-2222-4000-8000-00000000000a"
 /** The rejoin grace of the client whose ask is refused after the loss (`rejoinGraceMs`). */
 const REJOIN_GRACE_MS = 2_000
 
-/** A dialer into `world` that keeps each connection it opens and the frames the client writes on it. */
+/** A dialer into `world` that keeps each connection it opens, the frames the client writes on it and those it reads. */
 const recordingDialer = (world: MemoryNetwork) => {
-  const connections: Array<{ readonly link: Connection; readonly writes: Array<ReadonlyArray<string>> }> = []
+  const connections: Array<{
+    readonly link: Connection
+    readonly writes: Array<ReadonlyArray<string>>
+    readonly reads: Array<string>
+  }> = []
   const dial: Dialer = (address) =>
     Effect.map(world.dial(address), (connection) => {
       const writes: Array<ReadonlyArray<string>> = []
-      connections.push({ link: connection, writes })
-      return recordingWrites(connection, writes).connection
+      const reads: Array<string> = []
+      connections.push({ link: connection, writes, reads })
+      const recorded = recordingWrites(connection, writes).connection
+      return { ...recorded, read: Effect.tap(connection.read, (frames) => Effect.sync(() => reads.push(...frames))) }
     })
   return { dial, connections }
 }
+
+/** The codes of the `delivery_failed` answers for `messageId` the client read on its `index`th connection, in order. */
+const refusalsOn = (recording: ReturnType<typeof recordingDialer>, index: number, messageId: string): Array<string> =>
+  (recording.connections[index]?.reads ?? []).flatMap((text) => {
+    const parsed = parseFrameText(text)
+    return !isFrameDecodeError(parsed) && parsed.type === "delivery_failed" && parsed.messageId === messageId &&
+        typeof parsed.code === "string"
+      ? [parsed.code]
+      : []
+  })
 
 /** How many `send` frames for `messageId` the client wrote on its `index`th connection. */
 const sendsOn = (recording: ReturnType<typeof recordingDialer>, index: number, messageId: string): number =>
@@ -184,6 +203,10 @@ describe("a caller's retry after its connection was lost", () => {
       yield* advance("500 millis")
       assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
       assert.isUndefined(sending.pollUnsafe(), "the refusal of the re-send stood at once, inside the rejoin grace")
+      // Every write of the ask so far was refused 'target disconnected' — not a "not found", retried the same way.
+      const refusals = refusalsOn(recording, 1, ask.id)
+      assert.isNotEmpty(refusals, "test setup: no write of the ask was refused before beta came back")
+      assert.deepStrictEqual(new Set(refusals), new Set(["E_TARGET_DISCONNECTED"]), `refused ${refusals.join(", ")}`)
       // beta registers again half-way through the grace: the next retry finds it.
       const betaAgain = yield* world.session({ sessionId: "beta" })
       yield* advance("1 second")

@@ -6,11 +6,15 @@
  * been delivered by a broker that forgot it; review revbs BS3). The real broker never answers this channel "not
  * found" nor with a rebound; the cases that send them show the client's path all the same (a "not found" ends alike, a
  * rebound is marked `afterLoss`). It went through `retrying` alone, and every refusal failed at once, read as the
- * first write's. The plain send's case is the control: the same set-up, the same verdicts.
+ * first write's. The plain send's case is the control: the same set-up, the same verdicts. A takeover's answer to a
+ * `supervisor_send` held on a connection not granted `supervisor-v1` (E_INVALID_MESSAGE, broker/PeerReader.ts
+ * `refuseHeldSends`) is that connection's state, not the write's: the loss at once (task afterloss3; it was passed on
+ * as the write's own invalid message).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { ConnectionLost, TargetRebound } from "../../src/client/errors.ts"
+import { Effect, Exit, Option } from "effect"
+import { answerAfterLoss } from "../../src/client/afterLoss.ts"
+import { ConnectionLost, deliveryError, TargetRebound } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { message } from "../support/broker.ts"
 import { REJOIN_GRACE_MS, refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
@@ -52,5 +56,20 @@ describe("a supervisorSend lost on the way, then refused by the next broker", ()
       assert.isAbove(lost.laterWrites, 1)
       const marked = yield* refusedAfterLoss("child-0000-0004", message("progress"), rebound, viaSend)
       assert.isTrue(marked.failure instanceof TargetRebound && marked.failure.afterLoss === true, `the send got ${String(marked.failure)}`)
+    }))
+
+  it.effect("E_INVALID_MESSAGE 'supervisor_send without supervisor-v1' (a takeover's answer to a held send: the connection's grants) ends ConnectionLost at once carrying it, not as the write's own invalid message", () =>
+    Effect.gen(function*() {
+      // broker/PeerReader.ts `refuseHeldSends`: the connection's grants, which the first write's connection may have
+      // had (task afterloss3); classed with the client's own SupervisorUnauthorized for a missing grant.
+      const ungranted = { code: DeliveryCode.InvalidMessage, reason: Reason.supervisorSendUngranted }
+      const ended = yield* refusedAfterLoss("child-0000-0007", message("progress"), ungranted, viaSupervisor)
+      assert.instanceOf(ended.failure, ConnectionLost, `the supervisorSend got ${String(ended.failure)}`)
+      assert.strictEqual(ended.laterWrites, 1, "written again: a retry in the grace cannot change this connection's grants")
+      assert.isTrue(ended.endedAtReconnect, `not ended at once: ${ended.endedAfterMs} ms after the loss`)
+      assert.deepInclude(ended.failure instanceof ConnectionLost ? ended.failure.refusal : undefined, ungranted)
+      // Read late, the same (answerAfterLoss).
+      const late = answerAfterLoss("m-late", Exit.fail(deliveryError({ messageId: "m-late", ...ungranted, retryable: false })))
+      assert.instanceOf(Option.getOrUndefined(Exit.findErrorOption(late)), ConnectionLost)
     }))
 })
