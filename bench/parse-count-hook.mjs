@@ -4,8 +4,10 @@
  * `JSON.parse` to count its calls and the characters it parsed, by the
  * frame's `type` (read from the parsed value), and writes the counts to
  * `$PARSE_COUNT_DIR/<pid>.json` when the process ends (exit, SIGTERM,
- * SIGINT). A measurement aid: the wrapper costs time, so only the counts
- * are worth reading, never a run's speed. Never loaded by the broker itself.
+ * SIGINT; at either signal it then ends the process itself, ahead of the
+ * target's own handler, so a target's shutdown is not what this measures).
+ * A measurement aid: the wrapper costs time, so only the counts are worth
+ * reading, never a run's speed. Never loaded by the broker itself.
  */
 import fs from "node:fs"
 import path from "node:path"

@@ -1,7 +1,8 @@
 /**
  * Preloaded into a bench target by hand (`NODE_OPTIONS="--import <abs
  * path>"`) for docs/performance.md's "Frame parse, sixty-seventh stop":
- * times V8's `JSON.parse` of w64's `send` frame inside the target's own
+ * times V8's `JSON.parse` of a frame shaped as w64's `send` (the bench
+ * client's fields and lengths; 100 characters of other text) inside the target's own
  * process — once as the hook loads (a fresh heap, nothing of the target run
  * yet) and once at SIGTERM, when the bench stops the target right after its
  * workload (the heap, maps and compiled code the workload left) — and writes
