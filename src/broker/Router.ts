@@ -769,7 +769,7 @@ export class Router {
 
   /**
    * A send whose acknowledgement waited for a commit that failed
-   * (StoreJournal.refuseHeld) is refused with the store's failure `reason`,
+   * (JournalAcks.refuseHeld) is refused with the store's failure `reason`,
    * as a send made now would be. With `drop`, only when its mail is still
    * queued and never stored: it is dropped, never to be delivered; without,
    * it was dropped already (another acknowledgement of the same send). True
