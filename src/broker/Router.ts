@@ -10,7 +10,7 @@
  * | the mailbox | MailDelivery.ts, Mailbox.ts |
  * | the membership feed | Membership.ts, MembershipFeed.ts |
  * | discovery (list, presence) | Discovery.ts |
- * | receipts and cancel | Receipts.ts |
+ * | receipts, cancel and supersede | Receipts.ts, Cancels.ts, SupersedeStage.ts |
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
