@@ -94,7 +94,7 @@
  * (Receipts.supersedes). Whether a hold may still bring a cancelled or
  * superseded message to its holder — kept, or with a connection it waits
  * for — is asked for the withdrawals' list (`CustodyHolds.mayGiveBack`,
- * Receipts' `mayStillWait`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
+ * MayStillWait.ts's `mayStillWait`). Ownership: `Peer.custodyHolds` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
  * `keepReturned`; its `departures` are cleared when its holder's

@@ -4,7 +4,7 @@
  * the kept withdrawals of messages to one receiver's session, oldest
  * first, how many, and which receiver holds the most. A withdrawal is kept only while
  * its message may still wait for its receiver, unwritten or unconfirmed
- * (Receipts' `mayStillWait`) — almost always because of that receiver: it
+ * (MayStillWait.ts's `mayStillWait`) — almost always because of that receiver: it
  * does not read its socket, or (with `received-v1`) never confirms. Such a
  * receiver makes every cancel of a message to it a kept withdrawal. When
  * the list is full, the one dropped is the oldest of the receiver holding

@@ -37,7 +37,7 @@
  * parked elsewhere (`enqueueSettleAnswer`, ParkedReplies.ts).
  * A cancel or supersede asks whether the message it withdraws is parked
  * anywhere, in the batch or any reader's list (`parksWithdrawn`, a scan off
- * the send path, for Receipts' `mayStillWait`).
+ * the send path, for MayStillWait.ts's `mayStillWait`).
  *
  * Split by concern (2026-12-05, 2026-12-06); each part is reached through
  * a field of this class or is plain functions:
@@ -414,7 +414,7 @@ export class Output {
    * takeover, whose messages to others stay parked there,
    * `OutputEnd.forceOwnAnswers`, and a withheld return's reader that
    * `ForcedOutput.parkBehindReturn` parked it behind, which is one of them by
-   * that method's own test). Receipts' `mayStillWait`, on the cancel and
+   * that method's own test). MayStillWait.ts's `mayStillWait`, on the cancel and
    * supersede paths only (review revay AY1, AY2); never on the send path.
    * Cost: the batch's own parked output, and — only while `senderKey` has a
    * message in some reader's list (`ParkedControls.messagesOf`) — one test

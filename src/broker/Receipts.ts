@@ -1,37 +1,28 @@
 /**
+ * Size: about 455 lines, past the ~400 guideline, a fifth of them this
+ * header: one concept, the receipt route — kept, followed by receipts, and
+ * read by a cancel and a supersede (their own code is Cancels.ts and
+ * SupersedeStage.ts), each step reading and moving the same route records.
+ *
  * Receipts and control (P70–P73). Every delivered message leaves a receipt
  * route — which session sent it to which — for an hour. Along it a
  * receiver's `message_receipt` is forwarded to the sender, a sender's
- * `cancel_message` becomes the receiver's `message_control` cancel, and a
- * `supersedes` send first tells the receiver the old message is superseded
- * (these two only while both sides are live). A `cancel_message` for mail
- * still in the mailbox removes it instead — unless a client read it before
- * it came back there (written, never confirmed): then the copy stays for
- * that client instance's return, with the cancel's control behind it
- * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
- * sender cancelled already is answered `delivered` again (ours): its first
- * answer may have been lost with a connection or a broker crash, and a
- * retry must tell the sender the message's fate rather than "cannot be
- * cancelled" — and the receiver, told once, is not sent the control again.
- * Nor is a message its sender superseded cancelled as well (`withdrawnBy`,
- * ours): its fate is settled, so the cancel is answered "cannot be
- * cancelled", with no control and the record left superseded; and a
- * `supersedes` naming a message its sender cancelled or superseded already
- * is refused (`E_SUPERSEDE_TARGET`, the reason saying which), though its
- * route, which outlives both, still matches — judged before the route, so a
- * restart that took the route still gets that reason (review revd D4).
- * That fate is kept on the route too (`OutboundRecord.withdrawal`, the
+ * `cancel_message` becomes the receiver's `message_control` cancel
+ * (Cancels.ts), and a `supersedes` send first tells the receiver the old
+ * message is superseded (SupersedeStage.ts; these two only while both
+ * sides are live). This module owns the routes — keeping them, and reading
+ * them for a cancel and a supersede (`routeOf`, `sessionsOf`, `liveRoute`,
+ * `recordedRoute`, `withdrawnBy`, `keepWithdrawal`) — and the receipts; it
+ * wires the cancel and the supersede stage, which keep no state of their own.
+ *
+ * A message its sender cancelled or superseded keeps that fate on its route
+ * too (`OutboundRecord.withdrawal`, the
  * outcome object the record was rewritten to, so no allocation), not only
  * in the replay record, which the route can outlive: the records' bounds
  * push a flooding sender's oldest out, and a record ages from the send, a
  * route from the delivery (review revd D1; DeliveryRecords.withdrawal, also
  * read where a closing connection gives a message back:
- * MailReturns.withdrawnOnTheWay). A `replace`-staged message whose target
- * its sender cancelled or superseded while it waited (C-DLV-6 acknowledged
- * it queued) is not refused when its window closes but delivered alone: no
- * control, the record left as it is (review revd D3). A supersede of an
- * ask withdraws it as a cancel does (`forget`: its edge closes; review
- * revd D5). A durable broker that restarted has replay records but no
+ * MailReturns.withdrawnOnTheWay). A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -57,17 +48,7 @@
  * unread and was dropped as stale (MailDelivery.ts), so it does not say the
  * session back has it, and no route says which client instance was given
  * it — a cancel of it is answered "cannot be cancelled", with no control,
- * and a supersede naming it is refused. A
- * cancel's control reveals the cancel as the sender's answer does, so on a
- * durable broker both wait for its commit (StoreJournal.ts). A supersede's
- * control does not wait for a `received-v1` receiver: its new message goes
- * at once right behind it (StoreJournal.markDelivery), and the control must
- * come first; a crash before the commit leaves the old message's record
- * saying delivered while the receiver dropped it, which hides no loss — it
- * was delivered, the new message that replaces it was written with the
- * control, and its sender's retry of the new one follows the record to the
- * receiver again (docs/protocol.md). A base receiver's waits with its new
- * message (its outbox is held for the commit). A message
+ * and a supersede naming it is refused. A message
  * written to a receiver whose connection closed before confirming it, given
  * back and then dropped by the mailbox (evicted, expired), loses its route
  * (`dropRoute`, called from MailDelivery): its receiver never got it and its
@@ -112,36 +93,17 @@
  * session's connection only when that instance was given the message — the route moves on when the
  * message is handed on there (`handedOn`). Otherwise a cancel is answered
  * "cannot be cancelled" (the message was delivered, to an instance that is
- * gone), and a supersede delivers its new message alone. One exception, a
- * cancel of a message still in the custody (or write) of an old connection
- * a takeover's custody hold waits for: that client may yet confirm it as it
- * closes, or not, and only the close tells whether the new instance gets it
- * (review revb D1). So the cancel is put off until the hold ends
- * (`CustodyHolds.deferCancel`) and then handled anew (`cancelAgain`):
- * its answer, control, record rewrite and commit all wait; given back to
- * the new connection, the message is followed by the cancel (answered
- * `delivered`); confirmed by the old client, the cancel is answered "cannot
- * be cancelled"; given back to the mailbox (the session away), it is
- * cancelled there. A supersede does not wait (its new message goes now): it
- * is recorded and its new message delivered alone, and the old message,
- * given back at that close, is withdrawn on its way — so the new instance
- * gets the new message alone either way. A withdrawn message goes back
+ * gone) — unless a takeover's custody hold puts it off (Cancels.ts) — and a
+ * supersede delivers its new message alone. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
- *
- * Size: about 725 lines, past the ~400 guideline, near half of them this
- * header and the JSDoc: one concept, the receipt route and what travels
- * along it (receipts, a cancel, a supersede), each reading and moving the
- * same route records.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ControlFrame } from "./ControlFrame.ts"
-import type { Output } from "./Output.ts"
+import { Cancels } from "./Cancels.ts"
+import type { ControlFrame } from "./ControlFrame.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
-import { carriesMessage, mailAmong, parksMessage } from "./OutboundItems.ts"
 import { OutboundRecord } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -149,47 +111,9 @@ import type { RegistrationHooks } from "./Registration.ts"
 import { mayHold, type Session, type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
+import { supersedeStage } from "./SupersedeStage.ts"
 
 const HOUR = 3_600_000
-
-/** The outcome of a delivered message its sender cancelled (`cancel_message`). */
-const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelled, retryable: false }
-
-/** The outcome of a message its sender cancelled while the mailbox held it (MailDelivery.cancel writes its record). */
-const CANCELLED_QUEUED: Outcome = {
-  ok: false,
-  code: DeliveryCode.DeliveryCancelled,
-  reason: Reason.cancelledQueued,
-  retryable: false
-}
-
-/**
- * Whether the message that `control` (its sender's cancel or supersede, for
- * `receiver`'s session) is about may still wait for `receiver`'s connection
- * unwritten or unconfirmed — so that a close or an `unregister` could yet
- * give it back: in `receiver`'s outbox, its write in progress or the part of
- * it never taken, its custody (written, unconfirmed), its own parked list
- * (also at its close, when no drainer offers it any more), a takeover's hold
- * it holds (CustodyHolds.mayGiveBack), or parked anywhere else
- * (`Output.parksWithdrawn`: the batch being handled — a send and its cancel
- * or supersede in one batch — and every reader's parked list — the
- * sender's, an older connection of the sender's session still open after a
- * takeover, a withheld return's reader; review revay AY1, AY2). That very
- * message, found by its record key (review revaw AW1: other output waiting
- * there, an unrelated message parked, says nothing about it): a scan of
- * each of those lists that is not empty — one test per item: the
- * receiver's output, so at most about as much as writing that outbox, and,
- * only while the sender has a message parked somewhere, every reader's
- * parked list (`parksWithdrawn`'s cost). Read on the cancel and supersede
- * paths only, never on the send path.
- */
-const mayStillWait = (receiver: Peer, control: ControlFrame, output: Output): boolean => {
-  const key = control.messageKey
-  return mailAmong(receiver.outbox, key, receiver.outbox.length) !== undefined ||
-    carriesMessage(receiver.writer.inFlight?.returnable, key) || carriesMessage(receiver.untakenRest, key) ||
-    receiver.custody?.holdsMessage(key) === true || parksMessage(receiver.parked, key) ||
-    output.holds.mayGiveBack(receiver, control) || output.parksWithdrawn(key, control.senderKey)
-}
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 export const MAX_ROUTES = 65_536
@@ -197,19 +121,17 @@ export const MAX_ROUTES = 65_536
 /** How long a withdrawal outlives its route (OutboundRecords.ageRoute): a day. */
 const WITHDRAWAL_KEPT_MS = 24 * HOUR
 
-
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
   private readonly ctx: RouterContext
-  private readonly mail: MailDelivery
-  private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
-  private readonly forget: (messageKey: string) => void
   private readonly liveHolder: (scopeKey: string, id: string) => Session | undefined
   private readonly askOpen: (messageKey: string, now: number) => boolean
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
   /** Receipts along a route whose sender was away, until it registers again. */
   private readonly held = new HeldReceipts()
+  /** A sender's `cancel_message` (Cancels.ts). */
+  private readonly cancels: Cancels
 
   /**
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
@@ -226,113 +148,31 @@ export class Receipts {
     askOpen: (messageKey: string, now: number) => boolean
   ) {
     this.ctx = ctx
-    this.mail = mail
-    this.forget = forget
-    this.withdrawStaged = withdrawStaged
     this.liveHolder = liveHolder
     this.askOpen = askOpen
     this.routes = ctx.records.table
+    this.cancels = new Cancels(ctx, mail, this, forget, withdrawStaged)
+    this.supersedes = supersedeStage(ctx, this, forget)
   }
 
+  /** `message_receipt` (`onReceipt`) and `cancel_message` (Cancels.ts). */
   readonly frames: FrameHandlers = {
     message_receipt: { handle: (peer, frame) => this.onReceipt(peer, frame) },
-    cancel_message: { handle: (peer, frame) => this.onCancel(peer, frame) }
+    cancel_message: { handle: (peer, frame) => this.cancels.onCancel(peer, frame) }
   }
+
+  /**
+   * P72: a `supersedes` must name this sender's earlier message to this
+   * (live) receiver; the receiver is told first, and the new message's
+   * route recorded (SupersedeStage.ts).
+   */
+  readonly supersedes: SendStage
 
   /** A sender that registers again gets the receipts held while it was away. */
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
       for (const frame of this.held.take(session.key, now)) this.ctx.output.enqueue(session.peer, frame)
     }
-  }
-
-  /**
-   * P72: a `supersedes` must name this sender's earlier message to this
-   * (live) receiver, by its route or its record (`recordedRoute`), that its
-   * sender has not cancelled or superseded already (`withdrawnBy`).
-   */
-  readonly supersedes: SendStage = {
-    check: (attempt) => {
-      const supersedes = attempt.message.supersedes
-      if (supersedes === undefined) return undefined
-      if (attempt.target === undefined) {
-        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
-      }
-      // Its fate settled already by this sender (a route outlives a cancel or supersede): a second control or a
-      // rewritten record would tell its receiver, and a retry, another fate. Judged before the route, which a
-      // restart or the routes' bound may have taken (`recordedRoute` turns a settled record away), so the
-      // refusal says which. A staged message checked again as its window closes was accepted before that: it
-      // goes alone (`beforeDelivery`).
-      const settled = this.withdrawnBy(attempt.sender, supersedes, attempt.now)
-      if (settled !== undefined && !settled.ok) {
-        if (attempt.staged) return undefined
-        const reason = settled.code === DeliveryCode.DeliveryCancelled
-          ? Reason.supersedeCancelled
-          : Reason.supersedeSuperseded(settled.reason)
-        return { code: DeliveryCode.SupersedeTarget, reason }
-      }
-      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now) ??
-        this.recordedRoute(attempt.sender, supersedes, attempt.now)
-      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
-        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
-      }
-      return undefined
-    },
-    // Settled meanwhile, a staged message's `supersedes` goes too: with no control before it, the field would tell
-    // a receiver whose control was dropped (a restart) to withdraw the old message again, under another fate (bt1).
-    supersedesSettled: (attempt) =>
-      attempt.staged && attempt.message.supersedes !== undefined &&
-      this.withdrawnBy(attempt.sender, attempt.message.supersedes, attempt.now) !== undefined,
-    // The receiver learns of the supersede before the new message.
-    beforeDelivery: (attempt, target) => {
-      const { message, sender } = attempt
-      if (message.supersedes === undefined) return
-      // Settled already (a `replace`-staged message whose sender cancelled or superseded its target while it
-      // waited: the check let it through): the new message goes alone — no control, the record left as it is, and
-      // no `supersedes` (`supersedesSettled`).
-      if (this.withdrawnBy(sender, message.supersedes, attempt.now) !== undefined) return
-      // Only to the client instance given the superseded message (a takeover's new one cannot act on it; it
-      // gets the new message alone, and the old one never: MailReturns.requeue).
-      // With no route (a durable broker restarted), the one its replay record implies (`recordedRoute`,
-      // which the check above passed).
-      const route = this.routeOf(sender.key, message.supersedes)
-      const recorded = route === undefined ? this.recordedRoute(sender, message.supersedes, attempt.now) : undefined
-      // Kept behind the superseded message wherever that still waits for the receiver (ControlFrame.ts).
-      const text = Encode.controlFrame(sender.infoJson, {
-        messageId: message.supersedes,
-        action: "supersede",
-        supersededBy: message.id,
-        timestamp: attempt.stamp
-      })
-      const messageKey = recordKeyOf(sender.key, message.supersedes)
-      const control = new ControlFrame(text, target.key, sender.key, sender.presentSince, messageKey, target.instance)
-      const waiting = mayStillWait(target.peer, control, this.ctx.output)
-      // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
-      // message is known only at the old close, while the new message goes now. Not sent, the old one given
-      // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
-      if (route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target) {
-        this.ctx.output.enqueue(target.peer, control)
-      }
-      const superseded: Outcome = {
-        ok: false,
-        code: DeliveryCode.DeliverySuperseded,
-        reason: Reason.superseded(message.id),
-        retryable: false
-      }
-      // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
-      // told now) stays: neither the mailbox's key nor the replay record tells it from a later message under a
-      // reused id, which must not be lost (reviews revcc item 1, revcg CG1). Known: that session's return gets it
-      // live (docs/protocol.md).
-      this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
-      // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
-      // check followed the replay record), with that record (review revau AU1) — past both while the message
-      // may still wait unwritten (`keepWithdrawal`).
-      this.keepWithdrawal(route ?? this.routes.find(sender.key, message.supersedes), superseded, waiting, attempt.now, target.key)
-      // An ask superseded is withdrawn by its asker, as a cancelled one is: its edge closes (the receiver may
-      // ask back; a reply to it is refused as to any ask that is over).
-      if ((route ?? this.routes.find(sender.key, message.supersedes))?.expectsReply === true) this.forget(messageKey)
-    },
-    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender.key, target, attempt.now, attempt.record)
   }
 
   /**
@@ -473,7 +313,7 @@ export class Receipts {
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
-  private routeOf(senderKey: string, messageId: string): OutboundRecord | undefined {
+  routeOf(senderKey: string, messageId: string): OutboundRecord | undefined {
     const record = this.routes.find(senderKey, messageId)
     return record !== undefined && record.routed ? record : undefined
   }
@@ -482,7 +322,7 @@ export class Receipts {
    * The two live sessions of `senderKey`'s route for `messageId`, if it is
    * under an hour old and both sides are registered now.
    */
-  private liveRoute(
+  liveRoute(
     senderKey: string,
     messageId: string,
     now: number
@@ -492,7 +332,7 @@ export class Receipts {
   }
 
   /** The sessions now registered under `route`'s two keys, if it is under an hour old and both are. */
-  private sessionsOf(
+  sessionsOf(
     route: OutboundRecord,
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
@@ -519,7 +359,7 @@ export class Receipts {
    * the receiver is away it cannot be, as before. A message whose route is kept
    * is judged by that route alone.
    */
-  private recordedRoute(
+  recordedRoute(
     sender: Session,
     messageId: string,
     now: number
@@ -556,7 +396,7 @@ export class Receipts {
    * record) or else its replay record (DeliveryRecords.withdrawal). Read on
    * the cancel and supersede paths only.
    */
-  private withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
+  withdrawnBy(sender: Session, messageId: string, now: number): Outcome | undefined {
     return this.ctx.records.withdrawal(sender.key, messageId, now)
   }
 
@@ -590,14 +430,6 @@ export class Receipts {
     else this.held.hold(route.senderKey, receipt, now)
   }
 
-  private onCancel(peer: Peer, raw: unknown): void {
-    const frame = decodeClientFrame.cancel_message(raw)
-    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
-    const session = peer.session
-    if (session === undefined) return this.answer(peer, frame.messageId, false)
-    this.cancel(session, frame.messageId, peer)
-  }
-
   /**
    * Keeps `withdrawal` (a cancel's, a supersede's) on `record`, the route or,
    * with that gone, the replay record of the withdrawn message: and, while
@@ -608,7 +440,7 @@ export class Receipts {
    * in the share of `receiverKey`, the session it was for (review revay).
    * Cancel and supersede paths only.
    */
-  private keepWithdrawal(
+  keepWithdrawal(
     record: OutboundRecord | undefined,
     withdrawal: Outcome,
     waiting: boolean,
@@ -620,109 +452,4 @@ export class Receipts {
     if (waiting) this.routes.keepWithdrawal(record, now, receiverKey)
   }
 
-  /**
-   * A cancel put off behind a takeover's custody hold (`CustodyHolds.deferCancel`)
-   * is handled anew now that the hold ended, for whichever registration
-   * holds `sender`'s session now (the sender asked for it, and the broker
-   * took the frame): answered only on the connection that sent it, if that
-   * still holds the session — an answer to a connection that is gone is lost
-   * as any is, and a retry is answered from the record. With the sender's
-   * session away it is dropped, as a cancel from an away sender would be
-   * refused (it needs both sides registered): the message stays delivered.
-   */
-  private cancelAgain(sender: Session, messageId: string): void {
-    const current = this.ctx.registry.byKey.get(sender.key)
-    if (current === undefined) return
-    this.cancel(current, messageId, current === sender && sender.peer.session === sender ? sender.peer : undefined)
-  }
-
-  /** Answers a cancel on `to`, the connection that sent it, if there is one to answer (`cancelAgain`). */
-  private answer(to: Peer | undefined, messageId: string, delivered: boolean): void {
-    if (to === undefined) return
-    const { output } = this.ctx
-    output.enqueue(to, delivered ? Encode.bareDeliveredFrame(messageId) : Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
-  }
-
-  /** `session`'s cancel of its message `messageId`, answered on `answerTo` (undefined: `cancelAgain` answers no one). */
-  private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
-    const { output, records } = this.ctx
-    const key = recordKeyOf(session.key, messageId)
-    const stamp = this.ctx.stamps.next()
-    // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
-    const control = (receiverKey: string, instance: SessionInstance) =>
-      new ControlFrame(
-        Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp }),
-        receiverKey,
-        session.key,
-        session.presentSince,
-        key,
-        instance
-      )
-    const queued = this.mail.cancel(session, key, control)
-    if (queued !== "none") {
-      // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.
-      if (queued === "copy") records.noteCancel(session.key, messageId, stamp)
-      this.forget(key)
-      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
-      // past its hour while a copy a client read stays (review revao AO2) — not when the mail was deleted
-      // outright: nothing of it is left to give back (review revaw AW2).
-      const route = this.routeOf(session.key, messageId)
-      if (route !== undefined) {
-        route.withdrawal = CANCELLED_QUEUED
-        if (queued === "copy") this.routes.keepWithdrawal(route, this.ctx.now())
-      }
-      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, true)
-    }
-    // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes.
-    if (this.withdrawStaged(session.key, messageId)) {
-      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, true)
-    }
-    const now = this.ctx.now()
-    // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
-    // broker that crashed after storing it) is answered as the first was, so the sender learns the fate —
-    // and the receiver, told once, is not sent the control again.
-    // Superseded already, by this sender: its receiver was told so, and its record says so; it cannot be
-    // cancelled as well (no control, no rewrite: a resend still hears superseded), as mail whose fate the
-    // mailbox settled cannot. The answer reveals the supersede, so it waits for its commit too.
-    const settled = this.withdrawnBy(session, messageId, now)
-    if (settled !== undefined) {
-      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, !settled.ok && settled.code === DeliveryCode.DeliveryCancelled)
-    }
-    const route = this.routeOf(session.key, messageId)
-    const live = route === undefined ? this.recordedRoute(session, messageId, now) : this.sessionsOf(route, now)
-    if (live !== undefined && live.sender === session) {
-      // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
-      const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp })
-      const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)
-      // Its message given back unconfirmed is kept with a cancel made again (WithdrawnCopies.keepCancelled): stamped as
-      // this one, which its client may have read (review revbm BM2).
-      records.noteCancel(session.key, messageId, stamp)
-      if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
-        // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
-        // client may yet confirm it as it closes, so whether the new instance gets it is known only then
-        // (review revb D1). Handled again when the hold ends: the answer, the control, the record all wait.
-        if (output.holds.deferCancel(live.receiver.peer, control, () => this.cancelAgain(session, messageId))) return
-        // Given to a client instance that is gone (the session taken over since): the new one cannot act on
-        // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
-        return this.answer(answerTo, messageId, false)
-      }
-      const waiting = mayStillWait(live.receiver.peer, control, output)
-      output.enqueue(live.receiver.peer, control)
-      this.forget(key)
-      records.rewrite(session.key, messageId, CANCELLED)
-      // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
-      // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
-      // message may still wait unwritten (`keepWithdrawal`).
-      this.keepWithdrawal(route ?? this.routes.find(session.key, messageId), CANCELLED, waiting, now, live.receiver.key)
-      // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
-      // promise), so a receiver never drops a message whose record a crash leaves delivered.
-      this.ctx.journal?.mark(live.receiver.peer)
-      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
-      return this.answer(answerTo, messageId, true)
-    }
-    this.answer(answerTo, messageId, false)
-  }
 }

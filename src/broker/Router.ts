@@ -10,7 +10,7 @@
  * | the mailbox | MailDelivery.ts, Mailbox.ts |
  * | the membership feed | Membership.ts, MembershipFeed.ts |
  * | discovery (list, presence) | Discovery.ts |
- * | receipts and cancel | Receipts.ts |
+ * | receipts, cancel and supersede | Receipts.ts, Cancels.ts, SupersedeStage.ts |
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
@@ -769,7 +769,7 @@ export class Router {
 
   /**
    * A send whose acknowledgement waited for a commit that failed
-   * (StoreJournal.refuseHeld) is refused with the store's failure `reason`,
+   * (JournalAcks.refuseHeld) is refused with the store's failure `reason`,
    * as a send made now would be. With `drop`, only when its mail is still
    * queued and never stored: it is dropped, never to be delivered; without,
    * it was dropped already (another acknowledgement of the same send). True

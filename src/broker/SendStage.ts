@@ -51,7 +51,7 @@ export interface SendAttempt {
    * (Send.deliverStaged): accepted already (`delivery_queued`), so a stage
    * refuses it only for what makes its delivery wrong now, not for what
    * only its sender's later steps changed (a supersede's target cancelled
-   * meanwhile: Receipts.ts).
+   * meanwhile: SupersedeStage.ts).
    */
   readonly staged: boolean
 }

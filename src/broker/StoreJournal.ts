@@ -1,4 +1,12 @@
 /**
+ * Size: about 590 lines, past the ~400 guideline: one concept, the change
+ * counts and the mail rows that `putMail` and `mailGone` move for every
+ * message, with the batch they are taken into — kept in one class so those
+ * two move those rows with no call between. Apart: the held acknowledgements and
+ * what a failed commit refuses (JournalAcks.ts), ask edges and withdrawals
+ * (EdgeJournal.ts), failure notices (NoticeJournal.ts), silenced asks
+ * (SilencedJournal.ts), the entries per message (JournalEntries.ts).
+ *
  * The store journal: what the routing state changed since the last commit,
  * for the store writer to save in one transaction — and the gate that keeps
  * output behind that commit.
@@ -31,7 +39,7 @@
  * output stays held and new sends are refused with `failure`'s text; what
  * was taken is put back and retried. A held send whose mail waits for an
  * absent recipient and was never stored is refused too, and its mail
- * dropped (`refuseHeld`).
+ * dropped (JournalAcks.ts, `refuseHeld`).
  *
  * Its table of mail is found by the message's sender and id (ByMessage.ts),
  * not by a record key string: building and hashing one per message was
@@ -39,26 +47,22 @@
  * plain message's or a reply's acknowledgement held until read waits on
  * that message's mail entry (`JournalMail.ack`), so the one lookup that
  * drops the mail releases it: it has no table of its own (docs/performance.md,
- * "Durable, ninth stop"); an ask's waits in ReadAcks.
- *
- * Size: about 725 lines, one concept: what waits for the next commit. Its parts share the change counts and the batch
- * they are taken into; the failure notices' own state is in NoticeJournal.ts
- * already, the silenced asks' in SilencedJournal.ts, and the entries it keeps per message in JournalEntries.ts. What a
- * failed commit does to the sends it held (`refuseHeld`) stays here: it reads
- * the same batch and held acknowledgements; the mail side is MailDelivery's.
+ * "Durable, ninth stop"); an ask's waits in ReadAcks. The held
+ * acknowledgements and their release order are JournalAcks.ts's.
  */
 import { Deferred, Effect } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
-import type { MailCommit, StoredMail, StoredRecord, StoredWithdrawal } from "../store/MailStore.ts"
+import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import type { BrokerStamps } from "./BrokerStamps.ts"
 import { ByMessage } from "./ByMessage.ts"
 import { type Fingerprint, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
-import { HeldAck, HeldAckWithNotice, JournalMail, SentRecord } from "./JournalEntries.ts"
+import { EdgeJournal } from "./EdgeJournal.ts"
+import { JournalAcks } from "./JournalAcks.ts"
+import { type HeldAck, JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
 import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
-import { ReadAcks, released } from "./ReadAcks.ts"
 import { SilencedJournal } from "./SilencedJournal.ts"
 
 /** A batch taken for commit, and how far the journal had got when it was taken. */
@@ -98,11 +102,8 @@ export class StoreJournal {
   private pendingPuts = 0
   /** Stored mail to delete, by its `seq`. */
   private mailDeletes = new Set<number>()
-  private edgePuts = new Map<string, AskEdge>()
-  private edgeDeletes = new Set<string>()
-  /** Asks withdrawn after their reply closed them (Asks.ts): when, by ask key; and those pushed out of its bound. */
-  private withdrawalPuts = new Map<string, number>()
-  private withdrawalDeletes = new Set<string>()
+  /** Ask edges opened and closed, asks withdrawn after their reply closed them (EdgeJournal.ts). */
+  private readonly edges = new EdgeJournal()
   private readonly notices = new NoticeJournal()
   /** `expired` owed for asks that went silently as answered, by their reply (SilencedJournal.ts). */
   private readonly silenced = new SilencedJournal()
@@ -123,13 +124,8 @@ export class StoreJournal {
   private stamps: BrokerStamps | undefined = undefined
   /** The highest stamp stored (or, while a commit of a higher one is in flight, still the one before it). */
   private stampStored = Number.NEGATIVE_INFINITY
-  /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
-  private heldAcks: Array<HeldAck> = []
-  /**
-   * Acknowledgements waiting for their message's read or a commit, whichever comes first
-   * (`holdAckUntilRead`), that are not on their message's entry: asks, and any whose put was not the last.
-   */
-  private readonly readAcks = new ReadAcks<HeldAck>()
+  /** Acknowledgements waiting for a commit, or for their message's read or a commit (JournalAcks.ts). */
+  private readonly acks: JournalAcks
   /** The entry of the last mail put: `holdAckUntilRead` for that message hangs its acknowledgement on it. */
   private lastPut: JournalMail | undefined = undefined
   /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
@@ -138,8 +134,6 @@ export class StoreJournal {
   private lazyWoken = false
   private readonly wake: () => void
   private readonly wakeLazy: () => void
-  private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
-  private readonly refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean
   private readonly retentionMs: number
   /** Why the last commit failed; undefined while commits succeed. */
   failure: string | undefined = undefined
@@ -162,8 +156,7 @@ export class StoreJournal {
   ) {
     this.wake = wake
     this.wakeLazy = wakeLazy
-    this.releaseAcks = releaseAcks
-    this.refuseUnstored = refuseUnstored
+    this.acks = new JournalAcks(this.storedMail, releaseAcks, refuseUnstored)
     this.retentionMs = retentionMs
   }
 
@@ -217,16 +210,10 @@ export class StoreJournal {
    * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`).
    */
   holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame): void {
-    // Never in ReadAcks; its sender's key finds its mail if a failed commit refuses it (`refuseHeld`).
-    const senderKey = peer.session?.key ?? ""
-    this.heldAcks.push(
-      notice === undefined
-        ? new HeldAck(peer, senderKey, messageId, delivery, this.appended, false)
-        : new HeldAckWithNotice(peer, senderKey, messageId, delivery, this.appended, notice)
-    )
+    this.acks.hold(peer, messageId, delivery, this.appended, notice)
     // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
     // broker): no commit will come to release it, so it goes now, behind the held ones before it.
-    if (this.appended <= this.stored) this.releaseStoredAcks()
+    if (this.appended <= this.stored) this.acks.releaseStored(this.stored)
     else this.commitSoon()
   }
 
@@ -245,19 +232,7 @@ export class StoreJournal {
    * sends the ask again.
    */
   holdAckUntilRead(peer: Peer, senderKey: string, messageId: string, byReceipt: boolean): void {
-    const ack = new HeldAck(peer, senderKey, messageId, "socket_delivered", this.appended, byReceipt)
-    const entry = this.lastPut
-    // A plain message or a reply just put (Send puts it, then holds its acknowledgement): the ack waits on
-    // the entry, released by the lookup that drops it (`mailGone`) or by the commit that takes it.
-    if (
-      byReceipt && entry !== undefined && entry.pending && entry.ack === undefined && entry.id === messageId &&
-      entry.senderKey === senderKey
-    ) {
-      entry.ack = ack
-      return
-    }
-    const previous = this.readAcks.hold(ack)
-    if (previous.length > 0) this.heldAcks.push(...previous)
+    this.acks.holdUntilRead(peer, senderKey, messageId, byReceipt, this.appended, this.lastPut)
   }
 
   /**
@@ -267,13 +242,7 @@ export class StoreJournal {
    * reply, or the commit that stores the reply (ReadAcks.ts).
    */
   answered(askSender: string, askId: string, replySender: string, replyId: string): void {
-    if (this.readAcks.size === 0) return
-    const entry = this.lastPut
-    const onEntry = entry !== undefined && entry.id === replyId && entry.senderKey === replySender ? entry.ack : undefined
-    const carried = onEntry === undefined
-      ? this.readAcks.answered(askSender, askId, replySender, replyId)
-      : this.readAcks.answeredBy(askSender, askId, onEntry)
-    if (carried.length > 0) this.heldAcks.push(...carried)
+    this.acks.answered(askSender, askId, replySender, replyId, this.lastPut)
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -338,9 +307,7 @@ export class StoreJournal {
     // Stored under another seq already (never expected: a message is accepted once while stored): that row goes,
     // and an acknowledgement waiting on it waits for a commit instead.
     if (previous !== undefined) {
-      const ack = previous.ack
-      previous.ack = undefined
-      if (ack !== undefined) this.heldAcks.push(...released(ack))
+      this.acks.unhookEntry(previous)
       // Its debt was that row's reply's: it must not pass to this message after a restart.
       if (previous.silenced && this.silenced.gone(mail.recordKey)) this.flushLater()
       this.forget(previous)
@@ -363,17 +330,10 @@ export class StoreJournal {
    */
   mailGone(senderKey: string, messageId: string): void {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
-    if (this.readAcks.size > 0) {
-      const read = this.readAcks.read(senderKey, messageId)
-      if (read.length > 0) this.releaseAcks(read)
-    }
+    this.acks.read(senderKey, messageId)
     const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
-    const ack = entry.ack
-    if (ack !== undefined) {
-      entry.ack = undefined
-      this.releaseAcks(released(ack))
-    }
+    if (entry.ack !== undefined) this.acks.releaseEntry(entry)
     // A reply that leaves the store ends the debt stored with it (none, nearly always: a flag on its entry).
     const debtDeleted = entry.silenced && this.silenced.gone(recordKeyOf(senderKey, messageId))
     if (this.forget(entry) || debtDeleted) this.flushLater()
@@ -394,16 +354,13 @@ export class StoreJournal {
 
   /** An ask edge opened. */
   edgeOpened(edge: AskEdge): void {
-    this.edgeDeletes.delete(edge.messageKey)
-    this.edgePuts.set(edge.messageKey, edge)
+    this.edges.opened(edge)
     this.changed()
   }
 
   /** An ask edge closed before its deadline (its reply came, or it was cancelled). */
   edgeClosed(messageKey: string): void {
-    if (this.edgePuts.delete(messageKey)) return
-    this.edgeDeletes.add(messageKey)
-    this.changed()
+    if (this.edges.closed(messageKey)) this.changed()
   }
 
   /**
@@ -413,16 +370,13 @@ export class StoreJournal {
    * answer is marked by its own change): stored with the next commit.
    */
   askWithdrawn(messageKey: string, at: number): void {
-    this.withdrawalDeletes.delete(messageKey)
-    this.withdrawalPuts.set(messageKey, at)
+    this.edges.withdrawn(messageKey, at)
     this.changed()
   }
 
   /** The withdrawal of `messageKey` was pushed out of the broker's bound: it leaves the store with the next commit. */
   withdrawalGone(messageKey: string): void {
-    if (this.withdrawalPuts.delete(messageKey)) return
-    this.withdrawalDeletes.add(messageKey)
-    this.flushLater()
+    if (this.edges.withdrawalGone(messageKey)) this.flushLater()
   }
 
   /**
@@ -524,8 +478,7 @@ export class StoreJournal {
     if (
       stampHigh === undefined &&
       this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
-      this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty &&
-      this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0 && this.silenced.isEmpty
+      this.edges.isEmpty && prune === undefined && this.notices.isEmpty && this.silenced.isEmpty
     ) {
       // Every change counted since the last commit cancelled out (mail dropped or written before it was
       // stored, an edge closed before it was): nothing to store, so output marked behind them may go now.
@@ -539,29 +492,17 @@ export class StoreJournal {
       records: this.records,
       mailPuts: this.takePuts(acked),
       mailDeletes: [...this.mailDeletes],
-      edgePuts: [...this.edgePuts.values()],
-      edgeDeletes: [...this.edgeDeletes],
+      edgePuts: this.edges.takeEdgePuts(),
+      edgeDeletes: this.edges.takeEdgeDeletes(),
       prune,
       stampHigh,
       ...this.notices.take(),
-      ...this.takeWithdrawals(),
+      ...this.edges.takeWithdrawals(),
       ...this.silenced.take()
     }
     this.records = []
     this.mailDeletes = new Set()
-    this.edgePuts = new Map()
-    this.edgeDeletes = new Set()
     return { batch, upTo: this.appended, acked }
-  }
-
-  /** The withdrawal changes for a batch (none named when there are none), no longer pending. */
-  private takeWithdrawals(): { withdrawalPuts?: ReadonlyArray<StoredWithdrawal>; withdrawalDeletes?: ReadonlyArray<string> } {
-    if (this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0) return {}
-    const withdrawalPuts = [...this.withdrawalPuts].map(([messageKey, at]) => ({ messageKey, at }))
-    const withdrawalDeletes = [...this.withdrawalDeletes]
-    this.withdrawalPuts = new Map()
-    this.withdrawalDeletes = new Set()
-    return { withdrawalPuts, withdrawalDeletes }
   }
 
   /**
@@ -597,38 +538,10 @@ export class StoreJournal {
     const waiting = this.nextCommit
     this.nextCommit = undefined
     if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
-    if (taken.acked !== undefined && taken.acked.length > 0) this.releaseTakenAcks(taken.acked)
-    this.releaseStoredAcks()
+    if (taken.acked !== undefined && taken.acked.length > 0) this.acks.releaseTaken(taken.acked)
+    this.acks.releaseStored(this.stored)
     // Changes that came while it was committing are the next commit's: output that waits for them
     // woke the writer again (`commitSoon`), and the first of them signalled the lazy flush.
-  }
-
-  /** The acknowledgements waiting on entries just stored, those not released by a read meanwhile. */
-  private releaseTakenAcks(acked: ReadonlyArray<JournalMail>): void {
-    const out: Array<HeldAck> = []
-    for (let i = 0; i < acked.length; i++) {
-      const entry = acked[i]!
-      const ack = entry.ack
-      if (ack === undefined) continue
-      entry.ack = undefined
-      out.push(ack)
-      if (ack.answered !== undefined) out.push(ack.answered)
-    }
-    if (out.length > 0) this.releaseAcks(out)
-  }
-
-  private releaseStoredAcks(): void {
-    const read = this.readAcks.stored(this.stored)
-    if (read.length > 0) this.releaseAcks(read)
-    const held = this.heldAcks
-    let ready = 0
-    for (const ack of held) {
-      if (ack.upTo > this.stored) break
-      ready++
-    }
-    if (ready === 0) return
-    this.heldAcks = ready === held.length ? [] : held.slice(ready)
-    this.releaseAcks(ready === held.length ? held : held.slice(0, ready))
   }
 
   /**
@@ -655,63 +568,12 @@ export class StoreJournal {
     }
     this.puts = puts.length === 0 ? this.puts : [...puts, ...this.puts]
     for (const key of batch.mailDeletes) this.mailDeletes.add(key)
-    const edgePuts = new Map<string, AskEdge>()
-    for (const edge of batch.edgePuts) {
-      if (this.edgeDeletes.delete(edge.messageKey)) continue
-      edgePuts.set(edge.messageKey, edge)
-    }
-    for (const [key, edge] of this.edgePuts) edgePuts.set(key, edge)
-    this.edgePuts = edgePuts
-    for (const key of batch.edgeDeletes) if (!this.edgePuts.has(key)) this.edgeDeletes.add(key)
-    // Withdrawals as edges: what came since is later and wins.
-    const withdrawalPuts = new Map<string, number>()
-    for (const put of batch.withdrawalPuts ?? []) {
-      if (!this.withdrawalDeletes.has(put.messageKey)) withdrawalPuts.set(put.messageKey, put.at)
-    }
-    for (const [key, at] of this.withdrawalPuts) withdrawalPuts.set(key, at)
-    this.withdrawalPuts = withdrawalPuts
-    for (const key of batch.withdrawalDeletes ?? []) {
-      if (!this.withdrawalPuts.has(key)) this.withdrawalDeletes.add(key)
-    }
+    this.edges.failed(batch)
     if (batch.prune !== undefined) this.lastPrune = 0
     this.notices.failed(batch)
     this.silenced.failed(batch)
-    if (this.heldAcks.length > 0) this.refuseHeld(reason)
-  }
-
-  /**
-   * After a failed commit: the sends whose acknowledgement waits for a commit
-   * (`holdAck`) and whose mail is queued for an absent recipient and was never
-   * stored are refused with `reason` now, as a send made now would be, and
-   * their mail dropped: left waiting, their senders timed out not knowing
-   * whether they were sent, and the broker delivered them once a commit
-   * succeeded, so a resend arrived twice. Refused, they were never sent, and
-   * a retry of one is judged afresh. Mail already on its way to a live
-   * recipient stays held (it cannot be taken back), and so does its
-   * acknowledgement, until a commit succeeds.
-   */
-  private refuseHeld(reason: string): void {
-    const held = this.heldAcks
-    this.heldAcks = []
-    const kept: Array<HeldAck> = []
-    // Sends refused in this pass, by sender and id: a second acknowledgement of one (a retry's) is refused too.
-    const refused = new Set<string>()
-    for (let i = 0; i < held.length; i++) {
-      const ack = held[i]!
-      const key = `${ack.senderKey}\u0000${ack.id}`
-      if (refused.has(key)) {
-        if (this.refuseUnstored(ack, reason, false)) continue
-      } else if (ack.delivery === "queued" && this.storedMail.get(ack.senderKey, ack.id)?.pending === true) {
-        // Pending: its put was never stored, so nothing acknowledged it yet.
-        if (this.refuseUnstored(ack, reason, true)) {
-          refused.add(key)
-          continue
-        }
-      }
-      kept.push(ack)
-    }
-    // Acknowledgements held meanwhile (none are expected: refusing changes nothing they wait on) come after.
-    this.heldAcks = this.heldAcks.length === 0 ? kept : [...kept, ...this.heldAcks]
+    // The sends held whose mail was never stored are refused (JournalAcks.refuseHeld).
+    this.acks.failed(reason)
   }
 
   /** Waits until the changes `peer`'s output reveals are stored (at once when they are). */

@@ -70,7 +70,7 @@ describe("Q2: cancel_message on an open ask is forgotten with its replay record 
       w.batch(w.d, [{ type: "send", to: "b", message: ask }])
       assert.deepStrictEqual(w.messagesOf(w.b1), [ask.id], "the ask was not written to b-1: the test sets up nothing")
       w.batch(w.d, [{ type: "cancel_message", messageId: ask.id }])
-      // The send, then the cancel, both answered `delivered` (a cancel that took: Receipts.cancel answers true).
+      // The send, then the cancel, both answered `delivered` (a cancel that took: Cancels.cancel answers true).
       assert.deepStrictEqual(w.answersOf(ask.id), ["delivered", "delivered"], "d's cancel did not take: the test sets up nothing")
       clock.now += askTimeout + 1
       // Any send prunes the records past their hour (and the expired edges).

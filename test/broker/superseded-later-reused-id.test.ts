@@ -5,7 +5,7 @@
  * the later message's own record, so it always matched. A later message under
  * m0's id queued for c, a session of b's identity (two live holders, b and e,
  * so P49 queues it), was deleted by d's supersede of m0 at b. The supersede no
- * longer takes any mailbox copy out (src/broker/Receipts.ts; the superseded
+ * longer takes any mailbox copy out (src/broker/SupersedeStage.ts; the superseded
  * copy's own return is the known defect in superseded-mailbox-copy.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"

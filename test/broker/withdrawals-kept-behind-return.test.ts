@@ -2,7 +2,7 @@
  * A withdrawn message forced behind a withheld return's old output — parked
  * at a THIRD reader's list, neither its sender's current connection nor its
  * receiver's (ForcedOutput.parkBehindReturn) — still counts as waiting when
- * its sender cancels it (Receipts' `mayStillWait` through
+ * its sender cancels it (MayStillWait.ts's `mayStillWait` through
  * `Output.parksWithdrawn`, which scans every parked reader's list): the
  * withdrawal outlives the route's hour, and the message, given back to the
  * mailbox as its receiver leaves, never reaches the receiver's next

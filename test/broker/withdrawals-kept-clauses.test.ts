@@ -1,5 +1,5 @@
 /**
- * The places Receipts' `mayStillWait` looks for the withdrawn message in
+ * The places MayStillWait.ts's `mayStillWait` looks for the withdrawn message in
  * the receiver's own output, one case each, none of which another place
  * covers (review revay AY3): its write in progress, the untaken rest of an
  * abandoned write, and its own parked list at its close (after

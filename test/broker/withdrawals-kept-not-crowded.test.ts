@@ -1,7 +1,7 @@
 /**
  * Only a withdrawal made while its message may still wait unwritten or
  * unconfirmed goes on the withdrawals' list when its route ages
- * (OutboundRecords.ageRoute, Receipts' `mayStillWait`): another sender's
+ * (OutboundRecords.ageRoute, MayStillWait.ts's `mayStillWait`): another sender's
  * MAX_KEPT_WITHDRAWALS ordinary cancels, each of a message its reader took
  * at once, no longer push d's withdrawal of m1 — still unwritten in b-1's
  * stuck outbox — off that list, so b-1's `unregister` hands m1 back

@@ -3,7 +3,7 @@
  * open after that sender's session registered again on a new connection
  * (a takeover: the old connection's messages to others stay parked there,
  * only its own answers are forced, OutputEnd.forceOwnAnswers). The new
- * connection cancels it: Receipts' `mayStillWait` scans every parked
+ * connection cancels it: MayStillWait.ts's `mayStillWait` scans every parked
  * reader's list (`Output.parksWithdrawn`, review revay AY2), not only the
  * sender's current connection's, so the withdrawal outlives the route's
  * hour and b's next instance never gets m2, whose cancel d was answered

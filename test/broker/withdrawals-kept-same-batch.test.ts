@@ -2,7 +2,7 @@
  * A message sent and cancelled (or superseded) in ONE batch, parked behind
  * the receiver's full outbox: at the cancel it is still in the batch's
  * parked output (Output's, moved to the sender's reader list only by
- * `parkFor` at the batch's end), and Receipts' `mayStillWait` finds it
+ * `parkFor` at the batch's end), and MayStillWait.ts's `mayStillWait` finds it
  * there (`Output.parksWithdrawn`, review revay AY1): the withdrawal
  * outlives the route's hour, so b's next instance never gets m2, whose
  * cancel d was answered `delivered` (or which m3 superseded). Same scenario

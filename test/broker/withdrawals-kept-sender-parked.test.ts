@@ -1,6 +1,6 @@
 /**
  * Whether a withdrawal outlives its route is decided for the withdrawn
- * message itself (Receipts' `mayStillWait`: found by its record key where
+ * message itself (MayStillWait.ts's `mayStillWait`: found by its record key where
  * it may still wait), not by whether anything else waits (review revaw
  * AW1). Sender e has one unrelated message (x, to b) parked at its reader
  * behind b-1's full outbox, then cancels MAX_KEPT_WITHDRAWALS messages sink

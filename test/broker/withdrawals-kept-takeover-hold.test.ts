@@ -1,6 +1,6 @@
 /**
  * A withdrawal outlives its route while a takeover's custody hold may still
- * bring the withdrawn message to its holder (Receipts' `mayStillWait`,
+ * bring the withdrawn message to its holder (MayStillWait.ts's `mayStillWait`,
  * `CustodyHolds.mayGiveBack`; review revay AY3, the one clause the other
  * withdrawals-kept tests leave unexercised). b-1 was written m1 and never
  * confirmed it (its custody); b-2 takes the session over, its hold waiting

@@ -1,7 +1,7 @@
 /**
  * A withdrawal outlives its route (the withdrawals' list) when the very
  * message it withdraws still waits for its receiver, wherever that is
- * (Receipts' `mayStillWait`, review revaw AW1) — here the places no other
+ * (MayStillWait.ts's `mayStillWait`, review revaw AW1) — here the places no other
  * test puts it: parked at its sender's reader behind the receiver's full
  * outbox, and written to a `received-v1` client that never confirmed it
  * (its custody). In both, the route ages out (its hour, the replay record

@@ -1,6 +1,6 @@
 /**
  * A cancel looks for its withdrawn message in the readers' parked lists
- * (`Output.parksWithdrawn`, for Receipts' `mayStillWait`) only while its
+ * (`Output.parksWithdrawn`, for MayStillWait.ts's `mayStillWait`) only while its
  * sender has a message parked somewhere (`ParkedControls.messagesOf`):
  * before, every cancel scanned all output parked broker-wide, so one batch
  * of cancels cost its length times everything any session had parked, the

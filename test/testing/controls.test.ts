@@ -29,7 +29,7 @@ describe("cancels and supersedes in the simulation", () => {
         assert.strictEqual(report.messages.controlsRead, 1, trace)
       }))
 
-    // A supersede does not wait for the old close (review revb D1, Receipts.ts): B's new instance is sent no
+    // A supersede does not wait for the old close (review revb D1, SupersedeStage.ts): B's new instance is sent no
     // control about a message it may never get, and the superseded one, given back at the close, is withdrawn.
     it.effect(`a supersede of D's ${which} message (in the old custody) during a custody hold: B reads no control, and the ledger's checks hold`, () =>
       Effect.gen(function*() {

@@ -1,0 +1,208 @@
+/**
+ * A sender's `cancel_message` (P71) along its message's receipt route
+ * (Receipts.ts): answered to the sender, and sent to the receiver as a
+ * `message_control` cancel, kept behind the cancelled message wherever that
+ * still waits for the receiver (ControlFrame.ts). It reads the routes
+ * through Receipts and keeps no state of its own; the Receipts wire it to
+ * the `cancel_message` frame.
+ *
+ * A `cancel_message` for mail
+ * still in the mailbox removes it instead — unless a client read it before
+ * it came back there (written, never confirmed): then the copy stays for
+ * that client instance's return, with the cancel's control behind it
+ * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
+ * sender cancelled already is answered `delivered` again (ours): its first
+ * answer may have been lost with a connection or a broker crash, and a
+ * retry must tell the sender the message's fate rather than "cannot be
+ * cancelled" — and the receiver, told once, is not sent the control again.
+ * Nor is a message its sender superseded cancelled as well
+ * (Receipts.withdrawnBy, ours): its fate is settled, so the cancel is
+ * answered "cannot be cancelled", with no control and the record left
+ * superseded. A cancel's control reveals the cancel as the sender's answer
+ * does, so on a durable broker both wait for its commit (StoreJournal.ts).
+ *
+ * A cancel goes to the receiver's connection only when the client instance
+ * its route names was given the message (Receipts.ts). One exception, a
+ * cancel of a message still in the custody (or write) of an old connection
+ * a takeover's custody hold waits for: that client may yet confirm it as it
+ * closes, or not, and only the close tells whether the new instance gets it
+ * (review revb D1). So the cancel is put off until the hold ends
+ * (`CustodyHolds.deferCancel`) and then handled anew (`cancelAgain`):
+ * its answer, control, record rewrite and commit all wait; given back to
+ * the new connection, the message is followed by the cancel (answered
+ * `delivered`); confirmed by the old client, the cancel is answered "cannot
+ * be cancelled"; given back to the mailbox (the session away), it is
+ * cancelled there.
+ */
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { ControlFrame } from "./ControlFrame.ts"
+import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import * as Encode from "./encode.ts"
+import type { MailDelivery } from "./MailDelivery.ts"
+import { mayStillWait } from "./MayStillWait.ts"
+import type { OutboundRecords } from "./OutboundRecords.ts"
+import type { Peer } from "./Peer.ts"
+import type { Receipts } from "./Receipts.ts"
+import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+import type { RouterContext } from "./RouterContext.ts"
+
+/** The outcome of a delivered message its sender cancelled (`cancel_message`). */
+const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelled, retryable: false }
+
+/** The outcome of a message its sender cancelled while the mailbox held it (MailDelivery.cancel writes its record). */
+const CANCELLED_QUEUED: Outcome = {
+  ok: false,
+  code: DeliveryCode.DeliveryCancelled,
+  reason: Reason.cancelledQueued,
+  retryable: false
+}
+
+/** What a cancel reads and keeps of the receipt routes (Receipts.ts). */
+type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy">
+
+/** A sender's `cancel_message`; see the module header. */
+export class Cancels {
+  private readonly ctx: RouterContext
+  private readonly mail: MailDelivery
+  private readonly receipts: CancelRoutes
+  private readonly forget: (messageKey: string) => void
+  private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
+  /** The outbound records, whose route part a cancel reads and keeps a withdrawal on. */
+  private readonly routes: OutboundRecords
+
+  /**
+   * @param receipts the routes a cancel reads and keeps the message's fate on.
+   * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
+   * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
+   */
+  constructor(
+    ctx: RouterContext,
+    mail: MailDelivery,
+    receipts: CancelRoutes,
+    forget: (messageKey: string) => void,
+    withdrawStaged: (senderKey: string, messageId: string) => boolean
+  ) {
+    this.ctx = ctx
+    this.mail = mail
+    this.receipts = receipts
+    this.forget = forget
+    this.withdrawStaged = withdrawStaged
+    this.routes = ctx.records.table
+  }
+
+  /** A `cancel_message` frame from `peer`: `cancel` for its session, or answered "cannot be cancelled" when it has none. */
+  onCancel(peer: Peer, raw: unknown): void {
+    const frame = decodeClientFrame.cancel_message(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const session = peer.session
+    if (session === undefined) return this.answer(peer, frame.messageId, false)
+    this.cancel(session, frame.messageId, peer)
+  }
+
+  /**
+   * A cancel put off behind a takeover's custody hold (`CustodyHolds.deferCancel`)
+   * is handled anew now that the hold ended, for whichever registration
+   * holds `sender`'s session now (the sender asked for it, and the broker
+   * took the frame): answered only on the connection that sent it, if that
+   * still holds the session — an answer to a connection that is gone is lost
+   * as any is, and a retry is answered from the record. With the sender's
+   * session away it is dropped, as a cancel from an away sender would be
+   * refused (it needs both sides registered): the message stays delivered.
+   */
+  private cancelAgain(sender: Session, messageId: string): void {
+    const current = this.ctx.registry.byKey.get(sender.key)
+    if (current === undefined) return
+    this.cancel(current, messageId, current === sender && sender.peer.session === sender ? sender.peer : undefined)
+  }
+
+  /** Answers a cancel on `to`, the connection that sent it, if there is one to answer (`cancelAgain`). */
+  private answer(to: Peer | undefined, messageId: string, delivered: boolean): void {
+    if (to === undefined) return
+    const { output } = this.ctx
+    output.enqueue(to, delivered ? Encode.bareDeliveredFrame(messageId) : Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+  }
+
+  /** `session`'s cancel of its message `messageId`, answered on `answerTo` (undefined: `cancelAgain` answers no one). */
+  private cancel(session: Session, messageId: string, answerTo: Peer | undefined): void {
+    const { output, records } = this.ctx
+    const key = recordKeyOf(session.key, messageId)
+    const stamp = this.ctx.stamps.next()
+    // Kept with a copy a client read before it came back to the mailbox, for that client (WithdrawnCopies.ts).
+    const control = (receiverKey: string, instance: SessionInstance) =>
+      new ControlFrame(
+        Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp }),
+        receiverKey,
+        session.key,
+        session.presentSince,
+        key,
+        instance
+      )
+    const queued = this.mail.cancel(session, key, control)
+    if (queued !== "none") {
+      // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.
+      if (queued === "copy") records.noteCancel(session.key, messageId, stamp)
+      this.forget(key)
+      // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
+      // past its hour while a copy a client read stays (review revao AO2) — not when the mail was deleted
+      // outright: nothing of it is left to give back (review revaw AW2).
+      const route = this.receipts.routeOf(session.key, messageId)
+      if (route !== undefined) {
+        route.withdrawal = CANCELLED_QUEUED
+        if (queued === "copy") this.routes.keepWithdrawal(route, this.ctx.now())
+      }
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
+    }
+    // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes.
+    if (this.withdrawStaged(session.key, messageId)) {
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
+    }
+    const now = this.ctx.now()
+    // Cancelled already, by this sender: a cancel again (its first answer lost with a connection, or with a
+    // broker that crashed after storing it) is answered as the first was, so the sender learns the fate —
+    // and the receiver, told once, is not sent the control again.
+    // Superseded already, by this sender: its receiver was told so, and its record says so; it cannot be
+    // cancelled as well (no control, no rewrite: a resend still hears superseded), as mail whose fate the
+    // mailbox settled cannot. The answer reveals the supersede, so it waits for its commit too.
+    const settled = this.receipts.withdrawnBy(session, messageId, now)
+    if (settled !== undefined) {
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, !settled.ok && settled.code === DeliveryCode.DeliveryCancelled)
+    }
+    const route = this.receipts.routeOf(session.key, messageId)
+    const live = route === undefined ? this.receipts.recordedRoute(session, messageId, now) : this.receipts.sessionsOf(route, now)
+    if (live !== undefined && live.sender === session) {
+      // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
+      const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp })
+      const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)
+      // Its message given back unconfirmed is kept with a cancel made again (WithdrawnCopies.keepCancelled): stamped as
+      // this one, which its client may have read (review revbm BM2).
+      records.noteCancel(session.key, messageId, stamp)
+      if (route !== undefined && !mayHold(route.receiverInstance, live.receiver)) {
+        // Still in the custody (or write) of an old connection a takeover's custody hold waits for: its
+        // client may yet confirm it as it closes, so whether the new instance gets it is known only then
+        // (review revb D1). Handled again when the hold ends: the answer, the control, the record all wait.
+        if (output.holds.deferCancel(live.receiver.peer, control, () => this.cancelAgain(session, messageId))) return
+        // Given to a client instance that is gone (the session taken over since): the new one cannot act on
+        // the cancel, and the message stays delivered — answered as a message that cannot be cancelled.
+        return this.answer(answerTo, messageId, false)
+      }
+      const waiting = mayStillWait(live.receiver.peer, control, output)
+      output.enqueue(live.receiver.peer, control)
+      this.forget(key)
+      records.rewrite(session.key, messageId, CANCELLED)
+      // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
+      // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
+      // message may still wait unwritten (`keepWithdrawal`).
+      this.receipts.keepWithdrawal(route ?? this.routes.find(session.key, messageId), CANCELLED, waiting, now, live.receiver.key)
+      // The control reveals the cancel as the sender's answer does: both wait for its commit (StoreJournal's
+      // promise), so a receiver never drops a message whose record a crash leaves delivered.
+      this.ctx.journal?.mark(live.receiver.peer)
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, true)
+    }
+    this.answer(answerTo, messageId, false)
+  }
+}
