@@ -550,16 +550,17 @@ export class Asks {
    * reused the id past the replay window (review revae AE1). Never a
    * durable question's edge: its notification is a frame, not mail, so no
    * lost copy is ever its. A child is refused a question under the id of
-   * its ask still open or staged (Questions.ts, helper askqkey, review revcf
-   * R1), so the two share a key only once the ask's edge has closed while a
-   * copy of it is still out (one its recipient read and did not confirm,
-   * given back later). The guard matters there only if the copy's deadline
-   * (its receipt stamp plus its timeout) equals the question's (the clock at
-   * its notification plus MAX_ASK_TIMEOUT_MS), which takes the stamps having
-   * led the clock at the ask's receipt by at least MAX_ASK_TIMEOUT_MS less
-   * the ask's own timeout (a clock set back that far). No test builds that
-   * world (review revcf R5: removing the guard fails no test), and none is
-   * known to be reachable otherwise; the guard is kept as a defence.
+   * its ask still open or staged, or of any message P46's record still
+   * names (Questions.ts, helpers askqkey and oneid2, review revcf R1), so
+   * the two share a key only once the ask's edge has closed and its record
+   * gone while a copy of it is still out (one its recipient read and did not
+   * confirm, given back later). The guard matters there only if the copy's
+   * deadline (its receipt stamp plus its timeout) equals the question's (the
+   * clock at its notification plus MAX_ASK_TIMEOUT_MS), which takes the
+   * stamps having led the clock at the ask's receipt by at least
+   * MAX_ASK_TIMEOUT_MS less the ask's own timeout (a clock set back that
+   * far). test/broker/ask-lost-question-guard.test.ts builds that world on
+   * the TestClock (review revcf R5: it fails without the guard).
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
