@@ -12,9 +12,7 @@ import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { encodeFrames } from "../../src/protocol/framing.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { questionWorld as world } from "../support/questionWorld.ts"
-
-const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+import { questionAsk, questionWorld as world } from "../support/questionWorld.ts"
 
 describe("one id for a child's ordinary ask and its durable question", () => {
   it.effect("ask first: the question is refused QuestionIdTaken naming the id and the ask's target (bob); bob's reply is delivered", () =>

@@ -15,7 +15,7 @@ import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { questionWorld as world } from "../support/questionWorld.ts"
+import { questionAsk, questionWorld as world } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const SUP = "sup-0001"
@@ -25,8 +25,6 @@ const toSupervisor = (child: WireClient, msg: Message) =>
     child.send({ type: "supervisor_send", to: SUP, message: msg }),
     child.next(["delivered", "delivery_failed"], (frame) => frame.messageId === msg.id)
   )
-
-const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
 
 describe("one id for a child's plain send and its durable question", () => {
   it.effect("question first: a plain send to the supervisor under its id is refused E_MESSAGE_ID_REUSE naming the question; the answer is saved", () =>

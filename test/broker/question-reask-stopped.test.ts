@@ -10,9 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { questionWorld as world } from "../support/questionWorld.ts"
-
-const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+import { questionAsk, questionWorld as world } from "../support/questionWorld.ts"
 
 describe("a stopped question asked again", () => {
   it.effect("the child is told question_cancelled, and its ask to bob under the id is delivered: it does not wait on it", () =>

@@ -17,6 +17,9 @@ const FEATURES = [GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1]
 const SUP = "sup-0001"
 const TOKEN = "owner-token-of-the-supervisor"
 
+/** The child's `question_ask` of question `q-1` (request `r-1`). */
+export const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+
 /** The world: the broker, the question store's state, and the three clients. */
 export const questionWorld = Effect.gen(function*() {
   yield* TestClock.setTime(START)
