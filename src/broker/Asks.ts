@@ -2,7 +2,8 @@
  * Size: about 710 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
- * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it.
+ * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
+ * and not opening an edge again under a durable question's key (`questionHolds`).
  *
  * Asks and replies (P60–P64) in the send pipeline: a delivered
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
@@ -195,6 +196,7 @@ export class Asks {
   private readonly askClosed: (messageKey: string, now: number, answeredBy?: Mail) => void
   private readonly tellAsker: (askerKey: string, frame: string) => void
   private readonly wake: () => void
+  private readonly questionHolds: (senderKey: string, messageId: string) => boolean
   /** The deadline the expiry fiber sleeps until (`nextExpiry`), undefined while it waits for `wake`. */
   private scheduled: number | undefined = undefined
   /** Told of each expired edge: its asker told when it asked for it, its mailbox copy dropped. */
@@ -253,6 +255,8 @@ export class Asks {
    * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
    * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
    * @param answeredWindowMs how long which reply answered an ask is kept (the replay records' retention).
+   * @param questionHolds whether a durable question holds a sender's message id (Questions.holds): an ask's edge is
+   *   not opened again under its key (`answerLost`, `openStaged`).
    */
   constructor(
     ctx: RouterContext,
@@ -260,8 +264,10 @@ export class Asks {
     askClosed: (messageKey: string, now: number, answeredBy?: Mail) => void,
     tellAsker: (askerKey: string, frame: string) => void = () => undefined,
     wake: () => void = () => undefined,
-    answeredWindowMs: number = MAX_ASK_TIMEOUT_MS
+    answeredWindowMs: number = MAX_ASK_TIMEOUT_MS,
+    questionHolds: (senderKey: string, messageId: string) => boolean = () => false
   ) {
+    this.questionHolds = questionHolds
     this.ctx = ctx
     this.answered = new AnsweredAsks(answeredWindowMs)
     this.withdrawStaged = withdrawStaged
@@ -509,8 +515,10 @@ export class Asks {
    * mailbox evicted it, it expired there, or its sender cancelled it): the ask
    * is unanswered again, so its edge opens again until its own deadline, and
    * the replier, told its reply was lost, can reply again. Not once the
-   * deadline has passed, not over an edge opened for that ask meanwhile, and
-   * never a durable question's (its answer was saved from the reply, and its
+   * deadline has passed, not over an edge opened for that ask meanwhile, not
+   * under the key of a durable question its asker took the id for since (asked,
+   * waited on or notified: `questionHolds`, helper oneid2), and never a durable
+   * question's (its answer was saved from the reply, and its
    * edge is the Questions concern's to open and close). Edges opened so are
    * not counted against the bounds: each stands for an edge that was open,
    * and lost replies are bounded by the mailbox.
@@ -522,6 +530,9 @@ export class Asks {
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
     if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
+    // A durable question of its asker's took the id meanwhile (asked, waited on, notified): the edge is the
+    // question's to open, and an ask's under its key would replace it or be replaced (helper oneid2).
+    if (this.questionHolds(edge.askerKey, edge.messageId)) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, edge)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
@@ -556,16 +567,17 @@ export class Asks {
    * reused the id past the replay window (review revae AE1). Never a
    * durable question's edge: its notification is a frame, not mail, so no
    * lost copy is ever its. A child is refused a question under the id of
-   * its ask still open or staged (Questions.ts, helper askqkey, review revcf
-   * R1), so the two share a key only once the ask's edge has closed while a
-   * copy of it is still out (one its recipient read and did not confirm,
-   * given back later). The guard matters there only if the copy's deadline
-   * (its receipt stamp plus its timeout) equals the question's (the clock at
-   * its notification plus MAX_ASK_TIMEOUT_MS), which takes the stamps having
-   * led the clock at the ask's receipt by at least MAX_ASK_TIMEOUT_MS less
-   * the ask's own timeout (a clock set back that far). No test builds that
-   * world (review revcf R5: removing the guard fails no test), and none is
-   * known to be reachable otherwise; the guard is kept as a defence.
+   * its ask still open or staged, or of any message P46's record still
+   * names (Questions.ts, helpers askqkey and oneid2, review revcf R1), so
+   * the two share a key only once the ask's edge has closed and its record
+   * gone while a copy of it is still out (one its recipient read and did not
+   * confirm, given back later). The guard matters there only if the copy's
+   * deadline (its receipt stamp plus its timeout) equals the question's (the
+   * clock at its notification plus MAX_ASK_TIMEOUT_MS), which takes the
+   * stamps having led the clock at the ask's receipt by at least
+   * MAX_ASK_TIMEOUT_MS less the ask's own timeout (a clock set back that
+   * far). test/broker/ask-lost-question-guard.test.ts builds that world on
+   * the TestClock (review revcf R5: it fails without the guard).
    */
   askLost(messageKey: string, deadline: number, now: number): void {
     const edge = this.edges.get(messageKey)
@@ -654,11 +666,15 @@ export class Asks {
    * had no edge yet, since its window's close opens one, so its edge opens
    * now, as that close would have, until the ask's own deadline — unless its
    * asker withdrew it, or the deadline has passed (then it is stale, and the
-   * mailbox drops it). One answered before the restart but never confirmed
+   * mailbox drops it), or a durable question holds its key (`questionHolds`;
+   * at startup only a restored question edge can, which the open edge under
+   * the key already stands for: a defence, helper oneid2). One answered before the restart but never confirmed
    * read cannot be told from it, and is asked again (docs/protocol.md).
    */
   openStaged(mail: Mail, now: number): void {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
+    // Nor under a durable question's key (helper oneid2): see `answerLost`.
+    if (this.questionHolds(mail.senderKey, mail.message.id)) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     const dueAt = askDueOf(mail, this.ctx.stamps)
     if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline, mail)) return

@@ -13,7 +13,7 @@
  */
 import { Effect, Queue } from "effect"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
-import { type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
+import { isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
 import type { Questions, QuestionWork } from "./Questions.ts"
 import type { Session } from "./Registry.ts"
@@ -94,8 +94,10 @@ export const runQuestionWorker = (
               Effect.andThen(
                 result(item.session, item.requestId, { question: recordWire(record) }),
                 Effect.sync(() => {
-                  // Saved first (C-SUP-18); only now is anyone told.
-                  questions.wait(record.id, item.session)
+                  // Saved first (C-SUP-18); only now is anyone told. The child waits only on a question still
+                  // unresolved (C-DQ-13): one stopped, or answered and confirmed, asked again is told so and over —
+                  // waiting on it kept its id taken (a send under it refused) until the child left (helper oneid2).
+                  if (isUnresolved(record)) questions.wait(record.id, item.session)
                   const state = stateOf(record)
                   if (state === "awaiting_input") questions.notify(record, undefined)
                   else if (state === "cancelled") questions.write(item.session, cancelledFrame(record))
@@ -103,7 +105,7 @@ export const runQuestionWorker = (
                 })
               )
           }),
-          // After `wait`: an ask under the question's id is refused throughout (Questions' `asking`, then `waiters`).
+          // After `wait`: a send under an unresolved question's id is refused throughout (Questions' `asking`, then `waiters`).
           Effect.ensuring(Effect.sync(() => questions.asked(item.session, item.questionId)))
         )
       case "Received":

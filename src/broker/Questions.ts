@@ -1,4 +1,10 @@
 /**
+ * Size: one concept, about 630 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
+ * tables below, and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
+ * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
+ * waiters and notices in one synchronous pass, so they stay together; the frame handlers are the part to split out.
+ *
  * Durable supervisor questions on the Router's side (extension
  * `questions-v1`, C-SUP-18, C-DQ): the synchronous half of the concern. It
  * never runs SQL: each question frame becomes a `QuestionWork` item offered
@@ -25,17 +31,22 @@
  * A question id is a message id of its child (its notification is a message
  * from the child under it), and a question's edge is keyed as the child's
  * ordinary ask under that id would be: one id for both would have the edge
- * opened last replace the other's. So the child is refused the second
- * (helper askqkey): a `question_ask` under the id of its ordinary ask still
- * open, or accepted and `replace`-staged (no edge until its window closes;
- * ReplaceStaging.stagedAsk, review revcf R1), fails `QuestionIdTaken`; an ask
- * (`expectsReply`) under the id of a question it asked (`asking`), waits on
- * (`waiters`) or whose edge is open (restored at a durable broker's start
- * before the child asks again; review revcf R4) fails `E_MESSAGE_ID_REUSE`
- * in this concern's send stage. Its cost on the send path: one field read
- * per send (`expectsReply`), three size checks per ask while no question is
- * asked, waited on or has an edge open. Both read live state, not P46's
- * records: once the other use is over its id is free again (docs/protocol.md).
+ * opened last replace the other's, and the supervisor's client drops a
+ * second message from the child under one id as one it has had (P50). So the
+ * child is refused the second use (helpers askqkey, oneid2): a
+ * `question_ask` under the id of its ordinary ask still open, or accepted
+ * and `replace`-staged (no edge until its window closes;
+ * ReplaceStaging.stagedAsk, review revcf R1), or of any message it sent that
+ * P46's record of it still names (`sentUnder`), fails `QuestionIdTaken`; a
+ * send (an ask, a plain message or a reply) under the id of a question it
+ * asked (`asking`), waits on (`waiters`) or whose edge is open (restored at a
+ * durable broker's start before the child asks again; review revcf R4) fails
+ * `E_MESSAGE_ID_REUSE` in this concern's send stage. Its cost on the send
+ * path: three size checks per send while no question is asked, waited on or
+ * has an edge open. The send stage reads live state only, the question's
+ * check live state and P46's records: once both are over its id is free
+ * again (docs/protocol.md). Asks.ts reads `holds` too: an ask's edge is
+ * never opened again under a question's key.
  *
  * Waiters and notices are indexed by the session key of the child and of the
  * supervisor, so a session leaving touches only its own entries. A takeover
@@ -44,15 +55,6 @@
  *
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
- *
- * Size: one concept, about 600 lines — the Router's side of durable
- * questions (its six frames, the send stage that turns a reply into an
- * answer and refuses an ask under a question's id, the small tables above, and their hand-over on a takeover
- * and release on a leave, indexed by session key); the SQL side is
- * QuestionWorker.ts and QuestionStore. The tables, the stage and the
- * takeover hand-over read and write the same waiters and notices in one
- * synchronous pass, so they stay together; the frame handlers are the part
- * to split out if it grows again.
  */
 import { Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
@@ -151,7 +153,10 @@ export const QuestionText = {
   childOwner: "A delegated child cannot act for a supervisor: answer, list and stop belong to the supervisor session",
   /** `QuestionIdTaken` for a question under the id of its child's ordinary ask still open (to `target`, a session id). */
   idOfAsk: (questionId: string, target: string) =>
-    `Question id "${questionId}" is the id of an ask this session sent to ${target}, still open; message ids (a question's too) must be unique per sender. Ask the question with a new id`
+    `Question id "${questionId}" is the id of an ask this session sent to ${target}, still open; message ids (a question's too) must be unique per sender. Ask the question with a new id`,
+  /** `QuestionIdTaken` for a question under the id of a message its child sent (to `target`, a session id) that P46's record still names. */
+  idOfMessage: (questionId: string, target: string) =>
+    `Question id "${questionId}" is the id of a message this session sent to ${target}; message ids (a question's too) must be unique per sender, and a recipient drops a second message under one id as one it has had. Ask the question with a new id`
 } as const
 
 /** The question concern's Router half; see the module header. */
@@ -219,16 +224,11 @@ export class Questions {
    * refused as any late reply; the notification says how to answer instead.)
    */
   readonly stage: SendStage = {
-    // An ask under the id of a question its sender asked or waits on (module header); a plain send reads one field.
+    // Any send under the id of a question its sender asked or waits on (module header): an ask's edge would
+    // replace the question's, and any message would be a second one from the child under the notification's id.
     check: (attempt) => {
-      if (attempt.message.expectsReply !== true) return undefined
-      if (this.waiters.size === 0 && this.asking.size === 0 && this.edges.questionCount === 0) return undefined
       const id = attempt.message.id
-      const sender = attempt.sender.key
-      if (this.waiters.get(id)?.key === sender || this.isQuestionKey(recordKeyOf(sender, id))) {
-        return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
-      }
-      return undefined
+      return this.holds(attempt.sender.key, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -253,6 +253,17 @@ export class Questions {
         at: attempt.now
       })
     }
+  }
+
+  /**
+   * Does a question of this broker's live state hold `senderKey`'s message id `messageId` — asked and not handled yet,
+   * waited on by its child, or with its edge open? What Asks.ts reads before it opens an ask's edge again (`answerLost`) or for a
+   * restored staged ask (`openStaged`): that edge would replace the question's, or be replaced by it. Three size
+   * checks while no question is asked, waited on or has an edge open.
+   */
+  holds(senderKey: string, messageId: string): boolean {
+    if (this.waiters.size === 0 && this.asking.size === 0 && this.edges.questionCount === 0) return false
+    return this.waiters.get(messageId)?.key === senderKey || this.isQuestionKey(recordKeyOf(senderKey, messageId))
   }
 
   /**
@@ -505,6 +516,12 @@ export class Questions {
       const target = this.ctx.registry.byKey.get(askTo)?.id ?? "a session that has left"
       return this.fail(session, frame.requestId, "QuestionIdTaken", QuestionText.idOfAsk(frame.questionId, target))
     }
+    // The id of any other message it sent that P46's record still names: the notification would be a second
+    // message from the child under it, which its supervisor's client may drop as one it has had (P50).
+    const sentTo = this.sentUnder(session.key, frame.questionId, now)
+    if (sentTo !== undefined) {
+      return this.fail(session, frame.requestId, "QuestionIdTaken", QuestionText.idOfMessage(frame.questionId, sentTo))
+    }
     this.asking.set(key, (this.asking.get(key) ?? 0) + 1)
     this.offer({
       _tag: "Ask",
@@ -573,6 +590,21 @@ export class Questions {
     const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
     if (ownerId === undefined) return
     this.offer({ _tag: "Get", session, requestId: frame.requestId, questionId: frame.questionId, ownerId })
+  }
+
+  /**
+   * The session id `senderKey`'s message `messageId` was sent to, when P46's record of it is still kept (an hour at
+   * most, DeliveryRecords.ts) and says the broker took it: delivered, queued or staged, or withdrawn, expired or
+   * evicted since. Not for a send refused at once (a target not found or rebound): no recipient had it.
+   */
+  private sentUnder(senderKey: string, messageId: string, now: number): string | undefined {
+    const record = this.ctx.records.get(senderKey, messageId, now)
+    if (record === undefined) return undefined
+    const outcome = record.outcome
+    const taken = outcome.ok || outcome.code === DeliveryCode.DeliveryCancelled ||
+      outcome.code === DeliveryCode.DeliverySuperseded || outcome.code === DeliveryCode.DeliveryExpired ||
+      outcome.code === DeliveryCode.DeliveryEvicted
+    return taken ? record.targetId : undefined
   }
 
   /** Closes the edge of a question if the caller is the one it was notified to. */

@@ -333,7 +333,9 @@ export class Router {
       (messageKey, at, answeredBy) => mail.askClosed(messageKey, at, answeredBy),
       (askerKey, frame) => mail.tellLive(askerKey, frame, ASK_EXPIRY_V1),
       () => signal(signals.asks),
-      REPLAY_RETENTION_MS
+      REPLAY_RETENTION_MS,
+      // Read only while an ask's edge would open again; `questions` is made below, before any frame is read.
+      (senderKey, messageId) => questions?.holds(senderKey, messageId) ?? false
     )
     const mail: MailDelivery = new MailDelivery(ctx, {
       // Whether or not its sender is registered now: the route must name the instance given it (review revp P1).

@@ -93,13 +93,15 @@ export const Reason = {
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
   messageIdReuse: "Message id was reused with different authored content",
   /**
-   * Ours (`questions-v1`): an ask whose id is the id of a durable question its
-   * sender asked and still waits on (its `question_ask` queued or saved): the
-   * question's notification is a message from the child under that id, and
-   * both keep their ask edge under it. Starts as `messageIdReuse` does.
+   * Ours (`questions-v1`): a send (an ask, a plain message or a reply) whose
+   * id is the id of a durable question its sender asked and still waits on
+   * (its `question_ask` queued or saved): the question's notification is a
+   * message from the child under that id — its supervisor's client drops a
+   * second one as one it has had (P50) — and an ask would keep its edge
+   * under the question's key. Starts as `messageIdReuse` does.
    */
   messageIdOfQuestion: (messageId: string) =>
-    `Message id was reused: "${messageId}" is the id of a durable question this session asked and still waits on; message ids (a question's too) must be unique per sender. Ask with a new id`,
+    `Message id was reused: "${messageId}" is the id of a durable question this session asked and still waits on; message ids (a question's too) must be unique per sender. Send the message with a new id`,
   superseded: (newId: string) => `Superseded by ${newId}`,
   cancelled: "Sender cancelled the delivery",
   cancelledQueued: "Sender cancelled the queued delivery",

@@ -8,41 +8,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { encodeFrames } from "../../src/protocol/framing.ts"
-import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { memoryNetwork } from "../support/memory.ts"
-
-const START = 1_000_000_000
-const FEATURES = [GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1]
-const SUP = "sup-0001"
-const TOKEN = "owner-token-of-the-supervisor"
-
-/** A supervisor, its bound child and a peer `bob` in the child's group, on a broker with a memory question store. */
-const world = Effect.gen(function*() {
-  yield* TestClock.setTime(START)
-  const net = yield* memoryNetwork()
-  const questions = makeMemoryState()
-  const broker = yield* Effect.provideService(durableBroker(net, makeMemoryMailState()), QuestionStore, makeMemory(questions))
-  const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-  yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-  const { capability } = yield* supervisor.client.next("supervisor_authorized")
-  const child = yield* net.session({
-    sessionId: "child-worker",
-    name: "worker",
-    frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-  })
-  const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
-  return { broker, questions, supervisor: supervisor.client, child: child.client, bob: bob.client }
-})
-
-const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+import { questionAsk, questionWorld as world } from "../support/questionWorld.ts"
 
 describe("one id for a child's ordinary ask and its durable question", () => {
   it.effect("ask first: the question is refused QuestionIdTaken naming the id and the ask's target (bob); bob's reply is delivered", () =>

@@ -39,7 +39,10 @@ export interface HandRouter {
 
 /**
  * A Router with `options` (no idle exit unless they say) on the clock `now`,
- * with `telemetry` (a `ReaderObserver`'s calls, say) when given.
+ * with `telemetry` (a `ReaderObserver`'s calls, say) when given, and durable
+ * questions (`questions-v1`, its `questions` concern) with `withQuestions`:
+ * no question fiber runs, so a `question_ask` stays asked, not handled, until
+ * the test makes the fiber's calls itself (Questions.wait, Questions.notify).
  *
  * @example
  * const { router, batch, attach } = yield* handRouter({ outboxCapacity: 2 })
@@ -49,10 +52,11 @@ export interface HandRouter {
 export const handRouter = (
   options: BrokerCoreOptions,
   now: () => number = () => 1_000_000,
-  telemetry: RouterTelemetry = {}
+  telemetry: RouterTelemetry = {},
+  withQuestions = false
 ): Effect.Effect<HandRouter> =>
   Effect.gen(function*() {
-    const signals = yield* makeRouterSignals(false)
+    const signals = yield* makeRouterSignals(withQuestions)
     const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals, undefined, telemetry)
     const fork = () => Effect.runFork(Effect.void)
     const permit = { release: () => {} }

@@ -1,0 +1,39 @@
+/**
+ * A supervisor, its bound child (`worker`) and a peer `bob` in the child's group, on a durable broker over the
+ * in-memory network with a memory question store (its question fiber running), at START on the TestClock: the world
+ * of the one-id-per-message tests (question-id-*.test.ts).
+ */
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
+import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
+import { durableBroker } from "./durable.ts"
+import { memoryNetwork } from "./memory.ts"
+
+/** Where the TestClock starts. */
+export const START = 1_000_000_000
+const FEATURES = [GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1]
+const SUP = "sup-0001"
+const TOKEN = "owner-token-of-the-supervisor"
+
+/** The child's `question_ask` of question `q-1` (request `r-1`). */
+export const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
+
+/** The world: the broker, the question store's state, and the three clients. */
+export const questionWorld = Effect.gen(function*() {
+  yield* TestClock.setTime(START)
+  const net = yield* memoryNetwork()
+  const questions = makeMemoryState()
+  const broker = yield* Effect.provideService(durableBroker(net, makeMemoryMailState()), QuestionStore, makeMemory(questions))
+  const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
+  yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
+  const { capability } = yield* supervisor.client.next("supervisor_authorized")
+  const child = yield* net.session({
+    sessionId: "child-worker",
+    name: "worker",
+    frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
+  })
+  const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
+  return { broker, questions, supervisor: supervisor.client, child: child.client, bob: bob.client }
+})
