@@ -87,6 +87,7 @@ import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ELSEWHERE_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import type { Message } from "../protocol/frames.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, askDueOf, AskEdges, dueOf } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -204,16 +205,21 @@ export class Asks {
    */
   private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
   /**
-   * For an ask opened (its mail and its edge) while a withdrawal under its
+   * For an ask opened (its message and its edge) while a withdrawal under its
    * key was remembered: that withdrawal, made before it, so never its own
    * (`noteOpenedAfter`). Its stamp alone cannot say so: the stamps hold
    * still while they lead the clock, so it may equal the ask's receipt, and
    * a withdrawal of an ask restored from above a capped floor is stamped at
-   * that ask's receipt, above a later ask's (review revcb item 2). Weak: it
-   * goes with the ask's objects; asks and withdrawals restored from the
-   * store have none, and are judged by their stamps alone.
+   * that ask's receipt, above a later ask's (review revcb item 2). Kept
+   * against the ask's `Message` object, not its `Mail`: every copy of the
+   * mail (`{ ...mail }`: given back to the mailbox, MailReturns.requeue; put
+   * back, MailDelivery.askAgain; kept or given, WithdrawnCopies) shares it,
+   * so each copy is judged as the ask (review revch CH2); nothing goes on
+   * the wire or into the store. Weak: it goes with the ask's objects; asks
+   * and withdrawals restored from the store have none, and are judged by
+   * their stamps alone.
    */
-  private readonly openedAfter = new WeakMap<Mail | AskEdge, Withdrawal>()
+  private readonly openedAfter = new WeakMap<Message | AskEdge, Withdrawal>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -434,7 +440,8 @@ export class Asks {
     if (this.withdrawn.size === 0) return false
     const found = this.withdrawn.lookup(messageKey)
     if (found === undefined || from > found.at || found.at >= until) return false
-    return ask === undefined || !found.value.beforeAsk || this.openedAfter.get(ask) !== found.value
+    if (ask === undefined || !found.value.beforeAsk) return true
+    return this.openedAfter.get("messageKey" in ask ? ask : ask.message) !== found.value
   }
 
   /**
@@ -447,7 +454,7 @@ export class Asks {
     const earlier = this.withdrawn.get(edge.messageKey)
     if (earlier === undefined) return
     earlier.beforeAsk = true
-    this.openedAfter.set(mail, earlier)
+    this.openedAfter.set(mail.message, earlier)
     this.openedAfter.set(edge, earlier)
   }
 
