@@ -1,5 +1,5 @@
 /**
- * Size: about 690 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 730 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it.
@@ -111,14 +111,25 @@ export const MAX_ASKS = 262_144
 /** Withdrawn asks that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
 
+/** Withdrawals remembered under one key (`Withdrawal.earlier`, the newest included); past it the oldest go. */
+const MAX_WITHDRAWN_PER_KEY = 4
+
 /**
  * One remembered withdrawal (`Asks.withdrawn`'s value): the object tells it
- * from a later withdrawal under the same key, which replaces it.
+ * from a later withdrawal under the same key, which replaces it there.
  */
 interface Withdrawal {
   readonly messageKey: string
+  /** Its stamp (as the map's entry has it; `earlier` entries have no entry of their own). */
+  readonly at: number
   /** An ask under its key opened after it was made (`noteOpenedAfter`): it is not the newest ask's. */
   beforeAsk: boolean
+  /**
+   * The withdrawal it replaced under its key when an ask opened after that one (`beforeAsk`): an earlier ask's,
+   * which a copy of that ask given back later is still judged by (`withdrawnWithin`). Newest first, at most
+   * `MAX_WITHDRAWN_PER_KEY` in all (`withdraw` cuts the oldest off).
+   */
+  earlier: Withdrawal | undefined
 }
 /** How many of a replier's oldest unconfirmed items a reply looks through for the ask it answers (`answeredBy`). */
 const ANSWERED_SCAN = 64
@@ -197,7 +208,10 @@ export class Asks {
    * as such (never sent, not an ask, expired already) adds nothing, so one
    * session cannot push out another's withdrawals but by asks of its own.
    * A withdrawal counts only for the ask under that key that was open when
-   * it was made (`withdrawnWithin`, `openedAfter`): should its reply be lost, the ask stays
+   * it was made (`withdrawnWithin`, `openedAfter`); a later ask's withdrawal
+   * under the key keeps the one it replaces behind it (`Withdrawal.earlier`,
+   * at most `MAX_WITHDRAWN_PER_KEY` a key, in memory: the store keeps the
+   * newest): should its reply be lost, the ask stays
    * withdrawn (`answerLost` does not open it again), and a copy of it given
    * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
@@ -435,13 +449,21 @@ export class Asks {
    * Whether the ask `messageKey` was withdrawn at or after `from` and before
    * `until` (its life: see `withdrawn`) — not by a withdrawal made before
    * the ask `ask` (its mail or edge) opened (`openedAfter`), whatever its stamp.
+   * Each withdrawal kept under the key counts (`Withdrawal.earlier`, newest
+   * first, at most `MAX_WITHDRAWN_PER_KEY`): a later ask's withdrawal does not
+   * hide an earlier ask's. Give-back and lost-reply paths only.
    */
   private withdrawnWithin(messageKey: string, from: number, until: number, ask?: Mail | AskEdge): boolean {
     if (this.withdrawn.size === 0) return false
-    const found = this.withdrawn.lookup(messageKey)
-    if (found === undefined || from > found.at || found.at >= until) return false
-    if (ask === undefined || !found.value.beforeAsk) return true
-    return this.openedAfter.get("messageKey" in ask ? ask : ask.message) !== found.value
+    const found = this.withdrawn.get(messageKey)
+    if (found === undefined) return false
+    // The withdrawal remembered as the ask opened: it and every one before it are earlier asks'.
+    const opened = ask === undefined ? undefined : this.openedAfter.get("messageKey" in ask ? ask : ask.message)
+    for (let withdrawal: Withdrawal | undefined = found; withdrawal !== undefined; withdrawal = withdrawal.earlier) {
+      if (withdrawal === opened) return false
+      if (from <= withdrawal.at && withdrawal.at < until) return true
+    }
+    return false
   }
 
   /**
@@ -602,7 +624,15 @@ export class Asks {
    * `brokerReceivedAt` scale), in the store too when there is one.
    */
   private withdraw(messageKey: string, stamp: number): void {
-    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, stamp)
+    // One an ask opened after is an earlier ask's: kept behind this one, for a copy of that ask (task stamps4 item 3).
+    const replaced = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
+    const earlier = replaced !== undefined && replaced.beforeAsk ? replaced : undefined
+    if (earlier !== undefined) {
+      let last = earlier
+      for (let kept = 2; last.earlier !== undefined && kept < MAX_WITHDRAWN_PER_KEY; kept++) last = last.earlier
+      last.earlier = undefined
+    }
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at: stamp, beforeAsk: false, earlier }, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
     journal.askWithdrawn(messageKey, stamp)
@@ -616,7 +646,7 @@ export class Asks {
    */
   restoreWithdrawn(messageKey: string, at: number, now: number): void {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
-    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, at)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at, beforeAsk: false, earlier: undefined }, at)
     for (const gone of evicted) this.ctx.journal?.withdrawalGone(gone.messageKey)
   }
 
