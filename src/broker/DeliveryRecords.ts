@@ -1,7 +1,4 @@
 /**
- * Size: about 410 lines, just past the ~400 guideline: one concept, the replay records' lifetime; the forgotten
- * withdrawals of a reused id (`withdrawnBeforeResend`) and the re-dating after a clock step back (`redate`) grew it.
- *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
  * retried send gets the recorded answer instead of a second delivery.
  *
@@ -269,7 +266,8 @@ export class DeliveryRecords {
     // (`withdrawnBeforeResend`, reviews cpback, revcc), with its own fingerprint — the record's until the line
     // below writes the new send's over it (no send under the id was kept since the withdrawal: it would have
     // forgotten it already) — and the new send's stamp. Its record may say so alone, kept past its window
-    // (up to the retention while there is room) while its route went (review revcc item 3): the outcome is read only under a reused id (`record !== candidate`).
+    // (prune walks the age list from its oldest, which after a clock step back is younger than the window) while
+    // its route went (review revcc item 3): the outcome is read only under a reused id (`record !== candidate`).
     if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
       const withdrawn: ForgottenWithdrawal = {
         fingerprint: record.targetId === "" ? undefined : new OutboundRecord(record.senderKey, record.id, record),
@@ -280,9 +278,6 @@ export class DeliveryRecords {
       if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
     }
     if (record !== candidate) record.fingerprintFrom(candidate)
-    // The clock stepped back below the newest record's reading: re-dated first, so the list stays in age order.
-    const newest = this.table.newestRecord
-    if (!restored && newest !== undefined && newest.recordedAt > now) this.redate(now)
     this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
@@ -343,23 +338,6 @@ export class DeliveryRecords {
     const cutoff = now - this.limits.retentionMs - 1
     for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
       this.drop(oldest)
-    }
-  }
-
-  /**
-   * The clock reads `now`, below the readings the newest records were kept at (it stepped back: an NTP step, a VM
-   * resumed, a durable broker restarted on a host whose clock is behind): those records are re-dated to `now`.
-   * The age list is in the order records were kept; `prune` and `makeRoom` walk it from the oldest and stop at the
-   * first record inside their cutoff, so a record kept before the step, reading younger than every record kept
-   * after it, held those past their retention for as long as the step. Re-dated, the list stays in `recordedAt`
-   * order. A record so re-dated is kept its retention (at least the window) from the step, not from a reading the
-   * clock will reach only later. Cost: a walk from the newest over the records kept at readings past `now` only,
-   * once per step back (after it no record reads past the clock until it steps back again); a send pays one
-   * comparison (`keep`). A record's stored row keeps the reading it was written with.
-   */
-  private redate(now: number): void {
-    for (let record = this.table.newestRecord; record !== undefined && record.recordedAt > now; record = record.olderRecord) {
-      record.recordedAt = now
     }
   }
 

@@ -161,11 +161,6 @@ export class OutboundRecords {
     return this.oldestRecordEntry
   }
 
-  /** The newest replay part kept, if any (`olderRecord` leads towards the oldest). */
-  get newestRecord(): OutboundRecord | undefined {
-    return this.newestRecordEntry
-  }
-
   /** The oldest route part kept, if any. */
   get oldestRoute(): OutboundRecord | undefined {
     return this.oldestRouteEntry
