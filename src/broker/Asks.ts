@@ -1,5 +1,5 @@
 /**
- * Size: about 710 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 765 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
@@ -88,6 +88,7 @@ import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ELSEWHERE_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import type { Message } from "../protocol/frames.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, askDueOf, AskEdges, dueOf } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -111,14 +112,25 @@ export const MAX_ASKS = 262_144
 /** Withdrawn asks that `Asks` remembers (`withdrawn`); past it the oldest go. */
 const MAX_WITHDRAWN = 4096
 
+/** Withdrawals remembered under one key (`Withdrawal.earlier`, the newest included); past it the oldest go. */
+const MAX_WITHDRAWN_PER_KEY = 4
+
 /**
  * One remembered withdrawal (`Asks.withdrawn`'s value): the object tells it
- * from a later withdrawal under the same key, which replaces it.
+ * from a later withdrawal under the same key, which replaces it there.
  */
 interface Withdrawal {
   readonly messageKey: string
+  /** Its stamp (as the map's entry has it; `earlier` entries have no entry of their own). */
+  readonly at: number
   /** An ask under its key opened after it was made (`noteOpenedAfter`): it is not the newest ask's. */
   beforeAsk: boolean
+  /**
+   * The withdrawal it replaced under its key when an ask opened after that one (`beforeAsk`): an earlier ask's,
+   * which a copy of that ask given back later is still judged by (`withdrawnWithin`). Newest first, at most
+   * `MAX_WITHDRAWN_PER_KEY` in all (`withdraw` cuts the oldest off).
+   */
+  earlier: Withdrawal | undefined
 }
 /** How many of a replier's oldest unconfirmed items a reply looks through for the ask it answers (`answeredBy`). */
 const ANSWERED_SCAN = 64
@@ -215,7 +227,10 @@ export class Asks {
    * as such (never sent, not an ask, expired already) adds nothing, so one
    * session cannot push out another's withdrawals but by asks of its own.
    * A withdrawal counts only for the ask under that key that was open when
-   * it was made (`withdrawnWithin`, `openedAfter`): should its reply be lost, the ask stays
+   * it was made (`withdrawnWithin`, `openedAfter`); a later ask's withdrawal
+   * under the key keeps the one it replaces behind it (`Withdrawal.earlier`,
+   * at most `MAX_WITHDRAWN_PER_KEY` a key, in memory: the store keeps the
+   * newest): should its reply be lost, the ask stays
    * withdrawn (`answerLost` does not open it again), and a copy of it given
    * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
@@ -223,16 +238,21 @@ export class Asks {
    */
   private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
   /**
-   * For an ask opened (its mail and its edge) while a withdrawal under its
+   * For an ask opened (its message and its edge) while a withdrawal under its
    * key was remembered: that withdrawal, made before it, so never its own
    * (`noteOpenedAfter`). Its stamp alone cannot say so: the stamps hold
    * still while they lead the clock, so it may equal the ask's receipt, and
    * a withdrawal of an ask restored from above a capped floor is stamped at
-   * that ask's receipt, above a later ask's (review revcb item 2). Weak: it
-   * goes with the ask's objects; asks and withdrawals restored from the
-   * store have none, and are judged by their stamps alone.
+   * that ask's receipt, above a later ask's (review revcb item 2). Kept
+   * against the ask's `Message` object, not its `Mail`: every copy of the
+   * mail (`{ ...mail }`: given back to the mailbox, MailReturns.requeue; put
+   * back, MailDelivery.askAgain; kept or given, WithdrawnCopies) shares it,
+   * so each copy is judged as the ask (review revch CH2); nothing goes on
+   * the wire or into the store. Weak: it goes with the ask's objects; asks
+   * and withdrawals restored from the store have none, and are judged by
+   * their stamps alone.
    */
-  private readonly openedAfter = new WeakMap<Mail | AskEdge, Withdrawal>()
+  private readonly openedAfter = new WeakMap<Message | AskEdge, Withdrawal>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -452,12 +472,21 @@ export class Asks {
    * Whether the ask `messageKey` was withdrawn at or after `from` and before
    * `until` (its life: see `withdrawn`) — not by a withdrawal made before
    * the ask `ask` (its mail or edge) opened (`openedAfter`), whatever its stamp.
+   * Each withdrawal kept under the key counts (`Withdrawal.earlier`, newest
+   * first, at most `MAX_WITHDRAWN_PER_KEY`): a later ask's withdrawal does not
+   * hide an earlier ask's. Give-back and lost-reply paths only.
    */
   private withdrawnWithin(messageKey: string, from: number, until: number, ask?: Mail | AskEdge): boolean {
     if (this.withdrawn.size === 0) return false
-    const found = this.withdrawn.lookup(messageKey)
-    if (found === undefined || from > found.at || found.at >= until) return false
-    return ask === undefined || !found.value.beforeAsk || this.openedAfter.get(ask) !== found.value
+    const found = this.withdrawn.get(messageKey)
+    if (found === undefined) return false
+    // The withdrawal remembered as the ask opened: it and every one before it are earlier asks'.
+    const opened = ask === undefined ? undefined : this.openedAfter.get("messageKey" in ask ? ask : ask.message)
+    for (let withdrawal: Withdrawal | undefined = found; withdrawal !== undefined; withdrawal = withdrawal.earlier) {
+      if (withdrawal === opened) return false
+      if (from <= withdrawal.at && withdrawal.at < until) return true
+    }
+    return false
   }
 
   /**
@@ -470,7 +499,7 @@ export class Asks {
     const earlier = this.withdrawn.get(edge.messageKey)
     if (earlier === undefined) return
     earlier.beforeAsk = true
-    this.openedAfter.set(mail, earlier)
+    this.openedAfter.set(mail.message, earlier)
     this.openedAfter.set(edge, earlier)
   }
 
@@ -624,7 +653,15 @@ export class Asks {
    * `brokerReceivedAt` scale), in the store too when there is one.
    */
   private withdraw(messageKey: string, stamp: number): void {
-    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, stamp)
+    // One an ask opened after is an earlier ask's: kept behind this one, for a copy of that ask (task stamps4 item 3).
+    const replaced = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
+    const earlier = replaced !== undefined && replaced.beforeAsk ? replaced : undefined
+    if (earlier !== undefined) {
+      let last = earlier
+      for (let kept = 2; last.earlier !== undefined && kept < MAX_WITHDRAWN_PER_KEY; kept++) last = last.earlier
+      last.earlier = undefined
+    }
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at: stamp, beforeAsk: false, earlier }, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
     journal.askWithdrawn(messageKey, stamp)
@@ -638,7 +675,7 @@ export class Asks {
    */
   restoreWithdrawn(messageKey: string, at: number, now: number): void {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
-    const evicted = this.withdrawn.set(messageKey, { messageKey, beforeAsk: false }, at)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at, beforeAsk: false, earlier: undefined }, at)
     for (const gone of evicted) this.ctx.journal?.withdrawalGone(gone.messageKey)
   }
 
