@@ -1,4 +1,9 @@
 /**
+ * Size: about 730 lines, past the ~400 guideline, near half of them this
+ * header and the JSDoc: one concept, the receipt route and what travels
+ * along it (receipts, a cancel, a supersede), each reading and moving the
+ * same route records.
+ *
  * Receipts and control (P70–P73). Every delivered message leaves a receipt
  * route — which session sent it to which — for an hour. Along it a
  * receiver's `message_receipt` is forwarded to the sender, a sender's
@@ -127,11 +132,6 @@
  * given back at that close, is withdrawn on its way — so the new instance
  * gets the new message alone either way. A withdrawn message goes back
  * only to the instance its route names (`given`, MailReturns.requeue).
- *
- * Size: about 725 lines, past the ~400 guideline, near half of them this
- * header and the JSDoc: one concept, the receipt route and what travels
- * along it (receipts, a cancel, a supersede), each reading and moving the
- * same route records.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -310,9 +310,8 @@ export class Receipts {
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
-      if (route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target) {
-        this.ctx.output.enqueue(target.peer, control)
-      }
+      const told = route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target
+      if (told) this.ctx.output.enqueue(target.peer, control)
       const superseded: Outcome = {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -320,9 +319,9 @@ export class Receipts {
         retryable: false
       }
       // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
-      // told now) stays: neither the mailbox's key nor the replay record tells it from a later message under a
-      // reused id, which must not be lost (reviews revcc item 1, revcg CG1). Known: that session's return gets it
-      // live (docs/protocol.md).
+      // told now) goes with it: only the copy that reader read, told by the mark on that mail object, never a
+      // later message under a reused id, which must not be lost (reviews revcc item 1, revcg CG1).
+      if (told) this.mail.superseded(messageKey, target)
       this.ctx.records.rewrite(sender.key, message.supersedes, superseded)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
