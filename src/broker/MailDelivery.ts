@@ -1,5 +1,5 @@
 /**
- * Size: about 870 lines, one concept: the fate of mail that is not being
+ * Size: about 880 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -520,6 +520,17 @@ export class MailDelivery {
     if (copy === undefined || this.withdrawn.has(messageKey) || !this.withdrawn.readBy(copy, told)) return false
     this.mailbox.delete(messageKey)
     return true
+  }
+
+  /**
+   * Whether the mailbox holds mail under `messageKey` (a size check when it
+   * is empty): after a supersede took out the copy it names, if any
+   * (`superseded`), mail left there stays — a later message under the id,
+   * or a copy no instance the supersede told read — so the supersede's
+   * record rewrite must not drop its stored row. Supersede sends only.
+   */
+  holds(messageKey: string): boolean {
+    return this.mailbox.size > 0 && this.mailbox.get(messageKey) !== undefined
   }
 
   /**
