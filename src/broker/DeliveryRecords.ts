@@ -140,13 +140,15 @@ export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
-   * message may still be).
+   * message may still be). `mailStays`: the mailbox keeps the mail under the id all the same, so the store keeps
+   * its row (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
-    record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined
+    record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
+    mailStays: boolean
   ) => void
 }
 
@@ -289,8 +291,12 @@ export class DeliveryRecords {
    * mailbox flush). A kept record's byte estimate follows its new outcome (a
    * supersede's reason names the new message), so the byte bound counts what
    * is kept; the next record kept makes room if that is now over it.
+   * `mailStays`: the mailbox keeps the mail under the id all the same, so a
+   * durable broker's store keeps its row: after a supersede that left it
+   * there — a later message reusing the id (the supersede stage, SupersedeStage.ts).
+   * False everywhere else.
    */
-  rewrite(sender: string, id: string, outcome: Outcome): void {
+  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false): void {
     const found = this.table.find(sender, id)
     const kept = found !== undefined && found.recorded ? found : undefined
     if (kept !== undefined) {
@@ -299,7 +305,7 @@ export class DeliveryRecords {
       kept.bytes = recordBytes(kept, outcome)
       this.bytes += kept.bytes
     }
-    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt })
+    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, mailStays)
   }
 
   /**

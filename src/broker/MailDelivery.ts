@@ -1,4 +1,21 @@
 /**
+ * Size: about 880 lines, one concept: the fate of mail that is not being
+ * written to a live connection (queued, flushed, failed, and the notice its
+ * sender is told or owed; what a memory broker still holds at idle, `held`,
+ * and the notices only a live connection granted an extension may get,
+ * `tellLive`, and an ask put back when the reply that answered it is lost,
+ * `askAgain`). Where each item a closing connection gives back goes —
+ * requeued, forced on, a control only behind its message or kept alone for
+ * its instance — is MailReturns.ts's (`takeBack`, `requeue`, `giveBack`,
+ * `controlsHandedBack` delegate to it). The mailbox's own bounds
+ * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
+ * the stale asks' drops and debts StaleAsks.ts's,
+ * the notices' journal NoticeJournal.ts's, the
+ * cancelled copies' decisions (who read a copy, keeping one, giving one
+ * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
+ * stays here moves mail between them and the live delivery, calling each at
+ * its step of the cancel or the flush, in the order those paths decide.
+ *
  * Mail for sessions that are away (P49) and mail that could not be written:
  * queueing in the mailbox, flushing it when its session (or the one live
  * holder of the same identity) registers, taking back messages a closing
@@ -58,24 +75,10 @@
  * `unregister`, it does not hold a memory broker's idle exit (`held`;
  * review revv V2). The read mark, with the instance that read it,
  * rides on each copy of the message (review revi I3, I7), and a resend
- * queued over a kept copy is a new message (I4).
- *
- * Size: about 840 lines, one concept: the fate of mail that is not being
- * written to a live connection (queued, flushed, failed, and the notice its
- * sender is told or owed; what a memory broker still holds at idle, `held`,
- * and the notices only a live connection granted an extension may get,
- * `tellLive`, and an ask put back when the reply that answered it is lost,
- * `askAgain`). Where each item a closing connection gives back goes —
- * requeued, forced on, a control only behind its message or kept alone for
- * its instance — is MailReturns.ts's (`takeBack`, `requeue`, `giveBack`,
- * `controlsHandedBack` delegate to it). The mailbox's own bounds
- * are Mailbox.ts's, the owed notices' keeping and bounds AwayNotices.ts's,
- * the stale asks' drops and debts StaleAsks.ts's,
- * the notices' journal NoticeJournal.ts's, the
- * cancelled copies' decisions (who read a copy, keeping one, giving one
- * back) WithdrawnCopies.ts's and the kept controls KeptControls.ts's; what
- * stays here moves mail between them and the live delivery, calling each at
- * its step of the cancel or the flush, in the order those paths decide.
+ * queued over a kept copy is a new message (I4). A copy waiting for its
+ * session that its sender supersedes leaves silently when the client
+ * instance the supersede told read that very copy (`superseded`, by that
+ * mark, never by the record key a later message may reuse).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -493,6 +496,41 @@ export class MailDelivery {
       retryable: false
     })
     return readers === undefined ? "deleted" : "copy"
+  }
+
+  /**
+   * Its sender superseded the message `messageKey`, and the supersede's
+   * control went to `told`, the live client instance its route (or record)
+   * names as given that message (the supersede stage, SupersedeStage.ts). A copy waiting
+   * in the mailbox under that key leaves silently (the record says
+   * superseded, its sender was answered) when it is that message's own:
+   * `told` read that very mail object — written it, and gave it back
+   * unconfirmed (its read mark, WithdrawnCopies.readBy) — as P49's other
+   * holder of the identity of the away session the copy waits for, which
+   * would otherwise get it live with no control. A later message under a
+   * reused id is another object, never read by `told` (its own write would
+   * have routed it afresh): it stays (reviews revcc item 1, revcg CG1), as
+   * does a cancelled copy kept for its readers. The route stays, keeping the
+   * withdrawal. True when the copy left. A size check when the mailbox is
+   * empty; supersede sends only.
+   */
+  superseded(messageKey: string, told: Session): boolean {
+    if (this.mailbox.size === 0) return false
+    const copy = this.mailbox.get(messageKey)
+    if (copy === undefined || this.withdrawn.has(messageKey) || !this.withdrawn.readBy(copy, told)) return false
+    this.mailbox.delete(messageKey)
+    return true
+  }
+
+  /**
+   * Whether the mailbox holds mail under `messageKey` (a size check when it
+   * is empty): after a supersede took out the copy it names, if any
+   * (`superseded`), mail left there stays — a later message under the id,
+   * or a copy no instance the supersede told read — so the supersede's
+   * record rewrite must not drop its stored row. Supersede sends only.
+   */
+  holds(messageKey: string): boolean {
+    return this.mailbox.size > 0 && this.mailbox.get(messageKey) !== undefined
   }
 
   /**

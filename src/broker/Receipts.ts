@@ -152,7 +152,7 @@ export class Receipts {
     this.askOpen = askOpen
     this.routes = ctx.records.table
     this.cancels = new Cancels(ctx, mail, this, forget, withdrawStaged)
-    this.supersedes = supersedeStage(ctx, this, forget)
+    this.supersedes = supersedeStage(ctx, mail, this, forget)
   }
 
   /** `message_receipt` (`onReceipt`) and `cancel_message` (Cancels.ts). */

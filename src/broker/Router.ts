@@ -302,9 +302,10 @@ export class Router {
         maxBytes: options.replayBytes
       }, journal === undefined ? undefined : {
         set: (record, outcome, at) => journal.recordSent(record, outcome, at),
-        rewrite: (sender, id, outcome, record) => {
-          // An outcome that is a failure ends the message: it will never be written (its sender is told).
-          if (!outcome.ok) journal.mailGone(sender, id)
+        rewrite: (sender, id, outcome, record, mailStays) => {
+          // An outcome that is a failure ends the message: it will never be written (its sender is told) — but for
+          // mail the mailbox keeps under the id all the same (a later message, after a supersede): stored still.
+          if (!outcome.ok && !mailStays) journal.mailGone(sender, id)
           if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
       }, (line) => ctx.log("warning", line), (at) => stamps.at(at)),

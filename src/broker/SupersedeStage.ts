@@ -32,12 +32,16 @@
  * wait for a takeover's custody hold (its new message goes now): it
  * is recorded and its new message delivered alone, and the old message,
  * given back at that close, is withdrawn on its way — so the new instance
- * gets the new message alone either way.
+ * gets the new message alone either way. A copy of the old message waiting
+ * in the mailbox for another session of its identity goes with it when the
+ * told reader read that very copy (MailDelivery.superseded, by
+ * WithdrawnCopies' read mark), never a later message under a reused id.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
+import type { MailDelivery } from "./MailDelivery.ts"
 import { mayStillWait } from "./MayStillWait.ts"
 import type { Receipts } from "./Receipts.ts"
 import { mayHold } from "./Registry.ts"
@@ -55,11 +59,13 @@ type SupersedeRoutes = Pick<
  * (live) receiver, by its route or its record (`recordedRoute`), that its
  * sender has not cancelled or superseded already (`withdrawnBy`).
  *
+ * @param mail the mailbox, whose copy of a superseded message its told reader read goes with it (`superseded`).
  * @param receipts the routes it reads, and keeps the new message's route in (`delivered`).
  * @param forget drops what other concerns keep for a withdrawn ask (its edge; Receipts' constructor).
  */
 export const supersedeStage = (
   ctx: RouterContext,
+  mail: MailDelivery,
   receipts: SupersedeRoutes,
   forget: (messageKey: string) => void
 ): SendStage => {
@@ -123,9 +129,8 @@ export const supersedeStage = (
       // Never by a takeover's custody hold (review revb D1): whether the new instance gets the superseded
       // message is known only at the old close, while the new message goes now. Not sent, the old one given
       // back at that close is withdrawn on its way, so the new instance gets the new message alone either way.
-      if (route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target) {
-        ctx.output.enqueue(target.peer, control)
-      }
+      const told = route !== undefined ? mayHold(route.receiverInstance, target) : recorded?.receiver === target
+      if (told) ctx.output.enqueue(target.peer, control)
       const superseded: Outcome = {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
@@ -133,10 +138,11 @@ export const supersedeStage = (
         retryable: false
       }
       // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
-      // told now) stays: neither the mailbox's key nor the replay record tells it from a later message under a
-      // reused id, which must not be lost (reviews revcc item 1, revcg CG1). Known: that session's return gets it
-      // live (docs/protocol.md).
-      ctx.records.rewrite(sender.key, message.supersedes, superseded)
+      // told now) goes with it: only the copy that reader read, told by the mark on that mail object, never a
+      // later message under a reused id, which must not be lost (reviews revcc item 1, revcg CG1) — nor its stored
+      // row: while mail under the key stays in the mailbox, the rewrite leaves its row (`mailStays`).
+      const copyLeft = told && mail.superseded(messageKey, target)
+      ctx.records.rewrite(sender.key, message.supersedes, superseded, !copyLeft && mail.holds(messageKey))
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).

@@ -1,4 +1,7 @@
 /**
+ * Size: about 435 lines, one concept: the cancelled copies' state and the
+ * decisions about them.
+ *
  * Mailbox copies their sender cancelled after a client read them: which
  * client instance each is kept for, and the `message_control` cancel that
  * goes with it.
@@ -69,12 +72,15 @@
  * a kept copy is not for (`withheldFrom`), and giving it to the readers that
  * register or are live at the cancel (`give`).
  *
- * Owner: MailDelivery, in the Router's synchronous code. Only the close,
- * cancel and registration paths touch it, the mailbox's drops and puts when
- * it is not empty (a size check), and nothing on the ordinary send path.
+ * The same mark tells a supersede which mailbox copy is the superseded
+ * message's own (`readBy`: the client instance the supersede told read that
+ * very object; MailDelivery.superseded), where the record key is shared by
+ * a later message under a reused id (reviews revcc, revcg).
  *
- * Size: about 415 lines, one concept: the cancelled copies' state and the
- * decisions about them.
+ * Owner: MailDelivery, in the Router's synchronous code. Only the close,
+ * cancel, supersede and registration paths touch it, the mailbox's drops and
+ * puts when it is not empty (a size check), and nothing on the ordinary send
+ * path.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import { messageFrameFor } from "./Asks.ts"
@@ -186,6 +192,18 @@ export class WithdrawnCopies {
   /** Who read the mail object `mail` (a mailbox copy, or one given out again from it), oldest first; undefined when nobody did. */
   readersOfCopy(mail: Mail): ReadonlyArray<Reader> | undefined {
     return this.readCopies.get(mail)
+  }
+
+  /**
+   * Whether `receiver` (its session and client instance, as `mayHold` takes
+   * it) read the mail object `mail`: that very object's mark names it. The
+   * mark rides on the object, not on its record key, so a later message
+   * queued under a reused id (another object, which no client read) never
+   * carries it: how a supersede tells the copy of the message it names from
+   * such a message (MailDelivery.superseded). A supersede path only.
+   */
+  readBy(mail: Mail, receiver: Session): boolean {
+    return this.readCopies.get(mail)?.some((reader) => isReader(reader, receiver)) === true
   }
 
   /**

@@ -5,9 +5,10 @@
  * d's next message under m0's id, "for z", sent to z (away, another
  * identity), is a new message, waits in the mailbox under the same key, and
  * its record is the id's. d then supersedes m0 at b (the route passes P72's
- * check) and b-1 is told. A supersede takes no mailbox copy out (it once took
- * one out by the id's key: this lost "for z"; see also
- * superseded-later-reused-id.test.ts): "for z" stays, and z's return gets it. The world is
+ * check) and b-1 is told. A supersede takes a mailbox copy out only when b-1
+ * read that very copy (it once took one out by the id's key: this lost "for
+ * z"; see also superseded-later-reused-id.test.ts): "for z", never written,
+ * stays, and z's return gets it. The world is
  * test/support/withdrawnCopyLeft.ts's; nothing waits on time.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -4,9 +4,10 @@
  * checked against the id's CURRENT replay record — under a reused id that is
  * the later message's own record, so it always matched. A later message under
  * m0's id queued for c, a session of b's identity (two live holders, b and e,
- * so P49 queues it), was deleted by d's supersede of m0 at b. The supersede no
- * longer takes any mailbox copy out (src/broker/SupersedeStage.ts; the superseded
- * copy's own return is the known defect in superseded-mailbox-copy.test.ts).
+ * so P49 queues it), was deleted by d's supersede of m0 at b. The supersede
+ * now takes a mailbox copy out only when the client instance it told read
+ * that very copy (MailDelivery.superseded; superseded-mailbox-copy.test.ts):
+ * the later message, never written to anyone, stays.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -4,14 +4,13 @@
  * when b-1 dropped, waits in the mailbox for c while its route names b-1, live
  * again (e holds the identity too, so b-1's return takes nothing). d sends m1
  * to b with `supersedes: m0`: b-1 is told m0 is superseded and gets m1 — and
- * c's return is still given m0 live. A KNOWN DEFECT, written as the behaviour
- * wanted and marked `fails`: taking the copy out by its key lost a later
- * message under a reused id (reviews revcc item 1, revcg CG1:
- * superseded-later-reused-id.test.ts), and neither the key nor the replay
- * record tells the two apart — the route needs a reference of its own to the
- * message it names (docs/protocol.md). When it is fixed, this fails as
- * "expected to fail": drop the `.fails`. The world is
- * test/support/withdrawnCopyLeft.ts's.
+ * the copy leaves the mailbox, so c's return is not given m0 live (it was,
+ * with no control). The copy is told by the mark b-1's read left on that
+ * very mail object (MailDelivery.superseded, WithdrawnCopies.readBy), never
+ * by its key alone: taking it out by the key lost a later message under a
+ * reused id (reviews revcc item 1, revcg CG1:
+ * superseded-later-reused-id.test.ts, superseded-copy-reused-id.test.ts).
+ * The world is test/support/withdrawnCopyLeft.ts's.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -20,7 +19,7 @@ import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts
 import { copyLeftWorld } from "../support/withdrawnCopyLeft.ts"
 
 describe("a message superseded while a copy of it waits in the mailbox for its session", () => {
-  it.effect.fails("b-1 gets the supersede and m1; c's return is given no m0", () =>
+  it.effect("b-1 gets the supersede and m1; c's return is given no m0", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({})
       w.closeAbandoned(w.reg("c", {}))

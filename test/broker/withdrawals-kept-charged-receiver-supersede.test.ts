@@ -3,7 +3,7 @@
  * here MAX_ROUTES newer routes; Receipts.recordedRoute) and is kept at once
  * (OutboundRecords.keepWithdrawal) is charged to the share of the session
  * the superseded message was for — the supersede's target, its receiver —
- * not to its sender's (Receipts' supersede stage passes `target.key`).
+ * not to its sender's (the supersede stage, SupersedeStage.ts passes `target.key`).
  * d's m1 to b is stuck unwritten in b-1's outbox and d's 4,096 messages to
  * a never-confirming `a` wait in a's custody; all their routes are pushed
  * out, then d supersedes m1 and the 4,096: the list fills, and its drop

@@ -3,7 +3,7 @@
  * (ledger/controls.ts): A's send of `two` superseding `one`, acknowledged
  * after B's client read `one` on connection #2, is reported when #2 stayed
  * live, read everything written to it, and no control supersede of `one`
- * was read there (Receipts' supersede stage dropping the control); not when
+ * was read there (the supersede stage, SupersedeStage.ts dropping the control); not when
  * the control was read, nor when #2 closed before the end (a new
  * connection's instance gets no control for a message it never got).
  */

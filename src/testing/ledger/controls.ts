@@ -45,7 +45,7 @@
  *   registered, live to both sides, not taken over, from the same broker
  *   incarnation, with everything the broker wrote it read — and no control
  *   supersede of M was read on that connection. The broker enqueues the
- *   control before it answers the send (Receipts' supersede stage), to the
+ *   control before it answers the send (the supersede stage, SupersedeStage.ts), to the
  *   client instance given M, so that connection had it to read. Not judged:
  *   a receiver whose connection closed, ended or was taken over (a
  *   takeover's new instance gets no control for a message it never got), M
