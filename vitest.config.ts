@@ -5,12 +5,24 @@ import { defineConfig } from "vitest/config"
 const effectInfoLine = /^\[\d\d:\d\d:\d\d\.\d+\] INFO \(#\d+\):/
 
 /**
+ * Files outside test/pi that `vi.mock` a src module, which a module another file imported
+ * first would otherwise hold unmocked: by directory, each file's name without `.test.ts`.
+ * clientArgv mocks src/cli/client/run.ts; ask-frame-once wraps src/broker/encode.ts's
+ * `messageFrame` in a counter (in a shared worker it counted 0 after another broker file).
+ */
+const mockingFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
+  cli: ["clientArgv"],
+  broker: ["ask-frame-once"]
+}
+/**
  * Files that must start from fresh module state, so they keep vitest's per-file isolation:
  * test/pi (its support sets PI_CODING_AGENT_DIR and PI_* in `process.env` for the file, and it
- * loads pi's own modules) and clientArgv.test.ts (`vi.mock` of src/cli/client/run.ts, which a
- * module another file imported first would otherwise hold unmocked).
+ * loads pi's own modules) and the files that mock a module (`mockingFiles`).
  */
-const needsFreshModules = ["test/pi/**/*.test.ts", "test/cli/clientArgv.test.ts"]
+const needsFreshModules = [
+  "test/pi/**/*.test.ts",
+  ...Object.entries(mockingFiles).flatMap(([dir, names]) => names.map((name) => `test/${dir}/${name}.test.ts`))
+]
 /**
  * Every other test file, as include globs: a project's own `exclude` would drop the command
  * line's `--exclude` (e.g. `--exclude "test/zz-review*"`), so the set is spelled as includes.
@@ -18,9 +30,13 @@ const needsFreshModules = ["test/pi/**/*.test.ts", "test/cli/clientArgv.test.ts"
 const sharesModules = [
   "test/*.test.ts",
   ...fs.readdirSync(new URL("./test", import.meta.url), { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && entry.name !== "pi" && entry.name !== "cli")
-    .map((entry) => `test/${entry.name}/**/*.test.ts`),
-  "test/cli/**/!(clientArgv).test.ts"
+    .filter((entry) => entry.isDirectory() && entry.name !== "pi")
+    .map((entry) => {
+      const mocking = mockingFiles[entry.name]
+      return mocking === undefined
+        ? `test/${entry.name}/**/*.test.ts`
+        : `test/${entry.name}/**/!(${mocking.join("|")}).test.ts`
+    })
 ]
 
 export default defineConfig({

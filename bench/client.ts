@@ -123,17 +123,16 @@ export class BenchClient {
   /**
    * Sends a `send` frame with a plain text message (acks arrive as frames).
    * Built as a template string around cached JSON of `to` and `text`, so the
-   * harness spends little CPU per message.
+   * harness spends little CPU per message. `extra`: more fields of the
+   * message; `frameExtra`: more fields of the frame (`askTimeoutMs`).
    */
-  send(to: string, id: string, text: string, extra?: Record<string, unknown>): void {
+  send(to: string, id: string, text: string, extra?: Record<string, unknown>, frameExtra?: Record<string, unknown>): void {
     if (to !== this.toCache[0]) this.toCache = [to, JSON.stringify(to)]
     if (text !== this.textCache[0]) this.textCache = [text, JSON.stringify(text)]
-    let tail = ""
-    if (extra !== undefined) for (const [k, v] of Object.entries(extra)) tail += `,${JSON.stringify(k)}:${JSON.stringify(v)}`
     this.writeText(
       `{"type":"send","to":${this.toCache[1]},"message":{"id":${JSON.stringify(id)},"timestamp":${Date.now()},"content":{"text":${
         this.textCache[1]
-      }}${tail}}}`
+      }}${fieldsJson(extra)}}${fieldsJson(frameExtra)}}`
     )
   }
 
@@ -263,6 +262,13 @@ export class BenchClient {
     }
     if (!this.socket.destroyed) this.socket.destroy()
   }
+}
+
+/** `extra`'s fields as JSON members, each after a comma (`""` for none). */
+const fieldsJson = (extra: Record<string, unknown> | undefined): string => {
+  let fields = ""
+  if (extra !== undefined) for (const [k, v] of Object.entries(extra)) fields += `,${JSON.stringify(k)}:${JSON.stringify(v)}`
+  return fields
 }
 
 /** Connects and registers, retrying a few times if the broker drops the connection first. */

@@ -33,7 +33,7 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
       ["lastQuarterCpuUsPerMsg", "CPU µs/msg, last ¼"]
     ]
   }
-  if (name === "ask") return [["p50Us", "p50 µs"], ["p90Us", "p90 µs"], ["p99Us", "p99 µs"], ["cpuUsPerRound", "CPU µs/round trip"]]
+  if (name === "ask" || name === "ask-granted") return [["p50Us", "p50 µs"], ["p90Us", "p90 µs"], ["p99Us", "p99 µs"], ["cpuUsPerRound", "CPU µs/round trip"]]
   if (name.startsWith("payload-")) return [["msgPerSec", "msg/s"], ["mbPerSec", "MB/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
   if (name.endsWith("-settled")) {
     return [

@@ -63,7 +63,7 @@ targets: raw (the raw relay), broker (ours, durable: the default), memory (ours,
          w64 also against memory); prints its table and always exits 0.
 workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k idle-50k
            storm-1k startup cli-send replace-storm topic-fanout   (a prefix selects a group: "payload", "idle")
-           opt-in, only by their full name: w64-steady fanin-steady idle-10k-settled`
+           opt-in, only by their full name: w64-steady fanin-steady ask-granted idle-10k-settled`
 
 /** The workloads of `--ci`. */
 const CI_WORKLOADS = ["w64", "fanin", "ask", "startup", "cli-send"]

@@ -334,10 +334,24 @@ const throughputRun = async (
     }
   })
 
-const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunResult> =>
+/** The timeout an `ask-granted` ask announces (`askTimeoutMs`): far longer than any round trip. */
+const GRANTED_ASK_TIMEOUT_MS = 60_000
+
+/**
+ * Sequential ask → reply round trips. `granted` (`ask-granted`): both clients
+ * also request `ask-timeout-v1` and each ask announces `askTimeoutMs`, as
+ * IntercomClient does, so the broker writes the answerer the extended
+ * `message` frame (with `askTimeoutMs`); without it the bench's clients get
+ * the base frame, and the extended one's cost is not measured.
+ */
+const askRun = (spec: TargetSpec, rounds: number, warmup: number, granted = false): Promise<RunResult> =>
   withInstance(spec, undefined, async (inst) => {
-    const { client: a } = await connectAndRegister(inst.socketPath, "bench-asker")
-    const { client: b } = await connectAndRegister(inst.socketPath, "bench-answerer")
+    const features = granted ? { features: ["ask-timeout-v1"] } : {}
+    const announced = granted ? { askTimeoutMs: GRANTED_ASK_TIMEOUT_MS } : undefined
+    // The raw relay writes the message alone.
+    const extended = granted && isBroker(spec)
+    const { client: a } = await connectAndRegister(inst.socketPath, "bench-asker", features)
+    const { client: b } = await connectAndRegister(inst.socketPath, "bench-answerer", features)
     try {
       const text = makeText(100)
       const aId = a.sessionId ?? ""
@@ -350,6 +364,11 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
             const qid = msg === undefined ? undefined : getString(msg, "id")
             if (qid === undefined || msg?.["expectsReply"] !== true) {
               trip.fail(new Error(`answerer got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
+              return
+            }
+            // A broker writes a granted answerer the extended frame: the workload measures it, or fails.
+            if (extended && frame["askTimeoutMs"] !== GRANTED_ASK_TIMEOUT_MS) {
+              trip.fail(new Error(`answerer got no askTimeoutMs: ${JSON.stringify(frame).slice(0, 200)}`))
               return
             }
             b.send(aId, `r-${qid}`, text, { replyTo: qid })
@@ -372,7 +391,7 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
         }
         a.closed.then((e) => trip.fail(new Error(`asker: ${e.message}`)), () => {})
         b.closed.then((e) => trip.fail(new Error(`answerer: ${e.message}`)), () => {})
-        return (round) => a.send(bId, benchMessageId("q", 0, round), text, { expectsReply: true })
+        return (round) => a.send(bId, benchMessageId("q", 0, round), text, { expectsReply: true }, announced)
       }, spec.measure)
     } finally {
       a.close()
@@ -717,6 +736,12 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     title: `ask round trip (${sizes.askRounds} rounds + ${sizes.askWarmup} warm-up)`,
     run: (spec) => askRun(spec, sizes.askRounds, sizes.askWarmup),
     natsRun: (spec) => natsAskRun(spec, sizes.askRounds, sizes.askWarmup)
+  },
+  {
+    name: "ask-granted",
+    optIn: true,
+    title: `ask round trip, both clients granted ask-timeout-v1 and each ask announcing askTimeoutMs, as IntercomClient (${sizes.askRounds} rounds + ${sizes.askWarmup} warm-up)`,
+    run: (spec) => askRun(spec, sizes.askRounds, sizes.askWarmup, true)
   },
   ...sizes.payloads.map((p): Workload => ({
     name: `payload-${p.label}`,

@@ -1,5 +1,5 @@
 /**
- * Size: about 765 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 790 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
@@ -198,6 +198,33 @@ export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">):
   (mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1)) ||
   (mail.delivery !== undefined && recipient.features.has(DELIVERY_V1)) ||
   (mail.traceparent !== undefined && recipient.features.has(TRACE_V1))
+
+/**
+ * `recipient`'s `message` frame for `mail` as the send pipeline writes it
+ * live — what `messageFrameFor(mail, recipient, mail.brokerReceivedAt)`
+ * builds — made from `base`, the frame the size check built
+ * (`Encode.messageFrame` of the mail's sender and message, both stamps
+ * `mail.brokerReceivedAt`, no extension field): `base` itself for a
+ * recipient that gets no extension field (`extendsBaseFrame`), else `base`
+ * with the fields it was granted spliced in after the message, so the
+ * message is stringified once whatever the grants (issue 16). A failure
+ * reply's message differs by recipient (ReplyErrors.ts): it is built by
+ * `messageFrameFor`, and `base` is not read.
+ */
+export const liveFrameFor = (base: OutFrame, mail: Mail, recipient: Pick<Peer, "features">): OutFrame => {
+  if (!extendsBaseFrame(mail, recipient)) return base
+  if (mail.replyError !== undefined) return messageFrameFor(mail, recipient, mail.brokerReceivedAt)
+  return Encode.withMessageTail(
+    base,
+    Encode.messageTail(
+      mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
+      mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
+      undefined,
+      mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined,
+      mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
+    )
+  )
+}
 
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */
 export class Asks {

@@ -36,7 +36,7 @@ import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
-import { askTimeoutOf, extendsBaseFrame, messageFrameFor } from "./Asks.ts"
+import { askTimeoutOf, liveFrameFor, messageFrameFor } from "./Asks.ts"
 import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -399,9 +399,9 @@ export class Send {
     }
     route?.accepted(attempt, target)
     journal?.putMail(mail)
-    // The size check's frame is the base one: written as it is unless this recipient gets more (an ask to a
-    // client not granted `ask-timeout-v1` gets no `askTimeoutMs`, so its message is not encoded again).
-    const text = extendsBaseFrame(mail, target.peer) ? messageFrameFor(mail, target.peer, attempt.stamp) : forwarded
+    // The size check's frame is the base one: written as it is unless this recipient gets more, and then with its
+    // fields spliced in after the message (Asks.liveFrameFor): the message is not encoded again (issue 16).
+    const text = liveFrameFor(forwarded, mail, target.peer)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).

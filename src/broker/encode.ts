@@ -7,7 +7,7 @@
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt } from "../protocol/frames.ts"
-import type { OutFrame } from "../protocol/framing.ts"
+import { frameText, type OutFrame } from "../protocol/framing.ts"
 import { DELIVERED_TAIL, DeliveredFrameParts, MessageFrameParts } from "./frameParts.ts"
 
 const q = JSON.stringify
@@ -113,16 +113,44 @@ export const messageFrame = (
   delivery?: DeliveryChoice,
   traceparent?: string
 ): OutFrame => {
-  const tail = `${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
-    channel === undefined ? "" : `,"channel":"${channel}"`
-  }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
-    delivery === undefined ? "" : deliveryFields(delivery)
-  }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}`
+  const tail = messageTail(askTimeoutMs, channel, replyError, delivery, traceparent)
   if (message.brokerReceivedAt !== undefined || message.brokerDeliveredAt !== undefined) {
     const stamped = q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
     return `{"type":"message","from":${fromJson},"message":${stamped}${tail}}`
   }
   return new MessageFrameParts(fromJson, q(message), receivedAt, deliveredAt, tail)
+}
+
+/**
+ * The extension fields of a `message` frame, after the message, in the order
+ * `messageFrame` writes them: `""` when there are none (a base recipient).
+ */
+export const messageTail = (
+  askTimeoutMs: number | undefined,
+  channel: "supervisor" | undefined,
+  replyError: string | undefined,
+  delivery: DeliveryChoice | undefined,
+  traceparent: string | undefined
+): string =>
+  `${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
+    channel === undefined ? "" : `,"channel":"${channel}"`
+  }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
+    delivery === undefined ? "" : deliveryFields(delivery)
+  }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}`
+
+/**
+ * `base` — a `message` frame `messageFrame` built with no extension field —
+ * with `tail` (`messageTail`) added after its message: the frame
+ * `messageFrame` builds for the same message, stamps and fields, without
+ * encoding the message again (issue 16). In parts, the new frame shares the
+ * base frame's strings; a frame kept as one string (a message carrying
+ * broker timestamps of its own) is cut before its closing brace.
+ */
+export const withMessageTail = (base: OutFrame, tail: string): OutFrame => {
+  if (tail === "") return base
+  if (base instanceof MessageFrameParts) return base.withTail(tail)
+  const text = frameText(base)
+  return `${text.slice(0, -1)}${tail}}`
 }
 
 /** The `delivery-v1` fields of a forwarded message. */

@@ -138,6 +138,14 @@ export class MessageFrameParts implements FrameParts {
       tail.length + 1
   }
 
+  /**
+   * The same frame with `tail` in place of this one's extension fields: the
+   * sender's and the message's JSON shared, not copied or encoded again.
+   */
+  withTail(tail: string): MessageFrameParts {
+    return new MessageFrameParts(this.fromJson, this.json, this.receivedAt, this.deliveredAt, tail)
+  }
+
   writeUtf8(out: Buffer, offset: number): number {
     let at = offset + put(out, offset, MESSAGE_HEAD_BYTES)
     at += out.write(this.fromJson, at, "utf8")

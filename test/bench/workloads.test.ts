@@ -1,7 +1,7 @@
 /**
  * bench/workloads.ts's selection by `--only`: the opt-in workloads
  * (`w64-steady`, `fanin-steady`, `idle-10k-settled`: long runs for one
- * question) run only when named in full, never by default or through a
+ * question; `ask-granted`: the ask with the clients IntercomClient's grants) run only when named in full, never by default or through a
  * prefix such as `w64` or `fanin`.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -17,11 +17,13 @@ describe("selectWorkloads", () => {
     assert.notInclude(all, "w64-steady")
     assert.notInclude(all, "fanin-steady")
     assert.notInclude(all, "idle-10k-settled")
+    assert.notInclude(all, "ask-granted")
   })
 
   it("does not select an opt-in workload by a prefix", () => {
     assert.deepStrictEqual(names(["w64"]), ["w64"])
     assert.deepStrictEqual(names(["fanin"]), ["fanin"])
+    assert.deepStrictEqual(names(["ask"]), ["ask"])
     assert.deepStrictEqual(names(["idle"]), ["idle-1k", "idle-10k", "idle-50k"])
   })
 
@@ -29,6 +31,7 @@ describe("selectWorkloads", () => {
     assert.deepStrictEqual(names(["w64", "w64-steady"]), ["w64", "w64-steady"])
     assert.deepStrictEqual(names(["idle-10k-settled"]), ["idle-10k-settled"])
     assert.deepStrictEqual(names(["fanin", "fanin-steady"]), ["fanin", "fanin-steady"])
+    assert.deepStrictEqual(names(["ask", "ask-granted"]), ["ask", "ask-granted"])
   })
 
   it("refuses an entry that selects nothing instead of running the rest without it", () => {

@@ -1,25 +1,30 @@
 /**
- * An ask's `message` frame is encoded once per encoding its recipient needs
- * (issue 16): a base recipient (not granted `ask-timeout-v1`) is written the
- * frame the size check built — its message stringified once — and exactly
- * the base frame, with no field only an extension client was granted; a
- * recipient granted `ask-timeout-v1` is written the extended frame, with
- * the ask's `askTimeoutMs`. `Encode.messageFrame` (the one place a
- * `message` frame's message is stringified) is wrapped by a counter that
- * calls through: nothing it builds changes. `extendsBaseFrame`, which
- * decides it, is held to `messageFrameFor` for every extension field, granted
- * or not. Driven by hand (handRouter.ts):
- * each batch is handled and its output written in the test's own step.
+ * An ask's message is stringified once per send, whatever its recipient's
+ * grants (issue 16): a base recipient (not granted `ask-timeout-v1`) is
+ * written the frame the size check built, and exactly the base frame, with
+ * no field only an extension client was granted; a recipient granted
+ * `ask-timeout-v1` is written that frame with the ask's `askTimeoutMs`
+ * spliced in after the message, not a second encoding. `Encode.messageFrame`
+ * (the one place a `message` frame's message is stringified) is wrapped by a
+ * counter that calls through: nothing it builds changes. `extendsBaseFrame`,
+ * which decides whether the base frame is written as it is, is held to
+ * `messageFrameFor` for every extension field, granted or not; `liveFrameFor`,
+ * which builds the frame written, is held to `messageFrameFor`'s bytes by a
+ * property over every combination of fields and grants. Driven by hand
+ * (handRouter.ts): each batch is handled and its output written in the
+ * test's own step.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { vi } from "vitest"
-import { extendsBaseFrame, messageFrameFor } from "../../src/broker/Asks.ts"
+import fc from "fast-check"
+import { extendsBaseFrame, liveFrameFor, messageFrameFor } from "../../src/broker/Asks.ts"
 import * as Encode from "../../src/broker/encode.ts"
 import type { Mail, Peer } from "../../src/broker/Peer.ts"
 import { STEER } from "../../src/protocol/deliveryModes.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../../src/protocol/features.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { decodeMessage, isFrameDecodeError } from "../../src/protocol/decode.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1, SUPERVISOR_V1, TRACE_V1 } from "../../src/protocol/features.ts"
+import { encodeFrames, encodeFramesInto, FrameScratch, frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
@@ -91,12 +96,16 @@ describe("an ask's message frame, encoded once per encoding needed", () => {
       assert.strictEqual(encodings, 1, "the size check's frame is the one written")
     }))
 
-  it.effect("a recipient granted ask-timeout-v1 is written the extended frame, with the ask's askTimeoutMs", () =>
+  it.effect("a recipient granted ask-timeout-v1 is written the extended frame, with the ask's askTimeoutMs, its message encoded once", () =>
     Effect.gen(function*() {
-      const { ask, written } = yield* askOnce([ASK_TIMEOUT_V1])
+      const { ask, encodings, written } = yield* askOnce([ASK_TIMEOUT_V1])
       assert.deepStrictEqual(written.keys, ["type", "from", "message", "askTimeoutMs"])
       assert.strictEqual(written.askTimeoutMs, ANNOUNCED_MS)
-      assert.strictEqual(written.message.id, ask.id)
+      const { brokerReceivedAt, brokerDeliveredAt, ...sent } = written.message
+      assert.deepStrictEqual(sent, ask)
+      assert.isNumber(brokerReceivedAt)
+      assert.strictEqual(brokerDeliveredAt, brokerReceivedAt)
+      assert.strictEqual(encodings, 1, "the size check's frame, with askTimeoutMs spliced in, is the one written")
     }))
 })
 
@@ -145,5 +154,73 @@ describe("extendsBaseFrame", () => {
     const plain = mailWith(new Set())
     const everything = { features: new Set(FIELDS.map(([, feature]) => feature)) }
     assert.isFalse(extendsBaseFrame(plain, everything), "a plain message with every grant")
+  })
+})
+
+/** Any text, characters JSON escapes and lone surrogates included. */
+const anyText = fc.string({
+  unit: fc.constantFrom("a", "é", "€", "😀", "\ud800", "\"", "\\", "\n", "\u0000", "\u2028")
+})
+
+/** A decoded message whose text may hold any character; some carry broker timestamps of their own (a one-string frame). */
+const anyMessage = fc.record({
+  id: anyText,
+  timestamp: fc.integer(),
+  content: fc.record({ text: anyText }),
+  replyTo: fc.option(anyText, { nil: undefined }),
+  expectsReply: fc.option(fc.boolean(), { nil: undefined }),
+  brokerReceivedAt: fc.option(fc.integer(), { freq: 4, nil: undefined })
+}).map((fields) => {
+  const decoded = decodeMessage(JSON.parse(JSON.stringify(fields)))
+  if (isFrameDecodeError(decoded)) throw new Error(decoded.message)
+  return decoded
+})
+
+/** Every extension field a mail may carry, each present or not, and which of their extensions the recipient was granted. */
+const extensionsAndGrants = fc.record({
+  askTimeoutMs: fc.option(fc.nat(), { nil: undefined }),
+  channel: fc.option(fc.constant("supervisor" as const), { nil: undefined }),
+  replyError: fc.option(anyText, { freq: 4, nil: undefined }),
+  delivery: fc.option(
+    fc.record({
+      delivery: fc.constantFrom("steer" as const, "queue" as const, "passive" as const),
+      queueMode: fc.option(fc.constantFrom("stack" as const, "replace" as const), { nil: undefined }),
+      threadId: fc.option(anyText, { nil: undefined })
+    }),
+    { nil: undefined }
+  ),
+  traceparent: fc.option(fc.constant("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), { nil: undefined }),
+  grants: fc.subarray([ASK_TIMEOUT_V1, SUPERVISOR_V1, DELIVERY_V1, TRACE_V1, REPLY_ERROR_V1])
+})
+
+describe("liveFrameFor", () => {
+  it("property: for every combination of extension fields and grants, the frame written (built from the size check's) parses to, and is byte for byte, messageFrameFor's", () => {
+    const scratch = new FrameScratch()
+    fc.assert(
+      fc.property(anyText, anyMessage, fc.integer({ min: 0, max: 2 ** 45 }), extensionsAndGrants, (id, sent, stamp, ext) => {
+        const fromJson = JSON.stringify({ id, pid: 1 })
+        const mail: Mail = {
+          ...mailWith(new Set()),
+          fromJson,
+          message: sent,
+          brokerReceivedAt: stamp,
+          askTimeoutMs: ext.askTimeoutMs,
+          channel: ext.channel,
+          replyError: ext.replyError,
+          delivery: ext.delivery,
+          traceparent: ext.traceparent
+        }
+        const recipient = { features: new Set(ext.grants) }
+        // The size check's frame, as the send pipeline builds it for a mail without `replyError` (with one it is not read).
+        const base = Encode.messageFrame(fromJson, sent, stamp, stamp)
+        const written = liveFrameFor(base, mail, recipient)
+        const expected = frameText(messageFrameFor(mail, recipient, stamp))
+        assert.deepStrictEqual(JSON.parse(frameText(written)), JSON.parse(expected))
+        assert.strictEqual(frameText(written), expected)
+        assert.strictEqual(written.length, expected.length)
+        assert.isTrue(Buffer.from(encodeFramesInto(["{}", written], scratch)).equals(encodeFrames(["{}", expected])))
+      }),
+      { numRuns: 1_000 }
+    )
   })
 })
