@@ -19,7 +19,7 @@
  * workload (bench/ab.ts) is the end-to-end measure.
  */
 import { performance } from "node:perf_hooks"
-import { extendsBaseFrame, liveFrameFor, messageFrameFor } from "../src/broker/Asks.ts"
+import { extendsBaseFrame, liveFrameFor, messageFrameFor } from "../src/broker/RecipientFrames.ts"
 import * as Encode from "../src/broker/encode.ts"
 import type { Mail } from "../src/broker/Peer.ts"
 import { decodeMessage, isFrameDecodeError } from "../src/protocol/decode.ts"

@@ -83,7 +83,7 @@
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
-import { messageFrameFor } from "./Asks.ts"
+import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
 import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"

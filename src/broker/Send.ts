@@ -36,7 +36,8 @@ import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
-import { askTimeoutOf, liveFrameFor, messageFrameFor } from "./Asks.ts"
+import { askTimeoutOf } from "./Asks.ts"
+import { liveFrameFor, messageFrameFor } from "./RecipientFrames.ts"
 import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -400,7 +401,7 @@ export class Send {
     route?.accepted(attempt, target)
     journal?.putMail(mail)
     // The size check's frame is the base one: written as it is unless this recipient gets more, and then with its
-    // fields spliced in after the message (Asks.liveFrameFor): the message is not encoded again (issue 16).
+    // fields spliced in after the message (RecipientFrames.liveFrameFor): the message is not encoded again (issue 16).
     const text = liveFrameFor(forwarded, mail, target.peer)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)

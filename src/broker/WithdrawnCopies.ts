@@ -83,7 +83,7 @@
  * path.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
-import { messageFrameFor } from "./Asks.ts"
+import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, OutboundMessage, Written } from "./Peer.ts"

@@ -3,7 +3,7 @@
  * clock ten days ahead, the broker restarted at START: its stamps start a day past the clock, Router.restoreStamps)
  * was delivered with the lower stamp of now as its `brokerDeliveredAt`, below its `brokerReceivedAt` — against
  * `messageFrameFor`'s JSDoc and the gap IntercomSession reads as the wait in the broker. The frame now carries the
- * receipt when the stamp is lower (Asks.messageFrameFor). (Was the reviewer's probe test/zz-review-cb-3.test.ts.)
+ * receipt when the stamp is lower (RecipientFrames.messageFrameFor). (Was the reviewer's probe test/zz-review-cb-3.test.ts.)
  * On a durable broker (memory disk) on the TestClock; time passes only as modelled: the store's lazy flush
  * (`LAZY_FLUSH`, so the crash keeps the message) and the clock set back across the restart.
  */

@@ -1,0 +1,93 @@
+/**
+ * A `message` frame as one recipient is written it: the base frame (the
+ * message with the broker's two stamps) plus the fields of the extensions
+ * that recipient was granted — an ask's timeout (`ask-timeout-v1`), a
+ * supervisor channel (`supervisor-v1`), a failure reply's mark in the form
+ * it understands (ReplyErrors.ts), a delivery mode (`delivery-v1`) and a
+ * trace context (`trace-v1`). A base client never sees a field it did not
+ * ask for in `register`.
+ *
+ * Kept apart from the ask edges (Asks.ts), which it used to sit in: every
+ * kind of mail is written through it — live sends (Send.ts, `liveFrameFor`,
+ * which splices the granted fields into the frame the size check built so
+ * the message is stringified once per send, issue 16), mail flushed from the
+ * mailbox (MailDelivery.ts), withdrawn copies and questions
+ * (`messageFrameFor`).
+ */
+import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import type { OutFrame } from "../protocol/framing.ts"
+import * as Encode from "./encode.ts"
+import type { Mail, Peer } from "./Peer.ts"
+import { replyErrorFor } from "./ReplyErrors.ts"
+
+/**
+ * The `message` frame for `recipient`: with the ask's timeout when it was
+ * granted `ask-timeout-v1`, the channel with `supervisor-v1`, a failure
+ * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
+ * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
+ * `deliveredAt` is a broker stamp (BrokerStamps, as the mail's
+ * `brokerReceivedAt`): the frame carries it, or the receipt when it is
+ * lower, so it is never below the receipt and the gap is the wait in the
+ * broker. It is lower only for mail a durable broker restored from above
+ * its capped stamp floor, delivered before this run's stamps reach its
+ * receipt (Router.restoreStamps; review revcb item 4).
+ */
+export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
+  const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
+  const receivedAt = mail.brokerReceivedAt
+  return Encode.messageFrame(
+    mail.fromJson,
+    failure?.message ?? mail.message,
+    receivedAt,
+    deliveredAt < receivedAt ? receivedAt : deliveredAt,
+    mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
+    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
+    failure?.replyError,
+    mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined,
+    mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
+  )
+}
+
+/**
+ * Whether `recipient`'s `message` frame for `mail` (`messageFrameFor`) is
+ * not the base frame — the message as sent with the broker's two stamps
+ * and no other field — because it carries a field `recipient` was granted
+ * an extension for, or a failure reply's mark (either form). False: the
+ * base frame the send pipeline built for its size check is the one to
+ * write, with no second encoding (issue 16). Tests the recipient's grants,
+ * not only the mail's fields: an ask always has `askTimeoutMs`, and a base
+ * recipient is written it without.
+ */
+export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">): boolean =>
+  mail.replyError !== undefined ||
+  (mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1)) ||
+  (mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1)) ||
+  (mail.delivery !== undefined && recipient.features.has(DELIVERY_V1)) ||
+  (mail.traceparent !== undefined && recipient.features.has(TRACE_V1))
+
+/**
+ * `recipient`'s `message` frame for `mail` as the send pipeline writes it
+ * live — what `messageFrameFor(mail, recipient, mail.brokerReceivedAt)`
+ * builds — made from `base`, the frame the size check built
+ * (`Encode.messageFrame` of the mail's sender and message, both stamps
+ * `mail.brokerReceivedAt`, no extension field): `base` itself for a
+ * recipient that gets no extension field (`extendsBaseFrame`), else `base`
+ * with the fields it was granted spliced in after the message, so the
+ * message is stringified once whatever the grants (issue 16). A failure
+ * reply's message differs by recipient (ReplyErrors.ts): it is built by
+ * `messageFrameFor`, and `base` is not read.
+ */
+export const liveFrameFor = (base: OutFrame, mail: Mail, recipient: Pick<Peer, "features">): OutFrame => {
+  if (!extendsBaseFrame(mail, recipient)) return base
+  if (mail.replyError !== undefined) return messageFrameFor(mail, recipient, mail.brokerReceivedAt)
+  return Encode.withMessageTail(
+    base,
+    Encode.messageTail(
+      mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
+      mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
+      undefined,
+      mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined,
+      mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
+    )
+  )
+}
