@@ -7,12 +7,20 @@
  * (`map.values().next()`) walks every hole. At 65,536 entries that cost 36 µs
  * per call on the broker's per-message path (measured; see
  * docs/performance.md).
+ *
+ * After the clock steps back, an entry set (`set`, `put`) at a reading below
+ * the newest entry's re-dates the entries dated past that reading to it, so
+ * the list stays in age order and `expire`, walking from the oldest, reaches
+ * every entry past its cutoff: those set before the step count from it.
+ * One comparison per set; the walk, over the entries past the reading only,
+ * once per step back. OutboundRecords.ts applies the same rule to its lists.
  */
 
 interface Aged<K, V> {
   readonly key: K
   value: V
-  readonly at: number
+  /** When it was set, or the reading the clock stepped back to below it since (`append`). */
+  at: number
   older: Aged<K, V> | undefined
   newer: Aged<K, V> | undefined
 }
@@ -113,6 +121,10 @@ export class AgedMap<K, V> {
   private append(key: K, value: V, at: number): Aged<K, V> | undefined {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
+    // The clock stepped back below the newest entry's reading: those past it count from the step (module header).
+    if (this.newest !== undefined && this.newest.at > at) {
+      for (let later: Aged<K, V> | undefined = this.newest; later !== undefined && later.at > at; later = later.older) later.at = at
+    }
     const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
     if (this.newest !== undefined) this.newest.newer = entry
     else this.oldest = entry

@@ -7,7 +7,9 @@
  * under the same (sender, id) (docs/protocol.md, "Controls").
  *
  * Only stamps come from here: timers and expiry read the broker's clock as it
- * is (clamping those would freeze broker time during a step back). Plain
+ * is (clamping those would freeze broker time during a step back); the
+ * age-ordered lists re-date their entries past a step back to it instead
+ * (AgedMap.ts, OutboundRecords.ts). Plain
  * synchronous code: one comparison per stamp. A durable broker stores the
  * highest stamp with its commits (StoreJournal.take) and floors the next
  * run's stamps at it (Router.restore, capped at `MAX_FLOOR_AHEAD_MS` past

@@ -267,9 +267,9 @@ export class DeliveryRecords {
     // the field write it replaces. The withdrawn message may still wait unwritten: noted, for its give-back
     // (`withdrawnBeforeResend`, reviews cpback, revcc), with its own fingerprint — the record's until the line
     // below writes the new send's over it (no send under the id was kept since the withdrawal: it would have
-    // forgotten it already) — and the new send's stamp. Its record may say so alone, kept past its window
-    // (prune walks the age list from its oldest, which after a clock step back is younger than the window) while
-    // its route went (review revcc item 3): the outcome is read only under a reused id (`record !== candidate`).
+    // forgotten it already) — and the new send's stamp. Its record may say so alone, kept within its hour while
+    // its route went (the resend's own queue path drops it: MailDelivery.queue; or MAX_ROUTES newer routes pushed
+    // it out): the outcome is read only under a reused id (`record !== candidate`).
     if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
       const withdrawn: ForgottenWithdrawal = {
         fingerprint: record.targetId === "" ? undefined : new OutboundRecord(record.senderKey, record.id, record),

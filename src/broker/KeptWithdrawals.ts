@@ -93,6 +93,11 @@ export class KeptWithdrawals {
     return this.oldestEntry
   }
 
+  /** The withdrawal kept most recently, if any (`olderRoute` leads towards the oldest). */
+  get newest(): OutboundRecord | undefined {
+    return this.newestEntry
+  }
+
   /**
    * Puts `record` on the list as its newest, in `receiverKey`'s share (KeptShares.ts). Past
    * MAX_KEPT_WITHDRAWALS, answers the one that must leave the list now, counted as dropped: while any is

@@ -1,6 +1,6 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
- * with an age order for each of a record's two parts. Size: about 450 lines,
+ * with an age order for each of a record's two parts. Size: about 480 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the
@@ -24,6 +24,22 @@
  * entry; each concern expires and evicts from its oldest in O(1) a step. A
  * record leaves the table when neither part is kept, nor a withdrawal past
  * its route.
+ *
+ * Each list (and the withdrawals' list) stays in age order when the broker's
+ * clock steps back (an NTP step, a VM resumed, a restart on a host whose
+ * clock is behind): an entry kept at a reading below the list's newest
+ * re-dates the entries dated past that reading to it (`keepRecord`,
+ * `keepRoute`, `linkKept`) — the rule AgedMap.ts applies too. Without it an
+ * entry kept after the step sits behind younger-reading ones, the prune's
+ * walk from the oldest stops at those, and it outlives its time for as long
+ * as the step. So every entry leaves after its time: one kept after the step
+ * exactly; one kept before counts from the step, kept no less than its time
+ * (so within P46's window), and the two lists of one message agree. A keep
+ * pays one comparison; the walk, over the entries past the reading only,
+ * comes once per step back (a read of the clock older than one already used
+ * re-dates the few entries between the two). Records restored at startup come
+ * sorted by their stored reading (MailStore), so they join in age order; a
+ * first keep at a clock behind them re-dates them to its reading.
  *
  * Lookups miss the cache once the table holds the hour's records (up to
  * 262,144), so each costs what it touches. A new send makes three: the
@@ -75,6 +91,14 @@ export const idHash = (id: string, seed: number): number => {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
   return (h ^ (h >>> 16)) & 0x3fffffff
+}
+
+/**
+ * Re-dates to `at` the entries of a list on the route links (the routes, or the withdrawals kept past them) dated
+ * past it, walking from `newest` towards the oldest: the clock stepped back (module header, "Age order").
+ */
+const redateRoutes = (newest: OutboundRecord | undefined, at: number): void => {
+  for (let later = newest; later !== undefined && later.routedAt > at; later = later.olderRoute) later.routedAt = at
 }
 
 /** How many `Map`s the table is split over (a power of two; see the module header). */
@@ -263,6 +287,10 @@ export class OutboundRecords {
   keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number, restored = false): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
+    // The clock stepped back below the newest record's reading: those past it count from the step (module header).
+    for (let later = this.newestRecordEntry; later !== undefined && later.recordedAt > at; later = later.olderRecord) {
+      later.recordedAt = at
+    }
     record.parts = restored ? record.parts | RECORDED | RESTORED : (record.parts | RECORDED) & ~RESTORED
     record.outcome = outcome
     record.recordedAt = at
@@ -302,6 +330,8 @@ export class OutboundRecords {
     record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
+    // As the records' list (`keepRecord`): routes added at readings past a clock stepped back count from the step.
+    redateRoutes(this.newestRouteEntry, at)
     record.routedAt = at
     record.olderRoute = this.newestRouteEntry
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record
@@ -372,6 +402,8 @@ export class OutboundRecords {
    */
   private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
+    // As the records' list (`keepRecord`): withdrawals kept at readings past a clock stepped back count from the step.
+    redateRoutes(this.kept.newest, at)
     record.routedAt = at
     const victim = this.kept.link(record, receiverKey)
     if (victim === undefined) return
