@@ -6,6 +6,9 @@
  * key to the reply's outbound record (OutboundRecord.ts), whose route part
  * names the client instance the reply was given to and moves with it when
  * it is handed on (Receipts.handedOn, given back, flushed from the mailbox).
+ * With it, the ask's receipt stamp and its message as this run opened it
+ * (`openedAtOf`, `askOf`): what a withdrawal after the reply is stamped no
+ * lower than, and names as the ask it withdrew (Asks.withdrawAnswered).
  *
  * A reply follows the session, not the instance that asked: when another
  * client takes the session over (P16) it is handed the asker's outbox and
