@@ -6,6 +6,9 @@
  * key to the reply's outbound record (OutboundRecord.ts), whose route part
  * names the client instance the reply was given to and moves with it when
  * it is handed on (Receipts.handedOn, given back, flushed from the mailbox).
+ * With it, the ask's receipt stamp and its message as this run opened it
+ * (`openedAtOf`, `askOf`): what a withdrawal after the reply is stamped no
+ * lower than, and names as the ask it withdrew (Asks.withdrawAnswered).
  *
  * A reply follows the session, not the instance that asked: when another
  * client takes the session over (P16) it is handed the asker's outbox and
@@ -57,6 +60,7 @@
  * registration walks only its own session's entries, and only when the
  * index has any (measured in docs/protocol.md, `reply-elsewhere-v1`).
  */
+import type { Message } from "../protocol/frames.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { idOfKey } from "./DeliveryRecords.ts"
 import type { OutboundRecord } from "./OutboundRecord.ts"
@@ -81,6 +85,8 @@ interface Answer {
   readonly until: number
   /** The ask's receipt, a stamp (`AskEdge.openedAt`), when its edge knew it: no withdrawal of it is stamped lower. */
   readonly openedAt: number | undefined
+  /** The ask's message as this run opened it (Asks.askOf), undefined for one restored: what its withdrawal names. */
+  readonly ask: Message | undefined
   told: SessionInstance | undefined
 }
 
@@ -134,10 +140,18 @@ export class AnsweredAsks {
   /**
    * The ask `askKey` of the session `askerKey`, open until `until`, was
    * answered at `now` by the reply whose outbound record is `reply`; the
-   * ask was received at the stamp `openedAt`, when known.
+   * ask was received at the stamp `openedAt`, when known, its message being `ask` when this run opened it.
    */
-  answered(askKey: string, askerKey: string, until: number, reply: OutboundRecord, now: number, openedAt?: number): void {
-    const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, openedAt, told: undefined }, now)
+  answered(
+    askKey: string,
+    askerKey: string,
+    until: number,
+    reply: OutboundRecord,
+    now: number,
+    openedAt?: number,
+    ask?: Message
+  ): void {
+    const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, openedAt, ask, told: undefined }, now)
     let keys = this.byAsker.get(askerKey)
     if (keys === undefined) {
       keys = new Set()
@@ -172,6 +186,11 @@ export class AnsweredAsks {
   /** The stamp the answered ask `askKey` was received at (`answered`'s `openedAt`), or undefined when unknown. */
   openedAtOf(askKey: string): number | undefined {
     return this.answers.size === 0 ? undefined : this.answers.get(askKey)?.openedAt
+  }
+
+  /** The answered ask `askKey`'s message as this run opened it (`answered`'s `ask`), or undefined when unknown. */
+  askOf(askKey: string): Message | undefined {
+    return this.answers.size === 0 ? undefined : this.answers.get(askKey)?.ask
   }
 
   /** Whether the ask `askKey` was answered within the window (and the bound has not pushed it out). */

@@ -1,7 +1,7 @@
 /**
- * Size: about 715 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 705 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
- * `markHeld`, and which withdrawals count: `withdrawnWithin`, `openedAfter`) and which reply answered an ask
+ * `markHeld`, and which withdrawals count: `withdrawnWithin`, `askOf`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
  * and not opening an edge again under a durable question's key (`questionHolds`).
  *
@@ -70,8 +70,8 @@
  * made (`withdraw`), so that "withdrawn before the deadline" and "this edge
  * is that copy's" (`askLost`, StaleAsks' by-key memory) hold while the
  * clock reads behind the last stamp (it stepped back; review revbq) —
- * a withdrawal at the very stamp a later ask under its key was received
- * told from that ask's by order (`openedAfter`, review revcb item 2). Only
+ * a withdrawal is told from another ask's under its key by the ask it
+ * withdrew, not by its stamp (`askOf`; review revcb item 2, revdc). Only
  * the firing is on the clock: an edge expires at its own due time there
  * (`AskEdge.dueAt`: the clock when the ask was received plus its timeout,
  * `Mail.askDueAt`, stored with both and restored as they are, review
@@ -114,19 +114,22 @@ const MAX_WITHDRAWN = 4096
 const MAX_WITHDRAWN_PER_KEY = 4
 
 /**
- * One remembered withdrawal (`Asks.withdrawn`'s value): the object tells it
- * from a later withdrawal under the same key, which replaces it there.
+ * One remembered withdrawal (`Asks.withdrawn`'s value), tied to the ask it
+ * withdrew (`ask`), so that it counts for that ask's copies and no other's.
  */
 interface Withdrawal {
   readonly messageKey: string
   /** Its stamp (as the map's entry has it; `earlier` entries have no entry of their own). */
   readonly at: number
-  /** An ask under its key opened after it was made (`noteOpenedAfter`): it is not the newest ask's. */
-  beforeAsk: boolean
   /**
-   * The withdrawal it replaced under its key when an ask opened after that one (`beforeAsk`): an earlier ask's,
-   * which a copy of that ask given back later is still judged by (`withdrawnWithin`). Newest first, at most
-   * `MAX_WITHDRAWN_PER_KEY` in all (`withdraw` cuts the oldest off).
+   * The message of the ask it withdrew, as this run opened it (`askOf`); undefined for a withdrawal restored from the
+   * store or of an ask restored from it (its edge, or its answer), which this run did not open.
+   */
+  readonly ask: Message | undefined
+  /**
+   * The withdrawal it replaced under its key (an earlier ask's, or an earlier one of the same ask), which a copy of
+   * its ask given back later is still judged by (`withdrawnWithin`). Newest first, at most `MAX_WITHDRAWN_PER_KEY`
+   * in all (`withdraw` cuts the oldest off); each lives as long as the newest, the map's entry.
    */
   earlier: Withdrawal | undefined
 }
@@ -179,11 +182,11 @@ export class Asks {
    * (bounded: MAX_WITHDRAWN). A cancel of an id the broker does not know
    * as such (never sent, not an ask, expired already) adds nothing, so one
    * session cannot push out another's withdrawals but by asks of its own.
-   * A withdrawal counts only for the ask under that key that was open when
-   * it was made (`withdrawnWithin`, `openedAfter`); a later ask's withdrawal
-   * under the key keeps the one it replaces behind it (`Withdrawal.earlier`,
-   * at most `MAX_WITHDRAWN_PER_KEY` a key, in memory: the store keeps the
-   * newest): should its reply be lost, the ask stays
+   * A withdrawal counts only for the ask it withdrew (`Withdrawal.ask`,
+   * `withdrawnWithin`), not for an earlier or later ask under the same id;
+   * a later withdrawal under the key keeps the one it replaces behind it
+   * (`Withdrawal.earlier`, at most `MAX_WITHDRAWN_PER_KEY` a key, in memory:
+   * the store keeps the newest): should its reply be lost, the ask stays
    * withdrawn (`answerLost` does not open it again), and a copy of it given
    * back past its deadline did not expire (`withdrawnEarly`). A durable
    * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
@@ -191,21 +194,20 @@ export class Asks {
    */
   private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
   /**
-   * For an ask opened (its message and its edge) while a withdrawal under its
-   * key was remembered: that withdrawal, made before it, so never its own
-   * (`noteOpenedAfter`). Its stamp alone cannot say so: the stamps hold
-   * still while they lead the clock, so it may equal the ask's receipt, and
-   * a withdrawal of an ask restored from above a capped floor is stamped at
-   * that ask's receipt, above a later ask's (review revcb item 2). Kept
-   * against the ask's `Message` object, not its `Mail`: every copy of the
-   * mail (`{ ...mail }`: given back to the mailbox, MailReturns.requeue; put
-   * back, MailDelivery.askAgain; kept or given, WithdrawnCopies) shares it,
-   * so each copy is judged as the ask (review revch CH2); nothing goes on
-   * the wire or into the store. Weak: it goes with the ask's objects; asks
-   * and withdrawals restored from the store have none, and are judged by
-   * their stamps alone.
+   * Each ask this run opened, by its edge and by its message: that `Message`
+   * object, which names the ask a withdrawal withdrew (`Withdrawal.ask`). Its
+   * stamp could not: stamps hold still while they lead the clock, so asks
+   * under one id may share a receipt stamp, and a withdrawal of one may carry
+   * the stamp of a later ask's life (review revcb item 2, review revdc DC2,
+   * DC3). The message, not its `Mail`: every copy of the mail
+   * (`{ ...mail }`: given back to the mailbox, MailReturns.requeue; put back,
+   * MailDelivery.askAgain; kept or given, WithdrawnCopies) shares it, so each
+   * copy is judged as the ask (review revch CH2); an edge opened again
+   * (`answerLost`) takes its entry along. Nothing goes on the wire or into the
+   * store. Weak: it goes with the ask's objects. An ask restored from the
+   * store (its mail, its edge) has none: judged by stamps (`withdrawnWithin`).
    */
-  private readonly openedAfter = new WeakMap<Message | AskEdge, Withdrawal>()
+  private readonly askOf = new WeakMap<Message | AskEdge, Message>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -355,7 +357,8 @@ export class Asks {
     this.edges.delete(key)
     const edge = reply.answers
     // The edge it closed, kept on its mail (Send.ts): its deadline bounds whom a registration tells.
-    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now, edge?.openedAt)
+    const ask = edge === undefined ? undefined : this.askOf.get(edge)
+    this.answered.answered(key, attempt.targetKey, edge === undefined ? attempt.now : dueOf(edge), attempt.record, attempt.now, edge?.openedAt, ask)
     if (edge === undefined) return
     // Its client read the ask on a connection it left (a rejoin): a copy given back to this one may not be
     // written yet, in its outbox or write in progress.
@@ -402,7 +405,7 @@ export class Asks {
    */
   withdrawnEarly(mail: Mail): boolean {
     return mail.askTimeoutMs !== undefined &&
-      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs, mail)
+      this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, mail.brokerReceivedAt + mail.askTimeoutMs, this.askOf.get(mail.message))
   }
 
   /**
@@ -422,38 +425,22 @@ export class Asks {
   }
 
   /**
-   * Whether the ask `messageKey` was withdrawn at or after `from` and before
-   * `until` (its life: see `withdrawn`) — not by a withdrawal made before
-   * the ask `ask` (its mail or edge) opened (`openedAfter`), whatever its stamp.
-   * Each withdrawal kept under the key counts (`Withdrawal.earlier`, newest
-   * first, at most `MAX_WITHDRAWN_PER_KEY`): a later ask's withdrawal does not
-   * hide an earlier ask's. Give-back and lost-reply paths only.
+   * Whether the ask `messageKey` whose message this run opened as `ask`
+   * (`askOf`; undefined for an ask restored from the store) was withdrawn at
+   * or after `from` and before `until` (its life: see `withdrawn`). Only a
+   * withdrawal of that very ask counts (`Withdrawal.ask`): never one of an
+   * earlier or a later ask under the same id, whatever its stamp. Withdrawals
+   * of asks this run did not open (restored, or of a restored edge or
+   * answer) count, by their stamps alone, only for such an ask. Each
+   * withdrawal kept under the key is looked at (`Withdrawal.earlier`, newest
+   * first, at most `MAX_WITHDRAWN_PER_KEY`). Give-back and lost-reply paths only.
    */
-  private withdrawnWithin(messageKey: string, from: number, until: number, ask?: Mail | AskEdge): boolean {
+  private withdrawnWithin(messageKey: string, from: number, until: number, ask: Message | undefined): boolean {
     if (this.withdrawn.size === 0) return false
-    const found = this.withdrawn.get(messageKey)
-    if (found === undefined) return false
-    // The withdrawal remembered as the ask opened: it and every one before it are earlier asks'.
-    const opened = ask === undefined ? undefined : this.openedAfter.get("messageKey" in ask ? ask : ask.message)
-    for (let withdrawal: Withdrawal | undefined = found; withdrawal !== undefined; withdrawal = withdrawal.earlier) {
-      if (withdrawal === opened) return false
-      if (from <= withdrawal.at && withdrawal.at < until) return true
+    for (let withdrawal = this.withdrawn.get(messageKey); withdrawal !== undefined; withdrawal = withdrawal.earlier) {
+      if (withdrawal.ask === ask && from <= withdrawal.at && withdrawal.at < until) return true
     }
     return false
-  }
-
-  /**
-   * The ask `mail` opens its `edge`: a withdrawal remembered under its key
-   * now was made before it, an earlier ask's (`openedAfter`). A size check
-   * while none is remembered.
-   */
-  private noteOpenedAfter(mail: Mail, edge: AskEdge): void {
-    if (this.withdrawn.size === 0) return
-    const earlier = this.withdrawn.get(edge.messageKey)
-    if (earlier === undefined) return
-    earlier.beforeAsk = true
-    this.openedAfter.set(mail.message, earlier)
-    this.openedAfter.set(edge, earlier)
   }
 
   /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
@@ -487,7 +474,9 @@ export class Asks {
         openedAt: mail.brokerReceivedAt,
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       }
-      this.noteOpenedAfter(mail, edge)
+      // The ask's identity for its withdrawals (`askOf`): its edge and every copy of its mail name it.
+      this.askOf.set(mail.message, mail.message)
+      this.askOf.set(edge, mail.message)
       this.open(edge)
     }
   }
@@ -516,11 +505,11 @@ export class Asks {
     // question's to open, and an ask's under its key would replace it or be replaced (helper oneid2).
     if (this.questionHolds(edge.askerKey, edge.messageId)) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
-    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, edge)) return
-    // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
+    const ask = this.askOf.get(edge)
+    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, ask)) return
+    // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity. The same ask.
     const again = { ...edge }
-    const earlier = this.openedAfter.get(edge)
-    if (earlier !== undefined) this.openedAfter.set(again, earlier)
+    if (ask !== undefined) this.askOf.set(again, ask)
     this.open(again)
   }
 
@@ -580,41 +569,38 @@ export class Asks {
     this.edges.delete(edge.messageKey)
     if (dueOf(edge) <= now) return
     const stamp = this.ctx.stamps.at(now)
-    this.withdraw(edge.messageKey, edge.openedAt !== undefined && edge.openedAt > stamp ? edge.openedAt : stamp)
+    this.withdraw(edge.messageKey, edge.openedAt !== undefined && edge.openedAt > stamp ? edge.openedAt : stamp, this.askOf.get(edge))
   }
 
   /**
    * The answered ask `messageKey` (its edge closed by a reply) withdrawn at
-   * `now`, unless it already was within the replay window (the same ask:
-   * an id sent again within it is a replay; not a withdrawal an ask under
-   * the key opened after, `beforeAsk`): its earliest withdrawal stands,
-   * so a second cancel after its deadline does not move the time out of the
-   * ask's life (`withdrawnWithin`; review revs S3). Never stamped below the
-   * ask's receipt, as `withdrawNow`.
+   * `now`, unless that ask (`AnsweredAsks.askOf`; by stamps alone for one
+   * restored from the store) already was within the replay window: its
+   * earliest withdrawal stands, so a second cancel after its deadline does
+   * not move the time out of the ask's life (`withdrawnWithin`; review revs
+   * S3). Never stamped below the ask's receipt, as `withdrawNow`.
    */
   private withdrawAnswered(messageKey: string, now: number): void {
     const at = this.ctx.stamps.at(now)
     const openedAt = this.answered.openedAtOf(messageKey)
     const stamp = openedAt !== undefined && openedAt > at ? openedAt : at
-    const found = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
-    const earlier = found !== undefined && found.beforeAsk
-    if (earlier || !this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1)) this.withdraw(messageKey, stamp)
+    const ask = this.answered.askOf(messageKey)
+    if (!this.withdrawnWithin(messageKey, stamp - this.answered.windowMs, stamp + 1, ask)) this.withdraw(messageKey, stamp, ask)
   }
 
   /**
-   * Remembers the ask `messageKey` as withdrawn at `stamp` (see `withdrawn`; a stamp, on its mail's
-   * `brokerReceivedAt` scale), in the store too when there is one.
+   * Remembers the ask `messageKey`, whose message this run opened as `ask` (`askOf`), as withdrawn at `stamp`
+   * (see `withdrawn`; a stamp, on its mail's `brokerReceivedAt` scale), in the store too when there is one.
    */
-  private withdraw(messageKey: string, stamp: number): void {
-    // One an ask opened after is an earlier ask's: kept behind this one, for a copy of that ask (task stamps4 item 3).
-    const replaced = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
-    const earlier = replaced !== undefined && replaced.beforeAsk ? replaced : undefined
+  private withdraw(messageKey: string, stamp: number, ask: Message | undefined): void {
+    // The one it replaces (an earlier ask's, task stamps4 item 3) stays behind it, for a copy of that ask.
+    const earlier = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
     if (earlier !== undefined) {
       let last = earlier
       for (let kept = 2; last.earlier !== undefined && kept < MAX_WITHDRAWN_PER_KEY; kept++) last = last.earlier
       last.earlier = undefined
     }
-    const evicted = this.withdrawn.set(messageKey, { messageKey, at: stamp, beforeAsk: false, earlier }, stamp)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at: stamp, ask, earlier }, stamp)
     const journal = this.ctx.journal
     if (journal === undefined) return
     journal.askWithdrawn(messageKey, stamp)
@@ -628,7 +614,7 @@ export class Asks {
    */
   restoreWithdrawn(messageKey: string, at: number, now: number): void {
     if (at <= now - MAX_ASK_TIMEOUT_MS) return
-    const evicted = this.withdrawn.set(messageKey, { messageKey, at, beforeAsk: false, earlier: undefined }, at)
+    const evicted = this.withdrawn.set(messageKey, { messageKey, at, ask: undefined, earlier: undefined }, at)
     for (const gone of evicted) this.ctx.journal?.withdrawalGone(gone.messageKey)
   }
 
@@ -667,7 +653,8 @@ export class Asks {
     if (this.questionHolds(mail.senderKey, mail.message.id)) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     const dueAt = askDueOf(mail, this.ctx.stamps)
-    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline, mail)) return
+    // Restored: no identity (`askOf`), judged as every ask restored from the store is, by stamps.
+    if (dueAt <= now || this.withdrawnWithin(mail.recordKey, mail.brokerReceivedAt, deadline, undefined)) return
     this.open({
       messageKey: mail.recordKey,
       messageId: mail.message.id,

@@ -3,14 +3,16 @@
  * the same id (its replay record pushed out by the `replayRecords` bound) got the same stamp, and "withdrawn within
  * [receipt, deadline)" (Asks.withdrawnWithin, `from <= at`) counted the old withdrawal for the new ask: the new ask's
  * copy, given back past its due time, went silently instead of telling its asker `expired`. A withdrawal remembered as
- * an ask opens under its key is now noted as made before that ask (Asks.noteOpenedAfter), and never counts for it.
+ * an ask opened under its key counted for it. A withdrawal now names the ask it withdrew (Asks.askOf, review revdc),
+ * and never counts for another.
  * The first three cases also check that the earlier ask's copy, given back with it, still goes silently (one receipt).
  * The last two cases guard the fix from missing a withdrawal of the new ask itself (a rule read by `<` would): open,
  * and after its reply closed its edge (`withdrawAnswered` no longer takes the earlier ask's withdrawal, within the
  * replay window, for this one's). (Was the reviewer's probe test/zz-review-cb-4.test.ts; the last two are new.)
- * The mailbox's retention (1 s) passes as modelled too, so that the reply is lost. Non-durable broker on the TestClock;
- * time passes only as modelled: the lead (a send an hour ahead, the clock then set back), the replay window (so the
- * record may be pushed out), and the ask's timeout.
+ * The first three run in the shared world test/support/asksUnderOneId.ts. The mailbox's retention (1 s) passes as
+ * modelled too, so that the reply is lost. Non-durable broker on the TestClock; time passes only as modelled: the
+ * lead (a send an hour ahead, the clock then set back), the replay window (so the record may be pushed out), and the
+ * ask's timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -18,6 +20,7 @@ import { TestClock } from "effect/testing"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered } from "../support/assertions.ts"
+import { asksUnderOneId } from "../support/asksUnderOneId.ts"
 import { message, messageFor, send } from "../support/broker.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
 
@@ -30,37 +33,10 @@ const ASK_TIMEOUT_MS = 60_000
  * that one too; bob leaves past the new ask's due time. The receipts alice gets for X.
  */
 const reusedAfterWithdrawal = (lead: number, withdrawAgain = false) =>
-  Effect.gen(function*() {
-    yield* TestClock.setTime(START + lead)
-    const net = yield* memoryNetwork()
-    yield* net.startBroker({ askTimeout: ASK_TIMEOUT_MS, replayRecords: 2 })
-    const alice = yield* net.session({ sessionId: "alice", name: "alice" })
-    const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [RECEIVED_V1] } })
-    assertDelivered(yield* send(alice.client, "bob", message("m0")))
-    yield* TestClock.setTime(START)
-    const first = message("first", { expectsReply: true })
-    assertDelivered(yield* send(alice.client, "bob", first))
-    yield* messageFor(bob.client, first.id)
-    yield* alice.client.send({ type: "cancel_ask", messageId: first.id })
-    yield* alice.client.roundTrip
-    yield* advance(REPLAY_WINDOW_MS + 1)
-    for (const text of ["y1", "y2", "y3"]) assertDelivered(yield* send(alice.client, "bob", message(text)))
-    const again = { ...message("second", { expectsReply: true }), id: first.id }
-    const verdict = yield* send(alice.client, "bob", again)
-    assert.strictEqual(verdict.type, "delivered", "setup: the second ask under the id was not taken as new")
-    yield* bob.client.next("message", (f) => f.message.id === first.id && f.message.content.text === "second")
-    if (withdrawAgain) {
-      yield* alice.client.send({ type: "cancel_ask", messageId: first.id })
-      yield* alice.client.roundTrip
-    }
-    yield* advance(ASK_TIMEOUT_MS + 1)
-    yield* bob.client.destroy
-    yield* alice.client.next("session_left", (frame) => frame.sessionId === "bob")
-    yield* alice.client.roundTrip
-    return alice.client.received().flatMap((frame) =>
-      frame.type === "message_receipt" && frame.receipt.messageId === first.id ? [frame.receipt.status] : []
-    )
-  })
+  Effect.map(
+    asksUnderOneId({ lead, firstWithdrawn: true, later: [{ text: "second", withdrawn: withdrawAgain }], lastDue: "beforeLeaving" }),
+    (outcome) => outcome.receipts
+  )
 
 /**
  * Alice asks bob X and withdraws it; an hour's lead makes later stamps hold still. She asks X again (its record
