@@ -114,6 +114,14 @@ const decrement = (counts: Map<string, number>, key: string): void => {
 /** How many edges an `openPerAsked` entry stands for. */
 const countOf = (asked: AskEdge | number): number => typeof asked === "number" ? asked : 1
 
+/**
+ * Told of a durable question's edge opened (`1`) or closed (`-1`, early or at its deadline), by its asker's key.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type QuestionEdgeWatch = (askerKey: string, delta: 1 | -1) => void
+
 /** Told of edges opened and closed early (the store journal, when the broker is durable); not of expiry. */
 export interface EdgeObserver {
   readonly opened: (edge: AskEdge) => void
@@ -134,9 +142,9 @@ export class AskEdges {
   private readonly deadlines = new DeadlineHeap()
   /** Open edges whose asker is told when they expire (`AskEdge.notify`). */
   private notifying = 0
-  /** Open durable questions' edges (`AskEdge.question`): Questions.ts's send stage reads edges only while one is. */
-  private questions = 0
   private readonly observer: EdgeObserver | undefined
+  /** Told of each durable question's edge opened and closed, by its asker's key (`watchQuestions`). */
+  private questionWatch: QuestionEdgeWatch | undefined
 
   constructor(observer?: EdgeObserver) {
     this.observer = observer
@@ -190,7 +198,7 @@ export class AskEdges {
     this.openPerAsked.set(asked, others === undefined ? edge : countOf(others) + 1)
     this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
     if (edge.notify === true) this.notifying++
-    if (edge.question === true) this.questions++
+    if (edge.question === true) this.questionWatch?.(edge.askerKey, 1)
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -246,9 +254,13 @@ export class AskEdges {
     return next === undefined ? undefined : dueOf(next)
   }
 
-  /** How many open edges are durable questions' (`AskEdge.question`), restored ones too. */
-  get questionCount(): number {
-    return this.questions
+  /**
+   * From now on `watch` is told of every durable question's edge (`AskEdge.question`) opened and closed, by its
+   * asker's key, those open already first: Questions.ts counts them per sender for its send stage (review revdb DB1).
+   */
+  watchQuestions(watch: QuestionEdgeWatch): void {
+    this.questionWatch = watch
+    for (const edge of this.edges.values()) if (edge.question === true) watch(edge.askerKey, 1)
   }
 
   /** How many open edges tell their asker when they expire (`AskEdge.notify`). */
@@ -277,6 +289,6 @@ export class AskEdges {
     else this.openPerAsked.set(asked, left)
     decrement(this.openPerAsker, edge.askerKey)
     if (edge.notify === true) this.notifying--
-    if (edge.question === true) this.questions--
+    if (edge.question === true) this.questionWatch?.(edge.askerKey, -1)
   }
 }

@@ -1,9 +1,10 @@
 /**
- * Size: about 705 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 735 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `askOf`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
- * and not opening an edge again under a durable question's key (`questionHolds`).
+ * and not opening an edge again under a durable question's key (`questionHold`; once the question is refused, later:
+ * `questionSettled`).
  *
  * Asks and replies (P60–P64) in the send pipeline: a delivered
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
@@ -97,6 +98,7 @@ import * as Encode from "./encode.ts"
 import { mailAmong } from "./OutboundItems.ts"
 import { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import type { QuestionHold } from "./Questions.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, SendAttempt, SendStage } from "./SendStage.ts"
@@ -164,7 +166,7 @@ export class Asks {
   private readonly askClosed: (messageKey: string, now: number, answeredBy?: Mail) => void
   private readonly tellAsker: (askerKey: string, frame: string) => void
   private readonly wake: () => void
-  private readonly questionHolds: (senderKey: string, messageId: string) => boolean
+  private readonly questionHold: (senderKey: string, messageId: string) => QuestionHold | undefined
   /** The deadline the expiry fiber sleeps until (`nextExpiry`), undefined while it waits for `wake`. */
   private scheduled: number | undefined = undefined
   /** Told of each expired edge: its asker told when it asked for it, its mailbox copy dropped. */
@@ -222,6 +224,12 @@ export class Asks {
   private readonly answeredUnconfirmed = new WeakMap<Mail, Mail>()
   /** Edges closed by a reply that was lost before it reached its asker (`answerLost`): that ask is unanswered again. */
   private readonly lostAnswers = new WeakSet<AskEdge>()
+  /**
+   * Lost answers' edges kept closed because a durable question under the ask's id was only asked, by record key:
+   * opened then (`openLost`) if the question fiber does not take the id after all (`questionSettled`; review revdb
+   * DB2). At most one per question asked; each goes when its question is handled.
+   */
+  private readonly lostUnderAsked = new Map<string, AskEdge>()
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
@@ -230,7 +238,7 @@ export class Asks {
    * @param tellAsker writes an `ask_expired` to a live asker granted `ask-expiry-v1`, else drops it (MailDelivery.tellLive).
    * @param wake wakes the broker's expiry fiber: an edge to tell of opened before it was due to wake.
    * @param answeredWindowMs how long which reply answered an ask is kept (the replay records' retention).
-   * @param questionHolds whether a durable question holds a sender's message id (Questions.holds): an ask's edge is
+   * @param questionHold how a durable question holds a sender's message id (Questions.holdOf): an ask's edge is
    *   not opened again under its key (`answerLost`, `openStaged`).
    */
   constructor(
@@ -240,9 +248,9 @@ export class Asks {
     tellAsker: (askerKey: string, frame: string) => void = () => undefined,
     wake: () => void = () => undefined,
     answeredWindowMs: number = MAX_ASK_TIMEOUT_MS,
-    questionHolds: (senderKey: string, messageId: string) => boolean = () => false
+    questionHold: (senderKey: string, messageId: string) => QuestionHold | undefined = () => undefined
   ) {
-    this.questionHolds = questionHolds
+    this.questionHold = questionHold
     this.ctx = ctx
     this.answered = new AnsweredAsks(answeredWindowMs)
     this.withdrawStaged = withdrawStaged
@@ -487,9 +495,10 @@ export class Asks {
    * is unanswered again, so its edge opens again until its own deadline, and
    * the replier, told its reply was lost, can reply again. Not once the
    * deadline has passed, not over an edge opened for that ask meanwhile, not
-   * under the key of a durable question its asker took the id for since (asked,
-   * waited on or notified: `questionHolds`, helper oneid2), and never a durable
-   * question's (its answer was saved from the reply, and its
+   * under the key of a durable question its asker took the id for since
+   * (waited on or notified: `questionHold`, helper oneid2; one only asked keeps
+   * it closed until the question fiber has handled it, `questionSettled`), and
+   * never a durable question's (its answer was saved from the reply, and its
    * edge is the Questions concern's to open and close). Edges opened so are
    * not counted against the bounds: each stands for an edge that was open,
    * and lost replies are bounded by the mailbox.
@@ -500,10 +509,31 @@ export class Asks {
     this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
+    this.openLost(edge, now)
+  }
+
+  /**
+   * The question fiber handled a `question_ask` under the record key `messageKey` (Questions.asked): the store
+   * `saved` it, and the question took the ask's id for good — a reply lost while it was only asked leaves the ask
+   * closed; or it refused the last one asked (a store failure, `QuestionIdTaken`), which holds nothing — that ask
+   * is unanswered as any other whose reply was lost, and its edge opens again now (review revdb DB2).
+   */
+  questionSettled(messageKey: string, saved: boolean, now: number): void {
+    const edge = this.lostUnderAsked.get(messageKey)
+    if (edge === undefined) return
+    this.lostUnderAsked.delete(messageKey)
+    if (!saved) this.openLost(edge, now)
+  }
+
+  /** `answerLost`'s edge `edge` opens again, if nothing since keeps it closed (see there). */
+  private openLost(edge: AskEdge, now: number): void {
     if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
-    // A durable question of its asker's took the id meanwhile (asked, waited on, notified): the edge is the
-    // question's to open, and an ask's under its key would replace it or be replaced (helper oneid2).
-    if (this.questionHolds(edge.askerKey, edge.messageId)) return
+    // A durable question of its asker's took the id meanwhile (waited on, notified): the edge is the question's
+    // to open, and an ask's under its key would replace it or be replaced (helper oneid2). One only asked may
+    // still be refused: the edge waits for the question fiber's verdict (`questionSettled`).
+    const hold = this.questionHold(edge.askerKey, edge.messageId)
+    if (hold === "asked") this.lostUnderAsked.set(edge.messageKey, edge)
+    if (hold !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     const ask = this.askOf.get(edge)
     if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, ask)) return
@@ -650,7 +680,7 @@ export class Asks {
   openStaged(mail: Mail, now: number): void {
     if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
     // Nor under a durable question's key (helper oneid2): see `answerLost`.
-    if (this.questionHolds(mail.senderKey, mail.message.id)) return
+    if (this.questionHold(mail.senderKey, mail.message.id) !== undefined) return
     const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
     const dueAt = askDueOf(mail, this.ctx.stamps)
     // Restored: no identity (`askOf`), judged as every ask restored from the store is, by stamps.

@@ -1,7 +1,7 @@
 /**
- * Size: one concept, about 630 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 680 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
- * tables below, and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
+ * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
  * waiters and notices in one synchronous pass, so they stay together; the frame handlers are the part to split out.
  *
@@ -26,7 +26,9 @@
  * - `replying`: questions whose live reply is on its way to the store, so a
  *   supervisor that reconnects meanwhile is not asked them again;
  * - `asking`: questions asked (`question_ask` queued for the fiber) and not
- *   handled yet, by the record key of the child's question.
+ *   handled yet, by the record key of the child's question;
+ * - `liveBy`: per session key, how many entries of `asking`, `waiters` and
+ *   open question edges it has — the send stage's gate.
  *
  * A question id is a message id of its child (its notification is a message
  * from the child under it), and a question's edge is keyed as the child's
@@ -42,11 +44,15 @@
  * asked (`asking`), waits on (`waiters`) or whose edge is open (restored at a
  * durable broker's start before the child asks again; review revcf R4) fails
  * `E_MESSAGE_ID_REUSE` in this concern's send stage. Its cost on the send
- * path: three size checks per send while no question is asked, waited on or
- * has an edge open. The send stage reads live state only, the question's
+ * path: one size check per send while no question is asked, waited on or has
+ * an edge open, else one lookup of the sender's key in `liveBy` (its count of
+ * those); only a sender with one builds the message's record key (review
+ * revdb DB1). The send stage reads live state only, the question's
  * check live state and P46's records: once both are over its id is free
- * again (docs/protocol.md). Asks.ts reads `holds` too: an ask's edge is
- * never opened again under a question's key.
+ * again (docs/protocol.md). Asks.ts reads `holdOf` too: an ask's edge is
+ * never opened again under a question's key, and a reply lost while the
+ * question is only asked waits for the fiber (`asked` tells Asks.ts,
+ * `settled`): refused, the question holds nothing and the ask opens again.
  *
  * Waiters and notices are indexed by the session key of the child and of the
  * supervisor, so a session leaving touches only its own entries. A takeover
@@ -144,6 +150,16 @@ interface Notice {
   readonly sentTo: Session["peer"]
 }
 
+/**
+ * How a durable question holds its child's message id (`Questions.holdOf`): `asked` while its `question_ask` is
+ * queued for the question fiber and nothing else holds the id (the fiber may still refuse it), `taken` once its
+ * child waits on it or its edge is open.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type QuestionHold = "asked" | "taken"
+
 /** The refusals of question requests made before any work is queued. */
 export const QuestionText = {
   notChild:
@@ -178,19 +194,30 @@ export class Questions {
   private readonly replying = new Set<string>()
   /** Record keys of questions asked and not handled yet by the fiber (`asked`), with how many `question_ask`s each. */
   private readonly asking = new Map<string, number>()
+  /**
+   * By sender key: how many entries of `asking` (one per key, not per `question_ask`), of `waiters` and open
+   * question edges (AskEdges.watchQuestions) it has; no entry at 0. A send whose sender has none holds no question's
+   * id: the send stage's one lookup (review revdb DB1).
+   */
+  private readonly liveBy = new Map<string, number>()
+  /** Told of a question asked that the store saved, or of the last refused (`asked`; Asks.questionSettled). */
+  private readonly settled: (messageKey: string, saved: boolean) => void
 
   constructor(
     ctx: RouterContext,
     edges: AskEdges,
     work: Queue.Queue<QuestionWork>,
     supervisorOf: (session: Session) => SupervisorRef | undefined,
-    stagedAskTo: (senderKey: string, messageId: string) => string | undefined
+    stagedAskTo: (senderKey: string, messageId: string) => string | undefined,
+    settled: (messageKey: string, saved: boolean) => void = () => undefined
   ) {
     this.ctx = ctx
     this.edges = edges
     this.work = work
     this.supervisorOf = supervisorOf
     this.stagedAskTo = stagedAskTo
+    this.settled = settled
+    edges.watchQuestions((askerKey, delta) => this.count(askerKey, delta))
   }
 
   readonly frames: FrameHandlers = {
@@ -226,9 +253,12 @@ export class Questions {
   readonly stage: SendStage = {
     // Any send under the id of a question its sender asked or waits on (module header): an ask's edge would
     // replace the question's, and any message would be a second one from the child under the notification's id.
+    // A sender with no question live (`liveBy`) holds no id: one lookup by its key, no record key built.
     check: (attempt) => {
+      const sender = attempt.sender.key
+      if (this.liveBy.size === 0 || !this.liveBy.has(sender)) return undefined
       const id = attempt.message.id
-      return this.holds(attempt.sender.key, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
+      return this.holds(sender, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -257,22 +287,25 @@ export class Questions {
 
   /**
    * Does a question of this broker's live state hold `senderKey`'s message id `messageId` — asked and not handled yet,
-   * waited on by its child, or with its edge open? What Asks.ts reads before it opens an ask's edge again (`answerLost`) or for a
-   * restored staged ask (`openStaged`): that edge would replace the question's, or be replaced by it. Three size
-   * checks while no question is asked, waited on or has an edge open.
+   * waited on by its child, or with its edge open? What the send stage refuses a send under. One lookup by
+   * `senderKey` when it has no question live; the record key is built only for a sender that has one.
    */
   holds(senderKey: string, messageId: string): boolean {
-    if (this.waiters.size === 0 && this.asking.size === 0 && this.edges.questionCount === 0) return false
-    return this.waiters.get(messageId)?.key === senderKey || this.isQuestionKey(recordKeyOf(senderKey, messageId))
+    return this.holdOf(senderKey, messageId) !== undefined
   }
 
   /**
-   * Is `key` (a record key) a question asked and not handled yet (`asking`), or one whose edge is open — notified
-   * through this broker, or restored at startup before its child asked again (C-DQ-6; review revcf R4)?
+   * How a question holds `senderKey`'s message id `messageId` (`QuestionHold`), or undefined. What Asks.ts reads
+   * before it opens an ask's edge again (`answerLost`: only `asked`, the fiber may still refuse the question, and
+   * then `settled` lets it open) or for a restored staged ask (`openStaged`): that edge would replace the
+   * question's, or be replaced by it. `taken`: its child waits on it, or its edge is open — notified through this
+   * broker, or restored at startup before its child asked again (C-DQ-6; review revcf R4).
    */
-  private isQuestionKey(key: string): boolean {
-    if (this.asking.size !== 0 && this.asking.has(key)) return true
-    return this.edges.questionCount !== 0 && this.edges.get(key)?.question === true
+  holdOf(senderKey: string, messageId: string): QuestionHold | undefined {
+    if (this.liveBy.size === 0 || !this.liveBy.has(senderKey)) return undefined
+    const key = recordKeyOf(senderKey, messageId)
+    if (this.waiters.get(messageId)?.key === senderKey || this.edges.get(key)?.question === true) return "taken"
+    return this.asking.has(key) ? "asked" : undefined
   }
 
   /** Questions notified through this broker and still open, and waiters: for stats and tests. */
@@ -303,14 +336,26 @@ export class Questions {
     this.deleteWaiter(questionId)
     this.waiters.set(questionId, session)
     this.waitingBy.add(session.key, questionId)
+    this.count(session.key, 1)
   }
 
-  /** The fiber handled a `question_ask` of `session` for `questionId` (saved or failed): one fewer `asking`. */
-  asked(session: Session, questionId: string): void {
+  /**
+   * The fiber handled a `question_ask` of `session` for `questionId` (after `wait`), and the store `saved` it (took
+   * the id for it: saved now or before) or refused it (a store failure, `QuestionIdTaken`): one fewer `asking`.
+   * Asks.ts is told (`settled`) at once when it was saved, else when the last is handled: a reply lost meanwhile
+   * opens its ask's edge again only if no `question_ask` under its id was saved (review revdb DB2).
+   */
+  asked(session: Session, questionId: string, saved: boolean): void {
     const key = recordKeyOf(session.key, questionId)
-    const count = this.asking.get(key) ?? 1
-    if (count <= 1) this.asking.delete(key)
-    else this.asking.set(key, count - 1)
+    const count = this.asking.get(key)
+    if (count === undefined) return
+    if (count > 1) {
+      this.asking.set(key, count - 1)
+    } else {
+      this.asking.delete(key)
+      this.count(session.key, -1)
+    }
+    if (saved || count <= 1) this.settled(key, saved)
   }
 
   /** The live reply to `questionId` was handled by the fiber (saved or refused). */
@@ -393,6 +438,14 @@ export class Questions {
     if (waiter === undefined) return
     this.waiters.delete(questionId)
     this.waitingBy.delete(waiter.key, questionId)
+    this.count(waiter.key, -1)
+  }
+
+  /** `liveBy`: `senderKey` has `delta` more entries of `asking`, `waiters` or open question edges. */
+  private count(senderKey: string, delta: number): void {
+    const left = (this.liveBy.get(senderKey) ?? 0) + delta
+    if (left > 0) this.liveBy.set(senderKey, left)
+    else this.liveBy.delete(senderKey)
   }
 
   private setNotice(key: string, notice: Notice): void {
@@ -522,7 +575,9 @@ export class Questions {
     if (sentTo !== undefined) {
       return this.fail(session, frame.requestId, "QuestionIdTaken", QuestionText.idOfMessage(frame.questionId, sentTo))
     }
-    this.asking.set(key, (this.asking.get(key) ?? 0) + 1)
+    const asking = this.asking.get(key)
+    this.asking.set(key, (asking ?? 0) + 1)
+    if (asking === undefined) this.count(session.key, 1)
     this.offer({
       _tag: "Ask",
       session,

@@ -336,7 +336,7 @@ export class Router {
       () => signal(signals.asks),
       REPLAY_RETENTION_MS,
       // Read only while an ask's edge would open again; `questions` is made below, before any frame is read.
-      (senderKey, messageId) => questions?.holds(senderKey, messageId) ?? false
+      (senderKey, messageId) => questions?.holdOf(senderKey, messageId)
     )
     const mail: MailDelivery = new MailDelivery(ctx, {
       // Whether or not its sender is registered now: the route must name the instance given it (review revp P1).
@@ -381,7 +381,9 @@ export class Router {
         asks.edges,
         signals.questions,
         (session) => supervisor.supervisorOf(session),
-        (senderKey, messageId) => staging.stagedAsk(senderKey, messageId)?.mail.targetKey
+        (senderKey, messageId) => staging.stagedAsk(senderKey, messageId)?.mail.targetKey,
+        // A reply lost while a question under its ask's id was only asked: the ask opens again unless it was saved.
+        (messageKey, saved) => asks.questionSettled(messageKey, saved, ctx.now())
       )
 
     // Order matters where two rules could refuse the same send (P45's precedence).
