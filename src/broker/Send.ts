@@ -37,7 +37,16 @@ import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf, extendsBaseFrame, messageFrameFor } from "./Asks.ts"
-import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import {
+  DELIVERED,
+  deliveredTo,
+  type DeliveryRecord,
+  type Fingerprint,
+  type Outcome,
+  recordKeyOf,
+  sameContent,
+  sameFingerprint
+} from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -574,7 +583,7 @@ export class Send {
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) return undefined
     if (!sameFingerprint(record, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
+      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint) }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
@@ -680,3 +689,18 @@ const withoutSupersedes = (mail: Mail): Mail => {
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
 const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
   typeof value === "string" && parseTraceparent(value) !== undefined ? value : undefined
+
+/**
+ * Why a send under a kept id whose fingerprint is not `record`'s is refused (`E_MESSAGE_ID_REUSE` whatever the
+ * reason, as P46 says): other content under the id is the sender's own reuse (`Reason.messageIdReuse`); the same
+ * content to another target is that message sent again after `to` came to name another session, and the reason
+ * says what the record says became of it — delivered, queued and not delivered, or settled otherwise — since a
+ * client that lost the first write's answer cannot tell these apart from the code (afterLoss.ts; review revda
+ * DA1, DA2).
+ */
+const reuseReason = (record: DeliveryRecord, sent: Fingerprint): string => {
+  if (!sameContent(record, sent)) return Reason.messageIdReuse
+  const outcome = record.outcome
+  if (!outcome.ok) return Reason.messageIdReuseSettled(outcome.reason)
+  return outcome.delivery === "socket_delivered" ? Reason.messageIdReuseDelivered : Reason.messageIdReuseQueued
+}
