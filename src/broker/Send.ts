@@ -1,4 +1,7 @@
 /**
+ * Size note: about 710 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * module.
+ *
  * The send pipeline (P40–P50): one `send` frame, in order —
  *
  *   decode → resolve the target → replay check (once) → self check →
@@ -17,7 +20,7 @@
  * inside a routing span when the broker traces (RoutingSpans.ts) and hands
  * the trace context on to its recipient.
  *
- * Size: one concept — the order of one send's steps. Every routing rule
+ * Size: every routing rule
  * lives in a stage module, and the contract the stages share is
  * SendStage.ts; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass (counting, tracing
