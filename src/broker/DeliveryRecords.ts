@@ -79,9 +79,16 @@ export interface DeliveryRecord extends Fingerprint {
 }
 
 
-/** Whether two fingerprints name the same send. */
-export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
-  a.targetId === b.targetId && a.textLength === b.textLength && a.textHash === b.textHash &&
+/** Whether two fingerprints name the same send: the same target and the same authored content (`sameContent`). */
+export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean => a.targetId === b.targetId && sameContent(a, b)
+
+/**
+ * Whether two fingerprints carry the same authored content, whatever their targets: a send under a kept id that
+ * differs from its record by the target alone is that message sent again to where its `to` resolves now
+ * (broker/Send.ts `replayed`, review revda DA1), not another message under the id.
+ */
+export const sameContent = (a: Fingerprint, b: Fingerprint): boolean =>
+  a.textLength === b.textLength && a.textHash === b.textHash &&
   a.attachmentsLength === b.attachmentsLength && a.attachmentsHash === b.attachmentsHash &&
   (a.replyTo ?? "") === (b.replyTo ?? "") && (a.expectsReply ?? "") === (b.expectsReply ?? "") &&
   (a.supersedes ?? "") === (b.supersedes ?? "") && (a.retryOf ?? "") === (b.retryOf ?? "") &&

@@ -1,4 +1,7 @@
 /**
+ * Size note: about 710 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * module.
+ *
  * The send pipeline (P40–P50): one `send` frame, in order —
  *
  *   decode → resolve the target → replay check (once) → self check →
@@ -17,7 +20,7 @@
  * inside a routing span when the broker traces (RoutingSpans.ts) and hands
  * the trace context on to its recipient.
  *
- * Size: one concept — the order of one send's steps. Every routing rule
+ * Size: every routing rule
  * lives in a stage module, and the contract the stages share is
  * SendStage.ts; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass (counting, tracing
@@ -37,8 +40,17 @@ import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./Asks.ts"
+import {
+  DELIVERED,
+  deliveredTo,
+  type DeliveryRecord,
+  type Fingerprint,
+  type Outcome,
+  recordKeyOf,
+  sameContent,
+  sameFingerprint
+} from "./DeliveryRecords.ts"
 import { liveFrameFor, messageFrameFor } from "./RecipientFrames.ts"
-import { DELIVERED, deliveredTo, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -575,7 +587,7 @@ export class Send {
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) return undefined
     if (!sameFingerprint(record, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
+      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint) }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
@@ -681,3 +693,18 @@ const withoutSupersedes = (mail: Mail): Mail => {
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
 const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
   typeof value === "string" && parseTraceparent(value) !== undefined ? value : undefined
+
+/**
+ * Why a send under a kept id whose fingerprint is not `record`'s is refused (`E_MESSAGE_ID_REUSE` whatever the
+ * reason, as P46 says): other content under the id is the sender's own reuse (`Reason.messageIdReuse`); the same
+ * content to another target is that message sent again after `to` came to name another session, and the reason
+ * says what the record says became of it — delivered, queued and not delivered, or settled otherwise — since a
+ * client that lost the first write's answer cannot tell these apart from the code (afterLoss.ts; review revda
+ * DA1, DA2).
+ */
+const reuseReason = (record: DeliveryRecord, sent: Fingerprint): string => {
+  if (!sameContent(record, sent)) return Reason.messageIdReuse
+  const outcome = record.outcome
+  if (!outcome.ok) return Reason.messageIdReuseSettled(outcome.reason)
+  return outcome.delivery === "socket_delivered" ? Reason.messageIdReuseDelivered : Reason.messageIdReuseQueued
+}

@@ -312,8 +312,8 @@ export class Resending {
    * first send (`askTimeLeft`) runs out; closing the client ends the wait between
    * tries at once (then `IntercomNotConnected`). If the send was lost with a connection on
    * the way — this caller's, or one the client wrote it again after before this caller came
-   * (`ClientConnection.writtenAfterLoss`) — a failure that stands says only what the broker it reached
-   * next knows, not what became of the first attempt (a broker killed after
+   * (`ClientConnection.writtenAfterLoss`) — a failure that stands says what the broker it reached
+   * next knows, which does not tell whether the first attempt arrived (a broker killed after
    * delivering it and before storing it forgot it): the outcome is unknown,
    * `ConnectionLost` carrying that refusal — at the grace's end, and when the client is closed (or
    * no connection will come again) during the wait between tries; at once for a refusal no retry can change
@@ -355,13 +355,13 @@ export class Resending {
     ).pipe(
       // One rule with a late answer's (afterLoss.ts): after a loss, a rebound answers a re-send, the first write
       // maybe delivered (marked `afterLoss`, review revas AS2); a refusal that says only what the next broker holds
-      // now and no retry can change, or that is the record of the first write this broker took, ends as the loss at
-      // once, carrying it.
+      // now and no retry can change, or that is the record of the first write this broker took (delivered or queued
+      // for the session `to` named then), ends as the loss at once, carrying it.
       Effect.catchIf(
         (error) => {
           if (lostOnTheWay.lost === undefined) return false
           const kind = afterLossOf(error)
-          return kind === "rebound" || kind === "unknown" || kind === "received"
+          return kind === "rebound" || kind === "unknown" || kind === "received" || kind === "queued"
         },
         (error) => Effect.fail(standing(error))
       ),

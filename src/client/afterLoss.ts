@@ -8,13 +8,15 @@
  * is classified here, in one table (`BY_REFUSAL`; docs/client.md, Reconnect and liveness): one that follows from the write
  * itself (malformed, a target of no valid form) was the first write's too, "not delivered", and is passed on as
  * given, as is one that the broker's record of the first write gives and that no read can have preceded (cancelled,
- * superseded; not an eviction or an expiry, which may follow a read); one that
- * says only what that broker holds now may be its forgetting, so the first write's fate is unknown — retried
+ * superseded); one that says only what that broker holds now may be its forgetting, and the record's eviction or
+ * expiry may follow a read, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". An id reuse from the broker's record says that broker took the first write (`received`:
- * the loss, so marked). A rebound is marked `afterLoss`. What a send ends on, by that class, is `endedAfterLoss`,
- * for both of its readers. Owns no state: a constant table and plain synchronous
+ * never a "not delivered". An id reuse is read by its reason (broker/Send.ts `reuseReason`, review revda): other
+ * content under the id is the caller's own reuse, passed on as given; the same content, recorded for the session
+ * `to` named then, is the first write's record — delivered there (`received`: the loss, so marked) or queued for it
+ * and not delivered (`queued`: the loss, so marked). A rebound is marked `afterLoss`. What a send ends on, by that
+ * class, is `endedAfterLoss`, for both of its readers. Owns no state: a constant table and plain synchronous
  * functions.
  */
 import { Exit } from "effect"
@@ -36,16 +38,20 @@ import type { SendAnswer } from "./PendingSends.ts"
  *   of the first write gives it: true of the first write, passed on as it is;
  * - `retried` — it says what the broker reached next holds now, which a restart may have emptied and which may fill
  *   again within the rejoin grace: retried through it, and if it stands, the loss;
- * - `unknown` — it says what that broker holds now, and no retry within the grace can change it: the loss at once;
- * - `received` — it is the broker's record of the first write itself, which that broker took (its id is taken, by
- *   this sender, for the session `to` named then): the loss at once, marked `firstWriteReceived` — most likely
- *   delivered, never "not delivered", and not read as the caller reusing an id;
+ * - `unknown` — it says what that broker holds now, or it is the broker's record of the first write but does not
+ *   tell whether its recipient read it (an expiry, an eviction), and no retry within the grace can change it: the
+ *   loss at once;
+ * - `received` — it is the broker's record of the first write itself, which says that broker delivered it to the
+ *   session `to` named then (another holds the name now): the loss at once, marked `firstWriteReceived` — most
+ *   likely delivered, never "not delivered", and not read as the caller reusing an id;
+ * - `queued` — as `received`, but the record says the first write is queued for that earlier session and was not
+ *   delivered to it: the loss at once, marked `firstWriteQueued`;
  * - `rebound` — the exact target re-registered: the refusal marked `afterLoss` (the caller lists and sends again).
  *
  * @category models
  * @since 0.1.0
  */
-export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "rebound"
+export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "queued" | "rebound"
 
 /**
  * Every refusal of a send, by its class, and why (docs/client.md has the table in prose). A function reads the reason
@@ -87,11 +93,21 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
-  // The broker's record under this id names another target (broker/Send.ts `replayed`): the re-send is the first
-  // write again, its content the same, so that record is the first write's, taken for the session `to` named then
-  // (another holds the name now) — received (task afterloss3). Questions.ts's stage (a durable question of this
-  // session's under the id) is the question's state now, which a retry does not end, not the first write's fate.
-  MessageIdReuse: (reason) => reason === Reason.messageIdReuse ? "received" : "unknown",
+  // By its reason (broker/Send.ts `reuseReason`; review revda DA1, DA2): P46's own text is given only for other
+  // content under the id — not this re-send's, which is the first write's again: the caller reused the id, as
+  // given. The same content recorded for the session `to` named then (another holds the name now) is the first
+  // write's record: delivered there (`received`) or queued for it, not delivered (`queued`); settled otherwise (a
+  // withdrawal, a refusal) it does not say whether that session got it (`unknown`). Questions.ts's stage (a durable
+  // question of this session's under the id) is the question's state now, which a retry does not end: `unknown`.
+  // A broker that gives P46's text for every mismatch (a base one, or this one before review revda) is read so too.
+  MessageIdReuse: (reason) =>
+    reason === Reason.messageIdReuse
+      ? "asGiven"
+      : reason === Reason.messageIdReuseDelivered
+      ? "received"
+      : reason === Reason.messageIdReuseQueued
+      ? "queued"
+      : "unknown",
   // Broker state no retry within the grace changes: the asked session's own ask waits on this one; the forwarded frame's
   // size, which counts the sender's registered info as it is now (its status may have grown since: review revce CE4);
   // this connection's registration, its binding, the extensions this broker granted.
@@ -132,15 +148,15 @@ const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | und
 
 /**
  * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
- * write's fate unknown (`retried`, `unknown`, or `received`: taken by that broker, what became of it there not
- * said): if it stands, it is the loss.
+ * write's fate unknown to the caller (`retried`, `unknown`; `received` and `queued`: taken by that broker, for a
+ * session another now replaces under its name): if it stands, it is the loss.
  *
  * @category predicates
  * @since 0.1.0
  */
 export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean => {
   const kind = afterLossOf(error)
-  return kind === "retried" || kind === "unknown" || kind === "received"
+  return kind === "retried" || kind === "unknown" || kind === "received" || kind === "queued"
 }
 
 /**
@@ -160,22 +176,23 @@ export const retriedInGrace = (error: SendError | IntercomNotConnected, afterLos
 /**
  * The loss `lost` as a send lost on the way ends on `error`, the refusal that stood: carrying it
  * (`ConnectionLost.refusal`, said in its message) when it leaves the first write unknown (`unknownAfterLoss`), so
- * that its reader learns what the broker answers now (the target away, say), marked `firstWriteReceived` when that
- * refusal is the broker's record of the first write (`received`); `lost` itself otherwise.
+ * that its reader learns what the broker answers now (the target away, say), marked `firstWriteReceived` or
+ * `firstWriteQueued` when that refusal is the broker's record of the first write delivered (`received`) or queued
+ * (`queued`); `lost` itself otherwise.
  *
  * @category constructors
  * @since 0.1.0
  */
 export const lostWithRefusal = (lost: ConnectionLost, error: SendError | IntercomNotConnected): ConnectionLost => {
   const refusal = refusalOf(error)
-  return refusal === undefined || !unknownAfterLoss(refusal) || lost.refusal === refusal
-    ? lost
-    : new ConnectionLost({
-      operation: lost.operation,
-      ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
-      refusal,
-      ...(afterLossOf(refusal) === "received" ? { firstWriteReceived: true } : {})
-    })
+  if (refusal === undefined || !unknownAfterLoss(refusal) || lost.refusal === refusal) return lost
+  const kind = afterLossOf(refusal)
+  return new ConnectionLost({
+    operation: lost.operation,
+    ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
+    refusal,
+    ...(kind === "received" ? { firstWriteReceived: true } : kind === "queued" ? { firstWriteQueued: true } : {})
+  })
 }
 
 /**

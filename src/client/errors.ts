@@ -1,5 +1,5 @@
 /**
- * Size note: about 440 lines, one error class per failure a caller can meet,
+ * Size note: about 455 lines, one error class per failure a caller can meet,
  * each with its JSDoc and user-facing text; one vocabulary, kept together.
  *
  * Typed client errors. Every message is written for the person reading a tool
@@ -94,16 +94,22 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   /** For a send: its message id, safe to resend. */
   readonly messageId?: string
   /**
-   * For a send: the refusal the broker reached after the loss answered its last write with, which says what that
-   * broker holds now (the target not connected, say) and nothing of the first write. Absent when none stood.
+   * For a send: the refusal the broker reached after the loss answered its last write with — what that broker holds
+   * now (the target not connected, say), or its record of the first write (an expiry, an eviction, an id reuse),
+   * neither of which tells whether the first write reached its recipient unless marked below. Absent when none stood.
    */
   readonly refusal?: DeliveryError
   /**
    * For a send: `refusal` is the broker's record of the first write itself — an id reuse, the record under this id
-   * naming the session `to` meant then, another holding that name now (afterLoss.ts `received`). That broker took
-   * the first write; most likely it was delivered there. Absent otherwise.
+   * naming the session `to` meant then, another holding that name now, and saying it was delivered there
+   * (afterLoss.ts `received`; `Reason.messageIdReuseDelivered`). Most likely it arrived there. Absent otherwise.
    */
   readonly firstWriteReceived?: boolean
+  /**
+   * For a send: as `firstWriteReceived`, but the record says the first write is queued for that earlier session and
+   * was not delivered to it (afterLoss.ts `queued`; `Reason.messageIdReuseQueued`; review revda DA2). Absent otherwise.
+   */
+  readonly firstWriteQueued?: boolean
 }> {
   override get message(): string {
     if (this.messageId === undefined) return `Intercom connection lost during ${this.operation}`
@@ -111,10 +117,13 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
     if (this.refusal !== undefined && this.firstWriteReceived === true) {
       return `${lost}; the broker took the first attempt: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id names the session the target meant then, and another session holds that name now. The first attempt most likely reached that earlier session: this was its re-send, not another message under its id. Do not send it again unless that session's owner says it did not arrive, and then under a new message id.`
     }
-    const now = this.refusal === undefined
-      ? ""
-      : ` The broker reached since refused the re-send: «${this.refusal.reason}» (${this.refusal.code}) — a refusal of the re-send by what that broker holds now, not what became of the first attempt.`
-    return `${lost}; it may or may not have been delivered.${now} Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
+    if (this.refusal !== undefined && this.firstWriteQueued === true) {
+      return `${lost}; the broker took the first attempt and holds it, not delivered, for the session the target named then: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id says the message is queued for that session, and another session holds that name now. The session holding the name now will not get it; the earlier one gets it if it comes back before the mailbox expires or evicts it. To reach the session holding the name now, send the message again under a new message id, and cancel this one by its id if the earlier session should not get it.`
+    }
+    if (this.refusal === undefined) {
+      return `${lost}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
+    }
+    return `${lost}; it may or may not have been delivered. The broker reached since refused the re-send: «${this.refusal.reason}» (${this.refusal.code}), which does not tell whether the first attempt reached its recipient. A retry with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is answered from the broker's record of it while the broker keeps one (a durable broker does across restarts; one in memory mode forgets it when it restarts), so it does not deliver the message twice; where that record is what refused the re-send (an expiry, an eviction), it refuses every retry the same way.`
   }
 }
 

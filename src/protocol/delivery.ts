@@ -91,7 +91,32 @@ export const Reason = {
     `Supersede target does not match a previous message from this sender to this receiver: that message was superseded already (${superseded}). Supersede the message that replaced it instead`,
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
+  /**
+   * P46's text, given by this broker only where it is true: a send under a kept id whose authored content differs
+   * from the record's — another message under the id, the caller's error (broker/Send.ts `replayed`,
+   * `recordedAnswer`). The same content to another target gets one of the three below (review revda DA1).
+   */
   messageIdReuse: "Message id was reused with different authored content",
+  /**
+   * Ours: a send under a kept id whose content is the record's but whose `to` resolves now to another session than
+   * the record names — a re-send after the name came to mean another session, or the caller sending the same
+   * message to another target under its id — and the record says the message was delivered. Starts "Message id
+   * was reused", as P46's text does; the code stays `E_MESSAGE_ID_REUSE` (review revda DA1).
+   */
+  messageIdReuseDelivered:
+    "Message id was reused for another target: this message, with this content and id, was delivered to another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged). It is not delivered again",
+  /**
+   * Ours: as `messageIdReuseDelivered`, but the record says the message is queued (in the mailbox, or staged) for
+   * that other session and was not delivered to it yet (review revda DA2).
+   */
+  messageIdReuseQueued:
+    "Message id was reused for another target: this message, with this content and id, is queued, not delivered yet, for another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged). It is not queued again",
+  /**
+   * Ours: as `messageIdReuseDelivered`, but the record is a refusal or a withdrawal (`recorded`, its reason), which
+   * does not say whether that other session got the message.
+   */
+  messageIdReuseSettled: (recorded: string) =>
+    `Message id was reused for another target: this message, with this content and id, was addressed to another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged), and the broker's record of it reads «${recorded}». It is not sent again`,
   /**
    * Ours (`questions-v1`): a send (an ask, a plain message or a reply) whose
    * id is the id of a durable question its sender asked and still waits on

@@ -86,9 +86,15 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
             `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
             `attempt went to the session "${to}" named then and another session holds that name now; it most likely ` +
             `arrived there`
+          : error.firstWriteQueued === true
+          // The same, but the record says it waits in the mailbox for that earlier session (review revda DA2).
+          ? `the connection to the broker was lost before it acknowledged the message, and the broker, which took ` +
+            `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
+            `attempt was queued for the session "${to}" named then, not delivered to it so far, and another session ` +
+            `holds that name now, which will not get it`
           : `the connection to the broker was lost before it acknowledged the message, and the broker reached since ` +
-            `refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), a refusal of the re-send that ` +
-            `says nothing of the first attempt`
+            `refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), which does not tell whether ` +
+            `the first attempt arrived`
       })
     default:
       return new NotDelivered({ kind, to, reason: error.reason, code: error.code })

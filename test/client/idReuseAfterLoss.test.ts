@@ -2,8 +2,10 @@
  * A send by name lost on the way, whose name another session took before the re-send (task afterloss3): the broker
  * took the first write and delivered it to the session the name meant then; the client's re-send, the same message
  * under the same id, now resolves to the new holder of the name, so the broker's record under that id names another
- * target and it refuses the re-send `E_MESSAGE_ID_REUSE` "Message id was reused with different authored content"
- * (broker/Send.ts `replayed`). That refusal is the broker's record of the first write, not the caller reusing an id:
+ * target and it refuses the re-send `E_MESSAGE_ID_REUSE`, its reason saying the same content was delivered to the
+ * session the target named then (`Reason.messageIdReuseDelivered`, broker/Send.ts `reuseReason`; until review revda
+ * it was P46's "Message id was reused with different authored content", given for any mismatch). That refusal is the
+ * broker's record of the first write, not the caller reusing an id:
  * the client ends the send as the loss at once (`ConnectionLost`, outcome unknown) carrying it and marked
  * `firstWriteReceived` (afterLoss.ts `received`), whose text says the first attempt most likely arrived. Until this
  * task it was the loss whose text called the refusal "what that broker holds now, not what became of the first
@@ -66,7 +68,7 @@ describe("a send by name lost on the way, its name taken by another session befo
       assert.instanceOf(error, ConnectionLost, `the send ended as ${String(error)}`)
       if (!(error instanceof ConnectionLost)) return
       // What the broker sent: its record of the first write.
-      assert.deepInclude(error.refusal, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse, messageId: sent.id })
+      assert.deepInclude(error.refusal, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuseDelivered, messageId: sent.id })
       assert.isTrue(error.firstWriteReceived, "not marked as the first write's record")
       assert.include(error.message, "the broker took the first attempt")
       assert.include(error.message, "most likely reached that earlier session")
@@ -76,6 +78,7 @@ describe("a send by name lost on the way, its name taken by another session befo
       assert.strictEqual(read._tag, "DeliveryUnknown")
       assert.include(read.message, "most likely arrived there")
       assert.notInclude(read.message, "says nothing of the first attempt")
+      assert.notInclude(read.message, "does not tell whether")
       // bob's second session never got it.
       yield* bobSecond.client.roundTrip
       yield* bobSecond.client.expectNothing("message")

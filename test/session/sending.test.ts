@@ -44,8 +44,8 @@ describe("Sending.notDelivered", () => {
       error.message,
       `Message to "B" may or may not have been delivered: the connection to the broker was lost before it ` +
         `acknowledged the message, and the broker reached since refused the re-send: «Target session is not currently ` +
-        `connected; blocking asks are not queued» (E_TARGET_DISCONNECTED), a refusal of the re-send that says nothing ` +
-        `of the first attempt. ` +
+        `connected; blocking asks are not queued» (E_TARGET_DISCONNECTED), which does not tell whether the first ` +
+        `attempt arrived. ` +
         `Check with the recipient before sending it again, or it may arrive twice.`
     )
   })

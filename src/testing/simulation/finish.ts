@@ -11,6 +11,8 @@
  */
 import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import type { IntercomNotConnected } from "../../client/errors.ts"
+import type { SendError } from "../../client/requests.ts"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
@@ -24,6 +26,29 @@ import type { World } from "./world.ts"
 /** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
 /** How long a moved session stays registered in each group it was in at the end, for its mail there to reach it. */
 const REVISIT_MS = 5_000
+
+/**
+ * What the finish's resend of a lost message (`exit`) says the broker's replay record holds, as the ledger reads it
+ * (`recordSaid`: "delivered", a refusal's code, else the error's tag): a resend the client ends as the loss carrying
+ * the broker's refusal (client/afterLoss.ts: a resend of a message the client lost on the way within the replay
+ * window may be read after the loss, and the record's expiry or eviction ends it so) says that refusal's code — `E_DELIVERY_EXPIRED`,
+ * `E_DELIVERY_EVICTED` — not "ConnectionLost", which the fates (untold eviction, ask expiry) would not read as the
+ * record (review revda's suspicion).
+ */
+export const recordSaysOf = (exit: Exit.Exit<unknown, SendError | IntercomNotConnected>): string =>
+  Exit.isSuccess(exit)
+    ? "delivered"
+    : Cause.findErrorOption(exit.cause).pipe(
+      Option.match({
+        onNone: () => "no answer",
+        onSome: (error) =>
+          "code" in error
+            ? error.code
+            : error._tag === "ConnectionLost" && error.refusal !== undefined
+            ? error.refusal.code
+            : error._tag
+      })
+    )
 
 const CLOSE_BOUND_MS = 5 * 60_000
 
@@ -193,14 +218,7 @@ export const finish = (
       const answer = yield* step(world, resend, world.steps, client.key)
       while (answer.pollUnsafe() === undefined) yield* advance(world, 100)
       const exit = yield* Fiber.await(answer)
-      ledger.recordSaid(
-        lost.message.id,
-        Exit.isSuccess(exit)
-          ? "delivered"
-          : Cause.findErrorOption(exit.cause).pipe(
-            Option.match({ onNone: () => "no answer", onSome: (error) => "code" in error ? error.code : error._tag })
-          )
-      )
+      ledger.recordSaid(lost.message.id, recordSaysOf(exit))
     }
     const messages = ledger.finish()
     // After the messages' fates: a reply the broker lost (`silent-loss`) also times its ask out; the loss is the cause.

@@ -1,0 +1,118 @@
+/**
+ * Review revda: after a loss, an `E_MESSAGE_ID_REUSE` is read by its reason, which the broker now gives by what its
+ * record under the id says (broker/Send.ts `reuseReason`): other content under the id is the caller's own reuse
+ * (P46's text, passed on as given, DA1); the same content, its record for the session `to` named then, queued there
+ * and not delivered, is the loss marked `firstWriteQueued`, never "most likely reached that earlier session" (DA2).
+ * And the loss carrying the record's expiry no longer calls it "not what became of the first attempt" (DA3).
+ *
+ * The real broker core in memory (durable for DA2, its commit held by gatedStore so the answer to the send waits
+ * while alpha's connection is destroyed) under TestClock; the clock moves only to the client's reconnect (100 ms), a
+ * modelled outage, not a barrier. Probes test/zz-review-da-1/2/3 (branch revda), rewritten for the new reasons.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
+import { endedAfterLoss } from "../../src/client/afterLoss.ts"
+import { ConnectionLost, deliveryError, MessageIdReuse } from "../../src/client/errors.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import { notDelivered } from "../../src/session/Sending.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message, messageFor } from "../support/broker.ts"
+import { gatedStore } from "../support/durable.ts"
+import { advance, memoryNetwork, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+
+/** What the send `fiber` (an `Effect.exit` of it) ended as: its failure, or undefined (still waiting, or sent). */
+const failureOf = <A, E>(fiber: Fiber.Fiber<Exit.Exit<A, E>>): unknown => {
+  const outcome = fiber.pollUnsafe()
+  const exit = outcome !== undefined && Exit.isSuccess(outcome) ? outcome.value : undefined
+  return exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+}
+
+describe("an id reuse read after a loss, by the broker's reason", () => {
+  it.effect("another message under a delivered message's id, lost on the way, ends as the caller's MessageIdReuse, not the first write received", () =>
+    Effect.gen(function*() {
+      const world = yield* withMemoryBroker()
+      const bob = yield* world.session({ sessionId: "bbbbbbbb-4444-4000-8000-0000000000b1", name: "bob" })
+      const links: Array<Connection> = []
+      const { client: alpha } = yield* makeMemoryClient(
+        memoryClientOptions({
+          address: world.address,
+          dial: (address) => Effect.tap(world.dial(address), (link) => Effect.sync(() => links.push(link)))
+        }, "aaaaaaaa-4444-4000-8000-0000000000a1", "alpha", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(alpha.connect)
+      const first = message("first message")
+      yield* settle(alpha.send({ to: "bob", message: first }))
+      assert.strictEqual((yield* messageFor(bob.client, first.id)).message.id, first.id, "setup: bob did not get M1")
+
+      // Another message under the same id, to the same bob; its write is lost with alpha's connection.
+      const second = { ...message("a different message"), id: first.id }
+      const sending = yield* settle(Effect.gen(function*() {
+        const fiber = yield* Effect.forkScoped(Effect.exit(alpha.send({ to: "bob", message: second })), { startImmediately: true })
+        yield* links[0]!.destroy
+        return fiber
+      }))
+      yield* advance("150 millis")
+      assert.strictEqual(links.length, 2, "test setup: alpha did not reconnect")
+      const error = failureOf(sending)
+      assert.instanceOf(error, MessageIdReuse, `the send ended as ${String(error)}`)
+      assert.deepInclude(error, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse })
+      yield* bob.client.roundTrip
+      yield* bob.client.expectNothing("message")
+    }))
+
+  it.effect("a first write queued for a departed session whose name another took ends as the loss marked firstWriteQueued, not 'most likely reached'", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const { gate, store } = yield* gatedStore(makeMemoryMailState())
+      yield* world.startBroker({ idleExit: null, store })
+      const observer = yield* world.session({ sessionId: "cccccccc-5555-4000-8000-0000000000c1", name: "observer" })
+      const bobFirstId = "bbbbbbbb-5555-4000-8000-0000000000b1"
+      const bobFirst = yield* world.session({ sessionId: bobFirstId, name: "bob", cwd: "/a" })
+      const links: Array<Connection> = []
+      const { client: alpha } = yield* makeMemoryClient(
+        memoryClientOptions({
+          address: world.address,
+          dial: (address) => Effect.tap(world.dial(address), (link) => Effect.sync(() => links.push(link)))
+        }, "aaaaaaaa-5555-4000-8000-0000000000a2", "alpha", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
+      )
+      yield* settle(alpha.connect)
+      yield* bobFirst.client.destroy
+      yield* observer.client.next("session_left", (frame) => frame.sessionId === bobFirstId)
+
+      const sent = message("queued for the departed bob")
+      const sending = yield* step(Effect.exit(alpha.send({ to: "bob", message: sent })))
+      assert.isUndefined(sending.pollUnsafe(), "test setup: the send was answered before its commit")
+      yield* step(links[0]!.destroy)
+      yield* step(Deferred.succeed(gate, undefined))
+      // Another identity (cwd /b) takes the name before alpha is back: it takes none of that mail (P49).
+      const bobSecond = yield* world.session({ sessionId: "bbbbbbbb-5555-4000-8000-0000000000b2", name: "bob", cwd: "/b" })
+
+      yield* advance("150 millis")
+      assert.strictEqual(links.length, 2, "test setup: alpha did not reconnect")
+      const error = failureOf(sending)
+      assert.instanceOf(error, ConnectionLost, `the send ended as ${String(error)}`)
+      if (!(error instanceof ConnectionLost)) return
+      assert.deepInclude(error.refusal, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuseQueued })
+      assert.isTrue(error.firstWriteQueued, "not marked as queued for the earlier session")
+      assert.notStrictEqual(error.firstWriteReceived, true, "marked received")
+      assert.include(error.message, "holds it, not delivered, for the session the target named then")
+      assert.notInclude(error.message, "most likely reached that earlier session")
+      const read = notDelivered("Message", "bob")(error)
+      assert.strictEqual(read._tag, "DeliveryUnknown")
+      assert.include(read.message, "was queued for the session \"bob\" named then, not delivered to it so far")
+      assert.notInclude(read.message, "most likely arrived")
+      yield* bobSecond.client.roundTrip
+      yield* bobSecond.client.expectNothing("message")
+    }))
+
+  it("the loss carrying the record's expiry does not call it 'not what became of the first attempt', nor a retry likely to help", () => {
+    const expired = deliveryError({ messageId: "m-1", code: DeliveryCode.DeliveryExpired, reason: Reason.expired, retryable: false })
+    const ended = endedAfterLoss(new ConnectionLost({ operation: "send", messageId: "m-1" }), expired)
+    assert.instanceOf(ended, ConnectionLost, `ended as ${String(ended)}`)
+    assert.notInclude(ended.message, "not what became of the first attempt")
+    assert.include(ended.message, "which does not tell whether the first attempt reached its recipient")
+    assert.include(ended.message, "where that record is what refused the re-send (an expiry, an eviction), it refuses every retry the same way")
+  })
+})
