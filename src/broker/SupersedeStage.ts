@@ -2,7 +2,8 @@
  * The supersede send stage (P72): a send whose `supersedes` names its
  * sender's earlier message first tells that message's receiver it is
  * superseded, with a `message_control` sent along the message's receipt
- * route (Receipts.ts), and rewrites the old message's record to say so. It
+ * route (Receipts.ts), and rewrites the old message's own record to say so
+ * (never a later send's under the id: review revdd DD1). It
  * reads the routes through Receipts and keeps no state of its own; its
  * `delivered` records the new message's route (Receipts.addRoute).
  *
