@@ -24,12 +24,11 @@
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
-import { OutboundRecord } from "./OutboundRecord.ts"
+import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import { OutboundRecords } from "./OutboundRecords.ts"
 
 /** A send's fingerprint and outcome: their types live with the other stored records (src/store/records.ts). */
 export type { Fingerprint, Outcome } from "../store/records.ts"
-
 
 /** The answer to a send delivered to a live session's connection. */
 export const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
@@ -77,7 +76,6 @@ const isWithdrawal = (outcome: Outcome): boolean =>
 export interface DeliveryRecord extends Fingerprint {
   readonly outcome: Outcome
 }
-
 
 /** Whether two fingerprints name the same send: the same target and the same authored content (`sameContent`). */
 export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean => a.targetId === b.targetId && sameContent(a, b)
@@ -287,7 +285,10 @@ export class DeliveryRecords {
       if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
     }
     if (record !== candidate) record.fingerprintFrom(candidate)
-    this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored)
+    // On a record routed for an earlier message under the id (unless this send's own route was just kept there:
+    // Receipts.addRoute), whose withdrawal must not rewrite this send's part (`rewrite`'s `route`; review revdd DD1).
+    const later = record !== candidate && record.routed && (candidate.parts & ROUTE_TAKEN) === 0
+    this.table.keepRecord(record, outcome, now, recordBytes(record, outcome), restored, later)
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
     if (this.overBound()) this.makeRoom(now)
@@ -298,14 +299,18 @@ export class DeliveryRecords {
    * mailbox flush). A kept record's byte estimate follows its new outcome (a
    * supersede's reason names the new message), so the byte bound counts what
    * is kept; the next record kept makes room if that is now over it.
-   * `mailStays`: the mailbox keeps the mail under the id all the same, so a
-   * durable broker's store keeps its row: after a supersede that left it
-   * there — a later message reusing the id (the supersede stage, SupersedeStage.ts).
-   * False everywhere else.
+   * `mailStays` (the supersede stage alone, SupersedeStage.ts): mail under
+   * the id stays in the mailbox after it — a later message reusing the id, or
+   * the superseded message's own copy no told client instance read — so a
+   * durable store keeps its row. `route`: the withdrawn message's route, when
+   * a cancel or supersede found it by that: the replay part is rewritten only
+   * if it is that message's, not a later send's under the id
+   * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
+   * all the same, with no record.
    */
-  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false): void {
-    const found = this.table.find(sender, id)
-    const kept = found !== undefined && found.recorded ? found : undefined
+  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false, route?: OutboundRecord): void {
+    const found = route ?? this.table.find(sender, id)
+    const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
     if (kept !== undefined) {
       kept.outcome = outcome
       this.bytes -= kept.bytes

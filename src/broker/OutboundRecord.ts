@@ -51,6 +51,17 @@ export const WITHDRAWAL_KEPT = 64
  * unconfirmed (Receipts' cancel and supersede paths): only such a withdrawal outlives the route (`OutboundRecords.ageRoute`).
  */
 export const WITHDRAWN_WAITING = 128
+/**
+ * Its replay part is a later send's under its id than the message its route names: that send was recorded after
+ * the earlier message's replay record left while its route stayed (DeliveryRecords.keep; review revdd DD1).
+ * Cleared when a route is made for the recorded message (Receipts.addRoute).
+ */
+export const RECORD_LATER = 256
+/**
+ * Of a send's own record (`OutboundRecord.of`), never of one in the table: its route was kept on the table's
+ * record of its id (Receipts.addRoute) before its replay part (DeliveryRecords.keep), so the two are one message's.
+ */
+export const ROUTE_TAKEN = 512
 
 /**
  * What the broker keeps of one message (see the module header). The
@@ -83,7 +94,7 @@ export class OutboundRecord implements Fingerprint {
    * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
    * with its message unread, whether its withdrawal is kept past its route, whether that withdrawal came while
    * its message may still have waited (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD,
-   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING).
+   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING, RECORD_LATER; ROUTE_TAKEN on a send's record outside the table).
    */
   parts = 0
   /** Its id's hash in the table (while in it). */
@@ -190,6 +201,15 @@ export class OutboundRecord implements Fingerprint {
    */
   get withdrawalKept(): boolean {
     return (this.parts & WITHDRAWAL_KEPT) !== 0
+  }
+
+  /**
+   * Its replay part is a later send's under its id than the message its
+   * route names (RECORD_LATER): a withdrawal of the routed message must not
+   * rewrite it (DeliveryRecords.rewrite's `route`; review revdd DD1).
+   */
+  get recordLater(): boolean {
+    return (this.parts & RECORD_LATER) !== 0
   }
 
   /** It is the table's record of its (sender, id): `OutboundRecords.claim` needs no lookup. */

@@ -74,6 +74,7 @@ import {
   NOT_RECORDED,
   type OutboundRecord,
   RECORDED,
+  RECORD_LATER,
   RESTORED,
   ROUTED,
   WITHDRAWAL_KEPT,
@@ -282,16 +283,18 @@ export class OutboundRecords {
    * Keeps the replay part of `record` (claimed: the table's record of its
    * sender and id) as the newest record; a kept one moves to the back.
    * `restored`: found stored at startup (`OutboundRecord.restored`); a record
-   * kept again in this run is not.
+   * kept again in this run is not. `later`: the send kept is a later one
+   * under the id than the message its route names (`recordLater`).
    */
-  keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number, restored = false): void {
+  keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number, restored = false, later = false): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
     // The clock stepped back below the newest record's reading: those past it count from the step (module header).
     for (let later = this.newestRecordEntry; later !== undefined && later.recordedAt > at; later = later.olderRecord) {
       later.recordedAt = at
     }
-    record.parts = restored ? record.parts | RECORDED | RESTORED : (record.parts | RECORDED) & ~RESTORED
+    const parts = restored ? record.parts | RECORDED | RESTORED : (record.parts | RECORDED) & ~RESTORED
+    record.parts = later ? parts | RECORD_LATER : parts & ~RECORD_LATER
     record.outcome = outcome
     record.recordedAt = at
     record.bytes = bytes
@@ -305,7 +308,7 @@ export class OutboundRecords {
   dropRecord(record: OutboundRecord): void {
     if (!record.recorded) return
     this.unlinkRecord(record)
-    record.parts &= ~(RECORDED | RESTORED)
+    record.parts &= ~(RECORDED | RESTORED | RECORD_LATER)
     record.outcome = NOT_RECORDED
     this.recordCount--
     this.release(record)
@@ -315,9 +318,11 @@ export class OutboundRecords {
    * Keeps the route part (P70) of `record` (claimed: the table's record of
    * its sender and id) to the session of `receiverKey`, given to its client
    * instance `receiverInstance`, as the newest route; a kept one moves to
-   * the back.
+   * the back. `ofRecord`: the routed message is the one its replay part
+   * records, if any (no longer `recordLater`); else an earlier one under the
+   * id is (`recordLater` while a replay part is kept).
    */
-  keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number): void {
+  keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number, ofRecord = true): void {
     if (record.routed) this.unlinkRoute(record)
     else {
       // Routed again (a message under its id flushed or sent anew): its kept withdrawal, if any, leaves that list.
@@ -327,7 +332,8 @@ export class OutboundRecords {
     // A route made in this run names the instance given the message: with it gone, no record implies one.
     // A withdrawal made while the message waited (WITHDRAWN_WAITING) stays so: a withdrawn copy routed again
     // (flushed to a client that read it) waits once more, and its withdrawal outlives this route too.
-    record.parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
+    const parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
+    record.parts = ofRecord || (parts & RECORDED) === 0 ? parts & ~RECORD_LATER : parts | RECORD_LATER
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
     // As the records' list (`keepRecord`): routes added at readings past a clock stepped back count from the step.

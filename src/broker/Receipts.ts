@@ -1,5 +1,5 @@
 /**
- * Size: about 455 lines, past the ~400 guideline, a fifth of them this
+ * Size: about 465 lines, past the ~400 guideline, a fifth of them this
  * header: one concept, the receipt route — kept, followed by receipts, and
  * read by a cancel and a supersede (their own code is Cancels.ts and
  * SupersedeStage.ts), each step reading and moving the same route records.
@@ -100,11 +100,11 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { Cancels } from "./Cancels.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
-import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import { fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
-import { OutboundRecord } from "./OutboundRecord.ts"
+import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -186,12 +186,21 @@ export class Receipts {
    * had it (review revp P1). A receipt along it for an away sender is held
    * for its return, as for any route (HeldReceipts' bounds), and the route
    * counts against MAX_ROUTES and its hour as any does.
+   *
+   * Whether the route's message is the one the replay part under its id
+   * records (`OutboundRecord.recordLater`; review revdd DD1): on the send
+   * path (`record` given) it is — that send's record is kept right after
+   * (marked ROUTE_TAKEN for DeliveryRecords.keep) or was at its staging; for
+   * mail flushed, it is when no replay part is kept or the mail's
+   * fingerprint is the part's (a hash of its text, on the flush path only).
    */
   addRoute(mail: Mail, senderKey: string, receiver: Session, now: number, record?: OutboundRecord): void {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(senderKey, id) ?? new OutboundRecord(senderKey, id, undefined))
-    routes.keepRoute(claimed, receiver.key, receiver.instance, now)
+    if (record !== undefined && claimed !== record) record.parts |= ROUTE_TAKEN
+    const ofRecord = record !== undefined || !claimed.recorded || sameFingerprint(fingerprintOfMail(mail), claimed)
+    routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute

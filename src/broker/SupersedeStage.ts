@@ -2,7 +2,8 @@
  * The supersede send stage (P72): a send whose `supersedes` names its
  * sender's earlier message first tells that message's receiver it is
  * superseded, with a `message_control` sent along the message's receipt
- * route (Receipts.ts), and rewrites the old message's record to say so. It
+ * route (Receipts.ts), and rewrites the old message's own record to say so
+ * (never a later send's under the id: review revdd DD1). It
  * reads the routes through Receipts and keeps no state of its own; its
  * `delivered` records the new message's route (Receipts.addRoute).
  *
@@ -140,9 +141,11 @@ export const supersedeStage = (
       // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
       // told now) goes with it: only the copy that reader read, told by the mark on that mail object, never a
       // later message under a reused id, which must not be lost (reviews revcc item 1, revcg CG1) — nor its stored
-      // row: while mail under the key stays in the mailbox, the rewrite leaves its row (`mailStays`).
+      // row: while mail under the key stays in the mailbox, the rewrite leaves its row (`mailStays`). Found by its
+      // route, only its own replay record is rewritten, not a later send's under the id kept after its record left
+      // (`route`; review revdd DD1); found by its record (`recordedRoute`), that record is its own.
       const copyLeft = told && mail.superseded(messageKey, target)
-      ctx.records.rewrite(sender.key, message.supersedes, superseded, !copyLeft && mail.holds(messageKey))
+      ctx.records.rewrite(sender.key, message.supersedes, superseded, !copyLeft && mail.holds(messageKey), route)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).

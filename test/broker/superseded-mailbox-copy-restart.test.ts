@@ -5,8 +5,10 @@
  * durable broker crashes. The copy survives the restart; the mark of b-1's
  * read (memory only, WithdrawnCopies.ts) and m0's route do not. Neither is
  * needed: after the restart no copy can wait in the mailbox while a holder
- * of c's identity is live, as the first to register takes it (P49) — here
- * b-1, whose write of it is a new route to b-1 — so d's supersede of m0 at b
+ * of c's identity other than its sender is live, as the first such to
+ * register takes it (P49) — here b-1, whose write of it is a new route to
+ * b-1; a copy whose sender holds that identity too may stay (docs/protocol.md,
+ * "Receipts and control"), which d here does not — so d's supersede of m0 at b
  * reaches b-1 behind m0 and m1, and c's return is given no m0. This pins
  * that shape; it does not test MailDelivery.superseded (it passes without
  * it). Nothing waits on time but the store's lazy flush, advanced on the

@@ -50,6 +50,8 @@ export const copyLeftWorld = (options: BrokerCoreOptions, clock: { now: number }
       framesOf,
       closeAbandoned,
       stick,
+      /** Hands `peer`'s connection these client frames, as one read (any frame `send` and `cancel` do not make). */
+      batch,
       /** `d` sends `sent` to `to`. */
       send: (to: string, sent: Message): void => {
         batch(d, [{ type: "send", to, message: sent }])
