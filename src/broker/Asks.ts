@@ -3,8 +3,7 @@
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `askOf`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
- * and not opening an edge again under a durable question's key (`questionHold`; once the question is refused, later:
- * `questionSettled`).
+ * and not opening an edge again under a durable question's key (`questionHold`).
  *
  * Asks and replies (P60–P64) in the send pipeline: a delivered
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
@@ -224,12 +223,6 @@ export class Asks {
   private readonly answeredUnconfirmed = new WeakMap<Mail, Mail>()
   /** Edges closed by a reply that was lost before it reached its asker (`answerLost`): that ask is unanswered again. */
   private readonly lostAnswers = new WeakSet<AskEdge>()
-  /**
-   * Lost answers' edges kept closed because a durable question under the ask's id was only asked, by record key:
-   * opened then (`openLost`) if the question fiber does not take the id after all (`questionSettled`; review revdb
-   * DB2). At most one per question asked; each goes when its question is handled.
-   */
-  private readonly lostUnderAsked = new Map<string, AskEdge>()
 
   /**
    * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
@@ -496,8 +489,9 @@ export class Asks {
    * the replier, told its reply was lost, can reply again. Not once the
    * deadline has passed, not over an edge opened for that ask meanwhile, not
    * under the key of a durable question its asker took the id for since
-   * (waited on or notified: `questionHold`, helper oneid2; one only asked keeps
-   * it closed until the question fiber has handled it, `questionSettled`), and
+   * (asked, waited on or notified: `questionHold`, helper oneid2 — one only
+   * asked keeps it closed even if the question fiber then refuses the
+   * question, a known limit: docs/protocol.md), and
    * never a durable question's (its answer was saved from the reply, and its
    * edge is the Questions concern's to open and close). Edges opened so are
    * not counted against the bounds: each stands for an edge that was open,
@@ -509,31 +503,12 @@ export class Asks {
     this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
-    this.openLost(edge, now)
-  }
-
-  /**
-   * The question fiber handled a `question_ask` under the record key `messageKey` (Questions.asked): the store
-   * `saved` it, and the question took the ask's id for good — a reply lost while it was only asked leaves the ask
-   * closed; or it refused the last one asked (a store failure, `QuestionIdTaken`), which holds nothing — that ask
-   * is unanswered as any other whose reply was lost, and its edge opens again now (review revdb DB2).
-   */
-  questionSettled(messageKey: string, saved: boolean, now: number): void {
-    const edge = this.lostUnderAsked.get(messageKey)
-    if (edge === undefined) return
-    this.lostUnderAsked.delete(messageKey)
-    if (!saved) this.openLost(edge, now)
-  }
-
-  /** `answerLost`'s edge `edge` opens again, if nothing since keeps it closed (see there). */
-  private openLost(edge: AskEdge, now: number): void {
     if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
-    // A durable question of its asker's took the id meanwhile (waited on, notified): the edge is the question's
-    // to open, and an ask's under its key would replace it or be replaced (helper oneid2). One only asked may
-    // still be refused: the edge waits for the question fiber's verdict (`questionSettled`).
-    const hold = this.questionHold(edge.askerKey, edge.messageId)
-    if (hold === "asked") this.lostUnderAsked.set(edge.messageKey, edge)
-    if (hold !== undefined) return
+    // A durable question of its asker's took the id meanwhile (asked, waited on, notified): the edge is the
+    // question's to open, and an ask's under its key would replace it or be replaced (helper oneid2). One only
+    // asked keeps it closed too, though the fiber may still refuse it: an edge reopened then could outlive the
+    // asker's withdrawal or its `expired` (review revdg DG1, DG3), a wrong verdict where this is a silent one.
+    if (this.questionHold(edge.askerKey, edge.messageId) !== undefined) return
     // Its asker withdrew it after the reply had closed it: it stays closed.
     const ask = this.askOf.get(edge)
     if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, ask)) return

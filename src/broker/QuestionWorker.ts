@@ -11,7 +11,7 @@
  * confirms (C-DQ-9); if the child has exited, the answer claims the revival
  * once (C-DQ-10) and the receipt carries the exact call to recover it (C-DQ-12).
  */
-import { Effect, Exit, Queue } from "effect"
+import { Effect, Queue } from "effect"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
 import { isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
@@ -89,9 +89,9 @@ export const runQuestionWorker = (
           createdAt: item.at
         }).pipe(
           Effect.matchEffect({
-            onFailure: (error) => Effect.as(failed(item.session, item.requestId, error), false),
+            onFailure: (error) => failed(item.session, item.requestId, error),
             onSuccess: ({ record }) =>
-              Effect.as(Effect.andThen(
+              Effect.andThen(
                 result(item.session, item.requestId, { question: recordWire(record) }),
                 Effect.sync(() => {
                   // Saved first (C-SUP-18); only now is anyone told. The child waits only on a question still
@@ -103,15 +103,10 @@ export const runQuestionWorker = (
                   else if (state === "cancelled") questions.write(item.session, cancelledFrame(record))
                   else questions.write(item.session, answeredFrame(record))
                 })
-              ), true)
+              )
           }),
-          // After `wait`: a send under an unresolved question's id is refused throughout (Questions' `asking`, then
-          // `waiters`). Whether the store took the id: a reply lost meanwhile opens its ask again only if it did not
-          // (review revdb DB2); interrupted, nothing is known saved.
-          Effect.onExit((exit) =>
-            Effect.sync(() => questions.asked(item.session, item.questionId, Exit.isSuccess(exit) && exit.value))
-          ),
-          Effect.asVoid
+          // After `wait`: a send under an unresolved question's id is refused throughout (Questions' `asking`, then `waiters`).
+          Effect.ensuring(Effect.sync(() => questions.asked(item.session, item.questionId)))
         )
       case "Received":
         return store.get(item.questionId).pipe(

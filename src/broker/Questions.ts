@@ -50,9 +50,9 @@
  * revdb DB1). The send stage reads live state only, the question's
  * check live state and P46's records: once both are over its id is free
  * again (docs/protocol.md). Asks.ts reads `holdOf` too: an ask's edge is
- * never opened again under a question's key, and a reply lost while the
- * question is only asked waits for the fiber (`asked` tells Asks.ts,
- * `settled`): refused, the question holds nothing and the ask opens again.
+ * never opened again under a question's key — also while the question is
+ * only asked, even if the fiber then refuses it (a known limit,
+ * docs/protocol.md).
  *
  * Waiters and notices are indexed by the session key of the child and of the
  * supervisor, so a session leaving touches only its own entries. A takeover
@@ -200,23 +200,19 @@ export class Questions {
    * id: the send stage's one lookup (review revdb DB1).
    */
   private readonly liveBy = new Map<string, number>()
-  /** Told of a question asked that the store saved, or of the last refused (`asked`; Asks.questionSettled). */
-  private readonly settled: (messageKey: string, saved: boolean) => void
 
   constructor(
     ctx: RouterContext,
     edges: AskEdges,
     work: Queue.Queue<QuestionWork>,
     supervisorOf: (session: Session) => SupervisorRef | undefined,
-    stagedAskTo: (senderKey: string, messageId: string) => string | undefined,
-    settled: (messageKey: string, saved: boolean) => void = () => undefined
+    stagedAskTo: (senderKey: string, messageId: string) => string | undefined
   ) {
     this.ctx = ctx
     this.edges = edges
     this.work = work
     this.supervisorOf = supervisorOf
     this.stagedAskTo = stagedAskTo
-    this.settled = settled
     edges.watchQuestions((askerKey, delta) => this.count(askerKey, delta))
   }
 
@@ -296,8 +292,8 @@ export class Questions {
 
   /**
    * How a question holds `senderKey`'s message id `messageId` (`QuestionHold`), or undefined. What Asks.ts reads
-   * before it opens an ask's edge again (`answerLost`: only `asked`, the fiber may still refuse the question, and
-   * then `settled` lets it open) or for a restored staged ask (`openStaged`): that edge would replace the
+   * before it opens an ask's edge again (`answerLost`: `asked` too, though the fiber may still refuse the question)
+   * or for a restored staged ask (`openStaged`): that edge would replace the
    * question's, or be replaced by it. `taken`: its child waits on it, or its edge is open — notified through this
    * broker, or restored at startup before its child asked again (C-DQ-6; review revcf R4).
    */
@@ -340,12 +336,10 @@ export class Questions {
   }
 
   /**
-   * The fiber handled a `question_ask` of `session` for `questionId` (after `wait`), and the store `saved` it (took
-   * the id for it: saved now or before) or refused it (a store failure, `QuestionIdTaken`): one fewer `asking`.
-   * Asks.ts is told (`settled`) at once when it was saved, else when the last is handled: a reply lost meanwhile
-   * opens its ask's edge again only if no `question_ask` under its id was saved (review revdb DB2).
+   * The fiber handled a `question_ask` of `session` for `questionId` (after `wait`), saved or refused: one fewer
+   * `asking`.
    */
-  asked(session: Session, questionId: string, saved: boolean): void {
+  asked(session: Session, questionId: string): void {
     const key = recordKeyOf(session.key, questionId)
     const count = this.asking.get(key)
     if (count === undefined) return
@@ -355,7 +349,6 @@ export class Questions {
       this.asking.delete(key)
       this.count(session.key, -1)
     }
-    if (saved || count <= 1) this.settled(key, saved)
   }
 
   /** The live reply to `questionId` was handled by the fiber (saved or refused). */

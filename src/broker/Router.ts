@@ -381,9 +381,7 @@ export class Router {
         asks.edges,
         signals.questions,
         (session) => supervisor.supervisorOf(session),
-        (senderKey, messageId) => staging.stagedAsk(senderKey, messageId)?.mail.targetKey,
-        // A reply lost while a question under its ask's id was only asked: the ask opens again unless it was saved.
-        (messageKey, saved) => asks.questionSettled(messageKey, saved, ctx.now())
+        (senderKey, messageId) => staging.stagedAsk(senderKey, messageId)?.mail.targetKey
       )
 
     // Order matters where two rules could refuse the same send (P45's precedence).

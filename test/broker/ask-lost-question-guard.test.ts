@@ -60,7 +60,7 @@ describe("a lost copy of an ask whose id a durable question took", () => {
       }
       router.questions?.wait("q-1", session)
       router.questions?.notify(record, undefined)
-      router.questions?.asked(session, "q-1", true)
+      router.questions?.asked(session, "q-1")
       assert.isTrue(framesOf(supervisor).some((f) => f.type === "message" && f.message?.id === "q-1"), "setup: the supervisor was not notified")
       assert.strictEqual(router.stats().asks, 1, "setup: the question's edge is not open")
 

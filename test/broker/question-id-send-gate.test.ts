@@ -55,7 +55,7 @@ describe("Questions.stage while the child's question is live", () => {
 
       // Saved and notified, as the fiber would: the child waits on it and its edge is open.
       questions.wait("q-1", session)
-      questions.asked(session, "q-1", true)
+      questions.asked(session, "q-1")
       const record: QuestionRecord = {
         id: "q-1",
         ownerId: SUP,
