@@ -60,12 +60,20 @@
  * registration walks only its own session's entries, and only when the
  * index has any (measured in docs/protocol.md, `reply-elsewhere-v1`).
  */
-import type { Message } from "../protocol/frames.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { idOfKey } from "./DeliveryRecords.ts"
 import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Peer } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
+
+/**
+ * One ask this run opened, as its withdrawals and its answer name it (Asks.ts, `askOf`): an object of its own per
+ * ask, shared by its edge and every copy of its mail, holding only its record key — a withdrawal is kept up to 30
+ * days, and holding the ask's message would keep its text (up to 1 MiB) that long (review revdg DG2).
+ */
+export interface AskIdentity {
+  readonly askKey: string
+}
 
 /** Answered asks remembered at once; past it the oldest go (a resend of one of those waits out its timeout, as before). */
 export const MAX_ANSWERED = 16_384
@@ -85,8 +93,8 @@ interface Answer {
   readonly until: number
   /** The ask's receipt, a stamp (`AskEdge.openedAt`), when its edge knew it: no withdrawal of it is stamped lower. */
   readonly openedAt: number | undefined
-  /** The ask's message as this run opened it (Asks.askOf), undefined for one restored: what its withdrawal names. */
-  readonly ask: Message | undefined
+  /** The ask as this run opened it (Asks.askOf), undefined for one restored: what its withdrawal names. */
+  readonly ask: AskIdentity | undefined
   told: SessionInstance | undefined
 }
 
@@ -149,7 +157,7 @@ export class AnsweredAsks {
     reply: OutboundRecord,
     now: number,
     openedAt?: number,
-    ask?: Message
+    ask?: AskIdentity
   ): void {
     const evicted = this.answers.set(askKey, { askKey, askerKey, reply, until, openedAt, ask, told: undefined }, now)
     let keys = this.byAsker.get(askerKey)
@@ -188,8 +196,8 @@ export class AnsweredAsks {
     return this.answers.size === 0 ? undefined : this.answers.get(askKey)?.openedAt
   }
 
-  /** The answered ask `askKey`'s message as this run opened it (`answered`'s `ask`), or undefined when unknown. */
-  askOf(askKey: string): Message | undefined {
+  /** The answered ask `askKey` as this run opened it (`answered`'s `ask`), or undefined when unknown. */
+  askOf(askKey: string): AskIdentity | undefined {
     return this.answers.size === 0 ? undefined : this.answers.get(askKey)?.ask
   }
 

@@ -1,5 +1,5 @@
 /**
- * Size: about 735 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 710 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `askOf`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
@@ -91,7 +91,7 @@ import { ASK_EXPIRY_V1, ASK_TIMEOUT_V1, REPLY_ELSEWHERE_V1 } from "../protocol/f
 import type { Message } from "../protocol/frames.ts"
 import { type AskEdge, askDueOf, AskEdges, dueOf } from "./AskEdges.ts"
 import { AgedMap } from "./AgedMap.ts"
-import { AnsweredAsks } from "./AnsweredAsks.ts"
+import { AnsweredAsks, type AskIdentity } from "./AnsweredAsks.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { mailAmong } from "./OutboundItems.ts"
@@ -123,10 +123,10 @@ interface Withdrawal {
   /** Its stamp (as the map's entry has it; `earlier` entries have no entry of their own). */
   readonly at: number
   /**
-   * The message of the ask it withdrew, as this run opened it (`askOf`); undefined for a withdrawal restored from the
+   * The ask it withdrew, as this run opened it (`askOf`); undefined for a withdrawal restored from the
    * store or of an ask restored from it (its edge, or its answer), which this run did not open.
    */
-  readonly ask: Message | undefined
+  readonly ask: AskIdentity | undefined
   /**
    * The withdrawal it replaced under its key (an earlier ask's, or an earlier one of the same ask), which a copy of
    * its ask given back later is still judged by (`withdrawnWithin`). Newest first, at most `MAX_WITHDRAWN_PER_KEY`
@@ -195,12 +195,14 @@ export class Asks {
    */
   private readonly withdrawn = new AgedMap<string, Withdrawal>(MAX_WITHDRAWN)
   /**
-   * Each ask this run opened, by its edge and by its message: that `Message`
-   * object, which names the ask a withdrawal withdrew (`Withdrawal.ask`). Its
+   * Each ask this run opened, by its edge and by its message: an identity of
+   * its own (`AskIdentity`, its record key only: a withdrawal kept 30 days
+   * holds no text, review revdg DG2), which names the ask a withdrawal
+   * withdrew (`Withdrawal.ask`). Its
    * stamp could not: stamps hold still while they lead the clock, so asks
    * under one id may share a receipt stamp, and a withdrawal of one may carry
    * the stamp of a later ask's life (review revcb item 2, review revdc DC2,
-   * DC3). The message, not its `Mail`: every copy of the mail
+   * DC3). Keyed by the message, not its `Mail`: every copy of the mail
    * (`{ ...mail }`: given back to the mailbox, MailReturns.requeue; put back,
    * MailDelivery.askAgain; kept or given, WithdrawnCopies) shares it, so each
    * copy is judged as the ask (review revch CH2); an edge opened again
@@ -208,7 +210,7 @@ export class Asks {
    * store. Weak: it goes with the ask's objects. An ask restored from the
    * store (its mail, its edge) has none: judged by stamps (`withdrawnWithin`).
    */
-  private readonly askOf = new WeakMap<Message | AskEdge, Message>()
+  private readonly askOf = new WeakMap<Message | AskEdge, AskIdentity>()
   /** The reply that answered each recently answered ask (`reply-elsewhere-v1`, AnsweredAsks.ts). */
   readonly answered: AnsweredAsks
   /**
@@ -436,7 +438,7 @@ export class Asks {
    * withdrawal kept under the key is looked at (`Withdrawal.earlier`, newest
    * first, at most `MAX_WITHDRAWN_PER_KEY`). Give-back and lost-reply paths only.
    */
-  private withdrawnWithin(messageKey: string, from: number, until: number, ask: Message | undefined): boolean {
+  private withdrawnWithin(messageKey: string, from: number, until: number, ask: AskIdentity | undefined): boolean {
     if (this.withdrawn.size === 0) return false
     for (let withdrawal = this.withdrawn.get(messageKey); withdrawal !== undefined; withdrawal = withdrawal.earlier) {
       if (withdrawal.ask === ask && from <= withdrawal.at && withdrawal.at < until) return true
@@ -476,8 +478,9 @@ export class Asks {
         notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       }
       // The ask's identity for its withdrawals (`askOf`): its edge and every copy of its mail name it.
-      this.askOf.set(mail.message, mail.message)
-      this.askOf.set(edge, mail.message)
+      const identity: AskIdentity = { askKey: mail.recordKey }
+      this.askOf.set(mail.message, identity)
+      this.askOf.set(edge, identity)
       this.open(edge)
     }
   }
@@ -597,7 +600,7 @@ export class Asks {
    * Remembers the ask `messageKey`, whose message this run opened as `ask` (`askOf`), as withdrawn at `stamp`
    * (see `withdrawn`; a stamp, on its mail's `brokerReceivedAt` scale), in the store too when there is one.
    */
-  private withdraw(messageKey: string, stamp: number, ask: Message | undefined): void {
+  private withdraw(messageKey: string, stamp: number, ask: AskIdentity | undefined): void {
     // The one it replaces (an earlier ask's, task stamps4 item 3) stays behind it, for a copy of that ask.
     const earlier = this.withdrawn.size === 0 ? undefined : this.withdrawn.get(messageKey)
     if (earlier !== undefined) {
