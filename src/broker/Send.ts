@@ -82,7 +82,12 @@ const fieldNamesOf = (mail: Mail): ReadonlyArray<string> => {
   const names: Array<string> = []
   if (mail.askTimeoutMs !== undefined) names.push("askTimeoutMs")
   if (mail.channel !== undefined) names.push("channel")
-  if (mail.delivery !== undefined) names.push("delivery")
+  const delivery = mail.delivery
+  if (delivery !== undefined) {
+    names.push("delivery")
+    if (delivery.queueMode !== undefined) names.push("queueMode")
+    if (delivery.threadId !== undefined) names.push("threadId")
+  }
   if (mail.traceparent !== undefined) names.push("traceparent")
   return names
 }

@@ -86,7 +86,7 @@ describe("the size check counts a replace message's delivery fields (threadId up
       const answer = take(sender).find(({ frame }) => frame.messageId === big.id)?.frame
       assert.strictEqual(answer?.type, "delivery_failed")
       assert.strictEqual(answer?.code, "E_MESSAGE_TOO_LARGE")
-      assert.strictEqual(answer?.reason, tooLargeReason(1, REPLACE_FIELDS.length, "delivery field"))
+      assert.strictEqual(answer?.reason, tooLargeReason(1, REPLACE_FIELDS.length, "delivery, queueMode and threadId fields"))
       assert.deepStrictEqual(take(recipient), [], "nothing was written to the recipient")
     }))
 
@@ -170,7 +170,7 @@ describe("the size check counts a live ask's longest timeout with its queue/stac
       const answer = take(sender).find(({ frame }) => frame.messageId === ask.id)?.frame
       assert.strictEqual(answer?.type, "delivery_failed")
       assert.strictEqual(answer?.code, "E_MESSAGE_TOO_LARGE")
-      assert.strictEqual(answer?.reason, tooLargeReason(1, 65, "askTimeoutMs and delivery fields"))
+      assert.strictEqual(answer?.reason, tooLargeReason(1, 65, "askTimeoutMs, delivery and queueMode fields"))
       assert.deepStrictEqual(take(recipient), [], "nothing was written to the recipient")
     }))
 
