@@ -8,7 +8,7 @@
  * (`liveFrameFor`: the base frame with `askTimeoutMs` spliced in). A base
  * recipient's send (the base frame written as it is) is the reference.
  *
- *   node bench/ask-frame.ts [--sends 200000] [--blocks 10]
+ *   npx node bench/ask-frame.ts [--sends 200000] [--blocks 10]
  *
  * Two asks: 100 B of text (`--sends` per block) and 10 KiB (a tenth as many).
  *
@@ -31,7 +31,7 @@ import { median } from "./stats.ts"
 import { makeText } from "./harness.ts"
 import { benchMessageId } from "./workloads.ts"
 
-const usage = `usage: node bench/ask-frame.ts [--sends N] [--blocks N]
+const usage = `usage: npx node bench/ask-frame.ts [--sends N] [--blocks N]
   --sends   sends per block of the 100 B ask (default 200000; the 10 KiB ask: a tenth)
   --blocks  alternating blocks of each way (default 10)`
 

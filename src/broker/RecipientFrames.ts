@@ -12,7 +12,8 @@
  * which splices the granted fields into the frame the size check built so
  * the message is stringified once per send, issue 16), mail flushed from the
  * mailbox (MailDelivery.ts), withdrawn copies and questions
- * (`messageFrameFor`).
+ * (`messageFrameFor`). `longestTail` is the run of fields the send
+ * pipeline's size check counts: the most any recipient can be written.
  */
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -66,6 +67,19 @@ export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">):
   (mail.traceparent !== undefined && recipient.features.has(TRACE_V1))
 
 /**
+ * The longest run of extension fields any recipient can be written after
+ * `mail`'s message: every field the mail carries, as for a recipient granted
+ * every extension (`Encode.messageTail`), `""` when it carries none. The
+ * send pipeline's size check adds its bytes to the base frame's, so that no
+ * recipient's frame — written now, flushed from the mailbox, staged, or
+ * given back and written again — can pass 1 MiB after the send was
+ * acknowledged (C-BRK-3). A failure reply's mark is not in it: its form
+ * differs by recipient and the size check builds both (Send.ts).
+ */
+export const longestTail = (mail: Mail): string =>
+  Encode.messageTail(mail.askTimeoutMs, mail.channel, undefined, mail.delivery, mail.traceparent)
+
+/**
  * `recipient`'s `message` frame for `mail` as the send pipeline writes it
  * live — what `messageFrameFor(mail, recipient, mail.brokerReceivedAt)`
  * builds — made from `base`, the frame the size check built
@@ -73,21 +87,24 @@ export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">):
  * `mail.brokerReceivedAt`, no extension field): `base` itself for a
  * recipient that gets no extension field (`extendsBaseFrame`), else `base`
  * with the fields it was granted spliced in after the message, so the
- * message is stringified once whatever the grants (issue 16). A failure
- * reply's message differs by recipient (ReplyErrors.ts): it is built by
- * `messageFrameFor`, and `base` is not read.
+ * message is stringified once whatever the grants (issue 16). `longest`,
+ * when given, is `longestTail(mail)`, as the size check built it: reused,
+ * not built again, for a recipient granted every field the mail carries. A
+ * failure reply's message differs by recipient (ReplyErrors.ts): it is
+ * built by `messageFrameFor`, and `base` is not read.
  */
-export const liveFrameFor = (base: OutFrame, mail: Mail, recipient: Pick<Peer, "features">): OutFrame => {
+export const liveFrameFor = (base: OutFrame, mail: Mail, recipient: Pick<Peer, "features">, longest?: string): OutFrame => {
   if (!extendsBaseFrame(mail, recipient)) return base
   if (mail.replyError !== undefined) return messageFrameFor(mail, recipient, mail.brokerReceivedAt)
+  const features = recipient.features
+  const askTimeoutMs = mail.askTimeoutMs !== undefined && features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined
+  const channel = mail.channel !== undefined && features.has(SUPERVISOR_V1) ? mail.channel : undefined
+  const delivery = mail.delivery !== undefined && features.has(DELIVERY_V1) ? mail.delivery : undefined
+  const traceparent = mail.traceparent !== undefined && features.has(TRACE_V1) ? mail.traceparent : undefined
+  const grantedAll = askTimeoutMs === mail.askTimeoutMs && channel === mail.channel && delivery === mail.delivery &&
+    traceparent === mail.traceparent
   return Encode.withMessageTail(
     base,
-    Encode.messageTail(
-      mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
-      mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
-      undefined,
-      mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined,
-      mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
-    )
+    grantedAll && longest !== undefined ? longest : Encode.messageTail(askTimeoutMs, channel, undefined, delivery, traceparent)
   )
 }

@@ -1,5 +1,5 @@
 /**
- * Size note: about 710 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * Size note: about 725 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
  * module.
  *
  * The send pipeline (P40–P50): one `send` frame, in order —
@@ -50,7 +50,7 @@ import {
   sameContent,
   sameFingerprint
 } from "./DeliveryRecords.ts"
-import { liveFrameFor, messageFrameFor } from "./RecipientFrames.ts"
+import { liveFrameFor, longestTail, messageFrameFor } from "./RecipientFrames.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -64,15 +64,6 @@ import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
 import { Routed, Traffic } from "./Traffic.ts"
-
-/**
- * Room, in ASCII characters, for the fields a recipient may get besides the message: `askTimeoutMs`
- * (`,"askTimeoutMs":` and 16 digits) and `channel` (`,"channel":"supervisor"`).
- */
-const EXTENSION_ROOM = 64
-
-/** Room for `traceparent` (`trace-v1`: `,"traceparent":` and 55 characters), added only for a traced send. */
-const TRACE_ROOM = 80
 
 /**
  * The larger of a failure reply's two forms (ReplyErrors.ts): with the
@@ -89,12 +80,29 @@ const EXTENDED_RECIPIENT: Pick<Peer, "features"> = { features: new Set([REPLY_ER
 const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
 
 /**
- * A frame that fits the 1 MiB limit with `room` more ASCII characters (the
- * extension fields a recipient may get), checked cheaply when it obviously
- * does, and without building the longer text.
+ * Whether `frame` with `tail` (the extension fields written after its
+ * message, RecipientFrames.longestTail) fits the 1 MiB limit: checked
+ * cheaply when it obviously does (three bytes at most per UTF-16 unit),
+ * and without building the longer text.
  */
-const fitsFrame = (frame: OutFrame, room: number): boolean =>
-  (frame.length + room) * 3 <= MAX_FRAME_BYTES || frameBytes(frame) + room <= MAX_FRAME_BYTES
+const fitsFrame = (frame: OutFrame, tail: string): boolean =>
+  (frame.length + tail.length) * 3 <= MAX_FRAME_BYTES ||
+  frameBytes(frame) + Buffer.byteLength(tail, "utf8") <= MAX_FRAME_BYTES
+
+/** The extension fields `mail` carries (its `longestTail`), by name, for the too-large reason. */
+const fieldNamesOf = (mail: Mail): ReadonlyArray<string> => {
+  const names: Array<string> = []
+  if (mail.askTimeoutMs !== undefined) names.push("askTimeoutMs")
+  if (mail.channel !== undefined) names.push("channel")
+  const delivery = mail.delivery
+  if (delivery !== undefined) {
+    names.push("delivery")
+    if (delivery.queueMode !== undefined) names.push("queueMode")
+    if (delivery.threadId !== undefined) names.push("threadId")
+  }
+  if (mail.traceparent !== undefined) names.push("traceparent")
+  return names
+}
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {
@@ -373,14 +381,21 @@ export class Send {
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
-    // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
+    // C-BRK-3: the forwarded frame must fit 1 MiB for any recipient, now or when written later (flushed from
+    // the mailbox, staged, given back): the base frame (for a failure reply, the larger of its two forms) with
+    // every extension field the mail carries, as a recipient granted them all is written them. None: no tail built.
     const forwarded = replyError === undefined
       ? Encode.messageFrame(sender.infoJson, message, attempt.stamp, attempt.stamp)
       : largestReplyErrorFrame(mail, attempt.stamp)
-    if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
+    const tail = mail.askTimeoutMs === undefined && mail.channel === undefined && mail.delivery === undefined &&
+        mail.traceparent === undefined
+      ? ""
+      : longestTail(mail)
+    if (!fitsFrame(forwarded, tail)) {
+      const tailBytes = Buffer.byteLength(tail, "utf8")
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
-        reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
+        reason: Reason.tooLarge(frameBytes(forwarded) + tailBytes, MAX_FRAME_BYTES, tailBytes, fieldNamesOf(mail))
       }, frame.to)
     }
     const journal = this.ctx.journal
@@ -413,8 +428,9 @@ export class Send {
     route?.accepted(attempt, target)
     journal?.putMail(mail)
     // The size check's frame is the base one: written as it is unless this recipient gets more, and then with its
-    // fields spliced in after the message (RecipientFrames.liveFrameFor): the message is not encoded again (issue 16).
-    const text = liveFrameFor(forwarded, mail, target.peer)
+    // fields spliced in after the message (RecipientFrames.liveFrameFor): the message is not encoded again (issue 16);
+    // for a recipient granted every field the mail carries, the size check's tail is the one spliced in.
+    const text = liveFrameFor(forwarded, mail, target.peer, tail)
     this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).

@@ -48,6 +48,10 @@ export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
 /** The mailbox bound a message met (the broker's `MailboxBound`): messages overall, bytes overall, bytes per recipient. */
 export type MailboxBoundName = "capacity" | "bytes" | "bytesPerTarget"
 
+/** `names` as prose: `a`, `a and b`, `a, b and c`. */
+const namesOf = (names: ReadonlyArray<string>): string =>
+  names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`
+
 /**
  * The broker's `reason` text for each refusal (P45), verbatim: clients match
  * on the base-protocol ones, so they must not change.
@@ -245,8 +249,14 @@ export const Reason = {
   /** Our addition (C-DLV-9): what the asker of a dropped staged ask is told, when it is back. */
   stagedAskerLeft:
     "Your connection to the broker closed while this ask waited in its replace window; it was dropped before delivery and will get no reply. Ask again",
-  tooLarge: (bytes: number, limit: number) =>
-    `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`,
+  /**
+   * `bytes`: the forwarded frame's size for a recipient written every field the message carries; `fieldBytes` of
+   * them are those fields (`fields`, by name), which a recipient granted their extensions gets after the message.
+   */
+  tooLarge: (bytes: number, limit: number, fieldBytes = 0, fields: ReadonlyArray<string> = []) =>
+    `Message is too large to deliver: the forwarded frame would be ${bytes} bytes${
+      fieldBytes === 0 ? "" : ` (${fieldBytes} of them for the ${namesOf(fields)} field${fields.length === 1 ? "" : "s"} a recipient may be given with it)`
+    }, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`,
   /** Our addition: a durable broker that cannot save (disk full, I/O error) refuses sends rather than acknowledge them. */
   storeFailed: (detail: string) =>
     `The broker cannot save messages right now (${detail}); nothing was sent. Retry once the disk has room or the database is repaired (docs/store.md)`,

@@ -10,7 +10,8 @@
  * which decides whether the base frame is written as it is, is held to
  * `messageFrameFor` for every extension field, granted or not; `liveFrameFor`,
  * which builds the frame written, is held to `messageFrameFor`'s bytes by a
- * property over every combination of fields and grants. Driven by hand
+ * property over every combination of fields and grants, also when handed the
+ * size check's longest tail (`longestTail`) to reuse. Driven by hand
  * (handRouter.ts): each batch is handled and its output written in the
  * test's own step.
  */
@@ -18,7 +19,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { vi } from "vitest"
 import fc from "fast-check"
-import { extendsBaseFrame, liveFrameFor, messageFrameFor } from "../../src/broker/RecipientFrames.ts"
+import { extendsBaseFrame, liveFrameFor, longestTail, messageFrameFor } from "../../src/broker/RecipientFrames.ts"
 import * as Encode from "../../src/broker/encode.ts"
 import type { Mail, Peer } from "../../src/broker/Peer.ts"
 import { STEER } from "../../src/protocol/deliveryModes.ts"
@@ -30,8 +31,11 @@ import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
 import { handRouter } from "../support/handRouter.ts"
 
-/** How many `message` frames were encoded (`Encode.messageFrame` calls) since the counter was last reset. */
-const encoded = vi.hoisted(() => ({ messageFrames: 0 }))
+/**
+ * How many `message` frames were encoded (`Encode.messageFrame` calls), and how many extension-field tails were built
+ * outside it (`Encode.messageTail` calls from other modules), since the counters were last reset.
+ */
+const encoded = vi.hoisted(() => ({ messageFrames: 0, tails: 0 }))
 
 vi.mock("../../src/broker/encode.ts", async (importOriginal) => {
   const original = await importOriginal<typeof import("../../src/broker/encode.ts")>()
@@ -40,6 +44,10 @@ vi.mock("../../src/broker/encode.ts", async (importOriginal) => {
     messageFrame: (...args: Parameters<typeof original.messageFrame>) => {
       encoded.messageFrames++
       return original.messageFrame(...args)
+    },
+    messageTail: (...args: Parameters<typeof original.messageTail>) => {
+      encoded.tails++
+      return original.messageTail(...args)
     }
   }
 })
@@ -74,14 +82,16 @@ const askOnce = (recipientFeatures: ReadonlyArray<string>) => Effect.gen(functio
   batch(recipient, [registerFrame({ sessionId: "recipient", frame: { features: recipientFeatures } })])
   const ask = message("well?", { expectsReply: true })
   encoded.messageFrames = 0
+  encoded.tails = 0
   batch(asker, [{ type: "send", to: "recipient", message: ask, askTimeoutMs: ANNOUNCED_MS }])
   const encodings = encoded.messageFrames
+  const tails = encoded.tails
   const messages = (written.get(recipient) ?? []).flatMap((frame): Array<WrittenMessage> => {
     const parsed: Record<string, unknown> & WrittenMessage = JSON.parse(frameText(frame))
     return parsed["type"] === "message" ? [{ ...parsed, keys: Object.keys(parsed) }] : []
   })
   assert.strictEqual(messages.length, 1, "the recipient was written the ask once")
-  return { ask, encodings, written: messages[0]! }
+  return { ask, encodings, tails, written: messages[0]! }
 })
 
 describe("an ask's message frame, encoded once per encoding needed", () => {
@@ -96,9 +106,9 @@ describe("an ask's message frame, encoded once per encoding needed", () => {
       assert.strictEqual(encodings, 1, "the size check's frame is the one written")
     }))
 
-  it.effect("a recipient granted ask-timeout-v1 is written the extended frame, with the ask's askTimeoutMs, its message encoded once", () =>
+  it.effect("a recipient granted ask-timeout-v1 is written the extended frame, with the ask's askTimeoutMs, its message encoded once and its tail built once (the size check's)", () =>
     Effect.gen(function*() {
-      const { ask, encodings, written } = yield* askOnce([ASK_TIMEOUT_V1])
+      const { ask, encodings, tails, written } = yield* askOnce([ASK_TIMEOUT_V1])
       assert.deepStrictEqual(written.keys, ["type", "from", "message", "askTimeoutMs"])
       assert.strictEqual(written.askTimeoutMs, ANNOUNCED_MS)
       const { brokerReceivedAt, brokerDeliveredAt, ...sent } = written.message
@@ -106,6 +116,7 @@ describe("an ask's message frame, encoded once per encoding needed", () => {
       assert.isNumber(brokerReceivedAt)
       assert.strictEqual(brokerDeliveredAt, brokerReceivedAt)
       assert.strictEqual(encodings, 1, "the size check's frame, with askTimeoutMs spliced in, is the one written")
+      assert.strictEqual(tails, 1, "the tail the size check built is the one spliced in (RecipientFrames.longestTail)")
     }))
 })
 
@@ -137,7 +148,7 @@ const FIELDS: ReadonlyArray<readonly [field: string, feature: string]> = [
   ["channel", SUPERVISOR_V1],
   ["delivery", DELIVERY_V1],
   ["traceparent", TRACE_V1],
-  ["replyError", ""]
+  ["replyError", REPLY_ERROR_V1]
 ]
 
 describe("extendsBaseFrame", () => {
@@ -145,7 +156,7 @@ describe("extendsBaseFrame", () => {
     for (const [field, feature] of FIELDS) {
       for (const granted of [false, true]) {
         const mail = mailWith(new Set([field]))
-        const recipient = { features: new Set(granted && feature !== "" ? [feature] : []) }
+        const recipient = { features: new Set(granted ? [feature] : []) }
         const frame = frameText(messageFrameFor(mail, recipient, STAMP))
         const base = frameText(Encode.messageFrame(mail.fromJson, mail.message, STAMP, STAMP))
         assert.strictEqual(extendsBaseFrame(mail, recipient), frame !== base, `${field}, granted: ${granted}`)
@@ -194,7 +205,7 @@ const extensionsAndGrants = fc.record({
 })
 
 describe("liveFrameFor", () => {
-  it("property: for every combination of extension fields and grants, the frame written (built from the size check's) parses to, and is byte for byte, messageFrameFor's", () => {
+  it("property: for every combination of extension fields and grants, the frame written (built from the size check's, with or without its longest tail to reuse) parses to, and is byte for byte, messageFrameFor's", () => {
     const scratch = new FrameScratch()
     fc.assert(
       fc.property(anyText, anyMessage, fc.integer({ min: 0, max: 2 ** 45 }), extensionsAndGrants, (id, sent, stamp, ext) => {
@@ -219,6 +230,8 @@ describe("liveFrameFor", () => {
         assert.strictEqual(frameText(written), expected)
         assert.strictEqual(written.length, expected.length)
         assert.isTrue(Buffer.from(encodeFramesInto(["{}", written], scratch)).equals(encodeFrames(["{}", expected])))
+        // The size check's tail (every field the mail carries) handed over: used only for a recipient granted them all.
+        assert.strictEqual(frameText(liveFrameFor(base, mail, recipient, longestTail(mail))), expected)
       }),
       { numRuns: 1_000 }
     )

@@ -67,6 +67,15 @@ describe("P45 reason strings, verbatim", () => {
     assert.include(reason, String(MAX_FRAME_BYTES + 17))
     assert.include(reason, String(MAX_FRAME_BYTES))
   })
+
+  it("the too-large reason, for a message with extension fields, says how many of its bytes they are and names them", () => {
+    assert.strictEqual(
+      Reason.tooLarge(MAX_FRAME_BYTES + 1, MAX_FRAME_BYTES, 65, ["askTimeoutMs", "delivery"]),
+      `Message is too large to deliver: the forwarded frame would be ${MAX_FRAME_BYTES + 1} bytes (65 of them for the askTimeoutMs and delivery fields a recipient may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Send a smaller message or attach less content.`
+    )
+    assert.include(Reason.tooLarge(MAX_FRAME_BYTES + 1, MAX_FRAME_BYTES, 72, ["traceparent"]), "(72 of them for the traceparent field a recipient")
+    assert.include(Reason.tooLarge(9, 8, 3, ["askTimeoutMs", "channel", "delivery"]), "the askTimeoutMs, channel and delivery fields")
+  })
 })
 
 describe("P45 codes", () => {
