@@ -57,7 +57,8 @@
  * Each control is kept as long as the mailbox keeps mail (its retention),
  * counted from when it was kept (review revr R1: not from the last control
  * kept for its session, which let a control kept for another instance
- * renew it), at most
+ * renew it) — or from the reading a clock stepped back to below it, as the
+ * lists are re-dated (AgedMap.ts; `redateKept`, review revdf DF4) — at most
  * MAX_KEPT_PER_RECEIVER for one session and MAX_RECEIVERS sessions (the
  * oldest go); memory only, like custody's controls, so a broker restart
  * forgets them. A memory broker's idle exit waits for those kept at a close
