@@ -12,8 +12,18 @@
  * the newest entry's re-dates the entries dated past that reading to it, so
  * the list stays in age order and `expire`, walking from the oldest, reaches
  * every entry past its cutoff: those set before the step count from it.
- * One comparison per set; the walk, over the entries past the reading only,
- * once per step back. OutboundRecords.ts applies the same rule to its lists.
+ * `redate` applies the same rule for an owner that learns the clock's
+ * reading without setting an entry (a value that holds dated items of its
+ * own: it is told of each re-dated entry, `onRedate`). And no entry is
+ * dated past the newest reading the list was given (`reading`): one put
+ * back at its place (`setAged`) with an age from before a step back goes at
+ * that reading, as its siblings were re-dated, instead of undoing their
+ * re-dating (review revdf DF2, DF4). Clamped to the reading rather than to
+ * the newest entry's time, which may be far older once the newest entries
+ * left: the clamp never dates an entry earlier than the step, so it is
+ * never kept less than its time. One comparison per set; the walk, over the
+ * entries past the reading only, once per step back. OutboundRecords.ts
+ * applies the same rule to its lists.
  */
 
 interface Aged<K, V> {
@@ -31,13 +41,26 @@ export class AgedMap<K, V> {
   private oldest: Aged<K, V> | undefined
   private newest: Aged<K, V> | undefined
   private readonly capacity: number
+  private readonly onRedate: ((value: V, at: number) => void) | undefined
+  /** The newest clock reading the list was given (`append`, `redate`); +∞ before the first. */
+  private latest = Number.POSITIVE_INFINITY
 
-  constructor(capacity: number = Number.POSITIVE_INFINITY) {
+  /**
+   * @param onRedate told of each entry the clock's step back re-dates (module header), with its new date: for
+   * values holding dated items of their own, which re-date theirs past it too.
+   */
+  constructor(capacity: number = Number.POSITIVE_INFINITY, onRedate?: (value: V, at: number) => void) {
     this.capacity = capacity
+    this.onRedate = onRedate
   }
 
   get size(): number {
     return this.table.size
+  }
+
+  /** The newest clock reading the list was given (`set`, `put`, `redate`): no entry is dated past it; +∞ before the first. */
+  get reading(): number {
+    return this.latest
   }
 
   /** When the oldest entry was set (the next `expire` can take nothing set after it), or undefined when empty. */
@@ -100,11 +123,18 @@ export class AgedMap<K, V> {
    * Sets `key` as `set` does, but at its place in age order rather than as
    * the newest: for an entry whose age is older than the newest entry's (one
    * restored, or handed back with the age it had). Costs a step per entry
-   * newer than it.
+   * newer than it. An age past the newest reading the list was given (one
+   * from before a clock step back) is taken as that reading, and `value`
+   * told so (`onRedate`), as `redate` re-dated the entries past it (module
+   * header).
    */
   setAged(key: K, value: V, at: number): ReadonlyArray<V> {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
+    if (at > this.latest) {
+      at = this.latest
+      this.onRedate?.(value, at)
+    }
     let before = this.newest
     while (before !== undefined && before.at > at) before = before.older
     const after = before === undefined ? this.oldest : before.newer
@@ -121,16 +151,28 @@ export class AgedMap<K, V> {
   private append(key: K, value: V, at: number): Aged<K, V> | undefined {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
-    // The clock stepped back below the newest entry's reading: those past it count from the step (module header).
-    if (this.newest !== undefined && this.newest.at > at) {
-      for (let later: Aged<K, V> | undefined = this.newest; later !== undefined && later.at > at; later = later.older) later.at = at
-    }
+    this.redate(at)
     const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
     if (this.newest !== undefined) this.newest.newer = entry
     else this.oldest = entry
     this.newest = entry
     this.table.set(key, entry)
     return previous
+  }
+
+  /**
+   * The clock reads `now`: the newest reading the list was given. After a
+   * step back below the newest entry's date, the entries dated past `now`
+   * are re-dated to it (module header), each told to `onRedate`; otherwise
+   * one comparison.
+   */
+  redate(now: number): void {
+    this.latest = now
+    if (this.newest === undefined || this.newest.at <= now) return
+    for (let later: Aged<K, V> | undefined = this.newest; later !== undefined && later.at > now; later = later.older) {
+      later.at = now
+      this.onRedate?.(later.value, now)
+    }
   }
 
   /** Replaces the value in place, keeping its age and position. */

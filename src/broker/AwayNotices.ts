@@ -10,6 +10,13 @@
  * next broker owes it again from the store with its first age (`restore`).
  * A notice keeps that age however often it comes back, so one that bounces
  * between connections still goes a day after it was first owed (`expire`).
+ * After the broker's clock steps back, a notice owed before the step counts
+ * from it (review revdf DF1), by AgedMap's rule: each new notice tells the
+ * lists the clock's reading (`issue`), which re-dates the lists and their
+ * notices dated past it, and no notice is owed again dated past the newest
+ * reading (`owe`). A notice owed before the step in a list first owed before
+ * the step's reading is re-dated when its list's day ends (`expire`): kept
+ * less than a day longer than counted from the step, never less.
  *
  * Bounded per sender (256) and overall (16,384): past either, a notice is
  * given up and the drop logged; the message's replay record still says what
@@ -53,7 +60,7 @@ export type AwayNoticesContext = Pick<RouterContext, "journal" | "log">
 export class AwayNotices {
   private readonly ctx: AwayNoticesContext
   private readonly isEnded: (senderKey: string) => boolean
-  private readonly bySender = new AgedMap<string, Array<OutboundNotice>>(MAX_OWED_SENDERS)
+  private readonly bySender = new AgedMap<string, Array<OutboundNotice>>(MAX_OWED_SENDERS, redateOwed)
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owed = 0
 
@@ -81,6 +88,7 @@ export class AwayNotices {
    * sender read it (Custody.ts) or it is given up (`forget`).
    */
   issue(senderKey: string, frame: string, now: number): OutboundNotice {
+    this.bySender.redate(now)
     return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now), owedAt: now }
   }
 
@@ -95,7 +103,10 @@ export class AwayNotices {
    * sender that ended for good (`isEnded`): kept, it would hold a memory
    * broker up a day (its idle exit waits for owed notices) for nobody.
    */
-  owe(notice: OutboundNotice): void {
+  owe(given: OutboundNotice): void {
+    // Owed before a clock step back below the newest reading: it counts from that reading (module header).
+    const latest = this.bySender.reading
+    const notice = given.owedAt > latest ? { ...given, owedAt: latest } : given
     if (this.isEnded(notice.owedTo)) return this.forget(notice)
     const entry = this.bySender.lookup(notice.owedTo)
     const owed = entry?.value ?? []
@@ -128,6 +139,7 @@ export class AwayNotices {
    */
   restore(stored: StoredNotice, now: number): void {
     const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
+    this.bySender.redate(now)
     // An `ask_expired` stored by an earlier build, which owed it: no longer owed (MailDelivery.tellLive).
     if (stored.at < now - NOTICE_RETENTION_MS || stored.frame.startsWith(Encode.ASK_EXPIRED_PREFIX)) {
       return this.forget(notice)
@@ -145,5 +157,13 @@ export class AwayNotices {
         else this.owe(notice)
       }
     }
+  }
+}
+
+/** Re-dates to `at` the notices of `owed` dated past it: the clock stepped back below them (module header). */
+const redateOwed = (owed: Array<OutboundNotice>, at: number): void => {
+  for (let i = 0; i < owed.length; i++) {
+    const notice = owed[i]
+    if (notice !== undefined && notice.owedAt > at) owed[i] = { ...notice, owedAt: at }
   }
 }

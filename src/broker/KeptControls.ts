@@ -57,7 +57,8 @@
  * Each control is kept as long as the mailbox keeps mail (its retention),
  * counted from when it was kept (review revr R1: not from the last control
  * kept for its session, which let a control kept for another instance
- * renew it), at most
+ * renew it) — or from the reading a clock stepped back to below it, as the
+ * lists are re-dated (AgedMap.ts; `redateKept`, review revdf DF4) — at most
  * MAX_KEPT_PER_RECEIVER for one session and MAX_RECEIVERS sessions (the
  * oldest go); memory only, like custody's controls, so a broker restart
  * forgets them. A memory broker's idle exit waits for those kept at a close
@@ -96,7 +97,8 @@ const MAX_KEPT_PER_RECEIVER = 256
 /** A kept control, when it was kept, and whether it holds a memory broker's idle exit (see the module header). */
 interface Kept {
   readonly control: ControlFrame
-  readonly keptAt: number
+  /** When it was kept, or the reading the clock stepped back to below it since (`redateKept`). */
+  keptAt: number
   readonly holdsExit: boolean
 }
 
@@ -109,7 +111,7 @@ interface KeptList {
 /** Controls whose message was read, kept for the instance that read it while its session is away (see the module header). */
 export class KeptControls {
   /** By the session key of the control's receiver (`ControlFrame.to`), aged from its oldest control. */
-  private readonly byReceiver = new AgedMap<string, KeptList>(MAX_RECEIVERS)
+  private readonly byReceiver = new AgedMap<string, KeptList>(MAX_RECEIVERS, (list, at) => redateKept(list.kept, at))
   /** The controls in `byReceiver`, over all its lists. */
   private controls = 0
   /** Those of them that hold a memory broker's idle exit (kept at a close: `holdsExit`). */
@@ -172,11 +174,15 @@ export class KeptControls {
     if (holdsExit) this.holding++
     const kept: Kept = { control, keptAt: now, holdsExit }
     const list = this.byReceiver.get(control.to)
+    // A keep at a reading below earlier ones (the clock stepped back): the lists and controls dated past it count
+    // from it (AgedMap.redate, `redateKept`; review revdf DF4), one comparison each otherwise.
+    this.byReceiver.redate(now)
     if (list === undefined) {
       for (const gone of this.byReceiver.set(control.to, { key: control.to, kept: [kept] }, now)) this.uncount(gone.kept)
       return
     }
     // The list keeps its age (its oldest control's) unless the bound lets that one go.
+    redateKept(list.kept, now)
     list.kept.push(kept)
     if (list.kept.length > MAX_KEPT_PER_RECEIVER) {
       const first = list.kept.shift()
@@ -222,8 +228,13 @@ export class KeptControls {
     return taken
   }
 
-  /** Puts `kept` (not empty, oldest first) back as the list of `key`, aged from its oldest control. */
+  /**
+   * Puts `kept` (not empty, oldest first) back as the list of `key`, aged from its oldest control. Controls dated
+   * past the newest reading the lists were given (kept before a clock step back) are re-dated to it first, so
+   * the list never goes back at a date the step's re-dating took from it (review revdf DF4).
+   */
   private reage(key: string, kept: Array<Kept>): void {
+    redateKept(kept, this.byReceiver.reading)
     const first = kept[0]
     if (first === undefined) return
     for (const gone of this.byReceiver.setAged(key, { key, kept }, first.keptAt)) this.uncount(gone.kept)
@@ -233,5 +244,17 @@ export class KeptControls {
   private uncount(gone: ReadonlyArray<Kept>): void {
     this.controls -= gone.length
     for (const kept of gone) if (kept.holdsExit) this.holding--
+  }
+}
+
+/**
+ * Re-dates to `at` the controls of `kept` (oldest first) dated past it: the clock stepped back below them, and
+ * they count from the step, as the lists do (AgedMap.ts). One comparison when none is.
+ */
+const redateKept = (kept: Array<Kept>, at: number): void => {
+  for (let i = kept.length - 1; i >= 0; i--) {
+    const later = kept[i]
+    if (later === undefined || later.keptAt <= at) return
+    later.keptAt = at
   }
 }

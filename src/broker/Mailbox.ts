@@ -123,8 +123,12 @@ export class Mailbox {
    * its place in age (by its `queuedAt`) and queue order, as mail taken out
    * and put back: a cancelled copy given to some of its readers and kept for
    * the others expires at its own retention, not behind younger mail (review
-   * revr R2). Without, it is the newest in queue order, and in age unless an
-   * entry is younger than its `queuedAt`.
+   * revr R2) — unless its `queuedAt` is past the newest reading the mailbox
+   * was given (queued before a clock step back, its siblings re-dated since):
+   * then it goes at that reading, as they did (AgedMap.setAged; review revdf
+   * DF2). Without, it is the newest in queue order and in age: mail dated
+   * past its `queuedAt` (queued before a clock step back) is re-dated to it
+   * (AgedMap.ts).
    */
   put(mail: Mail, seq?: number): ReadonlyArray<Eviction> {
     this.delete(mail.recordKey)
@@ -166,7 +170,10 @@ export class Mailbox {
     return evicted
   }
 
-  /** Puts `entries` back at their places in age and queue order (their `seq` is kept). */
+  /**
+   * Puts `entries` back at their places in age and queue order (their `seq` is kept); an age past the newest
+   * reading goes at that reading, as `put`'s with `seq`.
+   */
   private putBack(entries: ReadonlyArray<Entry>): void {
     for (const entry of entries) {
       this.entries.setAged(entry.mail.recordKey, entry, entry.mail.queuedAt)

@@ -1,6 +1,7 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
- * with an age order for each of a record's two parts. Size: about 480 lines,
+ * with an age order for each of a record's two parts.
+ * Size note: about 500 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the
@@ -27,19 +28,26 @@
  *
  * Each list (and the withdrawals' list) stays in age order when the broker's
  * clock steps back (an NTP step, a VM resumed, a restart on a host whose
- * clock is behind): an entry kept at a reading below the list's newest
- * re-dates the entries dated past that reading to it (`keepRecord`,
- * `keepRoute`, `linkKept`) — the rule AgedMap.ts applies too. Without it an
- * entry kept after the step sits behind younger-reading ones, the prune's
- * walk from the oldest stops at those, and it outlives its time for as long
- * as the step. So every entry leaves after its time: one kept after the step
- * exactly; one kept before counts from the step, kept no less than its time
- * (so within P46's window), and the two lists of one message agree. A keep
- * pays one comparison; the walk, over the entries past the reading only,
- * comes once per step back (a read of the clock older than one already used
- * re-dates the few entries between the two). Records restored at startup come
- * sorted by their stored reading (MailStore), so they join in age order; a
- * first keep at a clock behind them re-dates them to its reading.
+ * clock is behind): a keep on any of the three at a reading below the
+ * newest reading the table was given (`reading`) re-dates the entries of
+ * all three dated past it to it (`redate`, from `keepRecord`, `keepRoute`,
+ * `linkKept`) — the rule AgedMap.ts applies too. Without it an entry kept
+ * after the step sits behind younger-reading ones, the prune's walk from
+ * the oldest stops at those, and it outlives its time for as long as the
+ * step. All three together, not only the list kept on: sends that keep a
+ * replay record but no route (mail queued for an absent session) would
+ * otherwise re-date the records alone, and a message routed before the
+ * step lose its record an hour after the step while its route stayed the
+ * whole step longer (review revdf DF3). So every entry leaves after its
+ * time: one kept after the step exactly; one kept before counts from the
+ * step, kept no less than its time (so within P46's window), and the two
+ * lists of one message agree. A keep pays one comparison (with the table's
+ * reading, not each list's newest); the walk, over the entries past the
+ * reading only, comes once per step back (a read of the clock older than
+ * one already used re-dates the few entries between the two). Records
+ * restored at startup come sorted by their stored reading (MailStore), so
+ * they join in age order; a first keep at a clock behind them re-dates
+ * them to its reading.
  *
  * Lookups miss the cache once the table holds the hour's records (up to
  * 262,144), so each costs what it touches. A new send makes three: the
@@ -122,6 +130,8 @@ export class OutboundRecords {
   /** The withdrawals kept past their routes (`keepWithdrawal`), oldest first, on the records' route links. */
   private readonly kept: KeptWithdrawals
   private count = 0
+  /** The newest clock reading a keep was given: no entry of the three lists is dated past it (module header). */
+  private reading = Number.NEGATIVE_INFINITY
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
   /** The memo of the last `find`: its id, the id's hash, that hash's first record, and `changes` then. */
@@ -280,6 +290,18 @@ export class OutboundRecords {
   }
 
   /**
+   * The clock stepped back to `at`, below the newest reading a keep was given: the records, routes and kept
+   * withdrawals dated past it, all three lists together, count from it (module header, "Age order").
+   */
+  private redate(at: number): void {
+    for (let later = this.newestRecordEntry; later !== undefined && later.recordedAt > at; later = later.olderRecord) {
+      later.recordedAt = at
+    }
+    redateRoutes(this.newestRouteEntry, at)
+    redateRoutes(this.kept.newest, at)
+  }
+
+  /**
    * Keeps the replay part of `record` (claimed: the table's record of its
    * sender and id) as the newest record; a kept one moves to the back.
    * `restored`: found stored at startup (`OutboundRecord.restored`); a record
@@ -289,10 +311,8 @@ export class OutboundRecords {
   keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number, restored = false, later = false): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
-    // The clock stepped back below the newest record's reading: those past it count from the step (module header).
-    for (let later = this.newestRecordEntry; later !== undefined && later.recordedAt > at; later = later.olderRecord) {
-      later.recordedAt = at
-    }
+    if (at < this.reading) this.redate(at)
+    this.reading = at
     const parts = restored ? record.parts | RECORDED | RESTORED : (record.parts | RECORDED) & ~RESTORED
     record.parts = later ? parts | RECORD_LATER : parts & ~RECORD_LATER
     record.outcome = outcome
@@ -336,8 +356,8 @@ export class OutboundRecords {
     record.parts = ofRecord || (parts & RECORDED) === 0 ? parts & ~RECORD_LATER : parts | RECORD_LATER
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
-    // As the records' list (`keepRecord`): routes added at readings past a clock stepped back count from the step.
-    redateRoutes(this.newestRouteEntry, at)
+    if (at < this.reading) this.redate(at)
+    this.reading = at
     record.routedAt = at
     record.olderRoute = this.newestRouteEntry
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record
@@ -408,8 +428,8 @@ export class OutboundRecords {
    */
   private linkKept(record: OutboundRecord, at: number, receiverKey: string): void {
     record.parts |= WITHDRAWAL_KEPT
-    // As the records' list (`keepRecord`): withdrawals kept at readings past a clock stepped back count from the step.
-    redateRoutes(this.kept.newest, at)
+    if (at < this.reading) this.redate(at)
+    this.reading = at
     record.routedAt = at
     const victim = this.kept.link(record, receiverKey)
     if (victim === undefined) return

@@ -2,20 +2,29 @@
  * The broker's age-ordered lists after its clock stepped back (an NTP step, a VM resumed): each is pruned from its
  * oldest end and the walk stops at the first entry younger than the cutoff, so it must stay in age order. An entry
  * kept after the step carries a reading earlier than the entries kept before it, yet sits behind them. The one rule
- * (OutboundRecords.keepRecord / keepRoute / linkKept, AgedMap.append): an entry kept at a reading below the list's
- * newest re-dates the entries past that reading to it, so they count from the step and the list stays in age order.
- * Here: the replay records (DeliveryRecords.prune), the routes (Receipts.prune's walk), the withdrawals kept past
- * their routes (OutboundRecords.pruneKept), the withdrawals a resend made a record forget (DeliveryRecords'
- * `forgotten`, an AgedMap) and AgedMap itself. On the TestClock: the clock is set back with `TestClock.setTime` and
+ * (OutboundRecords.redate, AgedMap.redate): an entry kept at a reading below the newest reading the list was given
+ * re-dates the entries past that reading to it, so they count from the step and the list stays in age order; an
+ * entry put back at its place with an age from before the step goes at that reading (AgedMap.setAged), and the
+ * records' three lists re-date together. Here: the replay records (DeliveryRecords.prune), the routes
+ * (Receipts.prune's walk), the withdrawals kept past their routes (OutboundRecords.pruneKept), the withdrawals a
+ * resend made a record forget (DeliveryRecords' `forgotten`, an AgedMap), AgedMap itself, and the lists holding
+ * dated items of their own or put back at their place: the notices owed to absent senders (AwayNotices), the
+ * mailbox's mail put back (Mailbox.put with `seq`) and the controls kept for an away reader (KeptControls);
+ * review revdf DF1–DF4. On the TestClock: the clock is set back with `TestClock.setTime` and
  * each call is given the reading, as the broker's paths give it; no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { AgedMap } from "../../src/broker/AgedMap.ts"
+import { AwayNotices, NOTICE_RETENTION_MS } from "../../src/broker/AwayNotices.ts"
+import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import { DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
+import { KeptControls } from "../../src/broker/KeptControls.ts"
+import { Mailbox, type MailboxLimits } from "../../src/broker/Mailbox.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
 import { OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import type { Mail } from "../../src/broker/Peer.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { message } from "../support/broker.ts"
 
@@ -28,6 +37,28 @@ const limits = { windowMs: 1_000, retentionMs: 10_000, maxRecords: 1_000, maxByt
 const ok: Outcome = { ok: true, delivery: "socket_delivered" }
 const CANCELLED: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "cancelled", retryable: false }
 const recordOf = (id: string) => OutboundRecord.of("s", "t", { ...message("m"), id }, undefined)
+
+const MAILBOX: MailboxLimits = { capacity: 100, maxBytes: 1_000_000, maxBytesPerTarget: 1_000_000, retentionMs: 60_000 }
+
+/** Mail from sender `s` for `t`, queued at `at`. */
+const mailOf = (id: string, at: number): Mail => ({
+  recordKey: `s/${id}`,
+  senderKey: "s",
+  senderId: "s",
+  senderIdentity: undefined,
+  fromJson: "{}",
+  message: { id, timestamp: at, content: { text: id } },
+  brokerReceivedAt: at,
+  spaceKey: "",
+  targetKey: "t",
+  targetId: "t",
+  targetIdentity: undefined,
+  queuedAt: at,
+  askTimeoutMs: undefined
+})
+
+/** A control for the session `to`, written to its instance 1. */
+const controlFor = (to: string) => new ControlFrame("{}", to, "s", 0, `s/${to}`, 1)
 
 /** The clock's reading after setting it to `at`. */
 const setTo = (at: number) => Effect.andThen(TestClock.setTime(at), Clock.currentTimeMillis)
@@ -50,15 +81,18 @@ describe("age lists after the clock stepped back", () => {
       assert.strictEqual(records.size, 0)
     }))
 
-  it.effect("a record kept before the step is kept its retention counted from the step", () =>
+  it.effect("a record kept before the step is kept its retention counted from the step, and no longer", () =>
     Effect.gen(function*() {
       const records = new DeliveryRecords(limits)
       records.set(recordOf("ahead"), ok, yield* setTo(START + STEP))
       records.set(recordOf("behind"), ok, yield* setTo(START))
-      const now = yield* setTo(START + limits.retentionMs)
+      let now = yield* setTo(START + limits.retentionMs)
       records.prune(now)
       assert.isDefined(records.get("s", "ahead", now))
       assert.isDefined(records.get("s", "behind", now))
+      now = yield* setTo(START + limits.retentionMs + 1)
+      records.prune(now)
+      assert.isFalse(records.table.find("s", "ahead")?.recorded ?? false, "the record kept before the step outlived its retention from the step")
     }))
 
   it.effect("a message's record and route, both kept after the step, both leave after their hour", () =>
@@ -118,5 +152,123 @@ describe("age lists after the clock stepped back", () => {
       map.set("behind", "behind", yield* setTo(START))
       assert.deepStrictEqual(map.expire((yield* setTo(START + 10)) - 10), ["ahead", "behind"])
       assert.strictEqual(map.size, 0)
+    }))
+  it.effect("a message routed before the step loses its record and route an hour after it when only records were kept since", () =>
+    Effect.gen(function*() {
+      const records = new DeliveryRecords({ ...limits, retentionMs: HOUR })
+      const table = records.table
+      let now = yield* setTo(START + STEP)
+      records.set(recordOf("ahead"), ok, now)
+      table.keepRoute(table.claim(recordOf("ahead")), "r", 1, now)
+      // After the step: a send queued for an absent session keeps a replay record, no route.
+      now = yield* setTo(START)
+      records.set(recordOf("behind"), { ok: true, delivery: "queued" }, now)
+      now = yield* setTo(START + HOUR + 1)
+      records.prune(now)
+      pruneRoutes(table, now)
+      assert.isFalse(table.find("s", "ahead")?.recorded ?? false, "the record outlived its hour from the step")
+      assert.strictEqual(table.routes, 0, "the route of the same message outlived its hour by the step")
+    }))
+
+  it.effect("a withdrawal kept past its route before the step leaves a day after it when only records were kept since", () =>
+    Effect.gen(function*() {
+      const table = new OutboundRecords()
+      const record = table.claim(recordOf("ahead"))
+      record.withdrawal = CANCELLED
+      table.keepWithdrawal(record, yield* setTo(START + STEP), "r")
+      const behind = table.claim(recordOf("behind"))
+      table.keepRecord(behind, ok, yield* setTo(START), 1)
+      const now = yield* setTo(START + DAY + 1)
+      table.pruneKept(now - DAY - 1, now)
+      assert.strictEqual(table.withdrawalsKept, 0, "the withdrawal kept before the step outlived its day by the step")
+    }))
+
+  it.effect("AgedMap.setAged puts an entry aged before the step at the newest reading, not back ahead of it", () =>
+    Effect.gen(function*() {
+      const map = new AgedMap<string, string>()
+      map.set("ahead", "ahead", yield* setTo(START + STEP))
+      map.set("behind", "behind", yield* setTo(START))
+      map.delete("ahead")
+      map.setAged("ahead", "ahead", START + STEP)
+      assert.strictEqual(map.setAt("ahead"), START)
+      assert.deepStrictEqual(map.expire((yield* setTo(START + 10)) - 10), ["behind", "ahead"])
+    }))
+
+  it.effect("a notice owed before the step is given up a day after it", () =>
+    Effect.gen(function*() {
+      const owed = new AwayNotices({ journal: undefined, log: () => undefined }, () => false)
+      owed.owe(owed.issue("ahead", "n-ahead", yield* setTo(START + STEP)))
+      owed.owe(owed.issue("behind", "n-behind", yield* setTo(START)))
+      const now = yield* setTo(START + NOTICE_RETENTION_MS + 1)
+      owed.expire(now - NOTICE_RETENTION_MS - 1) // MailDelivery.prune's cutoff
+      assert.strictEqual(owed.count, 0, "the notice owed before the step outlived its day by the step")
+    }))
+
+  it.effect("a notice owed before the step and handed back after it to its sender's list is given up a day after the step", () =>
+    Effect.gen(function*() {
+      const owed = new AwayNotices({ journal: undefined, log: () => undefined }, () => false)
+      owed.owe(owed.issue("s", "n-ahead", yield* setTo(START + STEP)))
+      // Its sender registered before the step and was written the notice (`take`) ...
+      const written = owed.take("s") ?? []
+      assert.strictEqual(written.length, 1)
+      // ... went away after it, and is owed a new notice ...
+      owed.owe(owed.issue("s", "n-behind", yield* setTo(START)))
+      // ... and its old connection's close hands the first back, unread (MailReturns.takeBack): into the list.
+      for (const notice of written) owed.owe(notice)
+      assert.strictEqual(owed.count, 2)
+      const now = yield* setTo(START + NOTICE_RETENTION_MS + 1)
+      owed.expire(now - NOTICE_RETENTION_MS - 1)
+      assert.strictEqual(owed.count, 0, "the handed-back notice outlived its day by the step")
+    }))
+
+  it.effect("mail queued before the step and put back at its place expires a retention after the step", () =>
+    Effect.gen(function*() {
+      const mailbox = new Mailbox(MAILBOX)
+      const ahead = mailOf("ahead", yield* setTo(START + STEP))
+      mailbox.put(ahead)
+      mailbox.put(mailOf("behind", yield* setTo(START)))
+      assert.strictEqual(mailbox.oldestQueuedAt, START)
+      // A cancelled copy given to one reader and put back for the others (WithdrawnCopies.give): its place, `seq`.
+      mailbox.put(ahead, mailbox.seqOf(ahead.recordKey))
+      let now = yield* setTo(START + MAILBOX.retentionMs)
+      assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")
+      now = yield* setTo(START + MAILBOX.retentionMs + 1)
+      assert.deepStrictEqual(mailbox.expire(now).map((mail) => mail.message.id).sort(), ["ahead", "behind"], "the put-back copy outlived its retention by the step")
+    }))
+
+  it.effect("a control kept before the step goes a retention after it", () =>
+    Effect.gen(function*() {
+      const controls = new KeptControls()
+      controls.keep(controlFor("ahead"), yield* setTo(START + STEP), true)
+      controls.keep(controlFor("behind"), yield* setTo(START), true)
+      assert.strictEqual(controls.oldestAt, START)
+      const now = yield* setTo(START + DAY + 1)
+      controls.expire(now - DAY - 1) // MailDelivery.controlsCutoff, for a day's retention
+      assert.strictEqual(controls.count, 0, "the control kept before the step outlived the retention by the step")
+    }))
+
+  it.effect("a control kept before the step for a session given another after it goes a retention after the step", () =>
+    Effect.gen(function*() {
+      const controls = new KeptControls()
+      controls.keep(controlFor("r"), yield* setTo(START + STEP), true)
+      controls.keep(controlFor("r"), yield* setTo(START), true)
+      assert.strictEqual(controls.oldestAt, START)
+      const now = yield* setTo(START + DAY + 1)
+      controls.expire(now - DAY - 1)
+      assert.strictEqual(controls.count, 0, "a control of the list outlived the retention by the step")
+    }))
+
+  it.effect("a control kept before the step in a session's list begun before the step's reading goes a retention after the step", () =>
+    Effect.gen(function*() {
+      const controls = new KeptControls()
+      // The list's age (its first control's) is below the reading the clock steps back to: the lists' re-dating
+      // does not reach it, only the control kept into it after the step does.
+      controls.keep(controlFor("r"), yield* setTo(START - 10), true)
+      controls.keep(controlFor("r"), yield* setTo(START + STEP), true)
+      controls.keep(controlFor("r"), yield* setTo(START), true)
+      assert.strictEqual(controls.oldestAt, START - 10)
+      const now = yield* setTo(START + DAY + 1)
+      controls.expire(now - DAY - 1)
+      assert.strictEqual(controls.count, 0, "a control of the list outlived the retention by the step")
     }))
 })
