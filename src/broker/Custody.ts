@@ -1,4 +1,8 @@
 /**
+ * Size: about 530 lines, past the ~400 guideline: one concept, the
+ * per-connection FIFO (`PeerCustody`, with whom it wrote to) and the
+ * Router's part around it.
+ *
  * Custody of written mail, failure notices and control frames (extension
  * `received-v1`, issue 13). A durable
  * broker keeps the mail it wrote to a connection in its store until that
@@ -70,10 +74,6 @@
  * highest count its client confirmed: a confirmation may overtake the
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
- *
- * Size: about 530 lines, past the ~400 guideline: one concept, the
- * per-connection FIFO (`PeerCustody`, with whom it wrote to) and the
- * Router's part around it.
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"

@@ -1,4 +1,12 @@
 /**
+ * Size: about 610 lines, past the ~400 guideline, over half of them this
+ * header and the JSDoc: one concept, the holds' lifecycle, whose every
+ * step (take, carry, adopt, keep, end, the departures behind a hold) reads
+ * and writes the same map of holds and the holders' counts; what a hold
+ * keeps or may be given back of a reply (`keepsReply`, for a settling
+ * answer) or of a withdrawn message (`mayGiveBack`), and which closes it waits for and what it keeps (`awaitedFor`,
+ * `keptFor`, for a reply that marks the asks they hold), read the same holds.
+ *
  * A takeover's hold behind the old connection's custody (`received-v1`,
  * P16; simulation seed 81).
  *
@@ -109,14 +117,6 @@
  * an increment where a hold is made or used, nothing on the per-message
  * path while none is held; for the simulation's reach (docs/testing.md,
  * "A takeover's custody hold").
- *
- * Size: about 615 lines, past the ~400 guideline, over half of them this
- * header and the JSDoc: one concept, the holds' lifecycle, whose every
- * step (take, carry, adopt, keep, end, the departures behind a hold) reads
- * and writes the same map of holds and the holders' counts; what a hold
- * keeps or may be given back of a reply (`keepsReply`, for a settling
- * answer) or of a withdrawn message (`mayGiveBack`), and which closes it waits for and what it keeps (`awaitedFor`,
- * `keptFor`, for a reply that marks the asks they hold), read the same holds.
  */
 import type { ControlFrame } from "./ControlFrame.ts"
 import { carriesMessage, isMessage, isSenderOrdered, mailAmong, type SenderOrdered, senderKeyOf } from "./OutboundItems.ts"

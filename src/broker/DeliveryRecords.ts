@@ -1,4 +1,7 @@
 /**
+ * Size: about 405 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
+ *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
  * retried send gets the recorded answer instead of a second delivery.
  *

@@ -1,4 +1,7 @@
 /**
+ * Size: about 495 lines, past the ~400 guideline, most of it the JSDoc of
+ * each rule: one concept, where a given-back item goes next.
+ *
  * The close path's side of the mailbox: what a connection gives back when it
  * closes (or its session's `unregister` hands back), item by item — mail
  * requeued to the session's live connection or the mailbox, a notice forced
@@ -13,9 +16,6 @@
  * mailbox's put, and what the cancelled copies, the stale asks and the kept
  * controls decide. MailDelivery owns every structure named here; this class
  * holds references to them and runs inside the same synchronous step.
- *
- * Size: about 490 lines, past the ~400 guideline, most of it the JSDoc of
- * each rule: one concept, where a given-back item goes next.
  */
 import { ControlFrame } from "./ControlFrame.ts"
 import { fingerprintOfMail, QUEUED } from "./DeliveryRecords.ts"

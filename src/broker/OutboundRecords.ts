@@ -1,7 +1,7 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
  * with an age order for each of a record's two parts.
- * Size note: about 500 lines,
+ * Size note: about 505 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the

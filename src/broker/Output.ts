@@ -1,4 +1,9 @@
 /**
+ * Size: about 540 lines, past the guideline: one concept — the batch
+ * being handled, its parking and its end-of-batch wake of writers and
+ * drainers — with the wiring of the parts split from it; over a third of
+ * it is this header and JSDoc.
+ *
  * Output and backpressure: the front of the output concern. Routing never
  * writes to a socket; it queues. `enqueue` offers to the recipient's
  * bounded outbox (a plain array; its budgets in frames and characters,
@@ -69,11 +74,6 @@
  * writes what is said in its header. The parts reach Output's state only
  * through what it hands them once at construction (closures, the shared
  * set, the budgets); none holds Output itself.
- *
- * Size: about 540 lines, past the guideline: one concept — the batch
- * being handled, its parking and its end-of-batch wake of writers and
- * drainers — with the wiring of the parts split from it; over a third of
- * it is this header and JSDoc.
  *
  * Per-frame path: `enqueue`, `ParkedDrain.place` and
  * `OutputWrites.takeForWrite` load what they loaded before the split (the

@@ -1,4 +1,7 @@
 /**
+ * Size note: about 425 lines; one concept (offering parked items in order),
+ * its rules documented where they are kept.
+ *
  * The drain of a reader's own parked list: after a batch parked output
  * (`Output.parkFor`), the reader's drainer (PeerReader.drainParked) offers
  * it item by item (`nextParked`, `offerParked`), waiting for room, before
@@ -56,9 +59,6 @@
  * instance, so it loads what it did as Output's own, and it allocates only the
  * Deferred it waits on. Reached as `Output.drain`. Split from Output.ts
  * (2026-12-06).
- *
- * Size note: about 430 lines; one concept (offering parked items in order),
- * its rules documented where they are kept.
  */
 import { Deferred, Effect } from "effect"
 import type { ControlFrame } from "./ControlFrame.ts"

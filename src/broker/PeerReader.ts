@@ -1,4 +1,8 @@
 /**
+ * Size: about 505 lines, one concept — one connection's reading, with its
+ * held frames from the read to their hand-back, refusal or drop; over a
+ * third of it is this header and the JSDoc of those paths.
+ *
  * Reads one connection into the Router with no fiber of its own: the
  * transport hands it each batch of frames (`FrameReceiver`, from the
  * socket's `data` event; a pulled transport's fiber calls it the same way,
@@ -46,10 +50,6 @@
  * The reader owns its held frames and its drainer, never the `Peer`'s
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
- *
- * Size: about 510 lines, one concept — one connection's reading, with its
- * held frames from the read to their hand-back, refusal or drop; over a
- * third of it is this header and the JSDoc of those paths.
  */
 import { Effect, type Fiber } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"

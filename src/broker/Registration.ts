@@ -1,4 +1,15 @@
 /**
+ * Size: about 590 lines, one concept — a session's coming and going. The
+ * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
+ * another group) grew it past 400; they decide whether a `register` may
+ * take an id, which is this module's own question, so they stay here. The
+ * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
+ * takeover is the same question; settling the old connection's writing is
+ * the Router's (`Router.abandoned`), passed in. Whether a departed id's
+ * `register` is the return of a client instance that held it
+ * (`returningInstance`) is the same question again; what is known of those
+ * instances is ClientInstances.ts's, owned here.
+ *
  * Registration (P11–P19): `register`, `unregister`, the registration timeout
  * of connections that have not registered (P15), stable-id takeover (P16) and
  * a client's own rejoin (`rejoin-v1`: the same `instanceId` as the holding
@@ -10,17 +21,6 @@
  * Other concerns react through `RegistrationHooks` (the mailbox flushes mail
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
- *
- * Size: about 585 lines, one concept — a session's coming and going. The
- * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
- * another group) grew it past 400; they decide whether a `register` may
- * take an id, which is this module's own question, so they stay here. The
- * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
- * takeover is the same question; settling the old connection's writing is
- * the Router's (`Router.abandoned`), passed in. Whether a departed id's
- * `register` is the return of a client instance that held it
- * (`returningInstance`) is the same question again; what is known of those
- * instances is ClientInstances.ts's, owned here.
  */
 import { SessionHealth } from "./Health.ts"
 import { SessionTraffic } from "./Traffic.ts"

@@ -1,4 +1,11 @@
 /**
+ * Size: about 530 lines (the per-recipient cap, the share of the overall room and the
+ * departures held behind due messages, about 150), kept whole because it is
+ * the single owner of the staged and due messages and of every count over
+ * them: the caps and the held departures are counts that must change in the
+ * same step as the message they count leaves. Holding a departure in the
+ * feed is Membership's; delivering is Send.ts's.
+ *
  * Replace coalescing (extension `delivery-v1`, C-DLV-5…9): a `send` with
  * `delivery: "queue"`, `queueMode: "replace"` and a `threadId` to a live
  * recipient is staged here instead of delivered. Per (sender, recipient,
@@ -57,13 +64,6 @@
  * its new connection with the sender's withheld return, where the message
  * then goes (`moveDepartureHold`). Its sender may withdraw a staged message
  * (`withdraw`: `cancel_message`, `cancel_ask`).
- *
- * Size: about 530 lines (the per-recipient cap, the share of the overall room and the
- * departures held behind due messages, about 150), kept whole because it is
- * the single owner of the staged and due messages and of every count over
- * them: the caps and the held departures are counts that must change in the
- * same step as the message they count leaves. Holding a departure in the
- * feed is Membership's; delivering is Send.ts's.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"

@@ -1,4 +1,10 @@
 /**
+ * Size: one concept — the wiring, about 840 lines. Its length is the constructor, a few lines
+ * per concern (sixteen of them), and the thin methods the broker's fibers call
+ * into (batch dispatch, write and detach bookkeeping — settling an abandoned
+ * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
+ * here, so splitting it would only move the list of concerns elsewhere.
+ *
  * The Router: every client frame's effect on broker state, as plain
  * synchronous code (hot-path.md), assembled from one module per concern:
  *
@@ -31,12 +37,6 @@
  * Single owner: the Router and everything it holds are touched only by
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
- *
- * Size: one concept — the wiring, about 840 lines. Its length is the constructor, a few lines
- * per concern (sixteen of them), and the thin methods the broker's fibers call
- * into (batch dispatch, write and detach bookkeeping — settling an abandoned
- * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
- * here, so splitting it would only move the list of concerns elsewhere.
  */
 import { Effect, Queue } from "effect"
 import { randomUUID } from "node:crypto"

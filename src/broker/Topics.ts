@@ -1,4 +1,9 @@
 /**
+ * Size: one concept, about 530 lines — the four frames' handlers and the
+ * per-namespace state they share (records, subscribers, the entry bound,
+ * the broker-wide bounds and the retention prune, which forget records in
+ * the same places); a split would pass that state between modules.
+ *
  * Topics (extension `topics-v1`, C-TOP-3, 11, 12, 13): latest-state
  * publications shared inside one group of a scope.
  *
@@ -32,11 +37,6 @@
  * writes; what does not fit is left out and the answer says `truncated`.
  *
  * Only the four topic frames reach this module; the send path never does.
- *
- * Size: one concept, about 530 lines — the four frames' handlers and the
- * per-namespace state they share (records, subscribers, the entry bound,
- * the broker-wide bounds and the retention prune, which forget records in
- * the same places); a split would pass that state between modules.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"

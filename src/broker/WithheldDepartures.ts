@@ -1,4 +1,13 @@
 /**
+ * Size: about 685 lines, over half of them this header and the JSDoc (the
+ * code is about 290). Kept whole: the departures held for everyone, the
+ * early releases and the per-recipient holds share one set of records —
+ * every release ends in `releaseDeparture` or `owePair` whichever owner
+ * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
+ * rewrite the early releases' records and the entries they count — so a
+ * split would have two modules write the same records. Split off from
+ * Membership.ts (2026-12-05), which keeps the feed's side.
+ *
  * The departures withheld from recipients: which `session_left` (and, at a
  * held return, which new `session_joined`) a recipient may not hear yet
  * because output of the departed session's is not in its outbox, and when
@@ -106,15 +115,6 @@
  * or an owed join turned out void (`dropUnseenDepartures`); a join checks
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
- *
- * Size: about 690 lines, over half of them this header and the JSDoc (the
- * code is about 290). Kept whole: the departures held for everyone, the
- * early releases and the per-recipient holds share one set of records —
- * every release ends in `releaseDeparture` or `owePair` whichever owner
- * took the hold, and a return's `unwithhold`, `holdReturn` and `takenOver`
- * rewrite the early releases' records and the entries they count — so a
- * split would have two modules write the same records. Split off from
- * Membership.ts (2026-12-05), which keeps the feed's side.
  */
 import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"

@@ -1,4 +1,9 @@
 /**
+ * Size: about 425 lines, one concept — the broker's command line: its flags
+ * (each a few lines tied to `BROKER_OPTION_RULES`) and the three small
+ * subcommands that only read or signal it (status, stop with its warning
+ * about connected sessions, stats).
+ *
  * The `intercom` command tree:
  *
  *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
@@ -10,11 +15,6 @@
  *   intercom top [--dir <dir>] [--interval <d>] [--once [--json]]          live view (top/command.ts)
  *
  * See docs/cli.md for output, exit codes and the socket-path fallback.
- *
- * Size: about 420 lines, one concept — the broker's command line: its flags
- * (each a few lines tied to `BROKER_OPTION_RULES`) and the three small
- * subcommands that only read or signal it (status, stop with its warning
- * about connected sessions, stats).
  */
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"

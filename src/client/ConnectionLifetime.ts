@@ -1,4 +1,9 @@
 /**
+ * Size: about 595 lines, over a third of them comments; one concept (the
+ * attempt, adoption and reconnect share every variable above, and split
+ * apart each would need the others' state); the concerns restored on each
+ * connection are their own modules, this one only calls them in order.
+ *
  * The lifetime of an `IntercomClient`'s connection: the first attempt (shared
  * by concurrent first uses, C-TOOL-14), adopting a registered connection
  * (liveness probe, P96; the close watcher), reconnecting after a drop with
@@ -24,11 +29,6 @@
  * rule of single ownership); IntercomClient.ts reads them through
  * `ConnectionLifetime`, and the modules it drives through `ResendSide` and
  * `ReclaimSide` — never the variables.
- *
- * Size: about 590 lines, over a third of them comments; one concept (the
- * attempt, adoption and reconnect share every variable above, and split
- * apart each would need the others' state); the concerns restored on each
- * connection are their own modules, this one only calls them in order.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Option, PubSub, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"

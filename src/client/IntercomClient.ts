@@ -1,4 +1,23 @@
 /**
+ * Size: one concept — the service: the options' timings, the hubs and the
+ * sinks each connection's reader feeds, the concerns' objects, and the
+ * operations over them (about 520 lines, half of them this header and the
+ * service object, a quarter the class's JSDoc examples). Each concern is its
+ * own module: when connections may confirm what they read
+ * ConfirmationPolicy.ts, the models models.ts, supervisor grants
+ * SupervisorGrants.ts, late verdicts on asks LateVerdicts.ts, topics ClientTopics.ts, the result archive
+ * ClientResults.ts, durable questions ClientQuestions.ts, health health.ts,
+ * the takeover and its take-back ClientTakeover.ts, re-sending what a
+ * connection lost Resending.ts, the departures read and the membership
+ * reconciliation ClientMembership.ts (the view MembershipView.ts), the
+ * broker's state epoch StateEpochs.ts; one connection and the close of its
+ * tables are ClientConnection.ts's (its parts: ConnectionReader.ts,
+ * ConnectionWrites.ts, ConnectionSends.ts, ListRequests.ts,
+ * AuthorizeRequests.ts, RegisterHandshake.ts), the unanswered sends PendingSends.ts's, the
+ * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
+ * connection KeptReceipts.ts's, an asker's settling round trip
+ * SettleRoundTrip.ts's.
+ *
  * `IntercomClient`: the programmatic entry point for Effect programs.
  *
  * - Lazy: nothing connects until the first operation; concurrent first uses
@@ -41,25 +60,6 @@
  * The connection's lifetime — attempt, adopt, reconnect, take back,
  * disconnect — and the connection state it shares are ConnectionLifetime.ts's:
  * this module reads that state only through `ConnectionLifetime`.
- *
- * Size: one concept — the service: the options' timings, the hubs and the
- * sinks each connection's reader feeds, the concerns' objects, and the
- * operations over them (about 515 lines, half of them this header and the
- * service object, a quarter the class's JSDoc examples). Each concern is its
- * own module: when connections may confirm what they read
- * ConfirmationPolicy.ts, the models models.ts, supervisor grants
- * SupervisorGrants.ts, late verdicts on asks LateVerdicts.ts, topics ClientTopics.ts, the result archive
- * ClientResults.ts, durable questions ClientQuestions.ts, health health.ts,
- * the takeover and its take-back ClientTakeover.ts, re-sending what a
- * connection lost Resending.ts, the departures read and the membership
- * reconciliation ClientMembership.ts (the view MembershipView.ts), the
- * broker's state epoch StateEpochs.ts; one connection and the close of its
- * tables are ClientConnection.ts's (its parts: ConnectionReader.ts,
- * ConnectionWrites.ts, ConnectionSends.ts, ListRequests.ts,
- * AuthorizeRequests.ts, RegisterHandshake.ts), the unanswered sends PendingSends.ts's, the
- * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
- * connection KeptReceipts.ts's, an asker's settling round trip
- * SettleRoundTrip.ts's.
  */
 import { Clock, Context, Effect, Exit, Layer, PubSub, Scope, Stream } from "effect"
 import * as path from "node:path"

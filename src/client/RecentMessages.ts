@@ -1,4 +1,8 @@
 /**
+ * Size note: about 520 lines, one concept (whether a message read under a
+ * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
+ * reopening rules' bookkeeping and their reasons.
+ *
  * The messages a client received lately, by sender and message id, so that a
  * message delivered twice reaches the caller once.
  *
@@ -103,10 +107,6 @@
  * and told once per pair (`takeReused`) for the client to log: ids must be
  * unique per sender.
  * Owned by one `IntercomClient` and touched only by its synchronous code.
- *
- * Size note: about 520 lines, one concept (whether a message read under a
- * (sender, id) pair is passed on: new, again, or a repeat); most of it is the
- * reopening rules' bookkeeping and their reasons.
  */
 import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { InboundMessage } from "./events.ts"

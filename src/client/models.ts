@@ -1,11 +1,11 @@
 /**
+ * Size note: about 475 lines, nearly all JSDoc on the service's operations
+ * (one interface: splitting it would scatter one contract).
+ *
  * The public models of `IntercomClient`: the service interface with its
  * operations, the presence fields a session may change, the status it
  * reports, and the errors of operations other than `send`. IntercomClient.ts
  * builds the service; it re-exports these for existing importers.
- *
- * Size note: about 475 lines, nearly all JSDoc on the service's operations
- * (one interface: splitting it would scatter one contract).
  */
 import type { Effect, Scope, Stream } from "effect"
 import type { MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"

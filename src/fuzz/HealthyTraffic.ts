@@ -1,4 +1,8 @@
 /**
+ * Size: about 670 lines, one closure over the healthy sessions' shared ledger (sent, received,
+ * live); its frame checks and its traffic read and write that same state. Splitting
+ * the checks from the traffic needs that state passed explicitly: a noted follow-up.
+ *
  * The healthy sessions of a fuzz campaign, and the promises they check.
  *
  * A and B stay connected and keep exchanging messages, asks (answered by the
@@ -20,10 +24,6 @@
  * did. `finish` stops the traffic, runs three rounds of round trips (after
  * them every message, receipt and control caused by the traffic has been
  * read), and checks that nothing acknowledged was lost.
- *
- * Size: one closure over the healthy sessions' shared ledger (sent, received,
- * live); its frame checks and its traffic read and write that same state. Splitting
- * the checks from the traffic needs that state passed explicitly: a noted follow-up.
  */
 import { Deferred, Duration, Effect, Fiber, Option, Queue, Schedule, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"

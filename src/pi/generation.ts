@@ -1,4 +1,13 @@
 /**
+ * Size: one concept — one generation's life, about 555 lines: building its
+ * runtime and layers, feeding pi's events to it, and closing it. What could
+ * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
+ * the status line's text and warnings, statusLine.ts; the pi host, host.ts;
+ * the messages waiting in pi's queue and their withdrawals, queuedInbound.ts;
+ * the client instance, instance.ts);
+ * the rest shares the generation's `PiAccess` and its close, so a split
+ * would pass those between modules.
+ *
  * One pi session generation: everything the extension runs between a
  * `session_start` and its `session_shutdown` (C-ORD-35). It owns a
  * `ManagedRuntime` whose Scope holds the `IntercomClient`, the
@@ -31,15 +40,6 @@
  * runtime's Scope, taken before the client is built, so let go after it left);
  * then that generation restored the journal's undelivered messages, and this
  * one hands over only those it checkpoints itself (and warns, with a UI).
- *
- * Size: one concept — one generation's life, about 555 lines: building its
- * runtime and layers, feeding pi's events to it, and closing it. What could
- * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
- * the status line's text and warnings, statusLine.ts; the pi host, host.ts;
- * the messages waiting in pi's queue and their withdrawals, queuedInbound.ts;
- * the client instance, instance.ts);
- * the rest shares the generation's `PiAccess` and its close, so a split
- * would pass those between modules.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"

@@ -1,12 +1,12 @@
 /**
+ * Size: about 645 lines, one concept — the wire's frame Schemas, client→broker and broker→client
+ * unions keyed by `type` — kept together so each union sits beside its members.
+ *
  * Every frame of the base protocol (pi-intercom v1) as Schemas.
  *
  * Numbers that a peer re-broadcasts are `Finite`: `JSON.parse("1e400")` is
  * `Infinity`, which `JSON.stringify` turns into `null` and which a strict
  * pi-intercom client rejects — one such value would disconnect every peer.
- *
- * Size: one concept — the wire's frame Schemas, client→broker and broker→client
- * unions keyed by `type` — kept together so each union sits beside its members.
  */
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"

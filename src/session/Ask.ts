@@ -1,4 +1,8 @@
 /**
+ * Size: about 555 lines, over a third of them comments; one concept (one
+ * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
+ * `contact_supervisor`, and the blocking ask over them).
+ *
  * The blocking `ask` (C-ASK): reserve the single reply-waiter slot, send the
  * question, wait for the one reply that answers it, and release the slot
  * whatever happens.
@@ -57,10 +61,6 @@
  * lost is given back on the next connection; the notice is not).
  * Against a broker without the extension the asker keeps its own timer, as
  * before, and the send timeout ends the ask in `DeliveryUnknown`.
- *
- * Size: about 550 lines, over a third of them comments; one concept (one
- * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
- * `contact_supervisor`, and the blocking ask over them).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric, type Scope } from "effect"
 import type { IntercomNotConnected, RequestTimeout } from "../client/errors.ts"

@@ -1,4 +1,8 @@
 /**
+ * Size note: about 415 lines, one concept (the port and its models); most of
+ * it is the JSDoc each optional part needs (the journal's rules above all:
+ * what is told when, and what a host may save).
+ *
  * The `Host` port: what the session runtime needs from whatever runs the
  * agent — the pi extension, the CLI, or a simulated agent. A host implements
  * it in a few lines; everything about routing, waiting and replying stays in
@@ -7,10 +11,6 @@
  * The host *pushes* lifecycle changes into the session (`setStatus`,
  * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
  * into the host (`deliver`) with the intent it decided on.
- *
- * Size note: about 415 lines, one concept (the port and its models); most of
- * it is the JSDoc each optional part needs (the journal's rules above all:
- * what is told when, and what a host may save).
  */
 import { Context, Data, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"

@@ -1,4 +1,8 @@
 /**
+ * Size: one concept — about 650 lines, half of them the JSDoc of its
+ * interface and of the expiry arithmetic (`askTiming`), which the tracker and
+ * `pending`'s rendering share so that both count on one clock.
+ *
  * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer
  * (by asker and id: two askers may use one id), the recent asks that closed
  * unanswered (expired, withdrawn by their asker, or refused by the broker),
@@ -9,10 +13,6 @@
  * A plain synchronous state machine with the time passed in, so it is
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
- *
- * Size: one concept — about 650 lines, half of them the JSDoc of its
- * interface and of the expiry arithmetic (`askTiming`), which the tracker and
- * `pending`'s rendering share so that both count on one clock.
  */
 import type { Tracer } from "effect"
 import type { Message, SessionInfo } from "../protocol/frames.ts"

@@ -1,4 +1,7 @@
 /**
+ * Size: about 615 lines, one concept — the session runtime's error catalogue (one small
+ * class or union per failure, each with its user-facing text).
+ *
  * Typed errors of the session runtime. Each `message` is the exact text a
  * tool result shows (C-TOOL, C-TGT, C-ASK, C-RPL); `intercom()` turns every
  * one of them into an error result, never a throw.
@@ -12,9 +15,6 @@
  *   the fields above.
  *
  * @since 0.1.0
- *
- * Size: one concept — the session runtime's error catalogue (one small
- * class or union per failure, each with its user-facing text).
  */
 import { Data } from "effect"
 import type {

@@ -1,14 +1,14 @@
 /**
- * Every text the session runtime shows to a model or a person, in one place
- * (C-TOOL-9, C-TOOL-10, C-TOOL-11, C-TOOL-13, C-ASK-8, C-RPL-7, C-RPL-9,
- * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
- * agent prompted for one behaves the same with the other.
- *
  * Size: one concept — the runtime's wording, about 470 lines of small
  * renderers and their JSDoc. Kept in one file so every text a model reads can
  * be checked against its neighbours (the same sender label, ages, hints);
  * the health tags and guidance are health.ts's and old-mail markers
  * oldMail.ts's already.
+ *
+ * Every text the session runtime shows to a model or a person, in one place
+ * (C-TOOL-9, C-TOOL-10, C-TOOL-11, C-TOOL-13, C-ASK-8, C-RPL-7, C-RPL-9,
+ * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
+ * agent prompted for one behaves the same with the other.
  */
 import type { InboundMessage } from "../client/events.ts"
 import { DEFAULT_GROUP } from "../config/group.ts"

@@ -1,4 +1,12 @@
 /**
+ * Size: one concept — opening the file, about 580 lines: preparing it, the
+ * read-only look that decides a refusal (another program's file, a schema
+ * that lacks what its records promise, the clean-close mark), the checks, the snapshot, the
+ * Migrator and the migrations an earlier build
+ * skipped (`fillGaps`) are the steps of one open, run in order under the same
+ * busy-lock retries (`whileBusy`) and mapped to the same typed errors; split,
+ * each part would need that retry and error mapping again.
+ *
  * The broker's database, `<intercomDir>/intercom.db`: opened once, checked,
  * migrated, and provided as effect's `SqlClient` (plus the driver's
  * {@link SqliteBatch}) to every durable service.
@@ -27,14 +35,6 @@
  * "Newer schema" is judged by that table, not by `PRAGMA user_version`: the
  * highest recorded `migration_id` above the highest id registered in this
  * build means a newer effect-intercom wrote the file.
- *
- * Size: one concept — opening the file, about 580 lines: preparing it, the
- * read-only look that decides a refusal (another program's file, a schema
- * that lacks what its records promise, the clean-close mark), the checks, the snapshot, the
- * Migrator and the migrations an earlier build
- * skipped (`fillGaps`) are the steps of one open, run in order under the same
- * busy-lock retries (`whileBusy`) and mapped to the same typed errors; split,
- * each part would need that retry and error mapping again.
  */
 import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { Migrator, SqlClient, SqlError } from "effect/sql"

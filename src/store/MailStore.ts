@@ -1,4 +1,10 @@
 /**
+ * Size: about 495 lines, one concept: the store's interface and its two
+ * implementations side by side, so that they cannot drift apart. Each kind of
+ * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
+ * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the
+ * commit and the load that join them.
+ *
  * `MailStore`: the broker's durable routing state — mail that was
  * acknowledged and not yet written to its recipient, the replay records that
  * answer a retried send (P46), the open ask edges a reply needs (P61), the
@@ -17,12 +23,6 @@
  * broker's database, docs/store.md) and `MailStore.memory`, whose state can
  * be made outside a broker so that it outlives a simulated crash, as a disk
  * would.
- *
- * Size: about 495 lines, one concept: the store's interface and its two
- * implementations side by side, so that they cannot drift apart. Each kind of
- * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
- * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the
- * commit and the load that join them.
  *
  * @example
  * ```ts

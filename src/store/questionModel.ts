@@ -1,4 +1,8 @@
 /**
+ * Size: about 420 lines, one concept — the rules of a durable question (C-DQ) that both
+ * stores apply, kept in one place so the SQLite and memory layers cannot
+ * drift apart; mostly small pure functions and their error texts.
+ *
  * Durable supervisor questions (C-DQ): the record, its state, the errors and
  * the pure rules both `QuestionStore` layers share (answer normalisation,
  * page checks, previews). Keeping the rules here means the memory layer and
@@ -7,10 +11,6 @@
  * A question's state is derived, never stored (C-DQ-2): delivered →
  * `answered`; else cancelled → `cancelled`; else an answer → `answer_pending`;
  * else `awaiting_input`. Every timestamp column is written once.
- *
- * Size: one concept — the rules of a durable question (C-DQ) that both
- * stores apply, kept in one place so the SQLite and memory layers cannot
- * drift apart; mostly small pure functions and their error texts.
  */
 import { Data } from "effect"
 import { shownValue } from "../protocol/shownValue.ts"

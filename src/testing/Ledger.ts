@@ -1,4 +1,9 @@
 /**
+ * Size: about 495 lines, almost all of it short methods that hand a
+ * call on to those modules or set one field of the state (one per event or
+ * check the simulation reports); the next concern added should bring a
+ * face of its own rather than grow this one.
+ *
  * The simulation's observer: it sees every frame on every in-memory link (as
  * each side writes and reads it), what each simulated host is handed, and what
  * each `ask` returns; it keeps the trace and checks the invariants as events
@@ -14,11 +19,6 @@
  * never got its message (ledger/instances.ts), frames a client took after
  * its own drop (ledger/dropped.ts), and the fates at the end of a
  * run.
- *
- * Size: about 490 lines, almost all of it short methods that hand a
- * call on to those modules or set one field of the state (one per event or
- * check the simulation reports); the next concern added should bring a
- * face of its own rather than grow this one.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"

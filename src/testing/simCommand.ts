@@ -1,4 +1,8 @@
 /**
+ * Size: about 650 lines, one concept — the flags. Most of it is the flag
+ * table itself, one declaration per flag with its help text, and the checks
+ * that refuse a vacuous value or a --replay of another mode; the replay line they print is simArgs.ts's.
+ *
  * The command line of `npm run sim` (src/testing/sim-cli.ts), parsed with
  * effect/cli: which flags exist, what each means, and the `SimRequest` they
  * make. Running a request is sim-cli.ts's job; keeping the two apart lets the
@@ -7,10 +11,6 @@
  * An unknown flag, a value that is not an integer, or a `--replay` that is not
  * a workload is a usage error: effect/cli prints the help and the error, and
  * the process exits 2 (cli/exit.ts).
- *
- * Size: about 645 lines, one concept — the flags. Most of it is the flag
- * table itself, one declaration per flag with its help text, and the checks
- * that refuse a vacuous value or a --replay of another mode; the replay line they print is simArgs.ts's.
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"

@@ -1,4 +1,7 @@
 /**
+ * Size: about 410 lines, kept whole: the read side (pulled or pushed) and the
+ * write side share the socket's listeners, its close and its one failure.
+ *
  * One `net.Socket` as a `Connection`: the adapter the Unix-socket listener
  * and dialer share (UnixSocket.ts).
  *
@@ -17,9 +20,6 @@
  * each chunk's frames to a receiver straight from the `data` event, and
  * `pauseReading` holds the chunks that still come (the socket paused) until
  * `resumeReading`.
- *
- * Size: about 410 lines, kept whole: the read side (pulled or pushed) and the
- * write side share the socket's listeners, its close and its one failure.
  */
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"

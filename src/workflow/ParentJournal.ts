@@ -1,4 +1,9 @@
 /**
+ * Size: about 410 lines, one concept — the file's rules (read it, append
+ * accepted and consumed lines, rewrite it, and the ports that mark) over
+ * state those rules share. Its errors are in parentJournalErrors.ts and its
+ * lock in config/FileLock.ts; the header is a quarter of it.
+ *
  * The parent journal: what a workflow parent session accepted and what its
  * agent got, in a file, so that a restarted parent process gets back a
  * message its idle queue held, and drops the broker's copy of one the agent
@@ -54,11 +59,6 @@
  * knows would drop the other's lines; the file then grows. Its state (the
  * pending records, the consumed lines, the line count, the size it left) is
  * written only by its own synchronous code.
- *
- * Size: about 410 lines, one concept — the file's rules (read it, append
- * accepted and consumed lines, rewrite it, and the ports that mark) over
- * state those rules share. Its errors are in parentJournalErrors.ts and its
- * lock in config/FileLock.ts; the header is a quarter of it.
  */
 import { Clock, Effect, Exit, Schema, Scope } from "effect"
 import * as fs from "node:fs"

@@ -1,4 +1,10 @@
 /**
+ * Size: about 535 lines, one concept — the client commands' command line, each a few lines
+ * of flags around `runAction`; the results and questions commands added
+ * here in issue 13 and the worker commands of issue 14 follow the same shape
+ * (how `stop` and `result` tell their argument apart is `workerArgs.ts`). A split would spread one table of
+ * commands over files.
+ *
  * The client commands of `intercom` (docs/cli.md, "Client commands"):
  *
  *   intercom list    [--name <n>] [--json] [--dir <dir>] [--group <g>]
@@ -32,12 +38,6 @@
  * broker` never loads them. A plain `send` usually never reaches this file:
  * main.ts runs it through the fast path (clientArgv.ts, clientEntry.ts),
  * which maps its flags with the same `sendToolParams`.
- *
- * Size: one concept — the client commands' command line, each a few lines
- * of flags around `runAction`; the results and questions commands added
- * here in issue 13 and the worker commands of issue 14 follow the same shape
- * (how `stop` and `result` tell their argument apart is `workerArgs.ts`). A split would spread one table of
- * commands over files.
  */
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"

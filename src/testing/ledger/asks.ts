@@ -1,12 +1,12 @@
 /**
+ * Size: about 450 lines, half of them comments; one concept (hosts' hand-offs
+ * and asks' ends), most of it the `answer-after-timeout` judgement with its
+ * excuses (`answersAfterTimeout`), and `refused-as-timeout`.
+ *
  * Hosts and asks: what each simulated host was handed (checked for
  * duplicates, routing and order, and against what its client took after its
  * own drop: ledger/dropped.ts), and how each ask settled — exactly once, by
  * a reply that answers it, from the session it asked.
- *
- * Size: about 450 lines, half of them comments; one concept (hosts' hand-offs
- * and asks' ends), most of it the `answer-after-timeout` judgement with its
- * excuses (`answersAfterTimeout`), and `refused-as-timeout`.
  */
 import type { Message } from "../../protocol/frames.ts"
 import { checkPassiveIntent } from "./delivery.ts"

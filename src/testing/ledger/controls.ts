@@ -1,4 +1,7 @@
 /**
+ * Size: about 505 lines, one concept (controls on the wire and the fates
+ * they excuse); most of it is the JSDoc of why each excuse holds.
+ *
  * Cancels and controls on the wire: a sender's `cancel_message` and the
  * broker's answer, and each `message_control` (cancel, supersede) a
  * receiver reads, judged at the end of the run against the reads of the
@@ -79,9 +82,6 @@
  * A message with a control about it read is never
  * withdrawn so, and a control read about a message that never reached its
  * receiver is `control-before-message` (review revled).
- *
- * Size: about 510 lines, one concept (controls on the wire and the fates
- * they excuse); most of it is the JSDoc of why each excuse holds.
  */
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { Message, MessageControlFrame } from "../../protocol/frames.ts"

@@ -1,4 +1,9 @@
 /**
+ * Size: about 465 lines, one concept — the departure-order check; over a
+ * third of it is this header and the JSDoc of the counting rules (a write's
+ * departures, a return withheld, a takeover's hand-on). Its departure
+ * counts are read by ledger/joins.ts (`departuresBeforeJoin`, `endedBy`).
+ *
  * Departure order (C-BRK-33; docs/architecture.md, "Membership frames"):
  * every message a session X sent before it left reaches each recipient before
  * X's `session_left` there. A client fails the asks waiting on X when it reads
@@ -55,11 +60,6 @@
  * (`endedOneShot`).
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
- *
- * Size: about 465 lines, one concept — the departure-order check; over a
- * third of it is this header and the JSDoc of the counting rules (a write's
- * departures, a return withheld, a takeover's hand-on). Its departure
- * counts are read by ledger/joins.ts (`departuresBeforeJoin`, `endedBy`).
  */
 import { decodeBrokerFrameText, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { EPHEMERAL_V1 } from "../../protocol/features.ts"

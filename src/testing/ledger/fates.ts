@@ -1,4 +1,7 @@
 /**
+ * Size: about 420 lines, one concept (each message's fate at the end), most
+ * of it the classification's cases, each with the seed that taught it.
+ *
  * The end of a run: the fate of every acknowledged message — delivered,
  * sender told, lost to a crash, lost in flight, a question's copy dropped
  * as answered, dropped after its one-shot sender ended (no notice owed) —
@@ -6,9 +9,6 @@
  * nothing excuses (docs/testing.md, "The invariants"). In durable mode a
  * crash excuses nothing: the store should have kept the message
  * (`crash-loss`).
- *
- * Size: about 420 lines, one concept (each message's fate at the end), most
- * of it the classification's cases, each with the seed that taught it.
  */
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"

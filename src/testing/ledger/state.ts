@@ -1,11 +1,11 @@
 /**
+ * Size: about 565 lines, nearly all the JSDoc'd fields of the state's types;
+ * one concept, the shape every ledger module reads and writes.
+ *
  * What the ledger remembers about a run: the world (sessions, connections,
  * crashed brokers, closed clients), every message and ask, and the counters
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
- *
- * Size: about 565 lines, nearly all the JSDoc'd fields of the state's types;
- * one concept, the shape every ledger module reads and writes.
  */
 import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
 import type { Message } from "../../protocol/frames.ts"

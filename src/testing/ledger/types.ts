@@ -3,7 +3,7 @@
  * itself, how a session is named, and the tallies a run reports. Ledger.ts
  * re-exports all of it; the ledger's internal modules use it from here.
  *
- * Size: about 455 lines, most of them the JSDoc of each violation kind
+ * Size: about 460 lines, most of them the JSDoc of each violation kind
  * (what it means and what excuses it); one concept, the vocabulary a
  * report is written in: split by kind, a reader would lose the one list
  * docs/testing.md and the sim's summary follow.

@@ -1,11 +1,5 @@
 /**
- * The ledger's wire taps: every frame as a client writes it, the broker reads
- * it, the broker writes it, a client reads it, or a dropped connection loses
- * it. From them it learns which messages exist, which the broker accepted and
- * acknowledged, where each was written and read, and checks routing, scopes
- * and order on the wire.
- *
- * Size: about 725 lines, one concept — reading the wire for the ledger,
+ * Size: about 730 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
@@ -22,6 +16,12 @@
  * needs of it (when a broker first read a reply, and its ask's deadline as
  * the target read it). Cancels and controls are recorded here and judged
  * in controls.ts.
+ *
+ * The ledger's wire taps: every frame as a client writes it, the broker reads
+ * it, the broker writes it, a client reads it, or a dropped connection loses
+ * it. From them it learns which messages exist, which the broker accepted and
+ * acknowledged, where each was written and read, and checks routing, scopes
+ * and order on the wire.
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"

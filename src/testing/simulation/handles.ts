@@ -1,4 +1,7 @@
 /**
+ * Size: about 470 lines, one handle whose actions share the step helpers
+ * above them; split by concern would scatter one object's fields.
+ *
  * `SimSession`: the handle a scenario drives one session with. Every action
  * is a step of the world — a session action (send, ask, reply, list) runs in
  * the current generation and returns a `Pending`; a lifecycle action or a
@@ -6,9 +9,6 @@
  * its outcome. A cancel or supersede of a recent send (`cancelRecent`,
  * `supersedeRecent`) goes through the session's client, as an engine calls
  * it: the session tool has neither.
- *
- * Size: about 470 lines, one handle whose actions share the step helpers
- * above them; split by concern would scatter one object's fields.
  */
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
 import type { IntercomClientService } from "../../client/models.ts"

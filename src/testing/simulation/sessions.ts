@@ -1,4 +1,9 @@
 /**
+ * Size: about 425 lines, one concept — a session's lifecycle: start, stop,
+ * kill, replace and resume share the client and generation builders and the
+ * fiber-owner checks; each workload op that drives them lives in its own
+ * module (handles.ts, and the op modules beside it).
+ *
  * A simulated session's lifecycle: its client (the real `IntercomClient`,
  * dialling through the in-memory network), its session generations (the real
  * `IntercomSession` over a simulated agent as host), and starting, stopping,
@@ -10,11 +15,6 @@
  * that left by `unregister` (`startSession`'s `resumes`).
  * Each client also folds its presence events into a membership view that
  * `finish` checks (membershipViews.ts).
- *
- * Size: about 420 lines, one concept — a session's lifecycle: start, stop,
- * kill, replace and resume share the client and generation builders and the
- * fiber-owner checks; each workload op that drives them lives in its own
- * module (handles.ts, and the op modules beside it).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"

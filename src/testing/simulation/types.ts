@@ -1,11 +1,11 @@
 /**
+ * Size: about 525 lines, nearly all JSDoc'd fields of those few types; one
+ * vocabulary, kept in one place so Simulation.ts re-exports a single module.
+ *
  * The simulation's public vocabulary: how a world is configured
  * (`SimulationConfig`, `SessionSpec`), what a scenario drives (`SimSession`,
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
- *
- * Size: about 525 lines, nearly all JSDoc'd fields of those few types; one
- * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
 import type { BrokerService } from "../../broker/Broker.ts"
