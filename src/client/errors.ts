@@ -1,5 +1,5 @@
 /**
- * Size note: about 455 lines, one error class per failure a caller can meet,
+ * Size note: about 465 lines, one error class per failure a caller can meet,
  * each with its JSDoc and user-facing text; one vocabulary, kept together.
  *
  * Typed client errors. Every message is written for the person reading a tool
