@@ -33,7 +33,7 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
-import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
+import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, REUSE_REASON_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
@@ -603,7 +603,7 @@ export class Send {
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) return undefined
     if (!sameFingerprint(record, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint) }, to)
+      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
@@ -712,15 +712,18 @@ const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
 
 /**
  * Why a send under a kept id whose fingerprint is not `record`'s is refused (`E_MESSAGE_ID_REUSE` whatever the
- * reason, as P46 says): other content under the id is the sender's own reuse (`Reason.messageIdReuse`); the same
- * content to another target is that message sent again after `to` came to name another session, and the reason
- * says what the record says became of it — delivered, queued and not delivered, or settled otherwise — since a
- * client that lost the first write's answer cannot tell these apart from the code (afterLoss.ts; review revda
- * DA1, DA2).
+ * reason, as P46 says). To a connection not granted `reuse-reason-v1` (`granted` false): P46's text, as P45 fixes it
+ * (review revdh DH2). To one granted it: other content under the id is the sender's own reuse (`Reason.messageIdReuse`);
+ * the same content to another target is that message sent again after `to` came to name another session, and the
+ * reason says what the record says became of it — delivered to the session `to` resolves to now (P49's other
+ * holder took it: `receiverId`, review revdh DH1), delivered to another, queued and not confirmed delivered, or
+ * settled otherwise — since a client that lost the first write's answer cannot tell these apart from the code
+ * (afterLoss.ts; review revda DA1, DA2).
  */
-const reuseReason = (record: DeliveryRecord, sent: Fingerprint): string => {
-  if (!sameContent(record, sent)) return Reason.messageIdReuse
+const reuseReason = (record: DeliveryRecord, sent: Fingerprint, granted: boolean): string => {
+  if (!granted || !sameContent(record, sent)) return Reason.messageIdReuse
   const outcome = record.outcome
   if (!outcome.ok) return Reason.messageIdReuseSettled(outcome.reason)
-  return outcome.delivery === "socket_delivered" ? Reason.messageIdReuseDelivered : Reason.messageIdReuseQueued
+  if (outcome.delivery !== "socket_delivered") return Reason.messageIdReuseQueued
+  return outcome.receiverId === sent.targetId ? Reason.messageIdReuseDeliveredHere : Reason.messageIdReuseDelivered
 }

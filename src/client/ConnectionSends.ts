@@ -14,7 +14,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
-import { ASK_EXPIRY_V1 } from "../protocol/features.ts"
+import { ASK_EXPIRY_V1, REUSE_REASON_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, DeliveredFrame, DeliveryFailedFrame, DeliveryQueuedFrame } from "../protocol/frames.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
 import type { ConnectionWrites } from "./ConnectionWrites.ts"
@@ -280,7 +280,7 @@ export const makeConnectionSends = (options: ConnectionSendsOptions): Connection
     // An abandoned send (every caller left: PendingSends.ts) has its answer read late, as one no send waits for;
     // one written again after a loss is read as its own retry would read it (afterLoss.ts, one rule for both).
     if (!sends.settle(pending, answer) && !bare) {
-      sinks.lateAnswer(frame.messageId, pending.afterLoss ? answerAfterLoss(frame.messageId, answer) : answer, registered.frame.stateEpoch)
+      sinks.lateAnswer(frame.messageId, pending.afterLoss ? answerAfterLoss(frame.messageId, answer, granted.has(REUSE_REASON_V1)) : answer, registered.frame.stateEpoch)
     }
   }
 

@@ -40,6 +40,7 @@
  */
 import { Clock, Deferred, Duration, Effect } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
+import { REUSE_REASON_V1 } from "../protocol/features.ts"
 import { afterLossOf, endedAfterLoss, retriedInGrace } from "./afterLoss.ts"
 import type { ClientConnection } from "./ClientConnection.ts"
 import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
@@ -303,7 +304,7 @@ export class Resending {
     request: SendRequest,
     writing: SendWriting = { frameType: "send", addressed: () => request }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
-    return this.sendRejoining(request, writing, 0, { lost: undefined })
+    return this.sendRejoining(request, writing, 0, { lost: undefined, reuseReasons: false })
   }
 
   /**
@@ -323,12 +324,12 @@ export class Resending {
     request: SendRequest,
     writing: SendWriting,
     attempt: number,
-    lostOnTheWay: { lost: ConnectionLost | undefined }
+    lostOnTheWay: { lost: ConnectionLost | undefined; reuseReasons: boolean }
   ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
     // What the send ends on when `error` stands: after a loss, as afterLoss.ts reads it (the loss carrying the
     // refusal, or a rebound marked `afterLoss`).
     const standing = (error: SendError | IntercomNotConnected): SendError | IntercomNotConnected =>
-      lostOnTheWay.lost === undefined ? error : endedAfterLoss(lostOnTheWay.lost, error)
+      lostOnTheWay.lost === undefined ? error : endedAfterLoss(lostOnTheWay.lost, error, lostOnTheWay.reuseReasons)
     return this.retrying((c) =>
       // Looked up as the write is entered, as the connection's `begin` marks it (review revbr BR2: looked up when the
       // answer was read, a write entered inside the window and answered just after it lost its mark).
@@ -341,6 +342,9 @@ export class Resending {
           Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
           Effect.tapError((error) =>
             Effect.sync(() => {
+              // The refusal is read by the grants of the connection that answered it (`reuse-reason-v1`: review
+              // revdh DH3).
+              lostOnTheWay.reuseReasons = c.features.has(REUSE_REASON_V1)
               if (error._tag === "ConnectionLost") lostOnTheWay.lost = error
               // A caller that came only after a connection lost this send (it joined the re-send, took its kept
               // answer, or wrote it once more after it, on this connection or after another loss; or retried one
@@ -360,8 +364,9 @@ export class Resending {
       Effect.catchIf(
         (error) => {
           if (lostOnTheWay.lost === undefined) return false
-          const kind = afterLossOf(error)
-          return kind === "rebound" || kind === "unknown" || kind === "received" || kind === "queued"
+          const kind = afterLossOf(error, lostOnTheWay.reuseReasons)
+          return kind === "rebound" || kind === "unknown" || kind === "received" || kind === "deliveredHere" ||
+            kind === "queued"
         },
         (error) => Effect.fail(standing(error))
       ),
@@ -369,7 +374,7 @@ export class Resending {
       // BS3) and the other refusals it classes `retried` may mean "not back yet", and the first write may have been
       // delivered.
       Effect.catchIf(
-        (error) => retriedInGrace(error, lostOnTheWay.lost !== undefined),
+        (error) => retriedInGrace(error, lostOnTheWay.lost !== undefined, lostOnTheWay.reuseReasons),
         (error) =>
           Effect.gen({ self: this }, function*() {
             const now = yield* Clock.currentTimeMillis

@@ -12,10 +12,12 @@
  * expiry may follow a read, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". An id reuse is read by its reason (broker/Send.ts `reuseReason`, review revda): other
- * content under the id is the caller's own reuse, passed on as given; the same content, recorded for the session
- * `to` named then, is the first write's record — delivered there (`received`: the loss, so marked) or queued for it
- * and not delivered (`queued`: the loss, so marked). A rebound is marked `afterLoss`. What a send ends on, by that
+ * never a "not delivered". An id reuse is read by its reason (broker/Send.ts `reuseReason`, review revda): P46's own
+ * text is the caller's own reuse, passed on as given, only from a connection granted `reuse-reason-v1` (any other
+ * broker gives it for every mismatch: the loss, review revdh DH3); the same content, recorded for the session `to`
+ * named then, is the first write's record — delivered to the session `to` resolves to now (`deliveredHere`),
+ * delivered to that earlier one (`received`), or queued with no delivery confirmed (`queued`): the loss, so marked.
+ * A rebound is marked `afterLoss`. What a send ends on, by that
  * class, is `endedAfterLoss`, for both of its readers. Owns no state: a constant table and plain synchronous
  * functions.
  */
@@ -44,20 +46,26 @@ import type { SendAnswer } from "./PendingSends.ts"
  * - `received` — it is the broker's record of the first write itself, which says that broker delivered it to the
  *   session `to` named then (another holds the name now): the loss at once, marked `firstWriteReceived` — most
  *   likely delivered, never "not delivered", and not read as the caller reusing an id;
- * - `queued` — as `received`, but the record says the first write is queued for that earlier session and was not
- *   delivered to it: the loss at once, marked `firstWriteQueued`;
+ * - `deliveredHere` — as `received`, but the record names as its receiver the very session `to` resolves to now
+ *   (P49's other holder took the mail): the loss at once, marked `firstWriteDeliveredHere` — delivered where a
+ *   re-send would go (review revdh DH1);
+ * - `queued` — as `received`, but the record says the first write is queued for that earlier session, its delivery
+ *   not confirmed (it may have been written to a client that dropped before confirming): the loss at once, marked
+ *   `firstWriteQueued`;
  * - `rebound` — the exact target re-registered: the refusal marked `afterLoss` (the caller lists and sends again).
  *
  * @category models
  * @since 0.1.0
  */
-export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "queued" | "rebound"
+export type AfterLoss = "asGiven" | "retried" | "unknown" | "received" | "deliveredHere" | "queued" | "rebound"
 
 /**
  * Every refusal of a send, by its class, and why (docs/client.md has the table in prose). A function reads the reason
  * where one code covers refusals of both kinds. Typed over every `DeliveryError`: a new refusal must be classified.
  */
-const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string) => AfterLoss) } = {
+const BY_REFUSAL: {
+  readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reason: string, reuseReasons: boolean) => AfterLoss)
+} = {
   // From the write itself: its fields, its target's form. Not the answer a takeover gives a `supervisor_send` held
   // on a connection not granted `supervisor-v1` (broker/PeerReader.ts `refuseHeldSends`): that connection's grants,
   // which the first write's connection may have had — connection state, as the client's own `SupervisorUnauthorized`
@@ -93,16 +101,19 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
-  // By its reason (broker/Send.ts `reuseReason`; review revda DA1, DA2): P46's own text is given only for other
-  // content under the id — not this re-send's, which is the first write's again: the caller reused the id, as
-  // given. The same content recorded for the session `to` named then (another holds the name now) is the first
-  // write's record: delivered there (`received`) or queued for it, not delivered (`queued`); settled otherwise (a
+  // By its reason (broker/Send.ts `reuseReason`; review revda DA1, DA2): from a connection granted `reuse-reason-v1`,
+  // P46's own text is given only for other content under the id — not this re-send's, which is the first write's
+  // again: the caller reused the id, as given. Without that grant the broker (a base one, or this one before review
+  // revda) gives P46's text for every mismatch, a re-send of a delivered first write too: the loss (review revdh DH3). The same content recorded for the session `to` named then (another holds the name now) is the first
+  // write's record: delivered to the session `to` resolves to now (`deliveredHere`, review revdh DH1), delivered to
+  // that earlier one (`received`) or queued for it, not confirmed delivered (`queued`); settled otherwise (a
   // withdrawal, a refusal) it does not say whether that session got it (`unknown`). Questions.ts's stage (a durable
   // question of this session's under the id) is the question's state now, which a retry does not end: `unknown`.
-  // A broker that gives P46's text for every mismatch (a base one, or this one before review revda) is read so too.
-  MessageIdReuse: (reason) =>
+  MessageIdReuse: (reason, reuseReasons) =>
     reason === Reason.messageIdReuse
-      ? "asGiven"
+      ? reuseReasons ? "asGiven" : "unknown"
+      : reason === Reason.messageIdReuseDeliveredHere
+      ? "deliveredHere"
       : reason === Reason.messageIdReuseDelivered
       ? "received"
       : reason === Reason.messageIdReuseQueued
@@ -122,16 +133,18 @@ const BY_REFUSAL: { readonly [Tag in DeliveryError["_tag"]]: AfterLoss | ((reaso
 
 /**
  * What `error`, read as the answer to a write of a send after a connection lost it on the way, says of the first
- * write (`AfterLoss`, the table `BY_REFUSAL`). A timeout, a loss or no connection is no refusal: `asGiven`.
+ * write (`AfterLoss`, the table `BY_REFUSAL`). `reuseReasons`: the connection that read it was granted
+ * `reuse-reason-v1` (absent: not, as from a broker that negotiated nothing). A timeout, a loss or no connection is no
+ * refusal: `asGiven`.
  *
  * @category predicates
  * @since 0.1.0
  */
-export const afterLossOf = (error: SendError | IntercomNotConnected): AfterLoss => {
+export const afterLossOf = (error: SendError | IntercomNotConnected, reuseReasons = false): AfterLoss => {
   const refusal = refusalOf(error)
   if (refusal === undefined) return "asGiven"
   const entry = BY_REFUSAL[refusal._tag]
-  return typeof entry === "function" ? entry(refusal.reason) : entry
+  return typeof entry === "function" ? entry(refusal.reason, reuseReasons) : entry
 }
 
 /** `error` when it is the broker's (or the client's own) refusal of the write; undefined for a timeout, a loss, no connection. */
@@ -148,50 +161,67 @@ const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | und
 
 /**
  * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
- * write's fate unknown to the caller (`retried`, `unknown`; `received` and `queued`: taken by that broker, for a
- * session another now replaces under its name): if it stands, it is the loss.
+ * write's fate unknown to the caller (`retried`, `unknown`; `received`, `deliveredHere` and `queued`: taken by that
+ * broker, for a session another now replaces under its name, or delivered to the one that holds it now): if it
+ * stands, it is the loss. `reuseReasons` as for `afterLossOf`.
  *
  * @category predicates
  * @since 0.1.0
  */
-export const unknownAfterLoss = (error: SendError | IntercomNotConnected): boolean => {
-  const kind = afterLossOf(error)
-  return kind === "retried" || kind === "unknown" || kind === "received" || kind === "queued"
+export const unknownAfterLoss = (error: SendError | IntercomNotConnected, reuseReasons = false): boolean => {
+  const kind = afterLossOf(error, reuseReasons)
+  return kind === "retried" || kind === "unknown" || kind === "received" || kind === "deliveredHere" ||
+    kind === "queued"
 }
 
 /**
  * Whether a send refused just after a reconnect is retried through the rejoin grace (Resending.ts `send`): a "not
  * found" or a reply's "no pending ask" always (a broker restart empties its registry: the target, or the asker, may
  * not be back yet); after a loss (`afterLoss`), every refusal the table classes `retried`. Without a loss any other
- * refusal stands at once: it answers the first write.
+ * refusal stands at once: it answers the first write. `reuseReasons` as for `afterLossOf`.
  *
  * @category predicates
  * @since 0.1.0
  */
-export const retriedInGrace = (error: SendError | IntercomNotConnected, afterLoss: boolean): boolean =>
+export const retriedInGrace = (
+  error: SendError | IntercomNotConnected,
+  afterLoss: boolean,
+  reuseReasons = false
+): boolean =>
   afterLoss
-    ? afterLossOf(error) === "retried"
+    ? afterLossOf(error, reuseReasons) === "retried"
     : error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk)
 
 /**
  * The loss `lost` as a send lost on the way ends on `error`, the refusal that stood: carrying it
  * (`ConnectionLost.refusal`, said in its message) when it leaves the first write unknown (`unknownAfterLoss`), so
  * that its reader learns what the broker answers now (the target away, say), marked `firstWriteReceived` or
- * `firstWriteQueued` when that refusal is the broker's record of the first write delivered (`received`) or queued
- * (`queued`); `lost` itself otherwise.
+ * `firstWriteDeliveredHere` or `firstWriteQueued` when that refusal is the broker's record of the first write
+ * delivered to an earlier session (`received`), to the one `to` resolves to now (`deliveredHere`) or queued
+ * (`queued`); `lost` itself otherwise. `reuseReasons` as for `afterLossOf`.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const lostWithRefusal = (lost: ConnectionLost, error: SendError | IntercomNotConnected): ConnectionLost => {
+export const lostWithRefusal = (
+  lost: ConnectionLost,
+  error: SendError | IntercomNotConnected,
+  reuseReasons = false
+): ConnectionLost => {
   const refusal = refusalOf(error)
-  if (refusal === undefined || !unknownAfterLoss(refusal) || lost.refusal === refusal) return lost
-  const kind = afterLossOf(refusal)
+  if (refusal === undefined || !unknownAfterLoss(refusal, reuseReasons) || lost.refusal === refusal) return lost
+  const kind = afterLossOf(refusal, reuseReasons)
   return new ConnectionLost({
     operation: lost.operation,
     ...(lost.messageId === undefined ? {} : { messageId: lost.messageId }),
     refusal,
-    ...(kind === "received" ? { firstWriteReceived: true } : kind === "queued" ? { firstWriteQueued: true } : {})
+    ...(kind === "received"
+      ? { firstWriteReceived: true }
+      : kind === "deliveredHere"
+      ? { firstWriteDeliveredHere: true }
+      : kind === "queued"
+      ? { firstWriteQueued: true }
+      : {})
   })
 }
 
@@ -199,34 +229,38 @@ export const lostWithRefusal = (lost: ConnectionLost, error: SendError | Interco
  * What a send lost on the way (`lost`) ends on when `error` stands, by its class (`afterLossOf`): a rebound marked
  * `afterLoss` (review revas AS2), a refusal that leaves the first write unknown the loss carrying it
  * (`lostWithRefusal`), any other failure as it is. The one reading of both the send's own retry (Resending.ts `send`)
- * and a late answer (`answerAfterLoss`).
+ * and a late answer (`answerAfterLoss`). `reuseReasons` as for `afterLossOf`.
  *
  * @category constructors
  * @since 0.1.0
  */
 export const endedAfterLoss = <E extends SendError | IntercomNotConnected>(
   lost: ConnectionLost,
-  error: E
+  error: E,
+  reuseReasons = false
 ): E | ConnectionLost | TargetRebound => {
-  switch (afterLossOf(error)) {
+  switch (afterLossOf(error, reuseReasons)) {
     case "asGiven":
       return error
     case "rebound":
       return error._tag === "TargetRebound" ? reboundAfterLoss(error) : error
     default:
-      return lostWithRefusal(lost, error)
+      return lostWithRefusal(lost, error, reuseReasons)
   }
 }
 
 /**
  * `answer` to the send `messageId` written after a connection lost it, read after its caller stopped waiting, as the
  * send's own retry would end on it once the grace is over (`endedAfterLoss`): a refusal the table retries is the loss
- * at once here, as no retry follows.
+ * at once here, as no retry follows. `reuseReasons` as for `afterLossOf`: the connection that read it.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const answerAfterLoss = (messageId: string, answer: SendAnswer): SendAnswer =>
+export const answerAfterLoss = (messageId: string, answer: SendAnswer, reuseReasons = false): SendAnswer =>
   Exit.isFailure(answer)
-    ? Exit.mapError(answer, (error) => endedAfterLoss(new ConnectionLost({ operation: "send", messageId }), error))
+    ? Exit.mapError(
+      answer,
+      (error) => endedAfterLoss(new ConnectionLost({ operation: "send", messageId }), error, reuseReasons)
+    )
     : answer

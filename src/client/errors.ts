@@ -1,5 +1,5 @@
 /**
- * Size note: about 455 lines, one error class per failure a caller can meet,
+ * Size note: about 465 lines, one error class per failure a caller can meet,
  * each with its JSDoc and user-facing text; one vocabulary, kept together.
  *
  * Typed client errors. Every message is written for the person reading a tool
@@ -106,8 +106,16 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
    */
   readonly firstWriteReceived?: boolean
   /**
-   * For a send: as `firstWriteReceived`, but the record says the first write is queued for that earlier session and
-   * was not delivered to it (afterLoss.ts `queued`; `Reason.messageIdReuseQueued`; review revda DA2). Absent otherwise.
+   * For a send: as `firstWriteReceived`, but the record names as the session that got the first write the very
+   * session the target resolves to now (P49: it took the mail queued for the one the target named then; afterLoss.ts
+   * `deliveredHere`; `Reason.messageIdReuseDeliveredHere`; review revdh DH1). It arrived where a re-send would go.
+   * Absent otherwise.
+   */
+  readonly firstWriteDeliveredHere?: boolean
+  /**
+   * For a send: as `firstWriteReceived`, but the record says the first write is queued for that earlier session, no
+   * delivery confirmed — it may have been written to a client of it that dropped before confirming (afterLoss.ts
+   * `queued`; `Reason.messageIdReuseQueued`; reviews revda DA2, revdh DH4). Absent otherwise.
    */
   readonly firstWriteQueued?: boolean
 }> {
@@ -117,8 +125,11 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
     if (this.refusal !== undefined && this.firstWriteReceived === true) {
       return `${lost}; the broker took the first attempt: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id names the session the target meant then, and another session holds that name now. The first attempt most likely reached that earlier session: this was its re-send, not another message under its id. Do not send it again unless that session's owner says it did not arrive, and then under a new message id.`
     }
+    if (this.refusal !== undefined && this.firstWriteDeliveredHere === true) {
+      return `${lost}; the broker took the first attempt and delivered it to the session the target resolves to now: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id names the session the target meant then, while the mail queued for that session went to the one holding the name now. Do not send it again: that session has it.`
+    }
     if (this.refusal !== undefined && this.firstWriteQueued === true) {
-      return `${lost}; the broker took the first attempt and holds it, not delivered, for the session the target named then: it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id says the message is queued for that session, and another session holds that name now. The session holding the name now will not get it; the earlier one gets it if it comes back before the mailbox expires or evicts it. To reach the session holding the name now, send the message again under a new message id, and cancel this one by its id if the earlier session should not get it.`
+      return `${lost}; the broker took the first attempt and holds it for the session the target named then, with no delivery confirmed (it may have been written to a client of that session that dropped before confirming): it refused the re-send «${this.refusal.reason}» (${this.refusal.code}) because its record of this message id says the message is queued for that session, and another session holds that name now. The broker does not send it again under this id for the target as it resolves now; the queued mail may go to a session that registers later with that earlier session's id, or with its name and directory (P49: another session than the earlier one, then), if one does before the mailbox expires or evicts it. To reach the session holding the name now, send the message again under a new message id, and cancel this one by its id if the queued mail should not be delivered.`
     }
     if (this.refusal === undefined) {
       return `${lost}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`

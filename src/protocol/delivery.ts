@@ -96,27 +96,37 @@ export const Reason = {
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
   targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
   /**
-   * P46's text, given by this broker only where it is true: a send under a kept id whose authored content differs
-   * from the record's — another message under the id, the caller's error (broker/Send.ts `replayed`,
-   * `recordedAnswer`). The same content to another target gets one of the three below (review revda DA1).
+   * P46's text. To a connection granted `reuse-reason-v1` this broker gives it only where it is true: a send under
+   * a kept id whose authored content differs from the record's — another message under the id, the caller's error
+   * (broker/Send.ts `replayed`, `recordedAnswer`); the same content to another target gets one of the four below
+   * (review revda DA1). Every other connection gets it for every mismatch, as P45 fixes it (review revdh DH2).
    */
   messageIdReuse: "Message id was reused with different authored content",
   /**
-   * Ours: a send under a kept id whose content is the record's but whose `to` resolves now to another session than
-   * the record names — a re-send after the name came to mean another session, or the caller sending the same
+   * Ours (`reuse-reason-v1`): a send under a kept id whose content is the record's but whose `to` resolves now to
+   * another session than the record names — a re-send after the name came to mean another session, or the caller sending the same
    * message to another target under its id — and the record says the message was delivered. Starts "Message id
    * was reused", as P46's text does; the code stays `E_MESSAGE_ID_REUSE` (review revda DA1).
    */
   messageIdReuseDelivered:
     "Message id was reused for another target: this message, with this content and id, was delivered to another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged). It is not delivered again",
   /**
-   * Ours: as `messageIdReuseDelivered`, but the record says the message is queued (in the mailbox, or staged) for
-   * that other session and was not delivered to it yet (review revda DA2).
+   * Ours (`reuse-reason-v1`): as `messageIdReuseDelivered`, but the record names as the session that got the message
+   * the very session the target resolves to now (P49's other holder took the mail queued for the session named
+   * then): it was delivered there, where this re-send would go (review revdh DH1).
+   */
+  messageIdReuseDeliveredHere:
+    "Message id was reused for another target: this message, with this content and id, was delivered to the session the target resolves to now (the mail queued for the session it named when first sent went to this one). It is not delivered again",
+  /**
+   * Ours (`reuse-reason-v1`): as `messageIdReuseDelivered`, but the record says the message is queued (in the
+   * mailbox, or staged) for that other session, with no delivery confirmed: it may never have been written, or it
+   * was written to a client of that session that dropped before confirming it and was given back (MailReturns.ts
+   * rewrites the record to queued; review revda DA2, revdh DH4).
    */
   messageIdReuseQueued:
-    "Message id was reused for another target: this message, with this content and id, is queued, not delivered yet, for another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged). It is not queued again",
+    "Message id was reused for another target: this message, with this content and id, is queued for another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged): not confirmed delivered — it may have been written to a client of that session that dropped before confirming. It is not queued again",
   /**
-   * Ours: as `messageIdReuseDelivered`, but the record is a refusal or a withdrawal (`recorded`, its reason), which
+   * Ours (`reuse-reason-v1`): as `messageIdReuseDelivered`, but the record is a refusal or a withdrawal (`recorded`, its reason), which
    * does not say whether that other session got the message.
    */
   messageIdReuseSettled: (recorded: string) =>

@@ -274,6 +274,19 @@ export const ASK_EXPIRY_V1 = "ask-expiry-v1"
  */
 export const REPLY_ELSEWHERE_V1 = "reply-elsewhere-v1"
 
+/**
+ * Id-reuse reasons (extension): a send under a kept id with the content the
+ * broker's record holds but a `to` that resolves now to another session than
+ * the record names is refused `E_MESSAGE_ID_REUSE` with a reason saying what
+ * the record says became of the message (delivered to that very session,
+ * delivered to another, queued, settled) — `Reason.messageIdReuseDelivered…`
+ * in delivery.ts — and P46's own text then means other content under the id
+ * only. A client not granted it gets P46's text for every mismatch, as the
+ * base protocol fixes it (P45), and cannot read that text as its own reuse
+ * after a loss (client/afterLoss.ts; review revdh DH2, DH3).
+ */
+export const REUSE_REASON_V1 = "reuse-reason-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -300,7 +313,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   RECLAIM_RELEASED_V1,
   REJOIN_V1,
   ASK_EXPIRY_V1,
-  REPLY_ELSEWHERE_V1
+  REPLY_ELSEWHERE_V1,
+  REUSE_REASON_V1
 ]
 
 /**

@@ -86,12 +86,18 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
             `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
             `attempt went to the session "${to}" named then and another session holds that name now; it most likely ` +
             `arrived there`
-          : error.firstWriteQueued === true
-          // The same, but the record says it waits in the mailbox for that earlier session (review revda DA2).
+          : error.firstWriteDeliveredHere === true
+          // The same, but the record names as its receiver the session `to` resolves to now (review revdh DH1).
           ? `the connection to the broker was lost before it acknowledged the message, and the broker, which took ` +
             `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
-            `attempt was queued for the session "${to}" named then, not delivered to it so far, and another session ` +
-            `holds that name now, which will not get it`
+            `attempt was delivered to the session "${to}" resolves to now; it arrived there`
+          : error.firstWriteQueued === true
+          // The same, but the record says it waits in the mailbox for that earlier session, delivery not confirmed
+          // (reviews revda DA2, revdh DH4).
+          ? `the connection to the broker was lost before it acknowledged the message, and the broker, which took ` +
+            `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
+            `attempt is queued for the session "${to}" named then, no delivery to it confirmed (it may have been ` +
+            `written to a client that dropped before confirming), and another session holds that name now`
           : `the connection to the broker was lost before it acknowledged the message, and the broker reached since ` +
             `refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), which does not tell whether ` +
             `the first attempt arrived`

@@ -1,17 +1,21 @@
 /**
- * Review revda: after a loss, an `E_MESSAGE_ID_REUSE` is read by its reason, which the broker now gives by what its
+ * Reviews revda, revdh: after a loss, an `E_MESSAGE_ID_REUSE` is read by its reason, which the broker now gives by what its
  * record under the id says (broker/Send.ts `reuseReason`): other content under the id is the caller's own reuse
  * (P46's text, passed on as given, DA1); the same content, its record for the session `to` named then, queued there
  * and not delivered, is the loss marked `firstWriteQueued`, never "most likely reached that earlier session" (DA2).
  * And the loss carrying the record's expiry no longer calls it "not what became of the first attempt" (DA3).
+ * Review revdh: P46's text is the caller's reuse only from a connection granted `reuse-reason-v1` (DH3; without it,
+ * the loss); a record delivered to the session `to` resolves to now is the loss marked `firstWriteDeliveredHere`,
+ * with no advice to send again (DH1); the queued record's texts claim no "not delivered" (DH4).
  *
  * The real broker core in memory (durable for DA2, its commit held by gatedStore so the answer to the send waits
  * while alpha's connection is destroyed) under TestClock; the clock moves only to the client's reconnect (100 ms), a
- * modelled outage, not a barrier. Probes test/zz-review-da-1/2/3 (branch revda), rewritten for the new reasons.
+ * modelled outage, not a barrier. Probes test/zz-review-da-1/2/3 (branch revda) and zz-review-dh-3 (branch revdh),
+ * rewritten for the new reasons; the pure readings are plain synchronous tests.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
-import { endedAfterLoss } from "../../src/client/afterLoss.ts"
+import { answerAfterLoss, endedAfterLoss } from "../../src/client/afterLoss.ts"
 import { ConnectionLost, deliveryError, MessageIdReuse } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { notDelivered } from "../../src/session/Sending.ts"
@@ -97,11 +101,15 @@ describe("an id reuse read after a loss, by the broker's reason", () => {
       assert.deepInclude(error.refusal, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuseQueued })
       assert.isTrue(error.firstWriteQueued, "not marked as queued for the earlier session")
       assert.notStrictEqual(error.firstWriteReceived, true, "marked received")
-      assert.include(error.message, "holds it, not delivered, for the session the target named then")
+      assert.include(error.message, "holds it for the session the target named then, with no delivery confirmed")
       assert.notInclude(error.message, "most likely reached that earlier session")
+      // Review revdh DH4: by P49 the queued mail may go to another session of that name and directory.
+      assert.notInclude(error.message, "the earlier one gets it if it comes back")
+      assert.include(error.message, "another session than the earlier one, then")
       const read = notDelivered("Message", "bob")(error)
       assert.strictEqual(read._tag, "DeliveryUnknown")
-      assert.include(read.message, "was queued for the session \"bob\" named then, not delivered to it so far")
+      assert.include(read.message, "is queued for the session \"bob\" named then, no delivery to it confirmed")
+      assert.notInclude(read.message, "not delivered to it so far")
       assert.notInclude(read.message, "most likely arrived")
       yield* bobSecond.client.roundTrip
       yield* bobSecond.client.expectNothing("message")
@@ -114,5 +122,48 @@ describe("an id reuse read after a loss, by the broker's reason", () => {
     assert.notInclude(ended.message, "not what became of the first attempt")
     assert.include(ended.message, "which does not tell whether the first attempt reached its recipient")
     assert.include(ended.message, "where that record is what refused the re-send (an expiry, an eviction), it refuses every retry the same way")
+  })
+
+  it("P46's text after a loss, read on a connection not granted reuse-reason-v1, is the loss, not a definite 'not delivered' (DH3)", () => {
+    const lost = new ConnectionLost({ operation: "send", messageId: "m-1" })
+    const refusal = deliveryError({ messageId: "m-1", code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse, retryable: false })
+    const ended = endedAfterLoss(lost, refusal, false)
+    assert.instanceOf(ended, ConnectionLost, `ended as ${String(ended)}`)
+    if (!(ended instanceof ConnectionLost)) return
+    assert.strictEqual(ended.refusal, refusal)
+    assert.notStrictEqual(ended.firstWriteReceived, true)
+    assert.notStrictEqual(ended.firstWriteQueued, true)
+    const read = notDelivered("Message", "bob")(ended)
+    assert.strictEqual(read._tag, "DeliveryUnknown", `a message a base broker may have delivered ends as ${read._tag}: ${read.message}`)
+    const late = answerAfterLoss("m-1", Exit.fail(refusal), false)
+    assert.instanceOf(Exit.isFailure(late) ? Cause.squash(late.cause) : undefined, ConnectionLost)
+  })
+
+  it("P46's text after a loss, read on a connection granted reuse-reason-v1, is the caller's own reuse, as given (DH3)", () => {
+    const refusal = deliveryError({ messageId: "m-1", code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse, retryable: false })
+    assert.strictEqual(endedAfterLoss(new ConnectionLost({ operation: "send", messageId: "m-1" }), refusal, true), refusal)
+    const late = answerAfterLoss("m-1", Exit.fail(refusal), true)
+    assert.strictEqual(Exit.isFailure(late) ? Cause.squash(late.cause) : undefined, refusal)
+  })
+
+  it("a record delivered to the session the target resolves to now ends as the loss marked firstWriteDeliveredHere, with no advice to send again (DH1)", () => {
+    const refusal = deliveryError({
+      messageId: "m-1",
+      code: DeliveryCode.MessageIdReuse,
+      reason: Reason.messageIdReuseDeliveredHere,
+      retryable: false
+    })
+    const ended = endedAfterLoss(new ConnectionLost({ operation: "send", messageId: "m-1" }), refusal, true)
+    assert.instanceOf(ended, ConnectionLost, `ended as ${String(ended)}`)
+    if (!(ended instanceof ConnectionLost)) return
+    assert.isTrue(ended.firstWriteDeliveredHere, "not marked as delivered to the session the target resolves to now")
+    assert.notStrictEqual(ended.firstWriteReceived, true, "marked as delivered to an earlier session")
+    assert.include(ended.message, "delivered it to the session the target resolves to now")
+    assert.include(ended.message, "Do not send it again: that session has it.")
+    assert.notInclude(ended.message, "most likely reached that earlier session")
+    assert.notInclude(ended.message, "new message id")
+    const read = notDelivered("Message", "bob")(ended)
+    assert.strictEqual(read._tag, "DeliveryUnknown")
+    assert.include(read.message, "was delivered to the session \"bob\" resolves to now; it arrived there")
   })
 })

@@ -111,13 +111,15 @@ export type ControlWorld = Effect.Success<ReturnType<typeof controlWorld>>
  * `stick()` makes b-1's writes never complete from then on (its socket
  * takes none of them). `options`: the broker's, defaults otherwise;
  * `clock`: the broker's clock, which the test may move; `bSession`: fields
- * of b-1's `session` (a `name`, say) over the defaults.
+ * of b-1's `session` (a `name`, say) over the defaults; `dFeatures`: the
+ * extensions `d` asks for in its `register` (none: a base sender).
  */
 export const controlWorld = (
   features: ReadonlyArray<string>,
   options: BrokerCoreOptions = {},
   clock: { now: number } = { now: 1_000_000 },
-  bSession: Readonly<Record<string, unknown>> = {}
+  bSession: Readonly<Record<string, unknown>> = {},
+  dFeatures: ReadonlyArray<string> = []
 ) =>
   Effect.gen(function*() {
     const { attach, batch, close, router, tryDrain } = yield* handRouter(options, () => clock.now)
@@ -144,7 +146,7 @@ export const controlWorld = (
     const b1 = connect(1, true)
     batch(b1, [registerFrame({ sessionId: "b", session: bSession, frame: { features, instanceId: "b-1" } })])
     const d = connect(2)
-    batch(d, [registerFrame({ sessionId: "d" })])
+    batch(d, [registerFrame({ sessionId: "d", ...(dFeatures.length === 0 ? {} : { frame: { features: dFeatures } }) })])
     const framesOf = (peer: Peer): ReadonlyArray<Seen> => {
       peer.writer.flush()
       return written.get(peer) ?? []
