@@ -15,36 +15,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
-
-/** A session of c's identity (name B in /tmp): `sessionId`, with `frame`'s fields. */
-const holder = (sessionId: string, frame: Readonly<Record<string, unknown>> = {}) => ({ sessionId, name: "B", cwd: "/tmp", frame })
-
-/** b's client: confirms what it reads (never here, as it drops first), and rejoins as instance b-1. */
-const B_1 = { features: [RECEIVED_V1, REJOIN_V1], instanceId: "b-1" }
+import { B_1, copyLeftDurable, holder } from "../support/durableCopyLeft.ts"
+import { advance } from "../support/memory.ts"
 
 describe("a durable broker: a message superseded while a copy of it waits in the mailbox for its session", () => {
   it.effect("b-1 gets the supersede; the copy leaves the store, and c's return is given no m0", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      yield* durableBroker(world, disk)
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const c = yield* world.session(holder("c"))
-      yield* c.client.destroy
-      const b1 = yield* world.session(holder("b", B_1))
-      const m0 = message("m0")
-      assertDelivered(yield* send(d.client, "c", m0))
-      yield* messageFor(b1.client, m0.id)
-      yield* world.session(holder("e"))
-      yield* b1.client.destroy
-      yield* settled([d.client])
+      const { world, disk, d, m0 } = yield* copyLeftDurable
       const b1Back = yield* world.session(holder("b", B_1))
       yield* settled([d.client], [b1Back.client])
       yield* b1Back.client.expectNothing("message")

@@ -17,36 +17,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
-
-/** A session of c's identity (name B in /tmp): `sessionId`, with `frame`'s fields. */
-const holder = (sessionId: string, frame: Readonly<Record<string, unknown>> = {}) => ({ sessionId, name: "B", cwd: "/tmp", frame })
-
-/** b's client: confirms what it reads (never here, as it drops first), and rejoins as instance b-1. */
-const B_1 = { features: [RECEIVED_V1, REJOIN_V1], instanceId: "b-1" }
+import { B_1, copyLeftDurable, holder } from "../support/durableCopyLeft.ts"
+import { advance } from "../support/memory.ts"
 
 describe("a durable broker restarted while a copy of a message waits in the mailbox for its session", () => {
   it.effect("b-1, registering first, takes the stored copy; the supersede reaches it, and c's return is given no m0", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const first = yield* durableBroker(world, disk)
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const c = yield* world.session(holder("c"))
-      yield* c.client.destroy
-      const b1 = yield* world.session(holder("b", B_1))
-      const m0 = message("m0")
-      assertDelivered(yield* send(d.client, "c", m0))
-      yield* messageFor(b1.client, m0.id)
-      yield* world.session(holder("e"))
-      yield* b1.client.destroy
-      yield* settled([d.client])
+      const { world, disk, broker: first, m0 } = yield* copyLeftDurable
       yield* advance(LAZY_FLUSH)
       const stored = () => [...disk.mail.values()].filter((row) => row.recordKey.endsWith(m0.id)).length
       assert.strictEqual(stored(), 1, "m0 is not stored for c: the test sets up nothing")
