@@ -15,27 +15,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ConnectionLost } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
-import { settled } from "../support/barrier.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { withMemoryBroker } from "../support/memory.ts"
+import { message, send } from "../support/broker.ts"
+import { readThenGivenBack } from "./readGivenBack.ts"
 import { refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
-
-const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
 describe("an eviction read after a loss is the loss, whichever its reason (reviews revce CE2, revci CI2)", () => {
   it.effect("the record's eviction of a message its recipient read is the loss at once, carrying it", () =>
     Effect.gen(function*() {
       // Part 1: delivered and read, given back unconfirmed, evicted; the re-send is answered from that record.
-      const broker = yield* withMemoryBroker({ mailboxCapacity: 1 })
-      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      const read = message("delivered and read, never confirmed")
-      assertDelivered(yield* send(alice.client, "bob", read))
-      assert.strictEqual((yield* messageFor(bob.client, read.id)).message.id, read.id, "setup: bob did not read it")
-      yield* bob.client.destroy
-      yield* settled([alice.client])
+      const { alice, read } = yield* readThenGivenBack({ mailboxCapacity: 1 })
       assertDelivered(yield* send(alice.client, "bob", message("pushes it out")), "queued")
       assertFailed(yield* send(alice.client, "bob", read), "E_DELIVERY_EVICTED", Reason.evicted)
 

@@ -17,14 +17,11 @@ import { afterLossOf } from "../../src/client/afterLoss.ts"
 import { ConnectionLost, deliveryError } from "../../src/client/errors.ts"
 import { ASK_TIMED_OUT_UNWRITTEN } from "../../src/client/requests.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
-import { assertDelivered, assertFailed } from "../support/assertions.ts"
-import { settled } from "../support/barrier.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { advance, withMemoryBroker } from "../support/memory.ts"
+import { assertFailed } from "../support/assertions.ts"
+import { send } from "../support/broker.ts"
+import { advance } from "../support/memory.ts"
+import { readThenGivenBack } from "./readGivenBack.ts"
 import { refusedAfterLoss, type SendVia } from "./refusedAfterLoss.ts"
-
-const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
 const viaSend: SendVia = (client, m) => client.send({ to: "bob", message: m })
 
@@ -32,14 +29,7 @@ describe("an expiry read after a loss is the loss (task afterloss3; as review re
   it.effect("the record's expiry of a message its recipient read is the loss at once, carrying it", () =>
     Effect.gen(function*() {
       // Part 1: delivered and read, given back unconfirmed, expired; the re-send is answered from that record.
-      const broker = yield* withMemoryBroker({ mailboxRetention: "1 second" })
-      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      const read = message("delivered and read, never confirmed")
-      assertDelivered(yield* send(alice.client, "bob", read))
-      assert.strictEqual((yield* messageFor(bob.client, read.id)).message.id, read.id, "setup: bob did not read it")
-      yield* bob.client.destroy
-      yield* settled([alice.client])
+      const { alice, read } = yield* readThenGivenBack({ mailboxRetention: "1 second" })
       // The mailbox's retention runs out (modelled on the TestClock); the next send prunes it.
       yield* advance("2 seconds")
       assertFailed(yield* send(alice.client, "bob", read), "E_DELIVERY_EXPIRED", Reason.expired)
