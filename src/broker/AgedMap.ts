@@ -88,7 +88,12 @@ export class AgedMap<K, V> {
 
   /**
    * Sets `key` as the newest entry (a replaced entry moves to the back) and
-   * returns the entries evicted to stay within capacity, oldest first.
+   * returns the entries evicted to stay within capacity, oldest first. `at`
+   * is the clock's reading now, or an order that goes back only where the
+   * clock did (entries restored oldest first): one below the newest reading
+   * is taken for a clock step back and re-dates the entries past it to it
+   * (module header), so an entry with an age of its own older than the
+   * newest (handed back at its place) goes through `setAged` instead.
    */
   set(key: K, value: V, at: number): ReadonlyArray<V> {
     this.append(key, value, at)
@@ -109,9 +114,10 @@ export class AgedMap<K, V> {
   }
 
   /**
-   * Sets `key` as the newest entry, like `set`, and returns the value it
-   * replaced rather than what it evicted: for maps without a capacity (in one
-   * with a capacity, what it evicts is dropped unseen).
+   * Sets `key` as the newest entry, like `set` (`at` the clock's reading
+   * now, as there), and returns the value it replaced rather than what it
+   * evicted: for maps without a capacity (in one with a capacity, what it
+   * evicts is dropped unseen).
    */
   put(key: K, value: V, at: number): V | undefined {
     const previous = this.append(key, value, at)
