@@ -132,9 +132,12 @@ export class AgedMap<K, V> {
    * newer than it. An age past the newest reading the list was given (one
    * from before a clock step back) is taken as that reading, and `value`
    * told so (`onRedate`), as `redate` re-dated the entries past it (module
-   * header).
+   * header). Among entries of the same age it goes behind them all, unless
+   * `aheadOf` says it goes ahead of one: the owner's own order among ties
+   * (the mailbox's queue order; after a step back every entry from before it
+   * is of one age).
    */
-  setAged(key: K, value: V, at: number): ReadonlyArray<V> {
+  setAged(key: K, value: V, at: number, aheadOf?: (tied: V) => boolean): ReadonlyArray<V> {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
     if (at > this.latest) {
@@ -142,7 +145,7 @@ export class AgedMap<K, V> {
       this.onRedate?.(value, at)
     }
     let before = this.newest
-    while (before !== undefined && before.at > at) before = before.older
+    while (before !== undefined && (before.at > at || (before.at === at && aheadOf?.(before.value) === true))) before = before.older
     const after = before === undefined ? this.oldest : before.newer
     const entry: Aged<K, V> = { key, value, at, older: before, newer: after }
     if (before !== undefined) before.newer = entry

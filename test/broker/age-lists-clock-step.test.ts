@@ -315,6 +315,19 @@ describe("age lists after the clock stepped back", () => {
       assert.deepStrictEqual(mailbox.take("t", undefined, () => true).map((queued) => queued.mail.message.id), ["x1", "x2"])
     }))
 
+  it.effect("mail put back after the step, all of its age alike, expires in queue order: before the mail queued after it", () =>
+    Effect.gen(function*() {
+      const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
+      mailbox.put(mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100)))
+      mailbox.put(mailOf("x2", START + STEP, "x", "t", "x".repeat(100)))
+      mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
+      assert.deepStrictEqual(mailbox.put(mailOf("s1", START, "s", "t", "s".repeat(1_000))).map((e) => e.mail.message.id), ["s1"])
+      // x1, x2 and y1 all count from the step: x1, queued first, is still the oldest (MailDelivery.prune tells the
+      // senders of expired mail in this order).
+      const expired = mailbox.expire(yield* setTo(START + 60_001))
+      assert.deepStrictEqual(expired.map((mail) => mail.message.id), ["x1", "x2", "y1"], "x1 came back behind mail queued after it")
+    }))
+
   it.effect("a control kept before the step goes a retention after it", () =>
     Effect.gen(function*() {
       const controls = new KeptControls()
