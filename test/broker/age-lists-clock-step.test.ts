@@ -65,6 +65,24 @@ const controlFor = (to: string) => new ControlFrame("{}", to, "s", 0, `s/${to}`,
 /** The clock's reading after setting it to `at`. */
 const setTo = (at: number) => Effect.andThen(TestClock.setTime(at), Clock.currentTimeMillis)
 
+/**
+ * x1 and x2 (sender x, for t) queued before the step, y1 (y, for u) after it; then s1 (s, for t), which pushes
+ * t's oldest (x1) out, until the overall bytes find s the heaviest sender and s1 its oldest: s1 is not kept and
+ * x1 comes back (Mailbox's `putBack`). Bytes (Mailbox's estimate, 2 × (2 + text + 4) + 512): x1, x2 724 each,
+ * y1 1,524, s1 2,524; t holds 3,500 at most (x1 + x2 + s1 is over, x2 + s1 is not), all mail 4,000 (x2 + y1 +
+ * s1 is over). Fails the test when s1 is not the one pushed out (it would set up nothing).
+ */
+const pushedOutAndBack = Effect.gen(function*() {
+  const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
+  mailbox.put(mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100)))
+  mailbox.put(mailOf("x2", START + STEP, "x", "t", "x".repeat(100)))
+  mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
+  const evicted = mailbox.put(mailOf("s1", START, "s", "t", "s".repeat(1_000)))
+  assert.deepStrictEqual(evicted.map((eviction) => [eviction.mail.message.id, eviction.bound]), [["s1", "bytes"]], "the test sets up nothing")
+  assert.strictEqual(mailbox.size, 3, "x1 did not come back: the test sets up nothing")
+  return mailbox
+})
+
 /** Receipts.prune's walk over the routes: from the oldest, while each is past its hour. */
 const pruneRoutes = (table: OutboundRecords, now: number): void => {
   for (let oldest = table.oldestRoute; oldest !== undefined && oldest.routedAt <= now - HOUR - 1; oldest = table.oldestRoute) {
@@ -279,21 +297,8 @@ describe("age lists after the clock stepped back", () => {
 
   it.effect("mail the bounds pushed out for a message not kept after all comes back at its queue place, aged from the step", () =>
     Effect.gen(function*() {
-      // Bytes (Mailbox's estimate): 2 × (2 + text + 4) + 512 — x1, x2 724 each, y1 1,524, s1 2,524. The
-      // recipient t holds 3,500 at most (x1 + x2 + s1 is over, x2 + s1 is not), all mail 4,000 (x2 + y1 + s1 is over).
-      const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
-      const x1 = mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100))
-      const x2 = mailOf("x2", START + STEP, "x", "t", "x".repeat(100))
-      mailbox.put(x1)
-      mailbox.put(x2)
-      mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
-      // s1 pushes t's oldest (x1) out, then the overall bytes find s (its sender, the heaviest) and s1, its oldest:
-      // s1 is not kept, and x1 comes back (Mailbox's `putBack`), queued before the step.
-      const s1 = mailOf("s1", START, "s", "t", "s".repeat(1_000))
-      const evicted = mailbox.put(s1)
-      assert.deepStrictEqual(evicted.map((eviction) => [eviction.mail.message.id, eviction.bound]), [["s1", "bytes"]], "the test sets up nothing")
-      assert.strictEqual(mailbox.size, 3, "x1 did not come back")
-      assert.strictEqual(mailbox.seqOf(x1.recordKey), 1, "x1 came back at another queue place")
+      const mailbox = yield* pushedOutAndBack
+      assert.strictEqual(mailbox.seqOf("x/x1"), 1, "x1 came back at another queue place")
       assert.strictEqual(mailbox.oldestQueuedAt, START)
       let now = yield* setTo(START + 60_000)
       assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")
@@ -307,21 +312,13 @@ describe("age lists after the clock stepped back", () => {
 
   it.effect("mail put back after the step keeps its queue order: it is taken before the mail queued after it", () =>
     Effect.gen(function*() {
-      const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
-      mailbox.put(mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100)))
-      mailbox.put(mailOf("x2", START + STEP, "x", "t", "x".repeat(100)))
-      mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
-      assert.deepStrictEqual(mailbox.put(mailOf("s1", START, "s", "t", "s".repeat(1_000))).map((e) => e.mail.message.id), ["s1"])
+      const mailbox = yield* pushedOutAndBack
       assert.deepStrictEqual(mailbox.take("t", undefined, () => true).map((queued) => queued.mail.message.id), ["x1", "x2"])
     }))
 
   it.effect("mail put back after the step, all of its age alike, expires in queue order: before the mail queued after it", () =>
     Effect.gen(function*() {
-      const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
-      mailbox.put(mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100)))
-      mailbox.put(mailOf("x2", START + STEP, "x", "t", "x".repeat(100)))
-      mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
-      assert.deepStrictEqual(mailbox.put(mailOf("s1", START, "s", "t", "s".repeat(1_000))).map((e) => e.mail.message.id), ["s1"])
+      const mailbox = yield* pushedOutAndBack
       // x1, x2 and y1 all count from the step: x1, queued first, is still the oldest (MailDelivery.prune tells the
       // senders of expired mail in this order).
       const expired = mailbox.expire(yield* setTo(START + 60_001))

@@ -21,7 +21,7 @@ import { Clock, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures, drainedSeen } from "../support/controlWorld.ts"
+import { cancelledOnItsWay, controlWorld as world, custodyFeatures, drainedSeen } from "../support/controlWorld.ts"
 
 const START = 1_000_000
 const HOUR = 3_600_000
@@ -37,11 +37,7 @@ const cancelledAtClose = (text: string, perTarget: number) =>
     const e1 = w.registerOther("e", {}, true, { features: [RECEIVED_V1] })
     assert.strictEqual(e1.state, "registered", "base e-1 did not register e: the test sets up nothing")
     const m1 = message(text)
-    w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-    assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-    w.stick()
-    w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-    const toSender = w.framesOf(w.d).length
+    const toSender = cancelledOnItsWay(w, e1, m1)
     w.closeAbandoned(e1)
     /** The clock moves to `time` and the broker's timer prunes. */
     const pruneAt = (time: number) =>
