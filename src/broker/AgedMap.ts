@@ -88,7 +88,12 @@ export class AgedMap<K, V> {
 
   /**
    * Sets `key` as the newest entry (a replaced entry moves to the back) and
-   * returns the entries evicted to stay within capacity, oldest first.
+   * returns the entries evicted to stay within capacity, oldest first. `at`
+   * is the clock's reading now, or an order that goes back only where the
+   * clock did (entries restored oldest first): one below the newest reading
+   * is taken for a clock step back and re-dates the entries past it to it
+   * (module header), so an entry with an age of its own older than the
+   * newest (handed back at its place) goes through `setAged` instead.
    */
   set(key: K, value: V, at: number): ReadonlyArray<V> {
     this.append(key, value, at)
@@ -109,9 +114,10 @@ export class AgedMap<K, V> {
   }
 
   /**
-   * Sets `key` as the newest entry, like `set`, and returns the value it
-   * replaced rather than what it evicted: for maps without a capacity (in one
-   * with a capacity, what it evicts is dropped unseen).
+   * Sets `key` as the newest entry, like `set` (`at` the clock's reading
+   * now, as there), and returns the value it replaced rather than what it
+   * evicted: for maps without a capacity (in one with a capacity, what it
+   * evicts is dropped unseen).
    */
   put(key: K, value: V, at: number): V | undefined {
     const previous = this.append(key, value, at)
@@ -126,9 +132,12 @@ export class AgedMap<K, V> {
    * newer than it. An age past the newest reading the list was given (one
    * from before a clock step back) is taken as that reading, and `value`
    * told so (`onRedate`), as `redate` re-dated the entries past it (module
-   * header).
+   * header). Among entries of the same age it goes behind them all, unless
+   * `aheadOf` says it goes ahead of one: the owner's own order among ties
+   * (the mailbox's queue order; after a step back every entry from before it
+   * is of one age).
    */
-  setAged(key: K, value: V, at: number): ReadonlyArray<V> {
+  setAged(key: K, value: V, at: number, aheadOf?: (tied: V) => boolean): ReadonlyArray<V> {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
     if (at > this.latest) {
@@ -136,7 +145,7 @@ export class AgedMap<K, V> {
       this.onRedate?.(value, at)
     }
     let before = this.newest
-    while (before !== undefined && before.at > at) before = before.older
+    while (before !== undefined && (before.at > at || (before.at === at && aheadOf?.(before.value) === true))) before = before.older
     const after = before === undefined ? this.oldest : before.newer
     const entry: Aged<K, V> = { key, value, at, older: before, newer: after }
     if (before !== undefined) before.newer = entry

@@ -71,6 +71,12 @@ interface Entry {
   readonly bytes: number
 }
 
+/**
+ * Whether mail put back at its place goes ahead of `tied`, queued at the same reading (AgedMap.setAged): when it
+ * came first in queue order, so it expires (its sender told) before the mail queued after it.
+ */
+const aheadOf = (entry: Entry) => (tied: Entry): boolean => entry.seq < tied.seq
+
 /** The mail itself: keyed by message, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
   private readonly entries = new AgedMap<string, Entry>()
@@ -126,7 +132,8 @@ export class Mailbox {
    * revr R2) — unless its `queuedAt` is past the newest reading the mailbox
    * was given (queued before a clock step back, its siblings re-dated since):
    * then it goes at that reading, as they did (AgedMap.setAged; review revdf
-   * DF2). Without, it is the newest in queue order and in age: mail dated
+   * DF2); among mail of its age, ahead of what was queued after it
+   * (`aheadOf`). Without, it is the newest in queue order and in age: mail dated
    * past its `queuedAt` (queued before a clock step back) is re-dated to it
    * (AgedMap.ts).
    */
@@ -138,7 +145,7 @@ export class Mailbox {
     if (bytes > limits.maxBytes) return [{ mail, bound: "bytes", limit: limits.maxBytes, bytes }]
     const entry: Entry = { mail, seq: seq ?? ++this.seq, bytes }
     if (seq === undefined) this.entries.set(mail.recordKey, entry, mail.queuedAt)
-    else this.entries.setAged(mail.recordKey, entry, mail.queuedAt)
+    else this.entries.setAged(mail.recordKey, entry, mail.queuedAt, aheadOf(entry))
     this.index(entry)
     const evicted: Array<Eviction> = []
     const removed: Array<Entry> = []
@@ -171,12 +178,13 @@ export class Mailbox {
   }
 
   /**
-   * Puts `entries` back at their places in age and queue order (their `seq` is kept); an age past the newest
-   * reading goes at that reading, as `put`'s with `seq`.
+   * Puts `entries` back at their places in age and queue order (their `seq` is kept; among mail of one age, ahead
+   * of what was queued after them: `aheadOf`); an age past the newest reading goes at that reading, as `put`'s
+   * with `seq`.
    */
   private putBack(entries: ReadonlyArray<Entry>): void {
     for (const entry of entries) {
-      this.entries.setAged(entry.mail.recordKey, entry, entry.mail.queuedAt)
+      this.entries.setAged(entry.mail.recordKey, entry, entry.mail.queuedAt, aheadOf(entry))
       this.index(entry)
     }
   }

@@ -9,9 +9,11 @@
  * (Receipts.prune's walk), the withdrawals kept past their routes (OutboundRecords.pruneKept), the withdrawals a
  * resend made a record forget (DeliveryRecords' `forgotten`, an AgedMap), AgedMap itself, and the lists holding
  * dated items of their own or put back at their place: the notices owed to absent senders (AwayNotices), the
- * mailbox's mail put back (Mailbox.put with `seq`) and the controls kept for an away reader (KeptControls);
- * review revdf DF1–DF4. On the TestClock: the clock is set back with `TestClock.setTime` and
- * each call is given the reading, as the broker's paths give it; no sleep.
+ * mailbox's mail put back (Mailbox.put with `seq`, and the mail its bounds pushed out for a message they then
+ * did not keep: Mailbox's `putBack`) and the controls kept for an away reader (KeptControls); review revdf
+ * DF1–DF4. AgedMap's own calls the lists use are pinned here too: `set` at a reading below the newest re-dates
+ * only the entries past it, to it (never below it), `expireOldest` and `lookup`. On the TestClock: the clock is
+ * set back with `TestClock.setTime` and each call is given the reading, as the broker's paths give it; no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
@@ -40,18 +42,18 @@ const recordOf = (id: string) => OutboundRecord.of("s", "t", { ...message("m"), 
 
 const MAILBOX: MailboxLimits = { capacity: 100, maxBytes: 1_000_000, maxBytesPerTarget: 1_000_000, retentionMs: 60_000 }
 
-/** Mail from sender `s` for `t`, queued at `at`. */
-const mailOf = (id: string, at: number): Mail => ({
-  recordKey: `s/${id}`,
-  senderKey: "s",
-  senderId: "s",
+/** Mail from `sender` (default `s`) for `target` (default `t`), queued at `at`; its text `text` (default its id). */
+const mailOf = (id: string, at: number, sender = "s", target = "t", text = id): Mail => ({
+  recordKey: `${sender}/${id}`,
+  senderKey: sender,
+  senderId: sender,
   senderIdentity: undefined,
   fromJson: "{}",
-  message: { id, timestamp: at, content: { text: id } },
+  message: { id, timestamp: at, content: { text } },
   brokerReceivedAt: at,
   spaceKey: "",
-  targetKey: "t",
-  targetId: "t",
+  targetKey: target,
+  targetId: target,
   targetIdentity: undefined,
   queuedAt: at,
   askTimeoutMs: undefined
@@ -62,6 +64,24 @@ const controlFor = (to: string) => new ControlFrame("{}", to, "s", 0, `s/${to}`,
 
 /** The clock's reading after setting it to `at`. */
 const setTo = (at: number) => Effect.andThen(TestClock.setTime(at), Clock.currentTimeMillis)
+
+/**
+ * x1 and x2 (sender x, for t) queued before the step, y1 (y, for u) after it; then s1 (s, for t), which pushes
+ * t's oldest (x1) out, until the overall bytes find s the heaviest sender and s1 its oldest: s1 is not kept and
+ * x1 comes back (Mailbox's `putBack`). Bytes (Mailbox's estimate, 2 × (2 + text + 4) + 512): x1, x2 724 each,
+ * y1 1,524, s1 2,524; t holds 3,500 at most (x1 + x2 + s1 is over, x2 + s1 is not), all mail 4,000 (x2 + y1 +
+ * s1 is over). Fails the test when s1 is not the one pushed out (it would set up nothing).
+ */
+const pushedOutAndBack = Effect.gen(function*() {
+  const mailbox = new Mailbox({ capacity: 100, maxBytes: 4_000, maxBytesPerTarget: 3_500, retentionMs: 60_000 })
+  mailbox.put(mailOf("x1", yield* setTo(START + STEP), "x", "t", "x".repeat(100)))
+  mailbox.put(mailOf("x2", START + STEP, "x", "t", "x".repeat(100)))
+  mailbox.put(mailOf("y1", yield* setTo(START), "y", "u", "y".repeat(500)))
+  const evicted = mailbox.put(mailOf("s1", START, "s", "t", "s".repeat(1_000)))
+  assert.deepStrictEqual(evicted.map((eviction) => [eviction.mail.message.id, eviction.bound]), [["s1", "bytes"]], "the test sets up nothing")
+  assert.strictEqual(mailbox.size, 3, "x1 did not come back: the test sets up nothing")
+  return mailbox
+})
 
 /** Receipts.prune's walk over the routes: from the oldest, while each is past its hour. */
 const pruneRoutes = (table: OutboundRecords, now: number): void => {
@@ -183,6 +203,45 @@ describe("age lists after the clock stepped back", () => {
       assert.strictEqual(table.withdrawalsKept, 0, "the withdrawal kept before the step outlived its day by the step")
     }))
 
+  it.effect("AgedMap.set at a reading below the newest re-dates only the entries past it, to it: none goes below it", () =>
+    Effect.gen(function*() {
+      const map = new AgedMap<string, string>()
+      map.set("a", "a", yield* setTo(START - 200))
+      map.set("b", "b", yield* setTo(START + 100))
+      map.set("c", "c", yield* setTo(START + STEP))
+      map.set("d", "d", yield* setTo(START))
+      assert.deepStrictEqual(["a", "b", "c", "d"].map((key) => map.setAt(key)), [START - 200, START, START, START])
+      assert.deepStrictEqual([...map.values()], ["a", "b", "c", "d"])
+      assert.strictEqual(map.reading, START)
+    }))
+
+  it.effect("AgedMap.expireOldest takes the oldest entry only once it is at or before the cutoff, one set before the step counting from it", () =>
+    Effect.gen(function*() {
+      const map = new AgedMap<string, string>()
+      map.set("ahead", "ahead", yield* setTo(START + STEP))
+      map.set("behind", "behind", yield* setTo(START))
+      assert.strictEqual(map.expireOldest(START - 1), undefined, "an entry left before its cutoff")
+      assert.strictEqual(map.size, 2)
+      assert.strictEqual(map.expireOldest(START), "ahead", "the entry set before the step outlived its cutoff from the step")
+      assert.strictEqual(map.expireOldest(START), "behind")
+      assert.strictEqual(map.expireOldest(Number.POSITIVE_INFINITY), undefined)
+      assert.strictEqual(map.size, 0)
+    }))
+
+  it.effect("AgedMap.lookup gives an entry's value and its age, re-dated by a step back; nothing for a key not set", () =>
+    Effect.gen(function*() {
+      const map = new AgedMap<string, string>()
+      map.set("ahead", "first", yield* setTo(START + STEP))
+      map.set("behind", "second", yield* setTo(START))
+      const found = (key: string) => {
+        const entry = map.lookup(key)
+        return entry === undefined ? undefined : [entry.value, entry.at]
+      }
+      assert.deepStrictEqual(found("ahead"), ["first", START])
+      assert.deepStrictEqual(found("behind"), ["second", START])
+      assert.strictEqual(map.lookup("never"), undefined)
+    }))
+
   it.effect("AgedMap.setAged puts an entry aged before the step at the newest reading, not back ahead of it", () =>
     Effect.gen(function*() {
       const map = new AgedMap<string, string>()
@@ -234,6 +293,36 @@ describe("age lists after the clock stepped back", () => {
       assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")
       now = yield* setTo(START + MAILBOX.retentionMs + 1)
       assert.deepStrictEqual(mailbox.expire(now).map((mail) => mail.message.id).sort(), ["ahead", "behind"], "the put-back copy outlived its retention by the step")
+    }))
+
+  it.effect("mail the bounds pushed out for a message not kept after all comes back at its queue place, aged from the step", () =>
+    Effect.gen(function*() {
+      const mailbox = yield* pushedOutAndBack
+      assert.strictEqual(mailbox.seqOf("x/x1"), 1, "x1 came back at another queue place")
+      assert.strictEqual(mailbox.oldestQueuedAt, START)
+      let now = yield* setTo(START + 60_000)
+      assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")
+      now = yield* setTo(START + 60_001)
+      assert.deepStrictEqual(
+        mailbox.expire(now).map((mail) => mail.message.id).sort(),
+        ["x1", "x2", "y1"],
+        "the mail put back outlived its retention by the step"
+      )
+    }))
+
+  it.effect("mail put back after the step keeps its queue order: it is taken before the mail queued after it", () =>
+    Effect.gen(function*() {
+      const mailbox = yield* pushedOutAndBack
+      assert.deepStrictEqual(mailbox.take("t", undefined, () => true).map((queued) => queued.mail.message.id), ["x1", "x2"])
+    }))
+
+  it.effect("mail put back after the step, all of its age alike, expires in queue order: before the mail queued after it", () =>
+    Effect.gen(function*() {
+      const mailbox = yield* pushedOutAndBack
+      // x1, x2 and y1 all count from the step: x1, queued first, is still the oldest (MailDelivery.prune tells the
+      // senders of expired mail in this order).
+      const expired = mailbox.expire(yield* setTo(START + 60_001))
+      assert.deepStrictEqual(expired.map((mail) => mail.message.id), ["x1", "x2", "y1"], "x1 came back behind mail queued after it")
     }))
 
   it.effect("a control kept before the step goes a retention after it", () =>

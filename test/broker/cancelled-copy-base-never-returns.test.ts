@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { RECEIVED_V1, REJOIN_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
-import { controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
+import { cancelledOnItsWay, controlWorld as world, custodyFeatures } from "../support/controlWorld.ts"
 
 const HOUR = 3_600_000
 
@@ -26,11 +26,7 @@ describe("a cancelled copy for a base instance that can never return", () => {
       const e1 = w.registerOther("e", {}, true, { features: [RECEIVED_V1] })
       assert.strictEqual(e1.state, "registered", "base e-1 did not register e: the test sets up nothing")
       const m1 = message("m1")
-      w.batch(w.d, [{ type: "send", to: "e", message: m1 }])
-      assert.include(w.messagesOf(e1), m1.id, "m1 was not written to e-1: the test sets up nothing")
-      w.stick()
-      w.batch(w.d, [{ type: "cancel_message", messageId: m1.id }])
-      const toSender = w.framesOf(w.d).length
+      const toSender = cancelledOnItsWay(w, e1, m1)
       w.closeAbandoned(e1)
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
       const copies = w.router.stats().withdrawnCopiesKept
