@@ -40,6 +40,17 @@ export const recordWire = (record: QuestionRecord): QuestionRecordWire => ({
 })
 
 /**
+ * A `question_result` answering request `requestId` with `fields` (a
+ * question, a receipt or a page). Questions.ts sizes an ask's answer with it
+ * before the question is queued.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const questionResultFrame = (requestId: string, fields: object, durable: boolean): string =>
+  JSON.stringify({ type: "question_result", requestId, ...fields, durable })
+
+/**
  * The exact call that recovers a revival that was claimed but may not have
  * launched (C-DQ-12): the `QuestionReviver` port's `revive` with the saved
  * question's ids.
@@ -70,7 +81,7 @@ export const runQuestionWorker = (
 ): Effect.Effect<never> => {
   const durable = store.durable
   const result = (session: Session, requestId: string, fields: object) =>
-    Effect.sync(() => questions.write(session, JSON.stringify({ type: "question_result", requestId, ...fields, durable })))
+    Effect.sync(() => questions.write(session, questionResultFrame(requestId, fields, durable)))
   const failed = (session: Session, requestId: string, error: { readonly _tag: string; readonly message: string }) =>
     Effect.sync(() =>
       questions.write(session, JSON.stringify({ type: "question_failed", requestId, error: error._tag, reason: error.message }))

@@ -1,6 +1,6 @@
 /**
- * Size: one concept, about 680 lines, past the ~400 guideline — the Router's side of durable questions (its six
- * frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
+ * Size: one concept, about 745 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * frames with the size check of a question's frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
  * waiters and notices in one synchronous pass, so they stay together; the frame handlers are the part to split out.
@@ -61,18 +61,28 @@
  *
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
+ *
+ * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
+ * its notification with every extension field it carries, by the send
+ * pipeline's check (RecipientFrames.fitsFrame), and the `question_result`
+ * that answers its child with the saved question. Either over 1 MiB fails
+ * `QuestionTooLarge` and nothing is saved; before, it was saved and
+ * answered, and the writer's guard dropped the frame.
  */
 import { Queue } from "effect"
-import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
+import { MAX_ASK_TIMEOUT_MS, MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { DeliveryCode, namesOf, Reason } from "../protocol/delivery.ts"
 import { STEER } from "../protocol/deliveryModes.ts"
 import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
+import { frameBytes } from "../protocol/framing.ts"
 import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
-import { messageFrameFor } from "./RecipientFrames.ts"
+import * as Encode from "./encode.ts"
+import { questionResultFrame, recordWire } from "./QuestionWorker.ts"
+import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import { SetIndex } from "./Indexes.ts"
@@ -172,8 +182,37 @@ export const QuestionText = {
     `Question id "${questionId}" is the id of an ask this session sent to ${target}, still open; message ids (a question's too) must be unique per sender. Ask the question with a new id`,
   /** `QuestionIdTaken` for a question under the id of a message its child sent (to `target`, a session id) that P46's record still names. */
   idOfMessage: (questionId: string, target: string) =>
-    `Question id "${questionId}" is the id of a message this session sent to ${target}; message ids (a question's too) must be unique per sender, and a recipient drops a second message under one id as one it has had. Ask the question with a new id`
+    `Question id "${questionId}" is the id of a message this session sent to ${target}; message ids (a question's too) must be unique per sender, and a recipient drops a second message under one id as one it has had. Ask the question with a new id`,
+  /**
+   * `QuestionTooLarge`: the notification to the supervisor would be `bytes` long, `fieldBytes` of them for its
+   * extension `fields` (as a supervisor granted them all is written them), over the frame limit.
+   */
+  notificationTooLarge: (bytes: number, fieldBytes: number, fields: ReadonlyArray<string>) =>
+    `Question is too large to deliver: its notification to the supervisor (the text with how to answer it) would be ${bytes} bytes (${fieldBytes} of them for the ${
+      namesOf(fields)
+    } fields a supervisor may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`,
+  /** `QuestionTooLarge`: the `question_result` carrying the saved question back to its child would be `bytes` long. */
+  resultTooLarge: (bytes: number) =>
+    `Question is too large to deliver: the saved question sent back to this session would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
+
+/**
+ * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
+ * question's id, and the extension fields it carries. `notify` writes it; `onAsk` sizes it before the question is
+ * queued, with the same fields.
+ */
+const notificationOf = (record: Pick<QuestionRecord, "id" | "message" | "ownerId" | "createdAt">) => ({
+  message: {
+    id: record.id,
+    timestamp: record.createdAt,
+    expectsReply: true,
+    content: { text: notificationText(record) }
+  } satisfies Message,
+  // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
+  askTimeoutMs: MAX_ASK_TIMEOUT_MS,
+  channel: "supervisor" as const,
+  delivery: STEER
+})
 
 /** The question concern's Router half; see the module header. */
 export class Questions {
@@ -380,31 +419,22 @@ export class Questions {
     this.setNotice(key, notice)
     this.openEdge(notice, now)
     if (known?.sentTo === target.peer) return
-    const message: Message = {
-      id: record.id,
-      timestamp: record.createdAt,
-      expectsReply: true,
-      content: { text: notificationText(record) }
-    }
+    const notification = notificationOf(record)
     const mail: Mail = {
+      ...notification,
       recordKey: key,
       senderKey: child.key,
       senderId: child.id,
       senderIdentity: child.identity,
       senderEnd: child.senderEnd,
       fromJson: child.infoJson,
-      message,
       brokerReceivedAt: this.ctx.stamps.at(now),
       spaceKey: target.space.key,
       targetKey: target.key,
       targetId: target.id,
       targetIdentity: target.identity,
       queuedAt: now,
-      // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
-      askTimeoutMs: MAX_ASK_TIMEOUT_MS,
-      askDueAt: now + MAX_ASK_TIMEOUT_MS,
-      channel: "supervisor",
-      delivery: STEER
+      askDueAt: now + MAX_ASK_TIMEOUT_MS
     }
     this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, mail.brokerReceivedAt))
   }
@@ -551,6 +581,9 @@ export class Questions {
     }
     if (frame.text.trim() === "") return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.emptyText)
     const now = this.ctx.now()
+    // C-BRK-3: neither frame the question becomes may pass 1 MiB once it is saved (the writer would drop it).
+    const tooLarge = this.tooLarge(session, frame, ownerId, now)
+    if (tooLarge !== undefined) return this.fail(session, frame.requestId, "QuestionTooLarge", tooLarge)
     const key = recordKeyOf(session.key, frame.questionId)
     // The id of its ordinary ask still open: the question's edge would replace the ask's (module header).
     // Or of its ask accepted and `replace`-staged, with no edge until its window closes (review revcf R1).
@@ -581,6 +614,38 @@ export class Questions {
       ownerId,
       at: now
     })
+  }
+
+  /**
+   * Why a question asked by `session` would not fit a frame, or undefined: its notification (the send pipeline's
+   * check, `fitsFrame` with every extension field the notification carries, so any supervisor's frame fits) or the
+   * `question_result` that answers its child with the saved question (sized with `durable: false`, the longer).
+   * Sized with the stamp and `createdAt` of now: a later notification's stamp has as many digits. Not re-checked
+   * when the child's connection is taken over by one with longer session fields (a known limit, docs/protocol.md).
+   */
+  private tooLarge(
+    session: Session,
+    frame: { readonly requestId: string; readonly questionId: string; readonly reason: QuestionReason; readonly text: string },
+    ownerId: string,
+    now: number
+  ): string | undefined {
+    const record = { id: frame.questionId, ownerId, message: frame.text, createdAt: now }
+    const notification = notificationOf(record)
+    const stamp = this.ctx.stamps.at(now)
+    const base = Encode.messageFrame(session.infoJson, notification.message, stamp, stamp)
+    const tail = longestTail(notification)
+    if (!fitsFrame(base, tail)) {
+      const tailBytes = Buffer.byteLength(tail, "utf8")
+      return QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
+    }
+    const question = recordWire({
+      ...record,
+      childId: session.id,
+      childName: session.fields.name ?? session.id,
+      reason: frame.reason
+    })
+    const result = questionResultFrame(frame.requestId, { question }, false)
+    return fitsFrame(result, "") ? undefined : QuestionText.resultTooLarge(frameBytes(result))
   }
 
   private onReceived(session: Session, raw: unknown): void {

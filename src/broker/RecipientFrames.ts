@@ -12,11 +12,14 @@
  * which splices the granted fields into the frame the size check built so
  * the message is stringified once per send, issue 16), mail flushed from the
  * mailbox (MailDelivery.ts), withdrawn copies and questions
- * (`messageFrameFor`). `longestTail` is the run of fields the send
- * pipeline's size check counts: the most any recipient can be written.
+ * (`messageFrameFor`). `longestTail` is the run of fields the size checks
+ * count: the most any recipient can be written; `fitsFrame` is the check
+ * itself, run by the send pipeline (Send.ts) and, for a durable question's
+ * notification, by Questions.ts before the question is queued.
  */
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
-import type { OutFrame } from "../protocol/framing.ts"
+import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
@@ -76,8 +79,53 @@ export const extendsBaseFrame = (mail: Mail, recipient: Pick<Peer, "features">):
  * acknowledged (C-BRK-3). A failure reply's mark is not in it: its form
  * differs by recipient and the size check builds both (Send.ts).
  */
-export const longestTail = (mail: Mail): string =>
+export const longestTail = (mail: TailFields): string =>
   Encode.messageTail(mail.askTimeoutMs, mail.channel, undefined, mail.delivery, mail.traceparent)
+
+/**
+ * The fields of a mail that `longestTail` writes: all a size check needs of
+ * it besides the base frame.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type TailFields = Pick<Mail, "askTimeoutMs" | "channel" | "delivery" | "traceparent">
+
+/**
+ * Whether `frame` with `tail` (the extension fields written after its
+ * message, `longestTail`) fits the 1 MiB limit: checked cheaply when it
+ * obviously does (three bytes at most per UTF-16 unit), and without
+ * building the longer text. The one size check of a `message` frame before
+ * the broker takes it on (C-BRK-3): a send (Send.ts) and a durable
+ * question's notification (Questions.ts).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const fitsFrame = (frame: OutFrame, tail: string): boolean =>
+  (frame.length + tail.length) * 3 <= MAX_FRAME_BYTES ||
+  frameBytes(frame) + Buffer.byteLength(tail, "utf8") <= MAX_FRAME_BYTES
+
+/**
+ * The extension fields in `mail`'s `longestTail`, by name, in the order
+ * written: what a too-large refusal names as the room they take.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const tailFieldNames = (mail: TailFields): ReadonlyArray<string> => {
+  const names: Array<string> = []
+  if (mail.askTimeoutMs !== undefined) names.push("askTimeoutMs")
+  if (mail.channel !== undefined) names.push("channel")
+  const delivery = mail.delivery
+  if (delivery !== undefined) {
+    names.push("delivery")
+    if (delivery.queueMode !== undefined) names.push("queueMode")
+    if (delivery.threadId !== undefined) names.push("threadId")
+  }
+  if (mail.traceparent !== undefined) names.push("traceparent")
+  return names
+}
 
 /**
  * `recipient`'s `message` frame for `mail` as the send pipeline writes it

@@ -1,5 +1,5 @@
 /**
- * Size note: about 725 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * Size note: about 705 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
  * module.
  *
  * The send pipeline (P40–P50): one `send` frame, in order —
@@ -50,7 +50,7 @@ import {
   sameContent,
   sameFingerprint
 } from "./DeliveryRecords.ts"
-import { liveFrameFor, longestTail, messageFrameFor } from "./RecipientFrames.ts"
+import { fitsFrame, liveFrameFor, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
@@ -78,31 +78,6 @@ const largestReplyErrorFrame = (mail: Mail, now: number): OutFrame => {
 /** Stand-ins for a recipient granted `reply-error-v1` and a base one, to size a failure reply's frame. */
 const EXTENDED_RECIPIENT: Pick<Peer, "features"> = { features: new Set([REPLY_ERROR_V1]) }
 const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
-
-/**
- * Whether `frame` with `tail` (the extension fields written after its
- * message, RecipientFrames.longestTail) fits the 1 MiB limit: checked
- * cheaply when it obviously does (three bytes at most per UTF-16 unit),
- * and without building the longer text.
- */
-const fitsFrame = (frame: OutFrame, tail: string): boolean =>
-  (frame.length + tail.length) * 3 <= MAX_FRAME_BYTES ||
-  frameBytes(frame) + Buffer.byteLength(tail, "utf8") <= MAX_FRAME_BYTES
-
-/** The extension fields `mail` carries (its `longestTail`), by name, for the too-large reason. */
-const fieldNamesOf = (mail: Mail): ReadonlyArray<string> => {
-  const names: Array<string> = []
-  if (mail.askTimeoutMs !== undefined) names.push("askTimeoutMs")
-  if (mail.channel !== undefined) names.push("channel")
-  const delivery = mail.delivery
-  if (delivery !== undefined) {
-    names.push("delivery")
-    if (delivery.queueMode !== undefined) names.push("queueMode")
-    if (delivery.threadId !== undefined) names.push("threadId")
-  }
-  if (mail.traceparent !== undefined) names.push("traceparent")
-  return names
-}
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {
@@ -395,7 +370,7 @@ export class Send {
       const tailBytes = Buffer.byteLength(tail, "utf8")
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
-        reason: Reason.tooLarge(frameBytes(forwarded) + tailBytes, MAX_FRAME_BYTES, tailBytes, fieldNamesOf(mail))
+        reason: Reason.tooLarge(frameBytes(forwarded) + tailBytes, MAX_FRAME_BYTES, tailBytes, tailFieldNames(mail))
       }, frame.to)
     }
     const journal = this.ctx.journal

@@ -48,8 +48,13 @@ export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
 /** The mailbox bound a message met (the broker's `MailboxBound`): messages overall, bytes overall, bytes per recipient. */
 export type MailboxBoundName = "capacity" | "bytes" | "bytesPerTarget"
 
-/** `names` as prose: `a`, `a and b`, `a, b and c`. */
-const namesOf = (names: ReadonlyArray<string>): string =>
+/**
+ * `names` as prose: `a`, `a and b`, `a, b and c`.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const namesOf = (names: ReadonlyArray<string>): string =>
   names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`
 
 /**

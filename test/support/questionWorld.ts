@@ -1,7 +1,8 @@
 /**
  * A supervisor, its bound child (`worker`) and a peer `bob` in the child's group, on a durable broker over the
  * in-memory network with a memory question store (its question fiber running), at START on the TestClock: the world
- * of the one-id-per-message tests (question-id-*.test.ts).
+ * of the one-id-per-message tests (question-id-*.test.ts) and, its supervisor granted more, of the question size
+ * check (question-size-check.test.ts).
  */
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
@@ -20,13 +21,13 @@ const TOKEN = "owner-token-of-the-supervisor"
 /** The child's `question_ask` of question `q-1` (request `r-1`). */
 export const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
 
-/** The world: the broker, the question store's state, and the three clients. */
-export const questionWorld = Effect.gen(function*() {
+/** The world, its supervisor granted `supervisorFeatures` (the child and bob as ever). */
+export const questionWorldOf = (supervisorFeatures: ReadonlyArray<string> = FEATURES) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const net = yield* memoryNetwork()
   const questions = makeMemoryState()
   const broker = yield* Effect.provideService(durableBroker(net, makeMemoryMailState()), QuestionStore, makeMemory(questions))
-  const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
+  const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: supervisorFeatures, ownerToken: TOKEN } })
   yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
   const { capability } = yield* supervisor.client.next("supervisor_authorized")
   const child = yield* net.session({
@@ -37,3 +38,6 @@ export const questionWorld = Effect.gen(function*() {
   const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
   return { broker, questions, supervisor: supervisor.client, child: child.client, bob: bob.client }
 })
+
+/** The world: the broker, the question store's state, and the three clients. */
+export const questionWorld = questionWorldOf()

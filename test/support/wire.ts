@@ -152,6 +152,8 @@ export interface WireClient {
   readonly writable: () => boolean
   /** Every frame received so far, in order (consumed or not). */
   readonly received: () => ReadonlyArray<BrokerFrame>
+  /** The text of every frame received so far, as the broker wrote it, in order (to size a frame exactly). */
+  readonly receivedTexts: () => ReadonlyArray<string>
   /** Frames received so far of one type. */
   readonly count: (type: FrameType) => number
   /** Marks every frame received so far as consumed. */
@@ -358,6 +360,7 @@ const makeWire = (
       isClosed: () => closed,
       writable: transport.writable,
       received: () => log.map((entry) => entry.frame),
+      receivedTexts: () => log.map((entry) => entry.text),
       count: (type) => log.filter((entry) => entry.frame.type === type).length,
       drain: () => {
         for (const entry of log) entry.consumed = true
