@@ -78,9 +78,10 @@ export interface Registered {
  * Extensions every connection asks for: all the protocol defines, since this
  * client implements each of them (handled by the connection, invisible to its
  * users) — except `observe-v1`, the broker's live view, which `ObserveClient`
- * (src/observe) asks for on a connection of its own.
+ * (src/observe) asks for on a connection of its own. docs/client.md lists
+ * them (test/docs/extension-lists.test.ts keeps the two the same).
  */
-const CLIENT_FEATURES: ReadonlyArray<string> = EXTENSION_FEATURES.filter((feature) => feature !== OBSERVE_V1)
+export const CLIENT_FEATURES: ReadonlyArray<string> = EXTENSION_FEATURES.filter((feature) => feature !== OBSERVE_V1)
 
 /**
  * Writes `request`'s `register` on `connection` and reads the broker's first

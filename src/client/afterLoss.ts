@@ -160,10 +160,11 @@ const refusalOf = (error: SendError | IntercomNotConnected): DeliveryError | und
 }
 
 /**
- * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, leaves the first
- * write's fate unknown to the caller (`retried`, `unknown`; `received`, `deliveredHere` and `queued`: taken by that
- * broker, for a session another now replaces under its name, or delivered to the one that holds it now): if it
- * stands, it is the loss. `reuseReasons` as for `afterLossOf`.
+ * Whether `error`, read as the answer to a write of a send after a connection lost it on the way, ends the send as
+ * the loss carrying it if it stands: it leaves the first write's fate unknown to the caller (`retried`, `unknown`),
+ * or it is the broker's record of the first write, taken for a session another now replaces under its name
+ * (`received`, `queued`) or delivered to the one that holds it now (`deliveredHere`: delivered, by that record; the
+ * loss all the same, marked `firstWriteDeliveredHere`). `reuseReasons` as for `afterLossOf`.
  *
  * @category predicates
  * @since 0.1.0

@@ -8,22 +8,21 @@
  * the loss); a record delivered to the session `to` resolves to now is the loss marked `firstWriteDeliveredHere`,
  * with no advice to send again (DH1); the queued record's texts claim no "not delivered" (DH4).
  *
- * The real broker core in memory (durable for DA2, its commit held by gatedStore so the answer to the send waits
- * while alpha's connection is destroyed) under TestClock; the clock moves only to the client's reconnect (100 ms), a
- * modelled outage, not a barrier. Probes test/zz-review-da-1/2/3 (branch revda) and zz-review-dh-3 (branch revdh),
+ * The real broker core in memory (durable for DA2, queuedForDeparted.ts: its commit held by gatedStore so the answer
+ * to the send waits while alpha's connection is destroyed) under TestClock; the clock moves only to the client's
+ * reconnect (100 ms), a modelled outage, not a barrier. Probes test/zz-review-da-1/2/3 (branch revda) and zz-review-dh-3 (branch revdh),
  * rewritten for the new reasons; the pure readings are plain synchronous tests.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Effect, Exit, Fiber } from "effect"
 import { answerAfterLoss, endedAfterLoss } from "../../src/client/afterLoss.ts"
 import { ConnectionLost, deliveryError, MessageIdReuse } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { notDelivered } from "../../src/session/Sending.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, messageFor } from "../support/broker.ts"
-import { gatedStore } from "../support/durable.ts"
-import { advance, memoryNetwork, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { advance, settle, withMemoryBroker } from "../support/memory.ts"
+import { queuedForDeparted } from "./queuedForDeparted.ts"
 import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
 /** What the send `fiber` (an `Effect.exit` of it) ended as: its failure, or undefined (still waiting, or sent). */
@@ -68,34 +67,13 @@ describe("an id reuse read after a loss, by the broker's reason", () => {
 
   it.effect("a first write queued for a departed session whose name another took ends as the loss marked firstWriteQueued, not 'most likely reached'", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const { gate, store } = yield* gatedStore(makeMemoryMailState())
-      yield* world.startBroker({ idleExit: null, store })
-      const observer = yield* world.session({ sessionId: "cccccccc-5555-4000-8000-0000000000c1", name: "observer" })
-      const bobFirstId = "bbbbbbbb-5555-4000-8000-0000000000b1"
-      const bobFirst = yield* world.session({ sessionId: bobFirstId, name: "bob", cwd: "/a" })
-      const links: Array<Connection> = []
-      const { client: alpha } = yield* makeMemoryClient(
-        memoryClientOptions({
-          address: world.address,
-          dial: (address) => Effect.tap(world.dial(address), (link) => Effect.sync(() => links.push(link)))
-        }, "aaaaaaaa-5555-4000-8000-0000000000a2", "alpha", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
-      )
-      yield* settle(alpha.connect)
-      yield* bobFirst.client.destroy
-      yield* observer.client.next("session_left", (frame) => frame.sessionId === bobFirstId)
-
-      const sent = message("queued for the departed bob")
-      const sending = yield* step(Effect.exit(alpha.send({ to: "bob", message: sent })))
-      assert.isUndefined(sending.pollUnsafe(), "test setup: the send was answered before its commit")
-      yield* step(links[0]!.destroy)
-      yield* step(Deferred.succeed(gate, undefined))
       // Another identity (cwd /b) takes the name before alpha is back: it takes none of that mail (P49).
-      const bobSecond = yield* world.session({ sessionId: "bbbbbbbb-5555-4000-8000-0000000000b2", name: "bob", cwd: "/b" })
-
-      yield* advance("150 millis")
-      assert.strictEqual(links.length, 2, "test setup: alpha did not reconnect")
-      const error = failureOf(sending)
+      const { failure: error, bobSecond } = yield* queuedForDeparted({
+        alpha: "aaaaaaaa-5555-4000-8000-0000000000a2",
+        bobFirst: "bbbbbbbb-5555-4000-8000-0000000000b1",
+        bobSecond: "bbbbbbbb-5555-4000-8000-0000000000b2",
+        observer: "cccccccc-5555-4000-8000-0000000000c1"
+      }, "/b")
       assert.instanceOf(error, ConnectionLost, `the send ended as ${String(error)}`)
       if (!(error instanceof ConnectionLost)) return
       assert.deepInclude(error.refusal, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuseQueued })
