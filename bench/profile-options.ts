@@ -2,6 +2,12 @@
  * bench:profile's command line: its options, their parsing and the targets
  * they select (bench/targets.ts's specs). Kept apart from the run
  * (bench/profile-run.ts) and the report (bench/profile.ts).
+ *
+ * `--relay-flags a,b` starts the raw relay with those Node flags before its
+ * script (the relay otherwise runs with none), e.g.
+ * `--relay-flags=--max-semi-space-size=4`, the young generation our broker
+ * runs with (`BROKER_NODE_FLAGS`), so a per-function comparison does not mix
+ * two GC settings.
  */
 import fs from "node:fs"
 import path from "node:path"
@@ -23,6 +29,8 @@ import {
 export const usage = `usage: node bench/profile.ts [--only w64,fanin,ask] [--targets raw,broker,memory] [--reps N]
                              [--broker-cmd "<cmd with {dir}/{sock}>"] [--interval µs] [--no-unprofiled]
                              [--no-cpu-prof] [--keep-profiles dir] [--perf] [--perf-hz N] [--markdown] [--quick] [--out file.json]
+                             [--relay-flags <node flags, comma-separated>]
+--relay-flags: Node flags for the raw relay, e.g. --relay-flags=--max-semi-space-size=4 (the broker's young generation)
 --no-cpu-prof: /proc (and --perf) only: V8 works without its profiler's code logging
 --perf:  also \`perf record\` every target's threads in the measured intervals (on-CPU: kernel, SQLite, GC, compiler, JS)
 workloads with a measured interval: w1 w64 sustained w64-steady fanin fanin-steady ask payload-100B payload-10KiB payload-500KiB startup
@@ -57,6 +65,8 @@ export interface Options {
   markdown: boolean
   quick: boolean
   out: string
+  /** Node flags the raw relay starts with (before its script); empty: none, as in bench/run.ts. */
+  relayFlags: Array<string>
 }
 
 /** Parses the command line; throws with the usage on a bad argument. */
@@ -73,7 +83,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
     perfHz: undefined,
     markdown: false,
     quick: false,
-    out: path.join(repoRoot, "bench", "results", "profile.json")
+    out: path.join(repoRoot, "bench", "results", "profile.json"),
+    relayFlags: []
   }
   eachArg(argv, usage, (arg) => {
     const { key, value } = arg
@@ -117,6 +128,9 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--out":
         o.out = path.resolve(value())
         break
+      case "--relay-flags":
+        o.relayFlags = arg.list()
+        break
       default:
         helpOrUnknown(arg, usage)
     }
@@ -125,12 +139,21 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
   return o
 }
 
+/** The raw relay started with `flags` after the Node binary (and before `--cpu-prof`'s, which go first). */
+const relayWithFlags = (flags: ReadonlyArray<string>): TargetSpec => ({
+  ...rawSpec,
+  argv: (dir, maxSessions) => {
+    const [node, ...rest] = rawSpec.argv(dir, maxSessions)
+    return node === undefined ? rest : [node, ...flags, ...rest]
+  }
+})
+
 /** The specs of the targets asked for (NATS skipped with a note when not found). */
 export const resolveSpecs = (opts: Options): Map<TargetName, TargetSpec> => {
   const specs = new Map<TargetName, TargetSpec>()
   const built = fs.existsSync(brokerEntryPoint())
   for (const t of opts.targets) {
-    if (t === "raw") specs.set(t, rawSpec)
+    if (t === "raw") specs.set(t, opts.relayFlags.length === 0 ? rawSpec : relayWithFlags(opts.relayFlags))
     else if (t === "broker" && opts.brokerCmd !== undefined) specs.set(t, customBrokerSpec(opts.brokerCmd))
     else if (t === "broker" || t === "memory") {
       if (!built) throw new Error(`${t}: the built CLI was not found (run \`npm run build\`, or give --broker-cmd)`)

@@ -7,6 +7,7 @@
  *   node bench/profile.ts [--only w64,fanin,ask] [--targets raw,broker,memory] [--reps N]
  *                         [--broker-cmd "<cmd>"] [--interval µs] [--no-unprofiled] [--no-cpu-prof]
  *                         [--keep-profiles dir] [--perf] [--perf-hz N] [--markdown] [--quick] [--out file.json]
+ *                         [--relay-flags <node flags>]
  *
  * Runs bench/run.ts's workloads (bench/workloads.ts) against bench/targets.ts's
  * targets, each Node target under `--cpu-prof` (bench/profile-run.ts; the
@@ -18,7 +19,10 @@
  * (bench/profile-perf.ts); bench/profile-split.ts joins them. This module runs
  * the reps and prints the tables. Each rep runs every target once profiled
  * and once not (the profiler's overhead); the target order reverses every
- * other rep, as in bench/run.ts. Not part of CI: a measurement, never a test.
+ * other rep, as in bench/run.ts. Besides each target's own tables, every
+ * workload gets one table of functions side by side (bench/profile-compare.ts):
+ * each target's sample count beside its µs per unit, so a comparison shows
+ * what each figure rests on. Not part of CI: a measurement, never a test.
  */
 import fs from "node:fs"
 import os from "node:os"
@@ -27,6 +31,7 @@ import { markdownTable, table } from "./format.ts"
 import { runScript } from "./args.ts"
 import { MEASURED, type Options, parseArgs, plainCpuPerUnit, resolveSpecs, usage } from "./profile-options.ts"
 import { findPerf } from "./profile-perf.ts"
+import { functionsSideBySide, NOISE_SAMPLES } from "./profile-compare.ts"
 import { addMeasured, runProfiled } from "./profile-run.ts"
 import { breakdown, type Column, groups, type Measured, perfSplit, perfTable, topEntries, workloadTable } from "./profile-split.ts"
 import { median } from "./stats.ts"
@@ -116,6 +121,11 @@ const main = async (opts: Options): Promise<number> => {
     out.push(`\n${w.name}: CPU µs per ${unit}, profiled runs summed over ${opts.reps} rep(s) (${w.title})\n`)
     const t = workloadTable(columns)
     out.push(render(t.header, t.rows, 1))
+    if (columns.filter((c) => c.measured.counts !== undefined).length > 0) {
+      const side = functionsSideBySide(columns.filter((c) => c.measured.counts !== undefined), 12)
+      out.push(`\n${w.name}: functions side by side, each target's 12 largest by self samples (samples / µs per ${unit}; ~: under ${NOISE_SAMPLES} samples, counting noise)\n`)
+      out.push(render(side.header, side.rows, 2))
+    }
     const pt = perfTable(columns)
     if (pt !== undefined) {
       out.push(`\n${w.name}: perf, on-CPU samples of every thread, µs per ${unit} (each thread group's /proc CPU split by its samples)\n`)
@@ -154,7 +164,8 @@ const main = async (opts: Options): Promise<number> => {
     json[w.name] = perTarget
   }
   const loadAfter = os.loadavg()
-  out.push(`\nload average: ${loadBefore.map((x) => x.toFixed(2)).join(" / ")} at start, ${loadAfter.map((x) => x.toFixed(2)).join(" / ")} at end; ${os.availableParallelism()} cores; Node ${process.version}`)
+  out.push(`\nload average: ${loadBefore.map((x) => x.toFixed(2)).join(" / ")} at start, ${loadAfter.map((x) => x.toFixed(2)).join(" / ")} at end; ${os.availableParallelism()} cores; Node ${process.version}` +
+    `${opts.relayFlags.length === 0 ? "" : `; relay started with ${opts.relayFlags.join(" ")}`}`)
   if (notes.length > 0) out.push(`\nNotes:\n${notes.map((n) => `  ${n}`).join("\n")}`)
   process.stdout.write(`${out.join("\n")}\n`)
   fs.mkdirSync(path.dirname(opts.out), { recursive: true })
