@@ -11,26 +11,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { message } from "../support/broker.ts"
-import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
-import { copyLeftWorld, type CopyLeftWorld, HOUR } from "../support/withdrawnCopyLeft.ts"
-
-/** d's answers (`delivered` / `delivery_failed`) about `id` from frame `from` on, each as JSON. */
-const answersFrom = (w: CopyLeftWorld, from: number, id: string): ReadonlyArray<string> =>
-  w.framesOf(w.d).slice(from).flatMap((frame) =>
-    (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === id ? [JSON.stringify(frame)] : []
-  )
+import { messagesAndControls } from "../support/controlWorld.ts"
+import { answersFrom, copyLeftWorld, deliveredThenPushedOut, HOUR } from "../support/withdrawnCopyLeft.ts"
 
 describe("a cancel under a reused id after the earlier message's route aged out (task route B)", () => {
   it.effect("is answered cannot be cancelled, sends b-1 nothing, and leaves the later send's refusal", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
-      const b1 = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
-      const m0 = message("m0")
-      w.send("b", m0)
-      assert.deepStrictEqual(messagesAndControls(w.framesOf(b1)), [`message ${m0.id}`], "b-1 did not take m0")
-      w.send("b", message("other"))
-      w.send("b", message("other 2"))
+      const { b1, m0 } = deliveredThenPushedOut(w, 2)
       // Half an hour on, an exact send to a session that does not exist: refused, the refusal recorded (P47).
       w.clock.now += HOUR / 2
       const refused = { type: "send", to: "nobody", targetId: "nobody", targetEpoch: "e-1", message: { ...m0, content: { text: "for nobody" } } }

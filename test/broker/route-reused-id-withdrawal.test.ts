@@ -8,10 +8,11 @@
  * message, that message owns the route. The route's withdrawal was m0's and
  * stayed, so a cancel of the later message was answered "cannot be
  * cancelled" and z got no `message_control`. The route now forgets it
- * (DeliveryRecords.forgetEarlier); the last two tests guard the forgetting
- * note by stamp: m0, still unwritten at b-1 when the later message took the
- * route, is found superseded when b-1's connection gives it back, and the
- * later message itself, given back by z-1, is not. The clock is a plain
+ * (DeliveryRecords.forgetEarlier). The later message given back by z-1
+ * unconfirmed was also found superseded, and dropped: z's return got
+ * nothing. The third test guards the forgetting's note by stamp: m0, still
+ * unwritten at b-1 when the later message took the route, is still found
+ * superseded when b-1's connection gives it back. The clock is a plain
  * number moved by hand, no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -19,13 +20,7 @@ import { Effect } from "effect"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
 import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
-import { copyLeftWorld, type CopyLeftWorld, textsOf } from "../support/withdrawnCopyLeft.ts"
-
-/** d's answers (`delivered` / `delivery_failed`) about `id` from frame `from` on, each as JSON. */
-const answersFrom = (w: CopyLeftWorld, from: number, id: string): ReadonlyArray<string> =>
-  w.framesOf(w.d).slice(from).flatMap((frame) =>
-    (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === id ? [JSON.stringify(frame)] : []
-  )
+import { answersFrom, copyLeftWorld, type CopyLeftWorld, deliveredThenPushedOut, textsOf } from "../support/withdrawnCopyLeft.ts"
 
 /**
  * d's m0 delivered to b-1 and pushed out of the replay records (`replayRecords: 3`), its route to b-1 kept;
@@ -34,13 +29,7 @@ const answersFrom = (w: CopyLeftWorld, from: number, id: string): ReadonlyArray<
  */
 const laterFlushedAfterSupersede = (w: CopyLeftWorld) => {
   w.closeAbandoned(w.reg("z", {}, "Z"))
-  const b1 = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
-  const m0 = message("m0")
-  w.send("b", m0)
-  assert.deepStrictEqual(messagesAndControls(w.framesOf(b1)), [`message ${m0.id}`], "b-1 did not take m0")
-  w.send("b", message("other"))
-  w.send("b", message("other 2"))
-  w.send("b", message("other 3"))
+  const { b1, m0 } = deliveredThenPushedOut(w, 3)
   const later: Message = { ...m0, content: { text: "for z" } }
   w.send("z", later)
   w.send("b", message("m1", { supersedes: m0.id }))

@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
 import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
-import { copyLeftWorld, textsOf } from "../support/withdrawnCopyLeft.ts"
+import { answersFrom, copyLeftWorld, textsOf } from "../support/withdrawnCopyLeft.ts"
 
 describe("m0 sent again under its id after its record left, queued, then m0 superseded (task route C)", () => {
   it.effect("a retry of the queued copy is answered queued and c's return is given it", () =>
@@ -37,9 +37,7 @@ describe("m0 sent again under its id after its record left, queued, then m0 supe
       assert.include(messagesAndControls(w.framesOf(b1)), `supersede ${m0.id}`, "b-1 was not told of the supersede: the test sets up nothing")
       const before = w.framesOf(w.d).length
       w.send("c", m0)
-      const answers = w.framesOf(w.d).slice(before).flatMap((frame) =>
-        (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === m0.id ? [JSON.stringify(frame)] : []
-      )
+      const answers = answersFrom(w, before, m0.id)
       assert.strictEqual(answers.length, 1)
       assert.include(answers[0], "\"delivery\":\"queued\"", `the retry of the queued copy was answered: ${answers[0]}`)
       assert.deepStrictEqual(textsOf(w.framesOf(w.reg("c", {})), m0.id), ["m0"], "c's return was not given the queued copy")
