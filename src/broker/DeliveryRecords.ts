@@ -1,5 +1,5 @@
 /**
- * Size: about 405 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 435 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -22,7 +22,11 @@
  * fingerprint and received before that stamp (or at it, when the new send's
  * fingerprint is another), is the withdrawn one (`withdrawnBeforeResend`;
  * reviews cpback, revcc). Any other — an older message under the id its
- * sender never withdrew (review revcc item 2), the new one — is not.
+ * sender never withdrew (review revcc item 2), the new one — is not. A
+ * later message under the id, recorded after the withdrawn one's record
+ * left while its route stayed, forgets the withdrawal too when it is
+ * flushed and takes that route over (`forgetEarlier`; task route): noted
+ * by its stamp alone, the withdrawn message's fingerprint being gone.
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -67,7 +71,11 @@ interface ForgottenWithdrawal {
    */
   readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
-  /** The new send's fingerprint is the withdrawn message's (the same text to the same target again). */
+  /**
+   * The new send's fingerprint is the withdrawn message's (the same text to the same target again) — or, noted by
+   * `forgetEarlier`, whose withdrawn message's fingerprint no record holds, a message at the later one's stamp is
+   * that later message: in a tie a given-back message is not found withdrawn.
+   */
   readonly resendAlike: boolean
 }
 
@@ -295,6 +303,28 @@ export class DeliveryRecords {
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
     if (this.overBound()) this.makeRoom(now)
+  }
+
+  /**
+   * A later message under `record`'s id, the one its replay part records
+   * (`OutboundRecord.recordLater`), now owns its route (flushed to its
+   * receiver: Receipts.addRoute): the withdrawal the record keeps is the
+   * earlier message's, whose route that was, not this one's, and is
+   * forgotten — or a cancel of the later message is answered "cannot be
+   * cancelled" and its receiver never told (task route A). While the earlier
+   * message may still wait unwritten (`withdrawnWaiting`) the forgetting is
+   * noted as `keep` notes a resend's (`withdrawnBeforeResend`), by the stamp
+   * alone: the earlier message's fingerprint is gone with its replay part,
+   * so a message under the id given back received before `laterStamp` (the
+   * later message's `brokerReceivedAt`) is found withdrawn, and one at it is
+   * the later message. Flush path only, under a reused id.
+   */
+  forgetEarlier(record: OutboundRecord, laterStamp: number, now: number): void {
+    if (record.withdrawnWaiting) {
+      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: true }
+      this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
+    }
+    this.table.forgetWithdrawal(record)
   }
 
   /**

@@ -204,6 +204,15 @@ export class OutboundRecord implements Fingerprint {
   }
 
   /**
+   * Its sender's withdrawal came while its message may still have waited for
+   * its receiver, unwritten or unconfirmed (WITHDRAWN_WAITING): that message
+   * may yet be given back, and must be found withdrawn then.
+   */
+  get withdrawnWaiting(): boolean {
+    return (this.parts & WITHDRAWN_WAITING) !== 0
+  }
+
+  /**
    * Its replay part is a later send's under its id than the message its
    * route names (RECORD_LATER): a withdrawal of the routed message must not
    * rewrite it (DeliveryRecords.rewrite's `route`; review revdd DD1).

@@ -1,5 +1,5 @@
 /**
- * Size: about 465 lines, past the ~400 guideline, a fifth of them this
+ * Size: about 470 lines, past the ~400 guideline, a fifth of them this
  * header: one concept, the receipt route — kept, followed by receipts, and
  * read by a cancel and a supersede (their own code is Cancels.ts and
  * SupersedeStage.ts), each step reading and moving the same route records.
@@ -22,7 +22,10 @@
  * push a flooding sender's oldest out, and a record ages from the send, a
  * route from the delivery (review revd D1; DeliveryRecords.withdrawal, also
  * read where a closing connection gives a message back:
- * MailReturns.withdrawnOnTheWay). A durable broker that restarted has replay records but no
+ * MailReturns.withdrawnOnTheWay). That fate is the routed message's: a
+ * later message under the id, recorded after its record left, that takes
+ * the route over when flushed (`addRoute`) does not inherit it (task route;
+ * DeliveryRecords.forgetEarlier). A durable broker that restarted has replay records but no
  * routes (they are not stored): a cancel of a message its record says was
  * delivered goes to the live session of the id delivered it, its target's
  * or the one its outcome names (`recordedRoute`), as it went before the
@@ -200,6 +203,12 @@ export class Receipts {
     const claimed = routes.claim(record ?? routes.find(senderKey, id) ?? new OutboundRecord(senderKey, id, undefined))
     if (record !== undefined && claimed !== record) record.parts |= ROUTE_TAKEN
     const ofRecord = record !== undefined || !claimed.recorded || sameFingerprint(fingerprintOfMail(mail), claimed)
+    // Flushed, the later message its replay part records (RECORD_LATER) takes the route over from the earlier one:
+    // a withdrawal kept is that earlier message's, not this one's (task route A). A send's own record forgets it
+    // as it is kept (DeliveryRecords.keep).
+    if (record === undefined && ofRecord && claimed.recordLater && claimed.withdrawal !== undefined) {
+      this.ctx.records.forgetEarlier(claimed, mail.brokerReceivedAt, now)
+    }
     routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {

@@ -15,38 +15,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
 import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
-import { copyLeftWorld, type CopyLeftWorld, textsOf } from "../support/withdrawnCopyLeft.ts"
-
-/**
- * d's m0, delivered to b-1; two more sends push its replay record out (`replayRecords: 2`), its route to b-1
- * stays. Returns m0.
- */
-const deliveredThenPushedOut = (w: CopyLeftWorld): { readonly m0: Message; readonly b1: Peer } => {
-  const b1 = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
-  const m0 = message("m0")
-  w.send("b", m0)
-  assert.deepStrictEqual(messagesAndControls(w.framesOf(b1)), [`message ${m0.id}`], "b-1 did not take m0")
-  w.send("b", message("other"))
-  w.send("b", message("other 2"))
-  return { m0, b1 }
-}
-
-/** d's answers (`delivered` / `delivery_failed`) about `id` from frame `from` on, each as JSON. */
-const answersFrom = (w: CopyLeftWorld, from: number, id: string): ReadonlyArray<string> =>
-  w.framesOf(w.d).slice(from).flatMap((frame) =>
-    (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === id ? [JSON.stringify(frame)] : []
-  )
+import { answersFrom, copyLeftWorld, deliveredThenPushedOut, textsOf } from "../support/withdrawnCopyLeft.ts"
 
 describe("a withdrawal of a message by its route, whose id a later message's replay record holds (review revdd DD1)", () => {
   it.effect("a supersede: a retry of the later message, still queued, is answered queued, and z's return is given it", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
       w.closeAbandoned(w.reg("z", {}, "Z"))
-      const { b1, m0 } = deliveredThenPushedOut(w)
+      const { b1, m0 } = deliveredThenPushedOut(w, 2)
       const forZ: Message = { ...m0, content: { text: "for z" } }
       w.send("z", forZ)
       w.send("b", message("m1", { supersedes: m0.id }))
@@ -63,7 +42,7 @@ describe("a withdrawal of a message by its route, whose id a later message's rep
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
       w.closeAbandoned(w.reg("z", {}, "Z"))
-      const { m0 } = deliveredThenPushedOut(w)
+      const { m0 } = deliveredThenPushedOut(w, 2)
       const forZ: Message = { ...m0, content: { text: "for z" } }
       w.send("z", forZ)
       const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
@@ -80,7 +59,7 @@ describe("a withdrawal of a message by its route, whose id a later message's rep
   it.effect("a later message delivered live under the id owns the route: a supersede of it rewrites its record", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
-      const { b1, m0 } = deliveredThenPushedOut(w)
+      const { b1, m0 } = deliveredThenPushedOut(w, 2)
       const again: Message = { ...m0, content: { text: "again for b" } }
       w.send("b", again)
       assert.deepStrictEqual(textsOf(w.framesOf(b1), m0.id), ["m0", "again for b"], "b-1 did not take the later message: the test sets up nothing")
@@ -95,7 +74,7 @@ describe("a withdrawal of a message by its route, whose id a later message's rep
   it.effect("a cancel: a retry of the later message, refused, is answered with its refusal, not cancelled", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
-      const { b1, m0 } = deliveredThenPushedOut(w)
+      const { b1, m0 } = deliveredThenPushedOut(w, 2)
       // An exact send to a session that does not exist: refused, and the refusal recorded (P47).
       const refused = { type: "send", to: "nobody", targetId: "nobody", targetEpoch: "e-1", message: { ...m0, content: { text: "for nobody" } } }
       w.batch(w.d, [refused])

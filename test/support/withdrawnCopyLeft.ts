@@ -114,6 +114,25 @@ export const ownReader = (w: CopyLeftWorld): { readonly m0: Message } => {
   return { m0 }
 }
 
+/**
+ * d's m0, delivered to b-1 (custody features); `others` more sends to b then push its replay record out
+ * (`replayRecords: others`) while its route to b-1 stays (reviews revdd DD1, task route). Returns m0 and b-1.
+ */
+export const deliveredThenPushedOut = (w: CopyLeftWorld, others: number): { readonly m0: Message; readonly b1: Peer } => {
+  const b1 = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+  const m0 = message("m0")
+  w.send("b", m0)
+  assert.deepStrictEqual(messagesAndControls(w.framesOf(b1)), [`message ${m0.id}`], "b-1 did not take m0")
+  for (let n = 1; n <= others; n++) w.send("b", message(`other ${n}`))
+  return { m0, b1 }
+}
+
+/** d's answers (`delivered` / `delivery_failed`) about `id` from its frame `from` on, each as JSON. */
+export const answersFrom = (w: CopyLeftWorld, from: number, id: string): ReadonlyArray<string> =>
+  w.framesOf(w.d).slice(from).flatMap((frame) =>
+    (frame.type === "delivered" || frame.type === "delivery_failed") && frame.messageId === id ? [JSON.stringify(frame)] : []
+  )
+
 /** The statuses of the receipts for `id` among `frames`, in order. */
 export const receiptsOf = (frames: ReadonlyArray<Seen>, id: string): ReadonlyArray<string> =>
   frames.flatMap((frame) => (frame.type === "message_receipt" && frame.receipt?.messageId === id ? [frame.receipt.status] : []))
