@@ -129,13 +129,15 @@ export class AgedMap<K, V> {
    * Sets `key` as `set` does, but at its place in age order rather than as
    * the newest: for an entry whose age is older than the newest entry's (one
    * restored, or handed back with the age it had). Costs a step per entry
-   * newer than it. An age past the newest reading the list was given (one
-   * from before a clock step back) is taken as that reading, and `value`
-   * told so (`onRedate`), as `redate` re-dated the entries past it (module
-   * header). Among entries of the same age it goes behind them all, unless
-   * `aheadOf` says it goes ahead of one: the owner's own order among ties
-   * (the mailbox's queue order; after a step back every entry from before it
-   * is of one age).
+   * newer than it, and with `aheadOf` one more per entry of its age it
+   * passes. An age past the newest reading the list was given (one from
+   * before a clock step back) is taken as that reading, and `value` told so
+   * (`onRedate`), as `redate` re-dated the entries past it (module header).
+   * Among entries of the same age it goes behind them all, unless `aheadOf`
+   * says it goes ahead of one: walking from the newest, it passes tied
+   * entries while `aheadOf` holds and stops at the first for which it does
+   * not (the mailbox's queue order: exact while ties lie in that order; after
+   * two step backs they need not).
    */
   setAged(key: K, value: V, at: number, aheadOf?: (tied: V) => boolean): ReadonlyArray<V> {
     const previous = this.table.get(key)

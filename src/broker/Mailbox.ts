@@ -72,8 +72,9 @@ interface Entry {
 }
 
 /**
- * Whether mail put back at its place goes ahead of `tied`, queued at the same reading (AgedMap.setAged): when it
- * came first in queue order, so it expires (its sender told) before the mail queued after it.
+ * Whether mail put back at its place goes ahead of `tied`, of the same age (AgedMap.setAged): when it came first in
+ * queue order, so it expires (its sender told) before the mail of its age queued after it — not before mail of an
+ * older age, which may have been queued after it just after a clock step back.
  */
 const aheadOf = (entry: Entry) => (tied: Entry): boolean => entry.seq < tied.seq
 
@@ -132,8 +133,9 @@ export class Mailbox {
    * revr R2) — unless its `queuedAt` is past the newest reading the mailbox
    * was given (queued before a clock step back, its siblings re-dated since):
    * then it goes at that reading, as they did (AgedMap.setAged; review revdf
-   * DF2); among mail of its age, ahead of what was queued after it
-   * (`aheadOf`). Without, it is the newest in queue order and in age: mail dated
+   * DF2); among mail of that same age, ahead of the mail queued after it
+   * that lies newest (`aheadOf`: it stops at the first tied mail queued
+   * before it). Without, it is the newest in queue order and in age: mail dated
    * past its `queuedAt` (queued before a clock step back) is re-dated to it
    * (AgedMap.ts).
    */
