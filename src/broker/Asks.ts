@@ -1,5 +1,5 @@
 /**
- * Size: about 710 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
+ * Size: about 720 lines, past the ~400 guideline: one concept, the ask edges' lifecycle in the send pipeline; telling
  * an ask that closed early from one that expired (`withdrawnEarly`, `answeredCopy`, which copies a reply marks where,
  * `markHeld`, and which withdrawals count: `withdrawnWithin`, `askOf`) and which reply answered an ask
  * (`answered`, reply-elsewhere-v1, with its registration hook `hooks`, restored with a reply: `restoreAnswered`) grew it,
@@ -499,26 +499,33 @@ export class Asks {
    * edge is the Questions concern's to open and close). Edges opened so are
    * not counted against the bounds: each stands for an edge that was open,
    * and lost replies are bounded by the mailbox.
+   *
+   * @returns true when the ask stays closed, before its deadline, because
+   *   its asker gave its id to such a question: the ask is not asked again
+   *   and owes no `expired` now (StaleAsks.replyLost; review revdg DG3).
    */
-  answerLost(edge: AskEdge, now: number): void {
-    if (edge.question === true) return
+  answerLost(edge: AskEdge, now: number): boolean {
+    if (edge.question === true) return false
     // Not answered (open again, expired or withdrawn): nobody is told it was answered elsewhere (AnsweredAsks).
     this.answered.forget(edge.messageKey)
     // Its ask is unanswered again: a copy of it given back past its deadline expired (`answeredCopy`).
     this.lostAnswers.add(edge)
-    if (dueOf(edge) <= now || this.edges.get(edge.messageKey) !== undefined) return
-    // A durable question of its asker's took the id meanwhile (asked, waited on, notified): the edge is the
-    // question's to open, and an ask's under its key would replace it or be replaced (helper oneid2). One only
-    // asked keeps it closed too, though the fiber may still refuse it: an edge reopened then could outlive the
-    // asker's withdrawal or its `expired` (review revdg DG1, DG3), a wrong verdict where this is a silent one.
-    if (this.questionHold(edge.askerKey, edge.messageId) !== undefined) return
+    if (dueOf(edge) <= now) return false
+    // A durable question of its asker's took the id meanwhile (asked, waited on, notified — its edge then is the
+    // one open under the key): the edge is the question's to open, and an ask's under its key would replace it or
+    // be replaced (helper oneid2). One only asked keeps it closed too, though the fiber may still refuse it: an edge
+    // reopened then could outlive the asker's withdrawal or its `expired` (review revdg DG1), a wrong verdict where
+    // this is a silent one. Its asker moved the id on before the ask's deadline: told so (review revdg DG3).
+    if (this.questionHold(edge.askerKey, edge.messageId) !== undefined) return true
+    if (this.edges.get(edge.messageKey) !== undefined) return false
     // Its asker withdrew it after the reply had closed it: it stays closed.
     const ask = this.askOf.get(edge)
-    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, ask)) return
+    if (this.withdrawnWithin(edge.messageKey, edge.openedAt ?? Number.NEGATIVE_INFINITY, edge.deadline, ask)) return false
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity. The same ask.
     const again = { ...edge }
     if (ask !== undefined) this.askOf.set(again, ask)
     this.open(again)
+    return false
   }
 
   /**

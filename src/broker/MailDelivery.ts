@@ -162,8 +162,11 @@ export interface HeldMail {
 
 /** What the mailbox needs of the open asks (Asks.ts). */
 export interface MailAsks {
-  /** The mailbox dropped a reply that had closed `edge` (Asks.answerLost). */
-  readonly answerLost: (edge: AskEdge, now: number) => void
+  /**
+   * The mailbox dropped a reply that had closed `edge` (Asks.answerLost): true when the ask stays closed, before its
+   * deadline, because its asker gave its id to a durable question.
+   */
+  readonly answerLost: (edge: AskEdge, now: number) => boolean
   /** Is the ask `messageKey` still open at `now`: its edge open and its deadline not passed (Asks.isOpen)? */
   readonly isOpen: (messageKey: string, now: number) => boolean
   /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */

@@ -30,7 +30,9 @@
  * read it already, and lets it through again only as it learns its reply
  * was lost (its cancel, or its `expired` receipt, which MailDelivery's
  * `lost` writes ahead of the question; RecentMessages.replyLost, review
- * revx X1); past it, its asker is owed the `expired` now (not for
+ * revx X1) — unless its asker gave the ask's id to a durable question
+ * since: its edge stays closed, and nothing is owed (review revdg DG3);
+ * past it, its asker is owed the `expired` now (not for
  * one it withdrew before the deadline; neither, for a short-lived asker
  * that ended by `unregister`: its edge stays closed, review revx X3) — also after a durable broker's restart, which
  * stores that debt until the reply leaves the store
@@ -202,14 +204,20 @@ export class StaleAsks {
    * ended (a short-lived session gone by `unregister`, `askerEnded`, or the
    * ask's own `senderEnd`): nobody waits for that answer, so the edge stays
    * closed, the replier is not asked again and no `expired` is owed (review
-   * revx X3).
+   * revx X3). Nor, before its deadline, when its asker gave the ask's id to a
+   * durable question since (asked, waited on or notified): the edge stays
+   * closed (Asks.answerLost), and the ask did not time out (review revdg DG3).
    */
   replyLost(edge: AskEdge, now: number, askerEnded = false): void {
     const ask = this.silenced.get(edge) ?? this.takeByKey(edge)
     if (ask !== undefined) this.silenced.delete(edge)
     if (askerEnded || ask?.senderEnd?.ended === true) return
-    this.asks.answerLost(edge, now)
+    const movedOn = this.asks.answerLost(edge, now)
     if (ask === undefined) return
+    // Before its deadline, its asker gave its id to a durable question (Asks.answerLost): the ask stays closed, so it
+    // is not asked again, and it did not time out, so no `expired` is owed — the asker moved on, as by a withdrawal
+    // (review revdg DG3). Past the deadline it expired unanswered: told below.
+    if (movedOn) return
     // Its edge open again (before its deadline): the question is put back, for the replier to be asked again.
     if (this.asks.isOpen(ask.recordKey, now)) return this.askAgain(ask)
     // Withdrawn before its deadline, after the reply: nothing is owed.

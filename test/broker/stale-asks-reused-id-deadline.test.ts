@@ -19,7 +19,7 @@ const NOW = second.brokerReceivedAt + 120_000 // both asks answered and closed, 
 
 /** Asks as they stand: both edges closed by their replies, none withdrawn, AnsweredAsks naming the later answer. */
 const asks: MailAsks = {
-  answerLost: () => {},
+  answerLost: () => false,
   isOpen: () => false,
   openStaged: () => {},
   withdrawnEarly: () => false,

@@ -30,6 +30,7 @@ export interface QuestionSeen {
   readonly error?: string
   readonly capability?: string
   readonly message?: { readonly id: string }
+  readonly receipt?: { readonly status: string; readonly messageId: string }
 }
 
 /** The world on a Router driven by hand on the clock `now`, with `options`. */
@@ -64,11 +65,13 @@ export const questionHandWorld = (options: BrokerCoreOptions, now: () => number)
     /** Connects the child (again). */
     const connectChild = (): Peer => connect(CHILD, childFrame)
     const child = connectChild()
-    const bob = connect("bob", { features: [GROUPS_V1, RECEIVED_V1], group: "run-1" })
+    /** Connects bob (again): a peer in the child's group, custody granted. */
+    const connectBob = (): Peer => connect("bob", { features: [GROUPS_V1, RECEIVED_V1], group: "run-1" })
+    const bob = connectBob()
     /** The answer `peer` was written for its send of `messageId`, if any. */
     const answerOf = (peer: Peer, messageId: string): QuestionSeen | undefined =>
       framesOf(peer).find((f) => (f.type === "delivered" || f.type === "delivery_failed") && f.messageId === messageId)
-    return { ...hand, framesOf, supervisor, child, bob, connectChild, answerOf }
+    return { ...hand, framesOf, supervisor, child, bob, connectChild, connectBob, answerOf }
   })
 
 /** A `question_ask` of the question `questionId`. */
