@@ -8,7 +8,7 @@
  * it is handed on (Receipts.handedOn, given back, flushed from the mailbox).
  * With it, the ask's receipt stamp and its message as this run opened it
  * (`openedAtOf`, `askOf`): what a withdrawal after the reply is stamped no
- * lower than, and names as the ask it withdrew (Asks.withdrawAnswered).
+ * lower than, and names as the ask it withdrew (AskWithdrawals.withdrawAnswered).
  *
  * A reply follows the session, not the instance that asked: when another
  * client takes the session over (P16) it is handed the asker's outbox and
@@ -93,7 +93,7 @@ interface Answer {
   readonly until: number
   /** The ask's receipt, a stamp (`AskEdge.openedAt`), when its edge knew it: no withdrawal of it is stamped lower. */
   readonly openedAt: number | undefined
-  /** The ask as this run opened it (Asks.askOf), undefined for one restored: what its withdrawal names. */
+  /** The ask as this run opened it (AskWithdrawals.askOf), undefined for one restored: what its withdrawal names. */
   readonly ask: AskIdentity | undefined
   told: SessionInstance | undefined
 }

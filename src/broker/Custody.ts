@@ -252,7 +252,7 @@ export class PeerCustody {
 
   /**
    * The message of record key `messageKey` if it is held, not yet confirmed: a scan from the oldest, made
-   * only for a reply accepted while this connection holds anything (Asks.answeredBy: the ask it answers, read
+   * only for a reply accepted while this connection holds anything (AnsweredCopies.markAnswered: the ask it answers, read
    * and replied to before it was confirmed, is found at or near the front of a client confirming what it
    * handled). At most the `limit` oldest items are looked at.
    */

@@ -347,7 +347,7 @@ export class CustodyHolds {
    * The connections the hold for session `key` still waits for (taken over
    * by another client instance, not closed yet), if one exists: where a copy
    * of an ask its new connection answers may still be held unconfirmed
-   * (Asks.answeredBy). A size test while no hold exists, else a look-up.
+   * (AnsweredCopies.markAnswered). A size test while no hold exists, else a look-up.
    */
   awaitedFor(key: string): ReadonlyArray<Peer> | undefined {
     if (this.holds.size === 0) return undefined
@@ -357,7 +357,7 @@ export class CustodyHolds {
   /**
    * What the hold for session `key` keeps (its held senders' mail forced to
    * its holder meanwhile, oldest first), if one exists: where a copy of an
-   * ask the session's new connection answers may wait (Asks.answeredBy). A
+   * ask the session's new connection answers may wait (AnsweredCopies.markAnswered). A
    * size test while no hold exists, else a look-up.
    */
   keptFor(key: string): ReadonlyArray<OutboundItem> | undefined {

@@ -96,7 +96,7 @@ export const parksMessage = (parked: ReadonlyArray<readonly [Peer, OutboundItem]
  * The mail of record key `messageKey` among the `limit` first of `items`
  * (an outbox, a write's returnable output, a hold's kept items), oldest
  * first; undefined when not there. A scan, only for a reply accepted
- * (Asks.answeredBy), bounded by `limit`.
+ * (AnsweredCopies.markAnswered), bounded by `limit`.
  */
 export const mailAmong = (
   items: ReadonlyArray<OutboundItem> | undefined,

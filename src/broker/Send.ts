@@ -39,7 +39,7 @@ import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
-import { askTimeoutOf } from "./Asks.ts"
+import { askTimeoutOf } from "./AskAdmission.ts"
 import {
   DELIVERED,
   deliveredTo,

@@ -5,7 +5,7 @@
  * constants or defaults, so a promise changes only with the code it holds
  * the broker to.
  */
-import { MAX_ASKS_PER_SESSION } from "../broker/Asks.ts"
+import { MAX_ASKS_PER_SESSION } from "../broker/AskAdmission.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 
 /** The bounds a hostile-input check holds the broker to. */

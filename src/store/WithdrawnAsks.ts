@@ -29,7 +29,7 @@ export interface StoredWithdrawal {
   readonly messageKey: string
   /**
    * When it was withdrawn (the broker's stamp, ms: the scale of its ask's `brokerReceivedAt`, Asks.ts): it counts for the ask open then
-   * (Asks.withdrawnWithin), and is kept `MAX_ASK_TIMEOUT_MS` from then.
+   * (AskWithdrawals.withdrawnWithin), and is kept `MAX_ASK_TIMEOUT_MS` from then.
    */
   readonly at: number
 }

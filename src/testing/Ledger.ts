@@ -56,7 +56,8 @@ import type {
   ViolationKind
 } from "./ledger/types.ts"
 import { TopicLedger } from "./ledger/topics.ts"
-import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped, registrationsHandled } from "./ledger/wire.ts"
+import { registrationsHandled } from "./ledger/takeovers.ts"
+import { brokerRead, brokerUnwrote, brokerWriteStarted, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"

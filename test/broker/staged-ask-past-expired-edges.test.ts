@@ -10,7 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MAX_ASKS_PER_SESSION } from "../../src/broker/Asks.ts"
+import { MAX_ASKS_PER_SESSION } from "../../src/broker/AskAdmission.ts"
 import { ASK_EXPIRY_V1, DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
 import { recordedSessions } from "../support/controlWorld.ts"

@@ -1,5 +1,5 @@
 /**
- * An answered ask deeper than Asks' ANSWERED_SCAN in the replier's backlog
+ * An answered ask deeper than AnsweredCopies' ANSWERED_SCAN in the replier's backlog
  * (64 unconfirmed items ahead: no reply marks its copy), whose copy comes
  * back more than an hour after the reply — past AnsweredAsks' window, the
  * replay records' retention — but before the ask's own deadline (3 hours

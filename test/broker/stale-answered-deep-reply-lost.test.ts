@@ -1,5 +1,5 @@
 /**
- * An answered ask deeper in the replier's backlog than Asks' ANSWERED_SCAN
+ * An answered ask deeper in the replier's backlog than AnsweredCopies' ANSWERED_SCAN
  * (64 unconfirmed items ahead of it), so no reply marked its copy: given
  * back at the replier connection's close before its deadline, it is dropped
  * and remembered by its key (StaleAsks.drop). Its reply then lost before the

@@ -151,7 +151,7 @@ describe("durable: an answered ask deeper than Asks' scan, dropped before its de
       const carol = yield* world.session({ sessionId: "carol", name: "carol" })
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      // 64 notes ahead (Asks' ANSWERED_SCAN), read by bob's client and never confirmed: the reply marks no copy.
+      // 64 notes ahead (AnsweredCopies' ANSWERED_SCAN), read by bob's client and never confirmed: the reply marks no copy.
       for (let i = 0; i < 64; i++) assertDelivered(yield* send(carol.client, "bob", message(`note ${i}`)))
       const ask = message("still need this?", { expectsReply: true })
       assertDelivered(yield* send(alice.client, "bob", ask))

@@ -1,10 +1,10 @@
 /**
- * An ask restored above a capped floor, withdrawn, is known withdrawn (Asks.withdrawNow). A store written under a clock
+ * An ask restored above a capped floor, withdrawn, is known withdrawn (AskWithdrawals.withdrawNow). A store written under a clock
  * ten days ahead of the restarted broker's has its stamps' floor capped a day past the new clock (Router.restore,
  * MAX_FLOOR_AHEAD_MS), so a `cancel_ask` of an ask restored from it is stamped below the ask's own receipt
  * (`openedAt`): "withdrawn within [receipt, deadline)" (`withdrawnWithin`) then read it as never withdrawn, and the
  * copy its recipient gives back past its due time got its asker a false `expired`. So did a `cancel_ask` of such an
- * ask after its reply had closed its edge (Asks.withdrawAnswered): that reply lost, its edge opened again
+ * ask after its reply had closed its edge (AskWithdrawals.withdrawAnswered): that reply lost, its edge opened again
  * (Asks.answerLost) and a second reply was taken. The withdrawal is now stamped no lower than the ask's receipt (kept
  * with the answered ask, AnsweredAsks.openedAtOf). The same with the clocks agreeing alongside. On a durable broker
  * (memory disk) on the TestClock; time passes only as modelled: the store's lazy flush (`LAZY_FLUSH`: so the crash

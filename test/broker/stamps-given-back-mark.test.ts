@@ -3,7 +3,7 @@
  * apart was kept against the ask's `Mail` object, and a copy of it (`{ ...mail }`: given back to the mailbox by
  * MailReturns.requeue, put back by MailDelivery.askAgain, kept or given by WithdrawnCopies) lost it: the new ask's
  * copy, given back before its due time and dropped past it, went silently as withdrawn instead of telling its asker
- * `expired`. A withdrawal now names the ask it withdrew by the ask's message (Asks.askOf), which every copy shares.
+ * `expired`. A withdrawal now names the ask it withdrew by the ask's message (AskWithdrawals.askOf), which every copy shares.
  * While the stamps lead the clock they hold still, so the withdrawal and the new ask share one stamp and only that
  * tells them apart. Runs in the shared world test/support/asksUnderOneId.ts (non-durable broker on the TestClock;
  * time passes only as modelled: the lead, the replay window, and the ask's timeout).

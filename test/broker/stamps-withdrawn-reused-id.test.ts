@@ -1,9 +1,9 @@
 /**
  * Review revcb item 2: while the stamps lead the clock they hold still, so a withdrawal of an ask and a later ask under
  * the same id (its replay record pushed out by the `replayRecords` bound) got the same stamp, and "withdrawn within
- * [receipt, deadline)" (Asks.withdrawnWithin, `from <= at`) counted the old withdrawal for the new ask: the new ask's
+ * [receipt, deadline)" (AskWithdrawals.withdrawnWithin, `from <= at`) counted the old withdrawal for the new ask: the new ask's
  * copy, given back past its due time, went silently instead of telling its asker `expired`. A withdrawal remembered as
- * an ask opened under its key counted for it. A withdrawal now names the ask it withdrew (Asks.askOf, review revdc),
+ * an ask opened under its key counted for it. A withdrawal now names the ask it withdrew (AskWithdrawals.askOf, review revdc),
  * and never counts for another.
  * The first three cases also check that the earlier ask's copy, given back with it, still goes silently (one receipt).
  * The last two cases guard the fix from missing a withdrawal of the new ask itself (a rule read by `<` would): open,

@@ -25,7 +25,7 @@ describe("a withdrawn ask's remembered withdrawal", () => {
       assert.strictEqual(answerOf(world.child, "big-ask")?.type, "delivered", "setup: the ask was not delivered")
       batch(world.child, [{ type: "cancel_ask", messageId: "big-ask" }])
       assert.strictEqual(router.stats().asks, 0, "setup: the ask's edge is still open")
-      const withdrawal = router["asks"]["withdrawn"].get(recordKeyOf(session.key, "big-ask"))
+      const withdrawal = router["asks"]["withdrawals"]["withdrawn"].get(recordKeyOf(session.key, "big-ask"))
       assert.isDefined(withdrawal, "setup: the withdrawal is not remembered")
       const kept = JSON.stringify(withdrawal ?? null).length
       assert.isBelow(kept, 10_000, `the withdrawal keeps ${kept} characters: the ask's message content`)

@@ -1,10 +1,10 @@
 /**
  * Several asks under one id (its replay record pushed out each time), their copies given back when their recipient
- * leaves: a withdrawal counts for the ask it withdrew and for no other under the id (Asks.withdrawnWithin, which
- * matches a withdrawal to its ask by the ask's message, Asks.askOf).
+ * leaves: a withdrawal counts for the ask it withdrew and for no other under the id (AskWithdrawals.withdrawnWithin, which
+ * matches a withdrawal to its ask by the ask's message, AskWithdrawals.askOf).
  * - One withdrawal remembered per key: a later ask's withdrawal replaced the earlier ask's, and that ask's copy, given
  *   back past its deadline, was judged by the later withdrawal alone — made after that deadline — so its asker was
- *   told `expired` about an ask it had withdrawn. A withdrawal now keeps the one it replaced (Asks.withdraw, a few a
+ *   told `expired` about an ask it had withdrawn. A withdrawal now keeps the one it replaced (AskWithdrawals.withdraw, a few a
  *   key) (task stamps4 item 3).
  * - A withdrawal was tied to the key, not the ask: a later ask's withdrawal made within an earlier, never withdrawn
  *   ask's life silenced that ask's copy (review revdc DC3, with three asks), and so did one made past its due time

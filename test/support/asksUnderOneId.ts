@@ -3,7 +3,7 @@
  * stamps-given-back-mark, withdrawn-two-asks-one-id): alice asks bob X, which bob reads and never confirms; past the
  * replay window (its record pushed out by the `replayRecords` bound) she asks X again, as often as the case says,
  * withdrawing each ask or not; bob leaves, his unconfirmed copies going back. Which withdrawal counts for which copy
- * is what these tests tell apart (Asks.withdrawnWithin). Non-durable broker on the TestClock; time passes only as
+ * is what these tests tell apart (AskWithdrawals.withdrawnWithin). Non-durable broker on the TestClock; time passes only as
  * modelled: the stamps' lead (a send ahead, the clock then set back), the replay window, an ask's timeout, and the
  * time to just past the first ask's deadline.
  */

@@ -4,7 +4,7 @@
  * reached its target's session and whose ask ended without a reply after the
  * broker's deadline was not withdrawn — a `cancel_ask` its client sends as
  * its wait times out comes after the deadline, and counts for nothing
- * (`Asks.withdrawnWithin`) — so the broker tells its asker `expired`, and a
+ * (`AskWithdrawals.withdrawnWithin`) — so the broker tells its asker `expired`, and a
  * retry of it hears `E_DELIVERY_EXPIRED`. This module picks out such
  * questions (`owedExpiry`, which the finish asks the replay record about)
  * and checks each ended so (`checkAskExpiry`: `ask-expired-untold`) — and

@@ -288,7 +288,7 @@ export interface MessageRecord {
   /**
    * Re-sent although the client of an earlier copy had written a `received`
    * covering it, which the broker never read (lost in flight with that
-   * connection: `confirmationLost` in ledger/wire.ts); tells such a copy
+   * connection: `confirmationLost` in ledger/brokerFrames.ts); tells such a copy
    * from one its client never confirmed.
    */
   confirmationLost: boolean

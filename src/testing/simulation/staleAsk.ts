@@ -9,7 +9,7 @@
  * asker is owed the `expired` receipt, and a retry `E_DELIVERY_EXPIRED` —
  * unless its asker withdrew it before the deadline. The session's wait sends
  * `cancel_ask` as it times out, after the deadline: no withdrawal (review
- * revq Q1, `Asks.withdrawnWithin`). The other workloads seldom build that
+ * revq Q1, `AskWithdrawals.withdrawnWithin`). The other workloads seldom build that
  * order (the target's connection must outlive the deadline holding the
  * question, and drop after the asker's cancel); the ledger checks the end
  * (`ask-expired-untold`, ledger/askExpiry.ts).
