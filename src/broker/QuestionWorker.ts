@@ -10,11 +10,23 @@
  * to the child, and the question becomes `answered` only when the child
  * confirms (C-DQ-9); if the child has exited, the answer claims the revival
  * once (C-DQ-10) and the receipt carries the exact call to recover it (C-DQ-12).
+ *
+ * An answer is size-checked here, where the saved question's text is known,
+ * before it is saved (C-BRK-3, helper qanswer): every frame that carries it
+ * — its receipt, the child's `question_answered`, and a later `question_get`,
+ * re-ask `question_result` or stop receipt with the question and the answer
+ * whole — must fit 1 MiB with the longest request id a client may send, else
+ * the answerer is refused `AnswerTooLarge` and nothing is saved. Before, such
+ * an answer was saved and the writer's guard dropped those frames.
  */
-import { Effect, Queue } from "effect"
+import { Data, Effect, Queue } from "effect"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { frameBytes } from "../protocol/framing.ts"
+import { MAX_ID_LENGTH } from "../protocol/limits.ts"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
-import { isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
+import { answerDecision, isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
+import { fitsFrame } from "./RecipientFrames.ts"
 import type { Questions, QuestionWork } from "./Questions.ts"
 import type { Session } from "./Registry.ts"
 
@@ -63,6 +75,67 @@ export const recoverCall = (record: Pick<QuestionRecord, "id" | "childId" | "chi
 
 const answeredFrame = (record: QuestionRecord): string =>
   JSON.stringify({ type: "question_answered", questionId: record.id, answer: record.answer, answeredAt: record.answeredAt })
+
+/** The revival an answer's receipt carries when the child has exited (C-DQ-10, C-DQ-12). */
+const revivalOf = (record: QuestionRecord, claimed: boolean): RevivalWire => ({
+  runId: revivalRunId(record.id),
+  childId: record.childId,
+  childName: record.childName,
+  claimed,
+  recover: recoverCall(record)
+})
+
+/**
+ * An answer would make a frame over the 1 MiB limit (C-BRK-3): `bytes` is
+ * the longest frame it would be written in. Nothing was saved.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AnswerTooLarge extends Data.TaggedError("AnswerTooLarge")<{
+  readonly questionId: string
+  readonly bytes: number
+}> {
+  override get message(): string {
+    return `Answer is too large to deliver: with question ${this.questionId} it would make a frame of ${this.bytes} bytes (the question and the answer whole, as its receipt or a later question_get carries them), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; answer shorter, or put long material in a file and name its path`
+  }
+}
+
+/** The longest request id a client may send, each character written as a six-byte JSON escape (`\u0001`). */
+const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)
+
+/**
+ * Why `answered` — a saved question with the answer about to be saved, at
+ * `at` — must not be saved, or undefined: the longest frame that would carry
+ * its answer passes 1 MiB. Sized to a request id of `WIDEST_REQUEST_ID` and
+ * with `durable: false` (the longer), over the frames that carry the answer:
+ * an answer receipt with a revival (an identical re-answer's, `saved` and
+ * `claimed` false), a stop receipt (the question cancelled), a
+ * `question_get` or re-ask `question_result` of it confirmed, and the
+ * child's `question_answered`. Later times (`deliveredAt`, `cancelledAt`)
+ * are sized with `at`: a time with more digits later (past the year 2286 in
+ * epoch ms) would be longer (docs/protocol.md, known limits).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const answerTooLarge = (answered: QuestionRecord, at: number): AnswerTooLarge | undefined => {
+  const frames = [
+    questionResultFrame(WIDEST_REQUEST_ID, {
+      receipt: { question: recordWire(answered), saved: false, sentToChild: false, durable: false, revival: revivalOf(answered, false) }
+    }, false),
+    questionResultFrame(WIDEST_REQUEST_ID, {
+      receipt: { question: recordWire({ ...answered, cancelledAt: at }), saved: false, sentToChild: false, durable: false }
+    }, false),
+    questionResultFrame(WIDEST_REQUEST_ID, { question: recordWire({ ...answered, deliveredAt: at }) }, false),
+    answeredFrame(answered)
+  ]
+  let widest = 0
+  for (const frame of frames) {
+    if (!fitsFrame(frame, "")) widest = Math.max(widest, frameBytes(frame))
+  }
+  return widest === 0 ? undefined : new AnswerTooLarge({ questionId: answered.id, bytes: widest })
+}
 
 const cancelledFrame = (record: QuestionRecord): string =>
   JSON.stringify({ type: "question_cancelled", questionId: record.id, cancelledAt: record.cancelledAt })
@@ -188,13 +261,43 @@ export const runQuestionWorker = (
       ? Effect.ensuring(saveAnswer(item), Effect.sync(() => questions.replied(item.questionId)))
       : saveAnswer(item)
 
+  /**
+   * C-BRK-3: a `question_answer` whose answer would be written in a frame over 1 MiB (`answerTooLarge`, with the
+   * saved question's text) is refused before it is saved. Only an answer the store would write is sized: an
+   * identical re-answer's was sized when it was saved, and a conflicting or cancelled one is refused as ever. A live
+   * reply (no session) is not: it reached the child before the fiber saw it (a known limit, docs/protocol.md).
+   */
+  const refusalOf = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>) =>
+    item.session === undefined
+      ? Effect.succeed(undefined)
+      : Effect.map(store.get(item.questionId), (record) => {
+        if (record === undefined || record.ownerId !== item.ownerId) return undefined
+        const text = item.text.trim()
+        if (text === "" || answerDecision(record, text) !== "write") return undefined
+        return answerTooLarge({ ...record, answer: text, answeredAt: item.at }, item.at)
+      })
+
   const saveAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
+    refusalOf(item).pipe(
+      Effect.matchEffect({
+        onFailure: (error) => refuse(item, error),
+        onSuccess: (refusal) => refusal === undefined ? writeAnswer(item) : refuse(item, refusal)
+      })
+    )
+
+  /** An answer not saved: its caller is told, or, for a live reply, the broker logs it. */
+  const refuse = (
+    item: Extract<QuestionWork, { readonly _tag: "Answer" }>,
+    error: { readonly _tag: string; readonly message: string }
+  ): Effect.Effect<void> =>
+    item.session === undefined || item.requestId === undefined
+      ? Effect.logWarning(`A reply to question ${item.questionId} was not saved as its answer: ${error.message}`)
+      : failed(item.session, item.requestId, error)
+
+  const writeAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
     store.answer({ id: item.questionId, ownerId: item.ownerId, text: item.text, at: item.at }).pipe(
       Effect.matchEffect({
-        onFailure: (error) =>
-          item.session === undefined || item.requestId === undefined
-            ? Effect.logWarning(`A reply to question ${item.questionId} was not saved as its answer: ${error.message}`)
-            : failed(item.session, item.requestId, error),
+        onFailure: (error) => refuse(item, error),
         onSuccess: ({ record, saved }) =>
           Effect.gen(function*() {
             const pending = stateOf(record) === "answer_pending"
@@ -208,14 +311,7 @@ export const runQuestionWorker = (
               sent = true
             } else if (pending && !questions.isPresent(record.childId)) {
               // C-DQ-10: the child has exited; the first answer claims its revival, once.
-              const claimed = yield* store.claimRevival(record.id, item.at)
-              revival = {
-                runId: revivalRunId(record.id),
-                childId: record.childId,
-                childName: record.childName,
-                claimed,
-                recover: recoverCall(record)
-              }
+              revival = revivalOf(record, yield* store.claimRevival(record.id, item.at))
             }
             if (item.session === undefined || item.requestId === undefined) return
             const receipt: QuestionReceiptWire = {
