@@ -370,10 +370,14 @@ export class Asks {
     return this.expiry.nextExpiry()
   }
 
-  /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
-  isOpen(messageKey: string, now: number): boolean {
+  /**
+   * Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? With `question`, only an
+   * edge of that kind counts: under an id its asker reused for a durable question, the question's edge (its own
+   * 30-day deadline) is not the ask's (StaleAsks.replyLost; review revdg3 1).
+   */
+  isOpen(messageKey: string, now: number, question?: boolean): boolean {
     const edge = this.edges.get(messageKey)
-    return edge !== undefined && dueOf(edge) > now
+    return edge !== undefined && dueOf(edge) > now && (question === undefined || (edge.question === true) === question)
   }
 
   /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */

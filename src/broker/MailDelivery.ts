@@ -167,8 +167,11 @@ export interface MailAsks {
    * deadline, because its asker gave its id to a durable question.
    */
   readonly answerLost: (edge: AskEdge, now: number) => boolean
-  /** Is the ask `messageKey` still open at `now`: its edge open and its deadline not passed (Asks.isOpen)? */
-  readonly isOpen: (messageKey: string, now: number) => boolean
+  /**
+   * Is the ask `messageKey` still open at `now`: its edge open and its deadline not passed (Asks.isOpen)? With
+   * `question`, only an edge of that kind (a durable question's, or an ask's) counts.
+   */
+  readonly isOpen: (messageKey: string, now: number, question?: boolean) => boolean
   /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */
   readonly openStaged: (mail: Mail, now: number) => void
   /** Did its asker withdraw the closed ask `mail` before its deadline (Asks.withdrawnEarly)? */

@@ -350,7 +350,7 @@ export class Router {
       handedOn: (handed, receiver) => receipts.handedOn(handed, receiver)
     }, {
       answerLost: (edge, at) => asks.answerLost(edge, at),
-      isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
+      isOpen: (messageKey, at, question) => asks.isOpen(messageKey, at, question),
       openStaged: (staged, at) => asks.openStaged(staged, at),
       withdrawnEarly: (stale) => asks.withdrawnEarly(stale),
       answeredCopy: (stale) => asks.answeredCopy(stale),

@@ -218,8 +218,9 @@ export class StaleAsks {
     // is not asked again, and it did not time out, so no `expired` is owed — the asker moved on, as by a withdrawal
     // (review revdg DG3). Past the deadline it expired unanswered: told below.
     if (movedOn) return
-    // Its edge open again (before its deadline): the question is put back, for the replier to be asked again.
-    if (this.asks.isOpen(ask.recordKey, now)) return this.askAgain(ask)
+    // Its edge open again (before its deadline): the question is put back, for the replier to be asked again. Its
+    // own kind of edge only: a durable question its asker opened under the id since is not this ask (review revdg3 1).
+    if (this.asks.isOpen(ask.recordKey, now, edge.question === true)) return this.askAgain(ask)
     // Withdrawn before its deadline, after the reply: nothing is owed.
     if (this.asks.withdrawnEarly(ask)) return
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
