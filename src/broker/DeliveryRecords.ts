@@ -1,5 +1,5 @@
 /**
- * Size: about 435 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 455 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -22,7 +22,10 @@
  * fingerprint and received before that stamp (or at it, when the new send's
  * fingerprint is another), is the withdrawn one (`withdrawnBeforeResend`;
  * reviews cpback, revcc). Any other — an older message under the id its
- * sender never withdrew (review revcc item 2), the new one — is not. A
+ * sender never withdrew (review revcc item 2), the new one — is not. When
+ * the withdrawn message's record never held a fingerprint, the new send's
+ * is noted instead, and a message at its stamp is found withdrawn only if
+ * its content is another (task cg2tie). A
  * later message under the id, recorded after the withdrawn one's record
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
@@ -67,7 +70,8 @@ const MAX_FORGOTTEN = 4096
 interface ForgottenWithdrawal {
   /**
    * Undefined when the record never held one: a route made for mail flushed after its record left the table
-   * (`Receipts.addRoute`). Then the stamp alone tells, as before review revcc (review revcg CG2).
+   * (`Receipts.addRoute`). Then the stamp tells, as before review revcc (review revcg CG2), and in a stamp tie
+   * the new send's content (`resend`; task cg2tie).
    */
   readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
@@ -77,6 +81,12 @@ interface ForgottenWithdrawal {
    * that later message: in a tie a given-back message is not found withdrawn.
    */
   readonly resendAlike: boolean
+  /**
+   * With no `fingerprint`, noted by `keep`: the new send's own fingerprint, so that in a stamp tie the new message
+   * given back (of its content) is told from the withdrawn one (of any other): neither is lost nor comes back live
+   * (task cg2tie). Undefined otherwise.
+   */
+  readonly resend: Fingerprint | undefined
 }
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
@@ -285,12 +295,16 @@ export class DeliveryRecords {
     // below writes the new send's over it (no send under the id was kept since the withdrawal: it would have
     // forgotten it already) — and the new send's stamp. Its record may say so alone, kept within its hour while
     // its route went (the resend's own queue path drops it: MailDelivery.queue; or MAX_ROUTES newer routes pushed
-    // it out): the outcome is read only under a reused id (`record !== candidate`).
+    // it out): the outcome is read only under a reused id (`record !== candidate`). A record with no fingerprint
+    // (a route made for mail flushed after its record left: Receipts.addRoute) notes the new send's instead, so the
+    // new message given back at its own stamp is not taken for the withdrawn one (task cg2tie).
     if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
+      const held = record.targetId !== ""
       const withdrawn: ForgottenWithdrawal = {
-        fingerprint: record.targetId === "" ? undefined : new OutboundRecord(record.senderKey, record.id, record),
+        fingerprint: held ? new OutboundRecord(record.senderKey, record.id, record) : undefined,
         resendStamp: this.stamp(now),
-        resendAlike: sameFingerprint(candidate, record)
+        resendAlike: held && sameFingerprint(candidate, record),
+        resend: held ? undefined : new OutboundRecord(candidate.senderKey, candidate.id, candidate)
       }
       this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
       if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
@@ -321,7 +335,7 @@ export class DeliveryRecords {
    */
   forgetEarlier(record: OutboundRecord, laterStamp: number, now: number): void {
     if (record.withdrawnWaiting) {
-      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: true }
+      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: true, resend: undefined }
       this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
     }
     this.table.forgetWithdrawal(record)
@@ -372,7 +386,10 @@ export class DeliveryRecords {
    * goes. When the withdrawn message's record never held a fingerprint (a
    * route made for mail flushed after its record left the table), any
    * message received before the new send is found withdrawn, by the stamp
-   * alone (review revcg CG2). Give-back path only; a size check when no
+   * alone (review revcg CG2), and one received at its stamp when its content
+   * is not the new send's (`resend`): the new message given back itself is
+   * delivered (task cg2tie: it was dropped), and so is, in a stamp tie, a
+   * withdrawn one of the new send's very content. Give-back path only; a size check when no
    * withdrawal was forgotten, the fingerprint built only under a forgotten key.
    */
   withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
@@ -380,7 +397,8 @@ export class DeliveryRecords {
     const withdrawn = this.forgotten.get(recordKey)
     if (withdrawn === undefined) return false
     if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
-    return withdrawn.fingerprint === undefined || sameFingerprint(given(), withdrawn.fingerprint)
+    if (withdrawn.fingerprint !== undefined) return sameFingerprint(given(), withdrawn.fingerprint)
+    return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameContent(given(), withdrawn.resend))
   }
 
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */
