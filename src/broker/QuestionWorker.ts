@@ -160,10 +160,23 @@ export const runQuestionWorker = (
       questions.write(session, JSON.stringify({ type: "question_failed", requestId, error: error._tag, reason: error.message }))
     )
 
+  /**
+   * C-BRK-3 for a new question only: fails with the ask's `tooLarge` when the store does not hold its id, so nothing
+   * is saved. An id the store holds goes on to `store.ask` whatever the ask's text or its session's fields now: the
+   * same child's re-ask (C-DQ-6) is answered from the saved record, another's is `QuestionIdTaken`. One read, on a
+   * refused ask only.
+   */
+  const refusalOfNew = (item: Extract<QuestionWork, { readonly _tag: "Ask" }>) => {
+    const tooLarge = item.tooLarge
+    return tooLarge === undefined
+      ? Effect.void
+      : Effect.flatMap(store.get(item.questionId), (saved) => saved === undefined ? Effect.fail(tooLarge) : Effect.void)
+  }
+
   const handle = (item: QuestionWork): Effect.Effect<void> => {
     switch (item._tag) {
       case "Ask":
-        return store.ask({
+        return Effect.andThen(refusalOfNew(item), store.ask({
           id: item.questionId,
           ownerId: item.ownerId,
           childId: item.session.id,
@@ -171,7 +184,7 @@ export const runQuestionWorker = (
           reason: item.reason,
           message: item.text,
           createdAt: item.at
-        }).pipe(
+        })).pipe(
           Effect.matchEffect({
             onFailure: (error) => failed(item.session, item.requestId, error),
             onSuccess: ({ record }) =>

@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 745 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 770 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames with the size check of a question's frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
@@ -65,11 +65,16 @@
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
  * its notification with every extension field it carries, by the send
  * pipeline's check (RecipientFrames.fitsFrame), and the `question_result`
- * that answers its child with the saved question. Either over 1 MiB fails
- * `QuestionTooLarge` and nothing is saved; before, it was saved and
- * answered, and the writer's guard dropped the frame.
+ * that answers its child with the saved question. Either over 1 MiB is
+ * carried with the queued ask (`tooLarge`), and the question fiber refuses
+ * it `QuestionTooLarge`, nothing saved, when the store does not hold its id;
+ * before, it was saved and answered, and the writer's guard dropped the
+ * frame. A re-ask of a saved question (C-DQ-6) is answered from the saved
+ * record, whatever it weighs now (helper fixqn): refused here, a child back
+ * on longer session fields was told "Nothing was saved" and never got its
+ * answer (review revqnotify D1).
  */
-import { Queue } from "effect"
+import { Data, Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS, MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, namesOf, Reason } from "../protocol/delivery.ts"
@@ -108,6 +113,12 @@ export type QuestionWork =
     readonly text: string
     readonly ownerId: string
     readonly at: number
+    /**
+     * Why the question would not fit a frame as a new one (`Questions.tooLarge`), or undefined. The fiber refuses it
+     * only when the store does not hold its id: a re-ask of a saved question (C-DQ-6) is answered from the saved
+     * record, whatever its text or the session's fields now.
+     */
+    readonly tooLarge: QuestionTooLarge | undefined
   }
   | { readonly _tag: "Received"; readonly session: Session; readonly questionId: string; readonly at: number }
   | {
@@ -195,6 +206,19 @@ export const QuestionText = {
   resultTooLarge: (bytes: number) =>
     `Question is too large to deliver: the saved question sent back to this session would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
+
+/**
+ * A new question would not fit a frame (C-BRK-3): `reason` names the frame, its size and the limit
+ * (`QuestionText.notificationTooLarge` or `resultTooLarge`). Nothing was saved.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class QuestionTooLarge extends Data.TaggedError("QuestionTooLarge")<{ readonly reason: string }> {
+  override get message(): string {
+    return this.reason
+  }
+}
 
 /**
  * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
@@ -581,9 +605,6 @@ export class Questions {
     }
     if (frame.text.trim() === "") return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.emptyText)
     const now = this.ctx.now()
-    // C-BRK-3: neither frame the question becomes may pass 1 MiB once it is saved (the writer would drop it).
-    const tooLarge = this.tooLarge(session, frame, ownerId, now)
-    if (tooLarge !== undefined) return this.fail(session, frame.requestId, "QuestionTooLarge", tooLarge)
     const key = recordKeyOf(session.key, frame.questionId)
     // The id of its ordinary ask still open: the question's edge would replace the ask's (module header).
     // Or of its ask accepted and `replace`-staged, with no edge until its window closes (review revcf R1).
@@ -612,23 +633,28 @@ export class Questions {
       reason: frame.reason,
       text: frame.text,
       ownerId,
-      at: now
+      at: now,
+      // C-BRK-3: neither frame a new question becomes may pass 1 MiB once it is saved (the writer would drop it).
+      // Refused by the fiber, which knows whether the id is new: a re-ask is answered from the saved record.
+      tooLarge: this.tooLarge(session, frame, ownerId, now)
     })
   }
 
   /**
-   * Why a question asked by `session` would not fit a frame, or undefined: its notification (the send pipeline's
-   * check, `fitsFrame` with every extension field the notification carries, so any supervisor's frame fits) or the
-   * `question_result` that answers its child with the saved question (sized with `durable: false`, the longer).
-   * Sized with the stamp and `createdAt` of now: a later notification's stamp has as many digits. Not re-checked
-   * when the child's connection is taken over by one with longer session fields (a known limit, docs/protocol.md).
+   * Why a question asked by `session` would not fit a frame if it is new, or undefined: its notification (the send
+   * pipeline's check, `fitsFrame` with every extension field the notification carries, so any supervisor's frame
+   * fits) or the `question_result` that answers its child with the saved question (sized with `durable: false`, the
+   * longer). Sized with the stamp and `createdAt` of now: a later notification's stamp has as many digits. The one
+   * copy of the check; the question fiber applies it only to an id the store does not hold (QuestionWorker.ts). Not
+   * re-checked for a saved question's frames when its child comes back with longer session fields (a known limit,
+   * docs/protocol.md).
    */
   private tooLarge(
     session: Session,
     frame: { readonly requestId: string; readonly questionId: string; readonly reason: QuestionReason; readonly text: string },
     ownerId: string,
     now: number
-  ): string | undefined {
+  ): QuestionTooLarge | undefined {
     const record = { id: frame.questionId, ownerId, message: frame.text, createdAt: now }
     const notification = notificationOf(record)
     const stamp = this.ctx.stamps.at(now)
@@ -636,7 +662,9 @@ export class Questions {
     const tail = longestTail(notification)
     if (!fitsFrame(base, tail)) {
       const tailBytes = Buffer.byteLength(tail, "utf8")
-      return QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
+      return new QuestionTooLarge({
+        reason: QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
+      })
     }
     const question = recordWire({
       ...record,
@@ -645,7 +673,7 @@ export class Questions {
       reason: frame.reason
     })
     const result = questionResultFrame(frame.requestId, { question }, false)
-    return fitsFrame(result, "") ? undefined : QuestionText.resultTooLarge(frameBytes(result))
+    return fitsFrame(result, "") ? undefined : new QuestionTooLarge({ reason: QuestionText.resultTooLarge(frameBytes(result)) })
   }
 
   private onReceived(session: Session, raw: unknown): void {
