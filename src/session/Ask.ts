@@ -74,6 +74,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   AlreadyWaiting,
+  askEndedOn,
   type AskFailure,
   InvalidTimeout,
   NotDelivered,
@@ -389,7 +390,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         sending.deliver("Message", to, message, target, {
           askTimeoutMs: timeoutMs,
           onResend: (resend) => Effect.sync(() => { sentTo = resend.target })
-        }),
+        }).pipe(Effect.mapError(askEndedOn)),
         slot.whenEnded
       ).pipe(
         Effect.onError(() =>
@@ -473,6 +474,9 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           // Its acknowledgement not read within the send timeout: settled with the broker, not given up.
           unacknowledged: settleUnacknowledged(generation, bound, message.id, verdict)
         }).pipe(
+          // Its first write delivered, by the broker's record, before the loss: the ask ends on that, as it
+          // ended on the loss before, its text saying so and that it no longer waits (`askEndedOn`, task here).
+          Effect.mapError(askEndedOn),
           // Its timeout ran out before a reconnect could write it again: timed out, unless the reply the
           // new connection gives back answers it (`settleUnwritten`).
           Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs })))
