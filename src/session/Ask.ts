@@ -1,5 +1,5 @@
 /**
- * Size: about 555 lines, over a third of them comments; one concept (one
+ * Size: about 570 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  *
@@ -86,7 +86,14 @@ import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
 import type { WaitEnd, Waiter } from "./ReplyWaiter.ts"
-import { newMessage, type Resend, type Sending, sentText } from "./Sending.ts"
+import {
+  DELIVERED_BEFORE_LOSS_NOTE,
+  deliveredBeforeLoss,
+  newMessage,
+  type Resend,
+  type Sending,
+  sentText
+} from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
 /**
@@ -386,11 +393,17 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
   ): Effect.Effect<Sent, AskFailure> =>
     Effect.gen(function*() {
       let sentTo = target
-      const delivery = yield* Effect.raceFirst(
+      const { delivery, beforeLoss } = yield* Effect.raceFirst(
         sending.deliver("Message", to, message, target, {
           askTimeoutMs: timeoutMs,
           onResend: (resend) => Effect.sync(() => { sentTo = resend.target })
-        }).pipe(Effect.mapError(askEndedOn)),
+        }).pipe(
+          Effect.map((delivery) => ({ delivery, beforeLoss: false })),
+          // Delivered, by the broker's record, before the loss: sent, as a `send` is — this ask waits for nothing
+          // either way (task here).
+          Effect.catchTag("DeliveredBeforeLoss", () =>
+            Effect.succeed({ delivery: deliveredBeforeLoss(message.id), beforeLoss: true }))
+        ),
         slot.whenEnded
       ).pipe(
         Effect.onError(() =>
@@ -407,10 +420,11 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         messageId: message.id,
         delivery: delivery.delivery,
         replyTo: undefined,
-        text: peerBusyText(to),
+        text: peerBusyText(to) + (beforeLoss ? DELIVERED_BEFORE_LOSS_NOTE : ""),
         reason: PEER_BUSY_REASON,
         reasonCode: PEER_BUSY_REASON_CODE,
-        replied: false
+        replied: false,
+        ...(beforeLoss ? { deliveredBeforeLoss: true } : {})
       } satisfies Sent
     })
 

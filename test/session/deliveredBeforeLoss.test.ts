@@ -3,8 +3,9 @@
  * connection was lost before the broker confirmed the message, and the broker reached after the reconnect refused
  * the re-send because its record says the first attempt was delivered to the session `to` resolves to now. A `reply`
  * and a `progress_update` are reported sent, with a note saying so (a `send` through a real broker:
- * deliveredHereAfterLoss.test.ts); an ask and a blocking `contact_supervisor` end as they did, on an error, whose text
- * says the question arrived and the ask no longer waits, never "may or may not have been delivered".
+ * deliveredHereAfterLoss.test.ts), and so is an ask to a busy peer, which waits for nothing; an ask and a blocking
+ * `contact_supervisor` end as they did, on an error, whose text says the question arrived and the ask no longer waits,
+ * never "may or may not have been delivered".
  *
  * Over the fake client (its send answered with that loss), not a real broker: a reply, an ask and a `supervisor_send`
  * go to a session id, which the broker resolves to that id's session, the one its record of the first write names
@@ -16,6 +17,7 @@ import { Effect, Queue } from "effect"
 import { ConnectionLost, deliveryError } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { DeliveredBeforeLoss } from "../../src/session/errors.ts"
+import { peerBusyText } from "../../src/session/health.ts"
 import { DELIVERED_BEFORE_LOSS_NOTE } from "../../src/session/Sending.ts"
 import { B, type FakeClient, inboundMessage, settle, SUP, supervisorBridge, withPeers } from "./support.ts"
 
@@ -85,6 +87,22 @@ describe("a send lost on the way whose first write the broker's record says arri
       yield* settle
       assert.deepStrictEqual(client.cancelAsks(), [client.sends[0]?.message.id ?? "none"])
       assert.isFalse(yield* session.waiting)
+    }))
+
+  it.effect("an ask to a busy peer, which waits for nothing, is reported sent as it is delivered, noting the loss", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      client.sessions = client.sessions.map((peer) => peer.id === B.id ? { ...peer, acceptsAsks: false } : peer)
+      client.onSend = deliveredHere
+      const sent = yield* session.ask({ to: "B", message: "ready?" })
+      assert.strictEqual(sent._tag, "Sent")
+      if (sent._tag !== "Sent") return
+      assert.deepStrictEqual(
+        [sent.text, sent.delivery, sent.reason, sent.deliveredBeforeLoss],
+        [`${peerBusyText("B")}${DELIVERED_BEFORE_LOSS_NOTE}`, "socket_delivered", "peer_busy", true]
+      )
+      yield* settle
+      assert.deepStrictEqual(client.cancelAsks(), [], "the delivered question was withdrawn")
     }))
 
   it.effect("a progress_update is reported sent, noting it was delivered before the loss", () =>
