@@ -154,8 +154,9 @@ export const DELIVERED_BEFORE_LOSS_NOTE =
  * The delivery a send ends on when the broker's record says its first write
  * arrived at the session `to` resolves to now (`DeliveredBeforeLoss`): the
  * answer that broker gives a re-send from its record when the target has not
- * changed (P46, `delivered`). `send`, `reply` and a `progress_update` end on
- * it; an ask does not (it ends on the error, `askEndedOn`).
+ * changed (P46, `delivered`). `send`, `reply`, a `progress_update` and an
+ * ask to a busy peer end on it; an ask that waits does not (it ends on the
+ * error, `askEndedOn`).
  *
  * @category constructors
  * @since 0.1.0

@@ -187,9 +187,10 @@ export class DeliveryUnknown extends Data.TaggedError("DeliveryUnknown")<{
  * broker reached after the reconnect refused its re-send because its record
  * says the first attempt was delivered to the very session `to` resolves to
  * now (the client's `ConnectionLost` marked `firstWriteDeliveredHere`): it
- * arrived, so it must not be sent again. `send`, `reply` and a
- * `progress_update` turn it into their success (`Sent.deliveredBeforeLoss`);
- * an ask (and a blocking `contact_supervisor`) ends on it, marked
+ * arrived, so it must not be sent again. `send`, `reply`, a
+ * `progress_update` and an ask to a busy peer (which waits for nothing) turn
+ * it into their success (`Sent.deliveredBeforeLoss`); an ask that waits
+ * (and a blocking `contact_supervisor`) ends on it, marked
  * `askEnded`, as it ended before on the loss: its text says the question
  * arrived and that the ask no longer waits for its answer.
  *
