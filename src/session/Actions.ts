@@ -26,7 +26,15 @@ import type { Generation } from "./Generation.ts"
 import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
 import { inScope, type ListScope } from "./project.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
-import { deliveryFields, newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
+import {
+  DELIVERED_BEFORE_LOSS_NOTE,
+  deliveredBeforeLoss,
+  deliveryFields,
+  newMessage,
+  notDelivered,
+  type Sending,
+  sentText
+} from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
 
 /**
@@ -112,14 +120,16 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         Effect.flatMap(
           newMessage(request.message, attachments, { replyTo }),
           (message) =>
-            Effect.map(
-              sending.deliver("Message", request.to, message, target, { delivery: choice }),
-              (delivery) => ({ message, delivery })
+            sending.deliver("Message", request.to, message, target, { delivery: choice }).pipe(
+              Effect.map((delivery) => ({ message, delivery, beforeLoss: false })),
+              // The broker's record says it arrived at the session `to` resolves to now: sent (task here).
+              Effect.catchTag("DeliveredBeforeLoss", () =>
+                Effect.succeed({ message, delivery: deliveredBeforeLoss(message.id), beforeLoss: true }))
             )
         )
       // C-ORD-35: a generation that closes while the message waits in the client ends the send: nothing
       // after it is recorded or returned (`whileOpen`).
-      const { message, delivery } = yield* sending.whileOpen(
+      const { message, delivery, beforeLoss } = yield* sending.whileOpen(
         threaded === undefined
           ? sendAs(request.replyTo)
           : sendAs(threaded.message.id).pipe(
@@ -157,7 +167,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         delivery: delivery.delivery,
         threadId: delivery.threadId,
         replyTo: message.replyTo,
-        text: sentText("Message", request.to, delivery.delivery, delivery.threadId)
+        text: sentText("Message", request.to, delivery.delivery, delivery.threadId) +
+          (beforeLoss ? DELIVERED_BEFORE_LOSS_NOTE : ""),
+        ...(beforeLoss ? { deliveredBeforeLoss: true } : {})
       } satisfies Sent
     })
 
@@ -190,7 +202,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         ...(replyError === undefined ? {} : { replyError })
       }))
       // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
-      const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
+      const { delivery, beforeLoss } = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
         Effect.tapError((error) => {
           // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
           // broker's restart): nobody waits for this answer, so `pending` stops offering it. Closed, not
@@ -210,7 +222,11 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
             return new NotDelivered({ kind: "Reply", to: display, reason: `${error.reason}: ${ASKER_GONE}`, code: error.code })
           }
           return notDelivered("Reply", display)(error)
-        })
+        }),
+        Effect.map((delivery) => ({ delivery, beforeLoss: false })),
+        // The broker's record says it arrived at the asker as `to` resolves now: sent, as for `send` (task here).
+        Effect.catchTag("DeliveredBeforeLoss", () =>
+          Effect.succeed({ delivery: deliveredBeforeLoss(message.id), beforeLoss: true }))
       )
       // A staged answer (replace) that a later message of the thread replaces reopens the ask (InboundControls.ts).
       tracker.markReplied(context.from.id, context.message.id, delivery.delivery === "staged" ? message.id : undefined)
@@ -223,7 +239,8 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         delivery: delivery.delivery,
         threadId: delivery.threadId,
         replyTo: context.message.id,
-        text: sentText("Reply", display, delivery.delivery, delivery.threadId)
+        text: sentText("Reply", display, delivery.delivery, delivery.threadId) + (beforeLoss ? DELIVERED_BEFORE_LOSS_NOTE : ""),
+        ...(beforeLoss ? { deliveredBeforeLoss: true } : {})
       } satisfies Sent
     })
 

@@ -1,5 +1,5 @@
 /**
- * Size: about 555 lines, over a third of them comments; one concept (one
+ * Size: about 570 lines, over a third of them comments; one concept (one
  * ask's wait: `awaitAnswer` and `untilSent`, shared with a blocking
  * `contact_supervisor`, and the blocking ask over them).
  *
@@ -74,6 +74,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   AlreadyWaiting,
+  askEndedOn,
   type AskFailure,
   InvalidTimeout,
   NotDelivered,
@@ -85,7 +86,14 @@ import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
 import type { WaitEnd, Waiter } from "./ReplyWaiter.ts"
-import { newMessage, type Resend, type Sending, sentText } from "./Sending.ts"
+import {
+  DELIVERED_BEFORE_LOSS_NOTE,
+  deliveredBeforeLoss,
+  newMessage,
+  type Resend,
+  type Sending,
+  sentText
+} from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
 /**
@@ -385,11 +393,17 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
   ): Effect.Effect<Sent, AskFailure> =>
     Effect.gen(function*() {
       let sentTo = target
-      const delivery = yield* Effect.raceFirst(
+      const { delivery, beforeLoss } = yield* Effect.raceFirst(
         sending.deliver("Message", to, message, target, {
           askTimeoutMs: timeoutMs,
           onResend: (resend) => Effect.sync(() => { sentTo = resend.target })
-        }),
+        }).pipe(
+          Effect.map((delivery) => ({ delivery, beforeLoss: false })),
+          // Delivered, by the broker's record, before the loss: sent, as a `send` is — this ask waits for nothing
+          // either way (task here).
+          Effect.catchTag("DeliveredBeforeLoss", () =>
+            Effect.succeed({ delivery: deliveredBeforeLoss(message.id), beforeLoss: true }))
+        ),
         slot.whenEnded
       ).pipe(
         Effect.onError(() =>
@@ -406,10 +420,11 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         messageId: message.id,
         delivery: delivery.delivery,
         replyTo: undefined,
-        text: peerBusyText(to),
+        text: peerBusyText(to) + (beforeLoss ? DELIVERED_BEFORE_LOSS_NOTE : ""),
         reason: PEER_BUSY_REASON,
         reasonCode: PEER_BUSY_REASON_CODE,
-        replied: false
+        replied: false,
+        ...(beforeLoss ? { deliveredBeforeLoss: true } : {})
       } satisfies Sent
     })
 
@@ -473,6 +488,9 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           // Its acknowledgement not read within the send timeout: settled with the broker, not given up.
           unacknowledged: settleUnacknowledged(generation, bound, message.id, verdict)
         }).pipe(
+          // Its first write delivered, by the broker's record, before the loss: the ask ends on that, as it
+          // ended on the loss before, its text saying so and that it no longer waits (`askEndedOn`, task here).
+          Effect.mapError(askEndedOn),
           // Its timeout ran out before a reconnect could write it again: timed out, unless the reply the
           // new connection gives back answers it (`settleUnwritten`).
           Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: request.to, timeoutMs })))

@@ -57,6 +57,7 @@ const sentDetails = (sent: Sent): Record<string, unknown> => ({
   ...(sent.delivery === "staged" ? { staged: true, threadId: sent.threadId } : {}),
   ...(sent.targetId === undefined ? {} : { targetId: sent.targetId }),
   ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo }),
+  ...(sent.deliveredBeforeLoss === true ? { deliveredBeforeLoss: true } : {}),
   ...(sent.reason === undefined ? {} : { reason: sent.reason, reasonCode: sent.reasonCode, replied: sent.replied })
 })
 

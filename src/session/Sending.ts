@@ -3,7 +3,7 @@
  * resolving a target from the broker's list (C-TGT), the epoch-bound send
  * with its single re-list after `E_TARGET_REBOUND` (P47), turning the
  * client's failures into the session's `NotDelivered` / `DeliveryUnknown` /
- * `SelfTargetRefused` (C-TOOL-3, C-TOOL-4), and the `intercom_sent` history
+ * `DeliveredBeforeLoss` / `SelfTargetRefused` (C-TOOL-3, C-TOOL-4), and the `intercom_sent` history
  * record.
  *
  * Stateless: everything it touches belongs to the `Generation` it is made for.
@@ -18,6 +18,7 @@ import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import {
   type ClientFailure,
+  DeliveredBeforeLoss,
   DeliveryUnknown,
   NotDelivered,
   SelfTargetRefused,
@@ -52,14 +53,17 @@ export const newMessage = (
  * A failed client `send` as the session's error: the broker's
  * `E_SELF_TARGET` becomes `SelfTargetRefused`; a send the broker never
  * answered (the connection lost, the send timeout) `DeliveryUnknown`, since
- * the message may have arrived; a refusal `NotDelivered` with the broker's
- * reason and code.
+ * the message may have arrived — but `DeliveredBeforeLoss` when the loss is
+ * marked `firstWriteDeliveredHere` (the broker's record says the first write
+ * arrived at the session `to` resolves to now), which `send`, `reply` and a
+ * `progress_update` turn into their success (`deliveredBeforeLoss`); a
+ * refusal `NotDelivered` with the broker's reason and code.
  *
  * @category errors
  * @since 0.1.0
  */
 export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
-(error: SendError): SelfTargetRefused | NotDelivered | DeliveryUnknown => {
+(error: SendError): SelfTargetRefused | NotDelivered | DeliveryUnknown | DeliveredBeforeLoss => {
   switch (error._tag) {
     case "SelfTarget":
       return new SelfTargetRefused()
@@ -74,6 +78,17 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
         ...(error.operation === "send" ? { sendTimedOut: true } : {})
       })
     case "ConnectionLost":
+      // The broker's record says the first write arrived at the very session `to` resolves to now (review revdh DH1):
+      // delivered, not "maybe" (task here).
+      if (error.refusal !== undefined && error.firstWriteDeliveredHere === true) {
+        return new DeliveredBeforeLoss({
+          kind,
+          to,
+          reason: `the broker reached after the reconnect refused the re-send «${error.refusal.reason}» ` +
+            `(${error.refusal.code}), as its record says the first attempt was delivered to the session "${to}" ` +
+            `resolves to now`
+        })
+      }
       // A refusal read after the loss says what the broker reached since holds now (the target away, say): told.
       return new DeliveryUnknown({
         kind,
@@ -86,11 +101,6 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
             `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
             `attempt went to the session "${to}" named then and another session holds that name now; it most likely ` +
             `arrived there`
-          : error.firstWriteDeliveredHere === true
-          // The same, but the record names as its receiver the session `to` resolves to now (review revdh DH1).
-          ? `the connection to the broker was lost before it acknowledged the message, and the broker, which took ` +
-            `the first attempt, refused the re-send: «${error.refusal.reason}» (${error.refusal.code}), as that ` +
-            `attempt was delivered to the session "${to}" resolves to now; it arrived there`
           : error.firstWriteQueued === true
           // The same, but the record says it waits in the mailbox for that earlier session, delivery not confirmed
           // (reviews revda DA2, revdh DH4).
@@ -128,6 +138,30 @@ export const sentText = (
     : delivery === "queued"
     ? `${verb} queued for ${to}`
     : `${verb} sent to ${to}`
+
+/**
+ * What `sentText` is followed by for a message the broker's record says was
+ * delivered before the connection was lost (`DeliveredBeforeLoss`).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const DELIVERED_BEFORE_LOSS_NOTE =
+  " (delivered before the connection to the broker was lost: the broker's record says that session has it, so it " +
+  "was not sent again)"
+
+/**
+ * The delivery a send ends on when the broker's record says its first write
+ * arrived at the session `to` resolves to now (`DeliveredBeforeLoss`): the
+ * answer that broker gives a re-send from its record when the target has not
+ * changed (P46, `delivered`). `send`, `reply`, a `progress_update` and an
+ * ask to a busy peer end on it; an ask that waits does not (it ends on the
+ * error, `askEndedOn`).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const deliveredBeforeLoss = (messageId: string): Delivery => ({ messageId, delivery: "socket_delivered" })
 
 /**
  * The client request fields of a delivery choice: none for the default `steer`.
@@ -199,7 +233,7 @@ export interface Sending {
        */
       readonly unacknowledged?: ((timeout: RequestTimeout) => Effect.Effect<Delivery, SendError>) | undefined
     }
-  ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | ClientFailure>
+  ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | DeliveredBeforeLoss | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
     to: string

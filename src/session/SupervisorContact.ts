@@ -35,14 +35,14 @@ import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
 import { awaitAnswer, cancelWait, settleUnacknowledged, settleUnwritten, untilSent } from "./Ask.ts"
-import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
+import { AlreadyWaiting, askEndedOn, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
 import type { ToolResult } from "./models.ts"
 import type { InboundMessage } from "../client/events.ts"
 import { messageBody, receivedText } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
-import { newMessage, notDelivered, type Sending } from "./Sending.ts"
+import { DELIVERED_BEFORE_LOSS_NOTE, deliveredBeforeLoss, newMessage, notDelivered, type Sending } from "./Sending.ts"
 import { type ChildBridge, childSessionName, type SupervisorGrant } from "./supervisorBridge.ts"
 import { supervisorMessage } from "./supervisorMessages.ts"
 import { checkText } from "./validation.ts"
@@ -148,15 +148,26 @@ export const makeSupervisorContact = (
     Effect.gen(function*() {
       yield* connect
       const message = yield* newMessage(text, undefined, {})
-      const delivery = yield* client.supervisorSend({ message }).pipe(
-        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error))
+      const { delivery, beforeLoss } = yield* client.supervisorSend({ message }).pipe(
+        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
+        Effect.map((delivery) => ({ delivery, beforeLoss: false })),
+        // The broker's record says the supervisor has it: sent, as for `send` (task here).
+        Effect.catchTag("DeliveredBeforeLoss", () =>
+          Effect.succeed({ delivery: deliveredBeforeLoss(message.id), beforeLoss: true }))
       )
       yield* sending.recordSent(display, message)
       const queued = delivery.delivery === "queued"
       return {
-        text: queued ? `Progress update queued for supervisor ${display}` : `Progress update sent to supervisor ${display}`,
+        text: (queued ? `Progress update queued for supervisor ${display}` : `Progress update sent to supervisor ${display}`) +
+          (beforeLoss ? DELIVERED_BEFORE_LOSS_NOTE : ""),
         isError: false,
-        details: { reason: "progress_update", messageId: message.id, delivered: !queued, queued }
+        details: {
+          reason: "progress_update",
+          messageId: message.id,
+          delivered: !queued,
+          queued,
+          ...(beforeLoss ? { deliveredBeforeLoss: true } : {})
+        }
       }
     })
 
@@ -284,7 +295,7 @@ export const makeSupervisorContact = (
             (error): error is RequestTimeout => error._tag === "RequestTimeout" && error.operation === "send",
             settleUnacknowledged(generation, bound, message.id, verdict)
           ),
-          Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
+          Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : askEndedOn(sendFailed(error))),
           // As for `ask`: its timeout ran out before a reconnect could write it again (`settleUnwritten`).
           Effect.catch(settleUnwritten(generation, bound, message.id, () => new ReplyTimeout({ target: display, timeoutMs })))
         )

@@ -1,5 +1,5 @@
 /**
- * Size: about 615 lines, one concept — the session runtime's error catalogue (one small
+ * Size: about 660 lines, one concept — the session runtime's error catalogue (one small
  * class or union per failure, each with its user-facing text).
  *
  * Typed errors of the session runtime. Each `message` is the exact text a
@@ -181,6 +181,50 @@ export class DeliveryUnknown extends Data.TaggedError("DeliveryUnknown")<{
       `Check with the recipient before sending it again, or it may arrive twice.`
   }
 }
+
+/**
+ * The connection was lost before the broker confirmed the message, and the
+ * broker reached after the reconnect refused its re-send because its record
+ * says the first attempt was delivered to the very session `to` resolves to
+ * now (the client's `ConnectionLost` marked `firstWriteDeliveredHere`): it
+ * arrived, so it must not be sent again. `send`, `reply`, a
+ * `progress_update` and an ask to a busy peer (which waits for nothing) turn
+ * it into their success (`Sent.deliveredBeforeLoss`); an ask that waits
+ * (and a blocking `contact_supervisor`) ends on it, marked
+ * `askEnded`, as it ended before on the loss: its text says the question
+ * arrived and that the ask no longer waits for its answer.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class DeliveredBeforeLoss extends Data.TaggedError("DeliveredBeforeLoss")<{
+  readonly kind: "Message" | "Reply"
+  /** The target as the caller wrote it. */
+  readonly to: string
+  /** What the broker answered the re-send: its refusal, quoted, and what its record says. */
+  readonly reason: string
+  /** Set by an ask, which ends on it: the ask stopped waiting and withdrew the question (`cancel_ask`). */
+  readonly askEnded?: boolean
+}> {
+  override get message(): string {
+    const delivered = `${this.kind} to "${this.to}" was delivered before the connection to the broker was lost: ` +
+      `${this.reason}. Do not send it again: that session has it.`
+    return this.askEnded === true
+      ? `${delivered} This ask has ended without waiting for the answer, and asked the broker to withdraw the ` +
+        `question (cancel_ask): a reply to it may be refused, or arrive later as a new message.`
+      : delivered
+  }
+}
+
+/**
+ * The same error marked `askEnded` (for an ask, which ends on it); any other
+ * error as it is.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const askEndedOn = <E>(error: E): E | DeliveredBeforeLoss =>
+  error instanceof DeliveredBeforeLoss ? new DeliveredBeforeLoss({ kind: error.kind, to: error.to, reason: error.reason, askEnded: true }) : error
 
 /**
  * `Already waiting for a reply`: another blocking call holds the single
@@ -587,6 +631,7 @@ export type AskFailure =
   | AskSuperseded
   | AskAnsweredElsewhere
   | ReplyFailed
+  | DeliveredBeforeLoss
   | SessionEnded
 
 /**

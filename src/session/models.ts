@@ -190,6 +190,13 @@ export interface Sent {
   /** `Message sent to <to>`, `Message queued for <to>`, `Reply sent to <name>`, … */
   readonly text: string
   /**
+   * Set when the connection was lost before the broker confirmed the message
+   * and the broker's record says it was delivered to the session `to`
+   * resolves to now (`DeliveredBeforeLoss`): `delivery` is then
+   * `socket_delivered`, and `text` says so after `Message sent to <to>`.
+   */
+  readonly deliveredBeforeLoss?: true | undefined
+  /**
    * Set on an `ask` that did not wait because its target publishes
    * `acceptsAsks: false` (C-HLT-5): `peer_busy`, with `reasonCode`
    * `recipient_not_accepting_asks` and `replied: false`.

@@ -6,7 +6,8 @@
  * And the loss carrying the record's expiry no longer calls it "not what became of the first attempt" (DA3).
  * Review revdh: P46's text is the caller's reuse only from a connection granted `reuse-reason-v1` (DH3; without it,
  * the loss); a record delivered to the session `to` resolves to now is the loss marked `firstWriteDeliveredHere`,
- * with no advice to send again (DH1); the queued record's texts claim no "not delivered" (DH4).
+ * with no advice to send again (DH1), which the session reads `DeliveredBeforeLoss`, not "may or may not have been
+ * delivered" (task here); the queued record's texts claim no "not delivered" (DH4).
  *
  * The real broker core in memory (durable for DA2, queuedForDeparted.ts: its commit held by gatedStore so the answer
  * to the send waits while alpha's connection is destroyed) under TestClock; the clock moves only to the client's
@@ -124,7 +125,7 @@ describe("an id reuse read after a loss, by the broker's reason", () => {
     assert.strictEqual(Exit.isFailure(late) ? Cause.squash(late.cause) : undefined, refusal)
   })
 
-  it("a record delivered to the session the target resolves to now ends as the loss marked firstWriteDeliveredHere, with no advice to send again (DH1)", () => {
+  it("a record delivered to the session the target resolves to now ends as the loss marked firstWriteDeliveredHere, with no advice to send again, which the session reads DeliveredBeforeLoss (DH1)", () => {
     const refusal = deliveryError({
       messageId: "m-1",
       code: DeliveryCode.MessageIdReuse,
@@ -140,8 +141,12 @@ describe("an id reuse read after a loss, by the broker's reason", () => {
     assert.include(ended.message, "Do not send it again: that session has it.")
     assert.notInclude(ended.message, "most likely reached that earlier session")
     assert.notInclude(ended.message, "new message id")
+    // The session reads it as delivered, not "may or may not have been delivered" (task here).
     const read = notDelivered("Message", "bob")(ended)
-    assert.strictEqual(read._tag, "DeliveryUnknown")
-    assert.include(read.message, "was delivered to the session \"bob\" resolves to now; it arrived there")
+    assert.strictEqual(read._tag, "DeliveredBeforeLoss")
+    assert.include(read.message, "Message to \"bob\" was delivered before the connection to the broker was lost")
+    assert.include(read.message, "the first attempt was delivered to the session \"bob\" resolves to now")
+    assert.include(read.message, "Do not send it again: that session has it.")
+    assert.notInclude(read.message, "may or may not")
   })
 })

@@ -6,9 +6,12 @@
  * bob's second session registers with the directory the test gives — /a takes the queued mail (P49), another does
  * not — and alpha's client reconnects (100 ms, a modelled outage, not a barrier) and writes the send again. Found by
  * `duplicates`: the second of these tests was written as a copy of the first. Owns nothing past the test's Scope.
+ * The sender is alpha's client by default; `queuedForDepartedWith` puts another over it (an `IntercomSession`).
  */
 import { assert } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit } from "effect"
+import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
+import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
+import type { Message } from "../../src/protocol/frames.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message } from "../support/broker.ts"
@@ -30,6 +33,18 @@ export interface QueuedForDepartedIds {
  * telling which), the message and bob's second session.
  */
 export const queuedForDeparted = (ids: QueuedForDepartedIds, secondCwd: string) =>
+  queuedForDepartedWith(ids, secondCwd, (alpha) => Effect.succeed((sent: Message) => alpha.send({ to: "bob", message: sent })))
+
+/**
+ * `queuedForDeparted`, alpha's send made by what `senderOf` builds over alpha's client before it connects (an
+ * `IntercomSession`, say: test/session/deliveredHereAfterLoss.test.ts), given the message to send. Answers also the
+ * send's exit (`exit`, undefined while it waits).
+ */
+export const queuedForDepartedWith = <A, E>(
+  ids: QueuedForDepartedIds,
+  secondCwd: string,
+  senderOf: (alpha: IntercomClientService) => Effect.Effect<(sent: Message) => Effect.Effect<A, E>, never, Scope.Scope>
+) =>
   Effect.gen(function*() {
     const world = yield* memoryNetwork()
     const { gate, store } = yield* gatedStore(makeMemoryMailState())
@@ -43,12 +58,13 @@ export const queuedForDeparted = (ids: QueuedForDepartedIds, secondCwd: string) 
         dial: (address) => Effect.tap(world.dial(address), (link) => Effect.sync(() => links.push(link)))
       }, ids.alpha, "alpha", { reconnectBaseMs: 100, reconnectMaxMs: 100 })
     )
+    const send = yield* senderOf(alpha)
     yield* settle(alpha.connect)
     yield* bobFirst.client.destroy
     yield* observer.client.next("session_left", (frame) => frame.sessionId === ids.bobFirst)
 
     const sent = message("queued for the departed bob")
-    const sending = yield* step(Effect.exit(alpha.send({ to: "bob", message: sent })))
+    const sending = yield* step(Effect.exit(send(sent)))
     assert.isUndefined(sending.pollUnsafe(), "test setup: the send was answered before its commit")
     yield* step(links[0]!.destroy)
     yield* step(Deferred.succeed(gate, undefined))
@@ -59,5 +75,5 @@ export const queuedForDeparted = (ids: QueuedForDepartedIds, secondCwd: string) 
     const outcome = sending.pollUnsafe()
     const exit = outcome !== undefined && Exit.isSuccess(outcome) ? outcome.value : undefined
     const failure = exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-    return { failure, ended: exit !== undefined, sent, bobSecond }
+    return { exit, failure, ended: exit !== undefined, sent, bobSecond }
   })
