@@ -1,5 +1,5 @@
 /**
- * Size: about 435 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 450 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -26,7 +26,8 @@
  * later message under the id, recorded after the withdrawn one's record
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
- * by its stamp alone, the withdrawn message's fingerprint being gone.
+ * by its stamp and, for a tie, its own fingerprint, the withdrawn message's
+ * being gone (review revroute D1).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -72,11 +73,16 @@ interface ForgottenWithdrawal {
   readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
   /**
-   * The new send's fingerprint is the withdrawn message's (the same text to the same target again) — or, noted by
-   * `forgetEarlier`, whose withdrawn message's fingerprint no record holds, a message at the later one's stamp is
-   * that later message: in a tie a given-back message is not found withdrawn.
+   * The new send's fingerprint is the withdrawn message's (the same text to the same target again): in a tie a
+   * given-back message is not found withdrawn.
    */
   readonly resendAlike: boolean
+  /**
+   * Noted by `forgetEarlier` alone: the later message's fingerprint, the withdrawn one's being unknown. A message
+   * given back at the later one's stamp (a tie) is that later message when of this fingerprint, else the withdrawn
+   * one (review revroute D1).
+   */
+  readonly later?: Fingerprint
 }
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
@@ -316,12 +322,14 @@ export class DeliveryRecords {
    * noted as `keep` notes a resend's (`withdrawnBeforeResend`), by the stamp
    * alone: the earlier message's fingerprint is gone with its replay part,
    * so a message under the id given back received before `laterStamp` (the
-   * later message's `brokerReceivedAt`) is found withdrawn, and one at it is
-   * the later message. Flush path only, under a reused id.
+   * later message's `brokerReceivedAt`) is found withdrawn; one at it (a
+   * stamp tie: no clock move between the two) is the later message when of
+   * `later`'s fingerprint (the later message's), else the withdrawn one
+   * (review revroute D1). Flush path only, under a reused id.
    */
-  forgetEarlier(record: OutboundRecord, laterStamp: number, now: number): void {
+  forgetEarlier(record: OutboundRecord, laterStamp: number, later: Fingerprint, now: number): void {
     if (record.withdrawnWaiting) {
-      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: true }
+      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: false, later }
       this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
     }
     this.table.forgetWithdrawal(record)
@@ -372,13 +380,16 @@ export class DeliveryRecords {
    * goes. When the withdrawn message's record never held a fingerprint (a
    * route made for mail flushed after its record left the table), any
    * message received before the new send is found withdrawn, by the stamp
-   * alone (review revcg CG2). Give-back path only; a size check when no
+   * alone (review revcg CG2). A forgetting `forgetEarlier` noted decides a
+   * tie by the later message's fingerprint (`later`): of it, not withdrawn;
+   * of another, withdrawn (review revroute D1). Give-back path only; a size check when no
    * withdrawal was forgotten, the fingerprint built only under a forgotten key.
    */
   withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
     if (this.forgotten.size === 0) return false
     const withdrawn = this.forgotten.get(recordKey)
     if (withdrawn === undefined) return false
+    if (withdrawn.later !== undefined && receivedAt === withdrawn.resendStamp) return !sameFingerprint(given(), withdrawn.later)
     if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
     return withdrawn.fingerprint === undefined || sameFingerprint(given(), withdrawn.fingerprint)
   }
