@@ -1,5 +1,5 @@
 /**
- * Size: about 455 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 465 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -29,7 +29,8 @@
  * later message under the id, recorded after the withdrawn one's record
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
- * by its stamp alone, the withdrawn message's fingerprint being gone.
+ * by its stamp and, for a tie, its own fingerprint, the withdrawn message's
+ * being gone (review revroute D1).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -76,9 +77,8 @@ interface ForgottenWithdrawal {
   readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
   /**
-   * The new send's fingerprint is the withdrawn message's (the same text to the same target again) — or, noted by
-   * `forgetEarlier`, whose withdrawn message's fingerprint no record holds, a message at the later one's stamp is
-   * that later message: in a tie a given-back message is not found withdrawn.
+   * The new send's fingerprint is the withdrawn message's (the same text to the same target again): in a tie a
+   * given-back message is not found withdrawn.
    */
   readonly resendAlike: boolean
   /**
@@ -87,6 +87,12 @@ interface ForgottenWithdrawal {
    * (task cg2tie). Undefined otherwise.
    */
   readonly resend: Fingerprint | undefined
+  /**
+   * Noted by `forgetEarlier` alone: the later message's fingerprint, the withdrawn one's being unknown. A message
+   * given back at the later one's stamp (a tie) is that later message when of this fingerprint, else the withdrawn
+   * one (review revroute D1).
+   */
+  readonly later?: Fingerprint
 }
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
@@ -330,12 +336,14 @@ export class DeliveryRecords {
    * noted as `keep` notes a resend's (`withdrawnBeforeResend`), by the stamp
    * alone: the earlier message's fingerprint is gone with its replay part,
    * so a message under the id given back received before `laterStamp` (the
-   * later message's `brokerReceivedAt`) is found withdrawn, and one at it is
-   * the later message. Flush path only, under a reused id.
+   * later message's `brokerReceivedAt`) is found withdrawn; one at it (a
+   * stamp tie: no clock move between the two) is the later message when of
+   * `later`'s fingerprint (the later message's), else the withdrawn one
+   * (review revroute D1). Flush path only, under a reused id.
    */
-  forgetEarlier(record: OutboundRecord, laterStamp: number, now: number): void {
+  forgetEarlier(record: OutboundRecord, laterStamp: number, later: Fingerprint, now: number): void {
     if (record.withdrawnWaiting) {
-      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: true, resend: undefined }
+      const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: false, resend: undefined, later }
       this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
     }
     this.table.forgetWithdrawal(record)
@@ -389,13 +397,17 @@ export class DeliveryRecords {
    * alone (review revcg CG2), and one received at its stamp when its content
    * is not the new send's (`resend`): the new message given back itself is
    * delivered (task cg2tie: it was dropped), and so is, in a stamp tie, a
-   * withdrawn one of the new send's very content. Give-back path only; a size check when no
+   * withdrawn one of the new send's very content. A forgetting
+   * `forgetEarlier` noted decides a tie by the later message's fingerprint
+   * (`later`): of it, not withdrawn; of another, withdrawn (review revroute
+   * D1). Give-back path only; a size check when no
    * withdrawal was forgotten, the fingerprint built only under a forgotten key.
    */
   withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
     if (this.forgotten.size === 0) return false
     const withdrawn = this.forgotten.get(recordKey)
     if (withdrawn === undefined) return false
+    if (withdrawn.later !== undefined && receivedAt === withdrawn.resendStamp) return !sameFingerprint(given(), withdrawn.later)
     if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
     if (withdrawn.fingerprint !== undefined) return sameFingerprint(given(), withdrawn.fingerprint)
     return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameContent(given(), withdrawn.resend))

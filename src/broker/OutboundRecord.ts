@@ -54,7 +54,9 @@ export const WITHDRAWN_WAITING = 128
 /**
  * Its replay part is a later send's under its id than the message its route names: that send was recorded after
  * the earlier message's replay record left while its route stayed (DeliveryRecords.keep; review revdd DD1).
- * Cleared when a route is made for the recorded message (Receipts.addRoute).
+ * Cleared when a route is made for the recorded message (Receipts.addRoute). It outlives the replay part it
+ * describes (OutboundRecords.dropRecord): the fingerprint fields still hold that later send's, by which a flush
+ * tells that send from the routed message (review revroute D2).
  */
 export const RECORD_LATER = 256
 /**
@@ -215,7 +217,10 @@ export class OutboundRecord implements Fingerprint {
   /**
    * Its replay part is a later send's under its id than the message its
    * route names (RECORD_LATER): a withdrawal of the routed message must not
-   * rewrite it (DeliveryRecords.rewrite's `route`; review revdd DD1).
+   * rewrite it (DeliveryRecords.rewrite's `route`; review revdd DD1). Still
+   * set once that replay part is dropped, its fingerprint staying in the
+   * fields: the flush of that later send takes the route over
+   * (Receipts.addRoute; review revroute D2).
    */
   get recordLater(): boolean {
     return (this.parts & RECORD_LATER) !== 0

@@ -1,7 +1,7 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
  * with an age order for each of a record's two parts.
- * Size note: about 505 lines,
+ * Size note: about 510 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the
@@ -324,11 +324,15 @@ export class OutboundRecords {
     this.newestRecordEntry = record
   }
 
-  /** Drops `record`'s replay part (its route part, if any, stays). */
+  /**
+   * Drops `record`'s replay part (its route part, if any, stays). RECORD_LATER stays: the fingerprint fields
+   * still hold that later send's, which the mailbox may flush yet, and a flush must tell it from the routed
+   * message whose withdrawal the route keeps (Receipts.addRoute; review revroute D2).
+   */
   dropRecord(record: OutboundRecord): void {
     if (!record.recorded) return
     this.unlinkRecord(record)
-    record.parts &= ~(RECORDED | RESTORED | RECORD_LATER)
+    record.parts &= ~(RECORDED | RESTORED)
     record.outcome = NOT_RECORDED
     this.recordCount--
     this.release(record)

@@ -1,5 +1,5 @@
 /**
- * Size: about 470 lines, past the ~400 guideline, a fifth of them this
+ * Size: about 480 lines, past the ~400 guideline, a fifth of them this
  * header: one concept, the receipt route — kept, followed by receipts, and
  * read by a cancel and a supersede (their own code is Cancels.ts and
  * SupersedeStage.ts), each step reading and moving the same route records.
@@ -196,18 +196,27 @@ export class Receipts {
    * (marked ROUTE_TAKEN for DeliveryRecords.keep) or was at its staging; for
    * mail flushed, it is when no replay part is kept or the mail's
    * fingerprint is the part's (a hash of its text, on the flush path only).
+   * Flushed mail of the fingerprint a later send's record holds
+   * (`recordLater`, kept or not) is that later message: the route's
+   * withdrawal, the earlier message's, is forgotten
+   * (DeliveryRecords.forgetEarlier; task route A, review revroute D2);
+   * any other flushed mail (the withdrawn message's own copy left in the
+   * mailbox) keeps it.
    */
   addRoute(mail: Mail, senderKey: string, receiver: Session, now: number, record?: OutboundRecord): void {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(senderKey, id) ?? new OutboundRecord(senderKey, id, undefined))
     if (record !== undefined && claimed !== record) record.parts |= ROUTE_TAKEN
-    const ofRecord = record !== undefined || !claimed.recorded || sameFingerprint(fingerprintOfMail(mail), claimed)
-    // Flushed, the later message its replay part records (RECORD_LATER) takes the route over from the earlier one:
-    // a withdrawal kept is that earlier message's, not this one's (task route A). A send's own record forgets it
-    // as it is kept (DeliveryRecords.keep).
-    if (record === undefined && ofRecord && claimed.recordLater && claimed.withdrawal !== undefined) {
-      this.ctx.records.forgetEarlier(claimed, mail.brokerReceivedAt, now)
+    const flushed = record === undefined && (claimed.recorded || claimed.withdrawal !== undefined) ? fingerprintOfMail(mail) : undefined
+    const ofRecord = flushed === undefined || !claimed.recorded || sameFingerprint(flushed, claimed)
+    // Flushed, the later message the record's fingerprint is (RECORD_LATER, which outlives its replay part) takes
+    // the route over from the earlier one: a withdrawal kept is that earlier message's, not this one's (task
+    // route A; review revroute D2). Told by RECORD_LATER and the fingerprint, not by the replay part being kept:
+    // other flushed mail — the withdrawn message's own copy left in the mailbox (a superseded one) — stays
+    // withdrawn. A send's own record forgets it as it is kept (DeliveryRecords.keep).
+    if (flushed !== undefined && claimed.recordLater && claimed.withdrawal !== undefined && sameFingerprint(flushed, claimed)) {
+      this.ctx.records.forgetEarlier(claimed, mail.brokerReceivedAt, flushed, now)
     }
     routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord)
     // Over the bound: the routes added longest ago go first.
