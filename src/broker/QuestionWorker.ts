@@ -17,7 +17,9 @@
  * re-ask `question_result` or stop receipt with the question and the answer
  * whole — must fit 1 MiB with the longest request id a client may send, else
  * the answerer is refused `AnswerTooLarge` and nothing is saved. Before, such
- * an answer was saved and the writer's guard dropped those frames.
+ * an answer was saved and the writer's guard dropped those frames. A new
+ * question is sized by the same check with a one-character answer, and a
+ * refusal that leaves the question waiting opens its edge again (helper fixqa).
  */
 import { Data, Effect, Queue } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -26,7 +28,6 @@ import { MAX_ID_LENGTH } from "../protocol/limits.ts"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
 import { answerDecision, isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
-import { fitsFrame } from "./RecipientFrames.ts"
 import type { Questions, QuestionWork } from "./Questions.ts"
 import type { Session } from "./Registry.ts"
 
@@ -87,7 +88,10 @@ const revivalOf = (record: QuestionRecord, claimed: boolean): RevivalWire => ({
 
 /**
  * An answer would make a frame over the 1 MiB limit (C-BRK-3): `bytes` is
- * the longest frame it would be written in. Nothing was saved.
+ * the longest frame it would be written in, `room` how many bytes (as JSON
+ * text) the question leaves any answer. Nothing was saved, unless `same`:
+ * the identical answer was saved before (from a reply to the notification,
+ * which is not sized) and nothing changed.
  *
  * @category errors
  * @since 0.1.0
@@ -95,46 +99,80 @@ const revivalOf = (record: QuestionRecord, claimed: boolean): RevivalWire => ({
 export class AnswerTooLarge extends Data.TaggedError("AnswerTooLarge")<{
   readonly questionId: string
   readonly bytes: number
+  readonly room: number
+  readonly same: boolean
 }> {
   override get message(): string {
-    return `Answer is too large to deliver: with question ${this.questionId} it would make a frame of ${this.bytes} bytes (the question and the answer whole, as its receipt or a later question_get carries them), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; answer shorter, or put long material in a file and name its path`
+    const room = this.room > 0
+      ? `question ${this.questionId} leaves room for an answer of at most ${this.room} bytes as JSON text`
+      : `question ${this.questionId} leaves no room for an answer by id`
+    const what = `with question ${this.questionId} it would make a frame of ${this.bytes} bytes (the question and the answer whole, as its receipt or a later question_get carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${room}`
+    return this.same
+      ? `Answer is too large to deliver: ${what}. This same answer was already saved (from a reply to the notification); nothing changed`
+      : `Answer is too large to deliver: ${what}. Nothing was saved; answer shorter, or put long material in a file and name its path`
   }
 }
 
 /** The longest request id a client may send, each character written as a six-byte JSON escape (`\u0001`). */
 const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)
 
+/** The bytes of `text` as a JSON string, without its two quotes. */
+const escapedBytes = (text: string): number => Buffer.byteLength(JSON.stringify(text), "utf8") - 2
+
 /**
- * Why `answered` — a saved question with the answer about to be saved, at
- * `at` — must not be saved, or undefined: the longest frame that would carry
- * its answer passes 1 MiB. Sized to a request id of `WIDEST_REQUEST_ID` and
- * with `durable: false` (the longer), over the frames that carry the answer:
- * an answer receipt with a revival (an identical re-answer's, `saved` and
- * `claimed` false), a stop receipt (the question cancelled), a
- * `question_get` or re-ask `question_result` of it confirmed, and the
- * child's `question_answered`. Later times (`deliveredAt`, `cancelledAt`)
- * are sized with `at`: a time with more digits later (past the year 2286 in
- * epoch ms) would be longer (docs/protocol.md, known limits).
+ * One JSON-escaped UTF-16 unit is at most six bytes (`\u0001`, a lone surrogate `\udXXX`; a pair is four bytes for
+ * two units), so `text` takes at most `ESCAPE_MAX * text.length` bytes in a frame: the cheap bound of `answerTooLarge`.
+ */
+const ESCAPE_MAX = 6
+
+/**
+ * The frames that carry `answered`'s answer, sized without its question text and answer (both ""): `withQuestion`,
+ * the longest of those that carry the question whole too (an answer receipt with a revival, a stop receipt, a
+ * `question_get` or re-ask `question_result` of it confirmed, each to `WIDEST_REQUEST_ID` with `durable: false`), and
+ * `alone`, the child's `question_answered`. A frame's bytes are these plus the escaped bytes of the texts it carries:
+ * JSON.stringify writes a string field as the string's own JSON, whatever is around it.
+ */
+const hollowFrames = (answered: QuestionRecord, at: number) => {
+  const hollow: QuestionRecord = { ...answered, message: "", answer: "", answeredAt: answered.answeredAt ?? at }
+  const carrying = [
+    questionResultFrame(WIDEST_REQUEST_ID, {
+      receipt: { question: recordWire(hollow), saved: false, sentToChild: false, durable: false, revival: revivalOf(hollow, false) }
+    }, false),
+    questionResultFrame(WIDEST_REQUEST_ID, {
+      receipt: { question: recordWire({ ...hollow, cancelledAt: at }), saved: false, sentToChild: false, durable: false }
+    }, false),
+    questionResultFrame(WIDEST_REQUEST_ID, { question: recordWire({ ...hollow, deliveredAt: at }) }, false)
+  ]
+  let withQuestion = 0
+  for (const frame of carrying) withQuestion = Math.max(withQuestion, frameBytes(frame))
+  return { withQuestion, alone: frameBytes(answeredFrame(hollow)) }
+}
+
+/**
+ * Why `answered` — a saved question with an answer, at `at` — would make a frame over 1 MiB, or undefined: the
+ * longest frame that carries its answer (`hollowFrames`: an answer receipt with a revival — an identical re-answer's,
+ * `saved` and `claimed` false —, a stop receipt, a `question_get` or re-ask `question_result` of it confirmed, each
+ * to the longest request id a client may send, and the child's `question_answered`). Exact: a frame's bytes are its
+ * hollow bytes plus the escaped bytes of the question and the answer. Cheap where it can be: when even six bytes per
+ * character of both texts fit (`ESCAPE_MAX`), neither text is stringified; else each once. The same check sizes a
+ * new question with a one-character answer (Questions.tooLarge), so a question the broker saved always takes a short
+ * answer. Later times (`deliveredAt`, `cancelledAt`) are sized with `at`: a time with more digits later (past the
+ * year 2286 in epoch ms) would be longer (docs/protocol.md, known limits).
  *
  * @category validation
  * @since 0.1.0
  */
-export const answerTooLarge = (answered: QuestionRecord, at: number): AnswerTooLarge | undefined => {
-  const frames = [
-    questionResultFrame(WIDEST_REQUEST_ID, {
-      receipt: { question: recordWire(answered), saved: false, sentToChild: false, durable: false, revival: revivalOf(answered, false) }
-    }, false),
-    questionResultFrame(WIDEST_REQUEST_ID, {
-      receipt: { question: recordWire({ ...answered, cancelledAt: at }), saved: false, sentToChild: false, durable: false }
-    }, false),
-    questionResultFrame(WIDEST_REQUEST_ID, { question: recordWire({ ...answered, deliveredAt: at }) }, false),
-    answeredFrame(answered)
-  ]
-  let widest = 0
-  for (const frame of frames) {
-    if (!fitsFrame(frame, "")) widest = Math.max(widest, frameBytes(frame))
+export const answerTooLarge = (answered: QuestionRecord, at: number, same = false): AnswerTooLarge | undefined => {
+  const answer = answered.answer ?? ""
+  const { alone, withQuestion } = hollowFrames(answered, at)
+  if (Math.max(withQuestion, alone) + ESCAPE_MAX * (answered.message.length + answer.length) <= MAX_FRAME_BYTES) {
+    return undefined
   }
-  return widest === 0 ? undefined : new AnswerTooLarge({ questionId: answered.id, bytes: widest })
+  const shell = Math.max(withQuestion + escapedBytes(answered.message), alone)
+  const widest = shell + escapedBytes(answer)
+  return widest <= MAX_FRAME_BYTES
+    ? undefined
+    : new AnswerTooLarge({ questionId: answered.id, bytes: widest, room: MAX_FRAME_BYTES - shell, same })
 }
 
 const cancelledFrame = (record: QuestionRecord): string =>
@@ -276,9 +314,10 @@ export const runQuestionWorker = (
 
   /**
    * C-BRK-3: a `question_answer` whose answer would be written in a frame over 1 MiB (`answerTooLarge`, with the
-   * saved question's text) is refused before it is saved. Only an answer the store would write is sized: an
-   * identical re-answer's was sized when it was saved, and a conflicting or cancelled one is refused as ever. A live
-   * reply (no session) is not: it reached the child before the fiber saw it (a known limit, docs/protocol.md).
+   * saved question's text) is refused before it is saved. An answer the store would write is sized, and an identical
+   * re-answer too: its receipt carries the saved answer, which was not sized if a live reply saved it (review
+   * revqanswer #4; refused `same`, nothing changed). A conflicting or cancelled one is refused as ever. A live reply
+   * (no session) is not: it reached the child before the fiber saw it (a known limit, docs/protocol.md).
    */
   const refusalOf = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>) =>
     item.session === undefined
@@ -286,8 +325,10 @@ export const runQuestionWorker = (
       : Effect.map(store.get(item.questionId), (record) => {
         if (record === undefined || record.ownerId !== item.ownerId) return undefined
         const text = item.text.trim()
-        if (text === "" || answerDecision(record, text) !== "write") return undefined
-        return answerTooLarge({ ...record, answer: text, answeredAt: item.at }, item.at)
+        if (text === "") return undefined
+        const decision = answerDecision(record, text)
+        if (decision === "write") return answerTooLarge({ ...record, answer: text, answeredAt: item.at }, item.at)
+        return "saved" in decision ? answerTooLarge(record, item.at, true) : undefined
       })
 
   const saveAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
@@ -298,14 +339,25 @@ export const runQuestionWorker = (
       })
     )
 
-  /** An answer not saved: its caller is told, or, for a live reply, the broker logs it. */
+  /**
+   * An answer not saved: its caller is told, or, for a live reply, the broker logs it. A `question_answer` closed
+   * the question's edge when it arrived (Questions.onAnswer, so no live reply races it); a refusal that leaves the
+   * question waiting — empty, too large, not found, the store failed — opens it again (`Questions.reopen`, review
+   * revqanswer #2), so the supervisor's reply to the notification it holds still answers. `AnswerConflict`,
+   * `QuestionCancelled` and an identical answer's `AnswerTooLarge` do not: the question waits for no answer.
+   */
   const refuse = (
     item: Extract<QuestionWork, { readonly _tag: "Answer" }>,
     error: { readonly _tag: string; readonly message: string }
-  ): Effect.Effect<void> =>
-    item.session === undefined || item.requestId === undefined
-      ? Effect.logWarning(`A reply to question ${item.questionId} was not saved as its answer: ${error.message}`)
-      : failed(item.session, item.requestId, error)
+  ): Effect.Effect<void> => {
+    if (item.session === undefined || item.requestId === undefined) {
+      return Effect.logWarning(`A reply to question ${item.questionId} was not saved as its answer: ${error.message}`)
+    }
+    const waits = error._tag !== "AnswerConflict" && error._tag !== "QuestionCancelled" &&
+      !(error instanceof AnswerTooLarge && error.same)
+    if (waits && item.closed !== undefined) questions.reopen(item.closed)
+    return failed(item.session, item.requestId, error)
+  }
 
   const writeAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
     store.answer({ id: item.questionId, ownerId: item.ownerId, text: item.text, at: item.at }).pipe(

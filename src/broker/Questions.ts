@@ -1,9 +1,9 @@
 /**
- * Size: one concept, about 770 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 810 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames with the size check of a question's frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
- * waiters and notices in one synchronous pass, so they stay together; the frame handlers are the part to split out.
+ * waiters and notices in one synchronous pass (a refused answer's `reopen` too), so they stay together; the frame handlers are the part to split out.
  *
  * Durable supervisor questions on the Router's side (extension
  * `questions-v1`, C-SUP-18, C-DQ): the synchronous half of the concern. It
@@ -64,8 +64,11 @@
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
  * its notification with every extension field it carries, by the send
- * pipeline's check (RecipientFrames.fitsFrame), and the `question_result`
- * that answers its child with the saved question. Either over 1 MiB is
+ * pipeline's check (RecipientFrames.fitsFrame), and the frames a
+ * one-character answer makes of it (QuestionWorker.answerTooLarge: its
+ * receipt, a `question_get` or re-ask `question_result`, to the longest
+ * request id), so a saved question always takes a short answer (helper
+ * fixqa, review revqanswer #1). Either over 1 MiB is
  * carried with the queued ask (`tooLarge`), and the question fiber refuses
  * it `QuestionTooLarge`, nothing saved, when the store does not hold its id;
  * before, it was saved and answered, and the writer's guard dropped the
@@ -86,7 +89,7 @@ import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
 import * as Encode from "./encode.ts"
-import { questionResultFrame, recordWire } from "./QuestionWorker.ts"
+import { answerTooLarge } from "./QuestionWorker.ts"
 import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
@@ -130,6 +133,11 @@ export type QuestionWork =
     readonly ownerId: string
     readonly text: string
     readonly at: number
+    /**
+     * The notice a `question_answer` closed when it arrived (so no live reply races it), or undefined: the fiber
+     * opens it again (`reopen`) when it refuses the answer and the question still waits.
+     */
+    readonly closed: QuestionNotice | undefined
   }
   | {
     readonly _tag: "Stop"
@@ -161,8 +169,13 @@ export interface SupervisorRef {
   readonly key: string
 }
 
-/** A notified question: who asked, who was notified. */
-interface Notice {
+/**
+ * A notified question: who asked, who was notified — what keeps its edge open for the supervisor's reply.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface QuestionNotice {
   readonly questionId: string
   readonly ownerId: string
   readonly child: Session
@@ -202,9 +215,12 @@ export const QuestionText = {
     `Question is too large to deliver: its notification to the supervisor (the text with how to answer it) would be ${bytes} bytes (${fieldBytes} of them for the ${
       namesOf(fields)
     } fields a supervisor may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`,
-  /** `QuestionTooLarge`: the `question_result` carrying the saved question back to its child would be `bytes` long. */
+  /**
+   * `QuestionTooLarge`: with a one-character answer, the longest frame carrying the saved question and its answer
+   * back (its receipt, a `question_get` or re-ask `question_result`) would be `bytes` long.
+   */
   resultTooLarge: (bytes: number) =>
-    `Question is too large to deliver: the saved question sent back to this session would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
+    `Question is too large to deliver: it must leave room for its answer, and with a one-character answer the saved question and the answer sent back (its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed) would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
 
 /**
@@ -219,6 +235,9 @@ export class QuestionTooLarge extends Data.TaggedError("QuestionTooLarge")<{ rea
     return this.reason
   }
 }
+
+/** The shortest answer the store takes (one character, trimmed): the room a new question must leave. */
+const SHORTEST_ANSWER = "y"
 
 /**
  * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
@@ -250,7 +269,7 @@ export class Questions {
   private readonly waiters = new Map<string, Session>()
   /** Question ids of `waiters` by the waiting session's key. */
   private readonly waitingBy = new SetIndex<string, string>()
-  private readonly notices = new Map<string, Notice>()
+  private readonly notices = new Map<string, QuestionNotice>()
   /** Record keys of `notices` by the notified supervisor's session key. */
   private readonly noticesTo = new SetIndex<string, string>()
   private readonly present = new Map<string, Session>()
@@ -339,7 +358,8 @@ export class Questions {
         questionId: notice.questionId,
         ownerId: notice.ownerId,
         text: mail.message.content.text,
-        at: attempt.now
+        at: attempt.now,
+        closed: undefined
       })
     }
   }
@@ -439,7 +459,7 @@ export class Questions {
     const now = this.ctx.now()
     const key = recordKeyOf(child.key, record.id)
     const known = this.notices.get(key)
-    const notice: Notice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target, sentTo: target.peer }
+    const notice: QuestionNotice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target, sentTo: target.peer }
     this.setNotice(key, notice)
     this.openEdge(notice, now)
     if (known?.sentTo === target.peer) return
@@ -472,6 +492,22 @@ export class Questions {
     this.edges.delete(key)
   }
 
+  /**
+   * A `question_answer` that closed `notice` was refused and the question still waits (review revqanswer #2): its
+   * notice and edge are back, on a fresh 30-day edge, so the supervisor's reply to the notification it holds answers
+   * it (not notified again). Only while nothing changed meanwhile: the same child session still waits, the supervisor
+   * notified is still live and no other notice took the key (a stop, a leave, a takeover or a supervisor notified
+   * again win).
+   */
+  reopen(notice: QuestionNotice): void {
+    const child = this.waiters.get(notice.questionId)
+    if (child !== notice.child || !this.isLive(child) || !this.isLive(notice.supervisor)) return
+    const key = recordKeyOf(child.key, notice.questionId)
+    if (this.notices.has(key)) return
+    this.setNotice(key, notice)
+    this.openEdge(notice, this.ctx.now())
+  }
+
   /** Done with `questionId` here: no waiter, no edge. */
   forget(questionId: string): void {
     this.close(questionId)
@@ -495,7 +531,7 @@ export class Questions {
     else this.liveBy.delete(senderKey)
   }
 
-  private setNotice(key: string, notice: Notice): void {
+  private setNotice(key: string, notice: QuestionNotice): void {
     this.deleteNotice(key)
     this.notices.set(key, notice)
     this.noticesTo.add(notice.supervisor.key, key)
@@ -554,7 +590,7 @@ export class Questions {
     return ref === undefined ? undefined : this.ctx.registry.byKey.get(ref.key)
   }
 
-  private openEdge(notice: Notice, now: number): void {
+  private openEdge(notice: QuestionNotice, now: number): void {
     this.edges.open({
       messageKey: recordKeyOf(notice.child.key, notice.questionId),
       messageId: notice.questionId,
@@ -666,14 +702,18 @@ export class Questions {
         reason: QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
       })
     }
-    const question = recordWire({
+    // The frames a one-character answer becomes with the question whole (review revqanswer #1): a saved question
+    // always takes a short answer by id. They include the `question_result` answering this ask (a question_get's,
+    // to the longest request id, and with more fields).
+    const answered = answerTooLarge({
       ...record,
       childId: session.id,
       childName: session.fields.name ?? session.id,
-      reason: frame.reason
-    })
-    const result = questionResultFrame(frame.requestId, { question }, false)
-    return fitsFrame(result, "") ? undefined : new QuestionTooLarge({ reason: QuestionText.resultTooLarge(frameBytes(result)) })
+      reason: frame.reason,
+      answer: SHORTEST_ANSWER,
+      answeredAt: now
+    }, now)
+    return answered === undefined ? undefined : new QuestionTooLarge({ reason: QuestionText.resultTooLarge(answered.bytes) })
   }
 
   private onReceived(session: Session, raw: unknown): void {
@@ -687,8 +727,9 @@ export class Questions {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
     const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
     if (ownerId === undefined) return
-    // From now on a live reply races nothing: the edge is gone before the answer is saved.
-    this.closeOwned(frame.questionId, ownerId)
+    // From now on a live reply races nothing: the edge is gone before the answer is saved. A refusal that leaves
+    // the question waiting opens it again (`reopen`).
+    const closed = this.closeOwned(frame.questionId, ownerId)
     this.offer({
       _tag: "Answer",
       session,
@@ -696,7 +737,8 @@ export class Questions {
       questionId: frame.questionId,
       ownerId,
       text: frame.text,
-      at: this.ctx.now()
+      at: this.ctx.now(),
+      closed
     })
   }
 
@@ -748,12 +790,14 @@ export class Questions {
     return taken ? record.targetId : undefined
   }
 
-  /** Closes the edge of a question if the caller is the one it was notified to. */
-  private closeOwned(questionId: string, ownerId: string): void {
+  /** Closes the edge of a question if the caller is the one it was notified to: the notice closed, if any. */
+  private closeOwned(questionId: string, ownerId: string): QuestionNotice | undefined {
     const child = this.waiters.get(questionId)
-    if (child === undefined) return
+    if (child === undefined) return undefined
     const notice = this.notices.get(recordKeyOf(child.key, questionId))
-    if (notice !== undefined && notice.ownerId === ownerId) this.close(questionId)
+    if (notice === undefined || notice.ownerId !== ownerId) return undefined
+    this.close(questionId)
+    return notice
   }
 }
 

@@ -54,7 +54,7 @@ const asked = (child: WireClient, supervisor: WireClient, text: string) =>
   })
 
 const REFUSAL = new RegExp(
-  `^Answer is too large to deliver: with question q-1 it would make a frame of (\\d+) bytes \\(the question and the answer whole, as its receipt or a later question_get carries them\\), over the ${MAX_FRAME_BYTES}-byte frame limit\\. Nothing was saved; answer shorter, or put long material in a file and name its path$`
+  `^Answer is too large to deliver: with question q-1 it would make a frame of (\\d+) bytes \\(the question and the answer whole, as its receipt or a later question_get carries them\\), over the ${MAX_FRAME_BYTES}-byte frame limit; question q-1 leaves room for an answer of at most (\\d+) bytes as JSON text\\. Nothing was saved; answer shorter, or put long material in a file and name its path$`
 )
 
 /** The size a refusal names; fails unless `frame` is an `AnswerTooLarge` refusal in its exact words. */

@@ -22,10 +22,17 @@ const TOKEN = "owner-token-of-the-supervisor"
 const SUP = "sup-0001"
 const CHILD = "child-worker"
 
+/**
+ * The child's cwd: 3,000 characters, in its notification (its session) and not in the frames that carry the question
+ * and an answer back, so the notification is the frame that binds a new question (helper fixqa: those frames leave
+ * room for an answer).
+ */
+const CWD = `/${"d".repeat(2_999)}`
+
 /** The bound child `worker`, registered with `model` (a session field its notification carries). */
 const childOn = (net: Pick<MemoryNetwork, "session">, capability: string, model: string) =>
   Effect.map(
-    net.session({ sessionId: CHILD, name: "worker", model, frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP } }),
+    net.session({ sessionId: CHILD, name: "worker", model, cwd: CWD, frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP } }),
     (session) => session.client
   )
 

@@ -2,7 +2,7 @@
  * C-BRK-3 for durable questions (helper qnotify): a `question_ask` is refused `QuestionTooLarge` when a frame it
  * becomes would pass 1 MiB — its notification to the supervisor, counted with every extension field it carries
  * (`askTimeoutMs`, `channel`, `delivery`: RecipientFrames.fitsFrame, the send pipeline's check), or the
- * `question_result` that answers the child with the saved question. Before, such a question was saved and its
+ * frames that carry the saved question back with a one-character answer (review revqanswer #1). Before, such a question was saved and its
  * child answered `question_result` (accepted), and then the notification was dropped by the writer's guard
  * (OutputWrites `oversize`, "a broker bug"): the supervisor was never told; nearer the limit the child's own
  * `question_result` was dropped too, the question saved and nobody told. The bound is measured apart from the check
@@ -19,8 +19,14 @@ import { message, messageFor } from "../support/broker.ts"
 import { questionAsk, questionWorldOf } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
-/** A supervisor granted every field a notification carries: its frame is the longest one. */
-const world = questionWorldOf([GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1, ASK_TIMEOUT_V1, DELIVERY_V1])
+/**
+ * A supervisor granted every field a notification carries: its frame is the longest one. The child's 3,000-character
+ * cwd is written in the notification (its session) and not in the frames that carry the question and an answer back,
+ * so the notification is the frame that binds (review revqanswer #1: those frames leave room for an answer).
+ */
+const world = questionWorldOf([GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1, ASK_TIMEOUT_V1, DELIVERY_V1], `/${"d".repeat(2_999)}`)
+/** The same with the child's ordinary cwd. */
+const plainWorld = questionWorldOf([GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1, ASK_TIMEOUT_V1, DELIVERY_V1])
 const SUP = "sup-0001"
 /** The notification's extension fields as a supervisor granted them all is written them. */
 const FIELDS = `,"askTimeoutMs":${MAX_ASK_TIMEOUT_MS},"channel":"supervisor","delivery":"steer"`
@@ -91,11 +97,11 @@ describe("a durable question is size-checked as its notification and its answer"
       assert.strictEqual(notified.delivery, "steer")
     }))
 
-  it.effect("a notification that fits but a question_result that would not (a long escaped requestId): refused QuestionTooLarge naming the answer's size", () =>
+  it.effect("a notification that fits but frames carrying it back with a one-character answer that would not: refused QuestionTooLarge naming their size", () =>
     Effect.gen(function*() {
-      const { child, questions, supervisor } = yield* world
-      // 256 control characters: six bytes each in JSON, in the answer as in the ask, not in the notification.
-      const requestId = "\u0001".repeat(256)
+      // The child's short cwd: its notification is shorter than those frames (sized to a 256-character request id).
+      const { child, questions, supervisor } = yield* plainWorld
+      const requestId = "r-1"
       const text = "x".repeat(MAX_FRAME_BYTES - 1_700)
       const frame = { ...questionAsk, requestId, text }
       assert.isAtMost(Buffer.byteLength(JSON.stringify(frame)), MAX_FRAME_BYTES, "precondition: the ask itself fits")
@@ -104,7 +110,7 @@ describe("a durable question is size-checked as its notification and its answer"
       assert.strictEqual(refused.type, "question_failed", "the question whose answer cannot be written was accepted")
       if (refused.type !== "question_failed") return
       assert.strictEqual(refused.error, "QuestionTooLarge")
-      const bytes = /sent back to this session would be (\d+) bytes, over the (\d+)-byte frame limit/.exec(refused.reason)
+      const bytes = /with a one-character answer the saved question and the answer sent back \(its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed\) would be (\d+) bytes, over the (\d+)-byte frame limit/.exec(refused.reason)
       assert.isNotNull(bytes, refused.reason)
       assert.isAbove(Number(bytes![1]), MAX_FRAME_BYTES)
       assert.strictEqual(Number(bytes![2]), MAX_FRAME_BYTES)

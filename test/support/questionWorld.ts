@@ -21,8 +21,12 @@ const TOKEN = "owner-token-of-the-supervisor"
 /** The child's `question_ask` of question `q-1` (request `r-1`). */
 export const questionAsk = { type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" }
 
-/** The world, its supervisor granted `supervisorFeatures` (the child and bob as ever). */
-export const questionWorldOf = (supervisorFeatures: ReadonlyArray<string> = FEATURES) => Effect.gen(function*() {
+/**
+ * The world, its supervisor granted `supervisorFeatures` (the child and bob as ever); the child registers with
+ * `childCwd` when given (a long one makes its notification, which carries its session, longer than the frames that
+ * carry the question and its answer back).
+ */
+export const questionWorldOf = (supervisorFeatures: ReadonlyArray<string> = FEATURES, childCwd?: string) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const net = yield* memoryNetwork()
   const questions = makeMemoryState()
@@ -33,6 +37,7 @@ export const questionWorldOf = (supervisorFeatures: ReadonlyArray<string> = FEAT
   const child = yield* net.session({
     sessionId: "child-worker",
     name: "worker",
+    ...(childCwd === undefined ? {} : { cwd: childCwd }),
     frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
   })
   const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
