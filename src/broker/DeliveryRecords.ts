@@ -25,7 +25,7 @@
  * sender never withdrew (review revcc item 2), the new one — is not. When
  * the withdrawn message's record never held a fingerprint, the new send's
  * is noted instead, and a message at its stamp is found withdrawn only if
- * its content is another (task cg2tie). A
+ * its fingerprint is another (task cg2tie, review revrec R2). A
  * later message under the id, recorded after the withdrawn one's record
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
@@ -72,7 +72,7 @@ interface ForgottenWithdrawal {
   /**
    * Undefined when the record never held one: a route made for mail flushed after its record left the table
    * (`Receipts.addRoute`). Then the stamp tells, as before review revcc (review revcg CG2), and in a stamp tie
-   * the new send's content (`resend`; task cg2tie).
+   * the new send's fingerprint (`resend`; task cg2tie, review revrec R2).
    */
   readonly fingerprint: Fingerprint | undefined
   readonly resendStamp: number
@@ -83,8 +83,8 @@ interface ForgottenWithdrawal {
   readonly resendAlike: boolean
   /**
    * With no `fingerprint`, noted by `keep`: the new send's own fingerprint, so that in a stamp tie the new message
-   * given back (of its content) is told from the withdrawn one (of any other): neither is lost nor comes back live
-   * (task cg2tie). Undefined otherwise.
+   * given back (of its fingerprint) is told from the withdrawn one (of any other, also the same content sent to
+   * another target): neither is lost nor comes back live (task cg2tie, review revrec R2). Undefined otherwise.
    */
   readonly resend: Fingerprint | undefined
   /**
@@ -394,10 +394,10 @@ export class DeliveryRecords {
    * goes. When the withdrawn message's record never held a fingerprint (a
    * route made for mail flushed after its record left the table), any
    * message received before the new send is found withdrawn, by the stamp
-   * alone (review revcg CG2), and one received at its stamp when its content
-   * is not the new send's (`resend`): the new message given back itself is
-   * delivered (task cg2tie: it was dropped), and so is, in a stamp tie, a
-   * withdrawn one of the new send's very content. A forgetting
+   * alone (review revcg CG2), and one received at its stamp when its
+   * fingerprint is not the new send's (`resend`): the new message given back
+   * itself is delivered (task cg2tie: it was dropped), and a withdrawn one of
+   * the new send's content to another target is not (review revrec R2). A forgetting
    * `forgetEarlier` noted decides a tie by the later message's fingerprint
    * (`later`): of it, not withdrawn; of another, withdrawn (review revroute
    * D1). Give-back path only; a size check when no
@@ -410,7 +410,7 @@ export class DeliveryRecords {
     if (withdrawn.later !== undefined && receivedAt === withdrawn.resendStamp) return !sameFingerprint(given(), withdrawn.later)
     if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
     if (withdrawn.fingerprint !== undefined) return sameFingerprint(given(), withdrawn.fingerprint)
-    return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameContent(given(), withdrawn.resend))
+    return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameFingerprint(given(), withdrawn.resend))
   }
 
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */
