@@ -1,4 +1,7 @@
 /**
+ * Size: about 405 lines, at the ~400 guideline: one concept, the question fiber; its answer sizing
+ * (`hollowFrames`, `answerTooLarge`) is the part to move out next.
+ *
  * The broker's question fiber: the one owner of durable question state
  * changes (C-DQ-3). It takes `QuestionWork` from the Router's Questions
  * module one item at a time, reads and writes the QuestionStore, and then,
@@ -126,22 +129,24 @@ const escapedBytes = (text: string): number => Buffer.byteLength(JSON.stringify(
 const ESCAPE_MAX = 6
 
 /**
- * The frames that carry `answered`'s answer, sized without its question text and answer (both ""): `withQuestion`,
- * the longest of those that carry the question whole too (an answer receipt with a revival, a stop receipt, a
- * `question_get` or re-ask `question_result` of it confirmed, each to `WIDEST_REQUEST_ID` with `durable: false`), and
- * `alone`, the child's `question_answered`. A frame's bytes are these plus the escaped bytes of the texts it carries:
- * JSON.stringify writes a string field as the string's own JSON, whatever is around it.
+ * The frames that carry `answered`'s answer, both texts "": `withQuestion`, the longest that carry the question too
+ * (an answer receipt with a revival, a `question_get` or re-ask `question_result` confirmed, a stop receipt, each to
+ * `WIDEST_REQUEST_ID`, `durable: false`; once its child confirmed it, no revival nor stop receipt: none is written,
+ * review revqa 2), and `alone`, the child's `question_answered`. A frame's bytes are these plus the texts' escaped
+ * bytes: JSON.stringify writes a string field as the string's own JSON, whatever is around it.
  */
 const hollowFrames = (answered: QuestionRecord, at: number) => {
   const hollow: QuestionRecord = { ...answered, message: "", answer: "", answeredAt: answered.answeredAt ?? at }
+  const confirmed = answered.deliveredAt !== undefined
+  const revival = confirmed ? {} : { revival: revivalOf(hollow, false) }
   const carrying = [
     questionResultFrame(WIDEST_REQUEST_ID, {
-      receipt: { question: recordWire(hollow), saved: false, sentToChild: false, durable: false, revival: revivalOf(hollow, false) }
+      receipt: { question: recordWire(hollow), saved: false, sentToChild: false, durable: false, ...revival }
     }, false),
-    questionResultFrame(WIDEST_REQUEST_ID, {
+    questionResultFrame(WIDEST_REQUEST_ID, { question: recordWire({ ...hollow, deliveredAt: at }) }, false),
+    ...(confirmed ? [] : [questionResultFrame(WIDEST_REQUEST_ID, {
       receipt: { question: recordWire({ ...hollow, cancelledAt: at }), saved: false, sentToChild: false, durable: false }
-    }, false),
-    questionResultFrame(WIDEST_REQUEST_ID, { question: recordWire({ ...hollow, deliveredAt: at }) }, false)
+    }, false)])
   ]
   let withQuestion = 0
   for (const frame of carrying) withQuestion = Math.max(withQuestion, frameBytes(frame))

@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 810 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 820 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames with the size check of a question's frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
@@ -236,8 +236,11 @@ export class QuestionTooLarge extends Data.TaggedError("QuestionTooLarge")<{ rea
   }
 }
 
-/** The shortest answer the store takes (one character, trimmed): the room a new question must leave. */
-const SHORTEST_ANSWER = "y"
+/**
+ * The room a new question must leave: one character, the widest as JSON text (a control character, escaped to six
+ * bytes), so a question the broker saved takes any one-character answer (review revqa 1: "y" left one byte).
+ */
+const SHORTEST_ANSWER = "\u0001"
 
 /**
  * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
