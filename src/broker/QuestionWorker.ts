@@ -360,8 +360,10 @@ export const runQuestionWorker = (
     }
     const waits = error._tag !== "AnswerConflict" && error._tag !== "QuestionCancelled" &&
       !(error instanceof AnswerTooLarge && error.same)
-    if (waits && item.closed !== undefined) questions.reopen(item.closed)
-    return failed(item.session, item.requestId, error)
+    const closed = waits ? item.closed : undefined
+    const written = failed(item.session, item.requestId, error)
+    // Opened again before the refusal is written (docs/protocol.md "Answering by id").
+    return closed === undefined ? written : Effect.andThen(Effect.sync(() => questions.reopen(closed)), written)
   }
 
   const writeAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>

@@ -680,13 +680,16 @@ export class Questions {
   }
 
   /**
-   * Why a question asked by `session` would not fit a frame if it is new, or undefined: its notification (the send
-   * pipeline's check, `fitsFrame` with every extension field the notification carries, so any supervisor's frame
-   * fits) or the `question_result` that answers its child with the saved question (sized with `durable: false`, the
-   * longer). Sized with the stamp and `createdAt` of now: a later notification's stamp has as many digits. The one
-   * copy of the check; the question fiber applies it only to an id the store does not hold (QuestionWorker.ts). Not
-   * re-checked for a saved question's frames when its child comes back with longer session fields (a known limit,
-   * docs/protocol.md).
+   * Why a question asked by `session` would not fit a frame if it is new, or undefined. Its notification, from
+   * `session` (the send pipeline's check, `fitsFrame` with every extension field the notification carries, so any
+   * supervisor's frame fits: `QuestionText.notificationTooLarge`); then the frames the widest one-character answer
+   * (`SHORTEST_ANSWER`, six bytes as JSON) makes of it, sized by `QuestionWorker.answerTooLarge` — an answer receipt
+   * with a revival, a stop receipt, a `question_get` or re-ask `question_result`, each to the longest request id a
+   * client may send, and the child's `question_answered` (`QuestionText.resultTooLarge`) — so a question the broker
+   * saved always takes a one-character answer by id; those frames are longer than the `question_result` answering
+   * this ask. Sized with the stamp and times of now: a later stamp has as many digits. The one copy of the check;
+   * the question fiber applies it only to an id the store does not hold (QuestionWorker.ts). Not re-checked for a
+   * saved question's frames when its child comes back with longer session fields (a known limit, docs/protocol.md).
    */
   private tooLarge(
     session: Session,
