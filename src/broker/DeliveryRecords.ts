@@ -1,5 +1,5 @@
 /**
- * Size: about 530 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 470 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -30,17 +30,12 @@
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
  * by its stamp and, for a tie, its own fingerprint, the withdrawn message's
- * being gone (review revroute D1). When such a later send's record (RECORD_LATER)
- * is the one a new send forgets the routed message's withdrawal on, the record's
- * fingerprint is the later message's: the withdrawal is noted by the stamp, that
- * later message spared (review revrec R1). A new note under a key joins those
- * already there (up to eight), each still guarding its own withdrawn message
- * (review revrec R3).
+ * being gone (review revroute D1).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
-import { OutboundRecord, ROUTE_TAKEN, ROUTE_TAKEN_LATER } from "./OutboundRecord.ts"
+import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import { OutboundRecords } from "./OutboundRecords.ts"
 
 /** A send's fingerprint and outcome: their types live with the other stored records (src/store/records.ts). */
@@ -70,12 +65,6 @@ const FORGOTTEN_MS = 86_400_000
 const MAX_FORGOTTEN = 4096
 
 /**
- * Forgotten withdrawals kept at most under one record key (`note`): a new one is added to those still noted, not
- * written over them (review revrec R3); past it the oldest under the key goes.
- */
-const MAX_FORGOTTEN_PER_KEY = 8
-
-/**
  * A withdrawal a new send under its message's id made its record forget (`DeliveryRecords.keep`): the withdrawn
  * message's fingerprint, as its record held it then, and the stamp the new send's message was given.
  */
@@ -93,11 +82,9 @@ interface ForgottenWithdrawal {
    */
   readonly resendAlike: boolean
   /**
-   * Noted by `keep`: the new send's own fingerprint. With no `fingerprint`, in a stamp tie the new message given
-   * back (of its fingerprint) is told from the withdrawn one (of any other, also the same content sent to another
-   * target): neither is lost nor comes back live (task cg2tie, review revrec R2). With one, it tells the new message
-   * from an older withdrawal noted under the key in a tie (`withdrawnBeforeResend`; review revrec R3). Undefined
-   * when noted by `forgetEarlier`.
+   * With no `fingerprint`, noted by `keep`: the new send's own fingerprint, so that in a stamp tie the new message
+   * given back (of its fingerprint) is told from the withdrawn one (of any other, also the same content sent to
+   * another target): neither is lost nor comes back live (task cg2tie, review revrec R2). Undefined otherwise.
    */
   readonly resend: Fingerprint | undefined
   /**
@@ -106,25 +93,6 @@ interface ForgottenWithdrawal {
    * one (review revroute D1).
    */
   readonly later?: Fingerprint
-  /**
-   * Noted by `keep` alone, when the record's replay part was a later send's than the routed message whose
-   * withdrawal it forgot (`OutboundRecord.recordLater`): that later message's fingerprint (the record's), the
-   * withdrawn one's being unknown. A message of it, given back at any stamp up to the new send's, is that later
-   * message, never withdrawn; any other before the new send's stamp is the withdrawn one (review revrec R1).
-   */
-  readonly spared?: Fingerprint | undefined
-}
-
-/**
- * Whether one noted forgetting (`withdrawn`) finds a message received at `receivedAt`, of the fingerprint `given()`,
- * withdrawn (DeliveryRecords.withdrawnBeforeResend states the rules).
- */
-const withdrawnBy = (withdrawn: ForgottenWithdrawal, receivedAt: number, given: () => Fingerprint): boolean => {
-  if (withdrawn.later !== undefined && receivedAt === withdrawn.resendStamp) return !sameFingerprint(given(), withdrawn.later)
-  if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
-  if (withdrawn.fingerprint !== undefined) return sameFingerprint(given(), withdrawn.fingerprint)
-  if (withdrawn.spared !== undefined && sameFingerprint(given(), withdrawn.spared)) return false
-  return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameFingerprint(given(), withdrawn.resend))
 }
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
@@ -235,7 +203,7 @@ export class DeliveryRecords {
    * message's fingerprint and the stamp that send's message was given (`stamp`). Empty unless a sender reused the
    * id of a message it withdrew.
    */
-  private readonly forgotten = new AgedMap<string, ReadonlyArray<ForgottenWithdrawal>>(MAX_FORGOTTEN)
+  private readonly forgotten = new AgedMap<string, ForgottenWithdrawal>(MAX_FORGOTTEN)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
   private readonly stamp: (now: number) => number
 
@@ -336,21 +304,15 @@ export class DeliveryRecords {
     // it out): the outcome is read only under a reused id (`record !== candidate`). A record with no fingerprint
     // (a route made for mail flushed after its record left: Receipts.addRoute) notes the new send's instead, so the
     // new message given back at its own stamp is not taken for the withdrawn one (task cg2tie).
-    // Under RECORD_LATER the record's fingerprint is a later send's, never withdrawn, and the withdrawal the routed
-    // message's, whose fingerprint left with its replay part: noted by the stamp, that later message spared (review
-    // revrec R1; only ruling out the fingerprint would find the later message withdrawn, received before this send).
     if (record.withdrawal !== undefined || (record !== candidate && record.recorded && isWithdrawal(record.outcome))) {
-      // This send's route, kept on the record first (Receipts.addRoute), cleared RECORD_LATER: its mark tells.
-      const recordLater = record.recordLater || (candidate.parts & ROUTE_TAKEN_LATER) !== 0
-      const held = record.targetId !== "" && !recordLater
+      const held = record.targetId !== ""
       const withdrawn: ForgottenWithdrawal = {
         fingerprint: held ? new OutboundRecord(record.senderKey, record.id, record) : undefined,
         resendStamp: this.stamp(now),
         resendAlike: held && sameFingerprint(candidate, record),
-        resend: new OutboundRecord(candidate.senderKey, candidate.id, candidate),
-        spared: recordLater && record.targetId !== "" ? new OutboundRecord(record.senderKey, record.id, record) : undefined
+        resend: held ? undefined : new OutboundRecord(candidate.senderKey, candidate.id, candidate)
       }
-      this.note(recordKeyOf(record.senderKey, record.id), withdrawn, now)
+      this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
       if (record.withdrawal !== undefined) this.table.forgetWithdrawal(record)
     }
     if (record !== candidate) record.fingerprintFrom(candidate)
@@ -382,20 +344,9 @@ export class DeliveryRecords {
   forgetEarlier(record: OutboundRecord, laterStamp: number, later: Fingerprint, now: number): void {
     if (record.withdrawnWaiting) {
       const withdrawn: ForgottenWithdrawal = { fingerprint: undefined, resendStamp: laterStamp, resendAlike: false, resend: undefined, later }
-      this.note(recordKeyOf(record.senderKey, record.id), withdrawn, now)
+      this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
     }
     this.table.forgetWithdrawal(record)
-  }
-
-  /**
-   * Notes `withdrawn` under `key` at `now`, ahead of the withdrawals already noted there, which stay: each still
-   * guards its own withdrawn message (review revrec R3: `keep`'s note replaced `forgetEarlier`'s, and the earlier
-   * message came back live). At most MAX_FORGOTTEN_PER_KEY, the oldest going; all of them date from `now`.
-   */
-  private note(key: string, withdrawn: ForgottenWithdrawal, now: number): void {
-    const before = this.forgotten.size === 0 ? undefined : this.forgotten.get(key)
-    const notes = before === undefined ? [withdrawn] : [withdrawn, ...before.slice(0, MAX_FORGOTTEN_PER_KEY - 1)]
-    this.forgotten.put(key, notes, now)
   }
 
   /**
@@ -449,29 +400,17 @@ export class DeliveryRecords {
    * the new send's content to another target is not (review revrec R2). A forgetting
    * `forgetEarlier` noted decides a tie by the later message's fingerprint
    * (`later`): of it, not withdrawn; of another, withdrawn (review revroute
-   * D1). One `keep` noted on a later send's record (`spared`) rules by the
-   * stamp alone, as above, except that a message of that later send's
-   * fingerprint is never withdrawn (review revrec R1). Several noted under
-   * the key: withdrawn when any finds it so, newest first — except that an
-   * older one does not, in a stamp tie, take a newer note's new send (of its
-   * `resend` fingerprint, at its stamp) for its withdrawn message (review
-   * revrec R3). Give-back path only; a size check when no
+   * D1). Give-back path only; a size check when no
    * withdrawal was forgotten, the fingerprint built only under a forgotten key.
    */
   withdrawnBeforeResend(recordKey: string, receivedAt: number, given: () => Fingerprint): boolean {
     if (this.forgotten.size === 0) return false
-    const notes = this.forgotten.get(recordKey)
-    if (notes === undefined) return false
-    let fingerprint: Fingerprint | undefined
-    const of = (): Fingerprint => fingerprint ??= given()
-    // Newest first. A message of a newer note's new send, at that send's stamp, is that new message: an older note
-    // in a stamp tie does not take it for its withdrawn one (its own `later`/`resend` name only the send after it).
-    let newerSend = false
-    for (const withdrawn of notes) {
-      if (!newerSend && withdrawnBy(withdrawn, receivedAt, of)) return true
-      if (withdrawn.resendStamp === receivedAt && withdrawn.resend !== undefined && sameFingerprint(of(), withdrawn.resend)) newerSend = true
-    }
-    return false
+    const withdrawn = this.forgotten.get(recordKey)
+    if (withdrawn === undefined) return false
+    if (withdrawn.later !== undefined && receivedAt === withdrawn.resendStamp) return !sameFingerprint(given(), withdrawn.later)
+    if (receivedAt > withdrawn.resendStamp || (receivedAt === withdrawn.resendStamp && withdrawn.resendAlike)) return false
+    if (withdrawn.fingerprint !== undefined) return sameFingerprint(given(), withdrawn.fingerprint)
+    return receivedAt < withdrawn.resendStamp || (withdrawn.resend !== undefined && !sameFingerprint(given(), withdrawn.resend))
   }
 
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */

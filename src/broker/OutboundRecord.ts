@@ -64,12 +64,6 @@ export const RECORD_LATER = 256
  * record of its id (Receipts.addRoute) before its replay part (DeliveryRecords.keep), so the two are one message's.
  */
 export const ROUTE_TAKEN = 512
-/**
- * Of a send's own record, with ROUTE_TAKEN: the table's record was RECORD_LATER when this send's route was kept on
- * it, which clears that bit before DeliveryRecords.keep reads it: the record's fingerprint is then a later send's,
- * not the routed message's whose withdrawal it keeps (review revrec R1).
- */
-export const ROUTE_TAKEN_LATER = 1024
 
 /**
  * What the broker keeps of one message (see the module header). The

@@ -107,7 +107,7 @@ import { fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from ".
 import * as Encode from "./encode.ts"
 import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
-import { OutboundRecord, ROUTE_TAKEN, ROUTE_TAKEN_LATER } from "./OutboundRecord.ts"
+import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -193,8 +193,7 @@ export class Receipts {
    * Whether the route's message is the one the replay part under its id
    * records (`OutboundRecord.recordLater`; review revdd DD1): on the send
    * path (`record` given) it is — that send's record is kept right after
-   * (marked ROUTE_TAKEN for DeliveryRecords.keep, and ROUTE_TAKEN_LATER when
-   * the record was `recordLater`, which this route clears) or was at its staging; for
+   * (marked ROUTE_TAKEN for DeliveryRecords.keep) or was at its staging; for
    * mail flushed, it is when no replay part is kept or the mail's
    * fingerprint is the part's (a hash of its text, on the flush path only).
    * Flushed mail of the fingerprint a later send's record holds
@@ -208,7 +207,7 @@ export class Receipts {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(senderKey, id) ?? new OutboundRecord(senderKey, id, undefined))
-    if (record !== undefined && claimed !== record) record.parts |= claimed.recordLater ? ROUTE_TAKEN | ROUTE_TAKEN_LATER : ROUTE_TAKEN
+    if (record !== undefined && claimed !== record) record.parts |= ROUTE_TAKEN
     const flushed = record === undefined && (claimed.recorded || claimed.withdrawal !== undefined) ? fingerprintOfMail(mail) : undefined
     const ofRecord = flushed === undefined || !claimed.recorded || sameFingerprint(flushed, claimed)
     // Flushed, the later message the record's fingerprint is (RECORD_LATER, which outlives its replay part) takes
