@@ -40,22 +40,32 @@ const flushedWithoutRecord = (w: CopyLeftWorld): { readonly m0: Message; readonl
 const refusals = (w: CopyLeftWorld): ReadonlyArray<string> =>
   w.framesOf(w.d).flatMap((f) => (f.type === "delivery_failed" || f.type === "error") ? [f.type] : [])
 
+/**
+ * Past the replay window, d resends m0's id with other text to y, written at once to y's stuck connection, which
+ * gives it back; b-1 closes too: what y's and b's returns get under m0's id (`refused`: d's refusals before that).
+ */
+const resendGivenBack = (w: CopyLeftWorld, b1: Peer, m0: Message) => {
+  w.clock.now += HOUR + 1_000
+  const y = w.reg("y", {}, "Y", true)
+  w.send("y", { ...m0, content: { text: "m0 again" } })
+  const refused = refusals(w)
+  w.closeAbandoned(y)
+  const y2 = w.reg("y", {}, "Y")
+  w.closeAbandoned(b1)
+  const b = w.reg("b", {})
+  return { refused, got: { b: textsOf(w.framesOf(b), m0.id), y: textsOf(w.framesOf(y2), m0.id) } }
+}
+
 describe("a resend under the id of a flushed message withdrawn without its record, given back itself (task cg2tie)", () => {
   it.effect("written at once to y and given back: y's return gets the resend, b's return nothing of the cancelled m0", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 1 })
       const { b1, m0 } = flushedWithoutRecord(w)
       w.cancel(m0.id)
-      w.clock.now += HOUR + 1_000
-      const y = w.reg("y", {}, "Y", true)
-      w.send("y", { ...m0, content: { text: "m0 again" } })
-      assert.deepStrictEqual(refusals(w), [], "d's cancel or resend was refused: the test sets up nothing")
-      w.closeAbandoned(y)
-      const y2 = w.reg("y", {}, "Y")
-      w.closeAbandoned(b1)
-      const b = w.reg("b", {})
+      const { got, refused } = resendGivenBack(w, b1, m0)
+      assert.deepStrictEqual(refused, [], "d's cancel or resend was refused: the test sets up nothing")
       assert.deepStrictEqual(
-        { b: textsOf(w.framesOf(b), m0.id), y: textsOf(w.framesOf(y2), m0.id) },
+        got,
         { b: [], y: ["m0 again"] },
         "the resend given back was lost (or the cancelled m0 came back live)"
       )
@@ -82,16 +92,10 @@ describe("a resend under the id of a flushed message withdrawn without its recor
       const w = yield* copyLeftWorld({ replayRecords: 1 })
       const { b1, m0 } = flushedWithoutRecord(w)
       w.send("b", message("m1", { supersedes: m0.id }))
-      w.clock.now += HOUR + 1_000
-      const y = w.reg("y", {}, "Y", true)
-      w.send("y", { ...m0, content: { text: "m0 again" } })
-      assert.deepStrictEqual(refusals(w), [], "d's supersede or resend was refused: the test sets up nothing")
-      w.closeAbandoned(y)
-      const y2 = w.reg("y", {}, "Y")
-      w.closeAbandoned(b1)
-      const b = w.reg("b", {})
+      const { got, refused } = resendGivenBack(w, b1, m0)
+      assert.deepStrictEqual(refused, [], "d's supersede or resend was refused: the test sets up nothing")
       assert.deepStrictEqual(
-        { b: textsOf(w.framesOf(b), m0.id), y: textsOf(w.framesOf(y2), m0.id) },
+        got,
         { b: [], y: ["m0 again"] },
         "the resend given back was lost (or the superseded m0 came back live)"
       )
@@ -107,16 +111,10 @@ describe("a resend under the id of a flushed message withdrawn without its recor
       clock.now = 1_000_000
       const { b1, m0 } = flushedWithoutRecord(w)
       w.cancel(m0.id)
-      w.clock.now += HOUR + 1_000
-      const y = w.reg("y", {}, "Y", true)
-      w.send("y", { ...m0, content: { text: "m0 again" } })
-      assert.deepStrictEqual(refusals(w), [], "d's cancel or resend was refused: the test sets up nothing")
-      w.closeAbandoned(y)
-      const y2 = w.reg("y", {}, "Y")
-      w.closeAbandoned(b1)
-      const b = w.reg("b", {})
+      const { got, refused } = resendGivenBack(w, b1, m0)
+      assert.deepStrictEqual(refused, [], "d's cancel or resend was refused: the test sets up nothing")
       assert.deepStrictEqual(
-        { b: textsOf(w.framesOf(b), m0.id), y: textsOf(w.framesOf(y2), m0.id) },
+        got,
         { b: [], y: ["m0 again"] },
         "in the stamp tie the resend was lost or the cancelled m0 came back live"
       )
