@@ -176,11 +176,16 @@ export const message = (text: string, extra: Partial<Message> = {}): Message => 
 
 export type Ack = FrameOf<"delivered" | "delivery_failed">
 
-/** Waits for the `delivered`/`delivery_failed` answer for `messageId`. */
+/**
+ * Waits for the first unread `delivered`/`delivery_failed` answer for `messageId`.
+ * A `cancel_message` is answered under the message's id too (a bare `delivered` when it took
+ * effect): a test that cancels and then sends again under the same id must read the
+ * cancel's answer first, or this returns it as the new send's.
+ */
 export const ackFor = (client: WireClient, messageId: string): Effect.Effect<Ack, WireError> =>
   client.next(["delivered", "delivery_failed"], (frame) => frame.messageId === messageId)
 
-/** Sends `message` to `to` (plus extra send-frame fields) and returns the answer. */
+/** Sends `message` to `to` (plus extra send-frame fields) and returns the answer (see `ackFor` on a cancel's answer). */
 export const send = (
   client: WireClient,
   to: string,
