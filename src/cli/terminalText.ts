@@ -2,7 +2,7 @@
  * Client-supplied text (session names, groups, statuses, send targets, codes,
  * message ids) made safe to print on a terminal. How many columns text takes
  * is terminalWidth.ts's: only `intercom top` measures, and its grapheme
- * segmenter costs a process that loads it ~15 ms of CPU (`send` loads this
+ * segmenter costs a process that loads it 17–21 ms of CPU (`send` loads this
  * module; docs/performance.md, "`intercom send`, sixty-ninth stop").
  */
 

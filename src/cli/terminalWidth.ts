@@ -3,7 +3,7 @@
  * width, by grapheme cluster: what `intercom top` (top/view.ts) needs to keep
  * its rows aligned. A module of its own, apart from terminalText.ts's
  * escaping, because the `Intl.Segmenter` it builds when loaded (ICU's
- * grapheme rules) costs ~15 ms of CPU, and the `send` path, which prints
+ * grapheme rules) costs 17–21 ms of CPU, and the `send` path, which prints
  * through terminalText.ts but measures nothing, should not pay it
  * (docs/performance.md, "`intercom send`, sixty-ninth stop").
  */
