@@ -51,6 +51,13 @@ describe("startup of the built executable", () => {
     }
   })
 
+  it("the broker and send bundles build no Intl.Segmenter (terminalWidth.ts's, which only `intercom top` needs)", () => {
+    for (const bundle of ["broker.cjs", "client.cjs"]) {
+      const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
+      assert.notInclude(text, "Intl.Segmenter", bundle)
+    }
+  })
+
   it("the broker and send bundles are ASCII, so that their text decodes to a one-byte string", () => {
     for (const bundle of ["broker.cjs", "client.cjs"]) {
       const text = fs.readFileSync(path.join(BIN, bundle), "utf8")

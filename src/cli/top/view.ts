@@ -7,7 +7,8 @@
  */
 import type { BrokerSnapshot, OpenAsk, RefusalEntry, SessionRow } from "../../observe/Snapshot.ts"
 import { healthOf } from "../../observe/Snapshot.ts"
-import { cutToWidth, fitToWidth, terminalSafe } from "../terminalText.ts"
+import { terminalSafe } from "../terminalText.ts"
+import { cutToWidth, fitToWidth } from "../terminalWidth.ts"
 
 /** The columns `s` cycles through, in order. */
 export const SORT_COLUMNS = ["activity", "name", "group", "status", "asks", "rate"] as const
