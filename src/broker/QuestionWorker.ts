@@ -32,6 +32,7 @@ import { MAX_ID_LENGTH } from "../protocol/limits.ts"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
 import { answerDecision, isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
+import { fitPage } from "./QuestionPages.ts"
 import type { Questions, QuestionWork } from "./Questions.ts"
 import type { Session } from "./Registry.ts"
 
@@ -313,7 +314,11 @@ export const runQuestionWorker = (
         return store.list(item.ownerId, item.page).pipe(
           Effect.matchEffect({
             onFailure: (error) => failed(item.session, item.requestId, error),
-            onSuccess: (page) => result(item.session, item.requestId, { page })
+            // C-BRK-3: cut before the summary that would take the frame past 1 MiB (helper qsize).
+            onSuccess: (page) =>
+              Effect.sync(() =>
+                questions.write(item.session, fitPage(page, (fitted) => questionResultFrame(item.requestId, { page: fitted }, durable)))
+              )
           })
         )
       case "Get":
