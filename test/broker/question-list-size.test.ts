@@ -5,11 +5,13 @@
  * listing never answered. Now the page closes before the summary that would pass 1 MiB, `nextOffset` names it, and
  * following `nextOffset` reaches every question once, in order. The question fiber's work is awaited with a
  * `question_get` sent after the listing (it takes its items in order), so a listing never written fails at once. On
- * a broker over the in-memory network with a memory question store; no time passes.
+ * a broker over the in-memory network with a memory question store, under `patientClock` (a step carries megabytes:
+ * on a loaded machine it can take longer than the TestClock's default second); no time passes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
+import { patientClock } from "../support/memory.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -49,7 +51,7 @@ const listed = (supervisor: WireClient, offset: number): Effect.Effect<{ readonl
 
 describe("a question_list page is cut by bytes as well as by count", () => {
   it.effect("100 summaries of escaped previews: each page fits 1 MiB and closes before the next summary would pass it, and nextOffset reaches every question once, in order", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, supervisor } = yield* questionWorld
       for (let i = 0; i < COUNT; i++) {
         const requestId = `r-${i}`
@@ -83,5 +85,5 @@ describe("a question_list page is cut by bytes as well as by count", () => {
       }
       assert.isAbove(pages.length, 1, "precondition: the questions do not fit one frame")
       assert.deepStrictEqual(seen, Array.from({ length: COUNT }, (_, i) => idOf(i)))
-    }))
+    })))
 })

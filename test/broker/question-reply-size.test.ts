@@ -6,13 +6,15 @@
  * Before, the reply reached the child and was saved, and the writer's guard then dropped every `question_get` and
  * re-ask answer of the question: nobody got them. A failure reply (`replyError`, C-DQ-8) is not an answer and is not
  * sized so. The question fiber's work is awaited with a `question_list` on the same connection (it takes its items in
- * order). On a broker over the in-memory network with a memory question store; no time passes.
+ * order). On a broker over the in-memory network with a memory question store, under `patientClock` (a step carries
+ * megabytes: on a loaded machine it can take longer than the TestClock's default second); no time passes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { MAX_ID_LENGTH } from "../../src/protocol/limits.ts"
 import { message, messageFor, send } from "../support/broker.ts"
+import { patientClock } from "../support/memory.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -52,7 +54,7 @@ const refused = (ack: { readonly type: string; readonly code?: string; readonly 
 
 describe("a supervisor's live reply to a durable question is sized as the answer it becomes", () => {
   it.effect("a reply that fits its own frame but not with the question: refused E_MESSAGE_TOO_LARGE, nothing delivered or saved; a shorter reply then answers", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor)
       const long = message("a".repeat(600_000), { replyTo: "q-1" })
@@ -68,10 +70,10 @@ describe("a supervisor's live reply to a durable question is sized as the answer
       assert.strictEqual((yield* messageFor(child, short.id)).message.content.text, "left")
       yield* fiberDone(supervisor, "after-answer")
       assert.strictEqual(questions.records.get("q-1")?.answer, "left")
-    }))
+    })))
 
   it.effect("the bound is exact: a reply a byte over the room is refused naming 1 MiB + 1; one of exactly the room is saved, and a question_get to the widest request id and the child's re-ask are answered", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor)
       const { room } = refused(yield* send(supervisor, "child-worker", message("a".repeat(600_000), { replyTo: "q-1" })))
@@ -89,10 +91,10 @@ describe("a supervisor's live reply to a durable question is sized as the answer
       yield* child.send({ ...questionAsk, requestId: "r-2", text: QUESTION })
       const reasked = yield* answerTo(child, "r-2")
       assert.strictEqual(reasked.type, "question_result")
-    }))
+    })))
 
   it.effect("a failure reply (replyError) longer than the room is not an answer: delivered, nothing saved, the question still waits", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor)
       const failure = message("a".repeat(600_000), { replyTo: "q-1" })
@@ -103,5 +105,5 @@ describe("a supervisor's live reply to a durable question is sized as the answer
       assert.isUndefined(questions.records.get("q-1")?.answer)
       const short = message("left", { replyTo: "q-1" })
       assert.strictEqual((yield* send(supervisor, "child-worker", short)).type, "delivered")
-    }))
+    })))
 })
