@@ -1,6 +1,6 @@
 /**
- * Size: about 405 lines, at the ~400 guideline: one concept, the question fiber; its answer sizing
- * (`hollowFrames`, `answerTooLarge`) is the part to move out next.
+ * Size: about 440 lines, past the ~400 guideline: one concept, the question fiber; its answer sizing
+ * (`hollowFrames`, `answerTooLarge`, and `answerRoom`/`answerOverRoom` the send stage uses) is the part to move out next.
  *
  * The broker's question fiber: the one owner of durable question state
  * changes (C-DQ-3). It takes `QuestionWork` from the Router's Questions
@@ -14,7 +14,7 @@
  * confirms (C-DQ-9); if the child has exited, the answer claims the revival
  * once (C-DQ-10) and the receipt carries the exact call to recover it (C-DQ-12).
  *
- * An answer is size-checked here, where the saved question's text is known,
+ * An answer by id is size-checked here, where the saved question's text is known,
  * before it is saved (C-BRK-3, helper qanswer): every frame that carries it
  * — its receipt, the child's `question_answered`, and a later `question_get`,
  * re-ask `question_result` or stop receipt with the question and the answer
@@ -22,7 +22,8 @@
  * the answerer is refused `AnswerTooLarge` and nothing is saved. Before, such
  * an answer was saved and the writer's guard dropped those frames. A new
  * question is sized by the same check with a one-character answer, and a
- * refusal that leaves the question waiting opens its edge again (helper fixqa).
+ * refusal that leaves the question waiting opens its edge again (helper fixqa). A live reply is
+ * sized by the send stage against `answerRoom`, the room the same frames leave (helper qsize).
  */
 import { Data, Effect, Queue } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -31,6 +32,7 @@ import { MAX_ID_LENGTH } from "../protocol/limits.ts"
 import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
 import { answerDecision, isUnresolved, type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
 import type { QuestionStoreService } from "../store/QuestionStore.ts"
+import { fitPage } from "./QuestionPages.ts"
 import type { Questions, QuestionWork } from "./Questions.ts"
 import type { Session } from "./Registry.ts"
 
@@ -94,7 +96,7 @@ const revivalOf = (record: QuestionRecord, claimed: boolean): RevivalWire => ({
  * the longest frame it would be written in, `room` how many bytes (as JSON
  * text) the question leaves any answer. Nothing was saved, unless `same`:
  * the identical answer was saved before (from a reply to the notification,
- * which is not sized) and nothing changed.
+ * which a broker before helper qsize did not size) and nothing changed.
  *
  * @category errors
  * @since 0.1.0
@@ -178,6 +180,36 @@ export const answerTooLarge = (answered: QuestionRecord, at: number, same = fals
   return widest <= MAX_FRAME_BYTES
     ? undefined
     : new AnswerTooLarge({ questionId: answered.id, bytes: widest, room: MAX_FRAME_BYTES - shell, same })
+}
+
+/**
+ * How many bytes, as JSON text, the notified question `question` (no answer yet) leaves any answer: what
+ * `answerTooLarge` would name as its `room`, with the same frames and the same times (`at`). Questions.notify keeps
+ * it with the notice, so the send stage sizes the supervisor's live reply without the question's text (helper qsize).
+ * Stringifies the question's text once.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const answerRoom = (question: QuestionRecord, at: number): number => {
+  const { alone, withQuestion } = hollowFrames(question, at)
+  return MAX_FRAME_BYTES - Math.max(withQuestion + escapedBytes(question.message), alone)
+}
+
+/**
+ * Why an answer `text` (as the store saves it, trimmed) to question `questionId`, which leaves `room` bytes
+ * (`answerRoom`), would make a frame over 1 MiB, or undefined: `AnswerTooLarge` with the frame's size. Cheap when
+ * six bytes a character fit (`ESCAPE_MAX`); else the text is trimmed and stringified once.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const answerOverRoom = (questionId: string, room: number, text: string): AnswerTooLarge | undefined => {
+  if (ESCAPE_MAX * text.length <= room) return undefined
+  const bytes = escapedBytes(text.trim())
+  return bytes <= room
+    ? undefined
+    : new AnswerTooLarge({ questionId, bytes: MAX_FRAME_BYTES - room + bytes, room, same: false })
 }
 
 const cancelledFrame = (record: QuestionRecord): string =>
@@ -282,7 +314,11 @@ export const runQuestionWorker = (
         return store.list(item.ownerId, item.page).pipe(
           Effect.matchEffect({
             onFailure: (error) => failed(item.session, item.requestId, error),
-            onSuccess: (page) => result(item.session, item.requestId, { page })
+            // C-BRK-3: cut before the summary that would take the frame past 1 MiB (helper qsize).
+            onSuccess: (page) =>
+              Effect.sync(() =>
+                questions.write(item.session, fitPage(page, (fitted) => questionResultFrame(item.requestId, { page: fitted }, durable)))
+              )
           })
         )
       case "Get":
@@ -320,9 +356,10 @@ export const runQuestionWorker = (
   /**
    * C-BRK-3: a `question_answer` whose answer would be written in a frame over 1 MiB (`answerTooLarge`, with the
    * saved question's text) is refused before it is saved. An answer the store would write is sized, and an identical
-   * re-answer too: its receipt carries the saved answer, which was not sized if a live reply saved it (review
-   * revqanswer #4; refused `same`, nothing changed). A conflicting or cancelled one is refused as ever. A live reply
-   * (no session) is not: it reached the child before the fiber saw it (a known limit, docs/protocol.md).
+   * re-answer too: its receipt carries the saved answer, which was not sized if a live reply saved it before helper
+   * qsize (review revqanswer #4; refused `same`, nothing changed). A conflicting or cancelled one is refused as ever.
+   * A live reply (no session) is not sized here: the send stage sized it against the same room before it reached the
+   * child (Questions.replyTooLarge, `answerRoom`).
    */
   const refusalOf = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>) =>
     item.session === undefined

@@ -1,6 +1,6 @@
 /**
- * Size: one concept, about 820 lines, past the ~400 guideline — the Router's side of durable questions (its six
- * frames with the size check of a question's frames, the send stage that turns a reply into an answer and refuses a send under a question's id, the small
+ * Size: one concept, about 860 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * frames with the size check of a question's frames, the send stage that turns a reply into an answer, sizes it as one and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
  * waiters and notices in one synchronous pass (a refused answer's `reopen` too), so they stay together; the frame handlers are the part to split out.
@@ -60,7 +60,11 @@
  * not granted `questions-v1` drops them, as if the old one left).
  *
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
- * (C-DQ-8): the edge is opened again and the question keeps waiting.
+ * (C-DQ-8): the edge is opened again and the question keeps waiting. Any
+ * other reply from the supervisor notified is the answer, so the send stage
+ * sizes it as one before it is delivered (C-BRK-3, helper qsize): against
+ * the room the question leaves (QuestionWorker.answerRoom, kept with the
+ * notice), refused `E_MESSAGE_TOO_LARGE` with nothing delivered or saved.
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
  * its notification with every extension field it carries, by the send
@@ -89,16 +93,17 @@ import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
 import * as Encode from "./encode.ts"
-import { answerTooLarge } from "./QuestionWorker.ts"
+import { answerOverRoom, answerRoom, answerTooLarge } from "./QuestionWorker.ts"
 import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
+import { replyErrorOf } from "./ReplyErrors.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
-import type { SendStage } from "./SendStage.ts"
+import type { Refusal, SendAttempt, SendStage } from "./SendStage.ts"
 
 /**
  * One piece of question work for the question fiber, in arrival order.
@@ -182,6 +187,11 @@ export interface QuestionNotice {
   readonly supervisor: Session
   /** The supervisor connection that was sent the notification: notified once per connection. */
   readonly sentTo: Session["peer"]
+  /**
+   * How many bytes, as JSON text, the question leaves its answer (QuestionWorker.answerRoom): the send stage refuses
+   * a live reply longer than that before it is delivered or saved (helper qsize).
+   */
+  readonly room: number
 }
 
 /**
@@ -219,6 +229,12 @@ export const QuestionText = {
    * `QuestionTooLarge`: with a one-character answer, the longest frame carrying the saved question and its answer
    * back (its receipt, a `question_get` or re-ask `question_result`) would be `bytes` long.
    */
+  /**
+   * `E_MESSAGE_TOO_LARGE` for the supervisor's live reply to question `questionId`: saved as its answer, it would make
+   * a frame of `bytes` bytes; the question leaves `room` bytes (as JSON text) for an answer.
+   */
+  replyTooLarge: (questionId: string, bytes: number, room: number) =>
+    `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; question ${questionId} leaves room for an answer of at most ${room} bytes as JSON text. Nothing was delivered or saved, and the question still waits; reply shorter, or put long material in a file and name its path`,
   resultTooLarge: (bytes: number) =>
     `Question is too large to deliver: it must leave room for its answer, and with a one-character answer the saved question and the answer sent back (its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed) would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
@@ -335,11 +351,16 @@ export class Questions {
     // Any send under the id of a question its sender asked or waits on (module header): an ask's edge would
     // replace the question's, and any message would be a second one from the child under the notification's id.
     // A sender with no question live (`liveBy`) holds no id: one lookup by its key, no record key built.
+    // And a supervisor's reply that would be a question's answer: sized as the frames the saved answer makes
+    // (`replyTooLarge`), one lookup by its reply key while any question is notified.
     check: (attempt) => {
       const sender = attempt.sender.key
-      if (this.liveBy.size === 0 || !this.liveBy.has(sender)) return undefined
-      const id = attempt.message.id
-      return this.holds(sender, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
+      if (this.liveBy.size !== 0 && this.liveBy.has(sender)) {
+        const id = attempt.message.id
+        if (this.holds(sender, id)) return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
+      }
+      const key = attempt.replyKey
+      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -365,6 +386,24 @@ export class Questions {
         closed: undefined
       })
     }
+  }
+
+  /**
+   * C-BRK-3 for the live path (helper qsize): a reply along the edge of notified question `key` from the supervisor
+   * notified, with no `replyError` (C-DQ-8: not an answer), is refused `E_MESSAGE_TOO_LARGE` when its text, saved as
+   * the answer, would make a frame over 1 MiB (`answerOverRoom` with the notice's `room`). Refused here, before the
+   * asks stage's edge is used, nothing is delivered or saved and the question waits on its edge. Before, the reply
+   * reached the child and was saved, and every later frame carrying the question with it (a `question_get`, a
+   * re-ask's `question_result`, an answer receipt) was dropped by the writer's guard.
+   */
+  private replyTooLarge(key: string, attempt: SendAttempt): Refusal | undefined {
+    const notice = this.notices.get(key)
+    if (notice === undefined || notice.supervisor !== attempt.sender) return undefined
+    if (replyErrorOf(attempt.frame, attempt.sender.peer) !== undefined) return undefined
+    const over = answerOverRoom(notice.questionId, notice.room, attempt.message.content.text)
+    return over === undefined
+      ? undefined
+      : { code: DeliveryCode.MessageTooLarge, reason: QuestionText.replyTooLarge(notice.questionId, over.bytes, over.room) }
   }
 
   /**
@@ -462,7 +501,15 @@ export class Questions {
     const now = this.ctx.now()
     const key = recordKeyOf(child.key, record.id)
     const known = this.notices.get(key)
-    const notice: QuestionNotice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target, sentTo: target.peer }
+    const notice: QuestionNotice = {
+      questionId: record.id,
+      ownerId: record.ownerId,
+      child,
+      supervisor: target,
+      sentTo: target.peer,
+      // Sized once per question notified (the record is the same while it waits unanswered).
+      room: known?.room ?? answerRoom(record, now)
+    }
     this.setNotice(key, notice)
     this.openEdge(notice, now)
     if (known?.sentTo === target.peer) return
