@@ -12,6 +12,7 @@ import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { messageFor } from "../support/broker.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
+import { patientClock } from "../support/memory.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
   client.next(["question_result", "question_failed"], (frame) => frame.requestId === requestId)
@@ -21,7 +22,7 @@ const QUESTION_REFUSAL = /would be (\d+) bytes, over the 1048576-byte frame limi
 describe("a saved question takes any one-character answer", () => {
   for (const answer of ["é", "✓", "是"]) {
     it.effect(`a question at the ask's bound takes the one-character answer ${JSON.stringify(answer)} by id`, () =>
-      Effect.gen(function*() {
+      patientClock(Effect.gen(function*() {
         const { child, questions, supervisor } = yield* questionWorld
         const probe = MAX_FRAME_BYTES - 1_700
         yield* child.send({ ...questionAsk, requestId: "r-0", questionId: "q-0", text: "x".repeat(probe) })
@@ -37,6 +38,6 @@ describe("a saved question takes any one-character answer", () => {
         const answered = yield* answerTo(supervisor, "a-1")
         assert.strictEqual(answered.type, "question_result", answered.type === "question_failed" ? answered.reason : "")
         assert.strictEqual(questions.records.get("q-1")?.answer, answer)
-      }))
+      })))
   }
 })

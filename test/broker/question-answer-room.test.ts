@@ -16,6 +16,7 @@ import { MAX_ID_LENGTH } from "../../src/protocol/limits.ts"
 import { message, messageFor, send } from "../support/broker.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
+import { patientClock } from "../support/memory.ts"
 
 /** The longest request id a client may send, each character written as a six-byte JSON escape. */
 const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)
@@ -57,7 +58,7 @@ const boundLength = (child: WireClient) =>
 
 describe("the ask's size check leaves room for the answer", () => {
   it.effect("a question at the ask's bound is saved and takes a one-character answer by id; one character longer is refused QuestionTooLarge", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       const bound = yield* boundLength(child)
       yield* child.send({ ...questionAsk, requestId: "r-over", questionId: "q-2", text: "x".repeat(bound + 1) })
@@ -71,10 +72,10 @@ describe("the ask's size check leaves room for the answer", () => {
       assert.strictEqual(questions.records.get("q-1")?.answer, "y")
       const written = supervisor.receivedTexts().filter((text) => text.startsWith(`{"type":"question_result"`))
       assert.isAtMost(Math.max(...written.map((text) => Buffer.byteLength(text))), MAX_FRAME_BYTES)
-    }))
+    })))
 
   it.effect("a question at the ask's bound, unanswered, is read back by question_get under a 256-character escaped request id", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, supervisor } = yield* questionWorld
       const bound = yield* boundLength(child)
       yield* child.send({ ...questionAsk, text: "x".repeat(bound) })
@@ -83,10 +84,10 @@ describe("the ask's size check leaves room for the answer", () => {
       yield* supervisor.send({ type: "question_get", requestId: WIDEST_REQUEST_ID, questionId: "q-1" })
       const got = yield* answerTo(supervisor, WIDEST_REQUEST_ID)
       assert.strictEqual(got.type, "question_result")
-    }))
+    })))
 
   it.effect("AnswerTooLarge names the room the question leaves: an answer of exactly that many bytes is saved", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* child.send({ ...questionAsk, text: "q".repeat(600_000) })
       assert.strictEqual((yield* answerTo(child, questionAsk.requestId)).type, "question_result", "precondition: saved")
@@ -98,7 +99,7 @@ describe("the ask's size check leaves room for the answer", () => {
       yield* supervisor.send({ type: "question_answer", requestId: WIDEST_REQUEST_ID, questionId: "q-1", text: "a".repeat(room) })
       assert.strictEqual((yield* answerTo(supervisor, WIDEST_REQUEST_ID)).type, "question_result")
       assert.strictEqual(questions.records.get("q-1")?.answer?.length, room)
-    }))
+    })))
 })
 
 describe("a refused question_answer leaves the question waiting with its edge", () => {
@@ -109,7 +110,7 @@ describe("a refused question_answer leaves the question waiting with its edge", 
     ] as const
   ) {
     it.effect(`refused ${name}, then a reply to the notification: delivered and saved as the answer`, () =>
-      Effect.gen(function*() {
+      patientClock(Effect.gen(function*() {
         const { child, questions, supervisor } = yield* questionWorld
         yield* child.send(questionAsk)
         assert.strictEqual((yield* answerTo(child, questionAsk.requestId)).type, "question_result", "precondition: saved")
@@ -123,7 +124,7 @@ describe("a refused question_answer leaves the question waiting with its edge", 
         yield* supervisor.roundTrip
         yield* writtenFor(supervisor, "a-1")
         assert.strictEqual(questions.records.get("q-1")?.answer, "left")
-      }))
+      })))
   }
 })
 
@@ -131,7 +132,7 @@ describe("an identical re-answer of an answer saved unsized", () => {
   // A live reply is sized now (question-reply-size.test.ts); a broker before helper qsize saved it unsized, and its
   // store is read as it is: the answer is put in the store as that broker left it.
   it.effect("too large with its question for a receipt: refused AnswerTooLarge saying the same answer is saved and nothing changed", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* child.send({ ...questionAsk, text: "q".repeat(600_000) })
       assert.strictEqual((yield* answerTo(child, questionAsk.requestId)).type, "question_result", "precondition: saved")
@@ -147,5 +148,5 @@ describe("an identical re-answer of an answer saved unsized", () => {
       const frame: { readonly type: string; readonly error?: string; readonly reason?: string } = JSON.parse(written[0]!)
       named(frame, "AnswerTooLarge", ROOM)
       assert.include(frame.reason, "This same answer was already saved (from a reply to the notification); nothing changed")
-    }))
+    })))
 })

@@ -17,6 +17,7 @@ import { MAX_ID_LENGTH } from "../../src/protocol/limits.ts"
 import { messageFor } from "../support/broker.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
+import { patientClock } from "../support/memory.ts"
 
 /** The longest request id a client may send, each character written as a six-byte JSON escape. */
 const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)
@@ -68,7 +69,7 @@ const refusedBytes = (frame: { readonly type: string; readonly error?: string; r
 
 describe("a durable question's answer is size-checked as the frames it becomes", () => {
   it.effect("an answer that exactly fills its question_answer frame: refused AnswerTooLarge, nothing saved, the child told nothing; a shorter one is then saved and pushed", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor, "Which way?")
       const empty = Buffer.byteLength(JSON.stringify(answerFrame("a-1", "")))
@@ -86,10 +87,10 @@ describe("a durable question's answer is size-checked as the frames it becomes",
       const answered = yield* child.next("question_answered")
       assert.strictEqual(answered.answer, "left")
       assert.strictEqual(questions.records.get("q-1")?.answer, "left")
-    }))
+    })))
 
   it.effect("a question and an answer that each fit but together pass 1 MiB: refused AnswerTooLarge, nothing saved, the child told nothing", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor, "q".repeat(600_000))
       yield* supervisor.send(answerFrame("a-1", "a".repeat(500_000)))
@@ -98,10 +99,10 @@ describe("a durable question's answer is size-checked as the frames it becomes",
       assert.isUndefined(questions.records.get("q-1")?.answer, "the refused answer was saved")
       yield* child.roundTrip
       yield* child.expectNothing("question_answered")
-    }))
+    })))
 
   it.effect("the bound is exact: the answer shorter by the excess the refusal names is saved, and its re-answer's receipt with a revival to a 256-character request id is exactly 1 MiB", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* asked(child, supervisor, "q".repeat(500_000))
       // The child exits: an answer's receipt carries its revival, the longest frame the answer becomes.
@@ -120,5 +121,5 @@ describe("a durable question's answer is size-checked as the frames it becomes",
       // The first says `"saved":true` and `"claimed":true`, a byte shorter each; the identical re-answer is the longest.
       assert.deepStrictEqual(receipts.map(({ bytes }) => bytes), [MAX_FRAME_BYTES - 2, MAX_FRAME_BYTES])
       assert.strictEqual(questions.records.get("q-1")?.answer, text)
-    }))
+    })))
 })

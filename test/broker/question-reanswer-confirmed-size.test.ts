@@ -17,6 +17,7 @@ import { MAX_ID_LENGTH } from "../../src/protocol/limits.ts"
 import { messageFor } from "../support/broker.ts"
 import { questionAsk, questionWorld } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
+import { patientClock } from "../support/memory.ts"
 
 const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)
 
@@ -25,7 +26,7 @@ const answerTo = (client: WireClient, requestId: string) =>
 
 describe("an identical re-answer of a confirmed answer is sized as the frames it makes", () => {
   it.effect("every frame fits under the widest request id: the identical re-answer gets its receipt, not AnswerTooLarge", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* questionWorld
       yield* child.send({ ...questionAsk, text: "q".repeat(600_000) })
       assert.strictEqual((yield* answerTo(child, questionAsk.requestId)).type, "question_result", "precondition: saved")
@@ -55,5 +56,5 @@ describe("an identical re-answer of a confirmed answer is sized as the frames it
       yield* supervisor.send({ type: "question_answer", requestId: WIDEST_REQUEST_ID, questionId: "q-1", text })
       const answered = yield* answerTo(supervisor, WIDEST_REQUEST_ID)
       assert.strictEqual(answered.type, "question_result", answered.type === "question_failed" ? answered.reason : "")
-    }))
+    })))
 })

@@ -13,7 +13,7 @@ import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { messageFor } from "../support/broker.ts"
-import { type MemoryNetwork, memoryNetwork } from "../support/memory.ts"
+import { type MemoryNetwork, memoryNetwork, patientClock } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 
 /** Every extension a notification's fields need, for both ends: the supervisor is written the longest frame. */
@@ -84,7 +84,7 @@ const exactLength = (child: WireClient, supervisor: WireClient) =>
 
 describe("a re-ask of a saved question is answered from the saved record, not size-checked as a new one", () => {
   it.effect("saved at exactly 1 MiB and answered while its child was away: the child back on a longer model re-asks and gets question_result with the answer, then question_answered", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { capability, child, net, questions, supervisor } = yield* worldOn("m")
       const text = "x".repeat(yield* exactLength(child, supervisor))
       assert.strictEqual((yield* request(child, askOf("r-1", "q-1", text))).type, "question_result", "precondition: q-1 saved")
@@ -104,10 +104,10 @@ describe("a re-ask of a saved question is answered from the saved record, not si
       assert.strictEqual(rechecked.question?.answer, "ok")
       const pushed = yield* again.next("question_answered", (f) => f.questionId === "q-1")
       assert.strictEqual(pushed.answer, "ok")
-    }))
+    })))
 
   it.effect("re-asked with a different text too large for a new question: question_result with the saved question, its text unchanged", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* worldOn("m")
       const longer = "x".repeat((yield* exactLength(child, supervisor)) + 1)
       const frame = askOf("r-2", "q-1", longer)
@@ -124,5 +124,5 @@ describe("a re-ask of a saved question is answered from the saved record, not si
       assert.strictEqual(rechecked.question?.state, "awaiting_input")
       assert.strictEqual(questions.records.get("q-1")?.message, "Which way?", "the saved text changed")
       assert.isUndefined(questions.records.get("q-2"), "the question refused as new was saved")
-    }))
+    })))
 })

@@ -18,6 +18,7 @@ import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor } from "../support/broker.ts"
 import { questionAsk, questionWorldOf } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
+import { patientClock } from "../support/memory.ts"
 
 /**
  * A supervisor granted every field a notification carries: its frame is the longest one. The child's 3,000-character
@@ -58,7 +59,7 @@ const exactLength = (child: WireClient, supervisor: WireClient) =>
 
 describe("a durable question is size-checked as its notification and its answer", () => {
   it.effect("one byte over with the notification's fields: refused QuestionTooLarge with the size, the fields' room and the limit; nothing saved, notified or held", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* world
       const exact = yield* exactLength(child, supervisor)
       const over = yield* ask(child, "x".repeat(exact + 1))
@@ -78,10 +79,10 @@ describe("a durable question is size-checked as its notification and its answer"
       const note = { ...message("by the way"), id: "q-1" }
       yield* child.send({ type: "supervisor_send", to: SUP, message: note })
       assertDelivered(yield* child.next(["delivered", "delivery_failed"], (frame) => frame.messageId === note.id))
-    }))
+    })))
 
   it.effect("exactly 1 MiB with the notification's fields: saved, answered question_result, and notified whole to a supervisor granted them all", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       const { child, questions, supervisor } = yield* world
       const exact = yield* exactLength(child, supervisor)
       const text = "x".repeat(exact)
@@ -95,10 +96,10 @@ describe("a durable question is size-checked as its notification and its answer"
       assert.strictEqual(notified.askTimeoutMs, MAX_ASK_TIMEOUT_MS)
       assert.strictEqual(notified.channel, "supervisor")
       assert.strictEqual(notified.delivery, "steer")
-    }))
+    })))
 
   it.effect("a notification that fits but frames carrying it back with a one-character answer that would not: refused QuestionTooLarge naming their size", () =>
-    Effect.gen(function*() {
+    patientClock(Effect.gen(function*() {
       // The child's short cwd: its notification is shorter than those frames (sized to a 256-character request id).
       const { child, questions, supervisor } = yield* plainWorld
       const requestId = "r-1"
@@ -118,5 +119,5 @@ describe("a durable question is size-checked as its notification and its answer"
       assert.strictEqual(questions.records.size, 0, "a refused question was saved")
       yield* supervisor.roundTrip
       yield* supervisor.expectNothing("message", (frame) => frame.message.id === "q-1")
-    }))
+    })))
 })
