@@ -227,11 +227,6 @@ export class AgedMap<K, V> {
     for (let entry = this.oldest; entry !== undefined; entry = entry.newer) yield entry.value
   }
 
-  /** Keys and values, oldest first. */
-  *entries(): IterableIterator<readonly [K, V]> {
-    for (let entry = this.oldest; entry !== undefined; entry = entry.newer) yield [entry.key, entry.value]
-  }
-
   private unlink(entry: Aged<K, V>): void {
     if (entry.older !== undefined) entry.older.newer = entry.newer
     else this.oldest = entry.newer

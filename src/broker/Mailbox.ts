@@ -71,6 +71,12 @@ interface Entry {
   readonly bytes: number
 }
 
+/** Mail taken out to make room for a message, with the age it had in the list (`Mailbox.putBack`). */
+interface Removed {
+  readonly entry: Entry
+  readonly at: number
+}
+
 /**
  * Whether mail put back at its place goes ahead of `tied`, of the same age (AgedMap.setAged): when it came first in
  * queue order, so it expires (its sender told) before the mail of its age queued after it — not before mail of an
@@ -123,8 +129,9 @@ export class Mailbox {
    * that evicted it — possibly `mail` itself, and then alone: when it is
    * bigger than a bytes bound, or when the overall bounds find its sender the
    * heaviest and it is that sender's oldest. In that second case the mail
-   * the bounds pushed out before reaching `mail` is put back where it was,
-   * so a message that is not kept never costs anyone else theirs.
+   * the bounds pushed out before reaching `mail` is put back where it was —
+   * its queue place and the age it had, `putBack` — so a message that is not
+   * kept never costs anyone else theirs, nor gives anyone a longer stay.
    *
    * With `seq` (a queue place `seqOf` or `take` gave), `mail` goes back at
    * its place in age (by its `queuedAt`) and queue order, as mail taken out
@@ -150,14 +157,13 @@ export class Mailbox {
     else this.entries.setAged(mail.recordKey, entry, mail.queuedAt, aheadOf(entry))
     this.index(entry)
     const evicted: Array<Eviction> = []
-    const removed: Array<Entry> = []
+    const removed: Array<Removed> = []
     // The recipient's own bound first: its oldest mail makes room.
     while ((this.targetBytes.get(mail.targetKey) ?? 0) > limits.maxBytesPerTarget) {
       const oldest = this.oldest(this.byTarget.get(mail.targetKey))
       if (oldest === undefined) break
       evicted.push({ mail: oldest.mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes: oldest.bytes })
-      removed.push(oldest)
-      this.delete(oldest.mail.recordKey)
+      removed.push(this.remove(oldest))
     }
     while (this.entries.size > limits.capacity || this.bytes > limits.maxBytes) {
       const byCount = this.entries.size > limits.capacity
@@ -167,26 +173,35 @@ export class Mailbox {
       const eviction: Eviction = byCount
         ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
         : { mail: oldest.mail, bound: "bytes", limit: limits.maxBytes, bytes: oldest.bytes }
-      this.delete(oldest.mail.recordKey)
       if (oldest === entry) {
+        this.delete(oldest.mail.recordKey)
         // `mail` goes after all: what made room for it comes back, as it was.
         this.putBack(removed)
         return [eviction]
       }
       evicted.push(eviction)
-      removed.push(oldest)
+      removed.push(this.remove(oldest))
     }
     return evicted
   }
 
+  /** Takes `entry` out to make room, with the age it had (`putBack` puts it back at that age). */
+  private remove(entry: Entry): Removed {
+    const at = this.entries.setAt(entry.mail.recordKey) ?? entry.mail.queuedAt
+    this.delete(entry.mail.recordKey)
+    return { entry, at }
+  }
+
   /**
-   * Puts `entries` back at their places in age and queue order (their `seq` is kept; among mail of one age, ahead
-   * of what was queued after them: `aheadOf`); an age past the newest reading goes at that reading, as `put`'s
-   * with `seq`.
+   * Puts `removed` back at their places in age and queue order, as they were: their `seq` kept, and the age each
+   * had in the list — not its `queuedAt`, which a clock step back since may have re-dated to an earlier reading
+   * (AgedMap.ts): put back at `queuedAt`, clamped only to the newest reading, such mail was kept longer than it
+   * would have been had nothing made room (review mailbox S2; a durable broker's restore into smaller bounds
+   * takes this path too). Among mail of one age, ahead of what was queued after it (`aheadOf`).
    */
-  private putBack(entries: ReadonlyArray<Entry>): void {
-    for (const entry of entries) {
-      this.entries.setAged(entry.mail.recordKey, entry, entry.mail.queuedAt, aheadOf(entry))
+  private putBack(removed: ReadonlyArray<Removed>): void {
+    for (const { entry, at } of removed) {
+      this.entries.setAged(entry.mail.recordKey, entry, at, aheadOf(entry))
       this.index(entry)
     }
   }

@@ -157,10 +157,13 @@ export interface RouterStats {
    * revm M2, M3), until a reader returns or the mailbox's retention passes.
    */
   readonly withdrawnCopiesHeld: number
-  /** Controls given back alone with their session away (their message confirmed), kept for the instance given it (KeptControls.ts). */
-  readonly keptControls: number
-  /** Of those, given at that instance's return. */
-  readonly keptControlsGiven: number
+  /**
+   * Controls given back alone with their session away (their message confirmed), kept for the instance given it
+   * (KeptControls.ts): how many were kept since the broker started, not how many it holds now.
+   */
+  readonly controlsKept: number
+  /** Of those, given at that instance's return, since the broker started. */
+  readonly controlsKeptGiven: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -834,8 +837,8 @@ export class Router {
       withdrawnCopiesKept: readers.copiesKept,
       withdrawnCopiesGiven: readers.copiesGiven,
       withdrawnCopiesHeld: readers.copiesHeld,
-      keptControls: readers.controlsKept,
-      keptControlsGiven: readers.controlsGiven
+      controlsKept: readers.controlsKept,
+      controlsKeptGiven: readers.controlsGiven
     }
   }
 }

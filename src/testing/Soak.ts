@@ -183,8 +183,8 @@ const pathKeys = [
   "custodyAwaitedReplies",
   "withdrawnCopiesKept",
   "withdrawnCopiesGiven",
-  "keptControls",
-  "keptControlsGiven"
+  "controlsKept",
+  "controlsKeptGiven"
 ] as const
 
 /**
@@ -281,8 +281,8 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       repliesBack: 0
     }
     const paths = {
-      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 },
-      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 }
+      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, controlsKept: 0, controlsKeptGiven: 0 },
+      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, controlsKept: 0, controlsKeptGiven: 0 }
     }
     const insertedOps: Record<string, { reached: number; skippedSeeds: Array<number> }> = {}
     let runs = 0
@@ -366,7 +366,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `answers behind parked replies: ${p.total.answersBehindReplies} ask-expiry settling list answers held behind a reply to their asker still parked elsewhere (in ${p.runs.answersBehindReplies} runs); held ones released after the reply was offered ${p.total.answersReleasedOffered} (${p.runs.answersReleasedOffered} runs), released at a close that forced the parked lists ${p.total.answersReleasedForced} (${p.runs.answersReleasedForced} runs), dropped with the asker's connection ${p.total.answersDropped} (${p.runs.answersDropped} runs), released at the end of the custody hold that kept the reply ${p.total.answersReleasedCustody} (${p.runs.answersReleasedCustody} runs)`,
     `held return: ${p.total.returnsHeld} sessions back while their old connection's output was parked, departure and return withheld from its recipients (in ${p.runs.returnsHeld} runs)`,
     `custody hold: ${p.total.custodyHoldsTaken} takeovers held senders behind the old connection's unconfirmed custody (in ${p.runs.custodyHoldsTaken} runs), ${p.total.custodyHoldsCarried} holds carried over by a further takeover (${p.runs.custodyHoldsCarried} runs), ${p.total.custodyHoldsAdopted} adopted by a new registration (${p.runs.custodyHoldsAdopted} runs), ${p.total.custodyHeldMessages} messages kept on a hold (${p.runs.custodyHeldMessages} runs), ${p.total.custodyHeldWaits} drainer offers waited for one (${p.runs.custodyHeldWaits} runs), ${p.total.custodyHeldDepartures} departures withheld behind one (${p.runs.custodyHeldDepartures} runs), ${p.total.custodyHeldReturns} returns withheld with them (${p.runs.custodyHeldReturns} runs), ${p.total.custodyAwaitedReplies} holds on which a settling answer waited for a reply an old close gives back (${p.runs.custodyAwaitedReplies} runs)`,
-    `reader returns: ${p.total.withdrawnCopiesKept} cancelled copies kept for the instances that read them (in ${p.runs.withdrawnCopiesKept} runs), ${p.total.withdrawnCopiesGiven} given to a reader's return with their cancel (${p.runs.withdrawnCopiesGiven} runs); ${p.total.keptControls} controls given back alone kept for their reader (${p.runs.keptControls} runs), ${p.total.keptControlsGiven} given at its return (${p.runs.keptControlsGiven} runs)`
+    `reader returns: ${p.total.withdrawnCopiesKept} cancelled copies kept for the instances that read them (in ${p.runs.withdrawnCopiesKept} runs), ${p.total.withdrawnCopiesGiven} given to a reader's return with their cancel (${p.runs.withdrawnCopiesGiven} runs); ${p.total.controlsKept} controls given back alone kept for their reader (${p.runs.controlsKept} runs), ${p.total.controlsKeptGiven} given at its return (${p.runs.controlsKeptGiven} runs)`
   )
   for (const [op, tally] of Object.entries(summary.insertedOps)) {
     const skipped = tally.skippedSeeds

@@ -2,7 +2,9 @@
  * The mailbox's bounds as a state machine (fast-check): after every `put` the
  * bounds hold, what `put` reports evicted is exactly what left, and a put
  * whose own message goes moves nothing else; and `toBack`, which reorders
- * mail behind what was queued since.
+ * mail behind what was queued since. And what such a put moved comes back
+ * at the age it had, which a clock step back may have made older than its
+ * `queuedAt` (review mailbox S2).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -101,5 +103,23 @@ describe("Mailbox.toBack", () => {
     const evicted = mailbox.put(mailOf(4, { sender: "s1", target: "t1", chars: 0 })).map((eviction) => eviction.mail.recordKey)
     assert.deepStrictEqual(evicted, ["s1/m2"])
     assert.deepStrictEqual(mailbox.take("t1", undefined, () => true).map((q) => q.mail.recordKey), ["s1/m3", "s1/m1", "s1/m4"])
+  })
+})
+
+describe("Mailbox.put's put-back (review mailbox S2)", () => {
+  it("puts mail that made room back at the age a clock step back gave it, not at its queuedAt clamped to the newest reading", () => {
+    // q (t1) queued at 10 s; the clock steps back to 5 s (x, to t2, dates q 5 s); at 7 s s3's big z, to t1, pushes q
+    // out of t1's bytes, then goes itself over the overall bytes: q comes back.
+    const mailbox = new Mailbox(LIMITS)
+    const q = { ...mailOf(1, { sender: "s1", target: "t1", chars: 200 }), queuedAt: 10_000 }
+    const x = { ...mailOf(2, { sender: "s2", target: "t2", chars: 1_000 }), queuedAt: 5_000 }
+    const z = { ...mailOf(3, { sender: "s3", target: "t1", chars: 1_700 }), queuedAt: 7_000 }
+    mailbox.put(q)
+    mailbox.put(x)
+    const evicted = mailbox.put(z)
+    assert.deepStrictEqual(evicted.map((eviction) => [eviction.mail.recordKey, eviction.bound]), [[z.recordKey, "bytes"]], "z was not refused after pushing q out: the test sets up nothing")
+    assert.strictEqual(mailbox.get(q.recordKey), q, "q did not come back: the test sets up nothing")
+    // Past a retention after 5 s, not after 7 s: q goes with x.
+    assert.deepStrictEqual(mailbox.expire(5_000 + LIMITS.retentionMs + 1).map((mail) => mail.recordKey).sort(), [q.recordKey, x.recordKey].sort())
   })
 })

@@ -79,7 +79,7 @@ describe("a cancelled message given back for a base instance that can return", (
     Effect.gen(function*() {
       const { baseReturn, m1, pruneAt, w } = yield* cancelledAtClose("x".repeat(8_000), 4_096)
       assert.strictEqual(w.router.stats().withdrawnCopiesHeld, 0, "the copy was not pushed out: the test checks nothing")
-      assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for e-1 (counted as kept)")
+      assert.strictEqual(w.router.stats().controlsKept, 1, "the cancel was not kept for e-1 (counted as kept)")
       yield* pruneAt(START + HOUR)
       assert.strictEqual(w.router.heldMail()?.controls, 1, "the cancel left before the mailbox's retention, or holds no idle exit")
       assert.deepStrictEqual(baseReturn().filter((seen) => seen.endsWith(m1)), [`cancel ${m1}`])

@@ -32,7 +32,7 @@ const cancelKeptForBaseE1 = Effect.gen(function*() {
   const e1 = w.registerOther("e", {}, true)
   const { m0, m1 } = cancelInOutboxOf(w, e1)
   w.closeAbandoned(e1)
-  assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for e-1: the test sets up nothing")
+  assert.strictEqual(w.router.stats().controlsKept, 1, "the cancel was not kept for e-1: the test sets up nothing")
   return { w, m0, m1 }
 })
 
@@ -43,7 +43,7 @@ describe("a control kept for a client instance that sent no instanceId", () => {
       const next = w.registerOther("e")
       assert.include(w.messagesOf(next), m0.id, "m0 did not reach the next registration: the test checks nothing")
       assert.include(w.controlsOf(next), `cancel ${m1.id}`, "the registration the broker takes for e-1 was not given its kept cancel")
-      assert.strictEqual(w.router.stats().keptControlsGiven, 1)
+      assert.strictEqual(w.router.stats().controlsKeptGiven, 1)
     }))
 
   it.effect("a registration of e with an instanceId (another client) is given m0 but not the cancel, which goes: e-1 can never return", () =>
@@ -53,7 +53,7 @@ describe("a control kept for a client instance that sent no instanceId", () => {
       const other = w.registerOther("e", {}, false, { features: [RECEIVED_V1, REJOIN_V1], instanceId: "e-9" })
       assert.include(w.messagesOf(other), m0.id, "m0 did not reach the registration: the test checks nothing")
       assert.notInclude(w.controlsOf(other), `cancel ${m1.id}`, "a client that sent an instanceId was given e-1's cancel")
-      assert.strictEqual(w.router.stats().keptControlsGiven, 0, "the kept cancel was given to another client")
+      assert.strictEqual(w.router.stats().controlsKeptGiven, 0, "the kept cancel was given to another client")
       // e-9 now holds e: a registration with no instanceId continues only the id's last holder, so e-1 never again.
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for an instance that can never return holds the idle exit")
       w.batch(other, [{ type: "unregister" }])

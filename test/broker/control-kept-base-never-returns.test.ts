@@ -46,7 +46,7 @@ const cancelGivenBackAlone = (w: ControlWorld, e1: Peer) => {
   const { m0, m1 } = cancelInOutboxOf(w, e1)
   w.closeAbandoned(e1)
   assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
-  return { m0, m1, kept: w.router.stats().keptControls, holding: w.router.heldMail()?.controls ?? 0 }
+  return { m0, m1, kept: w.router.stats().controlsKept, holding: w.router.heldMail()?.controls ?? 0 }
 }
 
 /** The next base registration of e gets m0 and not m1's cancel: e-1 was not continued. */
@@ -59,7 +59,7 @@ const nextIsNewInstance = (w: ControlWorld, m0: { readonly id: string }, m1: { r
   }
   assert.include(w.messagesOf(next), m0.id, "m0 did not reach the next registration: the test checks nothing")
   assert.notInclude(w.controlsOf(next), `cancel ${m1.id}`, "the next base registration was taken for e-1")
-  assert.strictEqual(w.router.stats().keptControlsGiven, 0)
+  assert.strictEqual(w.router.stats().controlsKeptGiven, 0)
 }
 
 describe("a control given back alone for a base client's instance that can never register as itself again", () => {
@@ -99,7 +99,7 @@ describe("a control given back alone for a base client's instance that can never
       const { m0 } = cancelParkedThenClosed(w, e1, m1)
       assert.isFalse(parkedControl(w.d, e1), "the cancel was not offered at e-1's closed connection: the test checks nothing")
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
-      assert.strictEqual(w.router.stats().keptControls, 0, "the refused cancel was kept for e-1, which can never register as itself again")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "the refused cancel was kept for e-1, which can never register as itself again")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-1 holds the idle exit")
       nextIsNewInstance(w, m0, m1)
     }))
@@ -113,7 +113,7 @@ describe("a control given back alone for a base client's instance that can never
       const m1 = message("x".repeat(8_000))
       const { m0 } = cancelParkedThenClosed(w, e1, m1)
       assert.strictEqual(w.router.stats().sessions, 2, "e is not away (b and d only are live): the test sets up nothing")
-      assert.strictEqual(w.router.stats().keptControls, 0, "m1's cancel was kept for e-1, which can never register as itself again")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "m1's cancel was kept for e-1, which can never register as itself again")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-1 holds the idle exit")
       nextIsNewInstance(w, m0, m1)
     }))

@@ -35,7 +35,7 @@ describe("a control for a base instance whose id was taken over from another gro
       assert.strictEqual(ei.state, "registered", "e-i did not take e over from g2: the test sets up nothing")
       w.closeAbandoned(e0)
       assert.strictEqual(w.router.stats().sessions, 3, "e-0 did not leave (b, d and e-i are live): the test sets up nothing")
-      const kept = w.router.stats().keptControls
+      const kept = w.router.stats().controlsKept
       const holding = w.router.heldMail()?.controls ?? 0
       // Nobody can collect it: e-i leaves, and the next base registration of e is a new instance.
       w.batch(ei, [{ type: "unregister" }])
@@ -69,7 +69,7 @@ describe("a control for a base instance whose id was taken over from another gro
         // each step offers one parked item
       }
       assert.isFalse(parkedControl(w.d, e0), "the cancel was not offered at e-0's closed connection: the test checks nothing")
-      assert.strictEqual(w.router.stats().keptControls, 0, "the refused cancel was kept for e-0, which can never register as itself again")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "the refused cancel was kept for e-0, which can never register as itself again")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel kept for e-0 holds the idle exit")
     }))
 })

@@ -34,7 +34,7 @@ describe("a control for an instance that moved to another group", () => {
       const moved = w.registerOther("e", {}, false, { features, instanceId: "e-a", group: "g2" })
       assert.strictEqual(moved.state, "registered", "e-a did not register e in g2: the test sets up nothing")
       w.closeAbandoned(e1)
-      const kept = w.router.stats().keptControls
+      const kept = w.router.stats().controlsKept
       // It comes back to the default group as itself.
       const back = w.registerOther("e", {}, false, { features, instanceId: "e-a" })
       for (let n = 0; n < 20; n++) {
@@ -64,6 +64,6 @@ describe("a control for an instance that moved to another group", () => {
         // each step offers one parked item
       }
       assert.isFalse(parkedControl(w.d, e1), "the cancel was not offered at e-a's closed connection: the test checks nothing")
-      assert.strictEqual(w.router.stats().keptControls, 1, "the refused cancel was not kept for e-a, which can return to the default group as itself")
+      assert.strictEqual(w.router.stats().controlsKept, 1, "the refused cancel was not kept for e-a, which can return to the default group as itself")
     }))
 })

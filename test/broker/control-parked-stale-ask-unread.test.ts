@@ -43,7 +43,7 @@ describe("a parked cancel of an ask over, for an instance that never received it
       }
       assert.isFalse(parkedControl(w.d, b1), "the cancel is still parked: the test checks nothing")
       assert.notInclude(w.controlsOf(c1), `cancel ${m1.id}`, "c-1, which never received m1, was given its cancel")
-      assert.strictEqual(w.router.stats().keptControls, 0, "the cancel was kept for b-1, which never received m1")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "the cancel was kept for b-1, which never received m1")
       w.batch(c1, [{ type: "unregister" }])
       const back = w.registerOther("e", {}, false, { features: [REJOIN_V1], instanceId: "b-1" })
       for (let n = 0; n < 20; n++) {

@@ -108,7 +108,7 @@ describe("a cancel left with a client instance that sent no instanceId, at a tak
   it.effect("a base e-1, the cancel in its outbox (the hand-over): not kept, the idle exit not held, no later e given it", () =>
     Effect.gen(function*() {
       const { e2, m1, w } = yield* cancelLeftAtTakeover([])
-      assert.strictEqual(w.router.stats().keptControls, 0, "a cancel for an instance that can never register again was kept")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "a cancel for an instance that can never register again was kept")
       w.batch(e2, [{ type: "unregister" }])
       w.closeAbandoned(e2)
       const e3 = w.register([])
@@ -119,7 +119,7 @@ describe("a cancel left with a client instance that sent no instanceId, at a tak
   it.effect("a received-v1 e-1 without rejoin-v1, the cancel unconfirmed (given back alone at its close): not kept", () =>
     Effect.gen(function*() {
       const { w } = yield* cancelLeftAtTakeover([RECEIVED_V1, TAKEOVER_V1])
-      assert.strictEqual(w.router.stats().keptControls, 0, "a cancel for an instance that can never register again was kept")
+      assert.strictEqual(w.router.stats().controlsKept, 0, "a cancel for an instance that can never register again was kept")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "a cancel owed to no registration holds a memory broker's idle exit")
     }))
 

@@ -34,7 +34,7 @@ describe("a session that left by unregister, then eight others cycled through it
         // each step offers one parked item
       }
       assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked: the test checks nothing")
-      assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for b-1: the test checks nothing")
+      assert.strictEqual(w.router.stats().controlsKept, 1, "the cancel was not kept for b-1: the test checks nothing")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "b left by unregister, yet its refused control holds the idle exit")
     }))
 })

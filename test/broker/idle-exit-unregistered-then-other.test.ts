@@ -34,7 +34,7 @@ const cancelParkedForB1 = Effect.gen(function*() {
       // each step offers one parked item
     }
     assert.isFalse(parkedControl(w.d, w.b1), "the cancel is still parked: the test checks nothing")
-    assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for b-1: the test checks nothing")
+    assert.strictEqual(w.router.stats().controlsKept, 1, "the cancel was not kept for b-1: the test checks nothing")
   }
   return { w, refusedAtClose }
 })
@@ -75,7 +75,7 @@ describe("a control of session b kept after b unregistered and its connection re
       w.batch(w.b1, [registerFrame({ sessionId: "c" })])
       assert.strictEqual(w.b1.state, "registered", "the connection did not register c: the test sets up nothing")
       w.closeAbandoned(w.b1)
-      assert.strictEqual(w.router.stats().keptControls, 1, "the cancel was not kept for b-1: the test checks nothing")
+      assert.strictEqual(w.router.stats().controlsKept, 1, "the cancel was not kept for b-1: the test checks nothing")
       assert.strictEqual(w.router.heldMail()?.controls ?? 0, 0, "b left by unregister, yet its control given back at the close holds the idle exit")
       const back = w.registerB("b-1", baseFeatures)
       assert.deepStrictEqual(messagesAndControls(w.framesOf(back)), [`cancel ${m0.id}`, `message ${mx.id}`])

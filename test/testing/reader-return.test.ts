@@ -78,8 +78,8 @@ describe("a reader's return gets the cancel its sender was answered delivered fo
       const trace = report.trace.join("\n")
       assert.match(trace, /A's cancel of m1 acknowledged/, trace)
       assert.match(trace, /B told m1 cancelled \(after 0 read\(s\) of it on this connection, 1 in all\)/, trace)
-      assert.isAtLeast(report.paths.keptControls, 1, trace)
-      assert.isAtLeast(report.paths.keptControlsGiven, 1, trace)
+      assert.isAtLeast(report.paths.controlsKept, 1, trace)
+      assert.isAtLeast(report.paths.controlsKeptGiven, 1, trace)
       assert.deepStrictEqual(kinds(report), [], trace)
     }))
 
@@ -151,9 +151,9 @@ describe("the ReaderReturn op (--reader-return, simulation/readerReturn.ts)", ()
   // WithdrawnCopies.keep, made a no-op (not committed) the first two fail with control-never-reached-reader;
   // 28004 does with unregctl's broker change (bdb3b37c) reverted (helper simunreg, not committed).
   const cases = [
-    [28093, "kept control", "keptControls", "keptControlsGiven"],
+    [28093, "kept control", "controlsKept", "controlsKeptGiven"],
     [28002, "cancelled copy", "withdrawnCopiesKept", "withdrawnCopiesGiven"],
-    [28004, "kept control at an unregister", "keptControls", "keptControlsGiven"]
+    [28004, "kept control at an unregister", "controlsKept", "controlsKeptGiven"]
   ] as const
   for (const [seed, path, kept, given] of cases) {
     it.effect(`seed ${seed} reaches the ${path} path, and the run passes`, () =>

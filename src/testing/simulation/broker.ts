@@ -120,8 +120,8 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.custodyAwaitedReplies += stats.custodyAwaitedReplies
     state.paths.withdrawnCopiesKept += stats.withdrawnCopiesKept
     state.paths.withdrawnCopiesGiven += stats.withdrawnCopiesGiven
-    state.paths.keptControls += stats.keptControls
-    state.paths.keptControlsGiven += stats.keptControlsGiven
+    state.paths.controlsKept += stats.controlsKept
+    state.paths.controlsKeptGiven += stats.controlsKeptGiven
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

@@ -254,10 +254,10 @@ export interface PathTally {
   readonly withdrawnCopiesKept: number
   /** Of those, given to a reader's return with their cancel (`BrokerStats.withdrawnCopiesGiven`). */
   readonly withdrawnCopiesGiven: number
-  /** Controls given back alone with their session away, kept for the instance given their message (`BrokerStats.keptControls`). */
-  readonly keptControls: number
-  /** Of those, given at that instance's return (`BrokerStats.keptControlsGiven`). */
-  readonly keptControlsGiven: number
+  /** Controls given back alone with their session away, kept for the instance given their message (`BrokerStats.controlsKept`). */
+  readonly controlsKept: number
+  /** Of those, given at that instance's return (`BrokerStats.controlsKeptGiven`). */
+  readonly controlsKeptGiven: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */

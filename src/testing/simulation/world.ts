@@ -66,8 +66,8 @@ export interface WorldState {
     custodyAwaitedReplies: number
     withdrawnCopiesKept: number
     withdrawnCopiesGiven: number
-    keptControls: number
-    keptControlsGiven: number
+    controlsKept: number
+    controlsKeptGiven: number
   }
 }
 
@@ -131,7 +131,7 @@ export const makeWorld = (
       lifecycleBusy: 0,
       finished: false,
       insertedOps: {},
-      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, keptControls: 0, keptControlsGiven: 0 }
+      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, offeredAhead: 0, answersBehindReplies: 0, answersReleasedOffered: 0, answersReleasedForced: 0, answersDropped: 0, answersReleasedCustody: 0, departuresHeld: 0, returnsHeld: 0, custodyHoldsTaken: 0, custodyHoldsCarried: 0, custodyHoldsAdopted: 0, custodyHeldMessages: 0, custodyHeldWaits: 0, custodyHeldDepartures: 0, custodyHeldReturns: 0, custodyAwaitedReplies: 0, withdrawnCopiesKept: 0, withdrawnCopiesGiven: 0, controlsKept: 0, controlsKeptGiven: 0 }
     }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,
