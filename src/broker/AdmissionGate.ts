@@ -33,9 +33,9 @@ export const MAX_WAITING = 4096
 /** The text of the `error` frame a connection past MAX_WAITING gets. */
 export const TOO_MANY_WAITING = "Too many connections are waiting to register with the intercom broker; try again shortly"
 
-/** One admitted connection's place; give it back with `release`. */
+/** One admitted connection's place; give it back with `release` (a method: call it on the permit). */
 export interface Permit {
-  readonly release: () => void
+  release(): void
 }
 
 interface Waiter {
@@ -99,21 +99,18 @@ export class AdmissionGate {
   }
 
   private permit(): Permit {
-    let held = true
-    return {
-      release: () => {
-        if (!held) return
-        held = false
-        const next = this.head
-        if (next === undefined) {
-          this.free++
-          return
-        }
-        // The place passes straight to the first waiter.
-        this.remove(next)
-        next.admit()
-      }
+    return new GatePermit(this)
+  }
+
+  /** A permit was released: its place passes straight to the first waiter, else is free again. */
+  passOn(): void {
+    const next = this.head
+    if (next === undefined) {
+      this.free++
+      return
     }
+    this.remove(next)
+    next.admit()
   }
 
   /** Unlinks a waiter (admitted, or its wait withdrawn); false, doing nothing, for one already gone. */
@@ -126,5 +123,25 @@ export class AdmissionGate {
     waiter.prev = waiter.next = undefined
     this.queued--
     return true
+  }
+}
+
+/**
+ * A place held at `gate`. A class, not a closure: every admitted connection
+ * keeps its permit until it closes, and a closure with its context costs
+ * more than this object per idle connection (docs/performance.md, "Idle
+ * sessions, sixty-ninth stop").
+ */
+class GatePermit implements Permit {
+  private gate: AdmissionGate | undefined
+  constructor(gate: AdmissionGate) {
+    this.gate = gate
+  }
+  /** Gives the place back, once: a second call does nothing. */
+  release(): void {
+    const gate = this.gate
+    if (gate === undefined) return
+    this.gate = undefined
+    gate.passOn()
   }
 }

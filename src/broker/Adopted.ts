@@ -31,7 +31,7 @@ import { type AdmissionGate, MAX_WAITING, type Permit, TOO_MANY_WAITING } from "
 import { finish, runConnection } from "./ConnectionActor.ts"
 import * as Encode from "./encode.ts"
 import { Peer } from "./Peer.ts"
-import { PeerReader } from "./PeerReader.ts"
+import { PeerReader, type StopListener } from "./PeerReader.ts"
 import { PeerWriter } from "./PeerWriter.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -41,7 +41,7 @@ import { Waiting, type WaitingOwner } from "./Waiting.ts"
 export type ForkBroker = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
 
 /** The broker's adopted connections; see the module header. */
-export class AdoptedConnections implements WaitingOwner {
+export class AdoptedConnections implements WaitingOwner, StopListener {
   private readonly router: Router
   private readonly admission: AdmissionGate
   private readonly fork: ForkBroker
@@ -143,7 +143,7 @@ export class AdoptedConnections implements WaitingOwner {
     this.peers.add(peer)
     router.attach(peer)
     const reader = peer.reader
-    reader.whenStopped(() => this.finish(peer, permit))
+    reader.whenStopped(this)
     if (waiting !== undefined) return waiting.handOver(reader)
     if (!reader.isStopping) {
       connection.receive?.(reader)
@@ -151,7 +151,8 @@ export class AdoptedConnections implements WaitingOwner {
     }
   }
 
-  private finish(peer: Peer, permit: Permit): void {
+  /** A reader stopped (`StopListener`): its connection closes (`finish`), then its place is released. */
+  readerStopped(peer: Peer, permit: Permit): void {
     this.run(Effect.uninterruptible(finish(this.router, peer, peer.writer)).pipe(
       Effect.ensuring(Effect.sync(() => {
         permit.release()

@@ -142,7 +142,7 @@ export class Peer {
    */
   private lastKey: string | undefined = undefined
   private lastUnregistered = false
-  /** Extensions granted to this connection in `registered`. */
+  /** Extensions granted to this connection in `registered`: a set shared with others granted the same (FeatureSets.ts), never changed. */
   features: ReadonlySet<string> = NO_FEATURES
   /**
    * The client instance that registered on this connection (`rejoin-v1`'s `instanceId`, kept only
@@ -348,10 +348,3 @@ export class Peer {
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set()
-
-/**
- * The granted extensions as a `Peer` keeps them: one shared empty set for a
- * base client (most of a large fleet), so it costs no hash table of its own.
- */
-export const featureSet = (features: ReadonlyArray<string>): ReadonlySet<string> =>
-  features.length === 0 ? NO_FEATURES : new Set(features)

@@ -114,6 +114,15 @@ const drainParked = (drain: ParkedDrain, peer: Peer, readsFree: () => void) =>
     }
   })
 
+/**
+ * Told once a reader has stopped (`PeerReader.whenStopped`), with its
+ * connection and its admission place: one listener serves every connection
+ * of a broker (AdoptedConnections), not a closure per connection.
+ */
+export interface StopListener {
+  readerStopped(peer: Peer, permit: Permit): void
+}
+
 /** One connection's reader; see the module header. */
 export class PeerReader implements FrameReceiver {
   private readonly router: Router
@@ -141,7 +150,8 @@ export class PeerReader implements FrameReceiver {
   private stopping = false
   /** The actor was told (`stopped` completed or will complete at once). */
   private done = false
-  private onStopped: (() => void) | undefined = undefined
+  /** Who is told once the reader stopped (`whenStopped`); an object, so an idle connection keeps no closure for it. */
+  private onStopped: StopListener | undefined = undefined
 
   /**
    * @param router the Router the frames go to.
@@ -157,18 +167,18 @@ export class PeerReader implements FrameReceiver {
   }
 
   /**
-   * Calls `callback` once the reader has stopped (a close was requested,
-   * outside any batch of its own): at once if it has. One callback.
+   * Tells `listener` once the reader has stopped (a close was requested,
+   * outside any batch of its own): at once if it has. One listener.
    */
-  whenStopped(callback: () => void): void {
-    if (this.done) return callback()
-    this.onStopped = callback
+  whenStopped(listener: StopListener): void {
+    if (this.done) return listener.readerStopped(this.peer, this.permit)
+    this.onStopped = listener
   }
 
   /** Completes once the reader has stopped (see `whenStopped`), for an actor that waits in a fiber. */
   stopped(): Effect.Effect<void> {
     return Effect.callback<void>((resume) => {
-      this.whenStopped(() => resume(Effect.void))
+      this.whenStopped({ readerStopped: () => resume(Effect.void) })
       return Effect.sync(() => {
         this.onStopped = undefined
       })
@@ -290,9 +300,9 @@ export class PeerReader implements FrameReceiver {
   private tellStopped(): void {
     if (this.done) return
     this.done = true
-    const resume = this.onStopped
+    const listener = this.onStopped
     this.onStopped = undefined
-    resume?.()
+    listener?.readerStopped(this.peer, this.permit)
   }
 
   /** Handles frames `from` up to `to` as one batch, then writes its output; true when some of it was parked. */

@@ -50,7 +50,8 @@ import type { LeftBy } from "./MailReturns.ts"
 import { sendersToHold } from "./CustodyHold.ts"
 import { ClientInstances, type KnownInstance, NOTHING_KNOWN } from "./ClientInstances.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
-import { featureSet, type OutboundItem, type Peer, type Written } from "./Peer.ts"
+import { FeatureSets } from "./FeatureSets.ts"
+import { type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -159,6 +160,8 @@ export class Registration {
   private readonly takenOverElsewhere = new WeakSet<Session>()
   /** The client instances that held each id since this broker started (`returningInstance`). */
   private readonly clientInstances = new ClientInstances()
+  /** The granted-extension sets connections share (`Peer.features`). */
+  readonly featureSets = new FeatureSets()
 
   /**
    * @param abandon a connection whose client rejoined on another (`rejoin-v1`) will not be written
@@ -418,7 +421,7 @@ export class Registration {
     peer.state = "registered"
     peer.session = session
     peer.registeredHere(session.key)
-    peer.features = featureSet(features)
+    peer.features = this.featureSets.of(features)
     peer.instanceId = instanceId
     // Before anything of the old connection's is taken back to this one: the returns it withholds move here.
     if (previous !== undefined) this.membership.holds.takenOver(previous.peer, peer)
@@ -537,7 +540,7 @@ export class Registration {
     this.observers++
     this.unregistered.delete(peer)
     peer.state = "observing"
-    peer.features = featureSet(features)
+    peer.features = this.featureSets.of(features)
     output.enqueue(peer, Encode.registeredFrame(`observer-${peer.connection.id}`, features))
   }
 

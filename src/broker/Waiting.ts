@@ -198,7 +198,7 @@ export const admit = (
     }
     const now = gate.tryEnter()
     if (now !== undefined) {
-      yield* Effect.addFinalizer(() => Effect.sync(now.release))
+      yield* Effect.addFinalizer(() => Effect.sync(() => now.release()))
       return { permit: now, waiting: undefined }
     }
     const fork = Effect.runForkWith(yield* Effect.context<never>())
@@ -220,7 +220,7 @@ export const admit = (
         waiting.cancel = gate.wait((permit) => resume(Effect.succeed(permit)))
         return Effect.sync(() => waiting.cancel())
       })).pipe(
-        Effect.tap((permit) => permit === undefined ? Effect.void : Effect.addFinalizer(() => Effect.sync(permit.release)))
+        Effect.tap((permit) => permit === undefined ? Effect.void : Effect.addFinalizer(() => Effect.sync(() => permit.release())))
       )
     )
     if (permit === undefined) return undefined

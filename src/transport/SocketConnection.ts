@@ -1,5 +1,5 @@
 /**
- * Size: about 410 lines, kept whole: the read side (pulled or pushed) and the
+ * Size: about 450 lines, kept whole: the read side (pulled or pushed) and the
  * write side share the socket's listeners, its close and its one failure.
  *
  * One `net.Socket` as a `Connection`: the adapter the Unix-socket listener
@@ -9,8 +9,10 @@
  * connection the general-purpose `effect/socket` adapter keeps dozens of
  * closures, a latch and scope finalizers (measured at ~28 KiB a session in
  * total; see docs/performance.md). This one is a class — its methods are
- * shared, not closures per connection, and its writes share one callback
- * (Node calls back in order), not a closure per write. It reads in flowing mode: each chunk
+ * shared, not closures per connection; its four socket listeners are one
+ * function per event for every socket (the socket names its connection);
+ * and its writes share one callback (Node calls back in order), not a
+ * closure per write. It reads in flowing mode: each chunk
  * comes as a `data` event and is decoded there, resuming the one waiting
  * reader at once (the `readable` event of paused mode costs a tick and a
  * `read()` per chunk: docs/performance.md, "Ask tail, fourth stop"). A chunk
@@ -53,8 +55,9 @@ const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, Connec
 
 /**
  * One socket as a `Connection`. A class, so that a broker's thousands of idle
- * connections share its methods: per connection it keeps its fields, the
- * four socket listeners and, once it has written, one write callback. Its methods are the `Connection`'s
+ * connections share its methods: per connection it keeps its fields, its
+ * decoder and, once it has written, one write callback; the socket's
+ * listeners are shared (`onData`…, below). Its methods are the `Connection`'s
  * function fields: call them on the connection (`connection.writeAll(frames)`),
  * do not detach them.
  */
@@ -103,21 +106,38 @@ class SocketConnection implements Connection {
     this.id = id
     this.decoder = new FrameDecoder(maxFrameBytes)
     this.scratch = scratch
-    // `on`, not `once`: each fires once anyway, and `once` wraps every listener in two objects more.
-    raw.on("data", (chunk: unknown) => this.received(chunk))
-    raw.on("end", () => {
-      this.failure ??= new ConnectionClosed({ clean: true })
-      this.wake()
-    })
-    raw.on("close", (hadError: boolean) => {
-      this.failure ??= new ConnectionClosed({ clean: !hadError })
-      this.wake()
-    })
-    raw.on("error", (cause: Error) => {
-      this.failure ??= new ConnectionClosed({ clean: false, cause })
-    })
+    // One listener function per event for every socket (`this` is the socket, which names its
+    // connection), not four closures and their context per connection; `on`, not `once`: each
+    // fires once anyway, and `once` wraps every listener in two objects more.
+    Reflect.set(raw, OWNER, this)
+    raw.on("data", onData)
+    raw.on("end", onEnd)
+    raw.on("close", onClose)
+    raw.on("error", onError)
     // A listener's sockets start paused (`pauseOnConnect`), which a `data` listener does not undo.
     raw.resume()
+  }
+
+  /** The connection a socket's listener was called for (`this` of the shared listeners below). */
+  static of(socket: unknown): SocketConnection | undefined {
+    const owner: unknown = typeof socket === "object" && socket !== null ? Reflect.get(socket, OWNER) : undefined
+    return owner instanceof SocketConnection ? owner : undefined
+  }
+
+  /** The socket's `data` event. */
+  static data(connection: SocketConnection, chunk: unknown): void {
+    connection.received(chunk)
+  }
+
+  /** The socket's `end` (clean) or `close` event: reading ended. */
+  static ended(connection: SocketConnection, clean: boolean): void {
+    connection.failure ??= new ConnectionClosed({ clean })
+    connection.wake()
+  }
+
+  /** The socket's `error` event: kept as the failure, unless reading had ended already. */
+  static failed(connection: SocketConnection, cause: Error): void {
+    connection.failure ??= new ConnectionClosed({ clean: false, cause })
   }
 
   /** Decodes `chunk` into `frames`; a frame over the limit ends reading (the frames before it still count). */
@@ -373,6 +393,29 @@ class SocketConnection implements Connection {
       this.raw.destroy()
     })
   }
+}
+
+/** The socket's property naming its `SocketConnection`, for the shared listeners. */
+const OWNER: unique symbol = Symbol("effect-intercom/transport/SocketConnection")
+
+function onData(this: unknown, chunk: unknown): void {
+  const connection = SocketConnection.of(this)
+  if (connection !== undefined) SocketConnection.data(connection, chunk)
+}
+
+function onEnd(this: unknown): void {
+  const connection = SocketConnection.of(this)
+  if (connection !== undefined) SocketConnection.ended(connection, true)
+}
+
+function onClose(this: unknown, hadError: boolean): void {
+  const connection = SocketConnection.of(this)
+  if (connection !== undefined) SocketConnection.ended(connection, !hadError)
+}
+
+function onError(this: unknown, cause: Error): void {
+  const connection = SocketConnection.of(this)
+  if (connection !== undefined) SocketConnection.failed(connection, cause)
 }
 
 /** Options of `socketConnection` and `fromNetSocket`. */

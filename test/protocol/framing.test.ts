@@ -146,6 +146,23 @@ describe("frame size limit (P02)", () => {
     assert.strictEqual(max instanceof FrameTooLarge ? max.size : undefined, 0xffff_ffff)
   })
 
+  it("a length prefix split across chunks is read unsigned too, and the decoder starts the next prefix afresh", () => {
+    const decoder = new FrameDecoder(0xffff_ffff)
+    const frames: Array<string> = []
+    assert.isUndefined(decoder.push(Buffer.from([0, 0]), frames))
+    assert.isUndefined(decoder.push(Buffer.from([0, 2, 0x68]), frames))
+    assert.isUndefined(decoder.push(Buffer.from([0x69, 0]), frames))
+    assert.deepStrictEqual(frames, ["hi"])
+    assert.strictEqual(decoder.buffered, 1)
+    const error = new FrameDecoder().push(Buffer.from([0x80]), [])
+    assert.isUndefined(error)
+    const split = new FrameDecoder()
+    split.push(Buffer.from([0xff, 0xff]), [])
+    split.push(Buffer.from([0xff]), [])
+    const tooLarge = split.push(Buffer.from([0xff]), [])
+    assert.strictEqual(tooLarge instanceof FrameTooLarge ? tooLarge.size : undefined, 0xffff_ffff)
+  })
+
   it("frames before an oversize header in the same chunk are still emitted; the decoder then stays failed", () => {
     fc.assert(
       fc.property(payloadTexts, cutPoints, (texts, cuts) => {

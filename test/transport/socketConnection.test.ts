@@ -36,6 +36,28 @@ describe("SocketConnection", () => {
       assert.strictEqual(first.readPending, second.readPending)
     })))
 
+  it.live("two connections' socket listeners are the same functions, and each socket's events reach its own connection", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const a = yield* socketPair(path.join(dir, "a.sock"))
+      const b = yield* socketPair(path.join(dir, "b.sock"))
+      const first = yield* fromNetSocket(a.server)
+      const second = yield* fromNetSocket(b.server)
+      for (const event of ["data", "end", "close", "error"]) {
+        const ours = (socket: typeof a.server) => socket.listeners(event).at(-1)
+        assert.strictEqual(ours(a.server), ours(b.server), event)
+      }
+      a.client.write(encodeFrames(["to a"]))
+      b.client.write(encodeFrames(["to b"]))
+      assert.deepStrictEqual(yield* first.read, ["to a"])
+      assert.deepStrictEqual(yield* second.read, ["to b"])
+      a.client.end()
+      const ended = yield* Effect.flip(first.read)
+      assert.isTrue(ended._tag === "ConnectionClosed" && ended.clean)
+      b.client.write(encodeFrames(["b reads on"]))
+      assert.deepStrictEqual(yield* second.read, ["b reads on"])
+    })))
+
   it.live("a frame begun and not complete while a read waits: its bytes are pending, as readPending says without a record", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = yield* tempDir()
