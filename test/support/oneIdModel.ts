@@ -11,7 +11,9 @@
  * supersede sent to a receiver withdraws the newest live message under the id to that receiver; a cancel withdraws
  * the newest live message waiting in the mailbox (never written, or given back), else the message the route names
  * (the newest one written to a connection, a flush on a return included). The withdrawal counts only when the
- * sender was answered `delivered`.
+ * sender was answered `delivered`, and not when a withdrawal was confirmed with no send under the id accepted since:
+ * the broker answers that one from the settled fate (a retry of the first), withdrawing nothing more — but for a
+ * cancel of a message waiting in the mailbox, which the mailbox settles first.
  *
  * Properties, checked after every receiver finally leaves unconfirmed and comes back:
  * - no loss: a message under the id that no confirmed withdrawal withdrew was confirmed read (`received`), or is given to
@@ -122,6 +124,9 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
     /** The message the route names: the newest written to a connection. */
     let route: Modelled | undefined
     let sent = 0
+    // A withdrawal confirmed and no send under the id accepted since: the next cancel or supersede is answered
+    // from that settled fate (a retry), withdrawing nothing more.
+    let settled = false
     let fills = 0
     // Every message written to `peer` so far is no longer queued (a flush on a return, or a live delivery).
     const seeWrites = (peer: Peer, from: number): void => {
@@ -153,6 +158,7 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           w.send(op.to, sentMessage)
           if (answerFrom(w, from, ID) !== "delivered") break
           messages.push({ text, to: op.to, queued: true, confirmed: false, withdrawnAt: undefined })
+          settled = false
           if (peer !== undefined) seeWrites(peer, before)
           break
         }
@@ -161,9 +167,9 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const waiting = messages.filter((m) => m.withdrawnAt === undefined && m.queued && !m.confirmed).at(-1)
           const target = waiting ?? (route !== undefined && route.withdrawnAt === undefined ? route : undefined)
           w.cancel(ID)
-          if (answerFrom(w, from, ID) === "delivered" && target !== undefined && target.withdrawnAt === undefined) {
-            target.withdrawnAt = frameCounts()
-          }
+          if (answerFrom(w, from, ID) !== "delivered" || (settled && waiting === undefined)) break
+          settled = true
+          if (target !== undefined && target.withdrawnAt === undefined) target.withdrawnAt = frameCounts()
           break
         }
         case "supersede": {
@@ -171,7 +177,9 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const id = `sup${sent++}`
           const target = messages.filter((m) => m.to === op.to && m.withdrawnAt === undefined).at(-1)
           w.send(op.to, { id, timestamp: 1, content: { text: id }, supersedes: ID })
-          if (answerFrom(w, from, id) === "delivered" && target !== undefined) target.withdrawnAt = frameCounts()
+          if (answerFrom(w, from, id) !== "delivered" || settled) break
+          settled = true
+          if (target !== undefined) target.withdrawnAt = frameCounts()
           break
         }
         case "leave": {
