@@ -10,8 +10,8 @@ import { type Op, opArb, runOps } from "../support/oneIdModel.ts"
 
 /** The seed the suite runs with; a failure prints its shrunk op list and what each connection was written. */
 const SEED = 2
-/** Runs of the seed (about 10 s on an idle core). */
-const RUNS = 2000
+/** Runs of the seed: 6.5 s alone here, with 2,000 runs 43 s inside the whole broker suite on two loaded cores. */
+const RUNS = 1000
 
 /**
  * The shrunk op lists the model found (each run first, as given), and review revrec's R1 as op list.
@@ -43,5 +43,5 @@ describe("one message id's life, model-based (DD1, CG2)", () => {
         }),
         { seed: SEED, numRuns: RUNS, examples: FOUND.map((ops) => [ops]) }
       )
-    }), 60_000)
+    }), 120_000)
 })
