@@ -1,5 +1,5 @@
 /**
- * Size: about 470 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 515 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -30,13 +30,18 @@
  * left while its route stayed, forgets the withdrawal too when it is
  * flushed and takes that route over (`forgetEarlier`; task route): noted
  * by its stamp and, for a tie, its own fingerprint, the withdrawn message's
- * being gone (review revroute D1).
+ * being gone (review revroute D1). Those notes now serve only an id whose
+ * reuse is no longer kept: under an id a second send reused, every
+ * withdrawal is kept by its own message's identity (ReusedIdWithdrawals.ts,
+ * `noteWithdrawn`), and a give-back is judged by those alone
+ * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import { OutboundRecords } from "./OutboundRecords.ts"
+import { ReusedIdWithdrawals } from "./ReusedIdWithdrawals.ts"
 
 /** A send's fingerprint and outcome: their types live with the other stored records (src/store/records.ts). */
 export type { Fingerprint, Outcome } from "../store/records.ts"
@@ -204,6 +209,11 @@ export class DeliveryRecords {
    * id of a message it withdrew.
    */
   private readonly forgotten = new AgedMap<string, ForgottenWithdrawal>(MAX_FORGOTTEN)
+  /**
+   * Every withdrawal by the identity of the message it withdrew, and the ids a second send reused: under a reused
+   * id a give-back is judged by these alone (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2).
+   */
+  private readonly reusedIds = new ReusedIdWithdrawals(sameFingerprint)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
   private readonly stamp: (now: number) => number
 
@@ -293,6 +303,9 @@ export class DeliveryRecords {
   private keep(candidate: OutboundRecord, outcome: Outcome, now: number, restored = false): void {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
+    // A second message under the id (its record or its route still kept): from now on its give-backs are judged by
+    // the withdrawals' identities (`fateUnderReusedId`).
+    if (record !== candidate && !restored) this.reusedIds.markReused(recordKeyOf(record.senderKey, record.id), now)
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
     // cancel or supersede is not this one's (review revf R1) — nor does it hold a place on the withdrawals' list
     // (review revau AU2). Only a record with a withdrawal can be on that list: one field test on the send path, as
@@ -347,6 +360,43 @@ export class DeliveryRecords {
       this.forgotten.put(recordKeyOf(record.senderKey, record.id), withdrawn, now)
     }
     this.table.forgetWithdrawal(record)
+  }
+
+  /**
+   * Its sender withdrew (`outcome`: cancelled or superseded) the message `record`'s route names — or, with no route,
+   * its replay record — given to the session `receiverKey`: noted by that message's identity (`ReusedIdWithdrawals`),
+   * with its fingerprint while the record's replay part is kept and is that message's (not under RECORD_LATER,
+   * where it is a later send's; the fields a replay part left behind may be another message's, flushed since),
+   * and the stamp of now. Cancel and supersede paths only (Receipts.keepWithdrawal).
+   */
+  noteWithdrawn(record: OutboundRecord, outcome: Outcome, receiverKey: string, now: number): void {
+    const held = record.recorded && record.targetId !== "" && !record.recordLater
+    this.reusedIds.note(recordKeyOf(record.senderKey, record.id), {
+      receiverKey,
+      fingerprint: held ? new OutboundRecord(record.senderKey, record.id, record) : undefined,
+      stamp: this.stamp(now),
+      outcome
+    }, now)
+  }
+
+  /** Its sender cancelled `mail` while the mailbox held it (`outcome`): noted as `noteWithdrawn` notes. Mailbox cancel path only. */
+  noteWithdrawnMail(mail: Mail, outcome: Outcome, now: number): void {
+    this.reusedIds.note(mail.recordKey, { receiverKey: mail.targetKey, fingerprint: fingerprintOfMail(mail), stamp: this.stamp(now), outcome }, now)
+  }
+
+  /**
+   * Under an id a second send reused: how its sender withdrew `mail`, given back by the session `heldBy`, if a
+   * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id was
+   * never reused, where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path only; a size
+   * check when no id was reused.
+   */
+  fateUnderReusedId(mail: Mail, heldBy: string): Outcome | "live" | undefined {
+    if (!this.reusedIds.isReused(mail.recordKey)) return undefined
+    return this.reusedIds.fateOf(mail.recordKey, {
+      sessionKeys: heldBy === mail.targetKey ? [heldBy] : [mail.targetKey, heldBy],
+      receivedAt: mail.brokerReceivedAt,
+      fingerprint: () => fingerprintOfMail(mail)
+    }) ?? "live"
   }
 
   /**
@@ -416,6 +466,7 @@ export class DeliveryRecords {
   /** Drops records past the retention time, and withdrawals forgotten more than a day ago. */
   prune(now: number): void {
     if (this.forgotten.size > 0) this.forgotten.expire(now - FORGOTTEN_MS - 1)
+    this.reusedIds.expire(now - FORGOTTEN_MS - 1)
     const cutoff = now - this.limits.retentionMs - 1
     for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
       this.drop(oldest)

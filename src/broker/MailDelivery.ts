@@ -495,12 +495,10 @@ export class MailDelivery {
       } else this.withdrawn.keep(messageKey, copy)
     }
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
-      ok: false,
-      code: DeliveryCode.DeliveryCancelled,
-      reason: Reason.cancelledQueued,
-      retryable: false
-    })
+    const cancelled: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelledQueued, retryable: false }
+    // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
+    this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled)
     return readers === undefined ? "deleted" : "copy"
   }
 

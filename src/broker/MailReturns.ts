@@ -1,5 +1,5 @@
 /**
- * Size: about 500 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 510 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  *
  * The close path's side of the mailbox: what a connection gives back when it
@@ -390,13 +390,19 @@ export class MailReturns {
     // that message's fingerprint, received before that send): it goes silently, and touches nothing under its
     // record key — the mailbox's place and the route there are the new message's (review cpback: it replaced the
     // resend in the mailbox, and came back live as not withdrawn). Another message under the id is not it (revcc).
-    if (this.ctx.records.withdrawnBeforeResend(mail.recordKey, mail.brokerReceivedAt, () => fingerprintOfMail(mail))) {
-      return false
-    }
+    // Under an id a second send reused, the key's route and record may be another message's: a withdrawal counts
+    // only when it names this very message (DeliveryRecords.fateUnderReusedId; reviews revrec R1, R3, revchain D1,
+    // D2). Named, it goes as above unless the key's withdrawal is its own (the route names its session).
+    const reused = this.ctx.records.fateUnderReusedId(mail, outbound.to)
+    if (reused === undefined) {
+      if (this.ctx.records.withdrawnBeforeResend(mail.recordKey, mail.brokerReceivedAt, () => fingerprintOfMail(mail))) {
+        return false
+      }
+    } else if (reused !== "live" && !this.routeWithdrawn(mail, outbound.to)) return false
     const now = this.ctx.now()
     // Cancelled or superseded by its sender on its way (Receipts.ts: the record says so, and the store forgot
     // it): not queued again, and not given to a client instance it was not given before the withdrawal.
-    const withdrawn = this.withdrawnOnTheWay(mail)
+    const withdrawn = reused === undefined ? this.withdrawnOnTheWay(mail) : reused !== "live"
     const live = liveSession(this.ctx, outbound.to)
     const isLive = live !== undefined
     // A short-lived session that ended by `unregister` will not come back for it.
@@ -493,6 +499,12 @@ export class MailReturns {
    * `cancel_message`, or a send that `supersedes` it;
    * DeliveryRecords.withdrawal), so it is not queued again.
    */
+  /** Whether the key's route names `heldBy` and keeps a withdrawal: under a reused id, `mail`'s own. */
+  private routeWithdrawn(mail: Mail, heldBy: string): boolean {
+    const route = this.ctx.records.table.find(mail.senderKey, mail.message.id)
+    return route !== undefined && route.withdrawal !== undefined && route.receiverKey === heldBy && this.withdrawnOnTheWay(mail)
+  }
+
   private withdrawnOnTheWay(mail: Mail): boolean {
     return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
   }

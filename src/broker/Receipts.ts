@@ -476,6 +476,7 @@ export class Receipts {
   ): void {
     if (record === undefined) return
     record.withdrawal = withdrawal
+    this.ctx.records.noteWithdrawn(record, withdrawal, receiverKey, now)
     if (waiting) this.routes.keepWithdrawal(record, now, receiverKey)
   }
 

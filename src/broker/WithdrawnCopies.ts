@@ -255,7 +255,8 @@ export class WithdrawnCopies {
     const { mail } = outbound
     const given = this.readersOf(outbound)
     if (given === undefined) return false
-    const withdrawal = this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now)
+    const reused = this.ctx.records.fateUnderReusedId(mail, outbound.to)
+    const withdrawal = reused === undefined ? this.ctx.records.withdrawal(mail.senderKey, mail.message.id, now) : reused === "live" ? undefined : reused
     if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
     // A copy kept already for readers of it that dropped before this one (each told reader holds its own
     // object, marked with itself and those still owed): they stay owed it too (review revs S2).

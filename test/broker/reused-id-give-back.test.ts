@@ -1,0 +1,159 @@
+/**
+ * A message given back under an id its sender reused is withdrawn only when a withdrawal names that very message
+ * (DeliveryRecords.fateUnderReusedId, ReusedIdWithdrawals.ts): the chains reviews revrec (R1, R3) and revchain (D1,
+ * D2) built by hand, a third send in a stamp tie after a flushed later message took the route over, and the chain
+ * the model-based test (one-id-model.test.ts) shrank to — an older message under the id, never withdrawn, given back
+ * after a later one to another receiver was superseded. The clock is a plain number, never moved (every stamp
+ * ties); no sleep.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Message } from "../../src/protocol/frames.ts"
+import { message } from "../support/broker.ts"
+import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
+import { copyLeftWorld, type CopyLeftWorld, deliveredThenPushedOut, textsOf } from "../support/withdrawnCopyLeft.ts"
+
+/** No send of d's was refused (the test would set up nothing). */
+const noneRefused = (w: CopyLeftWorld): void => {
+  const failed = w.framesOf(w.d).filter((f) => f.type === "error" || f.type === "delivery_failed")
+  assert.deepStrictEqual(failed, [], "a send was refused: the test sets up nothing")
+}
+
+/**
+ * Review revrec R1's chain: m0 delivered to b-1 unconfirmed, its record pushed out; a later message under its id
+ * queued for away z (RECORD_LATER); m1 supersedes m0; three more sends; a third message under the id to y.
+ */
+const laterThenThird = () =>
+  Effect.gen(function*() {
+    const w = yield* copyLeftWorld({ replayRecords: 3 })
+    w.closeAbandoned(w.reg("z", {}, "Z"))
+    w.reg("y", {}, "Y")
+    const { b1, m0 } = deliveredThenPushedOut(w, 3)
+    w.send("z", { ...m0, content: { text: "for z" } })
+    w.send("b", message("m1", { supersedes: m0.id }))
+    for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
+    w.send("y", { ...m0, content: { text: "for y" } })
+    noneRefused(w)
+    return { w, b1, m0 }
+  })
+
+describe("a withdrawal under a reused id names its own message", () => {
+  it.effect("superseded m0, given back by b-1 after a later message queued and a third send, is not given to b-1's return (revrec R1)", () =>
+    Effect.gen(function*() {
+      const { w, b1, m0 } = yield* laterThenThird()
+      w.closeAbandoned(b1)
+      const back = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), [], "b-1's return was given m0, which d superseded")
+    }))
+
+  it.effect("the later message of that chain, flushed to z-1 and given back unconfirmed, is given to z's return (revrec R1)", () =>
+    Effect.gen(function*() {
+      const { w, m0 } = yield* laterThenThird()
+      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
+      w.closeAbandoned(z)
+      const back = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for z"], "z's return was not given the later message back")
+    }))
+
+  it.effect("superseded m0 stays withdrawn after the later message that took its route over is cancelled and a third send follows (revrec R3)", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 3 })
+      w.closeAbandoned(w.reg("z", {}, "Z"))
+      w.reg("y", {}, "Y")
+      const { b1, m0 } = deliveredThenPushedOut(w, 3)
+      w.send("z", { ...m0, content: { text: "for z" } })
+      w.send("b", message("m1", { supersedes: m0.id }))
+      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
+      w.cancel(m0.id)
+      assert.include(messagesAndControls(w.framesOf(z)), `cancel ${m0.id}`, "z was not sent the cancel: the test sets up nothing")
+      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
+      w.send("y", { ...m0, content: { text: "for y" } })
+      noneRefused(w)
+      w.closeAbandoned(b1)
+      const back = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), [], "b-1's return was given m0, which d superseded")
+    }))
+
+  it.effect("a fourth message, never withdrawn, flushed after the third's supersede and given back by q-1, is given to q's return (revchain D1)", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 3 })
+      w.closeAbandoned(w.reg("z", {}, "Z"))
+      w.closeAbandoned(w.reg("q", {}, "Q"))
+      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const { m0 } = deliveredThenPushedOut(w, 3)
+      w.send("z", { ...m0, content: { text: "for z" } })
+      w.send("b", message("m1", { supersedes: m0.id }))
+      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
+      w.send("y", { ...m0, content: { text: "for y" } })
+      assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given the third message: the test sets up nothing")
+      for (let n = 4; n <= 6; n++) w.send("b", message(`more ${n}`))
+      w.send("q", { ...m0, content: { text: "for q" } })
+      w.send("y", message("m2", { supersedes: m0.id }))
+      noneRefused(w)
+      const q = w.reg("q", { features: custodyFeatures, instanceId: "q-1" }, "Q")
+      assert.deepStrictEqual(textsOf(w.framesOf(q), m0.id), ["for q"], "q's return was not flushed the fourth message: the test sets up nothing")
+      w.closeAbandoned(q)
+      const back = w.reg("q", { features: custodyFeatures, instanceId: "q-1" }, "Q")
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for q"], "q's return was not given the fourth message back")
+    }))
+
+  it.effect("m0, whose route a later message only took over, is given to b-1's return after that later one is superseded and a third send follows (revchain D2)", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 3 })
+      w.closeAbandoned(w.reg("z", {}, "Z"))
+      w.closeAbandoned(w.reg("q", {}, "Q"))
+      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const { b1, m0 } = deliveredThenPushedOut(w, 3)
+      w.send("z", { ...m0, content: { text: "for z" } })
+      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed L1: the test sets up nothing")
+      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
+      w.send("q", { ...m0, content: { text: "for q" } })
+      w.send("z", message("m1", { supersedes: m0.id }))
+      for (let n = 4; n <= 6; n++) w.send("b", message(`more ${n}`))
+      w.send("y", { ...m0, content: { text: "for y" } })
+      noneRefused(w)
+      assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given T: the test sets up nothing")
+      w.closeAbandoned(b1)
+      const back = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["m0"], "b-1's return was not given m0, which d never withdrew")
+    }))
+
+  it.effect("a third message, sent in a stamp tie after a flushed later message took the superseded m0's route, is given to y's return", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 3 })
+      w.closeAbandoned(w.reg("z", {}, "Z"))
+      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const { m0 } = deliveredThenPushedOut(w, 3)
+      w.send("z", { ...m0, content: { text: "for z" } })
+      w.send("b", message("m1", { supersedes: m0.id }))
+      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
+      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
+      w.send("y", { ...m0, content: { text: "for y" } })
+      noneRefused(w)
+      assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given the third message: the test sets up nothing")
+      w.closeAbandoned(y)
+      const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given the third message back")
+    }))
+
+  it.effect("an older message, never withdrawn, given back after a later one to another receiver was superseded, is given to its return (model)", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 2 })
+      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      const m0: Message = { id: "m0", timestamp: 1, content: { text: "for y" } }
+      w.send("y", m0)
+      for (let n = 1; n <= 2; n++) w.send("b", message(`other ${n}`))
+      w.send("b", { ...m0, content: { text: "for b" } })
+      w.send("b", message("m1", { supersedes: m0.id }))
+      noneRefused(w)
+      assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given m0: the test sets up nothing")
+      w.closeAbandoned(y)
+      const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given m0, which d never withdrew")
+    }))
+})
