@@ -9,7 +9,7 @@
  * (`tryEnter`), or a wait in its queue (`wait`), withdrawn in O(1). A permit
  * is released synchronously and at most once (`release` is idempotent),
  * early when its connection registers, or when the connection ends first (its
- * Scope's finalizer, or Adopted.ts's `finish`).
+ * Scope's finalizer, or `AdoptedConnections.readerStopped` in Adopted.ts).
  *
  * While a connection waits, a `Waiting` (Waiting.ts) is its receiver, on
  * both connection paths: it answers `health` (P20) at once — a health probe

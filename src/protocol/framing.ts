@@ -65,8 +65,8 @@ const REPLACEMENT = "\uFFFD"
  */
 export class FrameDecoder {
   /**
-   * A length prefix split across chunks: its bytes so far, big-endian, and
-   * how many. A number, not a 4-byte Buffer: a Buffer per connection is an
+   * A length prefix split across chunks: its bytes so far (at most three,
+   * big-endian), and how many. A number, not a 4-byte Buffer: a Buffer per connection is an
    * ArrayBuffer, a view and a native backing store, held by every idle
    * connection of a broker (docs/performance.md, "Idle sessions, sixty-ninth
    * stop").
@@ -118,13 +118,22 @@ export class FrameDecoder {
         size = buf.readUInt32BE(offset)
         offset += HEADER_BYTES
       } else {
-        while (this.headerFill < HEADER_BYTES && offset < end) {
-          this.headerValue = this.headerValue * 256 + buf[offset]!
-          this.headerFill++
+        let value = this.headerValue
+        let fill = this.headerFill
+        while (fill < HEADER_BYTES && offset < end) {
+          value = value * 256 + buf[offset]!
+          fill++
           offset++
         }
-        if (this.headerFill < HEADER_BYTES) break
-        size = this.headerValue
+        if (fill < HEADER_BYTES) {
+          // At most three bytes: under 2^24, so the field stays a small integer. A whole
+          // prefix may pass 2^31 and is kept in a local only: one such value stored in the
+          // field would box it in every decoder made after (review revidle #1).
+          this.headerValue = value
+          this.headerFill = fill
+          break
+        }
+        size = value
         this.headerValue = 0
         this.headerFill = 0
       }
