@@ -16,6 +16,7 @@ import { MAX_ID_LENGTH, MAX_NAME_LENGTH } from "../../src/protocol/limits.ts"
 import { MAX_LIST_LIMIT, MAX_PAGE_LIMIT, MAX_TITLE_LENGTH } from "../../src/protocol/results.ts"
 import { frameBytes } from "../../src/protocol/framing.ts"
 import { patientClock, withMemoryBroker } from "../support/memory.ts"
+import type { WireClient } from "../support/wire.ts"
 
 /** A lone high surrogate: one UTF-16 unit that JSON.stringify writes as six bytes (`\ud800`). */
 const LONE = "\ud800"
@@ -35,6 +36,15 @@ const worstLabels = { title: CONTROL.repeat(MAX_TITLE_LENGTH), run: CONTROL.repe
 /** The longest request id, six bytes a unit. */
 const worstRequestId = (tag: string) => `${tag}${LONE.repeat(MAX_ID_LENGTH - tag.length)}`
 
+/** The one `type` frame `client` got is over `least` bytes (the worst case the header computes) and within 1 MiB. */
+const assertWorstFits = (client: WireClient, type: string, least: number): void => {
+  const text = client.receivedTexts().find((t) => t.startsWith(`{"type":${JSON.stringify(type)}`))
+  if (text === undefined) return assert.fail(`the ${type} frame's text was not kept`)
+  const bytes = frameBytes(text)
+  assert.isAbove(bytes, least, "precondition: the frame is the worst case the header computes")
+  assert.isAtMost(bytes, MAX_FRAME_BYTES)
+}
+
 describe("result frames at their worst fit one frame", () => {
   it.effect("a listing page of 50 summaries, every field at its limit in six-byte units, is answered whole under 1 MiB", () =>
     patientClock(Effect.gen(function*() {
@@ -53,11 +63,7 @@ describe("result frames at their worst fit one frame", () => {
       if (listed.type !== "result_listed") return assert.fail(listed.reason)
       assert.strictEqual(listed.results.length, MAX_LIST_LIMIT)
       assert.strictEqual(listed.results[0]?.title, worstLabels.title)
-      const text = author.client.receivedTexts().find((t) => t.startsWith(`{"type":"result_listed"`))
-      if (text === undefined) return assert.fail("the listing's text was not kept")
-      const bytes = frameBytes(text)
-      assert.isAbove(bytes, 700_000, "precondition: the page is the worst case the header computes")
-      assert.isAtMost(bytes, MAX_FRAME_BYTES)
+      assertWorstFits(author.client, "result_listed", 700_000)
     })), { timeout: 60_000 })
 
   it.effect("a result_page of the largest window in six-byte units, with the worst summary, is answered whole under 1 MiB", () =>
@@ -73,10 +79,6 @@ describe("result frames at their worst fit one frame", () => {
       const page = yield* author.client.next(["result_page", "result_failed"], (frame) => frame.requestId === requestId)
       if (page.type !== "result_page") return assert.fail(page.reason)
       assert.strictEqual(page.text.length, MAX_PAGE_LIMIT)
-      const text = author.client.receivedTexts().find((t) => t.startsWith(`{"type":"result_page"`))
-      if (text === undefined) return assert.fail("the page's text was not kept")
-      const bytes = frameBytes(text)
-      assert.isAbove(bytes, 610_000, "precondition: the page is the worst case the header computes")
-      assert.isAtMost(bytes, MAX_FRAME_BYTES)
+      assertWorstFits(author.client, "result_page", 610_000)
     })), { timeout: 60_000 })
 })
