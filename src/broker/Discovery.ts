@@ -3,7 +3,8 @@
  * registration order, and `presence` updates a session's SessionInfo and
  * announces it through the membership feed.
  *
- * A `sessions` frame must fit 1 MiB. A base client gets the first sessions
+ * A `sessions` frame must fit 1 MiB, counted in UTF-8 bytes: each SessionInfo
+ * and the frame's own fields (a request id of 256 units can be 768 bytes). A base client gets the first sessions
  * that fit (the cut is logged). A client granted `list-page-v1` gets pages:
  * each answer carries `total` and, while sessions remain, a `nextCursor` to
  * pass back in the next `list`, so it can read every live session however
@@ -33,8 +34,6 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 /** Presence re-broadcast heartbeat (P32). */
 const PRESENCE_HEARTBEAT_MS = 1000
 
-/** UTF-8 bytes of a JSON text, without encoding it when it is short. */
-const jsonBytes = (json: string): number => json.length * 3 <= 1024 ? json.length : frameBytes(json)
 
 /** A cursor is the decimal registration order of the last session sent. */
 const parseCursor = (cursor: string): number | undefined =>
@@ -98,7 +97,7 @@ export class Discovery {
     let more = false
     for (const other of space.order.after(after)) {
       const info = infoOf(other)
-      budget -= jsonBytes(info) + 1
+      budget -= frameBytes(info) + 1
       if (budget < 0 || infos.length >= limit) {
         more = true
         if (infos.length === 0) {
@@ -141,7 +140,7 @@ export class Discovery {
     const infos: Array<string> = []
     for (const other of sessions.values()) {
       const info = infoOf(other)
-      budget -= jsonBytes(info) + 1
+      budget -= frameBytes(info) + 1
       if (budget < 0) break
       infos.push(info)
     }

@@ -7,7 +7,7 @@
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt } from "../protocol/frames.ts"
-import { frameText, type OutFrame } from "../protocol/framing.ts"
+import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { DELIVERED_TAIL, DeliveredFrameParts, MessageFrameParts } from "./frameParts.ts"
 
 const q = JSON.stringify
@@ -65,8 +65,11 @@ export const healthOkFrame = (requestId: string): string =>
 export const sessionsFrame = (requestId: string, infoJsons: ReadonlyArray<string>): string =>
   `{"type":"sessions","requestId":${q(requestId)},"sessions":[${infoJsons.join(",")}]}`
 
-/** Bytes of a `sessions` frame besides the session entries and commas. */
-export const sessionsFrameOverhead = (requestId: string): number => sessionsFrame(requestId, []).length + 16
+/**
+ * UTF-8 bytes of a `sessions` frame besides the session entries and commas (bytes, not UTF-16 units: a request id
+ * of 256 units can be 768 bytes).
+ */
+export const sessionsFrameOverhead = (requestId: string): number => frameBytes(sessionsFrame(requestId, [])) + 16
 
 /** A page of a paged list (`list-page-v1`): the sessions, how many there are in all, and where to go on. */
 export const sessionsPageFrame = (
@@ -79,9 +82,9 @@ export const sessionsPageFrame = (
     nextCursor === undefined ? "" : `,"nextCursor":${q(nextCursor)}`
   }}`
 
-/** Bytes of a page frame besides the session entries and commas (with room for the longest cursor). */
+/** UTF-8 bytes of a page frame besides the session entries and commas (with room for the longest cursor). */
 export const sessionsPageOverhead = (requestId: string, total: number): number =>
-  sessionsPageFrame(requestId, [], total, "9999999999999999").length + 16
+  frameBytes(sessionsPageFrame(requestId, [], total, "9999999999999999")) + 16
 
 /** `session_left` (P33). */
 export const sessionLeftFrame = (sessionId: string): string =>
