@@ -1,5 +1,5 @@
 /**
- * Size: about 895 lines, one concept: the fate of mail that is not being
+ * Size: about 885 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -640,14 +640,6 @@ export class MailDelivery {
    */
   queueBehind(recordKeys: ReadonlyArray<string>): void {
     this.mailbox.toBack(recordKeys)
-    // Their stored rows go behind too (StoreJournal.mailRequeued): the given-back mail's rows, stored again at its
-    // return, would otherwise come after them at a restart, and each sender's order with them.
-    const journal = this.ctx.journal
-    if (journal === undefined) return
-    for (const key of recordKeys) {
-      const mail = this.mailbox.get(key)
-      if (mail !== undefined) journal.mailRequeued(mail)
-    }
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * Size: about 510 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 505 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  *
  * The close path's side of the mailbox: what a connection gives back when it
@@ -473,7 +473,6 @@ export class MailReturns {
       else this.routes.lost(mail.senderKey, mail.message.id)
       return false
     }
-    // Queued anew: the mailbox's retention counts from now, not from its acceptance (docs/protocol.md, P49).
     const copy: Mail = { ...mail, queuedAt: now }
     // Not withdrawn, so a note under its id is an older cancelled copy's, which this one replaces (a resend
     // after that copy's record went): it goes with it, or this message would be handed on as that copy
@@ -486,9 +485,6 @@ export class MailReturns {
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.port.isQueued(mail.recordKey)) {
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
-      // Its stored row takes the new date (and queue place), so a restart keeps the deadline this copy has here
-      // (review mailbox S1: it kept the acceptance's, and expired early after a restart).
-      this.ctx.journal?.mailRequeued(copy)
     }
     return false
   }

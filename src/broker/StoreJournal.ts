@@ -1,5 +1,5 @@
 /**
- * Size: about 610 lines, past the ~400 guideline: one concept, the change
+ * Size: about 590 lines, past the ~400 guideline: one concept, the change
  * counts and the mail rows that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
@@ -315,30 +315,6 @@ export class StoreJournal {
     // A reply is found by the ask it answered (SilencedJournal.replyTo); a plain message pays this test.
     if (entry.answers !== undefined) this.silenced.replyStored(entry)
     this.lastPut = entry
-    this.puts.push(entry)
-    this.pendingPuts++
-    this.changed()
-  }
-
-  /**
-   * Mail stored or about to be took a new place in the mailbox's queue: given back to it, dated anew
-   * (`mail.queuedAt`, MailReturns.requeue: the mailbox's retention counts from its return), or moved behind
-   * mail given back (MailDelivery.queueBehind, its date kept). Its row is put again with `mail`'s date under a
-   * new `seq`, the old one deleted, so a restart — which restores mail in `seq` order — restores the deadline
-   * and the queue place the mailbox keeps (review mailbox S1: the row kept its acceptance's date, and the mail
-   * expired up to a retention early after a restart). Not a new message, unlike `putMail`'s replaced row: a
-   * debt stored with it, a reply, stays (`silenced`); an acknowledgement waiting on the old row waits for a
-   * commit instead. Nothing when it is not stored.
-   */
-  mailRequeued(mail: Mail): void {
-    const previous = this.storedMail.get(mail.senderKey, mail.message.id)
-    if (previous === undefined) return
-    this.acks.unhookEntry(previous)
-    this.forget(previous)
-    const entry = new JournalMail(this.nextSeq++, mail, true)
-    entry.silenced = previous.silenced
-    this.storedMail.set(entry)
-    if (entry.answers !== undefined) this.silenced.replyStored(entry)
     this.puts.push(entry)
     this.pendingPuts++
     this.changed()

@@ -7,7 +7,9 @@
  * nothing back; the bytes bounds' put-back is put-back-restore-date.test.ts's).
  * alice's q, read by bob and given back at his close at 30 min, then carol's
  * c1 and c2 queued at 31 min; the restart keeps two messages: c1 goes, q and
- * c2 stay, q first and expiring a retention after 30 min. The clock is the
+ * c2 stay, q first, and expired a retention after 30 min (its restored row
+ * keeps the acceptance's date, so it may expire sooner: docs/store.md, open;
+ * the restart is at 50 min, inside both). The clock is the
  * TestClock, set to each reading the story needs; nothing waits on it but the
  * store's lazy flush.
  */
@@ -57,14 +59,14 @@ describe("a durable broker's restore into a smaller mailbox", () => {
     Effect.gen(function*() {
       const { world, disk, q, c2 } = yield* story
       yield* durableBroker(world, disk, { ...OPTIONS, mailboxCapacity: 2 })
-      yield* TestClock.setTime(HOUR + 25 * MINUTE)
+      yield* TestClock.setTime(50 * MINUTE)
       const bob = yield* world.session(bobAs)
       const first = yield* bob.client.next("message")
       const second = yield* bob.client.next("message")
       assert.deepStrictEqual([first.message.id, second.message.id], [q.id, c2.id])
     }))
 
-  it.effect("and its date: past a retention after its return it expires, while c2, queued after it, is flushed", () =>
+  it.effect("and past a retention after its return it has expired, while c2, queued after it, is flushed", () =>
     Effect.gen(function*() {
       const { world, disk, q, c2 } = yield* story
       yield* durableBroker(world, disk, { ...OPTIONS, mailboxCapacity: 2 })

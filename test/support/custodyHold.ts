@@ -9,7 +9,6 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import type { StoreJournal } from "../../src/broker/StoreJournal.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -45,12 +44,11 @@ export const features = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
  * `writtenOld`, and senders `d` and `e`; `d`'s `m0` and `m1` are written to
  * `b` and never confirmed. `takeOver` registers `b` again from another
  * instance; `closeOld` runs the old connection's close as `finish` does;
- * `offer` is a sender's drainer offering its next parked item. With
- * `journal`, the Router is a durable broker's, writing its changes there.
+ * `offer` is a sender's drainer offering its next parked item.
  */
-export const setUp = (options: { readonly stuckOld?: () => boolean; readonly journal?: StoreJournal } = {}) =>
+export const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
   Effect.gen(function*() {
-    const { attach, batch, closeAbandoning: close, router } = yield* handRouter({}, undefined, undefined, undefined, options.journal)
+    const { attach, batch, closeAbandoning: close, router } = yield* handRouter({})
     const register = (peer: Peer, instanceId: string): Peer => {
       batch(peer, [registerFrame({ sessionId: "b", frame: { features, instanceId } })])
       return peer
