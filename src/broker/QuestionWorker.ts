@@ -1,6 +1,6 @@
 /**
- * Size: about 440 lines, past the ~400 guideline: one concept, the question fiber; its answer sizing
- * (`hollowFrames`, `answerTooLarge`, and `answerRoom`/`answerOverRoom` the send stage uses) is the part to move out next.
+ * Size: about 465 lines, past the ~400 guideline: one concept, the question fiber; its answer sizing
+ * (`hollowFrames`, `answerTooLarge`, `answerRoom`/`answerOverRoom` the send stage uses, and the refusals' `roomLeft`/`shorterAnswer`) is the part to move out next.
  *
  * The broker's question fiber: the one owner of durable question state
  * changes (C-DQ-3). It takes `QuestionWork` from the Router's Questions
@@ -108,15 +108,39 @@ export class AnswerTooLarge extends Data.TaggedError("AnswerTooLarge")<{
   readonly same: boolean
 }> {
   override get message(): string {
-    const room = this.room > 0
-      ? `question ${this.questionId} leaves room for an answer of at most ${this.room} bytes as JSON text`
-      : `question ${this.questionId} leaves no room for an answer by id`
-    const what = `with question ${this.questionId} it would make a frame of ${this.bytes} bytes (the question and the answer whole, as its receipt or a later question_get carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${room}`
+    const what = `with question ${this.questionId} it would make a frame of ${this.bytes} bytes (the question and the answer whole, as its receipt or a later question_get carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${
+      roomLeft(this.questionId, this.room)
+    }`
     return this.same
       ? `Answer is too large to deliver: ${what}. This same answer was already saved (from a reply to the notification); nothing changed`
-      : `Answer is too large to deliver: ${what}. Nothing was saved; answer shorter, or put long material in a file and name its path`
+      : `Answer is too large to deliver: ${what}. Nothing was saved; ${shorterAnswer(this.questionId, this.room, "answer")}`
   }
 }
+
+/**
+ * What a refusal of an answer too large (`AnswerTooLarge`, Questions' live reply refusal) says of the room question
+ * `questionId` leaves any answer: at most `room` bytes as JSON text, or none — a question saved by a broker before
+ * the ask's size check may leave none.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const roomLeft = (questionId: string, room: number): string =>
+  room > 0
+    ? `question ${questionId} leaves room for an answer of at most ${room} bytes as JSON text`
+    : `question ${questionId} leaves no room for any answer (it was saved before the ask's size check)`
+
+/**
+ * What such a refusal tells the supervisor to do: `verb` ("answer", "reply") shorter while question `questionId`
+ * leaves room (`roomLeft`); else no answer can fit, so stop the question and have the child ask it again shorter.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const shorterAnswer = (questionId: string, room: number, verb: string): string =>
+  room > 0
+    ? `${verb} shorter, or put long material in a file and name its path`
+    : `stop question ${questionId} (question_stop) and have the child ask it again shorter, with long material in a file it names`
 
 /** The longest request id a client may send, each character written as a six-byte JSON escape (`\u0001`). */
 const WIDEST_REQUEST_ID = "\u0001".repeat(MAX_ID_LENGTH)

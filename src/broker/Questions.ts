@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 860 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 870 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames with the size check of a question's frames, the send stage that turns a reply into an answer, sizes it as one and refuses a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
@@ -93,7 +93,7 @@ import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
 import * as Encode from "./encode.ts"
-import { answerOverRoom, answerRoom, answerTooLarge } from "./QuestionWorker.ts"
+import { answerOverRoom, answerRoom, answerTooLarge, roomLeft, shorterAnswer } from "./QuestionWorker.ts"
 import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -226,15 +226,18 @@ export const QuestionText = {
       namesOf(fields)
     } fields a supervisor may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`,
   /**
+   * `E_MESSAGE_TOO_LARGE` for the supervisor's live reply to question `questionId`: saved as its answer, it would make
+   * a frame of `bytes` bytes; the question leaves `room` bytes (as JSON text) for an answer, or none (`room` not
+   * above 0: `QuestionWorker.roomLeft`, `shorterAnswer`, worded as `AnswerTooLarge`).
+   */
+  replyTooLarge: (questionId: string, bytes: number, room: number) =>
+    `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${
+      roomLeft(questionId, room)
+    }. Nothing was delivered or saved, and the question still waits; ${shorterAnswer(questionId, room, "reply")}`,
+  /**
    * `QuestionTooLarge`: with a one-character answer, the longest frame carrying the saved question and its answer
    * back (its receipt, a `question_get` or re-ask `question_result`) would be `bytes` long.
    */
-  /**
-   * `E_MESSAGE_TOO_LARGE` for the supervisor's live reply to question `questionId`: saved as its answer, it would make
-   * a frame of `bytes` bytes; the question leaves `room` bytes (as JSON text) for an answer.
-   */
-  replyTooLarge: (questionId: string, bytes: number, room: number) =>
-    `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; question ${questionId} leaves room for an answer of at most ${room} bytes as JSON text. Nothing was delivered or saved, and the question still waits; reply shorter, or put long material in a file and name its path`,
   resultTooLarge: (bytes: number) =>
     `Question is too large to deliver: it must leave room for its answer, and with a one-character answer the saved question and the answer sent back (its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed) would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const

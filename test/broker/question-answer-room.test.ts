@@ -143,7 +143,7 @@ describe("an identical re-answer of an answer saved unsized", () => {
       questions.records.set("q-1", { ...saved, answer: text, answeredAt: saved.createdAt })
       yield* supervisor.send({ type: "question_answer", requestId: "a-1", questionId: "q-1", text })
       const written = yield* writtenFor(supervisor, "a-1")
-      assert.strictEqual(questions.records.get("q-1")?.answer, text, "precondition: the reply was saved as the answer")
+      assert.strictEqual(questions.records.get("q-1")?.answer, text, "the saved answer changed")
       assert.strictEqual(written.length, 1, "the identical re-answer was never answered")
       const frame: { readonly type: string; readonly error?: string; readonly reason?: string } = JSON.parse(written[0]!)
       named(frame, "AnswerTooLarge", ROOM)

@@ -5,9 +5,10 @@
  * id a client may send — and refused `E_MESSAGE_TOO_LARGE` before it is delivered or saved when one would pass 1 MiB.
  * Before, the reply reached the child and was saved, and the writer's guard then dropped every `question_get` and
  * re-ask answer of the question: nobody got them. A failure reply (`replyError`, C-DQ-8) is not an answer and is not
- * sized so. The question fiber's work is awaited with a `question_list` on the same connection (it takes its items in
- * order). On a broker over the in-memory network with a memory question store, under `patientClock` (a step carries
- * megabytes: on a loaded machine it can take longer than the TestClock's default second); no time passes.
+ * sized so: its test guards the check against refusing too much, and passes without the check too. The question
+ * fiber's work is awaited with a `question_list` on the same connection (it takes its items in order). On a broker
+ * over the in-memory network with a memory question store, under `patientClock` (a step carries megabytes: on a
+ * loaded machine it can take longer than the TestClock's default second); no time passes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
