@@ -30,7 +30,7 @@
  * StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
+import { attachmentControlOf, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, REUSE_REASON_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -63,6 +63,7 @@ import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
+import { resolveTarget } from "./SendTargets.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
 /**
@@ -259,7 +260,7 @@ export class Send {
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
     const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
       message.replyTo === undefined
-    let resolution = route !== undefined ? route.resolve(sender, frame.to) : this.resolve(sender, frame.to, frame, exact)
+    let resolution = route !== undefined ? route.resolve(sender, frame.to) : resolveTarget(this.ctx.registry.recent, sender, frame.to, frame, exact)
     if (route === undefined && !exact && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       resolution = this.rerouted(sender, frame.to, message, now) ?? resolution
     }
@@ -520,53 +521,6 @@ export class Send {
       if (target !== undefined) return { target, remembered: undefined, id: target.id }
     }
     return undefined
-  }
-
-  /**
-   * P42/P47: an exact send (`targetId` + `targetEpoch`) names a live session
-   * and its epoch; otherwise `to` resolves over live sessions (exact id, name
-   * ignoring case, id prefix), then over recently departed ones (mailbox).
-   */
-  private resolve(
-    sender: Session,
-    to: string,
-    frame: { readonly [key: string]: unknown },
-    exact: boolean
-  ): Resolution {
-    const space = sender.space
-    if (exact) {
-      const { targetId, targetEpoch } = frame
-      if (
-        typeof targetId !== "string" || targetId === "" || targetId.length > MAX_ID_LENGTH ||
-        typeof targetEpoch !== "string" || targetEpoch === "" || targetEpoch.length > MAX_ID_LENGTH
-      ) {
-        return { refused: { code: DeliveryCode.InvalidTarget, reason: Reason.invalidTarget }, id: undefined }
-      }
-      const target = space.sessions.get(targetId)
-      if (target === undefined) {
-        return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: targetId }
-      }
-      if (target.endpointEpoch !== targetEpoch) {
-        return { refused: { code: DeliveryCode.TargetRebound, reason: Reason.targetRebound }, id: targetId }
-      }
-      return { target, remembered: undefined, id: targetId }
-    }
-    if (to.trim() === "") return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
-    const live = space.resolveLive(to)
-    if (live.length > 1) {
-      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousLive(to) }, id: undefined }
-    }
-    const target = live[0]
-    if (target !== undefined) return { target, remembered: undefined, id: target.id }
-    const recent = this.ctx.registry.recent.resolve(space.key, to)
-    if (recent.length > 1) {
-      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousDisconnected(to) }, id: undefined }
-    }
-    const remembered = recent[0]
-    if (remembered === undefined) {
-      return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
-    }
-    return { target: undefined, remembered, id: remembered.id }
   }
 
   /**
