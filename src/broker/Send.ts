@@ -24,13 +24,14 @@
  * lives in a stage module, and the contract the stages share is
  * SendStage.ts; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass (counting, tracing
- * and the live view's record are one call each, in their own modules), and
- * how the send is answered: at once, or, in durable mode, held for the
- * commit or until the message is read (`answer`; the holding itself is
- * StoreJournal.ts and ReadAcks.ts).
+ * and the live view's record are one call each, in their own modules, and
+ * so are resolving the target, SendTargets.ts, and answering the send,
+ * SendAnswers.ts: at once, or, in durable mode, held for the commit or until
+ * the message is read; the holding itself is StoreJournal.ts and
+ * ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { attachmentControlOf, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
+import { attachmentControlOf, MAX_TARGET_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, REUSE_REASON_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -63,6 +64,7 @@ import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
+import { SendAnswers } from "./SendAnswers.ts"
 import { resolveTarget } from "./SendTargets.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
@@ -100,6 +102,9 @@ export class Send {
   /** What the live view (`observe-v1`) shows of the traffic; written here for every routed or refused send. */
   readonly traffic = new Traffic()
 
+  /** How each send is answered (SendAnswers.ts): at once, or held by the journal. */
+  private readonly answers: SendAnswers
+
   /**
    * @param answering the open ask edge a reply's `replyKey` names (Asks.ts), kept on its mail
    *   (`Mail.answers`) so that a reply lost before it reaches its asker can open it again.
@@ -114,6 +119,7 @@ export class Send {
     this.mail = mail
     this.answering = answering
     this.answered = answered
+    this.answers = new SendAnswers(ctx, this.traffic)
   }
 
   /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
@@ -137,55 +143,6 @@ export class Send {
 
   readonly frames: FrameHandlers = {
     send: { handle: (peer, frame) => this.handle(peer, frame, undefined) }
-  }
-
-  /**
-   * Answers `peer`'s send `messageId` with `outcome`; returns it. A
-   * `notice` goes right behind the answer, wherever the answer waits (a
-   * held acknowledgement carries it: StoreJournal.holdAck).
-   */
-  answer(peer: Peer, messageId: string, outcome: Outcome, notice?: string): Outcome {
-    const output = this.ctx.output
-    if (!outcome.ok) {
-      output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
-      if (notice !== undefined) output.enqueue(peer, notice)
-      return outcome
-    }
-    const journal = this.ctx.journal
-    const staged = outcome.staged
-    if (staged !== undefined) {
-      // A staged send's answer (the first, or a retry's): as `pipeline` writes it, not held for a commit.
-      journal?.mark(peer)
-      output.enqueue(peer, Encode.deliveryQueuedFrame(messageId, staged.threadId, staged.deliverAt))
-      if (notice !== undefined) output.enqueue(peer, notice)
-      return outcome
-    }
-    // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery, notice)
-    else {
-      journal?.mark(peer)
-      output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))
-      if (notice !== undefined) output.enqueue(peer, notice)
-    }
-    return outcome
-  }
-
-  /** Refuses `peer`'s send `messageId`, addressed to `to`, and tells the live view (Traffic.ts); returns the outcome. */
-  private fail(peer: Peer, messageId: string, refusal: Refusal, to: unknown): Outcome {
-    this.traffic.refused(peer.session, to, messageId, refusal.code, refusal.reason, this.ctx.now())
-    return this.answer(peer, messageId, {
-      ok: false,
-      code: refusal.code,
-      reason: refusal.reason,
-      retryable: isRetryable(refusal.code)
-    })
-  }
-
-  /** Refuses a send whose text holds a control character (C-TOOL-6), naming it. */
-  private failTextControl(peer: Peer, message: Message, to: unknown): Outcome {
-    const found = textControlOf(message.content.text)
-    const reason = found === undefined ? Reason.invalidMessage : Reason.textControl(found.code, found.position)
-    return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, to)
   }
 
   /**
@@ -226,32 +183,32 @@ export class Send {
     // P48: an invalid send is answered, not fatal.
     const message = decodeMessage(frame.message)
     if (isFrameDecodeError(message)) {
-      return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
+      return this.answers.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     // C-SUP-13: only the broker marks a message's channel; a client that tries is refused.
     if (Object.hasOwn(frame, "channel")) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
     }
     // C-TOOL-6: a text body holds no control character but TAB, LF and CR (one precompiled regex test).
-    if (TEXT_CONTROL.test(message.content.text)) return this.failTextControl(peer, message, frame.to)
+    if (TEXT_CONTROL.test(message.content.text)) return this.answers.failTextControl(peer, message, frame.to)
     // The same for attachments, shown as text too: one regex test per field, none without attachments.
     const attachments = message.content.attachments
     if (attachments !== undefined) {
       const found = attachmentControlOf(attachments)
       if (found !== undefined) {
         const reason = Reason.attachmentControl(found.field, found.code, found.position)
-        return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
+        return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
       }
     }
     if (typeof frame.to !== "string") {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     if (frame.to.length > MAX_TARGET_LENGTH) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) }, frame.to)
     }
     const sender = peer.session
     if (sender === undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound }, frame.to)
     }
     const now = this.ctx.now()
     this.prune(now)
@@ -283,7 +240,7 @@ export class Send {
         const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
         for (let i = 0; i < stages.length; i++) {
           const better = stages[i]!.unresolved?.(sender, to)
-          if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+          if (better !== undefined) return this.answers.fail(peer, message.id, better, frame.to)
         }
       }
     }
@@ -293,16 +250,16 @@ export class Send {
         const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
         this.ctx.records.set(fingerprint, outcome, now)
         this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
-        return this.answer(peer, message.id, outcome)
+        return this.answers.answer(peer, message.id, outcome)
       }
-      return this.fail(peer, message.id, resolution.refused, frame.to)
+      return this.answers.fail(peer, message.id, resolution.refused, frame.to)
     }
     const targetKey = resolution.target?.key ?? resolution.remembered?.key ?? ""
     if (targetKey === sender.key) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget }, frame.to)
     }
     const delivery = route === undefined ? deliveryOfFrame(frame, sender, message) : undefined
-    if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery, frame.to)
+    if (delivery !== undefined && isRefusal(delivery)) return this.answers.fail(peer, message.id, delivery, frame.to)
 
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
     const recorded = fingerprint ?? OutboundRecord.of(sender.key, resolution.id, message, replyError)
@@ -320,11 +277,11 @@ export class Send {
       staged: false
     }
     const refusal = this.refusal(attempt)
-    if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
+    if (refusal !== undefined) return this.answers.fail(peer, message.id, refusal, frame.to)
     // A durable broker whose last commit failed acknowledges nothing it cannot store.
     const storeFailure = this.ctx.journal?.failure
     if (storeFailure !== undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) }, frame.to)
     }
 
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
@@ -369,7 +326,7 @@ export class Send {
       : longestTail(mail)
     if (!fitsFrame(forwarded, tail)) {
       const tailBytes = Buffer.byteLength(tail, "utf8")
-      return this.fail(peer, message.id, {
+      return this.answers.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded) + tailBytes, MAX_FRAME_BYTES, tailBytes, tailFieldNames(mail))
       }, frame.to)
@@ -379,12 +336,12 @@ export class Send {
       // Mail the mailbox cannot keep (its bounds) is refused, not acknowledged, and not recorded: a retry is
       // judged afresh. Stored once it is queued; mail it evicted to make room leaves the store (its sender told).
       const outcome = this.mail.queue(mail)
-      if (!outcome.ok) return this.fail(peer, message.id, outcome, frame.to)
+      if (!outcome.ok) return this.answers.fail(peer, message.id, outcome, frame.to)
       for (let i = 0; i < stages.length; i++) stages[i]!.queued?.(attempt, mail)
       journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
       this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
-      return this.answer(peer, message.id, outcome)
+      return this.answers.answer(peer, message.id, outcome)
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
@@ -392,13 +349,13 @@ export class Send {
       // close finds it (under the departed one's key it would be dropped as "recipient left").
       const toTarget = target.key === targetKey ? mail : { ...mail, targetKey: target.key }
       const staged = this.staging.stage(attempt, toTarget, target, threadId)
-      if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
+      if ("code" in staged) return this.answers.fail(peer, message.id, staged, frame.to)
       this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
       journal?.putMail(toTarget)
       // Recorded as staged, so a same-id retry is answered `delivery_queued` too (known issue 19).
       const outcome: Outcome = { ok: true, delivery: "queued", staged: { threadId, deliverAt: staged.deliverAt } }
       this.ctx.records.set(recorded, outcome, now)
-      this.answer(peer, message.id, outcome)
+      this.answers.answer(peer, message.id, outcome)
       return "staged"
     }
     route?.accepted(attempt, target)
@@ -411,7 +368,7 @@ export class Send {
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
     this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
-    if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
+    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
     // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
@@ -425,7 +382,7 @@ export class Send {
       if (message.replyTo !== undefined) journal.answered(targetKey, message.replyTo, sender.key, message.id)
       return DELIVERED
     }
-    return this.answer(peer, message.id, DELIVERED)
+    return this.answers.answer(peer, message.id, DELIVERED)
   }
 
   /**
@@ -532,11 +489,11 @@ export class Send {
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) return undefined
     if (!sameFingerprint(record, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
+      return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
-    this.answer(peer, messageId, record.outcome, notice)
+    this.answers.answer(peer, messageId, record.outcome, notice)
     return "replayed"
   }
 
@@ -578,7 +535,7 @@ export class Send {
     if (record === undefined) return undefined
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) return undefined
-    this.answer(peer, message.id, record.outcome)
+    this.answers.answer(peer, message.id, record.outcome)
     return "replayed"
   }
 
