@@ -515,10 +515,10 @@ export class Router {
   /**
    * The answer a replay record (P46) gives a `send` of session `senderKey`'s
    * that `peer`'s reader held and never handled, or undefined when none
-   * does (Send.recordedAnswer; PeerReader.refuseHeldSends at a takeover).
+   * does (SendReplays.recordedAnswer; PeerReader.refuseHeldSends at a takeover).
    */
   recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
-    return this.send.recordedAnswer(peer, senderKey, frame)
+    return this.send.replays.recordedAnswer(peer, senderKey, frame)
   }
 
   /**

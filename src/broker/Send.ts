@@ -13,7 +13,8 @@
  * supersedes and record routes (Receipts.ts). A new rule (groups) is one
  * more stage. A `replace` send (`delivery-v1`) to a live recipient is staged
  * instead of delivered (ReplaceStaging.ts), and handed over here when its
- * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
+ * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`,
+ * read by the replay check (SendReplays.ts).
  *
  * Every send is counted by how it ended (RouteCounts.ts, read by `stats-v1`
  * and the OTLP metrics); a send carrying `traceparent` (`trace-v1`) is routed
@@ -25,32 +26,23 @@
  * SendStage.ts; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass (counting, tracing
  * and the live view's record are one call each, in their own modules, and
- * so are resolving the target, SendTargets.ts, and answering the send,
- * SendAnswers.ts: at once, or, in durable mode, held for the commit or until
- * the message is read; the holding itself is StoreJournal.ts and
- * ReadAcks.ts).
+ * so are resolving the target, SendTargets.ts, the replay check,
+ * SendReplays.ts, and answering the send, SendAnswers.ts: at once, or, in
+ * durable mode, held for the commit or until the message is read; the
+ * holding itself is StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { attachmentControlOf, MAX_TARGET_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
-import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, REUSE_REASON_V1, TRACE_V1 } from "../protocol/features.ts"
+import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./AskAdmission.ts"
-import {
-  DELIVERED,
-  deliveredTo,
-  type DeliveryRecord,
-  type Fingerprint,
-  type Outcome,
-  recordKeyOf,
-  sameContent,
-  sameFingerprint
-} from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { fitsFrame, liveFrameFor, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -65,6 +57,7 @@ import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
 import { SendAnswers } from "./SendAnswers.ts"
+import { SendReplays } from "./SendReplays.ts"
 import { resolveTarget } from "./SendTargets.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
@@ -87,8 +80,6 @@ export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly answering: (replyKey: string) => AskEdge | undefined
-  /** Which reply answered each recent ask (`reply-elsewhere-v1`): read only when an ask is replayed. */
-  private readonly answered: AnsweredAsks | undefined
   private readonly stages: Array<SendStage> = []
   private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
@@ -105,6 +96,9 @@ export class Send {
   /** How each send is answered (SendAnswers.ts): at once, or held by the journal. */
   private readonly answers: SendAnswers
 
+  /** The replay check (P46, SendReplays.ts): what a kept record answers a send under its id with. */
+  readonly replays: SendReplays
+
   /**
    * @param answering the open ask edge a reply's `replyKey` names (Asks.ts), kept on its mail
    *   (`Mail.answers`) so that a reply lost before it reaches its asker can open it again.
@@ -118,8 +112,8 @@ export class Send {
     this.ctx = ctx
     this.mail = mail
     this.answering = answering
-    this.answered = answered
     this.answers = new SendAnswers(ctx, this.traffic)
+    this.replays = new SendReplays(ctx, this.answers, answered)
   }
 
   /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
@@ -230,11 +224,11 @@ export class Send {
     const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const replay = fingerprint === undefined
       ? undefined
-      : this.replayed(peer, fingerprint, now, frame.to)
+      : this.replays.replayed(peer, fingerprint, now, frame.to)
     if (replay !== undefined) return replay
     if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       // A target this broker does not know (yet): a durable broker that restarted, say, before it came back.
-      const stored = fingerprint === undefined ? this.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
+      const stored = fingerprint === undefined ? this.replays.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
       if (stored !== undefined) return stored
       if (route === undefined) {
         const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
@@ -480,94 +474,6 @@ export class Send {
     return undefined
   }
 
-  /**
-   * P46: answers a retried send from its record: `replayed`, or the refusal
-   * of a reused id; undefined when it must be delivered (again).
-   */
-  private replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
-    const messageId = fingerprint.id
-    const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
-    if (record === undefined) return undefined
-    if (!sameFingerprint(record, fingerprint)) {
-      return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
-    }
-    if (!record.outcome.ok && record.outcome.retryable) return undefined
-    const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
-    this.answers.answer(peer, messageId, record.outcome, notice)
-    return "replayed"
-  }
-
-  /**
-   * A replayed ask whose reply went for good to another client instance of
-   * the session (AnsweredAsks.ts): a resending connection granted
-   * `reply-elsewhere-v1` is told so (`ask_answered_elsewhere`, this notice),
-   * right behind the answer to its send — also when a durable broker holds
-   * that answer for a commit (review revp P2) — rather than wait for a
-   * reply that cannot come. Undefined when it is not told.
-   */
-  private answeredElsewhere(peer: Peer, ask: OutboundRecord): string | undefined {
-    if (this.answered === undefined || !peer.features.has(REPLY_ELSEWHERE_V1)) return undefined
-    const reply = this.answered.handedElsewhere(recordKeyOf(ask.senderKey, ask.id), peer)
-    return reply === undefined ? undefined : Encode.askAnsweredElsewhereFrame(ask.id, reply.id)
-  }
-
-  /**
-   * P46 for a send whose target does not resolve: a retry of a recorded
-   * send, its answer lost, whose target this broker does not know now — a
-   * durable broker restarted from its store knows no session until it
-   * registers again. Its record answers it as `replayed` would when the
-   * message matches it against the record's own target (as
-   * `recordedAnswer` does): `to` cannot be compared, since nothing names
-   * the record's target now, so the id and the content decide (P46's key
-   * is the sender and the id). Undefined — the send is judged afresh, and
-   * refused — when no record is kept, the content differs, or the record's
-   * outcome is retryable. Only on the refused path: a plain send pays
-   * nothing for it.
-   */
-  private replayedUnresolved(
-    peer: Peer,
-    senderKey: string,
-    message: Message,
-    replyError: string | undefined,
-    now: number
-  ): RouteOutcome | undefined {
-    const record = this.ctx.records.get(senderKey, message.id, now)
-    if (record === undefined) return undefined
-    if (!record.outcome.ok && record.outcome.retryable) return undefined
-    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) return undefined
-    this.answers.answer(peer, message.id, record.outcome)
-    return "replayed"
-  }
-
-  /**
-   * P46 for a `send` held behind parked output and never handled, whose
-   * connection's session `senderKey` was taken over
-   * (PeerReader.refuseHeldSends): the answer its replay record gives, as
-   * `replayed` gives it to a retry — the recorded outcome, or
-   * `E_MESSAGE_ID_REUSE` for another message under a kept id. Undefined
-   * when no record answers it (none, or a retryable failure): the send was
-   * not handled. The session is gone, so `to` is not resolved again: the
-   * fingerprint is compared with the record's own target. Written as
-   * forced output by the caller, so not held for a commit.
-   */
-  recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
-    const message = decodeMessage(frame.message)
-    if (isFrameDecodeError(message)) return undefined
-    const record = this.ctx.records.get(senderKey, message.id, this.ctx.now())
-    if (record === undefined) return undefined
-    const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
-    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) {
-      return Encode.deliveryFailedFrame(message.id, DeliveryCode.MessageIdReuse, Reason.messageIdReuse, isRetryable(DeliveryCode.MessageIdReuse))
-    }
-    const outcome = record.outcome
-    if (!outcome.ok) {
-      return outcome.retryable ? undefined : Encode.deliveryFailedFrame(message.id, outcome.code, outcome.reason, outcome.retryable)
-    }
-    const staged = outcome.staged
-    if (staged !== undefined) return Encode.deliveryQueuedFrame(message.id, staged.threadId, staged.deliverAt)
-    return Encode.deliveredFrameParts(message.id, outcome.delivery)
-  }
-
   /** Adds a clean-up to run before each send. */
   onPrune(prune: (now: number) => void): void {
     this.prunes.push(prune)
@@ -595,21 +501,3 @@ const withoutSupersedes = (mail: Mail): Mail => {
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
 const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
   typeof value === "string" && parseTraceparent(value) !== undefined ? value : undefined
-
-/**
- * Why a send under a kept id whose fingerprint is not `record`'s is refused (`E_MESSAGE_ID_REUSE` whatever the
- * reason, as P46 says). To a connection not granted `reuse-reason-v1` (`granted` false): P46's text, as P45 fixes it
- * (review revdh DH2). To one granted it: other content under the id is the sender's own reuse (`Reason.messageIdReuse`);
- * the same content to another target is that message sent again after `to` came to name another session, and the
- * reason says what the record says became of it — delivered to the session `to` resolves to now (P49's other
- * holder took it: `receiverId`, review revdh DH1), delivered to another, queued and not confirmed delivered, or
- * settled otherwise — since a client that lost the first write's answer cannot tell these apart from the code
- * (afterLoss.ts; review revda DA1, DA2).
- */
-const reuseReason = (record: DeliveryRecord, sent: Fingerprint, granted: boolean): string => {
-  if (!granted || !sameContent(record, sent)) return Reason.messageIdReuse
-  const outcome = record.outcome
-  if (!outcome.ok) return Reason.messageIdReuseSettled(outcome.reason)
-  if (outcome.delivery !== "socket_delivered") return Reason.messageIdReuseQueued
-  return outcome.receiverId === sent.targetId ? Reason.messageIdReuseDeliveredHere : Reason.messageIdReuseDelivered
-}
