@@ -11,7 +11,7 @@
  * | concern | module |
  * |---|---|
  * | registration and the registry | Registration.ts, Registry.ts |
- * | the send pipeline (resolve → replay → stages → deliver or queue → ack) | Send.ts, DeliveryRecords.ts |
+ * | the send pipeline (resolve → replay → stages → deliver or queue → ack) | Send.ts, SendTargets.ts, SendReplays.ts, SendAnswers.ts, DeliveryRecords.ts |
  * | asks and replies | Asks.ts, AskEdges.ts |
  * | the mailbox | MailDelivery.ts, Mailbox.ts |
  * | the membership feed | Membership.ts, MembershipFeed.ts |
