@@ -140,7 +140,7 @@ export class HeldAck implements Holdable<HeldAck> {
 
 /**
  * A held acknowledgement with a frame that must go right behind it — the
- * `ask_answered_elsewhere` notice of a replayed ask (Send.answeredElsewhere,
+ * `ask_answered_elsewhere` notice of a replayed ask (SendReplays.answeredElsewhere,
  * review revp P2): queued at once, the notice would overtake the
  * `delivered` it follows. Released together; refused together after a failed
  * commit (the notice is dropped: a retry of the send is told again). A class

@@ -226,7 +226,7 @@ export class PeerReader implements FrameReceiver {
    * `send` or `supervisor_send` still held behind parked output is answered
    * now, forced past a full outbox as `taken_over` is, so that the graceful
    * end writes it. A held copy of a send the broker already handled (a
-   * retry) gets what its replay record says, as Send.ts answers a replay
+   * retry) gets what its replay record says, as SendReplays.ts answers a replay
    * (P46; `Router.recordedAnswer`); any other is answered as a send from a
    * connection that holds no session: `delivery_failed` with
    * `E_SENDER_NOT_FOUND`. A `supervisor_send` from a connection not granted

@@ -11,7 +11,7 @@
  * | concern | module |
  * |---|---|
  * | registration and the registry | Registration.ts, Registry.ts |
- * | the send pipeline (resolve → replay → stages → deliver or queue → ack) | Send.ts, DeliveryRecords.ts |
+ * | the send pipeline (resolve → replay → stages → deliver or queue → ack) | Send.ts, SendTargets.ts, SendReplays.ts, SendAnswers.ts, DeliveryRecords.ts |
  * | asks and replies | Asks.ts, AskEdges.ts |
  * | the mailbox | MailDelivery.ts, Mailbox.ts |
  * | the membership feed | Membership.ts, MembershipFeed.ts |
@@ -518,10 +518,10 @@ export class Router {
   /**
    * The answer a replay record (P46) gives a `send` of session `senderKey`'s
    * that `peer`'s reader held and never handled, or undefined when none
-   * does (Send.recordedAnswer; PeerReader.refuseHeldSends at a takeover).
+   * does (SendReplays.recordedAnswer; PeerReader.refuseHeldSends at a takeover).
    */
   recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
-    return this.send.recordedAnswer(peer, senderKey, frame)
+    return this.send.replays.recordedAnswer(peer, senderKey, frame)
   }
 
   /**

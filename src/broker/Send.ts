@@ -1,6 +1,7 @@
 /**
- * Size note: about 705 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
- * module.
+ * Size note: about 505 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * module, and what to split next: the hand-over of a staged send (`deliverStaged` with `handOver`, `refusal`,
+ * `supersedesSettled`, sharing the stage list) and the prunes (`onPrune`, `prune`); the pipeline itself stays.
  *
  * The send pipeline (P40–P50): one `send` frame, in order —
  *
@@ -13,7 +14,8 @@
  * supersedes and record routes (Receipts.ts). A new rule (groups) is one
  * more stage. A `replace` send (`delivery-v1`) to a live recipient is staged
  * instead of delivered (ReplaceStaging.ts), and handed over here when its
- * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
+ * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`,
+ * read by the replay check (SendReplays.ts).
  *
  * Every send is counted by how it ended (RouteCounts.ts, read by `stats-v1`
  * and the OTLP metrics); a send carrying `traceparent` (`trace-v1`) is routed
@@ -24,32 +26,27 @@
  * lives in a stage module, and the contract the stages share is
  * SendStage.ts; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass (counting, tracing
- * and the live view's record are one call each, in their own modules), and
- * how the send is answered: at once, or, in durable mode, held for the
- * commit or until the message is read (`answer`; the holding itself is
- * StoreJournal.ts and ReadAcks.ts).
+ * and the live view's record are one call each, in their own modules, and
+ * so are resolving the target, SendTargets.ts, the replay check,
+ * SendReplays.ts, and answering the send, SendAnswers.ts: at once, or, in
+ * durable mode, held for the commit or until the message is read; the
+ * holding itself is StoreJournal.ts and ReadAcks.ts). Past ~400 lines still:
+ * `pipeline` alone is about 210, one synchronous pass kept whole so that the
+ * plain send pays no call per step; the staged hand-over and the prunes are
+ * the parts that can leave without adding a call to it.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
+import { attachmentControlOf, MAX_TARGET_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
-import { REPLY_ELSEWHERE_V1, REPLY_ERROR_V1, REUSE_REASON_V1, TRACE_V1 } from "../protocol/features.ts"
+import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./AskAdmission.ts"
-import {
-  DELIVERED,
-  deliveredTo,
-  type DeliveryRecord,
-  type Fingerprint,
-  type Outcome,
-  recordKeyOf,
-  sameContent,
-  sameFingerprint
-} from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { fitsFrame, liveFrameFor, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -63,6 +60,9 @@ import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
+import { SendAnswers } from "./SendAnswers.ts"
+import { SendReplays } from "./SendReplays.ts"
+import { resolveTarget } from "./SendTargets.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
 /**
@@ -84,8 +84,6 @@ export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly answering: (replyKey: string) => AskEdge | undefined
-  /** Which reply answered each recent ask (`reply-elsewhere-v1`): read only when an ask is replayed. */
-  private readonly answered: AnsweredAsks | undefined
   private readonly stages: Array<SendStage> = []
   private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
@@ -98,6 +96,12 @@ export class Send {
 
   /** What the live view (`observe-v1`) shows of the traffic; written here for every routed or refused send. */
   readonly traffic = new Traffic()
+
+  /** How each send is answered (SendAnswers.ts): at once, or held by the journal. */
+  private readonly answers: SendAnswers
+
+  /** The replay check (P46, SendReplays.ts): what a kept record answers a send under its id with. */
+  readonly replays: SendReplays
 
   /**
    * @param answering the open ask edge a reply's `replyKey` names (Asks.ts), kept on its mail
@@ -112,7 +116,8 @@ export class Send {
     this.ctx = ctx
     this.mail = mail
     this.answering = answering
-    this.answered = answered
+    this.answers = new SendAnswers(ctx, this.traffic)
+    this.replays = new SendReplays(ctx, this.answers, answered)
   }
 
   /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
@@ -136,55 +141,6 @@ export class Send {
 
   readonly frames: FrameHandlers = {
     send: { handle: (peer, frame) => this.handle(peer, frame, undefined) }
-  }
-
-  /**
-   * Answers `peer`'s send `messageId` with `outcome`; returns it. A
-   * `notice` goes right behind the answer, wherever the answer waits (a
-   * held acknowledgement carries it: StoreJournal.holdAck).
-   */
-  answer(peer: Peer, messageId: string, outcome: Outcome, notice?: string): Outcome {
-    const output = this.ctx.output
-    if (!outcome.ok) {
-      output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
-      if (notice !== undefined) output.enqueue(peer, notice)
-      return outcome
-    }
-    const journal = this.ctx.journal
-    const staged = outcome.staged
-    if (staged !== undefined) {
-      // A staged send's answer (the first, or a retry's): as `pipeline` writes it, not held for a commit.
-      journal?.mark(peer)
-      output.enqueue(peer, Encode.deliveryQueuedFrame(messageId, staged.threadId, staged.deliverAt))
-      if (notice !== undefined) output.enqueue(peer, notice)
-      return outcome
-    }
-    // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery, notice)
-    else {
-      journal?.mark(peer)
-      output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))
-      if (notice !== undefined) output.enqueue(peer, notice)
-    }
-    return outcome
-  }
-
-  /** Refuses `peer`'s send `messageId`, addressed to `to`, and tells the live view (Traffic.ts); returns the outcome. */
-  private fail(peer: Peer, messageId: string, refusal: Refusal, to: unknown): Outcome {
-    this.traffic.refused(peer.session, to, messageId, refusal.code, refusal.reason, this.ctx.now())
-    return this.answer(peer, messageId, {
-      ok: false,
-      code: refusal.code,
-      reason: refusal.reason,
-      retryable: isRetryable(refusal.code)
-    })
-  }
-
-  /** Refuses a send whose text holds a control character (C-TOOL-6), naming it. */
-  private failTextControl(peer: Peer, message: Message, to: unknown): Outcome {
-    const found = textControlOf(message.content.text)
-    const reason = found === undefined ? Reason.invalidMessage : Reason.textControl(found.code, found.position)
-    return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, to)
   }
 
   /**
@@ -225,32 +181,32 @@ export class Send {
     // P48: an invalid send is answered, not fatal.
     const message = decodeMessage(frame.message)
     if (isFrameDecodeError(message)) {
-      return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
+      return this.answers.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     // C-SUP-13: only the broker marks a message's channel; a client that tries is refused.
     if (Object.hasOwn(frame, "channel")) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
     }
     // C-TOOL-6: a text body holds no control character but TAB, LF and CR (one precompiled regex test).
-    if (TEXT_CONTROL.test(message.content.text)) return this.failTextControl(peer, message, frame.to)
+    if (TEXT_CONTROL.test(message.content.text)) return this.answers.failTextControl(peer, message, frame.to)
     // The same for attachments, shown as text too: one regex test per field, none without attachments.
     const attachments = message.content.attachments
     if (attachments !== undefined) {
       const found = attachmentControlOf(attachments)
       if (found !== undefined) {
         const reason = Reason.attachmentControl(found.field, found.code, found.position)
-        return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
+        return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
       }
     }
     if (typeof frame.to !== "string") {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     if (frame.to.length > MAX_TARGET_LENGTH) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) }, frame.to)
     }
     const sender = peer.session
     if (sender === undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound }, frame.to)
     }
     const now = this.ctx.now()
     this.prune(now)
@@ -259,7 +215,7 @@ export class Send {
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
     const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
       message.replyTo === undefined
-    let resolution = route !== undefined ? route.resolve(sender, frame.to) : this.resolve(sender, frame.to, frame, exact)
+    let resolution = route !== undefined ? route.resolve(sender, frame.to) : resolveTarget(this.ctx.registry.recent, sender, frame.to, frame, exact)
     if (route === undefined && !exact && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       resolution = this.rerouted(sender, frame.to, message, now) ?? resolution
     }
@@ -272,17 +228,17 @@ export class Send {
     const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const replay = fingerprint === undefined
       ? undefined
-      : this.replayed(peer, fingerprint, now, frame.to)
+      : this.replays.replayed(peer, fingerprint, now, frame.to)
     if (replay !== undefined) return replay
     if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       // A target this broker does not know (yet): a durable broker that restarted, say, before it came back.
-      const stored = fingerprint === undefined ? this.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
+      const stored = fingerprint === undefined ? this.replays.replayedUnresolved(peer, sender.key, message, replyError, now) : undefined
       if (stored !== undefined) return stored
       if (route === undefined) {
         const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
         for (let i = 0; i < stages.length; i++) {
           const better = stages[i]!.unresolved?.(sender, to)
-          if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
+          if (better !== undefined) return this.answers.fail(peer, message.id, better, frame.to)
         }
       }
     }
@@ -292,16 +248,16 @@ export class Send {
         const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
         this.ctx.records.set(fingerprint, outcome, now)
         this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
-        return this.answer(peer, message.id, outcome)
+        return this.answers.answer(peer, message.id, outcome)
       }
-      return this.fail(peer, message.id, resolution.refused, frame.to)
+      return this.answers.fail(peer, message.id, resolution.refused, frame.to)
     }
     const targetKey = resolution.target?.key ?? resolution.remembered?.key ?? ""
     if (targetKey === sender.key) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget }, frame.to)
     }
     const delivery = route === undefined ? deliveryOfFrame(frame, sender, message) : undefined
-    if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery, frame.to)
+    if (delivery !== undefined && isRefusal(delivery)) return this.answers.fail(peer, message.id, delivery, frame.to)
 
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
     const recorded = fingerprint ?? OutboundRecord.of(sender.key, resolution.id, message, replyError)
@@ -319,11 +275,11 @@ export class Send {
       staged: false
     }
     const refusal = this.refusal(attempt)
-    if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
+    if (refusal !== undefined) return this.answers.fail(peer, message.id, refusal, frame.to)
     // A durable broker whose last commit failed acknowledges nothing it cannot store.
     const storeFailure = this.ctx.journal?.failure
     if (storeFailure !== undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) }, frame.to)
+      return this.answers.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) }, frame.to)
     }
 
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
@@ -368,7 +324,7 @@ export class Send {
       : longestTail(mail)
     if (!fitsFrame(forwarded, tail)) {
       const tailBytes = Buffer.byteLength(tail, "utf8")
-      return this.fail(peer, message.id, {
+      return this.answers.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded) + tailBytes, MAX_FRAME_BYTES, tailBytes, tailFieldNames(mail))
       }, frame.to)
@@ -378,12 +334,12 @@ export class Send {
       // Mail the mailbox cannot keep (its bounds) is refused, not acknowledged, and not recorded: a retry is
       // judged afresh. Stored once it is queued; mail it evicted to make room leaves the store (its sender told).
       const outcome = this.mail.queue(mail)
-      if (!outcome.ok) return this.fail(peer, message.id, outcome, frame.to)
+      if (!outcome.ok) return this.answers.fail(peer, message.id, outcome, frame.to)
       for (let i = 0; i < stages.length; i++) stages[i]!.queued?.(attempt, mail)
       journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
       this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
-      return this.answer(peer, message.id, outcome)
+      return this.answers.answer(peer, message.id, outcome)
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
@@ -391,13 +347,13 @@ export class Send {
       // close finds it (under the departed one's key it would be dropped as "recipient left").
       const toTarget = target.key === targetKey ? mail : { ...mail, targetKey: target.key }
       const staged = this.staging.stage(attempt, toTarget, target, threadId)
-      if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
+      if ("code" in staged) return this.answers.fail(peer, message.id, staged, frame.to)
       this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
       journal?.putMail(toTarget)
       // Recorded as staged, so a same-id retry is answered `delivery_queued` too (known issue 19).
       const outcome: Outcome = { ok: true, delivery: "queued", staged: { threadId, deliverAt: staged.deliverAt } }
       this.ctx.records.set(recorded, outcome, now)
-      this.answer(peer, message.id, outcome)
+      this.answers.answer(peer, message.id, outcome)
       return "staged"
     }
     route?.accepted(attempt, target)
@@ -410,7 +366,7 @@ export class Send {
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
     this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
-    if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
+    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
     // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
@@ -424,7 +380,7 @@ export class Send {
       if (message.replyTo !== undefined) journal.answered(targetKey, message.replyTo, sender.key, message.id)
       return DELIVERED
     }
-    return this.answer(peer, message.id, DELIVERED)
+    return this.answers.answer(peer, message.id, DELIVERED)
   }
 
   /**
@@ -522,141 +478,6 @@ export class Send {
     return undefined
   }
 
-  /**
-   * P42/P47: an exact send (`targetId` + `targetEpoch`) names a live session
-   * and its epoch; otherwise `to` resolves over live sessions (exact id, name
-   * ignoring case, id prefix), then over recently departed ones (mailbox).
-   */
-  private resolve(
-    sender: Session,
-    to: string,
-    frame: { readonly [key: string]: unknown },
-    exact: boolean
-  ): Resolution {
-    const space = sender.space
-    if (exact) {
-      const { targetId, targetEpoch } = frame
-      if (
-        typeof targetId !== "string" || targetId === "" || targetId.length > MAX_ID_LENGTH ||
-        typeof targetEpoch !== "string" || targetEpoch === "" || targetEpoch.length > MAX_ID_LENGTH
-      ) {
-        return { refused: { code: DeliveryCode.InvalidTarget, reason: Reason.invalidTarget }, id: undefined }
-      }
-      const target = space.sessions.get(targetId)
-      if (target === undefined) {
-        return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: targetId }
-      }
-      if (target.endpointEpoch !== targetEpoch) {
-        return { refused: { code: DeliveryCode.TargetRebound, reason: Reason.targetRebound }, id: targetId }
-      }
-      return { target, remembered: undefined, id: targetId }
-    }
-    if (to.trim() === "") return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
-    const live = space.resolveLive(to)
-    if (live.length > 1) {
-      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousLive(to) }, id: undefined }
-    }
-    const target = live[0]
-    if (target !== undefined) return { target, remembered: undefined, id: target.id }
-    const recent = this.ctx.registry.recent.resolve(space.key, to)
-    if (recent.length > 1) {
-      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousDisconnected(to) }, id: undefined }
-    }
-    const remembered = recent[0]
-    if (remembered === undefined) {
-      return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
-    }
-    return { target: undefined, remembered, id: remembered.id }
-  }
-
-  /**
-   * P46: answers a retried send from its record: `replayed`, or the refusal
-   * of a reused id; undefined when it must be delivered (again).
-   */
-  private replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
-    const messageId = fingerprint.id
-    const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
-    if (record === undefined) return undefined
-    if (!sameFingerprint(record, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
-    }
-    if (!record.outcome.ok && record.outcome.retryable) return undefined
-    const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
-    this.answer(peer, messageId, record.outcome, notice)
-    return "replayed"
-  }
-
-  /**
-   * A replayed ask whose reply went for good to another client instance of
-   * the session (AnsweredAsks.ts): a resending connection granted
-   * `reply-elsewhere-v1` is told so (`ask_answered_elsewhere`, this notice),
-   * right behind the answer to its send — also when a durable broker holds
-   * that answer for a commit (review revp P2) — rather than wait for a
-   * reply that cannot come. Undefined when it is not told.
-   */
-  private answeredElsewhere(peer: Peer, ask: OutboundRecord): string | undefined {
-    if (this.answered === undefined || !peer.features.has(REPLY_ELSEWHERE_V1)) return undefined
-    const reply = this.answered.handedElsewhere(recordKeyOf(ask.senderKey, ask.id), peer)
-    return reply === undefined ? undefined : Encode.askAnsweredElsewhereFrame(ask.id, reply.id)
-  }
-
-  /**
-   * P46 for a send whose target does not resolve: a retry of a recorded
-   * send, its answer lost, whose target this broker does not know now — a
-   * durable broker restarted from its store knows no session until it
-   * registers again. Its record answers it as `replayed` would when the
-   * message matches it against the record's own target (as
-   * `recordedAnswer` does): `to` cannot be compared, since nothing names
-   * the record's target now, so the id and the content decide (P46's key
-   * is the sender and the id). Undefined — the send is judged afresh, and
-   * refused — when no record is kept, the content differs, or the record's
-   * outcome is retryable. Only on the refused path: a plain send pays
-   * nothing for it.
-   */
-  private replayedUnresolved(
-    peer: Peer,
-    senderKey: string,
-    message: Message,
-    replyError: string | undefined,
-    now: number
-  ): RouteOutcome | undefined {
-    const record = this.ctx.records.get(senderKey, message.id, now)
-    if (record === undefined) return undefined
-    if (!record.outcome.ok && record.outcome.retryable) return undefined
-    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) return undefined
-    this.answer(peer, message.id, record.outcome)
-    return "replayed"
-  }
-
-  /**
-   * P46 for a `send` held behind parked output and never handled, whose
-   * connection's session `senderKey` was taken over
-   * (PeerReader.refuseHeldSends): the answer its replay record gives, as
-   * `replayed` gives it to a retry — the recorded outcome, or
-   * `E_MESSAGE_ID_REUSE` for another message under a kept id. Undefined
-   * when no record answers it (none, or a retryable failure): the send was
-   * not handled. The session is gone, so `to` is not resolved again: the
-   * fingerprint is compared with the record's own target. Written as
-   * forced output by the caller, so not held for a commit.
-   */
-  recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
-    const message = decodeMessage(frame.message)
-    if (isFrameDecodeError(message)) return undefined
-    const record = this.ctx.records.get(senderKey, message.id, this.ctx.now())
-    if (record === undefined) return undefined
-    const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
-    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) {
-      return Encode.deliveryFailedFrame(message.id, DeliveryCode.MessageIdReuse, Reason.messageIdReuse, isRetryable(DeliveryCode.MessageIdReuse))
-    }
-    const outcome = record.outcome
-    if (!outcome.ok) {
-      return outcome.retryable ? undefined : Encode.deliveryFailedFrame(message.id, outcome.code, outcome.reason, outcome.retryable)
-    }
-    const staged = outcome.staged
-    if (staged !== undefined) return Encode.deliveryQueuedFrame(message.id, staged.threadId, staged.deliverAt)
-    return Encode.deliveredFrameParts(message.id, outcome.delivery)
-  }
-
   /** Adds a clean-up to run before each send. */
   onPrune(prune: (now: number) => void): void {
     this.prunes.push(prune)
@@ -684,21 +505,3 @@ const withoutSupersedes = (mail: Mail): Mail => {
 /** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
 const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
   typeof value === "string" && parseTraceparent(value) !== undefined ? value : undefined
-
-/**
- * Why a send under a kept id whose fingerprint is not `record`'s is refused (`E_MESSAGE_ID_REUSE` whatever the
- * reason, as P46 says). To a connection not granted `reuse-reason-v1` (`granted` false): P46's text, as P45 fixes it
- * (review revdh DH2). To one granted it: other content under the id is the sender's own reuse (`Reason.messageIdReuse`);
- * the same content to another target is that message sent again after `to` came to name another session, and the
- * reason says what the record says became of it — delivered to the session `to` resolves to now (P49's other
- * holder took it: `receiverId`, review revdh DH1), delivered to another, queued and not confirmed delivered, or
- * settled otherwise — since a client that lost the first write's answer cannot tell these apart from the code
- * (afterLoss.ts; review revda DA1, DA2).
- */
-const reuseReason = (record: DeliveryRecord, sent: Fingerprint, granted: boolean): string => {
-  if (!granted || !sameContent(record, sent)) return Reason.messageIdReuse
-  const outcome = record.outcome
-  if (!outcome.ok) return Reason.messageIdReuseSettled(outcome.reason)
-  if (outcome.delivery !== "socket_delivered") return Reason.messageIdReuseQueued
-  return outcome.receiverId === sent.targetId ? Reason.messageIdReuseDeliveredHere : Reason.messageIdReuseDelivered
-}

@@ -12,7 +12,7 @@
  * expiry may follow a read, so the first write's fate is unknown — retried
  * through the grace when a retry can succeed ("not found", "target disconnected", "no pending ask", …), else the
  * loss at once; if it stands, the send ends as the loss (`ConnectionLost`, outcome unknown) carrying that refusal,
- * never a "not delivered". An id reuse is read by its reason (broker/Send.ts `reuseReason`, review revda): P46's own
+ * never a "not delivered". An id reuse is read by its reason (broker/SendReplays.ts `reuseReason`, review revda): P46's own
  * text is the caller's own reuse, passed on as given, only from a connection granted `reuse-reason-v1` (any other
  * broker gives it for every mismatch: the loss, review revdh DH3); the same content, recorded for the session `to`
  * named then, is the first write's record — delivered to the session `to` resolves to now (`deliveredHere`),
@@ -101,7 +101,7 @@ const BY_REFUSAL: {
   // The target not live comes back in the grace; a route, or a fate already settled (by the first write itself,
   // maybe), does not.
   SupersedeTargetMismatch: (reason) => reason === Reason.supersedeDisconnected ? "retried" : "unknown",
-  // By its reason (broker/Send.ts `reuseReason`; review revda DA1, DA2): from a connection granted `reuse-reason-v1`,
+  // By its reason (broker/SendReplays.ts `reuseReason`; review revda DA1, DA2): from a connection granted `reuse-reason-v1`,
   // P46's own text is given only for other content under the id — not this re-send's, which is the first write's
   // again: the caller reused the id, as given. Without that grant the broker (a base one, or this one before review
   // revda) gives P46's text for every mismatch, a re-send of a delivered first write too: the loss (review revdh DH3). The same content recorded for the session `to` named then (another holds the name now) is the first

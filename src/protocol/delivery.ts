@@ -103,7 +103,7 @@ export const Reason = {
   /**
    * P46's text. To a connection granted `reuse-reason-v1` this broker gives it only where it is true: a send under
    * a kept id whose authored content differs from the record's — another message under the id, the caller's error
-   * (broker/Send.ts `replayed`, `recordedAnswer`); the same content to another target gets one of the four below
+   * (broker/SendReplays.ts `replayed`, `recordedAnswer`); the same content to another target gets one of the four below
    * (review revda DA1). Every other connection gets it for every mismatch, as P45 fixes it (review revdh DH2).
    */
   messageIdReuse: "Message id was reused with different authored content",

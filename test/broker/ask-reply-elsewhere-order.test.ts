@@ -1,7 +1,7 @@
 /**
  * `reply-elsewhere-v1`'s order (review revp P2): on a durable broker a
  * `received-v1` asker's replayed ask has its `delivered` held for the next
- * commit (Send.answer → StoreJournal.holdAck); the `ask_answered_elsewhere`
+ * commit (SendAnswers.answer → StoreJournal.holdAck); the `ask_answered_elsewhere`
  * notice rides that held acknowledgement (HeldAckWithNotice) and goes right
  * behind it, never ahead (docs/protocol.md). The asker was told at its
  * first return's registration already; the resend is on a later connection

@@ -1,6 +1,6 @@
 /**
  * Reviews revda DA1, DA2 and revdh DH1, DH2, DH4: a send under a kept id whose fingerprint is not its record's is
- * refused `E_MESSAGE_ID_REUSE` (P46). To a sender granted `reuse-reason-v1` the reason says why (broker/Send.ts
+ * refused `E_MESSAGE_ID_REUSE` (P46). To a sender granted `reuse-reason-v1` the reason says why (broker/SendReplays.ts
  * `reuseReason`): other authored content under the id — P46's own text — or the same content addressed to another
  * session than the record's, with what the record says became of it: delivered to the session the target resolves
  * to now (P49's other holder took it), delivered to another, queued with no delivery confirmed, or settled otherwise

@@ -3,7 +3,7 @@
  * took the first write and delivered it to the session the name meant then; the client's re-send, the same message
  * under the same id, now resolves to the new holder of the name, so the broker's record under that id names another
  * target and it refuses the re-send `E_MESSAGE_ID_REUSE`, its reason saying the same content was delivered to the
- * session the target named then (`Reason.messageIdReuseDelivered`, broker/Send.ts `reuseReason`; until review revda
+ * session the target named then (`Reason.messageIdReuseDelivered`, broker/SendReplays.ts `reuseReason`; until review revda
  * it was P46's "Message id was reused with different authored content", given for any mismatch). That refusal is the
  * broker's record of the first write, not the caller reusing an id:
  * the client ends the send as the loss at once (`ConnectionLost`, outcome unknown) carrying it and marked

@@ -1,6 +1,6 @@
 /**
  * Reviews revda, revdh: after a loss, an `E_MESSAGE_ID_REUSE` is read by its reason, which the broker now gives by what its
- * record under the id says (broker/Send.ts `reuseReason`): other content under the id is the caller's own reuse
+ * record under the id says (broker/SendReplays.ts `reuseReason`): other content under the id is the caller's own reuse
  * (P46's text, passed on as given, DA1); the same content, its record for the session `to` named then, queued there
  * and not delivered, is the loss marked `firstWriteQueued`, never "most likely reached that earlier session" (DA2).
  * And the loss carrying the record's expiry no longer calls it "not what became of the first attempt" (DA3).

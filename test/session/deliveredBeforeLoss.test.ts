@@ -9,7 +9,7 @@
  *
  * Over the fake client (its send answered with that loss), not a real broker: a reply, an ask and a `supervisor_send`
  * go to a session id, which the broker resolves to that id's session, the one its record of the first write names
- * (broker/Send.ts `reuseReason` gives this reason only when the re-send resolves to another session than the record's
+ * (broker/SendReplays.ts `reuseReason` gives this reason only when the re-send resolves to another session than the record's
  * target), so a real broker does not end these as that loss; the session's reading of it is checked all the same.
  */
 import { assert, describe, it } from "@effect/vitest"
