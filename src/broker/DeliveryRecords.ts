@@ -115,7 +115,7 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean => a.ta
 /**
  * Whether two fingerprints carry the same authored content, whatever their targets: a send under a kept id that
  * differs from its record by the target alone is that message sent again to where its `to` resolves now
- * (broker/Send.ts `replayed`, review revda DA1), not another message under the id.
+ * (broker/SendReplays.ts `replayed`, review revda DA1), not another message under the id.
  */
 export const sameContent = (a: Fingerprint, b: Fingerprint): boolean =>
   a.textLength === b.textLength && a.textHash === b.textHash &&
