@@ -1,7 +1,9 @@
 /**
  * `intercom broker stats [--json]`: the running broker's metrics
  * (`stats-v1`, fetched by `fetchBrokerStats`), as a few readable lines or,
- * with `--json`, the snapshot as one JSON object.
+ * with `--json`, the snapshot as one JSON object. The rows by group and
+ * status are those the broker's answer kept (most sessions first), followed
+ * by how many it left out, when it did.
  */
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
 import { terminalSafe } from "./terminalText.ts"
@@ -29,6 +31,10 @@ export const statsText = (stats: BrokerStatsSnapshot): string => {
     const scope = row.scope === "" ? "" : `scope ${terminalSafe(row.scope)}, `
     const status = row.status === "" ? "(none)" : terminalSafe(row.status)
     lines.push(`    ${scope}group ${terminalSafe(row.group)}, status ${status}: ${row.count}`)
+  }
+  const omitted = sessions.byGroupStatusOmitted
+  if (omitted !== undefined && omitted.rows > 0) {
+    lines.push(`    … and ${plural(omitted.rows, "more row")} (${plural(omitted.sessions, "session")})`)
   }
   const codes = Object.entries(routed.refusedByCode).sort(([a], [b]) => a.localeCompare(b))
   lines.push(

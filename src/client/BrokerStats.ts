@@ -1,8 +1,8 @@
 /**
  * `stats-v1` from the client side: one short connection that registers
- * (asking for `stats-v1` only), asks for the broker's metrics snapshot with
- * `stats`, reads the `stats_result`, and unregisters. What
- * `intercom broker stats` uses; it never spawns a broker.
+ * (asking for `stats-v1` and `stats-rows-cut-v1` only), asks for the broker's
+ * metrics snapshot with `stats`, reads the `stats_result`, and unregisters.
+ * What `intercom broker stats` uses; it never spawns a broker.
  *
  * The connection is a session while it lasts (unnamed, model
  * `intercom-stats`): the snapshot counts it among the live sessions.
@@ -10,7 +10,7 @@
 import { Clock, Data, Duration, Effect, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
-import { STATS_V1 } from "../protocol/features.ts"
+import { STATS_ROWS_CUT_V1, STATS_V1 } from "../protocol/features.ts"
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { dialUnix } from "../transport/UnixSocket.ts"
@@ -36,7 +36,10 @@ export interface BrokerStatsOptions {
 }
 
 /**
- * The broker's metrics now (`stats-v1`).
+ * The broker's metrics now (`stats-v1`). Its `sessions.byGroupStatus` holds
+ * the rows that fit the broker's answer, most sessions first;
+ * `sessions.byGroupStatusOmitted` says how many rows and sessions were left
+ * out (absent from a broker without `stats-rows-cut-v1`).
  *
  * @example
  * ```ts
@@ -69,7 +72,7 @@ export const fetchBrokerStats = (options: BrokerStatsOptions): Effect.Effect<Bro
       type: "register",
       sessionId: `stats-${randomUUID()}`,
       session: { cwd: process.cwd(), model: "intercom-stats", pid: process.pid, startedAt, lastActivity: startedAt },
-      features: [STATS_V1]
+      features: [STATS_V1, STATS_ROWS_CUT_V1]
     })
     const requestId = randomUUID()
     while (true) {

@@ -118,6 +118,16 @@ export const TRACE_V1 = "trace-v1"
 export const STATS_V1 = "stats-v1"
 
 /**
+ * Stats rows cut to fit, said so (extension, with `stats-v1`): `stats_result`
+ * must fit one 1 MiB frame, so the broker keeps of `byGroupStatus` (largest
+ * counts first) the rows that fit, and to a client granted this it adds
+ * `byGroupStatusOmitted {rows, sessions}`: how many rows it left out and how
+ * many live sessions they count. A client granted `stats-v1` only gets the
+ * same rows without the field (docs/protocol.md).
+ */
+export const STATS_ROWS_CUT_V1 = "stats-rows-cut-v1"
+
+/**
  * The broker's live view (extension, read-only): `observe` is answered with
  * `observe_snapshot` and, for a watch, `observe_events` (see `observe.ts`). A
  * `register` with `observer: true` makes the connection an observer — not a
@@ -306,6 +316,7 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   OBSERVE_V1,
   TRACE_V1,
   STATS_V1,
+  STATS_ROWS_CUT_V1,
   EPHEMERAL_V1,
   STATE_EPOCH_V1,
   TAKEOVER_V1,

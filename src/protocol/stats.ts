@@ -29,6 +29,15 @@ export const SessionCount = Schema.Struct({
 export type SessionCount = typeof SessionCount.Type
 
 /**
+ * What a `stats_result` left out of `byGroupStatus` to fit its 1 MiB frame
+ * (extension `stats-rows-cut-v1`): how many rows, and how many live sessions
+ * those rows count. Both 0 when nothing was left out.
+ */
+export const RowsOmitted = Schema.Struct({ rows: Count, sessions: Count })
+/** Rows of `byGroupStatus` left out, and their sessions. */
+export type RowsOmitted = typeof RowsOmitted.Type
+
+/**
  * A latency histogram in milliseconds: how many observations, their sum,
  * smallest and largest (0 while there are none), and cumulative bucket counts (`count` observations took at most
  * `leMs`; observations above the last bound are only in the total).
@@ -54,8 +63,17 @@ export const BrokerStatsSnapshot = Schema.Struct({
     live: Count,
     /** Connections accepted and not registered yet. */
     unregistered: Count,
-    /** Live sessions by scope, group and status. */
-    byGroupStatus: Schema.Array(SessionCount)
+    /**
+     * Live sessions by scope, group and status, most sessions first (ties in
+     * the order of scope, group, status); in a `stats_result`, the first rows
+     * that fit its 1 MiB frame.
+     */
+    byGroupStatus: Schema.Array(SessionCount),
+    /**
+     * The rows `byGroupStatus` left out, and their sessions: present only to a
+     * client granted `stats-rows-cut-v1`, in every answer to it.
+     */
+    byGroupStatusOmitted: Schema.optionalKey(RowsOmitted)
   }),
   /** Sends routed since start, by outcome (`supervisor_send` included). */
   routed: Schema.Struct({

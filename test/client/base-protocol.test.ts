@@ -19,6 +19,7 @@ import {
   RESULTS_V1,
   QUESTIONS_V1,
   RECEIVED_V1,
+  STATS_ROWS_CUT_V1,
   STATS_V1,
   STATE_EPOCH_V1,
   EPHEMERAL_V1,
@@ -42,7 +43,7 @@ describe("base protocol", () => {
       const broker = yield* withBroker({ idleExit: null })
       const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0001"))
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, STATS_ROWS_CUT_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1])
       assert.deepStrictEqual(BASE_FEATURES, ["exact-send-v1"])
     }))
 
@@ -53,7 +54,7 @@ describe("base protocol", () => {
         brokerClientOptions(broker, "base-0000-0002", undefined, { features: ["no-such-extension-v9"] })
       )
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, STATS_ROWS_CUT_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1])
     }))
 
   it.live("the register frame is pi-intercom's plus `features` (the client's own extensions, then the owner's) and `instanceId` (`rejoin-v1`, one per client)", () =>
@@ -63,7 +64,7 @@ describe("base protocol", () => {
       yield* client.connect
       const [register] = fake.ofType("register")
       assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "instanceId", "session", "sessionId", "type"])
-      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1]
+      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, STATS_ROWS_CUT_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1, ASK_EXPIRY_V1, REPLY_ELSEWHERE_V1, REUSE_REASON_V1]
       assert.deepStrictEqual(register?.frame.features, own)
       const asking = yield* makeClient(fakeClientOptions(fake, "base-0000-0004", { features: ["some-extension-v1"] }))
       yield* asking.client.connect

@@ -75,7 +75,7 @@ describe("IntercomClient operations", () => {
           connected: true,
           sessionId: A_ID,
           socketPath: status.socketPath,
-          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1", "supervisor-v1", "reply-error-v1", "delivery-v1", "health-v1", "topics-v1", "results-v1", "questions-v1", "received-v1", "trace-v1", "stats-v1", "ephemeral-v1", "state-epoch-v1", "takeover-v1", "reclaim-v1", "reclaim-released-v1", "rejoin-v1", "ask-expiry-v1", "reply-elsewhere-v1", "reuse-reason-v1"],
+          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1", "supervisor-v1", "reply-error-v1", "delivery-v1", "health-v1", "topics-v1", "results-v1", "questions-v1", "received-v1", "trace-v1", "stats-v1", "stats-rows-cut-v1", "ephemeral-v1", "state-epoch-v1", "takeover-v1", "reclaim-v1", "reclaim-released-v1", "rejoin-v1", "ask-expiry-v1", "reply-elsewhere-v1", "reuse-reason-v1"],
           connections: 1,
           lastError: null,
           supervisorSessionId: null,
