@@ -387,11 +387,12 @@ export class DeliveryRecords {
   /**
    * Under an id a second send reused: how its sender withdrew `mail`, given back by the session `heldBy`, if a
    * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id was
-   * never reused, where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path only; a size
-   * check when no id was reused.
+   * never reused, or when a withdrawal that could name `mail` may have been dropped (`ReusedIdWithdrawals.judges`:
+   * review revmodel probe 1), where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path
+   * only; a size check when no id was reused.
    */
   fateUnderReusedId(mail: Mail, heldBy: string): Outcome | "live" | undefined {
-    if (!this.reusedIds.isReused(mail.recordKey)) return undefined
+    if (!this.reusedIds.judges(mail.recordKey, mail.brokerReceivedAt)) return undefined
     return this.reusedIds.fateOf(mail.recordKey, {
       sessionKeys: heldBy === mail.targetKey ? [heldBy] : [mail.targetKey, heldBy],
       receivedAt: mail.brokerReceivedAt,
