@@ -1,5 +1,5 @@
 /**
- * Size: about 515 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 525 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -34,7 +34,9 @@
  * reuse is no longer kept: under an id a second send reused, every
  * withdrawal is kept by its own message's identity (ReusedIdWithdrawals.ts,
  * `noteWithdrawn`), and a give-back is judged by those alone
- * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model).
+ * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model)
+ * — and a give-back received no later than a withdrawal those bounds
+ * dropped, which might have named it (review revmodel probe 1).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -211,7 +213,8 @@ export class DeliveryRecords {
   private readonly forgotten = new AgedMap<string, ForgottenWithdrawal>(MAX_FORGOTTEN)
   /**
    * Every withdrawal by the identity of the message it withdrew, and the ids a second send reused: under a reused
-   * id a give-back is judged by these alone (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2).
+   * id a give-back is judged by these alone while none that could name it was dropped (`fateUnderReusedId`;
+   * reviews revrec R1, R3, revchain D1, D2, revmodel probe 1).
    */
   private readonly reusedIds = new ReusedIdWithdrawals(sameFingerprint)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
@@ -387,11 +390,12 @@ export class DeliveryRecords {
   /**
    * Under an id a second send reused: how its sender withdrew `mail`, given back by the session `heldBy`, if a
    * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id was
-   * never reused, where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path only; a size
-   * check when no id was reused.
+   * never reused, or when a withdrawal that could name `mail` may have been dropped (`ReusedIdWithdrawals.judges`:
+   * review revmodel probe 1), where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path
+   * only; a size check when no id was reused.
    */
   fateUnderReusedId(mail: Mail, heldBy: string): Outcome | "live" | undefined {
-    if (!this.reusedIds.isReused(mail.recordKey)) return undefined
+    if (!this.reusedIds.judges(mail.recordKey, mail.brokerReceivedAt)) return undefined
     return this.reusedIds.fateOf(mail.recordKey, {
       sessionKeys: heldBy === mail.targetKey ? [heldBy] : [mail.targetKey, heldBy],
       receivedAt: mail.brokerReceivedAt,

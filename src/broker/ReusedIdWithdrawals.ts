@@ -11,13 +11,17 @@
  *
  * Owner: DeliveryRecords (the Router's synchronous code). Bounded: a day per key, `MAX_KEYS` keys, `MAX_PER_KEY`
  * withdrawals a key (the oldest going). Nothing is kept for an id never reused but its withdrawals (cancel and
- * supersede paths only), which a later send under it may need.
+ * supersede paths only), which a later send under it may need. The withdrawals of all keys share one bound, apart
+ * from the reuse marks: a key whose withdrawals were pushed out (or aged out) keeps its mark, and judged by what is
+ * left a message they named would be found live (review revmodel probe 1). A withdrawal names only a message
+ * received no later than its stamp, so the newest stamp among those dropped (`lostThrough`) tells which give-backs
+ * may have lost theirs: those received no later are not judged here (`judges`) but by the old rules.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
 
 /** Keys kept at most, in each of the two maps; past it the oldest go. */
-const MAX_KEYS = 4096
+export const MAX_KEYS = 4096
 /** Withdrawals kept at most under one key; past it the oldest goes. */
 export const MAX_PER_KEY = 8
 /** How long a key's withdrawals and its reuse are kept: a day, as a withdrawal outlives its route. */
@@ -57,6 +61,8 @@ export const names = (withdrawn: Withdrawn, given: GivenBack, same: (a: Fingerpr
 export class ReusedIdWithdrawals {
   private readonly withdrawals = new AgedMap<string, ReadonlyArray<Withdrawn>>(MAX_KEYS)
   private readonly reused = new AgedMap<string, true>(MAX_KEYS)
+  /** The newest stamp among the withdrawals `withdrawals` dropped (pushed out or aged out); -∞ while none was. */
+  private lostThrough = Number.NEGATIVE_INFINITY
   private readonly same: (a: Fingerprint, b: Fingerprint) => boolean
 
   /** @param same whether two fingerprints name the same send (DeliveryRecords.sameFingerprint). */
@@ -68,17 +74,28 @@ export class ReusedIdWithdrawals {
   note(key: string, withdrawn: Withdrawn, now: number): void {
     const before = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
     const kept = before === undefined ? [withdrawn] : [...before.slice(-(MAX_PER_KEY - 1)), withdrawn]
-    this.withdrawals.put(key, kept, now)
+    this.lose(this.withdrawals.set(key, kept, now))
   }
 
-  /** A second send under `key` at `now`: from now on its give-backs are judged here (`fateOf`). Send path, reused ids only. */
+  /** Raises `lostThrough` to the newest stamp among `dropped`: `withdrawals`' entries it pushed or aged out. */
+  private lose(dropped: ReadonlyArray<ReadonlyArray<Withdrawn>>): void {
+    for (const notes of dropped) {
+      for (const withdrawn of notes) if (withdrawn.stamp > this.lostThrough) this.lostThrough = withdrawn.stamp
+    }
+  }
+
+  /** A second send under `key` at `now`: from now on its give-backs are judged here (`judges`, `fateOf`). Send path, reused ids only. */
   markReused(key: string, now: number): void {
     this.reused.put(key, true, now)
   }
 
-  /** Whether a second send reused `key` (within a day). A size check when none did. */
-  isReused(key: string): boolean {
-    return this.reused.size > 0 && this.reused.get(key) !== undefined
+  /**
+   * Whether a message under `key` received at the stamp `receivedAt`, given back, is judged here (`fateOf`): a
+   * second send reused `key` (within a day), and no withdrawal that could name the message was dropped — every one
+   * dropped has a stamp before `receivedAt` (module header). A size check when no key was reused.
+   */
+  judges(key: string, receivedAt: number): boolean {
+    return this.reused.size > 0 && receivedAt > this.lostThrough && this.reused.get(key) !== undefined
   }
 
   /** The withdrawal that names `given` under `key`, if one does (the newest first). Give-back path only. */
@@ -94,7 +111,7 @@ export class ReusedIdWithdrawals {
 
   /** Drops what is older than `cutoff`. */
   expire(cutoff: number): void {
-    if (this.withdrawals.size > 0) this.withdrawals.expire(cutoff)
+    if (this.withdrawals.size > 0) this.lose(this.withdrawals.expire(cutoff))
     if (this.reused.size > 0) this.reused.expire(cutoff)
   }
 }

@@ -3,8 +3,9 @@
  * (DeliveryRecords.fateUnderReusedId, ReusedIdWithdrawals.ts): the chains reviews revrec (R1, R3) and revchain (D1,
  * D2) built by hand, a third send in a stamp tie after a flushed later message took the route over, and the chain
  * the model-based test (one-id-model.test.ts) shrank to — an older message under the id, never withdrawn, given back
- * after a later one to another receiver was superseded. The clock is a plain number, never moved (every stamp
- * ties); no sleep.
+ * after a later one to another receiver was superseded — and R1's chain start with 4,096 cancels of other ids after
+ * the supersede, which push its withdrawal out of the notes' shared bound while the id's reuse mark stays (review
+ * revmodel probe 1). The clock is a plain number, never moved (every stamp ties); no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -156,4 +157,24 @@ describe("a withdrawal under a reused id names its own message", () => {
       const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given m0, which d never withdrew")
     }))
+
+  it.effect("superseded m0 is not given to b-1's return after cancels of 4,096 other ids push its supersede out of the notes (revmodel 1)", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 3 })
+      w.closeAbandoned(w.reg("z", {}, "Z"))
+      w.closeAbandoned(w.reg("q", {}, "Q"))
+      const { b1, m0 } = deliveredThenPushedOut(w, 3)
+      // A later message under the id, queued for away z: m0's id is reused.
+      w.send("z", { ...m0, content: { text: "for z" } })
+      w.send("b", message("m1", { supersedes: m0.id }))
+      // Other messages, each queued for away q and cancelled there: each notes a withdrawal under its own id.
+      for (let n = 0; n < 4096; n++) {
+        w.send("q", message(`x${n}`, { id: `x${n}` }))
+        w.cancel(`x${n}`)
+      }
+      noneRefused(w)
+      w.closeAbandoned(b1)
+      const back = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), [], "b-1's return was given m0, which d superseded")
+    }), 60_000)
 })
