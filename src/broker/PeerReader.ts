@@ -1,5 +1,5 @@
 /**
- * Size: about 505 lines, one concept — one connection's reading, with its
+ * Size: about 515 lines, one concept — one connection's reading, with its
  * held frames from the read to their hand-back, refusal or drop; over a
  * third of it is this header and the JSDoc of those paths.
  *
