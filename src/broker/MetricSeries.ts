@@ -10,6 +10,9 @@
  * sessions-by-scope/group/status series come and go with the combinations
  * that exist: this module's fiber reconciles them every
  * `SESSION_SERIES_REFRESH`. docs/observability.md lists every series.
+ * A collection indexes the snapshot's rows once (`countsByRow`), so each of
+ * those series reads its count from a Map: linear in the rows, not one scan
+ * of the rows per series.
  *
  * Each series names its unit in UCUM, the form OTLP's `unit` field takes:
  * `ms` for times, an annotation such as `{session}` for a count of things.
@@ -17,7 +20,7 @@
  * also sends it as an attribute of every point); without one it sends `1`.
  */
 import { Context, Duration, Effect, Metric, type Scope } from "effect"
-import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import type { BrokerStatsSnapshot, SessionCount } from "../protocol/stats.ts"
 import { COMMIT_LATENCY_BOUNDS_MS } from "./StoreCommits.ts"
 
 /** How often the per-(scope, group, status) session series are reconciled with the live sessions. */
@@ -87,6 +90,24 @@ const storeLatency = Metric.histogram("intercom_broker_store_commit_latency", {
 
 const ROUTE_OUTCOMES = ["delivered", "queued", "staged", "replayed", "refused"] as const
 
+/** The key of a (scope, group, status) row: the one its `intercom_broker_sessions` series is kept under. */
+const rowKey = (row: { readonly scope: string; readonly group: string; readonly status: string }): string =>
+  JSON.stringify([row.scope, row.group, row.status])
+
+/**
+ * Each row's count by its (scope, group, status) key, read in one pass. A key
+ * that appears twice keeps its first row's count, as a search from the start
+ * of `rows` would.
+ */
+export const countsByRow = (rows: ReadonlyArray<SessionCount>): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>()
+  for (const row of rows) {
+    const key = rowKey(row)
+    if (!counts.has(key)) counts.set(key, row.count)
+  }
+  return counts
+}
+
 /**
  * Registers the broker's series (see the module header) for the lifetime of
  * the current Scope. `snapshot` is called at most once per millisecond of
@@ -119,6 +140,12 @@ export const registerBrokerMetrics = (
         { get: () => get(read()), update: () => {}, modify: () => {} }
       )
     const counted = (count: number) => ({ count, incremental: true })
+    // The rows of the last snapshot indexed, built by the first session series a collection reads.
+    let indexed: { readonly of: BrokerStatsSnapshot; readonly counts: ReadonlyMap<string, number> } | undefined
+    const countOf = (stats: BrokerStatsSnapshot, key: string): number => {
+      if (indexed === undefined || indexed.of !== stats) indexed = { of: stats, counts: countsByRow(stats.sessions.byGroupStatus) }
+      return indexed.counts.get(key) ?? 0
+    }
 
     const fixed: Array<Metric.Registration> = [
       register(sessionsLive, undefined, (s) => ({ value: s.sessions.live })),
@@ -154,16 +181,13 @@ export const registerBrokerMetrics = (
     const reconcile = () => {
       const present = new Set<string>()
       for (const row of read().sessions.byGroupStatus) {
-        const key = JSON.stringify([row.scope, row.group, row.status])
+        const key = rowKey(row)
         present.add(key)
         if (bySession.has(key)) continue
         const attributes = { scope: row.scope, group: row.group, status: row.status }
         bySession.set(
           key,
-          register(sessions, attributes, (s) => ({
-            value: s.sessions.byGroupStatus.find((r) => r.scope === row.scope && r.group === row.group && r.status === row.status)
-              ?.count ?? 0
-          }))
+          register(sessions, attributes, (s) => ({ value: countOf(s, key) }))
         )
       }
       for (const [key, registration] of bySession) {
