@@ -36,7 +36,7 @@
  * `noteWithdrawn`), and a give-back is judged by those alone
  * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model)
  * — and a give-back received no later than a withdrawal those bounds
- * dropped, which might have named it (review revmodel probes 1, 2).
+ * dropped, which might have named it (review revmodel probe 1).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -214,7 +214,7 @@ export class DeliveryRecords {
   /**
    * Every withdrawal by the identity of the message it withdrew, and the ids a second send reused: under a reused
    * id a give-back is judged by these alone while none that could name it was dropped (`fateUnderReusedId`;
-   * reviews revrec R1, R3, revchain D1, D2, revmodel probes 1, 2).
+   * reviews revrec R1, R3, revchain D1, D2, revmodel probe 1).
    */
   private readonly reusedIds = new ReusedIdWithdrawals(sameFingerprint)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
@@ -391,7 +391,7 @@ export class DeliveryRecords {
    * Under an id a second send reused: how its sender withdrew `mail`, given back by the session `heldBy`, if a
    * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id was
    * never reused, or when a withdrawal that could name `mail` may have been dropped (`ReusedIdWithdrawals.judges`:
-   * review revmodel probes 1, 2), where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path
+   * review revmodel probe 1), where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path
    * only; a size check when no id was reused.
    */
   fateUnderReusedId(mail: Mail, heldBy: string): Outcome | "live" | undefined {

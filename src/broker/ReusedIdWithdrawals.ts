@@ -15,10 +15,7 @@
  * from the reuse marks: a key whose withdrawals were pushed out (or aged out) keeps its mark, and judged by what is
  * left a message they named would be found live (review revmodel probe 1). A withdrawal names only a message
  * received no later than its stamp, so the newest stamp among those dropped (`lostThrough`) tells which give-backs
- * may have lost theirs: those received no later are not judged here (`judges`) but by the old rules. So for the
- * eight a key: a key's ninth withdrawal pushes its oldest out, and the key remembers the newest stamp among those
- * it pushed out (`droppedThrough`), which `judges` reads for that key alone, and which joins `lostThrough` when the
- * key's own notes go (review revmodel probe 2: judged by the eight left, a superseded message was delivered).
+ * may have lost theirs: those received no later are not judged here (`judges`) but by the old rules.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -42,15 +39,6 @@ export interface Withdrawn {
   readonly outcome: Outcome
 }
 
-/**
- * The withdrawals kept under one key, oldest first (at most `MAX_PER_KEY`), and the newest stamp among those it
- * pushed out past them (-∞ while none was). Changed in place by its owner, ReusedIdWithdrawals, alone.
- */
-interface KeyWithdrawals {
-  readonly notes: Array<Withdrawn>
-  droppedThrough: number
-}
-
 /** A message given back, as this set reads it. */
 export interface GivenBack {
   /** The sessions it was for and was given back by (P49's other holder may differ from its target). */
@@ -71,7 +59,7 @@ export const names = (withdrawn: Withdrawn, given: GivenBack, same: (a: Fingerpr
 
 /** The withdrawals under each record key, and the keys a second send reused; see the module header. */
 export class ReusedIdWithdrawals {
-  private readonly withdrawals = new AgedMap<string, KeyWithdrawals>(MAX_KEYS)
+  private readonly withdrawals = new AgedMap<string, ReadonlyArray<Withdrawn>>(MAX_KEYS)
   private readonly reused = new AgedMap<string, true>(MAX_KEYS)
   /** The newest stamp among the withdrawals `withdrawals` dropped (pushed out or aged out); -∞ while none was. */
   private lostThrough = Number.NEGATIVE_INFINITY
@@ -82,32 +70,17 @@ export class ReusedIdWithdrawals {
     this.same = same
   }
 
-  /**
-   * A withdrawal under `key` at `now`, kept beside those already there; past `MAX_PER_KEY` the key's oldest goes,
-   * and its stamp raises the key's `droppedThrough`. Cancel and supersede paths only.
-   */
+  /** A withdrawal under `key` at `now`, kept beside those already there. Cancel and supersede paths only. */
   note(key: string, withdrawn: Withdrawn, now: number): void {
-    const kept = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
-    if (kept === undefined) {
-      this.lose(this.withdrawals.set(key, { notes: [withdrawn], droppedThrough: Number.NEGATIVE_INFINITY }, now))
-      return
-    }
-    kept.notes.push(withdrawn)
-    while (kept.notes.length > MAX_PER_KEY) {
-      const oldest = kept.notes.shift()
-      if (oldest !== undefined && oldest.stamp > kept.droppedThrough) kept.droppedThrough = oldest.stamp
-    }
+    const before = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
+    const kept = before === undefined ? [withdrawn] : [...before.slice(-(MAX_PER_KEY - 1)), withdrawn]
     this.lose(this.withdrawals.set(key, kept, now))
   }
 
-  /**
-   * Raises `lostThrough` to the newest stamp among `dropped` — `withdrawals`' entries it pushed or aged out — and
-   * among the withdrawals those had pushed out themselves (`droppedThrough`).
-   */
-  private lose(dropped: ReadonlyArray<KeyWithdrawals>): void {
-    for (const kept of dropped) {
-      if (kept.droppedThrough > this.lostThrough) this.lostThrough = kept.droppedThrough
-      for (const withdrawn of kept.notes) if (withdrawn.stamp > this.lostThrough) this.lostThrough = withdrawn.stamp
+  /** Raises `lostThrough` to the newest stamp among `dropped`: `withdrawals`' entries it pushed or aged out. */
+  private lose(dropped: ReadonlyArray<ReadonlyArray<Withdrawn>>): void {
+    for (const notes of dropped) {
+      for (const withdrawn of notes) if (withdrawn.stamp > this.lostThrough) this.lostThrough = withdrawn.stamp
     }
   }
 
@@ -119,18 +92,15 @@ export class ReusedIdWithdrawals {
   /**
    * Whether a message under `key` received at the stamp `receivedAt`, given back, is judged here (`fateOf`): a
    * second send reused `key` (within a day), and no withdrawal that could name the message was dropped — every one
-   * dropped, by the bounds on all keys (`lostThrough`) or by `key`'s eight (its `droppedThrough`), has a stamp
-   * before `receivedAt` (module header). A size check when no key was reused.
+   * dropped has a stamp before `receivedAt` (module header). A size check when no key was reused.
    */
   judges(key: string, receivedAt: number): boolean {
-    if (this.reused.size === 0 || receivedAt <= this.lostThrough || this.reused.get(key) === undefined) return false
-    const kept = this.withdrawals.get(key)
-    return kept === undefined || receivedAt > kept.droppedThrough
+    return this.reused.size > 0 && receivedAt > this.lostThrough && this.reused.get(key) !== undefined
   }
 
   /** The withdrawal that names `given` under `key`, if one does (the newest first). Give-back path only. */
   fateOf(key: string, given: GivenBack): Outcome | undefined {
-    const kept = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)?.notes
+    const kept = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
     if (kept === undefined) return undefined
     for (let n = kept.length - 1; n >= 0; n--) {
       const withdrawn = kept[n]
