@@ -20,6 +20,24 @@ const noneRefused = (w: CopyLeftWorld): void => {
   assert.deepStrictEqual(failed, [], "a send was refused: the test sets up nothing")
 }
 
+/** d's message under m0's id to `to`, its text naming its receiver ("for z"). */
+const sendUnderId = (w: CopyLeftWorld, m0: Message, to: string): void => w.send(to, { ...m0, content: { text: `for ${to}` } })
+
+/** Sends "more from" … "more to" to b: each pushes an older replay record out. */
+const pushOut = (w: CopyLeftWorld, from: number, to: number): void => {
+  for (let n = from; n <= to; n++) w.send("b", message(`more ${n}`))
+}
+
+/** `name`'s connection as instance `<name>-1`, with custody (`received-v1`), named its upper case. */
+const withCustody = (w: CopyLeftWorld, name: string) =>
+  w.reg(name, { features: custodyFeatures, instanceId: `${name}-1` }, name.toUpperCase())
+
+/** `connection` closes without confirming what it was written; the same instance's return. */
+const giveBackAndReturn = (w: CopyLeftWorld, connection: ReturnType<CopyLeftWorld["reg"]>, name: string) => {
+  w.closeAbandoned(connection)
+  return withCustody(w, name)
+}
+
 /**
  * Review revrec R1's chain: m0 delivered to b-1 unconfirmed, its record pushed out; a later message under its id
  * queued for away z (RECORD_LATER); m1 supersedes m0; three more sends; a third message under the id to y.
@@ -30,10 +48,10 @@ const laterThenThird = () =>
     w.closeAbandoned(w.reg("z", {}, "Z"))
     w.reg("y", {}, "Y")
     const { b1, m0 } = deliveredThenPushedOut(w, 3)
-    w.send("z", { ...m0, content: { text: "for z" } })
+    sendUnderId(w, m0, "z")
     w.send("b", message("m1", { supersedes: m0.id }))
-    for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
-    w.send("y", { ...m0, content: { text: "for y" } })
+    pushOut(w, 1, 3)
+    sendUnderId(w, m0, "y")
     noneRefused(w)
     return { w, b1, m0 }
   })
@@ -50,10 +68,9 @@ describe("a withdrawal under a reused id names its own message", () => {
   it.effect("the later message of that chain, flushed to z-1 and given back unconfirmed, is given to z's return (revrec R1)", () =>
     Effect.gen(function*() {
       const { w, m0 } = yield* laterThenThird()
-      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      const z = withCustody(w, "z")
       assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
-      w.closeAbandoned(z)
-      const back = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      const back = giveBackAndReturn(w, z, "z")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for z"], "z's return was not given the later message back")
     }))
 
@@ -63,14 +80,14 @@ describe("a withdrawal under a reused id names its own message", () => {
       w.closeAbandoned(w.reg("z", {}, "Z"))
       w.reg("y", {}, "Y")
       const { b1, m0 } = deliveredThenPushedOut(w, 3)
-      w.send("z", { ...m0, content: { text: "for z" } })
+      sendUnderId(w, m0, "z")
       w.send("b", message("m1", { supersedes: m0.id }))
-      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      const z = withCustody(w, "z")
       assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
       w.cancel(m0.id)
       assert.include(messagesAndControls(w.framesOf(z)), `cancel ${m0.id}`, "z was not sent the cancel: the test sets up nothing")
-      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
-      w.send("y", { ...m0, content: { text: "for y" } })
+      pushOut(w, 1, 3)
+      sendUnderId(w, m0, "y")
       noneRefused(w)
       w.closeAbandoned(b1)
       const back = w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
@@ -82,21 +99,20 @@ describe("a withdrawal under a reused id names its own message", () => {
       const w = yield* copyLeftWorld({ replayRecords: 3 })
       w.closeAbandoned(w.reg("z", {}, "Z"))
       w.closeAbandoned(w.reg("q", {}, "Q"))
-      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const y = withCustody(w, "y")
       const { m0 } = deliveredThenPushedOut(w, 3)
-      w.send("z", { ...m0, content: { text: "for z" } })
+      sendUnderId(w, m0, "z")
       w.send("b", message("m1", { supersedes: m0.id }))
-      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
-      w.send("y", { ...m0, content: { text: "for y" } })
+      pushOut(w, 1, 3)
+      sendUnderId(w, m0, "y")
       assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given the third message: the test sets up nothing")
-      for (let n = 4; n <= 6; n++) w.send("b", message(`more ${n}`))
-      w.send("q", { ...m0, content: { text: "for q" } })
+      pushOut(w, 4, 6)
+      sendUnderId(w, m0, "q")
       w.send("y", message("m2", { supersedes: m0.id }))
       noneRefused(w)
-      const q = w.reg("q", { features: custodyFeatures, instanceId: "q-1" }, "Q")
+      const q = withCustody(w, "q")
       assert.deepStrictEqual(textsOf(w.framesOf(q), m0.id), ["for q"], "q's return was not flushed the fourth message: the test sets up nothing")
-      w.closeAbandoned(q)
-      const back = w.reg("q", { features: custodyFeatures, instanceId: "q-1" }, "Q")
+      const back = giveBackAndReturn(w, q, "q")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for q"], "q's return was not given the fourth message back")
     }))
 
@@ -105,16 +121,16 @@ describe("a withdrawal under a reused id names its own message", () => {
       const w = yield* copyLeftWorld({ replayRecords: 3 })
       w.closeAbandoned(w.reg("z", {}, "Z"))
       w.closeAbandoned(w.reg("q", {}, "Q"))
-      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const y = withCustody(w, "y")
       const { b1, m0 } = deliveredThenPushedOut(w, 3)
-      w.send("z", { ...m0, content: { text: "for z" } })
-      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      sendUnderId(w, m0, "z")
+      const z = withCustody(w, "z")
       assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed L1: the test sets up nothing")
-      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
-      w.send("q", { ...m0, content: { text: "for q" } })
+      pushOut(w, 1, 3)
+      sendUnderId(w, m0, "q")
       w.send("z", message("m1", { supersedes: m0.id }))
-      for (let n = 4; n <= 6; n++) w.send("b", message(`more ${n}`))
-      w.send("y", { ...m0, content: { text: "for y" } })
+      pushOut(w, 4, 6)
+      sendUnderId(w, m0, "y")
       noneRefused(w)
       assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given T: the test sets up nothing")
       w.closeAbandoned(b1)
@@ -126,35 +142,33 @@ describe("a withdrawal under a reused id names its own message", () => {
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 3 })
       w.closeAbandoned(w.reg("z", {}, "Z"))
-      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const y = withCustody(w, "y")
       const { m0 } = deliveredThenPushedOut(w, 3)
-      w.send("z", { ...m0, content: { text: "for z" } })
+      sendUnderId(w, m0, "z")
       w.send("b", message("m1", { supersedes: m0.id }))
-      const z = w.reg("z", { features: custodyFeatures, instanceId: "z-1" }, "Z")
+      const z = withCustody(w, "z")
       assert.deepStrictEqual(textsOf(w.framesOf(z), m0.id), ["for z"], "z's return was not flushed the later message: the test sets up nothing")
-      for (let n = 1; n <= 3; n++) w.send("b", message(`more ${n}`))
-      w.send("y", { ...m0, content: { text: "for y" } })
+      pushOut(w, 1, 3)
+      sendUnderId(w, m0, "y")
       noneRefused(w)
       assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given the third message: the test sets up nothing")
-      w.closeAbandoned(y)
-      const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const back = giveBackAndReturn(w, y, "y")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given the third message back")
     }))
 
   it.effect("an older message, never withdrawn, given back after a later one to another receiver was superseded, is given to its return (model)", () =>
     Effect.gen(function*() {
       const w = yield* copyLeftWorld({ replayRecords: 2 })
-      const y = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const y = withCustody(w, "y")
       w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
       const m0: Message = { id: "m0", timestamp: 1, content: { text: "for y" } }
       w.send("y", m0)
       for (let n = 1; n <= 2; n++) w.send("b", message(`other ${n}`))
-      w.send("b", { ...m0, content: { text: "for b" } })
+      sendUnderId(w, m0, "b")
       w.send("b", message("m1", { supersedes: m0.id }))
       noneRefused(w)
       assert.deepStrictEqual(textsOf(w.framesOf(y), m0.id), ["for y"], "y was not given m0: the test sets up nothing")
-      w.closeAbandoned(y)
-      const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
+      const back = giveBackAndReturn(w, y, "y")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given m0, which d never withdrew")
     }))
 
@@ -165,7 +179,7 @@ describe("a withdrawal under a reused id names its own message", () => {
       w.closeAbandoned(w.reg("q", {}, "Q"))
       const { b1, m0 } = deliveredThenPushedOut(w, 3)
       // A later message under the id, queued for away z: m0's id is reused.
-      w.send("z", { ...m0, content: { text: "for z" } })
+      sendUnderId(w, m0, "z")
       w.send("b", message("m1", { supersedes: m0.id }))
       // Other messages, each queued for away q and cancelled there: each notes a withdrawal under its own id.
       for (let n = 0; n < 4096; n++) {
