@@ -10,9 +10,7 @@
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { QuestionPage } from "../store/questionModel.ts"
-
-/** Whether `frame` fits 1 MiB: cheaply when three bytes a UTF-16 unit do. */
-const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
+import { fitsFrame } from "./RecipientFrames.ts"
 
 /**
  * The frame for `page` (`frameOf`: the `question_result` carrying it), with as many of its summaries, from the
@@ -27,7 +25,7 @@ const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || 
  */
 export const fitPage = (page: QuestionPage, frameOf: (page: QuestionPage) => string): string => {
   const whole = frameOf(page)
-  if (fits(whole)) return whole
+  if (fitsFrame(whole, "")) return whole
   const questions = page.questions
   // A cut page's `nextOffset` is below `offset + questions.length`: sized with that, it has at least as many digits.
   let bytes = frameBytes(frameOf({ ...page, questions: [], nextOffset: page.offset + questions.length }))
