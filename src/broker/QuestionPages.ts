@@ -8,7 +8,7 @@
  * nobody: a pure function the question fiber (QuestionWorker.ts) runs on each page before it writes it.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { frameBytes } from "../protocol/framing.ts"
+import { frameBytes, leadingThatFit } from "../protocol/framing.ts"
 import type { QuestionPage } from "../store/questionModel.ts"
 import { fitsFrame } from "./RecipientFrames.ts"
 
@@ -28,14 +28,9 @@ export const fitPage = (page: QuestionPage, frameOf: (page: QuestionPage) => str
   if (fitsFrame(whole, "")) return whole
   const questions = page.questions
   // A cut page's `nextOffset` is below `offset + questions.length`: sized with that, it has at least as many digits.
-  let bytes = frameBytes(frameOf({ ...page, questions: [], nextOffset: page.offset + questions.length }))
-  let kept = 0
-  while (kept < questions.length) {
-    const summary = frameBytes(JSON.stringify(questions[kept])) + (kept === 0 ? 0 : 1)
-    if (kept > 0 && bytes + summary > MAX_FRAME_BYTES) break
-    bytes += summary
-    kept++
-  }
+  const empty = frameBytes(frameOf({ ...page, questions: [], nextOffset: page.offset + questions.length }))
+  // At least one summary goes, whatever its size.
+  const kept = Math.min(questions.length, Math.max(1, leadingThatFit(questions, MAX_FRAME_BYTES - empty)))
   // Only a lone summary over the limit gets here whole (none can be: see the module header); it goes as it is.
   if (kept === questions.length) return whole
   return frameOf({ ...page, questions: questions.slice(0, kept), nextOffset: page.offset + kept })

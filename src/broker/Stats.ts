@@ -19,7 +19,7 @@
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { STATS_ROWS_CUT_V1, STATS_V1 } from "../protocol/features.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { frameBytes } from "../protocol/framing.ts"
+import { frameBytes, leadingThatFit } from "../protocol/framing.ts"
 import type { BrokerStatsSnapshot, RowsOmitted, SessionCount } from "../protocol/stats.ts"
 import type { AskEdges } from "./AskEdges.ts"
 import type { Registry } from "./Registry.ts"
@@ -149,17 +149,11 @@ const statsResultFrame = (requestId: string, snapshot: BrokerStatsSnapshot, tell
   const rows = snapshot.sessions.byGroupStatus
   let sessions = 0
   for (const row of rows) sessions += row.count
-  let room = MAX_FRAME_BYTES -
+  const room = MAX_FRAME_BYTES -
     frameBytes(resultText(requestId, withRows(snapshot, [], tellOmitted ? { rows: rows.length, sessions } : undefined)))
-  let kept = 0
+  const kept = leadingThatFit(rows, room)
   let keptSessions = 0
-  for (const row of rows) {
-    // A comma before every row but the first.
-    room -= frameBytes(JSON.stringify(row)) + (kept === 0 ? 0 : 1)
-    if (room < 0) break
-    kept++
-    keptSessions += row.count
-  }
+  for (let i = 0; i < kept; i++) keptSessions += rows[i]!.count
   const omitted = tellOmitted ? { rows: rows.length - kept, sessions: sessions - keptSessions } : undefined
   return resultText(requestId, withRows(snapshot, kept === rows.length ? rows : rows.slice(0, kept), omitted))
 }

@@ -280,6 +280,29 @@ export const encodeFrame = (frame: string): Buffer => encodeFrames([frame])
 export const frameBytes = (frame: OutFrame): number => Buffer.byteLength(frameText(frame), "utf8")
 
 /**
+ * How many of `items`, from the first, fit `room` bytes as the elements of a
+ * JSON array (each `JSON.stringify`'d, a comma between two): how a frame
+ * that carries a list is cut to the frame limit, the room being what the
+ * frame takes with the list empty.
+ *
+ * @example
+ * ```ts
+ * leadingThatFit([{ a: 1 }, { a: 2 }], 15) // 2: {"a":1},{"a":2} is 15 bytes
+ * leadingThatFit([{ a: 1 }, { a: 2 }], 14) // 1
+ * ```
+ */
+export const leadingThatFit = (items: ReadonlyArray<unknown>, room: number): number => {
+  let left = room
+  let kept = 0
+  for (const item of items) {
+    left -= Buffer.byteLength(JSON.stringify(item), "utf8") + (kept === 0 ? 0 : 1)
+    if (left < 0) break
+    kept++
+  }
+  return kept
+}
+
+/**
  * Stream transform: any chunking of bytes in, frame payload texts out. Fails
  * with `FrameTooLarge` when a length prefix exceeds `limit`, `InvalidUtf8`
  * when a payload is not valid UTF-8.
