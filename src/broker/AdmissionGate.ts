@@ -33,9 +33,13 @@ export const MAX_WAITING = 4096
 /** The text of the `error` frame a connection past MAX_WAITING gets. */
 export const TOO_MANY_WAITING = "Too many connections are waiting to register with the intercom broker; try again shortly"
 
-/** One admitted connection's place; give it back with `release` (a method: call it on the permit). */
+/**
+ * One admitted connection's place; give it back with `release`. A method that
+ * needs its permit: the `this: Permit` makes tsc refuse a detached call
+ * (`const r = permit.release; r()`), which method syntax alone would let by.
+ */
 export interface Permit {
-  release(): void
+  release(this: Permit): void
 }
 
 interface Waiter {
@@ -138,7 +142,7 @@ class GatePermit implements Permit {
     this.gate = gate
   }
   /** Gives the place back, once: a second call does nothing. */
-  release(): void {
+  release(this: GatePermit): void {
     const gate = this.gate
     if (gate === undefined) return
     this.gate = undefined

@@ -489,18 +489,18 @@ export class MailReturns {
     return false
   }
 
-  /**
-   * Whether `mail`'s sender cancelled or superseded it after it was handed
-   * to a connection (its route or its replay record says so:
-   * `cancel_message`, or a send that `supersedes` it;
-   * DeliveryRecords.withdrawal), so it is not queued again.
-   */
   /** Whether the key's route names `heldBy` and keeps a withdrawal: under a reused id, `mail`'s own. */
   private routeWithdrawn(mail: Mail, heldBy: string): boolean {
     const route = this.ctx.records.table.find(mail.senderKey, mail.message.id)
     return route !== undefined && route.withdrawal !== undefined && route.receiverKey === heldBy && this.withdrawnOnTheWay(mail)
   }
 
+  /**
+   * Whether `mail`'s sender cancelled or superseded it after it was handed
+   * to a connection (its route or its replay record says so:
+   * `cancel_message`, or a send that `supersedes` it;
+   * DeliveryRecords.withdrawal), so it is not queued again.
+   */
   private withdrawnOnTheWay(mail: Mail): boolean {
     return this.ctx.records.withdrawal(mail.senderKey, mail.message.id, this.ctx.now()) !== undefined
   }

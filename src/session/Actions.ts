@@ -63,16 +63,16 @@ export interface Actions {
   readonly statusIn: (scope: ListScope) => IntercomSessionService["status"]
 }
 
+/** Why a reply found no session: the words after the broker's "Session not found". */
+const ASKER_GONE = "the asker is no longer connected and the broker keeps no mail for it (a one-shot " +
+  "`intercom ask` that has ended, say); if it comes back, send the answer again"
+
 /**
  * The non-blocking actions over a generation and its outgoing path.
  *
  * @category constructors
  * @since 0.1.0
  */
-/** Why a reply found no session: the words after the broker's "Session not found". */
-const ASKER_GONE = "the asker is no longer connected and the broker keeps no mail for it (a one-shot " +
-  "`intercom ask` that has ended, say); if it comes back, send the answer again"
-
 export const makeActions = (generation: Generation, sending: Sending): Actions => {
   const { client, connect, host, selfId, settings, tracker } = generation
 

@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { cliSendRun, timedProcess } from "../../bench/cli-send.ts"
 import { benchEnv, brokerSpec, cleanupAll } from "../../bench/targets.ts"
+import { built, BUILT_CLI } from "../support/built.ts"
 import { isAlive } from "../support/process.ts"
 
 const HANG = [process.execPath, "-e", "setInterval(() => {}, 1000)"]
@@ -38,6 +39,7 @@ describe("bench/cli-send.ts", () => {
 
   it.live("a PI_INTERCOM_GROUP in the bench's environment reaches neither the broker nor `intercom send`", () =>
     Effect.gen(function*() {
+      built(BUILT_CLI) // the broker and `intercom send` are the bundle
       // As in a pi session of a group, or a subagent: `intercom send` went to that group, not the recipient's, and failed.
       const before = process.env["PI_INTERCOM_GROUP"]
       process.env["PI_INTERCOM_GROUP"] = "bench-test-group"

@@ -16,6 +16,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { built, BUILT_CLI } from "../support/built.ts"
 import { childEnv, runChild, spawnChild } from "../support/process.ts"
 
 const SCRIPT = fileURLToPath(new URL("../../bench/client-receive.ts", import.meta.url))
@@ -37,6 +38,7 @@ describe("bench/client-receive.ts", () => {
 
   it.live("stops its broker and removes its temp dir when stdout closes under it (EPIPE)", () =>
     Effect.gen(function*() {
+      built(BUILT_CLI) // the broker it spawns is the bundle
       const root = fs.mkdtempSync(path.join(os.tmpdir(), "recv-epipe-"))
       // Processes whose command line names the root: the broker this test's bench spawned (its --dir).
       const brokers = () =>

@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
+import { built, BUILT_CLI } from "../support/built.ts"
 import { isAlive, runChild, spawnNode } from "../support/process.ts"
 
 const SCRIPT = fileURLToPath(new URL("../../bench/client-send.ts", import.meta.url))
@@ -31,6 +32,7 @@ describe("bench/client-send.ts", () => {
   for (const level of ["client", "session"]) {
     it.live(`--level ${level}: a line per round, every message received, the broker and its dir gone after`, () =>
       Effect.gen(function*() {
+        built(BUILT_CLI) // the broker it spawns is the bundle
         const run = yield* runChild(process.execPath, [SCRIPT, "--level", level, "--messages", "300", "--inflight", "16", "--rounds", "2"])
         assert.strictEqual(run.code, 0, run.stderr)
         const lines = run.stdout.trim().split("\n")
@@ -67,6 +69,7 @@ describe("bench/client-send.ts", () => {
 
   it.live("interrupted by SIGINT in its warm-up round, it still stops the broker and removes its dir", () =>
     Effect.gen(function*() {
+      built(BUILT_CLI) // the broker it spawns is the bundle
       // Far more messages than it sends before the signal: the warm-up round is running when it comes.
       const child = yield* spawnNode([SCRIPT, "--level", "session", "--messages", "1000000"])
       const line = yield* child.waitStdout(/^level .*\n/)

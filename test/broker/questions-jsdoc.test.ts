@@ -2,10 +2,15 @@
  * src/broker/Questions.ts's `QuestionText` documents each refusal text it builds (review revqsize 2, helper fixqs):
  * the qsize merge put `replyTooLarge` with its JSDoc between `resultTooLarge` and the JSDoc that describes it, so
  * `replyTooLarge` carried two comment blocks (the first one about `QuestionTooLarge` with a one-character answer)
- * and `resultTooLarge` none. Reads the file as text; nothing runs.
+ * and `resultTooLarge` none. The same slip is checked in every src file (helper tidy found three more): when two
+ * JSDoc blocks precede a declaration TypeScript documents it with the last one only, so the first documents nothing.
+ * A module header followed by a blank line and the first declaration's JSDoc is how effect's own modules do it
+ * (node_modules/effect/src/Types.ts, Pipeable.ts) and is allowed. Reads the files as text; nothing runs.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 
 const source = readFileSync(new URL("../../src/broker/Questions.ts", import.meta.url), "utf8")
 
@@ -29,5 +34,40 @@ describe("src/broker/Questions.ts's JSDoc", () => {
     })
     assert.includeMembers(members.map((member) => member.name), ["replyTooLarge", "resultTooLarge"], "setup: the members are gone")
     for (const { above, name } of members) assert.isTrue(above.endsWith("*/"), `${name} has no JSDoc of its own: ${above}`)
+  })
+})
+
+const SRC = fileURLToPath(new URL("../../src/", import.meta.url))
+
+/** Every `.ts` file under src/, relative to it. */
+const srcFiles = (): ReadonlyArray<string> =>
+  readdirSync(SRC, { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts")).sort()
+
+/**
+ * Where in `text` a JSDoc block is directly followed by another (only white space between), as line numbers of the
+ * first block's end; a module header (the file's opening block) followed by a blank line is not counted.
+ */
+const orphanedBlocks = (text: string): ReadonlyArray<number> => {
+  const header = /^\/\*\*[\s\S]*?\*\/[ \t]*\n[ \t]*\n/.exec(text)?.[0].length ?? 0
+  return [...text.matchAll(/\*\/\s*\n\s*\/\*\*/g)]
+    .filter((match) => match.index >= header)
+    .map((match) => text.slice(0, match.index).split("\n").length)
+}
+
+describe("every src file's JSDoc", () => {
+  it("no JSDoc block directly follows another, bar a module header and a blank line", () => {
+    const files = srcFiles()
+    assert.isAbove(files.length, 100, "setup: src/ was not read")
+    assert.include(files, path.join("broker", "Questions.ts"), "setup: src/ was not read")
+    const found = files.flatMap((file) =>
+      orphanedBlocks(readFileSync(path.join(SRC, file), "utf8")).map((line) => `src/${file}:${line}`)
+    )
+    assert.deepStrictEqual(found, [], "a JSDoc block directly followed by another documents nothing")
+  })
+
+  it("the check finds a block directly above another, and lets a module header and a blank line pass", () => {
+    assert.deepStrictEqual(orphanedBlocks("/** header */\n\n/** a */\nexport const a = 1\n"), [])
+    assert.deepStrictEqual(orphanedBlocks("/** header */\n/** a */\nexport const a = 1\n"), [1])
+    assert.deepStrictEqual(orphanedBlocks("/** header */\n\nconst x = 1\n/** lost */\n\n/** b */\nconst b = 2\n"), [4])
   })
 })

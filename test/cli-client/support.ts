@@ -11,6 +11,7 @@ import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { built } from "../support/built.ts"
 import {
   type Child,
   type ChildFailed,
@@ -26,7 +27,7 @@ export type { Child, ChildFailed, Completed, Outcome } from "../support/process.
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 
-/** package.json `bin.intercom`, resolved against the package root. */
+/** package.json `bin.intercom`, resolved against the package root; fails at once when it was not built. */
 export const binPath = (): string => {
   const pkg: unknown = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"))
   const bin = typeof pkg === "object" && pkg !== null && "bin" in pkg ? pkg.bin : undefined
@@ -36,7 +37,7 @@ export const binPath = (): string => {
     ? bin.intercom
     : undefined
   if (entry === undefined) throw new Error("package.json has no bin.intercom")
-  return path.resolve(ROOT, entry)
+  return built(path.resolve(ROOT, entry))
 }
 
 export const BIN = binPath()

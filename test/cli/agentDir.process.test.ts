@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runChild } from "../support/process.ts"
-import { cleanEnv, MAIN, runCli, tempDir } from "./support.ts"
+import { cleanEnv, main, runCli, tempDir } from "./support.ts"
 
 /** Several CLI processes per test; the machine may be shared. */
 const TIMEOUT = 60_000
@@ -122,7 +122,7 @@ describe("a --dir that names no directory", () => {
       const cwd = path.join(root, "work")
       fs.mkdirSync(cwd)
       for (const args of [["list", "--dir=~/agent"], ["list", "--dir", "~/agent"]]) {
-        const result = yield* runChild(process.execPath, [MAIN, ...args], { env: cleanEnv(root), cwd })
+        const result = yield* runChild(process.execPath, [main(), ...args], { env: cleanEnv(root), cwd })
         const what = args.join(" ")
         assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
         assert.strictEqual(

@@ -13,7 +13,7 @@ import { openFileLimit } from "../../src/config/openFiles.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
 import { spawnChild } from "../support/process.ts"
-import { cleanEnv, exists, MAIN, mode, registerSession, runCli, STARTED, startBroker, tempDir } from "./support.ts"
+import { cleanEnv, exists, main, mode, registerSession, runCli, STARTED, startBroker, tempDir } from "./support.ts"
 
 /** A temp dir to use as HOME and agent dir, and the broker files under it. */
 const setup = Effect.gen(function*() {
@@ -79,7 +79,7 @@ describe("intercom broker", () => {
       // A limit of 1024 (soft and hard, so Node cannot raise it) against the default cap of 50000.
       const broker = yield* spawnChild(
         "/bin/sh",
-        ["-c", `ulimit -n 1024 && exec "$0" "$@"`, process.execPath, MAIN, "broker", "--dir", t.agentDir],
+        ["-c", `ulimit -n 1024 && exec "$0" "$@"`, process.execPath, main(), "broker", "--dir", t.agentDir],
         { env: t.env }
       )
       yield* broker.waitStdout(STARTED)

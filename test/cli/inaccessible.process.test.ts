@@ -17,7 +17,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runChild } from "../support/process.ts"
-import { cleanEnv, MAIN, runCli, startBroker, tempDir } from "./support.ts"
+import { cleanEnv, main, runCli, startBroker, tempDir } from "./support.ts"
 
 const isRoot = process.getuid?.() === 0
 const hasSetpriv = fs.existsSync("/usr/bin/setpriv")
@@ -35,8 +35,8 @@ const varTmpAgent = Effect.acquireRelease(
     const agentDir = path.join(root, "a")
     fs.mkdirSync(agentDir, { mode: 0o700 })
     const bin = path.join(root, "bin")
-    if (isRoot) fs.cpSync(path.dirname(MAIN), bin, { recursive: true, filter: (from) => !from.endsWith(".map") })
-    return { root, agentDir, cli: isRoot ? path.join(bin, path.basename(MAIN)) : MAIN }
+    if (isRoot) fs.cpSync(path.dirname(main()), bin, { recursive: true, filter: (from) => !from.endsWith(".map") })
+    return { root, agentDir, cli: isRoot ? path.join(bin, path.basename(main())) : main() }
   }),
   ({ root, agentDir }) =>
     Effect.sync(() => {

@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { MIN_NODE, nodeVersionProblem } from "../../src/cli/nodeVersion.ts"
 import { runChild } from "../support/process.ts"
-import { cleanEnv, MAIN, tempDir } from "./support.ts"
+import { cleanEnv, main, tempDir } from "./support.ts"
 
 describe("nodeVersionProblem", () => {
   it("accepts package.json's engines minimum and anything newer, and refuses anything older", () => {
@@ -51,7 +51,7 @@ describe("the executable on an older Node.js", () => {
       const node = olderNode ?? ""
       const root = yield* tempDir()
       for (const args of [["--version"], ["list", "--dir", root], ["broker", "--dir", root]]) {
-        const result = yield* runChild(node, [MAIN, ...args], { env: cleanEnv(root) })
+        const result = yield* runChild(node, [main(), ...args], { env: cleanEnv(root) })
         const what = args.join(" ")
         assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
         assert.strictEqual(result.stdout, "", what)

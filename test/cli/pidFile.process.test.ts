@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { runToClose } from "./runToClose.ts"
-import { cleanEnv, MAIN, startBroker, tempDir } from "./support.ts"
+import { cleanEnv, main, startBroker, tempDir } from "./support.ts"
 
 const setup = Effect.gen(function*() {
   const root = yield* tempDir()
@@ -32,11 +32,11 @@ describe("broker.pid, read strictly by the intercom executable", () => {
       // never idle-exits: on a loaded machine the second start can outlast the default 5 s
       const first = yield* startBroker(["--dir", t.agentDir, "--idle-exit", "never"], t.env)
       fs.writeFileSync(t.pidFile, `${first.pid}a`)
-      const garbled = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
+      const garbled = yield* runToClose(main(), ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(garbled.code, 1)
       assert.include(garbled.stderr, "already running (it holds ")
       fs.writeFileSync(t.pidFile, String(first.pid))
-      const canonical = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
+      const canonical = yield* runToClose(main(), ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(canonical.code, 1)
       assert.include(canonical.stderr, `already running (pid ${first.pid})`)
     }))
@@ -46,7 +46,7 @@ describe("broker.pid, read strictly by the intercom executable", () => {
       const t = yield* setup
       const broker = yield* startBroker(["--dir", t.agentDir, "--idle-exit", "never"], t.env)
       fs.writeFileSync(t.pidFile, ` ${broker.pid}`)
-      const stop = yield* runToClose(MAIN, ["broker", "stop", "--dir", t.agentDir], t.env)
+      const stop = yield* runToClose(main(), ["broker", "stop", "--dir", t.agentDir], t.env)
       assert.strictEqual(stop.code, 1)
       assert.include(stop.stderr, "is missing or unreadable")
       assert.include(stop.stderr, "Not sending any signal")

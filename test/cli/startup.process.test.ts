@@ -15,9 +15,9 @@ import { privateCacheDir } from "../../src/cli/compileCache.ts"
 import { CODE_CACHE_DELAY } from "../../src/cli/foreground.ts"
 import { sendCacheFile } from "../../src/cli/sendBundle.ts"
 import { childEnv, runChild } from "../support/process.ts"
-import { MAIN, mode, registerSession, startBroker, tempDir } from "./support.ts"
+import { main, mode, registerSession, startBroker, tempDir } from "./support.ts"
 
-const BIN = path.dirname(MAIN)
+const BIN = path.dirname(main())
 const uid = process.getuid?.() ?? -1
 
 /** The test processes' environment without the shared test cache (childEnv sets NODE_COMPILE_CACHE), TMPDIR = `tmp`. */
@@ -119,18 +119,18 @@ describe("startup of the built executable", () => {
         getBuiltinModule: process.getBuiltinModule
       }) ?? ""
 
-      const failed = yield* runChild(process.execPath, [MAIN, "send", "nobody", "hello"], { env })
+      const failed = yield* runChild(process.execPath, [main(), "send", "nobody", "hello"], { env })
       assert.strictEqual(failed.code, 1, failed.stderr)
       assert.isFalse(fs.existsSync(cacheFile), "a send that failed writes no cache")
 
-      const first = yield* runChild(process.execPath, [MAIN, "send", "bob", "hello"], { env })
+      const first = yield* runChild(process.execPath, [main(), "send", "bob", "hello"], { env })
       assert.strictEqual(first.code, 0, first.stderr)
       assert.strictEqual(first.stdout, "Message sent to bob\n")
       const bundleHash = createHash("sha256").update(fs.readFileSync(path.join(BIN, "client.cjs"))).digest()
       assert.isTrue(fs.readFileSync(cacheFile).subarray(0, 32).equals(bundleHash))
       const written = fs.statSync(cacheFile)
 
-      const second = yield* runChild(process.execPath, [MAIN, "send", "bob", "again"], { env })
+      const second = yield* runChild(process.execPath, [main(), "send", "bob", "again"], { env })
       assert.strictEqual(second.code, 0, second.stderr)
       assert.strictEqual(second.stdout, "Message sent to bob\n")
       const after = fs.statSync(cacheFile)
@@ -141,7 +141,7 @@ describe("startup of the built executable", () => {
   it.effect("the compile cache goes to a 0700 directory of this user under the temp dir", () =>
     Effect.gen(function*() {
       const tmp = yield* tempDir("ei-cc-")
-      const done = yield* runChild(process.execPath, [MAIN, "--version"], { env: envWithTmp(tmp) })
+      const done = yield* runChild(process.execPath, [main(), "--version"], { env: envWithTmp(tmp) })
       assert.strictEqual(done.code, 0, done.stderr)
       const dir = privateCacheDir(tmp, uid)
       assert.strictEqual(mode(dir), 0o700)
@@ -153,7 +153,7 @@ describe("startup of the built executable", () => {
       const tmp = yield* tempDir("ei-cc-")
       const notADir = path.join(tmp, "file")
       fs.writeFileSync(notADir, "")
-      const done = yield* runChild(process.execPath, [MAIN, "--version"], { env: envWithTmp(notADir) })
+      const done = yield* runChild(process.execPath, [main(), "--version"], { env: envWithTmp(notADir) })
       assert.strictEqual(done.code, 0, done.stderr)
       assert.match(done.stdout, /^intercom v/)
       assert.strictEqual(done.stderr, "")

@@ -15,7 +15,7 @@ import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { spawnChild } from "../support/process.ts"
-import { cleanEnv, MAIN, spawnCli, startBroker, tempDir } from "./support.ts"
+import { cleanEnv, main, spawnCli, startBroker, tempDir } from "./support.ts"
 
 /** util-linux `script`, which runs a command on a pty; the test that needs one skips without it. */
 const SCRIPT = "/usr/bin/script"
@@ -31,7 +31,7 @@ const CANNOT_WRITE = "Cannot write the result to stdout (ENOSPC"
 
 /** `intercom ...args > /dev/full`, through `sh` (`exec`: the shell becomes the command). */
 const spawnToFull = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
-  spawnChild("/bin/sh", ["-c", `exec "$0" "$@" > /dev/full`, process.execPath, MAIN, ...args], { env })
+  spawnChild("/bin/sh", ["-c", `exec "$0" "$@" > /dev/full`, process.execPath, main(), ...args], { env })
 
 /**
  * `intercom ...args` whose stdout pipe has no reader: the read end is closed
@@ -118,7 +118,7 @@ describe("intercom top without a terminal", () => {
   it.live.skipIf(!hasPty)("stdin not a terminal while stdout is one (script's pty): a usage error naming stdin (exit 2), no alternate screen", () =>
     Effect.gen(function*() {
       const { agentDir, env } = yield* withBroker
-      const command = [process.execPath, MAIN, "top", "--dir", agentDir].map(shellQuote).join(" ")
+      const command = [process.execPath, main(), "top", "--dir", agentDir].map(shellQuote).join(" ")
       // script runs the command on a pty (stdout and stderr), its stdin redirected from /dev/null.
       const top = yield* spawnChild(SCRIPT, ["-qec", `${command} < /dev/null`, "/dev/null"], { env })
       assert.deepStrictEqual(yield* top.waitExit(), { code: 2, signal: null }, top.stdout())

@@ -8,13 +8,14 @@
 import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
-import { fileURLToPath } from "node:url"
+import { built, BUILT_CLI } from "../support/built.ts"
 import { type Child, type ChildFailed, childEnv, type Completed, runChild, spawnNode } from "../support/process.ts"
 
 export { tempDir } from "../support/broker.ts"
 export type { Child, ChildFailed, Completed, Outcome } from "../support/process.ts"
 
-export const MAIN = fileURLToPath(new URL("../../dist/bin/intercom.mjs", import.meta.url))
+/** The CLI bundle's absolute path; fails at once, naming `npm run build`, when it was not built. */
+export const main = (): string => built(BUILT_CLI)
 
 export const STARTED = /^Intercom broker started \(pid: (\d+)\)$/m
 
@@ -26,13 +27,13 @@ export const cleanEnv = (home: string, extra: Readonly<Record<string, string>> =
 export const spawnCli = (
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>>
-): Effect.Effect<Child, never, Scope.Scope> => spawnNode([MAIN, ...args], { env })
+): Effect.Effect<Child, never, Scope.Scope> => Effect.suspend(() => spawnNode([main(), ...args], { env }))
 
 /** Runs a short command to completion; its complete output. */
 export const runCli = (
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>>
-): Effect.Effect<Completed, ChildFailed> => runChild(process.execPath, [MAIN, ...args], { env })
+): Effect.Effect<Completed, ChildFailed> => Effect.suspend(() => runChild(process.execPath, [main(), ...args], { env }))
 
 /** Starts `intercom broker ...args` and waits for its startup line; returns it with the pid it printed. */
 export const startBroker = (

@@ -20,7 +20,7 @@ import { Schema } from "effect"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, register, send } from "../support/broker.ts"
 import { connect } from "../support/wire.ts"
-import { cleanEnv, MAIN, runCli, startBroker, tempDir } from "./support.ts"
+import { cleanEnv, main, runCli, startBroker, tempDir } from "./support.ts"
 
 const hasTmux = (): boolean => spawnSync("tmux", ["-V"], { stdio: "ignore" }).status === 0
 
@@ -93,7 +93,7 @@ describe("intercom top", () => {
       assert.strictEqual((yield* send(alice, "nobody", message("lost"))).type, "delivery_failed")
 
       const tmux = yield* tmuxServer()
-      const command = `${shellQuote(process.execPath)} ${shellQuote(MAIN)} top --dir ${shellQuote(agentDir)} --interval 200`
+      const command = `${shellQuote(process.execPath)} ${shellQuote(main())} top --dir ${shellQuote(agentDir)} --interval 200`
       tmux("new-session", "-d", "-s", "top", "-x", "150", "-y", "45", `env HOME=${shellQuote(root)} ${command}`)
       const screen = () => tmux("capture-pane", "-p", "-t", "top")
 

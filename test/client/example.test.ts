@@ -6,16 +6,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { fileURLToPath } from "node:url"
 import { tempDir } from "../support/broker.ts"
+import { built, BUILT_CLI, ROOT } from "../support/built.ts"
 import { childEnv, spawnNode } from "../support/process.ts"
 import { brokerProcessesWhere } from "./support.ts"
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 
 describe("examples/two-sessions.ts", () => {
   it.live("runs: two sessions, an ask and its reply, a clean shutdown that leaves no broker and no agent dir", () =>
     Effect.gen(function*() {
+      built(BUILT_CLI) // the example's client spawns the bundle
       const parent = yield* tempDir("eix-")
       const example = yield* spawnNode(["examples/two-sessions.ts"], {
         cwd: ROOT,

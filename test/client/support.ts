@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
-import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
+import { brokerEntryPoint, BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
@@ -22,6 +22,7 @@ import { type Connection, ConnectionClosed } from "../../src/transport/Connectio
 import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
 import { tempDir, type TestBroker } from "../support/broker.ts"
+import { built } from "../support/built.ts"
 import { closeOnSimulatedTime } from "../support/memory.ts"
 import { type Child, type ChildFailed, type SpawnOptions, spawnNode as spawnNodeChild, stopPid } from "../support/process.ts"
 
@@ -175,11 +176,14 @@ export interface AgentDir {
 }
 
 /**
- * A fresh, short agent dir under /tmp. When the Scope closes, every broker
+ * A fresh, short agent dir under /tmp (dies at once, naming `npm run build`,
+ * when the broker its clients spawn was not built). When the Scope closes, every broker
  * process of this dir is stopped (SIGTERM, then SIGKILL) and the dir removed.
  */
 export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // Its clients auto-spawn the compiled broker: without a build, fail now and say so.
+    built(brokerEntryPoint())
     const root = yield* tempDir("eic-")
     const intercomDir = path.join(root, "intercom")
     // Registered after tempDir, so it runs before the dir is removed.

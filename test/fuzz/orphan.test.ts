@@ -8,9 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Option, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as path from "node:path"
+import { built } from "../support/built.ts"
 
-const cli = path.resolve(import.meta.dirname, "..", "..", "dist", "fuzz", "fuzz-cli.js")
+const cli = built("dist/fuzz/fuzz-cli.js")
 
 const alive = (pid: number): boolean => fs.existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readStatus(pid))
 const readStatus = (pid: number): string => {

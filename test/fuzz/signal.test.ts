@@ -6,10 +6,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as path from "node:path"
+import { built } from "../support/built.ts"
 import { spawnChild } from "../support/process.ts"
 
-const cli = path.resolve(import.meta.dirname, "..", "..", "dist", "fuzz", "fuzz-cli.js")
+const cli = built("dist/fuzz/fuzz-cli.js")
 
 /** Starts an in-process campaign far too long to finish, signals it once it has printed its first line, and returns how it exited. */
 const endWith = (signal: NodeJS.Signals) =>

@@ -40,6 +40,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { built } from "../support/built.ts"
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 /** The compiled extension, as the package ships it. */
@@ -54,8 +55,11 @@ export interface World {
   readonly cwd: string
 }
 
-/** A private agent dir and cwd; this worker's extension instances use it. */
+/** A private agent dir and cwd; this worker's extension instances use it. Fails at once when dist/ was not built. */
 export const makeWorld = (config?: Record<string, unknown>): World => {
+  // Every world loads the compiled extension, which spawns the bundled broker.
+  built(EXTENSION)
+  built(INTERCOM_BIN)
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "eipi-"))
   const agentDir = path.join(root, "agent")
   const cwd = path.join(root, "work")

@@ -106,6 +106,8 @@ export interface WireClient {
   readonly label: string
   /** Sends a frame object as JSON. */
   readonly send: (frame: object) => Effect.Effect<void>
+  /** Sends frame objects as JSON in one write (in memory: one batch), as a client with a burst queued writes them. */
+  readonly sendAll: (frames: ReadonlyArray<object>) => Effect.Effect<void>
   /** Sends a payload text framed with a correct length prefix (for invalid JSON and the like). */
   readonly sendText: (text: string) => Effect.Effect<void>
   /** Writes raw bytes in one write, no framing added (in memory: the complete frames they hold, as one batch). */
@@ -318,6 +320,7 @@ const makeWire = (
     return {
       label,
       send,
+      sendAll: (frames) => transport.write(frames.map((frame) => JSON.stringify(frame))),
       sendText: (text) => transport.write([text]),
       sendRaw: transport.writeRaw,
       next,

@@ -6,10 +6,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { fileURLToPath } from "node:url"
+import { built } from "../support/built.ts"
 import { runToClose } from "../cli/runToClose.ts"
 
-const SIM_CLI = fileURLToPath(new URL("../../dist/testing/sim-cli.js", import.meta.url))
+const SIM_CLI = built("dist/testing/sim-cli.js")
 
 describe("sim-cli process", () => {
   it.live("rejects an unknown flag with exit 2, naming it, and runs no seed", () =>

@@ -23,7 +23,6 @@ import { advance, idleChecks, step, worldStep } from "./steps.ts"
 import type { SimReport } from "./types.ts"
 import type { World } from "./world.ts"
 
-/** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
 /** How long a moved session stays registered in each group it was in at the end, for its mail there to reach it. */
 const REVISIT_MS = 5_000
 
@@ -50,6 +49,7 @@ export const recordSaysOf = (exit: Exit.Exit<unknown, SendError | IntercomNotCon
       })
     )
 
+/** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
 const CLOSE_BOUND_MS = 5 * 60_000
 
 /** Simulated time between two looks at a closing world (the step of `worldStep`). */
