@@ -279,7 +279,8 @@ export const runQuestionWorker = (
           id: item.questionId,
           ownerId: item.ownerId,
           childId: item.session.id,
-          childName: item.session.fields.name ?? item.session.id,
+          // As the ask was sized (Questions.tooLarge): a rename since is not the question's (helper qs).
+          childName: item.childName,
           reason: item.reason,
           message: item.text,
           createdAt: item.at
@@ -295,7 +296,7 @@ export const runQuestionWorker = (
                   // waiting on it kept its id taken (a send under it refused) until the child left (helper oneid2).
                   if (isUnresolved(record)) questions.wait(record.id, item.session)
                   const state = stateOf(record)
-                  if (state === "awaiting_input") questions.notify(record, undefined)
+                  if (state === "awaiting_input") questions.notify(record, undefined, item.fromJson)
                   else if (state === "cancelled") questions.write(item.session, cancelledFrame(record))
                   else questions.write(item.session, answeredFrame(record))
                 })

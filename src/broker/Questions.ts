@@ -72,7 +72,9 @@
  * one-character answer makes of it (QuestionWorker.answerTooLarge: its
  * receipt, a `question_get` or re-ask `question_result`, to the longest
  * request id), so a saved question always takes a short answer (helper
- * fixqa, review revqanswer #1). Either over 1 MiB is
+ * fixqa, review revqanswer #1). The ask carries the child's name and SessionInfo as they were measured, and the
+ * fiber saves that name and sends that SessionInfo in the first notification, so a `presence` between the ask and
+ * the save cannot take either frame past the bound (helper qs). Either over 1 MiB is
  * carried with the queued ask (`tooLarge`), and the question fiber refuses
  * it `QuestionTooLarge`, nothing saved, when the store does not hold its id;
  * before, it was saved and answered, and the writer's guard dropped the
@@ -121,6 +123,12 @@ export type QuestionWork =
     readonly text: string
     readonly ownerId: string
     readonly at: number
+    /**
+     * The child's name (or id) and SessionInfo JSON as it asked: what `tooLarge` measured, so what the fiber saves
+     * (`childName`) and the first notification carries (`fromJson`), whatever a `presence` renamed meanwhile.
+     */
+    readonly childName: string
+    readonly fromJson: string
     /**
      * Why the question would not fit a frame as a new one (`Questions.tooLarge`), or undefined. The fiber refuses it
      * only when the store does not hold its id: a re-ask of a saved question (C-DQ-6) is answered from the saved
@@ -278,6 +286,14 @@ const notificationOf = (record: Pick<QuestionRecord, "id" | "message" | "ownerId
   channel: "supervisor" as const,
   delivery: STEER
 })
+
+/**
+ * The name a question saves for its child (`QuestionRecord.childName`): its session's name, else its id.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const childNameOf = (session: Session): string => session.fields.name ?? session.id
 
 /** The question concern's Router half; see the module header. */
 export class Questions {
@@ -494,9 +510,11 @@ export class Questions {
    * waiting child on the supervisor channel, with its id and how to answer;
    * its edge lets an ordinary `reply` through. Once per supervisor
    * connection; a question whose child is not here waits until it asks again
-   * (or is listed with `question_list`).
+   * (or is listed with `question_list`). `fromJson`: the child's SessionInfo JSON the notification carries — the
+   * one its ask was sized with (`QuestionWork` Ask's `fromJson`) when the fiber saved or re-asked it; else the
+   * child's now (a supervisor back, C-DQ-6).
    */
-  notify(record: QuestionRecord, supervisor: Session | undefined): void {
+  notify(record: QuestionRecord, supervisor: Session | undefined, fromJson?: string): void {
     const child = this.waiters.get(record.id)
     if (child === undefined || !this.isLive(child) || this.replying.has(record.id)) return
     const target = supervisor ?? this.supervisorSessionOf(child)
@@ -524,7 +542,7 @@ export class Questions {
       senderId: child.id,
       senderIdentity: child.identity,
       senderEnd: child.senderEnd,
-      fromJson: child.infoJson,
+      fromJson: fromJson ?? child.infoJson,
       brokerReceivedAt: this.ctx.stamps.at(now),
       spaceKey: target.space.key,
       targetKey: target.key,
@@ -723,6 +741,9 @@ export class Questions {
       text: frame.text,
       ownerId,
       at: now,
+      // As `tooLarge` measures them: a rename before the fiber saves the question changes neither (helper qs).
+      childName: childNameOf(session),
+      fromJson: session.infoJson,
       // C-BRK-3: neither frame a new question becomes may pass 1 MiB once it is saved (the writer would drop it).
       // Refused by the fiber, which knows whether the id is new: a re-ask is answered from the saved record.
       tooLarge: this.tooLarge(session, frame, ownerId, now)
@@ -764,7 +785,7 @@ export class Questions {
     const answered = answerTooLarge({
       ...record,
       childId: session.id,
-      childName: session.fields.name ?? session.id,
+      childName: childNameOf(session),
       reason: frame.reason,
       answer: SHORTEST_ANSWER,
       answeredAt: now
