@@ -370,16 +370,12 @@ export class Questions {
     // Any send under the id of a question its sender asked or waits on (module header): an ask's edge would
     // replace the question's, and any message would be a second one from the child under the notification's id.
     // A sender with no question live (`liveBy`) holds no id: one lookup by its key, no record key built.
-    // And a supervisor's reply that would be a question's answer: sized as the frames the saved answer makes
-    // (`replyTooLarge`), one lookup by its reply key while any question is notified.
+    // (The size of a reply that would be an answer is `replySize`'s, after every other stage.)
     check: (attempt) => {
       const sender = attempt.sender.key
-      if (this.liveBy.size !== 0 && this.liveBy.has(sender)) {
-        const id = attempt.message.id
-        if (this.holds(sender, id)) return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
-      }
-      const key = attempt.replyKey
-      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
+      if (this.liveBy.size === 0 || !this.liveBy.has(sender)) return undefined
+      const id = attempt.message.id
+      return this.holds(sender, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -408,10 +404,23 @@ export class Questions {
   }
 
   /**
+   * The size of a supervisor's reply that would be a question's answer (`replyTooLarge`): one lookup by its reply
+   * key while any question is notified. The Router adds it after every other send stage, so a reply that breaks
+   * another rule too — a bad `supersedes`, say — is refused for that first, as a send's own size check follows the
+   * stages (docs/protocol.md "Sending"; before helper qs it ran before `Receipts.supersedes`).
+   */
+  readonly replySize: SendStage = {
+    check: (attempt) => {
+      const key = attempt.replyKey
+      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
+    }
+  }
+
+  /**
    * C-BRK-3 for the live path (helper qsize): a reply along the edge of notified question `key` from the supervisor
    * notified, with no `replyError` (C-DQ-8: not an answer), is refused `E_MESSAGE_TOO_LARGE` when its text, saved as
-   * the answer, would make a frame over 1 MiB (`answerOverRoom` with the notice's `room`). Refused here, before the
-   * asks stage's edge is used, nothing is delivered or saved and the question waits on its edge. Before, the reply
+   * the answer, would make a frame over 1 MiB (`answerOverRoom` with the notice's `room`). Refused by `replySize`'s
+   * check, before the asks stage's edge is used, nothing is delivered or saved and the question waits on its edge. Before, the reply
    * reached the child and was saved, and every later frame carrying the question with it (a `question_get`, a
    * re-ask's `question_result`, an answer receipt) was dropped by the writer's guard.
    */
