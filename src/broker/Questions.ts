@@ -518,7 +518,9 @@ export class Questions {
    * Steers the supervisor (C-SUP-18): the question as a `message` from the
    * waiting child on the supervisor channel, with its id and how to answer;
    * its edge lets an ordinary `reply` through. Once per supervisor
-   * connection; a question whose child is not here waits until it asks again
+   * connection while its notice lasts (the notice goes with the child's leave:
+   * a child back that asks again has the same connection notified again, a
+   * duplicate its client drops, docs/protocol.md); a question whose child is not here waits until it asks again
    * (or is listed with `question_list`). `fromJson`: the child's SessionInfo JSON the notification carries — the
    * one its ask was sized with (`QuestionWork` Ask's `fromJson`) when the fiber saved or re-asked it; else the
    * child's now (a supervisor back, C-DQ-6).

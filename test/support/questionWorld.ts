@@ -49,8 +49,8 @@ export const questionWorldOf = (
     frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
   })
   const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
-  return { net, broker, questions, supervisor: supervisor.client, child: child.client, bob: bob.client }
+  return { net, broker, questions, capability, supervisor: supervisor.client, child: child.client, bob: bob.client }
 })
 
-/** The world: the network, the broker, the question store's state, and the three clients. */
+/** The world: the network, the broker, the question store's state, the child's capability, and the three clients. */
 export const questionWorld = questionWorldOf()
