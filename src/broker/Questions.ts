@@ -1,8 +1,8 @@
 /**
- * Size: one concept, about 870 lines, past the ~400 guideline — the Router's side of durable questions (its six
- * frames with the size check of a question's frames, the send stage that turns a reply into an answer, sizes it as one and refuses a send under a question's id, the small
+ * Size: one concept, about 790 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
- * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
+ * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
  * waiters and notices in one synchronous pass (a refused answer's `reopen` too), so they stay together; the frame handlers are the part to split out.
  *
  * Durable supervisor questions on the Router's side (extension
@@ -66,8 +66,8 @@
  * the room the question leaves (QuestionWorker.answerRoom, kept with the
  * notice), refused `E_MESSAGE_TOO_LARGE` with nothing delivered or saved.
  *
- * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
- * its notification with every extension field it carries, by the send
+ * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
+ * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
  * pipeline's check (RecipientFrames.fitsFrame), and the frames a
  * one-character answer makes of it (QuestionWorker.answerTooLarge: its
  * receipt, a `question_get` or re-ask `question_result`, to the longest
@@ -83,20 +83,17 @@
  * on longer session fields was told "Nothing was saved" and never got its
  * answer (review revqnotify D1).
  */
-import { Data, Queue } from "effect"
+import { Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS, MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, namesOf, Reason } from "../protocol/delivery.ts"
-import { STEER } from "../protocol/deliveryModes.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
-import type { Message } from "../protocol/frames.ts"
-import { frameBytes } from "../protocol/framing.ts"
 import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
-import * as Encode from "./encode.ts"
-import { answerOverRoom, answerRoom, answerTooLarge, roomLeft, shorterAnswer } from "./QuestionWorker.ts"
-import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
+import { answerOverRoom, answerRoom, roomLeft, shorterAnswer } from "./QuestionWorker.ts"
+import { childNameOf, notificationOf, questionTooLarge, type QuestionTooLarge } from "./QuestionSize.ts"
+import { messageFrameFor } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
@@ -124,13 +121,13 @@ export type QuestionWork =
     readonly ownerId: string
     readonly at: number
     /**
-     * The child's name (or id) and SessionInfo JSON as it asked: what `tooLarge` measured, so what the fiber saves
+     * The child's name (or id) and SessionInfo JSON as it asked: what `questionTooLarge` measured, so what the fiber saves
      * (`childName`) and the first notification carries (`fromJson`), whatever a `presence` renamed meanwhile.
      */
     readonly childName: string
     readonly fromJson: string
     /**
-     * Why the question would not fit a frame as a new one (`Questions.tooLarge`), or undefined. The fiber refuses it
+     * Why the question would not fit a frame as a new one (`QuestionSize.questionTooLarge`), or undefined. The fiber refuses it
      * only when the store does not hold its id: a re-ask of a saved question (C-DQ-6) is answered from the saved
      * record, whatever its text or the session's fields now.
      */
@@ -226,14 +223,6 @@ export const QuestionText = {
   idOfMessage: (questionId: string, target: string) =>
     `Question id "${questionId}" is the id of a message this session sent to ${target}; message ids (a question's too) must be unique per sender, and a recipient drops a second message under one id as one it has had. Ask the question with a new id`,
   /**
-   * `QuestionTooLarge`: the notification to the supervisor would be `bytes` long, `fieldBytes` of them for its
-   * extension `fields` (as a supervisor granted them all is written them), over the frame limit.
-   */
-  notificationTooLarge: (bytes: number, fieldBytes: number, fields: ReadonlyArray<string>) =>
-    `Question is too large to deliver: its notification to the supervisor (the text with how to answer it) would be ${bytes} bytes (${fieldBytes} of them for the ${
-      namesOf(fields)
-    } fields a supervisor may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`,
-  /**
    * `E_MESSAGE_TOO_LARGE` for the supervisor's live reply to question `questionId`: saved as its answer, it would make
    * a frame of `bytes` bytes; the question leaves `room` bytes (as JSON text) for an answer, or none (`room` not
    * above 0: `QuestionWorker.roomLeft`, `shorterAnswer`, worded as `AnswerTooLarge`).
@@ -242,58 +231,7 @@ export const QuestionText = {
     `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${
       roomLeft(questionId, room)
     }. Nothing was delivered or saved, and the question still waits; ${shorterAnswer(questionId, room, "reply")}`,
-  /**
-   * `QuestionTooLarge`: with a one-character answer, the longest frame carrying the saved question and its answer
-   * back (its receipt, a `question_get` or re-ask `question_result`) would be `bytes` long.
-   */
-  resultTooLarge: (bytes: number) =>
-    `Question is too large to deliver: it must leave room for its answer, and with a one-character answer the saved question and the answer sent back (its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed) would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
-
-/**
- * A new question would not fit a frame (C-BRK-3): `reason` names the frame, its size and the limit
- * (`QuestionText.notificationTooLarge` or `resultTooLarge`). Nothing was saved.
- *
- * @category errors
- * @since 0.1.0
- */
-export class QuestionTooLarge extends Data.TaggedError("QuestionTooLarge")<{ readonly reason: string }> {
-  override get message(): string {
-    return this.reason
-  }
-}
-
-/**
- * The room a new question must leave: one character, the widest as JSON text (a control character, escaped to six
- * bytes), so a question the broker saved takes any one-character answer (review revqa 1: "y" left one byte).
- */
-const SHORTEST_ANSWER = "\u0001"
-
-/**
- * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
- * question's id, and the extension fields it carries. `notify` writes it; `onAsk` sizes it before the question is
- * queued, with the same fields.
- */
-const notificationOf = (record: Pick<QuestionRecord, "id" | "message" | "ownerId" | "createdAt">) => ({
-  message: {
-    id: record.id,
-    timestamp: record.createdAt,
-    expectsReply: true,
-    content: { text: notificationText(record) }
-  } satisfies Message,
-  // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
-  askTimeoutMs: MAX_ASK_TIMEOUT_MS,
-  channel: "supervisor" as const,
-  delivery: STEER
-})
-
-/**
- * The name a question saves for its child (`QuestionRecord.childName`): its session's name, else its id.
- *
- * @category models
- * @since 0.1.0
- */
-export const childNameOf = (session: Session): string => session.fields.name ?? session.id
 
 /** The question concern's Router half; see the module header. */
 export class Questions {
@@ -752,56 +690,13 @@ export class Questions {
       text: frame.text,
       ownerId,
       at: now,
-      // As `tooLarge` measures them: a rename before the fiber saves the question changes neither (helper qs).
+      // As `questionTooLarge` measures them: a rename before the fiber saves the question changes neither (helper qs).
       childName: childNameOf(session),
       fromJson: session.infoJson,
       // C-BRK-3: neither frame a new question becomes may pass 1 MiB once it is saved (the writer would drop it).
       // Refused by the fiber, which knows whether the id is new: a re-ask is answered from the saved record.
-      tooLarge: this.tooLarge(session, frame, ownerId, now)
+      tooLarge: questionTooLarge(session, frame, ownerId, now, this.ctx.stamps.at(now))
     })
-  }
-
-  /**
-   * Why a question asked by `session` would not fit a frame if it is new, or undefined. Its notification, from
-   * `session` (the send pipeline's check, `fitsFrame` with every extension field the notification carries, so any
-   * supervisor's frame fits: `QuestionText.notificationTooLarge`); then the frames the widest one-character answer
-   * (`SHORTEST_ANSWER`, six bytes as JSON) makes of it, sized by `QuestionWorker.answerTooLarge` — an answer receipt
-   * with a revival, a stop receipt, a `question_get` or re-ask `question_result`, each to the longest request id a
-   * client may send, and the child's `question_answered` (`QuestionText.resultTooLarge`) — so a question the broker
-   * saved always takes a one-character answer by id; those frames are longer than the `question_result` answering
-   * this ask. Sized with the stamp and times of now: a later stamp has as many digits. The one copy of the check;
-   * the question fiber applies it only to an id the store does not hold (QuestionWorker.ts). Not re-checked for a
-   * saved question's frames when its child comes back with longer session fields (a known limit, docs/protocol.md).
-   */
-  private tooLarge(
-    session: Session,
-    frame: { readonly requestId: string; readonly questionId: string; readonly reason: QuestionReason; readonly text: string },
-    ownerId: string,
-    now: number
-  ): QuestionTooLarge | undefined {
-    const record = { id: frame.questionId, ownerId, message: frame.text, createdAt: now }
-    const notification = notificationOf(record)
-    const stamp = this.ctx.stamps.at(now)
-    const base = Encode.messageFrame(session.infoJson, notification.message, stamp, stamp)
-    const tail = longestTail(notification)
-    if (!fitsFrame(base, tail)) {
-      const tailBytes = Buffer.byteLength(tail, "utf8")
-      return new QuestionTooLarge({
-        reason: QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
-      })
-    }
-    // The frames a one-character answer becomes with the question whole (review revqanswer #1): a saved question
-    // always takes a short answer by id. They include the `question_result` answering this ask (a question_get's,
-    // to the longest request id, and with more fields).
-    const answered = answerTooLarge({
-      ...record,
-      childId: session.id,
-      childName: childNameOf(session),
-      reason: frame.reason,
-      answer: SHORTEST_ANSWER,
-      answeredAt: now
-    }, now)
-    return answered === undefined ? undefined : new QuestionTooLarge({ reason: QuestionText.resultTooLarge(answered.bytes) })
   }
 
   private onReceived(session: Session, raw: unknown): void {
@@ -889,15 +784,3 @@ export class Questions {
   }
 }
 
-/**
- * What the supervisor reads (C-SUP-18): the child's question, then its id
- * and how to answer it — reply to this message, or the answer call.
- *
- * @category encoding
- * @since 0.1.0
- */
-export const notificationText = (record: Pick<QuestionRecord, "id" | "message" | "ownerId">): string =>
-  `${record.message}\n\n` +
-  `[Durable question ${record.id}: it waits with no timeout and survives restarts. ` +
-  `Reply to this message to answer it, or run \`intercom answer ${record.id} <answer> --session ${record.ownerId}\`; ` +
-  `\`intercom stop ${record.id} --session ${record.ownerId}\` cancels it.]`

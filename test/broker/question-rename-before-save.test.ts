@@ -1,6 +1,6 @@
 /**
  * A child that renames itself (a `presence` with a longer `name`) after its `question_ask` and before the question
- * fiber saves the question (suspicion of review revqsize): the ask's size check (Questions.tooLarge) measured the
+ * fiber saves the question (suspicion of review revqsize): the ask's size check (QuestionSize.questionTooLarge) measured the
  * question with the child's session as it asked — its name in the frames that carry the saved question back, its
  * SessionInfo in the notification — and the saved record and the first notification must be those very frames.
  * Before (helper qs) the fiber took the name as it was at the save and the notification the SessionInfo as it was
@@ -11,13 +11,12 @@
  * question store; no time passes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Ref } from "effect"
+import { Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import type { QuestionStoreService } from "../../src/store/QuestionStore.ts"
 import { messageFor } from "../support/broker.ts"
-import { patientClock, settle } from "../support/memory.ts"
-import { FEATURES, questionAsk, questionWorldOf } from "../support/questionWorld.ts"
+import { patientClock } from "../support/memory.ts"
+import { FEATURES, holdFirstList, questionAsk, questionWorldOf } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
@@ -25,21 +24,6 @@ const answerTo = (client: WireClient, requestId: string) =>
 
 /** A name of 256 characters, three bytes each in UTF-8: far longer than "worker" in every frame that names it. */
 const LONG_NAME = "是".repeat(256)
-
-/** A question store whose first `list` waits until `release`: it holds the question fiber there. */
-const holdFirstList = Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const armed = yield* Ref.make(true)
-  const wrap = (memory: QuestionStoreService): QuestionStoreService => ({
-    ...memory,
-    list: (ownerId, page) =>
-      Ref.getAndSet(armed, false).pipe(
-        Effect.flatMap((hold) => hold ? Deferred.await(gate) : Effect.void),
-        Effect.andThen(memory.list(ownerId, page))
-      )
-  })
-  return { wrap, release: settle(Deferred.succeed(gate, undefined), "the held question_list's release") }
-})
 
 /**
  * `child` asks `q-1` with `text` while the fiber is held in `supervisor`'s `question_list`, renames itself to
