@@ -186,7 +186,7 @@ const hollowFrames = (answered: QuestionRecord, at: number) => {
  * to the longest request id a client may send, and the child's `question_answered`). Exact: a frame's bytes are its
  * hollow bytes plus the escaped bytes of the question and the answer. Cheap where it can be: when even six bytes per
  * character of both texts fit (`ESCAPE_MAX`), neither text is stringified; else each once. The same check sizes a
- * new question with a one-character answer (Questions.tooLarge), so a question the broker saved always takes a short
+ * new question with a one-character answer (QuestionSize.questionTooLarge), so a question the broker saved always takes a short
  * answer. Later times (`deliveredAt`, `cancelledAt`) are sized with `at`: a time with more digits later (past the
  * year 2286 in epoch ms) would be longer (docs/protocol.md, known limits).
  *
@@ -279,7 +279,8 @@ export const runQuestionWorker = (
           id: item.questionId,
           ownerId: item.ownerId,
           childId: item.session.id,
-          childName: item.session.fields.name ?? item.session.id,
+          // As the ask was sized (QuestionSize.questionTooLarge): a rename since is not the question's (helper qs).
+          childName: item.childName,
           reason: item.reason,
           message: item.text,
           createdAt: item.at
@@ -295,7 +296,7 @@ export const runQuestionWorker = (
                   // waiting on it kept its id taken (a send under it refused) until the child left (helper oneid2).
                   if (isUnresolved(record)) questions.wait(record.id, item.session)
                   const state = stateOf(record)
-                  if (state === "awaiting_input") questions.notify(record, undefined)
+                  if (state === "awaiting_input") questions.notify(record, undefined, item.fromJson)
                   else if (state === "cancelled") questions.write(item.session, cancelledFrame(record))
                   else questions.write(item.session, answeredFrame(record))
                 })

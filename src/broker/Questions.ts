@@ -1,8 +1,8 @@
 /**
- * Size: one concept, about 870 lines, past the ~400 guideline — the Router's side of durable questions (its six
- * frames with the size check of a question's frames, the send stage that turns a reply into an answer, sizes it as one and refuses a send under a question's id, the small
+ * Size: one concept, about 790 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
- * QuestionWorker.ts and QuestionStore. The tables, the stage and the takeover hand-over read and write the same
+ * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
  * waiters and notices in one synchronous pass (a refused answer's `reopen` too), so they stay together; the frame handlers are the part to split out.
  *
  * Durable supervisor questions on the Router's side (extension
@@ -66,13 +66,15 @@
  * the room the question leaves (QuestionWorker.answerRoom, kept with the
  * notice), refused `E_MESSAGE_TOO_LARGE` with nothing delivered or saved.
  *
- * A question is size-checked before it is queued (C-BRK-3, helper qnotify):
- * its notification with every extension field it carries, by the send
+ * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
+ * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
  * pipeline's check (RecipientFrames.fitsFrame), and the frames a
  * one-character answer makes of it (QuestionWorker.answerTooLarge: its
  * receipt, a `question_get` or re-ask `question_result`, to the longest
  * request id), so a saved question always takes a short answer (helper
- * fixqa, review revqanswer #1). Either over 1 MiB is
+ * fixqa, review revqanswer #1). The ask carries the child's name and SessionInfo as they were measured, and the
+ * fiber saves that name and sends that SessionInfo in the first notification, so a `presence` between the ask and
+ * the save cannot take either frame past the bound (helper qs). Either over 1 MiB is
  * carried with the queued ask (`tooLarge`), and the question fiber refuses
  * it `QuestionTooLarge`, nothing saved, when the store does not hold its id;
  * before, it was saved and answered, and the writer's guard dropped the
@@ -81,20 +83,17 @@
  * on longer session fields was told "Nothing was saved" and never got its
  * answer (review revqnotify D1).
  */
-import { Data, Queue } from "effect"
+import { Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS, MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, namesOf, Reason } from "../protocol/delivery.ts"
-import { STEER } from "../protocol/deliveryModes.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
-import type { Message } from "../protocol/frames.ts"
-import { frameBytes } from "../protocol/framing.ts"
 import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
-import * as Encode from "./encode.ts"
-import { answerOverRoom, answerRoom, answerTooLarge, roomLeft, shorterAnswer } from "./QuestionWorker.ts"
-import { fitsFrame, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
+import { answerOverRoom, answerRoom, roomLeft, shorterAnswer } from "./QuestionWorker.ts"
+import { childNameOf, notificationOf, questionTooLarge, type QuestionTooLarge } from "./QuestionSize.ts"
+import { messageFrameFor } from "./RecipientFrames.ts"
 import { type AskEdges, dueOf } from "./AskEdges.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
@@ -122,7 +121,13 @@ export type QuestionWork =
     readonly ownerId: string
     readonly at: number
     /**
-     * Why the question would not fit a frame as a new one (`Questions.tooLarge`), or undefined. The fiber refuses it
+     * The child's name (or id) and SessionInfo JSON as it asked: what `questionTooLarge` measured, so what the fiber saves
+     * (`childName`) and the first notification carries (`fromJson`), whatever a `presence` renamed meanwhile.
+     */
+    readonly childName: string
+    readonly fromJson: string
+    /**
+     * Why the question would not fit a frame as a new one (`QuestionSize.questionTooLarge`), or undefined. The fiber refuses it
      * only when the store does not hold its id: a re-ask of a saved question (C-DQ-6) is answered from the saved
      * record, whatever its text or the session's fields now.
      */
@@ -218,14 +223,6 @@ export const QuestionText = {
   idOfMessage: (questionId: string, target: string) =>
     `Question id "${questionId}" is the id of a message this session sent to ${target}; message ids (a question's too) must be unique per sender, and a recipient drops a second message under one id as one it has had. Ask the question with a new id`,
   /**
-   * `QuestionTooLarge`: the notification to the supervisor would be `bytes` long, `fieldBytes` of them for its
-   * extension `fields` (as a supervisor granted them all is written them), over the frame limit.
-   */
-  notificationTooLarge: (bytes: number, fieldBytes: number, fields: ReadonlyArray<string>) =>
-    `Question is too large to deliver: its notification to the supervisor (the text with how to answer it) would be ${bytes} bytes (${fieldBytes} of them for the ${
-      namesOf(fields)
-    } fields a supervisor may be given with it), over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`,
-  /**
    * `E_MESSAGE_TOO_LARGE` for the supervisor's live reply to question `questionId`: saved as its answer, it would make
    * a frame of `bytes` bytes; the question leaves `room` bytes (as JSON text) for an answer, or none (`room` not
    * above 0: `QuestionWorker.roomLeft`, `shorterAnswer`, worded as `AnswerTooLarge`).
@@ -234,50 +231,7 @@ export const QuestionText = {
     `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${
       roomLeft(questionId, room)
     }. Nothing was delivered or saved, and the question still waits; ${shorterAnswer(questionId, room, "reply")}`,
-  /**
-   * `QuestionTooLarge`: with a one-character answer, the longest frame carrying the saved question and its answer
-   * back (its receipt, a `question_get` or re-ask `question_result`) would be `bytes` long.
-   */
-  resultTooLarge: (bytes: number) =>
-    `Question is too large to deliver: it must leave room for its answer, and with a one-character answer the saved question and the answer sent back (its answer receipt, a question_get or a re-ask's result, for a request id of any length allowed) would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Nothing was saved; ask a shorter question (put long material in a file and name its path)`
 } as const
-
-/**
- * A new question would not fit a frame (C-BRK-3): `reason` names the frame, its size and the limit
- * (`QuestionText.notificationTooLarge` or `resultTooLarge`). Nothing was saved.
- *
- * @category errors
- * @since 0.1.0
- */
-export class QuestionTooLarge extends Data.TaggedError("QuestionTooLarge")<{ readonly reason: string }> {
-  override get message(): string {
-    return this.reason
-  }
-}
-
-/**
- * The room a new question must leave: one character, the widest as JSON text (a control character, escaped to six
- * bytes), so a question the broker saved takes any one-character answer (review revqa 1: "y" left one byte).
- */
-const SHORTEST_ANSWER = "\u0001"
-
-/**
- * A question's notification (C-SUP-18) but for its sender and stamps: the message from the child under the
- * question's id, and the extension fields it carries. `notify` writes it; `onAsk` sizes it before the question is
- * queued, with the same fields.
- */
-const notificationOf = (record: Pick<QuestionRecord, "id" | "message" | "ownerId" | "createdAt">) => ({
-  message: {
-    id: record.id,
-    timestamp: record.createdAt,
-    expectsReply: true,
-    content: { text: notificationText(record) }
-  } satisfies Message,
-  // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
-  askTimeoutMs: MAX_ASK_TIMEOUT_MS,
-  channel: "supervisor" as const,
-  delivery: STEER
-})
 
 /** The question concern's Router half; see the module header. */
 export class Questions {
@@ -354,16 +308,12 @@ export class Questions {
     // Any send under the id of a question its sender asked or waits on (module header): an ask's edge would
     // replace the question's, and any message would be a second one from the child under the notification's id.
     // A sender with no question live (`liveBy`) holds no id: one lookup by its key, no record key built.
-    // And a supervisor's reply that would be a question's answer: sized as the frames the saved answer makes
-    // (`replyTooLarge`), one lookup by its reply key while any question is notified.
+    // (The size of a reply that would be an answer is `replySize`'s, after every other stage.)
     check: (attempt) => {
       const sender = attempt.sender.key
-      if (this.liveBy.size !== 0 && this.liveBy.has(sender)) {
-        const id = attempt.message.id
-        if (this.holds(sender, id)) return { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) }
-      }
-      const key = attempt.replyKey
-      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
+      if (this.liveBy.size === 0 || !this.liveBy.has(sender)) return undefined
+      const id = attempt.message.id
+      return this.holds(sender, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
@@ -392,10 +342,23 @@ export class Questions {
   }
 
   /**
+   * The size of a supervisor's reply that would be a question's answer (`replyTooLarge`): one lookup by its reply
+   * key while any question is notified. The Router adds it after every other send stage, so a reply that breaks
+   * another rule too — a bad `supersedes`, say — is refused for that first, as a send's own size check follows the
+   * stages (docs/protocol.md "Sending"; before helper qs it ran before `Receipts.supersedes`).
+   */
+  readonly replySize: SendStage = {
+    check: (attempt) => {
+      const key = attempt.replyKey
+      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
+    }
+  }
+
+  /**
    * C-BRK-3 for the live path (helper qsize): a reply along the edge of notified question `key` from the supervisor
    * notified, with no `replyError` (C-DQ-8: not an answer), is refused `E_MESSAGE_TOO_LARGE` when its text, saved as
-   * the answer, would make a frame over 1 MiB (`answerOverRoom` with the notice's `room`). Refused here, before the
-   * asks stage's edge is used, nothing is delivered or saved and the question waits on its edge. Before, the reply
+   * the answer, would make a frame over 1 MiB (`answerOverRoom` with the notice's `room`). Refused by `replySize`'s
+   * check, before the asks stage's edge is used, nothing is delivered or saved and the question waits on its edge. Before, the reply
    * reached the child and was saved, and every later frame carrying the question with it (a `question_get`, a
    * re-ask's `question_result`, an answer receipt) was dropped by the writer's guard.
    */
@@ -493,10 +456,14 @@ export class Questions {
    * Steers the supervisor (C-SUP-18): the question as a `message` from the
    * waiting child on the supervisor channel, with its id and how to answer;
    * its edge lets an ordinary `reply` through. Once per supervisor
-   * connection; a question whose child is not here waits until it asks again
-   * (or is listed with `question_list`).
+   * connection while its notice lasts (the notice goes with the child's leave:
+   * a child back that asks again has the same connection notified again, a
+   * duplicate its client drops, docs/protocol.md); a question whose child is not here waits until it asks again
+   * (or is listed with `question_list`). `fromJson`: the child's SessionInfo JSON the notification carries — the
+   * one its ask was sized with (`QuestionWork` Ask's `fromJson`) when the fiber saved or re-asked it; else the
+   * child's now (a supervisor back, C-DQ-6).
    */
-  notify(record: QuestionRecord, supervisor: Session | undefined): void {
+  notify(record: QuestionRecord, supervisor: Session | undefined, fromJson?: string): void {
     const child = this.waiters.get(record.id)
     if (child === undefined || !this.isLive(child) || this.replying.has(record.id)) return
     const target = supervisor ?? this.supervisorSessionOf(child)
@@ -524,7 +491,7 @@ export class Questions {
       senderId: child.id,
       senderIdentity: child.identity,
       senderEnd: child.senderEnd,
-      fromJson: child.infoJson,
+      fromJson: fromJson ?? child.infoJson,
       brokerReceivedAt: this.ctx.stamps.at(now),
       spaceKey: target.space.key,
       targetKey: target.key,
@@ -723,53 +690,13 @@ export class Questions {
       text: frame.text,
       ownerId,
       at: now,
+      // As `questionTooLarge` measures them: a rename before the fiber saves the question changes neither (helper qs).
+      childName: childNameOf(session),
+      fromJson: session.infoJson,
       // C-BRK-3: neither frame a new question becomes may pass 1 MiB once it is saved (the writer would drop it).
       // Refused by the fiber, which knows whether the id is new: a re-ask is answered from the saved record.
-      tooLarge: this.tooLarge(session, frame, ownerId, now)
+      tooLarge: questionTooLarge(session, frame, ownerId, now, this.ctx.stamps.at(now))
     })
-  }
-
-  /**
-   * Why a question asked by `session` would not fit a frame if it is new, or undefined. Its notification, from
-   * `session` (the send pipeline's check, `fitsFrame` with every extension field the notification carries, so any
-   * supervisor's frame fits: `QuestionText.notificationTooLarge`); then the frames the widest one-character answer
-   * (`SHORTEST_ANSWER`, six bytes as JSON) makes of it, sized by `QuestionWorker.answerTooLarge` — an answer receipt
-   * with a revival, a stop receipt, a `question_get` or re-ask `question_result`, each to the longest request id a
-   * client may send, and the child's `question_answered` (`QuestionText.resultTooLarge`) — so a question the broker
-   * saved always takes a one-character answer by id; those frames are longer than the `question_result` answering
-   * this ask. Sized with the stamp and times of now: a later stamp has as many digits. The one copy of the check;
-   * the question fiber applies it only to an id the store does not hold (QuestionWorker.ts). Not re-checked for a
-   * saved question's frames when its child comes back with longer session fields (a known limit, docs/protocol.md).
-   */
-  private tooLarge(
-    session: Session,
-    frame: { readonly requestId: string; readonly questionId: string; readonly reason: QuestionReason; readonly text: string },
-    ownerId: string,
-    now: number
-  ): QuestionTooLarge | undefined {
-    const record = { id: frame.questionId, ownerId, message: frame.text, createdAt: now }
-    const notification = notificationOf(record)
-    const stamp = this.ctx.stamps.at(now)
-    const base = Encode.messageFrame(session.infoJson, notification.message, stamp, stamp)
-    const tail = longestTail(notification)
-    if (!fitsFrame(base, tail)) {
-      const tailBytes = Buffer.byteLength(tail, "utf8")
-      return new QuestionTooLarge({
-        reason: QuestionText.notificationTooLarge(frameBytes(base) + tailBytes, tailBytes, tailFieldNames(notification))
-      })
-    }
-    // The frames a one-character answer becomes with the question whole (review revqanswer #1): a saved question
-    // always takes a short answer by id. They include the `question_result` answering this ask (a question_get's,
-    // to the longest request id, and with more fields).
-    const answered = answerTooLarge({
-      ...record,
-      childId: session.id,
-      childName: session.fields.name ?? session.id,
-      reason: frame.reason,
-      answer: SHORTEST_ANSWER,
-      answeredAt: now
-    }, now)
-    return answered === undefined ? undefined : new QuestionTooLarge({ reason: QuestionText.resultTooLarge(answered.bytes) })
   }
 
   private onReceived(session: Session, raw: unknown): void {
@@ -857,15 +784,3 @@ export class Questions {
   }
 }
 
-/**
- * What the supervisor reads (C-SUP-18): the child's question, then its id
- * and how to answer it — reply to this message, or the answer call.
- *
- * @category encoding
- * @since 0.1.0
- */
-export const notificationText = (record: Pick<QuestionRecord, "id" | "message" | "ownerId">): string =>
-  `${record.message}\n\n` +
-  `[Durable question ${record.id}: it waits with no timeout and survives restarts. ` +
-  `Reply to this message to answer it, or run \`intercom answer ${record.id} <answer> --session ${record.ownerId}\`; ` +
-  `\`intercom stop ${record.id} --session ${record.ownerId}\` cancels it.]`

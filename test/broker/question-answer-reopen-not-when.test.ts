@@ -9,12 +9,10 @@
  * harness's steps.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Ref } from "effect"
+import { Effect } from "effect"
 import { QUESTIONS_V1, STATS_V1 } from "../../src/protocol/features.ts"
-import type { QuestionStoreService } from "../../src/store/QuestionStore.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { settle } from "../support/memory.ts"
-import { FEATURES, questionAsk, questionWorldOf, SUP, TOKEN } from "../support/questionWorld.ts"
+import { FEATURES, holdFirstList, questionAsk, questionWorldOf, SUP, TOKEN } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
@@ -32,21 +30,6 @@ const openEdges = (observer: WireClient) =>
 /** The copies of question `q-1`'s notification `client` was written. */
 const notificationsOf = (client: WireClient) =>
   client.received().filter((frame) => frame.type === "message" && frame.message.id === "q-1").length
-
-/** A question store whose first `list` waits until `release`: it holds the question fiber there. */
-const holdFirstList = Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const armed = yield* Ref.make(true)
-  const wrap = (memory: QuestionStoreService): QuestionStoreService => ({
-    ...memory,
-    list: (ownerId, page) =>
-      Ref.getAndSet(armed, false).pipe(
-        Effect.flatMap((hold) => hold ? Deferred.await(gate) : Effect.void),
-        Effect.andThen(memory.list(ownerId, page))
-      )
-  })
-  return { wrap, release: settle(Deferred.succeed(gate, undefined), "the held question_list's release") }
-})
 
 /**
  * The question `q-1` asked, saved and notified (its edge open), then the fiber held: the world, an `observer` granted

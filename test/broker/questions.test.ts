@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { GROUPS_V1, QUESTIONS_V1, RECEIVED_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import type { BrokerCoreOptions } from "../../src/broker/index.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { notificationText } from "../../src/broker/Questions.ts"
+import { notificationText } from "../../src/broker/QuestionSize.ts"
 import { stateOf } from "../../src/store/questionModel.ts"
 import {
   makeMemory,

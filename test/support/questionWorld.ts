@@ -4,13 +4,13 @@
  * of the one-id-per-message tests (question-id-*.test.ts) and, its supervisor granted more, of the question size
  * check (question-size-check.test.ts).
  */
-import { Effect } from "effect"
+import { Deferred, Effect, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { makeMemory, makeMemoryState, QuestionStore, type QuestionStoreService } from "../../src/store/QuestionStore.ts"
 import { durableBroker } from "./durable.ts"
-import { memoryNetwork } from "./memory.ts"
+import { memoryNetwork, settle } from "./memory.ts"
 
 /** Where the TestClock starts. */
 export const START = 1_000_000_000
@@ -49,8 +49,27 @@ export const questionWorldOf = (
     frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
   })
   const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
-  return { net, broker, questions, supervisor: supervisor.client, child: child.client, bob: bob.client }
+  return { net, broker, questions, capability, supervisor: supervisor.client, child: child.client, bob: bob.client }
 })
 
-/** The world: the network, the broker, the question store's state, and the three clients. */
+/** The world: the network, the broker, the question store's state, the child's capability, and the three clients. */
 export const questionWorld = questionWorldOf()
+
+/**
+ * A question store (`wrap` of the memory one, for `questionWorldOf`) whose first `list` waits until `release`: a
+ * `question_list` then holds the question fiber there, so what a test does next is handled by the Router alone, and
+ * the fiber takes its items in order once released.
+ */
+export const holdFirstList = Effect.gen(function*() {
+  const gate = yield* Deferred.make<void>()
+  const armed = yield* Ref.make(true)
+  const wrap = (memory: QuestionStoreService): QuestionStoreService => ({
+    ...memory,
+    list: (ownerId, page) =>
+      Ref.getAndSet(armed, false).pipe(
+        Effect.flatMap((hold) => hold ? Deferred.await(gate) : Effect.void),
+        Effect.andThen(memory.list(ownerId, page))
+      )
+  })
+  return { wrap, release: settle(Deferred.succeed(gate, undefined), "the held question_list's release") }
+})
