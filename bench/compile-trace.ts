@@ -23,19 +23,27 @@
  * are not the bench's. The times V8 prints are wall time on its compiler
  * threads, which the machine's load stretches: read them with the load.
  *
- *   node bench/compile-trace.ts [--only w64,fanin] [--targets memory,broker] [--reps N] [--top N] [--bytecode-of name,...] [--tree dir]
+ * `--by-function` adds, per function name over the broker's whole life,
+ * its jobs and deoptimizations before the interval (startup and warm-up),
+ * in its first and second half, and after it, with each deopt's reason: a
+ * deopt → reoptimize loop shows as jobs that do not stop by the second half.
+ * `--gc` adds `--trace-gc --trace-gc-nvp` and the collector's main-thread
+ * pauses and background phases (concurrent marking, parallel scavenging,
+ * sweeping) per phase, beside the compilers' background ms.
+ *
+ *   node bench/compile-trace.ts [--only w64,fanin] [--targets memory,broker] [--reps N] [--top N] [--bytecode-of name,...] [--tree dir] [--by-function] [--gc]
  */
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { eachArg, helpOrUnknown, runScript } from "./args.ts"
-import { type CompileJob, type Deopt, parseStamped } from "./trace-lines.ts"
+import { byFunction, type CompileJob, type Deopt, parseGcStamped, parseStamped, phaseOf } from "./trace-lines.ts"
 import { brokerSpec, installCleanupHandlers, makeTempDir, memoryBrokerSpec, removeTempDir, repoRoot, type TargetSpec } from "./targets.ts"
 import { defaultSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
 
-const usage = "usage: node bench/compile-trace.ts [--only w64,fanin] [--targets memory,broker] [--reps N] [--top N] [--bytecode-of name,...] [--tree dir]"
+const usage = "usage: node bench/compile-trace.ts [--only w64,fanin] [--targets memory,broker] [--reps N] [--top N] [--bytecode-of name,...] [--tree dir] [--by-function] [--gc]"
 
-const options = { only: ["w64", "fanin"], targets: ["memory", "broker"], reps: 1, top: 10, bytecodeOf: new Array<string>(), tree: repoRoot }
+const options = { only: ["w64", "fanin"], targets: ["memory", "broker"], reps: 1, top: 10, bytecodeOf: new Array<string>(), tree: repoRoot, byFunction: false, gc: false }
 
 /** Reads the flags into `options`; a bad one throws (`runScript` prints it and exits 2), `--help` prints the usage. */
 const parseArgs = (argv: ReadonlyArray<string>): void =>
@@ -46,6 +54,8 @@ const parseArgs = (argv: ReadonlyArray<string>): void =>
     else if (arg.key === "--top") options.top = arg.int(1, 200)
     else if (arg.key === "--bytecode-of") options.bytecodeOf = arg.list()
     else if (arg.key === "--tree") options.tree = path.resolve(arg.value())
+    else if (arg.key === "--by-function") options.byFunction = true
+    else if (arg.key === "--gc") options.gc = true
     else helpOrUnknown(arg, usage)
   })
 
@@ -139,6 +149,53 @@ const report = (
   for (const d of deopts) console.log(`| \`${d.name}\` | ${d.code} | ${d.kind} | ${d.reason} |`)
 }
 
+const PHASES = ["before", "1st half", "2nd half", "after"]
+
+/** Every function's jobs and deoptimizations over the broker's whole life, per phase against the interval (`--by-function`). */
+const functionReport = (jobs: ReadonlyArray<CompileJob>, deopts: ReadonlyArray<Deopt>, from: number, to: number): void => {
+  const rows = byFunction(jobs, deopts, from, to)
+  const counts = new Map<number, number>()
+  for (const r of rows) {
+    const n = r.jobs.reduce((s, k) => s + k, 0)
+    counts.set(n, (counts.get(n) ?? 0) + 1)
+  }
+  const histogram = [...counts].sort((a, b) => a[0] - b[0]).map(([n, fns]) => `${n} job(s): ${fns}`).join(", ")
+  const late = rows.filter((r) => r.jobs[2] > 0)
+  const lateAgain = late.filter((r) => r.jobs[0] + r.jobs[1] > 0 && r.deopts.slice(0, 3).some((n) => n > 0))
+  console.log(`\n${rows.length} functions compiled or deoptimized; functions by jobs over the whole life: ${histogram}.`)
+  console.log(`${late.length} functions had a job in the interval's 2nd half; ${lateAgain.length} of them had been compiled before and deoptimized by then.`)
+  console.log(`\nPer function, whole life (jobs / deopts: ${PHASES.join(", ")} the interval):\n`)
+  console.log("| function (sfi) | jobs | deopts | tiers | execute ms | deopt reasons |")
+  console.log("|---|---|---|---|---:|---|")
+  for (const r of rows.slice(0, options.top)) {
+    const reasons = [...r.reasons].map(([reason, n]) => `${reason} ×${n}`).join("; ")
+    const tiers = [...r.tiers].map(([tier, n]) => `${tier} ×${n}`).join(", ")
+    console.log(`| \`${r.name}\` (${r.sfi}) | ${r.jobs.join(" / ")} | ${r.deopts.join(" / ")} | ${tiers} | ${ms(r.executeMs)} | ${reasons} |`)
+  }
+}
+
+/** The collector's main-thread pauses and background phases per phase against the interval (`--gc`), beside the compilers' background ms. */
+const gcReport = (text: string, jobs: ReadonlyArray<CompileJob>, from: number, to: number): void => {
+  const rows = PHASES.map(() => ({ scavenges: 0, markCompacts: 0, pause: 0, background: 0, compile: 0 }))
+  for (const e of parseGcStamped(text)) {
+    const row = rows[phaseOf(e.at, from, to)]
+    if (row === undefined) continue
+    if (e.kind === "s") row.scavenges++
+    else row.markCompacts++
+    row.pause += e.pause
+    row.background += e.background
+  }
+  for (const j of jobs) {
+    const row = rows[phaseOf(j.at, from, to)]
+    if (row !== undefined) row.compile += j.execute
+  }
+  console.log("\n| phase | scavenges | other GCs | GC pause ms (main) | GC background ms | compile execute ms (background) |")
+  console.log("|---|---:|---:|---:|---:|---:|")
+  rows.forEach((r, i) =>
+    console.log(`| ${PHASES[i]} | ${r.scavenges} | ${r.markCompacts} | ${ms(r.pause)} | ${ms(r.background)} | ${ms(r.compile)} |`)
+  )
+}
+
 const main = async (): Promise<number> => {
   parseArgs(process.argv.slice(2))
   installCleanupHandlers()
@@ -156,13 +213,17 @@ const main = async (): Promise<number> => {
           const measured = { from: 0, to: 0 }
           const before = (os.loadavg()[0] ?? 0).toFixed(2)
           const started = new Date().toISOString().slice(11, 19)
-          await w.run(stampedSpec(spec, ["--trace-opt", "--trace-deopt"], out, measured))
+          const flags = options.gc ? ["--trace-opt", "--trace-deopt", "--trace-gc", "--trace-gc-nvp"] : ["--trace-opt", "--trace-deopt"]
+          await w.run(stampedSpec(spec, flags, out, measured))
           const load = `${before}→${(os.loadavg()[0] ?? 0).toFixed(2)}`
-          const { jobs, deopts } = parseStamped(fs.readFileSync(out, "utf8"))
+          const text = fs.readFileSync(out, "utf8")
+          const { jobs, deopts } = parseStamped(text)
           // A line arrives after its job: a job whose line came inside the interval ran (mostly) inside it.
           const inside = (at: number): boolean => at >= measured.from && at <= measured.to
           const title = `${w.name}, ${target}, rep ${rep}, ${started} UTC, interval ${ms(measured.to - measured.from)} ms; whole life ${jobs.length} jobs, ${deopts.length} deopts`
           report(title, load, jobs.filter((j) => inside(j.at)), deopts.filter((d) => inside(d.at)), lengths)
+          if (options.byFunction) functionReport(jobs, deopts, measured.from, measured.to)
+          if (options.gc) gcReport(text, jobs, measured.from, measured.to)
         }
       } finally {
         removeTempDir(dir)
