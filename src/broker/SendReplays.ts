@@ -51,7 +51,13 @@ export class SendReplays {
   replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
     const messageId = fingerprint.id
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
-    if (record === undefined) return undefined
+    if (record === undefined) {
+      // A send under an id at a bound of the reused ids' withdrawal notes is refused rather than drop a note
+      // (DeliveryRecords.reuseRefused; reviews revmodel probes 1, 2, 4). Three comparisons while none is reached.
+      if (!this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now)) return undefined
+      const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReuse
+      return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason }, to)
+    }
     if (!sameFingerprint(record, fingerprint)) {
       return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
     }
