@@ -3,11 +3,14 @@
  * them, `E_MESSAGE_ID_REUSE`, instead of dropping a withdrawal or a reuse mark, so a give-back under a reused id is
  * still judged by every withdrawal made under it. Review revmodel's probes 2 (eight later withdrawals under the id
  * pushed out the supersede of the m0 b-1 was written: b-1's return was written m0 bare) and 4 (4,096 other reused
- * ids pushed m0's reuse mark out, and the rules by key dropped y's m0, never withdrawn), as regular tests. The
- * clock is a plain number, never moved (every stamp ties); no sleep.
+ * ids pushed m0's reuse mark out, and the rules by key dropped y's m0, never withdrawn), as regular tests; and a
+ * reuse of an id whose withdrawal's note the bound of ids not reused pushed out, refused with `reuse-reason-v1`'s
+ * text. The clock is a plain number, never moved (every stamp ties); no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import { REUSE_REASON_V1 } from "../../src/protocol/features.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { message } from "../support/broker.ts"
 import { custodyFeatures } from "../support/controlWorld.ts"
@@ -63,5 +66,30 @@ describe("the reused ids' withdrawal notes refuse a send past their bounds", () 
       const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given m0, which d never withdrew")
       assert.deepStrictEqual(refusals(w), ["x4095 E_MESSAGE_ID_REUSE"], "not exactly the 4,097th reuse refused")
+    }), 60_000)
+
+  it.effect("a reuse of an id whose cancel's note 4,096 other ids' cancels pushed out is refused, with reuse-reason-v1's text", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 2 })
+      w.reg("b", { features: custodyFeatures, instanceId: "b-1" })
+      w.closeAbandoned(w.reg("q", {}, "Q"))
+      const s = w.reg("s", { features: [REUSE_REASON_V1] }, "S")
+      const send = (to: string, sent: Message) => w.batch(s, [{ type: "send", to, message: sent }])
+      const cancel = (id: string) => w.batch(s, [{ type: "cancel_message", messageId: id }])
+      // m0 to b-1 (its route kept, unconfirmed), cancelled there: a withdrawal under an id not reused.
+      const m0: Message = { id: "m0", timestamp: 1, content: { text: "for b" } }
+      send("b", m0)
+      cancel(m0.id)
+      // 4,096 other ids, each queued for away q and cancelled there: the last pushes m0's note out (and the sends
+      // push m0's replay record out, so a send under it is no replay).
+      for (let n = 0; n < 4096; n++) {
+        send("q", message("other", { id: `x${n}` }))
+        cancel(`x${n}`)
+      }
+      const before = w.framesOf(s).filter((f) => f.type === "error" || f.type === "delivery_failed")
+      assert.deepStrictEqual(before, [], "a send or cancel was refused: the test sets up nothing")
+      send("b", { ...m0, content: { text: "for b again" } })
+      const refused = w.framesOf(s).filter((f) => f.type === "delivery_failed" && f.messageId === m0.id)
+      assert.deepStrictEqual(refused.map((f) => [f.code, f.reason]), [[DeliveryCode.MessageIdReuse, Reason.messageIdReusedPastNotes]])
     }), 60_000)
 })
