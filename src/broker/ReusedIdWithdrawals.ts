@@ -20,7 +20,7 @@
  * are kept by refusing the send that would cross them (`refusesReuse`: `E_MESSAGE_ID_REUSE`): a reuse past
  * `MAX_KEYS` reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted — a withdrawal names a
  * message sent under the id, so past that bound only messages sent before it can add one (a cancel or supersede
- * finds the id's latest route, or its one mail in the mailbox). Measured on Node 20: a note about 85 bytes with its
+ * finds the id's latest route, or its one mail in the mailbox). Measured on Node 24: a note about 85 bytes with its
  * array slot (its receiver's key and outcome shared), about 300 with a fingerprint (kept while the message's replay
  * record was); a reuse mark about 130 — at the bounds, some 10 MB.
  */
