@@ -1,5 +1,5 @@
 /**
- * Size: about 525 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 540 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -34,9 +34,9 @@
  * reuse is no longer kept: under an id a second send reused, every
  * withdrawal is kept by its own message's identity (ReusedIdWithdrawals.ts,
  * `noteWithdrawn`), and a give-back is judged by those alone
- * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model)
- * — and a give-back received no later than a withdrawal those bounds
- * dropped, which might have named it (review revmodel probe 1).
+ * (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2, task model),
+ * whose bounds refuse the send that would cross them rather than drop a
+ * withdrawal (`reuseRefused`; review revmodel probes 1, 2, 4).
  */
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Fingerprint, Mail, Outcome } from "../store/records.ts"
@@ -213,8 +213,8 @@ export class DeliveryRecords {
   private readonly forgotten = new AgedMap<string, ForgottenWithdrawal>(MAX_FORGOTTEN)
   /**
    * Every withdrawal by the identity of the message it withdrew, and the ids a second send reused: under a reused
-   * id a give-back is judged by these alone while none that could name it was dropped (`fateUnderReusedId`;
-   * reviews revrec R1, R3, revchain D1, D2, revmodel probe 1).
+   * id a give-back is judged by these alone (`fateUnderReusedId`; reviews revrec R1, R3, revchain D1, D2), which
+   * no bound drops — a send that would cross one is refused (`reuseRefused`; revmodel probes 1, 2, 4).
    */
   private readonly reusedIds = new ReusedIdWithdrawals(sameFingerprint)
   /** The broker's stamp for the clock reading `now` (BrokerStamps.at): what a message sent at `now` is given. */
@@ -388,14 +388,32 @@ export class DeliveryRecords {
   }
 
   /**
+   * Whether `sender`'s send under `id` at `now`, which no kept record answers (SendReplays.replayed), is refused
+   * `E_MESSAGE_ID_REUSE` because accepting it would cross a bound of the reused ids' withdrawal notes
+   * (`ReusedIdWithdrawals.refusesReuse`): the id has `MAX_PER_KEY` withdrawals noted, or it would be a reuse (the
+   * table holds the id's route or record) past `MAX_KEYS` reused ids, or of an id whose withdrawal, still on the
+   * table, lost its note to that bound. Send path: three comparisons unless one of those bounds was reached.
+   */
+  reuseRefused(sender: string, id: string, now: number): boolean {
+    if (!this.reusedIds.mayRefuse(now)) return false
+    return this.reusedIds.refusesReuse(
+      recordKeyOf(sender, id),
+      now,
+      () => this.table.find(sender, id) !== undefined,
+      () => this.withdrawal(sender, id, now) !== undefined
+    )
+  }
+
+  /**
    * Under an id a second send reused: how its sender withdrew `mail`, given back by the session `heldBy`, if a
-   * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id was
-   * never reused, or when a withdrawal that could name `mail` may have been dropped (`ReusedIdWithdrawals.judges`:
-   * review revmodel probe 1), where the key alone tells (`withdrawal`, `withdrawnBeforeResend`). Give-back path
-   * only; a size check when no id was reused.
+   * withdrawal names that very message (`ReusedIdWithdrawals.fateOf`), else `"live"`; undefined when the id's
+   * reuse is not kept (never reused, or a day since its last reuse or withdrawal), where the key alone tells
+   * (`withdrawal`, `withdrawnBeforeResend`). No bound drops a reused id's withdrawals: the send that would cross one
+   * is refused (`reuseRefused`; reviews revmodel probes 1, 2, 4). Give-back path only; a size check when no id was
+   * reused.
    */
   fateUnderReusedId(mail: Mail, heldBy: string): Outcome | "live" | undefined {
-    if (!this.reusedIds.judges(mail.recordKey, mail.brokerReceivedAt)) return undefined
+    if (!this.reusedIds.judges(mail.recordKey)) return undefined
     return this.reusedIds.fateOf(mail.recordKey, {
       sessionKeys: heldBy === mail.targetKey ? [heldBy] : [mail.targetKey, heldBy],
       receivedAt: mail.brokerReceivedAt,

@@ -9,22 +9,29 @@
  * one of them names it: the same session, and its fingerprint — or, with none known (the withdrawn message's
  * fingerprint left with its replay record), a stamp no later than the withdrawal's.
  *
- * Owner: DeliveryRecords (the Router's synchronous code). Bounded: a day per key, `MAX_KEYS` keys, `MAX_PER_KEY`
- * withdrawals a key (the oldest going). Nothing is kept for an id never reused but its withdrawals (cancel and
- * supersede paths only), which a later send under it may need. The withdrawals of all keys share one bound, apart
- * from the reuse marks: a key whose withdrawals were pushed out (or aged out) keeps its mark, and judged by what is
- * left a message they named would be found live (review revmodel probe 1). A withdrawal names only a message
- * received no later than its stamp, so the newest stamp among those dropped (`lostThrough`) tells which give-backs
- * may have lost theirs: those received no later are not judged here (`judges`) but by the old rules.
+ * Owner: DeliveryRecords (the Router's synchronous code). Two maps. `single`: the withdrawals under ids not reused
+ * (cancel and supersede paths only; a later send under the id may need them), at most `MAX_KEYS` ids, a day each;
+ * past the bound the oldest id's go, which is safe while its id stays unreused (one message under it: the rules by
+ * key judge it exactly) — so for a day after such a push-out a reuse of an id whose withdrawal the table still
+ * holds, with no note of it left here, is refused (`refusesReuse`). `reused`: the ids a second send reused, each
+ * with every withdrawal under it, dropped only whole, a day after the id's last reuse or withdrawal — never by a
+ * bound, so a kept note always decides and a message no note names is live (the partial drops of reviews revmodel
+ * probes 1, 2 and 4, and the stamp that sent every older give-back to the rules by key, are gone). Their bounds
+ * are kept by refusing the send that would cross them (`refusesReuse`: `E_MESSAGE_ID_REUSE`): a reuse past
+ * `MAX_KEYS` reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted — a withdrawal names a
+ * message sent under the id, so past that bound only messages sent before it can add one (a cancel or supersede
+ * finds the id's latest route, or its one mail in the mailbox). Measured on Node 24: a note about 85 bytes with its
+ * array slot (its receiver's key and outcome shared), about 300 with a fingerprint (kept while the message's replay
+ * record was); a reuse mark about 130 — at the bounds, some 10 MB.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
 
-/** Keys kept at most, in each of the two maps; past it the oldest go. */
+/** Ids kept at most in each map; `single` drops its oldest past it, `reused` is kept under it by refusals. */
 export const MAX_KEYS = 4096
-/** Withdrawals kept at most under one key; past it the oldest goes. */
+/** Withdrawals under one reused id at which every send under it is refused (`refusesReuse`). */
 export const MAX_PER_KEY = 8
-/** How long a key's withdrawals and its reuse are kept: a day, as a withdrawal outlives its route. */
+/** How long an id's withdrawals and its reuse are kept after the last of them: a day, as a withdrawal outlives its route. */
 export const KEPT_MS = 86_400_000
 
 /** One withdrawal under a key: whose message it withdrew, and how to tell that message. */
@@ -59,10 +66,14 @@ export const names = (withdrawn: Withdrawn, given: GivenBack, same: (a: Fingerpr
 
 /** The withdrawals under each record key, and the keys a second send reused; see the module header. */
 export class ReusedIdWithdrawals {
-  private readonly withdrawals = new AgedMap<string, ReadonlyArray<Withdrawn>>(MAX_KEYS)
-  private readonly reused = new AgedMap<string, true>(MAX_KEYS)
-  /** The newest stamp among the withdrawals `withdrawals` dropped (pushed out or aged out); -∞ while none was. */
-  private lostThrough = Number.NEGATIVE_INFINITY
+  /** Withdrawals under ids no second send reused (within a day): dropped oldest first past `MAX_KEYS`. */
+  private readonly single = new AgedMap<string, ReadonlyArray<Withdrawn>>(MAX_KEYS)
+  /** The ids a second send reused, each with every withdrawal under it (none, maybe): no capacity, see `refusesReuse`. */
+  private readonly reused = new AgedMap<string, ReadonlyArray<Withdrawn>>()
+  /** Reused ids with `MAX_PER_KEY` withdrawals or more: while none is, a send pays no look-up here. */
+  private full = 0
+  /** Until this clock reading a withdrawal pushed out of `single` may be wanted by a reuse of its id (`refusesReuse`). */
+  private singleLostUntil = Number.NEGATIVE_INFINITY
   private readonly same: (a: Fingerprint, b: Fingerprint) => boolean
 
   /** @param same whether two fingerprints name the same send (DeliveryRecords.sameFingerprint). */
@@ -72,35 +83,62 @@ export class ReusedIdWithdrawals {
 
   /** A withdrawal under `key` at `now`, kept beside those already there. Cancel and supersede paths only. */
   note(key: string, withdrawn: Withdrawn, now: number): void {
-    const before = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
-    const kept = before === undefined ? [withdrawn] : [...before.slice(-(MAX_PER_KEY - 1)), withdrawn]
-    this.lose(this.withdrawals.set(key, kept, now))
-  }
-
-  /** Raises `lostThrough` to the newest stamp among `dropped`: `withdrawals`' entries it pushed or aged out. */
-  private lose(dropped: ReadonlyArray<ReadonlyArray<Withdrawn>>): void {
-    for (const notes of dropped) {
-      for (const withdrawn of notes) if (withdrawn.stamp > this.lostThrough) this.lostThrough = withdrawn.stamp
+    const reused = this.reused.size === 0 ? undefined : this.reused.get(key)
+    if (reused !== undefined) {
+      if (reused.length === MAX_PER_KEY - 1) this.full++
+      this.reused.set(key, [...reused, withdrawn], now)
+      return
     }
-  }
-
-  /** A second send under `key` at `now`: from now on its give-backs are judged here (`judges`, `fateOf`). Send path, reused ids only. */
-  markReused(key: string, now: number): void {
-    this.reused.put(key, true, now)
+    const before = this.single.size === 0 ? undefined : this.single.get(key)
+    const dropped = this.single.set(key, before === undefined ? [withdrawn] : [...before, withdrawn], now)
+    // Safe to forget while the id stays unreused; a reuse of it is refused for a day (`refusesReuse`).
+    if (dropped.length > 0) this.singleLostUntil = now + KEPT_MS
   }
 
   /**
-   * Whether a message under `key` received at the stamp `receivedAt`, given back, is judged here (`fateOf`): a
-   * second send reused `key` (within a day), and no withdrawal that could name the message was dropped — every one
-   * dropped has a stamp before `receivedAt` (module header). A size check when no key was reused.
+   * A second send under `key` at `now` (the table still held the id's route or record): from now on its give-backs
+   * are judged here (`judges`, `fateOf`), with the withdrawals noted under it so far. Send path, reused ids only;
+   * `refusesReuse` was asked first.
    */
-  judges(key: string, receivedAt: number): boolean {
-    return this.reused.size > 0 && receivedAt > this.lostThrough && this.reused.get(key) !== undefined
+  markReused(key: string, now: number): void {
+    const kept = this.reused.size === 0 ? undefined : this.reused.get(key)
+    if (kept !== undefined) return void this.reused.set(key, kept, now)
+    const noted = this.single.size === 0 ? undefined : this.single.delete(key)
+    if (noted !== undefined && noted.length >= MAX_PER_KEY) this.full++
+    this.reused.set(key, noted ?? [], now)
   }
 
-  /** The withdrawal that names `given` under `key`, if one does (the newest first). Give-back path only. */
+  /**
+   * Whether a send may be refused here at the clock reading `now` (`refusesReuse`): false, at the cost of three
+   * comparisons, unless an id is at its bound, the reused ids are, or `single` dropped a withdrawal within a day.
+   */
+  mayRefuse(now: number): boolean {
+    return this.full > 0 || this.reused.size >= MAX_KEYS || now < this.singleLostUntil
+  }
+
+  /**
+   * Whether a send under `key` at `now` is refused, so that no withdrawal noted here is ever dropped by a bound:
+   * the id has `MAX_PER_KEY` withdrawals noted (whether or not the send would count as a reuse); or it would be a
+   * reuse (`isReuse`: the table holds the id's route or record) and `MAX_KEYS` ids are reused already, or the table
+   * says the id's message was withdrawn (`withdrawnThere`) while no note of it is left, `single` having pushed it
+   * out within a day. Send path, after `mayRefuse`.
+   */
+  refusesReuse(key: string, now: number, isReuse: () => boolean, withdrawnThere: () => boolean): boolean {
+    const reused = this.reused.get(key)
+    if (reused !== undefined) return reused.length >= MAX_PER_KEY
+    if (!isReuse()) return false
+    if (this.reused.size >= MAX_KEYS) return true
+    return now < this.singleLostUntil && !this.single.has(key) && withdrawnThere()
+  }
+
+  /** Whether a message under `key`, given back, is judged here (`fateOf`): a second send reused `key` (within a day). */
+  judges(key: string): boolean {
+    return this.reused.size > 0 && this.reused.has(key)
+  }
+
+  /** The withdrawal that names `given` under the reused `key`, if one does (the newest first). Give-back path only. */
   fateOf(key: string, given: GivenBack): Outcome | undefined {
-    const kept = this.withdrawals.size === 0 ? undefined : this.withdrawals.get(key)
+    const kept = this.reused.size === 0 ? undefined : this.reused.get(key)
     if (kept === undefined) return undefined
     for (let n = kept.length - 1; n >= 0; n--) {
       const withdrawn = kept[n]
@@ -109,9 +147,9 @@ export class ReusedIdWithdrawals {
     return undefined
   }
 
-  /** Drops what is older than `cutoff`. */
+  /** Drops what is older than `cutoff`: a reused id with all its withdrawals at once. */
   expire(cutoff: number): void {
-    if (this.withdrawals.size > 0) this.lose(this.withdrawals.expire(cutoff))
-    if (this.reused.size > 0) this.reused.expire(cutoff)
+    if (this.single.size > 0) this.single.expire(cutoff)
+    if (this.reused.size > 0) for (const notes of this.reused.expire(cutoff)) if (notes.length >= MAX_PER_KEY) this.full--
   }
 }

@@ -51,7 +51,11 @@ export class SendReplays {
   replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
     const messageId = fingerprint.id
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
-    if (record === undefined) return undefined
+    if (record === undefined) {
+      // A send under an id at a bound of the reused ids' withdrawal notes is refused rather than drop a note
+      // (DeliveryRecords.reuseRefused; reviews revmodel probes 1, 2, 4). Three comparisons while none is reached.
+      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now) ? this.pastNotes(peer, messageId, to) : undefined
+    }
     if (!sameFingerprint(record, fingerprint)) {
       return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
     }
@@ -59,6 +63,15 @@ export class SendReplays {
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
     this.answers.answer(peer, messageId, record.outcome, notice)
     return "replayed"
+  }
+
+  /**
+   * Refuses `messageId` `E_MESSAGE_ID_REUSE` at a bound of the reused ids' withdrawal notes (`replayed`), with
+   * `reuse-reason-v1`'s text where granted, else P46's. Out of `replayed`, which runs for every send.
+   */
+  private pastNotes(peer: Peer, messageId: string, to: unknown): RouteOutcome {
+    const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReuse
+    return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason }, to)
   }
 
   /**

@@ -137,6 +137,15 @@ export const Reason = {
   messageIdReuseSettled: (recorded: string) =>
     `Message id was reused for another target: this message, with this content and id, was addressed to another session than the one the target resolves to now (the one it resolved to when first sent, if the target is unchanged), and the broker's record of it reads «${recorded}». It is not sent again`,
   /**
+   * Ours (`reuse-reason-v1`): a send under an id its sender reused, refused because the broker could not keep
+   * telling that id's messages apart after it — eight withdrawals noted under the id within a day, 4,096 other ids
+   * reused within a day, or the id's earlier withdrawal no longer noted (broker/ReusedIdWithdrawals.ts
+   * `refusesReuse`). Nothing of the send was delivered. Starts as `messageIdReuse` does; a base connection gets
+   * that text.
+   */
+  messageIdReusedPastNotes:
+    "Message id was reused: the broker keeps no more withdrawals under this id, or no more reused ids, to tell a message sent under it now from the earlier ones. It is not sent. Send the message with a new id",
+  /**
    * Ours (`questions-v1`): a send (an ask, a plain message or a reply) whose
    * id is the id of a durable question its sender asked and still waits on
    * (its `question_ask` queued or saved): the question's notification is a

@@ -1,14 +1,15 @@
 /**
  * ReusedIdWithdrawals (src/broker/ReusedIdWithdrawals.ts) against a naive reference: a list of every withdrawal
- * noted, per key the newest MAX_PER_KEY, scanned newest first with plain loops for one that names a given-back
- * message — matched here by its own comparisons, not the module's `names`, so a matching bug there shows. Then
- * which give-backs it judges: keys a second send reused, and none received no later than a withdrawal it dropped
- * (review revmodel probe 1). Fingerprints are reduced to their target, which is all `sameFingerprint` needs to tell
- * two apart here. The clock is a plain number.
+ * noted, scanned newest first with plain loops for one that names a given-back message under a reused key —
+ * matched here by its own comparisons, not the module's `names`, so a matching bug there shows; withdrawals noted
+ * before the key's reuse count as those after. Then which give-backs it judges, that no bound drops a reused key's
+ * withdrawals, and which sends it refuses instead (`mayRefuse`, `refusesReuse`; review revmodel probes 1, 2, 4).
+ * Fingerprints are reduced to their target, which is all `sameFingerprint` needs to tell two apart here. The clock
+ * is a plain number.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { MAX_KEYS, MAX_PER_KEY, names, ReusedIdWithdrawals, type Withdrawn } from "../../src/broker/ReusedIdWithdrawals.ts"
+import { KEPT_MS, MAX_KEYS, MAX_PER_KEY, names, ReusedIdWithdrawals, type Withdrawn } from "../../src/broker/ReusedIdWithdrawals.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import type { Fingerprint } from "../../src/store/records.ts"
 
@@ -46,29 +47,41 @@ const cancelled = (receiverKey: string, stamp: number): Withdrawn => ({
   outcome: { ok: false, code: DeliveryCode.DeliveryCancelled, reason: "r", retryable: false }
 })
 
+/** A give-back of a message for `session` of target `session`, received at `receivedAt`. */
+const givenBack = (session: string, receivedAt: number) => ({ sessionKeys: [session], receivedAt, fingerprint: () => fingerprint(session) })
+
 describe("ReusedIdWithdrawals", () => {
-  it("finds the withdrawal a plain newest-first scan of every note finds (per key the newest MAX_PER_KEY), for any notes and give-backs", () => {
+  it("finds under a reused key the withdrawal a plain newest-first scan of every note finds, for any notes, reuses and give-backs", () => {
     fc.assert(fc.property(
-      fc.array(fc.tuple(key, withdrawn), { maxLength: 20 }),
+      // Each step notes a withdrawal under a key, or marks the key reused.
+      fc.array(fc.oneof(fc.tuple(key, withdrawn), key), { maxLength: 24 }),
       fc.array(fc.record({ key, sessions: fc.uniqueArray(session, { minLength: 1, maxLength: 2 }), target: session, receivedAt: fc.integer({ min: 0, max: 4 }) }), { maxLength: 10 }),
-      (notes, givenBack) => {
+      (steps, givenBacks) => {
         const set = new ReusedIdWithdrawals(same)
-        for (const [k, w] of notes) set.note(k, w, 0)
-        for (const g of givenBack) {
-          // The reference: walk every note newest first, counting those under the key, and stop at the first of
-          // the newest MAX_PER_KEY that is for one of the message's sessions, no earlier than its receipt, and of
-          // its target when a fingerprint was noted.
+        const notes: Array<[string, Withdrawn]> = []
+        const reused = new Set<string>()
+        for (const step of steps) {
+          if (typeof step === "string") {
+            set.markReused(step, 0)
+            reused.add(step)
+          } else {
+            set.note(step[0], step[1], 0)
+            notes.push(step)
+          }
+        }
+        for (const g of givenBacks) {
+          // The reference: under a reused key, walk every note newest first and stop at the first that is for one
+          // of the message's sessions, no earlier than its receipt, and of its target when a fingerprint was noted.
           let expected: Withdrawn["outcome"] | undefined
-          let seen = 0
           for (const [k, w] of [...notes].reverse()) {
-            if (seen === MAX_PER_KEY || expected !== undefined) break
+            if (!reused.has(g.key) || expected !== undefined) break
             if (k !== g.key) continue
-            seen++
             let forSession = false
             for (const s of g.sessions) if (s === w.receiverKey) forSession = true
             const ofTarget = w.fingerprint === undefined || w.fingerprint.targetId === g.target
             if (forSession && g.receivedAt <= w.stamp && ofTarget) expected = w.outcome
           }
+          assert.strictEqual(set.judges(g.key), reused.has(g.key))
           const given = { sessionKeys: g.sessions, receivedAt: g.receivedAt, fingerprint: () => fingerprint(g.target) }
           assert.deepStrictEqual(set.fateOf(g.key, given), expected)
         }
@@ -86,34 +99,75 @@ describe("ReusedIdWithdrawals", () => {
     assert.isTrue(names({ ...w, fingerprint: undefined }, given(["y", "b"], 1, "y"), same), "no fingerprint known: the session and stamp tell")
   })
 
-  it("judges only keys a second send reused, until the mark's cutoff", () => {
+  it("judges only keys a second send reused, until a day after their last reuse or withdrawal, dropping their withdrawals with them", () => {
     const set = new ReusedIdWithdrawals(same)
-    assert.isFalse(set.judges("k1", 0))
+    assert.isFalse(set.judges("k1"))
     set.markReused("k1", 10)
-    assert.isTrue(set.judges("k1", 0))
+    set.note("k1", cancelled("b", 5), 20)
+    assert.isTrue(set.judges("k1"))
     set.expire(10)
-    assert.isFalse(set.judges("k1", 0), "kept past its cutoff")
+    assert.isTrue(set.judges("k1"), "its withdrawal at 20 keeps it")
+    set.expire(20)
+    assert.isFalse(set.judges("k1"), "kept past its cutoff")
+    assert.isUndefined(set.fateOf("k1", givenBack("b", 5)), "its withdrawal kept without its mark")
   })
 
-  it("does not judge a give-back received no later than the newest stamp of a withdrawal pushed out by other keys' (revmodel 1)", () => {
+  it("keeps a reused key's first withdrawal past MAX_PER_KEY more under it (revmodel 2)", () => {
+    const set = new ReusedIdWithdrawals(same)
+    set.note("k1", cancelled("b", 1), 0)
+    set.markReused("k1", 0)
+    for (let n = 0; n < MAX_PER_KEY; n++) set.note("k1", cancelled("z", 2 + n), 0)
+    assert.strictEqual(set.fateOf("k1", givenBack("b", 1))?.ok, false, "b's message, withdrawn first, found live")
+    assert.isUndefined(set.fateOf("k1", givenBack("y", 1)), "another session's message found withdrawn")
+  })
+
+  it("keeps a reused key and its withdrawal past MAX_KEYS other keys' withdrawals and reuses (revmodel 1, 4)", () => {
     const set = new ReusedIdWithdrawals(same)
     set.markReused("k1", 0)
     set.note("k1", cancelled("b", 5), 0)
-    for (let n = 0; n < MAX_KEYS - 1; n++) set.note(`other ${n}`, cancelled("q", 1), 0)
-    assert.isTrue(set.judges("k1", 5), "with k1's withdrawal kept, its give-backs are judged")
-    set.note("one more", cancelled("q", 1), 0)
-    assert.isUndefined(set.fateOf("k1", { sessionKeys: ["b"], receivedAt: 5, fingerprint: () => fingerprint("b") }), "set-up: k1's withdrawal was pushed out")
-    assert.isFalse(set.judges("k1", 5), "received at the dropped withdrawal's stamp")
-    assert.isFalse(set.judges("k1", 2), "received before it")
-    assert.isTrue(set.judges("k1", 6), "received after it: no dropped withdrawal could name it")
+    for (let n = 0; n < MAX_KEYS; n++) set.note(`withdrawn ${n}`, cancelled("q", 1), 0)
+    for (let n = 0; n < MAX_KEYS; n++) set.markReused(`reused ${n}`, 0)
+    assert.isTrue(set.judges("k1"), "k1's reuse mark pushed out")
+    assert.strictEqual(set.fateOf("k1", givenBack("b", 5))?.ok, false, "k1's withdrawal pushed out")
   })
 
-  it("does not judge a give-back received no later than the newest stamp of a withdrawal aged out (revmodel 1)", () => {
+  it("refuses every send under a reused key with MAX_PER_KEY withdrawals noted, and no other, until they expire", () => {
     const set = new ReusedIdWithdrawals(same)
-    set.note("k1", cancelled("b", 5), 0)
-    set.markReused("k1", 10)
+    const yes = () => true
+    set.markReused("k1", 0)
+    for (let n = 0; n < MAX_PER_KEY - 1; n++) set.note("k1", cancelled("z", n), 0)
+    assert.isFalse(set.mayRefuse(0), "refused below the bound")
+    set.note("k1", cancelled("z", 9), 0)
+    assert.isTrue(set.mayRefuse(0))
+    assert.isTrue(set.refusesReuse("k1", 0, yes, yes), "a reuse at the bound")
+    assert.isTrue(set.refusesReuse("k1", 0, () => false, yes), "a send after the table forgot the id, under a key still judged")
+    assert.isFalse(set.refusesReuse("k2", 0, yes, yes), "another key's reuse")
     set.expire(0)
-    assert.isFalse(set.judges("k1", 5), "received at the aged-out withdrawal's stamp")
-    assert.isTrue(set.judges("k1", 6), "received after it")
+    assert.isFalse(set.mayRefuse(1), "still refusing once the key expired")
+  })
+
+  it("refuses a new reuse once MAX_KEYS keys are reused, but not a send that is no reuse nor under a key already reused", () => {
+    const set = new ReusedIdWithdrawals(same)
+    for (let n = 0; n < MAX_KEYS - 1; n++) set.markReused(`reused ${n}`, 0)
+    assert.isFalse(set.mayRefuse(0))
+    set.markReused("k1", 0)
+    assert.isTrue(set.mayRefuse(0))
+    assert.isTrue(set.refusesReuse("k2", 0, () => true, () => false), "a new reuse")
+    assert.isFalse(set.refusesReuse("k2", 0, () => false, () => false), "a send under an id the table does not hold")
+    assert.isFalse(set.refusesReuse("k1", 0, () => true, () => false), "a reuse of a key kept")
+  })
+
+  it("refuses, for a day, a reuse of a key whose withdrawal the table holds after other keys' pushed its note out", () => {
+    const set = new ReusedIdWithdrawals(same)
+    const yes = () => true
+    set.note("k1", cancelled("b", 1), 0)
+    for (let n = 0; n < MAX_KEYS - 1; n++) set.note(`withdrawn ${n}`, cancelled("q", 1), 0)
+    assert.isFalse(set.mayRefuse(0), "refusing with every note kept")
+    set.note("one more", cancelled("q", 1), 5)
+    assert.isTrue(set.mayRefuse(5))
+    assert.isTrue(set.refusesReuse("k1", 5, yes, yes), "k1's reuse, its withdrawal on the table and its note gone")
+    assert.isFalse(set.refusesReuse("k1", 5, yes, () => false), "k1's reuse with no withdrawal on the table")
+    assert.isFalse(set.refusesReuse("one more", 5, yes, yes), "a reuse of a key whose note is kept")
+    assert.isFalse(set.mayRefuse(5 + KEPT_MS), "refusing past a day")
   })
 })
