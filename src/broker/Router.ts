@@ -1,5 +1,5 @@
 /**
- * Size: one concept — the wiring, about 840 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 850 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -59,7 +59,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { OutboundItem, Peer, Written } from "./Peer.ts"
+import type { Mail, OutboundItem, Peer, Written } from "./Peer.ts"
 import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
@@ -737,12 +737,17 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
+    const givenBack: Array<Mail> = []
     for (const stored of recovered.mail) {
       // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
       const mail = boundedAsk(stored.mail, now)
       this.asks.restoreAnswered(mail, now)
-      this.mail.restore(mail)
+      this.mail.restore(mail, stored.givenBack === true)
+      if (stored.givenBack === true) givenBack.push(mail)
     }
+    // Mail given back before the restart, dated when (StoredMail.givenBack), takes that date once every row is in:
+    // among them, a date out of acceptance order would be taken for a clock step back (MailDelivery.restoreGivenBack).
+    for (const mail of givenBack) this.mail.restoreGivenBack(mail, now)
     this.mail.restoreDone()
   }
 
