@@ -647,7 +647,7 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued"). Mail `givenBack`
    * before the restart (StoredMail.givenBack) is queued in its row's place
    * but dated as the mailbox's newest reading for now (Mailbox.putUndated):
-   * `restoreGivenBack` dates it once every row is in.
+   * `restoreGivenBack` dates it once the rows accepted before its return are in.
    */
   restore(mail: Mail, givenBack = false): void {
     const now = this.ctx.now()
@@ -666,17 +666,17 @@ export class MailDelivery {
   }
 
   /**
-   * After every stored row is restored (`restore`): `mail`, given back to
-   * the mailbox before the restart, takes the date it was given back at
-   * (its `queuedAt`: the mailbox's retention counts from it, as it did
-   * before the restart), its queue place kept (Mailbox.dateRestored). Not
-   * during the rows: a date later than the rows accepted after it reads,
-   * in `seq` order, as a clock step back at the next of them — which
-   * re-dated it down to that row's date, and it expired early (review
-   * mailbox S1). Nothing when it is no longer queued.
+   * Restore: `mail`, given back to the mailbox before the restart, takes
+   * the date it was given back at (its `queuedAt`: the mailbox's retention
+   * counts from it, as it did before the restart), its queue place kept
+   * (Mailbox.dateRestored) — once the rows accepted before its return are
+   * restored (Router.restore): at its own row, that date, later than
+   * theirs, read as a clock step back at the next of them, which re-dated
+   * it down to that row's date, and it expired early (review mailbox S1).
+   * Nothing when it is no longer queued.
    */
-  restoreGivenBack(mail: Mail, now: number): void {
-    for (const eviction of this.mailbox.dateRestored(mail, now)) this.evicted(eviction)
+  restoreGivenBack(mail: Mail): void {
+    for (const eviction of this.mailbox.dateRestored(mail)) this.evicted(eviction)
   }
 
   /**

@@ -192,8 +192,8 @@ export class Mailbox {
    * A durable restore's (MailDelivery.restore): queues `mail`, given back to the mailbox before the restart, as
    * `put` does (the newest in queue order: its row's place), but dated for now at the newest reading the mailbox
    * was given — its own `queuedAt` only when it is the first — so that its date, when it was given back and so out
-   * of the rows' acceptance order, is neither taken for a clock step back that re-dates the mail restored before
-   * it, nor re-dated by the rows restored after it (review revmailbox D1). `dateRestored` dates it once they are in.
+   * of the rows' acceptance order, is not taken for a clock step back that re-dates the mail restored before it
+   * (review revmailbox D1). `dateRestored` dates it once the rows accepted before its return are in.
    */
   putUndated(mail: Mail): ReadonlyArray<Eviction> {
     const reading = this.entries.reading
@@ -201,16 +201,18 @@ export class Mailbox {
   }
 
   /**
-   * After a durable restore (MailDelivery.restoreGivenBack): `mail`, queued by `putUndated`, goes to its age, its
+   * During a durable restore (MailDelivery.restoreGivenBack): `mail`, queued by `putUndated`, goes to its age, its
    * `queuedAt` (when it was given back), at its queue place, as `put` with its `seq` puts it — the newest reading
-   * first raised to `now`, the clock's, so that a date past the last row restored is not cut to it (no mail is
-   * dated past it, so this re-dates none). Nothing when it is no longer queued (pushed out by the bounds, dropped), or another row's mail under its key is.
+   * first raised to that age when it is later, so that it is not cut to the last row restored (no mail is dated
+   * past the reading, so raising it re-dates none); the rows restored after it then re-date it as any entry
+   * (AgedMap.ts). Nothing when it is no longer queued (pushed out by the bounds, dropped), or another row's mail
+   * under its key is.
    */
-  dateRestored(mail: Mail, now: number): ReadonlyArray<Eviction> {
+  dateRestored(mail: Mail): ReadonlyArray<Eviction> {
     const queued = this.entries.get(mail.recordKey)
     // Its own copy only (the same message): not another row's under its key, restored after it.
     if (queued === undefined || queued.mail.message !== mail.message) return NONE
-    if (now > this.entries.reading) this.entries.redate(now)
+    if (mail.queuedAt > this.entries.reading) this.entries.redate(mail.queuedAt)
     return this.put(mail, queued.seq)
   }
 

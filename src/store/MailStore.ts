@@ -117,11 +117,12 @@ export interface StoredMail {
   readonly mail: Mail
   /**
    * Given back to the mailbox since it was accepted (its recipient's connection closed before confirming it,
-   * MailReturns.requeue): `mail.queuedAt` is when it was given back — the mailbox's retention counts from then —
-   * not its acceptance, so it is out of `seq` order and the restore dates it apart from the other rows
-   * (Router.restore; docs/store.md). The row keeps its `seq`, its place in the queue.
+   * MailReturns.requeue): the first `seq` the mail accepted after that return got (or will get). `mail.queuedAt`
+   * is then when it was given back — the mailbox's retention counts from then — not its acceptance, so it is out
+   * of `seq` order: the restore dates it as it restores that `seq`, not its own (Router.restore; docs/store.md).
+   * The row keeps its `seq`, its place in the queue.
    */
-  readonly givenBack?: boolean | undefined
+  readonly givenBack?: number | undefined
 }
 
 /**
@@ -189,7 +190,7 @@ export interface MailStoreService {
 
 /** Stored mail from a decoded row under `seq`: marked given back only when the row says so. */
 const storedMailOf = (seq: number, decoded: DecodedMail): StoredMail =>
-  decoded.givenBack ? { seq, mail: decoded.mail, givenBack: true } : { seq, mail: decoded.mail }
+  decoded.givenBack === undefined ? { seq, mail: decoded.mail } : { seq, mail: decoded.mail, givenBack: decoded.givenBack }
 
 /** A commit that has nothing in it (the writer skips those). */
 export const isEmptyCommit = (batch: MailCommit): boolean =>

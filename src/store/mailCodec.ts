@@ -95,7 +95,7 @@ const MailSchema = Schema.Struct({
   // A reply's closed ask edge: mail restored after a restart and then dropped still reopens its ask.
   answers: Schema.optional(EdgeSchema),
   // Given back to the mailbox since it was accepted (`StoredMail.givenBack`): `queuedAt` is when. Absent in older rows.
-  givenBack: Schema.optional(Schema.Literal(true))
+  givenBack: Schema.optional(Schema.Number)
 })
 
 /** A finite number as JSON writes it; anything else as JSON would too (`null`). */
@@ -137,12 +137,12 @@ export const encodeOutcome = (outcome: Outcome): string =>
 
 /**
  * JSON text of mail, message included; with `givenBack`, marked as given back to the mailbox since it was accepted
- * (`StoredMail.givenBack`: its `queuedAt` is when).
+ * (`StoredMail.givenBack`: its `queuedAt` is when, `givenBack` the first `seq` accepted after).
  */
-export const encodeMail = (mail: Mail, givenBack?: boolean): string =>
+export const encodeMail = (mail: Mail, givenBack?: number): string =>
   // A short-lived sender's end is the running broker's (records.ts `SenderEnd`): not stored. Only such mail is copied.
-  givenBack === true
-    ? JSON.stringify({ ...mail, senderEnd: undefined, givenBack: true })
+  givenBack !== undefined
+    ? JSON.stringify({ ...mail, senderEnd: undefined, givenBack })
     : mail.senderEnd === undefined
     ? JSON.stringify(mail)
     : JSON.stringify({ ...mail, senderEnd: undefined })
@@ -205,10 +205,10 @@ export const decodeRecord = (
   }
 }
 
-/** Stored mail decoded: the mail, and whether its row says it was given back (`encodeMail`'s `givenBack`). */
+/** Stored mail decoded: the mail, and its row's given-back mark (`encodeMail`'s `givenBack`), if any. */
 export interface DecodedMail {
   readonly mail: Mail
-  readonly givenBack: boolean
+  readonly givenBack: number | undefined
 }
 
 /** Decodes a stored mail row (its message through the protocol's own decoder), its given-back mark apart from the mail. */
@@ -225,7 +225,7 @@ export const decodeMailRow = (key: string, text: string): DecodedMail | CorruptR
     askTimeoutMs: row.askTimeoutMs,
     message
   }
-  return { mail, givenBack: givenBack === true }
+  return { mail, givenBack }
 }
 
 /** Decodes stored mail (its message through the protocol's own decoder). */

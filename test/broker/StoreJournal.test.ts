@@ -167,8 +167,8 @@ describe("StoreJournal", () => {
 describe("StoreJournal given-back mail", () => {
   const givenBack = (mail: Mail, at: number): Mail => ({ ...mail, queuedAt: at })
   const shapes = (taken: TakenBatch | undefined) => ({
-    puts: (taken?.batch.mailPuts ?? []).map((p) => [p.seq, p.mail.queuedAt, p.givenBack === true]),
-    updates: (taken?.batch.mailUpdates ?? []).map((u) => [u.seq, u.mail.queuedAt, u.givenBack === true]),
+    puts: (taken?.batch.mailPuts ?? []).map((p) => [p.seq, p.mail.queuedAt, p.givenBack]),
+    updates: (taken?.batch.mailUpdates ?? []).map((u) => [u.seq, u.mail.queuedAt, u.givenBack]),
     deletes: taken?.batch.mailDeletes ?? []
   })
 
@@ -177,7 +177,7 @@ describe("StoreJournal given-back mail", () => {
     const mail = mailFor("a:k1")
     journal.putMail(mail)
     journal.mailGivenBack(givenBack(mail, 50))
-    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, true]], updates: [], deletes: [] })
+    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, 2]], updates: [], deletes: [] })
   })
 
   it("a stored row is written again under its seq, also after a failed commit, the latest give-back winning", () => {
@@ -187,11 +187,11 @@ describe("StoreJournal given-back mail", () => {
     journal.committed(journal.take(10) ?? assert.fail("nothing taken"))
     journal.mailGivenBack(givenBack(mail, 50))
     const first = journal.take(60)
-    assert.deepStrictEqual(shapes(first), { puts: [], updates: [[1, 50, true]], deletes: [] })
+    assert.deepStrictEqual(shapes(first), { puts: [], updates: [[1, 50, 2]], deletes: [] })
     // Given back again while that commit runs, and the commit fails: the later date is written.
     journal.mailGivenBack(givenBack(mail, 70))
     journal.failed(first ?? assert.fail("nothing taken"), "disk full")
-    assert.deepStrictEqual(shapes(journal.take(80)), { puts: [], updates: [[1, 70, true]], deletes: [] })
+    assert.deepStrictEqual(shapes(journal.take(80)), { puts: [], updates: [[1, 70, 2]], deletes: [] })
   })
 
   it("a put taken, failed, and given back meanwhile is put again with the later date and the mark", () => {
@@ -201,7 +201,7 @@ describe("StoreJournal given-back mail", () => {
     const first = journal.take(10) ?? assert.fail("nothing taken")
     journal.mailGivenBack(givenBack(mail, 50))
     journal.failed(first, "disk full")
-    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, true]], updates: [], deletes: [] })
+    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, 2]], updates: [], deletes: [] })
   })
 
   it("mail gone after it was given back is deleted, not written again", () => {

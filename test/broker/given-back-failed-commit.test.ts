@@ -95,7 +95,7 @@ describe("a failed commit after stored mail was given back", () => {
         for (const seq of third.batch.mailDeletes) rows.delete(seq)
         for (const put of third.batch.mailPuts) rows.set(put.seq, put.mail.message.id)
         for (const update of third.batch.mailUpdates ?? []) {
-          if (rows.get(update.seq) === update.mail.message.id && update.givenBack === true) rewritten.push(update.mail.message.id)
+          if (rows.get(update.seq) === update.mail.message.id && update.givenBack !== undefined) rewritten.push(update.mail.message.id)
         }
         journal.committed(third)
       }

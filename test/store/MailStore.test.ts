@@ -477,13 +477,13 @@ describe("MailStore given-back rows", () => {
           ...empty,
           mailPuts: [],
           mailUpdates: [
-            { seq: 1, mail: { ...first.mail, queuedAt: 500 }, givenBack: true },
-            { seq: 3, mail: { ...gone.mail, queuedAt: 500 }, givenBack: true }
+            { seq: 1, mail: { ...first.mail, queuedAt: 500 }, givenBack: 4 },
+            { seq: 3, mail: { ...gone.mail, queuedAt: 500 }, givenBack: 4 }
           ]
         }
       ]
       const loadMail = (store: MailStoreService) =>
-        Effect.map(store.load(0), (r) => r.mail.map((m) => [m.seq, m.mail.message.content.text, m.mail.queuedAt, m.givenBack === true]))
+        Effect.map(store.load(0), (r) => r.mail.map((m) => [m.seq, m.mail.message.content.text, m.mail.queuedAt, m.givenBack]))
       const viaSqlite = yield* Effect.gen(function*() {
         const sqlite = yield* MailStore
         for (const batch of commits) yield* sqlite.commit(batch)
@@ -491,7 +491,7 @@ describe("MailStore given-back rows", () => {
       }).pipe(Effect.provide(sqliteStore))
       const memory = makeMemory(makeMemoryMailState())
       for (const batch of commits) yield* memory.commit(batch)
-      const expected = [[1, "one", 500, true], [2, "two", second.mail.queuedAt, false]]
+      const expected = [[1, "one", 500, 4], [2, "two", second.mail.queuedAt, undefined]]
       assert.deepStrictEqual(viaSqlite, expected)
       assert.deepStrictEqual(yield* loadMail(memory), expected)
     }))
