@@ -1,5 +1,5 @@
 /**
- * Size: about 505 lines, past the ~400 guideline, most of it the JSDoc of
+ * Size: about 510 lines, past the ~400 guideline, most of it the JSDoc of
  * each rule: one concept, where a given-back item goes next.
  *
  * The close path's side of the mailbox: what a connection gives back when it
@@ -485,6 +485,8 @@ export class MailReturns {
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.port.isQueued(mail.recordKey)) {
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      // Its stored row takes the new date, so a restart keeps this copy's deadline (StoreJournal.mailGivenBack).
+      this.ctx.journal?.mailGivenBack(copy)
     }
     return false
   }

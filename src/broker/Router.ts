@@ -1,5 +1,5 @@
 /**
- * Size: one concept — the wiring, about 840 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 865 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -59,7 +59,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { OutboundItem, Peer, Written } from "./Peer.ts"
+import type { Mail, OutboundItem, Peer, Written } from "./Peer.ts"
 import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
@@ -739,13 +739,34 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
+    // Mail given back before the restart (StoredMail.givenBack), queued in its row's place, waiting to be dated as
+    // the first row accepted after its return is restored (MailDelivery.restoreGivenBack), in that order.
+    const givenBack: Array<{ readonly mail: Mail; readonly after: number }> = []
     for (const stored of recovered.mail) {
+      if (givenBack.length > 0) this.dateGivenBack(givenBack, stored.seq)
       // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
       const mail = boundedAsk(stored.mail, now)
       this.asks.restoreAnswered(mail, now)
-      this.mail.restore(mail)
+      this.mail.restore(mail, stored.givenBack !== undefined)
+      if (stored.givenBack !== undefined) givenBack.push({ mail, after: stored.givenBack })
     }
+    this.dateGivenBack(givenBack, Number.POSITIVE_INFINITY)
     this.mail.restoreDone()
+  }
+
+  /**
+   * Restore: the mail in `givenBack` returned to the mailbox before the row `seq` was accepted takes its date now,
+   * in the order it came back, and leaves the list: behind the rows accepted before its return, which would read
+   * its later date as a clock step back (review mailbox S1), ahead of those accepted after, which re-date it as a
+   * step back after its return did (AgedMap.ts).
+   */
+  private dateGivenBack(givenBack: Array<{ readonly mail: Mail; readonly after: number }>, seq: number): void {
+    const due = givenBack.filter((item) => item.after <= seq).sort((a, b) => a.after - b.after)
+    if (due.length === 0) return
+    for (const item of due) {
+      givenBack.splice(givenBack.indexOf(item), 1)
+      this.mail.restoreGivenBack(item.mail)
+    }
   }
 
   /**

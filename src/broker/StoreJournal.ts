@@ -1,5 +1,5 @@
 /**
- * Size: about 590 lines, past the ~400 guideline: one concept, the change
+ * Size: about 650 lines, past the ~400 guideline: one concept, the change
  * counts and the mail rows that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
@@ -12,7 +12,8 @@
  * output behind that commit.
  *
  * The Router's synchronous code is its only writer (it never runs SQL): a
- * replay record set or rewritten, mail accepted, mail written or dropped, an
+ * replay record set or rewritten, mail accepted, mail written or dropped,
+ * mail given back to the mailbox (its row dated anew, `mailGivenBack`), an
  * ask edge opened or closed, an ask withdrawn after its reply closed it, a
  * failure notice owed to a sender or read (NoticeJournal.ts), an `expired`
  * owed for an ask that went silently as answered (SilencedJournal.ts). Changes to one
@@ -65,6 +66,12 @@ import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { SilencedJournal } from "./SilencedJournal.ts"
 
+/** Mail given back to the mailbox (`mailGivenBack`): the copy queued there, and the first `seq` accepted after. */
+interface GivenBack {
+  readonly mail: Mail
+  readonly after: number
+}
+
 /** A batch taken for commit, and how far the journal had got when it was taken. */
 export interface TakenBatch {
   readonly batch: MailCommit
@@ -102,6 +109,12 @@ export class StoreJournal {
   private pendingPuts = 0
   /** Stored mail to delete, by its `seq`. */
   private mailDeletes = new Set<number>()
+  /**
+   * Mail stored or about to be that was given back to the mailbox since (`mailGivenBack`), with the copy the
+   * mailbox holds (its new date): a pending put takes the mark, a stored row is written again. Empty but for
+   * mail given back since the last take.
+   */
+  private readonly givenBack = new Map<JournalMail, GivenBack>()
   /** Ask edges opened and closed, asks withdrawn after their reply closed them (EdgeJournal.ts). */
   private readonly edges = new EdgeJournal()
   private readonly notices = new NoticeJournal()
@@ -321,6 +334,24 @@ export class StoreJournal {
   }
 
   /**
+   * Mail stored or about to be went back to the mailbox (a closing connection gave it back, its recipient's client
+   * never confirmed it: MailReturns.requeue), `mail` the copy queued there, dated when (`queuedAt`; the mailbox's
+   * retention counts from it). Its row takes that date under its `seq`, marked given back (`StoredMail.givenBack`),
+   * so a restart dates it so without taking the date, out of acceptance order, for a clock step back (Router.restore;
+   * review mailbox S1: the row kept the acceptance's date, and the mail expired up to a retention early after a
+   * restart). A put not taken yet carries it; a stored row is written again (`MailCommit.mailUpdates`) — and stays
+   * stored meanwhile: not pending, so a failed commit's `refuseHeld` never takes it for mail never stored (review
+   * revmailbox D2). Nothing when it is not stored.
+   */
+  mailGivenBack(mail: Mail): void {
+    const entry = this.storedMail.get(mail.senderKey, mail.message.id)
+    if (entry === undefined) return
+    if (entry.pending) entry.mail = mail
+    this.givenBack.set(entry, { mail, after: this.nextSeq })
+    this.changed()
+  }
+
+  /**
    * Mail reached its recipient (Custody.ts), or was dropped (its sender
    * told): it leaves the store. The delete gates no output and wakes no
    * commit of its own: it rides with the next commit, or is flushed
@@ -342,6 +373,7 @@ export class StoreJournal {
   /** `entry` leaves the store: a put not taken yet is dropped, anything else deleted. Whether a delete was added. */
   private forget(entry: JournalMail): boolean {
     if (entry.answers !== undefined) this.silenced.replyGone(entry)
+    if (this.givenBack.size > 0) this.givenBack.delete(entry)
     if (entry.pending) {
       // Not stored yet: it never needs to be, and its mail need not wait in `puts` for the next take.
       entry.drop()
@@ -477,7 +509,7 @@ export class StoreJournal {
     const stampHigh = highest !== undefined && highest > this.stampStored ? highest : undefined
     if (
       stampHigh === undefined &&
-      this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
+      this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 && this.givenBack.size === 0 &&
       this.edges.isEmpty && prune === undefined && this.notices.isEmpty && this.silenced.isEmpty
     ) {
       // Every change counted since the last commit cancelled out (mail dropped or written before it was
@@ -488,10 +520,12 @@ export class StoreJournal {
     }
     if (prune !== undefined) this.lastPrune = now
     const acked: Array<JournalMail> = []
+    const mailPuts = this.takePuts(acked)
     const batch: MailCommit = {
       records: this.records,
-      mailPuts: this.takePuts(acked),
+      mailPuts,
       mailDeletes: [...this.mailDeletes],
+      mailUpdates: this.takeUpdates(),
       edgePuts: this.edges.takeEdgePuts(),
       edgeDeletes: this.edges.takeEdgeDeletes(),
       prune,
@@ -522,11 +556,26 @@ export class StoreJournal {
       if (!entry.pending || mail === undefined) continue
       entry.pending = false
       entry.mail = undefined
-      taken.push({ seq: entry.seq, mail })
+      // Given back before its put was taken: the put carries the mark, and no row is written again.
+      const givenBack = this.givenBack.size > 0 ? this.givenBack.get(entry) : undefined
+      if (givenBack === undefined) taken.push({ seq: entry.seq, mail })
+      else {
+        this.givenBack.delete(entry)
+        taken.push({ seq: entry.seq, mail, givenBack: givenBack.after })
+      }
       if (entry.ack !== undefined) acked.push(entry)
     }
     this.pendingPuts = 0
     return taken
+  }
+
+  /** The stored rows of mail given back since the last take (`mailGivenBack`), written again under their `seq`. */
+  private takeUpdates(): ReadonlyArray<StoredMail> | undefined {
+    if (this.givenBack.size === 0) return undefined
+    const updates: Array<StoredMail> = []
+    for (const [entry, { after, mail }] of this.givenBack) updates.push({ seq: entry.seq, mail, givenBack: after })
+    this.givenBack.clear()
+    return updates
   }
 
   /** `taken` is stored: output held behind it may go. */
@@ -561,12 +610,23 @@ export class StoreJournal {
       const entry = this.storedMail.get(put.mail.senderKey, put.mail.message.id)
       // Still this journal's: pending again, with its mail.
       if (entry === undefined || entry.seq !== put.seq) continue
+      // Given back since it was taken: the copy the mailbox holds now is put. Given back before: it keeps the mark.
+      const since = this.givenBack.get(entry)
       entry.pending = true
-      entry.mail = put.mail
+      entry.mail = since?.mail ?? put.mail
       this.pendingPuts++
       puts.push(entry)
+      if (since === undefined && put.givenBack !== undefined) this.givenBack.set(entry, { mail: put.mail, after: put.givenBack })
     }
     this.puts = puts.length === 0 ? this.puts : [...puts, ...this.puts]
+    for (const update of batch.mailUpdates ?? []) {
+      // Still stored under that seq (neither deleted nor replaced since), and not given back again since: written
+      // again by the next commit. It stays stored, not pending (review revmailbox D2).
+      const entry = this.storedMail.get(update.mail.senderKey, update.mail.message.id)
+      if (entry !== undefined && entry.seq === update.seq && !this.givenBack.has(entry) && update.givenBack !== undefined) {
+        this.givenBack.set(entry, { mail: update.mail, after: update.givenBack })
+      }
+    }
     for (const key of batch.mailDeletes) this.mailDeletes.add(key)
     this.edges.failed(batch)
     if (batch.prune !== undefined) this.lastPrune = 0

@@ -1,5 +1,5 @@
 /**
- * Size: about 495 lines, one concept: the store's interface and its two
+ * Size: about 520 lines, one concept: the store's interface and its two
  * implementations side by side, so that they cannot drift apart. Each kind of
  * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
  * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the
@@ -46,7 +46,8 @@ import { writeFailureOf } from "./errors.ts"
 import {
   CorruptRow,
   decodeEdge,
-  decodeMail,
+  type DecodedMail,
+  decodeMailRow,
   decodeRecord,
   encodeEdge,
   encodeFingerprint,
@@ -114,6 +115,14 @@ export interface StoredMail {
   /** Acceptance order, increasing across restarts. */
   readonly seq: number
   readonly mail: Mail
+  /**
+   * Given back to the mailbox since it was accepted (its recipient's connection closed before confirming it,
+   * MailReturns.requeue): the first `seq` the mail accepted after that return got (or will get). `mail.queuedAt`
+   * is then when it was given back — the mailbox's retention counts from then — not its acceptance, so it is out
+   * of `seq` order: the restore dates it as it restores that `seq`, not its own (Router.restore; docs/store.md).
+   * The row keeps its `seq`, its place in the queue.
+   */
+  readonly givenBack?: number | undefined
 }
 
 /**
@@ -128,6 +137,11 @@ export interface MailCommit extends NoticeChanges, WithdrawalChanges, SilencedCh
   readonly mailPuts: ReadonlyArray<StoredMail>
   /** Mail written to its recipient or dropped (its sender was told), by sequence number (`StoredMail.seq`). */
   readonly mailDeletes: ReadonlyArray<number>
+  /**
+   * Stored mail written again under its `seq`: given back to the mailbox since it was stored (`StoredMail.givenBack`,
+   * its new date). A row no longer there (deleted) is not written again.
+   */
+  readonly mailUpdates?: ReadonlyArray<StoredMail> | undefined
   /** Ask edges opened. */
   readonly edgePuts: ReadonlyArray<AskEdge>
   /** Ask edges closed (replied, cancelled), by message key. */
@@ -174,9 +188,14 @@ export interface MailStoreService {
   readonly commit: (batch: MailCommit) => Effect.Effect<void, MailStoreError>
 }
 
+/** Stored mail from a decoded row under `seq`: marked given back only when the row says so. */
+const storedMailOf = (seq: number, decoded: DecodedMail): StoredMail =>
+  decoded.givenBack === undefined ? { seq, mail: decoded.mail } : { seq, mail: decoded.mail, givenBack: decoded.givenBack }
+
 /** A commit that has nothing in it (the writer skips those). */
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
+  (batch.mailUpdates === undefined || batch.mailUpdates.length === 0) &&
   batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined && batch.stampHigh === undefined &&
   noNoticeChanges(batch) && noWithdrawalChanges(batch) && noSilencedChanges(batch)
 
@@ -253,9 +272,9 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       records.sort((a, b) => a.at - b.at)
       const mail: Array<StoredMail> = []
       for (const [seq, row] of state.mail) {
-        const decoded = decodeMail(row.recordKey, row.text)
+        const decoded = decodeMailRow(row.recordKey, row.text)
         if (decoded instanceof CorruptRow) return failCorrupt(decoded)
-        mail.push({ seq, mail: decoded })
+        mail.push(storedMailOf(seq, decoded))
       }
       mail.sort((a, b) => a.seq - b.seq)
       const edges: Array<AskEdge> = []
@@ -293,8 +312,11 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
         })
       }
       for (const put of batch.mailPuts) {
-        state.mail.set(put.seq, { recordKey: put.mail.recordKey, text: encodeMail(put.mail) })
+        state.mail.set(put.seq, { recordKey: put.mail.recordKey, text: encodeMail(put.mail, put.givenBack) })
         if (put.seq >= state.nextSeq) state.nextSeq = put.seq + 1
+      }
+      for (const update of batch.mailUpdates ?? []) {
+        if (state.mail.has(update.seq)) state.mail.set(update.seq, { recordKey: update.mail.recordKey, text: encodeMail(update.mail, update.givenBack) })
       }
       for (const seq of batch.mailDeletes) state.mail.delete(seq)
       for (const edge of batch.edgePuts) state.edges.set(edge.messageKey, { deadline: edge.deadline, text: encodeEdge(edge) })
@@ -360,8 +382,13 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
       // Keyed by its sequence number (0006_mail_by_seq.ts): puts append at the table's end and
       // deletes come in about the same order, so a commit touches a page or two, not one per message.
       sql: "INSERT INTO mail (seq, record_key, body) VALUES (?, ?, ?)",
-      rows: change.mailPuts.map((put) => [put.seq, put.mail.recordKey, encodeMail(put.mail)]),
+      rows: change.mailPuts.map((put) => [put.seq, put.mail.recordKey, encodeMail(put.mail, put.givenBack)]),
       rowsPerInsert: ROWS_PER_INSERT
+    },
+    {
+      // Mail given back to the mailbox since it was stored: its row, in its place, takes the new date (`StoredMail.givenBack`).
+      sql: "UPDATE mail SET body = ? WHERE seq = ?",
+      rows: (change.mailUpdates ?? []).map((update) => [encodeMail(update.mail, update.givenBack), update.seq])
     },
     {
       // One statement run for all of them (its seqs as one JSON array): a run per row cost about as much
@@ -433,9 +460,9 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
         for (const row of mailRows) {
-          const decoded = decodeMail(textOfHex(row.record_key), row.body)
+          const decoded = decodeMailRow(textOfHex(row.record_key), row.body)
           if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded)
-          mail.push({ seq: row.seq, mail: decoded })
+          mail.push(storedMailOf(row.seq, decoded))
         }
         const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT hex(message_key) AS message_key, body FROM ask_edges`)
         if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows)

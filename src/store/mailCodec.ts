@@ -93,7 +93,9 @@ const MailSchema = Schema.Struct({
   // The trace context handed on (`trace-v1`): kept, so mail restored after a restart still carries it.
   traceparent: Schema.optional(Schema.String),
   // A reply's closed ask edge: mail restored after a restart and then dropped still reopens its ask.
-  answers: Schema.optional(EdgeSchema)
+  answers: Schema.optional(EdgeSchema),
+  // Given back to the mailbox since it was accepted (`StoredMail.givenBack`): `queuedAt` is when. Absent in older rows.
+  givenBack: Schema.optional(Schema.Number)
 })
 
 /** A finite number as JSON writes it; anything else as JSON would too (`null`). */
@@ -133,10 +135,17 @@ export const encodeOutcome = (outcome: Outcome): string =>
       : QUEUED_TEXT
     : JSON.stringify(outcome)
 
-/** JSON text of mail, message included. */
-export const encodeMail = (mail: Mail): string =>
+/**
+ * JSON text of mail, message included; with `givenBack`, marked as given back to the mailbox since it was accepted
+ * (`StoredMail.givenBack`: its `queuedAt` is when, `givenBack` the first `seq` accepted after).
+ */
+export const encodeMail = (mail: Mail, givenBack?: number): string =>
   // A short-lived sender's end is the running broker's (records.ts `SenderEnd`): not stored. Only such mail is copied.
-  mail.senderEnd === undefined ? JSON.stringify(mail) : JSON.stringify({ ...mail, senderEnd: undefined })
+  givenBack !== undefined
+    ? JSON.stringify({ ...mail, senderEnd: undefined, givenBack })
+    : mail.senderEnd === undefined
+    ? JSON.stringify(mail)
+    : JSON.stringify({ ...mail, senderEnd: undefined })
 
 /** JSON text of an ask edge, its due time on this run's clock included (records.ts `AskEdge.dueAt`). */
 export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)
@@ -172,7 +181,7 @@ const decodeWith = <S extends Schema.Top>(schema: S, table: string) => {
 
 const decodeFingerprintRow = decodeWith(FingerprintSchema, "replay record")
 const decodeOutcomeRow = decodeWith(OutcomeSchema, "replay record")
-const decodeMailRow = decodeWith(MailSchema, "mail")
+const decodeMailText = decodeWith(MailSchema, "mail")
 const decodeEdgeRow = decodeWith(EdgeSchema, "ask edge")
 
 /** Decodes a stored replay record's fingerprint and outcome. */
@@ -196,19 +205,33 @@ export const decodeRecord = (
   }
 }
 
-/** Decodes stored mail (its message through the protocol's own decoder). */
-export const decodeMail = (key: string, text: string): Mail | CorruptRow => {
-  const row = decodeMailRow(key, text)
+/** Stored mail decoded: the mail, and its row's given-back mark (`encodeMail`'s `givenBack`), if any. */
+export interface DecodedMail {
+  readonly mail: Mail
+  readonly givenBack: number | undefined
+}
+
+/** Decodes a stored mail row (its message through the protocol's own decoder), its given-back mark apart from the mail. */
+export const decodeMailRow = (key: string, text: string): DecodedMail | CorruptRow => {
+  const row = decodeMailText(key, text)
   if (row instanceof CorruptRow) return row
   const message = decodeMessage(row.message)
   if (isFrameDecodeError(message)) return new CorruptRow({ table: "mail", key, detail: message.message })
-  return {
-    ...row,
+  const { givenBack, ...fields } = row
+  const mail: Mail = {
+    ...fields,
     senderIdentity: row.senderIdentity,
     targetIdentity: row.targetIdentity,
     askTimeoutMs: row.askTimeoutMs,
     message
   }
+  return { mail, givenBack }
+}
+
+/** Decodes stored mail (its message through the protocol's own decoder). */
+export const decodeMail = (key: string, text: string): Mail | CorruptRow => {
+  const decoded = decodeMailRow(key, text)
+  return decoded instanceof CorruptRow ? decoded : decoded.mail
 }
 
 /** Decodes a stored ask edge. */

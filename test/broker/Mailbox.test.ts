@@ -123,3 +123,23 @@ describe("Mailbox.put's put-back (review mailbox S2)", () => {
     assert.deepStrictEqual(mailbox.expire(5_000 + LIMITS.retentionMs + 1).map((mail) => mail.recordKey).sort(), [q.recordKey, x.recordKey].sort())
   })
 })
+
+describe("Mailbox.put with a seq (a cancelled copy taken and put back, memory only)", () => {
+  it("puts it back at its queuedAt capped at the newest reading: after a clock step back, later than the age it had, never earlier", () => {
+    // q queued at 10 s; the clock steps back to 5 s (x dates q 5 s), then reads 8 s (y); q is taken and put back at
+    // its place, as WithdrawnCopies.give does: at min(10 s, 8 s), not at the 5 s it had (kept 3 s longer).
+    const mailbox = new Mailbox(LIMITS)
+    const q = { ...mailOf(1, { sender: "s1", target: "t1", chars: 10 }), queuedAt: 10_000 }
+    const x = { ...mailOf(2, { sender: "s2", target: "t2", chars: 10 }), queuedAt: 5_000 }
+    const y = { ...mailOf(3, { sender: "s3", target: "t2", chars: 10 }), queuedAt: 8_000 }
+    mailbox.put(q)
+    mailbox.put(x)
+    mailbox.put(y)
+    const [taken] = mailbox.take(q.targetKey, undefined, () => true)
+    assert.strictEqual(taken?.mail, q, "q was not taken: the test sets up nothing")
+    mailbox.put(q, taken?.seq)
+    assert.deepStrictEqual(mailbox.expire(5_000 + LIMITS.retentionMs + 1).map((mail) => mail.recordKey), [x.recordKey])
+    assert.deepStrictEqual(mailbox.expire(8_000 + LIMITS.retentionMs).map((mail) => mail.recordKey), [])
+    assert.deepStrictEqual(mailbox.expire(8_000 + LIMITS.retentionMs + 1).map((mail) => mail.recordKey).sort(), [q.recordKey, y.recordKey].sort())
+  })
+})

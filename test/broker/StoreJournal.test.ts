@@ -158,6 +158,63 @@ describe("StoreJournal", () => {
   })
 })
 
+/**
+ * Mail given back to the mailbox (`mailGivenBack`, the copy dated when): its
+ * row takes that date under its seq, marked given back — the put itself when
+ * it was not taken yet, else the row written again (`mailUpdates`) — through
+ * failed commits, and never once the mail is gone.
+ */
+describe("StoreJournal given-back mail", () => {
+  const givenBack = (mail: Mail, at: number): Mail => ({ ...mail, queuedAt: at })
+  const shapes = (taken: TakenBatch | undefined) => ({
+    puts: (taken?.batch.mailPuts ?? []).map((p) => [p.seq, p.mail.queuedAt, p.givenBack]),
+    updates: (taken?.batch.mailUpdates ?? []).map((u) => [u.seq, u.mail.queuedAt, u.givenBack]),
+    deletes: taken?.batch.mailDeletes ?? []
+  })
+
+  it("a put not taken yet carries the new date and the mark; nothing is written again", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    const mail = mailFor("a:k1")
+    journal.putMail(mail)
+    journal.mailGivenBack(givenBack(mail, 50))
+    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, 2]], updates: [], deletes: [] })
+  })
+
+  it("a stored row is written again under its seq, also after a failed commit, the latest give-back winning", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    const mail = mailFor("a:k1")
+    journal.putMail(mail)
+    journal.committed(journal.take(10) ?? assert.fail("nothing taken"))
+    journal.mailGivenBack(givenBack(mail, 50))
+    const first = journal.take(60)
+    assert.deepStrictEqual(shapes(first), { puts: [], updates: [[1, 50, 2]], deletes: [] })
+    // Given back again while that commit runs, and the commit fails: the later date is written.
+    journal.mailGivenBack(givenBack(mail, 70))
+    journal.failed(first ?? assert.fail("nothing taken"), "disk full")
+    assert.deepStrictEqual(shapes(journal.take(80)), { puts: [], updates: [[1, 70, 2]], deletes: [] })
+  })
+
+  it("a put taken, failed, and given back meanwhile is put again with the later date and the mark", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    const mail = mailFor("a:k1")
+    journal.putMail(mail)
+    const first = journal.take(10) ?? assert.fail("nothing taken")
+    journal.mailGivenBack(givenBack(mail, 50))
+    journal.failed(first, "disk full")
+    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [[1, 50, 2]], updates: [], deletes: [] })
+  })
+
+  it("mail gone after it was given back is deleted, not written again", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    const mail = mailFor("a:k1")
+    journal.putMail(mail)
+    journal.committed(journal.take(10) ?? assert.fail("nothing taken"))
+    journal.mailGivenBack(givenBack(mail, 50))
+    journal.mailGone(SENDER, "k1")
+    assert.deepStrictEqual(shapes(journal.take(60)), { puts: [], updates: [], deletes: [1] })
+  })
+})
+
 /** A peer for the journal to hold acknowledgements for (it only keeps it), on a connection that does nothing. */
 const makePeer = (): Peer => {
   const router = new Router(resolveCoreOptions({ idleExit: null }), () => 0, Effect.runSync(makeRouterSignals(false)))

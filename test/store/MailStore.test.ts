@@ -462,3 +462,37 @@ describe("MailStore", () => {
       }).pipe(Effect.provide(Layer.provideMerge(MailStore.sqlite, Database.layer({ file }))))
     }))
 })
+
+describe("MailStore given-back rows", () => {
+  it.effect("a row written again (mailUpdates) loads back in its place with the new date, marked given back, from SQLite and memory; a deleted one is not written again", () =>
+    Effect.gen(function*() {
+      const empty = { records: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
+      const first = mailOf("k1", 1, "one")
+      const second = mailOf("k2", 2, "two")
+      const gone = mailOf("k3", 3, "three")
+      const commits = [
+        { ...empty, mailPuts: [first, second, gone] },
+        { ...empty, mailPuts: [], mailDeletes: [3] },
+        {
+          ...empty,
+          mailPuts: [],
+          mailUpdates: [
+            { seq: 1, mail: { ...first.mail, queuedAt: 500 }, givenBack: 4 },
+            { seq: 3, mail: { ...gone.mail, queuedAt: 500 }, givenBack: 4 }
+          ]
+        }
+      ]
+      const loadMail = (store: MailStoreService) =>
+        Effect.map(store.load(0), (r) => r.mail.map((m) => [m.seq, m.mail.message.content.text, m.mail.queuedAt, m.givenBack]))
+      const viaSqlite = yield* Effect.gen(function*() {
+        const sqlite = yield* MailStore
+        for (const batch of commits) yield* sqlite.commit(batch)
+        return yield* loadMail(sqlite)
+      }).pipe(Effect.provide(sqliteStore))
+      const memory = makeMemory(makeMemoryMailState())
+      for (const batch of commits) yield* memory.commit(batch)
+      const expected = [[1, "one", 500, 4], [2, "two", second.mail.queuedAt, undefined]]
+      assert.deepStrictEqual(viaSqlite, expected)
+      assert.deepStrictEqual(yield* loadMail(memory), expected)
+    }))
+})

@@ -12,6 +12,7 @@ import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router, type RouterTelemetry } from "../../src/broker/Router.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
+import type { StoreJournal } from "../../src/broker/StoreJournal.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 
@@ -42,7 +43,8 @@ export interface HandRouter {
  * with `telemetry` (a `ReaderObserver`'s calls, say) when given, and durable
  * questions (`questions-v1`, its `questions` concern) with `withQuestions`:
  * no question fiber runs, so a `question_ask` stays asked, not handled, until
- * the test makes the fiber's calls itself (Questions.wait, Questions.notify).
+ * the test makes the fiber's calls itself (Questions.wait, Questions.notify);
+ * with `journal`, a durable broker's (no store writer runs: the test takes its batches).
  *
  * @example
  * const { router, batch, attach } = yield* handRouter({ outboxCapacity: 2 })
@@ -53,11 +55,12 @@ export const handRouter = (
   options: BrokerCoreOptions,
   now: () => number = () => 1_000_000,
   telemetry: RouterTelemetry = {},
-  withQuestions = false
+  withQuestions = false,
+  journal?: StoreJournal
 ): Effect.Effect<HandRouter> =>
   Effect.gen(function*() {
     const signals = yield* makeRouterSignals(withQuestions)
-    const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals, undefined, telemetry)
+    const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals, journal, telemetry)
     const fork = () => Effect.runFork(Effect.void)
     const permit = { release: () => {} }
     const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
