@@ -180,14 +180,16 @@ export interface RecordObserver {
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
    * message may still be). `mailStays`: the mailbox keeps the mail under the id all the same, so the store keeps
-   * its row (`rewrite`).
+   * its row (`rewrite`). `targetKey`: the session the message the outcome ends was for, when the caller knows it
+   * (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
     record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
-    mailStays: boolean
+    mailStays: boolean,
+    targetKey: string | undefined
   ) => void
 }
 
@@ -415,9 +417,13 @@ export class DeliveryRecords {
    * a cancel or supersede found it by that: the replay part is rewritten only
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
-   * all the same, with no record.
+   * all the same, with no record. `targetKey`: the session the message was
+   * for, when the caller holds that message (the mailbox's drops): a failure
+   * then ends that message's stored row only, not another's under the id
+   * waiting for another session (Mailbox.ts); without it, every row under
+   * the id but those the mailbox still holds (Router's observer).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false, route?: OutboundRecord): void {
+  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false, route?: OutboundRecord, targetKey?: string): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
     if (kept !== undefined) {
@@ -426,7 +432,7 @@ export class DeliveryRecords {
       kept.bytes = recordBytes(kept, outcome)
       this.bytes += kept.bytes
     }
-    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, mailStays)
+    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, mailStays, targetKey)
   }
 
   /**
