@@ -179,16 +179,14 @@ export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
-   * message may still be). `mailStays`: the mailbox keeps the mail under the id all the same, so the store keeps
-   * its row (`rewrite`). `targetKey`: the session the message the outcome ends was for, when the caller knows it
-   * (`rewrite`).
+   * message may still be). `targetKey`: the session the message the outcome ends was for, when the caller knows
+   * it (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
     record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
-    mailStays: boolean,
     targetKey: string | undefined
   ) => void
 }
@@ -410,10 +408,7 @@ export class DeliveryRecords {
    * mailbox flush). A kept record's byte estimate follows its new outcome (a
    * supersede's reason names the new message), so the byte bound counts what
    * is kept; the next record kept makes room if that is now over it.
-   * `mailStays` (the supersede stage alone, SupersedeStage.ts): mail under
-   * the id stays in the mailbox after it — a later message reusing the id, or
-   * the superseded message's own copy no told client instance read — so a
-   * durable store keeps its row. `route`: the withdrawn message's route, when
+   * `route`: the withdrawn message's route, when
    * a cancel or supersede found it by that: the replay part is rewritten only
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
@@ -421,9 +416,11 @@ export class DeliveryRecords {
    * for, when the caller holds that message (the mailbox's drops): a failure
    * then ends that message's stored row only, not another's under the id
    * waiting for another session (Mailbox.ts); without it, every row under
-   * the id but those the mailbox still holds (Router's observer).
+   * the id but those whose mail the mailbox still holds (Router's observer:
+   * a later message reusing the id, or the superseded message's own copy no
+   * told client instance read, stay stored).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false, route?: OutboundRecord, targetKey?: string): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
     if (kept !== undefined) {
@@ -432,7 +429,7 @@ export class DeliveryRecords {
       kept.bytes = recordBytes(kept, outcome)
       this.bytes += kept.bytes
     }
-    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, mailStays, targetKey)
+    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, targetKey)
   }
 
   /**

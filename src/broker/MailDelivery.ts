@@ -505,7 +505,7 @@ export class MailDelivery {
     const cancelled: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelledQueued, retryable: false }
     // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
     this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, false, undefined, queued.targetKey)
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey)
     return readers === undefined ? "deleted" : "copy"
   }
 
@@ -538,20 +538,9 @@ export class MailDelivery {
   }
 
   /**
-   * Whether the mailbox holds mail under `messageKey` (a size check when it
-   * is empty): after a supersede took out the copy it names, if any
-   * (`superseded`), mail left there stays — a later message under the id,
-   * or a copy no instance the supersede told read — so the supersede's
-   * record rewrite must not drop its stored row. Supersede sends only.
-   */
-  holds(messageKey: string): boolean {
-    return this.mailbox.size > 0 && this.mailbox.under(messageKey).length > 0
-  }
-
-  /**
    * Whether `senderKey`'s message `messageId` for the session `targetKey` waits in the mailbox (a size check when
    * it is empty): a failure rewritten under the id without its session named keeps that message's stored row
-   * (Router's record observer).
+   * (Router's record observer) — a later message under the id, or a copy no instance a supersede told read.
    */
   isQueued(senderKey: string, messageId: string, targetKey: string): boolean {
     return this.mailbox.size > 0 && this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey)) !== undefined
@@ -590,7 +579,7 @@ export class MailDelivery {
     this.withdrawn.take(key)
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
-    this.ctx.records.rewrite(senderKey, messageId, refusal, false, undefined, queued.targetKey)
+    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey)
     return true
   }
 
@@ -875,7 +864,7 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false }, false, undefined, mail.targetKey)
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false }, undefined, mail.targetKey)
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot
