@@ -33,6 +33,9 @@ export const mailKeyOf = (mail: Mail): string => mailKeyFor(mail.recordKey, mail
 /** The mailbox's key of a message under the record key `recordKey` (its sender and id) for the session `targetKey`. */
 export const mailKeyFor = (recordKey: string, targetKey: string): string => `${recordKey}\u0003${targetKey}`
 
+/** `Mailbox.under`'s answer when nothing waits under a record key (one array, never changed). */
+const NONE: ReadonlyArray<Mail> = []
+
 /** The mailbox's bounds. */
 export interface MailboxLimits {
   /** Messages held at most, overall (P49's 256 by default). */
@@ -143,7 +146,7 @@ export class Mailbox {
    */
   under(recordKey: string): ReadonlyArray<Mail> {
     const entries = this.byRecord.get(recordKey)
-    if (entries === undefined) return []
+    if (entries === undefined) return NONE
     const found = [...entries]
     if (found.length > 1) found.sort((a, b) => a.seq - b.seq)
     return found.map((entry) => entry.mail)
