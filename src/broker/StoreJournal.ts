@@ -1,6 +1,6 @@
 /**
- * Size: about 590 lines, past the ~400 guideline: one concept, the change
- * counts and the mail rows that `putMail` and `mailGone` move for every
+ * Size: about 660 lines, past the ~400 guideline: one concept, the change
+ * counts and the mail rows (one per message and target session, `setEntry`) that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
  * what a failed commit refuses (JournalAcks.ts), ask edges and withdrawals

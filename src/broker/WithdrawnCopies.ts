@@ -1,5 +1,5 @@
 /**
- * Size: about 435 lines, one concept: the cancelled copies' state and the
+ * Size: about 440 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  *
  * Mailbox copies their sender cancelled after a client read them: which
