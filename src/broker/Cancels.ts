@@ -194,7 +194,7 @@ export class Cancels {
       this.forget(key)
       // Found by its route, only its own replay record is rewritten: not a later send's under the id, kept after
       // its record left while its route stayed (review revdd DD1).
-      records.rewrite(session.key, messageId, CANCELLED, false, route)
+      records.rewrite(session.key, messageId, CANCELLED, route)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).

@@ -389,7 +389,7 @@ export class Custody {
         const journal = this.ctx.journal
         peer.custody = journal === undefined
           ? new PeerCustody(() => {})
-          : new PeerCustody((mail) => journal.mailGone(mail.senderKey, mail.message.id), (seq) => journal.noticeGone(seq))
+          : new PeerCustody((mail) => journal.mailGone(mail.senderKey, mail.message.id, mail.targetKey), (seq) => journal.noticeGone(seq))
       }
       peer.custody.registeredAs(session.key, session.instance)
     }
@@ -426,7 +426,7 @@ export class Custody {
       const item = returnable[i]!
       if (index >= count) continue
       if (custody !== undefined) custody.hold(first + index + 1, item)
-      else if ("mail" in item) journal?.mailGone(item.mail.senderKey, item.mail.message.id)
+      else if ("mail" in item) journal?.mailGone(item.mail.senderKey, item.mail.message.id, item.mail.targetKey)
       else if (!isControl(item) && item.seq !== undefined) journal?.noticeGone(item.seq)
     }
   }

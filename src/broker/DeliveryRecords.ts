@@ -1,5 +1,5 @@
 /**
- * Size: about 540 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 545 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -179,15 +179,15 @@ export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
-   * message may still be). `mailStays`: the mailbox keeps the mail under the id all the same, so the store keeps
-   * its row (`rewrite`).
+   * message may still be). `targetKey`: the session the message the outcome ends was for, when the caller knows
+   * it (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
     record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
-    mailStays: boolean
+    targetKey: string | undefined
   ) => void
 }
 
@@ -426,16 +426,19 @@ export class DeliveryRecords {
    * mailbox flush). A kept record's byte estimate follows its new outcome (a
    * supersede's reason names the new message), so the byte bound counts what
    * is kept; the next record kept makes room if that is now over it.
-   * `mailStays` (the supersede stage alone, SupersedeStage.ts): mail under
-   * the id stays in the mailbox after it — a later message reusing the id, or
-   * the superseded message's own copy no told client instance read — so a
-   * durable store keeps its row. `route`: the withdrawn message's route, when
+   * `route`: the withdrawn message's route, when
    * a cancel or supersede found it by that: the replay part is rewritten only
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
-   * all the same, with no record.
+   * all the same, with no record. `targetKey`: the session the message was
+   * for, when the caller holds that message (the mailbox's drops): a failure
+   * then ends that message's stored row only, not another's under the id
+   * waiting for another session (Mailbox.ts); without it, every row under
+   * the id but those whose mail the mailbox still holds (Router's observer:
+   * a later message reusing the id, or the superseded message's own copy no
+   * told client instance read, stay stored).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, mailStays = false, route?: OutboundRecord): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
     if (kept !== undefined) {
@@ -444,7 +447,7 @@ export class DeliveryRecords {
       kept.bytes = recordBytes(kept, outcome)
       this.bytes += kept.bytes
     }
-    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, mailStays)
+    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt }, targetKey)
   }
 
   /**

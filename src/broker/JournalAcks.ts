@@ -161,6 +161,17 @@ export class JournalAcks {
   }
 
   /**
+   * Whether a put of `senderKey`'s message `id` is pending (not stored yet), for any session: one under an id
+   * another message's row holds for another session follows it (JournalMail.sameId).
+   */
+  private pendingUnder(senderKey: string, id: string): boolean {
+    for (let entry = this.storedMail.get(senderKey, id); entry !== undefined; entry = entry.sameId) {
+      if (entry.pending) return true
+    }
+    return false
+  }
+
+  /**
    * After a failed commit: the sends whose acknowledgement waits for a commit
    * (`hold`) and whose mail is queued for an absent recipient and was never
    * stored are refused with `reason` now, as a send made now would be, and
@@ -182,7 +193,7 @@ export class JournalAcks {
       const key = `${ack.senderKey}\u0000${ack.id}`
       if (refused.has(key)) {
         if (this.refuseUnstored(ack, reason, false)) continue
-      } else if (ack.delivery === "queued" && this.storedMail.get(ack.senderKey, ack.id)?.pending === true) {
+      } else if (ack.delivery === "queued" && this.pendingUnder(ack.senderKey, ack.id)) {
         // Pending: its put was never stored, so nothing acknowledged it yet.
         if (this.refuseUnstored(ack, reason, true)) {
           refused.add(key)

@@ -44,7 +44,8 @@ export class SentRecord implements StoredRecord {
  * (in the journal's `puts`, not yet taken). One entry per message serves both
  * the put and the delete that follows it, so accepting and forgetting a
  * message costs one table entry, not two (docs/performance.md, "Durable,
- * seventh stop"). Found by its sender and id (ByMessage.ts). A put dropped
+ * seventh stop"). Found by its sender and id (ByMessage.ts), and among
+ * messages under one id for several sessions by its target (`sameId`). A put dropped
  * before it was taken lets its mail go (`drop`): the entry waits in `puts`
  * until the next take, the message, its text and its fields need not
  * (docs/performance.md, "Durable, eighth stop").
@@ -68,6 +69,13 @@ export class JournalMail {
   readonly seq: number
   readonly senderKey: string
   readonly id: string
+  /** The session the message is for: several messages under one id, for several sessions, each have a row. */
+  readonly targetKey: string
+  /**
+   * The next entry of its sender and id, for another session (StoreJournal's table holds the first: ByMessage.ts);
+   * undefined nearly always.
+   */
+  sameId: JournalMail | undefined = undefined
   /** The message; undefined once dropped before it was stored. */
   mail: Mail | undefined
   pending: boolean
@@ -81,6 +89,7 @@ export class JournalMail {
     this.seq = seq
     this.senderKey = mail.senderKey
     this.id = mail.message.id
+    this.targetKey = mail.targetKey
     this.mail = mail
     this.pending = pending
     this.answers = mail.answers

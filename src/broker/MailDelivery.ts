@@ -1,5 +1,5 @@
 /**
- * Size: about 900 lines, one concept: the fate of mail that is not being
+ * Size: about 930 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -88,7 +88,7 @@ import { ControlFrame } from "./ControlFrame.ts"
 import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
-import { type Eviction, Mailbox } from "./Mailbox.ts"
+import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
 import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
 import { type LeftBy, liveSession, MailReturns, type ReturnRoutes } from "./MailReturns.ts"
@@ -267,7 +267,7 @@ export class MailDelivery {
         if (ended !== undefined) this.lostToEnded(mail, ended)
       },
       put: (mail) => this.put(mail),
-      isQueued: (recordKey) => this.mailbox.get(recordKey) !== undefined,
+      isQueued: (mail) => this.mailbox.get(mailKeyOf(mail)) !== undefined,
       mayReturn
     })
   }
@@ -369,11 +369,10 @@ export class MailDelivery {
     const keys = this.withdrawn.keptFor(session.key)
     if (keys === undefined) return
     const gone = (reader: Reader) => reader.receiverKey === session.key && !this.mayReturn(session.key, reader.instance)
-    for (const recordKey of keys) {
-      if (!this.withdrawn.release(recordKey, gone)) continue
-      const mail = this.mailbox.get(recordKey)
+    for (const key of keys) {
+      if (!this.withdrawn.release(key, gone)) continue
+      const mail = this.mailbox.delete(key)
       if (mail === undefined) continue
-      this.mailbox.delete(recordKey)
       this.copyLeft(mail, gone)
     }
   }
@@ -448,7 +447,7 @@ export class MailDelivery {
     // record, written next, forgets the withdrawal (DeliveryRecords.keep, review revf R1) but notes it for the
     // old message, which that write's give-back finds so and drops (DeliveryRecords.withdrawnBeforeResend,
     // MailReturns.requeueForwarded; review cpback).
-    if (this.withdrawn.take(mail.recordKey) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
+    if (this.withdrawn.size > 0 && this.withdrawn.take(mailKeyOf(mail)) !== undefined) this.routes.lost(mail.senderKey, mail.message.id)
     let refused: Outcome | undefined
     for (const eviction of this.mailbox.put(mail)) {
       if (eviction.mail === mail) {
@@ -472,12 +471,20 @@ export class MailDelivery {
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
    * any other leaves the mailbox. Says which (MailboxCancel).
+   *
+   * With messages under the id waiting for several sessions (an older one
+   * given back, a later one queued), the cancel names the newest
+   * (`newestUnder`): the message its sender's id stands for now; an older
+   * one its sender never withdrew stays. When that one is a cancelled copy
+   * already, nothing is withdrawn (`none`).
    */
   cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
-    const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || queued.senderKey !== sender.key || this.withdrawn.has(messageKey)) return "none"
+    const queued = this.newestUnder(messageKey, sender.key)
+    if (queued === undefined) return "none"
+    const key = mailKeyOf(queued)
+    if (this.withdrawn.has(key)) return "none"
     const readers = this.withdrawn.readersOfCopy(queued)
-    if (readers === undefined) this.mailbox.delete(messageKey)
+    if (readers === undefined) this.mailbox.delete(key)
     else {
       const copy: WithdrawnCopy = { readers: readers.map((reader) => ({ ...reader, control: control(reader.receiverKey, reader.instance) })) }
       // Readers live again without having taken it (P49: another holder of the identity was live at their
@@ -489,16 +496,16 @@ export class MailDelivery {
         if (session !== undefined && goesTo(copy, session) && !(live ??= []).includes(session)) live.push(session)
       }
       if (live !== undefined && live.length > 0) {
-        const seq = this.mailbox.seqOf(messageKey)
-        this.mailbox.delete(messageKey)
+        const seq = this.mailbox.seqOf(key)
+        this.mailbox.delete(key)
         this.withdrawn.give(queued, copy, live, this.ctx.now(), seq, "cancel")
-      } else this.withdrawn.keep(messageKey, copy)
+      } else this.withdrawn.keep(key, copy)
     }
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     const cancelled: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelledQueued, retryable: false }
     // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
     this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled)
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey)
     return readers === undefined ? "deleted" : "copy"
   }
 
@@ -520,21 +527,39 @@ export class MailDelivery {
    */
   superseded(messageKey: string, told: Session): boolean {
     if (this.mailbox.size === 0) return false
-    const copy = this.mailbox.get(messageKey)
-    if (copy === undefined || this.withdrawn.has(messageKey) || !this.withdrawn.readBy(copy, told)) return false
-    this.mailbox.delete(messageKey)
-    return true
+    // Among messages under the id waiting for several sessions, only the copy `told` read (its mark names it).
+    for (const copy of this.mailbox.under(messageKey)) {
+      const key = mailKeyOf(copy)
+      if (this.withdrawn.has(key) || !this.withdrawn.readBy(copy, told)) continue
+      this.mailbox.delete(key)
+      return true
+    }
+    return false
   }
 
   /**
-   * Whether the mailbox holds mail under `messageKey` (a size check when it
-   * is empty): after a supersede took out the copy it names, if any
-   * (`superseded`), mail left there stays — a later message under the id,
-   * or a copy no instance the supersede told read — so the supersede's
-   * record rewrite must not drop its stored row. Supersede sends only.
+   * Whether `senderKey`'s message `messageId` for the session `targetKey` waits in the mailbox (a size check when
+   * it is empty): a failure rewritten under the id without its session named keeps that message's stored row
+   * (Router's record observer) — a later message under the id, or a copy no instance a supersede told read.
    */
-  holds(messageKey: string): boolean {
-    return this.mailbox.size > 0 && this.mailbox.get(messageKey) !== undefined
+  isQueued(senderKey: string, messageId: string, targetKey: string): boolean {
+    return this.mailbox.size > 0 && this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey)) !== undefined
+  }
+
+  /**
+   * The newest of `senderKey`'s messages waiting under `messageKey` for any
+   * session: the latest received (`brokerReceivedAt`), the last queued among
+   * those received at one stamp. Several wait only when messages under one
+   * id wait for several sessions (Mailbox.ts).
+   */
+  private newestUnder(messageKey: string, senderKey: string): Mail | undefined {
+    if (this.mailbox.size === 0) return undefined
+    let newest: Mail | undefined
+    for (const mail of this.mailbox.under(messageKey)) {
+      if (mail.senderKey !== senderKey) continue
+      if (newest === undefined || mail.brokerReceivedAt >= newest.brokerReceivedAt) newest = mail
+    }
+    return newest
   }
 
   /**
@@ -543,17 +568,18 @@ export class MailDelivery {
    * its outcome, so the send its sender was never acknowledged for is
    * refused instead, and a retry of it is judged afresh (the refusal is
    * retryable). A dropped reply reopens its ask. True when it was still
-   * queued.
+   * queued. With messages under the id waiting for several sessions, the
+   * newest (`newestUnder`): the send just refused is the latest under its id.
    */
   refuseUnstored(senderKey: string, messageId: string, refusal: Outcome): boolean {
-    const messageKey = recordKeyOf(senderKey, messageId)
-    const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || queued.senderKey !== senderKey) return false
-    this.mailbox.delete(messageKey)
-    this.withdrawn.take(messageKey)
+    const queued = this.newestUnder(recordKeyOf(senderKey, messageId), senderKey)
+    if (queued === undefined) return false
+    const key = mailKeyOf(queued)
+    this.mailbox.delete(key)
+    this.withdrawn.take(key)
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
-    this.ctx.records.rewrite(senderKey, messageId, refusal)
+    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey)
     return true
   }
 
@@ -621,8 +647,8 @@ export class MailDelivery {
   }
 
   /**
-   * The mail `senders` sent the session `key` that the mailbox holds (record
-   * keys, in queue order): at the end of a takeover's custody hold
+   * The mail `senders` sent the session `key` that the mailbox holds (mailbox
+   * keys, Mailbox.mailKeyOf, in queue order): at the end of a takeover's custody hold
    * (CustodyHold.ts), mail they sent it while it was away, which must go
    * behind what that end gives back (`queueBehind`). Undefined when there
    * is none (the session is live, or was sent none of theirs).
@@ -634,12 +660,12 @@ export class MailDelivery {
   }
 
   /**
-   * The mail of `recordKeys` (`sentWhileHeld`) still queued goes behind what
+   * The mail of `keys` (`sentWhileHeld`) still queued goes behind what
    * the mailbox took since: a hold's custody and kept mail, older, requeued
    * at its end, is flushed first — each sender's order kept.
    */
-  queueBehind(recordKeys: ReadonlyArray<string>): void {
-    this.mailbox.toBack(recordKeys)
+  queueBehind(keys: ReadonlyArray<string>): void {
+    this.mailbox.toBack(keys)
   }
 
   /**
@@ -662,7 +688,7 @@ export class MailDelivery {
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     if (givenBack) for (const eviction of this.mailbox.putUndated(mail)) this.evicted(eviction)
     else this.put(mail)
-    if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
 
   /**
@@ -709,7 +735,7 @@ export class MailDelivery {
     this.controls.expire(this.controlsCutoff(now))
     this.owed.expire(now - NOTICE_RETENTION_MS - 1)
     for (const mail of this.mailbox.expire(now)) {
-      const copy = this.withdrawn.take(mail.recordKey)
+      const copy = this.withdrawn.size === 0 ? undefined : this.withdrawn.take(mailKeyOf(mail))
       if (copy !== undefined) this.copyLeft(mail, MailDelivery.keptForAny(copy))
       else if (this.stale.isStale(mail, now)) this.stale.drop(mail)
       else this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
@@ -724,11 +750,14 @@ export class MailDelivery {
    */
   askClosed(messageKey: string, now: number, answeredBy?: Mail): void {
     if (this.mailbox.size === 0) return
-    const queued = this.mailbox.get(messageKey)
-    // A cancelled copy (its ask withdrawn with it) stays for the instance that read it (WithdrawnCopies.ts).
-    if (queued === undefined || this.withdrawn.has(messageKey) || !this.stale.isStale(queued, now)) return
-    this.mailbox.delete(messageKey)
-    this.stale.drop(queued, answeredBy)
+    // Each copy under the id (for any session) that is stale; a cancelled copy (its ask withdrawn with it) stays
+    // for the instance that read it (WithdrawnCopies.ts).
+    for (const queued of this.mailbox.under(messageKey)) {
+      const key = mailKeyOf(queued)
+      if (this.withdrawn.has(key) || !this.stale.isStale(queued, now)) continue
+      this.mailbox.delete(key)
+      this.stale.drop(queued, answeredBy)
+    }
   }
 
 
@@ -742,7 +771,7 @@ export class MailDelivery {
    * already.
    */
   private askAgain(asked: Mail): void {
-    if (this.mailbox.get(asked.recordKey) !== undefined) return
+    if (this.mailbox.get(mailKeyOf(asked)) !== undefined) return
     const now = this.ctx.now()
     // Queued anew: the mailbox's retention counts from now, as for any copy given back (`MailReturns.requeue`),
     // not from when the answered copy was first queued — or it would expire at once while its edge is open.
@@ -752,7 +781,7 @@ export class MailDelivery {
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).
-      if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
       return
     }
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })
@@ -771,7 +800,7 @@ export class MailDelivery {
    */
   private evicted(eviction: Eviction): void {
     // A cancelled copy goes silently: its sender was answered already.
-    const copy = this.withdrawn.take(eviction.mail.recordKey)
+    const copy = this.withdrawn.size === 0 ? undefined : this.withdrawn.take(mailKeyOf(eviction.mail))
     if (copy !== undefined) return this.copyLeft(eviction.mail, MailDelivery.keptForAny(copy))
     // An ask over before the sweep reached it (its deadline passed, no send since): expired first, as `prune` says.
     if (this.stale.isStale(eviction.mail, this.ctx.now())) return this.stale.drop(eviction.mail)
@@ -798,27 +827,27 @@ export class MailDelivery {
         mail.spaceKey === space.key &&
         // Its own mail, unless it is a cancelled copy kept for client instances other than this one: P49's other
         // holder, who read it (review revl L1), or instances of this session (review revm M2, M3).
-        ((mail.targetKey === session.key && !this.withdrawn.withheldFrom(mail.recordKey, session)) ||
-          (!this.withdrawn.has(mail.recordKey) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
+        ((mail.targetKey === session.key && (this.withdrawn.size === 0 || !this.withdrawn.withheldFrom(mailKeyOf(mail), session))) ||
+          ((this.withdrawn.size === 0 || !this.withdrawn.has(mailKeyOf(mail))) && mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     // Cancelled copies this session read of mail for another (P49's other holder of its identity took it):
     // they are kept for it, not for the session the mail names (review revi I1).
     const kept = this.withdrawn.keptFor(session.key)
     if (kept !== undefined) {
-      for (const recordKey of kept) {
-        const mail = this.mailbox.get(recordKey)
+      for (const key of kept) {
+        const mail = this.mailbox.get(key)
         if (
           mail !== undefined && mail.targetKey !== session.key && mail.spaceKey === space.key &&
-          !this.withdrawn.withheldFrom(recordKey, session)
+          !this.withdrawn.withheldFrom(key, session)
         ) {
-          const seq = this.mailbox.seqOf(recordKey)
-          this.mailbox.delete(recordKey)
+          const seq = this.mailbox.seqOf(key)
+          this.mailbox.delete(key)
           if (seq !== undefined) mails.push({ mail, seq })
         }
       }
     }
     for (const { mail, seq } of mails) {
-      const copy = this.withdrawn.take(mail.recordKey)
+      const copy = this.withdrawn.size === 0 ? undefined : this.withdrawn.take(mailKeyOf(mail))
       if (copy !== undefined) {
         this.withdrawn.give(mail, copy, [session], now, seq, "return")
         continue
@@ -853,7 +882,7 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false }, undefined, mail.targetKey)
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot

@@ -22,6 +22,7 @@ import { fingerprintOfMail, QUEUED } from "./DeliveryRecords.ts"
 import type { AwayNotices } from "./AwayNotices.ts"
 import type { KeptControls } from "./KeptControls.ts"
 import { isControl, isMessage } from "./OutboundItems.ts"
+import { mailKeyOf } from "./Mailbox.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -61,8 +62,8 @@ export interface ReturnPort {
   readonly failEnded: (mail: Mail, key: string) => void
   /** Queues `mail` in the mailbox; what its bounds push out goes as they say (MailDelivery's `put`). */
   readonly put: (mail: Mail) => void
-  /** Is the message under `recordKey` in the mailbox? */
-  readonly isQueued: (recordKey: string) => boolean
+  /** Is `mail` in the mailbox (under its mailbox key, Mailbox.mailKeyOf: not another message under its id)? */
+  readonly isQueued: (mail: Mail) => boolean
   /**
    * Whether the client instance `instance`, which held the session `key`, can register as itself again
    * (Registration.mayReturn): only then is a control kept for it, whether another instance holds the session
@@ -474,16 +475,16 @@ export class MailReturns {
       return false
     }
     const copy: Mail = { ...mail, queuedAt: now }
-    // Not withdrawn, so a note under its id is an older cancelled copy's, which this one replaces (a resend
-    // after that copy's record went): it goes with it, or this message would be handed on as that copy
+    // Not withdrawn, so a note under its mailbox key (its id, for its session) is an older cancelled copy's, which
+    // this one replaces (a resend after that copy's record went): it goes with it, or this message would be handed on as that copy
     // (review revl L5, as `queue` does for I4). A size check when nothing is kept.
-    this.withdrawn.take(copy.recordKey)
+    this.withdrawn.take(mailKeyOf(copy))
     this.port.put(copy)
     // Read by its client, on this connection or an earlier one: the copy carries the mark (WithdrawnCopies.ts).
     const readers = this.withdrawn.readersOf(outbound)
     if (readers !== undefined) this.withdrawn.markRead(copy, readers)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
-    if (this.port.isQueued(mail.recordKey)) {
+    if (this.port.isQueued(copy)) {
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
       // Its stored row takes the new date, so a restart keeps this copy's deadline (StoreJournal.mailGivenBack).
       this.ctx.journal?.mailGivenBack(copy)

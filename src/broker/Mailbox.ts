@@ -1,6 +1,8 @@
 /**
- * Mail for disconnected sessions (P49), as storage: keyed by message (its
- * sender and id), expiring, and bounded — in messages and in bytes overall,
+ * Mail for disconnected sessions (P49), as storage: keyed by message and
+ * recipient (its sender, id and target session: `mailKeyOf`), so two messages
+ * under one id waiting at once for two sessions — given back by two sessions,
+ * or one given back while another is queued — are both kept, expiring, and bounded — in messages and in bytes overall,
  * and in bytes per recipient, so one absent session cannot take the room of
  * all others. Over a recipient's bound its oldest mail goes first; over the
  * overall bounds, the oldest mail of the heaviest sender (most messages, or
@@ -13,12 +15,26 @@
  * its only eviction, and nothing else moves.
  *
  * Indexed by recipient and by mailbox identity, so a registration collects
- * its mail without scanning everyone's.
+ * its mail without scanning everyone's, and by record key (sender and id,
+ * `under`), for the look-ups by id (a cancel, a supersede, an ask's close),
+ * each of which picks its message among them by its own rule (MailDelivery.ts).
  */
 import type { MailboxBoundName } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
+
+/**
+ * The mailbox's key of `mail`: its record key (sender and id) and its target session's key. Two messages under one
+ * id for one session still share it (their client drops the second as a duplicate within its hour, docs/client.md).
+ */
+export const mailKeyOf = (mail: Mail): string => mailKeyFor(mail.recordKey, mail.targetKey)
+
+/** The mailbox's key of a message under the record key `recordKey` (its sender and id) for the session `targetKey`. */
+export const mailKeyFor = (recordKey: string, targetKey: string): string => `${recordKey}\u0003${targetKey}`
+
+/** `Mailbox.under`'s answer when nothing waits under a record key (one array, never changed). */
+const NONE: ReadonlyArray<Mail> = []
 
 /** The mailbox's bounds. */
 export interface MailboxLimits {
@@ -62,6 +78,8 @@ export interface Queued {
 /** A queued message with its place in the queue and its size. */
 interface Entry {
   readonly mail: Mail
+  /** Its mailbox key (`mailKeyOf`). */
+  readonly key: string
   /**
    * Queue order (arrival), also among mail queued at the same millisecond;
    * renumbered only when mail is put back behind mail that comes back older
@@ -85,13 +103,15 @@ interface Removed {
 const aheadOf = (entry: Entry) => (tied: Entry): boolean => entry.seq < tied.seq
 
 /** Nothing moved: shared, so the common answer allocates nothing. */
-const NONE: ReadonlyArray<Eviction> = []
+const NO_EVICTIONS: ReadonlyArray<Eviction> = []
 
-/** The mail itself: keyed by message, bounded, expiring; MailDelivery decides what goes in and out. */
+/** The mail itself: keyed by message and recipient, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
   private readonly entries = new AgedMap<string, Entry>()
   private readonly byTarget = new SetIndex<string, Entry>()
   private readonly byIdentity = new SetIndex<string, Entry>()
+  /** Entries by record key (sender and id): several when messages under one id wait for several sessions. */
+  private readonly byRecord = new SetIndex<string, Entry>()
   private readonly targetBytes = new Map<string, number>()
   private readonly bySender = new SetIndex<string, Entry>()
   private readonly senderBytes = new Map<string, number>()
@@ -118,13 +138,26 @@ export class Mailbox {
     return queuedAt + this.limits.retentionMs + 1
   }
 
-  get(recordKey: string): Mail | undefined {
-    return this.entries.get(recordKey)?.mail
+  /** The mail queued under the mailbox key `key` (`mailKeyOf`). */
+  get(key: string): Mail | undefined {
+    return this.entries.get(key)?.mail
   }
 
-  /** The queue place of the mail `recordKey` (for `put`'s `seq`, to put it back there), or undefined when it is not queued. */
-  seqOf(recordKey: string): number | undefined {
-    return this.entries.get(recordKey)?.seq
+  /**
+   * The mail queued under the record key `recordKey` (its sender and id), for every target session, in queue
+   * order (a copy: the caller may take some out). Empty when none is.
+   */
+  under(recordKey: string): ReadonlyArray<Mail> {
+    const entries = this.byRecord.get(recordKey)
+    if (entries === undefined) return NONE
+    const found = [...entries]
+    if (found.length > 1) found.sort((a, b) => a.seq - b.seq)
+    return found.map((entry) => entry.mail)
+  }
+
+  /** The queue place of the mail under the mailbox key `key` (for `put`'s `seq`, to put it back there), or undefined when it is not queued. */
+  seqOf(key: string): number | undefined {
+    return this.entries.get(key)?.seq
   }
 
   /**
@@ -150,14 +183,15 @@ export class Mailbox {
    * (AgedMap.ts).
    */
   put(mail: Mail, seq?: number): ReadonlyArray<Eviction> {
-    this.delete(mail.recordKey)
+    const key = mailKeyOf(mail)
+    this.delete(key)
     const bytes = bytesOf(mail)
     const limits = this.limits
     if (bytes > limits.maxBytesPerTarget) return [{ mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes }]
     if (bytes > limits.maxBytes) return [{ mail, bound: "bytes", limit: limits.maxBytes, bytes }]
-    const entry: Entry = { mail, seq: seq ?? ++this.seq, bytes }
-    if (seq === undefined) this.entries.set(mail.recordKey, entry, mail.queuedAt)
-    else this.entries.setAged(mail.recordKey, entry, mail.queuedAt, aheadOf(entry))
+    const entry: Entry = { mail, key, seq: seq ?? ++this.seq, bytes }
+    if (seq === undefined) this.entries.set(key, entry, mail.queuedAt)
+    else this.entries.setAged(key, entry, mail.queuedAt, aheadOf(entry))
     this.index(entry)
     const evicted: Array<Eviction> = []
     const removed: Array<Removed> = []
@@ -177,7 +211,7 @@ export class Mailbox {
         ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
         : { mail: oldest.mail, bound: "bytes", limit: limits.maxBytes, bytes: oldest.bytes }
       if (oldest === entry) {
-        this.delete(oldest.mail.recordKey)
+        this.delete(oldest.key)
         // `mail` goes after all: what made room for it comes back, as it was.
         this.putBack(removed)
         return [eviction]
@@ -209,17 +243,17 @@ export class Mailbox {
    * under its key is.
    */
   dateRestored(mail: Mail): ReadonlyArray<Eviction> {
-    const queued = this.entries.get(mail.recordKey)
+    const queued = this.entries.get(mailKeyOf(mail))
     // Its own copy only (the same message): not another row's under its key, restored after it.
-    if (queued === undefined || queued.mail.message !== mail.message) return NONE
+    if (queued === undefined || queued.mail.message !== mail.message) return NO_EVICTIONS
     if (mail.queuedAt > this.entries.reading) this.entries.redate(mail.queuedAt)
     return this.put(mail, queued.seq)
   }
 
   /** Takes `entry` out to make room, with the age it had (`putBack` puts it back at that age). */
   private remove(entry: Entry): Removed {
-    const at = this.entries.setAt(entry.mail.recordKey) ?? entry.mail.queuedAt
-    this.delete(entry.mail.recordKey)
+    const at = this.entries.setAt(entry.key) ?? entry.mail.queuedAt
+    this.delete(entry.key)
     return { entry, at }
   }
 
@@ -232,13 +266,14 @@ export class Mailbox {
    */
   private putBack(removed: ReadonlyArray<Removed>): void {
     for (const { entry, at } of removed) {
-      this.entries.setAged(entry.mail.recordKey, entry, at, aheadOf(entry))
+      this.entries.setAged(entry.key, entry, at, aheadOf(entry))
       this.index(entry)
     }
   }
 
-  delete(recordKey: string): Mail | undefined {
-    const entry = this.entries.delete(recordKey)
+  /** Takes the mail under the mailbox key `key` (`mailKeyOf`) out, and returns it. */
+  delete(key: string): Mail | undefined {
+    const entry = this.entries.delete(key)
     if (entry === undefined) return undefined
     this.unindex(entry)
     return entry.mail
@@ -260,12 +295,12 @@ export class Mailbox {
     const found = new Set<Entry>(this.byTarget.get(targetKey))
     if (identity !== undefined) for (const entry of this.byIdentity.get(identity) ?? []) found.add(entry)
     const taken = [...found].filter((entry) => accept(entry.mail)).sort((a, b) => a.seq - b.seq)
-    for (const entry of taken) this.delete(entry.mail.recordKey)
+    for (const entry of taken) this.delete(entry.key)
     return taken.map((entry) => ({ mail: entry.mail, seq: entry.seq }))
   }
 
   /**
-   * The record keys of the mail queued for the session `targetKey` that
+   * The mailbox keys of the mail queued for the session `targetKey` that
    * `accept` lets through, in queue order (a look-up by recipient: mail
    * held behind a takeover's custody, at that hold's end only).
    */
@@ -274,16 +309,16 @@ export class Mailbox {
     if (entries === undefined) return []
     const found: Array<Entry> = []
     for (const entry of entries) if (accept(entry.mail)) found.push(entry)
-    return found.sort((a, b) => a.seq - b.seq).map((entry) => entry.mail.recordKey)
+    return found.sort((a, b) => a.seq - b.seq).map((entry) => entry.key)
   }
 
   /**
-   * The mail of `recordKeys` still queued goes behind everything queued so
+   * The mail of the mailbox keys `keys` still queued goes behind everything queued so
    * far, in the order given: flushed after it, and evicted after it by the
    * bounds that evict the oldest first. Its age (for expiry) is kept.
    */
-  toBack(recordKeys: ReadonlyArray<string>): void {
-    for (const key of recordKeys) {
+  toBack(keys: ReadonlyArray<string>): void {
+    for (const key of keys) {
       const entry = this.entries.get(key)
       if (entry !== undefined) entry.seq = ++this.seq
     }
@@ -312,6 +347,7 @@ export class Mailbox {
   private index(entry: Entry): void {
     const mail = entry.mail
     this.byTarget.add(mail.targetKey, entry)
+    this.byRecord.add(mail.recordKey, entry)
     if (mail.targetIdentity !== undefined) this.byIdentity.add(mail.targetIdentity, entry)
     this.bytes += entry.bytes
     this.targetBytes.set(mail.targetKey, (this.targetBytes.get(mail.targetKey) ?? 0) + entry.bytes)
@@ -322,6 +358,7 @@ export class Mailbox {
   private unindex(entry: Entry): void {
     const mail = entry.mail
     this.byTarget.delete(mail.targetKey, entry)
+    this.byRecord.delete(mail.recordKey, entry)
     if (mail.targetIdentity !== undefined) this.byIdentity.delete(mail.targetIdentity, entry)
     this.bytes -= entry.bytes
     const left = (this.targetBytes.get(mail.targetKey) ?? entry.bytes) - entry.bytes

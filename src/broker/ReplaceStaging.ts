@@ -485,7 +485,7 @@ export class ReplaceStaging {
       code: DeliveryCode.DeliveryCancelled,
       reason: Reason.cancelled,
       retryable: false
-    })
+    }, undefined, entry.mail.targetKey)
   }
 
   /** A due message taken out of `dueFor` (its recipient's due messages), and out of the counts. */
@@ -517,7 +517,7 @@ export class ReplaceStaging {
     detail: string,
     code: DeliveryCode
   ): void {
-    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, { ok: false, code, reason: detail, retryable: false })
+    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, { ok: false, code, reason: detail, retryable: false }, undefined, entry.mail.targetKey)
     if (targetInfo === undefined) return
     const notice = Encode.receiptFrame(targetInfo, {
       messageId: entry.mail.message.id,

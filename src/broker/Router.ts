@@ -1,5 +1,5 @@
 /**
- * Size: one concept — the wiring, about 865 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 870 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -305,10 +305,11 @@ export class Router {
         maxBytes: options.replayBytes
       }, journal === undefined ? undefined : {
         set: (record, outcome, at) => journal.recordSent(record, outcome, at),
-        rewrite: (sender, id, outcome, record, mailStays) => {
-          // An outcome that is a failure ends the message: it will never be written (its sender is told) — but for
-          // mail the mailbox keeps under the id all the same (a later message, after a supersede): stored still.
-          if (!outcome.ok && !mailStays) journal.mailGone(sender, id)
+        rewrite: (sender, id, outcome, record, targetKey) => {
+          // An outcome that is a failure ends the message: it will never be written (its sender is told), and its
+          // row goes: its own when the caller named its session; else every row under the id but those whose mail
+          // the mailbox holds (another message under the id, waiting for its session: Mailbox.ts), stored still.
+          if (!outcome.ok) journal.mailGone(sender, id, targetKey, (target) => mail.isQueued(sender, id, target))
           if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
       }, (line) => ctx.log("warning", line), (at) => stamps.at(at)),

@@ -190,7 +190,7 @@ export class StaleAsks {
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
-    this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
+    this.ctx.journal?.mailGone(mail.senderKey, mail.message.id, mail.targetKey)
   }
 
   /**

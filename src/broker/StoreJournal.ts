@@ -1,6 +1,6 @@
 /**
- * Size: about 650 lines, past the ~400 guideline: one concept, the change
- * counts and the mail rows that `putMail` and `mailGone` move for every
+ * Size: about 720 lines, past the ~400 guideline: one concept, the change
+ * counts and the mail rows (one per message and target session, `setEntry`) that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
  * what a failed commit refuses (JournalAcks.ts), ask edges and withdrawals
@@ -123,9 +123,12 @@ export class StoreJournal {
   /**
    * Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped.
    * Filled by each window of sends and drained by their reads: its floor keeps V8 from shrinking and
-   * regrowing its table every window (ByMessage.ts).
+   * regrowing its table every window (ByMessage.ts). Messages under one id for several sessions (Mailbox.ts)
+   * each keep their entry: the table holds the first, the rest follow it (`JournalMail.sameId`), one per session.
    */
   private readonly storedMail = new ByMessage<JournalMail>(MAIL_TABLE_FLOOR)
+  /** Entries that follow another of their sender and id (`sameId`), not in `storedMail` itself. */
+  private chained = 0
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
@@ -260,7 +263,7 @@ export class StoreJournal {
 
   /** Mail stored or about to be (for diagnostics and tests). */
   get mailHeld(): number {
-    return this.storedMail.size
+    return this.storedMail.size + this.chained
   }
 
   /** Continues numbering after what a restart found stored. */
@@ -273,8 +276,42 @@ export class StoreJournal {
     const entry = new JournalMail(stored.seq, stored.mail, false)
     // Only its seq is needed from now on (the store has the mail), and a reply's edge (`answers`).
     entry.mail = undefined
-    this.storedMail.set(entry)
+    // Every row: one under an id another row holds for another session follows it (`sameId`), dropping neither.
+    this.setEntry(entry)
     if (entry.answers !== undefined) this.silenced.replyStored(entry)
+  }
+
+  /**
+   * Sets `entry` in the table: in place of the entry of its sender, id and session, returned, if there is one;
+   * behind the entries of its sender and id for other sessions otherwise. One lookup when its id is new.
+   */
+  private setEntry(entry: JournalMail): JournalMail | undefined {
+    const first = this.storedMail.set(entry)
+    if (first === undefined) return undefined
+    if (first.targetKey === entry.targetKey) {
+      entry.sameId = first.sameId
+      first.sameId = undefined
+      return first
+    }
+    // Another session's message under the id: `entry` goes first, the rest behind it, but for one of its session.
+    entry.sameId = first
+    this.chained++
+    for (let before = first; before.sameId !== undefined; before = before.sameId) {
+      const next = before.sameId
+      if (next.targetKey !== entry.targetKey) continue
+      before.sameId = next.sameId
+      next.sameId = undefined
+      this.chained--
+      return next
+    }
+    return undefined
+  }
+
+  /** The entry of `senderKey`'s message `messageId` for the session `targetKey`, if stored or about to be. */
+  private entryOf(senderKey: string, messageId: string, targetKey: string): JournalMail | undefined {
+    let entry = this.storedMail.get(senderKey, messageId)
+    while (entry !== undefined && entry.targetKey !== targetKey) entry = entry.sameId
+    return entry
   }
 
   /**
@@ -316,8 +353,9 @@ export class StoreJournal {
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
     const entry = new JournalMail(this.nextSeq++, mail, true)
-    const previous = this.storedMail.set(entry)
-    // Stored under another seq already (never expected: a message is accepted once while stored): that row goes,
+    const previous = this.setEntry(entry)
+    // Stored for its session under another seq already (never expected: a message is accepted once while stored;
+    // another under its id for another session keeps its row, Mailbox.ts): that row goes,
     // and an acknowledgement waiting on it waits for a commit instead.
     if (previous !== undefined) {
       this.acks.unhookEntry(previous)
@@ -344,7 +382,7 @@ export class StoreJournal {
    * revmailbox D2). Nothing when it is not stored.
    */
   mailGivenBack(mail: Mail): void {
-    const entry = this.storedMail.get(mail.senderKey, mail.message.id)
+    const entry = this.entryOf(mail.senderKey, mail.message.id, mail.targetKey)
     if (entry === undefined) return
     if (entry.pending) entry.mail = mail
     this.givenBack.set(entry, { mail, after: this.nextSeq })
@@ -358,15 +396,50 @@ export class StoreJournal {
    * `LAZY_FLUSH` after the first of them when none comes (StoreWriter.ts). A
    * broker killed before then delivers that mail again after its restart,
    * which the recipient's client drops (RecentMessages).
+   *
+   * Which row: the message's for the session `targetKey`, when the caller
+   * holds the message; without it (a failure rewritten under the id, Router),
+   * every row under the id but those `stays` keeps (mail the mailbox holds for
+   * its session: another message under the id, Mailbox.ts). One lookup when
+   * one row is under the id, as nearly always.
    */
-  mailGone(senderKey: string, messageId: string): void {
+  mailGone(senderKey: string, messageId: string, targetKey?: string, stays?: (targetKey: string) => boolean): void {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     this.acks.read(senderKey, messageId)
     const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
+    const goes = (row: JournalMail): boolean => targetKey === undefined ? stays?.(row.targetKey) !== true : row.targetKey === targetKey
+    if (entry.sameId === undefined) {
+      if (goes(entry)) this.gone(entry)
+      else this.storedMail.set(entry)
+      return
+    }
+    // Messages under the id for several sessions: those that stay, linked again, the first of them in the table.
+    let kept: JournalMail | undefined
+    let last: JournalMail | undefined
+    for (let row: JournalMail | undefined = entry; row !== undefined;) {
+      const next: JournalMail | undefined = row.sameId
+      row.sameId = undefined
+      if (row !== entry) this.chained--
+      if (goes(row)) this.gone(row)
+      else {
+        if (last === undefined) kept = row
+        else {
+          last.sameId = row
+          this.chained++
+        }
+        last = row
+      }
+      row = next
+    }
+    if (kept !== undefined) this.storedMail.set(kept)
+  }
+
+  /** The row of `entry`, taken out of the table, leaves the store (`mailGone`). */
+  private gone(entry: JournalMail): void {
     if (entry.ack !== undefined) this.acks.releaseEntry(entry)
     // A reply that leaves the store ends the debt stored with it (none, nearly always: a flag on its entry).
-    const debtDeleted = entry.silenced && this.silenced.gone(recordKeyOf(senderKey, messageId))
+    const debtDeleted = entry.silenced && this.silenced.gone(recordKeyOf(entry.senderKey, entry.id))
     if (this.forget(entry) || debtDeleted) this.flushLater()
   }
 
@@ -422,7 +495,7 @@ export class StoreJournal {
    * next commit.
    */
   askSilenced(reply: Mail, ask: Mail, at: number): void {
-    this.silence(this.storedMail.get(reply.senderKey, reply.message.id), ask, at)
+    this.silence(this.entryOf(reply.senderKey, reply.message.id, reply.targetKey), ask, at)
   }
 
   /**
@@ -450,7 +523,7 @@ export class StoreJournal {
    * the store. False when that reply is not stored (never expected).
    */
   restoredSilenced(reply: Mail): boolean {
-    const entry = this.storedMail.get(reply.senderKey, reply.message.id)
+    const entry = this.entryOf(reply.senderKey, reply.message.id, reply.targetKey)
     if (entry === undefined) return false
     entry.silenced = true
     return true
@@ -607,7 +680,7 @@ export class StoreJournal {
     for (const put of batch.mailPuts) {
       // Written or dropped since it was taken: it need not be stored after all.
       if (this.mailDeletes.delete(put.seq)) continue
-      const entry = this.storedMail.get(put.mail.senderKey, put.mail.message.id)
+      const entry = this.entryOf(put.mail.senderKey, put.mail.message.id, put.mail.targetKey)
       // Still this journal's: pending again, with its mail.
       if (entry === undefined || entry.seq !== put.seq) continue
       // Given back since it was taken: the copy the mailbox holds now is put. Given back before: it keeps the mark.
@@ -622,7 +695,7 @@ export class StoreJournal {
     for (const update of batch.mailUpdates ?? []) {
       // Still stored under that seq (neither deleted nor replaced since), and not given back again since: written
       // again by the next commit. It stays stored, not pending (review revmailbox D2).
-      const entry = this.storedMail.get(update.mail.senderKey, update.mail.message.id)
+      const entry = this.entryOf(update.mail.senderKey, update.mail.message.id, update.mail.targetKey)
       if (entry !== undefined && entry.seq === update.seq && !this.givenBack.has(entry) && update.givenBack !== undefined) {
         this.givenBack.set(entry, { mail: update.mail, after: update.givenBack })
       }

@@ -1,5 +1,5 @@
 /**
- * Size: about 435 lines, one concept: the cancelled copies' state and the
+ * Size: about 440 lines, one concept: the cancelled copies' state and the
  * decisions about them.
  *
  * Mailbox copies their sender cancelled after a client read them: which
@@ -86,6 +86,7 @@ import { DeliveryCode } from "../protocol/delivery.ts"
 import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
 import * as Encode from "./encode.ts"
+import { mailKeyOf } from "./Mailbox.ts"
 import type { Mail, OutboundMessage, Written } from "./Peer.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -145,7 +146,11 @@ export interface CopyRoutes {
   ) => { readonly receiverKey: string; readonly receiverInstance: SessionInstance } | undefined
 }
 
-/** The cancelled copies still in the mailbox, by record key (`Mail.recordKey`) and by receiver, and which copies were read. */
+/**
+ * The cancelled copies still in the mailbox, by mailbox key (`mailKeyOf`: the record key and the session the copy
+ * waits for, so a cancelled copy is not confused with another message under its id waiting for another session)
+ * and by receiver, and which copies were read.
+ */
 export class WithdrawnCopies {
   private readonly ctx: RouterContext
   private readonly routes: CopyRoutes
@@ -155,7 +160,7 @@ export class WithdrawnCopies {
    */
   private readonly put: (copy: Mail, seq?: number) => void
   private readonly copies = new Map<string, WithdrawnCopy>()
-  /** Record keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
+  /** Mailbox keys of the kept copies, by each session key given them (`KeptFor.receiverKey`). */
   private readonly byReceiver = new Map<string, Set<string>>()
   /**
    * Messages given back that their client was written and never confirmed reading, with who that was:
@@ -260,7 +265,8 @@ export class WithdrawnCopies {
     if (withdrawal === undefined || withdrawal.ok || withdrawal.code !== DeliveryCode.DeliveryCancelled) return false
     // A copy kept already for readers of it that dropped before this one (each told reader holds its own
     // object, marked with itself and those still owed): they stay owed it too (review revs S2).
-    const earlier = this.copies.size > 0 ? this.copies.get(mail.recordKey) : undefined
+    const key = mailKeyOf(mail)
+    const earlier = this.copies.size > 0 ? this.copies.get(key) : undefined
     let readers: ReadonlyArray<Reader> = earlier?.readers ?? []
     // Only for a reader that can register as itself again: no registration takes a copy kept for another
     // (`withheldFrom`), which held a memory broker's idle exit for the mailbox's retention (review revbk BK3).
@@ -276,13 +282,13 @@ export class WithdrawnCopies {
     }))
     // Noted before the put, so that a copy the bounds push out at once goes silently (MailDelivery's `evicted`).
     // Counted once per copy: one kept already only gains readers.
-    if (earlier === undefined) this.keep(mail.recordKey, { readers: kept })
-    else this.note(mail.recordKey, { readers: kept })
+    if (earlier === undefined) this.keep(key, { readers: kept })
+    else this.note(key, { readers: kept })
     const copy: Mail = { ...mail, queuedAt: now }
     this.markRead(copy, readers)
     this.put(copy)
     // Pushed out at once (its note taken with it): the readers are still owed the cancel, without the message.
-    if (!this.copies.has(mail.recordKey)) for (const reader of kept) pushedOut(reader.control)
+    if (!this.copies.has(key)) for (const reader of kept) pushedOut(reader.control)
     return true
   }
 
@@ -330,8 +336,9 @@ export class WithdrawnCopies {
       this.givenCount++
     }
     if (rest === undefined) return
-    if (at === "cancel") this.keep(mail.recordKey, { readers: rest })
-    else this.note(mail.recordKey, { readers: rest })
+    const key = mailKeyOf(mail)
+    if (at === "cancel") this.keep(key, { readers: rest })
+    else this.note(key, { readers: rest })
     this.markRead(mail, rest)
     this.put(mail, seq)
   }
@@ -356,43 +363,43 @@ export class WithdrawnCopies {
     return { kept: this.keptCount, given: this.givenCount }
   }
 
-  /** Keeps the mailbox copy `recordKey` as cancelled, for the instances `copy` names (counted in `counts.kept`). */
-  keep(recordKey: string, copy: WithdrawnCopy): void {
+  /** Keeps the mailbox copy `key` as cancelled, for the instances `copy` names (counted in `counts.kept`). */
+  keep(key: string, copy: WithdrawnCopy): void {
     this.keptCount++
-    this.note(recordKey, copy)
+    this.note(key, copy)
   }
 
-  /** Notes the mailbox copy `recordKey` as cancelled, for the instances `copy` names. */
-  private note(recordKey: string, copy: WithdrawnCopy): void {
-    this.take(recordKey)
-    this.copies.set(recordKey, copy)
+  /** Notes the mailbox copy `key` as cancelled, for the instances `copy` names. */
+  private note(key: string, copy: WithdrawnCopy): void {
+    this.take(key)
+    this.copies.set(key, copy)
     for (const reader of copy.readers) {
       const keys = this.byReceiver.get(reader.receiverKey)
-      if (keys === undefined) this.byReceiver.set(reader.receiverKey, new Set([recordKey]))
-      else keys.add(recordKey)
+      if (keys === undefined) this.byReceiver.set(reader.receiverKey, new Set([key]))
+      else keys.add(key)
     }
   }
 
-  /** Whether the mailbox copy `recordKey` is a cancelled one. */
-  has(recordKey: string): boolean {
-    return this.copies.size > 0 && this.copies.has(recordKey)
+  /** Whether the mailbox copy `key` is a cancelled one. */
+  has(key: string): boolean {
+    return this.copies.size > 0 && this.copies.has(key)
   }
 
   /**
-   * Whether the mailbox copy `recordKey` is a cancelled one, and `receiver`
+   * Whether the mailbox copy `key` is a cancelled one, and `receiver`
    * is none of the client instances it is kept for: then its flush leaves it
    * in the mailbox for them (review revm M2, M3: a new instance of the
    * session it names, a reader told already, a session of P49's other
    * holder that never read it), and it goes silently at expiry or eviction
    * if none of them comes back.
    */
-  withheldFrom(recordKey: string, receiver: Session): boolean {
+  withheldFrom(key: string, receiver: Session): boolean {
     if (this.copies.size === 0) return false
-    const copy = this.copies.get(recordKey)
+    const copy = this.copies.get(key)
     return copy !== undefined && !goesTo(copy, receiver)
   }
 
-  /** The record keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
+  /** The mailbox keys of the cancelled copies given to the session `receiverKey` (a copy: `take` may run over it). */
   keptFor(receiverKey: string): ReadonlyArray<string> | undefined {
     if (this.copies.size === 0) return undefined
     const keys = this.byReceiver.get(receiverKey)
@@ -400,34 +407,34 @@ export class WithdrawnCopies {
   }
 
   /**
-   * Lets go of the readers of the cancelled copy `recordKey` that `gone`
+   * Lets go of the readers of the cancelled copy `key` that `gone`
    * says can never come back for it (a base client's instance, once another
    * instance became the id's last holder: Registration.mayReturn); true when
    * none is left, the copy forgotten (`take`): the caller drops it from the
    * mailbox as it would go at its expiry. The rest stay owed it.
    */
-  release(recordKey: string, gone: (reader: Reader) => boolean): boolean {
-    const copy = this.copies.get(recordKey)
+  release(key: string, gone: (reader: Reader) => boolean): boolean {
+    const copy = this.copies.get(key)
     if (copy === undefined || !copy.readers.some(gone)) return false
     const rest = copy.readers.filter((reader) => !gone(reader))
     if (rest.length === 0) {
-      this.take(recordKey)
+      this.take(key)
       return true
     }
-    this.note(recordKey, { readers: rest })
+    this.note(key, { readers: rest })
     return false
   }
 
-  /** Forgets the copy `recordKey` (it left the mailbox) and returns it, if it was a cancelled one. */
-  take(recordKey: string): WithdrawnCopy | undefined {
+  /** Forgets the copy `key` (it left the mailbox) and returns it, if it was a cancelled one. */
+  take(key: string): WithdrawnCopy | undefined {
     if (this.copies.size === 0) return undefined
-    const copy = this.copies.get(recordKey)
+    const copy = this.copies.get(key)
     if (copy === undefined) return undefined
-    this.copies.delete(recordKey)
+    this.copies.delete(key)
     for (const reader of copy.readers) {
       const keys = this.byReceiver.get(reader.receiverKey)
       if (keys === undefined) continue
-      keys.delete(recordKey)
+      keys.delete(key)
       if (keys.size === 0) this.byReceiver.delete(reader.receiverKey)
     }
     return copy

@@ -1,5 +1,5 @@
 /**
- * Size: about 520 lines, one concept: the store's interface and its two
+ * Size: about 525 lines, one concept: the store's interface and its two
  * implementations side by side, so that they cannot drift apart. Each kind of
  * row has its own module (OwedNotices.ts, WithdrawnAsks.ts, SilencedAsks.ts,
  * the codecs in mailCodec.ts and replayBlock.ts); what is left here is the

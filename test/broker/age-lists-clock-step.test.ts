@@ -23,7 +23,7 @@ import { AwayNotices, NOTICE_RETENTION_MS } from "../../src/broker/AwayNotices.t
 import { ControlFrame } from "../../src/broker/ControlFrame.ts"
 import { DeliveryRecords, type Outcome, recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
 import { KeptControls } from "../../src/broker/KeptControls.ts"
-import { Mailbox, type MailboxLimits } from "../../src/broker/Mailbox.ts"
+import { Mailbox, type MailboxLimits, mailKeyFor, mailKeyOf } from "../../src/broker/Mailbox.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecord.ts"
 import { OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import type { Mail } from "../../src/broker/Peer.ts"
@@ -288,7 +288,7 @@ describe("age lists after the clock stepped back", () => {
       mailbox.put(mailOf("behind", yield* setTo(START)))
       assert.strictEqual(mailbox.oldestQueuedAt, START)
       // A cancelled copy given to one reader and put back for the others (WithdrawnCopies.give): its place, `seq`.
-      mailbox.put(ahead, mailbox.seqOf(ahead.recordKey))
+      mailbox.put(ahead, mailbox.seqOf(mailKeyOf(ahead)))
       let now = yield* setTo(START + MAILBOX.retentionMs)
       assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")
       now = yield* setTo(START + MAILBOX.retentionMs + 1)
@@ -298,7 +298,7 @@ describe("age lists after the clock stepped back", () => {
   it.effect("mail the bounds pushed out for a message not kept after all comes back at its queue place, aged from the step", () =>
     Effect.gen(function*() {
       const mailbox = yield* pushedOutAndBack
-      assert.strictEqual(mailbox.seqOf("x/x1"), 1, "x1 came back at another queue place")
+      assert.strictEqual(mailbox.seqOf(mailKeyFor("x/x1", "t")), 1, "x1 came back at another queue place")
       assert.strictEqual(mailbox.oldestQueuedAt, START)
       let now = yield* setTo(START + 60_000)
       assert.deepStrictEqual(mailbox.expire(now), [], "mail left before its retention")

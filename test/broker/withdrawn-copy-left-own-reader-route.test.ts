@@ -2,14 +2,16 @@
  * A cancelled copy kept for its OWN reader (b's base client, written m0 and
  * dropped unconfirmed, so m0's route names the write given back as the copy)
  * leaves the mailbox — released at b-9's registration, pushed out by the
- * mailbox's bound, expired, or replaced by a resend under m0's id after
- * m0's replay record went (MailDelivery.queue, review revi I4) — and its
- * route goes with it (MailDelivery.copyLeft; `queue` drops it whatever
- * reader it names). What the route still carried is the proof: a receipt a
- * client registered as b sends for m0 after that reaches d no more
+ * mailbox's bound, or expired — and its route goes with it
+ * (MailDelivery.copyLeft). What the route still carried is the proof: a
+ * receipt a client registered as b sends for m0 after that reaches d no more
  * (Receipts.forward follows only a route that is kept). Each fails with the
- * route always kept. The world is test/support/withdrawnCopyLeft.ts's
- * `ownReader`; every step stays within the route's hour.
+ * route always kept. A resend under m0's id after m0's replay record went,
+ * to another session, no longer replaces the copy (the mailbox keeps a
+ * message per target session, task mailkey2): b's return is given the copy
+ * and its cancel, and the other session the resend. The world is
+ * test/support/withdrawnCopyLeft.ts's `ownReader`; every step stays within
+ * the route's hour.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -17,8 +19,8 @@ import type { BrokerCoreOptions } from "../../src/broker/options.ts"
 import type { Peer } from "../../src/broker/Peer.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { message } from "../support/broker.ts"
-import { custodyFeatures } from "../support/controlWorld.ts"
-import { copyLeftWorld, type CopyLeftWorld, ownReader, receiptsOf } from "../support/withdrawnCopyLeft.ts"
+import { custodyFeatures, messagesAndControls } from "../support/controlWorld.ts"
+import { copyLeftWorld, type CopyLeftWorld, ownReader, receiptsOf, textsOf } from "../support/withdrawnCopyLeft.ts"
 
 /**
  * `ownReader`'s copy leaves by `leave`, which returns the connection registered as b that then says it read
@@ -63,11 +65,19 @@ describe("a cancelled copy that leaves the mailbox drops the route of its own re
       return baseReturns(w)
     }))
 
-  it.effect("replaced by a resend under m0's id, its record gone: a receipt for m0 from b, back, does not reach d", () =>
-    // One replay record kept: d's next send pushes m0's out (its route stays), so a send under m0's id is new.
-    scenario({ replayRecords: 1 }, (w, m0) => {
+  it.effect("not replaced by a resend under m0's id to another session, its record gone: b's return gets the copy and its cancel, c's the resend", () =>
+    Effect.gen(function*() {
+      // One replay record kept: d's next send pushes m0's out (its route stays), so a send under m0's id is new.
+      const w = yield* copyLeftWorld({ replayRecords: 1 })
+      w.closeAbandoned(w.reg("c", {}, "C"))
+      const { m0 } = ownReader(w)
       w.send("c", message("m1"))
       w.send("c", { ...m0, content: { text: "m0 again" } })
-      return baseReturns(w)
+      assert.strictEqual(w.router.stats().withdrawnCopiesHeld, 1, "the resend to c took the place of the copy kept for b")
+      const b = baseReturns(w)
+      assert.deepStrictEqual(messagesAndControls(w.framesOf(b)), [`message ${m0.id}`, `cancel ${m0.id}`], "b's return was not given the copy and its cancel")
+      assert.deepStrictEqual(textsOf(w.framesOf(b), m0.id), [m0.content.text], "b's return was given another message under m0's id")
+      const c = w.reg("c", {}, "C")
+      assert.deepStrictEqual(textsOf(w.framesOf(c), m0.id), ["m0 again"], "c's return was not given the resend")
     }))
 })

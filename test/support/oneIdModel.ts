@@ -26,10 +26,9 @@
  * drops a second message under an id it saw within its hour as a duplicate (docs/client.md), so the broker's
  * promises about a reused id concern other receivers.
  *
- * Nor are two messages under the id ever left waiting in the mailbox at once (a send to an away receiver, or a
- * receiver leaving with a message unconfirmed, is skipped while one waits there): the mailbox holds one message a
- * (sender, id), and the second takes the first's place — a loss this model found at once and leaves to its own
- * issue.
+ * Several messages under the id may wait in the mailbox at once, each for its receiver (a send to an away receiver
+ * while another waits, receivers leaving with messages unconfirmed): the mailbox keeps them apart (Mailbox.ts; task
+ * mailkey2 lifted the skips that kept this model from it).
  *
  * Not modelled: several senders or ids, asks, durable restarts, takeovers by another instance, stuck writes,
  * message ordering beyond "followed by a control", and which client instance a control goes to.
@@ -138,9 +137,6 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
         route = found
       }
     }
-    // Whether a message under the id waits in the mailbox (never written, or given back): it holds one message a
-    // (sender, id), so a second would take its place (not modelled; see the header).
-    const waitingInMailbox = (): boolean => messages.some((m) => m.queued && !m.confirmed && m.withdrawnAt === undefined)
     const frameCounts = (): Map<Peer, number> => new Map(everyPeer.map((p) => [p, w.framesOf(p).length]))
     for (const who of RECEIVERS) connect(who)
     for (const op of ops) {
@@ -149,7 +145,6 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           // A client drops a second message under an id it was given within its hour (client.md: de-duplicated by
           // sender and id): a reused id reaches each receiver once, here.
           if (messages.some((m) => m.to === op.to)) break
-          if (!live.has(op.to) && waitingInMailbox()) break
           const text = `t${sent++}`
           const peer = live.get(op.to)
           const before = peer === undefined ? 0 : w.framesOf(peer).length
@@ -185,7 +180,6 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
         case "leave": {
           const peer = live.get(op.who)
           if (peer === undefined) break
-          if (waitingInMailbox() && messages.some((m) => m.to === op.who && !m.queued && !m.confirmed)) break
           live.delete(op.who)
           w.closeAbandoned(peer)
           for (const m of messages) if (m.to === op.who && !m.confirmed) m.queued = true
@@ -217,7 +211,7 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
       }
     }
     // Everyone leaves unconfirmed and comes back, one at a time, those away first: what is still owed is given to
-    // the returns, and no two messages under the id wait in the mailbox at once.
+    // the returns (several messages under the id may wait in the mailbox meanwhile, each for its receiver).
     const finals = new Map<Receiver, Peer>()
     for (const who of [...RECEIVERS].sort((a, b) => Number(live.has(a)) - Number(live.has(b)))) {
       const peer = live.get(who)
