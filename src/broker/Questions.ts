@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 785 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 815 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -65,6 +65,9 @@
  * sizes it as one before it is delivered (C-BRK-3, helper qsize): against
  * the room the question leaves (QuestionWorker.answerRoom, kept with the
  * notice), refused `E_MESSAGE_TOO_LARGE` with nothing delivered or saved.
+ * The supervisor is known by its session key, not its connection's session (a staged reply is delivered with the
+ * session it was staged from). A reply along a question's edge with no notice here (the supervisor back before it is
+ * notified again, a durable restart) could be neither sized nor saved: refused, retryable (`unnotified`).
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
  * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
@@ -231,6 +234,13 @@ export const QuestionText = {
     `Reply is too large to answer durable question ${questionId}: saved as its answer, it would make a frame of ${bytes} bytes (the question and the answer whole, as a later question_get or an answer receipt carries them), over the ${MAX_FRAME_BYTES}-byte frame limit; ${
       roomLeft(questionId, room)
     }. Nothing was delivered or saved, and the question still waits; ${shorterAnswer(questionId, room, "reply")}`,
+  /**
+   * `E_DELIVERY_FAILED` (retryable: not recorded) for the supervisor's reply along the open edge of question
+   * `questionId` while this broker holds no notice for it — the supervisor registered again, or the broker restarted,
+   * since it was notified — so the reply could be neither sized nor saved as the answer (`Questions.unnotified`).
+   */
+  replyUnnotified: (questionId: string) =>
+    `Reply to durable question ${questionId} cannot be taken yet: the broker has not notified this session of it since it registered again or the broker restarted, so it cannot save the reply as the answer. Nothing was delivered or saved, and the question still waits. Send the reply again once the question is notified again, or answer it with question_answer`
 } as const
 
 /** The question concern's Router half; see the module header. */
@@ -319,7 +329,9 @@ export class Questions {
       const key = attempt.replyKey
       if (key === undefined || this.notices.size === 0) return
       const notice = this.notices.get(key)
-      if (notice === undefined || notice.supervisor !== attempt.sender) return
+      // The supervisor by its key: a `replace`-staged reply is delivered with the attempt it was staged with, whose
+      // session a takeover may have replaced meanwhile (review revqs 4).
+      if (notice === undefined || notice.supervisor.key !== attempt.sender.key) return
       if (mail.replyError !== undefined) {
         // C-DQ-8: a failed turn is not an answer; the question keeps waiting on a fresh edge.
         this.openEdge(notice, attempt.now)
@@ -342,15 +354,17 @@ export class Questions {
   }
 
   /**
-   * The size of a supervisor's reply that would be a question's answer (`replyTooLarge`): one lookup by its reply
-   * key while any question is notified. The Router adds it after every other send stage, so a reply that breaks
-   * another rule too — a bad `supersedes`, say — is refused for that first, as a send's own size check follows the
-   * stages (docs/protocol.md "Sending"; before helper qs it ran before `Receipts.supersedes`).
+   * The size of a supervisor's reply that would be a question's answer (`replyTooLarge`), and the refusal of a
+   * reply along a question's edge this broker holds no notice for (`unnotified`): for a reply, one size check while
+   * no question is asked, waited on or has an edge open (`liveBy`: a question's edge counts for its child), else one
+   * lookup by its reply key. The Router adds it after every other send stage, so a reply that breaks another rule
+   * too — a bad `supersedes`, say — is refused for that first, as a send's own size check follows the stages
+   * (docs/protocol.md "Sending"; before helper qs it ran before `Receipts.supersedes`).
    */
   readonly replySize: SendStage = {
     check: (attempt) => {
       const key = attempt.replyKey
-      return key === undefined || this.notices.size === 0 ? undefined : this.replyTooLarge(key, attempt)
+      return key === undefined || this.liveBy.size === 0 ? undefined : this.replyTooLarge(key, attempt)
     }
   }
 
@@ -364,12 +378,29 @@ export class Questions {
    */
   private replyTooLarge(key: string, attempt: SendAttempt): Refusal | undefined {
     const notice = this.notices.get(key)
-    if (notice === undefined || notice.supervisor !== attempt.sender) return undefined
+    if (notice === undefined) return this.unnotified(key)
+    // By key, as `stage`'s `delivered`: a staged reply is checked again with the session it was staged from.
+    if (notice.supervisor.key !== attempt.sender.key) return undefined
     if (replyErrorOf(attempt.frame, attempt.sender.peer) !== undefined) return undefined
     const over = answerOverRoom(notice.questionId, notice.room, attempt.message.content.text)
     return over === undefined
       ? undefined
       : { code: DeliveryCode.MessageTooLarge, reason: QuestionText.replyTooLarge(notice.questionId, over.bytes, over.room) }
+  }
+
+  /**
+   * A reply along question `key`'s open edge (the asks stage let it through: from the supervisor the edge was opened
+   * to) while this broker holds no notice for the question — its supervisor left and registered again before the
+   * fiber notified it again (`SupervisorBack`), or a durable broker restored the edge at its start before the child
+   * asked again. With no notice there is no room to size the reply against and nothing that would save it as the
+   * answer, so it is refused, retryable, and the question waits on its edge (review revqs 1; before, it was
+   * delivered, closing the edge, neither sized nor saved: C-DQ-7). Once the question is notified again, the same
+   * reply goes through as the answer. Not a question's edge: undefined.
+   */
+  private unnotified(key: string): Refusal | undefined {
+    const edge = this.edges.get(key)
+    if (edge?.question !== true) return undefined
+    return { code: DeliveryCode.DeliveryFailed, reason: QuestionText.replyUnnotified(edge.messageId) }
   }
 
   /**

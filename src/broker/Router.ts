@@ -398,7 +398,8 @@ export class Router {
     send.use(receipts.supersedes)
     send.use(asks.asks)
     send.use(healthStage)
-    // Last, as a send's own size check follows the stages: a reply's other refusals (a bad `supersedes`) first.
+    // Last, as a send's own size check follows the stages: a reply's other refusals (a bad `supersedes`) first; also
+    // refuses a reply along a question's edge with no notice here (`Questions.unnotified`).
     if (questions !== undefined) send.use(questions.replySize)
     send.onPrune((at) => asks.prune(at))
     send.onPrune((at) => ctx.records.prune(at))

@@ -3,8 +3,9 @@
  * `Questions.replyTooLarge`, `E_MESSAGE_TOO_LARGE`, "Reply is too large to answer durable question <id>: …") where
  * they list reasons and checks (reviews revqsize 3 and 4, helper fixqs): the row for the code in docs/protocol.md's
  * "Delivery codes" table and in docs/client.md's table of `delivery_failed` error classes, which list every reason
- * of each code, and the `Questions.stage` entry of docs/architecture.md's walk of a message's way (up to the next
- * stage's, `Receipts.supersedes`), which listed only `E_MESSAGE_ID_REUSE`. Reads the files; nothing runs.
+ * of each code, and the `Questions.replySize` entry of docs/architecture.md's walk of a message's way (the stage that
+ * makes the check since helper qs moved it out of `Questions.stage`; up to the next step of the walk, the store-failure
+ * refusal, "in durable mode"). Reads the files; nothing runs.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
@@ -29,11 +30,11 @@ describe("the docs name the live reply's size refusal", () => {
     assert.include(rowOf("client.md", "| `MessageTooLarge` | `E_MESSAGE_TOO_LARGE` |"), REASON)
   })
 
-  it("docs/architecture.md's walk names Questions.replyTooLarge and E_MESSAGE_TOO_LARGE in the Questions.stage check", () => {
+  it("docs/architecture.md's walk names Questions.replyTooLarge and E_MESSAGE_TOO_LARGE in the Questions.replySize check", () => {
     const doc = read("architecture.md")
-    const start = doc.indexOf("`Questions.stage` (a send")
-    const end = doc.indexOf("`Receipts.supersedes` (a", start)
-    assert.isAbove(start, -1, "setup: the walk's Questions.stage entry is gone")
+    const start = doc.indexOf("`Questions.replySize` (for a reply")
+    const end = doc.indexOf("in durable mode, while the store's last commit failed", start)
+    assert.isAbove(start, -1, "setup: the walk's Questions.replySize entry is gone")
     assert.isAbove(end, start, "setup: the next stage's entry is gone")
     const entry = doc.slice(start, end)
     assert.include(entry, "`Questions.replyTooLarge`", entry)
