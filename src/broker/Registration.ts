@@ -158,8 +158,8 @@ export class Registration {
    * the taker's, which may come first (it unregisters before this one's close is seen).
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
-  /** The client instances that held each id since this broker started (`returningInstance`). */
-  private readonly clientInstances = new ClientInstances()
+  /** The client instances that held each id since this broker started (`returningInstance`), at most `clientInstanceIds` ids. */
+  private readonly clientInstances: ClientInstances
   /** The granted-extension sets connections share (`Peer.features`). */
   readonly featureSets = new FeatureSets()
 
@@ -178,6 +178,7 @@ export class Registration {
     giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy) => void
   ) {
     this.ctx = ctx
+    this.clientInstances = new ClientInstances(ctx.options.clientInstanceIds)
     this.membership = membership
     this.registrationSignal = signals.registration
     this.idleSignal = signals.idle
