@@ -55,8 +55,7 @@ import { type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
-  identityOf,
-  normaliseCwd,
+  mailboxIdentity,
   type Session,
   type SessionInstance,
   sessionKey,
@@ -360,7 +359,6 @@ export class Registration {
     const space = registry.space(spaceKey)
     const now = this.ctx.now()
     const fields = fieldsFromRegistration(frame.session)
-    const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
     // A registration that takes a live session over (P16), in its group or another, is that session:
     // short-lived only if it was (one taken over already counts only when no other is live).
@@ -387,8 +385,8 @@ export class Registration {
         : this.takenBack(scopeKey, id, instanceId) ?? { instance: ++this.instances, mayBeBeforeStart: false }),
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
-      realCwd,
-      identity: ephemeral ? undefined : identityOf(space.key, fields, realCwd),
+      realCwd: undefined,
+      identity: undefined, // below: `mailboxIdentity`
       ephemeral,
       // A takeover is that session: its messages sent so far end with it.
       senderEnd: ephemeral ? displaced?.senderEnd ?? { ended: false } : undefined,
@@ -396,6 +394,8 @@ export class Registration {
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
     }
+    // Only a session with an explicit name has one: only it pays for its cwd's realpath.
+    session.identity = mailboxIdentity(session)
     // The client's own rejoin (`rejoin-v1`): what the old connection was given and its client never
     // confirmed, or never got, goes to the new one first (below), ahead of the old outbox's mail.
     let unread: ReadonlyArray<Written> = []
