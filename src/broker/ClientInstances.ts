@@ -26,8 +26,9 @@
  *
  * Bounded: at most INSTANCES_PER_ID instances per id (an older one pushed
  * out returns as a new instance: told "cannot be cancelled" of its
- * messages), at most MAX_IDS ids and about MAX_BYTES over all scopes, the
- * id noted least recently forgotten first. No age limit: forgetting an id
+ * messages), at most `maxIds` ids (the broker option `clientInstanceIds`,
+ * MAX_IDS by default; tests make it small to cross it) and about MAX_BYTES
+ * over all scopes, the id noted least recently forgotten first. No age limit: forgetting an id
  * makes its next registration a new instance that may be the one from
  * before the start again (as before any of this was kept), so it happens
  * only under churn past the bounds — about 61,000 short-lived base sessions
@@ -61,7 +62,7 @@ export const NOTHING_KNOWN = "nothing-known"
 
 /** Instances kept per id, the most recent first. */
 export const INSTANCES_PER_ID = 4
-/** Ids kept at most, over all scopes. */
+/** Ids kept at most, over all scopes, by default (the broker option `clientInstanceIds`). */
 export const MAX_IDS = 65_536
 /** About this many bytes of entries are kept at most, over all scopes. */
 export const MAX_BYTES = 24 * 1024 * 1024
@@ -98,6 +99,12 @@ export class ClientInstances {
   private readonly entries = new AgedMap<string, Entry>()
   private bytes = 0
   private order = 0
+  private readonly maxIds: number
+
+  /** @param maxIds ids kept at most, over all scopes (a whole number ≥ 1: the broker checks its options). */
+  constructor(maxIds: number = MAX_IDS) {
+    this.maxIds = maxIds
+  }
 
   /** Ids with an entry, over all scopes. */
   get size(): number {
@@ -135,7 +142,7 @@ export class ClientInstances {
     this.bytes += bytes
     // An insertion counter, not the clock: the least recently noted goes first whatever the clock does.
     this.entries.set(key, { instances: kept, bytes }, ++this.order)
-    while (this.entries.size > MAX_IDS || this.bytes > MAX_BYTES) {
+    while (this.entries.size > this.maxIds || this.bytes > MAX_BYTES) {
       const oldest = this.entries.expireOldest(Number.POSITIVE_INFINITY)
       if (oldest === undefined) break
       this.bytes -= oldest.bytes

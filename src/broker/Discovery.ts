@@ -28,7 +28,7 @@ import * as Encode from "./encode.ts"
 import { applyHealthPresence, infoJsonWithHealth } from "./Health.ts"
 import type { Membership } from "./Membership.ts"
 import type { Peer } from "./Peer.ts"
-import { encodeSessionInfo, groupOf, groupSpaceKey, identityOf, type ScopeSpace, type Session } from "./Registry.ts"
+import { encodeSessionInfo, groupOf, groupSpaceKey, mailboxIdentity, type ScopeSpace, type Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
 /** Presence re-broadcast heartbeat (P32). */
@@ -192,7 +192,7 @@ export class Discovery {
       // Names and identities are indexed (target resolution, P49): out with the old, in with the new.
       session.space.unindex(session)
       fields.name = newName
-      session.identity = session.ephemeral ? undefined : identityOf(session.space.key, fields, session.realCwd)
+      session.identity = mailboxIdentity(session)
       session.space.index(session)
     }
     fields.lastActivity = now

@@ -55,8 +55,7 @@ import { type OutboundItem, type Peer, type Written } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
-  identityOf,
-  normaliseCwd,
+  mailboxIdentity,
   type Session,
   type SessionInstance,
   sessionKey,
@@ -158,8 +157,8 @@ export class Registration {
    * the taker's, which may come first (it unregisters before this one's close is seen).
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
-  /** The client instances that held each id since this broker started (`returningInstance`). */
-  private readonly clientInstances = new ClientInstances()
+  /** The client instances that held each id since this broker started (`returningInstance`), at most `clientInstanceIds` ids. */
+  private readonly clientInstances: ClientInstances
   /** The granted-extension sets connections share (`Peer.features`). */
   readonly featureSets = new FeatureSets()
 
@@ -178,6 +177,7 @@ export class Registration {
     giveBack: (items: ReadonlyArray<OutboundItem>, leftBy: (key: string) => LeftBy) => void
   ) {
     this.ctx = ctx
+    this.clientInstances = new ClientInstances(ctx.options.clientInstanceIds)
     this.membership = membership
     this.registrationSignal = signals.registration
     this.idleSignal = signals.idle
@@ -359,7 +359,6 @@ export class Registration {
     const space = registry.space(spaceKey)
     const now = this.ctx.now()
     const fields = fieldsFromRegistration(frame.session)
-    const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
     // A registration that takes a live session over (P16), in its group or another, is that session:
     // short-lived only if it was (one taken over already counts only when no other is live).
@@ -386,8 +385,8 @@ export class Registration {
         : this.takenBack(scopeKey, id, instanceId) ?? { instance: ++this.instances, mayBeBeforeStart: false }),
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
-      realCwd,
-      identity: ephemeral ? undefined : identityOf(space.key, fields, realCwd),
+      realCwd: undefined,
+      identity: undefined, // below: `mailboxIdentity`
       ephemeral,
       // A takeover is that session: its messages sent so far end with it.
       senderEnd: ephemeral ? displaced?.senderEnd ?? { ended: false } : undefined,
@@ -395,6 +394,8 @@ export class Registration {
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
     }
+    // Only a session with an explicit name has one: only it pays for its cwd's realpath.
+    session.identity = mailboxIdentity(session)
     // The client's own rejoin (`rejoin-v1`): what the old connection was given and its client never
     // confirmed, or never got, goes to the new one first (below), ahead of the old outbox's mail.
     let unread: ReadonlyArray<Written> = []

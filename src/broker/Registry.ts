@@ -105,9 +105,12 @@ export interface Session {
   readonly mayBeBeforeStart: boolean
   readonly fields: SessionFields
   infoJson: string
-  /** `path.resolve` + `realpath` of cwd, for the mailbox identity (P49). */
-  readonly realCwd: string
-  /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias / ephemeral sessions. */
+  /**
+   * Its cwd resolved and realpathed (`normaliseCwd`), for the mailbox identity (P49): only once it has one
+   * (`mailboxIdentity`) — most sessions never do, and a realpath was about 8 % of a registration's CPU.
+   */
+  realCwd: string | undefined
+  /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias / ephemeral sessions (`mailboxIdentity`). */
   identity: string | undefined
   /** Registered short-lived (`ephemeral-v1`): no mailbox identity, and forgotten when it leaves. */
   readonly ephemeral: boolean
@@ -328,8 +331,11 @@ const detached = (text: string): string => {
   return typeof copy === "string" ? copy : text
 }
 
-/** `path.resolve` and, where the path exists, `realpath`: the cwd half of a mailbox identity (P49). */
-export const normaliseCwd = (cwd: string): string => {
+/**
+ * `path.resolve` and, where the path exists, `realpath`: the cwd half of a mailbox identity (P49). A cwd
+ * that does not exist (removed, say) is the path resolved: its session registers, its identity that path.
+ */
+const normaliseCwd = (cwd: string): string => {
   const resolved = path.resolve(cwd)
   try {
     return fs.realpathSync.native(resolved)
@@ -338,11 +344,19 @@ export const normaliseCwd = (cwd: string): string => {
   }
 }
 
-/** The mailbox identity (P49): an explicit name, equal ignoring case, in the same real cwd and scope. */
-export const identityOf = (spaceKey: string, fields: SessionFields, realCwd: string): string | undefined =>
-  fields.name === undefined || fields.name === "" || fields.runtimeFallbackAlias === true
-    ? undefined
-    : `${spaceKey}\u0000${fields.name.toLowerCase()}\u0000${realCwd}`
+/**
+ * `session`'s mailbox identity for its fields now (P49): an explicit name, equal ignoring case, in the same
+ * real cwd and scope; undefined for one with no explicit name or a short-lived one. Its real cwd is resolved
+ * the first time it has one, and kept (`Session.realCwd`).
+ */
+export const mailboxIdentity = (session: Session): string | undefined => {
+  const { fields } = session
+  if (session.ephemeral || fields.name === undefined || fields.name === "" || fields.runtimeFallbackAlias === true) {
+    return undefined
+  }
+  session.realCwd ??= normaliseCwd(fields.cwd)
+  return `${session.space.key}\u0000${fields.name.toLowerCase()}\u0000${session.realCwd}`
+}
 
 /** The mutable fields of a new session, from its `register` payload. */
 export const fieldsFromRegistration = (registration: SessionRegistration): SessionFields => ({

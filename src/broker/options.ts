@@ -5,6 +5,7 @@
  * flags filter with (`brokerOptionProblem`), so that the two cannot drift.
  */
 import { Duration, Effect, Option, Schema } from "effect"
+import { MAX_IDS } from "./ClientInstances.ts"
 import { BrokerOptionError } from "./errors.ts"
 import type { MailStoreService } from "../store/MailStore.ts"
 import type { WarmUpPlan } from "./WarmUp.ts"
@@ -106,6 +107,16 @@ export interface BrokerCoreOptions {
    * order as past `topicRecords`. Default 64 MiB.
    */
   readonly topicBytes?: number
+  /**
+   * Departed session ids whose client instances the broker keeps, over all
+   * scopes (ClientInstances.ts: whether a later registration of the id is
+   * one of them returning); past it the id noted least recently is
+   * forgotten. An internal bound with no CLI flag: tests make it small so
+   * as to cross it without 65,536 registrations. The table's bytes stay
+   * bounded by `MAX_BYTES` (about 24 MiB) whatever this is. Default 65,536
+   * (`MAX_IDS`).
+   */
+  readonly clientInstanceIds?: number
 }
 
 /** The Unix-socket broker: core settings plus where its files live. */
@@ -154,6 +165,7 @@ export interface ResolvedCoreOptions {
   readonly topicEntriesPerGroup: number
   readonly topicRecords: number
   readonly topicBytes: number
+  readonly clientInstanceIds: number
 }
 
 /** The default mailbox retention (`--mailbox-retention`): 24 hours. */
@@ -209,7 +221,8 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
   topicEntriesPerGroup: options.topicEntriesPerGroup ?? DEFAULT_TOPIC_ENTRIES_PER_GROUP,
   topicRecords: options.topicRecords ?? DEFAULT_TOPIC_RECORDS,
-  topicBytes: options.topicBytes ?? DEFAULT_TOPIC_BYTES
+  topicBytes: options.topicBytes ?? DEFAULT_TOPIC_BYTES,
+  clientInstanceIds: options.clientInstanceIds ?? MAX_IDS
 })
 
 /** The longest duration a broker option takes: 30 days (what `mailboxRetention` and `askTimeout` allow). */
@@ -287,7 +300,8 @@ export const BROKER_OPTION_RULES: { readonly [K in CheckedOption]: OptionRule } 
   replayBytes: COUNT,
   topicEntriesPerGroup: COUNT,
   topicRecords: COUNT,
-  topicBytes: SIZE
+  topicBytes: SIZE,
+  clientInstanceIds: COUNT
 }
 
 const CHECKED_OPTIONS = Object.keys(BROKER_OPTION_RULES).filter((key): key is CheckedOption =>

@@ -63,6 +63,14 @@ describe("ClientInstances bounds", () => {
     assert.strictEqual(instances.of("", `s${MAX_IDS}`).length, 1)
   })
 
+  it("keeps at most the ids it is given (the broker option clientInstanceIds), the least recently noted forgotten first", () => {
+    const instances = new ClientInstances(3)
+    for (let i = 0; i <= 3; i++) instances.noted("", `s${i}`, known(undefined, i))
+    assert.strictEqual(instances.size, 3)
+    assert.deepStrictEqual(instances.of("", "s0"), [])
+    assert.strictEqual(instances.of("", "s1").length, 1)
+  })
+
   it(`keeps about ${MAX_BYTES} bytes: ids with long instanceIds are fewer`, () => {
     const instances = new ClientInstances()
     // Four 256-character instanceIds: ~2.4 KB an id as counted, so 10,000 of them are past MAX_BYTES.

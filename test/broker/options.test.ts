@@ -18,6 +18,8 @@ import {
   type CheckedOption,
   runBroker
 } from "../../src/broker/index.ts"
+import { MAX_IDS } from "../../src/broker/ClientInstances.ts"
+import { resolveCoreOptions } from "../../src/broker/options.ts"
 import { tempDir } from "../support/broker.ts"
 
 const OPTIONS = Object.keys(BROKER_OPTION_RULES).filter((key): key is CheckedOption =>
@@ -50,7 +52,8 @@ const EXPECTED: { readonly [K in CheckedOption]: string } = {
   replayBytes: COUNT,
   topicEntriesPerGroup: COUNT,
   topicRecords: COUNT,
-  topicBytes: COUNT
+  topicBytes: COUNT,
+  clientInstanceIds: COUNT
 }
 
 /** Values no count or size may hold, and how the error shows them. */
@@ -133,6 +136,11 @@ describe("broker options set in code", () => {
     Effect.scoped(Effect.gen(function*() {
       yield* Broker.make({ idleExit: null, topicRecords: 1, registrationTimeout: "1 hour", mailboxRetention: "2 days" })
     })))
+
+  it("clientInstanceIds, which has no CLI flag, defaults to the 65,536 ids the bounds table names (MAX_IDS)", () => {
+    assert.strictEqual(resolveCoreOptions({}).clientInstanceIds, 65_536)
+    assert.strictEqual(MAX_IDS, 65_536)
+  })
 
   it.live("runBroker fails with the same error before it touches the intercom directory", () =>
     Effect.gen(function*() {
