@@ -1,5 +1,5 @@
 /**
- * Size: about 545 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 565 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -101,6 +101,15 @@ interface ForgottenWithdrawal {
    */
   readonly later?: Fingerprint
 }
+
+/**
+ * Whether the table's entry `found` holds a message sent earlier under its id, so that a new send under it is a
+ * second message (a reuse, `ReusedIdWithdrawals.markReused`): its route is kept, or its replay part records an
+ * outcome other than a retryable failure — a send answered so (P47's `E_TARGET_REBOUND`) was not taken, and its
+ * retry is the same message's (review revnotes8 D1).
+ */
+const holdsEarlierMessage = (found: OutboundRecord): boolean =>
+  found.routed || (found.recorded && (found.outcome.ok || !found.outcome.retryable))
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
 const isWithdrawal = (outcome: Outcome): boolean =>
@@ -306,9 +315,12 @@ export class DeliveryRecords {
   private keep(candidate: OutboundRecord, outcome: Outcome, now: number, restored = false): void {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
-    // A second message under the id (its record or its route still kept): from now on its give-backs are judged by
-    // the withdrawals' identities (`fateUnderReusedId`).
-    if (record !== candidate && !restored) this.reusedIds.markReused(recordKeyOf(record.senderKey, record.id), now)
+    // A second message under the id (an earlier one's record or route still kept): from now on its give-backs are
+    // judged by the withdrawals' identities (`fateUnderReusedId`). A send that repeats one answered with a retryable
+    // failure (P47's E_TARGET_REBOUND) is no second message (review revnotes8 D1); `reuseRefused` judged it alike.
+    if (record !== candidate && !restored && holdsEarlierMessage(record)) {
+      this.reusedIds.markReused(record.senderKey, recordKeyOf(record.senderKey, record.id), now)
+    }
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
     // cancel or supersede is not this one's (review revf R1) — nor does it hold a place on the withdrawals' list
     // (review revau AU2). Only a record with a withdrawal can be on that list: one field test on the send path, as
@@ -391,15 +403,21 @@ export class DeliveryRecords {
    * Whether `sender`'s send under `id` at `now`, which no kept record answers (SendReplays.replayed), is refused
    * `E_MESSAGE_ID_REUSE` because accepting it would cross a bound of the reused ids' withdrawal notes
    * (`ReusedIdWithdrawals.refusesReuse`): the id has `MAX_PER_KEY` withdrawals noted, or it would be a reuse (the
-   * table holds the id's route or record) past `MAX_KEYS` reused ids, or of an id whose withdrawal, still on the
-   * table, lost its note to that bound. Send path: three comparisons unless one of those bounds was reached.
+   * table holds an earlier message's route or record: `holdsEarlierMessage`) past `MAX_KEYS` of `sender`'s own reused
+   * ids, or of an id whose withdrawal, still on the table, lost its note to that bound. Asked for every send `keep`
+   * may mark reused (also one repeating a retryable failure's record: review revnotes8 D2, D3). Send path: three
+   * comparisons unless one of those bounds was reached.
    */
   reuseRefused(sender: string, id: string, now: number): boolean {
     if (!this.reusedIds.mayRefuse(now)) return false
     return this.reusedIds.refusesReuse(
+      sender,
       recordKeyOf(sender, id),
       now,
-      () => this.table.find(sender, id) !== undefined,
+      () => {
+        const found = this.table.find(sender, id)
+        return found !== undefined && holdsEarlierMessage(found)
+      },
       () => this.withdrawal(sender, id, now) !== undefined
     )
   }

@@ -14,20 +14,26 @@
  * past the bound the oldest id's go, which is safe while its id stays unreused (one message under it: the rules by
  * key judge it exactly) — so for a day after such a push-out a reuse of an id whose withdrawal the table still
  * holds, with no note of it left here, is refused (`refusesReuse`). `reused`: the ids a second send reused, each
- * with every withdrawal under it, dropped only whole, a day after the id's last reuse or withdrawal — never by a
- * bound, so a kept note always decides and a message no note names is live (the partial drops of reviews revmodel
- * probes 1, 2 and 4, and the stamp that sent every older give-back to the rules by key, are gone). Their bounds
- * are kept by refusing the send that would cross them (`refusesReuse`: `E_MESSAGE_ID_REUSE`): a reuse past
- * `MAX_KEYS` reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted — a withdrawal names a
- * message sent under the id, so past that bound only messages sent before it can add one (a cancel or supersede
- * finds the id's latest route, or its one mail in the mailbox). Measured on Node 24: a note about 85 bytes with its
- * array slot (its receiver's key and outcome shared), about 300 with a fingerprint (kept while the message's replay
- * record was); a reuse mark about 130 — at the bounds, some 10 MB.
+ * with its sender and every withdrawal under it, dropped only whole, a day after the id's last reuse or withdrawal
+ * — never by a bound, so a kept note always decides and a message no note names is live (the partial drops of
+ * reviews revmodel probes 1, 2 and 4, and the stamp that sent every older give-back to the rules by key, are gone).
+ * Their bounds are kept by refusing the send that would cross them (`refusesReuse`: `E_MESSAGE_ID_REUSE`), and
+ * each is a sender's own, so no sender's reuses refuse another's sends (review revnotes8 D1): a sender's reuse
+ * past `MAX_KEYS` of its own reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted. Every
+ * mark passes that check (DeliveryRecords marks only a send `reuseRefused` was asked about, review revnotes8 D2),
+ * so `reused` holds at most `MAX_KEYS` ids per sender; and a send that only repeats an answered-retryable one (P47's
+ * `E_TARGET_REBOUND`) reuses nothing (DeliveryRecords.holdsEarlierMessage). Past `MAX_PER_KEY` only a message
+ * sent before the bound can add a withdrawal (a cancel or supersede finds the id's latest route, or its mail in the
+ * mailbox); no hard cap on that. Measured on Node 24 (task fixn8, heap used after GC over 4,096 ids): a note about
+ * 85 bytes with its array slot (its receiver's key and outcome shared), about 300 with a fingerprint (the notes8
+ * measure; kept while the message's replay record was); a reuse mark about 165 bytes plus its key string (its
+ * sender's key shared). So per sender at most some 4,096 × (165 + 60 + 8 × 300) bytes, about 11 MB, times the
+ * senders that reuse ids that much.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
 
-/** Ids kept at most in each map; `single` drops its oldest past it, `reused` is kept under it by refusals. */
+/** Ids kept at most in `single` (its oldest dropped past it), and reused ids kept at most per sender (by refusals). */
 export const MAX_KEYS = 4096
 /** Withdrawals under one reused id at which every send under it is refused (`refusesReuse`). */
 export const MAX_PER_KEY = 8
@@ -64,12 +70,22 @@ export const names = (withdrawn: Withdrawn, given: GivenBack, same: (a: Fingerpr
   given.sessionKeys.includes(withdrawn.receiverKey) && given.receivedAt <= withdrawn.stamp &&
   (withdrawn.fingerprint === undefined || same(given.fingerprint(), withdrawn.fingerprint))
 
+/** A reused id: its sender, and every withdrawal noted under it. */
+interface ReusedId {
+  readonly sender: string
+  readonly notes: ReadonlyArray<Withdrawn>
+}
+
 /** The withdrawals under each record key, and the keys a second send reused; see the module header. */
 export class ReusedIdWithdrawals {
   /** Withdrawals under ids no second send reused (within a day): dropped oldest first past `MAX_KEYS`. */
   private readonly single = new AgedMap<string, ReadonlyArray<Withdrawn>>(MAX_KEYS)
   /** The ids a second send reused, each with every withdrawal under it (none, maybe): no capacity, see `refusesReuse`. */
-  private readonly reused = new AgedMap<string, ReadonlyArray<Withdrawn>>()
+  private readonly reused = new AgedMap<string, ReusedId>()
+  /** Reused ids kept, by sender: a sender's reuse past `MAX_KEYS` of them is refused (`refusesReuse`). */
+  private readonly perSender = new Map<string, number>()
+  /** Senders with `MAX_KEYS` reused ids kept: while none has, a send pays no look-up here. */
+  private sendersAtBound = 0
   /** Reused ids with `MAX_PER_KEY` withdrawals or more: while none is, a send pays no look-up here. */
   private full = 0
   /** Until this clock reading a withdrawal pushed out of `single` may be wanted by a reuse of its id (`refusesReuse`). */
@@ -85,8 +101,8 @@ export class ReusedIdWithdrawals {
   note(key: string, withdrawn: Withdrawn, now: number): void {
     const reused = this.reused.size === 0 ? undefined : this.reused.get(key)
     if (reused !== undefined) {
-      if (reused.length === MAX_PER_KEY - 1) this.full++
-      this.reused.set(key, [...reused, withdrawn], now)
+      if (reused.notes.length === MAX_PER_KEY - 1) this.full++
+      this.reused.set(key, { sender: reused.sender, notes: [...reused.notes, withdrawn] }, now)
       return
     }
     const before = this.single.size === 0 ? undefined : this.single.get(key)
@@ -96,38 +112,41 @@ export class ReusedIdWithdrawals {
   }
 
   /**
-   * A second send under `key` at `now` (the table still held the id's route or record): from now on its give-backs
-   * are judged here (`judges`, `fateOf`), with the withdrawals noted under it so far. Send path, reused ids only;
-   * `refusesReuse` was asked first.
+   * A second send by `sender` under `key` at `now` (the table still held an earlier message's route or record):
+   * from now on its give-backs are judged here (`judges`, `fateOf`), with the withdrawals noted under it so far.
+   * Send path, reused ids only; `refusesReuse` was asked first.
    */
-  markReused(key: string, now: number): void {
+  markReused(sender: string, key: string, now: number): void {
     const kept = this.reused.size === 0 ? undefined : this.reused.get(key)
     if (kept !== undefined) return void this.reused.set(key, kept, now)
     const noted = this.single.size === 0 ? undefined : this.single.delete(key)
     if (noted !== undefined && noted.length >= MAX_PER_KEY) this.full++
-    this.reused.set(key, noted ?? [], now)
+    this.reused.set(key, { sender, notes: noted ?? [] }, now)
+    const count = (this.perSender.get(sender) ?? 0) + 1
+    this.perSender.set(sender, count)
+    if (count === MAX_KEYS) this.sendersAtBound++
   }
 
   /**
    * Whether a send may be refused here at the clock reading `now` (`refusesReuse`): false, at the cost of three
-   * comparisons, unless an id is at its bound, the reused ids are, or `single` dropped a withdrawal within a day.
+   * comparisons, unless an id is at its bound, a sender's reused ids are, or `single` dropped a withdrawal within a day.
    */
   mayRefuse(now: number): boolean {
-    return this.full > 0 || this.reused.size >= MAX_KEYS || now < this.singleLostUntil
+    return this.full > 0 || this.sendersAtBound > 0 || now < this.singleLostUntil
   }
 
   /**
-   * Whether a send under `key` at `now` is refused, so that no withdrawal noted here is ever dropped by a bound:
-   * the id has `MAX_PER_KEY` withdrawals noted (whether or not the send would count as a reuse); or it would be a
-   * reuse (`isReuse`: the table holds the id's route or record) and `MAX_KEYS` ids are reused already, or the table
-   * says the id's message was withdrawn (`withdrawnThere`) while no note of it is left, `single` having pushed it
-   * out within a day. Send path, after `mayRefuse`.
+   * Whether `sender`'s send under `key` at `now` is refused, so that no withdrawal noted here is ever dropped by a
+   * bound: the id has `MAX_PER_KEY` withdrawals noted (whether or not the send would count as a reuse); or it would
+   * be a reuse (`isReuse`: the table holds an earlier message's route or record under the id) and `sender` has
+   * `MAX_KEYS` reused ids kept already, or the table says the id's message was withdrawn (`withdrawnThere`) while no
+   * note of it is left, `single` having pushed it out within a day. Send path, after `mayRefuse`.
    */
-  refusesReuse(key: string, now: number, isReuse: () => boolean, withdrawnThere: () => boolean): boolean {
+  refusesReuse(sender: string, key: string, now: number, isReuse: () => boolean, withdrawnThere: () => boolean): boolean {
     const reused = this.reused.get(key)
-    if (reused !== undefined) return reused.length >= MAX_PER_KEY
+    if (reused !== undefined) return reused.notes.length >= MAX_PER_KEY
     if (!isReuse()) return false
-    if (this.reused.size >= MAX_KEYS) return true
+    if ((this.perSender.get(sender) ?? 0) >= MAX_KEYS) return true
     return now < this.singleLostUntil && !this.single.has(key) && withdrawnThere()
   }
 
@@ -138,7 +157,7 @@ export class ReusedIdWithdrawals {
 
   /** The withdrawal that names `given` under the reused `key`, if one does (the newest first). Give-back path only. */
   fateOf(key: string, given: GivenBack): Outcome | undefined {
-    const kept = this.reused.size === 0 ? undefined : this.reused.get(key)
+    const kept = this.reused.size === 0 ? undefined : this.reused.get(key)?.notes
     if (kept === undefined) return undefined
     for (let n = kept.length - 1; n >= 0; n--) {
       const withdrawn = kept[n]
@@ -150,6 +169,18 @@ export class ReusedIdWithdrawals {
   /** Drops what is older than `cutoff`: a reused id with all its withdrawals at once. */
   expire(cutoff: number): void {
     if (this.single.size > 0) this.single.expire(cutoff)
-    if (this.reused.size > 0) for (const notes of this.reused.expire(cutoff)) if (notes.length >= MAX_PER_KEY) this.full--
+    if (this.reused.size === 0) return
+    for (const { notes, sender } of this.reused.expire(cutoff)) {
+      if (notes.length >= MAX_PER_KEY) this.full--
+      const count = (this.perSender.get(sender) ?? 1) - 1
+      if (count === MAX_KEYS - 1) this.sendersAtBound--
+      if (count <= 0) this.perSender.delete(sender)
+      else this.perSender.set(sender, count)
+    }
+  }
+
+  /** Reused ids kept, overall (for tests and the bound's accounting). */
+  get reusedIds(): number {
+    return this.reused.size
   }
 }

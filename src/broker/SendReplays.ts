@@ -12,8 +12,10 @@
  * Its own module because it is one rule — what a kept record answers —
  * read from three places (the pipeline before and after resolving, and a
  * takeover); the pipeline (Send.ts) only decides when it runs. Plain
- * synchronous code on the per-frame path: one record lookup per send, and
- * nothing more unless a record answers.
+ * synchronous code on the per-frame path: one record lookup per send; when
+ * no record answers (none kept, or a retryable failure's), the reused-id
+ * notes' bounds are asked too (`reuseRefused`: three comparisons unless a
+ * bound was reached, then a map look-up or two).
  */
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ELSEWHERE_V1, REUSE_REASON_V1 } from "../protocol/features.ts"
@@ -59,7 +61,11 @@ export class SendReplays {
     if (!sameFingerprint(record, fingerprint)) {
       return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
     }
-    if (!record.outcome.ok && record.outcome.retryable) return undefined
+    if (!record.outcome.ok && record.outcome.retryable) {
+      // Sent again after a retryable failure (P47): judged by the notes' bounds as a send with no record is, since
+      // an earlier message's route under the id may make it a reuse (review revnotes8 D2, D3).
+      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now) ? this.pastNotes(peer, messageId, to) : undefined
+    }
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
     this.answers.answer(peer, messageId, record.outcome, notice)
     return "replayed"

@@ -139,12 +139,12 @@ export const Reason = {
   /**
    * Ours (`reuse-reason-v1`): a send under an id its sender reused, refused because the broker could not keep
    * telling that id's messages apart after it — eight withdrawals noted under the id within a day, 4,096 other ids
-   * reused within a day, or the id's earlier withdrawal no longer noted (broker/ReusedIdWithdrawals.ts
+   * its sender reused within a day (a bound per sender), or the id's earlier withdrawal no longer noted (broker/ReusedIdWithdrawals.ts
    * `refusesReuse`). Nothing of the send was delivered. Starts as `messageIdReuse` does; a base connection gets
    * that text.
    */
   messageIdReusedPastNotes:
-    "Message id was reused: the broker keeps no more withdrawals under this id, or no more reused ids, to tell a message sent under it now from the earlier ones. It is not sent. Send the message with a new id",
+    "Message id was reused: the broker keeps no more withdrawals under this id, or no more of this sender's reused ids, to tell a message sent under it now from the earlier ones. It is not sent. Send the message with a new id",
   /**
    * Ours (`questions-v1`): a send (an ask, a plain message or a reply) whose
    * id is the id of a durable question its sender asked and still waits on

@@ -62,7 +62,7 @@ describe("ReusedIdWithdrawals", () => {
         const reused = new Set<string>()
         for (const step of steps) {
           if (typeof step === "string") {
-            set.markReused(step, 0)
+            set.markReused("s", step, 0)
             reused.add(step)
           } else {
             set.note(step[0], step[1], 0)
@@ -102,7 +102,7 @@ describe("ReusedIdWithdrawals", () => {
   it("judges only keys a second send reused, until a day after their last reuse or withdrawal, dropping their withdrawals with them", () => {
     const set = new ReusedIdWithdrawals(same)
     assert.isFalse(set.judges("k1"))
-    set.markReused("k1", 10)
+    set.markReused("s", "k1", 10)
     set.note("k1", cancelled("b", 5), 20)
     assert.isTrue(set.judges("k1"))
     set.expire(10)
@@ -115,7 +115,7 @@ describe("ReusedIdWithdrawals", () => {
   it("keeps a reused key's first withdrawal past MAX_PER_KEY more under it (revmodel 2)", () => {
     const set = new ReusedIdWithdrawals(same)
     set.note("k1", cancelled("b", 1), 0)
-    set.markReused("k1", 0)
+    set.markReused("s", "k1", 0)
     for (let n = 0; n < MAX_PER_KEY; n++) set.note("k1", cancelled("z", 2 + n), 0)
     assert.strictEqual(set.fateOf("k1", givenBack("b", 1))?.ok, false, "b's message, withdrawn first, found live")
     assert.isUndefined(set.fateOf("k1", givenBack("y", 1)), "another session's message found withdrawn")
@@ -123,10 +123,10 @@ describe("ReusedIdWithdrawals", () => {
 
   it("keeps a reused key and its withdrawal past MAX_KEYS other keys' withdrawals and reuses (revmodel 1, 4)", () => {
     const set = new ReusedIdWithdrawals(same)
-    set.markReused("k1", 0)
+    set.markReused("s", "k1", 0)
     set.note("k1", cancelled("b", 5), 0)
     for (let n = 0; n < MAX_KEYS; n++) set.note(`withdrawn ${n}`, cancelled("q", 1), 0)
-    for (let n = 0; n < MAX_KEYS; n++) set.markReused(`reused ${n}`, 0)
+    for (let n = 0; n < MAX_KEYS; n++) set.markReused("s", `reused ${n}`, 0)
     assert.isTrue(set.judges("k1"), "k1's reuse mark pushed out")
     assert.strictEqual(set.fateOf("k1", givenBack("b", 5))?.ok, false, "k1's withdrawal pushed out")
   })
@@ -134,27 +134,33 @@ describe("ReusedIdWithdrawals", () => {
   it("refuses every send under a reused key with MAX_PER_KEY withdrawals noted, and no other, until they expire", () => {
     const set = new ReusedIdWithdrawals(same)
     const yes = () => true
-    set.markReused("k1", 0)
+    set.markReused("s", "k1", 0)
     for (let n = 0; n < MAX_PER_KEY - 1; n++) set.note("k1", cancelled("z", n), 0)
     assert.isFalse(set.mayRefuse(0), "refused below the bound")
     set.note("k1", cancelled("z", 9), 0)
     assert.isTrue(set.mayRefuse(0))
-    assert.isTrue(set.refusesReuse("k1", 0, yes, yes), "a reuse at the bound")
-    assert.isTrue(set.refusesReuse("k1", 0, () => false, yes), "a send after the table forgot the id, under a key still judged")
-    assert.isFalse(set.refusesReuse("k2", 0, yes, yes), "another key's reuse")
+    assert.isTrue(set.refusesReuse("s", "k1", 0, yes, yes), "a reuse at the bound")
+    assert.isTrue(set.refusesReuse("s", "k1", 0, () => false, yes), "a send after the table forgot the id, under a key still judged")
+    assert.isFalse(set.refusesReuse("s", "k2", 0, yes, yes), "another key's reuse")
     set.expire(0)
     assert.isFalse(set.mayRefuse(1), "still refusing once the key expired")
   })
 
-  it("refuses a new reuse once MAX_KEYS keys are reused, but not a send that is no reuse nor under a key already reused", () => {
+  it("refuses a sender's new reuse once MAX_KEYS of its own keys are reused, but not another sender's, nor a send that is no reuse nor under a key already reused", () => {
     const set = new ReusedIdWithdrawals(same)
-    for (let n = 0; n < MAX_KEYS - 1; n++) set.markReused(`reused ${n}`, 0)
+    for (let n = 0; n < MAX_KEYS - 1; n++) set.markReused("s", `reused ${n}`, 0)
+    set.markReused("other", "o1", 0)
     assert.isFalse(set.mayRefuse(0))
-    set.markReused("k1", 0)
+    set.markReused("s", "k1", 0)
     assert.isTrue(set.mayRefuse(0))
-    assert.isTrue(set.refusesReuse("k2", 0, () => true, () => false), "a new reuse")
-    assert.isFalse(set.refusesReuse("k2", 0, () => false, () => false), "a send under an id the table does not hold")
-    assert.isFalse(set.refusesReuse("k1", 0, () => true, () => false), "a reuse of a key kept")
+    assert.isTrue(set.refusesReuse("s", "k2", 0, () => true, () => false), "a new reuse")
+    assert.isFalse(set.refusesReuse("other", "o2", 0, () => true, () => false), "another sender's new reuse (revnotes8 D1)")
+    assert.isFalse(set.refusesReuse("s", "k2", 0, () => false, () => false), "a send under an id the table does not hold")
+    assert.isFalse(set.refusesReuse("s", "k1", 0, () => true, () => false), "a reuse of a key kept")
+    assert.strictEqual(set.reusedIds, MAX_KEYS + 1)
+    set.expire(0)
+    assert.isFalse(set.mayRefuse(1), "still refusing once the sender's keys expired")
+    assert.strictEqual(set.reusedIds, 0)
   })
 
   it("refuses, for a day, a reuse of a key whose withdrawal the table holds after other keys' pushed its note out", () => {
@@ -165,9 +171,9 @@ describe("ReusedIdWithdrawals", () => {
     assert.isFalse(set.mayRefuse(0), "refusing with every note kept")
     set.note("one more", cancelled("q", 1), 5)
     assert.isTrue(set.mayRefuse(5))
-    assert.isTrue(set.refusesReuse("k1", 5, yes, yes), "k1's reuse, its withdrawal on the table and its note gone")
-    assert.isFalse(set.refusesReuse("k1", 5, yes, () => false), "k1's reuse with no withdrawal on the table")
-    assert.isFalse(set.refusesReuse("one more", 5, yes, yes), "a reuse of a key whose note is kept")
+    assert.isTrue(set.refusesReuse("s", "k1", 5, yes, yes), "k1's reuse, its withdrawal on the table and its note gone")
+    assert.isFalse(set.refusesReuse("s", "k1", 5, yes, () => false), "k1's reuse with no withdrawal on the table")
+    assert.isFalse(set.refusesReuse("s", "one more", 5, yes, yes), "a reuse of a key whose note is kept")
     assert.isFalse(set.mayRefuse(5 + KEPT_MS), "refusing past a day")
   })
 })
