@@ -34,7 +34,7 @@
  *
  * When it commits: output that waits (`mark`, `holdAck`) wakes the store
  * writer at once, so a batch of such output waits for at most one commit,
- * shared by everyone in that tick. Changes nothing waits for are stored
+ * shared by everyone in that tick; so does a give-back (`mailGivenBack`). Changes nothing waits for are stored
  * `LAZY_FLUSH` after the first of them (StoreWriter.ts), or with the next
  * commit someone waits for. While commits fail (disk full, I/O error),
  * output stays held and new sends are refused with `failure`'s text; what
