@@ -1,5 +1,5 @@
 /**
- * Size: about 930 lines, one concept: the fate of mail that is not being
+ * Size: about 915 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -670,12 +670,11 @@ export class MailDelivery {
 
   /**
    * Mail the durable store kept across a restart: queued again (its sender
-   * was acknowledged; a retry of it is answered "queued"). Mail `givenBack`
-   * before the restart (StoredMail.givenBack) is queued in its row's place
-   * but dated as the mailbox's newest reading for now (Mailbox.putUndated):
-   * `restoreGivenBack` dates it once the rows accepted before its return are in.
+   * was acknowledged; a retry of it is answered "queued"), the newest in
+   * the queue: Router.restore queues it in the order the mailbox had it
+   * (RestoreOrder.ts), mail given back before the restart at its return.
    */
-  restore(mail: Mail, givenBack = false): void {
+  restore(mail: Mail): void {
     const now = this.ctx.now()
     // A reply whose asker was owed an ask's `expired` before the restart still owes it (review revs S1).
     this.stale.reattach(mail)
@@ -686,23 +685,8 @@ export class MailDelivery {
     }
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
-    if (givenBack) for (const eviction of this.mailbox.putUndated(mail)) this.evicted(eviction)
-    else this.put(mail)
+    this.put(mail)
     if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
-  }
-
-  /**
-   * Restore: `mail`, given back to the mailbox before the restart, takes
-   * the date it was given back at (its `queuedAt`: the mailbox's retention
-   * counts from it, as it did before the restart), its queue place kept
-   * (Mailbox.dateRestored) — once the rows accepted before its return are
-   * restored (Router.restore): at its own row, that date, later than
-   * theirs, read as a clock step back at the next of them, which re-dated
-   * it down to that row's date, and it expired early (review mailbox S1).
-   * Nothing when it is no longer queued.
-   */
-  restoreGivenBack(mail: Mail): void {
-    for (const eviction of this.mailbox.dateRestored(mail)) this.evicted(eviction)
   }
 
   /**

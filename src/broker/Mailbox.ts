@@ -102,9 +102,6 @@ interface Removed {
  */
 const aheadOf = (entry: Entry) => (tied: Entry): boolean => entry.seq < tied.seq
 
-/** Nothing moved: shared, so the common answer allocates nothing. */
-const NO_EVICTIONS: ReadonlyArray<Eviction> = []
-
 /** The mail itself: keyed by message and recipient, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
   private readonly entries = new AgedMap<string, Entry>()
@@ -220,34 +217,6 @@ export class Mailbox {
       removed.push(this.remove(oldest))
     }
     return evicted
-  }
-
-  /**
-   * A durable restore's (MailDelivery.restore): queues `mail`, given back to the mailbox before the restart, as
-   * `put` does (the newest in queue order: its row's place), but dated for now at the newest reading the mailbox
-   * was given — its own `queuedAt` only when it is the first — so that its date, when it was given back and so out
-   * of the rows' acceptance order, is not taken for a clock step back that re-dates the mail restored before it
-   * (review revmailbox D1). `dateRestored` dates it once the rows accepted before its return are in.
-   */
-  putUndated(mail: Mail): ReadonlyArray<Eviction> {
-    const reading = this.entries.reading
-    return this.put(Number.isFinite(reading) ? { ...mail, queuedAt: reading } : mail)
-  }
-
-  /**
-   * During a durable restore (MailDelivery.restoreGivenBack): `mail`, queued by `putUndated`, goes to its age, its
-   * `queuedAt` (when it was given back), at its queue place, as `put` with its `seq` puts it — the newest reading
-   * first raised to that age when it is later, so that it is not cut to the last row restored (no mail is dated
-   * past the reading, so raising it re-dates none); the rows restored after it then re-date it as any entry
-   * (AgedMap.ts). Nothing when it is no longer queued (pushed out by the bounds, dropped), or another row's mail
-   * under its key is.
-   */
-  dateRestored(mail: Mail): ReadonlyArray<Eviction> {
-    const queued = this.entries.get(mailKeyOf(mail))
-    // Its own copy only (the same message): not another row's under its key, restored after it.
-    if (queued === undefined || queued.mail.message !== mail.message) return NO_EVICTIONS
-    if (mail.queuedAt > this.entries.reading) this.entries.redate(mail.queuedAt)
-    return this.put(mail, queued.seq)
   }
 
   /** Takes `entry` out to make room, with the age it had (`putBack` puts it back at that age). */

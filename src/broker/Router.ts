@@ -1,5 +1,5 @@
 /**
- * Size: one concept — the wiring, about 870 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 850 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -59,7 +59,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { Mail, OutboundItem, Peer, Written } from "./Peer.ts"
+import type { OutboundItem, Peer, Written } from "./Peer.ts"
 import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
@@ -67,6 +67,7 @@ import { type ResultJob, Results } from "./Results.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
+import { nextSeqPastMarks, restoreOrder } from "./RestoreOrder.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -720,7 +721,9 @@ export class Router {
     const now = this.ctx.now()
     const journal = this.ctx.journal
     this.restoreStamps(recovered, now)
-    journal?.restoreSeq(recovered.nextSeq)
+    // Past every given-back row's mark too: a seq of this run never equals one, so a row accepted after the
+    // restart is never taken for one accepted before that return (`restoreOrder`).
+    journal?.restoreSeq(nextSeqPastMarks(recovered.mail, recovered.nextSeq))
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
     // Each fires at the due time it was stored with, on the last run's clock, but no later than its own timeout from
@@ -741,34 +744,14 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
-    // Mail given back before the restart (StoredMail.givenBack), queued in its row's place, waiting to be dated as
-    // the first row accepted after its return is restored (MailDelivery.restoreGivenBack), in that order.
-    const givenBack: Array<{ readonly mail: Mail; readonly after: number }> = []
-    for (const stored of recovered.mail) {
-      if (givenBack.length > 0) this.dateGivenBack(givenBack, stored.seq)
+    // In the order the mailbox had it: mail given back before the restart at its return (`restoreOrder`).
+    for (const stored of restoreOrder(recovered.mail)) {
       // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
       const mail = boundedAsk(stored.mail, now)
       this.asks.restoreAnswered(mail, now)
-      this.mail.restore(mail, stored.givenBack !== undefined)
-      if (stored.givenBack !== undefined) givenBack.push({ mail, after: stored.givenBack })
+      this.mail.restore(mail)
     }
-    this.dateGivenBack(givenBack, Number.POSITIVE_INFINITY)
     this.mail.restoreDone()
-  }
-
-  /**
-   * Restore: the mail in `givenBack` returned to the mailbox before the row `seq` was accepted takes its date now,
-   * in the order it came back, and leaves the list: behind the rows accepted before its return, which would read
-   * its later date as a clock step back (review mailbox S1), ahead of those accepted after, which re-date it as a
-   * step back after its return did (AgedMap.ts).
-   */
-  private dateGivenBack(givenBack: Array<{ readonly mail: Mail; readonly after: number }>, seq: number): void {
-    const due = givenBack.filter((item) => item.after <= seq).sort((a, b) => a.after - b.after)
-    if (due.length === 0) return
-    for (const item of due) {
-      givenBack.splice(givenBack.indexOf(item), 1)
-      this.mail.restoreGivenBack(item.mail)
-    }
   }
 
   /**

@@ -34,7 +34,7 @@
  *
  * When it commits: output that waits (`mark`, `holdAck`) wakes the store
  * writer at once, so a batch of such output waits for at most one commit,
- * shared by everyone in that tick. Changes nothing waits for are stored
+ * shared by everyone in that tick; so does a give-back (`mailGivenBack`). Changes nothing waits for are stored
  * `LAZY_FLUSH` after the first of them (StoreWriter.ts), or with the next
  * commit someone waits for. While commits fail (disk full, I/O error),
  * output stays held and new sends are refused with `failure`'s text; what
@@ -379,7 +379,9 @@ export class StoreJournal {
    * review mailbox S1: the row kept the acceptance's date, and the mail expired up to a retention early after a
    * restart). A put not taken yet carries it; a stored row is written again (`MailCommit.mailUpdates`) — and stays
    * stored meanwhile: not pending, so a failed commit's `refuseHeld` never takes it for mail never stored (review
-   * revmailbox D2). Nothing when it is not stored.
+   * revmailbox D2). Nothing when it is not stored. It wakes the writer at once, as output waiting for a commit
+   * does: a give-back is a connection's close, not the per-frame path, and a broker killed before the rewrite is
+   * stored would restart with the acceptance's date (review revs1 probe 2).
    */
   mailGivenBack(mail: Mail): void {
     const entry = this.entryOf(mail.senderKey, mail.message.id, mail.targetKey)
@@ -387,6 +389,7 @@ export class StoreJournal {
     if (entry.pending) entry.mail = mail
     this.givenBack.set(entry, { mail, after: this.nextSeq })
     this.changed()
+    this.commitSoon()
   }
 
   /**

@@ -7,7 +7,8 @@
  * Its date is out of the rows' acceptance order: a row accepted after the
  * message and before its return (carol's, here) is dated earlier, and must
  * not read, at the restore, as a clock step back that re-dates the given-back
- * mail down to it (Router.restore dates given-back rows once every row is in).
+ * mail down to it (Router.restore queues a given-back row at its return:
+ * after the rows accepted before it, RestoreOrder.ts).
  * The clock moves only on the TestClock; its jumps are the time the tests are
  * about, not barriers.
  */

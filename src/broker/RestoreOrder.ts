@@ -1,0 +1,44 @@
+/**
+ * The order a durable restore queues stored mail in (Router.restore): the order the mailbox had it before the
+ * restart. Rows are numbered as accepted (`seq`), and the mailbox queues mail as it comes — but mail given back to
+ * it (a closing connection gave it back unconfirmed, MailReturns.ts) went to the back of the queue at its return,
+ * dated then, while its row kept its acceptance's `seq`. Such a row carries a mark (`StoredMail.givenBack`: the
+ * first `seq` accepted after its return), and is queued just before the first row whose `seq` reaches that mark.
+ * Restored so, its queue place is the one it had (the bounds evict the oldest by queue place, and flush in that
+ * order) and its date is in order with its neighbours', so the mailbox never reads it as a clock step back that
+ * re-dates other mail (AgedMap.ts; review revmailbox D1). One sort of the given-back rows, one merge: O(n log n).
+ */
+import type { StoredMail } from "../store/MailStore.ts"
+
+/**
+ * `mail` (in `seq` order, as the store loads it) in the order to queue it: each row given back before the restart
+ * moved to just before the first row whose `seq` is at least its mark — those with one mark by `seq` — and after
+ * every row when none is. Every other row keeps its place.
+ */
+export const restoreOrder = (mail: ReadonlyArray<StoredMail>): ReadonlyArray<StoredMail> => {
+  const givenBack: Array<StoredMail & { readonly givenBack: number }> = []
+  for (const stored of mail) if (stored.givenBack !== undefined) givenBack.push({ ...stored, givenBack: stored.givenBack })
+  if (givenBack.length === 0) return mail
+  givenBack.sort((a, b) => a.givenBack - b.givenBack || a.seq - b.seq)
+  const ordered: Array<StoredMail> = []
+  let next = 0
+  for (const stored of mail) {
+    if (stored.givenBack !== undefined) continue
+    while (next < givenBack.length && givenBack[next]!.givenBack <= stored.seq) ordered.push(givenBack[next++]!)
+    ordered.push(stored)
+  }
+  while (next < givenBack.length) ordered.push(givenBack[next++]!)
+  return ordered
+}
+
+/**
+ * Where a restarted broker numbers mail from: past the highest stored row (`nextSeq`, the store's) and past every
+ * given-back row's mark. A store numbers after its highest row, so once the rows after a return are gone a mark
+ * may lie past it; mail the new run accepted under that seq or above would then be taken, at the next restart, for
+ * mail accepted before that return, and the given-back mail queued behind it.
+ */
+export const nextSeqPastMarks = (mail: ReadonlyArray<StoredMail>, nextSeq: number): number => {
+  let next = nextSeq
+  for (const stored of mail) if (stored.givenBack !== undefined && stored.givenBack > next) next = stored.givenBack
+  return next
+}
