@@ -115,12 +115,13 @@ const decrement = (counts: Map<string, number>, key: string): void => {
 const countOf = (asked: AskEdge | number): number => typeof asked === "number" ? asked : 1
 
 /**
- * Told of a durable question's edge opened (`1`) or closed (`-1`, early or at its deadline), by its asker's key.
+ * Told of a durable question's edge opened (`1`) or closed (`-1`, early or at its deadline), with the edge (its
+ * asker's key, its key and its question id).
  *
  * @category models
  * @since 0.1.0
  */
-export type QuestionEdgeWatch = (askerKey: string, delta: 1 | -1) => void
+export type QuestionEdgeWatch = (edge: AskEdge, delta: 1 | -1) => void
 
 /** Told of edges opened and closed early (the store journal, when the broker is durable); not of expiry. */
 export interface EdgeObserver {
@@ -198,7 +199,7 @@ export class AskEdges {
     this.openPerAsked.set(asked, others === undefined ? edge : countOf(others) + 1)
     this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
     if (edge.notify === true) this.notifying++
-    if (edge.question === true) this.questionWatch?.(edge.askerKey, 1)
+    if (edge.question === true) this.questionWatch?.(edge, 1)
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -255,12 +256,13 @@ export class AskEdges {
   }
 
   /**
-   * From now on `watch` is told of every durable question's edge (`AskEdge.question`) opened and closed, by its
-   * asker's key, those open already first: Questions.ts counts them per sender for its send stage (review revdb DB1).
+   * From now on `watch` is told of every durable question's edge (`AskEdge.question`) opened and closed, with
+   * the edge, those open already first: Questions.ts counts them per asker for its send stage (review revdb DB1) and
+   * finds a question's edge by its id (helper fixqs3).
    */
   watchQuestions(watch: QuestionEdgeWatch): void {
     this.questionWatch = watch
-    for (const edge of this.edges.values()) if (edge.question === true) watch(edge.askerKey, 1)
+    for (const edge of this.edges.values()) if (edge.question === true) watch(edge, 1)
   }
 
   /** How many open edges tell their asker when they expire (`AskEdge.notify`). */
@@ -289,6 +291,6 @@ export class AskEdges {
     else this.openPerAsked.set(asked, left)
     decrement(this.openPerAsker, edge.askerKey)
     if (edge.notify === true) this.notifying--
-    if (edge.question === true) this.questionWatch?.(edge.askerKey, -1)
+    if (edge.question === true) this.questionWatch?.(edge, -1)
   }
 }

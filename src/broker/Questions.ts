@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 815 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 840 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -21,6 +21,8 @@
  *   lets the supervisor's ordinary `reply` through (with no ordinary ask
  *   timeout: the edge is opened for MAX_ASK_TIMEOUT_MS, C-DQ-16), and what
  *   turns that reply into the same durable answer (C-DQ-7);
+ * - `edgeKeys`: each open question edge's key by its question id, so a question settled by id with no child
+ *   waiting (its edge restored at a durable start) closes its edge too;
  * - `present`: the live sessions granted `questions-v1` by id, to tell a child
  *   that is away (revival, C-DQ-10) from one that is reconnecting;
  * - `replying`: questions whose live reply is on its way to the store, so a
@@ -67,7 +69,9 @@
  * notice), refused `E_MESSAGE_TOO_LARGE` with nothing delivered or saved.
  * The supervisor is known by its session key, not its connection's session (a staged reply is delivered with the
  * session it was staged from). A reply along a question's edge with no notice here (the supervisor back before it is
- * notified again, a durable restart) could be neither sized nor saved: refused, retryable (`unnotified`).
+ * notified again, a durable restart) could be neither sized nor saved: refused, retryable (`unnotified`), while its
+ * id has a live `questions-v1` session under its key (`present`); else that session can neither be notified again nor
+ * answer by id, so the reply is delivered unsaved, as a base supervisor's always is (review revfixqs2 D1).
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
  * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
@@ -240,7 +244,7 @@ export const QuestionText = {
    * since it was notified — so the reply could be neither sized nor saved as the answer (`Questions.unnotified`).
    */
   replyUnnotified: (questionId: string) =>
-    `Reply to durable question ${questionId} cannot be taken yet: the broker has not notified this session of it since it registered again or the broker restarted, so it cannot save the reply as the answer. Nothing was delivered or saved, and the question still waits. Send the reply again once the question is notified again, or answer it with question_answer`
+    `Reply to durable question ${questionId} cannot be taken yet: the broker has not notified this session of it since it registered again or the broker restarted, so it cannot save the reply as the answer. Nothing was delivered or saved, and the question still waits. Send the reply again once the question is notified again (under a new message id if this came as a replace-staged reply's receipt: its id keeps this outcome), or answer it with question_answer`
 } as const
 
 /** The question concern's Router half; see the module header. */
@@ -268,6 +272,11 @@ export class Questions {
    * id: the send stage's one lookup (review revdb DB1).
    */
   private readonly liveBy = new Map<string, number>()
+  /**
+   * The key of each open question edge by its question id (AskEdges.watchQuestions): how a question settled by id
+   * with no child waiting — its edge restored at a durable broker's start — finds its edge to close (helper fixqs3).
+   */
+  private readonly edgeKeys = new Map<string, string>()
 
   constructor(
     ctx: RouterContext,
@@ -281,7 +290,11 @@ export class Questions {
     this.work = work
     this.supervisorOf = supervisorOf
     this.stagedAskTo = stagedAskTo
-    edges.watchQuestions((askerKey, delta) => this.count(askerKey, delta))
+    edges.watchQuestions((edge, delta) => {
+      this.count(edge.askerKey, delta)
+      if (delta > 0) this.edgeKeys.set(edge.messageId, edge.messageKey)
+      else if (this.edgeKeys.get(edge.messageId) === edge.messageKey) this.edgeKeys.delete(edge.messageId)
+    })
   }
 
   readonly frames: FrameHandlers = {
@@ -378,7 +391,12 @@ export class Questions {
    */
   private replyTooLarge(key: string, attempt: SendAttempt): Refusal | undefined {
     const notice = this.notices.get(key)
-    if (notice === undefined) return this.unnotified(key)
+    // No notice, and the sender's id has no live `questions-v1` session under its key (back without it, or taken
+    // over by a session without it inside a `replace` window): it can neither be notified again nor answer by id, so
+    // the reply is delivered unsaved, as a base supervisor's always was (review revfixqs2 D1).
+    if (notice === undefined) {
+      return this.present.get(attempt.sender.id)?.key === attempt.sender.key ? this.unnotified(key) : undefined
+    }
     // By key, as `stage`'s `delivered`: a staged reply is checked again with the session it was staged from.
     if (notice.supervisor.key !== attempt.sender.key) return undefined
     if (replyErrorOf(attempt.frame, attempt.sender.peer) !== undefined) return undefined
@@ -534,11 +552,15 @@ export class Questions {
     this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, mail.brokerReceivedAt))
   }
 
-  /** The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. */
+  /**
+   * The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. With no child waiting
+   * the edge is found by the question's id (`edgeKeys`): one restored at a durable broker's start, which no waiter
+   * or notice names, closes too (helper fixqs3; review revfixqs2 D2).
+   */
   close(questionId: string): void {
     const child = this.waiters.get(questionId)
-    if (child === undefined) return
-    const key = recordKeyOf(child.key, questionId)
+    const key = child === undefined ? this.edgeKeys.get(questionId) : recordKeyOf(child.key, questionId)
+    if (key === undefined) return
     this.deleteNotice(key)
     this.edges.delete(key)
   }
