@@ -431,9 +431,11 @@ export class DeliveryRecords {
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
    * all the same, with no record. `targetKey`: the session the message was
-   * for, when the caller holds that message (the mailbox's drops): a failure
+   * for — the mailbox's and staging's drops name the message they hold, a
+   * cancel or supersede found by its route names its receiver: a failure
    * then ends that message's stored row only, not another's under the id
-   * waiting for another session (Mailbox.ts); without it, every row under
+   * waiting for, or held unconfirmed by, another session (Mailbox.ts; review
+   * revmailkey2 probe 1); without it, every row under
    * the id but those whose mail the mailbox still holds (Router's observer:
    * a later message reusing the id, or the superseded message's own copy no
    * told client instance read, stay stored).

@@ -522,7 +522,7 @@ export class MailDelivery {
    * reused id is another object, never read by `told` (its own write would
    * have routed it afresh): it stays (reviews revcc item 1, revcg CG1), as
    * does a cancelled copy kept for its readers. The route stays, keeping the
-   * withdrawal. True when the copy left. A size check when the mailbox is
+   * withdrawal. The copy that leaves takes its stored row with it. True when the copy left. A size check when the mailbox is
    * empty; supersede sends only.
    */
   superseded(messageKey: string, told: Session): boolean {
@@ -532,6 +532,8 @@ export class MailDelivery {
       const key = mailKeyOf(copy)
       if (this.withdrawn.has(key) || !this.withdrawn.readBy(copy, told)) continue
       this.mailbox.delete(key)
+      // Its stored row goes too: the supersede's record rewrite drops the row for `told`'s session only.
+      this.ctx.journal?.mailGone(copy.senderKey, copy.message.id, copy.targetKey)
       return true
     }
     return false
