@@ -570,11 +570,13 @@ export class MailDelivery {
    * its outcome, so the send its sender was never acknowledged for is
    * refused instead, and a retry of it is judged afresh (the refusal is
    * retryable). A dropped reply reopens its ask. True when it was still
-   * queued. With messages under the id waiting for several sessions, the
-   * newest (`newestUnder`): the send just refused is the latest under its id.
+   * queued. The message for the session `targetKey` (its pending row's,
+   * JournalAcks.refuseHeld): with messages under the id waiting for several
+   * sessions, exactly the one refused (review revmailkey2 probe 5).
    */
-  refuseUnstored(senderKey: string, messageId: string, refusal: Outcome): boolean {
-    const queued = this.newestUnder(recordKeyOf(senderKey, messageId), senderKey)
+  refuseUnstored(senderKey: string, messageId: string, targetKey: string, refusal: Outcome): boolean {
+    if (this.mailbox.size === 0) return false
+    const queued = this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey))
     if (queued === undefined) return false
     const key = mailKeyOf(queued)
     this.mailbox.delete(key)
