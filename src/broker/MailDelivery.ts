@@ -1,5 +1,5 @@
 /**
- * Size: about 930 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -550,18 +550,29 @@ export class MailDelivery {
 
   /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
-   * session: the latest received (`brokerReceivedAt`), the last queued among
-   * those received at one stamp. Several wait only when messages under one
-   * id wait for several sessions (Mailbox.ts).
+   * session: the latest received (`brokerReceivedAt`); among those received
+   * at one stamp, the one accepted last (BrokerStamps.acceptedOrder) — not
+   * the last queued: a message given back is queued again behind later ones
+   * (review revmailkey2 probe 6) — or, when either was not accepted in this
+   * run, the last queued. Several wait only when messages under one id wait
+   * for several sessions (Mailbox.ts).
    */
   private newestUnder(messageKey: string, senderKey: string): Mail | undefined {
     if (this.mailbox.size === 0) return undefined
     let newest: Mail | undefined
     for (const mail of this.mailbox.under(messageKey)) {
       if (mail.senderKey !== senderKey) continue
-      if (newest === undefined || mail.brokerReceivedAt >= newest.brokerReceivedAt) newest = mail
+      if (newest === undefined || mail.brokerReceivedAt > newest.brokerReceivedAt) newest = mail
+      else if (mail.brokerReceivedAt === newest.brokerReceivedAt && this.acceptedAfter(mail, newest)) newest = mail
     }
     return newest
+  }
+
+  /** Whether `mail`, received at the stamp of `than` and queued after it, was accepted after it (`newestUnder`). */
+  private acceptedAfter(mail: Mail, than: Mail): boolean {
+    const order = this.ctx.stamps.acceptedOrder(mail.message)
+    const thanOrder = this.ctx.stamps.acceptedOrder(than.message)
+    return order === undefined || thanOrder === undefined || order > thanOrder
   }
 
   /**
