@@ -1,5 +1,5 @@
 /**
- * Size: about 545 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 550 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -438,11 +438,17 @@ export class DeliveryRecords {
    * revmailkey2 probe 1); without it, every row under
    * the id but those whose mail the mailbox still holds (Router's observer:
    * a later message reusing the id, or the superseded message's own copy no
-   * told client instance read, stay stored).
+   * told client instance read, stay stored). `owner`: the fingerprint of
+   * the message withdrawn, when the caller holds it (a mailbox cancel): the
+   * record found by sender and id is rewritten only if it is that message's,
+   * not another's under the id (review revmailkey2 probe 3).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)
-    const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
+    const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
+        (owner === undefined || sameFingerprint(found, owner))
+      ? found
+      : undefined
     if (kept !== undefined) {
       kept.outcome = outcome
       this.bytes -= kept.bytes

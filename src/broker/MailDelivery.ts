@@ -85,7 +85,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { deliveredTo, fingerprintOfMail, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
@@ -505,7 +505,8 @@ export class MailDelivery {
     const cancelled: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelledQueued, retryable: false }
     // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
     this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey)
+    // Only its own record: not that of a later message under the id, delivered (review revmailkey2 probe 3).
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey, fingerprintOfMail(queued))
     return readers === undefined ? "deleted" : "copy"
   }
 
