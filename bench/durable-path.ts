@@ -23,7 +23,7 @@
  * `--a` defaults to the base worktree's `src`, `--b` to this one's. The
  * journal's calls changed at the eighth stop (a message named by its sender
  * and id, not a record key; an acknowledgement held as fields, not a frame):
- * each build is called as its own `mailGone` takes (`mailGone.length`).
+ * each build is called as its own `mailGone` takes (journalApi.ts).
  */
 import { Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
@@ -39,6 +39,7 @@ import type * as StoreJournalModule from "../src/broker/StoreJournal.ts"
 import type * as DatabaseModule from "../src/store/Database.ts"
 import type * as MailStoreModule from "../src/store/MailStore.ts"
 import { eachArg } from "./args.ts"
+import { mailGoneBySenderAndId } from "./journalApi.ts"
 import { median } from "./stats.ts"
 
 const USAGE = "usage: node bench/durable-path.ts [--a <src dir>] [--b <src dir>] [--messages N] [--per-commit R] [--reps N]"
@@ -105,7 +106,7 @@ const mailFor = (recordKey: string, id: string, now: number): Mail => ({
 /**
  * The journal's methods this bench calls, as either build has them (the peer is only kept and handed back):
  * before the eighth stop `holdAckUntilRead(peer, frame, recordKey, byReceipt)` and `mailGone(recordKey)`,
- * since `holdAckUntilRead(peer, senderKey, id, byReceipt)` and `mailGone(senderKey, id)`.
+ * since `holdAckUntilRead(peer, senderKey, id, byReceipt)` and `mailGone(senderKey, id)` (with two optional more since mailkey2).
  */
 interface JournalLike {
   putMail(mail: Mail): void
@@ -179,7 +180,7 @@ const runOnce = (build: Build, peer: object): Promise<RunResult> => {
     )
     const ids = Array.from({ length: MESSAGES }, () => randomUUID())
     // Which calls this build's journal takes (see JournalLike).
-    const bySenderAndId = journal.mailGone.length === 2
+    const bySenderAndId = mailGoneBySenderAndId(journal.mailGone)
     const gone = (recordKey: string, id: string): void => {
       if (bySenderAndId) journal.mailGone(SENDER, id)
       else journal.mailGone(recordKey)

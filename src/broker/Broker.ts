@@ -158,7 +158,7 @@ const make = (
         }
       },
       // After a failed commit, a held send whose mail never left the mailbox is refused, not left waiting.
-      (held, reason, drop) => router.refuseUnstored(held.peer, held.senderKey, held.id, reason, drop)
+      (held, reason, dropFor) => router.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor)
     )
     const nanos = () => clock.currentTimeNanosUnsafe()
     // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.

@@ -13,7 +13,8 @@
  * synchronous code: one comparison per stamp. A durable broker stores the
  * highest stamp with its commits (StoreJournal.take) and floors the next
  * run's stamps at it (Router.restore, capped at `MAX_FLOOR_AHEAD_MS` past
- * that run's clock).
+ * that run's clock). Beside them, the order messages were accepted in this
+ * run (`accept`), which a stamp tie cannot tell (review revmailkey2 probe 6).
  */
 
 /**
@@ -26,6 +27,9 @@ export const MAX_FLOOR_AHEAD_MS = 24 * 60 * 60 * 1000
 export class BrokerStamps {
   private last = Number.NEGATIVE_INFINITY
   private lead = 0
+  private accepted = 0
+  /** By message object (shared by every copy of its mail, `{ ...mail }`): its place in `accept`'s order. */
+  private readonly order = new WeakMap<object, number>()
   private readonly clock: () => number
 
   /** @param clock milliseconds on the broker's `Clock` (TestClock in tests). */
@@ -66,6 +70,19 @@ export class BrokerStamps {
    */
   get restoredLead(): number {
     return this.lead
+  }
+
+  /** Notes `message`, a message the broker just accepted, as accepted after every one noted before in this run. */
+  accept(message: object): void {
+    this.order.set(message, ++this.accepted)
+  }
+
+  /**
+   * Where `message` was accepted in this run (`accept`): higher is later. Undefined for a message object not
+   * noted (restored from the store, or rebuilt: a staged send handed over without its `supersedes`).
+   */
+  acceptedOrder(message: object): number | undefined {
+    return this.order.get(message)
   }
 
   /** The highest stamp given (or floor set) so far; -Infinity before any: what a durable broker stores (StoreJournal.take). */

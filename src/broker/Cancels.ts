@@ -193,8 +193,9 @@ export class Cancels {
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       // Found by its route, only its own replay record is rewritten: not a later send's under the id, kept after
-      // its record left while its route stayed (review revdd DD1).
-      records.rewrite(session.key, messageId, CANCELLED, route)
+      // its record left while its route stayed (review revdd DD1). Only its receiver's stored row goes, not another
+      // message's under the id held unconfirmed by another session (review revmailkey2 probe 1).
+      records.rewrite(session.key, messageId, CANCELLED, route, live.receiver.key)
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).

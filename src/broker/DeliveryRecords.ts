@@ -1,5 +1,5 @@
 /**
- * Size: about 565 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 570 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -449,16 +449,24 @@ export class DeliveryRecords {
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
    * all the same, with no record. `targetKey`: the session the message was
-   * for, when the caller holds that message (the mailbox's drops): a failure
+   * for — the mailbox's and staging's drops name the message they hold, a
+   * cancel or supersede found by its route names its receiver: a failure
    * then ends that message's stored row only, not another's under the id
-   * waiting for another session (Mailbox.ts); without it, every row under
+   * waiting for, or held unconfirmed by, another session (Mailbox.ts; review
+   * revmailkey2 probe 1); without it, every row under
    * the id but those whose mail the mailbox still holds (Router's observer:
    * a later message reusing the id, or the superseded message's own copy no
-   * told client instance read, stay stored).
+   * told client instance read, stay stored). `owner`: the fingerprint of
+   * the message withdrawn, when the caller holds it (a mailbox cancel): the
+   * record found by sender and id is rewritten only if it is that message's,
+   * not another's under the id (review revmailkey2 probe 3).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)
-    const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) ? found : undefined
+    const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
+        (owner === undefined || sameFingerprint(found, owner))
+      ? found
+      : undefined
     if (kept !== undefined) {
       kept.outcome = outcome
       this.bytes -= kept.bytes

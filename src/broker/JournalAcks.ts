@@ -30,7 +30,7 @@ export class JournalAcks {
   private readonly readAcks = new ReadAcks<HeldAck>()
   private readonly storedMail: ByMessage<JournalMail>
   private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
-  private readonly refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean
+  private readonly refuseUnstored: (ack: HeldAck, reason: string, dropFor: string | undefined) => boolean
 
   /**
    * @param storedMail the journal's table of mail stored or about to be: a failed commit refuses a send whose mail there is still pending.
@@ -40,7 +40,7 @@ export class JournalAcks {
   constructor(
     storedMail: ByMessage<JournalMail>,
     releaseAcks: (ready: ReadonlyArray<HeldAck>) => void,
-    refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean
+    refuseUnstored: (ack: HeldAck, reason: string, dropFor: string | undefined) => boolean
   ) {
     this.storedMail = storedMail
     this.releaseAcks = releaseAcks
@@ -161,12 +161,20 @@ export class JournalAcks {
   }
 
   /**
-   * Whether a put of `senderKey`'s message `id` is pending (not stored yet), for any session: one under an id
-   * another message's row holds for another session follows it (JournalMail.sameId).
+   * Refuses `ack`, a held `queued` acknowledgement, dropping the mail of a pending (never stored) put of its
+   * sender's message under its id, for whichever session that mail still waits for (`refuseUnstored` finds it in
+   * the mailbox by that session), and not one `dropped` already: each refusal drops its own message, so two sends
+   * under one id for two sessions in one failed commit are both dropped (review revmailkey2 probe 5). Rows under an
+   * id another message's row holds for another session follow it (JournalMail.sameId). True when it was refused.
    */
-  private pendingUnder(senderKey: string, id: string): boolean {
-    for (let entry = this.storedMail.get(senderKey, id); entry !== undefined; entry = entry.sameId) {
-      if (entry.pending) return true
+  private refuseAndDrop(ack: HeldAck, reason: string, dropped: Set<JournalMail>): boolean {
+    for (let entry = this.storedMail.get(ack.senderKey, ack.id); entry !== undefined; entry = entry.sameId) {
+      if (!entry.pending || dropped.has(entry)) continue
+      // Its drop takes the row out of the chain (`mailGone`): the walk ends here.
+      if (this.refuseUnstored(ack, reason, entry.targetKey)) {
+        dropped.add(entry)
+        return true
+      }
     }
     return false
   }
@@ -186,20 +194,19 @@ export class JournalAcks {
     const held = this.heldAcks
     this.heldAcks = []
     const kept: Array<HeldAck> = []
-    // Sends refused in this pass, by sender and id: a second acknowledgement of one (a retry's) is refused too.
+    // Sends refused in this pass, by sender and id: a second acknowledgement of one (a retry's) is refused too,
+    // dropping another message under the id only if one is still pending for another session.
     const refused = new Set<string>()
+    const dropped = new Set<JournalMail>()
     for (let i = 0; i < held.length; i++) {
       const ack = held[i]!
       const key = `${ack.senderKey}\u0000${ack.id}`
-      if (refused.has(key)) {
-        if (this.refuseUnstored(ack, reason, false)) continue
-      } else if (ack.delivery === "queued" && this.pendingUnder(ack.senderKey, ack.id)) {
+      if (ack.delivery === "queued" && this.refuseAndDrop(ack, reason, dropped)) {
         // Pending: its put was never stored, so nothing acknowledged it yet.
-        if (this.refuseUnstored(ack, reason, true)) {
-          refused.add(key)
-          continue
-        }
+        refused.add(key)
+        continue
       }
+      if (refused.has(key) && this.refuseUnstored(ack, reason, undefined)) continue
       kept.push(ack)
     }
     // Acknowledgements held meanwhile (none are expected: refusing changes nothing they wait on) come after.

@@ -1,5 +1,5 @@
 /**
- * Size: about 915 lines, one concept: the fate of mail that is not being
+ * Size: about 930 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -85,7 +85,7 @@ import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { deliveredTo, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
+import { deliveredTo, fingerprintOfMail, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
@@ -505,7 +505,8 @@ export class MailDelivery {
     const cancelled: Outcome = { ok: false, code: DeliveryCode.DeliveryCancelled, reason: Reason.cancelledQueued, retryable: false }
     // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
     this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey)
+    // Only its own record: not that of a later message under the id, delivered (review revmailkey2 probe 3).
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey, fingerprintOfMail(queued))
     return readers === undefined ? "deleted" : "copy"
   }
 
@@ -522,7 +523,7 @@ export class MailDelivery {
    * reused id is another object, never read by `told` (its own write would
    * have routed it afresh): it stays (reviews revcc item 1, revcg CG1), as
    * does a cancelled copy kept for its readers. The route stays, keeping the
-   * withdrawal. True when the copy left. A size check when the mailbox is
+   * withdrawal. The copy that leaves takes its stored row with it. True when the copy left. A size check when the mailbox is
    * empty; supersede sends only.
    */
   superseded(messageKey: string, told: Session): boolean {
@@ -532,6 +533,8 @@ export class MailDelivery {
       const key = mailKeyOf(copy)
       if (this.withdrawn.has(key) || !this.withdrawn.readBy(copy, told)) continue
       this.mailbox.delete(key)
+      // Its stored row goes too: the supersede's record rewrite drops the row for `told`'s session only.
+      this.ctx.journal?.mailGone(copy.senderKey, copy.message.id, copy.targetKey)
       return true
     }
     return false
@@ -548,18 +551,29 @@ export class MailDelivery {
 
   /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
-   * session: the latest received (`brokerReceivedAt`), the last queued among
-   * those received at one stamp. Several wait only when messages under one
-   * id wait for several sessions (Mailbox.ts).
+   * session: the latest received (`brokerReceivedAt`); among those received
+   * at one stamp, the one accepted last (BrokerStamps.acceptedOrder) — not
+   * the last queued: a message given back is queued again behind later ones
+   * (review revmailkey2 probe 6) — or, when either was not accepted in this
+   * run, the last queued. Several wait only when messages under one id wait
+   * for several sessions (Mailbox.ts).
    */
   private newestUnder(messageKey: string, senderKey: string): Mail | undefined {
     if (this.mailbox.size === 0) return undefined
     let newest: Mail | undefined
     for (const mail of this.mailbox.under(messageKey)) {
       if (mail.senderKey !== senderKey) continue
-      if (newest === undefined || mail.brokerReceivedAt >= newest.brokerReceivedAt) newest = mail
+      if (newest === undefined || mail.brokerReceivedAt > newest.brokerReceivedAt) newest = mail
+      else if (mail.brokerReceivedAt === newest.brokerReceivedAt && this.acceptedAfter(mail, newest)) newest = mail
     }
     return newest
+  }
+
+  /** Whether `mail`, received at the stamp of `than` and queued after it, was accepted after it (`newestUnder`). */
+  private acceptedAfter(mail: Mail, than: Mail): boolean {
+    const order = this.ctx.stamps.acceptedOrder(mail.message)
+    const thanOrder = this.ctx.stamps.acceptedOrder(than.message)
+    return order === undefined || thanOrder === undefined || order > thanOrder
   }
 
   /**
@@ -568,11 +582,13 @@ export class MailDelivery {
    * its outcome, so the send its sender was never acknowledged for is
    * refused instead, and a retry of it is judged afresh (the refusal is
    * retryable). A dropped reply reopens its ask. True when it was still
-   * queued. With messages under the id waiting for several sessions, the
-   * newest (`newestUnder`): the send just refused is the latest under its id.
+   * queued. The message for the session `targetKey` (its pending row's,
+   * JournalAcks.refuseHeld): with messages under the id waiting for several
+   * sessions, exactly the one refused (review revmailkey2 probe 5).
    */
-  refuseUnstored(senderKey: string, messageId: string, refusal: Outcome): boolean {
-    const queued = this.newestUnder(recordKeyOf(senderKey, messageId), senderKey)
+  refuseUnstored(senderKey: string, messageId: string, targetKey: string, refusal: Outcome): boolean {
+    if (this.mailbox.size === 0) return false
+    const queued = this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey))
     if (queued === undefined) return false
     const key = mailKeyOf(queued)
     this.mailbox.delete(key)

@@ -784,19 +784,19 @@ export class Router {
   /**
    * A send whose acknowledgement waited for a commit that failed
    * (JournalAcks.refuseHeld) is refused with the store's failure `reason`,
-   * as a send made now would be. With `drop`, only when its mail is still
-   * queued and never stored: it is dropped, never to be delivered; without,
-   * it was dropped already (another acknowledgement of the same send). True
-   * when it was refused.
+   * as a send made now would be. With `dropFor`, only when its mail for that
+   * session is still queued and never stored: it is dropped, never to be
+   * delivered; without, it was dropped already (another acknowledgement of
+   * the same send). True when it was refused.
    */
-  refuseUnstored(peer: Peer, senderKey: string, messageId: string, reason: string, drop: boolean): boolean {
+  refuseUnstored(peer: Peer, senderKey: string, messageId: string, reason: string, dropFor: string | undefined): boolean {
     const refusal: Outcome = {
       ok: false,
       code: DeliveryCode.DeliveryFailed,
       reason: Reason.storeFailed(reason),
       retryable: true
     }
-    if (drop && !this.mail.refuseUnstored(senderKey, messageId, refusal)) return false
+    if (dropFor !== undefined && !this.mail.refuseUnstored(senderKey, messageId, dropFor, refusal)) return false
     this.output.forceEnqueue(peer, Encode.deliveryFailedFrame(messageId, refusal.code, refusal.reason, true))
     return true
   }

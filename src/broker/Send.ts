@@ -1,5 +1,5 @@
 /**
- * Size note: about 505 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * Size note: about 510 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
  * module, and what to split next: the hand-over of a staged send (`deliverStaged` with `handOver`, `refusal`,
  * `supersedesSettled`, sharing the stage list) and the prunes (`onPrune`, `prune`); the pipeline itself stays.
  *
@@ -310,6 +310,8 @@ export class Send {
       // A reply passed the stages' checks only along an open edge: the one it closes. (Others: one comparison.)
       answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey)
     }
+    // Its place among messages accepted, for a stamp tie under a reused id (MailDelivery.newestUnder).
+    this.ctx.stamps.accept(message)
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // C-BRK-3: the forwarded frame must fit 1 MiB for any recipient, now or when written later (flushed from

@@ -1,5 +1,5 @@
 /**
- * Size: about 720 lines, past the ~400 guideline: one concept, the change
+ * Size: about 725 lines, past the ~400 guideline: one concept, the change
  * counts and the mail rows (one per message and target session, `setEntry`) that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
@@ -160,15 +160,15 @@ export class StoreJournal {
    * @param wakeLazy tells the store writer that changes or deletes wait that no output waits for (it commits them `LAZY_FLUSH` later).
    * @param releaseAcks queues held acknowledgements whose changes are stored, in order (`holdAck`).
    * @param refuseUnstored after a failed commit, refuses the send a held acknowledgement (`holdAck`) stands for
-   *   instead, with the failure's `reason`: with `drop`, only when its mail is still queued (the mail is dropped
-   *   then, Router.refuseUnstored); true when it was refused.
+   *   instead, with the failure's `reason`: with `dropFor` (the session its mail is for, found by its pending row),
+   *   only when that mail is still queued (the mail is dropped then, Router.refuseUnstored); true when it was refused.
    */
   constructor(
     wake: () => void,
     retentionMs: number,
     wakeLazy: () => void = () => {},
     releaseAcks: (ready: ReadonlyArray<HeldAck>) => void = () => {},
-    refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean = () => false
+    refuseUnstored: (ack: HeldAck, reason: string, dropFor: string | undefined) => boolean = () => false
   ) {
     this.wake = wake
     this.wakeLazy = wakeLazy

@@ -48,7 +48,7 @@ describe("a failed commit after stored mail was given back", () => {
         (ready) => {
           for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
         },
-        (held, reason, drop) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, drop) ?? false
+        (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
       )
       const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000, {}, false, journal)
       refs.router = router

@@ -1,0 +1,39 @@
+/**
+ * A mailbox cancel under a reused id rewrites only the withdrawn message's own replay record (MailDelivery.cancel,
+ * DeliveryRecords.rewrite's `owner`): d's first message under m0 waits for b (away); past its replay record d sends
+ * a second under m0 to z, delivered, its record kept. d's cancel of m0 withdraws the message for b, and a retry of
+ * the delivered message for z is still answered delivered (review revmailkey2 probe 3).
+ * Durable broker over the in-memory network; no time waited on.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { ackFor, message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { memoryNetwork } from "../support/memory.ts"
+
+describe("a mailbox cancel under a reused id and the record of the other message", () => {
+  it.effect("a retry of the delivered message for z is still answered delivered after the cancel withdrew the queued one for b", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk, { replayRecords: 1 })
+      const d = yield* world.session({ sessionId: "d", name: "d" })
+      const bAway = yield* world.session({ sessionId: "b", name: "B" })
+      yield* bAway.client.destroy
+      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const m0 = message("m0")
+      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
+      // The replay bound pushes m0's record out, so the next send under m0's id is a new message.
+      assertDelivered(yield* send(d.client, "z", message("other")))
+      const forZ = { ...m0, content: { text: "for z" } }
+      assertDelivered(yield* send(d.client, "z", forZ))
+      yield* messageFor(z.client, m0.id)
+      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      // Its retry (same id, same content, same target): answered from its replay record.
+      const retry = yield* send(d.client, "z", forZ)
+      assert.strictEqual(retry.type, "delivered", `the retry of the delivered message for z was answered ${JSON.stringify(retry)}`)
+    }))
+})
