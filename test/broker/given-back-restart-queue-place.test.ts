@@ -16,34 +16,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
 import { StoreJournal } from "../../src/broker/StoreJournal.ts"
 import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { features, noting, textsOf } from "../support/custodyHold.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { type HandRouter, handRouter } from "../support/handRouter.ts"
+import { features, noting } from "../support/custodyHold.ts"
+import { handRouter } from "../support/handRouter.ts"
+import { flushedTo, register } from "../support/handSessions.ts"
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
 const T0 = 1_000_000
 const options = { mailboxRetention: HOUR, mailboxCapacity: 2 }
-
-/** A session `sessionId` registered on `hand` over a connection that notes nothing. */
-const register = (hand: HandRouter, id: number, sessionId: string): Peer => {
-  const peer = hand.attach(fakeConnection(id, false))
-  hand.batch(peer, [registerFrame({ sessionId })])
-  return peer
-}
-
-/** What `sessionId` is flushed when it registers on `hand`. */
-const flushedTo = (hand: HandRouter, id: number, sessionId: string): Array<string> => {
-  const written: Array<string> = []
-  const peer = hand.attach(noting(id, written))
-  hand.batch(peer, [registerFrame({ sessionId })])
-  written.push(...textsOf(hand.router.output.writes.takeForWrite(peer).frames))
-  return written
-}
 
 describe("given-back mail keeps its queue place across a durable restart", () => {
   it.effect("the restarted broker evicts the same message as the broker that did not restart", () =>
