@@ -91,6 +91,7 @@ import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
 import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
+import { ACCEPTED } from "../store/records.ts"
 import { type LeftBy, liveSession, MailReturns, type ReturnRoutes } from "./MailReturns.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
@@ -552,7 +553,7 @@ export class MailDelivery {
   /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
    * session: the latest received (`brokerReceivedAt`); among those received
-   * at one stamp, the one accepted last (BrokerStamps.acceptedOrder) — not
+   * at one stamp, the one accepted last (`Mail[ACCEPTED]`) — not
    * the last queued: a message given back is queued again behind later ones
    * (review revmailkey2 probe 6) — or, when either was not accepted in this
    * run, the last queued. Several wait only when messages under one id wait
@@ -571,8 +572,8 @@ export class MailDelivery {
 
   /** Whether `mail`, received at the stamp of `than` and queued after it, was accepted after it (`newestUnder`). */
   private acceptedAfter(mail: Mail, than: Mail): boolean {
-    const order = this.ctx.stamps.acceptedOrder(mail.message)
-    const thanOrder = this.ctx.stamps.acceptedOrder(than.message)
+    const order = mail[ACCEPTED]
+    const thanOrder = than[ACCEPTED]
     return order === undefined || thanOrder === undefined || order > thanOrder
   }
 

@@ -43,6 +43,7 @@ import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
+import { ACCEPTED } from "../store/records.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./AskAdmission.ts"
@@ -308,10 +309,10 @@ export class Send {
       delivery,
       traceparent,
       // A reply passed the stages' checks only along an open edge: the one it closes. (Others: one comparison.)
-      answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey)
+      answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey),
+      // Its place among messages accepted, for a stamp tie under a reused id (MailDelivery.newestUnder).
+      [ACCEPTED]: this.ctx.stamps.accept()
     }
-    // Its place among messages accepted, for a stamp tie under a reused id (MailDelivery.newestUnder).
-    this.ctx.stamps.accept(message)
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // C-BRK-3: the forwarded frame must fit 1 MiB for any recipient, now or when written later (flushed from
