@@ -341,7 +341,7 @@ export class Send {
       journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
       this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
-      return this.answers.answer(peer, message.id, outcome)
+      return this.answers.answer(peer, message.id, outcome, undefined, mail.targetKey)
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
@@ -368,7 +368,7 @@ export class Send {
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
     this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
-    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED)
+    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED, undefined, mail.targetKey)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
     // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
@@ -382,7 +382,7 @@ export class Send {
       if (message.replyTo !== undefined) journal.answered(targetKey, message.replyTo, sender.key, message.id)
       return DELIVERED
     }
-    return this.answers.answer(peer, message.id, DELIVERED)
+    return this.answers.answer(peer, message.id, DELIVERED, undefined, mail.targetKey)
   }
 
   /**

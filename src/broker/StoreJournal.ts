@@ -230,10 +230,11 @@ export class StoreJournal {
    * it. Such a client matches acknowledgements by message id, in any order
    * relative to the messages it receives (docs/protocol.md, `received-v1`).
    * A `notice` goes right behind it, released and refused with it
-   * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`).
+   * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`). `targetKey`: the session the send's mail is
+   * for, when the answer knows it — a failed commit refuses the send by that session's row (JournalAcks.refuseHeld).
    */
-  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame): void {
-    this.acks.hold(peer, messageId, delivery, this.appended, notice)
+  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame, targetKey?: string): void {
+    this.acks.hold(peer, messageId, delivery, this.appended, notice, targetKey)
     // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
     // broker): no commit will come to release it, so it goes now, behind the held ones before it.
     if (this.appended <= this.stored) this.acks.releaseStored(this.stored)
