@@ -541,15 +541,6 @@ export class MailDelivery {
   }
 
   /**
-   * Whether `senderKey`'s message `messageId` for the session `targetKey` waits in the mailbox (a size check when
-   * it is empty): a failure rewritten under the id without its session named keeps that message's stored row
-   * (Router's record observer) — a later message under the id, or a copy no instance a supersede told read.
-   */
-  isQueued(senderKey: string, messageId: string, targetKey: string): boolean {
-    return this.mailbox.size > 0 && this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey)) !== undefined
-  }
-
-  /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
    * session: the latest received (`brokerReceivedAt`); among those received
    * at one stamp, the one accepted last (BrokerStamps.acceptedOrder) — not
@@ -702,7 +693,7 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
   }
 
   /**
@@ -781,7 +772,7 @@ export class MailDelivery {
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).
-      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
       return
     }
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })
@@ -859,7 +850,7 @@ export class MailDelivery {
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, this.ctx.stamps.at(now)), mail, to: session.key, senderSince: 0 })
       this.routes.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey)
     }
   }
 

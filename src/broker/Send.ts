@@ -462,7 +462,7 @@ export class Send {
     // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
     this.handOver({ ...staged.attempt, stamp: attempt.stamp }, mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
+    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId), undefined, staged.mail.targetKey)
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }

@@ -95,13 +95,6 @@ const MAIL_TABLE_FLOOR = 256
 /** How often stored replay records and ask edges past their time are dropped (ms). */
 const PRUNE_EVERY_MS = 60_000
 
-/**
- * Whether `row` leaves the store in `StoreJournal.mailGone`: the row for the session `targetKey` when one is named,
- * else every row but those `stays` keeps. A plain function, so the per-message call allocates no closure.
- */
-const goes = (row: JournalMail, targetKey: string | undefined, stays: ((targetKey: string) => boolean) | undefined): boolean =>
-  targetKey === undefined ? stays?.(row.targetKey) !== true : row.targetKey === targetKey
-
 /** The journal of changes not yet stored; see the module header. */
 export class StoreJournal {
   /**
@@ -408,19 +401,17 @@ export class StoreJournal {
    * broker killed before then delivers that mail again after its restart,
    * which the recipient's client drops (RecentMessages).
    *
-   * Which row: the message's for the session `targetKey`, when the caller
-   * holds the message; without it (a failure rewritten under the id, Router),
-   * every row under the id but those `stays` keeps (mail the mailbox holds for
-   * its session: another message under the id, Mailbox.ts). One lookup when
+   * Which row: the message's for the session `targetKey`; another message's
+   * under the id, for another session (Mailbox.ts), stays. One lookup when
    * one row is under the id, as nearly always.
    */
-  mailGone(senderKey: string, messageId: string, targetKey?: string, stays?: (targetKey: string) => boolean): void {
+  mailGone(senderKey: string, messageId: string, targetKey: string): void {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     this.acks.read(senderKey, messageId)
     const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
     if (entry.sameId === undefined) {
-      if (goes(entry, targetKey, stays)) this.gone(entry)
+      if (entry.targetKey === targetKey) this.gone(entry)
       else this.storedMail.set(entry)
       return
     }
@@ -431,7 +422,7 @@ export class StoreJournal {
       const next: JournalMail | undefined = row.sameId
       row.sameId = undefined
       if (row !== entry) this.chained--
-      if (goes(row, targetKey, stays)) this.gone(row)
+      if (row.targetKey === targetKey) this.gone(row)
       else {
         if (last === undefined) kept = row
         else {
