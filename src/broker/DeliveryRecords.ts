@@ -188,15 +188,14 @@ export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
-   * message may still be). `targetKey`: the session the message the outcome ends was for, when the caller knows
-   * it (`rewrite`).
+   * message may still be). `targetKey`: the session the message the outcome is about was for (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
     record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
-    targetKey: string | undefined
+    targetKey: string
   ) => void
 }
 
@@ -449,19 +448,18 @@ export class DeliveryRecords {
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
    * all the same, with no record. `targetKey`: the session the message was
-   * for — the mailbox's and staging's drops name the message they hold, a
-   * cancel or supersede found by its route names its receiver: a failure
-   * then ends that message's stored row only, not another's under the id
-   * waiting for, or held unconfirmed by, another session (Mailbox.ts; review
-   * revmailkey2 probe 1); without it, every row under
-   * the id but those whose mail the mailbox still holds (Router's observer:
-   * a later message reusing the id, or the superseded message's own copy no
-   * told client instance read, stay stored). `owner`: the fingerprint of
+   * for, named by every caller — the mailbox's and staging's drops name the
+   * message they hold, a cancel or supersede found by its route names its
+   * receiver: a failure then ends that message's stored row only, not
+   * another's under the id waiting for, or held unconfirmed by, another
+   * session (Mailbox.ts; review revmailkey2 probe 1). Required, so no
+   * failure can drop the rows of every session under the id (task byid
+   * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
    * the message withdrawn, when the caller holds it (a mailbox cancel): the
    * record found by sender and id is rewritten only if it is that message's,
    * not another's under the id (review revmailkey2 probe 3).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string, owner?: Fingerprint): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
         (owner === undefined || sameFingerprint(found, owner))

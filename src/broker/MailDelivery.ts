@@ -1,5 +1,5 @@
 /**
- * Size: about 930 lines, one concept: the fate of mail that is not being
+ * Size: about 920 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -542,15 +542,6 @@ export class MailDelivery {
   }
 
   /**
-   * Whether `senderKey`'s message `messageId` for the session `targetKey` waits in the mailbox (a size check when
-   * it is empty): a failure rewritten under the id without its session named keeps that message's stored row
-   * (Router's record observer) — a later message under the id, or a copy no instance a supersede told read.
-   */
-  isQueued(senderKey: string, messageId: string, targetKey: string): boolean {
-    return this.mailbox.size > 0 && this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey)) !== undefined
-  }
-
-  /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
    * session: the latest received (`brokerReceivedAt`); among those received
    * at one stamp, the one accepted last (`Mail[ACCEPTED]`) — not
@@ -703,7 +694,7 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
   }
 
   /**
@@ -782,7 +773,7 @@ export class MailDelivery {
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).
-      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
       return
     }
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })
@@ -860,7 +851,7 @@ export class MailDelivery {
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, this.ctx.stamps.at(now)), mail, to: session.key, senderSince: 0 })
       this.routes.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey)
     }
   }
 

@@ -485,7 +485,7 @@ export class MailReturns {
     if (readers !== undefined) this.withdrawn.markRead(copy, readers)
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.port.isQueued(copy)) {
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
       // Its stored row takes the new date, so a restart keeps this copy's deadline (StoreJournal.mailGivenBack).
       this.ctx.journal?.mailGivenBack(copy)
     }

@@ -73,10 +73,12 @@ export class SendReplays {
 
   /**
    * Refuses `messageId` `E_MESSAGE_ID_REUSE` at a bound of the reused ids' withdrawal notes (`replayed`), with
-   * `reuse-reason-v1`'s text where granted, else P46's. Out of `replayed`, which runs for every send.
+   * `reuse-reason-v1`'s text where granted, else a base text that claims nothing about the content: P46's
+   * "different authored content" was false for an unchanged resend (task byid item 4). Out of `replayed`, which
+   * runs for every send.
    */
   private pastNotes(peer: Peer, messageId: string, to: unknown): RouteOutcome {
-    const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReuse
+    const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReusedPastBound
     return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason }, to)
   }
 
