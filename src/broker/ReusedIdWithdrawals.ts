@@ -21,8 +21,10 @@
  * each is a sender's own, so no sender's reuses refuse another's sends (review revnotes8 D1): a sender's reuse
  * past `MAX_KEYS` of its own reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted. Every
  * mark passes that check (DeliveryRecords marks only a send `reuseRefused` was asked about, review revnotes8 D2),
- * so `reused` holds at most `MAX_KEYS` ids per sender; and a send that only repeats an answered-retryable one (P47's
- * `E_TARGET_REBOUND`) reuses nothing (DeliveryRecords.holdsEarlierMessage). Past `MAX_PER_KEY` only a message
+ * so `reused` holds at most `MAX_KEYS` ids per sender; and a send of the very message the entry under its id holds
+ * (the same fingerprint: one repeating an answered-retryable send, P47's `E_TARGET_REBOUND`, or an unchanged retry
+ * of one delivered whose record left while its route stayed) reuses nothing (DeliveryRecords.holdsEarlierMessage;
+ * reviews revnotes8 D1, rrn8 probe 3). Past `MAX_PER_KEY` only a message
  * sent before the bound can add a withdrawal (a cancel or supersede finds the id's latest route, or its mail in the
  * mailbox); no hard cap on that. Measured on Node 24 (task fixn8, heap used after GC over 4,096 ids): a note about
  * 85 bytes with its array slot (its receiver's key and outcome shared), about 300 with a fingerprint (the notes8
