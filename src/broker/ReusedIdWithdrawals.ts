@@ -24,13 +24,14 @@
  * so `reused` holds at most `MAX_KEYS` ids per sender; and a send of the very message the entry under its id holds
  * (the same fingerprint: one repeating an answered-retryable send, P47's `E_TARGET_REBOUND`, or an unchanged retry
  * of one delivered whose record left while its route stayed) reuses nothing (DeliveryRecords.holdsEarlierMessage;
- * reviews revnotes8 D1, rrn8 probe 3). Past `MAX_PER_KEY` only a message
- * sent before the bound can add a withdrawal (a cancel or supersede finds the id's latest route, or its mail in the
- * mailbox); no hard cap on that. Measured on Node 24 (task fixn8, heap used after GC over 4,096 ids): a note about
- * 85 bytes with its array slot (its receiver's key and outcome shared), about 300 with a fingerprint (the notes8
- * measure; kept while the message's replay record was); a reuse mark about 165 bytes plus its key string (its
- * sender's key shared). So per sender at most some 4,096 × (165 + 60 + 8 × 300) bytes, about 11 MB, times the
- * senders that reuse ids that much.
+ * reviews revnotes8 D1, rrn8 probe 3). No count of senders or sessions bounds the total: a sender's reused ids stay
+ * their day after it left (they protect its messages still waiting or held unconfirmed, which outlive it), so the
+ * total is at most `MAX_KEYS` times the distinct senders that reused ids within a day (review rrn8 probe 1).
+ * Measured on Node 24 (task fixrr8, heap used after GC, 4,096 ids × 8
+ * notes): a note about 85 bytes with its array slot (its receiver's key and outcome shared), about 365 with a
+ * fingerprint (kept while the message's replay record was); a reuse
+ * mark about 165 bytes plus its key string (its sender's key shared). So per sender with eight notes an id some
+ * 4,096 × (165 + 60 + 8 × 365) bytes, about 13 MB, times the senders that reuse ids that much within a day.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"
