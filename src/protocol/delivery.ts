@@ -147,8 +147,9 @@ export const Reason = {
     "Message id was reused: the broker keeps no more withdrawals under this id, or no more of this sender's reused ids, to tell a message sent under it now from the earlier ones. It is not sent. Send the message with a new id",
   /**
    * What a base connection (no `reuse-reason-v1`) gets for the refusal `messageIdReusedPastNotes` explains: the same
-   * code, a text that says only what is true of any such send. P46's `messageIdReuse` claimed different authored
-   * content, false for a send that repeats the first under its id unchanged (task byid item 4). Starts as P46's does.
+   * code, a text that says only what is true of any such send. P46's `messageIdReuse` claims different authored
+   * content than a kept record's, and such a send was compared with none: it was refused for the bound (task byid
+   * item 4). Starts as P46's does.
    */
   messageIdReusedPastBound:
     "Message id was reused past the broker's bound on reused message ids: it is not sent. Send the message with a new id",
