@@ -701,6 +701,8 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued"), the newest in
    * the queue: Router.restore queues it in the order the mailbox had it
    * (RestoreOrder.ts), mail given back before the restart at its return.
+   * Its replay record says `queued` again — its own only, not a later
+   * message's under the id, delivered, whose record a retry and a cancel read.
    */
   restore(mail: Mail): void {
     const now = this.ctx.now()
@@ -714,7 +716,11 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
+    // a cancel still names it; task cancel2).
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, undefined, fingerprintOfMail(mail))
+    }
   }
 
   /**

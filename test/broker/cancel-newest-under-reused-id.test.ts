@@ -5,18 +5,20 @@
  * the newest delivered while an older one waits for an away session (the probe: the cancel withdrew the older one,
  * and the receiver of the newest was told nothing); the mirror (the newest waits, the older was delivered); a
  * mailbox cancel that, with the later message's record gone, leaves that message's route unmarked (it was marked
- * cancelled, and the message, given back unconfirmed, came with a cancel). Over the in-memory network; no time
- * waited on.
+ * cancelled, and the message, given back unconfirmed, came with a cancel); and a durable restart between the sends and
+ * the cancel (a restored mailbox copy rewrote the later message's record to `queued`). Over the in-memory network;
+ * no time waited on but the store's lazy flush, advanced on the TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
-import { memoryNetwork } from "../support/memory.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const m0 = message("m0")
@@ -102,5 +104,35 @@ describe("a cancel under a reused id names the sender's newest message under it"
       assert.deepStrictEqual(textsUnderM0(zBack.client), ["for z"])
       // Fails when the mailbox cancel marked the route of "for z" cancelled: given back so, it came with a cancel.
       yield* zBack.client.expectNothing("message_control", (frame) => frame.control.messageId === m0.id)
+    }))
+
+  it.effect("after a durable restart: the restored record still names the delivered message, and z is sent the cancel", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk, { replayRecords: 1 })
+      const d = yield* world.session({ sessionId: "d", name: "d" })
+      const bAway = yield* world.session({ sessionId: "b", name: "B" })
+      yield* bAway.client.destroy
+      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
+      assertDelivered(yield* send(d.client, "z", message("other")))
+      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
+      yield* messageFor(z.client, m0.id)
+      yield* advance(LAZY_FLUSH)
+      yield* first.crash
+      yield* durableBroker(world, disk)
+      const dBack = yield* world.session({ sessionId: "d", name: "d" })
+      const zBack = yield* world.session({ sessionId: "z", name: "Z" })
+      // A retry of the delivered send is still answered delivered (the restored mail for b rewrote it `queued`).
+      assertDelivered(yield* send(dBack.client, "z", { ...m0, content: { text: "for z" } }))
+      yield* dBack.client.send({ type: "cancel_message", messageId: m0.id })
+      assert.deepStrictEqual({ ...(yield* ackFor(dBack.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      yield* settled([dBack.client], [zBack.client])
+      const control = yield* zBack.client.next("message_control", (frame) => frame.control.messageId === m0.id)
+      assert.strictEqual(control.control.action, "cancel")
+      const bBack = yield* world.session({ sessionId: "b", name: "B" })
+      const forB = yield* messageFor(bBack.client, m0.id)
+      assert.strictEqual(forB.message.content.text, "for b")
     }))
 })
