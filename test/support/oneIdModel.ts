@@ -126,7 +126,7 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
     let route: Modelled | undefined
     let sent = 0
     // The newest message under the id while its replay record is kept (`replayRecords: 2`: pushed out by the
-    // second send of another id after it): undefined once pushed out, or when the last send under the id failed.
+    // second send of another id accepted after it; a refused send keeps no record): undefined once pushed out.
     let recorded: Modelled | undefined
     let othersSince = 0
     const sentOther = (): void => {
@@ -160,9 +160,9 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const from = w.framesOf(w.d).length
           const sentMessage: Message = { id: ID, timestamp: 1, content: { text } }
           w.send(op.to, sentMessage)
-          othersSince = 0
-          recorded = undefined
+          // A refused send (E_MESSAGE_ID_REUSE) keeps no record: the one kept stays.
           if (answerFrom(w, from, ID) !== "delivered") break
+          othersSince = 0
           const accepted: Modelled = { text, to: op.to, queued: true, confirmed: false, withdrawnAt: undefined }
           messages.push(accepted)
           recorded = accepted
@@ -188,8 +188,10 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const id = `sup${sent++}`
           const target = messages.filter((m) => m.to === op.to && m.withdrawnAt === undefined).at(-1)
           w.send(op.to, { id, timestamp: 1, content: { text: id }, supersedes: ID })
+          // A refused supersede (E_SUPERSEDE_TARGET) keeps no record, so pushes none out.
+          if (answerFrom(w, from, id) !== "delivered") break
           sentOther()
-          if (answerFrom(w, from, id) !== "delivered" || settled) break
+          if (settled) break
           settled = true
           if (target !== undefined) target.withdrawnAt = frameCounts()
           break
