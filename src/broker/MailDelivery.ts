@@ -1,5 +1,5 @@
 /**
- * Size: about 920 lines, one concept: the fate of mail that is not being
+ * Size: about 950 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -464,24 +464,36 @@ export class MailDelivery {
   }
 
   /**
-   * The sender withdraws queued mail (P71); true when it was still queued
-   * (not cancelled already). A withdrawn reply reopens its ask. A copy a
+   * The newest of `senderKey`'s messages waiting under `messageKey` for any session (`newestUnder`), which a
+   * mailbox cancel withdraws (`cancel`) unless a later message under the id was delivered (Cancels.ts). A size
+   * check when the mailbox is empty.
+   */
+  newestWaiting(messageKey: string, senderKey: string): Mail | undefined {
+    return this.newestUnder(messageKey, senderKey)
+  }
+
+  /**
+   * Whether a client instance of the session `receiverKey` read `mail` before it came back to the mailbox (its read
+   * mark, WithdrawnCopies.readersOfCopy): a route naming that session may be this mail's (Cancels.ts). Cancel path only.
+   */
+  readByReceiver(mail: Mail, receiverKey: string): boolean {
+    return this.withdrawn.readersOfCopy(mail)?.some((reader) => reader.receiverKey === receiverKey) === true
+  }
+
+  /**
+   * The sender withdraws `queued`, its newest mail waiting under the id
+   * (`newestWaiting`; P71). A withdrawn reply reopens its ask. A copy a
    * write gave a client instance before it came back (marked read with
    * that instance, MailReturns.requeueForwarded: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
-   * any other leaves the mailbox. Says which (MailboxCancel).
-   *
-   * With messages under the id waiting for several sessions (an older one
-   * given back, a later one queued), the cancel names the newest
-   * (`newestUnder`): the message its sender's id stands for now; an older
-   * one its sender never withdrew stays. When that one is a cancelled copy
-   * already, nothing is withdrawn (`none`).
+   * any other leaves the mailbox. Says which (MailboxCancel): `none` when
+   * it is a cancelled copy already, and nothing is withdrawn. An older
+   * message under the id, waiting for another session, stays: its sender
+   * never withdrew it.
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
-    const queued = this.newestUnder(messageKey, sender.key)
-    if (queued === undefined) return "none"
+  cancel(queued: Mail, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
     const key = mailKeyOf(queued)
     if (this.withdrawn.has(key)) return "none"
     const readers = this.withdrawn.readersOfCopy(queued)
@@ -681,6 +693,8 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued"), the newest in
    * the queue: Router.restore queues it in the order the mailbox had it
    * (RestoreOrder.ts), mail given back before the restart at its return.
+   * Its replay record says `queued` again — its own only, not a later
+   * message's under the id, delivered, whose record a retry and a cancel read.
    */
   restore(mail: Mail): void {
     const now = this.ctx.now()
@@ -694,7 +708,11 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
+    // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
+    // a cancel still names it; task cancel2).
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+    }
   }
 
   /**
