@@ -6,7 +6,9 @@
  * mailbox-cancel-reused-id-given-back-tie.test.ts (review revmailkey2 probe 6), then a restart: d's m0 ("for b")
  * is written to b and never confirmed; past its replay record d sends m0 again to z (away), queued; b's
  * connection closes and "for b" goes back behind it. d's cancel of m0 withdraws "for z", its latest send, on the
- * broker that did not restart and on one restarted from the store alike (review rrmk probe 3). Routers driven by
+ * broker that did not restart and on one restarted from the store alike (review rrmk probe 3). And the places
+ * restored mail takes come before every place of the new run: restored "for b" is written to b, d sends m0 again
+ * to z (away) after the restart, and b's close puts "for b" behind it; d's cancel withdraws "for z". Routers driven by
  * hand, the journal's batches committed to a memory store; the clock is a constant (every stamp ties); nothing
  * waits on time.
  */
@@ -15,7 +17,7 @@ import { Effect } from "effect"
 import { StoreJournal } from "../../src/broker/StoreJournal.ts"
 import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { registerFrame } from "../support/broker.ts"
-import { features, noting } from "../support/custodyHold.ts"
+import { features, noting, textsOf } from "../support/custodyHold.ts"
 import { handRouter } from "../support/handRouter.ts"
 import { flushedTo, register } from "../support/handSessions.ts"
 
@@ -58,5 +60,40 @@ describe("a mailbox cancel under a reused id in a stamp tie, after a durable res
       second.batch(register(second, 20, "d"), [{ type: "cancel_message", messageId: m0.id }])
       const afterRestart = { z: flushedTo(second, 21, "z"), b: flushedTo(second, 22, "b") }
       assert.deepStrictEqual(afterRestart, withoutRestart, "after the restart d's cancel withdrew \"for b\", and z was given the \"for z\" d cancelled")
+    }))
+
+  it.effect("withdraws a send accepted after the restart (for z), not the restored message given back behind it (for b)", () =>
+    Effect.gen(function*() {
+      const store = makeMemory(makeMemoryMailState())
+      const journal = new StoreJournal(() => {}, 24 * HOUR)
+      const first = yield* handRouter(options, () => T0, {}, false, journal)
+      first.close(register(first, 1, "b"))
+      register(first, 2, "s")
+      const d = register(first, 3, "d")
+      first.batch(d, [{ type: "send", to: "b", message: m0 }])
+      // One replay record: the fill pushes m0's out, so the next send under m0 is a new message.
+      first.batch(d, [{ type: "send", to: "s", message: { id: "fill", timestamp: 1, content: { text: "fill" } } }])
+      const taken = journal.take(T0)
+      if (taken !== undefined) {
+        yield* store.commit(taken.batch)
+        journal.committed(taken)
+      }
+
+      const second = yield* handRouter(options, () => T0, {}, false, new StoreJournal(() => {}, 24 * HOUR))
+      second.router.restore(yield* store.load(T0 - 24 * HOUR))
+      second.close(register(second, 20, "z"))
+      const writtenB: Array<string> = []
+      const b = second.attach(noting(21, writtenB))
+      second.batch(b, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+      writtenB.push(...textsOf(second.router.output.writes.takeForWrite(b).frames))
+      assert.deepStrictEqual(writtenB, ["for b"], "b was not written its restored message: the test sets up nothing")
+      const dBack = register(second, 22, "d")
+      second.batch(dBack, [{ type: "send", to: "z", message: { ...m0, content: { text: "for z" } } }])
+      second.closeAbandoning(b)
+      // Both under m0, and the fill for s, which the store still held and the restore queued again.
+      assert.strictEqual(second.router.heldMail()?.messages, 3, "both messages under m0 are not queued: the test sets up nothing")
+      second.batch(dBack, [{ type: "cancel_message", messageId: m0.id }])
+      const flushed = { z: flushedTo(second, 23, "z"), b: flushedTo(second, 24, "b") }
+      assert.deepStrictEqual(flushed, { z: [], b: ["for b"] }, "d's cancel withdrew the restored \"for b\", and z was given the \"for z\" d cancelled")
     }))
 })
