@@ -558,8 +558,9 @@ export class MailDelivery {
    * session: the latest received (`brokerReceivedAt`); among those received
    * at one stamp, the one accepted last (`Mail[ACCEPTED]`) — not
    * the last queued: a message given back is queued again behind later ones
-   * (review revmailkey2 probe 6) — or, when either was not accepted in this
-   * run, the last queued. Several wait only when messages under one id wait
+   * (review revmailkey2 probe 6); mail restored after a restart has its
+   * place too, in the order it was accepted before (Router.restore) — or,
+   * when either has no place (a durable question's mail), the last queued. Several wait only when messages under one id wait
    * for several sessions (Mailbox.ts).
    */
   private newestUnder(messageKey: string, senderKey: string): Mail | undefined {
