@@ -84,6 +84,8 @@ const load = async (name: string, src: string): Promise<Build> => {
 
 const SENDER = "scope\u0000sender"
 const TARGET = "receiver"
+/** The receiver's session key, every message's `targetKey`. */
+const TARGET_KEY = `scope\u0000${TARGET}`
 const TEXT = "x".repeat(100)
 const DELIVERED = { ok: true, delivery: "socket_delivered" } as const
 
@@ -96,7 +98,7 @@ const mailFor = (recordKey: string, id: string, now: number): Mail => ({
   message: { id, timestamp: now, content: { text: TEXT } },
   brokerReceivedAt: now,
   spaceKey: "scope",
-  targetKey: `scope\u0000${TARGET}`,
+  targetKey: TARGET_KEY,
   targetId: TARGET,
   targetIdentity: undefined,
   queuedAt: now,
@@ -106,12 +108,13 @@ const mailFor = (recordKey: string, id: string, now: number): Mail => ({
 /**
  * The journal's methods this bench calls, as either build has them (the peer is only kept and handed back):
  * before the eighth stop `holdAckUntilRead(peer, frame, recordKey, byReceipt)` and `mailGone(recordKey)`,
- * since `holdAckUntilRead(peer, senderKey, id, byReceipt)` and `mailGone(senderKey, id)` (with two optional more since mailkey2).
+ * since `holdAckUntilRead(peer, senderKey, id, byReceipt)` and `mailGone(senderKey, id)`, with the target session after
+ * (optional since mailkey2, required since task byid; a build before ignores it).
  */
 interface JournalLike {
   putMail(mail: Mail): void
   holdAckUntilRead(peer: object, a: string, b: string, byReceipt: boolean): void
-  mailGone(a: string, b?: string): void
+  mailGone(a: string, b?: string, c?: string): void
   take(now: number): StoreJournalModule.TakenBatch | undefined
   committed(taken: StoreJournalModule.TakenBatch): void
   readonly recordSent?: (record: OutboundRecordModule.OutboundRecord, outcome: DeliveryRecordsModule.Outcome, at: number) => void
@@ -182,7 +185,7 @@ const runOnce = (build: Build, peer: object): Promise<RunResult> => {
     // Which calls this build's journal takes (see JournalLike).
     const bySenderAndId = mailGoneBySenderAndId(journal.mailGone)
     const gone = (recordKey: string, id: string): void => {
-      if (bySenderAndId) journal.mailGone(SENDER, id)
+      if (bySenderAndId) journal.mailGone(SENDER, id, TARGET_KEY)
       else journal.mailGone(recordKey)
     }
     let late: Array<number> = []

@@ -3,7 +3,8 @@
  * which measures two builds (any two commits) side by side. Before the
  * eighth stop `mailGone(recordKey)` named a message by its record key; since,
  * `mailGone(senderKey, id, …)` by its sender and id, and mailkey2 added two
- * optional parameters (a target session and a keep test). Only the first
+ * optional parameters (a target session and a keep test; task byid made the
+ * target required and dropped the keep test). Only the first
  * form takes one parameter, so that is what is checked: never the later
  * form's exact count, which grew once already (review revmailkey2 probe 4).
  */

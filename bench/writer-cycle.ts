@@ -103,18 +103,18 @@ const cycles = (inner: MailStoreService, prepares: Effect.Effect<number>): Effec
     })
     let next = 0
     let inJournal = 0
-    let unread: Array<{ readonly sender: string; readonly id: string }> = []
+    let unread: Array<{ readonly sender: string; readonly id: string; readonly target: string }> = []
     const cycle = Effect.suspend(() => {
       const before = BARE ? 0 : cpuNow()
-      for (const left of unread) journal.mailGone(left.sender, left.id)
+      for (const left of unread) journal.mailGone(left.sender, left.id, left.target)
       unread = []
       const at = now()
       for (let j = 0; j < PER_CYCLE; j++) {
         const { mail, record } = made[next++]!
         journal.record(record.sender, record.key, record.fingerprint, record.outcome, at)
         journal.putMail(mail)
-        if (j % 6 === 5) unread.push({ sender: mail.senderKey, id: mail.message.id })
-        else journal.mailGone(mail.senderKey, mail.message.id)
+        if (j % 6 === 5) unread.push({ sender: mail.senderKey, id: mail.message.id, target: mail.targetKey })
+        else journal.mailGone(mail.senderKey, mail.message.id, mail.targetKey)
       }
       if (!BARE) inJournal += cpuNow() - before
       if (VIA === "wake") Queue.offerUnsafe(wake, undefined)

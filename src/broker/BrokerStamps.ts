@@ -14,7 +14,8 @@
  * highest stamp with its commits (StoreJournal.take) and floors the next
  * run's stamps at it (Router.restore, capped at `MAX_FLOOR_AHEAD_MS` past
  * that run's clock). Beside them, the order messages were accepted in this
- * run (`accept`), which a stamp tie cannot tell (review revmailkey2 probe 6).
+ * run (`accept`), which a stamp tie cannot tell (review revmailkey2 probe 6):
+ * only its counter lives here; each place rides on its mail (`Mail[ACCEPTED]`).
  */
 
 /**
@@ -28,8 +29,6 @@ export class BrokerStamps {
   private last = Number.NEGATIVE_INFINITY
   private lead = 0
   private accepted = 0
-  /** By message object (shared by every copy of its mail, `{ ...mail }`): its place in `accept`'s order. */
-  private readonly order = new WeakMap<object, number>()
   private readonly clock: () => number
 
   /** @param clock milliseconds on the broker's `Clock` (TestClock in tests). */
@@ -72,17 +71,13 @@ export class BrokerStamps {
     return this.lead
   }
 
-  /** Notes `message`, a message the broker just accepted, as accepted after every one noted before in this run. */
-  accept(message: object): void {
-    this.order.set(message, ++this.accepted)
-  }
-
   /**
-   * Where `message` was accepted in this run (`accept`): higher is later. Undefined for a message object not
-   * noted (restored from the store, or rebuilt: a staged send handed over without its `supersedes`).
+   * The place of a message the broker is accepting now, after every one accepted before in this run: higher is
+   * later. Send.ts keeps it on the message's mail (`Mail[ACCEPTED]`, records.ts), which every copy of that mail
+   * carries; one counter step per message, nothing kept here by message (issue 16).
    */
-  acceptedOrder(message: object): number | undefined {
-    return this.order.get(message)
+  accept(): number {
+    return ++this.accepted
   }
 
   /** The highest stamp given (or floor set) so far; -Infinity before any: what a durable broker stores (StoreJournal.take). */

@@ -103,13 +103,19 @@ interface ForgottenWithdrawal {
 }
 
 /**
- * Whether the table's entry `found` holds a message sent earlier under its id, so that a new send under it is a
+ * Whether the table's entry `found` holds a message sent earlier under its id other than `sent`, so that `sent` is a
  * second message (a reuse, `ReusedIdWithdrawals.markReused`): its route is kept, or its replay part records an
  * outcome other than a retryable failure — a send answered so (P47's `E_TARGET_REBOUND`) was not taken, and its
- * retry is the same message's (review revnotes8 D1).
+ * retry is the same message's (review revnotes8 D1) — and the entry's fingerprint is not `sent`'s. That fingerprint
+ * outlives the replay part (OutboundRecords.dropRecord), so a base client's unchanged retry of a message whose
+ * record left while its route stayed is the same message, no reuse (review rrn8 probe 3). It tells only when it is
+ * the routed message's: not under RECORD_LATER (a later send's, the route being an earlier message's), nor when the
+ * entry never held one (a route made for mail flushed after its record left: Receipts.addRoute) — then a kept route
+ * counts. Send path, only on an entry the table already held under the id.
  */
-const holdsEarlierMessage = (found: OutboundRecord): boolean =>
-  found.routed || (found.recorded && (found.outcome.ok || !found.outcome.retryable))
+const holdsEarlierMessage = (found: OutboundRecord, sent: Fingerprint): boolean =>
+  (found.routed || (found.recorded && (found.outcome.ok || !found.outcome.retryable))) &&
+  (found.targetId === "" || found.recordLater || !sameFingerprint(found, sent))
 
 /** Whether `outcome` says its sender withdrew the message: cancelled it, or superseded it by another. */
 const isWithdrawal = (outcome: Outcome): boolean =>
@@ -204,15 +210,14 @@ export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /**
    * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
-   * message may still be). `targetKey`: the session the message the outcome ends was for, when the caller knows
-   * it (`rewrite`).
+   * message may still be). `targetKey`: the session the message the outcome is about was for (`rewrite`).
    */
   readonly rewrite: (
     sender: string,
     id: string,
     outcome: Outcome,
     record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined,
-    targetKey: string | undefined
+    targetKey: string
   ) => void
 }
 
@@ -332,9 +337,10 @@ export class DeliveryRecords {
     const record = this.table.claim(candidate)
     if (record.recorded) this.uncount(record)
     // A second message under the id (an earlier one's record or route still kept): from now on its give-backs are
-    // judged by the withdrawals' identities (`fateUnderReusedId`). A send that repeats one answered with a retryable
-    // failure (P47's E_TARGET_REBOUND) is no second message (review revnotes8 D1); `reuseRefused` judged it alike.
-    if (record !== candidate && !restored && holdsEarlierMessage(record)) {
+    // judged by the withdrawals' identities (`fateUnderReusedId`). A send of the entry's own message again — one
+    // answered with a retryable failure (P47's E_TARGET_REBOUND; review revnotes8 D1), or delivered before, its
+    // record gone and its route kept (review rrn8 probe 3) — is no second message; `reuseRefused` judged it alike.
+    if (record !== candidate && !restored && holdsEarlierMessage(record, candidate)) {
       this.reusedIds.markReused(record.senderKey, recordKeyOf(record.senderKey, record.id), now)
     }
     // A new send under the id (its earlier record pushed out while its route stayed): an earlier message's
@@ -418,13 +424,13 @@ export class DeliveryRecords {
   /**
    * Whether `sender`'s send under `id` at `now`, which no kept record answers (SendReplays.replayed), is refused
    * `E_MESSAGE_ID_REUSE` because accepting it would cross a bound of the reused ids' withdrawal notes
-   * (`ReusedIdWithdrawals.refusesReuse`): the id has `MAX_PER_KEY` withdrawals noted, or it would be a reuse (the
-   * table holds an earlier message's route or record: `holdsEarlierMessage`) past `MAX_KEYS` of `sender`'s own reused
-   * ids, or of an id whose withdrawal, still on the table, lost its note to that bound. Asked for every send `keep`
-   * may mark reused (also one repeating a retryable failure's record: review revnotes8 D2, D3). Send path: three
-   * comparisons unless one of those bounds was reached.
+   * (`ReusedIdWithdrawals.refusesReuse`): the id has `MAX_PER_KEY` withdrawals noted, or `sent` would be a reuse (the
+   * table holds an earlier message's route or record, not `sent`'s own: `holdsEarlierMessage`) past `MAX_KEYS` of
+   * `sender`'s own reused ids, or of an id whose withdrawal, still on the table, lost its note to that bound. Asked
+   * for every send `keep` may mark reused (also one repeating a retryable failure's record: review revnotes8 D2, D3).
+   * Send path: three comparisons unless one of those bounds was reached.
    */
-  reuseRefused(sender: string, id: string, now: number): boolean {
+  reuseRefused(sender: string, id: string, now: number, sent: Fingerprint): boolean {
     if (!this.reusedIds.mayRefuse(now)) return false
     return this.reusedIds.refusesReuse(
       sender,
@@ -432,7 +438,7 @@ export class DeliveryRecords {
       now,
       () => {
         const found = this.table.find(sender, id)
-        return found !== undefined && holdsEarlierMessage(found)
+        return found !== undefined && holdsEarlierMessage(found, sent)
       },
       () => this.withdrawal(sender, id, now) !== undefined
     )
@@ -465,21 +471,20 @@ export class DeliveryRecords {
    * if it is that message's, not a later send's under the id
    * (`OutboundRecord.recordLater`; review revdd DD1); the observer is told
    * all the same, with no record. `targetKey`: the session the message was
-   * for — the mailbox's and staging's drops name the message they hold, a
-   * cancel or supersede found by its route names its receiver: a failure
-   * then ends that message's stored row only, not another's under the id
-   * waiting for, or held unconfirmed by, another session (Mailbox.ts; review
-   * revmailkey2 probe 1); without it, every row under
-   * the id but those whose mail the mailbox still holds (Router's observer:
-   * a later message reusing the id, or the superseded message's own copy no
-   * told client instance read, stay stored). `owner`: the fingerprint of
+   * for, named by every caller — the mailbox's and staging's drops name the
+   * message they hold, a cancel or supersede found by its route names its
+   * receiver: a failure then ends that message's stored row only, not
+   * another's under the id waiting for, or held unconfirmed by, another
+   * session (Mailbox.ts; review revmailkey2 probe 1). Required, so no
+   * failure can drop the rows of every session under the id (task byid
+   * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
    * the message withdrawn, when the caller holds it (a mailbox cancel): the
    * record found by sender and id is rewritten only if it is that message's
    * (`isRecordOfMail`: also when it was handed over without its settled
    * `supersedes`, review rrmk probe 4), not another's under the id (review
    * revmailkey2 probe 3).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route?: OutboundRecord, targetKey?: string, owner?: Fingerprint): void {
+  rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
         (owner === undefined || isRecordOfMail(found, owner))

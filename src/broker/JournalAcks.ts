@@ -50,15 +50,23 @@ export class JournalAcks {
   /**
    * An acknowledgement for `peer` of `messageId` that waits for the changes
    * up to `upTo` to be stored (StoreJournal.holdAck), with `notice` right
-   * behind it, released and refused with it (HeldAckWithNotice).
+   * behind it, released and refused with it (HeldAckWithNotice). `targetKey`:
+   * the session the send's mail is for, when the answer knows it.
    */
-  hold(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", upTo: number, notice?: OutFrame): void {
-    // Never in ReadAcks; its sender's key finds its mail if a failed commit refuses it (`refuseHeld`).
+  hold(
+    peer: Peer,
+    messageId: string,
+    delivery: "socket_delivered" | "queued",
+    upTo: number,
+    notice?: OutFrame,
+    targetKey?: string
+  ): void {
+    // Never in ReadAcks; its sender's key and session find its mail if a failed commit refuses it (`refuseHeld`).
     const senderKey = peer.session?.key ?? ""
     this.heldAcks.push(
       notice === undefined
-        ? new HeldAck(peer, senderKey, messageId, delivery, upTo, false)
-        : new HeldAckWithNotice(peer, senderKey, messageId, delivery, upTo, notice)
+        ? new HeldAck(peer, senderKey, messageId, delivery, upTo, false, targetKey)
+        : new HeldAckWithNotice(peer, senderKey, messageId, delivery, upTo, notice, targetKey)
     )
   }
 
@@ -162,21 +170,27 @@ export class JournalAcks {
 
   /**
    * Refuses `ack`, a held `queued` acknowledgement, dropping the mail of a pending (never stored) put of its
-   * sender's message under its id, for whichever session that mail still waits for (`refuseUnstored` finds it in
-   * the mailbox by that session), and not one `dropped` already: each refusal drops its own message, so two sends
-   * under one id for two sessions in one failed commit are both dropped (review revmailkey2 probe 5). Rows under an
-   * id another message's row holds for another session follow it (JournalMail.sameId). True when it was refused.
+   * sender's message under its id, for the session that mail still waits for (`refuseUnstored` finds it in the
+   * mailbox by that session), and not one `dropped` already. An acknowledgement that names its send's session
+   * (`HeldAck.targetKey`, every first answer of a send) is paired with that session's row only: paired with the
+   * first pending row under the id, the refusal of a send handed meanwhile to its returned session dropped another
+   * session's message, and that one's own send was refused as a retry while its mail was stored and delivered
+   * (task byid item 2). One that names none (a retry answered from its record, SendReplays.ts) takes the
+   * first pending row under the id whose mail is still queued. Rows under an id another message's row holds for
+   * another session follow it (JournalMail.sameId). The session whose mail it dropped when it was refused.
    */
-  private refuseAndDrop(ack: HeldAck, reason: string, dropped: Set<JournalMail>): boolean {
+  private refuseAndDrop(ack: HeldAck, reason: string, dropped: Set<JournalMail>): string | undefined {
+    const target = ack.targetKey
     for (let entry = this.storedMail.get(ack.senderKey, ack.id); entry !== undefined; entry = entry.sameId) {
+      if (target !== undefined && entry.targetKey !== target) continue
       if (!entry.pending || dropped.has(entry)) continue
       // Its drop takes the row out of the chain (`mailGone`): the walk ends here.
       if (this.refuseUnstored(ack, reason, entry.targetKey)) {
         dropped.add(entry)
-        return true
+        return entry.targetKey
       }
     }
-    return false
+    return undefined
   }
 
   /**
@@ -194,19 +208,23 @@ export class JournalAcks {
     const held = this.heldAcks
     this.heldAcks = []
     const kept: Array<HeldAck> = []
-    // Sends refused in this pass, by sender and id: a second acknowledgement of one (a retry's) is refused too,
-    // dropping another message under the id only if one is still pending for another session.
+    // Sends refused in this pass, by sender, id and session (and by sender and id alone): a second acknowledgement
+    // of one (a retry's) is refused too, without a drop — by its session when it names one, so a send under the id
+    // for another session, whose mail was not dropped, is not refused as a retry of it (task byid item 2).
     const refused = new Set<string>()
     const dropped = new Set<JournalMail>()
     for (let i = 0; i < held.length; i++) {
       const ack = held[i]!
       const key = `${ack.senderKey}\u0000${ack.id}`
-      if (ack.delivery === "queued" && this.refuseAndDrop(ack, reason, dropped)) {
+      const exact = ack.targetKey === undefined ? key : `${key}\u0000${ack.targetKey}`
+      const droppedFor = ack.delivery === "queued" ? this.refuseAndDrop(ack, reason, dropped) : undefined
+      if (droppedFor !== undefined) {
         // Pending: its put was never stored, so nothing acknowledged it yet.
         refused.add(key)
+        refused.add(`${key}\u0000${droppedFor}`)
         continue
       }
-      if (refused.has(key) && this.refuseUnstored(ack, reason, undefined)) continue
+      if (refused.has(exact) && this.refuseUnstored(ack, reason, undefined)) continue
       kept.push(ack)
     }
     // Acknowledgements held meanwhile (none are expected: refusing changes nothing they wait on) come after.

@@ -119,6 +119,11 @@ export class HeldAck implements Holdable<HeldAck> {
   /** The change count it reveals. */
   readonly upTo: number
   readonly byReceipt: boolean
+  /**
+   * The session the acknowledged send's mail is for, when the answer knows it: a failed commit refuses a `queued`
+   * one, dropping its mail, by that session's row under the id (JournalAcks.refuseHeld; task byid item 2).
+   */
+  readonly targetKey: string | undefined
   answered: HeldAck | undefined = undefined
   constructor(
     peer: Peer,
@@ -126,7 +131,8 @@ export class HeldAck implements Holdable<HeldAck> {
     id: string,
     delivery: "socket_delivered" | "queued",
     upTo: number,
-    byReceipt: boolean
+    byReceipt: boolean,
+    targetKey?: string
   ) {
     this.peer = peer
     this.senderKey = senderKey
@@ -134,6 +140,7 @@ export class HeldAck implements Holdable<HeldAck> {
     this.delivery = delivery
     this.upTo = upTo
     this.byReceipt = byReceipt
+    this.targetKey = targetKey
   }
 
   /** The `delivered` frame to queue once it is released. */
@@ -157,8 +164,16 @@ export class HeldAck implements Holdable<HeldAck> {
  */
 export class HeldAckWithNotice extends HeldAck {
   private readonly notice: OutFrame
-  constructor(peer: Peer, senderKey: string, id: string, delivery: "socket_delivered" | "queued", upTo: number, notice: OutFrame) {
-    super(peer, senderKey, id, delivery, upTo, false)
+  constructor(
+    peer: Peer,
+    senderKey: string,
+    id: string,
+    delivery: "socket_delivered" | "queued",
+    upTo: number,
+    notice: OutFrame,
+    targetKey?: string
+  ) {
+    super(peer, senderKey, id, delivery, upTo, false, targetKey)
     this.notice = notice
   }
 

@@ -1,5 +1,5 @@
 /**
- * Size: about 930 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -91,6 +91,7 @@ import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
 import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
+import { ACCEPTED } from "../store/records.ts"
 import { type LeftBy, liveSession, MailReturns, type ReturnRoutes } from "./MailReturns.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
@@ -463,24 +464,36 @@ export class MailDelivery {
   }
 
   /**
-   * The sender withdraws queued mail (P71); true when it was still queued
-   * (not cancelled already). A withdrawn reply reopens its ask. A copy a
+   * The newest of `senderKey`'s messages waiting under `messageKey` for any session (`newestUnder`), which a
+   * mailbox cancel withdraws (`cancel`) unless a later message under the id was delivered (Cancels.ts). A size
+   * check when the mailbox is empty.
+   */
+  newestWaiting(messageKey: string, senderKey: string): Mail | undefined {
+    return this.newestUnder(messageKey, senderKey)
+  }
+
+  /**
+   * Whether a client instance of the session `receiverKey` read `mail` before it came back to the mailbox (its read
+   * mark, WithdrawnCopies.readersOfCopy): a route naming that session may be this mail's (Cancels.ts). Cancel path only.
+   */
+  readByReceiver(mail: Mail, receiverKey: string): boolean {
+    return this.withdrawn.readersOfCopy(mail)?.some((reader) => reader.receiverKey === receiverKey) === true
+  }
+
+  /**
+   * The sender withdraws `queued`, its newest mail waiting under the id
+   * (`newestWaiting`; P71). A withdrawn reply reopens its ask. A copy a
    * write gave a client instance before it came back (marked read with
    * that instance, MailReturns.requeueForwarded: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
-   * any other leaves the mailbox. Says which (MailboxCancel).
-   *
-   * With messages under the id waiting for several sessions (an older one
-   * given back, a later one queued), the cancel names the newest
-   * (`newestUnder`): the message its sender's id stands for now; an older
-   * one its sender never withdrew stays. When that one is a cancelled copy
-   * already, nothing is withdrawn (`none`).
+   * any other leaves the mailbox. Says which (MailboxCancel): `none` when
+   * it is a cancelled copy already, and nothing is withdrawn. An older
+   * message under the id, waiting for another session, stays: its sender
+   * never withdrew it.
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
-    const queued = this.newestUnder(messageKey, sender.key)
-    if (queued === undefined) return "none"
+  cancel(queued: Mail, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
     const key = mailKeyOf(queued)
     if (this.withdrawn.has(key)) return "none"
     const readers = this.withdrawn.readersOfCopy(queued)
@@ -541,18 +554,9 @@ export class MailDelivery {
   }
 
   /**
-   * Whether `senderKey`'s message `messageId` for the session `targetKey` waits in the mailbox (a size check when
-   * it is empty): a failure rewritten under the id without its session named keeps that message's stored row
-   * (Router's record observer) — a later message under the id, or a copy no instance a supersede told read.
-   */
-  isQueued(senderKey: string, messageId: string, targetKey: string): boolean {
-    return this.mailbox.size > 0 && this.mailbox.get(mailKeyFor(recordKeyOf(senderKey, messageId), targetKey)) !== undefined
-  }
-
-  /**
    * The newest of `senderKey`'s messages waiting under `messageKey` for any
    * session: the latest received (`brokerReceivedAt`); among those received
-   * at one stamp, the one accepted last (BrokerStamps.acceptedOrder) — not
+   * at one stamp, the one accepted last (`Mail[ACCEPTED]`) — not
    * the last queued: a message given back is queued again behind later ones
    * (review revmailkey2 probe 6) — or, when either was not accepted in this
    * run, the last queued. Several wait only when messages under one id wait
@@ -571,8 +575,8 @@ export class MailDelivery {
 
   /** Whether `mail`, received at the stamp of `than` and queued after it, was accepted after it (`newestUnder`). */
   private acceptedAfter(mail: Mail, than: Mail): boolean {
-    const order = this.ctx.stamps.acceptedOrder(mail.message)
-    const thanOrder = this.ctx.stamps.acceptedOrder(than.message)
+    const order = mail[ACCEPTED]
+    const thanOrder = than[ACCEPTED]
     return order === undefined || thanOrder === undefined || order > thanOrder
   }
 
@@ -690,6 +694,8 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued"), the newest in
    * the queue: Router.restore queues it in the order the mailbox had it
    * (RestoreOrder.ts), mail given back before the restart at its return.
+   * Its replay record says `queued` again — its own only, not a later
+   * message's under the id, delivered, whose record a retry and a cancel read.
    */
   restore(mail: Mail): void {
     const now = this.ctx.now()
@@ -703,7 +709,11 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+    // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
+    // a cancel still names it; task cancel2).
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+    }
   }
 
   /**
@@ -782,7 +792,7 @@ export class MailDelivery {
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).
-      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
+      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
       return
     }
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })
@@ -860,7 +870,7 @@ export class MailDelivery {
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, this.ctx.stamps.at(now)), mail, to: session.key, senderSince: 0 })
       this.routes.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey)
     }
   }
 

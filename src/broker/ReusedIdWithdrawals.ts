@@ -21,14 +21,25 @@
  * each is a sender's own, so no sender's reuses refuse another's sends (review revnotes8 D1): a sender's reuse
  * past `MAX_KEYS` of its own reused ids, and any send under an id with `MAX_PER_KEY` withdrawals noted. Every
  * mark passes that check (DeliveryRecords marks only a send `reuseRefused` was asked about, review revnotes8 D2),
- * so `reused` holds at most `MAX_KEYS` ids per sender; and a send that only repeats an answered-retryable one (P47's
- * `E_TARGET_REBOUND`) reuses nothing (DeliveryRecords.holdsEarlierMessage). Past `MAX_PER_KEY` only a message
- * sent before the bound can add a withdrawal (a cancel or supersede finds the id's latest route, or its mail in the
- * mailbox); no hard cap on that. Measured on Node 24 (task fixn8, heap used after GC over 4,096 ids): a note about
- * 85 bytes with its array slot (its receiver's key and outcome shared), about 300 with a fingerprint (the notes8
- * measure; kept while the message's replay record was); a reuse mark about 165 bytes plus its key string (its
- * sender's key shared). So per sender at most some 4,096 × (165 + 60 + 8 × 300) bytes, about 11 MB, times the
- * senders that reuse ids that much.
+ * so `reused` holds at most `MAX_KEYS` ids per sender; and a send of the very message the entry under its id holds
+ * (the same fingerprint: one repeating an answered-retryable send, P47's `E_TARGET_REBOUND`, or an unchanged retry
+ * of one delivered whose record left while its route stayed) reuses nothing (DeliveryRecords.holdsEarlierMessage;
+ * reviews revnotes8 D1, rrn8 probe 3). No count of senders or sessions bounds the total: a sender's reused ids stay
+ * their day after it left (they protect its messages still waiting or held unconfirmed, which outlive it), so the
+ * total is at most `MAX_KEYS` times the distinct senders that reused ids within a day (review rrn8 probe 1). Nor is
+ * `MAX_PER_KEY` a cap on an id's notes: from it on no send under the id is taken, but each message sent under it
+ * before can still be withdrawn after it — its mail in the mailbox (a cancel takes the newest; the mailbox holds its
+ * capacity at most at once, 4,096 messages by default, `mailboxCapacity`, a copy given back by a receiver that never
+ * confirmed it among them), or the id's latest route — so an id may hold `MAX_PER_KEY` − 1 notes plus one for each
+ * such message (review rrn8 probe 2: 24 queued, 24 notes): some 4,100 with the default mailbox, more where
+ * unconfirmed copies come back to the mailbox after the first are cancelled. Slow to reach (each message under the
+ * id needs the record of the one before it gone: its hour, or the replay records' bound crossed), but no count caps
+ * it. Measured on Node 24 (task fixrr8, heap used after GC, 4,096 ids × 8
+ * notes): a note about 85 bytes with its array slot (its receiver's key and outcome shared), about 365 with a
+ * fingerprint (a mailbox cancel's always has one; a route's while the message's replay record was kept); a reuse
+ * mark about 165 bytes plus its key string (its sender's key shared). So per sender with eight notes an id some
+ * 4,096 × (165 + 60 + 8 × 365) bytes, about 13 MB; at the worst above some 4,096 × 4,100 × 365 bytes, about 6 GB; times the senders that reuse ids
+ * that much within a day.
  */
 import type { Fingerprint, Outcome } from "../store/records.ts"
 import { AgedMap } from "./AgedMap.ts"

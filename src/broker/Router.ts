@@ -308,9 +308,9 @@ export class Router {
         set: (record, outcome, at) => journal.recordSent(record, outcome, at),
         rewrite: (sender, id, outcome, record, targetKey) => {
           // An outcome that is a failure ends the message: it will never be written (its sender is told), and its
-          // row goes: its own when the caller named its session; else every row under the id but those whose mail
-          // the mailbox holds (another message under the id, waiting for its session: Mailbox.ts), stored still.
-          if (!outcome.ok) journal.mailGone(sender, id, targetKey, (target) => mail.isQueued(sender, id, target))
+          // row goes — its own, for the session the caller names; another message's under the id, for another
+          // session, stays stored (Mailbox.ts).
+          if (!outcome.ok) journal.mailGone(sender, id, targetKey)
           if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
       }, (line) => ctx.log("warning", line), (at) => stamps.at(at)),

@@ -43,6 +43,7 @@ import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
+import { ACCEPTED } from "../store/records.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./AskAdmission.ts"
@@ -308,10 +309,10 @@ export class Send {
       delivery,
       traceparent,
       // A reply passed the stages' checks only along an open edge: the one it closes. (Others: one comparison.)
-      answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey)
+      answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey),
+      // Its place among messages accepted, for a stamp tie under a reused id (MailDelivery.newestUnder).
+      [ACCEPTED]: this.ctx.stamps.accept()
     }
-    // Its place among messages accepted, for a stamp tie under a reused id (MailDelivery.newestUnder).
-    this.ctx.stamps.accept(message)
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // C-BRK-3: the forwarded frame must fit 1 MiB for any recipient, now or when written later (flushed from
@@ -341,7 +342,7 @@ export class Send {
       journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
       this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
-      return this.answers.answer(peer, message.id, outcome)
+      return this.answers.answer(peer, message.id, outcome, undefined, mail.targetKey)
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
@@ -368,7 +369,7 @@ export class Send {
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     // P49's other holder took it: its record names that receiver (a cancel after a restart finds it so).
     this.ctx.records.set(recorded, target.id === resolution.id ? DELIVERED : deliveredTo(target.id, resolution.id), now)
-    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED)
+    if (journal === undefined) return this.answers.answer(peer, message.id, DELIVERED, undefined, mail.targetKey)
     journal.markDelivery(target.peer)
     // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
     // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
@@ -382,7 +383,7 @@ export class Send {
       if (message.replyTo !== undefined) journal.answered(targetKey, message.replyTo, sender.key, message.id)
       return DELIVERED
     }
-    return this.answers.answer(peer, message.id, DELIVERED)
+    return this.answers.answer(peer, message.id, DELIVERED, undefined, mail.targetKey)
   }
 
   /**
@@ -462,7 +463,7 @@ export class Send {
     // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
     this.handOver({ ...staged.attempt, stamp: attempt.stamp }, mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId))
+    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId), undefined, staged.mail.targetKey)
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }

@@ -36,9 +36,11 @@ export class SendAnswers {
   /**
    * Answers `peer`'s send `messageId` with `outcome`; returns it. A
    * `notice` goes right behind the answer, wherever the answer waits (a
-   * held acknowledgement carries it: StoreJournal.holdAck).
+   * held acknowledgement carries it: StoreJournal.holdAck). `targetKey`: the
+   * session the send's mail is for, when known — a held acknowledgement
+   * carries it, so a failed commit refuses the send by that session's row.
    */
-  answer(peer: Peer, messageId: string, outcome: Outcome, notice?: string): Outcome {
+  answer(peer: Peer, messageId: string, outcome: Outcome, notice?: string, targetKey?: string): Outcome {
     const output = this.ctx.output
     if (!outcome.ok) {
       output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
@@ -55,7 +57,7 @@ export class SendAnswers {
       return outcome
     }
     // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery, notice)
+    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery, notice, targetKey)
     else {
       journal?.mark(peer)
       output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))

@@ -56,7 +56,7 @@ export class SendReplays {
     if (record === undefined) {
       // A send under an id at a bound of the reused ids' withdrawal notes is refused rather than drop a note
       // (DeliveryRecords.reuseRefused; reviews revmodel probes 1, 2, 4). Three comparisons while none is reached.
-      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now) ? this.pastNotes(peer, messageId, to) : undefined
+      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now, fingerprint) ? this.pastNotes(peer, messageId, to) : undefined
     }
     if (!sameFingerprint(record, fingerprint)) {
       return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: reuseReason(record, fingerprint, peer.features.has(REUSE_REASON_V1)) }, to)
@@ -64,7 +64,7 @@ export class SendReplays {
     if (!record.outcome.ok && record.outcome.retryable) {
       // Sent again after a retryable failure (P47): judged by the notes' bounds as a send with no record is, since
       // an earlier message's route under the id may make it a reuse (review revnotes8 D2, D3).
-      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now) ? this.pastNotes(peer, messageId, to) : undefined
+      return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now, fingerprint) ? this.pastNotes(peer, messageId, to) : undefined
     }
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
     this.answers.answer(peer, messageId, record.outcome, notice)
@@ -73,10 +73,12 @@ export class SendReplays {
 
   /**
    * Refuses `messageId` `E_MESSAGE_ID_REUSE` at a bound of the reused ids' withdrawal notes (`replayed`), with
-   * `reuse-reason-v1`'s text where granted, else P46's. Out of `replayed`, which runs for every send.
+   * `reuse-reason-v1`'s text where granted, else a base text that claims nothing about the content: P46's
+   * "different authored content" was false for an unchanged resend (task byid item 4). Out of `replayed`, which
+   * runs for every send.
    */
   private pastNotes(peer: Peer, messageId: string, to: unknown): RouteOutcome {
-    const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReuse
+    const reason = peer.features.has(REUSE_REASON_V1) ? Reason.messageIdReusedPastNotes : Reason.messageIdReusedPastBound
     return this.answers.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason }, to)
   }
 

@@ -189,7 +189,7 @@ export class StaleAsks {
       this.ctx.journal?.askSilencedFor(mail, deadline, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
-    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
+    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED, undefined, mail.targetKey)
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id, mail.targetKey)
   }
 

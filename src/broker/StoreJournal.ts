@@ -1,5 +1,5 @@
 /**
- * Size: about 730 lines, past the ~400 guideline: one concept, the change
+ * Size: about 720 lines, past the ~400 guideline: one concept, the change
  * counts and the mail rows (one per message and target session, `setEntry`) that `putMail` and `mailGone` move for every
  * message, with the batch they are taken into — kept in one class so those
  * two move those rows with no call between. Apart: the held acknowledgements and
@@ -94,13 +94,6 @@ const MAIL_TABLE_FLOOR = 256
 
 /** How often stored replay records and ask edges past their time are dropped (ms). */
 const PRUNE_EVERY_MS = 60_000
-
-/**
- * Whether `row` leaves the store in `StoreJournal.mailGone`: the row for the session `targetKey` when one is named,
- * else every row but those `stays` keeps. A plain function, so the per-message call allocates no closure.
- */
-const goes = (row: JournalMail, targetKey: string | undefined, stays: ((targetKey: string) => boolean) | undefined): boolean =>
-  targetKey === undefined ? stays?.(row.targetKey) !== true : row.targetKey === targetKey
 
 /** The journal of changes not yet stored; see the module header. */
 export class StoreJournal {
@@ -230,10 +223,11 @@ export class StoreJournal {
    * it. Such a client matches acknowledgements by message id, in any order
    * relative to the messages it receives (docs/protocol.md, `received-v1`).
    * A `notice` goes right behind it, released and refused with it
-   * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`).
+   * (HeldAckWithNotice: a replayed ask's `ask_answered_elsewhere`). `targetKey`: the session the send's mail is
+   * for, when the answer knows it — a failed commit refuses the send by that session's row (JournalAcks.refuseHeld).
    */
-  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame): void {
-    this.acks.hold(peer, messageId, delivery, this.appended, notice)
+  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued", notice?: OutFrame, targetKey?: string): void {
+    this.acks.hold(peer, messageId, delivery, this.appended, notice, targetKey)
     // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
     // broker): no commit will come to release it, so it goes now, behind the held ones before it.
     if (this.appended <= this.stored) this.acks.releaseStored(this.stored)
@@ -407,19 +401,17 @@ export class StoreJournal {
    * broker killed before then delivers that mail again after its restart,
    * which the recipient's client drops (RecentMessages).
    *
-   * Which row: the message's for the session `targetKey`, when the caller
-   * holds the message; without it (a failure rewritten under the id, Router),
-   * every row under the id but those `stays` keeps (mail the mailbox holds for
-   * its session: another message under the id, Mailbox.ts). One lookup when
+   * Which row: the message's for the session `targetKey`; another message's
+   * under the id, for another session (Mailbox.ts), stays. One lookup when
    * one row is under the id, as nearly always.
    */
-  mailGone(senderKey: string, messageId: string, targetKey?: string, stays?: (targetKey: string) => boolean): void {
+  mailGone(senderKey: string, messageId: string, targetKey: string): void {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     this.acks.read(senderKey, messageId)
     const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
     if (entry.sameId === undefined) {
-      if (goes(entry, targetKey, stays)) this.gone(entry)
+      if (entry.targetKey === targetKey) this.gone(entry)
       else this.storedMail.set(entry)
       return
     }
@@ -430,7 +422,7 @@ export class StoreJournal {
       const next: JournalMail | undefined = row.sameId
       row.sameId = undefined
       if (row !== entry) this.chained--
-      if (goes(row, targetKey, stays)) this.gone(row)
+      if (row.targetKey === targetKey) this.gone(row)
       else {
         if (last === undefined) kept = row
         else {

@@ -141,10 +141,18 @@ export const Reason = {
    * telling that id's messages apart after it — eight withdrawals noted under the id within a day, 4,096 other ids
    * its sender reused within a day (a bound per sender), or the id's earlier withdrawal no longer noted (broker/ReusedIdWithdrawals.ts
    * `refusesReuse`). Nothing of the send was delivered. Starts as `messageIdReuse` does; a base connection gets
-   * that text.
+   * `messageIdReusedPastBound`.
    */
   messageIdReusedPastNotes:
     "Message id was reused: the broker keeps no more withdrawals under this id, or no more of this sender's reused ids, to tell a message sent under it now from the earlier ones. It is not sent. Send the message with a new id",
+  /**
+   * What a base connection (no `reuse-reason-v1`) gets for the refusal `messageIdReusedPastNotes` explains: the same
+   * code, a text that says only what is true of any such send. P46's `messageIdReuse` claims different authored
+   * content than a kept record's, and such a send was compared with none: it was refused for the bound (task byid
+   * item 4). Starts as P46's does.
+   */
+  messageIdReusedPastBound:
+    "Message id was reused past the broker's bound on reused message ids: it is not sent. Send the message with a new id",
   /**
    * Ours (`questions-v1`): a send (an ask, a plain message or a reply) whose
    * id is the id of a durable question its sender asked and still waits on

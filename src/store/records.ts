@@ -5,7 +5,9 @@
  * store, which the broker imports, so that the store imports no broker
  * module (imports go one way, docs/architecture.md); the broker modules that
  * own each concept re-export them (Peer.ts, AskEdges.ts, DeliveryRecords.ts),
- * and what is done with them stays there.
+ * and what is done with them stays there. One value beside the types: the
+ * symbol that keys a `Mail`'s place in the broker's acceptance order
+ * (`ACCEPTED`), a field no store row holds.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -62,6 +64,14 @@ export interface AskEdge {
 export interface SenderEnd {
   ended: boolean
 }
+
+/**
+ * The key of `Mail`'s place in the order the running broker accepted messages (BrokerStamps.accept). A symbol, so
+ * that the JSON of a store row (`encodeMail`) never holds it — the row format stays as it was — while every copy of
+ * the mail (`{ ...mail }`: given back, requeued, staged for a P49 holder) keeps it, with no per-message entry
+ * anywhere else (issue 16).
+ */
+export const ACCEPTED: unique symbol = Symbol("accepted")
 
 /** A message addressed to a session, as the mailbox and requeueing keep it. */
 export interface Mail {
@@ -122,6 +132,13 @@ export interface Mail {
    * the replier can answer again. Kept in the durable store with the mail.
    */
   readonly answers?: AskEdge | undefined
+  /**
+   * Its place in the order this run's broker accepted messages (BrokerStamps.accept): higher is later. Breaks a
+   * stamp tie between two messages under one reused id (MailDelivery.newestUnder), which their queue order cannot
+   * (a message given back is queued again behind later ones; review revmailkey2 probe 6). Absent on mail restored
+   * from the store (never stored: a symbol key, skipped by JSON) and on a durable question's mail (Questions.ts).
+   */
+  readonly [ACCEPTED]?: number | undefined
 }
 
 /** What a send came to, as answered (and replayed to a retry). */

@@ -423,7 +423,7 @@ describe("DeliveryRecords on the outbound records", () => {
     records.set(OutboundRecord.of("a", "t", messageOf("2"), undefined), DELIVERED, 2)
     expect(restored("2")).toBe(false)
     // A rewrite keeps it restored: the message is the one from before the restart.
-    records.rewrite("a", "3", DELIVERED)
+    records.rewrite("a", "3", DELIVERED, undefined, "t")
     expect(restored("3")).toBe(true)
   })
 

@@ -29,6 +29,9 @@ const SENDER_B = "scope\u0000carol"
 const senderOf = (k: string) => k.startsWith("b:") ? SENDER_B : SENDER
 const idOf = (k: string) => k.slice(2)
 
+/** The session every message here is for. */
+const TARGET = "scope\u0000bob"
+
 const mailFor = (recordKey: string): Mail => ({
   recordKey,
   senderKey: senderOf(recordKey),
@@ -38,7 +41,7 @@ const mailFor = (recordKey: string): Mail => ({
   message: { id: idOf(recordKey), timestamp: 1, content: { text: "hi" } },
   brokerReceivedAt: 1,
   spaceKey: "scope",
-  targetKey: "scope\u0000bob",
+  targetKey: TARGET,
   targetId: "bob",
   targetIdentity: undefined,
   queuedAt: 1,
@@ -96,7 +99,7 @@ describe("StoreJournal", () => {
               held.add(o.key)
               break
             case "gone":
-              journal.mailGone(senderOf(o.key), idOf(o.key))
+              journal.mailGone(senderOf(o.key), idOf(o.key), TARGET)
               held.delete(o.key)
               break
             case "sent": {
@@ -210,7 +213,7 @@ describe("StoreJournal given-back mail", () => {
     journal.putMail(mail)
     journal.committed(journal.take(10) ?? assert.fail("nothing taken"))
     journal.mailGivenBack(givenBack(mail, 50))
-    journal.mailGone(SENDER, "k1")
+    journal.mailGone(SENDER, "k1", TARGET)
     assert.deepStrictEqual(shapes(journal.take(60)), { puts: [], updates: [], deletes: [1] })
   })
 })
@@ -330,7 +333,7 @@ describe("StoreJournal held acknowledgements", () => {
             case "gone": {
               const ack = acks.get(o.key)
               phase = { how: "read", key: o.key }
-              journal.mailGone(senderOf(o.key), idOf(o.key))
+              journal.mailGone(senderOf(o.key), idOf(o.key), TARGET)
               phase = undefined
               held.delete(o.key)
               // Read: its own acknowledgement (a plain message's or a reply's) is out now, if it was held.

@@ -154,7 +154,7 @@ describe("age lists after the clock stepped back", () => {
       /** `id` sent, cancelled, and sent again at `at`: the resend makes the record forget the cancel. */
       const resent = (id: string, at: number): void => {
         records.set(recordOf(id), ok, at)
-        records.rewrite("s", id, CANCELLED)
+        records.rewrite("s", id, CANCELLED, undefined, "t")
         records.set(OutboundRecord.of("s", "t", { ...message("again"), id }, undefined), ok, at)
       }
       resent("ahead", yield* setTo(START + STEP))

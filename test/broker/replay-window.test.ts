@@ -101,7 +101,7 @@ describe("DeliveryRecords bounds", () => {
     // Each record here is estimated at 246 bytes: four fit in 1,000.
     const records = new DeliveryRecords({ ...limits, maxRecords: 1_000, maxBytes: 1_000 })
     for (let i = 0; i < 3; i++) records.set(record("s", `${i}`), ok, 0)
-    records.rewrite("s", "0", { ok: false, code: DeliveryCode.DeliverySuperseded, reason: `Superseded by ${"n".repeat(300)}`, retryable: false })
+    records.rewrite("s", "0", { ok: false, code: DeliveryCode.DeliverySuperseded, reason: `Superseded by ${"n".repeat(300)}`, retryable: false }, undefined, "t")
     records.set(record("s", "3"), ok, 5_000)
     assert.isUndefined(records.get("s", "0", 5_000), "the rewritten record's reason was not counted")
     assert.strictEqual(records.size, 3)

@@ -5,7 +5,8 @@
  * pushed out the supersede of the m0 b-1 was written: b-1's return was written m0 bare) and 4 (4,096 other reused
  * ids pushed m0's reuse mark out, and the rules by key dropped y's m0, never withdrawn), as regular tests; and a
  * reuse of an id whose withdrawal's note the bound of ids not reused pushed out, refused with `reuse-reason-v1`'s
- * text. The clock is a plain number, never moved (every stamp ties); no sleep.
+ * text; and a base client's reuse past its sender's bound, refused with the bound's text rather than P46's, which
+ * speaks of a kept record (task byid item 4). The clock is a plain number, never moved (every stamp ties); no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -66,6 +67,22 @@ describe("the reused ids' withdrawal notes refuse a send past their bounds", () 
       const back = w.reg("y", { features: custodyFeatures, instanceId: "y-1" }, "Y")
       assert.deepStrictEqual(textsOf(w.framesOf(back), m0.id), ["for y"], "y's return was not given m0, which d never withdrew")
       assert.deepStrictEqual(refusals(w), ["x4095 E_MESSAGE_ID_REUSE"], "not exactly the 4,097th reuse refused")
+    }), 60_000)
+
+  it.effect("a base client's reuse past its 4,096 reused ids is refused with the bound's text, not P46's", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replayRecords: 2 })
+      w.reg("q", { features: custodyFeatures, instanceId: "q-1" }, "Q")
+      // 4,097 ids, each sent to q-1 (its route kept, unconfirmed), then each sent again with other content once its
+      // record left: the last would be the 4,097th reuse of d, a base client (no reuse-reason-v1). (An unchanged
+      // resend is no reuse at all: test/broker/reused-id-unchanged-retry.test.ts.)
+      for (let n = 0; n <= 4096; n++) w.send("q", message("first", { id: `x${n}` }))
+      for (let n = 0; n <= 4096; n++) w.send("q", message("second", { id: `x${n}` }))
+      const refused = w.framesOf(w.d).filter((f) => f.type === "delivery_failed")
+      assert.deepStrictEqual(refused.map((f) => [f.messageId, f.code]), [["x4096", DeliveryCode.MessageIdReuse]],
+        "not exactly the 4,097th reuse refused: the test sets up nothing")
+      // The send was refused for the bound, not compared with a kept record: the bound's text, not P46's.
+      assert.deepStrictEqual(refused.map((f) => f.reason), [Reason.messageIdReusedPastBound], "not the base text of the bound")
     }), 60_000)
 
   it.effect("a reuse of an id whose cancel's note 4,096 other ids' cancels pushed out is refused, with reuse-reason-v1's text", () =>

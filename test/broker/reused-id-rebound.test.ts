@@ -2,11 +2,12 @@
  * The reused ids' notes bounds (ReusedIdWithdrawals.ts) and the sends repeated after a retryable failure (P47's
  * `E_TARGET_REBOUND`): review revnotes8's probes 1–3 as regular tests. (1) a send repeated after E_TARGET_REBOUND is
  * no reuse, and the reused ids' bound is each sender's own, so another sender's 4,096 repeated sends do not make a
- * base client's unchanged retry refused; (2) every send that can mark an id reused passes the bound, so one
- * sender's repeated wrong-epoch sends leave no more than MAX_KEYS reused ids; (3) a send repeated after a retryable
- * failure under an id with eight withdrawals noted is refused like any other send under it. The clock is a plain
- * number, moved by hand (two hours in (1)); no sleep. The reused ids' count is read from the router's private state
- * by narrowing (no cast).
+ * base client's unchanged retry refused; (2) one sender's repeated wrong-epoch sends leave no more than MAX_KEYS
+ * reused ids; (3) a send repeated after a retryable failure under an id with eight withdrawals noted is refused like
+ * any other send under it; (4) a send repeated after a retryable failure whose entry gained an earlier message's route
+ * meanwhile is a reuse, and passes the sender's MAX_KEYS bound like any other (review rrn8: (2) alone passed with
+ * SendReplays' retryable branch asking no bound). The clock is a plain number, moved by hand (two hours in (1)); no
+ * sleep. The reused ids' count is read from the router's private state by narrowing (no cast).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -97,4 +98,5 @@ describe("sends repeated after a retryable failure, and the reused ids' bound pe
       assert.strictEqual(sends.at(-1), "delivery_failed E_MESSAGE_ID_REUSE", "a plain send under m0 was not refused: eight withdrawals were not noted")
       assert.deepStrictEqual(sends.slice(9, -1), ["delivery_failed E_MESSAGE_ID_REUSE"], "the send after the eighth withdrawal was not refused")
     }), 60_000)
+
 })

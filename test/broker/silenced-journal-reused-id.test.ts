@@ -18,7 +18,7 @@ describe("a deep copy's debt with a reused ask id: one reply per edge", () => {
     const journal = new StoreJournal(() => {}, HOUR)
     journal.putMail(reply1)
     journal.putMail(reply2)
-    journal.mailGone(reply2.senderKey, reply2.message.id) // alice read the second answer
+    journal.mailGone(reply2.senderKey, reply2.message.id, reply2.targetKey) // alice read the second answer
     journal.askSilencedFor(first, first.brokerReceivedAt + TIMEOUT, second.brokerReceivedAt + 90_000)
     assert.deepStrictEqual(storedDebts(journal), [reply1.recordKey], "no debt stored with the first ask's stored reply")
   })

@@ -110,7 +110,7 @@ describe("a silenced ask's debt is stored only while its reply is (review revu U
     const first = journal.take(1)
     assert.isDefined(first)
     if (first !== undefined) journal.committed(first)
-    journal.mailGone(reply.senderKey, reply.message.id) // read by its asker: its row goes
+    journal.mailGone(reply.senderKey, reply.message.id, reply.targetKey) // read by its asker: its row goes
     journal.askSilenced(reply, mailOf("alice", "bob", "q1", { expectsReply: true }), 2)
     const taken = journal.take(3)
     assert.deepStrictEqual(taken?.batch.mailDeletes.length, 1, "the reply's delete: the test sets up nothing")
@@ -127,7 +127,7 @@ describe("a silenced ask's debt is stored only while its reply is (review revu U
     assert.deepStrictEqual(first?.batch.silencedPuts, [{ replyKey: reply.recordKey, at: 2, ask }])
     if (first !== undefined) journal.committed(first)
     journal.askSilenced(reply, ask, 4) // the same ask's copy on another connection, answered by the same reply
-    journal.mailGone(reply.senderKey, reply.message.id)
+    journal.mailGone(reply.senderKey, reply.message.id, reply.targetKey)
     const second = journal.take(5)
     assert.deepStrictEqual(second?.batch.silencedPuts ?? [], [], "the debt put again")
     assert.deepStrictEqual(second?.batch.silencedDeletes, [reply.recordKey], "the stored debt left behind its reply")

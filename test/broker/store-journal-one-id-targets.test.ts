@@ -3,8 +3,8 @@
  * message per sender and id"; Mailbox.ts): random puts, drops and commits (some failing, retried) and restarts,
  * against a model. A message is its sender, id and target session; each keeps its own row, so once everything is
  * committed the store holds exactly the messages accepted and not gone. A drop names its message's session
- * (`mailGone` with a target), or only the id (a failure rewritten under the id: every row under it but those the
- * mailbox still holds, `stays`). A restart makes a new journal from the store's rows (`restoredMail`), every row of
+ * (`mailGone`'s target, which every caller gives: a drop by the id alone no longer exists, task byid item 3), and
+ * other sessions' messages under the id stay stored. A restart makes a new journal from the store's rows (`restoredMail`), every row of
  * them — none dropped because another row shares its id. No clock: the journal's `take` is given plain numbers.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -48,11 +48,7 @@ const msg: fc.Arbitrary<Msg> = fc.record({
 })
 const op = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant("put" as const), msg }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant("gone" as const), msg }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({ op: fc.constant("goneUnder" as const), msg, stays: fc.subarray([0, 1, 2] as const) })
-  },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant("gone" as const), msg }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant("commit" as const), ok: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ op: "restart" as const }) }
 )
@@ -92,14 +88,6 @@ describe("StoreJournal: messages under one id for several sessions", () => {
               journal.mailGone(SENDERS[o.msg.sender], IDS[o.msg.id], TARGETS[o.msg.target])
               held.delete(nameOf(o.msg))
               break
-            case "goneUnder": {
-              const stays = new Set<string>(o.stays.map((t) => TARGETS[t]))
-              journal.mailGone(SENDERS[o.msg.sender], IDS[o.msg.id], undefined, (target) => stays.has(target))
-              for (const target of [0, 1, 2] as const) {
-                if (!o.stays.includes(target)) held.delete(nameOf({ ...o.msg, target }))
-              }
-              break
-            }
             case "commit":
               commit(o.ok)
               break

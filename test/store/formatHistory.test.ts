@@ -28,7 +28,7 @@ import type { DeliveryChoice } from "../../src/protocol/deliveryModes.ts"
 import { CorruptRow, decodeMail, encodeMail } from "../../src/store/mailCodec.ts"
 import { migrations } from "../../src/store/migrations/index.ts"
 import { checkNotice } from "../../src/store/OwedNotices.ts"
-import type { AskEdge, Fingerprint, Mail, Outcome } from "../../src/store/records.ts"
+import { ACCEPTED, type AskEdge, type Fingerprint, type Mail, type Outcome } from "../../src/store/records.ts"
 import { decodeBlock, encodeBlock } from "../../src/store/replayBlock.ts"
 
 /** The shape of what the store holds, as of one marker migration. */
@@ -69,7 +69,9 @@ const mailKeys = {
   delivery: true,
   traceparent: true,
   answers: true,
-  askDueAt: true
+  askDueAt: true,
+  // Not a stored field: a symbol key, which JSON (encodeMail) skips and `Object.keys` below leaves out.
+  [ACCEPTED]: true
 } satisfies Record<keyof Mail, true>
 const deliveryKeys = { delivery: true, queueMode: true, threadId: true } satisfies Record<keyof DeliveryChoice, true>
 const edgeKeys = {

@@ -2,7 +2,9 @@
  * `mailCodec`: the replay record's fingerprint and outcome are written as the
  * JSON `JSON.stringify` gives for them (the encoders write it out directly,
  * for the commit's CPU), and decode back to what was encoded; a fingerprint
- * read through an outbound record's getters encodes as its plain copy would.
+ * read through an outbound record's getters encodes as its plain copy would;
+ * mail is written without what the running broker alone keeps on it (a
+ * short-lived sender's end, its place in the acceptance order).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -19,6 +21,7 @@ import {
   encodeMail,
   encodeOutcome
 } from "../../src/store/mailCodec.ts"
+import { ACCEPTED } from "../../src/store/records.ts"
 
 const optional = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
 const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.double({ noNaN: true, noDefaultInfinity: true }))
@@ -131,6 +134,32 @@ describe("mailCodec", () => {
     assert.notInclude(text, "senderEnd")
     assert.strictEqual(text, encodeMail({ ...mail, senderEnd: undefined }))
     assert.deepStrictEqual(mail.senderEnd, { ended: false }, "the mail itself was changed")
+  })
+
+  it("a mail's place in the acceptance order is not stored: encodeMail writes it as if the mail had none, given back or not", () => {
+    const mail: Mail = {
+      recordKey: "\u0000alice\u0001m3",
+      senderKey: "\u0000alice",
+      senderId: "alice",
+      senderIdentity: undefined,
+      fromJson: JSON.stringify({ id: "alice" }),
+      message: { id: "m3", timestamp: 1, content: { text: "hi" } },
+      brokerReceivedAt: 10,
+      spaceKey: "",
+      targetKey: "\u0000bob",
+      targetId: "bob",
+      targetIdentity: undefined,
+      queuedAt: 10,
+      askTimeoutMs: undefined
+    }
+    const accepted: Mail = { ...mail, [ACCEPTED]: 7 }
+    assert.strictEqual(encodeMail(accepted), encodeMail(mail))
+    assert.strictEqual(encodeMail(accepted, 4), encodeMail(mail, 4))
+    const decoded = decodeMail(mail.recordKey, encodeMail(accepted))
+    assert.notInstanceOf(decoded, CorruptRow)
+    if (!(decoded instanceof CorruptRow)) assert.isUndefined(decoded[ACCEPTED], "restored mail came back with a place in this run's order")
+    // Every copy the broker makes of its mail (given back, requeued: `{ ...mail, queuedAt }`) keeps the place.
+    assert.strictEqual({ ...accepted, queuedAt: 11 }[ACCEPTED], 7)
   })
 
   it("a stored reply keeps the ask edge it closed: restored and then lost, it can still reopen that ask", () => {
