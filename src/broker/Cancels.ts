@@ -100,7 +100,7 @@ const routeKeepsFate = (found: OutboundRecord, waiting: Mail, mail: MailDelivery
 }
 
 /** What a cancel reads and keeps of the receipt routes (Receipts.ts). */
-type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy">
+type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy" | "withdrawnRowKey">
 
 /** A sender's `cancel_message`; see the module header. */
 export class Cancels {
@@ -239,9 +239,10 @@ export class Cancels {
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       // Found by its route, only its own replay record is rewritten: not a later send's under the id, kept after
-      // its record left while its route stayed (review revdd DD1). Only its receiver's stored row goes, not another
-      // message's under the id held unconfirmed by another session (review revmailkey2 probe 1).
-      records.rewrite(session.key, messageId, CANCELLED, route, live.receiver.key)
+      // its record left while its route stayed (review revdd DD1). Only its own stored row goes (`withdrawnRowKey`:
+      // its send's named session's, review rrmk probe 1), not another message's under the id held unconfirmed by
+      // another session (review revmailkey2 probe 1).
+      records.rewrite(session.key, messageId, CANCELLED, route, this.receipts.withdrawnRowKey(session.key, messageId, route, live.receiver))
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).
