@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 875 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 885 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -158,6 +158,12 @@ export type QuestionWork =
      * opens it again (`reopen`) when it refuses the answer and the question still waits.
      */
     readonly closed: QuestionNotice | undefined
+    /**
+     * Sized as the answer already, by the send stage against the room kept with the notice (`replyTooLarge`: a
+     * notified supervisor's live reply); else the fiber sizes it against the saved question before it saves it
+     * (a `question_answer`, or a reply with no notice here, `unnotifiedAnswer`).
+     */
+    readonly sized: boolean
   }
   | {
     readonly _tag: "Stop"
@@ -368,7 +374,8 @@ export class Questions {
         ownerId: notice.ownerId,
         text: mail.message.content.text,
         at: attempt.now,
-        closed: undefined
+        closed: undefined,
+        sized: true
       })
     }
   }
@@ -381,7 +388,9 @@ export class Questions {
    * from this same hook, after the reply was queued to the child in its sender's order, so nothing is held and the
    * question is marked answered — a `questions-v1` supervisor back later is not notified of it again. A reply carrying
    * `replyError` is not an answer (C-DQ-8); with no notice there is no edge to open again, so the question waits
-   * edgeless, as before. Before, nothing was saved and the question stayed `awaiting_input` (helper fixqs3).
+   * edgeless, as before. With no notice there was no room to size it against before delivery either: the fiber sizes
+   * it as it does a `question_answer` and, too large, does not save it (logged; the reply was delivered). Before,
+   * nothing was saved and the question stayed `awaiting_input` (helper fixqs3).
    */
   private unnotifiedAnswer(attempt: SendAttempt, mail: Mail): void {
     const edge = mail.answers
@@ -396,7 +405,9 @@ export class Questions {
       ownerId: attempt.sender.id,
       text: mail.message.content.text,
       at: attempt.now,
-      closed: undefined
+      closed: undefined,
+      // Nothing sized it: with no notice there was no room to size it against (`replyTooLarge`).
+      sized: false
     })
   }
 
@@ -809,7 +820,8 @@ export class Questions {
       ownerId,
       text: frame.text,
       at: this.ctx.now(),
-      closed
+      closed,
+      sized: false
     })
   }
 

@@ -5,8 +5,9 @@
  * sender's order, and its answer queued to the question fiber from the same `delivered` hook
  * (`Questions.unnotifiedAnswer`). So the question is marked answered, a `questions-v1` supervisor that takes the id
  * over later is not notified of it again, and a restart finds it answered; a question store that fails to save it
- * leaves the reply delivered and the question waiting, as for a notified supervisor's reply. Before, nothing was
- * saved: the question stayed `awaiting_input`. On durable brokers over the in-memory network with a memory question
+ * leaves the reply delivered and the question waiting, as for a notified supervisor's reply; with no notice there was
+ * no room to size it against before delivery, so the fiber sizes it and does not save one too large. Before, nothing
+ * was saved: the question stayed `awaiting_input`. On durable brokers over the in-memory network with a memory question
  * store whose state plays the disk; no sleep: each step waits on the frame it needs, or on a round trip — a
  * `question_get` goes through the question fiber's queue behind the reply's answer, so its answer follows the save.
  */
@@ -184,5 +185,24 @@ describe("a base supervisor's reply along a durable question's edge", () => {
       assert.isUndefined(questions.records.get("q-1")?.answer)
       yield* base.roundTrip
       assert.isTrue(yield* notifiedOnReturn(net), "the questions-v1 supervisor was not notified of the still-waiting question")
+    })))
+
+  it.effect("too large as the answer with the question (fits its own frame): delivered, not saved, the question waits", () =>
+    patientClock(Effect.gen(function*() {
+      const world = yield* questionWorldOf(FEATURES)
+      const { child, net, questions, supervisor } = world
+      // Half a MiB of question: a reply of 600,000 bytes fits its own frame, not a frame with the question.
+      yield* child.send({ ...questionAsk, text: "q".repeat(500_000) })
+      assert.strictEqual((yield* answerTo(child, questionAsk.requestId)).type, "question_result", "setup: q-1 saved")
+      yield* messageFor(supervisor, "q-1")
+      yield* supervisor.destroy
+      yield* child.roundTrip
+      const base = (yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: BASE, ownerToken: TOKEN } })).client
+      const long = message("a".repeat(600_000), { replyTo: "q-1" })
+      assert.strictEqual(codeOf(yield* send(base, "child-worker", long)), "delivered")
+      yield* messageFor(child, long.id)
+      // Behind the reply's answer in the question fiber's queue: sized there, and not saved.
+      assert.deepStrictEqual(yield* readQuestion(child, "g-1"), { state: "awaiting_input", answer: undefined })
+      assert.isUndefined(questions.records.get("q-1")?.answer, "an answer too large for its frames was saved")
     })))
 })
