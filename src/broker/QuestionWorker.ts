@@ -383,11 +383,13 @@ export const runQuestionWorker = (
    * saved question's text) is refused before it is saved. An answer the store would write is sized, and an identical
    * re-answer too: its receipt carries the saved answer, which was not sized if a live reply saved it before helper
    * qsize (review revqanswer #4; refused `same`, nothing changed). A conflicting or cancelled one is refused as ever.
-   * A live reply (no session) is not sized here: the send stage sized it against the same room before it reached the
-   * child (Questions.replyTooLarge, `answerRoom`).
+   * A notified supervisor's live reply (`sized`) is not sized here: the send stage sized it against the same room
+   * before it reached the child (Questions.replyTooLarge, `answerRoom`). A reply with no notice here (a base
+   * supervisor's, Questions.unnotifiedAnswer) had no room to be sized against: it is sized here as a
+   * `question_answer` is, after it was delivered, and one too large is not saved (logged by `refuse`; qbase2).
    */
   const refusalOf = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>) =>
-    item.session === undefined
+    item.sized
       ? Effect.succeed(undefined)
       : Effect.map(store.get(item.questionId), (record) => {
         if (record === undefined || record.ownerId !== item.ownerId) return undefined

@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 840 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 885 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -71,7 +71,10 @@
  * session it was staged from). A reply along a question's edge with no notice here (the supervisor back before it is
  * notified again, a durable restart) could be neither sized nor saved: refused, retryable (`unnotified`), while its
  * id has a live `questions-v1` session under its key (`present`); else that session can neither be notified again nor
- * answer by id, so the reply is delivered unsaved, as a base supervisor's always is (review revfixqs2 D1).
+ * answer by id (review revfixqs2 D1), so the reply is delivered at once, in its sender's order, and its answer queued
+ * to the fiber from the same `delivered` hook as a notified supervisor's (`unnotifiedAnswer`, qbase2). Either way
+ * the child has the reply before the fiber saves it: a crash between the two, or a store failure (logged), leaves
+ * the question `awaiting_input` with the reply delivered.
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
  * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
@@ -155,6 +158,12 @@ export type QuestionWork =
      * opens it again (`reopen`) when it refuses the answer and the question still waits.
      */
     readonly closed: QuestionNotice | undefined
+    /**
+     * Sized as the answer already, by the send stage against the room kept with the notice (`replyTooLarge`: a
+     * notified supervisor's live reply); else the fiber sizes it against the saved question before it saves it
+     * (a `question_answer`, or a reply with no notice here, `unnotifiedAnswer`).
+     */
+    readonly sized: boolean
   }
   | {
     readonly _tag: "Stop"
@@ -340,11 +349,15 @@ export class Questions {
     },
     delivered: (attempt, mail) => {
       const key = attempt.replyKey
-      if (key === undefined || this.notices.size === 0) return
-      const notice = this.notices.get(key)
+      if (key === undefined) return
+      const notice = this.notices.size === 0 ? undefined : this.notices.get(key)
+      if (notice === undefined) {
+        this.unnotifiedAnswer(attempt, mail)
+        return
+      }
       // The supervisor by its key: a `replace`-staged reply is delivered with the attempt it was staged with, whose
       // session a takeover may have replaced meanwhile (review revqs 4).
-      if (notice === undefined || notice.supervisor.key !== attempt.sender.key) return
+      if (notice.supervisor.key !== attempt.sender.key) return
       if (mail.replyError !== undefined) {
         // C-DQ-8: a failed turn is not an answer; the question keeps waiting on a fresh edge.
         this.openEdge(notice, attempt.now)
@@ -361,9 +374,41 @@ export class Questions {
         ownerId: notice.ownerId,
         text: mail.message.content.text,
         at: attempt.now,
-        closed: undefined
+        closed: undefined,
+        sized: true
       })
     }
+  }
+
+  /**
+   * A reply delivered along a durable question's edge (the one it closed, `Mail.answers`) with no notice here: only a
+   * reply `replySize` let through, from a supervisor id with no live `questions-v1` session under its key — a base
+   * supervisor back (a pi-intercom client), or a session without the extension that took the id over inside a
+   * `replace` window. It is the question's answer as a notified supervisor's reply is (qbase2): queued to the fiber
+   * from this same hook, after the reply was queued to the child in its sender's order, so nothing is held and the
+   * question is marked answered — a `questions-v1` supervisor back later is not notified of it again. A reply carrying
+   * `replyError` is not an answer (C-DQ-8); with no notice there is no edge to open again, so the question waits
+   * edgeless, as before. With no notice there was no room to size it against before delivery either: the fiber sizes
+   * it as it does a `question_answer` and, too large, does not save it (logged; the reply was delivered). Before,
+   * nothing was saved and the question stayed `awaiting_input` (helper fixqs3).
+   */
+  private unnotifiedAnswer(attempt: SendAttempt, mail: Mail): void {
+    const edge = mail.answers
+    if (edge?.question !== true || edge.targetKey !== attempt.sender.key || mail.replyError !== undefined) return
+    // Until the fiber has saved it, a supervisor notified again is not asked this question.
+    this.replying.add(edge.messageId)
+    this.offer({
+      _tag: "Answer",
+      session: undefined,
+      requestId: undefined,
+      questionId: edge.messageId,
+      ownerId: attempt.sender.id,
+      text: mail.message.content.text,
+      at: attempt.now,
+      closed: undefined,
+      // Nothing sized it: with no notice there was no room to size it against (`replyTooLarge`).
+      sized: false
+    })
   }
 
   /**
@@ -392,8 +437,9 @@ export class Questions {
   private replyTooLarge(key: string, attempt: SendAttempt): Refusal | undefined {
     const notice = this.notices.get(key)
     // No notice, and the sender's id has no live `questions-v1` session under its key (back without it, or taken
-    // over by a session without it inside a `replace` window): it can neither be notified again nor answer by id, so
-    // the reply is delivered unsaved, as a base supervisor's always was (review revfixqs2 D1).
+    // over by a session without it inside a `replace` window): it can neither be notified again nor answer by id
+    // (review revfixqs2 D1), so the reply goes on unsized and `stage`'s `delivered` queues it as the answer
+    // (`unnotifiedAnswer`, qbase2).
     if (notice === undefined) {
       return this.present.get(attempt.sender.id)?.key === attempt.sender.key ? this.unnotified(key) : undefined
     }
@@ -774,7 +820,8 @@ export class Questions {
       ownerId,
       text: frame.text,
       at: this.ctx.now(),
-      closed
+      closed,
+      sized: false
     })
   }
 
