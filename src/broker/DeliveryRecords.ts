@@ -462,9 +462,12 @@ export class DeliveryRecords {
    * session (Mailbox.ts; review revmailkey2 probe 1). Required, so no
    * failure can drop the rows of every session under the id (task byid
    * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
-   * the message withdrawn, when the caller holds it (a mailbox cancel): the
-   * record found by sender and id is rewritten only if it is that message's,
-   * not another's under the id (review revmailkey2 probe 3).
+   * the message withdrawn, when the caller holds it (a mailbox cancel), or of
+   * the message flushed or handed over from staging: the record found by
+   * sender and id is rewritten only if it is that message's, not another's
+   * under the id (review revmailkey2 probe 3; a later send's refused
+   * retryable, whose retry was answered delivered and never written: task
+   * flushrw).
    */
   rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)
