@@ -3,7 +3,9 @@
  * the replay record found by sender and id as delivered only when that record is the flushed or handed-over
  * message's own, not a later send's under the id (task flushrw; fixrr8's probe): here that later send is refused
  * retryable (P47's E_TARGET_REBOUND), and its retry must reach its target, not be answered `delivered` from the
- * earlier message's outcome. On a Router driven by hand; the clock moves by hand (the replace window only); no sleep.
+ * earlier message's outcome. The third test guards the other side: a staged message's own record is still rewritten
+ * `socket_delivered` at its hand-over (an owner check that never matched would leave it `queued`). On a Router driven
+ * by hand; the clock moves by hand (the replace window only); no sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -70,5 +72,22 @@ describe("a flush or a staged hand-over rewrites only its own message's replay r
       assert.deepStrictEqual(answers.slice(0, 2), ["delivery_queued", "delivery_failed E_TARGET_REBOUND"], "the set-up's sends were not answered as planned")
       assert.strictEqual(answers[2], "delivered socket_delivered")
       assert.strictEqual(messagesOf(w.framesOf(t), m.id), 1, "m2's retry was answered, and t was never given m2")
+    }))
+
+  it.effect("a replace-staged message's own record still says socket_delivered after its hand-over: its retry is answered so and not written again", () =>
+    Effect.gen(function*() {
+      const w = yield* copyLeftWorld({ replaceWindow: WINDOW_MS })
+      const b = w.reg("b", {}, "B")
+      const s = w.reg("s", { features: [DELIVERY_V1] }, "S")
+      const m: Message = { id: "m", timestamp: 1, content: { text: "for b" } }
+      const send = { type: "send", to: "b", message: m, delivery: "queue", queueMode: "replace", threadId: "status" }
+      w.batch(s, [send])
+      w.clock.now += WINDOW_MS
+      w.router.staging.flushDue(w.clock.now)
+      assert.strictEqual(messagesOf(w.framesOf(b), m.id), 1, "b was not handed m: the test sets up nothing")
+      w.batch(s, [send])
+      const answers = answersFor(w.framesOf(s), m.id)
+      assert.deepStrictEqual(answers, ["delivered socket_delivered"])
+      assert.strictEqual(messagesOf(w.framesOf(b), m.id), 1, "m's retry was written to b again")
     }))
 })
