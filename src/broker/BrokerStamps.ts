@@ -16,6 +16,8 @@
  * that run's clock). Beside them, the order messages were accepted in this
  * run (`accept`), which a stamp tie cannot tell (review revmailkey2 probe 6):
  * only its counter lives here; each place rides on its mail (`Mail[ACCEPTED]`).
+ * A durable restart gives the restored mail the first places, in the order
+ * the last run accepted it (RestoreOrder.acceptInSeqOrder).
  */
 
 /**
@@ -74,7 +76,8 @@ export class BrokerStamps {
   /**
    * The place of a message the broker is accepting now, after every one accepted before in this run: higher is
    * later. Send.ts keeps it on the message's mail (`Mail[ACCEPTED]`, records.ts), which every copy of that mail
-   * carries; one counter step per message, nothing kept here by message (issue 16).
+   * carries; one counter step per message, nothing kept here by message (issue 16). Also each restored mail's, in
+   * `seq` order, before any send (Router.restore, RestoreOrder.acceptInSeqOrder).
    */
   accept(): number {
     return ++this.accepted

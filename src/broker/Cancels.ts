@@ -7,7 +7,10 @@
  * the `cancel_message` frame.
  *
  * A `cancel_message` for mail
- * still in the mailbox removes it instead — unless a client read it before
+ * still in the mailbox removes it instead — under a reused id, the newest
+ * message under it waiting there, unless a later one was delivered: the id
+ * stands for that one, and the cancel goes along its route
+ * (`deliveredLater`; review revmailkey2 probe 2). Unless a client read it before
  * it came back there (written, never confirmed): then the copy stays for
  * that client instance's return, with the cancel's control behind it
  * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
@@ -37,11 +40,13 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import { fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { mayStillWait } from "./MayStillWait.ts"
+import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
+import type { Mail } from "./Peer.ts"
 import type { Peer } from "./Peer.ts"
 import type { Receipts } from "./Receipts.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
@@ -58,8 +63,44 @@ const CANCELLED_QUEUED: Outcome = {
   retryable: false
 }
 
+/**
+ * Whether `found`, the outbound record of the id (OutboundRecords.find), stands for a message under it accepted
+ * after `waiting`, the mailbox's newest under it, and delivered — so the id stands for that one now, not for
+ * `waiting`: its replay part is kept and is its route's message (not RECORD_LATER), of another fingerprint than
+ * `waiting` (a replay part holds the last send under its id, so another fingerprint is a later message), and
+ * says delivered — or withdrawn with its route kept, a cancel of it then answered from that fate as a retry.
+ * Without a replay part the mailbox's message is taken, as before (its route's message is not known to be later).
+ * Cancel path only, when the mailbox holds a message under the id; the fingerprint is hashed only when the replay
+ * part says delivered or withdrawn.
+ */
+const deliveredLater = (found: OutboundRecord | undefined, waiting: Mail): boolean => {
+  if (found === undefined || !found.recorded || found.recordLater) return false
+  const outcome = found.outcome
+  const stands = outcome.ok
+    ? outcome.delivery === "socket_delivered"
+    : found.routed && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+  return stands && !sameFingerprint(found, fingerprintOfMail(waiting))
+}
+
+/**
+ * Whether the route `found` takes the fate of `waiting`, the message a mailbox cancel withdrew: when it names
+ * `waiting` — its replay part, kept, of `waiting`'s fingerprint and the route's own (not RECORD_LATER); without a
+ * replay part, or with another message's after an older route's, the route names `waiting`'s session or a client
+ * that read it (given back after a write) — or names an older message than `waiting` (RECORD_LATER, the replay part
+ * `waiting`'s): the id's fate is settled with `waiting`, and a cancel again is answered from it, not sent along
+ * that route. A route naming a later message, or one of another session not known to be older, is left unmarked:
+ * that message was not withdrawn, and given back marked it would come with a cancel.
+ */
+const routeKeepsFate = (found: OutboundRecord, waiting: Mail, mail: MailDelivery): boolean => {
+  if (found.recorded) {
+    if (sameFingerprint(found, fingerprintOfMail(waiting))) return true
+    if (!found.recordLater) return false
+  }
+  return found.receiverKey === waiting.targetKey || mail.readByReceiver(waiting, found.receiverKey)
+}
+
 /** What a cancel reads and keeps of the receipt routes (Receipts.ts). */
-type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy">
+type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy" | "withdrawnRowKey">
 
 /** A sender's `cancel_message`; see the module header. */
 export class Cancels {
@@ -138,15 +179,20 @@ export class Cancels {
         key,
         instance
       )
-    const queued = this.mail.cancel(session, key, control)
+    // The mailbox's newest message under the id, unless a later one was delivered (`deliveredLater`): then the id
+    // stands for that one, and the cancel goes along its route below (review revmailkey2 probe 2).
+    const waiting = this.mail.newestWaiting(key, session.key)
+    const found = waiting === undefined ? undefined : this.routes.find(session.key, messageId)
+    const queued = waiting === undefined || deliveredLater(found, waiting) ? "none" : this.mail.cancel(waiting, control)
     if (queued !== "none") {
       // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.
       if (queued === "copy") records.noteCancel(session.key, messageId, stamp)
       this.forget(key)
       // Given back to the mailbox after a write (its route kept): its route keeps the fate too (`withdrawnBy`),
       // past its hour while a copy a client read stays (review revao AO2) — not when the mail was deleted
-      // outright: nothing of it is left to give back (review revaw AW2).
-      const route = this.receipts.routeOf(session.key, messageId)
+      // outright: nothing of it is left to give back (review revaw AW2). Not a route of another message under the id
+      // not known to be older (`routeKeepsFate`): that message was not withdrawn.
+      const route = found !== undefined && waiting !== undefined && found.routed && routeKeepsFate(found, waiting, this.mail) ? found : undefined
       if (route !== undefined) {
         route.withdrawal = CANCELLED_QUEUED
         if (queued === "copy") this.routes.keepWithdrawal(route, this.ctx.now())
@@ -193,9 +239,10 @@ export class Cancels {
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       // Found by its route, only its own replay record is rewritten: not a later send's under the id, kept after
-      // its record left while its route stayed (review revdd DD1). Only its receiver's stored row goes, not another
-      // message's under the id held unconfirmed by another session (review revmailkey2 probe 1).
-      records.rewrite(session.key, messageId, CANCELLED, route, live.receiver.key)
+      // its record left while its route stayed (review revdd DD1). Only its own stored row goes (`withdrawnRowKey`:
+      // its send's named session's, review rrmk probe 1), not another message's under the id held unconfirmed by
+      // another session (review revmailkey2 probe 1).
+      records.rewrite(session.key, messageId, CANCELLED, route, this.receipts.withdrawnRowKey(session.key, messageId, route, live.receiver))
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).

@@ -1,5 +1,5 @@
 /**
- * Size: about 920 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -464,24 +464,36 @@ export class MailDelivery {
   }
 
   /**
-   * The sender withdraws queued mail (P71); true when it was still queued
-   * (not cancelled already). A withdrawn reply reopens its ask. A copy a
+   * The newest of `senderKey`'s messages waiting under `messageKey` for any session (`newestUnder`), which a
+   * mailbox cancel withdraws (`cancel`) unless a later message under the id was delivered (Cancels.ts). A size
+   * check when the mailbox is empty.
+   */
+  newestWaiting(messageKey: string, senderKey: string): Mail | undefined {
+    return this.newestUnder(messageKey, senderKey)
+  }
+
+  /**
+   * Whether a client instance of the session `receiverKey` read `mail` before it came back to the mailbox (its read
+   * mark, WithdrawnCopies.readersOfCopy): a route naming that session may be this mail's (Cancels.ts). Cancel path only.
+   */
+  readByReceiver(mail: Mail, receiverKey: string): boolean {
+    return this.withdrawn.readersOfCopy(mail)?.some((reader) => reader.receiverKey === receiverKey) === true
+  }
+
+  /**
+   * The sender withdraws `queued`, its newest mail waiting under the id
+   * (`newestWaiting`; P71). A withdrawn reply reopens its ask. A copy a
    * write gave a client instance before it came back (marked read with
    * that instance, MailReturns.requeueForwarded: no route needed, which goes after an
    * hour) stays, noted as cancelled with `control(receiverKey)`, the cancel's
    * `message_control` to that session, for that instance's return — for
    * each instance's, when more than one read it (WithdrawnCopies.ts);
-   * any other leaves the mailbox. Says which (MailboxCancel).
-   *
-   * With messages under the id waiting for several sessions (an older one
-   * given back, a later one queued), the cancel names the newest
-   * (`newestUnder`): the message its sender's id stands for now; an older
-   * one its sender never withdrew stays. When that one is a cancelled copy
-   * already, nothing is withdrawn (`none`).
+   * any other leaves the mailbox. Says which (MailboxCancel): `none` when
+   * it is a cancelled copy already, and nothing is withdrawn. An older
+   * message under the id, waiting for another session, stays: its sender
+   * never withdrew it.
    */
-  cancel(sender: Session, messageKey: string, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
-    const queued = this.newestUnder(messageKey, sender.key)
-    if (queued === undefined) return "none"
+  cancel(queued: Mail, control: (receiverKey: string, instance: SessionInstance) => ControlFrame): MailboxCancel {
     const key = mailKeyOf(queued)
     if (this.withdrawn.has(key)) return "none"
     const readers = this.withdrawn.readersOfCopy(queued)
@@ -546,8 +558,9 @@ export class MailDelivery {
    * session: the latest received (`brokerReceivedAt`); among those received
    * at one stamp, the one accepted last (`Mail[ACCEPTED]`) — not
    * the last queued: a message given back is queued again behind later ones
-   * (review revmailkey2 probe 6) — or, when either was not accepted in this
-   * run, the last queued. Several wait only when messages under one id wait
+   * (review revmailkey2 probe 6); mail restored after a restart has its
+   * place too, in the order it was accepted before (Router.restore) — or,
+   * when either has no place (a durable question's mail), the last queued. Several wait only when messages under one id wait
    * for several sessions (Mailbox.ts).
    */
   private newestUnder(messageKey: string, senderKey: string): Mail | undefined {
@@ -586,8 +599,9 @@ export class MailDelivery {
     this.mailbox.delete(key)
     this.withdrawn.take(key)
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
-    // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
-    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey)
+    // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`). Only its
+    // own record: not that of another message under the id, written live (review rrmk probe 2).
+    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey, fingerprintOfMail(queued))
     return true
   }
 
@@ -681,6 +695,8 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued"), the newest in
    * the queue: Router.restore queues it in the order the mailbox had it
    * (RestoreOrder.ts), mail given back before the restart at its return.
+   * Its replay record says `queued` again — its own only, not a later
+   * message's under the id, delivered, whose record a retry and a cancel read.
    */
   restore(mail: Mail): void {
     const now = this.ctx.now()
@@ -694,7 +710,11 @@ export class MailDelivery {
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
     if (this.stale.isStale(mail, now)) return this.stale.drop(mail)
     this.put(mail)
-    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
+    // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
+    // a cancel still names it; task cancel2).
+    if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+    }
   }
 
   /**
@@ -876,7 +896,9 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false }, undefined, mail.targetKey)
+    // Only its own record: not that of another message under the id, delivered (review rrmk probe 5).
+    const outcome: Outcome = { ok: false, code, reason, retryable: false }
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, outcome, undefined, mail.targetKey, fingerprintOfMail(mail))
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot

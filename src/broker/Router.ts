@@ -67,7 +67,7 @@ import { type ResultJob, Results } from "./Results.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
-import { nextSeqPastMarks, restoreOrder } from "./RestoreOrder.ts"
+import { acceptInSeqOrder, nextSeqPastMarks, restoreOrder } from "./RestoreOrder.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -744,8 +744,10 @@ export class Router {
     // (stale: its edge closed) has its debt stored with the reply that closed that edge, restored after it
     // (StoreJournal.askSilencedFor, as before the restart; review revz Z4).
     if (journal !== undefined) for (const stored of recovered.mail) journal.restoredMail(stored)
-    // In the order the mailbox had it: mail given back before the restart at its return (`restoreOrder`).
-    for (const stored of restoreOrder(recovered.mail)) {
+    // Each its place in this run's acceptance order, in the order the last run accepted it, before any send of this
+    // run takes one (`acceptInSeqOrder`); queued in the order the mailbox had it: mail given back before the
+    // restart at its return (`restoreOrder`).
+    for (const stored of restoreOrder(acceptInSeqOrder(recovered.mail, this.ctx.stamps))) {
       // A reply carries the edge it closed: its ask is known answered again, so a withdrawal now is remembered.
       const mail = boundedAsk(stored.mail, now)
       this.asks.restoreAnswered(mail, now)

@@ -135,8 +135,10 @@ export interface Mail {
   /**
    * Its place in the order this run's broker accepted messages (BrokerStamps.accept): higher is later. Breaks a
    * stamp tie between two messages under one reused id (MailDelivery.newestUnder), which their queue order cannot
-   * (a message given back is queued again behind later ones; review revmailkey2 probe 6). Absent on mail restored
-   * from the store (never stored: a symbol key, skipped by JSON) and on a durable question's mail (Questions.ts).
+   * (a message given back is queued again behind later ones; review revmailkey2 probe 6). Never stored (a symbol
+   * key, skipped by JSON): mail restored from the store is given its place anew, in the order its rows were
+   * accepted (`seq`), before any message of the new run (RestoreOrder.acceptInSeqOrder; review rrmk probe 3).
+   * Absent on a durable question's mail (Questions.ts).
    */
   readonly [ACCEPTED]?: number | undefined
 }

@@ -1,6 +1,6 @@
 /**
  * A mailbox cancel under a reused id withdraws the message accepted last (MailDelivery.newestUnder, by
- * BrokerStamps.acceptedOrder in a stamp tie), not the last queued: a message given back is queued again behind
+ * `Mail[ACCEPTED]` in a stamp tie), not the last queued: a message given back is queued again behind
  * later ones. d's m0 ("for b") is written to b and never confirmed; past its replay record d sends a second
  * message under m0 to z (away), queued; b's connection drops and "for b" goes back behind it. d's cancel of m0 —
  * its latest send — withdraws "for z", and b's return is given "for b" with no cancel (review revmailkey2 probe 6).

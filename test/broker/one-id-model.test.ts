@@ -30,7 +30,13 @@ const FOUND: ReadonlyArray<ReadonlyArray<Op>> = [
     { op: "supersede", to: "b" },
     { op: "fill", count: 3 },
     { op: "send", to: "y" }
-  ]
+  ],
+  // Review revmailkey2 probe 2: an older message waits for away b, a later one under the id is delivered to z; the
+  // cancel names z's (it withdrew b's, and z was told nothing).
+  [{ op: "leave", who: "b" }, { op: "send", to: "b" }, { op: "fill", count: 2 }, { op: "send", to: "z" }, { op: "cancel" }],
+  // The older message given back to the mailbox after the later one was delivered: the give-back rewrote the later
+  // one's replay record `queued`, and the cancel withdrew the older one (seed 43, task cancel2).
+  [{ op: "send", to: "y" }, { op: "fill", count: 2 }, { op: "send", to: "b" }, { op: "leave", who: "y" }, { op: "cancel" }]
 ]
 
 describe("one message id's life, model-based (DD1, CG2)", () => {

@@ -157,7 +157,7 @@ describe("mailCodec", () => {
     assert.strictEqual(encodeMail(accepted, 4), encodeMail(mail, 4))
     const decoded = decodeMail(mail.recordKey, encodeMail(accepted))
     assert.notInstanceOf(decoded, CorruptRow)
-    if (!(decoded instanceof CorruptRow)) assert.isUndefined(decoded[ACCEPTED], "restored mail came back with a place in this run's order")
+    if (!(decoded instanceof CorruptRow)) assert.isUndefined(decoded[ACCEPTED], "a decoded row came back with a place in the acceptance order: the row held it (the restore gives it one, RestoreOrder.acceptInSeqOrder)")
     // Every copy the broker makes of its mail (given back, requeued: `{ ...mail, queuedAt }`) keeps the place.
     assert.strictEqual({ ...accepted, queuedAt: 11 }[ACCEPTED], 7)
   })

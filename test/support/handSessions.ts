@@ -1,7 +1,8 @@
 /**
  * Sessions on a hand-driven Router (handRouter.ts) for the given-back restart tests: one registered over a
  * connection that notes nothing, and what a session is flushed when it registers. Shared by
- * given-back-restart-queue-place.test.ts and given-back-mark-seq-reuse.test.ts.
+ * given-back-restart-queue-place.test.ts, given-back-mark-seq-reuse.test.ts and
+ * mailbox-cancel-reused-id-tie-restart.test.ts.
  */
 import type { Peer } from "../../src/broker/Peer.ts"
 import { registerFrame } from "./broker.ts"

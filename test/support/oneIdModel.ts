@@ -10,7 +10,9 @@
  * What the model says a withdrawal withdraws (the broker's documented rules, not derived from its code): a
  * supersede sent to a receiver withdraws the newest live message under the id to that receiver; a cancel withdraws
  * the newest live message waiting in the mailbox (never written, or given back), else the message the route names
- * (the newest one written to a connection, a flush on a return included). The withdrawal counts only when the
+ * (the newest one written to a connection, a flush on a return included) — but for the newest message accepted
+ * under the id, when the route names it and its replay record is still kept (`replayRecords: 2`: two sends of
+ * other ids since push it out): then that one, though an older one waits (task cancel2). The withdrawal counts only when the
  * sender was answered `delivered`, and not when a withdrawal was confirmed with no send under the id accepted since:
  * the broker answers that one from the settled fate (a retry of the first), withdrawing nothing more — but for a
  * cancel of a message waiting in the mailbox, which the mailbox settles first.
@@ -123,6 +125,13 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
     /** The message the route names: the newest written to a connection. */
     let route: Modelled | undefined
     let sent = 0
+    // The newest message under the id while its replay record is kept (`replayRecords: 2`: pushed out by the
+    // second send of another id accepted after it; a refused send keeps no record): undefined once pushed out.
+    let recorded: Modelled | undefined
+    let othersSince = 0
+    const sentOther = (): void => {
+      if (++othersSince >= 2) recorded = undefined
+    }
     // A withdrawal confirmed and no send under the id accepted since: the next cancel or supersede is answered
     // from that settled fate (a retry), withdrawing nothing more.
     let settled = false
@@ -151,8 +160,12 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const from = w.framesOf(w.d).length
           const sentMessage: Message = { id: ID, timestamp: 1, content: { text } }
           w.send(op.to, sentMessage)
+          // A refused send (E_MESSAGE_ID_REUSE) keeps no record: the one kept stays.
           if (answerFrom(w, from, ID) !== "delivered") break
-          messages.push({ text, to: op.to, queued: true, confirmed: false, withdrawnAt: undefined })
+          othersSince = 0
+          const accepted: Modelled = { text, to: op.to, queued: true, confirmed: false, withdrawnAt: undefined }
+          messages.push(accepted)
+          recorded = accepted
           settled = false
           if (peer !== undefined) seeWrites(peer, before)
           break
@@ -160,9 +173,12 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
         case "cancel": {
           const from = w.framesOf(w.d).length
           const waiting = messages.filter((m) => m.withdrawnAt === undefined && m.queued && !m.confirmed).at(-1)
-          const target = waiting ?? (route !== undefined && route.withdrawnAt === undefined ? route : undefined)
+          // The newest message under the id, written and named by the route, accepted after the mailbox's newest:
+          // the id stands for it, while its replay record tells so.
+          const later = waiting !== undefined && recorded !== undefined && recorded !== waiting && route === recorded
+          const target = later ? recorded : waiting ?? (route !== undefined && route.withdrawnAt === undefined ? route : undefined)
           w.cancel(ID)
-          if (answerFrom(w, from, ID) !== "delivered" || (settled && waiting === undefined)) break
+          if (answerFrom(w, from, ID) !== "delivered" || (settled && (waiting === undefined || later))) break
           settled = true
           if (target !== undefined && target.withdrawnAt === undefined) target.withdrawnAt = frameCounts()
           break
@@ -172,7 +188,10 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           const id = `sup${sent++}`
           const target = messages.filter((m) => m.to === op.to && m.withdrawnAt === undefined).at(-1)
           w.send(op.to, { id, timestamp: 1, content: { text: id }, supersedes: ID })
-          if (answerFrom(w, from, id) !== "delivered" || settled) break
+          // A refused supersede (E_SUPERSEDE_TARGET) keeps no record, so pushes none out.
+          if (answerFrom(w, from, id) !== "delivered") break
+          sentOther()
+          if (settled) break
           settled = true
           if (target !== undefined) target.withdrawnAt = frameCounts()
           break
@@ -201,7 +220,10 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           break
         }
         case "fill": {
-          for (let n = 0; n < op.count; n++) w.send("s", { id: `fill${fills++}`, timestamp: 1, content: { text: "fill" } })
+          for (let n = 0; n < op.count; n++) {
+            w.send("s", { id: `fill${fills++}`, timestamp: 1, content: { text: "fill" } })
+            sentOther()
+          }
           break
         }
         case "tick": {
