@@ -1,5 +1,5 @@
 /**
- * Size: about 590 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 600 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -478,11 +478,14 @@ export class DeliveryRecords {
    * session (Mailbox.ts; review revmailkey2 probe 1). Required, so no
    * failure can drop the rows of every session under the id (task byid
    * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
-   * the message withdrawn, when the caller holds it (a mailbox cancel): the
-   * record found by sender and id is rewritten only if it is that message's
+   * the message the rewrite is about, when the caller holds its mail (a
+   * mailbox cancel; a flush or a staged message's hand-over; a give-back,
+   * restore or failure of mail the mailbox or staging holds): the record
+   * found by sender and id is rewritten only if it is that message's
    * (`isRecordOfMail`: also when it was handed over without its settled
    * `supersedes`, review rrmk probe 4), not another's under the id (review
-   * revmailkey2 probe 3).
+   * revmailkey2 probe 3; a later send's refused retryable, whose retry a
+   * flush's rewrite had answered delivered and never written: task flushrw).
    */
   rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
     const found = route ?? this.table.find(sender, id)

@@ -871,7 +871,9 @@ export class MailDelivery {
       // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, this.ctx.stamps.at(now)), mail, to: session.key, senderSince: 0 })
       this.routes.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey)
+      // Only its own record: found by sender and id it may be a later send's under the id, whose retryable failure
+      // its retry must still hear (P47), not this message's delivery (task flushrw).
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey, fingerprintOfMail(mail))
     }
   }
 

@@ -47,7 +47,7 @@ import { ACCEPTED } from "../store/records.ts"
 import type { AnsweredAsks } from "./AnsweredAsks.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf } from "./AskAdmission.ts"
-import { DELIVERED, deliveredTo, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import { DELIVERED, deliveredTo, fingerprintOfMail, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { fitsFrame, liveFrameFor, longestTail, messageFrameFor, tailFieldNames } from "./RecipientFrames.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
@@ -465,7 +465,10 @@ export class Send {
     // The staged attempt (its hooks read when it was sent), with this stamp for the controls sent now.
     this.handOver({ ...staged.attempt, stamp: attempt.stamp }, mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, deliveredTo(target.id, staged.mail.targetId), undefined, staged.mail.targetKey)
+    // Only its own record (the staged mail as sent, so the fingerprint is its record's even when `mail` went without
+    // its settled `supersedes`): found by sender and id it may be a later send's under the id (task flushrw).
+    const sent = staged.mail
+    this.ctx.records.rewrite(sent.senderKey, sent.message.id, deliveredTo(target.id, sent.targetId), undefined, sent.targetKey, fingerprintOfMail(sent))
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }
