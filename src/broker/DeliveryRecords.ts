@@ -464,12 +464,20 @@ export class DeliveryRecords {
    * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
    * the message withdrawn, when the caller holds it (a mailbox cancel): the
    * record found by sender and id is rewritten only if it is that message's,
-   * not another's under the id (review revmailkey2 probe 3).
+   * not another's under the id (review revmailkey2 probe 3). Given as a function, it is hashed only when a record is
+   * found (a restored or given-back copy's: review rvc2 item 5).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
+  rewrite(
+    sender: string,
+    id: string,
+    outcome: Outcome,
+    route: OutboundRecord | undefined,
+    targetKey: string,
+    owner?: Fingerprint | (() => Fingerprint)
+  ): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
-        (owner === undefined || sameFingerprint(found, owner))
+        (owner === undefined || sameFingerprint(found, typeof owner === "function" ? owner() : owner))
       ? found
       : undefined
     if (kept !== undefined) {

@@ -704,7 +704,7 @@ export class MailDelivery {
     // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
     // a cancel still names it; task cancel2).
     if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, () => fingerprintOfMail(mail))
     }
   }
 
