@@ -41,7 +41,7 @@ import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
 import { acceptedLater } from "./BrokerStamps.ts"
-import { type Fingerprint, fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import { type Fingerprint, fingerprintOfMail, isRecordOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { mayStillWait } from "./MayStillWait.ts"
@@ -71,15 +71,15 @@ const isWithdrawal = (outcome: Outcome): boolean =>
 /**
  * Whether `found`, the outbound record of the id (OutboundRecords.find), stands for a message under it accepted
  * after `waiting`, the mailbox's newest under it, and delivered — so the id stands for that one now, not for
- * `waiting`: its replay part is kept and is its route's message (not RECORD_LATER), of another fingerprint than
- * `waiting`'s (`print`; a replay part holds the last send under its id, so another fingerprint is a later message),
+ * `waiting`: its replay part is kept and is its route's message (not RECORD_LATER), not the record of
+ * `waiting` (`isRecordOfMail`; a replay part holds the last send under its id, so another's is a later message),
  * and says delivered. Without a replay part the mailbox's message is taken (its route's message is not known to be
  * later).
  */
 const deliveredLater = (found: OutboundRecord, print: () => Fingerprint): boolean => {
   if (!found.recorded || found.recordLater) return false
   const outcome = found.outcome
-  return outcome.ok && outcome.delivery === "socket_delivered" && !sameFingerprint(found, print())
+  return outcome.ok && outcome.delivery === "socket_delivered" && !isRecordOfMail(found, print())
 }
 
 /**
@@ -115,7 +115,7 @@ const routeKeepsFate = (found: OutboundRecord, waiting: Mail, mail: MailDelivery
 }
 
 /** What a cancel reads and keeps of the receipt routes (Receipts.ts). */
-type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy">
+type CancelRoutes = Pick<Receipts, "keepWithdrawal" | "recordedRoute" | "routeOf" | "sessionsOf" | "withdrawnBy" | "withdrawnRowKey">
 
 /** A sender's `cancel_message`; see the module header. */
 export class Cancels {
@@ -261,9 +261,10 @@ export class Cancels {
       output.enqueue(live.receiver.peer, control)
       this.forget(key)
       // Found by its route, only its own replay record is rewritten: not a later send's under the id, kept after
-      // its record left while its route stayed (review revdd DD1). Only its receiver's stored row goes, not another
-      // message's under the id held unconfirmed by another session (review revmailkey2 probe 1).
-      records.rewrite(session.key, messageId, CANCELLED, route, live.receiver.key)
+      // its record left while its route stayed (review revdd DD1). Only its own stored row goes (`withdrawnRowKey`:
+      // its send's named session's, review rrmk probe 1), not another message's under the id held unconfirmed by
+      // another session (review revmailkey2 probe 1).
+      records.rewrite(session.key, messageId, CANCELLED, route, this.receipts.withdrawnRowKey(session.key, messageId, route, live.receiver))
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone
       // (`recordedRoute` followed the replay record), with that record (review revau AU1) — past both while the
       // message may still wait unwritten (`keepWithdrawal`).
@@ -283,9 +284,9 @@ export class Cancels {
    * (`acceptedLater`), a later one delivered (`deliveredLater`), else `waiting` — unless that newest was withdrawn
    * already (review rvc2 probes 1–3): its replay record, kept, says so (whether or not a route is kept; restored
    * after a restart too), or, with the record gone, the withdrawal of a route naming it does. Either is of another
-   * message than `waiting` (another fingerprint), and later: a replay part holds the id's last send, a route naming
-   * an earlier message than that send is RECORD_LATER (not read here), and any send under the id forgets a route's
-   * withdrawal (DeliveryRecords.keep). Cancel path only, when the mailbox holds a message under
+   * message than `waiting` (not its record: `isRecordOfMail`), and a later one: a replay part holds the id's last
+   * send, a route naming an earlier message than that send is RECORD_LATER (not read here), and any send under the
+   * id forgets a route's withdrawal (DeliveryRecords.keep). Cancel path only, when the mailbox holds a message under
    * the id; `waiting`'s fingerprint is hashed only when a record or route could name another message.
    */
   private named(senderKey: string, messageId: string, waiting: Mail, found: OutboundRecord | undefined): Named {
@@ -296,8 +297,8 @@ export class Cancels {
     const print = (): Fingerprint => (hashed ??= fingerprintOfMail(waiting))
     const record = this.ctx.records.get(senderKey, messageId, this.ctx.now())
     if (record !== undefined) {
-      if (isWithdrawal(record.outcome) && !sameFingerprint(record, print())) return record.outcome
-    } else if (found.withdrawal !== undefined && !found.recordLater && found.targetId !== "" && !sameFingerprint(found, print())) {
+      if (isWithdrawal(record.outcome) && !isRecordOfMail(record, print())) return record.outcome
+    } else if (found.withdrawal !== undefined && !found.recordLater && found.targetId !== "" && !isRecordOfMail(found, print())) {
       return found.withdrawal
     }
     return deliveredLater(found, print) ? "route" : "mailbox"

@@ -1,5 +1,5 @@
 /**
- * Size: about 570 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 590 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
@@ -135,11 +135,27 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean => a.ta
  * (broker/SendReplays.ts `replayed`, review revda DA1), not another message under the id.
  */
 export const sameContent = (a: Fingerprint, b: Fingerprint): boolean =>
+  sameBody(a, b) && (a.supersedes ?? "") === (b.supersedes ?? "")
+
+/** `sameContent` but for `supersedes`, which it leaves to its callers. */
+const sameBody = (a: Fingerprint, b: Fingerprint): boolean =>
   a.textLength === b.textLength && a.textHash === b.textHash &&
   a.attachmentsLength === b.attachmentsLength && a.attachmentsHash === b.attachmentsHash &&
   (a.replyTo ?? "") === (b.replyTo ?? "") && (a.expectsReply ?? "") === (b.expectsReply ?? "") &&
-  (a.supersedes ?? "") === (b.supersedes ?? "") && (a.retryOf ?? "") === (b.retryOf ?? "") &&
+  (a.retryOf ?? "") === (b.retryOf ?? "") &&
   a.replyErrorLength === b.replyErrorLength && a.replyErrorHash === b.replyErrorHash
+
+/**
+ * Whether `record` is the replay record of the message whose mail `mail` fingerprints (`fingerprintOfMail`): its
+ * send's fingerprint (`sameFingerprint`), but for a `supersedes` the mail no longer names — a `replace`-staged
+ * message whose superseded one was settled while it waited is handed over without it (Send.ts
+ * `withoutSupersedes`), while its record keeps the send's (review rrmk probe 4). So mail naming none is its
+ * record's whatever that names; not told apart: two messages under one id to one target, of one content, that
+ * differ by `supersedes` alone. `DeliveryRecords.rewrite`'s `owner`, and which message a cancel names (Cancels.ts).
+ */
+export const isRecordOfMail = (record: Fingerprint, mail: Fingerprint): boolean =>
+  record.targetId === mail.targetId && sameBody(record, mail) &&
+  (mail.supersedes === undefined || mail.supersedes === record.supersedes)
 
 /**
  * The fingerprint of the send that made `mail` (as `OutboundRecord.of` took it: its sender, target id, message and
@@ -463,9 +479,11 @@ export class DeliveryRecords {
    * failure can drop the rows of every session under the id (task byid
    * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
    * the message withdrawn, when the caller holds it (a mailbox cancel): the
-   * record found by sender and id is rewritten only if it is that message's,
-   * not another's under the id (review revmailkey2 probe 3). Given as a function, it is hashed only when a record is
-   * found (a restored or given-back copy's: review rvc2 item 5).
+   * record found by sender and id is rewritten only if it is that message's
+   * (`isRecordOfMail`: also when it was handed over without its settled
+   * `supersedes`, review rrmk probe 4), not another's under the id (review
+   * revmailkey2 probe 3). Given as a function, it is hashed only when a record
+   * is found (a restored or given-back copy's: review rvc2 item 5).
    */
   rewrite(
     sender: string,
@@ -477,7 +495,7 @@ export class DeliveryRecords {
   ): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
-        (owner === undefined || sameFingerprint(found, typeof owner === "function" ? owner() : owner))
+        (owner === undefined || isRecordOfMail(found, typeof owner === "function" ? owner() : owner))
       ? found
       : undefined
     if (kept !== undefined) {

@@ -170,20 +170,22 @@ export class JournalAcks {
 
   /**
    * Refuses `ack`, a held `queued` acknowledgement, dropping the mail of a pending (never stored) put of its
-   * sender's message under its id, for the session that mail still waits for (`refuseUnstored` finds it in the
-   * mailbox by that session), and not one `dropped` already. An acknowledgement that names its send's session
-   * (`HeldAck.targetKey`, every first answer of a send) is paired with that session's row only: paired with the
-   * first pending row under the id, the refusal of a send handed meanwhile to its returned session dropped another
-   * session's message, and that one's own send was refused as a retry while its mail was stored and delivered
-   * (task byid item 2). One that names none (a retry answered from its record, SendReplays.ts) takes the
-   * first pending row under the id whose mail is still queued. Rows under an id another message's row holds for
-   * another session follow it (JournalMail.sameId). The session whose mail it dropped when it was refused.
+   * sender's message under its id for the session the acknowledgement names (`HeldAck.targetKey`: a send's first
+   * answer, and a retry's answered from its record, SendReplays.replayed), found in the mailbox by that session
+   * (`refuseUnstored`), and not one `dropped` already. Paired with the first pending row under the id instead, the
+   * refusal of a send handed meanwhile to its returned session dropped another session's message, and that one's
+   * own send was refused as a retry (task byid item 2); a retry did the same until it named its session too
+   * (review rvbf probe 2). One that names none — a retry whose `to` names no session now
+   * (SendReplays.replayedUnresolved: a durable broker restarted before its target came back, or the target was
+   * forgotten; or a `supervisor_send` refused with its supervisor away) — drops nothing: no row under the id is known
+   * to be its message's. Rows under an id another message's row holds for another session follow it
+   * (JournalMail.sameId). The session whose mail it dropped when it was refused.
    */
   private refuseAndDrop(ack: HeldAck, reason: string, dropped: Set<JournalMail>): string | undefined {
     const target = ack.targetKey
+    if (target === undefined) return undefined
     for (let entry = this.storedMail.get(ack.senderKey, ack.id); entry !== undefined; entry = entry.sameId) {
-      if (target !== undefined && entry.targetKey !== target) continue
-      if (!entry.pending || dropped.has(entry)) continue
+      if (entry.targetKey !== target || !entry.pending || dropped.has(entry)) continue
       // Its drop takes the row out of the chain (`mailGone`): the walk ends here.
       if (this.refuseUnstored(ack, reason, entry.targetKey)) {
         dropped.add(entry)
@@ -208,23 +210,25 @@ export class JournalAcks {
     const held = this.heldAcks
     this.heldAcks = []
     const kept: Array<HeldAck> = []
-    // Sends refused in this pass, by sender, id and session (and by sender and id alone): a second acknowledgement
-    // of one (a retry's) is refused too, without a drop — by its session when it names one, so a send under the id
-    // for another session, whose mail was not dropped, is not refused as a retry of it (task byid item 2).
+    // Sends refused in this pass, by sender, id and session: a second acknowledgement of one (a retry's) is refused
+    // too, without a drop, so a send under the id for another session, whose mail was not dropped, is not refused
+    // as a retry of it (task byid item 2). One that names no session is never refused so: another send's refusal
+    // under the id says nothing of its message (review rvbf probe 1).
     const refused = new Set<string>()
     const dropped = new Set<JournalMail>()
     for (let i = 0; i < held.length; i++) {
       const ack = held[i]!
-      const key = `${ack.senderKey}\u0000${ack.id}`
-      const exact = ack.targetKey === undefined ? key : `${key}\u0000${ack.targetKey}`
+      const target = ack.targetKey
       const droppedFor = ack.delivery === "queued" ? this.refuseAndDrop(ack, reason, dropped) : undefined
       if (droppedFor !== undefined) {
         // Pending: its put was never stored, so nothing acknowledged it yet.
-        refused.add(key)
-        refused.add(`${key}\u0000${droppedFor}`)
+        refused.add(`${ack.senderKey}\u0000${ack.id}\u0000${droppedFor}`)
         continue
       }
-      if (refused.has(exact) && this.refuseUnstored(ack, reason, undefined)) continue
+      if (
+        target !== undefined && refused.has(`${ack.senderKey}\u0000${ack.id}\u0000${target}`) &&
+        this.refuseUnstored(ack, reason, undefined)
+      ) continue
       kept.push(ack)
     }
     // Acknowledgements held meanwhile (none are expected: refusing changes nothing they wait on) come after.

@@ -120,8 +120,10 @@ export class HeldAck implements Holdable<HeldAck> {
   readonly upTo: number
   readonly byReceipt: boolean
   /**
-   * The session the acknowledged send's mail is for, when the answer knows it: a failed commit refuses a `queued`
-   * one, dropping its mail, by that session's row under the id (JournalAcks.refuseHeld; task byid item 2).
+   * The session the acknowledged send's mail is for, when the answer knows it (a first answer, and a retry's
+   * answered from its record whose `to` resolves now): a failed commit refuses a `queued` one, dropping its mail, by
+   * that session's row under the id (JournalAcks.refuseHeld; task byid item 2, review rvbf). Undefined: no row is
+   * dropped for it, nor is it refused for another send's refusal under the id.
    */
   readonly targetKey: string | undefined
   answered: HeldAck | undefined = undefined

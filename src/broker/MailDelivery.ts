@@ -1,5 +1,5 @@
 /**
- * Size: about 950 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
@@ -591,8 +591,9 @@ export class MailDelivery {
     this.mailbox.delete(key)
     this.withdrawn.take(key)
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
-    // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
-    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey)
+    // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`). Only its
+    // own record: not that of another message under the id, written live (review rrmk probe 2).
+    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey, fingerprintOfMail(queued))
     return true
   }
 
@@ -885,7 +886,9 @@ export class MailDelivery {
    * `--settle-hold --client-timings` seed 11641).
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
-    this.ctx.records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false }, undefined, mail.targetKey)
+    // Only its own record: not that of another message under the id, delivered (review rrmk probe 5).
+    const outcome: Outcome = { ok: false, code, reason, retryable: false }
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, outcome, undefined, mail.targetKey, fingerprintOfMail(mail))
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot

@@ -64,6 +64,12 @@ export const RECORD_LATER = 256
  * record of its id (Receipts.addRoute) before its replay part (DeliveryRecords.keep), so the two are one message's.
  */
 export const ROUTE_TAKEN = 512
+/**
+ * Its message's stored row is under another session than its route's receiver: P49's other holder of the
+ * session the send named took it, and the row is the named session's (`OutboundRecords.rowKeyOf`; review rrmk
+ * probe 1). Set and cleared with each route kept; it outlives the route, as `receiverInstance` does.
+ */
+export const ROW_ELSEWHERE = 1024
 
 /**
  * What the broker keeps of one message (see the module header). The
@@ -96,7 +102,7 @@ export class OutboundRecord implements Fingerprint {
    * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
    * with its message unread, whether its withdrawal is kept past its route, whether that withdrawal came while
    * its message may still have waited (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD,
-   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING, RECORD_LATER; ROUTE_TAKEN on a send's record outside the table).
+   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING, RECORD_LATER, ROW_ELSEWHERE; ROUTE_TAKEN on a send's record outside the table).
    */
   parts = 0
   /** Its id's hash in the table (while in it). */

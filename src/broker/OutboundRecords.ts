@@ -1,7 +1,7 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
  * with an age order for each of a record's two parts.
- * Size note: about 510 lines,
+ * Size note: about 540 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the
@@ -85,6 +85,7 @@ import {
   RECORD_LATER,
   RESTORED,
   ROUTED,
+  ROW_ELSEWHERE,
   WITHDRAWAL_KEPT,
   WITHDRAWN_WAITING
 } from "./OutboundRecord.ts"
@@ -132,6 +133,11 @@ export class OutboundRecords {
   private count = 0
   /** The newest clock reading a keep was given: no entry of the three lists is dated past it (module header). */
   private reading = Number.NEGATIVE_INFINITY
+  /**
+   * The session key a record's message's stored row is under, for the few whose route's receiver is another
+   * (ROW_ELSEWHERE: P49's other holder took it; `rowKeyOf`). Weak, so a record that leaves the table takes it along.
+   */
+  private readonly rowKeys = new WeakMap<OutboundRecord, string>()
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
   /** The memo of the last `find`: its id, the id's hash, that hash's first record, and `changes` then. */
@@ -344,9 +350,19 @@ export class OutboundRecords {
    * instance `receiverInstance`, as the newest route; a kept one moves to
    * the back. `ofRecord`: the routed message is the one its replay part
    * records, if any (no longer `recordLater`); else an earlier one under the
-   * id is (`recordLater` while a replay part is kept).
+   * id is (`recordLater` while a replay part is kept). `rowKey`: the session
+   * the message's stored row is under (`Mail.targetKey`), when not
+   * `receiverKey`'s — P49's other holder of the named session took it
+   * (`rowKeyOf`; review rrmk probe 1).
    */
-  keepRoute(record: OutboundRecord, receiverKey: string, receiverInstance: SessionInstance, at: number, ofRecord = true): void {
+  keepRoute(
+    record: OutboundRecord,
+    receiverKey: string,
+    receiverInstance: SessionInstance,
+    at: number,
+    ofRecord = true,
+    rowKey = receiverKey
+  ): void {
     if (record.routed) this.unlinkRoute(record)
     else {
       // Routed again (a message under its id flushed or sent anew): its kept withdrawal, if any, leaves that list.
@@ -356,7 +372,11 @@ export class OutboundRecords {
     // A route made in this run names the instance given the message: with it gone, no record implies one.
     // A withdrawal made while the message waited (WITHDRAWN_WAITING) stays so: a withdrawn copy routed again
     // (flushed to a client that read it) waits once more, and its withdrawal outlives this route too.
-    const parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT)
+    let parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT | ROW_ELSEWHERE)
+    if (rowKey !== receiverKey) {
+      this.rowKeys.set(record, rowKey)
+      parts |= ROW_ELSEWHERE
+    }
     record.parts = ofRecord || (parts & RECORDED) === 0 ? parts & ~RECORD_LATER : parts | RECORD_LATER
     record.receiverKey = receiverKey
     record.receiverInstance = receiverInstance
@@ -381,6 +401,16 @@ export class OutboundRecords {
     record.withdrawal = undefined
     this.routeTotal--
     this.release(record)
+  }
+
+  /**
+   * The session key `record`'s routed message's stored row is under: the one the send named (`Mail.targetKey`),
+   * which is the route's receiver's but when P49's other holder of that session took the message (`keepRoute`'s
+   * `rowKey`). A withdrawal found by the route drops that row (DeliveryRecords.rewrite's `targetKey`); kept as
+   * the route's receiver is, also once the route has aged out (Receipts.recordedRoute; review rrmk probe 1).
+   */
+  rowKeyOf(record: OutboundRecord): string {
+    return (record.parts & ROW_ELSEWHERE) === 0 ? record.receiverKey : this.rowKeys.get(record) ?? record.receiverKey
   }
 
   /**

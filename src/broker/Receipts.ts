@@ -1,5 +1,5 @@
 /**
- * Size: about 485 lines, past the ~400 guideline, a fifth of them this
+ * Size: about 500 lines, past the ~400 guideline, a fifth of them this
  * header: one concept, the receipt route — kept, followed by receipts, and
  * read by a cancel and a supersede (their own code is Cancels.ts and
  * SupersedeStage.ts), each step reading and moving the same route records.
@@ -218,7 +218,7 @@ export class Receipts {
     if (flushed !== undefined && claimed.recordLater && claimed.withdrawal !== undefined && sameFingerprint(flushed, claimed)) {
       this.ctx.records.forgetEarlier(claimed, mail.brokerReceivedAt, flushed, now)
     }
-    routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord)
+    routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord, mail.targetKey)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
@@ -337,6 +337,22 @@ export class Receipts {
     }
     routes.pruneKept(now - WITHDRAWAL_KEPT_MS - 1, now)
     this.held.expire(now)
+  }
+
+  /**
+   * The session whose stored row a withdrawal of `senderKey`'s message
+   * `messageId` ends, found by `route` or, with none, by its record
+   * (`recordedRoute`) as given to `receiver`: the session the send named,
+   * under which the row was stored (`Mail.targetKey`) — not `receiver`'s
+   * when P49's other holder took the message (OutboundRecords.rowKeyOf;
+   * review rrmk probe 1). A record restored at startup and not routed since
+   * names none: its message's row, if stored, was restored to the mailbox
+   * (Router.restore), where a cancel finds it first, so `receiver`'s. The
+   * cancel and supersede paths only.
+   */
+  withdrawnRowKey(senderKey: string, messageId: string, route: OutboundRecord | undefined, receiver: Session): string {
+    const found = route ?? this.routes.find(senderKey, messageId)
+    return found === undefined || found.restored ? receiver.key : this.routes.rowKeyOf(found)
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */

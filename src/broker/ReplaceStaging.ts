@@ -1,5 +1,5 @@
 /**
- * Size: about 545 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 550 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -66,6 +66,7 @@
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { fingerprintOfMail, type Outcome } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -491,14 +492,17 @@ export class ReplaceStaging {
     this.tell(entry, info, "expired", Reason.stagedAskerLeft, DeliveryCode.DeliveryExpired)
   }
 
-  /** `entry`, taken out of staging and its counts, is cancelled for good, unsent: its replay record says so (its sender asked). */
+  /**
+   * `entry`, taken out of staging and its counts, is cancelled for good, unsent: its replay record says so (its
+   * sender asked) — its own only, not another message's under the id (`rewrite`'s owner; review rrmk item 3).
+   */
   private cancel(entry: Staged): void {
     this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
       reason: Reason.cancelled,
       retryable: false
-    }, undefined, entry.mail.targetKey)
+    }, undefined, entry.mail.targetKey, fingerprintOfMail(entry.mail))
   }
 
   /** A due message taken out of `dueFor` (its recipient's due messages), and out of the counts. */
@@ -522,7 +526,10 @@ export class ReplaceStaging {
     this.tell(entry, info, "expired", Reason.stagedRecipientLeft, DeliveryCode.DeliveryExpired)
   }
 
-  /** Rewrites the replay record (P46) and tells the sender, now or when it is back, with a receipt about `entry`. */
+  /**
+   * Rewrites `entry`'s own replay record (P46; not another message's under the id: `rewrite`'s owner, review rrmk
+   * item 3) and tells the sender, now or when it is back, with a receipt about `entry`.
+   */
   private tell(
     entry: Staged,
     targetInfo: string | undefined,
@@ -530,7 +537,8 @@ export class ReplaceStaging {
     detail: string,
     code: DeliveryCode
   ): void {
-    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, { ok: false, code, reason: detail, retryable: false }, undefined, entry.mail.targetKey)
+    const outcome: Outcome = { ok: false, code, reason: detail, retryable: false }
+    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, outcome, undefined, entry.mail.targetKey, fingerprintOfMail(entry.mail))
     if (targetInfo === undefined) return
     const notice = Encode.receiptFrame(targetInfo, {
       messageId: entry.mail.message.id,

@@ -63,7 +63,7 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
 import { SendAnswers } from "./SendAnswers.ts"
 import { SendReplays } from "./SendReplays.ts"
-import { resolveTarget } from "./SendTargets.ts"
+import { resolveTarget, targetKeyOf } from "./SendTargets.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
 /**
@@ -227,9 +227,11 @@ export class Send {
     // not, below). The record made for the comparison is the one kept if the send is recorded (one object
     // per message).
     const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
+    // A retry answered from its record names the session the record's message was for, as a first answer does:
+    // `to` resolves to the record's target id (sameFingerprint). Not for a route's refusal: its space is the route's.
     const replay = fingerprint === undefined
       ? undefined
-      : this.replays.replayed(peer, fingerprint, now, frame.to)
+      : this.replays.replayed(peer, fingerprint, now, frame.to, route === undefined || !("refused" in resolution) ? targetKeyOf(resolution, sender) : undefined)
     if (replay !== undefined) return replay
     if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       // A target this broker does not know (yet): a durable broker that restarted, say, before it came back.

@@ -48,9 +48,13 @@ export class SendReplays {
 
   /**
    * P46: answers a retried send from its record: `replayed`, or the refusal
-   * of a reused id; undefined when it must be delivered (again).
+   * of a reused id; undefined when it must be delivered (again). `targetKey`:
+   * the session `to` resolves to now — the record's message's, since the
+   * record answers only a retry to its own target id — carried by an answer
+   * held for a commit, so a failed commit pairs the retry with that session's
+   * row under the id, as it does the send's first answer (review rvbf).
    */
-  replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
+  replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown, targetKey: string | undefined): RouteOutcome | undefined {
     const messageId = fingerprint.id
     const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) {
@@ -67,7 +71,7 @@ export class SendReplays {
       return this.ctx.records.reuseRefused(fingerprint.senderKey, messageId, now, fingerprint) ? this.pastNotes(peer, messageId, to) : undefined
     }
     const notice = record.expectsReply === true && record.outcome.ok ? this.answeredElsewhere(peer, fingerprint) : undefined
-    this.answers.answer(peer, messageId, record.outcome, notice)
+    this.answers.answer(peer, messageId, record.outcome, notice, targetKey)
     return "replayed"
   }
 

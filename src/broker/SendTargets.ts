@@ -4,7 +4,7 @@
  * resolves to over the sender's live sessions and then over the sessions
  * that left it lately (mailbox delivery, P49). A resolution that names no
  * one says why (a refusal), and still carries the id it names, if any, for
- * the replay check (P46).
+ * the replay check (P46), and the session key of that id (`targetKeyOf`).
  *
  * Its own module because resolving is one rule with one input (the
  * sender's space and the memory of departed sessions) and one answer (a
@@ -15,7 +15,7 @@
 import { MAX_ID_LENGTH } from "../protocol/limits.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import type { RecentSessions } from "./RecentSessions.ts"
-import type { Session } from "./Registry.ts"
+import { type Session, sessionKey } from "./Registry.ts"
 import type { Resolution } from "./SendStage.ts"
 
 /**
@@ -65,4 +65,16 @@ export const resolveTarget = (
     return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
   }
   return { target: undefined, remembered, id: remembered.id }
+}
+
+/**
+ * The registry key of the session `resolution` (of `sender`'s plain or exact send, `resolveTarget`) names: its
+ * target's or remembered session's key; for an exact send refused with an id (away, or rebound), that id's key in
+ * the sender's space, where an exact send resolves. What a send's mail is keyed by (`Mail.targetKey`), so a retry
+ * answered from its replay record names the session its record's message was for (SendReplays.replayed; review
+ * rvbf). Undefined when the resolution names no id.
+ */
+export const targetKeyOf = (resolution: Resolution, sender: Session): string | undefined => {
+  if (!("refused" in resolution)) return resolution.target?.key ?? resolution.remembered?.key
+  return resolution.id === undefined ? undefined : sessionKey(sender.space.key, resolution.id)
 }

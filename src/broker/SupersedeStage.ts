@@ -52,7 +52,7 @@ import type { SendStage } from "./SendStage.ts"
 /** What the supersede stage reads and keeps of the receipt routes (Receipts.ts). */
 type SupersedeRoutes = Pick<
   Receipts,
-  "addRoute" | "keepWithdrawal" | "liveRoute" | "recordedRoute" | "routeOf" | "withdrawnBy"
+  "addRoute" | "keepWithdrawal" | "liveRoute" | "recordedRoute" | "routeOf" | "withdrawnBy" | "withdrawnRowKey"
 >
 
 /**
@@ -141,13 +141,14 @@ export const supersedeStage = (
       // A copy of it waiting in the mailbox for another session of its identity (given back by P49's other holder,
       // told now) goes with it: only the copy that reader read, told by the mark on that mail object, never a
       // later message under a reused id, which must not be lost (reviews revcc item 1, revcg CG1) — nor its stored
-      // row: the rewrite drops the row for `target` only (the copy's own row goes with it: `superseded`), so another
-      // message under the id, queued or held unconfirmed by another session, keeps its row (review revmailkey2
-      // probe 1). Found by its route, only
+      // row: the rewrite drops only the row the superseded message was stored under — the session its send named,
+      // not `target`'s when P49's other holder took it (`withdrawnRowKey`; review rrmk probe 1); the copy's own row
+      // goes with it (`superseded`) — so another message under the id, queued or held unconfirmed by another
+      // session, keeps its row (review revmailkey2 probe 1). Found by its route, only
       // its own replay record is rewritten, not a later send's under the id kept after its record left (`route`;
       // review revdd DD1); found by its record (`recordedRoute`), that record is its own.
       if (told) mail.superseded(messageKey, target)
-      ctx.records.rewrite(sender.key, message.supersedes, superseded, route, target.key)
+      ctx.records.rewrite(sender.key, message.supersedes, superseded, route, receipts.withdrawnRowKey(sender.key, message.supersedes, route, target))
       // Kept with the route too, which may outlive the record (`withdrawnBy`) — or, with the route gone (the
       // check followed the replay record), with that record (review revau AU1) — past both while the message
       // may still wait unwritten (`keepWithdrawal`).

@@ -4,9 +4,7 @@
  * no reuse, and the reused ids' bound is each sender's own, so another sender's 4,096 repeated sends do not make a
  * base client's unchanged retry refused; (2) one sender's repeated wrong-epoch sends leave no more than MAX_KEYS
  * reused ids; (3) a send repeated after a retryable failure under an id with eight withdrawals noted is refused like
- * any other send under it; (4) a send repeated after a retryable failure whose entry gained an earlier message's route
- * meanwhile is a reuse, and passes the sender's MAX_KEYS bound like any other (review rrn8: (2) alone passed with
- * SendReplays' retryable branch asking no bound). The clock is a plain number, moved by hand (two hours in (1)); no
+ * any other send under it. The clock is a plain number, moved by hand (two hours in (1)); no
  * sleep. The reused ids' count is read from the router's private state by narrowing (no cast).
  */
 import { assert, describe, it } from "@effect/vitest"
