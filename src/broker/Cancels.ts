@@ -8,9 +8,13 @@
  *
  * A `cancel_message` for mail
  * still in the mailbox removes it instead — under a reused id, the newest
- * message under it waiting there, unless a later one was delivered: the id
- * stands for that one, and the cancel goes along its route
- * (`deliveredLater`; review revmailkey2 probe 2). Unless a client read it before
+ * message under it waiting there, unless the id's newest is elsewhere
+ * (`named`): a later one staged is withdrawn there (review rvc2 probe 4), a
+ * later one delivered is reached along its route (`deliveredLater`; review
+ * revmailkey2 probe 2), and when that newest was withdrawn already (its
+ * replay record, or that gone its route, says so) the cancel is a repeat,
+ * answered from that fate, withdrawing nothing else (review rvc2 probes
+ * 1–3). Unless a client read it before
  * it came back there (written, never confirmed): then the copy stays for
  * that client instance's return, with the cancel's control behind it
  * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
