@@ -17,14 +17,28 @@
  * run (`accept`), which a stamp tie cannot tell (review revmailkey2 probe 6):
  * only its counter lives here; each place rides on its mail (`Mail[ACCEPTED]`).
  * A durable restart gives the restored mail the first places, in the order
- * the last run accepted it (RestoreOrder.acceptInSeqOrder).
+ * the last run accepted it (RestoreOrder.acceptInSeqOrder). `acceptedLater`
+ * reads the two together.
  */
+import { ACCEPTED, type Mail } from "../store/records.ts"
 
 /**
  * How far past the clock a restart's floor may hold the stamps (a day): a store written under a far-future clock
  * must not freeze them for longer (Router.restore caps the floor there, with a log line).
  */
 export const MAX_FLOOR_AHEAD_MS = 24 * 60 * 60 * 1000
+
+/**
+ * Whether `mail` was accepted after `than`: received later (`brokerReceivedAt`), or at one stamp and placed later
+ * (`Mail[ACCEPTED]`) — or, when either has no place (a durable question's mail), taken as later. Cancel paths only
+ * (MailDelivery.newestWaiting, Cancels.ts).
+ */
+export const acceptedLater = (mail: Mail, than: Mail): boolean => {
+  if (mail.brokerReceivedAt !== than.brokerReceivedAt) return mail.brokerReceivedAt > than.brokerReceivedAt
+  const order = mail[ACCEPTED]
+  const thanOrder = than[ACCEPTED]
+  return order === undefined || thanOrder === undefined || order > thanOrder
+}
 
 /** Non-decreasing millisecond stamps read from a wall clock that may step back. */
 export class BrokerStamps {

@@ -8,9 +8,13 @@
  *
  * A `cancel_message` for mail
  * still in the mailbox removes it instead — under a reused id, the newest
- * message under it waiting there, unless a later one was delivered: the id
- * stands for that one, and the cancel goes along its route
- * (`deliveredLater`; review revmailkey2 probe 2). Unless a client read it before
+ * message under it waiting there, unless the id's newest is elsewhere
+ * (`named`): a later one staged is withdrawn there (review rvc2 probe 4), a
+ * later one delivered is reached along its route (`deliveredLater`; review
+ * revmailkey2 probe 2), and when that newest was withdrawn already (its
+ * replay record, or that gone its route, says so) the cancel is a repeat,
+ * answered from that fate, withdrawing nothing else (review rvc2 probes
+ * 1–3). Unless a client read it before
  * it came back there (written, never confirmed): then the copy stays for
  * that client instance's return, with the cancel's control behind it
  * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
@@ -40,7 +44,8 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ControlFrame } from "./ControlFrame.ts"
-import { fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
+import { acceptedLater } from "./BrokerStamps.ts"
+import { type Fingerprint, fingerprintOfMail, isRecordOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { mayStillWait } from "./MayStillWait.ts"
@@ -63,23 +68,37 @@ const CANCELLED_QUEUED: Outcome = {
   retryable: false
 }
 
+/** Whether `outcome` says its sender withdrew its message: cancelled it, or superseded it by another. */
+const isWithdrawal = (outcome: Outcome): boolean =>
+  !outcome.ok && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
+
 /**
  * Whether `found`, the outbound record of the id (OutboundRecords.find), stands for a message under it accepted
  * after `waiting`, the mailbox's newest under it, and delivered — so the id stands for that one now, not for
- * `waiting`: its replay part is kept and is its route's message (not RECORD_LATER), of another fingerprint than
- * `waiting` (a replay part holds the last send under its id, so another fingerprint is a later message), and
- * says delivered — or withdrawn with its route kept, a cancel of it then answered from that fate as a retry.
- * Without a replay part the mailbox's message is taken, as before (its route's message is not known to be later).
- * Cancel path only, when the mailbox holds a message under the id; the fingerprint is hashed only when the replay
- * part says delivered or withdrawn.
+ * `waiting`: its replay part is kept and is its route's message (not RECORD_LATER), not the record of
+ * `waiting` (`isRecordOfMail`; a replay part holds the last send under its id, so another's is a later message),
+ * and says delivered. Without a replay part the mailbox's message is taken (its route's message is not known to be
+ * later).
  */
-const deliveredLater = (found: OutboundRecord | undefined, waiting: Mail): boolean => {
-  if (found === undefined || !found.recorded || found.recordLater) return false
+const deliveredLater = (found: OutboundRecord, print: () => Fingerprint): boolean => {
+  if (!found.recorded || found.recordLater) return false
   const outcome = found.outcome
-  const stands = outcome.ok
-    ? outcome.delivery === "socket_delivered"
-    : found.routed && (outcome.code === DeliveryCode.DeliveryCancelled || outcome.code === DeliveryCode.DeliverySuperseded)
-  return stands && !sameFingerprint(found, fingerprintOfMail(waiting))
+  return outcome.ok && outcome.delivery === "socket_delivered" && !isRecordOfMail(found, print())
+}
+
+/**
+ * Where the message a cancel names is when the mailbox holds one under the id (`Cancels.named`): the mailbox's
+ * newest under it (`"mailbox"`), a later one staged (`"staged"`) or delivered (`"route"`) — or the id's newest
+ * message was withdrawn already (an Outcome, its fate): the cancel is a repeat, answered from that fate.
+ */
+type Named = "mailbox" | "staged" | "route" | Outcome
+
+/** A sender's staged `replace` messages, as a cancel reads them and takes them out (ReplaceStaging.ts). */
+export interface StagedForCancel {
+  /** `senderKey`'s message `messageId` staged or due, if any (ReplaceStaging.stagedMessage). */
+  readonly find: (senderKey: string, messageId: string) => Mail | undefined
+  /** Takes `senderKey`'s staged message `messageId` out (ReplaceStaging.withdraw); true when it did. */
+  readonly withdraw: (senderKey: string, messageId: string) => boolean
 }
 
 /**
@@ -108,27 +127,27 @@ export class Cancels {
   private readonly mail: MailDelivery
   private readonly receipts: CancelRoutes
   private readonly forget: (messageKey: string) => void
-  private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
+  private readonly staged: StagedForCancel
   /** The outbound records, whose route part a cancel reads and keeps a withdrawal on. */
   private readonly routes: OutboundRecords
 
   /**
    * @param receipts the routes a cancel reads and keeps the message's fate on.
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
-   * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
+   * @param staged a sender's staged `replace` messages, which a cancel reads and takes out (ReplaceStaging.ts).
    */
   constructor(
     ctx: RouterContext,
     mail: MailDelivery,
     receipts: CancelRoutes,
     forget: (messageKey: string) => void,
-    withdrawStaged: (senderKey: string, messageId: string) => boolean
+    staged: StagedForCancel
   ) {
     this.ctx = ctx
     this.mail = mail
     this.receipts = receipts
     this.forget = forget
-    this.withdrawStaged = withdrawStaged
+    this.staged = staged
     this.routes = ctx.records.table
   }
 
@@ -179,11 +198,17 @@ export class Cancels {
         key,
         instance
       )
-    // The mailbox's newest message under the id, unless a later one was delivered (`deliveredLater`): then the id
-    // stands for that one, and the cancel goes along its route below (review revmailkey2 probe 2).
+    // The mailbox's newest message under the id, unless the id's newest is elsewhere (`named`): staged or delivered
+    // later, or withdrawn already (review revmailkey2 probe 2, rvc2 probes 1–4).
     const waiting = this.mail.newestWaiting(key, session.key)
     const found = waiting === undefined ? undefined : this.routes.find(session.key, messageId)
-    const queued = waiting === undefined || deliveredLater(found, waiting) ? "none" : this.mail.cancel(waiting, control)
+    const named = waiting === undefined ? undefined : this.named(session.key, messageId, waiting, found)
+    if (typeof named === "object") {
+      // A repeat: answered from the fate, as the settled path below answers it, withdrawing nothing more.
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, !named.ok && named.code === DeliveryCode.DeliveryCancelled)
+    }
+    const queued = waiting === undefined || named !== "mailbox" ? "none" : this.mail.cancel(waiting, control)
     if (queued !== "none") {
       // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.
       if (queued === "copy") records.noteCancel(session.key, messageId, stamp)
@@ -200,8 +225,9 @@ export class Cancels {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
-    // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes.
-    if (this.withdrawStaged(session.key, messageId)) {
+    // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes — not when the
+    // id stands for a later message delivered (`named`).
+    if (named !== "route" && this.staged.withdraw(session.key, messageId)) {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -254,5 +280,31 @@ export class Cancels {
       return this.answer(answerTo, messageId, true)
     }
     this.answer(answerTo, messageId, false)
+  }
+
+  /**
+   * Which message under the id `senderKey`'s cancel names, `waiting` being the mailbox's newest under it and `found`
+   * the id's outbound record: the id's newest message, in whichever of three places it is — a later one staged
+   * (`acceptedLater`), a later one delivered (`deliveredLater`), else `waiting` — unless that newest was withdrawn
+   * already (review rvc2 probes 1–3): its replay record, kept, says so (whether or not a route is kept; restored
+   * after a restart too), or, with the record gone, the withdrawal of a route naming it does. Either is of another
+   * message than `waiting` (not its record: `isRecordOfMail`), and a later one: a replay part holds the id's last
+   * send, a route naming an earlier message than that send is RECORD_LATER (not read here), and any send under the
+   * id forgets a route's withdrawal (DeliveryRecords.keep). Cancel path only, when the mailbox holds a message under
+   * the id; `waiting`'s fingerprint is hashed only when a record or route could name another message.
+   */
+  private named(senderKey: string, messageId: string, waiting: Mail, found: OutboundRecord | undefined): Named {
+    const staged = this.staged.find(senderKey, messageId)
+    if (staged !== undefined && acceptedLater(staged, waiting)) return "staged"
+    if (found === undefined) return "mailbox"
+    let hashed: Fingerprint | undefined
+    const print = (): Fingerprint => (hashed ??= fingerprintOfMail(waiting))
+    const record = this.ctx.records.get(senderKey, messageId, this.ctx.now())
+    if (record !== undefined) {
+      if (isWithdrawal(record.outcome) && !isRecordOfMail(record, print())) return record.outcome
+    } else if (found.withdrawal !== undefined && !found.recordLater && found.targetId !== "" && !isRecordOfMail(found, print())) {
+      return found.withdrawal
+    }
+    return deliveredLater(found, print) ? "route" : "mailbox"
   }
 }

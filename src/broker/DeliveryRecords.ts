@@ -151,7 +151,7 @@ const sameBody = (a: Fingerprint, b: Fingerprint): boolean =>
  * message whose superseded one was settled while it waited is handed over without it (Send.ts
  * `withoutSupersedes`), while its record keeps the send's (review rrmk probe 4). So mail naming none is its
  * record's whatever that names; not told apart: two messages under one id to one target, of one content, that
- * differ by `supersedes` alone. `DeliveryRecords.rewrite`'s `owner` only.
+ * differ by `supersedes` alone. `DeliveryRecords.rewrite`'s `owner`, and which message a cancel names (Cancels.ts).
  */
 export const isRecordOfMail = (record: Fingerprint, mail: Fingerprint): boolean =>
   record.targetId === mail.targetId && sameBody(record, mail) &&
@@ -486,11 +486,20 @@ export class DeliveryRecords {
    * `supersedes`, review rrmk probe 4), not another's under the id (review
    * revmailkey2 probe 3; a later send's refused retryable, whose retry a
    * flush's rewrite had answered delivered and never written: task flushrw).
+   * Given as a function, it is hashed only when a record is found (a
+   * restored or given-back copy's: review rvc2 item 5).
    */
-  rewrite(sender: string, id: string, outcome: Outcome, route: OutboundRecord | undefined, targetKey: string, owner?: Fingerprint): void {
+  rewrite(
+    sender: string,
+    id: string,
+    outcome: Outcome,
+    route: OutboundRecord | undefined,
+    targetKey: string,
+    owner?: Fingerprint | (() => Fingerprint)
+  ): void {
     const found = route ?? this.table.find(sender, id)
     const kept = found !== undefined && found.recorded && (route === undefined || !found.recordLater) &&
-        (owner === undefined || isRecordOfMail(found, owner))
+        (owner === undefined || isRecordOfMail(found, typeof owner === "function" ? owner() : owner))
       ? found
       : undefined
     if (kept !== undefined) {

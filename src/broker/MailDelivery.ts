@@ -82,6 +82,7 @@
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
+import { acceptedLater } from "./BrokerStamps.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./RecipientFrames.ts"
 import { ControlFrame } from "./ControlFrame.ts"
@@ -91,7 +92,6 @@ import { KeptControls } from "./KeptControls.ts"
 import { type Eviction, Mailbox, mailKeyFor, mailKeyOf } from "./Mailbox.ts"
 import { StaleAsks } from "./StaleAsks.ts"
 import type { StoredNotice, StoredSilenced } from "../store/MailStore.ts"
-import { ACCEPTED } from "../store/records.ts"
 import { type LeftBy, liveSession, MailReturns, type ReturnRoutes } from "./MailReturns.ts"
 import { AwayNotices, NOTICE_RETENTION_MS } from "./AwayNotices.ts"
 import type { Mail, OutboundItem, OutboundMessage, Returnable, Written } from "./Peer.ts"
@@ -568,17 +568,9 @@ export class MailDelivery {
     let newest: Mail | undefined
     for (const mail of this.mailbox.under(messageKey)) {
       if (mail.senderKey !== senderKey) continue
-      if (newest === undefined || mail.brokerReceivedAt > newest.brokerReceivedAt) newest = mail
-      else if (mail.brokerReceivedAt === newest.brokerReceivedAt && this.acceptedAfter(mail, newest)) newest = mail
+      if (newest === undefined || acceptedLater(mail, newest)) newest = mail
     }
     return newest
-  }
-
-  /** Whether `mail`, received at the stamp of `than` and queued after it, was accepted after it (`newestUnder`). */
-  private acceptedAfter(mail: Mail, than: Mail): boolean {
-    const order = mail[ACCEPTED]
-    const thanOrder = than[ACCEPTED]
-    return order === undefined || thanOrder === undefined || order > thanOrder
   }
 
   /**
@@ -713,7 +705,7 @@ export class MailDelivery {
     // Only its own record, not a later message's under the id (delivered: a retry of it is still answered so, and
     // a cancel still names it; task cancel2).
     if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, () => fingerprintOfMail(mail))
     }
   }
 

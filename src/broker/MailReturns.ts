@@ -487,7 +487,7 @@ export class MailReturns {
     if (this.port.isQueued(copy)) {
       // Only its own record, not a later message's under the id, delivered: a cancel names that one still, and a
       // retry of it is answered delivered (task cancel2). Give-back path only.
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, fingerprintOfMail(mail))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, () => fingerprintOfMail(mail))
       // Its stored row takes the new date, so a restart keeps this copy's deadline (StoreJournal.mailGivenBack).
       this.ctx.journal?.mailGivenBack(copy)
     }

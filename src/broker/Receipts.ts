@@ -101,7 +101,7 @@
  * only to the instance its route names (`given`, MailReturns.requeue).
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { Cancels } from "./Cancels.ts"
+import { Cancels, type StagedForCancel } from "./Cancels.ts"
 import type { ControlFrame } from "./ControlFrame.ts"
 import { fingerprintOfMail, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -138,7 +138,7 @@ export class Receipts {
 
   /**
    * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
-   * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
+   * @param staged a sender's staged `replace` messages, as a cancel reads and takes them out (ReplaceStaging).
    * @param liveHolder the live session holding an id in a scope, in whichever group (Groups.liveHolder).
    * @param askOpen whether the ask of a record key is still open at a time (Asks.isOpen).
    */
@@ -146,7 +146,7 @@ export class Receipts {
     ctx: RouterContext,
     mail: MailDelivery,
     forget: (messageKey: string) => void,
-    withdrawStaged: (senderKey: string, messageId: string) => boolean,
+    staged: StagedForCancel,
     liveHolder: (scopeKey: string, id: string) => Session | undefined,
     askOpen: (messageKey: string, now: number) => boolean
   ) {
@@ -154,7 +154,7 @@ export class Receipts {
     this.liveHolder = liveHolder
     this.askOpen = askOpen
     this.routes = ctx.records.table
-    this.cancels = new Cancels(ctx, mail, this, forget, withdrawStaged)
+    this.cancels = new Cancels(ctx, mail, this, forget, staged)
     this.supersedes = supersedeStage(ctx, mail, this, forget)
   }
 

@@ -1,5 +1,5 @@
 /**
- * Size: about 540 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 550 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -275,6 +275,19 @@ export class ReplaceStaging {
         this.cancel(entry)
         return entry
       }
+    }
+    return undefined
+  }
+
+  /**
+   * `senderKey`'s message `messageId` staged or due, or undefined: a cancel under a reused id compares it with the
+   * mailbox's newest under the id (Cancels.ts). A walk like `withdraw`'s; a size check while nothing is staged.
+   */
+  stagedMessage(senderKey: string, messageId: string): Staged | undefined {
+    if (this.size === 0) return undefined
+    for (const entry of this.staged.values()) if (entry.mail.senderKey === senderKey && entry.mail.message.id === messageId) return entry
+    for (const dueFor of this.due.values()) {
+      for (const entry of dueFor.values()) if (entry.mail.senderKey === senderKey && entry.mail.message.id === messageId) return entry
     }
     return undefined
   }

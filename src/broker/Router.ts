@@ -365,7 +365,10 @@ export class Router {
       ctx,
       mail,
       (messageKey) => asks.cancelled(messageKey, ctx.now()),
-      (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined,
+      {
+        find: (senderKey, messageId) => staging.stagedMessage(senderKey, messageId)?.mail,
+        withdraw: (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
+      },
       (scopeKey, id) => groups.liveHolder(scopeKey, id),
       (messageKey, at) => asks.isOpen(messageKey, at)
     )

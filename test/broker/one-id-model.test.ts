@@ -36,7 +36,29 @@ const FOUND: ReadonlyArray<ReadonlyArray<Op>> = [
   [{ op: "leave", who: "b" }, { op: "send", to: "b" }, { op: "fill", count: 2 }, { op: "send", to: "z" }, { op: "cancel" }],
   // The older message given back to the mailbox after the later one was delivered: the give-back rewrote the later
   // one's replay record `queued`, and the cancel withdrew the older one (seed 43, task cancel2).
-  [{ op: "send", to: "y" }, { op: "fill", count: 2 }, { op: "send", to: "b" }, { op: "leave", who: "y" }, { op: "cancel" }]
+  [{ op: "send", to: "y" }, { op: "fill", count: 2 }, { op: "send", to: "b" }, { op: "leave", who: "y" }, { op: "cancel" }],
+  // Review rvc2 probe 1: the newest, for away z, withdrawn from the mailbox; the cancel again (its record says
+  // cancelled) withdrew the older one waiting for away b.
+  [
+    { op: "leave", who: "b" },
+    { op: "leave", who: "z" },
+    { op: "send", to: "b" },
+    { op: "fill", count: 2 },
+    { op: "send", to: "z" },
+    { op: "cancel" },
+    { op: "cancel" }
+  ],
+  // Review rvc2 probe 2: the newest, delivered to z, cancelled along its route; its record pushed out, the cancel
+  // again (the route keeps the withdrawal) withdrew the older one waiting for away b.
+  [
+    { op: "leave", who: "b" },
+    { op: "send", to: "b" },
+    { op: "fill", count: 2 },
+    { op: "send", to: "z" },
+    { op: "cancel" },
+    { op: "fill", count: 2 },
+    { op: "cancel" }
+  ]
 ]
 
 describe("one message id's life, model-based (DD1, CG2)", () => {

@@ -1,8 +1,10 @@
 /**
  * How many withdrawals a reused id can hold (ReusedIdWithdrawals.ts, docs/protocol.md): MAX_PER_KEY refuses every
  * send under it from the eighth on, but a message sent under it before then can still be withdrawn after it — here
- * one queued in the mailbox for each of 24 away sessions, then cancelled one by one (review rrn8 probe 2, which
- * expected at most MAX_PER_KEY notes) — so the id holds 24 notes, and the send after them is refused. The clock does
+ * one queued in the mailbox for each of 24 away sessions, then cancelled one by one, each cancel after sends of
+ * other ids pushed the last cancelled one's record out (while kept, it makes a cancel again a repeat: review rvc2
+ * probe 1; review rrn8 probe 2 expected at most MAX_PER_KEY notes) — so the id holds 24 notes, and the send after
+ * them is refused. The clock does
  * not move; no sleep. The notes are read from the router's private state by narrowing (no cast).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -31,7 +33,12 @@ describe("withdrawals under one reused id past MAX_PER_KEY", () => {
         fill(n)
         w.send(`z${n}`, { ...m0, content: { text: `for z${n}` } })
       }
-      for (let n = 0; n < away; n++) w.cancel(m0.id)
+      // Each cancel after the last's record was pushed out: while it is kept (it says cancelled), a cancel again is a
+      // repeat, answered from that fate, withdrawing nothing more (Cancels.ts; review rvc2 probe 1).
+      for (let n = 0; n < away; n++) {
+        w.cancel(m0.id)
+        fill(away + 1 + n)
+      }
       fill(away)
       w.send("t", { ...m0, content: { text: "for t again" } })
       const answers = w.framesOf(w.d).flatMap((f) => f.messageId === m0.id && (f.type === "delivered" || f.type === "delivery_failed") ? [`${f.type} ${f.code ?? f.delivery ?? ""}`] : [])

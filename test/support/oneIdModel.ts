@@ -15,7 +15,8 @@
  * other ids since push it out): then that one, though an older one waits (task cancel2). The withdrawal counts only when the
  * sender was answered `delivered`, and not when a withdrawal was confirmed with no send under the id accepted since:
  * the broker answers that one from the settled fate (a retry of the first), withdrawing nothing more — but for a
- * cancel of a message waiting in the mailbox, which the mailbox settles first.
+ * cancel of an older message waiting in the mailbox once neither the newest's replay record nor a route naming it
+ * is left to say the newest was withdrawn (review rvc2 probes 1–2).
  *
  * Properties, checked after every receiver finally leaves unconfirmed and comes back:
  * - no loss: a message under the id that no confirmed withdrawal withdrew was confirmed read (`received`), or is given to
@@ -177,8 +178,12 @@ export const runOps = (ops: ReadonlyArray<Op>) =>
           // the id stands for it, while its replay record tells so.
           const later = waiting !== undefined && recorded !== undefined && recorded !== waiting && route === recorded
           const target = later ? recorded : waiting ?? (route !== undefined && route.withdrawnAt === undefined ? route : undefined)
+          // The newest message under the id withdrawn already, while its replay record or the route naming it tells
+          // so: a cancel is a repeat, answered from that fate, though an older one waits (review rvc2 probes 1–2).
+          const newest = messages.at(-1)
+          const remembered = newest !== undefined && newest.withdrawnAt !== undefined && (recorded === newest || route === newest)
           w.cancel(ID)
-          if (answerFrom(w, from, ID) !== "delivered" || (settled && (waiting === undefined || later))) break
+          if (answerFrom(w, from, ID) !== "delivered" || (settled && (waiting === undefined || later || remembered))) break
           settled = true
           if (target !== undefined && target.withdrawnAt === undefined) target.withdrawnAt = frameCounts()
           break
