@@ -21,8 +21,9 @@
  *   lets the supervisor's ordinary `reply` through (with no ordinary ask
  *   timeout: the edge is opened for MAX_ASK_TIMEOUT_MS, C-DQ-16), and what
  *   turns that reply into the same durable answer (C-DQ-7);
- * - `edgeKeys`: each open question edge's key by its question id, so a question settled by id with no child
- *   waiting (its edge restored at a durable start) closes its edge too;
+ * - `edgeKeys`: the keys of every open question edge by its question id, so a question settled by id closes each
+ *   of its edges — one restored at a durable start, which no waiter names, and one under another session key of its
+ *   child (back in another group after a restart, asking again) — not only its waiter's;
  * - `present`: the live sessions granted `questions-v1` by id, to tell a child
  *   that is away (revival, C-DQ-10) from one that is reconnecting;
  * - `replying`: questions whose live reply is on its way to the store, so a
@@ -282,10 +283,12 @@ export class Questions {
    */
   private readonly liveBy = new Map<string, number>()
   /**
-   * The key of each open question edge by its question id (AskEdges.watchQuestions): how a question settled by id
-   * with no child waiting — its edge restored at a durable broker's start — finds its edge to close (helper fixqs3).
+   * The keys of the open question edges by their question id (AskEdges.watchQuestions): how a question settled by id
+   * finds every edge to close — one restored at a durable broker's start, which no waiter names (helper fixqs3), and
+   * one under another session key of its child, which asked again from another group after a restart (review rrsq
+   * probe 2: one key per id kept the newest only, and the other edge stayed open, and stored, for its 30 days).
    */
-  private readonly edgeKeys = new Map<string, string>()
+  private readonly edgeKeys = new SetIndex<string, string>()
 
   constructor(
     ctx: RouterContext,
@@ -301,8 +304,8 @@ export class Questions {
     this.stagedAskTo = stagedAskTo
     edges.watchQuestions((edge, delta) => {
       this.count(edge.askerKey, delta)
-      if (delta > 0) this.edgeKeys.set(edge.messageId, edge.messageKey)
-      else if (this.edgeKeys.get(edge.messageId) === edge.messageKey) this.edgeKeys.delete(edge.messageId)
+      if (delta > 0) this.edgeKeys.add(edge.messageId, edge.messageKey)
+      else this.edgeKeys.delete(edge.messageId, edge.messageKey)
     })
   }
 
@@ -599,14 +602,25 @@ export class Questions {
   }
 
   /**
-   * The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. With no child waiting
-   * the edge is found by the question's id (`edgeKeys`): one restored at a durable broker's start, which no waiter
-   * or notice names, closes too (helper fixqs3; review revfixqs2 D2).
+   * The question is settled: every edge of it closes, so a late `reply` along any is refused. Its waiter's, and each
+   * found by the question's id (`edgeKeys`): one restored at a durable broker's start, which no waiter or notice
+   * names (helper fixqs3; review revfixqs2 D2), and one under another session key of its child (review rrsq probe 2).
    */
   close(questionId: string): void {
+    this.closeWaiting(questionId)
+    const keys = this.edgeKeys.get(questionId)
+    if (keys === undefined) return
+    for (const key of [...keys]) this.closeEdge(key)
+  }
+
+  /** The edge (and notice) of `questionId` under its waiter's key only, if a child waits on it: the question goes on. */
+  private closeWaiting(questionId: string): void {
     const child = this.waiters.get(questionId)
-    const key = child === undefined ? this.edgeKeys.get(questionId) : recordKeyOf(child.key, questionId)
-    if (key === undefined) return
+    if (child !== undefined) this.closeEdge(recordKeyOf(child.key, questionId))
+  }
+
+  /** The question edge under `key` closes, and the notice under it goes. */
+  private closeEdge(key: string): void {
     this.deleteNotice(key)
     this.edges.delete(key)
   }
@@ -668,7 +682,8 @@ export class Questions {
     if (this.present.get(session.id) === session) this.present.delete(session.id)
     for (const questionId of [...(this.waitingBy.get(session.key) ?? [])]) {
       if (this.waiters.get(questionId) !== session) continue
-      this.close(questionId)
+      // Not settled: its other edges (another session key of its child) stay open, as the question does.
+      this.closeWaiting(questionId)
       this.deleteWaiter(questionId)
     }
     for (const key of [...(this.noticesTo.get(session.key) ?? [])]) {
@@ -879,7 +894,8 @@ export class Questions {
     if (child === undefined) return undefined
     const notice = this.notices.get(recordKeyOf(child.key, questionId))
     if (notice === undefined || notice.ownerId !== ownerId) return undefined
-    this.close(questionId)
+    // Its notice's edge only: a refused answer opens that again (`reopen`); a saved one closes the rest (`close`).
+    this.closeWaiting(questionId)
     return notice
   }
 }

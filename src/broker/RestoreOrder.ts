@@ -6,7 +6,12 @@
  * first `seq` accepted after its return), and is queued just before the first row whose `seq` reaches that mark.
  * Restored so, its queue place is the one it had (the bounds evict the oldest by queue place, and flush in that
  * order) and its date is in order with its neighbours', so the mailbox never reads it as a clock step back that
- * re-dates other mail (AgedMap.ts; review revmailbox D1). One sort of the given-back rows, one merge: O(n log n).
+ * re-dates other mail (AgedMap.ts; review revmailbox D1). Rows given back with nothing accepted between their
+ * returns share a mark; among them the order is their return's, which their give-back date (`mail.queuedAt`) tells
+ * unless the clock stepped back between them — not their `seq`, their acceptance's (review rrsq probe 1: the one
+ * given back first was restored behind the other, which the bounds then evicted first, and its earlier date re-dated
+ * the other to it). Returns within one millisecond tie there too and go by `seq`: the mailbox had them in the order
+ * they came back, which no row records (docs/store.md). One sort of the given-back rows, one merge: O(n log n).
  * Queue place is not acceptance order, which a stamp tie under a reused id is broken by: each restored mail also
  * takes its place in this run's acceptance order, in `seq` order (`acceptInSeqOrder`).
  */
@@ -27,14 +32,14 @@ export const acceptInSeqOrder = (mail: ReadonlyArray<StoredMail>, stamps: Broker
 
 /**
  * `mail` (in `seq` order, as the store loads it) in the order to queue it: each row given back before the restart
- * moved to just before the first row whose `seq` is at least its mark — those with one mark by `seq` — and after
- * every row when none is. Every other row keeps its place.
+ * moved to just before the first row whose `seq` is at least its mark — those with one mark by their give-back date
+ * (`mail.queuedAt`), then `seq` — and after every row when none is. Every other row keeps its place.
  */
 export const restoreOrder = (mail: ReadonlyArray<StoredMail>): ReadonlyArray<StoredMail> => {
   const givenBack: Array<StoredMail & { readonly givenBack: number }> = []
   for (const stored of mail) if (stored.givenBack !== undefined) givenBack.push({ ...stored, givenBack: stored.givenBack })
   if (givenBack.length === 0) return mail
-  givenBack.sort((a, b) => a.givenBack - b.givenBack || a.seq - b.seq)
+  givenBack.sort((a, b) => a.givenBack - b.givenBack || a.mail.queuedAt - b.mail.queuedAt || a.seq - b.seq)
   const ordered: Array<StoredMail> = []
   let next = 0
   for (const stored of mail) {
