@@ -1,5 +1,5 @@
 /**
- * Size: about 470 lines, past the ~400 guideline: one concept, the question fiber; its answer sizing
+ * Size: about 475 lines, past the ~400 guideline: one concept, the question fiber; its answer sizing
  * (`hollowFrames`, `answerTooLarge`, `answerRoom`/`answerOverRoom` the send stage uses, and the refusals' `roomLeft`/`shorterAnswer`) is the part to move out next.
  *
  * The broker's question fiber: the one owner of durable question state

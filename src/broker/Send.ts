@@ -1,5 +1,5 @@
 /**
- * Size note: about 510 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
+ * Size note: about 515 lines, one concept — the order of one send's steps; see "Size" below for why it stays one
  * module, and what to split next: the hand-over of a staged send (`deliverStaged` with `handOver`, `refusal`,
  * `supersedesSettled`, sharing the stage list) and the prunes (`onPrune`, `prune`); the pipeline itself stays.
  *
