@@ -120,7 +120,8 @@ export interface StoredMail {
    * MailReturns.requeue): the first `seq` the mail accepted after that return got (or will get). `mail.queuedAt`
    * is then when it was given back — the mailbox's retention counts from then — not its acceptance, so it is out
    * of `seq` order: the restore dates it as it restores that `seq`, not its own (Router.restore; docs/store.md).
-   * The row keeps its `seq`, its place in the queue.
+   * The row keeps its `seq`, its acceptance's. So is marked an ask put back after its reply was lost, stored again
+   * under its old row's `seq` (StoreJournal.putAgain): the first `seq` accepted after it was put back.
    */
   readonly givenBack?: number | undefined
 }
