@@ -258,7 +258,7 @@ export class MailDelivery {
       ctx,
       asks,
       (mail, code, reason, detail) => this.lost(mail, code, reason, detail),
-      (mail) => this.askAgain(mail)
+      (mail, seq) => this.askAgain(mail, seq)
     )
     this.mayReturn = mayReturn
     this.returns = new MailReturns(ctx, { routes, owed: this.owed, withdrawn: this.withdrawn, controls: this.controls, stale: this.stale }, {
@@ -768,19 +768,22 @@ export class MailDelivery {
   /**
    * An ask StaleAsks dropped as answered whose reply was lost before its
    * deadline (its edge open again: StaleAsks.replyLost): stored again (its
-   * drop took it out of the store), and written to its recipient's live
+   * drop took it out of the store) — under `seq`, its row's when it was
+   * dropped, its acceptance's, when known (StoreJournal.putAgain: a restart
+   * keeps its place in the acceptance order; review rvmk2 probe 1) — and written to its recipient's live
    * connection as a flush would, else queued for its return (its replay
    * record says `queued` again, as any mailbox copy's, and the mailbox's
    * retention counts from now). Not when a copy of it waits in the mailbox
    * already.
    */
-  private askAgain(asked: Mail): void {
+  private askAgain(asked: Mail, seq: number | undefined): void {
     if (this.mailbox.get(mailKeyOf(asked)) !== undefined) return
     const now = this.ctx.now()
     // Queued anew: the mailbox's retention counts from now, as for any copy given back (`MailReturns.requeue`),
     // not from when the answered copy was first queued — or it would expire at once while its edge is open.
     const mail: Mail = { ...asked, queuedAt: now }
-    this.ctx.journal?.putMail(mail)
+    if (seq === undefined) this.ctx.journal?.putMail(mail)
+    else this.ctx.journal?.putAgain(mail, seq)
     const live = liveSession(this.ctx, mail.targetKey)
     if (live === undefined) {
       this.put(mail)

@@ -12,7 +12,8 @@
  * given back first was restored behind the other, which the bounds then evicted first, and its earlier date re-dated
  * the other to it). Returns within one millisecond tie there too and go by `seq`: the mailbox had them in the order
  * they came back, which no row records (docs/store.md). One sort of the given-back rows, one merge: O(n log n).
- * Queue place is not acceptance order, which a stamp tie under a reused id is broken by: each restored mail also
+ * An ask put back after its reply was lost (MailDelivery.askAgain) is stored again under its old row's `seq`, marked
+ * so too (StoreJournal.putAgain). Queue place is not acceptance order, which a stamp tie under a reused id is broken by: each restored mail also
  * takes its place in this run's acceptance order, in `seq` order (`acceptInSeqOrder`).
  */
 import type { StoredMail } from "../store/MailStore.ts"
@@ -22,7 +23,9 @@ import type { BrokerStamps } from "./BrokerStamps.ts"
 /**
  * `mail` (in `seq` order, as the store loads it), each with its place in this run's acceptance order
  * (`Mail[ACCEPTED]`, from `stamps.accept()`) taken in `seq` order: a row's `seq` is its acceptance's, also for a
- * row given back since (its return is a mark beside it, `givenBack`). Called before any send of this run takes a
+ * row given back since (its return is a mark beside it, `givenBack`) and for an ask put back after its reply was
+ * lost, stored again under its old row's `seq` (StoreJournal.putAgain; review rvmk2 probe 1) — but one whose drop
+ * came before a restart and its putting back after, stored under a new `seq` (its debt keeps none). Called before any send of this run takes a
  * place, so restored mail keeps the order it was accepted in, before every message accepted after the restart:
  * a mailbox cancel under a reused id breaks a stamp tie as the broker that did not restart would
  * (MailDelivery.newestUnder; review rrmk probe 3). A copy of each row and its mail, once per restart.

@@ -83,11 +83,21 @@ export type LoseAsk = (mail: Mail, code: DeliveryCode, reason: string, detail: s
 
 /**
  * How an ask dropped as answered is asked again once its reply was lost
- * and its edge opened again: stored again, and put back as a flush would
- * (MailDelivery's `askAgain`: the replier's live connection, else the
- * mailbox).
+ * and its edge opened again: stored again — under `seq`, the row it had when
+ * it was dropped, when it had one this run knows (StoreJournal.putAgain) —
+ * and put back as a flush would (MailDelivery's `askAgain`: the replier's
+ * live connection, else the mailbox).
  */
-export type AskAgain = (mail: Mail) => void
+export type AskAgain = (mail: Mail, seq: number | undefined) => void
+
+/**
+ * An ask dropped as answered (`drop`), kept for its reply's loss: its mail, and the `seq` of the row it had then
+ * (its acceptance's; undefined in memory mode, or for one whose debt a restart restored), for `askAgain`.
+ */
+interface DroppedAsk {
+  readonly mail: Mail
+  readonly seq: number | undefined
+}
 
 /**
  * Decides the fate of ask copies that come back after their ask is over.
@@ -111,7 +121,7 @@ export class StaleAsks {
    * its `expired` (`replyLost`). Weak: it goes with the edge, once nothing
    * holds the reply.
    */
-  private readonly silenced = new WeakMap<AskEdge, Mail>()
+  private readonly silenced = new WeakMap<AskEdge, DroppedAsk>()
   /**
    * Asks dropped before their deadline, not withdrawn early, that no reply
    * marked (a copy deeper in a custody than Asks' scan, or in an outbox):
@@ -123,7 +133,7 @@ export class StaleAsks {
    * reusing the id (past the replay window) has another edge, and a lost
    * reply of that one never claims the old copy (review revz Z3).
    */
-  private readonly silencedByKey = new AgedMap<string, { readonly mail: Mail; readonly deadline: number }>(MAX_SILENCED_BY_KEY)
+  private readonly silencedByKey = new AgedMap<string, DroppedAsk & { readonly deadline: number }>(MAX_SILENCED_BY_KEY)
   /** At startup only: the stored debts not yet matched to their restored reply, by reply key (`restoreSilenced`). */
   private stored: Map<string, Mail> | undefined
 
@@ -173,9 +183,11 @@ export class StaleAsks {
     if (reply?.answers === undefined && !early && pastDeadline(mail, now, this.ctx.stamps)) {
       return this.lose(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
     }
+    // Its row's seq, its acceptance's: asked again, it is stored under it again (review rvmk2 probe 1).
+    const seq = this.ctx.journal?.storedSeq(mail.senderKey, mail.message.id, mail.targetKey)
     // Remembered before its deadline too (review revw W2): should the reply be lost, the ask is asked again.
     if (reply?.answers !== undefined) {
-      this.silenced.set(reply.answers, mail)
+      this.silenced.set(reply.answers, { mail, seq })
       this.ctx.journal?.askSilenced(reply, mail, now)
     } else if (!early) {
       // Before its deadline, not withdrawn: answered by a reply that did not mark this copy (review revx X2).
@@ -184,7 +196,7 @@ export class StaleAsks {
       // later, its deadline counts from the send: Send.deliverStaged hands the staged attempt on). Not looked up by
       // the ask's key: an ask reusing the id has an edge and a deadline of its own (review revac AC2).
       const deadline = mail.brokerReceivedAt + (mail.askTimeoutMs ?? 0)
-      this.silencedByKey.set(mail.recordKey, { mail, deadline }, now)
+      this.silencedByKey.set(mail.recordKey, { mail, seq, deadline }, now)
       // Stored with the reply that closed that edge, while it is stored: the journal finds it by the ask's key (revz Z4).
       this.ctx.journal?.askSilencedFor(mail, deadline, now)
     }
@@ -209,18 +221,19 @@ export class StaleAsks {
    * closed (Asks.answerLost), and the ask did not time out (review revdg DG3).
    */
   replyLost(edge: AskEdge, now: number, askerEnded = false): void {
-    const ask = this.silenced.get(edge) ?? this.takeByKey(edge)
-    if (ask !== undefined) this.silenced.delete(edge)
-    if (askerEnded || ask?.senderEnd?.ended === true) return
+    const dropped = this.silenced.get(edge) ?? this.takeByKey(edge)
+    if (dropped !== undefined) this.silenced.delete(edge)
+    if (askerEnded || dropped?.mail.senderEnd?.ended === true) return
     const movedOn = this.asks.answerLost(edge, now)
-    if (ask === undefined) return
+    if (dropped === undefined) return
+    const ask = dropped.mail
     // Before its deadline, its asker gave its id to a durable question (Asks.answerLost): the ask stays closed, so it
     // is not asked again, and it did not time out, so no `expired` is owed — the asker moved on, as by a withdrawal
     // (review revdg DG3). Past the deadline it expired unanswered: told below.
     if (movedOn) return
     // Its edge open again (before its deadline): the question is put back, for the replier to be asked again. Its
     // own kind of edge only: a durable question its asker opened under the id since is not this ask (review revdg3 1).
-    if (this.asks.isOpen(ask.recordKey, now, edge.question === true)) return this.askAgain(ask)
+    if (this.asks.isOpen(ask.recordKey, now, edge.question === true)) return this.askAgain(ask, dropped.seq)
     // Withdrawn before its deadline, after the reply: nothing is owed.
     if (this.asks.withdrawnEarly(ask)) return
     this.lose(ask, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
@@ -231,10 +244,10 @@ export class StaleAsks {
    * while nothing is kept. One kept under the same key for another edge (an
    * earlier ask that used the id) is not this ask's: it is dropped, unused.
    */
-  private takeByKey(edge: AskEdge): Mail | undefined {
+  private takeByKey(edge: AskEdge): DroppedAsk | undefined {
     if (this.silencedByKey.size === 0) return undefined
     const kept = this.silencedByKey.delete(edge.messageKey)
-    return kept !== undefined && kept.deadline === edge.deadline ? kept.mail : undefined
+    return kept !== undefined && kept.deadline === edge.deadline ? kept : undefined
   }
 
   /**
@@ -252,7 +265,8 @@ export class StaleAsks {
     if (mail.answers === undefined || this.stored === undefined) return
     const owed = this.stored.get(mail.recordKey)
     if (owed === undefined) return
-    this.silenced.set(mail.answers, owed)
+    // Its row's seq is not stored with the debt: asked again, it is stored under a new one.
+    this.silenced.set(mail.answers, { mail: owed, seq: undefined })
     // Its row now ends with the reply's own (StoreJournal.restoredSilenced); else `restoreDone` deletes it.
     if (this.ctx.journal?.restoredSilenced(mail) !== false) this.stored.delete(mail.recordKey)
   }

@@ -120,7 +120,8 @@ export interface StoredMail {
    * MailReturns.requeue): the first `seq` the mail accepted after that return got (or will get). `mail.queuedAt`
    * is then when it was given back — the mailbox's retention counts from then — not its acceptance, so it is out
    * of `seq` order: the restore dates it as it restores that `seq`, not its own (Router.restore; docs/store.md).
-   * The row keeps its `seq`, its place in the queue.
+   * The row keeps its `seq`, its acceptance's. So is marked an ask put back after its reply was lost, stored again
+   * under its old row's `seq` (StoreJournal.putAgain): the first `seq` accepted after it was put back.
    */
   readonly givenBack?: number | undefined
 }
@@ -311,6 +312,8 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
           at: record.at
         })
       }
+      // Deletes first, as the SQLite commit: a row put again under its seq (StoreJournal.putAgain) outlives its old delete.
+      for (const seq of batch.mailDeletes) state.mail.delete(seq)
       for (const put of batch.mailPuts) {
         state.mail.set(put.seq, { recordKey: put.mail.recordKey, text: encodeMail(put.mail, put.givenBack) })
         if (put.seq >= state.nextSeq) state.nextSeq = put.seq + 1
@@ -318,7 +321,6 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       for (const update of batch.mailUpdates ?? []) {
         if (state.mail.has(update.seq)) state.mail.set(update.seq, { recordKey: update.mail.recordKey, text: encodeMail(update.mail, update.givenBack) })
       }
-      for (const seq of batch.mailDeletes) state.mail.delete(seq)
       for (const edge of batch.edgePuts) state.edges.set(edge.messageKey, { deadline: edge.deadline, text: encodeEdge(edge) })
       for (const key of batch.edgeDeletes) state.edges.delete(key)
       applyMemoryNotices(state.notices, batch)
@@ -379,6 +381,13 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
       rows: change.records.length === 0 ? [] : [[newestAt(change.records), encodeBlock(change.records)]]
     },
     {
+      // One statement run for all of them (its seqs as one JSON array): a run per row cost about as much
+      // again as the row (docs/performance.md, "Durable, seventh stop"). Before the puts: a row put again
+      // under its seq (an ask asked again, StoreJournal.putAgain) must outlive its old row's delete.
+      sql: "DELETE FROM mail WHERE seq IN (SELECT value FROM json_each(?))",
+      rows: change.mailDeletes.length === 0 ? [] : [[JSON.stringify(change.mailDeletes)]]
+    },
+    {
       // Keyed by its sequence number (0006_mail_by_seq.ts): puts append at the table's end and
       // deletes come in about the same order, so a commit touches a page or two, not one per message.
       sql: "INSERT INTO mail (seq, record_key, body) VALUES (?, ?, ?)",
@@ -389,12 +398,6 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
       // Mail given back to the mailbox since it was stored: its row, in its place, takes the new date (`StoredMail.givenBack`).
       sql: "UPDATE mail SET body = ? WHERE seq = ?",
       rows: (change.mailUpdates ?? []).map((update) => [encodeMail(update.mail, update.givenBack), update.seq])
-    },
-    {
-      // One statement run for all of them (its seqs as one JSON array): a run per row cost about as much
-      // again as the row (docs/performance.md, "Durable, seventh stop").
-      sql: "DELETE FROM mail WHERE seq IN (SELECT value FROM json_each(?))",
-      rows: change.mailDeletes.length === 0 ? [] : [[JSON.stringify(change.mailDeletes)]]
     },
     {
       sql: "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",

@@ -137,7 +137,8 @@ export interface Mail {
    * stamp tie between two messages under one reused id (MailDelivery.newestUnder), which their queue order cannot
    * (a message given back is queued again behind later ones; review revmailkey2 probe 6). Never stored (a symbol
    * key, skipped by JSON): mail restored from the store is given its place anew, in the order its rows were
-   * accepted (`seq`), before any message of the new run (RestoreOrder.acceptInSeqOrder; review rrmk probe 3).
+   * accepted (`seq`; an ask put back keeps its old row's, StoreJournal.putAgain), before any message of the new
+   * run (RestoreOrder.acceptInSeqOrder; review rrmk probe 3, rvmk2 probe 1).
    * Absent on a durable question's mail (Questions.ts).
    */
   readonly [ACCEPTED]?: number | undefined

@@ -6,7 +6,8 @@
  * and each key's latest replay record. A commit holds a key's records in the
  * order they were made, a rewrite included, so the store's later one wins.
  * Two senders use the same message ids: the journal tells their mail apart
- * (ByMessage.ts).
+ * (ByMessage.ts). An ask put again under its old row's seq (`putAgain`) while that
+ * row's delete failed to commit is left stored by the retried commit.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -21,6 +22,7 @@ import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import type { HeldAck } from "../../src/broker/JournalEntries.ts"
 import { StoreJournal, type TakenBatch } from "../../src/broker/StoreJournal.ts"
+import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 
 const SENDER = "scope\u0000alice"
 const SENDER_B = "scope\u0000carol"
@@ -216,6 +218,28 @@ describe("StoreJournal given-back mail", () => {
     journal.mailGone(SENDER, "k1", TARGET)
     assert.deepStrictEqual(shapes(journal.take(60)), { puts: [], updates: [], deletes: [1] })
   })
+
+  it.effect("an ask put again under its old row's seq while that row's delete fails to commit: the retried commit leaves the row, marked", () =>
+    Effect.gen(function*() {
+      const store = makeMemory(makeMemoryMailState())
+      const journal = new StoreJournal(() => {}, 3_600_000)
+      const mail = mailFor("a:k1")
+      journal.putMail(mail)
+      const put = journal.take(10) ?? assert.fail("nothing taken")
+      yield* store.commit(put.batch)
+      journal.committed(put)
+      // Dropped as answered; its delete is taken, and while that commit runs the ask is put back under its seq.
+      const seq = journal.storedSeq(SENDER, "k1", TARGET)
+      journal.mailGone(SENDER, "k1", TARGET)
+      const drop = journal.take(20) ?? assert.fail("nothing taken")
+      journal.putAgain(givenBack(mail, 50), seq ?? assert.fail("no seq"))
+      journal.failed(drop, "disk full")
+      const retried = journal.take(60)
+      assert.deepStrictEqual(shapes(retried), { puts: [[1, 50, 2]], updates: [], deletes: [1] })
+      yield* store.commit(retried?.batch ?? assert.fail("nothing taken"))
+      const loaded = yield* store.load(0)
+      assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.queuedAt, m.givenBack]), [[1, 50, 2]])
+    }))
 })
 
 /** A peer for the journal to hold acknowledgements for (it only keeps it), on a connection that does nothing. */

@@ -6,7 +6,8 @@
  * 0005, 0006 and 0007 keep stored records and mail (0006 in its order, keyed
  * by seq; 0007 each key's last row), a row or block that does not decode
  * fails the load naming it, and a commit the disk cannot take
- * stores nothing.
+ * stores nothing; a batch that deletes a seq and puts a row under it again
+ * keeps the row (deletes go before puts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -492,6 +493,28 @@ describe("MailStore given-back rows", () => {
       const memory = makeMemory(makeMemoryMailState())
       for (const batch of commits) yield* memory.commit(batch)
       const expected = [[1, "one", 500, 4], [2, "two", second.mail.queuedAt, undefined]]
+      assert.deepStrictEqual(viaSqlite, expected)
+      assert.deepStrictEqual(yield* loadMail(memory), expected)
+    }))
+
+  it.effect("a batch that deletes a seq and puts a row under it (an ask asked again, StoreJournal.putAgain) keeps the row, from SQLite and memory", () =>
+    Effect.gen(function*() {
+      const empty = { records: [], mailDeletes: [], edgePuts: [], edgeDeletes: [], mailPuts: [] }
+      const asked = mailOf("k1", 1, "one")
+      const commits = [
+        { ...empty, mailPuts: [asked, mailOf("k2", 2, "two")] },
+        { ...empty, mailDeletes: [1], mailPuts: [{ seq: 1, mail: { ...asked.mail, queuedAt: 500 }, givenBack: 3 }] }
+      ]
+      const loadMail = (store: MailStoreService) =>
+        Effect.map(store.load(0), (r) => r.mail.map((m) => [m.seq, m.mail.message.content.text, m.mail.queuedAt, m.givenBack]))
+      const viaSqlite = yield* Effect.gen(function*() {
+        const sqlite = yield* MailStore
+        for (const batch of commits) yield* sqlite.commit(batch)
+        return yield* loadMail(sqlite)
+      }).pipe(Effect.provide(sqliteStore))
+      const memory = makeMemory(makeMemoryMailState())
+      for (const batch of commits) yield* memory.commit(batch)
+      const expected = [[1, "one", 500, 3], [2, "two", 12, undefined]]
       assert.deepStrictEqual(viaSqlite, expected)
       assert.deepStrictEqual(yield* loadMail(memory), expected)
     }))
