@@ -74,8 +74,9 @@
  * id has a live `questions-v1` session under its key (`present`); else that session can neither be notified again nor
  * answer by id (review revfixqs2 D1), so the reply is delivered at once, in its sender's order, and its answer queued
  * to the fiber from the same `delivered` hook as a notified supervisor's (`unnotifiedAnswer`, qbase2). Either way
- * the child has the reply before the fiber saves it: a crash between the two, or a store failure (logged), leaves
- * the question `awaiting_input` with the reply delivered.
+ * the reply's write and the answer's save are not ordered (durable: two stores' commits): a crash between them leaves
+ * the answer saved and the reply unwritten, or the reply delivered and the question `awaiting_input`, as a store
+ * failure (logged) does (review rvq2, suspicion 1).
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
  * the check is QuestionSize.questionTooLarge): its notification with every extension field it carries, by the send
