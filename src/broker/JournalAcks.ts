@@ -206,15 +206,26 @@ export class JournalAcks {
    * recipient stays held (it cannot be taken back), and so does its
    * acknowledgement, until a commit succeeds.
    */
+  /** Whether a row of `senderKey`'s message `id` for any session is still kept (pending or stored), not one `dropped`. */
+  private rowLeftUnder(senderKey: string, id: string, dropped: Set<JournalMail>): boolean {
+    for (let entry = this.storedMail.get(senderKey, id); entry !== undefined; entry = entry.sameId) {
+      if (!dropped.has(entry)) return true
+    }
+    return false
+  }
+
   private refuseHeld(reason: string): void {
     const held = this.heldAcks
     this.heldAcks = []
     const kept: Array<HeldAck> = []
     // Sends refused in this pass, by sender, id and session: a second acknowledgement of one (a retry's) is refused
     // too, without a drop, so a send under the id for another session, whose mail was not dropped, is not refused
-    // as a retry of it (task byid item 2). One that names no session is never refused so: another send's refusal
-    // under the id says nothing of its message (review rvbf probe 1).
+    // as a retry of it (task byid item 2). One that names no session is refused so only when no row under the id is
+    // left: then every message under it this pass knew of was refused and dropped, its own too, and acknowledged
+    // later it would claim a message nothing holds (review rvlate1 probe 1); while another session's row is left,
+    // another send's refusal under the id says nothing of its message (review rvbf probe 1).
     const refused = new Set<string>()
+    const refusedIds = new Set<string>()
     const dropped = new Set<JournalMail>()
     for (let i = 0; i < held.length; i++) {
       const ack = held[i]!
@@ -223,11 +234,16 @@ export class JournalAcks {
       if (droppedFor !== undefined) {
         // Pending: its put was never stored, so nothing acknowledged it yet.
         refused.add(`${ack.senderKey}\u0000${ack.id}\u0000${droppedFor}`)
+        refusedIds.add(`${ack.senderKey}\u0000${ack.id}`)
         continue
       }
       if (
         target !== undefined && refused.has(`${ack.senderKey}\u0000${ack.id}\u0000${target}`) &&
         this.refuseUnstored(ack, reason, undefined)
+      ) continue
+      if (
+        target === undefined && ack.delivery === "queued" && refusedIds.has(`${ack.senderKey}\u0000${ack.id}`) &&
+        !this.rowLeftUnder(ack.senderKey, ack.id, dropped) && this.refuseUnstored(ack, reason, undefined)
       ) continue
       kept.push(ack)
     }
