@@ -227,7 +227,10 @@ export class Cancels {
     }
     // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes — not when the
     // id stands for a later message delivered (`named`).
-    if (named !== "route" && this.staged.withdraw(session.key, messageId)) {
+    if (
+      named !== "route" && !(waiting === undefined && this.deliveredAfterStaged(session.key, messageId)) &&
+      this.staged.withdraw(session.key, messageId)
+    ) {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -283,6 +286,18 @@ export class Cancels {
   }
 
   /**
+   * With nothing under the id in the mailbox: whether `senderKey`'s message staged under `messageId` has a later
+   * message under the id delivered since — the id's replay record holds its last send, so one delivered and not the
+   * staged message came after it — which a cancel then names, not the staged one (review rvlate2 probe 1).
+   */
+  private deliveredAfterStaged(senderKey: string, messageId: string): boolean {
+    const staged = this.staged.find(senderKey, messageId)
+    if (staged === undefined) return false
+    const found = this.routes.find(senderKey, messageId)
+    return found !== undefined && deliveredLater(found, () => fingerprintOfMail(staged))
+  }
+
+  /**
    * Which message under the id `senderKey`'s cancel names, `waiting` being the mailbox's newest under it and `found`
    * the id's outbound record: the id's newest message, in whichever of three places it is — a later one staged
    * (`acceptedLater`), a later one delivered (`deliveredLater`), else `waiting` — unless that newest was withdrawn
@@ -295,7 +310,11 @@ export class Cancels {
    */
   private named(senderKey: string, messageId: string, waiting: Mail, found: OutboundRecord | undefined): Named {
     const staged = this.staged.find(senderKey, messageId)
-    if (staged !== undefined && acceptedLater(staged, waiting)) return "staged"
+    // Staged after the mailbox's newest — unless the id's record, which holds its last send, is a later message
+    // delivered (review rvlate2 probe 1).
+    if (staged !== undefined && acceptedLater(staged, waiting)) {
+      return found !== undefined && deliveredLater(found, () => fingerprintOfMail(staged)) ? "route" : "staged"
+    }
     if (found === undefined) return "mailbox"
     let hashed: Fingerprint | undefined
     const print = (): Fingerprint => (hashed ??= fingerprintOfMail(waiting))
