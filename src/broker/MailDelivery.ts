@@ -519,7 +519,7 @@ export class MailDelivery {
     // By that message's identity, for a give-back under a reused id (DeliveryRecords.noteWithdrawnMail).
     this.ctx.records.noteWithdrawnMail(queued, cancelled, this.ctx.now())
     // Only its own record: not that of a later message under the id, delivered (review revmailkey2 probe 3).
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey, fingerprintOfMail(queued))
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, cancelled, undefined, queued.targetKey, () => fingerprintOfMail(queued))
     return readers === undefined ? "deleted" : "copy"
   }
 
@@ -593,7 +593,7 @@ export class MailDelivery {
     if (queued.answers !== undefined) this.stale.replyLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`). Only its
     // own record: not that of another message under the id, written live (review rrmk probe 2).
-    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey, fingerprintOfMail(queued))
+    this.ctx.records.rewrite(senderKey, messageId, refusal, undefined, queued.targetKey, () => fingerprintOfMail(queued))
     return true
   }
 
@@ -868,7 +868,7 @@ export class MailDelivery {
       this.routes.flushed(mail, session, now)
       // Only its own record: found by sender and id it may be a later send's under the id, whose retryable failure
       // its retry must still hear (P47), not this message's delivery (task flushrw).
-      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey, fingerprintOfMail(mail))
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, deliveredTo(session.id, mail.targetId), undefined, mail.targetKey, () => fingerprintOfMail(mail))
     }
   }
 
@@ -893,7 +893,7 @@ export class MailDelivery {
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     // Only its own record: not that of another message under the id, delivered (review rrmk probe 5).
     const outcome: Outcome = { ok: false, code, reason, retryable: false }
-    this.ctx.records.rewrite(mail.senderKey, mail.message.id, outcome, undefined, mail.targetKey, fingerprintOfMail(mail))
+    this.ctx.records.rewrite(mail.senderKey, mail.message.id, outcome, undefined, mail.targetKey, () => fingerprintOfMail(mail))
     // Unconditional, unlike `copyLeft`: this is never a cancelled copy (those leave by `copyLeft`), so no write
     // elsewhere holds this mail. Its route, if any, names the write that gave it back, or an older message under
     // its id (a resend after that one's record went), whose withdrawal, if any, the resend's own record forgot

@@ -502,7 +502,7 @@ export class ReplaceStaging {
       code: DeliveryCode.DeliveryCancelled,
       reason: Reason.cancelled,
       retryable: false
-    }, undefined, entry.mail.targetKey, fingerprintOfMail(entry.mail))
+    }, undefined, entry.mail.targetKey, () => fingerprintOfMail(entry.mail))
   }
 
   /** A due message taken out of `dueFor` (its recipient's due messages), and out of the counts. */
@@ -538,7 +538,7 @@ export class ReplaceStaging {
     code: DeliveryCode
   ): void {
     const outcome: Outcome = { ok: false, code, reason: detail, retryable: false }
-    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, outcome, undefined, entry.mail.targetKey, fingerprintOfMail(entry.mail))
+    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, outcome, undefined, entry.mail.targetKey, () => fingerprintOfMail(entry.mail))
     if (targetInfo === undefined) return
     const notice = Encode.receiptFrame(targetInfo, {
       messageId: entry.mail.message.id,

@@ -468,7 +468,7 @@ export class Send {
     // Only its own record (the staged mail as sent, so the fingerprint is its record's even when `mail` went without
     // its settled `supersedes`): found by sender and id it may be a later send's under the id (task flushrw).
     const sent = staged.mail
-    this.ctx.records.rewrite(sent.senderKey, sent.message.id, deliveredTo(target.id, sent.targetId), undefined, sent.targetKey, fingerprintOfMail(sent))
+    this.ctx.records.rewrite(sent.senderKey, sent.message.id, deliveredTo(target.id, sent.targetId), undefined, sent.targetKey, () => fingerprintOfMail(sent))
     this.ctx.journal?.markDelivery(target.peer)
     return true
   }
