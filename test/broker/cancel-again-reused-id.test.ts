@@ -17,7 +17,7 @@ import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
-import { cancelAnsweredDelivered, dWithBAway, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
+import { cancelAnsweredDelivered, dWithBAway, dWithBAwayAndZ, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
 
 const m0 = message("m0")
 
@@ -46,8 +46,7 @@ describe("a cancel again under a reused id", () => {
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* dWithBAway(world)
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       yield* forBThenForZ(d.client, z.client, m0)
       yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
@@ -68,8 +67,7 @@ describe("a cancel again under a reused id", () => {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const first = yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* dWithBAway(world)
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       yield* forBThenForZ(d.client, z.client, m0)
       yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])

@@ -19,7 +19,7 @@ import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
-import { cancelAnsweredDelivered, dWithBAway, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
+import { cancelAnsweredDelivered, dWithBAwayAndZ, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
 
 const m0 = message("m0")
 
@@ -29,8 +29,7 @@ describe("a cancel under a reused id names the sender's newest message under it"
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* dWithBAway(world)
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       yield* forBThenForZ(d.client, z.client, m0)
       yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
@@ -46,8 +45,7 @@ describe("a cancel under a reused id names the sender's newest message under it"
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* dWithBAway(world)
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
       yield* messageFor(z.client, m0.id)
       assertDelivered(yield* send(d.client, "z", message("other")))
@@ -63,9 +61,8 @@ describe("a cancel under a reused id names the sender's newest message under it"
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* dWithBAway(world)
       const zAs = { sessionId: "z", name: "Z", frame: { features: [RECEIVED_V1] } }
-      const z = yield* world.session(zAs)
+      const { d, z } = yield* dWithBAwayAndZ(world, zAs)
       yield* forBThenForZ(d.client, z.client, m0)
       // The later message's record is pushed out too (its route stays): the cancel cannot tell it is later, and
       // the mailbox settles it — its route, another message's, must not take the cancel's fate.
@@ -86,8 +83,7 @@ describe("a cancel under a reused id names the sender's newest message under it"
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const first = yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* dWithBAway(world)
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       yield* forBThenForZ(d.client, z.client, m0)
       yield* advance(LAZY_FLUSH)
       yield* first.crash

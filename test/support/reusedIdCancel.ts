@@ -21,6 +21,14 @@ export const dWithBAway = (world: MemoryNetwork) =>
     return d
   })
 
+/** `dWithBAway`, then z registered (`zAs`); d's and z's sessions. */
+export const dWithBAwayAndZ = (world: MemoryNetwork, zAs: RegisterOptions = { sessionId: "z", name: "Z" }) =>
+  Effect.gen(function*() {
+    const d = yield* dWithBAway(world)
+    const z = yield* world.session(zAs)
+    return { d, z }
+  })
+
 /**
  * d's `m0` "for b" to away b (queued), a send to z between (pushing m0's record out), then a new message under m0,
  * "for z", delivered to z and read by z's client.
