@@ -17,6 +17,7 @@ import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
+import { cancelAnsweredDelivered, dWithBAway, dWithBAwayAndZ, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
 
 const m0 = message("m0")
 
@@ -25,27 +26,18 @@ describe("a cancel again under a reused id", () => {
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
+      const d = yield* dWithBAway(world)
       const cAway = yield* world.session({ sessionId: "c", name: "C" })
       yield* cAway.client.destroy
       assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
       assertDelivered(yield* send(d.client, "c", message("other")), "queued")
       assertDelivered(yield* send(d.client, "c", { ...m0, content: { text: "for c" } }), "queued")
-      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      yield* cancelAnsweredDelivered(d.client, m0)
       // The same cancel again (as after its answer was lost with a connection): answered as the first was.
       yield* d.client.send({ type: "cancel_message", messageId: m0.id })
       const again = yield* ackFor(d.client, m0.id)
       // b's return is flushed what waits for it, the probe last.
-      const probe = message("probe")
-      assertDelivered(yield* send(d.client, "b", probe), "queued")
-      const bBack = yield* world.session({ sessionId: "b", name: "B" })
-      yield* messageFor(bBack.client, probe.id)
-      const forB = bBack.client.received().flatMap((frame) =>
-        frame.type === "message" && frame.message.id === m0.id ? [frame.message.content.text] : []
-      )
+      const { texts: forB } = yield* textsOnReturn(world, d.client, m0, { sessionId: "b", name: "B" })
       // Answered as the first was (delivered), and b is given its message.
       assert.deepStrictEqual({ again: again.type, b: forB }, { again: "delivered", b: ["for b"] })
     }))
@@ -54,16 +46,9 @@ describe("a cancel again under a reused id", () => {
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
-      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      assertDelivered(yield* send(d.client, "z", message("other")))
-      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* messageFor(z.client, m0.id)
-      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      const { d, z } = yield* dWithBAwayAndZ(world)
+      yield* forBThenForZ(d.client, z.client, m0)
+      yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
       yield* z.client.next("message_control", (frame) => frame.control.messageId === m0.id)
       // Another send pushes the replay record of "for z" out; its route stays, with the cancel's withdrawal.
@@ -72,13 +57,7 @@ describe("a cancel again under a reused id", () => {
       yield* d.client.send({ type: "cancel_message", messageId: m0.id })
       const again = yield* ackFor(d.client, m0.id)
       // b's return is flushed what waits for it, the probe last.
-      const probe = message("probe")
-      assertDelivered(yield* send(d.client, "b", probe), "queued")
-      const bBack = yield* world.session({ sessionId: "b", name: "B" })
-      yield* messageFor(bBack.client, probe.id)
-      const forB = bBack.client.received().flatMap((frame) =>
-        frame.type === "message" && frame.message.id === m0.id ? [frame.message.content.text] : []
-      )
+      const { texts: forB } = yield* textsOnReturn(world, d.client, m0, { sessionId: "b", name: "B" })
       // Answered as the first was (delivered), and b is given its message.
       assert.deepStrictEqual({ again: again.type, b: forB }, { again: "delivered", b: ["for b"] })
     }))
@@ -88,16 +67,9 @@ describe("a cancel again under a reused id", () => {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const first = yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
-      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      assertDelivered(yield* send(d.client, "z", message("other")))
-      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* messageFor(z.client, m0.id)
-      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      const { d, z } = yield* dWithBAwayAndZ(world)
+      yield* forBThenForZ(d.client, z.client, m0)
+      yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
       yield* z.client.next("message_control", (frame) => frame.control.messageId === m0.id)
       yield* advance(LAZY_FLUSH)

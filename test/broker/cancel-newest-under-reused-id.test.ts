@@ -19,13 +19,9 @@ import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
-import type { WireClient } from "../support/wire.ts"
+import { cancelAnsweredDelivered, dWithBAwayAndZ, forBThenForZ, textsOnReturn } from "../support/reusedIdCancel.ts"
 
 const m0 = message("m0")
-
-/** The texts of the messages under m0's id `client` was written so far. */
-const textsUnderM0 = (client: WireClient): ReadonlyArray<string> =>
-  client.received().flatMap((frame) => frame.type === "message" && frame.message.id === m0.id ? [frame.message.content.text] : [])
 
 describe("a cancel under a reused id names the sender's newest message under it", () => {
   it.effect("the newest delivered (to z): z is sent the cancel, and b's return still gets the older one", () =>
@@ -33,16 +29,9 @@ describe("a cancel under a reused id names the sender's newest message under it"
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
-      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      assertDelivered(yield* send(d.client, "z", message("other")))
-      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* messageFor(z.client, m0.id)
-      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      const { d, z } = yield* dWithBAwayAndZ(world)
+      yield* forBThenForZ(d.client, z.client, m0)
+      yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
       // Fails as "[z] no message_control ... arrived" when the cancel withdrew the older message waiting for b.
       const control = yield* z.client.next("message_control", (frame) => frame.control.messageId === m0.id)
@@ -56,39 +45,25 @@ describe("a cancel under a reused id names the sender's newest message under it"
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
       yield* messageFor(z.client, m0.id)
       assertDelivered(yield* send(d.client, "z", message("other")))
       assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      yield* d.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(d.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      yield* cancelAnsweredDelivered(d.client, m0)
       yield* settled([d.client], [z.client])
       yield* z.client.expectNothing("message_control", (frame) => frame.control.messageId === m0.id)
       // b's return is flushed what waits for it, the probe last: the withdrawn message is not among it.
-      const probe = message("probe")
-      assertDelivered(yield* send(d.client, "b", probe), "queued")
-      const bBack = yield* world.session({ sessionId: "b", name: "B" })
-      yield* messageFor(bBack.client, probe.id)
-      assert.deepStrictEqual(textsUnderM0(bBack.client), [])
+      assert.deepStrictEqual((yield* textsOnReturn(world, d.client, m0, { sessionId: "b", name: "B" })).texts, [])
     }))
 
   it.effect("a mailbox cancel leaves a later message's route unmarked: given back unconfirmed, it reaches its receiver's return with no cancel behind it", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
       const zAs = { sessionId: "z", name: "Z", frame: { features: [RECEIVED_V1] } }
-      const z = yield* world.session(zAs)
-      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      assertDelivered(yield* send(d.client, "z", message("other")))
-      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* messageFor(z.client, m0.id)
+      const { d, z } = yield* dWithBAwayAndZ(world, zAs)
+      yield* forBThenForZ(d.client, z.client, m0)
       // The later message's record is pushed out too (its route stays): the cancel cannot tell it is later, and
       // the mailbox settles it — its route, another message's, must not take the cancel's fate.
       assertDelivered(yield* send(d.client, "z", message("other2")))
@@ -97,11 +72,8 @@ describe("a cancel under a reused id names the sender's newest message under it"
       yield* settled([d.client], [z.client])
       // z read "for z" and never confirmed it: its close gives it back, for z's return.
       yield* z.client.destroy
-      const probe = message("probe")
-      assertDelivered(yield* send(d.client, "z", probe), "queued")
-      const zBack = yield* world.session(zAs)
-      yield* messageFor(zBack.client, probe.id)
-      assert.deepStrictEqual(textsUnderM0(zBack.client), ["for z"])
+      const { back: zBack, texts } = yield* textsOnReturn(world, d.client, m0, zAs)
+      assert.deepStrictEqual(texts, ["for z"])
       // Fails when the mailbox cancel marked the route of "for z" cancelled: given back so, it came with a cancel.
       yield* zBack.client.expectNothing("message_control", (frame) => frame.control.messageId === m0.id)
     }))
@@ -111,14 +83,8 @@ describe("a cancel under a reused id names the sender's newest message under it"
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const first = yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
-      assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
-      assertDelivered(yield* send(d.client, "z", message("other")))
-      assertDelivered(yield* send(d.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* messageFor(z.client, m0.id)
+      const { d, z } = yield* dWithBAwayAndZ(world)
+      yield* forBThenForZ(d.client, z.client, m0)
       yield* advance(LAZY_FLUSH)
       yield* first.crash
       yield* durableBroker(world, disk)
@@ -126,8 +92,7 @@ describe("a cancel under a reused id names the sender's newest message under it"
       const zBack = yield* world.session({ sessionId: "z", name: "Z" })
       // A retry of the delivered send is still answered delivered (the restored mail for b rewrote it `queued`).
       assertDelivered(yield* send(dBack.client, "z", { ...m0, content: { text: "for z" } }))
-      yield* dBack.client.send({ type: "cancel_message", messageId: m0.id })
-      assert.deepStrictEqual({ ...(yield* ackFor(dBack.client, m0.id)) }, { type: "delivered", messageId: m0.id })
+      yield* cancelAnsweredDelivered(dBack.client, m0)
       yield* settled([dBack.client], [zBack.client])
       const control = yield* zBack.client.next("message_control", (frame) => frame.control.messageId === m0.id)
       assert.strictEqual(control.control.action, "cancel")

@@ -8,53 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { journalRouter, twoQueuedUnderOneId } from "../support/journalRouter.ts"
 
 describe("a failed commit with two sends under one id queued for two sessions", () => {
   it.effect("neither message refused as never sent is stored by the next commit or left queued", () =>
     Effect.gen(function*() {
-      const refs: { router?: Router } = {}
-      const journal = new StoreJournal(
-        () => {},
-        3_600_000,
-        () => {},
-        (ready) => {
-          for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
-        },
-        (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
-      )
-      const { attach, batch, close, router } = yield* handRouter({ replayRecords: 1 }, () => 1_000_000, {}, false, journal)
-      refs.router = router
-      const written = (peer: Peer): Array<string> =>
-        router.output.writes.takeForWrite(peer).frames.map((frame) => {
-          const parsed: { type: string; messageId?: string; message?: { id: string } } = JSON.parse(frameText(frame))
-          return `${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}`
-        })
-      let id = 0
-      const away = (sessionId: string): void => {
-        const peer = attach(fakeConnection(++id, false))
-        batch(peer, [registerFrame({ sessionId })])
-        close(peer)
-      }
-      away("z")
-      away("b")
-      const s = attach(fakeConnection(++id, false))
-      batch(s, [registerFrame({ sessionId: "s" })])
-      const d = attach(fakeConnection(++id, false))
-      batch(d, [registerFrame({ sessionId: "d", frame: { features: [RECEIVED_V1] } })])
-      written(d)
-      const m0 = message("m0")
-      batch(d, [{ type: "send", to: "z", message: { ...m0, content: { text: "for z" } } }])
-      // The replay bound (one record) pushes m0's record out: the next send under m0's id is a new message.
-      batch(d, [{ type: "send", to: "s", message: message("other") }])
-      batch(d, [{ type: "send", to: "b", message: { ...m0, content: { text: "for b" } } }])
+      const w = yield* journalRouter({ replayRecords: 1 })
+      const { journal, router, written } = w
+      const { d, m0 } = twoQueuedUnderOneId(w)
       assert.strictEqual(router.heldMail()?.messages, 2, "both messages under m0 are not queued: the test sets up nothing")
       assert.deepStrictEqual(written(d).filter((line) => line.endsWith(m0.id)), [], "d was acknowledged before the commit: the test sets up nothing")
       const taken = journal.take(1_000_000)

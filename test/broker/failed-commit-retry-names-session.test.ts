@@ -19,65 +19,20 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Mail, Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
+import type { Mail } from "../../src/broker/Peer.ts"
 import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { frameText } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
 import { handRouter } from "../support/handRouter.ts"
+import { journalRouter, sendFor } from "../support/journalRouter.ts"
 
 /** A hand-driven router over a hand-driven journal, with the helpers both tests use. */
-const world = Effect.gen(function*() {
-  const refs: { router?: Router } = {}
-  const journal = new StoreJournal(
-    () => {},
-    3_600_000,
-    () => {},
-    (ready) => {
-      for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
-    },
-    (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
-  )
-  const { attach, batch, close, router } = yield* handRouter({ replayRecords: 1 }, () => 1_000_000, {}, false, journal)
-  refs.router = router
-  let connections = 0
-  /** `type messageId` of each frame queued for `peer` since the last call. */
-  const written = (peer: Peer): Array<string> =>
-    router.output.writes.takeForWrite(peer).frames.map((frame) => {
-      const parsed: { type: string; messageId?: string; message?: { id: string } } = JSON.parse(frameText(frame))
-      return `${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}`
-    })
-  /** A session that registers and leaves. */
-  const away = (sessionId: string): void => {
-    const peer = attach(fakeConnection(++connections, false))
-    batch(peer, [registerFrame({ sessionId })])
-    close(peer)
-  }
-  /** A session registered on a connection whose writes land in `texts`. */
-  const recording = (sessionId: string, texts: Array<string>): Peer => {
-    const peer = attach({
-      ...fakeConnection(++connections, false),
-      write: (frames) => {
-        for (const frame of frames) texts.push(frameText(frame))
-        return undefined
-      }
-    })
-    batch(peer, [registerFrame({ sessionId })])
-    return peer
-  }
-  const connect = (sessionId: string, features: ReadonlyArray<string>): Peer => {
-    const peer = attach(fakeConnection(++connections, false))
-    batch(peer, [registerFrame({ sessionId, frame: { features } })])
-    return peer
-  }
-  return { journal, router, batch, close, written, away, recording, connect }
-})
+const world = journalRouter({ replayRecords: 1 })
 
 const m0 = message("m0")
-const forZ = { type: "send", to: "z", message: { ...m0, content: { text: "for z" } } }
-const forB = { type: "send", to: "b", message: { ...m0, content: { text: "for b" } } }
+const forZ = sendFor(m0, "z")
+const forB = sendFor(m0, "b")
 
 describe("a failed commit and a retry answered from its record under a reused id", () => {
   it.effect("refuses z's send alone, not the retry of b's message written to b, and acknowledges the retry after the next commit", () =>

@@ -12,49 +12,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { frameText } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { message } from "../support/broker.ts"
+import { frameLine, journalRouter, sendTwiceUnderOneId } from "../support/journalRouter.ts"
 
 const world = Effect.gen(function*() {
-  const refs: { router?: Router } = {}
-  const journal = new StoreJournal(
-    () => {},
-    3_600_000,
-    () => {},
-    (ready) => {
-      for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
-    },
-    (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
-  )
-  const { attach, batch, close, router } = yield* handRouter({ replayRecords: 1 }, () => 1_000_000, {}, false, journal)
-  refs.router = router
-  const written = (peer: Peer): Array<string> =>
-    router.output.writes.takeForWrite(peer).frames.map((frame) => {
-      const parsed: { type: string; messageId?: string; message?: { id: string }; delivery?: string } = JSON.parse(frameText(frame))
-      return `${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}${parsed.delivery === undefined ? "" : ` ${parsed.delivery}`}`
-    })
-  let id = 0
-  const z = attach(fakeConnection(++id, false))
-  batch(z, [registerFrame({ sessionId: "z" })])
-  close(z)
-  const s = attach(fakeConnection(++id, false))
-  batch(s, [registerFrame({ sessionId: "s" })])
-  const b = attach(fakeConnection(++id, false))
-  batch(b, [registerFrame({ sessionId: "b" })])
-  const d = attach(fakeConnection(++id, false))
-  batch(d, [registerFrame({ sessionId: "d", frame: { features: [RECEIVED_V1] } })])
+  const w = yield* journalRouter({ replayRecords: 1 })
+  const { batch, journal } = w
+  const written = (peer: Peer): Array<string> => w.router.output.writes.takeForWrite(peer).frames.map((frame) => frameLine(frame, true))
+  w.away("z")
+  w.connect("s")
+  const b = w.connect("b")
+  const d = w.connect("d", [RECEIVED_V1])
   written(d)
   written(b)
   const m0 = message("m0")
-  batch(d, [{ type: "send", to: "z", message: { ...m0, content: { text: "for z" } } }])
-  // The replay bound (one record) pushes m0's record out: the next send under m0's id is a new message.
-  batch(d, [{ type: "send", to: "s", message: message("other") }])
-  batch(d, [{ type: "send", to: "b", message: { ...m0, content: { text: "for b" } } }])
+  sendTwiceUnderOneId(w, d, m0, "z", "s", "b")
   assert.deepStrictEqual(written(b).filter((line) => line.endsWith(m0.id)), [`message ${m0.id}`], "b was not written \"for b\": the probe sets up nothing")
   assert.deepStrictEqual(written(d).filter((line) => line.includes(m0.id)), [], "d was acknowledged before the commit: the probe sets up nothing")
   const taken = journal.take(1_000_000)

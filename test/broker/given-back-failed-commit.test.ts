@@ -16,53 +16,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
-
-/** A connection whose writes complete at once, noting each frame's type and message id. */
-const recording = (id: number, seen: Array<string>): Connection => ({
-  ...fakeConnection(id, false),
-  write: (frames: ReadonlyArray<OutFrame>) => {
-    for (const frame of frames) {
-      const parsed: { type: string; messageId?: string; message?: { id: string } } = JSON.parse(frameText(frame))
-      seen.push(`${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}`)
-    }
-    return undefined
-  }
-})
+import { journalRouter, lineRecording } from "../support/journalRouter.ts"
 
 describe("a failed commit after stored mail was given back", () => {
   it.effect("neither drops the stored mail nor refuses its sender's retry as never sent, and rewrites its row", () =>
     Effect.gen(function*() {
-      const refs: { router?: Router } = {}
-      const journal = new StoreJournal(
-        () => {},
-        3_600_000,
-        () => {},
-        (ready) => {
-          for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
-        },
-        (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
-      )
-      const { attach, batch, close, router } = yield* handRouter({}, () => 1_000_000, {}, false, journal)
-      refs.router = router
+      const { attach, batch, close, journal, router, written: lines } = yield* journalRouter({})
       const written = (peer: Peer, into: Array<string>): void => {
-        for (const frame of router.output.writes.takeForWrite(peer).frames) {
-          const parsed: { type: string; messageId?: string; message?: { id: string } } = JSON.parse(frameText(frame))
-          into.push(`${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}`)
-        }
+        into.push(...lines(peer))
       }
       const toB: Array<string> = []
-      const b = attach(recording(1, toB))
+      const b = attach(lineRecording(1, toB))
       batch(b, [registerFrame({ sessionId: "b", frame: { features: [RECEIVED_V1] } })])
       const toD: Array<string> = []
-      const d = attach(recording(2, toD))
+      const d = attach(lineRecording(2, toD))
       batch(d, [registerFrame({ sessionId: "d", frame: { features: [RECEIVED_V1] } })])
       const m0 = message("m0")
       batch(d, [{ type: "send", to: "b", message: m0 }])

@@ -13,12 +13,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { features, noting } from "../support/custodyHold.ts"
-import { handRouter } from "../support/handRouter.ts"
-import { flushedTo, register } from "../support/handSessions.ts"
+import { message } from "../support/broker.ts"
+import { flushedTo, notingSession, register, storedHandWorld } from "../support/handSessions.ts"
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
@@ -28,17 +24,11 @@ const options = { mailboxRetention: HOUR, mailboxCapacity: 2 }
 describe("given-back mail with one mark: eviction after a restart", () => {
   it.effect("a restarted broker evicts the same given-back message as one that did not restart", () =>
     Effect.gen(function*() {
-      const disk = makeMemoryMailState()
-      const store = makeMemory(disk)
-      const clock = { t: T0 }
-      const journal = new StoreJournal(() => {}, 24 * HOUR)
-      const first = yield* handRouter(options, () => clock.t, {}, false, journal)
+      const { clock, commit, first, restarted } = yield* storedHandWorld(options, T0)
       const writtenB: Array<string> = []
       const writtenE: Array<string> = []
-      const b = first.attach(noting(1, writtenB))
-      first.batch(b, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
-      const e = first.attach(noting(5, writtenE))
-      first.batch(e, [registerFrame({ sessionId: "e", frame: { features, instanceId: "e-1" } })])
+      const b = notingSession(first, 1, "b", writtenB)
+      const e = notingSession(first, 5, "e", writtenE)
       const d = register(first, 2, "d")
       first.close(register(first, 4, "zed"))
       first.batch(d, [{ type: "send", to: "b", message: message("x") }])
@@ -49,19 +39,14 @@ describe("given-back mail with one mark: eviction after a restart", () => {
       clock.t = T0 + 30 * MINUTE
       first.closeAbandoning(b)
       assert.strictEqual(first.router.heldMail()?.messages, 2, "x and y are not both queued: the test sets up nothing")
-      const taken = journal.take(clock.t)
-      if (taken !== undefined) {
-        yield* store.commit(taken.batch)
-        journal.committed(taken)
-      }
+      yield* commit
 
       clock.t = T0 + 40 * MINUTE
       first.batch(d, [{ type: "send", to: "zed", message: message("c1") }])
       const withoutRestart = { b: flushedTo(first, 10, "b"), e: flushedTo(first, 11, "e"), zed: flushedTo(first, 12, "zed") }
       assert.deepStrictEqual(withoutRestart, { b: ["x"], e: [], zed: ["c1"] }, "without a restart y is not the one evicted")
 
-      const second = yield* handRouter(options, () => clock.t, {}, false, new StoreJournal(() => {}, 24 * HOUR))
-      second.router.restore(yield* store.load(clock.t - 24 * HOUR))
+      const second = yield* restarted
       second.close(register(second, 23, "zed"))
       second.batch(register(second, 20, "d"), [{ type: "send", to: "zed", message: message("c1") }])
       const afterRestart = { b: flushedTo(second, 21, "b"), e: flushedTo(second, 22, "e"), zed: flushedTo(second, 24, "zed") }
@@ -72,17 +57,11 @@ describe("given-back mail with one mark: eviction after a restart", () => {
 describe("given-back mail with one mark: retention after a restart", () => {
   it.effect("at seventy-five minutes a restarted broker still holds x (given back at thirty), as one that did not restart", () =>
     Effect.gen(function*() {
-      const disk = makeMemoryMailState()
-      const store = makeMemory(disk)
-      const clock = { t: T0 }
-      const journal = new StoreJournal(() => {}, 24 * HOUR)
-      const first = yield* handRouter({ mailboxRetention: HOUR }, () => clock.t, {}, false, journal)
+      const { clock, commit, first, restarted } = yield* storedHandWorld({ mailboxRetention: HOUR }, T0)
       const writtenB: Array<string> = []
       const writtenE: Array<string> = []
-      const b = first.attach(noting(1, writtenB))
-      first.batch(b, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
-      const e = first.attach(noting(5, writtenE))
-      first.batch(e, [registerFrame({ sessionId: "e", frame: { features, instanceId: "e-1" } })])
+      const b = notingSession(first, 1, "b", writtenB)
+      const e = notingSession(first, 5, "e", writtenE)
       const d = register(first, 2, "d")
       first.batch(d, [{ type: "send", to: "b", message: message("x") }])
       first.batch(d, [{ type: "send", to: "e", message: message("y") }])
@@ -91,18 +70,13 @@ describe("given-back mail with one mark: retention after a restart", () => {
       first.closeAbandoning(e)
       clock.t = T0 + 30 * MINUTE
       first.closeAbandoning(b)
-      const taken = journal.take(clock.t)
-      if (taken !== undefined) {
-        yield* store.commit(taken.batch)
-        journal.committed(taken)
-      }
+      yield* commit
       clock.t = T0 + 75 * MINUTE
       first.router.prune(clock.t)
       const withoutRestart = { b: flushedTo(first, 10, "b"), e: flushedTo(first, 11, "e") }
       assert.deepStrictEqual(withoutRestart, { b: ["x"], e: [] }, "without a restart x is not held, or y is")
 
-      const second = yield* handRouter({ mailboxRetention: HOUR }, () => clock.t, {}, false, new StoreJournal(() => {}, 24 * HOUR))
-      second.router.restore(yield* store.load(clock.t - 24 * HOUR))
+      const second = yield* restarted
       second.router.prune(clock.t)
       const afterRestart = { b: flushedTo(second, 21, "b"), e: flushedTo(second, 22, "e") }
       assert.deepStrictEqual(afterRestart, withoutRestart)

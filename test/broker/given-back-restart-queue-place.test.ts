@@ -16,12 +16,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { features, noting } from "../support/custodyHold.ts"
-import { handRouter } from "../support/handRouter.ts"
-import { flushedTo, register } from "../support/handSessions.ts"
+import { message } from "../support/broker.ts"
+import { flushedTo, notingSession, register, storedHandWorld } from "../support/handSessions.ts"
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
@@ -31,14 +27,9 @@ const options = { mailboxRetention: HOUR, mailboxCapacity: 2 }
 describe("given-back mail keeps its queue place across a durable restart", () => {
   it.effect("the restarted broker evicts the same message as the broker that did not restart", () =>
     Effect.gen(function*() {
-      const disk = makeMemoryMailState()
-      const store = makeMemory(disk)
-      const clock = { t: T0 }
-      const journal = new StoreJournal(() => {}, 24 * HOUR)
-      const first = yield* handRouter(options, () => clock.t, {}, false, journal)
+      const { clock, commit, first, restarted } = yield* storedHandWorld(options, T0)
       const writtenB: Array<string> = []
-      const b = first.attach(noting(1, writtenB))
-      first.batch(b, [registerFrame({ sessionId: "b", frame: { features, instanceId: "b-1" } })])
+      const b = notingSession(first, 1, "b", writtenB)
       const d = register(first, 2, "d")
       first.close(register(first, 3, "carol"))
       first.close(register(first, 4, "zed"))
@@ -49,11 +40,7 @@ describe("given-back mail keeps its queue place across a durable restart", () =>
       clock.t = T0 + 30 * MINUTE
       first.closeAbandoning(b)
       assert.strictEqual(first.router.heldMail()?.messages, 2, "m0 and c0 are not both queued: the test sets up nothing")
-      const taken = journal.take(clock.t)
-      if (taken !== undefined) {
-        yield* store.commit(taken.batch)
-        journal.committed(taken)
-      }
+      yield* commit
 
       // Forty minutes in, d sends c1 to away zed: one of d's two queued messages is evicted.
       clock.t = T0 + 40 * MINUTE
@@ -62,8 +49,7 @@ describe("given-back mail keeps its queue place across a durable restart", () =>
       assert.deepStrictEqual(withoutRestart, { carol: [], b: ["m0"], zed: ["c1"] }, "without a restart c0 is not the one evicted")
 
       // The same from a broker restarted at forty minutes.
-      const second = yield* handRouter(options, () => clock.t, {}, false, new StoreJournal(() => {}, 24 * HOUR))
-      second.router.restore(yield* store.load(clock.t - 24 * HOUR))
+      const second = yield* restarted
       second.close(register(second, 23, "zed"))
       second.batch(register(second, 20, "d"), [{ type: "send", to: "zed", message: message("c1") }])
       const afterRestart = { carol: flushedTo(second, 21, "carol"), b: flushedTo(second, 22, "b"), zed: flushedTo(second, 24, "zed") }

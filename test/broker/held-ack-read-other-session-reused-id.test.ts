@@ -11,50 +11,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
-import type { Router } from "../../src/broker/Router.ts"
-import { StoreJournal } from "../../src/broker/StoreJournal.ts"
-import { frameText } from "../../src/protocol/framing.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { message, registerFrame } from "../support/broker.ts"
-import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { journalRouter, lineRecording, sendTwiceUnderOneId } from "../support/journalRouter.ts"
 
 describe("acknowledgements held until read under a reused id for two sessions", () => {
   it.effect("B's read of its m0 releases one acknowledgement of m0, and A's read the other", () =>
     Effect.gen(function*() {
-      const refs: { router?: Router } = {}
-      const journal = new StoreJournal(
-        () => {},
-        3_600_000,
-        () => {},
-        (ready) => {
-          for (const held of ready) refs.router?.output.forceEnqueue(held.peer, held.frame())
-        },
-        (held, reason, dropFor) => refs.router?.refuseUnstored(held.peer, held.senderKey, held.id, reason, dropFor) ?? false
-      )
-      const { attach, batch, router } = yield* handRouter({ replayRecords: 1 }, () => 1_000_000, {}, false, journal)
-      refs.router = router
+      const w = yield* journalRouter({ replayRecords: 1 })
+      const { batch, journal } = w
       // Every frame written to each connection, as `<type> <message id>`; `written` takes those not taken yet.
       const frames = new Map<Peer, Array<string>>()
-      const written = (peer: Peer): Array<string> => {
-        const out = frames.get(peer) ?? []
-        frames.set(peer, [])
-        return out
-      }
-      let id = 0
+      const written = (peer: Peer): Array<string> => (frames.get(peer) ?? []).splice(0)
       const live = (sessionId: string): Peer => {
         const seen: Array<string> = []
-        const peer = attach({
-          ...fakeConnection(++id, false),
-          write: (out) => {
-            for (const frame of out) {
-              const parsed: { type: string; messageId?: string; message?: { id: string } } = JSON.parse(frameText(frame))
-              seen.push(`${parsed.type} ${parsed.messageId ?? parsed.message?.id ?? ""}`)
-            }
-            frames.set(peer, [...(frames.get(peer) ?? []), ...seen.splice(0)])
-            return undefined
-          }
-        })
+        const peer = w.attach(lineRecording(w.nextConnection(), seen))
+        frames.set(peer, seen)
         batch(peer, [registerFrame({ sessionId, frame: { features: [RECEIVED_V1] } })])
         return peer
       }
@@ -64,10 +36,7 @@ describe("acknowledgements held until read under a reused id for two sessions", 
       const s = live("s")
       written(s)
       const m0 = message("m0")
-      batch(s, [{ type: "send", to: "a", message: { ...m0, content: { text: "for a" } } }])
-      // The replay bound (one record) pushes m0's record out: the next send under m0's id is a new message.
-      batch(s, [{ type: "send", to: "c", message: message("other") }])
-      batch(s, [{ type: "send", to: "b", message: { ...m0, content: { text: "for b" } } }])
+      sendTwiceUnderOneId(w, s, m0, "a", "c", "b")
       assert.deepStrictEqual(written(s).filter((line) => line.endsWith(m0.id)), [], "s was acknowledged m0 before a read: the test sets up nothing")
       assert.strictEqual(journal.mailHeld, 3, "not three rows pending: the test sets up nothing")
       // B reads its m0 (its client confirms every frame written to it).

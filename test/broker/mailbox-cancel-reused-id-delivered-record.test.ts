@@ -13,6 +13,7 @@ import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { memoryNetwork } from "../support/memory.ts"
+import { dWithBAwayAndZ } from "../support/reusedIdCancel.ts"
 
 describe("a mailbox cancel under a reused id and the record of the other message", () => {
   it.effect("a retry of the delivered message for z, which the cancel named, is answered cancelled; b's return gets its own", () =>
@@ -20,10 +21,7 @@ describe("a mailbox cancel under a reused id and the record of the other message
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       yield* durableBroker(world, disk, { replayRecords: 1 })
-      const d = yield* world.session({ sessionId: "d", name: "d" })
-      const bAway = yield* world.session({ sessionId: "b", name: "B" })
-      yield* bAway.client.destroy
-      const z = yield* world.session({ sessionId: "z", name: "Z" })
+      const { d, z } = yield* dWithBAwayAndZ(world)
       const m0 = message("m0")
       assertDelivered(yield* send(d.client, "b", { ...m0, content: { text: "for b" } }), "queued")
       // The replay bound pushes m0's record out, so the next send under m0's id is a new message.

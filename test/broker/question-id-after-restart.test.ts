@@ -8,46 +8,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
-
-const START = 1_000_000_000
-const FEATURES = [GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, QUESTIONS_V1]
-const SUP = "sup-0001"
-const TOKEN = "owner-token-of-the-supervisor"
+import { GROUPS_V1 } from "../../src/protocol/features.ts"
+import { message, send } from "../support/broker.ts"
+import { questionAsked, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
 
 describe("a saved question's id after a broker restart, before the child asks again", () => {
   it.effect("the child's ordinary ask under it is refused E_MESSAGE_ID_REUSE", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(START)
-      const net = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const questions = makeMemoryState()
-      const start = () => Effect.provideService(durableBroker(net, disk), QuestionStore, makeMemory(questions))
-      const first = yield* start()
-      const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-      yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-      const { capability } = yield* supervisor.client.next("supervisor_authorized")
-      const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-      const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
-      yield* child.client.send({ type: "question_ask", requestId: "r-1", questionId: "q-1", reason: "need_decision", text: "Which way?" })
-      assert.strictEqual((yield* child.client.next(["question_result", "question_failed"])).type, "question_result")
-      yield* messageFor(supervisor.client, "q-1")
-      yield* advance(LAZY_FLUSH) // the question's edge is stored
-      assert.strictEqual(disk.edges.size, 1, "setup: the question's edge is not stored")
-      yield* first.crash
+      const world = yield* questionAsked
+      assert.strictEqual(world.asked.type, "question_result")
+      yield* storeEdgeAndCrash(world) // the question's edge is stored
 
-      const second = yield* start()
+      const second = yield* world.start()
       assert.strictEqual((yield* second.core.stats).asks, 1, "setup: the question's edge was not restored")
-      const back = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-      yield* back.client.send({ type: "authorize_supervisor", requestId: "restore", childName: "worker", capability })
-      yield* back.client.next("supervisor_authorized")
+      yield* supervisorBack(world)
+      const { childFrame, net } = world
       const again = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
       const bob = yield* net.session({ sessionId: "bob", name: "bob", frame: { features: [GROUPS_V1], group: "run-1" } })
 

@@ -10,49 +10,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import { runBroker } from "../../src/broker/index.ts"
-import { GROUPS_V1, QUESTIONS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import { brokerPaths, message, messageFor, register, tempDir } from "../support/broker.ts"
-import { connect, type WireClient } from "../support/wire.ts"
+import { GROUPS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import { message, messageFor } from "../support/broker.ts"
+import { FEATURES, request, socketQuestionWorld } from "../support/socketQuestions.ts"
 
-const FEATURES = [GROUPS_V1, SUPERVISOR_V1, QUESTIONS_V1]
 /** The supervisor back as a base client: the supervisor channel, no `questions-v1`. */
 const BASE = [GROUPS_V1, SUPERVISOR_V1]
-const TOKEN = "owner-token-of-the-supervisor"
 const QUESTION = { type: "question_ask", questionId: "q-base", reason: "need_decision", text: "Left or right?" }
-
-const request = (client: WireClient, requestId: string, frame: Readonly<Record<string, unknown>>) =>
-  Effect.andThen(
-    client.send({ ...frame, requestId }),
-    client.next(["question_result", "question_failed"], (f) => f.requestId === requestId)
-  )
 
 describe("a base supervisor's reply to a durable question, over a Unix socket with intercom.db", () => {
   it.live("is the question's answer after a broker restart: pushed to the child asking again, the supervisor not notified", () =>
     Effect.gen(function*() {
-      const root = yield* tempDir()
-      const { intercomDir, socketPath } = brokerPaths(root)
-      const start = Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        yield* runBroker({ intercomDir, socketPath, idleExit: null }).pipe(Scope.provide(scope))
-        return scope
-      })
-      const supervisor = (label: string, features: ReadonlyArray<string>) =>
-        Effect.gen(function*() {
-          const client = yield* connect(socketPath, label)
-          yield* register(client, { sessionId: "sup-0001", name: "supervisor", frame: { features, ownerToken: TOKEN } })
-          return client
-        })
-      const child = (label: string, capability: string) =>
-        Effect.gen(function*() {
-          const client = yield* connect(socketPath, label)
-          yield* register(client, {
-            sessionId: "child-worker",
-            name: "worker",
-            frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: "sup-0001" }
-          })
-          return client
-        })
+      const { child, start, supervisor } = yield* socketQuestionWorld
 
       const first = yield* start
       const sup1 = yield* supervisor("sup-1", FEATURES)

@@ -21,6 +21,7 @@ import { QuestionStoreFailure } from "../../src/store/questionModel.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { memoryNetwork, type MemoryNetwork, patientClock } from "../support/memory.ts"
+import { questionAsked, supervisorBack } from "../support/questionRestart.ts"
 import { FEATURES, questionAsk, questionWorldOf, START, SUP, TOKEN } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -127,20 +128,8 @@ describe("a base supervisor's reply along a durable question's edge", () => {
 
   it.effect("durable: restarted after the reply was saved, the broker pushes the saved answer to the child asking again and notifies nobody", () =>
     patientClock(Effect.gen(function*() {
-      yield* TestClock.setTime(START)
-      const net = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const questions = makeMemoryState()
-      const start = () => Effect.provideService(durableBroker(net, disk), QuestionStore, makeMemory(questions))
-      const first = yield* start()
-      const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-      yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-      const { capability } = yield* supervisor.client.next("supervisor_authorized")
-      const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-      const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
-      yield* child.client.send(questionAsk)
-      yield* answerTo(child.client, questionAsk.requestId)
-      yield* messageFor(supervisor.client, "q-1")
+      const world = yield* questionAsked
+      const { child, childFrame, first, net, start, supervisor } = world
       yield* supervisor.client.destroy
       yield* child.client.roundTrip
       const base = (yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: BASE, ownerToken: TOKEN } })).client
@@ -152,9 +141,7 @@ describe("a base supervisor's reply along a durable question's edge", () => {
       yield* first.crash
 
       yield* start()
-      const back = (yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })).client
-      yield* back.send({ type: "authorize_supervisor", requestId: "restore", childName: "worker", capability })
-      yield* back.next("supervisor_authorized")
+      const back = (yield* supervisorBack(world)).client
       // The child back asks again (C-DQ-6): an answered question is pushed to it; one still waiting is notified.
       const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
       yield* again.send({ ...questionAsk, requestId: "r-2" })

@@ -12,14 +12,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork, patientClock } from "../support/memory.ts"
-import { FEATURES, holdFirstList, questionAsk, questionWorldOf, START, SUP, TOKEN } from "../support/questionWorld.ts"
+import { patientClock } from "../support/memory.ts"
+import { questionAsked, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
+import { FEATURES, holdFirstList, questionAsk, questionWorldOf, SUP, TOKEN } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
@@ -64,28 +60,12 @@ describe("a reply along a question's edge with no notice on this broker", () => 
 
   it.effect("after a durable restart, before the child asks again: refused E_DELIVERY_FAILED, nothing delivered or saved", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(START)
-      const net = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const questions = makeMemoryState()
-      const start = () => Effect.provideService(durableBroker(net, disk), QuestionStore, makeMemory(questions))
-      const first = yield* start()
-      const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-      yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-      const { capability } = yield* supervisor.client.next("supervisor_authorized")
-      const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-      const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
-      yield* child.client.send(questionAsk)
-      assert.strictEqual((yield* answerTo(child.client, questionAsk.requestId)).type, "question_result")
-      yield* messageFor(supervisor.client, "q-1")
-      yield* advance(LAZY_FLUSH) // the question's edge is stored
-      assert.strictEqual(disk.edges.size, 1, "setup: the question's edge is not stored")
-      yield* first.crash
-
-      yield* start()
-      const back = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-      yield* back.client.send({ type: "authorize_supervisor", requestId: "restore", childName: "worker", capability })
-      yield* back.client.next("supervisor_authorized")
+      const world = yield* questionAsked
+      assert.strictEqual(world.asked.type, "question_result")
+      yield* storeEdgeAndCrash(world) // the question's edge is stored
+      yield* world.start()
+      const back = yield* supervisorBack(world)
+      const { childFrame, net, questions } = world
       const again = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
       const reply = message("go left", { replyTo: "q-1" })
       assert.strictEqual(codeOf(yield* send(back.client, "child-worker", reply)), "E_DELIVERY_FAILED")

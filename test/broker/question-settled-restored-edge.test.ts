@@ -9,14 +9,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork, patientClock } from "../support/memory.ts"
-import { FEATURES, questionAsk, questionWorldOf, START, SUP, TOKEN } from "../support/questionWorld.ts"
+import { patientClock } from "../support/memory.ts"
+import { questionAsked, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
+import { FEATURES, questionAsk, questionWorldOf } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
@@ -49,28 +45,11 @@ describe("a reply to a durable question settled by id", () => {
 
     it.effect(`${settled} after a durable restart, before its child asks again: its restored edge closed, refused ${LATE} too`, () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(START)
-        const net = yield* memoryNetwork()
-        const disk = makeMemoryMailState()
-        const questions = makeMemoryState()
-        const start = () => Effect.provideService(durableBroker(net, disk), QuestionStore, makeMemory(questions))
-        const first = yield* start()
-        const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-        yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-        const { capability } = yield* supervisor.client.next("supervisor_authorized")
-        const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-        const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
-        yield* child.client.send(questionAsk)
-        yield* answerTo(child.client, questionAsk.requestId)
-        yield* messageFor(supervisor.client, "q-1")
-        yield* advance(LAZY_FLUSH)
-        assert.strictEqual(disk.edges.size, 1, "setup: the question's edge is not stored")
-        yield* first.crash
-
-        yield* start()
-        const back = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-        yield* back.client.send({ type: "authorize_supervisor", requestId: "restore", childName: "worker", capability })
-        yield* back.client.next("supervisor_authorized")
+        const world = yield* questionAsked
+        yield* storeEdgeAndCrash(world)
+        yield* world.start()
+        const back = yield* supervisorBack(world)
+        const { childFrame, net } = world
         const again = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
         yield* again.client.roundTrip
         yield* back.client.send(settle(settled))

@@ -13,14 +13,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { makeMemoryMailState } from "../../src/store/MailStore.ts"
-import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
-import { FEATURES, questionAsk, START, SUP, TOKEN } from "../support/questionWorld.ts"
+import { advance } from "../support/memory.ts"
+import { questionAsked, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
+import { questionAsk } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
 const answerTo = (client: WireClient, requestId: string) =>
@@ -42,28 +39,11 @@ const settle = (settled: "answered" | "stopped") =>
  */
 const answeredWithTwoEdges = (leave: boolean, settled: "answered" | "stopped" = "answered") =>
   Effect.gen(function*() {
-    yield* TestClock.setTime(START)
-    const net = yield* memoryNetwork()
-    const disk = makeMemoryMailState()
-    const questions = makeMemoryState()
-    const start = () => Effect.provideService(durableBroker(net, disk), QuestionStore, makeMemory(questions))
-    const first = yield* start()
-    const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-    yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
-    const { capability } = yield* supervisor.client.next("supervisor_authorized")
-    const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
-    const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
-    yield* child.client.send(questionAsk)
-    yield* answerTo(child.client, questionAsk.requestId)
-    yield* messageFor(supervisor.client, "q-1")
-    yield* advance(LAZY_FLUSH)
-    assert.strictEqual(disk.edges.size, 1, "setup: the question's edge is not stored")
-    yield* first.crash
-
-    yield* start()
-    const back = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-    yield* back.client.send({ type: "authorize_supervisor", requestId: "restore", childName: "worker", capability })
-    yield* back.client.next("supervisor_authorized")
+    const world = yield* questionAsked
+    yield* storeEdgeAndCrash(world)
+    yield* world.start()
+    const back = yield* supervisorBack(world)
+    const { childFrame, disk, net } = world
     const inRun2 = Effect.gen(function*() {
       const again = yield* net.session({ sessionId: "child-worker", name: "worker", frame: { ...childFrame, group: "run-2" } })
       yield* again.client.send({ ...questionAsk, requestId: "r-2" })

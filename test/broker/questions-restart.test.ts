@@ -9,48 +9,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { runBroker } from "../../src/broker/index.ts"
-import { GROUPS_V1, QUESTIONS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import { brokerPaths, messageFor, register, tempDir } from "../support/broker.ts"
-import { connect, type WireClient } from "../support/wire.ts"
-
-const FEATURES = [GROUPS_V1, SUPERVISOR_V1, QUESTIONS_V1]
-const TOKEN = "owner-token-of-the-supervisor"
-
-const request = (client: WireClient, requestId: string, frame: Readonly<Record<string, unknown>>) =>
-  Effect.andThen(
-    client.send({ ...frame, requestId }),
-    client.next(["question_result", "question_failed"], (f) => f.requestId === requestId)
-  )
+import { messageFor } from "../support/broker.ts"
+import { request, socketQuestionWorld } from "../support/socketQuestions.ts"
 
 describe("questions-v1 over a Unix socket with intercom.db", () => {
   it.live("a question saved before a broker restart is notified again, answered, and delivered to the child after it", () =>
     Effect.gen(function*() {
-      const root = yield* tempDir()
-      const { intercomDir, socketPath } = brokerPaths(root)
+      const { child, intercomDir, start, supervisor } = yield* socketQuestionWorld
       const file = path.join(intercomDir, "intercom.db")
-      /** A broker that keeps questions in `<intercomDir>/intercom.db`, in a Scope of its own. */
-      const start = Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        yield* runBroker({ intercomDir, socketPath, idleExit: null }).pipe(Scope.provide(scope))
-        return scope
-      })
-      const supervisor = (label: string) =>
-        Effect.gen(function*() {
-          const client = yield* connect(socketPath, label)
-          yield* register(client, { sessionId: "sup-0001", name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
-          return client
-        })
-      const child = (label: string, capability: string) =>
-        Effect.gen(function*() {
-          const client = yield* connect(socketPath, label)
-          yield* register(client, {
-            sessionId: "child-worker",
-            name: "worker",
-            frame: { features: FEATURES, group: "run-1", capability, supervisorSessionId: "sup-0001" }
-          })
-          return client
-        })
 
       const first = yield* start
       const sup1 = yield* supervisor("sup-1")
