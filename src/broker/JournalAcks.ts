@@ -195,6 +195,14 @@ export class JournalAcks {
     return undefined
   }
 
+  /** Whether a row of `senderKey`'s message `id` for any session is still kept (pending or stored), not one `dropped`. */
+  private rowLeftUnder(senderKey: string, id: string, dropped: Set<JournalMail>): boolean {
+    for (let entry = this.storedMail.get(senderKey, id); entry !== undefined; entry = entry.sameId) {
+      if (!dropped.has(entry)) return true
+    }
+    return false
+  }
+
   /**
    * After a failed commit: the sends whose acknowledgement waits for a commit
    * (`hold`) and whose mail is queued for an absent recipient and was never
@@ -206,14 +214,6 @@ export class JournalAcks {
    * recipient stays held (it cannot be taken back), and so does its
    * acknowledgement, until a commit succeeds.
    */
-  /** Whether a row of `senderKey`'s message `id` for any session is still kept (pending or stored), not one `dropped`. */
-  private rowLeftUnder(senderKey: string, id: string, dropped: Set<JournalMail>): boolean {
-    for (let entry = this.storedMail.get(senderKey, id); entry !== undefined; entry = entry.sameId) {
-      if (!dropped.has(entry)) return true
-    }
-    return false
-  }
-
   private refuseHeld(reason: string): void {
     const held = this.heldAcks
     this.heldAcks = []
