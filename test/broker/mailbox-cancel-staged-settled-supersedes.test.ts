@@ -9,37 +9,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DELIVERY_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
-import { message } from "../support/broker.ts"
-import { recordedSessions } from "../support/controlWorld.ts"
-import { handRouter } from "../support/handRouter.ts"
-
-const WINDOW_MS = 1_000
-const replace = { delivery: "queue", queueMode: "replace", threadId: "status" }
+import { replace, stagedSettledGivenBack } from "../support/stagedSettledSupersedes.ts"
 
 describe("a mailbox cancel of a staged message handed over without its settled supersedes", () => {
   it.effect("rewrites its replay record: a retry of it is answered cancelled, not delivered", () =>
     Effect.gen(function*() {
-      const clock = { now: 1_000_000 }
-      const hand = yield* handRouter({ replaceWindow: WINDOW_MS }, () => clock.now)
-      const { batch, router } = hand
-      const { connect, framesOf } = recordedSessions(hand)
-      const b = connect(1, "b", [RECEIVED_V1], "b-1")
-      const d = connect(2, "d", [DELIVERY_V1])
-      const m0 = message("status: building")
-      const m1 = message("status: done", { supersedes: m0.id })
-      batch(d, [{ type: "send", to: "b", message: m0 }])
-      batch(d, [{ type: "send", to: "b", message: m1, ...replace }])
-      batch(d, [{ type: "cancel_message", messageId: m0.id }])
-      clock.now += WINDOW_MS
-      router.staging.flushDue(clock.now)
-      const m1ToB = framesOf(b).filter((f) => f.type === "message" && f.message?.id === m1.id)
-      assert.strictEqual(m1ToB.length, 1, "m1 was not delivered to b: the probe sets up nothing")
-      assert.strictEqual(m1ToB[0]?.message?.supersedes, undefined, "m1 was delivered naming m0: the probe sets up nothing")
-      hand.closeAbandoning(b)
-      // Back in the mailbox: m1, and m0's cancelled copy kept for b-1, which read it.
-      const held = router.heldMail()?.messages ?? 0
-      assert.strictEqual(held, 2, "m1 did not go back to the mailbox: the probe sets up nothing")
+      const { batch, d, framesOf, m1 } = yield* stagedSettledGivenBack
       const from = framesOf(d).length
       batch(d, [{ type: "cancel_message", messageId: m1.id }])
       batch(d, [{ type: "send", to: "b", message: m1, ...replace }])
