@@ -1,10 +1,12 @@
 /**
  * How long a durable broker's restore takes when one recipient's stored mail is past its byte bound (Mailbox's
- * `maxBytesPerTarget`): `ROWS` messages from one sender to one away recipient are accepted and stored (bounds wide
- * enough to keep them all), then a second Router restores them under the default per-recipient bound (16 MiB, so
- * about 18,600 of them fit) and the overall message bound raised past `ROWS`, so that bound is the one that evicts.
- * Prints the restore's wall time (and the setup's) and how many messages it kept, for `RUNS` runs. Routers driven by hand (no
- * sockets), the journal's batch committed to a memory store. Usage: `node bench/restore-recipient.ts [rows] [runs]`.
+ * `maxBytesPerTarget`): `ROWS` messages (200-character texts) from one sender to one away recipient are accepted and
+ * stored (bounds wide enough to keep them all), then a second Router restores them under the default per-recipient
+ * bound (16 MiB: about 12,300 of them fit) and the overall message bound raised past `ROWS`, so that bound is the one
+ * that evicts. Prints the restore's wall time (and the setup's) and how many messages it kept, for `RUNS` runs.
+ * Routers driven by hand (no sockets), the journal's batch committed to a memory store; imports the hand-driven Router
+ * from test/support. Usage: `node bench/restore-recipient.ts [rows] [runs]` (docs/performance.md, "Restore past a
+ * recipient's bound, seventy-first stop").
  */
 import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
@@ -34,6 +36,8 @@ const run = Effect.gen(function*() {
   first.batch(sender, [registerFrame({ sessionId: "d" })])
   for (let i = 0; i < ROWS; i++) {
     first.batch(sender, [{ type: "send", to: "t", message: { id: randomUUID(), timestamp: T0, content: { text: TEXT } } }])
+    // Its acknowledgement taken as a writer would: left parked, each send would walk them all.
+    first.router.output.writes.takeForWrite(sender)
   }
   const taken = journal.take(T0)
   if (taken !== undefined) {
