@@ -438,8 +438,9 @@ export const runQuestionWorker = (
             const waiter = questions.waiterOf(record.id)
             let sent = false
             let revival: RevivalWire | undefined
-            // Its edge closes, so a later reply is refused as one to a settled question; with no child waiting, found
-            // by the question's id: one restored at a durable broker's start (helper fixqs3; review revfixqs2 D2).
+            // Every edge of it closes, so a later reply is refused as one to a settled question: each found by the
+            // question's id too — one restored at a durable broker's start (helper fixqs3; review revfixqs2 D2), one
+            // under another session key of its child (review rrsq probe 2).
             if (pending) questions.close(record.id)
             if (pending && waiter !== undefined) {
               // A live reply already reached the child as the reply itself; anything else is pushed.
