@@ -18,11 +18,16 @@
  * its mail without scanning everyone's, and by record key (sender and id,
  * `under`), for the look-ups by id (a cancel, a supersede, an ask's close),
  * each of which picks its message among them by its own rule (MailDelivery.ts).
+ * By recipient and by sender the entries are listed in queue order
+ * (QueueLists.ts), so the oldest a bound evicts is a list's head, not a scan
+ * of everything held for that recipient or sender (review rrsq: a restore
+ * past a recipient's byte bound was quadratic).
  */
 import type { MailboxBoundName } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
+import { type QueueLink, QueueLists } from "./QueueLists.ts"
 
 /**
  * The mailbox's key of `mail`: its record key (sender and id) and its target session's key. Two messages under one
@@ -87,6 +92,9 @@ interface Entry {
    */
   seq: number
   readonly bytes: number
+  /** Its places in its recipient's and its sender's lists (`byTarget`, `bySender`), while indexed. */
+  target: QueueLink<Entry> | undefined
+  sender: QueueLink<Entry> | undefined
 }
 
 /** Mail taken out to make room for a message, with the age it had in the list (`Mailbox.putBack`). */
@@ -102,15 +110,20 @@ interface Removed {
  */
 const aheadOf = (entry: Entry) => (tied: Entry): boolean => entry.seq < tied.seq
 
+/** An entry's queue place: the order of the recipient's and the sender's lists. */
+const seqOfEntry = (entry: Entry): number => entry.seq
+
 /** The mail itself: keyed by message and recipient, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
   private readonly entries = new AgedMap<string, Entry>()
-  private readonly byTarget = new SetIndex<string, Entry>()
+  /** By recipient, in queue order: its oldest is the head (the per-recipient bound evicts it; review rrsq). */
+  private readonly byTarget = new QueueLists<string, Entry>(seqOfEntry)
   private readonly byIdentity = new SetIndex<string, Entry>()
   /** Entries by record key (sender and id): several when messages under one id wait for several sessions. */
   private readonly byRecord = new SetIndex<string, Entry>()
   private readonly targetBytes = new Map<string, number>()
-  private readonly bySender = new SetIndex<string, Entry>()
+  /** By sender, in queue order: its oldest is the head (the overall bounds evict it from the heaviest sender). */
+  private readonly bySender = new QueueLists<string, Entry>(seqOfEntry)
   private readonly senderBytes = new Map<string, number>()
   private bytes = 0
   private seq = 0
@@ -186,7 +199,7 @@ export class Mailbox {
     const limits = this.limits
     if (bytes > limits.maxBytesPerTarget) return [{ mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes }]
     if (bytes > limits.maxBytes) return [{ mail, bound: "bytes", limit: limits.maxBytes, bytes }]
-    const entry: Entry = { mail, key, seq: seq ?? ++this.seq, bytes }
+    const entry: Entry = { mail, key, seq: seq ?? ++this.seq, bytes, target: undefined, sender: undefined }
     if (seq === undefined) this.entries.set(key, entry, mail.queuedAt)
     else this.entries.setAged(key, entry, mail.queuedAt, aheadOf(entry))
     this.index(entry)
@@ -194,7 +207,7 @@ export class Mailbox {
     const removed: Array<Removed> = []
     // The recipient's own bound first: its oldest mail makes room.
     while ((this.targetBytes.get(mail.targetKey) ?? 0) > limits.maxBytesPerTarget) {
-      const oldest = this.oldest(this.byTarget.get(mail.targetKey))
+      const oldest = this.byTarget.head(mail.targetKey)
       if (oldest === undefined) break
       evicted.push({ mail: oldest.mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes: oldest.bytes })
       removed.push(this.remove(oldest))
@@ -202,7 +215,7 @@ export class Mailbox {
     while (this.entries.size > limits.capacity || this.bytes > limits.maxBytes) {
       const byCount = this.entries.size > limits.capacity
       const sender = this.heaviestSender(byCount)
-      const oldest = sender === undefined ? undefined : this.oldest(this.bySender.get(sender))
+      const oldest = sender === undefined ? undefined : this.bySender.head(sender)
       if (oldest === undefined) break
       const eviction: Eviction = byCount
         ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
@@ -261,7 +274,7 @@ export class Mailbox {
    * `accept` lets through, each with its queue place (`put`'s `seq`).
    */
   take(targetKey: string, identity: string | undefined, accept: (mail: Mail) => boolean): Array<Queued> {
-    const found = new Set<Entry>(this.byTarget.get(targetKey))
+    const found = new Set<Entry>(this.byTarget.values(targetKey))
     if (identity !== undefined) for (const entry of this.byIdentity.get(identity) ?? []) found.add(entry)
     const taken = [...found].filter((entry) => accept(entry.mail)).sort((a, b) => a.seq - b.seq)
     for (const entry of taken) this.delete(entry.key)
@@ -274,11 +287,9 @@ export class Mailbox {
    * held behind a takeover's custody, at that hold's end only).
    */
   keysFor(targetKey: string, accept: (mail: Mail) => boolean): Array<string> {
-    const entries = this.byTarget.get(targetKey)
-    if (entries === undefined) return []
-    const found: Array<Entry> = []
-    for (const entry of entries) if (accept(entry.mail)) found.push(entry)
-    return found.sort((a, b) => a.seq - b.seq).map((entry) => entry.key)
+    const found: Array<string> = []
+    for (const entry of this.byTarget.values(targetKey)) if (accept(entry.mail)) found.push(entry.key)
+    return found
   }
 
   /**
@@ -289,7 +300,11 @@ export class Mailbox {
   toBack(keys: ReadonlyArray<string>): void {
     for (const key of keys) {
       const entry = this.entries.get(key)
-      if (entry !== undefined) entry.seq = ++this.seq
+      if (entry === undefined) continue
+      // Out of its lists and in again at their tails: the lists stay in queue order.
+      this.unlist(entry)
+      entry.seq = ++this.seq
+      this.list(entry)
     }
   }
 
@@ -307,35 +322,41 @@ export class Mailbox {
     return heaviest
   }
 
-  private oldest(entries: Iterable<Entry> | undefined): Entry | undefined {
-    let oldest: Entry | undefined
-    for (const entry of entries ?? []) if (oldest === undefined || entry.seq < oldest.seq) oldest = entry
-    return oldest
+  /** Lists `entry` under its recipient and its sender, at its queue place. */
+  private list(entry: Entry): void {
+    entry.target = this.byTarget.add(entry.mail.targetKey, entry)
+    entry.sender = this.bySender.add(entry.mail.senderKey, entry)
+  }
+
+  /** Takes `entry` out of its recipient's and its sender's lists. */
+  private unlist(entry: Entry): void {
+    if (entry.target !== undefined) this.byTarget.remove(entry.mail.targetKey, entry.target)
+    if (entry.sender !== undefined) this.bySender.remove(entry.mail.senderKey, entry.sender)
+    entry.target = undefined
+    entry.sender = undefined
   }
 
   private index(entry: Entry): void {
     const mail = entry.mail
-    this.byTarget.add(mail.targetKey, entry)
+    this.list(entry)
     this.byRecord.add(mail.recordKey, entry)
     if (mail.targetIdentity !== undefined) this.byIdentity.add(mail.targetIdentity, entry)
     this.bytes += entry.bytes
     this.targetBytes.set(mail.targetKey, (this.targetBytes.get(mail.targetKey) ?? 0) + entry.bytes)
-    this.bySender.add(mail.senderKey, entry)
     this.senderBytes.set(mail.senderKey, (this.senderBytes.get(mail.senderKey) ?? 0) + entry.bytes)
   }
 
   private unindex(entry: Entry): void {
     const mail = entry.mail
-    this.byTarget.delete(mail.targetKey, entry)
+    this.unlist(entry)
     this.byRecord.delete(mail.recordKey, entry)
     if (mail.targetIdentity !== undefined) this.byIdentity.delete(mail.targetIdentity, entry)
     this.bytes -= entry.bytes
     const left = (this.targetBytes.get(mail.targetKey) ?? entry.bytes) - entry.bytes
     if (left <= 0) this.targetBytes.delete(mail.targetKey)
     else this.targetBytes.set(mail.targetKey, left)
-    this.bySender.delete(mail.senderKey, entry)
     const sent = (this.senderBytes.get(mail.senderKey) ?? entry.bytes) - entry.bytes
-    if (sent <= 0 || this.bySender.get(mail.senderKey) === undefined) this.senderBytes.delete(mail.senderKey)
+    if (sent <= 0 || !this.bySender.has(mail.senderKey)) this.senderBytes.delete(mail.senderKey)
     else this.senderBytes.set(mail.senderKey, sent)
   }
 }
