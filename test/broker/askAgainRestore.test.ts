@@ -15,12 +15,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { StoreJournal } from "../src/broker/StoreJournal.ts"
-import { makeMemory, makeMemoryMailState, type MailStoreService } from "../src/store/MailStore.ts"
-import { registerFrame } from "./support/broker.ts"
-import { features, noting } from "./support/custodyHold.ts"
-import { handRouter } from "./support/handRouter.ts"
-import { flushedTo, register } from "./support/handSessions.ts"
+import { StoreJournal } from "../../src/broker/StoreJournal.ts"
+import { makeMemory, makeMemoryMailState, type MailStoreService } from "../../src/store/MailStore.ts"
+import { registerFrame } from "../support/broker.ts"
+import { features, noting } from "../support/custodyHold.ts"
+import { handRouter } from "../support/handRouter.ts"
+import { flushedTo, register } from "../support/handSessions.ts"
 
 const HOUR = 3_600_000
 const T0 = 1_000_000
