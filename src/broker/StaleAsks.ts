@@ -172,7 +172,7 @@ export class StaleAsks {
    * deadline, by its key (`silencedByKey`; review revx X2) and with the
    * stored reply that closed its edge (StoreJournal.askSilencedFor; review
    * revz Z4). One withdrawn or answered goes
-   * silently; a replay record that says it is queued goes back to what its
+   * silently; its own replay record (not a later send's under the id) that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
    */

@@ -1,9 +1,11 @@
 /**
- * An ask dropped as answered (StaleAsks.drop: `queued` back to delivered) rewrites the replay record found by sender
- * and id only when it is that ask's own, not a later send's under the id (task rwown; P46/P47): its asker sent a
- * plain message under the ask's id once the ask's record was pushed out (replayRecords: 3). Waiting queued, that
- * later message's retry is answered `queued`, not `delivered`. On a Router driven by hand; the clock never moves;
- * no sleep. */
+ * An ask dropped as answered (StaleAsks.drop: `queued` back to delivered) and an ask put back after its reply was
+ * lost (MailDelivery's `askAgain`: `queued` again) rewrite the replay record found by sender and id only when it is
+ * that ask's own, not a later send's under the id (task rwown; P46/P47): its asker sent a plain message under the
+ * ask's id once the ask's record was pushed out (replayRecords: 3). Waiting queued, that later message's retry is
+ * answered `queued`, not `delivered`; refused retryable (E_TARGET_REBOUND), its retry reaches its target, not
+ * answered `queued` from the ask's outcome. On a Router driven by hand; the clock never moves; no sleep.
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
@@ -29,7 +31,7 @@ const askWithRecordPushedOut = Effect.gen(function*() {
   const { connect, framesOf } = recordedSessions(hand)
   const d = connect(1, "d", custodyFeatures, "d-1")
   const b1 = connect(2, "b", custodyFeatures, "b-1")
-  connect(3, "t", custodyFeatures, "t-1")
+  const t = connect(3, "t", custodyFeatures, "t-1")
   const ask = message("still need this?", { expectsReply: true })
   hand.batch(d, [{ type: "send", to: "b", message: ask }])
   assert.deepStrictEqual(messageIds(framesOf(b1)), [ask.id], "setup: the ask was not written to b-1")
@@ -38,7 +40,7 @@ const askWithRecordPushedOut = Effect.gen(function*() {
   const send = (peer: Peer, to: string, sent: Message, extra: Readonly<Record<string, unknown>> = {}): void => {
     hand.batch(peer, [{ type: "send", to, message: sent, ...extra }])
   }
-  return { ask, b1, connect, d, framesOf, hand, send }
+  return { ask, b1, connect, d, framesOf, hand, send, t }
 })
 
 describe("an answered ask dropped or put back rewrites only its own replay record", () => {
@@ -56,5 +58,26 @@ describe("an answered ask dropped or put back rewrites only its own replay recor
       assert.strictEqual(hand.router.stats().mailbox, 1, "setup: the ask's copy was not dropped (only the later m waits)")
       send(d, "z", later)
       assert.deepStrictEqual(answersFor(framesOf(d), ask.id), ["delivered socket_delivered", "delivered queued", "delivered queued"])
+    }))
+
+  it.effect("an ask put back after its reply was lost, when a later m under its id was refused E_TARGET_REBOUND: m's retry is given to t", () =>
+    Effect.gen(function*() {
+      const { ask, b1, connect, d, framesOf, hand, send, t } = yield* askWithRecordPushedOut
+      const later: Message = { ...message("for t"), id: ask.id }
+      send(d, "t", later, { targetId: "t", targetEpoch: "not-t's-epoch" })
+      hand.closeAbandoning(d)
+      // b-1 answers while d is away: the reply waits in the mailbox, the edge closed.
+      send(b1, "d", message("yes", { replyTo: ask.id }))
+      // b-1's connection drops: the ask's copy comes back answered, and is dropped.
+      hand.closeAbandoning(b1)
+      // c's big message to d pushes the reply out (d's byte bound): the ask's edge opens again, b away.
+      const c = connect(5, "c", [], "c-1")
+      send(c, "d", message("x".repeat(9_500)))
+      assert.strictEqual(hand.router.stats().asks, 1, "setup: the ask's edge did not open again")
+      const back = connect(6, "d", custodyFeatures, "d-1")
+      send(back, "t", later)
+      assert.deepStrictEqual(answersFor(framesOf(d), ask.id), ["delivered socket_delivered", "delivery_failed E_TARGET_REBOUND"], "setup: the sends were not answered as planned")
+      assert.deepStrictEqual(answersFor(framesOf(back), ask.id), ["delivered socket_delivered"])
+      assert.include(messageIds(framesOf(t)), ask.id, "m's retry was answered, and t was never given m")
     }))
 })
