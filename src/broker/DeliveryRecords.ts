@@ -480,7 +480,9 @@ export class DeliveryRecords {
    * item 3: no caller had left it out since fixmk). `owner`: the fingerprint of
    * the message the rewrite is about, when the caller holds its mail (a
    * mailbox cancel; a flush or a staged message's hand-over; a give-back,
-   * restore or failure of mail the mailbox or staging holds): the record
+   * restore or failure of mail the mailbox or staging holds; a copy of an ask
+   * dropped as answered or put back after its reply was lost, StaleAsks.drop
+   * and MailDelivery's `askAgain`: task rwown): the record
    * found by sender and id is rewritten only if it is that message's
    * (`isRecordOfMail`: also when it was handed over without its settled
    * `supersedes`, review rrmk probe 4), not another's under the id (review

@@ -771,8 +771,8 @@ export class MailDelivery {
    * drop took it out of the store) — under `seq`, its row's when it was
    * dropped, its acceptance's, when known (StoreJournal.putAgain: a restart
    * keeps its place in the acceptance order; review rvmk2 probe 1) — and written to its recipient's live
-   * connection as a flush would, else queued for its return (its replay
-   * record says `queued` again, as any mailbox copy's, and the mailbox's
+   * connection as a flush would, else queued for its return (its own replay
+   * record, not a later send's under the id, says `queued` again, as any mailbox copy's, and the mailbox's
    * retention counts from now). Not when a copy of it waits in the mailbox
    * already.
    */
@@ -788,7 +788,10 @@ export class MailDelivery {
     if (live === undefined) {
       this.put(mail)
       // Unless the bounds pushed it out at once (then its record says evicted).
-      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey)
+      // Its own record only: a later send under the id (its asker's, P46/P47) keeps its outcome (task rwown).
+      if (this.mailbox.get(mailKeyOf(mail)) !== undefined) {
+        this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED, undefined, mail.targetKey, () => fingerprintOfMail(mail))
+      }
       return
     }
     this.ctx.output.forceEnqueue(live.peer, { frame: messageFrameFor(mail, live.peer, this.ctx.stamps.at(now)), mail, to: live.key, senderSince: 0 })

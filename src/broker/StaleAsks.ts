@@ -62,7 +62,7 @@ import { AgedMap } from "./AgedMap.ts"
 import { MAX_ANSWERED } from "./AnsweredAsks.ts"
 import { askDueOf, type AskEdge } from "./AskEdges.ts"
 import type { BrokerStamps } from "./BrokerStamps.ts"
-import { DELIVERED } from "./DeliveryRecords.ts"
+import { DELIVERED, fingerprintOfMail } from "./DeliveryRecords.ts"
 import type { MailAsks } from "./MailDelivery.ts"
 import type { Mail } from "./Peer.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -172,7 +172,7 @@ export class StaleAsks {
    * deadline, by its key (`silencedByKey`; review revx X2) and with the
    * stored reply that closed its edge (StoreJournal.askSilencedFor; review
    * revz Z4). One withdrawn or answered goes
-   * silently; a replay record that says it is queued goes back to what its
+   * silently; its own replay record (not a later send's under the id) that says it is queued goes back to what its
    * sender was told, delivered (one `cancel_message` made
    * `E_DELIVERY_CANCELLED` stays so).
    */
@@ -201,7 +201,10 @@ export class StaleAsks {
       this.ctx.journal?.askSilencedFor(mail, deadline, now)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
-    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED, undefined, mail.targetKey)
+    // Its own record only: a later message under the id that waits queued is not told delivered (task rwown).
+    if (outcome?.ok === true && outcome.delivery === "queued") {
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED, undefined, mail.targetKey, () => fingerprintOfMail(mail))
+    }
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id, mail.targetKey)
   }
 
