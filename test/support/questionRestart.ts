@@ -3,7 +3,7 @@
  * memory question store that outlive it, at START on the TestClock; the supervisor authorized over the child
  * `worker` (group run-1), the child asking q-1 and the supervisor notified; then the question's edge stored, a crash,
  * and the supervisor back on the next broker. Shared by question-settled-two-edges, question-settled-restored-edge,
- * question-reply-base-saved, question-reply-without-notice and question-id-after-restart tests.
+ * question-reply-base-saved, question-reply-queued-saved, question-reply-without-notice and question-id-after-restart tests.
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
@@ -17,11 +17,12 @@ import { advance, memoryNetwork } from "./memory.ts"
 import { FEATURES, questionAsk, START, SUP, TOKEN } from "./questionWorld.ts"
 
 /**
- * The first broker up, the supervisor authorized and the child (`childFrame`: run-1, bound to the supervisor) asking
- * q-1; `asked` is the broker's answer to the ask, and the supervisor has been sent q-1. `start` starts a broker on
- * the same disk and question store; `first` is the running one (to crash).
+ * The first broker up, the supervisor authorized and the child (`childFrame`: in `group`, or in the supervisor's own
+ * namespace when undefined; bound to the supervisor) asking q-1; `asked` is the broker's answer to the ask, and the
+ * supervisor has been sent q-1. `start` starts a broker on the same disk and question store; `first` is the running
+ * one (to crash).
  */
-export const questionAsked = Effect.gen(function*() {
+export const questionAskedIn = (group: string | undefined) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const net = yield* memoryNetwork()
   const disk = makeMemoryMailState()
@@ -31,13 +32,16 @@ export const questionAsked = Effect.gen(function*() {
   const supervisor = yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: FEATURES, ownerToken: TOKEN } })
   yield* supervisor.client.send({ type: "authorize_supervisor", requestId: "auth", childName: "worker" })
   const { capability } = yield* supervisor.client.next("supervisor_authorized")
-  const childFrame = { features: FEATURES, group: "run-1", capability, supervisorSessionId: SUP }
+  const childFrame = { features: FEATURES, ...(group === undefined ? {} : { group }), capability, supervisorSessionId: SUP }
   const child = yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })
   yield* child.client.send(questionAsk)
   const asked = yield* child.client.next(["question_result", "question_failed"], (frame) => frame.requestId === questionAsk.requestId)
   yield* messageFor(supervisor.client, "q-1")
   return { net, disk, questions, start, first, supervisor, capability, childFrame, child, asked }
 })
+
+/** `questionAskedIn` with the child in group run-1. */
+export const questionAsked = questionAskedIn("run-1")
 
 /** What `questionAsked` gives. */
 export type QuestionAsked = Effect.Success<typeof questionAsked>
