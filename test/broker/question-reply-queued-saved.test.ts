@@ -23,7 +23,7 @@ import { GROUPS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/fea
 import { assertDelivered } from "../support/assertions.ts"
 import { message, send } from "../support/broker.ts"
 import { advance, patientClock } from "../support/memory.ts"
-import { questionAskedIn, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
+import { askedAgainAfterRestart, questionAskedIn, readQuestion, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
 import { questionAsk, SUP, TOKEN } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -36,16 +36,6 @@ const answerTo = (client: WireClient, requestId: string) =>
 /** How many times `client` was sent the message `id`. */
 const timesGot = (client: WireClient, id: string) =>
   client.received().filter((f) => f.type === "message" && f.message.id === id).length
-
-/** The state and answer of `q-1` as `client`'s `question_get` reads it (through the question fiber). */
-const readQuestion = (client: WireClient, requestId: string) =>
-  Effect.gen(function*() {
-    yield* client.send({ type: "question_get", requestId, questionId: "q-1" })
-    const frame = yield* answerTo(client, requestId)
-    assert.strictEqual(frame.type, "question_result", `question_get ${requestId} failed`)
-    const question = frame.type === "question_result" ? frame.question : undefined
-    return { state: question?.state, answer: question?.answer }
-  })
 
 /**
  * q-1 asked and notified, its edge stored, a crash; on the next broker the supervisor back without `questions-v1`
@@ -80,7 +70,7 @@ describe("a supervisor's reply to a durable question, queued for its child away"
   it.effect("restarted before the child is back: the child asking again gets the reply once and the saved answer, and the questions-v1 supervisor is not notified", () =>
     patientClock(Effect.gen(function*() {
       const world = yield* queuedWhileAway
-      const { childFrame, net, reply, second, start } = world
+      const { reply, second } = world
       // Barrier for the save: a questions-v1 session's question_list, behind the reply's answer in the fiber's queue.
       const v1 = (yield* supervisorBack(world)).client
       yield* v1.send({ type: "question_list", requestId: "l-0" })
@@ -88,12 +78,8 @@ describe("a supervisor's reply to a durable question, queued for its child away"
       yield* advance(LAZY_FLUSH)
       yield* second.crash
 
-      yield* start()
-      const back = (yield* supervisorBack(world)).client
       // The child back asks again (C-DQ-6): an answered question is pushed to it; one still waiting is notified.
-      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
-      yield* again.send({ ...questionAsk, requestId: "r-2" })
-      assert.strictEqual((yield* answerTo(again, "r-2")).type, "question_result")
+      const { back, again } = yield* askedAgainAfterRestart(world)
       yield* back.send({ type: "question_list", requestId: "l-1" })
       yield* answerTo(back, "l-1")
       assert.strictEqual(timesGot(back, "q-1"), 0, "the questions-v1 supervisor was notified again of the answered question")
