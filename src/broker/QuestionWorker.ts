@@ -386,7 +386,7 @@ export const runQuestionWorker = (
    * A notified supervisor's live reply (`sized`) is not sized here: the send stage sized it against the same room
    * before it reached the child (Questions.replyTooLarge, `answerRoom`). A reply with no notice here (a base
    * supervisor's, Questions.unnotifiedAnswer) had no room to be sized against: it is sized here as a
-   * `question_answer` is, after it was delivered, and one too large is not saved (logged by `refuse`; qbase2).
+   * `question_answer` is, after it was delivered or queued, and one too large is not saved (logged by `refuse`; qbase2).
    */
   const refusalOf = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>) =>
     item.sized

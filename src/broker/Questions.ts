@@ -73,9 +73,11 @@
  * notified again, a durable restart) could be neither sized nor saved: refused, retryable (`unnotified`), while its
  * id has a live `questions-v1` session under its key (`present`); else that session can neither be notified again nor
  * answer by id (review revfixqs2 D1), so the reply is delivered at once, in its sender's order, and its answer queued
- * to the fiber from the same `delivered` hook as a notified supervisor's (`unnotifiedAnswer`, qbase2). Either way
- * the reply's write and the answer's save are not ordered (durable: two stores' commits): a crash between them leaves
- * the answer saved and the reply unwritten, or the reply delivered and the question `awaiting_input`, as a store
+ * to the fiber from the same `delivered` hook as a notified supervisor's (`unnotifiedAnswer`, qbase2). A reply queued
+ * in the mailbox of a child away (only along an edge restored at a durable start) is the answer too, from the
+ * `queued` hook (task qqueued): the mailbox's later delivery runs no send stage, and the reply may expire there. Either
+ * way the reply's write and the answer's save are not ordered (durable: two stores' commits): a crash between them
+ * leaves the answer saved and the reply unwritten, or the reply delivered and the question `awaiting_input`, as a store
  * failure (logged) does (review rvq2, suspicion 1).
  *
  * A question is size-checked before it is queued (C-BRK-3, helper qnotify;
@@ -336,8 +338,8 @@ export class Questions {
 
   /**
    * The live path (C-DQ-7, C-DQ-8): a supervisor's reply to a notified
-   * question is its durable answer. Runs after the asks stage closed the
-   * reply's edge. (A reply to a question whose child left finds no edge and is
+   * question is its durable answer, delivered or queued for its child away
+   * (`replySent`). Runs after the asks stage closed the reply's edge. (A reply to a question whose child left finds no edge and is
    * refused as any late reply; the notification says how to answer instead.)
    */
   readonly stage: SendStage = {
@@ -351,49 +353,59 @@ export class Questions {
       const id = attempt.message.id
       return this.holds(sender, id) ? { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdOfQuestion(id) } : undefined
     },
-    delivered: (attempt, mail) => {
-      const key = attempt.replyKey
-      if (key === undefined) return
-      const notice = this.notices.size === 0 ? undefined : this.notices.get(key)
-      if (notice === undefined) {
-        this.unnotifiedAnswer(attempt, mail)
-        return
-      }
-      // The supervisor by its key: a `replace`-staged reply is delivered with the attempt it was staged with, whose
-      // session a takeover may have replaced meanwhile (review revqs 4).
-      if (notice.supervisor.key !== attempt.sender.key) return
-      if (mail.replyError !== undefined) {
-        // C-DQ-8: a failed turn is not an answer; the question keeps waiting on a fresh edge.
-        this.openEdge(notice, attempt.now)
-        return
-      }
-      this.deleteNotice(key)
-      // Until the fiber has saved it, a supervisor notified again is not asked this question.
-      this.replying.add(notice.questionId)
-      this.offer({
-        _tag: "Answer",
-        session: undefined,
-        requestId: undefined,
-        questionId: notice.questionId,
-        ownerId: notice.ownerId,
-        text: mail.message.content.text,
-        at: attempt.now,
-        closed: undefined,
-        sized: true
-      })
-    }
+    delivered: (attempt, mail) => this.replySent(attempt, mail),
+    // A reply queued for its child away (P49) settles its question as one delivered does (task qqueued): the
+    // mailbox's later delivery runs no send stage, and the reply may expire there undelivered.
+    queued: (attempt, mail) => this.replySent(attempt, mail)
   }
 
   /**
-   * A reply delivered along a durable question's edge (the one it closed, `Mail.answers`) with no notice here: only a
-   * reply `replySize` let through, from a supervisor id with no live `questions-v1` session under its key — a base
-   * supervisor back (a pi-intercom client), or a session without the extension that took the id over inside a
+   * A reply `attempt` (its mail `mail`) was delivered to its recipient or queued in its mailbox (`stage`): when it
+   * answers a durable question — along a notified question's edge from the supervisor notified, or along an edge with
+   * no notice here (`unnotifiedAnswer`) — its answer is queued to the question fiber.
+   */
+  private replySent(attempt: SendAttempt, mail: Mail): void {
+    const key = attempt.replyKey
+    if (key === undefined) return
+    const notice = this.notices.size === 0 ? undefined : this.notices.get(key)
+    if (notice === undefined) {
+      this.unnotifiedAnswer(attempt, mail)
+      return
+    }
+    // The supervisor by its key: a `replace`-staged reply is delivered with the attempt it was staged with, whose
+    // session a takeover may have replaced meanwhile (review revqs 4).
+    if (notice.supervisor.key !== attempt.sender.key) return
+    if (mail.replyError !== undefined) {
+      // C-DQ-8: a failed turn is not an answer; the question keeps waiting on a fresh edge.
+      this.openEdge(notice, attempt.now)
+      return
+    }
+    this.deleteNotice(key)
+    // Until the fiber has saved it, a supervisor notified again is not asked this question.
+    this.replying.add(notice.questionId)
+    this.offer({
+      _tag: "Answer",
+      session: undefined,
+      requestId: undefined,
+      questionId: notice.questionId,
+      ownerId: notice.ownerId,
+      text: mail.message.content.text,
+      at: attempt.now,
+      closed: undefined,
+      sized: true
+    })
+  }
+
+  /**
+   * A reply delivered or queued along a durable question's edge (the one it closed, `Mail.answers`) with no notice
+   * here: only a reply `replySize` let through, from a supervisor id with no live `questions-v1` session under its key
+   * — a base supervisor back (a pi-intercom client), or a session without the extension that took the id over inside a
    * `replace` window. It is the question's answer as a notified supervisor's reply is (qbase2): queued to the fiber
-   * from this same hook, after the reply was queued to the child in its sender's order, so nothing is held and the
-   * question is marked answered — a `questions-v1` supervisor back later is not notified of it again. A reply carrying
+   * from `replySent`, after the reply was queued to the child or its mailbox in its sender's order, so nothing is held
+   * and the question is marked answered — a `questions-v1` supervisor back later is not notified of it again. A reply carrying
    * `replyError` is not an answer (C-DQ-8); with no notice there is no edge to open again, so the question waits
    * edgeless, as before. With no notice there was no room to size it against before delivery either: the fiber sizes
-   * it as it does a `question_answer` and, too large, does not save it (logged; the reply was delivered). Before,
+   * it as it does a `question_answer` and, too large, does not save it (logged; the reply went on). Before,
    * nothing was saved and the question stayed `awaiting_input` (helper fixqs3).
    */
   private unnotifiedAnswer(attempt: SendAttempt, mail: Mail): void {

@@ -21,7 +21,7 @@ import { QuestionStoreFailure } from "../../src/store/questionModel.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { memoryNetwork, type MemoryNetwork, patientClock } from "../support/memory.ts"
-import { questionAsked, supervisorBack } from "../support/questionRestart.ts"
+import { askedAgainAfterRestart, questionAsked, readQuestion } from "../support/questionRestart.ts"
 import { FEATURES, questionAsk, questionWorldOf, START, SUP, TOKEN } from "../support/questionWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -36,16 +36,6 @@ const got = (client: WireClient, id: string) => client.received().some((f) => f.
 
 /** The supervisor's features without `questions-v1`: a base client's, with the supervisor channel. */
 const BASE = [GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1]
-
-/** The state and answer of `q-1` as `client`'s `question_get` reads it (through the question fiber). */
-const readQuestion = (client: WireClient, requestId: string) =>
-  Effect.gen(function*() {
-    yield* client.send({ type: "question_get", requestId, questionId: "q-1" })
-    const frame = yield* answerTo(client, requestId)
-    assert.strictEqual(frame.type, "question_result", `question_get ${requestId} failed`)
-    const question = frame.type === "question_result" ? frame.question : undefined
-    return { state: question?.state, answer: question?.answer }
-  })
 
 /**
  * A `questions-v1` supervisor taking `SUP` over: whether it was sent the notification `q-1` once the question fiber
@@ -129,7 +119,7 @@ describe("a base supervisor's reply along a durable question's edge", () => {
   it.effect("durable: restarted after the reply was saved, the broker pushes the saved answer to the child asking again and notifies nobody", () =>
     patientClock(Effect.gen(function*() {
       const world = yield* questionAsked
-      const { child, childFrame, first, net, start, supervisor } = world
+      const { child, first, net, supervisor } = world
       yield* supervisor.client.destroy
       yield* child.client.roundTrip
       const base = (yield* net.session({ sessionId: SUP, name: "supervisor", frame: { features: BASE, ownerToken: TOKEN } })).client
@@ -140,12 +130,8 @@ describe("a base supervisor's reply along a durable question's edge", () => {
       assert.deepStrictEqual(yield* readQuestion(child.client, "g-0"), { state: "answer_pending", answer: "go left" })
       yield* first.crash
 
-      yield* start()
-      const back = (yield* supervisorBack(world)).client
       // The child back asks again (C-DQ-6): an answered question is pushed to it; one still waiting is notified.
-      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
-      yield* again.send({ ...questionAsk, requestId: "r-2" })
-      assert.strictEqual((yield* answerTo(again, "r-2")).type, "question_result")
+      const { back, again } = yield* askedAgainAfterRestart(world)
       const pushed = yield* again.next("question_answered", (frame) => frame.questionId === "q-1")
       assert.strictEqual(pushed.answer, "go left")
       assert.deepStrictEqual(yield* readQuestion(again, "g-1"), { state: "answer_pending", answer: "go left" })
