@@ -1,5 +1,5 @@
 /**
- * Size: about 605 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
+ * Size: about 610 lines, one concept — the replay records' rules (P46): what a record keeps, how a retry is
  * answered from it, and how a withdrawal rewrites it; their storage is OutboundRecords.ts's.
  *
  * Idempotent replay (P46): the outcome of each (sender, message id), so a

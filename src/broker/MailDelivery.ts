@@ -1,5 +1,5 @@
 /**
- * Size: about 940 lines, one concept: the fate of mail that is not being
+ * Size: about 945 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, failed, and the notice its
  * sender is told or owed; what a memory broker still holds at idle, `held`,
  * and the notices only a live connection granted an extension may get,
