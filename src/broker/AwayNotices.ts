@@ -39,6 +39,9 @@ export const MAX_OWED_PER_SENDER = 256
 /** Lost-mail notices kept for absent senders, overall. */
 export const MAX_OWED_NOTICES = 16_384
 
+/** The line logged for each notice given up at the bounds: one string, not one built per drop. */
+const GIVEN_UP = `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`
+
 /** Senders with notices owed, at most (the AgedMap's own bound; the overall bound above is reached first). */
 const MAX_OWED_SENDERS = 4096
 
@@ -92,6 +95,23 @@ export class AwayNotices {
     return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now), owedAt: now }
   }
 
+  /**
+   * Whether a notice for `senderKey`, away, issued at `now` would be given up
+   * at the bounds (`owe`): then this logs the drop as `owe` would and tells the
+   * lists the clock's reading as `issue` would, and the caller builds no
+   * notice — no frame, no stored row put and deleted again (MailDelivery.tellLost:
+   * a restore past a recipient's bound evicts tens of thousands of one sender's
+   * messages, all but the first 256 notices given up; task restfast). False
+   * for a sender that ended (`owe` forgets its notice silently).
+   */
+  givesUp(senderKey: string, now: number): boolean {
+    if (this.owed < MAX_OWED_NOTICES && (this.bySender.get(senderKey)?.length ?? 0) < MAX_OWED_PER_SENDER) return false
+    if (this.isEnded(senderKey)) return false
+    this.bySender.redate(now)
+    this.ctx.log("warning", GIVEN_UP)
+    return true
+  }
+
   /** A notice given up (a day old, past the bounds, for nobody): it leaves the store too. */
   forget(notice: OutboundNotice): void {
     if (notice.seq !== undefined) this.ctx.journal?.noticeGone(notice.seq)
@@ -111,7 +131,7 @@ export class AwayNotices {
     const entry = this.bySender.lookup(notice.owedTo)
     const owed = entry?.value ?? []
     if (owed.length >= MAX_OWED_PER_SENDER || this.owed >= MAX_OWED_NOTICES) {
-      this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
+      this.ctx.log("warning", GIVEN_UP)
       return this.forget(notice)
     }
     owed.push(notice)

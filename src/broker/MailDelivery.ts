@@ -921,6 +921,9 @@ export class MailDelivery {
   /** `lost`'s `expired` receipt: to its sender, live, else owed (not to a short-lived sender that ended). */
   private tellLost(mail: Mail, detail: string, now: number, knownTarget: string | undefined): void {
     const { registry, output } = this.ctx
+    const sender = registry.byKey.get(mail.senderKey)
+    // Away, past the bounds of what is owed to it: given up before a notice is built (AwayNotices.givesUp).
+    if (sender === undefined && mail.senderEnd?.ended !== true && this.owed.givesUp(mail.senderKey, now)) return
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)
@@ -931,7 +934,6 @@ export class MailDelivery {
       detail
     })
     const notice = this.owed.issue(mail.senderKey, frame, now)
-    const sender = registry.byKey.get(mail.senderKey)
     if (sender !== undefined) {
       this.ctx.journal?.mark(sender.peer)
       return output.forceEnqueue(sender.peer, notice)

@@ -32,6 +32,26 @@ describe("AwayNotices", () => {
     expect(logged[0]).toContain("was not kept")
   })
 
+  it(`givesUp: false below ${MAX_OWED_PER_SENDER} for the sender, then true with the drop logged; false for an ended sender`, () => {
+    const { owed, logged } = make(new Set(["gone"]))
+    for (let i = 0; i < MAX_OWED_PER_SENDER; i++) {
+      expect(owed.givesUp("alice", i)).toBe(false)
+      owed.owe(owed.issue("alice", `n${i}`, i))
+    }
+    expect(logged).toHaveLength(0)
+    expect(owed.givesUp("alice", MAX_OWED_PER_SENDER)).toBe(true)
+    expect(logged).toEqual([expect.stringContaining("was not kept")])
+    expect(owed.givesUp("bob", MAX_OWED_PER_SENDER)).toBe(false)
+    expect(owed.count).toBe(MAX_OWED_PER_SENDER)
+    // Past the overall bound: a sender owed nothing yet is given up, but an ended one is not (`owe` forgets silently).
+    for (let s = 1; s < MAX_OWED_NOTICES / MAX_OWED_PER_SENDER; s++) {
+      for (let i = 0; i < MAX_OWED_PER_SENDER; i++) owed.owe(owed.issue(`s${s}`, "n", MAX_OWED_PER_SENDER))
+    }
+    expect(owed.givesUp("late", MAX_OWED_PER_SENDER)).toBe(true)
+    expect(owed.givesUp("gone", MAX_OWED_PER_SENDER)).toBe(false)
+    expect(logged).toHaveLength(2)
+  })
+
   it(`keeps ${MAX_OWED_NOTICES} notices overall`, () => {
     const { owed, logged } = make()
     const senders = MAX_OWED_NOTICES / MAX_OWED_PER_SENDER
