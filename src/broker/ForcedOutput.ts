@@ -123,7 +123,7 @@ export class ForcedOutput {
     // and one from since its sender's withheld return behind that return's old output, as the mail does.
     if (isControl(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
     this.side.budgets.charge(recipient, charsOf(item))
-    recipient.outbox.push(item)
+    recipient.queue(item)
     this.side.touch(recipient)
   }
 

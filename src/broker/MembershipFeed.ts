@@ -24,6 +24,7 @@
 
 import type { OutFrame } from "../protocol/framing.ts"
 import { sessionLeftFrame } from "./encode.ts"
+import { JoinedFrameParts } from "./frameParts.ts"
 import type { Rejoins } from "./Rejoins.ts"
 
 /**
@@ -99,7 +100,12 @@ interface FeedEntry {
   presentSince: number
   present: boolean
   infoJson: string
-  joinedFrame: string | undefined
+  /**
+   * The `session_joined`, made when first collected: in parts around
+   * `infoJson`, so a present session's cached join holds no second copy of
+   * its SessionInfo JSON (frameParts.ts).
+   */
+  joinedFrame: JoinedFrameParts | undefined
   updateFrame: string | undefined
   prev: FeedEntry | undefined
   next: FeedEntry | undefined
@@ -148,7 +154,7 @@ export class MembershipFeed {
   passedJoin(id: string, cursor: number): readonly [OutFrame, number] | undefined {
     const entry = this.entries.get(id)
     if (entry === undefined || !entry.present || entry.joinSeq > cursor) return undefined
-    const frame = entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`
+    const frame = entry.joinedFrame ??= new JoinedFrameParts(entry.infoJson)
     return [frame, entry.presentSince]
   }
 
@@ -269,7 +275,7 @@ export class MembershipFeed {
           }
         }
         if (entry.joinSeq > cursor) {
-          const joinedFrame = entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`
+          const joinedFrame = entry.joinedFrame ??= new JoinedFrameParts(entry.infoJson)
           // Back since a departure met here: the join waits with it (Rejoins.ts).
           if (rejoins === undefined || rejoins.count === 0 || !rejoins.joined(entry.id, joinedFrame, entry.presentSince)) {
             out.push(joinedFrame)

@@ -308,7 +308,7 @@ export class Output {
       this.parked.push([peer, item])
     } else {
       budgets.charge(peer, chars)
-      peer.outbox.push(item)
+      peer.queue(item)
       this.touch(peer)
     }
   }
@@ -333,7 +333,7 @@ export class Output {
    */
   tick(peer: Peer): boolean {
     if (isShut(peer) || this.budgets.full(peer)) return false
-    peer.outbox.push(FEED_TICK)
+    peer.queue(FEED_TICK)
     this.touch(peer)
     return true
   }
@@ -512,7 +512,7 @@ export class Output {
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
   endOutput(peer: Peer): void {
-    peer.outbox.push(END_OF_OUTPUT)
+    peer.queue(END_OF_OUTPUT)
   }
 
   /**

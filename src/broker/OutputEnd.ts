@@ -195,21 +195,24 @@ export class OutputEnd {
    * are taken back at once, as ever, ahead of what the room made here wakes.
    */
   handOver(peer: Peer, instance?: Peer, handed?: Array<Written>): void {
-    const items = peer.outbox
     // The record keys of the messages taken back in this hand-over: true for one that went on to `instance`,
     // the message itself for one that went nowhere. One map per takeover.
     const forwarded = instance === undefined ? undefined : new Map<string, OutboundMessage | true>()
-    let kept = 0
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!
-      // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
-      if (isStranded(item, peer) || isStrandedControl(item, peer)) {
-        this.side.charge(peer, -charsOf(item))
-        this.handOne(peer, item, instance, forwarded, handed)
-      } else items[kept++] = item
+    let took = false
+    const items = peer.outboxToEdit()
+    if (items !== undefined) {
+      let kept = 0
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
+        // A control frame about the session's mail goes with it, behind it (ControlFrame.ts).
+        if (isStranded(item, peer) || isStrandedControl(item, peer)) {
+          this.side.charge(peer, -charsOf(item))
+          this.handOne(peer, item, instance, forwarded, handed)
+        } else items[kept++] = item
+      }
+      took = kept < items.length
+      items.length = kept
     }
-    const took = kept < items.length
-    items.length = kept
     // After the outbox (queued before it): its own parked list's mail and notices for the session.
     if (peer.parked.length > 0) this.handOverParked(peer, instance, forwarded, handed)
     if (took) this.side.roomMade(peer)
@@ -337,8 +340,7 @@ export class OutputEnd {
    * detaches the peer, then calls `releaseWaiters`.
    */
   drainOnClose(peer: Peer): Array<OutboundItem> {
-    const items = peer.outbox
-    peer.outbox = []
+    const items = peer.takeOutbox()
     peer.outboxShut = true
     peer.parkedMail = undefined
     this.side.charge(peer, -peer.outboxChars)

@@ -134,9 +134,8 @@ export class OutputWrites {
    * returnable items (custody, an unfinished write's untaken rest).
    */
   takeForWrite(peer: Peer): WriteBatch {
-    const items = peer.outbox
+    const items = peer.takeOutbox()
     const budgets = this.budgets
-    peer.outbox = []
     const batch = this.spare ?? new WriteBatch()
     this.spare = undefined
     const frames = batch.frames

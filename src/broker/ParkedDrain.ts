@@ -258,7 +258,7 @@ export class ParkedDrain {
     }
     if (budgets.overTotal(recipient, chars)) return budgets.waitForTotal()
     budgets.charge(recipient, chars)
-    recipient.outbox.push(item)
+    recipient.queue(item)
     return "queued"
   }
 

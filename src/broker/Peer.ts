@@ -208,11 +208,10 @@ export class Peer {
 
   // --- Output -----------------------------------------------------------------
   /**
-   * Output queued for this connection, oldest first, not yet taken by its
-   * writer: bounded by `outboxCapacity` frames and the character budgets,
-   * except for output forced past them (Output.ts, ForcedOutput.ts).
+   * The outbox's list: made by the first `queue` after the writer took the
+   * last one (`takeOutbox`), so an idle connection holds none.
    */
-  outbox: Array<OutboundItem> = []
+  private queued: Array<OutboundItem> | undefined = undefined
   /** The outbox was drained at close: it takes nothing more (OutputEnd.drainOnClose). */
   outboxShut = false
   /** Characters of frame text queued in the outbox, not yet taken by the writer. */
@@ -322,6 +321,36 @@ export class Peer {
     this.writer = writer(this)
   }
 
+  /**
+   * Output queued for this connection, oldest first, not yet taken by its
+   * writer: bounded by `outboxCapacity` frames and the character budgets,
+   * except for output forced past them (Output.ts, ForcedOutput.ts). Added
+   * to only by `queue`, emptied only by `takeOutbox`.
+   */
+  get outbox(): ReadonlyArray<OutboundItem> {
+    return this.queued ?? NOTHING_QUEUED
+  }
+
+  /** Puts `item` at the end of the outbox (the callers check its budgets: Output.ts, ForcedOutput.ts, ParkedDrain.ts). */
+  queue(item: OutboundItem): void {
+    (this.queued ??= []).push(item)
+  }
+
+  /**
+   * The outbox's own list, for an edit in place that keeps some of its
+   * items (OutputEnd.handOver); undefined while nothing is queued.
+   */
+  outboxToEdit(): Array<OutboundItem> | undefined {
+    return this.queued
+  }
+
+  /** Takes everything in the outbox, oldest first, and leaves it empty: the list is the caller's. */
+  takeOutbox(): Array<OutboundItem> {
+    const items = this.queued ?? []
+    this.queued = undefined
+    return items
+  }
+
   /** A close was requested (it may not have taken effect yet). */
   get isClosing(): boolean {
     return Deferred.isDoneUnsafe(this.closing)
@@ -348,3 +377,6 @@ export class Peer {
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set()
+
+/** The outbox of every connection with nothing queued (`Peer.outbox`): read only, never added to. */
+const NOTHING_QUEUED: ReadonlyArray<OutboundItem> = []

@@ -5,7 +5,11 @@
  * straight into the framing buffer. A concatenated frame is a chain of cons
  * strings that the socket write must first flatten into a new string, about
  * 700 bytes of garbage per `w64` message (docs/performance.md, "Garbage,
- * fifth stop").
+ * fifth stop"). The membership feed's `session_joined` is kept the same way,
+ * for another reason: it is cached per session for as long as the session is
+ * present, and in parts it shares the session's SessionInfo JSON instead of
+ * holding a second copy of it (docs/performance.md, "Idle sessions,
+ * seventy-second stop").
  *
  * Owns only the byte layout: the constant pieces pre-encoded once, numbers
  * written as digits, a JSON string written between quotes when it needs no
@@ -213,5 +217,35 @@ export class DeliveredFrameParts implements FrameParts {
 
   text(): string {
     return `${DELIVERED_HEAD}${this.quoted ?? q(this.messageId)}${DELIVERED_TAIL[this.delivery]}`
+  }
+}
+
+const JOINED_HEAD = `{"type":"session_joined","session":`
+const JOINED_HEAD_BYTES = ascii(JOINED_HEAD)
+
+/**
+ * `session_joined` (P30): `{"type":"session_joined","session":<info>}`, the
+ * session's SessionInfo JSON shared, not copied (MembershipFeed.ts caches one
+ * per present session).
+ */
+export class JoinedFrameParts implements FrameParts {
+  readonly length: number
+  private readonly infoJson: string
+
+  /** @param infoJson the session's SessionInfo JSON (`JSON.stringify` of an object). */
+  constructor(infoJson: string) {
+    this.infoJson = infoJson
+    this.length = JOINED_HEAD.length + infoJson.length + 1
+  }
+
+  writeUtf8(out: Buffer, offset: number): number {
+    let at = offset + put(out, offset, JOINED_HEAD_BYTES)
+    at += out.write(this.infoJson, at, "utf8")
+    out[at++] = CLOSE_BRACE
+    return at - offset
+  }
+
+  text(): string {
+    return `${JOINED_HEAD}${this.infoJson}}`
   }
 }

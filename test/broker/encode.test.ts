@@ -5,14 +5,17 @@
  * the message with them added. Kept in parts, a frame must frame to exactly
  * the bytes of the string the broker built before it kept frames in parts
  * (`stringMessageFrame`, `stringDeliveredFrame` below: that builder, as it was).
+ * The membership feed's `session_joined` in parts (`JoinedFrameParts`) must
+ * frame to the bytes of the template string the feed cached before.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { deliveredFrame, deliveredFrameParts, messageFrame } from "../../src/broker/encode.ts"
+import { JoinedFrameParts } from "../../src/broker/frameParts.ts"
 import { decodeMessage, isFrameDecodeError } from "../../src/protocol/decode.ts"
 import type { DeliveryChoice } from "../../src/protocol/deliveryModes.ts"
 import type { Message } from "../../src/protocol/frames.ts"
-import { encodeFrames, encodeFramesInto, FrameScratch, frameText } from "../../src/protocol/framing.ts"
+import { encodeFrames, encodeFramesInto, FrameScratch, frameText, type OutFrame } from "../../src/protocol/framing.ts"
 
 const optionalNumber = fc.option(fc.integer(), { nil: undefined })
 const optionalId = fc.option(fc.string({ maxLength: 6 }), { nil: undefined })
@@ -119,7 +122,7 @@ const extensions = fc.record({
 })
 
 /** The frame as the socket writes it: through the reused scratch buffer, after a text frame (an offset). */
-const onTheWire = (frame: ReturnType<typeof messageFrame>, scratch: FrameScratch): Buffer =>
+const onTheWire = (frame: OutFrame, scratch: FrameScratch): Buffer =>
   Buffer.from(encodeFramesInto(["{}", frame], scratch))
 
 describe("messageFrame", () => {
@@ -183,6 +186,22 @@ describe("deliveredFrame", () => {
         const frame = deliveredFrameParts(messageId, delivery)
         const expected = stringDeliveredFrame(messageId, delivery)
         assert.strictEqual(deliveredFrame(messageId, delivery), expected)
+        assert.strictEqual(frameText(frame), expected)
+        assert.strictEqual(frame.length, expected.length)
+        assert.isTrue(onTheWire(frame, scratch).equals(encodeFrames(["{}", expected])))
+      }),
+      { numRuns: 1_000 }
+    )
+  })
+})
+
+describe("JoinedFrameParts", () => {
+  it("property: in parts, a session_joined frames to exactly the bytes of the string the feed cached before", () => {
+    const scratch = new FrameScratch()
+    fc.assert(
+      fc.property(fromJson, (info) => {
+        const frame = new JoinedFrameParts(info)
+        const expected = `{"type":"session_joined","session":${info}}`
         assert.strictEqual(frameText(frame), expected)
         assert.strictEqual(frame.length, expected.length)
         assert.isTrue(onTheWire(frame, scratch).equals(encodeFrames(["{}", expected])))

@@ -14,8 +14,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
+import { JoinedFrameParts } from "../../src/broker/frameParts.ts"
 import { MembershipFeed, type WithheldDeparture } from "../../src/broker/MembershipFeed.ts"
-import type { OutFrame } from "../../src/protocol/framing.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 
 const IDS = ["s0", "s1", "s2"] as const
 
@@ -93,12 +94,12 @@ const check = (ops: ReadonlyArray<Op>, maxDeparted: number): void => {
     } else {
       const recipient = recipients[op.recipient]!
       // As Membership.collect: owed departures first, then the feed.
-      const out = [...recipient.owed].map((id) => JSON.stringify({ type: "session_left", sessionId: id }))
+      const out: Array<OutFrame> = [...recipient.owed].map((id) => JSON.stringify({ type: "session_left", sessionId: id }))
       recipient.owed.clear()
       recipient.cursor = feed.collect(recipient.cursor, recipient.self, out)
       const told = new Map<string, unknown>()
       for (const text of out) {
-        const frame: Record<string, unknown> = JSON.parse(text)
+        const frame: Record<string, unknown> = JSON.parse(frameText(text))
         const id = idOf(frame)
         assert.notStrictEqual(id, recipient.self, "no frame about the recipient itself")
         // One frame per changed session; two (left, then joined) for one that left and joined again.
@@ -137,6 +138,20 @@ describe("MembershipFeed", () => {
   it("with departed entries dropped past a bound of one, the departures owed to lagging recipients keep their views right", () => {
     fc.assert(fc.property(opsArb, (ops) => check(ops, 1)), { numRuns: 1000 })
   })
+
+  it("a session_joined is collected in parts around the session's info JSON, one frame for every recipient", () => {
+    const feed = new MembershipFeed()
+    const info = JSON.stringify({ id: "s1", name: "one" })
+    feed.joined("s1", info)
+    const first: Array<OutFrame> = []
+    const second: Array<OutFrame> = []
+    feed.collect(0, "s2", first)
+    feed.collect(0, undefined, second)
+    const frame = first[0]
+    assert.instanceOf(frame, JoinedFrameParts)
+    assert.strictEqual(frame.text(), `{"type":"session_joined","session":${info}}`)
+    assert.strictEqual(second[0], frame)
+  })
 })
 
 describe("MembershipFeed: a departure withheld with the return", () => {
@@ -157,7 +172,8 @@ describe("MembershipFeed: a departure withheld with the return", () => {
     assert.deepStrictEqual([out, departures], [[], []])
     assert.deepInclude(withheld.get("x"), { passed: true, joinPassed: true })
     // Owed once released: the join with the latest state, and the tag of the return.
-    assert.deepStrictEqual(feed.passedJoin("x", next), [`{"type":"session_joined","session":${info(3)}}`, since])
+    const owed = feed.passedJoin("x", next)
+    assert.deepStrictEqual(owed && [frameText(owed[0]), owed[1]], [`{"type":"session_joined","session":${info(3)}}`, since])
     assert.isUndefined(feed.passedJoin("x", cursor), "a join still ahead of the cursor is the feed's to write")
   })
 })

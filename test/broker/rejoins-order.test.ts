@@ -17,7 +17,7 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { MembershipFeed } from "../../src/broker/MembershipFeed.ts"
 import type { OutboundMessage } from "../../src/broker/Peer.ts"
-import type { OutFrame } from "../../src/protocol/framing.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { Rejoins } from "../../src/broker/Rejoins.ts"
 import { message as custodyMessage } from "./fixtures/custodyItems.ts"
 
@@ -108,7 +108,7 @@ const check = (ops: ReadonlyArray<Op>, maxDeparted: number): void => {
       // The recipient reads the write; messages read before the join of their incarnation heard later in it.
       const early: Array<readonly [string, number, number]> = []
       for (const frame of frames) {
-        const parsed: Record<string, unknown> = JSON.parse(typeof frame === "string" ? frame : "{}")
+        const parsed: Record<string, unknown> = JSON.parse(frameText(frame))
         if (parsed["type"] === "message") {
           const id = String(parsed["from"])
           const n = Number(parsed["n"])
