@@ -16,13 +16,14 @@
  * written; a frame over the 1 MiB limit is never written (`oversize`, a
  * broker bug if reached).
  *
- * Ownership: the spare write batch, the departures and the rejoins one write
- * collects (each empty between writes) are this module's. It empties a
- * peer's `outbox` (the one place output leaves it but for a close or a
- * takeover, OutputEnd.ts), charging the budget back item by item
- * (OutboxBudgets.ts), in the writer's synchronous step. `takeForWrite` runs
- * once per write: an indexed loop, no closure and no allocation but the
- * batch it reuses (docs/performance.md). Reached as `Output.writes`. Split
+ * Ownership: the spare write batch, the spare outbox array, the departures
+ * and the rejoins one write collects (each empty between writes) are this
+ * module's. It empties a peer's `outbox` (the one place output leaves it but
+ * for a close or a takeover, OutputEnd.ts), charging the budget back item by
+ * item (OutboxBudgets.ts), in the writer's synchronous step, and gives the
+ * peer the array the previous write took as its new outbox. `takeForWrite`
+ * runs once per write: an indexed loop, no closure, the batch and the outbox
+ * array reused (docs/performance.md). Reached as `Output.writes`. Split
  * from Output.ts (2026-12-06).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -33,7 +34,7 @@ import type { OutboxBudgets } from "./OutboxBudgets.ts"
 import { wakeWaiters } from "./ParkedOrder.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable, type Written } from "./Peer.ts"
 import { Rejoins } from "./Rejoins.ts"
-import { WriteBatch } from "./WriteBatch.ts"
+import { emptyKeepingSlots, KEEP_BATCH_SLOTS, WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts; `parkedOut` and `releaseDeparture`, WithheldDepartures.ts). */
 export interface FeedSource {
@@ -106,6 +107,8 @@ export class OutputWrites {
   private readonly rejoins = new Rejoins()
   /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
   private spare: WriteBatch | undefined = undefined
+  /** The outbox array the last `takeForWrite` took, emptied: the next one gives it to its peer as its new outbox. */
+  private spareOutbox: Array<OutboundItem> | undefined = undefined
 
   /** @param side what the writer's side uses of Output's and the broker's. */
   constructor(side: WriteSide) {
@@ -136,7 +139,11 @@ export class OutputWrites {
   takeForWrite(peer: Peer): WriteBatch {
     const items = peer.outbox
     const budgets = this.budgets
-    peer.outbox = []
+    // The peer gets the array an earlier write took, emptied, not a new one: a fresh array grows a backing store
+    // (17 slots, 152 bytes) on its first push, once per write — most of a one-frame write's outbox cost (`ask`;
+    // docs/performance.md, "Garbage, seventy-second stop"). Taken, so a write started meanwhile makes its own.
+    peer.outbox = this.spareOutbox ?? []
+    this.spareOutbox = undefined
     const batch = this.spare ?? new WriteBatch()
     this.spare = undefined
     const frames = batch.frames
@@ -185,6 +192,11 @@ export class OutputWrites {
     if (departures.length > 0) {
       for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)
       departures.length = 0
+    }
+    // Nothing keeps `items` past this loop (the feed and the rejoins only read it): the next write's outbox.
+    if (this.spareOutbox === undefined && items.length <= KEEP_BATCH_SLOTS) {
+      emptyKeepingSlots(items)
+      this.spareOutbox = items
     }
     this.roomMade(peer)
     return batch

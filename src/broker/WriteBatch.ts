@@ -11,15 +11,19 @@
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Written } from "./Peer.ts"
 
-/** Frames a write batch may have held and still be reused (`OutputWrites.recycle`). */
-const KEEP_BATCH_SLOTS = 1_024
+/**
+ * Frames a write batch may have held and still be reused (`OutputWrites.recycle`); items an outbox taken by a
+ * write may have held and still be the next one taken (`OutputWrites.takeForWrite`).
+ */
+export const KEEP_BATCH_SLOTS = 1_024
 
 /**
  * Empties an array and keeps its backing store: `length = 0` lets V8 drop
  * the store, so the next push allocates one again (17 slots, 152 bytes, for
- * a one-frame write); popping keeps it.
+ * a one-frame write); popping keeps it. Also for the outbox a write took
+ * (`OutputWrites.takeForWrite`).
  */
-const emptyKeepingSlots = (array: Array<unknown>): void => {
+export const emptyKeepingSlots = (array: Array<unknown>): void => {
   while (array.length > 0) array.pop()
 }
 
