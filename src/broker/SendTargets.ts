@@ -50,6 +50,10 @@ export const resolveTarget = (
     return { target, remembered: undefined, id: targetId }
   }
   if (to.trim() === "") return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
+  // P42's first rule, a live session's exact id (nearly every send), answered here: `resolveLive` (which applies it
+  // too) returns an array, one per send for this case (docs/performance.md, "Garbage, seventy-second stop").
+  const byId = space.sessions.get(to)
+  if (byId !== undefined) return { target: byId, remembered: undefined, id: byId.id }
   const live = space.resolveLive(to)
   if (live.length > 1) {
     return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousLive(to) }, id: undefined }
