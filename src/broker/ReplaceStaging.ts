@@ -1,5 +1,5 @@
 /**
- * Size: about 550 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 560 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -66,6 +66,7 @@
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { acceptedLater } from "./BrokerStamps.ts"
 import { fingerprintOfMail, type Outcome } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -254,42 +255,51 @@ export class ReplaceStaging {
    * Takes `senderKey`'s staged message `messageId` out before its window
    * closed (`cancel_message`, or with `asksOnly` `cancel_ask`, which takes
    * only an ask): its replay record says cancelled, and it is never
-   * delivered. Undefined when no such message is staged. A walk over the staged messages (at most MAX_STAGED):
-   * a cancel, not the per-frame path.
+   * delivered. Under a reused id staged for several recipients, the newest
+   * (`newestOf`), the message the id stands for now (task stgnew). Undefined
+   * when no such message is staged, or with `asksOnly` when the newest is no
+   * ask. A walk over the staged messages (at most MAX_STAGED): a cancel, not
+   * the per-frame path.
    */
   withdraw(senderKey: string, messageId: string, asksOnly: boolean): Staged | undefined {
-    if (this.size === 0) return undefined
-    for (const entry of this.staged.values()) {
-      if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
-      if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
+    const found = this.newestOf(senderKey, messageId)
+    if (found === undefined) return undefined
+    const { entry, dueFor } = found
+    if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
+    if (dueFor === undefined) {
       this.staged.delete(entry.key)
       this.uncount(entry)
-      this.cancel(entry)
-      return entry
+    } else {
+      this.takeDue(entry, dueFor)
     }
-    for (const dueFor of this.due.values()) {
-      for (const entry of dueFor.values()) {
-        if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
-        if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
-        this.takeDue(entry, dueFor)
-        this.cancel(entry)
-        return entry
-      }
-    }
-    return undefined
+    this.cancel(entry)
+    return entry
   }
 
   /**
-   * `senderKey`'s message `messageId` staged or due, or undefined: a cancel under a reused id compares it with the
-   * mailbox's newest under the id (Cancels.ts). A walk like `withdraw`'s; a size check while nothing is staged.
+   * `senderKey`'s newest message `messageId` staged or due (`newestOf`), or undefined: a cancel under a reused id
+   * compares it with the mailbox's newest under the id (Cancels.ts). A size check while nothing is staged.
    */
   stagedMessage(senderKey: string, messageId: string): Staged | undefined {
+    return this.newestOf(senderKey, messageId)?.entry
+  }
+
+  /**
+   * `senderKey`'s message `messageId` staged or due accepted last (`acceptedLater`: one id may be staged for
+   * several recipients, task stgnew), with the due map that holds it if it is due. A walk over the staged and due
+   * messages (at most MAX_STAGED), on a cancel, not the per-frame path; a size check while nothing is staged.
+   */
+  private newestOf(senderKey: string, messageId: string): { readonly entry: Staged; readonly dueFor?: Map<string, Staged> } | undefined {
     if (this.size === 0) return undefined
-    for (const entry of this.staged.values()) if (entry.mail.senderKey === senderKey && entry.mail.message.id === messageId) return entry
+    let newest: { readonly entry: Staged; readonly dueFor?: Map<string, Staged> } | undefined
+    const isNewer = (entry: Staged): boolean =>
+      entry.mail.senderKey === senderKey && entry.mail.message.id === messageId &&
+      (newest === undefined || acceptedLater(entry.mail, newest.entry.mail))
+    for (const entry of this.staged.values()) if (isNewer(entry)) newest = { entry }
     for (const dueFor of this.due.values()) {
-      for (const entry of dueFor.values()) if (entry.mail.senderKey === senderKey && entry.mail.message.id === messageId) return entry
+      for (const entry of dueFor.values()) if (isNewer(entry)) newest = { entry, dueFor }
     }
-    return undefined
+    return newest
   }
 
   /**
