@@ -212,6 +212,7 @@ export class OutputEnd {
       }
       took = kept < items.length
       items.length = kept
+      peer.dropEmptyOutbox()
     }
     // After the outbox (queued before it): its own parked list's mail and notices for the session.
     if (peer.parked.length > 0) this.handOverParked(peer, instance, forwarded, handed)

@@ -325,7 +325,8 @@ export class Peer {
    * Output queued for this connection, oldest first, not yet taken by its
    * writer: bounded by `outboxCapacity` frames and the character budgets,
    * except for output forced past them (Output.ts, ForcedOutput.ts). Added
-   * to only by `queue`, emptied only by `takeOutbox`.
+   * to only by `queue`; its list let go by `takeOutbox`, or by
+   * `dropEmptyOutbox` after an edit in place left it empty.
    */
   get outbox(): ReadonlyArray<OutboundItem> {
     return this.queued ?? NOTHING_QUEUED
@@ -342,6 +343,15 @@ export class Peer {
    */
   outboxToEdit(): Array<OutboundItem> | undefined {
     return this.queued
+  }
+
+  /**
+   * Lets go of the outbox's list when an edit in place (`outboxToEdit`) left
+   * it empty, so a connection with nothing queued holds no list (review rvidle
+   * probe 1: a hand-back that took every item kept it).
+   */
+  dropEmptyOutbox(): void {
+    if (this.queued?.length === 0) this.queued = undefined
   }
 
   /** Takes everything in the outbox, oldest first, and leaves it empty: the list is the caller's. */
