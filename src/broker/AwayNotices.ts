@@ -19,7 +19,8 @@
  * less than a day longer than counted from the step, never less.
  *
  * Bounded per sender (256) and overall (16,384): past either, a notice is
- * given up and the drop logged; the message's replay record still says what
+ * given up and the drop logged; past 4,096 senders owed, the notices of the
+ * sender owed first are given up, logged too; the message's replay record still says what
  * became of it. Nothing is owed to a sender that will never register again
  * (`isEnded`: a short-lived session that ended by `unregister`). Owned by
  * MailDelivery, which alone calls it, on the Router's synchronous path.
@@ -42,8 +43,16 @@ export const MAX_OWED_NOTICES = 16_384
 /** The line logged for each notice given up at the bounds: one string, not one built per drop. */
 const GIVEN_UP = `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`
 
-/** Senders with notices owed, at most (the AgedMap's own bound; the overall bound above is reached first). */
+/**
+ * Senders with notices owed, at most (the AgedMap's own bound): a notice for
+ * one more sender gives up the notices of the sender first owed, logged
+ * (`owe`). Reached before the overall bound when senders have fewer than
+ * four notices each.
+ */
 const MAX_OWED_SENDERS = 4096
+
+/** The end of the line logged when a sender's notices are given up at MAX_OWED_SENDERS. */
+const SENDERS_GIVEN_UP = `notices are kept for ${MAX_OWED_SENDERS} absent senders at most, the one owed first gives way`
 
 /** What AwayNotices uses of the Router's context: the store's journal (durable mode) and the log. */
 export type AwayNoticesContext = Pick<RouterContext, "journal" | "log">
@@ -141,6 +150,7 @@ export class AwayNotices {
     if (entry !== undefined && entry.at <= notice.owedAt) return
     for (const dropped of this.bySender.setAged(notice.owedTo, owed, notice.owedAt)) {
       this.owed -= dropped.length
+      this.ctx.log("warning", `${dropped.length} lost-mail notice(s) for an absent sender were not kept: ${SENDERS_GIVEN_UP}`)
       for (const gone of dropped) this.forget(gone)
     }
   }

@@ -52,6 +52,15 @@ describe("AwayNotices", () => {
     expect(logged).toHaveLength(2)
   })
 
+  it("past 4,096 senders owed, the notices of the sender owed first are given up and the drop logged", () => {
+    const { owed, logged } = make()
+    for (let s = 0; s <= 4096; s++) owed.owe(owed.issue(`s${s}`, "n", s))
+    expect(owed.take("s0")).toBeUndefined()
+    expect(owed.take("s1")?.length).toBe(1)
+    expect(owed.take("s4096")?.length).toBe(1)
+    expect(logged).toEqual([expect.stringContaining("4096 absent senders at most")])
+  })
+
   it(`keeps ${MAX_OWED_NOTICES} notices overall`, () => {
     const { owed, logged } = make()
     const senders = MAX_OWED_NOTICES / MAX_OWED_PER_SENDER
