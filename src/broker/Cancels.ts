@@ -22,6 +22,10 @@
  * answer may have been lost with a connection or a broker crash, and a
  * retry must tell the sender the message's fate rather than "cannot be
  * cancelled" — and the receiver, told once, is not sent the control again.
+ * Nor is a supervisor's reply waiting in the mailbox that a durable question
+ * took as its answer when it was queued (`questionAnsweredBy`, Questions.ts):
+ * answered "cannot be cancelled" naming the question, it stays queued, as
+ * its saved answer stays (task fixq2).
  * Nor is a message its sender superseded cancelled as well
  * (Receipts.withdrawnBy, ours): its fate is settled, so the cancel is
  * answered "cannot be cancelled", with no control and the record left
