@@ -260,7 +260,6 @@ export const QuestionText = {
     `Reply to durable question ${questionId} cannot be taken yet: the broker has not notified this session of it since it registered again or the broker restarted, so it cannot save the reply as the answer. Nothing was delivered or saved, and the question still waits. Send the reply again once the question is notified again (under a new message id if this came as a replace-staged reply's receipt: its id keeps this outcome), or answer it with question_answer`
 } as const
 
-/** The question concern's Router half; see the module header. */
 /**
  * The durable question `mail` answered, if it is a supervisor's reply that `Questions.stage` took as one when it was
  * delivered or queued (`replySent`): a reply along a question's edge (`Mail.answers`, restored with the mail after a
@@ -278,6 +277,7 @@ export const questionAnsweredBy = (mail: Mail): string | undefined => {
     : undefined
 }
 
+/** The question concern's Router half; see the module header. */
 export class Questions {
   private readonly ctx: RouterContext
   private readonly edges: AskEdges
