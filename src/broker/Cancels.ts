@@ -22,6 +22,10 @@
  * answer may have been lost with a connection or a broker crash, and a
  * retry must tell the sender the message's fate rather than "cannot be
  * cancelled" — and the receiver, told once, is not sent the control again.
+ * Nor is a supervisor's reply waiting in the mailbox that a durable question
+ * took as its answer when it was queued (`questionAnsweredBy`, Questions.ts):
+ * answered "cannot be cancelled" naming the question, it stays queued, as
+ * its saved answer stays (task fixq2).
  * Nor is a message its sender superseded cancelled as well
  * (Receipts.withdrawnBy, ours): its fate is settled, so the cancel is
  * answered "cannot be cancelled", with no control and the record left
@@ -53,6 +57,7 @@ import type { OutboundRecord } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail } from "./Peer.ts"
 import type { Peer } from "./Peer.ts"
+import { questionAnsweredBy } from "./Questions.ts"
 import type { Receipts } from "./Receipts.ts"
 import { mayHold, type Session, type SessionInstance } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -176,11 +181,14 @@ export class Cancels {
     this.cancel(current, messageId, current === sender && sender.peer.session === sender ? sender.peer : undefined)
   }
 
-  /** Answers a cancel on `to`, the connection that sent it, if there is one to answer (`cancelAgain`). */
-  private answer(to: Peer | undefined, messageId: string, delivered: boolean): void {
+  /**
+   * Answers a cancel on `to`, the connection that sent it, if there is one to answer (`cancelAgain`): a bare
+   * `delivered`, or a bare `delivery_failed` with `reason` ("cannot be cancelled" unless another is given).
+   */
+  private answer(to: Peer | undefined, messageId: string, delivered: boolean, reason: string = Reason.cannotCancel): void {
     if (to === undefined) return
     const { output } = this.ctx
-    output.enqueue(to, delivered ? Encode.bareDeliveredFrame(messageId) : Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+    output.enqueue(to, delivered ? Encode.bareDeliveredFrame(messageId) : Encode.bareDeliveryFailedFrame(messageId, reason))
   }
 
   /** `session`'s cancel of its message `messageId`, answered on `answerTo` (undefined: `cancelAgain` answers no one). */
@@ -208,6 +216,12 @@ export class Cancels {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, !named.ok && named.code === DeliveryCode.DeliveryCancelled)
     }
+    // A supervisor's reply queued for a durable question's child away is that question's saved answer (the send
+    // stage's `queued` hook saved it, Questions.replySent): it cannot be withdrawn, or the sender would be told its
+    // reply was withdrawn while the child still gets its answer (task fixq2). Answered as a delivered message's
+    // cancel that cannot reach it; the reply stays queued, nothing is rewritten.
+    const answered = waiting === undefined || named !== "mailbox" ? undefined : questionAnsweredBy(waiting)
+    if (answered !== undefined) return this.answer(answerTo, messageId, false, Reason.cannotCancelAnswer(answered))
     const queued = waiting === undefined || named !== "mailbox" ? "none" : this.mail.cancel(waiting, control)
     if (queued !== "none") {
       // A copy given out again and back (its reader dropped) is kept with a cancel made again: stamped as this one.

@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 915 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 930 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -259,6 +259,23 @@ export const QuestionText = {
   replyUnnotified: (questionId: string) =>
     `Reply to durable question ${questionId} cannot be taken yet: the broker has not notified this session of it since it registered again or the broker restarted, so it cannot save the reply as the answer. Nothing was delivered or saved, and the question still waits. Send the reply again once the question is notified again (under a new message id if this came as a replace-staged reply's receipt: its id keeps this outcome), or answer it with question_answer`
 } as const
+
+/**
+ * The durable question `mail` answered, if it is a supervisor's reply that `Questions.stage` took as one when it was
+ * delivered or queued (`replySent`): a reply along a question's edge (`Mail.answers`, restored with the mail after a
+ * durable restart) from the supervisor the question was asked of, with no `replyError` (C-DQ-8: not an answer).
+ * Such a reply queued for its child away cannot be withdrawn by its sender: its answer was saved from it (task fixq2,
+ * `Cancels`). Read on the cancel path only.
+ *
+ * @category questions
+ * @since 0.1.0
+ */
+export const questionAnsweredBy = (mail: Mail): string | undefined => {
+  const edge = mail.answers
+  return edge?.question === true && edge.targetKey === mail.senderKey && mail.replyError === undefined
+    ? edge.messageId
+    : undefined
+}
 
 /** The question concern's Router half; see the module header. */
 export class Questions {

@@ -211,6 +211,12 @@ export const Reason = {
     `Mailbox delivery expired at once: the recipient ${recipient} was a one-shot session that ended without reading this message, so nothing can deliver it now. Send it to a live session instead`,
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
+  /**
+   * Ours (`questions-v1`): a cancel of a reply queued for a durable question's absent child, which the broker saved as
+   * that question's answer when it queued it; the reply stays queued and the answer saved (task fixq2).
+   */
+  cannotCancelAnswer: (questionId: string) =>
+    `Message cannot be cancelled by this session: it already answered durable question ${questionId}, whose answer is saved; the child gets it when it is back`,
   selfTarget: "Cannot message the current session",
   tooManyAsks: (max: number) =>
     `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,

@@ -6,6 +6,12 @@
  * so), a restarted broker notified the `questions-v1` supervisor of it again when the child asked again (a second
  * prompt for a question already answered), and a reply that expired in the mailbox was never saved at all.
  *
+ * Saved once queued, such a reply cannot be withdrawn (task fixq2, review rvw72 probe 2): its sender's
+ * `cancel_message` is refused "cannot be cancelled" naming the question, the reply staying queued. Before, the cancel
+ * took it out of the mailbox and was answered `delivered` while the question kept the withdrawn text as its answer,
+ * pushed to the child asking again. A supersede of it is refused (E_SUPERSEDE_TARGET: nothing delivered to supersede),
+ * and a failure reply (`replyError`), not an answer, is still cancelled.
+ *
  * A question's edge is open with its child away only after a durable broker's restart (restored at the start, before
  * the child asks again: C-DQ-6), and only a supervisor without `questions-v1` may reply along it then (one with it is
  * refused `unnotified`), so the world is: q-1 asked and notified, its edge stored, a crash, and on the next broker the
@@ -19,9 +25,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { DEFAULT_MAILBOX_RETENTION_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { GROUPS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, send } from "../support/broker.ts"
+import { ackFor, message, send } from "../support/broker.ts"
 import { advance, patientClock } from "../support/memory.ts"
 import { askedAgainAfterRestart, questionAskedIn, readQuestion, storeEdgeAndCrash, supervisorBack } from "../support/questionRestart.ts"
 import { questionAsk, SUP, TOKEN } from "../support/questionWorld.ts"
@@ -39,9 +46,10 @@ const timesGot = (client: WireClient, id: string) =>
 
 /**
  * q-1 asked and notified, its edge stored, a crash; on the next broker the supervisor back without `questions-v1`
- * (its authority over the child restored) replies along the restored edge while the child is away: queued.
+ * (its authority over the child restored) replies along the restored edge while the child is away: queued. `fields`
+ * are the reply's send frame's extra fields (a `replyError`).
  */
-const queuedWhileAway = Effect.gen(function*() {
+const queuedWith = (fields: Record<string, unknown> = {}) => Effect.gen(function*() {
   const world = yield* questionAskedIn(undefined)
   yield* storeEdgeAndCrash(world)
   const second = yield* world.start()
@@ -53,9 +61,12 @@ const queuedWhileAway = Effect.gen(function*() {
   yield* back.destroy
   yield* base.roundTrip
   const reply = message("go left", { replyTo: "q-1" })
-  assertDelivered(yield* send(base, "child-worker", reply), "queued")
+  assertDelivered(yield* send(base, "child-worker", reply, fields), "queued")
   return { ...world, second, base, reply }
 })
+
+/** The world of `queuedWith` with a plain reply: the question's answer. */
+const queuedWhileAway = queuedWith()
 
 describe("a supervisor's reply to a durable question, queued for its child away", () => {
   it.effect("is saved as the answer once queued: a questions-v1 supervisor's question_get reads it answer_pending", () =>
@@ -104,5 +115,54 @@ describe("a supervisor's reply to a durable question, queued for its child away"
       assert.strictEqual(questions.records.get("q-1")?.answer, "go left", "the supervisor's answer was never saved")
       const pushed = yield* again.next("question_answered", (frame) => frame.questionId === "q-1")
       assert.strictEqual(pushed.answer, "go left")
+    })))
+
+  it.effect("its sender's cancel_message is refused as cannot be cancelled, naming the question: the reply stays queued and the child back gets it once, with the saved answer", () =>
+    patientClock(Effect.gen(function*() {
+      const { base, childFrame, net, questions, reply } = yield* queuedWhileAway
+      yield* base.send({ type: "cancel_message", messageId: reply.id })
+      const cancelled = yield* ackFor(base, reply.id)
+      assert.deepStrictEqual(
+        { type: cancelled.type, reason: cancelled.type === "delivery_failed" ? cancelled.reason : undefined },
+        { type: "delivery_failed", reason: Reason.cannotCancelAnswer("q-1") },
+        "the cancel withdrew a reply saved as a durable question's answer"
+      )
+      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
+      yield* again.send({ ...questionAsk, requestId: "r-2" })
+      assert.strictEqual((yield* answerTo(again, "r-2")).type, "question_result")
+      const pushed = yield* again.next("question_answered", (frame) => frame.questionId === "q-1")
+      assert.strictEqual(pushed.answer, "go left")
+      yield* again.roundTrip
+      assert.strictEqual(timesGot(again, reply.id), 1, "the child did not get the queued reply exactly once")
+      assert.isFalse(
+        again.received().some((f) => f.type === "message_control"),
+        "the child was sent a control for the reply"
+      )
+      assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
+    })))
+
+  it.effect("a send superseding it is refused E_SUPERSEDE_TARGET: the reply stays queued for the child back", () =>
+    patientClock(Effect.gen(function*() {
+      const { base, childFrame, net, reply } = yield* queuedWhileAway
+      const replacing = message("go right", { supersedes: reply.id })
+      const refused = yield* send(base, "child-worker", replacing)
+      assert.deepStrictEqual(
+        { type: refused.type, code: refused.type === "delivery_failed" ? refused.code : undefined },
+        { type: "delivery_failed", code: DeliveryCode.SupersedeTarget }
+      )
+      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
+      yield* again.roundTrip
+      assert.deepStrictEqual([timesGot(again, reply.id), timesGot(again, replacing.id)], [1, 0])
+    })))
+
+  it.effect("a failure reply (replyError), not an answer, is still withdrawn by its sender's cancel_message", () =>
+    patientClock(Effect.gen(function*() {
+      const { base, childFrame, net, questions, reply } = yield* queuedWith({ replyError: "turn failed" })
+      yield* base.send({ type: "cancel_message", messageId: reply.id })
+      assert.strictEqual((yield* ackFor(base, reply.id)).type, "delivered", "the cancel of a failure reply was refused")
+      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
+      yield* again.roundTrip
+      assert.strictEqual(timesGot(again, reply.id), 0, "the withdrawn failure reply was delivered")
+      assert.strictEqual(questions.records.get("q-1")?.answer, undefined)
     })))
 })
