@@ -14,7 +14,10 @@
  * revmailkey2 probe 2), and when that newest was withdrawn already (its
  * replay record, or that gone its route, says so) the cancel is a repeat,
  * answered from that fate, withdrawing nothing else (review rvc2 probes
- * 1–3). Unless a client read it before
+ * 1–3). With nothing under the id in the mailbox, a cancel of a message
+ * staged reads the same (`namedPastStaged`): a later one delivered, or the
+ * id's newest withdrawn already, leaves the staged one (review rvlate2
+ * probe 1, rvstg probe 1). Unless a client read it before
  * it came back there (written, never confirmed): then the copy stays for
  * that client instance's return, with the cancel's control behind it
  * (MailDelivery.cancel, WithdrawnCopies.ts; review revd, helper mbctl). A cancel of a message this
@@ -90,6 +93,18 @@ const deliveredLater = (found: OutboundRecord, print: () => Fingerprint): boolea
   const outcome = found.outcome
   return outcome.ok && outcome.delivery === "socket_delivered" && !isRecordOfMail(found, print())
 }
+
+/**
+ * With the id's replay record gone: whether `found`, the id's outbound record, says another message than the one
+ * `print` hashes (the mailbox's newest, or the newest staged) was withdrawn — a later one: any send under the id
+ * forgets a route's withdrawal (DeliveryRecords.keep), and a route naming an earlier message than the id's last send
+ * is RECORD_LATER — so a cancel is a repeat, answered from that fate (review rvc2 probes 1–3, rvstg probe 1).
+ */
+const isLaterWithdrawal = (
+  found: OutboundRecord,
+  print: () => Fingerprint
+): found is OutboundRecord & { readonly withdrawal: Outcome } =>
+  found.withdrawal !== undefined && !found.recordLater && found.targetId !== "" && !isRecordOfMail(found, print())
 
 /**
  * Where the message a cancel names is when the mailbox holds one under the id (`Cancels.named`): the mailbox's
@@ -240,11 +255,14 @@ export class Cancels {
       return this.answer(answerTo, messageId, true)
     }
     // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes — not when the
-    // id stands for a later message delivered (`named`).
-    if (
-      named !== "route" && !(waiting === undefined && this.deliveredAfterStaged(session.key, messageId)) &&
-      this.staged.withdraw(session.key, messageId)
-    ) {
+    // id stands for a later message delivered (`named`, `namedPastStaged`), nor, with nothing under the id in the
+    // mailbox, when the id's newest was withdrawn already: a repeat, answered from that fate (review rvstg probe 1).
+    const pastStaged = waiting === undefined ? this.namedPastStaged(session.key, messageId) : named
+    if (typeof pastStaged === "object") {
+      if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
+      return this.answer(answerTo, messageId, !pastStaged.ok && pastStaged.code === DeliveryCode.DeliveryCancelled)
+    }
+    if (pastStaged !== "route" && this.staged.withdraw(session.key, messageId)) {
       if (answerTo !== undefined) this.ctx.journal?.mark(answerTo)
       return this.answer(answerTo, messageId, true)
     }
@@ -300,15 +318,26 @@ export class Cancels {
   }
 
   /**
-   * With nothing under the id in the mailbox: whether `senderKey`'s message staged under `messageId` has a later
-   * message under the id delivered since — the id's replay record holds its last send, so one delivered and not the
-   * staged message came after it — which a cancel then names, not the staged one (review rvlate2 probe 1).
+   * With nothing under the id in the mailbox: which message `senderKey`'s cancel names when one is staged under
+   * `messageId` (undefined when none is) — the newest staged (`"staged"`), unless the id's replay record, which
+   * holds its last send, is of another message, so a later one: delivered since (`"route"`, review rvlate2 probe 1),
+   * or withdrawn already (its Outcome: the cancel is a repeat, answered from that fate, withdrawing nothing else —
+   * review rvstg probe 1: a first cancel withdrew a later one staged for another recipient, or waiting in the
+   * mailbox, and a repeat would otherwise withdraw this older one). With that record gone, the staged one is taken.
    */
-  private deliveredAfterStaged(senderKey: string, messageId: string): boolean {
+  private namedPastStaged(senderKey: string, messageId: string): "staged" | "route" | Outcome | undefined {
     const staged = this.staged.find(senderKey, messageId)
-    if (staged === undefined) return false
+    if (staged === undefined) return undefined
+    let hashed: Fingerprint | undefined
+    const print = (): Fingerprint => (hashed ??= fingerprintOfMail(staged))
     const found = this.routes.find(senderKey, messageId)
-    return found !== undefined && deliveredLater(found, () => fingerprintOfMail(staged))
+    const record = this.ctx.records.get(senderKey, messageId, this.ctx.now())
+    if (record !== undefined) {
+      if (isWithdrawal(record.outcome) && !isRecordOfMail(record, print())) return record.outcome
+    } else if (found !== undefined && isLaterWithdrawal(found, print)) {
+      return found.withdrawal
+    }
+    return found !== undefined && deliveredLater(found, print) ? "route" : "staged"
   }
 
   /**
@@ -335,7 +364,7 @@ export class Cancels {
     const record = this.ctx.records.get(senderKey, messageId, this.ctx.now())
     if (record !== undefined) {
       if (isWithdrawal(record.outcome) && !isRecordOfMail(record, print())) return record.outcome
-    } else if (found.withdrawal !== undefined && !found.recordLater && found.targetId !== "" && !isRecordOfMail(found, print())) {
+    } else if (isLaterWithdrawal(found, print)) {
       return found.withdrawal
     }
     return deliveredLater(found, print) ? "route" : "mailbox"

@@ -145,10 +145,6 @@ const decrement = (counts: Map<string, number>, key: string): void => {
   else counts.set(key, count)
 }
 
-/** Is `entry` the ask `messageId` of `senderKey`? */
-const isAskOf = (entry: Staged, senderKey: string, messageId: string): boolean =>
-  entry.mail.senderKey === senderKey && entry.mail.message.id === messageId && entry.mail.message.expectsReply === true
-
 /** The staging area; see the module header. */
 export class ReplaceStaging {
   private readonly ctx: RouterContext
@@ -256,16 +252,16 @@ export class ReplaceStaging {
    * closed (`cancel_message`, or with `asksOnly` `cancel_ask`, which takes
    * only an ask): its replay record says cancelled, and it is never
    * delivered. Under a reused id staged for several recipients, the newest
-   * (`newestOf`), the message the id stands for now (task stgnew). Undefined
-   * when no such message is staged, or with `asksOnly` when the newest is no
-   * ask. A walk over the staged messages (at most MAX_STAGED): a cancel, not
-   * the per-frame path.
+   * (`newestOf`), the message the id stands for now (task stgnew); with
+   * `asksOnly`, the newest ask, the message a `cancel_ask` names, whatever
+   * plain message was staged under the id after it (review rvstg probe 2).
+   * Undefined when no such message is staged. A walk over the staged
+   * messages (at most MAX_STAGED): a cancel, not the per-frame path.
    */
   withdraw(senderKey: string, messageId: string, asksOnly: boolean): Staged | undefined {
-    const found = this.newestOf(senderKey, messageId)
+    const found = this.newestOf(senderKey, messageId, asksOnly)
     if (found === undefined) return undefined
     const { entry, dueFor } = found
-    if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
     if (dueFor === undefined) {
       this.staged.delete(entry.key)
       this.uncount(entry)
@@ -281,41 +277,41 @@ export class ReplaceStaging {
    * compares it with the mailbox's newest under the id (Cancels.ts). A size check while nothing is staged.
    */
   stagedMessage(senderKey: string, messageId: string): Staged | undefined {
-    return this.newestOf(senderKey, messageId)?.entry
+    return this.newestOf(senderKey, messageId, false)?.entry
+  }
+
+  /**
+   * `senderKey`'s newest ask (`expectsReply`) `messageId` staged or due (`newestOf`), or undefined: accepted
+   * already (`delivery_queued`), so a durable question under its id is refused (Questions.ts, review revcf R1),
+   * naming the recipient of the ask a `cancel_ask` would withdraw (review rvstg probe 2). On a `question_ask`, not
+   * the per-frame path; a size check while nothing is staged.
+   */
+  stagedAsk(senderKey: string, messageId: string): Staged | undefined {
+    return this.newestOf(senderKey, messageId, true)?.entry
   }
 
   /**
    * `senderKey`'s message `messageId` staged or due accepted last (`acceptedLater`: one id may be staged for
-   * several recipients, task stgnew), with the due map that holds it if it is due. A walk over the staged and due
-   * messages (at most MAX_STAGED), on a cancel, not the per-frame path; a size check while nothing is staged.
+   * several recipients, task stgnew) — with `asksOnly`, of its asks only — with the due map that holds it if it
+   * is due. A walk over the staged and due messages (at most MAX_STAGED), on a cancel or a `question_ask`, not the
+   * per-frame path; a size check while nothing is staged.
    */
-  private newestOf(senderKey: string, messageId: string): { readonly entry: Staged; readonly dueFor?: Map<string, Staged> } | undefined {
+  private newestOf(
+    senderKey: string,
+    messageId: string,
+    asksOnly: boolean
+  ): { readonly entry: Staged; readonly dueFor?: Map<string, Staged> } | undefined {
     if (this.size === 0) return undefined
     let newest: { readonly entry: Staged; readonly dueFor?: Map<string, Staged> } | undefined
     const isNewer = (entry: Staged): boolean =>
       entry.mail.senderKey === senderKey && entry.mail.message.id === messageId &&
+      (!asksOnly || entry.mail.message.expectsReply === true) &&
       (newest === undefined || acceptedLater(entry.mail, newest.entry.mail))
     for (const entry of this.staged.values()) if (isNewer(entry)) newest = { entry }
     for (const dueFor of this.due.values()) {
       for (const entry of dueFor.values()) if (isNewer(entry)) newest = { entry, dueFor }
     }
     return newest
-  }
-
-  /**
-   * `senderKey`'s ask (`expectsReply`) `messageId` staged or due, or undefined:
-   * accepted already (`delivery_queued`), so a durable question under its id
-   * is refused (Questions.ts, review revcf R1). A walk over the staged
-   * messages like `withdraw`'s, on a `question_ask`, not the per-frame path;
-   * a size check while nothing is staged.
-   */
-  stagedAsk(senderKey: string, messageId: string): Staged | undefined {
-    if (this.size === 0) return undefined
-    for (const entry of this.staged.values()) if (isAskOf(entry, senderKey, messageId)) return entry
-    for (const dueFor of this.due.values()) {
-      for (const entry of dueFor.values()) if (isAskOf(entry, senderKey, messageId)) return entry
-    }
-    return undefined
   }
 
   /**

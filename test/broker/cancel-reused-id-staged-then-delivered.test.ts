@@ -2,7 +2,7 @@
  * Under a reused id, a cancel whose newest message was delivered (to c) after an older one was staged in `replace`
  * mode (for z) names the delivered one: c is sent the cancel and the staged "for z" stays, delivered when its window
  * closes — with an older message under the id waiting in the mailbox for away b (`Cancels.named`) and with none
- * (`Cancels.deliveredAfterStaged`). Both withdrew the staged one, answered `delivered`, and left the id's newest live
+ * (`Cancels.namedPastStaged`). Both withdrew the staged one, answered `delivered`, and left the id's newest live
  * (review rvlate2 probe 1). `replayRecords: 1` makes each send under m0 a new message. In-memory network; the
  * TestClock is advanced past the coalescing window only (the staged message falling due: modelled time, not a
  * barrier); barriers are round trips.
