@@ -557,10 +557,12 @@ export class Router {
   /**
    * The broker's own shutdown begins (AdoptedConnections.closeAll, before it closes the connections): the sessions
    * those closes end leave their durable waits stored as a crash would — a question's edge stays open
-   * (Questions.brokerStopping; C-DQ-6, review rvw72 probe 1).
+   * (Questions.brokerStopping; C-DQ-6, review rvw72 probe 1), and a `replace`-staged message stays staged, neither
+   * dropped nor handed over (ReplaceStaging.brokerStopping).
    */
   stopping(): void {
     this.questions?.brokerStopping()
+    this.staging.brokerStopping()
   }
 
   /** The broker clock, in milliseconds. */
