@@ -380,7 +380,7 @@ export class ReplaceStaging {
   /**
    * The broker's own shutdown begins (Router.stopping, before its connections close): from now on a session that
    * leaves keeps what it staged and what was staged for it, neither dropped (its sender owed `expired`) nor handed
-   * over, so the store's last commit keeps those rows as a crash does and the next start restores them staged. Before,
+   * over, so the store's last commit keeps those rows as a crash does and the next start restores them (as queued mail, docs/store.md). Before,
    * the stop's closes dropped a staged message for a recipient closed first, and a staged ask of an asker closed
    * first, and its sender was told `expired` after the restart (helper fixq1).
    */
