@@ -96,9 +96,13 @@ export class AdoptedConnections implements WaitingOwner, StopListener {
   /**
    * Closes every connection (broker shutdown) and waits until each has
    * finished closing; a connection adopted after it is destroyed at once.
+   * The Router is told first (`Router.stopping`), so a session these closes
+   * end leaves its durable question waits stored, as a crash would.
    */
   readonly closeAll: Effect.Effect<void> = Effect.suspend(() => {
     this.shut = true
+    // The sessions these closes end end no durable wait: the store keeps what a crash would (Router.stopping).
+    this.router.stopping()
     for (const waiting of this.waiting) waiting.drop()
     for (const peer of [...this.peers]) closePeer(peer, "destroy")
     return Fiber.awaitAll([...this.closing])

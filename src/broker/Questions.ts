@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 930 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 950 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -309,6 +309,11 @@ export class Questions {
    * probe 2: one key per id kept the newest only, and the other edge stayed open, and stored, for its 30 days).
    */
   private readonly edgeKeys = new SetIndex<string, string>()
+  /**
+   * The broker's own shutdown has begun (`brokerStopping`): a session its closing connections end keeps its questions'
+   * edges open, so the store's last commit keeps them as a crash does (review rvw72 probe 1).
+   */
+  private stopping = false
 
   constructor(
     ctx: RouterContext,
@@ -707,13 +712,28 @@ export class Questions {
     this.noticesTo.delete(notice.supervisor.key, key)
   }
 
-  /** `session` is gone: its questions' edges close (the questions stay saved), its notices go. */
+  /**
+   * The broker's own shutdown begins (Router.stopping, before its connections close): from now on a session that
+   * leaves keeps its questions' edges open. A durable wait outlives a disconnected broker (C-DQ-6): the edge a crash
+   * leaves stored is restored at the next start, and the supervisor's reply along it reaches the child back. Closed
+   * here, the store's last commit deleted it, so after a clean stop that reply was refused (review rvw72 probe 1).
+   */
+  brokerStopping(): void {
+    this.stopping = true
+  }
+
+  /**
+   * `session` is gone: its questions' edges close (the questions stay saved), its notices go. A child that really
+   * left cannot take an answer along the edge, so a reply is refused and the supervisor answers by id
+   * (`question_answer`), or the child's next ask notifies it again. At the broker's own shutdown (`stopping`) the edges
+   * stay: the broker, not the child, went away, and the next start restores them (C-DQ-6).
+   */
   private drop(session: Session): void {
     if (this.present.get(session.id) === session) this.present.delete(session.id)
     for (const questionId of [...(this.waitingBy.get(session.key) ?? [])]) {
       if (this.waiters.get(questionId) !== session) continue
       // Not settled: its other edges (another session key of its child) stay open, as the question does.
-      this.closeWaiting(questionId)
+      if (!this.stopping) this.closeWaiting(questionId)
       this.deleteWaiter(questionId)
     }
     for (const key of [...(this.noticesTo.get(session.key) ?? [])]) {

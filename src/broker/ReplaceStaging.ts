@@ -1,5 +1,5 @@
 /**
- * Size: about 560 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 575 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -164,6 +164,11 @@ export class ReplaceStaging {
   private readonly perSender = new Map<string, number>()
   /** Staged and due messages by recipient key (MAX_STAGED_PER_RECIPIENT). */
   private readonly perRecipient = new Map<string, number>()
+  /**
+   * The broker's own shutdown has begun (`brokerStopping`): a session its closing connections end keeps its staged
+   * messages (review fixq1).
+   */
+  private stopping = false
 
   /**
    * @param deliver hands a due message to the send pipeline's live delivery.
@@ -379,6 +384,17 @@ export class ReplaceStaging {
   }
 
   /**
+   * The broker's own shutdown begins (Router.stopping, before its connections close): from now on a session that
+   * leaves keeps what it staged and what was staged for it, neither dropped (its sender owed `expired`) nor handed
+   * over, so the store's last commit keeps those rows as a crash does and the next start restores them (as queued mail, docs/store.md). Before,
+   * the stop's closes dropped a staged message for a recipient closed first, and a staged ask of an asker closed
+   * first, and its sender was told `expired` after the restart (helper fixq1).
+   */
+  brokerStopping(): void {
+    this.stopping = true
+  }
+
+  /**
    * A recipient that leaves loses what was staged for it; a sender that
    * leaves, its staged asks, and is told (C-DLV-9). The rest a sender that
    * leaves had staged is delivered at once, as at its window's close: no
@@ -388,11 +404,12 @@ export class ReplaceStaging {
    * (C-BRK-33) — a staged reply behind it would be lost. One that must wait
    * for room (no batch of its sender's to park it with: its connection
    * closed) holds that `session_left` back from its recipient until it goes
-   * (`withholdDepartures`).
+   * (`withholdDepartures`). Not at the broker's own shutdown (`brokerStopping`):
+   * the sessions its closes end keep what they staged, stored, as a crash does.
    */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
-      if (this.size === 0) return
+      if (this.size === 0 || this.stopping) return
       // Due ones first: they fell due before any window still open closes.
       if (this.dueCount > 0) {
         for (const dueFor of this.due.values()) {

@@ -1,5 +1,5 @@
 /**
- * Size: one concept — the wiring, about 855 lines. Its length is the constructor, a few lines
+ * Size: one concept — the wiring, about 870 lines. Its length is the constructor, a few lines
  * per concern (sixteen of them), and the thin methods the broker's fibers call
  * into (batch dispatch, write and detach bookkeeping — settling an abandoned
  * write, `abandonWrites`, came with `rejoin-v1` — timers); no rule lives
@@ -552,6 +552,17 @@ export class Router {
   expireAsks(now: number): void {
     this.asks.prune(now)
     this.output.wakeTouched()
+  }
+
+  /**
+   * The broker's own shutdown begins (AdoptedConnections.closeAll, before it closes the connections): the sessions
+   * those closes end leave their durable waits stored as a crash would — a question's edge stays open
+   * (Questions.brokerStopping; C-DQ-6, review rvw72 probe 1), and a `replace`-staged message stays staged, neither
+   * dropped nor handed over (ReplaceStaging.brokerStopping).
+   */
+  stopping(): void {
+    this.questions?.brokerStopping()
+    this.staging.brokerStopping()
   }
 
   /** The broker clock, in milliseconds. */
