@@ -264,8 +264,9 @@ export const QuestionText = {
  * The durable question `mail` answered, if it is a supervisor's reply that `Questions.stage` took as one when it was
  * delivered or queued (`replySent`): a reply along a question's edge (`Mail.answers`, restored with the mail after a
  * durable restart) from the supervisor the question was asked of, with no `replyError` (C-DQ-8: not an answer).
- * Such a reply queued for its child away cannot be withdrawn by its sender: its answer was saved from it (task fixq2,
- * `Cancels`). Read on the cancel path only.
+ * Such a reply, queued for its child away or delivered, cannot be withdrawn by its sender: its answer was saved from
+ * it (tasks fixq2, fixq3, `Cancels`). Read on the cancel path, and as a route is kept (`Receipts.addRoute` marks the
+ * route of such a reply: one field read for any other mail).
  *
  * @category questions
  * @since 0.1.0
