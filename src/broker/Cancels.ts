@@ -28,7 +28,9 @@
  * Nor is a supervisor's reply waiting in the mailbox that a durable question
  * took as its answer when it was queued (`questionAnsweredBy`, Questions.ts):
  * answered "cannot be cancelled" naming the question, it stays queued, as
- * its saved answer stays (task fixq2).
+ * its saved answer stays (task fixq2) — nor, so answered, such a reply
+ * delivered to its child, found by its route's mark
+ * (`OutboundRecords.answeredBy`): the child is sent no control (task fixq3).
  * Nor is a message its sender superseded cancelled as well
  * (Receipts.withdrawnBy, ours): its fate is settled, so the cancel is
  * answered "cannot be cancelled", with no control and the record left
@@ -281,6 +283,12 @@ export class Cancels {
     const route = this.receipts.routeOf(session.key, messageId)
     const live = route === undefined ? this.receipts.recordedRoute(session, messageId, now) : this.receipts.sessionsOf(route, now)
     if (live !== undefined && live.sender === session) {
+      // A supervisor's reply delivered to its child and saved as a durable question's answer (`questionAnsweredBy`,
+      // marked on its route as it was routed, Receipts.addRoute): refused as the same reply waiting in the mailbox is,
+      // with no control and nothing rewritten, or the child would be told to withdraw its answer (task fixq3).
+      const record = route ?? this.routes.find(session.key, messageId)
+      const answered = record === undefined ? undefined : this.routes.answeredBy(record)
+      if (answered !== undefined) return this.answer(answerTo, messageId, false, Reason.cannotCancelAnswer(answered))
       // Kept behind the cancelled message wherever that still waits for the receiver (ControlFrame.ts).
       const text = Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: stamp })
       const control = new ControlFrame(text, live.receiver.key, session.key, session.presentSince, key, live.receiver.instance)

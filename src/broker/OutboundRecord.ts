@@ -70,6 +70,13 @@ export const ROUTE_TAKEN = 512
  * probe 1). Set and cleared with each route kept; it outlives the route, as `receiverInstance` does.
  */
 export const ROW_ELSEWHERE = 1024
+/**
+ * Its routed message is a supervisor's reply that a durable question took as its answer (`questionAnsweredBy`,
+ * Questions.ts): its sender cannot cancel it (Cancels.ts; task fixq3). Set and cleared with each route kept
+ * (`OutboundRecords.keepRoute`), the question's id kept aside (`OutboundRecords.answeredBy`); it outlives the route,
+ * as `receiverInstance` does, for a cancel that follows the record (Receipts.recordedRoute).
+ */
+export const ANSWERED_QUESTION = 2048
 
 /**
  * What the broker keeps of one message (see the module header). The
@@ -102,7 +109,7 @@ export class OutboundRecord implements Fingerprint {
    * Which parts are kept, whether (and how) it is in the table, whether restored, whether its route was dropped
    * with its message unread, whether its withdrawal is kept past its route, whether that withdrawal came while
    * its message may still have waited (RECORDED, ROUTED, IN_TABLE, CHAINED, RESTORED, DROPPED_UNREAD,
-   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING, RECORD_LATER, ROW_ELSEWHERE; ROUTE_TAKEN on a send's record outside the table).
+   * WITHDRAWAL_KEPT, WITHDRAWN_WAITING, RECORD_LATER, ROW_ELSEWHERE, ANSWERED_QUESTION; ROUTE_TAKEN on a send's record outside the table).
    */
   parts = 0
   /** Its id's hash in the table (while in it). */

@@ -1,7 +1,7 @@
 /**
  * The table of outbound records (OutboundRecord.ts), found by sender and id,
  * with an age order for each of a record's two parts.
- * Size note: about 540 lines,
+ * Size note: about 560 lines,
  * one concept — the hashed table and the two age lists share the records'
  * `parts` bits: each keep or drop moves a record on a list and decides
  * whether it leaves the table (`release`); apart, each would reach into the
@@ -76,6 +76,7 @@ import { randomInt } from "node:crypto"
 import type { Outcome } from "./DeliveryRecords.ts"
 import { KeptWithdrawals } from "./KeptWithdrawals.ts"
 import {
+  ANSWERED_QUESTION,
   CHAINED,
   DROPPED_UNREAD,
   IN_TABLE,
@@ -138,6 +139,11 @@ export class OutboundRecords {
    * (ROW_ELSEWHERE: P49's other holder took it; `rowKeyOf`). Weak, so a record that leaves the table takes it along.
    */
   private readonly rowKeys = new WeakMap<OutboundRecord, string>()
+  /**
+   * The durable question a record's routed message answered, for the few that did (ANSWERED_QUESTION; `answeredBy`).
+   * Weak, as `rowKeys`.
+   */
+  private readonly answered = new WeakMap<OutboundRecord, string>()
   /** Counts every change to the table: the memo below holds only while it is unchanged. */
   private changes = 0
   /** The memo of the last `find`: its id, the id's hash, that hash's first record, and `changes` then. */
@@ -361,7 +367,8 @@ export class OutboundRecords {
     receiverInstance: SessionInstance,
     at: number,
     ofRecord = true,
-    rowKey = receiverKey
+    rowKey = receiverKey,
+    answered: string | undefined = undefined
   ): void {
     if (record.routed) this.unlinkRoute(record)
     else {
@@ -372,10 +379,15 @@ export class OutboundRecords {
     // A route made in this run names the instance given the message: with it gone, no record implies one.
     // A withdrawal made while the message waited (WITHDRAWN_WAITING) stays so: a withdrawn copy routed again
     // (flushed to a client that read it) waits once more, and its withdrawal outlives this route too.
-    let parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT | ROW_ELSEWHERE)
+    let parts = (record.parts | ROUTED) & ~(RESTORED | DROPPED_UNREAD | WITHDRAWAL_KEPT | ROW_ELSEWHERE | ANSWERED_QUESTION)
     if (rowKey !== receiverKey) {
       this.rowKeys.set(record, rowKey)
       parts |= ROW_ELSEWHERE
+    }
+    // A reply saved as a durable question's answer (task fixq3): a message routed anew under its id is not.
+    if (answered !== undefined) {
+      this.answered.set(record, answered)
+      parts |= ANSWERED_QUESTION
     }
     record.parts = ofRecord || (parts & RECORDED) === 0 ? parts & ~RECORD_LATER : parts | RECORD_LATER
     record.receiverKey = receiverKey
@@ -411,6 +423,15 @@ export class OutboundRecords {
    */
   rowKeyOf(record: OutboundRecord): string {
     return (record.parts & ROW_ELSEWHERE) === 0 ? record.receiverKey : this.rowKeys.get(record) ?? record.receiverKey
+  }
+
+  /**
+   * The durable question `record`'s routed message answered, if it is a supervisor's reply saved as one
+   * (`keepRoute`'s `answered`; ANSWERED_QUESTION): kept as the route's receiver is, also once the route has aged out.
+   * Read on the cancel path only (Cancels.ts, task fixq3).
+   */
+  answeredBy(record: OutboundRecord): string | undefined {
+    return (record.parts & ANSWERED_QUESTION) === 0 ? undefined : this.answered.get(record)
   }
 
   /**

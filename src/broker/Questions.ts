@@ -1,5 +1,5 @@
 /**
- * Size: one concept, about 950 lines, past the ~400 guideline — the Router's side of durable questions (its six
+ * Size: one concept, about 955 lines, past the ~400 guideline — the Router's side of durable questions (its six
  * frames, the send stages that turn a reply into an answer, size it as one and refuse a send under a question's id, the small
  * tables below with their per-sender count (`liveBy`), and their hand-over on a takeover and release on a leave, indexed by session key); the SQL side is
  * QuestionWorker.ts and QuestionStore, a new question's notification and size check QuestionSize.ts (helper qs). The tables, the stages and the takeover hand-over read and write the same
@@ -264,8 +264,9 @@ export const QuestionText = {
  * The durable question `mail` answered, if it is a supervisor's reply that `Questions.stage` took as one when it was
  * delivered or queued (`replySent`): a reply along a question's edge (`Mail.answers`, restored with the mail after a
  * durable restart) from the supervisor the question was asked of, with no `replyError` (C-DQ-8: not an answer).
- * Such a reply queued for its child away cannot be withdrawn by its sender: its answer was saved from it (task fixq2,
- * `Cancels`). Read on the cancel path only.
+ * Such a reply, queued for its child away or delivered, cannot be withdrawn by its sender: its answer was saved from
+ * it (tasks fixq2, fixq3, `Cancels`). Read on the cancel path, and as a route is kept (`Receipts.addRoute` marks the
+ * route of such a reply: one field read for any other mail).
  *
  * @category questions
  * @since 0.1.0

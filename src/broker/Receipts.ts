@@ -110,6 +110,7 @@ import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, ROUTE_TAKEN } from "./OutboundRecord.ts"
 import type { OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import { questionAnsweredBy } from "./Questions.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import { mayHold, type Session, type SessionInstance, UNKNOWN_INSTANCE } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -218,7 +219,9 @@ export class Receipts {
     if (flushed !== undefined && claimed.recordLater && claimed.withdrawal !== undefined && sameFingerprint(flushed, claimed)) {
       this.ctx.records.forgetEarlier(claimed, mail.brokerReceivedAt, flushed, now)
     }
-    routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord, mail.targetKey)
+    // A supervisor's reply a durable question took as its answer (one field read for any other mail): its route
+    // says so, so its sender's cancel is refused as the mailbox copy's is (Cancels.ts; task fixq3).
+    routes.keepRoute(claimed, receiver.key, receiver.instance, now, ofRecord, mail.targetKey, questionAnsweredBy(mail))
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute

@@ -10,7 +10,8 @@
  * `cancel_message` is refused "cannot be cancelled" naming the question, the reply staying queued. Before, the cancel
  * took it out of the mailbox and was answered `delivered` while the question kept the withdrawn text as its answer,
  * pushed to the child asking again. A supersede of it is refused (E_SUPERSEDE_TARGET: nothing delivered to supersede),
- * and a failure reply (`replyError`), not an answer, is still cancelled.
+ * and a failure reply (`replyError`), not an answer, is still cancelled. Delivered from the mailbox to the child back,
+ * its cancel is refused just the same (its route marked answered as it is flushed, task fixq3).
  *
  * A question's edge is open with its child away only after a durable broker's restart (restored at the start, before
  * the child asks again: C-DQ-6), and only a supervisor without `questions-v1` may reply along it then (one with it is
@@ -137,6 +138,26 @@ describe("a supervisor's reply to a durable question, queued for its child away"
       assert.isFalse(
         again.received().some((f) => f.type === "message_control"),
         "the child was sent a control for the reply"
+      )
+      assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
+    })))
+
+  it.effect("delivered from the mailbox to the child back, its sender's cancel_message is still refused naming the question: no control to the child", () =>
+    patientClock(Effect.gen(function*() {
+      const { base, childFrame, net, questions, reply } = yield* queuedWhileAway
+      const again = (yield* net.session({ sessionId: "child-worker", name: "worker", frame: childFrame })).client
+      yield* again.next("message", (frame) => frame.message.id === reply.id)
+      yield* base.send({ type: "cancel_message", messageId: reply.id })
+      const cancelled = yield* ackFor(base, reply.id)
+      assert.deepStrictEqual(
+        { type: cancelled.type, reason: cancelled.type === "delivery_failed" ? cancelled.reason : undefined },
+        { type: "delivery_failed", reason: Reason.cannotCancelAnswer("q-1") },
+        "the cancel of a flushed reply saved as a durable question's answer was not refused"
+      )
+      yield* again.roundTrip
+      assert.isFalse(
+        again.received().some((f) => f.type === "message_control"),
+        "the child was told to withdraw the reply that is its answer"
       )
       assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
     })))
