@@ -16,7 +16,10 @@
  * it queued) is not refused when its window closes but delivered alone: no
  * control, the record left as it is (review revd D3). A supersede of an
  * ask withdraws it as a cancel does (`forget`: its edge closes; review
- * revd D5).
+ * revd D5). A `supersedes` naming a supervisor's reply that a durable
+ * question took as its answer is refused (`E_SUPERSEDE_TARGET`), as its
+ * cancel is (Cancels.ts): the saved answer stays, and the child is told
+ * nothing (`OutboundRecords.answeredBy`, marked as the reply was routed).
  *
  * A supersede's
  * control does not wait for a `received-v1` receiver: its new message goes
@@ -96,6 +99,11 @@ export const supersedeStage = (
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
+      // A supervisor's reply saved as a durable question's answer, marked on its record as it was routed
+      // (Receipts.addRoute): refused as its cancel is (Cancels.ts), or the child would be told to withdraw its answer.
+      const record = routes.find(attempt.sender.key, supersedes)
+      const answered = record === undefined ? undefined : routes.answeredBy(record)
+      if (answered !== undefined) return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeAnswer(answered) }
       return undefined
     },
     // Settled meanwhile, a staged message's `supersedes` goes too: with no control before it, the field would tell

@@ -90,6 +90,13 @@ export const Reason = {
   supersedeCancelled:
     "Supersede target does not match a previous message from this sender to this receiver: that message was cancelled already. Send the new message without supersedes",
   /**
+   * Ours (`questions-v1`): a `supersedes` naming a supervisor's reply that a
+   * durable question saved as its answer (SupersedeStage.ts). Starts as
+   * `supersedeNoRoute` does.
+   */
+  supersedeAnswer: (questionId: string) =>
+    `Supersede target does not match a previous message from this sender to this receiver: that message already answered durable question ${questionId}, whose answer is saved. Send the new message without supersedes`,
+  /**
    * Ours: a `supersedes` naming a message its sender superseded already by
    * another (`superseded`, the old message's record reason, names it). Starts
    * as `supersedeNoRoute` does. It does not say the receiver was told: a
@@ -212,11 +219,11 @@ export const Reason = {
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   /**
-   * Ours (`questions-v1`): a cancel of a reply queued for a durable question's absent child, which the broker saved as
-   * that question's answer when it queued it; the reply stays queued and the answer saved (task fixq2).
+   * Ours (`questions-v1`): a cancel of a supervisor's reply that a durable question saved as its answer — queued for
+   * the absent child (the reply stays queued, task fixq2) or delivered to it (no control is sent, task fixq3).
    */
   cannotCancelAnswer: (questionId: string) =>
-    `Message cannot be cancelled by this session: it already answered durable question ${questionId}, whose answer is saved; the child gets it when it is back`,
+    `Message cannot be cancelled by this session: it already answered durable question ${questionId}, whose answer is saved; send a new message to correct it`,
   selfTarget: "Cannot message the current session",
   tooManyAsks: (max: number) =>
     `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,

@@ -4,6 +4,7 @@
  * naming the question, the child is sent no `message_control`, and the saved answer stays. Before, the cancel was
  * answered `delivered` (P71) and the child told to withdraw the reply while the question kept it as its answer. Both
  * for a `questions-v1` supervisor notified of the question and for a base supervisor's reply (`unnotifiedAnswer`).
+ * A send superseding such a reply is refused `E_SUPERSEDE_TARGET` the same way (P72's path).
  * A later plain message under the reply's id (its replay record pushed out by `replayRecords: 1`) is a new message:
  * its cancel is carried out. On durable brokers over the in-memory network with a memory question store; no sleep:
  * each step waits on the frame it needs, or on a round trip on the acting connection, then on the observer.
@@ -99,6 +100,26 @@ describe("a supervisor's cancel of its delivered reply that answered a durable q
         yield* child.roundTrip
         assert.isFalse(controlled(child, reply.id), "the child was told to withdraw the reply that is its answer")
         assert.deepStrictEqual(yield* readQuestion(child, "g-2"), { state: "answer_pending", answer: "go left" })
+        assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
+      })))
+  }
+
+  for (const base of [false, true]) {
+    const who = base ? "a base supervisor's" : "a questions-v1 supervisor's"
+    it.effect(`${who} send superseding it is refused E_SUPERSEDE_TARGET naming the question: no control, the answer stays`, () =>
+      patientClock(Effect.gen(function*() {
+        const world = yield* asked(base)
+        const { child, questions, supervisor } = world
+        const reply = yield* replied(world)
+        const ack = yield* send(supervisor, "child-worker", message("go right", { supersedes: reply.id }))
+        assert.strictEqual(ack.type, "delivery_failed", "the supersede of a reply saved as a durable question's answer was not refused")
+        if (ack.type === "delivery_failed") {
+          assert.strictEqual(ack.code, "E_SUPERSEDE_TARGET")
+          assert.strictEqual(ack.reason, Reason.supersedeAnswer("q-1"))
+        }
+        yield* supervisor.roundTrip
+        yield* child.roundTrip
+        assert.isFalse(controlled(child, reply.id), "the child was told to withdraw the reply that is its answer")
         assert.strictEqual(questions.records.get("q-1")?.answer, "go left")
       })))
   }
