@@ -1,5 +1,5 @@
 /**
- * Size: about 575 lines (the per-recipient cap, the share of the overall room and the
+ * Size: about 580 lines (the per-recipient cap, the share of the overall room and the
  * departures held behind due messages, about 150), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
@@ -331,9 +331,14 @@ export class ReplaceStaging {
   /**
    * Hands every message whose window closed to its recipient, oldest first;
    * one whose recipient's outbox has no room stays staged, due, until
-   * `roomFor` (see the module header).
+   * `roomFor` (see the module header). Nothing once the broker's own shutdown
+   * has begun (`brokerStopping`): the staging fiber runs until the stop's
+   * closes are done, and a window closing then would drop a message whose
+   * recipient the stop closed (review rvfin probe 3); it stays staged and
+   * stored, as a crash leaves it.
    */
   flushDue(now: number): void {
+    if (this.stopping) return
     for (const entry of this.staged.values()) {
       if (entry.deliverAt > now) return
       this.staged.delete(entry.key)
