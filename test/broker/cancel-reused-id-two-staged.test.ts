@@ -7,38 +7,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DELIVERY_V1 } from "../../src/protocol/features.ts"
-import { message } from "../support/broker.ts"
-import { recordedSessions } from "../support/controlWorld.ts"
-import { handRouter } from "../support/handRouter.ts"
-
-const START = 1_000_000
-const WINDOW_MS = 1_000
-const replace = { delivery: "queue", queueMode: "replace", threadId: "t" }
+import { stagedUnderOneId } from "../support/stagedUnderOneId.ts"
 
 describe("a cancel under a reused id with two messages staged for two recipients", () => {
   it.effect("withdraws the one staged last (for z), and the older one (for b) is handed over", () =>
     Effect.gen(function*() {
-      const clock = { now: START }
-      const hand = yield* handRouter({ replaceWindow: WINDOW_MS, replayRecords: 1 }, () => clock.now)
-      const { connect, framesOf } = recordedSessions(hand)
-      const b = connect(1, "b", [])
-      const z = connect(2, "z", [])
-      const d = connect(3, "d", [DELIVERY_V1])
-      const m0 = message("m0")
-      hand.batch(d, [{ type: "send", to: "b", message: { ...m0, content: { text: "for b" } }, ...replace }])
-      hand.batch(d, [{ type: "send", to: "z", message: message("other") }])
-      clock.now += 1
-      hand.batch(d, [{ type: "send", to: "z", message: { ...m0, content: { text: "for z" } }, ...replace }])
-      const staged = framesOf(d).filter((f) => f.messageId === m0.id).map((f) => f.type)
-      assert.deepStrictEqual(staged, ["delivery_queued", "delivery_queued"], "setup: both sends under m0 were not staged")
-      const from = framesOf(d).length
-      hand.batch(d, [{ type: "cancel_message", messageId: m0.id }])
-      const answer = framesOf(d).slice(from).filter((f) => f.messageId === m0.id).map((f) => f.type)
-      assert.deepStrictEqual(answer, ["delivered"], "the cancel was not answered delivered")
-      clock.now += WINDOW_MS
-      hand.router.staging.flushDue(clock.now)
-      const under = (peer: typeof b) => framesOf(peer).filter((f) => f.type === "message" && f.message?.id === m0.id).length
-      assert.deepStrictEqual({ b: under(b), z: under(z) }, { b: 1, z: 0 }, "the cancel withdrew the older staged message (for b), not the newest")
+      const { b, z, stageTwo, answersUnderM0, cancelM0, givenM0, closeWindow } = yield* stagedUnderOneId()
+      stageTwo({ to: "b", text: "for b", staged: true }, { to: "z", text: "for z", staged: true })
+      assert.deepStrictEqual(answersUnderM0(), ["delivery_queued ", "delivery_queued "], "setup: both sends under m0 were not staged")
+      assert.deepStrictEqual(cancelM0(), ["delivered"], "the cancel was not answered delivered")
+      closeWindow()
+      assert.deepStrictEqual({ b: givenM0(b), z: givenM0(z) }, { b: 1, z: 0 }, "the cancel withdrew the older staged message (for b), not the newest")
     }))
 })
